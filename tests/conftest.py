@@ -1,0 +1,66 @@
+"""Test set-up: JAX on CPU in float64, Qt offscreen, markers, shared real data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Before anything imports JAX or Qt.
+if not os.environ.get("XPCS_TEST_GPU"):
+    os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("XPCS_JAX_CACHE_DIR", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax-cache"))
+# Sessions and settings of the GUI must never touch the user's real config.
+os.environ.setdefault("XPCSVIEWER_CONFIG_DIR", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "config"))
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_REAL = REPO.parent / "shared" / "data" / "real"
+
+
+def _has_gpu() -> bool:
+    try:
+        import jax
+
+        return jax.default_backend() == "gpu"
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any("gpu" in item.keywords for item in items):
+        return
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs a JAX GPU (set XPCS_TEST_GPU=1 on a GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A seeded generator per test."""
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def real_data_dir() -> Path:
+    """``../shared/data/real``; the test is skipped when it is absent."""
+    if not SHARED_REAL.is_dir():
+        pytest.skip("../shared/data/real is not present")
+    return SHARED_REAL
+
+
+@pytest.fixture
+def fresh_device_manager():
+    """Reset the DeviceManager singleton and backend override around a test."""
+    from xpcsviewer import backends
+
+    backends.DeviceManager.reset()
+    backends.set_backend(None)
+    yield
+    backends.DeviceManager.reset()
+    backends.set_backend(None)

@@ -1,0 +1,222 @@
+"""Command line: ``xpcsviewer [PATH ...]`` and the subcommands of ARCHITECTURE.md §8.
+
+Argument parsing for every subcommand lives here (the stable contract); each
+handler lives in ``xpcsviewer/commands/<name>.py`` as ``run(args) -> int`` and is
+imported only when that subcommand runs, so ``--help``, ``info`` and ``device``
+never load Qt. A subcommand whose module does not exist yet exits 2 with
+"not available yet".
+
+Exit codes: 0 success, 2 usage error, 3 bad input data (one line naming the file
+and dataset, no traceback), 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from xpcsviewer import __version__
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_BAD_INPUT = 3
+
+SUBCOMMANDS = (
+    "gui",
+    "demo",
+    "info",
+    "correlate",
+    "qmap",
+    "fit",
+    "export",
+    "average",
+    "snapshot",
+    "device",
+)
+
+PLOTS = ("saxs2d", "saxs1d", "stability", "intensity", "g2", "diffusion", "twotime", "qmap")
+TABS = (
+    "saxs2d",
+    "saxs1d",
+    "stability",
+    "intensity",
+    "g2",
+    "diffusion",
+    "twotime",
+    "qmap",
+    "metadata",
+)
+
+
+def _available(name: str) -> bool:
+    return importlib.util.find_spec(f"xpcsviewer.commands.{name}") is not None
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("common options")
+    g.add_argument("--backend", choices=("jax", "numpy"), help="array backend (default: auto)")
+    g.add_argument(
+        "--device",
+        default=None,
+        help="auto, cpu or gpu (default: XPCS_DEVICE or auto)",
+    )
+    g.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    g.add_argument("--quiet", action="store_true", help="no progress bars")
+    return p
+
+
+def _pair(kind: type) -> dict:
+    return {"nargs": 2, "type": kind, "metavar": ("A", "B")}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser (also used by the docs and the tests)."""
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="xpcsviewer",
+        description="XPCS Viewer: view, fit and export XPCS result files.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"xpcsviewer {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, help_: str) -> argparse.ArgumentParser:
+        if not _available(name):
+            help_ += " [not available yet]"
+        return sub.add_parser(name, help=help_, description=help_, parents=[common])
+
+    p = add("gui", "open the GUI on a folder or files (the default command)")
+    p.add_argument("paths", nargs="*", metavar="PATH")
+
+    p = add("demo", "write the built-in demo data set, then open the GUI on it")
+    p.add_argument("--out", default="demo_data", help="output folder (default: ./demo_data)")
+    p.add_argument("--no-gui", action="store_true", help="only write the files")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+    p = add("info", "summary of result files")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = add("correlate", "multi-tau and/or two-time correlation of raw frames")
+    p.add_argument("raw", metavar="RAW", help="raw frames: HDF5 /entry/data/data or .npy")
+    p.add_argument("--qmap", required=True, help="partition file (/qmap or /xpcs/qmap)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
+    p.add_argument("--mode", choices=("multitau", "twotime", "both"), default="multitau")
+    p.add_argument("--frame-time", type=float, default=None, help="seconds per frame")
+    p.add_argument("--begin-frame", type=int, default=0)
+    p.add_argument("--end-frame", type=int, default=-1)
+    p.add_argument("--stride-frame", type=int, default=1)
+    p.add_argument("--avg-frame", type=int, default=1)
+    p.add_argument("--dq", default="all", help="dynamic bins for two-time, e.g. 1-5,8")
+
+    p = add("qmap", "compute a q x phi partition file")
+    p.add_argument("--shape", nargs=2, type=int, metavar=("H", "W"), required=True)
+    p.add_argument("--energy", type=float, required=True, metavar="KEV")
+    p.add_argument("--det-dist", type=float, required=True, metavar="M")
+    p.add_argument("--pixel-size", type=float, required=True, metavar="M")
+    p.add_argument("--bcx", type=float, required=True, metavar="PX")
+    p.add_argument("--bcy", type=float, required=True, metavar="PX")
+    p.add_argument("--mask", default=None, help="mask image (npy, tiff or hdf)")
+    p.add_argument("--dq-num", type=int, default=36)
+    p.add_argument("--sq-num", type=int, default=360)
+    p.add_argument("--dp-num", type=int, default=1)
+    p.add_argument("--sp-num", type=int, default=1)
+    p.add_argument("-o", "--output", required=True, metavar="QMAP.hdf")
+
+    p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--model", choices=("single", "double", "stretched"), default="single")
+    p.add_argument("--q-range", **_pair(float))
+    p.add_argument("--t-range", **_pair(float))
+    p.add_argument("--bayes", action="store_true", help="also run NumPyro NUTS")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.json|.csv")
+
+    p = add("export", "render figures of result files off-screen")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--plot", choices=PLOTS, required=True, action="append")
+    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+
+    p = add("average", "average repeated measurements into one result file")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
+
+    p = add("snapshot", "render a GUI tab offscreen to PNG")
+    p.add_argument("files", nargs="*", metavar="FILE")
+    p.add_argument("--tab", choices=TABS, required=True)
+    p.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    p.add_argument("--size", nargs=2, type=int, default=(1400, 900), metavar=("W", "H"))
+
+    p = add("device", "backend, devices and routing threshold")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _normalise_argv(argv: list[str]) -> list[str]:
+    """``xpcsviewer PATH ...`` is ``xpcsviewer gui PATH ...``."""
+    for i, a in enumerate(argv):
+        if a in ("-h", "--help", "--version"):
+            return argv
+        if a.startswith("-"):
+            continue
+        if a in SUBCOMMANDS:
+            return argv
+        return [*argv[:i], "gui", *argv[i:]]
+    return [*argv, "gui"] if not any(a in ("-h", "--help") for a in argv) else argv
+
+
+def _configure(args: argparse.Namespace) -> None:
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if args.device is not None:
+        from xpcsviewer.backends import parse_device
+
+        os.environ["XPCS_DEVICE"] = parse_device(args.device)
+    if args.backend is not None:
+        os.environ["XPCS_USE_JAX"] = "true" if args.backend == "jax" else "false"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``xpcsviewer`` console script."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(_normalise_argv(args_list))
+    try:
+        _configure(args)
+    except ValueError as exc:
+        print(f"xpcsviewer: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    name = args.command
+    if not _available(name):
+        print(f"xpcsviewer {name}: not available yet", file=sys.stderr)
+        return EXIT_USAGE
+    module = importlib.import_module(f"xpcsviewer.commands.{name}")
+    from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.progress import Cancelled
+
+    try:
+        return int(module.run(args) or 0)
+    except XpcsFileError as exc:
+        print(f"xpcsviewer {name}: {exc.one_line()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (Cancelled, KeyboardInterrupt):
+        print(f"xpcsviewer {name}: cancelled", file=sys.stderr)
+        return EXIT_ERROR
+    except (ValueError, ImportError, RuntimeError, OSError) as exc:
+        if args.verbose:
+            raise
+        print(f"xpcsviewer {name}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

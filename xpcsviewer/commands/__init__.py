@@ -1,0 +1,1 @@
+"""Handlers of the CLI subcommands: ``run(args) -> int``, imported lazily by ``cli``."""

@@ -1,0 +1,23 @@
+"""``xpcsviewer [gui] [PATH ...]``: open the main window."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from xpcsviewer.commands._display import NO_DISPLAY_HINT, has_display
+
+
+def launch(paths: list[str]) -> int:
+    """Open the GUI on ``paths`` (folder or files); exits cleanly without a display."""
+    if not has_display():
+        print(NO_DISPLAY_HINT, file=sys.stderr)
+        return 1
+    from xpcsviewer.gui.app import run_app
+
+    return run_app(paths)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``xpcsviewer gui``."""
+    return launch(list(args.paths))

@@ -1,0 +1,104 @@
+"""Progress reporting and cooperative cancellation, shared by the CLI and the GUI.
+
+Compute functions take ``progress: ProgressCallback | None`` and
+``cancel: CancelToken | None`` and check the token between chunks. Nothing here
+imports Qt; the GUI wraps these in its workers.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Protocol, TextIO
+
+__all__ = ["CancelToken", "Cancelled", "ProgressCallback", "TextProgressBar", "report"]
+
+
+class Cancelled(Exception):  # noqa: N818 - the name reads as an event
+    """Raised by :meth:`CancelToken.raise_if_cancelled` when the user cancelled."""
+
+
+class ProgressCallback(Protocol):
+    """``progress(done, total, message)``; may be called from any thread."""
+
+    def __call__(self, done: int, total: int, message: str = "") -> None: ...
+
+
+class CancelToken:
+    """A thread-safe cancel flag checked between chunks of work."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        """Ask the work to stop at its next check."""
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` was called."""
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`Cancelled` if cancelled."""
+        if self._event.is_set():
+            raise Cancelled()
+
+
+def report(
+    progress: ProgressCallback | None,
+    cancel: CancelToken | None,
+    done: int,
+    total: int,
+    message: str = "",
+) -> None:
+    """Check for cancellation, then report progress (either may be ``None``)."""
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    if progress is not None:
+        progress(done, total, message)
+
+
+class TextProgressBar:
+    """A progress bar on stderr for the command line, at most ~10 redraws a second."""
+
+    def __init__(self, label: str = "", stream: TextIO | None = None, width: int = 30,
+                 enabled: bool = True) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.enabled = enabled
+        self._last = 0.0
+        self._t0 = time.monotonic()
+        self._lock = threading.Lock()
+        self._shown = False
+
+    def __call__(self, done: int, total: int, message: str = "") -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        with self._lock:
+            if done < total and now - self._last < 0.1:
+                return
+            self._last = now
+            frac = 0.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
+            fill = int(round(frac * self.width))
+            bar = "#" * fill + "-" * (self.width - fill)
+            elapsed = now - self._t0
+            line = f"\r{self.label} [{bar}] {100 * frac:5.1f}% {elapsed:6.1f}s {message}"
+            self.stream.write(line[:160].ljust(80))
+            self.stream.flush()
+            self._shown = True
+
+    def close(self) -> None:
+        """End the bar's line."""
+        if self.enabled and self._shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def __enter__(self) -> TextProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
