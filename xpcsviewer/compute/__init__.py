@@ -1,0 +1,1 @@
+"""Pure array code (q-maps, partitions, reductions, correlators) written against the backend."""

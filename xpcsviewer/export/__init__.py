@@ -1,0 +1,1 @@
+"""Matplotlib figures and tables for export (Agg, no Qt)."""

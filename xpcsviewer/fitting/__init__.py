@@ -1,0 +1,1 @@
+"""g2 models, batched least squares, Bayesian NUTS and diffusion fits."""
