@@ -60,17 +60,20 @@ def _available(name: str) -> bool:
     return importlib.util.find_spec(f"xpcsviewer.commands.{name}") is not None
 
 
-def _common() -> argparse.ArgumentParser:
+def _common(top: bool) -> argparse.ArgumentParser:
+    # Subparsers must not overwrite values given before the subcommand: their
+    # defaults are SUPPRESS, so they only set what is given after it.
+    d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("common options")
-    g.add_argument("--backend", choices=("jax", "numpy"), help="array backend (default: auto)")
     g.add_argument(
-        "--device",
-        default=None,
-        help="auto, cpu or gpu (default: XPCS_DEVICE or auto)",
+        "--backend", choices=("jax", "numpy"), default=d(None), help="array backend (default: auto)"
     )
-    g.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
-    g.add_argument("--quiet", action="store_true", help="no progress bars")
+    g.add_argument(
+        "--device", default=d(None), help="auto, cpu or gpu (default: XPCS_DEVICE or auto)"
+    )
+    g.add_argument("-v", "--verbose", action="count", default=d(0), help="more log output")
+    g.add_argument("--quiet", action="store_true", default=d(False), help="no progress bars")
     return p
 
 
@@ -80,11 +83,11 @@ def _pair(kind: type) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full parser (also used by the docs and the tests)."""
-    common = _common()
+    common = _common(top=False)
     parser = argparse.ArgumentParser(
         prog="xpcsviewer",
         description="XPCS Viewer: view, fit and export XPCS result files.",
-        parents=[common],
+        parents=[_common(top=True)],
     )
     parser.add_argument("--version", action="version", version=f"xpcsviewer {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -163,15 +166,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _normalise_argv(argv: list[str]) -> list[str]:
     """``xpcsviewer PATH ...`` is ``xpcsviewer gui PATH ...``."""
+    takes_value = {"--backend", "--device"}
+    skip = False
     for i, a in enumerate(argv):
+        if skip:
+            skip = False
+            continue
         if a in ("-h", "--help", "--version"):
             return argv
         if a.startswith("-"):
+            skip = a in takes_value
             continue
         if a in SUBCOMMANDS:
             return argv
         return [*argv[:i], "gui", *argv[i:]]
-    return [*argv, "gui"] if not any(a in ("-h", "--help") for a in argv) else argv
+    return [*argv, "gui"]
 
 
 def _configure(args: argparse.Namespace) -> None:
@@ -183,6 +192,11 @@ def _configure(args: argparse.Namespace) -> None:
         os.environ["XPCS_DEVICE"] = parse_device(args.device)
     if args.backend is not None:
         os.environ["XPCS_USE_JAX"] = "true" if args.backend == "jax" else "false"
+    if args.device is not None or args.backend is not None:
+        from xpcsviewer.backends import DeviceManager, set_backend
+
+        DeviceManager.reset()
+        set_backend(None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -190,11 +204,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(_normalise_argv(args_list))
+    saved_env = {k: os.environ.get(k) for k in ("XPCS_DEVICE", "XPCS_USE_JAX")}
     try:
-        _configure(args)
-    except ValueError as exc:
-        print(f"xpcsviewer: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        try:
+            _configure(args)
+        except ValueError as exc:
+            print(f"xpcsviewer: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return _dispatch(args)
+    finally:
+        # main() also runs in-process (tests, the GUI's snapshot): leave no trace.
+        if args.device is not None or args.backend is not None:
+            for k, v in saved_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            from xpcsviewer.backends import DeviceManager
+
+            DeviceManager.reset()
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     name = args.command
     if not _available(name):
         print(f"xpcsviewer {name}: not available yet", file=sys.stderr)
