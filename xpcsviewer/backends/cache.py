@@ -47,6 +47,7 @@ def configure_compilation_cache() -> Path | None:
         return None
     jax.config.update("jax_compilation_cache_dir", str(path))
     # Cache everything that took noticeable time; small kernels recompile fast anyway.
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    min_s = float(os.environ.get("XPCS_JAX_CACHE_MIN_COMPILE_S", "0.2"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", min_s)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return path
