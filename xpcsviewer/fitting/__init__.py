@@ -1,1 +1,63 @@
-"""g2 models, batched least squares, Bayesian NUTS and diffusion fits."""
+"""g2 models, batched least squares, Bayesian NUTS and diffusion fits.
+
+Importing this package does not import JAX or NumPyro; :mod:`xpcsviewer.fitting.bayes`
+(``fit_g2_bayes``) imports them when first used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xpcsviewer.fitting.diffusion import (
+    DiffusionResult,
+    JointDiffusionResult,
+    diffusion_from_fit,
+    fit_diffusion,
+    fit_diffusion_joint,
+    hydrodynamic_radius,
+    water_viscosity,
+)
+from xpcsviewer.fitting.lsq import FitStatus, G2FitResult, fit_g2, prepare_weights
+from xpcsviewer.fitting.models import (
+    MODEL_PARAMS,
+    G2Model,
+    ParamSpec,
+    averaging_factors,
+    default_params,
+    evaluate_model,
+    model_param_names,
+)
+
+__all__ = [
+    "MODEL_PARAMS",
+    "BayesFitResult",
+    "DiffusionResult",
+    "FitStatus",
+    "G2FitResult",
+    "G2Model",
+    "JointDiffusionResult",
+    "ParamSpec",
+    "averaging_factors",
+    "default_params",
+    "diffusion_from_fit",
+    "evaluate_model",
+    "fit_diffusion",
+    "fit_diffusion_joint",
+    "fit_g2",
+    "fit_g2_bayes",
+    "hydrodynamic_radius",
+    "model_param_names",
+    "prepare_weights",
+    "water_viscosity",
+]
+
+_LAZY = {"fit_g2_bayes", "BayesFitResult", "fit_diffusion_joint_bayes"}
+
+
+def __getattr__(name: str) -> Any:
+    # NumPyro/JAX load only when the Bayesian API is first touched.
+    if name in _LAZY:
+        from xpcsviewer.fitting import bayes
+
+        return getattr(bayes, name)
+    raise AttributeError(f"module 'xpcsviewer.fitting' has no attribute {name!r}")

@@ -1,0 +1,536 @@
+"""Batched, bounded Levenberg-Marquardt fits of g2 curves (all q-bins of all files at once).
+
+One jitted, vmapped solve for B curves on the active backend (JAX by default; the NumPy
+backend runs the same kernel curve by curve as the reference). Box constraints by
+projection in internal coordinates (log for relaxation times), weights 1/g2_err,
+covariance errors scaled by the reduced chi^2 (as ``scipy.optimize.curve_fit`` with
+``absolute_sigma=False``, the existing viewers' choice), and a status per curve instead
+of exceptions.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.fitting.models import (
+    LOG_PARAMS,
+    G2Model,
+    ParamSpec,
+    default_params,
+    evaluate_model,
+    model_param_names,
+)
+from xpcsviewer.progress import CancelToken, ProgressCallback, report
+
+__all__ = ["FitStatus", "G2FitResult", "fit_g2", "lm_solve_batch", "prepare_weights"]
+
+
+class FitStatus(str, enum.Enum):
+    """Outcome of one curve's fit."""
+
+    CONVERGED = "converged"
+    MAX_ITER = "max_iter"
+    NONFINITE = "nonfinite"
+    AT_BOUND = "at_bound"
+    FLAT = "flat"
+    TOO_FEW_POINTS = "too_few_points"
+    NO_DATA = "no_data"
+
+
+# Kernel codes (inside jit) -> FitStatus
+_CODE_RUNNING, _CODE_CONVERGED, _CODE_MAX_ITER = 0, 1, 2
+
+
+@dataclass
+class G2FitResult:
+    """Least-squares fit of B curves; NumPy arrays throughout.
+
+    Attributes
+    ----------
+    model : G2Model
+    params : dict name -> (B,) float64
+        Best-fit values in natural units (tau in s). NaN where the curve has no fit.
+    errors : dict name -> (B,) float64
+        1-sigma errors from the covariance scaled by ``chi2_red``; 0 for fixed
+        parameters, NaN where undetermined.
+    chi2_red : (B,) float64
+    status : (B,) object array of FitStatus
+    n_iter : (B,) int
+    n_points : (B,) int
+        Points used (valid, finite, inside ``t_range``).
+    fixed : dict name -> bool
+    lower, upper : dict name -> (B,) float64
+        Bounds used.
+    aux : tuple or None
+        (m (T,), dt) for ``single_avgcorr``.
+    """
+
+    model: G2Model
+    params: dict[str, np.ndarray]
+    errors: dict[str, np.ndarray]
+    chi2_red: np.ndarray
+    status: np.ndarray
+    n_iter: np.ndarray
+    n_points: np.ndarray
+    fixed: dict[str, bool] = field(default_factory=dict)
+    lower: dict[str, np.ndarray] = field(default_factory=dict)
+    upper: dict[str, np.ndarray] = field(default_factory=dict)
+    aux: tuple | None = None
+    t_range: tuple[float, float] | None = None
+
+    @property
+    def n_curves(self) -> int:
+        """B."""
+        return int(self.chi2_red.shape[0])
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """Parameter names in model order."""
+        return model_param_names(self.model)
+
+    @property
+    def ok(self) -> np.ndarray:
+        """(B,) bool: status converged."""
+        return np.array([s == FitStatus.CONVERGED for s in self.status], dtype=bool)
+
+    def curve(self, tau_grid: Any, aux: tuple | None = None) -> np.ndarray:
+        """Fitted g2 on ``tau_grid`` (G,) s for plotting -> (B, G); NaN rows for no fit."""
+        t = np.asarray(tau_grid, dtype=np.float64)[None, :]
+        p = tuple(self.params[n][:, None] for n in self.param_names)
+        use_aux = aux if aux is not None else self.aux
+        if self.model is G2Model.SINGLE_AVGCORR and use_aux is not None:
+            m, dt = use_aux
+            m = np.asarray(m, dtype=np.float64)
+            if m.shape[-1] != t.shape[-1]:
+                # A smooth grid has no multi-tau level: draw the uncorrected model.
+                use_aux = (np.ones_like(t), dt)
+        with np.errstate(all="ignore"):
+            return evaluate_model(self.model, t, p, use_aux, np)
+
+    def row(self, b: int) -> dict[str, Any]:
+        """Plain-Python summary of curve ``b`` (for tables and pop-ups)."""
+        return {
+            "params": {n: float(self.params[n][b]) for n in self.param_names},
+            "errors": {n: float(self.errors[n][b]) for n in self.param_names},
+            "chi2_red": float(self.chi2_red[b]),
+            "status": self.status[b].value,
+        }
+
+
+def prepare_weights(g2_err: Any, valid: Any) -> np.ndarray:
+    """Standard deviations for weighting, (B, T).
+
+    Errors that are non-finite or <= 1e-6 (too small to be real, typically 0 written
+    for "unknown") are replaced by the median of the curve's good errors on valid
+    points; a curve without any good error is weighted uniformly (sigma = 1).
+    """
+    err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
+    ok = np.atleast_2d(np.asarray(valid, dtype=bool))
+    good = ok & np.isfinite(err) & (err > 1e-6)
+    med = np.full(err.shape[0], 1.0)
+    for b in np.nonzero(good.any(axis=1))[0]:
+        med[b] = np.median(err[b, good[b]])
+    return np.where(good, err, med[:, None])
+
+
+# ----------------------------------------------------------------------------------
+# The kernel: one curve, written for one and vmapped for many.
+# ----------------------------------------------------------------------------------
+
+
+def _make_solver(backend: Any, model: G2Model, n_par: int, max_iter: int) -> Any:
+    """Jitted batched solver ``solve(t, y, w, mask, x0, lo, hi, free, aux_m, aux_dt)``."""
+    xp = backend.xp
+    names = model_param_names(model)
+    is_log = np.array([n in LOG_PARAMS for n in names])
+    ftol, xtol, gtol = 1e-14, 1e-12, 1e-14
+
+    def to_nat(x: Any) -> tuple:
+        return tuple(xp.exp(x[k]) if is_log[k] else x[k] for k in range(n_par))
+
+    def residuals(x: Any, t: Any, y: Any, w: Any, mask: Any, aux: tuple) -> Any:
+        # x (..., P) -> r (..., T); masked points contribute exactly zero.
+        p = tuple(xk[..., None] for xk in to_nat(xp.moveaxis(x, -1, 0)))
+        g = evaluate_model(model, t, p, aux, xp)
+        return xp.where(mask, (g - y) * w, 0.0)
+
+    def jacobian(x: Any, free: Any, t: Any, y: Any, w: Any, mask: Any, aux: tuple):
+        # Central differences in internal coordinates; both backends, no autodiff.
+        h = 1e-6 * xp.maximum(1.0, xp.abs(x))
+        eye = xp.eye(n_par)
+        xs = xp.concatenate(
+            [x[None, :], x[None, :] + eye * h[None, :], x[None, :] - eye * h[None, :]], axis=0
+        )
+        r_all = residuals(xs, t, y, w, mask, aux)
+        r0 = r_all[0]
+        jac = (r_all[1 : n_par + 1] - r_all[n_par + 1 :]) / (2.0 * h[:, None])
+        jac = xp.where(free[:, None], jac, 0.0).T  # (T, P)
+        return r0, jac
+
+    def step_direction(jac: Any, r: Any, lam: Any, free: Any) -> Any:
+        a = jac.T @ jac
+        g = jac.T @ r
+        d = xp.diagonal(a)
+        d = xp.maximum(d, 1e-12 * xp.max(d) + 1e-300)
+        a = a + xp.diag(lam * d)
+        # Fixed parameters: identity rows so the system stays regular.
+        a = xp.where(free[:, None] & free[None, :], a, xp.eye(n_par))
+        g = xp.where(free, g, 0.0)
+        return -xp.linalg.solve(a, g), g
+
+    def solve_one(t, y, w, mask, x0, lo, hi, free, aux_m, aux_dt):
+        aux = (aux_m, aux_dt)
+        x0 = xp.clip(x0, lo, hi)
+        r0, j0 = jacobian(x0, free, t, y, w, mask, aux)
+        cost0 = 0.5 * xp.sum(r0 * r0)
+        init = (x0, cost0, j0, r0, xp.asarray(1e-3), 0, _CODE_RUNNING)
+
+        def cond(s):
+            return s[6] == _CODE_RUNNING
+
+        def body(s):
+            x, cost, jac, r, lam, it, code = s
+            dx, g = step_direction(jac, r, lam, free)
+            x_new = xp.clip(x + dx, lo, hi)
+            x_new = xp.where(free, x_new, x)
+            r_new, j_new = jacobian(x_new, free, t, y, w, mask, aux)
+            cost_new = 0.5 * xp.sum(r_new * r_new)
+            accept = xp.isfinite(cost_new) & (cost_new <= cost)
+            step = xp.sqrt(xp.sum((x_new - x) ** 2))
+            xnorm = xp.sqrt(xp.sum(x * x))
+            small_f = (cost - cost_new) <= ftol * cost
+            small_x = step <= xtol * (xnorm + xtol)
+            # projected gradient: zero components pushing against an active bound
+            pg = xp.where(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)), 0.0, g)
+            small_g = xp.max(xp.abs(pg)) <= gtol * xp.maximum(1.0, cost)
+            done = (accept & small_f & small_x) | small_g | (lam > 1e16)
+            x = xp.where(accept, x_new, x)
+            cost = xp.where(accept, cost_new, cost)
+            jac = xp.where(accept, j_new, jac)
+            r = xp.where(accept, r_new, r)
+            lam = xp.where(accept, xp.maximum(lam / 3.0, 1e-12), lam * 4.0)
+            it = it + 1
+            code = xp.where(
+                done, _CODE_CONVERGED, xp.where(it >= max_iter, _CODE_MAX_ITER, _CODE_RUNNING)
+            )
+            return (x, cost, jac, r, lam, it, code)
+
+        x, cost, jac, r, lam, it, code = backend.while_loop(cond, body, init)
+        return x, cost, jac, it, code
+
+    batched = backend.vmap(solve_one, in_axes=(None, 0, 0, 0, 0, 0, 0, None, None, None))
+    return backend.jit(batched)
+
+
+@functools.lru_cache(maxsize=32)
+def _solver_cached(backend_name: str, model: G2Model, n_par: int, max_iter: int) -> Any:
+    from xpcsviewer.backends import get_backend
+
+    return _make_solver(get_backend(backend_name), model, n_par, max_iter)
+
+
+def _bucket(n: int) -> int:
+    # Pad batch sizes to a few shapes so the jit cache is reused across files.
+    if n <= 8:
+        return 8
+    b = 8
+    while b < n:
+        b *= 2
+    return b
+
+
+def lm_solve_batch(
+    model: G2Model,
+    t: np.ndarray,
+    y: np.ndarray,
+    sigma: np.ndarray,
+    mask: np.ndarray,
+    x0: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    free: np.ndarray,
+    aux: tuple | None = None,
+    max_iter: int = 200,
+    backend: Any = None,
+    device: Any = "auto",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Run the LM kernel on B curves in internal coordinates.
+
+    Parameters
+    ----------
+    t : (T,) s; y, sigma : (B, T); mask : (B, T) bool
+    x0, lo, hi : (B, P) internal coordinates (log for tau-like parameters)
+    free : (P,) bool
+    aux : (m (T,), dt) or None
+
+    Returns
+    -------
+    x (B, P), cost (B,), jac (B, T, P) in internal coordinates, n_iter (B,), code (B,)
+    """
+    from xpcsviewer.backends import get_backend, resolve_device
+
+    be = backend if backend is not None else get_backend()
+    n_b, n_t = y.shape
+    n_par = x0.shape[1]
+    nb_pad = _bucket(n_b) if be.name == "jax" else n_b
+
+    def pad(a: np.ndarray, fill: float) -> np.ndarray:
+        if nb_pad == n_b:
+            return a
+        extra = np.full((nb_pad - n_b, *a.shape[1:]), fill, dtype=a.dtype)
+        # padded rows copy row 0 so they converge like a real curve and stop early
+        extra[...] = a[:1]
+        return np.concatenate([a, extra], axis=0)
+
+    if aux is None:
+        aux_m, aux_dt = np.ones(n_t), 1.0
+    else:
+        aux_m, aux_dt = np.asarray(aux[0], dtype=np.float64), float(aux[1])
+    dev = resolve_device(device, work=float(n_b * n_t)) if be.name == "jax" else None
+    solver = _solver_cached(be.name, model, n_par, int(max_iter))
+    args = [
+        np.asarray(t, np.float64),
+        pad(np.asarray(y, np.float64), 0.0),
+        pad(1.0 / np.asarray(sigma, np.float64), 1.0),
+        pad(np.asarray(mask, bool), False),
+        pad(np.asarray(x0, np.float64), 0.0),
+        pad(np.asarray(lo, np.float64), 0.0),
+        pad(np.asarray(hi, np.float64), 0.0),
+        np.asarray(free, bool),
+        aux_m,
+        np.float64(aux_dt),
+    ]
+    args = [be.asarray(a, device=dev) for a in args]
+    out = solver(*args)
+    out = be.block_until_ready(out)
+    x, cost, jac, it, code = (be.to_numpy(o)[:n_b] for o in out)
+    return x, cost, jac, it.astype(np.int64), code.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------
+# Public entry point
+# ----------------------------------------------------------------------------------
+
+
+def _broadcast_spec(specs: dict[str, ParamSpec], names, n_b: int):
+    value = np.empty((n_b, len(names)))
+    lower = np.empty((n_b, len(names)))
+    upper = np.empty((n_b, len(names)))
+    fixed = np.zeros(len(names), dtype=bool)
+    for k, n in enumerate(names):
+        s = specs[n]
+        value[:, k] = np.broadcast_to(np.asarray(s.value, np.float64), (n_b,))
+        lower[:, k] = np.broadcast_to(np.asarray(s.lower, np.float64), (n_b,))
+        upper[:, k] = np.broadcast_to(np.asarray(s.upper, np.float64), (n_b,))
+        fixed[k] = bool(s.fixed)
+    return value, lower, upper, fixed
+
+
+def _flat_curves(tau, g2, sigma, mask) -> np.ndarray:
+    """(B,) bool: no significant decay inside the window (non-ergodic or static).
+
+    Compares the error-weighted means of the first and last quarter of the valid
+    points (at most 8 each); flat when the drop is below 3 standard errors or below
+    1e-3 (all-equal curves).
+    """
+    n_b = g2.shape[0]
+    flat = np.zeros(n_b, dtype=bool)
+    for b in range(n_b):
+        idx = np.nonzero(mask[b])[0]
+        if idx.size < 4:
+            continue
+        k = int(min(8, max(2, idx.size // 4)))
+        h, tl = idx[:k], idx[-k:]
+        wh, wt = 1.0 / sigma[b, h] ** 2, 1.0 / sigma[b, tl] ** 2
+        mh = np.sum(wh * g2[b, h]) / np.sum(wh)
+        mt = np.sum(wt * g2[b, tl]) / np.sum(wt)
+        se = np.sqrt(1.0 / np.sum(wh) + 1.0 / np.sum(wt))
+        # scatter-based error too, in case the stated errors are too small
+        drop = mh - mt
+        flat[b] = (drop < 3.0 * se) or (drop < 1e-3)
+    return flat
+
+
+def fit_g2(
+    tau: Any,
+    g2: Any,
+    g2_err: Any,
+    valid: Any | None = None,
+    model: G2Model | str = "single",
+    params: dict[str, ParamSpec] | None = None,
+    t_range: tuple[float, float] | None = None,
+    device: Any = "auto",
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+    *,
+    aux: tuple | None = None,
+    max_iter: int = 200,
+    backend: Any = None,
+) -> G2FitResult:
+    """Fit B g2 curves in one batched, bounded Levenberg-Marquardt solve.
+
+    May run off the main thread. Bad curves never raise: they get a status.
+
+    Parameters
+    ----------
+    tau : (T,) float64
+        Delays in s (pad curves of different files to a common T with valid=False).
+    g2, g2_err : (B, T) or (T,) float64
+    valid : (B, T) bool, optional
+        Usable points (default: finite g2 and g2_err).
+    model : {"single", "stretched", "double", "single_avgcorr"}
+    params : dict name -> ParamSpec, optional
+        Starts, bounds and fixed flags (scalars or (B,) arrays); default
+        :func:`~xpcsviewer.fitting.models.default_params` of the data.
+    t_range : (t_lo, t_hi) s, optional
+        Only delays inside are fitted.
+    device : "auto", "cpu", "gpu" or a jax.Device
+    aux : (m (T,), dt), optional
+        Frames averaged per delay and frame time (s); required for ``single_avgcorr``
+        (see :func:`~xpcsviewer.fitting.models.averaging_factors`).
+    max_iter : int
+    backend : BackendProtocol, optional
+        Default :func:`xpcsviewer.backends.get_backend`.
+
+    Returns
+    -------
+    G2FitResult
+    """
+    model = G2Model.parse(model)
+    names = model_param_names(model)
+    if model is G2Model.SINGLE_AVGCORR and aux is None:
+        raise ValueError("model 'single_avgcorr' needs aux=(m per delay, frame time)")
+    tau = np.asarray(tau, dtype=np.float64).ravel()
+    g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
+    err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
+    if g2.shape[-1] != tau.shape[0] or err.shape != g2.shape:
+        raise ValueError(
+            f"shapes: tau {tau.shape}, g2 {g2.shape}, g2_err {err.shape}; expected (T,), (B, T), (B, T)"
+        )
+    if valid is None:
+        valid = np.ones(g2.shape, dtype=bool)
+    valid = np.atleast_2d(np.asarray(valid, dtype=bool))
+    if valid.shape != g2.shape:
+        raise ValueError(f"valid has shape {valid.shape}, expected {g2.shape}")
+    mask = valid & np.isfinite(g2) & np.isfinite(tau)[None, :] & (tau > 0)[None, :]
+    if t_range is not None:
+        lo_t, hi_t = sorted(float(v) for v in t_range)
+        mask &= ((tau >= lo_t) & (tau <= hi_t))[None, :]
+    n_b, n_t = g2.shape
+    report(progress, cancel, 0, 2, f"fitting {n_b} curves ({model.value})")
+
+    specs = default_params(model, tau, g2, mask)
+    if params is not None:
+        for n, s in params.items():
+            if n not in specs:
+                raise ValueError(f"model {model.value!r} has no parameter {n!r}; it has {names}")
+            specs[n] = s
+    value, lower, upper, fixed = _broadcast_spec(specs, names, n_b)
+    if np.any(lower > upper):
+        bad = [names[k] for k in np.nonzero((lower > upper).any(0))[0]]
+        raise ValueError(f"lower bound above upper bound for {bad}")
+    free = ~fixed
+    is_log = np.array([n in LOG_PARAMS for n in names])
+    for k in np.nonzero(is_log)[0]:
+        if np.any(lower[:, k] <= 0) or (fixed[k] and np.any(value[:, k] <= 0)):
+            raise ValueError(f"{names[k]} must be bounded away from 0 (got lower {lower[:, k].min()})")
+
+    sigma = prepare_weights(err, mask)
+    y = np.where(mask, g2, 0.0)
+    n_points = mask.sum(axis=1)
+    n_free = int(free.sum())
+
+    # Free parameters start inside their bounds; fixed ones sit at their value.
+    start = np.where(free, np.clip(value, lower, upper), value)
+    x0 = np.where(is_log, np.log(np.where(is_log, start, 1.0)), start)
+    lo_i = np.where(free, np.where(is_log, np.log(np.where(is_log, lower, 1.0)), lower), x0)
+    hi_i = np.where(free, np.where(is_log, np.log(np.where(is_log, upper, 1.0)), upper), x0)
+    x0 = np.where(np.isfinite(x0), x0, 0.5 * (lo_i + hi_i))
+
+    x, cost, jac, n_iter, code = lm_solve_batch(
+        model, tau, y, sigma, mask, x0, lo_i, hi_i, free, aux, max_iter, backend, device
+    )
+    report(progress, cancel, 1, 2, "covariance")
+
+    p_nat = np.where(is_log, np.exp(x), x)
+    dof = n_points - n_free
+    with np.errstate(invalid="ignore", divide="ignore"):
+        chi2_red = np.where(dof > 0, 2.0 * cost / np.maximum(dof, 1), np.nan)
+    # Covariance in natural coordinates: d p / d x = p for log parameters.
+    scale = np.where(is_log, p_nat, 1.0)
+    jn = jac / np.where(scale == 0, 1.0, scale)[:, None, :]
+    fi = np.nonzero(free)[0]
+    errors_nat = np.zeros_like(p_nat)
+    if fi.size:
+        jf = jn[:, :, fi]
+        a = np.einsum("btp,btq->bpq", jf, jf)
+        cov = np.full_like(a, np.nan)
+        for b in range(n_b):
+            if np.all(np.isfinite(a[b])):
+                try:
+                    cov[b] = np.linalg.inv(a[b])
+                except np.linalg.LinAlgError:
+                    pass
+        var = np.diagonal(cov, axis1=1, axis2=2) * chi2_red[:, None]
+        with np.errstate(invalid="ignore"):
+            errors_nat[:, fi] = np.where(var >= 0, np.sqrt(var), np.nan)
+
+    # Status per curve, most fundamental first.
+    flat = _flat_curves(tau, y, sigma, mask)
+    status = np.empty(n_b, dtype=object)
+    eps = 1e-9 * np.maximum(1.0, np.abs(hi_i - lo_i))
+    at_bound = (free[None, :] & ((x <= lo_i + eps) | (x >= hi_i - eps))).any(axis=1)
+    tau_cols = [k for k, n in enumerate(names) if n in LOG_PARAMS]
+    tau_at_top = (
+        np.zeros(n_b, bool) if not tau_cols
+        else (free[tau_cols][None, :] & (x[:, tau_cols] >= hi_i[:, tau_cols] - eps[:, tau_cols])).any(1)
+    )
+    finite = np.isfinite(p_nat).all(axis=1) & np.isfinite(cost)
+    for b in range(n_b):
+        if n_points[b] == 0:
+            s = FitStatus.NO_DATA
+        elif n_points[b] <= n_free:
+            s = FitStatus.TOO_FEW_POINTS
+        elif not finite[b]:
+            s = FitStatus.NONFINITE
+        elif flat[b] or tau_at_top[b]:
+            s = FitStatus.FLAT
+        elif code[b] == _CODE_MAX_ITER:
+            s = FitStatus.MAX_ITER
+        elif at_bound[b]:
+            s = FitStatus.AT_BOUND
+        else:
+            s = FitStatus.CONVERGED
+        status[b] = s
+
+    no_fit = np.array([s in (FitStatus.NO_DATA, FitStatus.TOO_FEW_POINTS, FitStatus.NONFINITE) for s in status])
+    p_nat[no_fit] = np.nan
+    errors_nat[no_fit] = np.nan
+    chi2_red = np.where(no_fit, np.nan, chi2_red)
+    # A flat curve has no measurable relaxation time: report none rather than a bound.
+    is_flat = np.array([s is FitStatus.FLAT for s in status])
+    for k in tau_cols:
+        p_nat[is_flat, k] = np.nan
+        errors_nat[is_flat, k] = np.nan
+    errors_nat[:, fixed] = np.where(no_fit[:, None], np.nan, 0.0)
+
+    report(progress, cancel, 2, 2, "done")
+    return G2FitResult(
+        model=model,
+        params={n: p_nat[:, k].copy() for k, n in enumerate(names)},
+        errors={n: errors_nat[:, k].copy() for k, n in enumerate(names)},
+        chi2_red=chi2_red,
+        status=status,
+        n_iter=n_iter,
+        n_points=n_points.astype(np.int64),
+        fixed={n: bool(fixed[k]) for k, n in enumerate(names)},
+        lower={n: lower[:, k].copy() for k, n in enumerate(names)},
+        upper={n: upper[:, k].copy() for k, n in enumerate(names)},
+        aux=aux,
+        t_range=None if t_range is None else (float(min(t_range)), float(max(t_range))),
+    )

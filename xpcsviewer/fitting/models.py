@@ -1,0 +1,311 @@
+"""g2 models shared by least squares and NUTS, their parameters and data-driven starts.
+
+One parameterisation everywhere (least squares, Bayesian, diffusion, GUI, CLI):
+
+- ``single``:     g2 = baseline + contrast * exp(-2 (t/tau)^stretch), stretch fixed at 1
+- ``stretched``:  the same with ``stretch`` free
+- ``double``:     g2 = baseline + contrast * [f e^{-(t/tau1)^s1} + (1-f) e^{-(t/tau2)^s2}]^2
+- ``single_avgcorr``: ``single`` (stretch 1) times the multi-tau frame-averaging factor
+  [sinh(m dt/tau) / (m sinh(dt/tau))]^2 on g2 - baseline, m = frames averaged at the
+  delay's multi-tau level, dt = frame time.
+
+With stretch = 1, tau is the field-correlation time: g1(t) = exp(-t/tau), Gamma = 1/tau.
+The model functions are written against an array namespace ``xp`` and broadcast their
+parameters against ``t`` so that one call evaluates many parameter sets.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MODEL_PARAMS",
+    "G2Model",
+    "ParamSpec",
+    "averaging_factors",
+    "default_params",
+    "evaluate_model",
+    "model_param_names",
+]
+
+
+class G2Model(str, enum.Enum):
+    """The g2 models; the value is the name used by the CLI, JSON and GUI."""
+
+    SINGLE = "single"
+    STRETCHED = "stretched"
+    DOUBLE = "double"
+    SINGLE_AVGCORR = "single_avgcorr"
+
+    @classmethod
+    def parse(cls, value: G2Model | str) -> G2Model:
+        """Model from its name (``"single"``, ...) or itself; ValueError if unknown."""
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            names = ", ".join(m.value for m in cls)
+            raise ValueError(f"unknown g2 model {value!r}; use one of {names}") from None
+
+
+MODEL_PARAMS: dict[G2Model, tuple[str, ...]] = {
+    G2Model.SINGLE: ("contrast", "tau", "stretch", "baseline"),
+    G2Model.STRETCHED: ("contrast", "tau", "stretch", "baseline"),
+    G2Model.DOUBLE: (
+        "contrast",
+        "tau1",
+        "stretch1",
+        "tau2",
+        "stretch2",
+        "fraction",
+        "baseline",
+    ),
+    G2Model.SINGLE_AVGCORR: ("contrast", "tau", "baseline"),
+}
+
+# Relaxation times span decades: they are fitted (and sampled) in log space.
+LOG_PARAMS = frozenset({"tau", "tau1", "tau2"})
+
+
+def model_param_names(model: G2Model | str) -> tuple[str, ...]:
+    """Parameter names of ``model`` in their fixed order."""
+    return MODEL_PARAMS[G2Model.parse(model)]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: start value, bounds and whether it is fixed.
+
+    ``value``, ``lower`` and ``upper`` are floats or (B,) arrays (one per curve).
+    A fixed parameter is held at ``value`` exactly (never silently at a bound);
+    a free one starts at ``value`` clipped into ``[lower, upper]``.
+    """
+
+    name: str
+    value: Any
+    lower: Any
+    upper: Any
+    fixed: bool = False
+
+    def with_fixed(self, value: Any | None = None) -> ParamSpec:
+        """A copy fixed at ``value`` (default: the current value)."""
+        return replace(self, fixed=True, value=self.value if value is None else value)
+
+    def with_free(self) -> ParamSpec:
+        """A copy that is fitted."""
+        return replace(self, fixed=False)
+
+
+def _log_sinh(xp: Any, x: Any) -> Any:
+    # log(sinh x) for x > 0 without overflow (large x) or cancellation (small x).
+    return x + xp.log(-xp.expm1(-2.0 * x)) - np.log(2.0)
+
+
+def evaluate_model(
+    model: G2Model | str,
+    t: Any,
+    p: tuple,
+    aux: tuple | None = None,
+    xp: Any = np,
+) -> Any:
+    """g2 of ``model`` at delays ``t``.
+
+    Parameters
+    ----------
+    model : G2Model or str
+    t : array, (..., T) float64
+        Delays in s.
+    p : tuple of arrays
+        Parameters in :func:`model_param_names` order, each broadcastable with ``t``
+        (e.g. shape (..., 1) for a batch of parameter sets).
+    aux : (m, dt), optional
+        For ``single_avgcorr`` only: frames averaged per delay ``m`` (T,) and the
+        frame time ``dt`` (s).
+    xp : module
+        ``numpy`` or ``jax.numpy``.
+
+    Returns
+    -------
+    array, broadcast shape of ``t`` and ``p``
+    """
+    model = G2Model.parse(model)
+    if model in (G2Model.SINGLE, G2Model.STRETCHED):
+        contrast, tau, stretch, baseline = p
+        return baseline + contrast * xp.exp(-2.0 * (t / tau) ** stretch)
+    if model is G2Model.DOUBLE:
+        contrast, tau1, s1, tau2, s2, frac, baseline = p
+        field = frac * xp.exp(-((t / tau1) ** s1)) + (1.0 - frac) * xp.exp(-((t / tau2) ** s2))
+        return baseline + contrast * field**2
+    if model is G2Model.SINGLE_AVGCORR:
+        contrast, tau, baseline = p
+        if aux is None:
+            raise ValueError("single_avgcorr needs aux=(m, dt): frames averaged and frame time")
+        m, dt = aux
+        x = dt / tau
+        # [sinh(m x) / (m sinh x)]^2 in log space; equals 1 for m = 1.
+        log_f = 2.0 * (_log_sinh(xp, m * x) - xp.log(m) - _log_sinh(xp, x))
+        return baseline + contrast * xp.exp(-2.0 * t / tau + log_f)
+    raise ValueError(f"unhandled model {model}")  # pragma: no cover - enum is closed
+
+
+def averaging_factors(delay_frames: Any) -> np.ndarray:
+    """Frames averaged at each delay of a multi-tau layout.
+
+    In the multi-tau scheme a delay at level L (spacing 2^L frames) correlates frames
+    averaged in groups of m = 2^L; the spacing to the previous delay is that m
+    (1,2,...,8 -> 1; 10,12,14,16 -> 2; 20,... -> 4).
+
+    Parameters
+    ----------
+    delay_frames : (T,) int
+        Delays in frames, ascending.
+
+    Returns
+    -------
+    (T,) float64
+        m per delay (a power of two, at least 1).
+    """
+    d = np.asarray(delay_frames, dtype=np.float64).ravel()
+    if d.size == 0:
+        return d
+    spacing = np.diff(d, prepend=d[0] - 1.0)
+    spacing = np.where(np.isfinite(spacing) & (spacing >= 1.0), spacing, 1.0)
+    return 2.0 ** np.round(np.log2(spacing))
+
+
+def _valid_mean(y: np.ndarray, ok: np.ndarray, first: bool, k: int) -> np.ndarray:
+    # Mean of the first (or last) k valid points of each row; NaN when none.
+    order = np.cumsum(ok, axis=1) if first else np.cumsum(ok[:, ::-1], axis=1)[:, ::-1]
+    sel = ok & (order <= k)
+    n = sel.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, np.where(sel, y, 0.0).sum(axis=1) / np.maximum(n, 1), np.nan)
+
+
+def estimate_starts(
+    tau: np.ndarray, g2: np.ndarray, valid: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Per-curve start values from the data (contrast, tau, baseline).
+
+    contrast: mean of the first 3 valid points minus the baseline (mean of the last 3);
+    tau: 2x the delay where (g2 - baseline)/contrast first falls below 1/e (log-linear
+    interpolation), since exp(-2 t/tau) = 1/e at t = tau/2.
+
+    Returns
+    -------
+    dict of (B,) float64 arrays: ``contrast``, ``tau``, ``baseline``, ``t_min``, ``t_max``
+        (``t_min``/``t_max`` are the smallest/largest valid positive delays, NaN if none).
+    """
+    tau = np.asarray(tau, dtype=np.float64)
+    g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
+    ok = np.atleast_2d(np.asarray(valid, dtype=bool)) & np.isfinite(g2) & (tau > 0)
+    y = np.where(ok, g2, 0.0)
+    tt = np.broadcast_to(tau, g2.shape)
+    t_min = np.where(ok.any(1), np.where(ok, tt, np.inf).min(1), np.nan)
+    t_max = np.where(ok.any(1), np.where(ok, tt, -np.inf).max(1), np.nan)
+    head = _valid_mean(y, ok, True, 3)
+    tail = _valid_mean(y, ok, False, 3)
+    baseline = tail
+    contrast = head - tail
+    # A usable normalised decay for the 1/e crossing.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        norm = (g2 - baseline[:, None]) / np.where(contrast > 0, contrast, np.nan)[:, None]
+    below = ok & (norm < np.exp(-1.0))
+    has = below.any(1) & (contrast > 0)
+    idx = np.argmax(below, axis=1)
+    # previous valid point before the crossing, for interpolation
+    tau_est = np.full(g2.shape[0], np.nan)
+    for b in np.nonzero(has)[0]:
+        i = idx[b]
+        prev = np.nonzero(ok[b, :i])[0]
+        if prev.size == 0:
+            tau_est[b] = 2.0 * tt[b, i]
+            continue
+        j = prev[-1]
+        y0, y1 = norm[b, j], norm[b, i]
+        x0, x1 = np.log(tt[b, j]), np.log(tt[b, i])
+        target = np.exp(-1.0)
+        frac = 0.0 if y0 == y1 else np.clip((y0 - target) / (y0 - y1), 0.0, 1.0)
+        tau_est[b] = 2.0 * np.exp(x0 + frac * (x1 - x0))
+    # Never crossed: slow relative to the window.
+    tau_est = np.where(np.isnan(tau_est), 2.0 * t_max, tau_est)
+    return {
+        "contrast": contrast,
+        "tau": tau_est,
+        "baseline": baseline,
+        "t_min": t_min,
+        "t_max": t_max,
+    }
+
+
+def default_params(
+    model: G2Model | str,
+    tau: Any,
+    g2: Any,
+    valid: Any | None = None,
+) -> dict[str, ParamSpec]:
+    """Data-driven start values and bounds for every parameter of ``model``.
+
+    Parameters
+    ----------
+    model : G2Model or str
+    tau : (T,) float64
+        Delays in s.
+    g2 : (T,) or (B, T) float64
+    valid : same shape as ``g2``, bool, optional
+        Usable points (default: finite ``g2``).
+
+    Returns
+    -------
+    dict name -> ParamSpec
+        Values are (B,) arrays (floats when ``g2`` is 1-D). Bounds: contrast
+        [0, max(1, 2 c0)]; tau in [t_min/10, t_max*10] of the valid delays; stretch
+        [0.2, 2] (fixed at 1 except for ``stretched``); fraction [0, 1]; baseline
+        [min(0.8, b0-0.1), max(1.2, b0+0.1)].
+    """
+    model = G2Model.parse(model)
+    g2a = np.asarray(g2, dtype=np.float64)
+    one_d = g2a.ndim == 1
+    g2a = np.atleast_2d(g2a)
+    if valid is None:
+        valid = np.isfinite(g2a)
+    va = np.atleast_2d(np.asarray(valid, dtype=bool))
+    est = estimate_starts(np.asarray(tau, dtype=np.float64), g2a, va)
+    t_min = np.where(np.isfinite(est["t_min"]), est["t_min"], 1e-6)
+    t_max = np.where(np.isfinite(est["t_max"]), est["t_max"], 1.0)
+    t_max = np.maximum(t_max, t_min)
+    tau_lo, tau_hi = t_min / 10.0, t_max * 10.0
+    c0 = np.where(np.isfinite(est["contrast"]), est["contrast"], 0.1)
+    c_hi = np.maximum(1.0, 2.0 * c0)
+    c0 = np.clip(c0, 1e-3, c_hi)
+    b0 = np.where(np.isfinite(est["baseline"]), est["baseline"], 1.0)
+    b_lo = np.minimum(0.8, b0 - 0.1)
+    b_hi = np.maximum(1.2, b0 + 0.1)
+    t0 = np.where(np.isfinite(est["tau"]), est["tau"], np.sqrt(t_min * t_max))
+    t0 = np.clip(t0, tau_lo, tau_hi)
+
+    def out(x: Any) -> Any:
+        x = np.asarray(x, dtype=np.float64)
+        return float(x[0]) if one_d else x
+
+    specs: dict[str, ParamSpec] = {}
+    specs["contrast"] = ParamSpec("contrast", out(c0), 0.0, out(c_hi))
+    if model is G2Model.DOUBLE:
+        specs["tau1"] = ParamSpec("tau1", out(np.clip(t0 / 4.0, tau_lo, tau_hi)), out(tau_lo), out(tau_hi))
+        specs["stretch1"] = ParamSpec("stretch1", 1.0, 0.2, 2.0, fixed=True)
+        specs["tau2"] = ParamSpec("tau2", out(np.clip(t0 * 4.0, tau_lo, tau_hi)), out(tau_lo), out(tau_hi))
+        specs["stretch2"] = ParamSpec("stretch2", 1.0, 0.2, 2.0, fixed=True)
+        specs["fraction"] = ParamSpec("fraction", 0.5, 0.0, 1.0)
+    else:
+        specs["tau"] = ParamSpec("tau", out(t0), out(tau_lo), out(tau_hi))
+        if model is not G2Model.SINGLE_AVGCORR:
+            specs["stretch"] = ParamSpec(
+                "stretch", 1.0, 0.2, 2.0, fixed=model is not G2Model.STRETCHED
+            )
+    specs["baseline"] = ParamSpec("baseline", out(b0), out(b_lo), out(b_hi))
+    return {name: specs[name] for name in MODEL_PARAMS[model]}
