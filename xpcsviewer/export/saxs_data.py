@@ -1,0 +1,639 @@
+"""Data preparation for the SAXS-2D, SAXS-1D, Stability, Intensity-Time and Q-Map views.
+
+Pure NumPy functions shared by the GUI tabs and the exported figures, so that both
+show the same numbers. No Qt, no JAX. All values are float64.
+
+Units: q in 1/Angstrom, phi in degrees, intensity in photons/pixel/frame, time in s.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "NORMALIZATIONS",
+    "Curve",
+    "PixelInfo",
+    "StabilityResult",
+    "apply_normalization",
+    "auto_levels",
+    "expand_static",
+    "intensity_fft",
+    "intensity_traces",
+    "log_image",
+    "moving_average",
+    "normalization_label",
+    "pixel_info",
+    "q_range_mask",
+    "saxs1d_curves",
+    "saxs1d_profiles",
+    "segment_profiles",
+    "stability_analysis",
+    "subtract_background",
+    "write_table_csv",
+]
+
+# Normalisation names -> y-axis label; "i0" is I divided by I at the first q point
+# of each curve (the existing viewers divide by the first *curve*, a bug).
+NORMALIZATIONS: dict[str, str] = {
+    "none": "I (photons/pixel/frame)",
+    "iq2": "I\u00b7q\u00b2 (photons/pixel/frame \u00b7 \u00c5\u207b\u00b2)",
+    "iq4": "I\u00b7q\u2074 (photons/pixel/frame \u00b7 \u00c5\u207b\u2074)",
+    "i0": "I / I(q\u2080)",
+}
+
+HC_KEV_ANGSTROM = 12.398419843320026  # h*c in keV*Angstrom
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One line to draw: ``y(x)`` with a label.
+
+    Attributes
+    ----------
+    x, y : (n,) float64
+    label : str
+    kind : str
+        ``"mean"`` (phi average), ``"phi"`` (one phi sector), ``"segment"``, ``"trace"``.
+    index : int
+        File index (SAXS-1D, traces) or segment index (stability).
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    label: str
+    kind: str = "mean"
+    index: int = 0
+
+
+# ----------------------------------------------------------------- static bins
+def expand_static(values: np.ndarray, qmap: Any) -> np.ndarray:
+    """Expand compressed static-bin values onto the natural (q, phi) grid.
+
+    Parameters
+    ----------
+    values : (..., Ns) array
+        Per compressed static bin (``saxs_1d`` or ``saxs_1d_segments``).
+    qmap : QMap
+        Supplies ``static_index_mapping`` and ``static_num_pts`` = (n_s0, n_s1).
+
+    Returns
+    -------
+    (..., n_s0, n_s1) float64
+        NaN where a (q, phi) cell has no pixels.
+
+    Raises
+    ------
+    ValueError
+        The last axis does not match the number of static bins.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    mapping = np.asarray(qmap.static_index_mapping, dtype=np.int64)
+    n0, n1 = (int(v) for v in qmap.static_num_pts)
+    if values.shape[-1] != mapping.size:
+        raise ValueError(
+            f"static data has {values.shape[-1]} bins but the q-map has {mapping.size}")
+    if mapping.size and (mapping.min() < 0 or mapping.max() >= n0 * n1):
+        raise ValueError("static_index_mapping points outside the static grid")
+    out = np.full(values.shape[:-1] + (n0 * n1,), np.nan)
+    out[..., mapping] = values
+    return out.reshape(values.shape[:-1] + (n0, n1))
+
+
+def _static_axes(qmap: Any) -> tuple[np.ndarray, np.ndarray]:
+    n0, n1 = (int(v) for v in qmap.static_num_pts)
+    q = np.asarray(qmap.static_v_list_dim0, dtype=np.float64)[:n0]
+    phi = np.asarray(qmap.static_v_list_dim1, dtype=np.float64)[:n1]
+    if phi.size < n1:
+        phi = np.arange(n1, dtype=np.float64)
+    return q, phi
+
+
+def _nanmean_last(a: np.ndarray) -> np.ndarray:
+    finite = np.isfinite(a)
+    n = finite.sum(axis=-1)
+    s = np.where(finite, a, 0.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / np.maximum(n, 1), np.nan)
+
+
+def saxs1d_profiles(saxs_1d: np.ndarray, qmap: Any) -> tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray, np.ndarray]:
+    """Phi-averaged I(q) and the per-phi lines from compressed static bins.
+
+    Parameters
+    ----------
+    saxs_1d : (Ns,) array
+    qmap : QMap
+
+    Returns
+    -------
+    q : (n_s0,) float64
+    mean : (n_s0,) float64
+        Mean over the phi sectors that have pixels (NaN if none).
+    phi : (n_s1,) float64
+    lines : (n_s1, n_s0) float64
+        I(q) of each phi sector (NaN for empty cells).
+    """
+    grid = expand_static(np.asarray(saxs_1d).reshape(-1), qmap)  # (n0, n1)
+    q, phi = _static_axes(qmap)
+    return q, _nanmean_last(grid), phi, grid.T.copy()
+
+
+def segment_profiles(segments: np.ndarray, qmap: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Phi-averaged I(q) of each time segment.
+
+    Parameters
+    ----------
+    segments : (S, Ns) array
+    qmap : QMap
+
+    Returns
+    -------
+    q : (n_s0,) float64
+    profiles : (S, n_s0) float64
+    """
+    segments = np.asarray(segments, dtype=np.float64)
+    if segments.ndim != 2:
+        raise ValueError(f"segments must be (S, Ns), got shape {segments.shape}")
+    grid = expand_static(segments, qmap)  # (S, n0, n1)
+    q, _ = _static_axes(qmap)
+    return q, _nanmean_last(grid)
+
+
+# ---------------------------------------------------------- 1-D manipulations
+def apply_normalization(q: np.ndarray, intensity: np.ndarray, mode: str = "none") -> np.ndarray:
+    """Normalise I(q) curves.
+
+    Parameters
+    ----------
+    q : (n,) float64
+        1/Angstrom.
+    intensity : (..., n) float64
+    mode : {"none", "iq2", "iq4", "i0"}
+        ``i0`` divides each curve by its value at the first q where it is finite
+        and non-zero.
+
+    Returns
+    -------
+    (..., n) float64
+    """
+    q = np.asarray(q, dtype=np.float64)
+    y = np.array(intensity, dtype=np.float64)
+    if mode == "none":
+        return y
+    if mode == "iq2":
+        return y * q**2
+    if mode == "iq4":
+        return y * q**4
+    if mode == "i0":
+        flat = y.reshape(-1, y.shape[-1])
+        out = np.full_like(flat, np.nan)
+        for i, row in enumerate(flat):
+            ok = np.flatnonzero(np.isfinite(row) & (row != 0))
+            if ok.size:
+                out[i] = row / row[ok[0]]
+        return out.reshape(y.shape)
+    raise ValueError(f"unknown normalisation {mode!r}; use one of {sorted(NORMALIZATIONS)}")
+
+
+def normalization_label(mode: str) -> str:
+    """Y-axis label of a normalisation mode."""
+    return NORMALIZATIONS[mode]
+
+
+def subtract_background(q: np.ndarray, intensity: np.ndarray, q_bkg: np.ndarray,
+                        intensity_bkg: np.ndarray, weight: float = 1.0,
+                        clip_negative: bool = True) -> np.ndarray:
+    """``I - weight * I_bkg`` on the same q grid.
+
+    Parameters
+    ----------
+    q, q_bkg : (n,) float64
+        Must agree (``np.allclose``): no interpolation is done, so different
+        partitions are refused rather than silently mixed.
+    intensity : (..., n) float64
+    intensity_bkg : (n,) float64
+    weight : float
+    clip_negative : bool
+        Set values <= 0 after subtraction to NaN (they cannot be shown on a log axis
+        and mean over-subtraction).
+
+    Raises
+    ------
+    ValueError
+        The q grids differ.
+    """
+    q = np.asarray(q, dtype=np.float64)
+    q_bkg = np.asarray(q_bkg, dtype=np.float64)
+    if q.shape != q_bkg.shape or not np.allclose(q, q_bkg, equal_nan=True):
+        raise ValueError("background q grid differs from the sample's (different partition)")
+    out = np.asarray(intensity, dtype=np.float64) - float(weight) * np.asarray(
+        intensity_bkg, dtype=np.float64)
+    if clip_negative:
+        out = np.where(out > 0, out, np.nan)
+    return out
+
+
+def q_range_mask(q: np.ndarray, qmin: float | None = None, qmax: float | None = None) -> np.ndarray:
+    """Boolean mask of ``qmin <= q <= qmax`` (None = open end).
+
+    Raises
+    ------
+    ValueError
+        ``qmin >= qmax``.
+    """
+    q = np.asarray(q, dtype=np.float64)
+    if qmin is not None and qmax is not None and qmin >= qmax:
+        raise ValueError(f"q range is empty: qmin={qmin} >= qmax={qmax}")
+    m = np.isfinite(q)
+    if qmin is not None:
+        m &= q >= qmin
+    if qmax is not None:
+        m &= q <= qmax
+    return m
+
+
+def saxs1d_curves(results: list, *, phi_lines: bool = False, norm: str = "none",
+                  qmin: float | None = None, qmax: float | None = None,
+                  background: Any = None, bkg_weight: float = 1.0,
+                  sampling: int = 1) -> list[Curve]:
+    """The SAXS-1D curves of several files (phi average, optionally each phi line).
+
+    Parameters
+    ----------
+    results : list of XpcsResult
+    phi_lines : bool
+        Add one curve per phi sector (only when the static map has > 1 sector).
+    norm : str
+        See :func:`apply_normalization` (applied after background subtraction).
+    qmin, qmax : float, optional
+        q range (1/Angstrom).
+    background : XpcsResult, optional
+        Subtracted with ``bkg_weight`` (same partition required).
+    sampling : int
+        Keep every ``sampling``-th q point (of q *and* I).
+
+    Returns
+    -------
+    list of Curve
+        ``index`` is the file index; labels are ``label`` and ``label φ=…``.
+    """
+    curves: list[Curve] = []
+    bkg = None
+    if background is not None:
+        qb, mb, _, lb = saxs1d_profiles(background.saxs_1d, background.qmap)
+        bkg = (qb, mb, lb)
+    step = max(1, int(sampling))
+    for i, res in enumerate(results):
+        q, mean, phi, lines = saxs1d_profiles(res.saxs_1d, res.qmap)
+        if bkg is not None:
+            mean = subtract_background(q, mean, bkg[0], bkg[1], bkg_weight)
+            if lines.shape == bkg[2].shape:
+                lines = subtract_background(q, lines, bkg[0], bkg[2], bkg_weight)
+            else:
+                lines = subtract_background(q, lines, bkg[0], bkg[1], bkg_weight)
+        keep = q_range_mask(q, qmin, qmax)
+        idx = np.flatnonzero(keep)[::step]
+        curves.append(Curve(q[idx], apply_normalization(q, mean, norm)[idx], res.label,
+                            "mean", i))
+        if phi_lines and lines.shape[0] > 1:
+            normed = apply_normalization(q, lines, norm)
+            for k in range(lines.shape[0]):
+                curves.append(Curve(q[idx], normed[k][idx],
+                                    f"{res.label} \u03c6={phi[k]:.1f}\u00b0", "phi", i))
+    return curves
+
+
+# ------------------------------------------------------------------ stability
+@dataclass(frozen=True)
+class StabilityResult:
+    """I(q) per time segment and how much it changes.
+
+    Attributes
+    ----------
+    q : (n_q,) float64
+    profiles : (S, n_q) float64
+        Phi-averaged I(q) per segment.
+    rel_change : (S,) float64
+        ``sum_q |I_s - I_0| / sum_q |I_0|`` over the q points finite in both
+        (0 for the first segment).
+    max_rel_change : float
+        ``max(rel_change)``: the beam-damage number.
+    worst_segment : int
+    threshold : float
+        Above this, :attr:`flagged` is True.
+    """
+
+    q: np.ndarray
+    profiles: np.ndarray
+    rel_change: np.ndarray
+    max_rel_change: float
+    worst_segment: int
+    threshold: float = 0.05
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def flagged(self) -> bool:
+        """True when the change suggests beam damage or sample evolution."""
+        return bool(self.max_rel_change > self.threshold)
+
+
+def stability_analysis(segments: np.ndarray, qmap: Any, threshold: float = 0.05,
+                       qmin: float | None = None, qmax: float | None = None) -> StabilityResult:
+    """Segment I(q) profiles and the maximum relative change against the first segment.
+
+    Parameters
+    ----------
+    segments : (S, Ns) array
+        ``saxs_1d_segments``. Only relative changes are used, so the 1/N scale of
+        multitau-written segments does not matter.
+    qmap : QMap
+    threshold : float
+        Relative change above which the file is flagged (default 5 %).
+    qmin, qmax : float, optional
+        Restrict the comparison to a q range.
+
+    Returns
+    -------
+    StabilityResult
+    """
+    q, prof = segment_profiles(segments, qmap)
+    keep = q_range_mask(q, qmin, qmax)
+    ref = prof[0]
+    rel = np.zeros(prof.shape[0])
+    for s in range(prof.shape[0]):
+        ok = keep & np.isfinite(ref) & np.isfinite(prof[s])
+        denom = np.abs(ref[ok]).sum()
+        rel[s] = np.abs(prof[s][ok] - ref[ok]).sum() / denom if denom > 0 else np.nan
+    worst = int(np.nanargmax(rel)) if np.isfinite(rel).any() else 0
+    mx = float(np.nanmax(rel)) if np.isfinite(rel).any() else float("nan")
+    return StabilityResult(q, prof, rel, mx, worst, float(threshold))
+
+
+# -------------------------------------------------------------- intensity-time
+def moving_average(y: np.ndarray, window: int) -> np.ndarray:
+    """Boxcar mean over ``window`` samples, same length as ``y``.
+
+    Each output point is the mean of the ``window`` samples centred on it; near the
+    ends the window shrinks to the samples that exist (no zero padding).
+
+    Parameters
+    ----------
+    y : (n,) float64
+    window : int >= 1
+
+    Returns
+    -------
+    (n,) float64
+    """
+    y = np.asarray(y, dtype=np.float64)
+    w = int(window)
+    if w < 1:
+        raise ValueError(f"moving-average window must be >= 1, got {window}")
+    if w == 1 or y.size == 0:
+        return y.copy()
+    c = np.concatenate([[0.0], np.cumsum(y)])
+    n = y.size
+    i = np.arange(n)
+    lo = np.clip(i - (w - 1) // 2, 0, n)
+    hi = np.clip(i + w // 2 + 1, 0, n)
+    return (c[hi] - c[lo]) / (hi - lo)
+
+
+def intensity_fft(y: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """Magnitude spectrum of an intensity trace (mean removed).
+
+    Parameters
+    ----------
+    y : (n,) float64
+    dt : float
+        Sampling interval (s).
+
+    Returns
+    -------
+    freq : (n // 2 + 1,) float64
+        Hz, ``k / (n dt)``.
+    magnitude : (n // 2 + 1,) float64
+        ``|FFT(y - mean(y))| / n``; the DC term is therefore 0.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    n = y.size
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    spec = np.abs(np.fft.rfft(y - y.mean())) / n
+    freq = np.arange(spec.size, dtype=np.float64) / (n * float(dt))
+    return freq, spec
+
+
+def intensity_traces(results: list, *, window: int = 1, time_axis: bool = True,
+                     sampling: int = 1) -> list[Curve]:
+    """Intensity-vs-time traces of several files, optionally smoothed.
+
+    Parameters
+    ----------
+    results : list of XpcsResult
+        Files without ``intensity_vs_time`` are skipped.
+    window : int
+        Moving-average window (samples).
+    time_axis : bool
+        x in seconds (frame index x frame time x stride x avg) or frame index.
+    sampling : int
+        Keep every ``sampling``-th point (after smoothing).
+    """
+    out = []
+    step = max(1, int(sampling))
+    for i, res in enumerate(results):
+        it = res.intensity_vs_time
+        if it is None:
+            continue
+        it = np.asarray(it, dtype=np.float64)
+        x = it[0] * _frame_dt(res) if time_axis else it[0].copy()
+        y = moving_average(it[1], window)
+        out.append(Curve(x[::step], y[::step], res.label, "trace", i))
+    return out
+
+
+def _frame_dt(res: Any) -> float:
+    """Time per recorded intensity sample (s)."""
+    mt = getattr(res, "multitau", None)
+    if mt is not None and mt.t0_eff:
+        return float(mt.t0_eff)
+    tt = getattr(res, "twotime", None)
+    if tt is not None and tt.t0:
+        return float(tt.t0)
+    return float(res.frame_time)
+
+
+# ----------------------------------------------------------------------- images
+def log_image(img: np.ndarray) -> np.ndarray:
+    """log10 of an image; non-positive and non-finite pixels take the smallest positive value.
+
+    Parameters
+    ----------
+    img : (H, W) array
+
+    Returns
+    -------
+    (H, W) float64
+        All finite. An image with no positive pixel gives all zeros.
+    """
+    a = np.asarray(img, dtype=np.float64)
+    pos = np.isfinite(a) & (a > 0)
+    if not pos.any():
+        return np.zeros_like(a)
+    floor = a[pos].min()
+    return np.log10(np.where(pos, a, floor))
+
+
+def auto_levels(img: np.ndarray, lo: float = 0.5, hi: float = 99.5,
+                mask: np.ndarray | None = None) -> tuple[float, float]:
+    """Display levels from percentiles of the finite (and masked-in) pixels.
+
+    Returns
+    -------
+    (low, high) : floats with ``low < high``.
+    """
+    a = np.asarray(img, dtype=np.float64)
+    sel = np.isfinite(a)
+    if mask is not None:
+        sel &= np.asarray(mask, dtype=bool)
+    v = a[sel]
+    if v.size == 0:
+        return 0.0, 1.0
+    low, high = (float(x) for x in np.percentile(v, [lo, hi]))
+    if not high > low:
+        high = low + (abs(low) * 1e-6 or 1.0)
+    return low, high
+
+
+@dataclass(frozen=True)
+class PixelInfo:
+    """What the hover readout shows for one pixel."""
+
+    row: int
+    col: int
+    inside: bool
+    q: float = math.nan  # 1/Angstrom, from the geometry
+    phi: float = math.nan  # deg, -atan2(row - bcy, col - bcx)
+    qx: float = math.nan
+    qy: float = math.nan
+    dynamic_bin: int = 0  # 1-based, 0 = excluded
+    static_bin: int = 0
+    dynamic_q: float = math.nan
+    dynamic_phi: float = math.nan
+    static_q: float = math.nan
+    static_phi: float = math.nan
+    valid: bool = False  # mask value
+
+    def text(self, intensity: float | None = None) -> str:
+        """One-line readout, e.g. ``"I=1.2e-3  q=0.00312 Å⁻¹  φ=-45.0°  x=10 y=20"``."""
+        if not self.inside:
+            return ""
+        parts = []
+        if intensity is not None:
+            parts.append(f"I={intensity:.4g}")
+        if math.isfinite(self.q):
+            parts.append(f"q={self.q:.5f} \u00c5\u207b\u00b9")
+        if math.isfinite(self.phi):
+            parts.append(f"\u03c6={self.phi:.1f}\u00b0")
+        parts.append(f"x={self.col} y={self.row}")
+        if self.dynamic_bin:
+            parts.append(f"dyn bin {self.dynamic_bin}")
+        if self.static_bin:
+            parts.append(f"static bin {self.static_bin}")
+        if not self.valid:
+            parts.append("(masked)")
+        return "  ".join(parts)
+
+
+def pixel_info(qmap: Any, row: float, col: float) -> PixelInfo:
+    """q, phi and bins of the detector pixel at (row, col).
+
+    q uses the exact scattering angle ``q = 2 k0 sin(alpha / 2)`` with
+    ``alpha = atan(r / D)``, ``r = pixel_size * hypot(row - bcy, col - bcx)`` and
+    ``k0 = 2 pi / lambda`` (needs ``qmap.energy_kev``; otherwise q is NaN).
+    phi = -atan2(row - bcy, col - bcx) in degrees (the existing viewers' convention).
+    """
+    h, w = qmap.shape
+    r_i, c_i = int(math.floor(row)), int(math.floor(col))
+    if not (0 <= r_i < h and 0 <= c_i < w):
+        return PixelInfo(r_i, c_i, False)
+    dy = r_i - float(qmap.beam_center_y)
+    dx = c_i - float(qmap.beam_center_x)
+    phi = -math.degrees(math.atan2(dy, dx))
+    q = qx = qy = math.nan
+    if qmap.energy_kev:
+        k0 = 2 * math.pi / (HC_KEV_ANGSTROM / float(qmap.energy_kev))
+        alpha = math.atan(float(qmap.pixel_size) * math.hypot(dy, dx)
+                          / float(qmap.detector_distance))
+        q = 2 * k0 * math.sin(alpha / 2)
+        qx = q * math.cos(math.radians(phi))
+        qy = q * math.sin(math.radians(phi))
+    d = int(qmap.dynamic_roi_map[r_i, c_i])
+    s = int(qmap.static_roi_map[r_i, c_i])
+    dq = dp = sq = sp = math.nan
+    if 0 < d <= qmap.n_dynamic:
+        dq, dp = float(qmap.dynamic_q[d - 1]), float(qmap.dynamic_phi[d - 1])
+    if 0 < s <= qmap.n_static:
+        sq, sp = float(qmap.static_q[s - 1]), float(qmap.static_phi[s - 1])
+    return PixelInfo(r_i, c_i, True, q, phi, qx, qy, d, s, dq, dp, sq, sp,
+                     bool(np.asarray(qmap.mask)[r_i, c_i]))
+
+
+# ---------------------------------------------------------------------- tables
+def write_table_csv(path: str | os.PathLike, columns: dict[str, Any],
+                    header: list[str] | None = None) -> Path:
+    """Write named columns to a CSV file atomically.
+
+    Parameters
+    ----------
+    path : path
+        Output file; written to a temporary file in the same folder, then renamed.
+    columns : dict of name -> (n_i,) array
+        Columns may differ in length; short ones leave empty cells.
+    header : list of str, optional
+        Comment lines written first, each prefixed with ``# ``.
+
+    Returns
+    -------
+    Path
+    """
+    path = Path(path)
+    cols = {str(k): np.asarray(v).reshape(-1) for k, v in columns.items()}
+    n = max((c.size for c in cols.values()), default=0)
+    buf = io.StringIO()
+    for line in header or []:
+        buf.write(f"# {line}\n")
+    wr = csv.writer(buf, lineterminator="\n")
+    wr.writerow(list(cols))
+    for i in range(n):
+        row = []
+        for c in cols.values():
+            if i < c.size:
+                v = c[i]
+                row.append(repr(float(v)) if isinstance(v, (float, np.floating)) else str(v))
+            else:
+                row.append("")
+        wr.writerow(row)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(buf.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path

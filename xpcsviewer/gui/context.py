@@ -1,0 +1,157 @@
+"""The application context shared by the main window and every panel.
+
+It holds the one :class:`~xpcsviewer.gui.workers.TaskRunner`, the error sink,
+the status line, a small thread-safe cache of opened result files, and a shared
+dictionary panels use to publish results to each other (the g2 panel publishes
+its fits under ``"g2_fits"`` for the Diffusion panel).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from xpcsviewer.gui.workers import ErrorInfo, TaskRunner
+
+__all__ = ["AppContext", "ResultCache"]
+
+logger = logging.getLogger(__name__)
+
+
+class ResultCache:
+    """A small thread-safe LRU of :class:`~xpcsviewer.io.model.XpcsResult` by path.
+
+    The key includes the file's modification time and size, so a file rewritten
+    on disk (a new run into the same name) is read again.
+    """
+
+    def __init__(self, maxsize: int = 16) -> None:
+        self.maxsize = int(maxsize)
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple, Any] = OrderedDict()
+        # One lock per key so two workers asking for the same file read it once.
+        self._key_locks: dict[tuple, threading.Lock] = {}
+
+    @staticmethod
+    def _key(path: Path) -> tuple:
+        st = os.stat(path)
+        return (str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+    def get(self, path: str | os.PathLike, loader) -> Any:
+        """Return the cached value for ``path`` or ``loader(path)`` (stored)."""
+        path = Path(path)
+        key = self._key(path)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            klock = self._key_locks.setdefault(key, threading.Lock())
+        with klock:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    return self._items[key]
+            value = loader(path)
+            with self._lock:
+                self._items[key] = value
+                self._items.move_to_end(key)
+                while len(self._items) > self.maxsize:
+                    self._items.popitem(last=False)
+                self._key_locks.pop(key, None)
+        return value
+
+    def clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+class AppContext(QObject):
+    """Services shared by the window and the panels (create on the GUI thread).
+
+    Parameters
+    ----------
+    runner : TaskRunner, optional
+        Defaults to a new asynchronous runner; tests pass ``TaskRunner(synchronous=True)``.
+    cache_size : int
+        How many opened result files to keep.
+    """
+
+    sigError = Signal(object)
+    """An error for the sink (status line + details dialog): (ErrorInfo)."""
+    sigStatus = Signal(str)
+    """A status-bar message: (str)."""
+    sigSharedChanged = Signal(str)
+    """A key of :attr:`shared` was set: (key)."""
+    sigTargetsChanged = Signal(list)
+    """The target files changed: (list of XpcsResult)."""
+    sigSelectedBin = Signal(int)
+    """A panel picked a dynamic q-bin (1-based value, e.g. a click on the q-map): (int)."""
+
+    def __init__(self, runner: TaskRunner | None = None, cache_size: int = 16,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.runner = runner if runner is not None else TaskRunner(self)
+        self.runner.sigError.connect(self.report_error)
+        self.cache = ResultCache(cache_size)
+        self.shared: dict[str, Any] = {}
+        self.targets: list[Any] = []
+        self.last_error: ErrorInfo | None = None
+
+    # --------------------------------------------------------------- errors
+    def report_error(self, error: ErrorInfo | BaseException | str) -> ErrorInfo:
+        """Send an error to the sink (GUI thread).
+
+        Returns
+        -------
+        ErrorInfo
+            The normalised error.
+        """
+        if isinstance(error, ErrorInfo):
+            info = error
+        elif isinstance(error, BaseException):
+            info = ErrorInfo.from_exception(error)
+        else:
+            info = ErrorInfo("Error", str(error), "", -1)
+        self.last_error = info
+        logger.warning("%s: %s", info.kind, info.message)
+        self.sigError.emit(info)
+        return info
+
+    def show_status(self, msg: str) -> None:
+        """Show a message in the status bar."""
+        self.sigStatus.emit(str(msg))
+
+    # ---------------------------------------------------------------- files
+    def load_result(self, path: str | os.PathLike) -> Any:
+        """Read a result file (cached; thread-safe; call it from workers).
+
+        Raises
+        ------
+        XpcsFileError
+            The file is missing or is not a result file.
+        """
+        from xpcsviewer.io import read_result
+
+        return self.cache.get(path, read_result)
+
+    # --------------------------------------------------------------- shared
+    def set_shared(self, key: str, value: Any) -> None:
+        """Publish ``value`` under ``key`` and emit :attr:`sigSharedChanged` (GUI thread)."""
+        self.shared[key] = value
+        self.sigSharedChanged.emit(key)
+
+    def set_targets(self, results: list[Any]) -> None:
+        """Record the current targets and emit :attr:`sigTargetsChanged` (GUI thread)."""
+        self.targets = list(results)
+        self.sigTargetsChanged.emit(list(results))

@@ -1,0 +1,243 @@
+"""The base class of every analysis tab.
+
+A panel receives the selected result files through :meth:`BasePanel.set_results`
+(GUI thread), snapshots what it needs, and submits Qt-free work through
+``context.runner`` under its own key (``"<name>:<purpose>"``); results come back
+on the GUI thread and update pyqtgraph items in place.
+
+Subclasses set ``name``/``title`` and override :meth:`refresh` (recompute and
+redraw for ``self.results``); optionally :meth:`applies_to`,
+:meth:`figure_options`, :meth:`data_columns` (or :meth:`export_data`),
+:meth:`get_settings` / :meth:`set_settings`.
+
+Refreshing is lazy: a hidden tab only marks itself out of date and recomputes
+when it is shown, so switching files does not start work for nine tabs at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QWidget
+
+from xpcsviewer.gui.context import AppContext
+
+__all__ = ["BasePanel", "export_figure_job", "export_table_job"]
+
+logger = logging.getLogger(__name__)
+
+_DATA_ITEM_TYPES = (pg.PlotDataItem, pg.ImageItem, pg.ErrorBarItem, pg.BarGraphItem,
+                    pg.ScatterPlotItem)
+
+
+def export_figure_job(kind: str, results: list, options: dict, path: str,
+                      progress=None, cancel=None) -> str:
+    """Worker job: build the matplotlib figure ``kind`` and save it atomically.
+
+    Runs off the GUI thread (Agg, no Qt). Returns the written path.
+    """
+    from xpcsviewer.export import make_figure, save_figure
+    from xpcsviewer.progress import report
+
+    report(progress, cancel, 0, 2, "building figure")
+    fig = make_figure(kind, results, **options)
+    report(progress, cancel, 1, 2, "writing")
+    try:
+        save_figure(fig, path)
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    report(progress, cancel, 2, 2, "done")
+    return str(path)
+
+
+def export_table_job(columns: dict, path: str, header: list[str] | None = None,
+                     progress=None, cancel=None) -> str:
+    """Worker job: write named columns to CSV atomically (see ``write_table_csv``)."""
+    from xpcsviewer.export.saxs_data import write_table_csv
+
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    write_table_csv(path, columns, header=header)
+    return str(path)
+
+
+class BasePanel(QWidget):
+    """One analysis tab.
+
+    Parameters
+    ----------
+    context : AppContext
+        Shared services (runner, error sink, cache, shared dict).
+    parent : QWidget, optional
+
+    Attributes
+    ----------
+    name : str
+        Registry name, e.g. ``"saxs2d"`` (also the ``--tab`` value of ``snapshot``).
+    title : str
+        Tab label, e.g. ``"SAXS-2D"``.
+    figure_kind : str or None
+        Plot kind for ``xpcsviewer.export.make_figure`` (None: figure export unsupported).
+    results : list of XpcsResult
+        The current targets.
+    """
+
+    name: str = "base"
+    title: str = "Base"
+    figure_kind: str | None = None
+
+    sigExported = Signal(str)
+    """An export finished: (path)."""
+    sigUpdated = Signal()
+    """The panel finished applying a new result to its plots: ()."""
+
+    def __init__(self, context: AppContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.context = context
+        self.results: list[Any] = []
+        self._dirty = False
+
+    # ------------------------------------------------------------- targets
+    def set_results(self, results: list[Any]) -> None:
+        """Set the target files (GUI thread); recompute now if shown, else on show."""
+        self.results = list(results)
+        self._dirty = True
+        if self.isVisible():
+            self._refresh_now()
+
+    def applies_to(self, results: list[Any]) -> str | None:
+        """None if this tab can show ``results``, else the reason (tab tooltip)."""
+        if not results:
+            return "Select one or more result files first"
+        return None
+
+    def refresh(self) -> None:
+        """Recompute and redraw for :attr:`results` (GUI thread; submit heavy work).
+
+        The default does nothing; subclasses override it.
+        """
+
+    def ensure_fresh(self) -> None:
+        """Refresh now if the targets changed since the last refresh (GUI thread)."""
+        if self._dirty:
+            self._refresh_now()
+
+    def _refresh_now(self) -> None:
+        self._dirty = False
+        if self.applies_to(self.results) is not None:
+            self.clear_plots()
+            return
+        try:
+            self.refresh()
+        except Exception as exc:  # a panel bug must not take the window down
+            logger.exception("refresh of %s failed", self.name)
+            self.context.report_error(exc)
+
+    def clear_plots(self) -> None:
+        """Remove the shown data (targets do not apply). Subclasses override."""
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self.ensure_fresh()
+
+    # ------------------------------------------------------------- workers
+    def job_key(self, purpose: str = "main") -> str:
+        """Runner key of this panel's job ``purpose``."""
+        return f"{self.name}:{purpose}"
+
+    def submit(self, purpose: str, fn: Callable[..., Any], *args: Any,
+               on_result: Callable[[Any], None] | None = None,
+               on_error: Callable[[Any], None] | None = None,
+               description: str = "", **kwargs: Any) -> int:
+        """Submit ``fn`` under this panel's key ``purpose`` (cancels the previous one)."""
+        return self.context.runner.submit(
+            self.job_key(purpose), fn, *args, on_result=on_result, on_error=on_error,
+            description=description or f"{self.title}: {purpose}", **kwargs)
+
+    def cancel_jobs(self) -> None:
+        """Cancel this panel's running jobs."""
+        runner = self.context.runner
+        for key in runner.running_keys():
+            if key.startswith(f"{self.name}:"):
+                runner.cancel(key)
+
+    # -------------------------------------------------------------- export
+    def figure_options(self) -> dict:
+        """Keyword options for ``make_figure(self.figure_kind, results, **options)``."""
+        return {}
+
+    def export_figure(self, path: str | os.PathLike) -> int | None:
+        """Export a publication figure (PNG/SVG/PDF by suffix) in a worker.
+
+        Returns the request id, or None when this tab has no figure export.
+        """
+        if self.figure_kind is None:
+            self.context.report_error(f"{self.title}: no figure export for this tab")
+            return None
+        path = str(path)
+        return self.submit(
+            "export-figure", export_figure_job, self.figure_kind, list(self.results),
+            dict(self.figure_options()), path,
+            on_result=self._on_exported, description=f"Exporting {Path(path).name}")
+
+    def data_columns(self) -> tuple[dict[str, np.ndarray], list[str]] | None:
+        """The shown data as named columns plus header comment lines (GUI thread).
+
+        Columns may differ in length (padded with empty cells). None: nothing to export.
+        """
+        return None
+
+    def export_data(self, path: str | os.PathLike) -> int | None:
+        """Export the shown data to CSV in a worker (atomic). Returns the request id."""
+        table = self.data_columns()
+        if table is None:
+            self.context.report_error(f"{self.title}: no data to export")
+            return None
+        columns, header = table
+        path = str(path)
+        return self.submit(
+            "export-data", export_table_job, dict(columns), path, list(header),
+            on_result=self._on_exported, description=f"Exporting {Path(path).name}")
+
+    def _on_exported(self, path: str) -> None:
+        self.context.show_status(f"Wrote {path}")
+        self.sigExported.emit(str(path))
+
+    # ------------------------------------------------------------ settings
+    def get_settings(self) -> dict:
+        """This tab's settings for the session file (JSON-serialisable)."""
+        return {}
+
+    def set_settings(self, settings: dict) -> None:
+        """Restore settings from :meth:`get_settings`; ignore unknown or bad values."""
+
+    # --------------------------------------------------------------- tests
+    def plot_items(self) -> list[Any]:
+        """The visible pyqtgraph data items (curves, images, error bars) of this panel.
+
+        Scatter items that belong to a curve are not listed separately.
+        """
+        items = []
+        for view in self.findChildren(pg.GraphicsView):
+            scene = view.scene()
+            if scene is None:
+                continue
+            for it in scene.items():
+                if not isinstance(it, _DATA_ITEM_TYPES) or not it.isVisible():
+                    continue
+                if isinstance(it, pg.ScatterPlotItem) and isinstance(
+                        it.parentItem(), pg.PlotDataItem):
+                    continue
+                if isinstance(it, pg.PlotDataItem) and it.xData is None:
+                    continue
+                items.append(it)
+        return items
