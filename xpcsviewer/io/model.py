@@ -108,6 +108,118 @@ class QMap:
             int(self.static_num_pts[1]),
         )[1]
 
+    # ------------------------------------------------------------------ helpers
+    def _format_value(self, axis: int, value: float) -> str:
+        name = str(self.map_names[axis])
+        unit = str(self.map_units[axis])
+        if name == "q":
+            return f"q={value:.5f} {unit}"
+        if name == "phi":
+            return f"\u03c6={value:.1f} {unit}"
+        if name in ("x", "y"):
+            return f"{name}={value:.1f}"
+        return f"{name}={value:.3f}"
+
+    def dynamic_labels(self) -> list[str]:
+        """One label per g2 column, e.g. ``"q=0.00512 Å⁻¹, φ=45.0 deg"``.
+
+        Only the dim-0 part is shown when ``n_d1 == 1``.
+        """
+        qs, ps = self.dynamic_q, self.dynamic_phi
+        one = int(self.dynamic_num_pts[1]) == 1
+        out = []
+        for q, p in zip(qs, ps, strict=True):
+            lab = self._format_value(0, float(q))
+            if not one:
+                lab += ", " + self._format_value(1, float(p))
+            out.append(lab)
+        return out
+
+    def static_labels(self) -> list[str]:
+        """One label per static bin, formatted like :meth:`dynamic_labels`."""
+        qs, ps = self.static_q, self.static_phi
+        one = int(self.static_num_pts[1]) == 1
+        return [
+            self._format_value(0, float(q)) + ("" if one else ", " + self._format_value(1, float(p)))
+            for q, p in zip(qs, ps, strict=True)
+        ]
+
+    def qbins_in_range(self, qmin: float | None, qmax: float | None) -> np.ndarray:
+        """g2 columns (0-based, ascending) whose dim-0 value lies in ``[qmin, qmax]``.
+
+        ``self.dynamic_q[cols]`` and ``self.dynamic_phi[cols]`` are the values aligned
+        with the returned columns (one per column, never more). ``None`` leaves a
+        side open. Returns an empty array when no bin matches.
+        """
+        q = self.dynamic_q
+        sel = np.ones(q.shape, bool)
+        if qmin is not None:
+            sel &= q >= qmin
+        if qmax is not None:
+            sel &= q <= qmax
+        return np.flatnonzero(sel)
+
+    def expand_static(self, values: np.ndarray) -> np.ndarray:
+        """Compressed static values ``(..., Ns)`` -> NaN-filled grid ``(..., n_s0, n_s1)``."""
+        v = np.asarray(values, dtype=np.float64)
+        ns = self.n_static
+        if v.shape[-1] != ns:
+            raise ValueError(f"last axis has {v.shape[-1]} values, expected Ns = {ns}")
+        n0, n1 = int(self.static_num_pts[0]), int(self.static_num_pts[1])
+        out = np.full((*v.shape[:-1], n0 * n1), np.nan)
+        out[..., np.asarray(self.static_index_mapping, dtype=np.int64)] = v
+        return out.reshape(*v.shape[:-1], n0, n1)
+
+    def static_to_dynamic(self) -> np.ndarray:
+        """(Ns,) int: the 0-based g2 column holding each static bin (-1 if none).
+
+        Taken from the ROI maps (a static bin lies in exactly one dynamic bin in a
+        consistent partition; see ``compute.partition.check_consistency``).
+        """
+        s = np.asarray(self.static_roi_map).astype(np.int64).ravel()
+        d = np.asarray(self.dynamic_roi_map).astype(np.int64).ravel()
+        out = np.full(self.n_static, -1, dtype=np.int64)
+        sel = (s > 0) & (d > 0)
+        out[s[sel] - 1] = d[sel] - 1
+        return out
+
+    def content_hash(self) -> str:
+        """sha256 hex over the sorted partition keys and values (as the partition tool does)."""
+        import hashlib
+        import json
+
+        items = {
+            "beam_center_x": float(self.beam_center_x),
+            "beam_center_y": float(self.beam_center_y),
+            "detector_distance": float(self.detector_distance),
+            "pixel_size": float(self.pixel_size),
+            "energy": None if self.energy_kev is None else float(self.energy_kev),
+            "map_names": list(self.map_names),
+            "map_units": list(self.map_units),
+            "mask": np.asarray(self.mask),
+            "dynamic_roi_map": np.asarray(self.dynamic_roi_map),
+            "static_roi_map": np.asarray(self.static_roi_map),
+            "dynamic_index_mapping": np.asarray(self.dynamic_index_mapping),
+            "static_index_mapping": np.asarray(self.static_index_mapping),
+            "dynamic_v_list_dim0": np.asarray(self.dynamic_v_list_dim0),
+            "dynamic_v_list_dim1": np.asarray(self.dynamic_v_list_dim1),
+            "static_v_list_dim0": np.asarray(self.static_v_list_dim0),
+            "static_v_list_dim1": np.asarray(self.static_v_list_dim1),
+            "dynamic_num_pts": [int(x) for x in self.dynamic_num_pts],
+            "static_num_pts": [int(x) for x in self.static_num_pts],
+        }
+        h = hashlib.sha256()
+        for key in sorted(items):
+            h.update(key.encode())
+            val = items[key]
+            if isinstance(val, np.ndarray):
+                a = np.ascontiguousarray(val)
+                h.update(str(a.dtype.str).encode() + str(a.shape).encode())
+                h.update(a.astype(a.dtype.newbyteorder("=")).tobytes())
+            else:
+                h.update(json.dumps(val, ensure_ascii=False).encode())
+        return h.hexdigest()
+
 
 @dataclass
 class Multitau:

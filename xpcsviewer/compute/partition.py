@@ -1,0 +1,271 @@
+"""q x phi partitions of the detector: bins, compression, index mappings, consistency.
+
+Semantics follow the standard partition tool (result-file-format.md §4):
+
+- bin edges run from the minimum to the maximum value over the valid pixels,
+  linear or logarithmic (q only); values and edges are rounded to 12 decimals
+  before ``digitize`` so that pixels on an edge land reproducibly; the
+  maximum-value pixels go to the last bin;
+- the combined q x phi index is ``(b0 - 1) * n1 + (b1 - 1) + 1`` (axis 0 major),
+  then compressed with ``unique`` so that only non-empty bins get values 1..N,
+  and ``index_mapping[k]`` is the 0-based natural index of compressed bin k;
+- the static (fine) partition refines the dynamic (coarse) one: its edges are the
+  dynamic edges subdivided, so every static bin lies in exactly one dynamic bin.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from xpcsviewer.io.model import QMap
+
+__all__ = [
+    "axis_edges",
+    "check_consistency",
+    "digitize_values",
+    "fold_phi",
+    "make_partition",
+]
+
+
+def fold_phi(phi: np.ndarray, phi_offset: float = 0.0, symmetry_fold: int = 1) -> np.ndarray:
+    """Azimuth after an offset and an n-fold symmetry fold, in degrees.
+
+    Parameters
+    ----------
+    phi : array, degrees
+    phi_offset : float
+        Subtracted from ``phi``; the result is wrapped into (-180, 180].
+    symmetry_fold : int
+        With n > 1 every angle is mapped into the first sector
+        ``[-180, -180 + 360 / n)`` so that equivalent sectors share a bin.
+    """
+    if symmetry_fold < 1:
+        raise ValueError(f"symmetry_fold must be >= 1, got {symmetry_fold}")
+    p = np.asarray(phi, dtype=np.float64) - float(phi_offset)
+    p = 180.0 - np.mod(180.0 - p, 360.0)  # wrap into (-180, 180]
+    if symmetry_fold > 1:
+        p = np.mod(p + 180.0, 360.0 / symmetry_fold) - 180.0
+    return p
+
+
+def axis_edges(
+    vmin: float, vmax: float, n: int, style: str = "linear", refine: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """Edges (n*refine + 1,) and centres (n*refine,) of one partition axis.
+
+    ``refine`` subdivides each of the ``n`` coarse bins into ``refine`` fine ones,
+    keeping the coarse edges exactly (so fine bins nest in coarse bins). Log bins
+    (``style="log"``) are spaced geometrically and centred on the geometric mean.
+    """
+    if n < 1 or refine < 1:
+        raise ValueError("number of bins must be >= 1")
+    if style == "log":
+        if not vmin > 0:
+            raise ValueError("log bins need a positive minimum value")
+        coarse = np.geomspace(vmin, vmax, n + 1)
+        sub = [np.geomspace(coarse[i], coarse[i + 1], refine + 1)[:-1] for i in range(n)]
+    elif style == "linear":
+        coarse = np.linspace(vmin, vmax, n + 1)
+        sub = [np.linspace(coarse[i], coarse[i + 1], refine + 1)[:-1] for i in range(n)]
+    else:
+        raise ValueError(f"unknown bin style {style!r} (expected 'linear' or 'log')")
+    edges = np.concatenate([*sub, coarse[-1:]])
+    edges[::refine] = coarse  # exactly the coarse edges, not a re-computed copy
+    if style == "log":
+        centres = np.sqrt(edges[:-1] * edges[1:])
+    else:
+        centres = 0.5 * (edges[:-1] + edges[1:])
+    return edges, centres
+
+
+def digitize_values(values: np.ndarray, edges: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """1-based bin of each valid value (0 outside ``valid``), rounding to 12 decimals.
+
+    Values at or above the last edge go to the last bin and values below the
+    first edge to bin 1, as in the standard tool.
+    """
+    n = len(edges) - 1
+    b = np.digitize(np.round(values, 12), np.round(edges, 12))
+    b = np.clip(b, 1, n)
+    return np.where(valid, b, 0).astype(np.int64)
+
+
+def _compress(b0: np.ndarray, b1: np.ndarray, n1: int) -> tuple[np.ndarray, np.ndarray]:
+    combined = np.where(b0 > 0, (b0 - 1) * n1 + (b1 - 1) + 1, 0)
+    uniq, inverse = np.unique(combined, return_inverse=True)
+    inverse = inverse.reshape(combined.shape)
+    if uniq[0] == 0:
+        roi = inverse  # 0 stays 0, the first non-empty bin becomes 1
+        mapping = uniq[1:] - 1
+    else:
+        roi = inverse + 1
+        mapping = uniq - 1
+    return roi, mapping
+
+
+def _smallest_uint(values: np.ndarray, n_max: int) -> np.ndarray:
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if n_max <= np.iinfo(dt).max:
+            return values.astype(dt)
+    return values.astype(np.uint64)
+
+
+def make_partition(
+    q: np.ndarray,
+    phi: np.ndarray,
+    mask: np.ndarray | None,
+    dq_num: int,
+    sq_num: int,
+    dp_num: int = 1,
+    sp_num: int = 1,
+    q_style: Literal["linear", "log"] = "linear",
+    phi_offset: float = 0.0,
+    symmetry_fold: int = 1,
+    *,
+    beam_center_x: float = 0.0,
+    beam_center_y: float = 0.0,
+    detector_distance: float = 1.0,
+    pixel_size: float = 75e-6,
+    energy_kev: float | None = None,
+) -> QMap:
+    """Dynamic and static q x phi partitions of a detector.
+
+    Parameters
+    ----------
+    q, phi : (H, W) float
+        Per-pixel q (1/Angstrom) and azimuth (deg), e.g. from ``compute_qmap``.
+    mask : (H, W) bool or None
+        True (or > 0) for valid pixels; None means all pixels are valid. Pixels
+        with a non-finite q or phi are excluded.
+    dq_num, dp_num : int
+        Dynamic (coarse, g2) bins along q and phi.
+    sq_num, sp_num : int
+        Static (fine, SAXS) bins along q and phi; rounded up to a multiple of
+        the dynamic count so that static bins nest in dynamic bins.
+    q_style : "linear" or "log"
+    phi_offset, symmetry_fold :
+        See :func:`fold_phi`.
+    beam_center_x, beam_center_y, detector_distance, pixel_size, energy_kev :
+        Geometry recorded in the returned QMap (pixels, metres, keV).
+
+    Returns
+    -------
+    QMap
+        With compressed ROI maps (smallest unsigned dtype), index mappings,
+        bin-centre lists, ``num_pts`` and the content hash.
+    """
+    q = np.asarray(q, dtype=np.float64)
+    phi = np.asarray(phi, dtype=np.float64)
+    if q.shape != phi.shape or q.ndim != 2:
+        raise ValueError(f"q and phi must be 2-D of the same shape, got {q.shape} and {phi.shape}")
+    valid = np.ones(q.shape, bool) if mask is None else np.asarray(mask) > 0
+    if valid.shape != q.shape:
+        raise ValueError(f"mask shape {valid.shape} does not match the detector {q.shape}")
+    valid = valid & np.isfinite(q) & np.isfinite(phi)
+    if not valid.any():
+        raise ValueError("the mask leaves no valid pixel")
+    for name, n in (("dq_num", dq_num), ("sq_num", sq_num), ("dp_num", dp_num), ("sp_num", sp_num)):
+        if int(n) < 1:
+            raise ValueError(f"{name} must be >= 1, got {n}")
+    rq = -(-int(sq_num) // int(dq_num))  # static bins per dynamic bin, rounded up
+    rp = -(-int(sp_num) // int(dp_num))
+    pf = fold_phi(phi, phi_offset, symmetry_fold)
+
+    qv, pv = q[valid], pf[valid]
+    q_edges_s, q_cent_s = axis_edges(qv.min(), qv.max(), int(dq_num), q_style, rq)
+    p_edges_s, p_cent_s = axis_edges(pv.min(), pv.max(), int(dp_num), "linear", rp)
+    q_edges_d, q_cent_d = q_edges_s[::rq], None
+    p_edges_d = p_edges_s[::rp]
+    if q_style == "log":
+        q_cent_d = np.sqrt(q_edges_d[:-1] * q_edges_d[1:])
+    else:
+        q_cent_d = 0.5 * (q_edges_d[:-1] + q_edges_d[1:])
+    p_cent_d = 0.5 * (p_edges_d[:-1] + p_edges_d[1:])
+
+    bq_s = digitize_values(q, q_edges_s, valid)
+    bp_s = digitize_values(pf, p_edges_s, valid)
+    # Dynamic bins derived from the static ones, so nesting is exact by construction.
+    bq_d = np.where(valid, (bq_s - 1) // rq + 1, 0)
+    bp_d = np.where(valid, (bp_s - 1) // rp + 1, 0)
+
+    n_s0, n_s1 = len(q_cent_s), len(p_cent_s)
+    n_d0, n_d1 = len(q_cent_d), len(p_cent_d)
+    s_roi, s_map = _compress(bq_s, bp_s, n_s1)
+    d_roi, d_map = _compress(bq_d, bp_d, n_d1)
+    qm = QMap(
+        dynamic_roi_map=_smallest_uint(d_roi, len(d_map)),
+        static_roi_map=_smallest_uint(s_roi, len(s_map)),
+        mask=valid,
+        dynamic_v_list_dim0=q_cent_d,
+        dynamic_v_list_dim1=p_cent_d,
+        static_v_list_dim0=q_cent_s,
+        static_v_list_dim1=p_cent_s,
+        dynamic_index_mapping=_smallest_uint(d_map, int(d_map.max(initial=0))),
+        static_index_mapping=_smallest_uint(s_map, int(s_map.max(initial=0))),
+        dynamic_num_pts=(n_d0, n_d1),
+        static_num_pts=(n_s0, n_s1),
+        beam_center_x=float(beam_center_x),
+        beam_center_y=float(beam_center_y),
+        detector_distance=float(detector_distance),
+        pixel_size=float(pixel_size),
+        energy_kev=None if energy_kev is None else float(energy_kev),
+    )
+    qm.hash = qm.content_hash()
+    return qm
+
+
+def check_consistency(qmap: QMap) -> list[str]:
+    """Vectorised check of a partition's invariants.
+
+    Checks ``mask > 0`` iff ``dynamic_roi_map > 0`` iff ``static_roi_map > 0``;
+    ``len(*_index_mapping) == max(*_roi_map)`` with every value 1..N present;
+    index mappings inside their ``num_pts`` grid; every static bin inside exactly
+    one dynamic bin.
+
+    Returns
+    -------
+    list of str
+        One sentence per violated invariant; empty when the partition is consistent.
+    """
+    problems: list[str] = []
+    d = np.asarray(qmap.dynamic_roi_map).astype(np.int64)
+    s = np.asarray(qmap.static_roi_map).astype(np.int64)
+    m = np.asarray(qmap.mask) > 0
+    if not (d.shape == s.shape == m.shape):
+        return [f"map shapes differ: dynamic {d.shape}, static {s.shape}, mask {m.shape}"]
+    for name, roi, mapping, npts in (
+        ("dynamic", d, qmap.dynamic_index_mapping, qmap.dynamic_num_pts),
+        ("static", s, qmap.static_index_mapping, qmap.static_num_pts),
+    ):
+        n = len(mapping)
+        vmax = int(roi.max(initial=0))
+        if vmax != n:
+            problems.append(f"{name}: max(roi_map) = {vmax} but len(index_mapping) = {n}")
+        if roi.min(initial=0) < 0:
+            problems.append(f"{name}: negative values in roi_map")
+        counts = np.bincount(roi.ravel(), minlength=n + 1)[1 : n + 1]
+        if (counts == 0).any():
+            problems.append(f"{name}: {int((counts == 0).sum())} bins have no pixel")
+        grid = int(npts[0]) * int(npts[1])
+        mp = np.asarray(mapping, dtype=np.int64)
+        if mp.size and (mp.min() < 0 or mp.max() >= grid):
+            problems.append(f"{name}: index_mapping outside the {npts[0]}x{npts[1]} grid")
+        if mp.size > 1 and (np.diff(mp) <= 0).any():
+            problems.append(f"{name}: index_mapping not strictly increasing")
+        if ((roi > 0) != m).any():
+            problems.append(f"{name}: {int(((roi > 0) != m).sum())} pixels where mask>0 and roi>0 disagree")
+    sel = s > 0
+    if sel.any():
+        ns, nd = int(s.max()), int(d.max(initial=0))
+        pairs = np.unique(s[sel] * (nd + 1) + d[sel])
+        per_static = np.bincount(pairs // (nd + 1), minlength=ns + 1)
+        # A static bin seen with two dynamic values (or with dynamic 0) breaks nesting.
+        split = (per_static > 1).sum()
+        if split:
+            problems.append(f"{int(split)} static bins span more than one dynamic bin")
+        if (d[sel] == 0).any():
+            problems.append("some static-bin pixels are outside every dynamic bin")
+    return problems

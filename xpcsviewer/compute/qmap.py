@@ -1,0 +1,73 @@
+"""Per-pixel q and azimuth maps from the detector geometry (small angle, unrotated detector).
+
+Conventions (verified against real APS-8IDI files, see the real-data README):
+rows are y, columns are x, a pixel centre sits at its integer index, and the
+beam centre is given in pixels as (column ``bcx``, row ``bcy``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["HC_KEV_ANGSTROM", "compute_qmap", "wavelength_angstrom"]
+
+#: h*c in keV*Angstrom (CODATA): lambda[Angstrom] = 12.3984 / E[keV]. The full value
+#: reproduces the bin centres of real partition files to 1.5e-7 1/Angstrom.
+HC_KEV_ANGSTROM = 12.398419843320026
+
+
+def wavelength_angstrom(energy_kev: float) -> float:
+    """X-ray wavelength in Angstrom for a photon energy in keV."""
+    if not energy_kev > 0:
+        raise ValueError(f"energy must be > 0 keV, got {energy_kev!r}")
+    return HC_KEV_ANGSTROM / float(energy_kev)
+
+
+def compute_qmap(
+    shape: tuple[int, int],
+    energy_kev: float,
+    det_dist_m: float,
+    pixel_size_m: float,
+    bcx: float,
+    bcy: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact momentum transfer and azimuth of every detector pixel.
+
+    Parameters
+    ----------
+    shape : (H, W)
+        Detector shape in pixels (rows, columns).
+    energy_kev : float
+        Photon energy in keV.
+    det_dist_m : float
+        Sample-detector distance in metres.
+    pixel_size_m : float
+        Pixel size in metres (square pixels).
+    bcx, bcy : float
+        Beam centre in pixels: column (x) and row (y).
+
+    Returns
+    -------
+    q : (H, W) float64
+        ``q = 4 pi / lambda * sin(atan(r / L) / 2)`` in 1/Angstrom, with ``r`` the
+        pixel's distance from the beam centre in metres.
+    phi : (H, W) float64
+        Azimuth ``-atan2(row - bcy, col - bcx)`` in degrees, in (-180, 180]
+        (the minus sign makes the y axis point up in the lab frame).
+    """
+    h, w = (int(shape[0]), int(shape[1]))
+    if h <= 0 or w <= 0:
+        raise ValueError(f"shape must be positive, got {shape!r}")
+    if not det_dist_m > 0 or not pixel_size_m > 0:
+        raise ValueError("detector distance and pixel size must be > 0 (metres)")
+    lam = wavelength_angstrom(energy_kev)
+    dy = (np.arange(h, dtype=np.float64) - float(bcy))[:, None]
+    dx = (np.arange(w, dtype=np.float64) - float(bcx))[None, :]
+    r = np.hypot(dx, dy) * float(pixel_size_m)
+    two_theta = np.arctan(r / float(det_dist_m))
+    q = (4.0 * np.pi / lam) * np.sin(0.5 * two_theta)
+    phi = -np.degrees(np.arctan2(dy, dx))
+    phi = np.broadcast_to(phi, (h, w)).copy()
+    # -atan2 gives [-180, 180); map the single value -180 onto +180 for (-180, 180].
+    phi[phi <= -180.0] += 360.0
+    return q, phi
