@@ -1,0 +1,463 @@
+"""Bayesian g2 fits with NumPyro NUTS: all q-bins of one file in one sampling run.
+
+The models are the least-squares ones (same parameter names and meaning, see
+:mod:`xpcsviewer.fitting.models`), written as one vectorised NumPyro model with
+independent per-bin parameters under a ``bins`` plate. Priors (per bin):
+
+- tau, tau1: log-uniform over [t_min/10, t_max*10] of the bin's valid delays
+  (the least-squares bounds); double: tau2 = tau1 * exp(d), d ~ U(0, log range), so
+  tau1 < tau2 (no label switching);
+- contrast ~ U(0, c_max), c_max = the least-squares upper bound (1 unless the data
+  show more); baseline ~ Normal(1, 0.1); stretch ~ U(lower, upper) (0.2-2 by
+  default); fraction ~ U(0, 1); fixed parameters are constants;
+- likelihood: Normal(model, g2_err) on valid points (errors <= 1e-6 replaced as in
+  the least squares).
+
+Chains start at the least-squares optimum (``init_to_value``) and are sampled in
+blocks through ``post_warmup_state`` so that progress and cancellation work between
+blocks. Diagnostics use NumPyro's own functions (split r-hat, ESS, HPDI); ESS bulk
+is computed on rank-normalised split chains and ESS tail from the 5%/95% quantile
+indicators, following Vehtari et al. (2021).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.backends import get_backend
+
+# The JAX backend switches x64 on (and checks it) before NumPyro creates any array.
+get_backend("jax")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpyro  # noqa: E402
+import numpyro.distributions as dist  # noqa: E402
+from jax.scipy.special import ndtri  # noqa: E402
+from numpyro.diagnostics import effective_sample_size, hpdi, split_gelman_rubin  # noqa: E402
+from numpyro.infer import MCMC, NUTS, init_to_value  # noqa: E402
+
+from xpcsviewer.fitting.lsq import FitStatus, G2FitResult, fit_g2, prepare_weights
+from xpcsviewer.fitting.models import (  # noqa: E402
+    LOG_PARAMS,
+    G2Model,
+    ParamSpec,
+    default_params,
+    evaluate_model,
+    model_param_names,
+)
+from xpcsviewer.progress import CancelToken, ProgressCallback, report  # noqa: E402
+
+__all__ = [
+    "CONVERGENCE",
+    "BayesFitResult",
+    "fit_g2_bayes",
+    "g2_model",
+]
+
+# The converged flag: every free parameter of a bin passes all gates.
+CONVERGENCE = {"r_hat_max": 1.01, "ess_min": 400.0, "divergences_max": 0, "bfmi_min": 0.2}
+HDI_PROB = 0.94
+
+
+def g2_model(
+    t: Any,
+    g2: Any = None,
+    sigma: Any = None,
+    mask: Any = None,
+    *,
+    model: G2Model,
+    lower: dict[str, Any],
+    upper: dict[str, Any],
+    fixed: dict[str, Any],
+    aux: tuple | None = None,
+) -> None:
+    """NumPyro model of B g2 curves with independent per-bin parameters.
+
+    Parameters
+    ----------
+    t : (T,) s
+    g2, sigma : (B, T) float64; g2 None for prior predictive
+    mask : (B, T) bool
+    model : G2Model
+    lower, upper : dict name -> (B,) prior bounds (as the least-squares bounds)
+    fixed : dict name -> (B,) values of fixed parameters
+    aux : (m (T,), dt) for ``single_avgcorr``
+    """
+    names = model_param_names(model)
+    n_b = next(iter(lower.values())).shape[0]
+    vals: dict[str, Any] = {}
+    with numpyro.plate("bins", n_b):
+        for n in names:
+            if n in fixed:
+                vals[n] = fixed[n]
+                continue
+            if n == "tau2" and "tau1" not in fixed:
+                span = jnp.log(upper["tau2"]) - jnp.log(lower["tau1"])
+                d = numpyro.sample("log_tau_ratio", dist.Uniform(0.0, span))
+                vals[n] = numpyro.deterministic("tau2", vals["tau1"] * jnp.exp(d))
+            elif n in LOG_PARAMS:
+                lt = numpyro.sample(
+                    f"log_{n}", dist.Uniform(jnp.log(lower[n]), jnp.log(upper[n]))
+                )
+                vals[n] = numpyro.deterministic(n, jnp.exp(lt))
+            elif n == "baseline":
+                vals[n] = numpyro.sample(n, dist.Normal(1.0, 0.1))
+            elif n == "contrast":
+                vals[n] = numpyro.sample(n, dist.Uniform(0.0, upper[n]))
+            else:
+                vals[n] = numpyro.sample(n, dist.Uniform(lower[n], upper[n]))
+        p = tuple(jnp.broadcast_to(jnp.asarray(vals[n], jnp.float64), (n_b,))[:, None] for n in names)
+        mean = evaluate_model(model, t[None, :], p, aux, jnp)
+        numpyro.sample(
+            "obs", dist.Normal(mean, sigma).mask(mask).to_event(1), obs=g2
+        )
+
+
+@dataclass
+class BayesFitResult:
+    """Posterior summary of B curves; NumPy arrays throughout.
+
+    Attributes
+    ----------
+    model : G2Model
+    mean, std, hdi_low, hdi_high, median : dict name -> (B,)
+        Posterior summaries (94% highest-density interval) per free parameter;
+        fixed parameters have std 0 and their value everywhere.
+    r_hat, ess_bulk, ess_tail : dict name -> (B,)
+        NaN for fixed parameters.
+    divergences : int
+        Divergent transitions after warm-up, all chains (the model is one joint
+        density, so divergences are not per bin).
+    bfmi : (C,) energy Bayesian fraction of missing information per chain
+    converged : (B,) bool
+        r_hat <= 1.01, ESS bulk and tail >= 400 for every free parameter, no
+        divergences, BFMI >= 0.2 in every chain.
+    samples : dict name -> (C, S, B) natural-unit draws
+    num_chains, num_samples, num_warmup, seed, chain_method
+    """
+
+    model: G2Model
+    mean: dict[str, np.ndarray]
+    std: dict[str, np.ndarray]
+    median: dict[str, np.ndarray]
+    hdi_low: dict[str, np.ndarray]
+    hdi_high: dict[str, np.ndarray]
+    r_hat: dict[str, np.ndarray]
+    ess_bulk: dict[str, np.ndarray]
+    ess_tail: dict[str, np.ndarray]
+    divergences: int
+    bfmi: np.ndarray
+    converged: np.ndarray
+    samples: dict[str, np.ndarray]
+    num_chains: int
+    num_samples: int
+    num_warmup: int
+    seed: int
+    chain_method: str
+    aux: tuple | None = None
+    fixed: dict[str, bool] = field(default_factory=dict)
+    used_bins: np.ndarray | None = None
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """Parameter names in model order."""
+        return model_param_names(self.model)
+
+    def band(self, tau_grid: Any, max_draws: int = 400, prob: float = HDI_PROB) -> np.ndarray:
+        """Posterior band of the model curve on ``tau_grid`` (G,) s -> (B, 3, G).
+
+        Rows: lower (3%), median, upper (97%) of the model mean over up to
+        ``max_draws`` posterior draws (the band of the curve, not of new data).
+        """
+        t = np.asarray(tau_grid, dtype=np.float64)
+        names = self.param_names
+        first = self.samples[names[0]]
+        c, s, b = first.shape
+        flat = {n: self.samples[n].reshape(c * s, b) for n in names}
+        step = max(1, (c * s) // max_draws)
+        p = tuple(flat[n][::step][:, :, None] for n in names)  # (D, B, 1)
+        aux = self.aux
+        if aux is not None and np.shape(aux[0])[-1] != t.shape[-1]:
+            aux = (np.ones_like(t), aux[1])
+        with np.errstate(all="ignore"):
+            curves = evaluate_model(self.model, t[None, None, :], p, aux, np)  # (D, B, G)
+        lo_q, hi_q = (1.0 - prob) / 2.0, 1.0 - (1.0 - prob) / 2.0
+        q = np.nanquantile(curves, [lo_q, 0.5, hi_q], axis=0)  # (3, B, G)
+        return np.moveaxis(q, 0, 1)
+
+
+def _split_chains(x: np.ndarray) -> np.ndarray:
+    # (C, S, ...) -> (2C, S//2, ...), dropping the middle draw of odd S.
+    s = x.shape[1] // 2
+    return np.concatenate([x[:, :s], x[:, x.shape[1] - s :]], axis=0)
+
+
+def _ess(x: np.ndarray) -> np.ndarray:
+    # ESS with NaN for constant draws (no variance: undefined, not infinite).
+    with np.errstate(all="ignore"):
+        e = np.asarray(effective_sample_size(np.asarray(x, dtype=np.float64)))
+    var = np.var(x.reshape(-1, *x.shape[2:]), axis=0)
+    return np.where(var > 0, e, np.nan)
+
+
+def ess_bulk(x: np.ndarray) -> np.ndarray:
+    """Rank-normalised split-chain ESS of draws (C, S, ...)."""
+    c, s = x.shape[:2]
+    flat = x.reshape(c * s, -1)
+    ranks = np.argsort(np.argsort(flat, axis=0, kind="stable"), axis=0) + 1.0
+    z = np.asarray(ndtri((ranks - 0.375) / (c * s + 0.25))).reshape(x.shape)
+    return _ess(_split_chains(z))
+
+
+def ess_tail(x: np.ndarray) -> np.ndarray:
+    """min of the split-chain ESS of the 5% and 95% quantile indicators, draws (C, S, ...)."""
+    q05 = np.quantile(x, 0.05, axis=(0, 1))
+    q95 = np.quantile(x, 0.95, axis=(0, 1))
+    lo = _ess(_split_chains((x <= q05).astype(np.float64)))
+    hi = _ess(_split_chains((x >= q95).astype(np.float64)))
+    return np.fmin(lo, hi)
+
+
+def bfmi(energy: np.ndarray) -> np.ndarray:
+    """Energy BFMI per chain from NUTS energies (C, S)."""
+    e = np.asarray(energy, dtype=np.float64)
+    num = np.sum(np.diff(e, axis=1) ** 2, axis=1) / e.shape[1]
+    den = np.var(e, axis=1)
+    with np.errstate(all="ignore"):
+        return num / den
+
+
+def _choose_chain_method(chain_method: str, num_chains: int) -> str:
+    if chain_method != "auto":
+        return chain_method
+    # "parallel" needs one device per chain (XLA host devices set before JAX starts);
+    # otherwise vectorised chains run in one program, which measured faster on CPU
+    # than sequential chains (docs/fitting.md).
+    if num_chains > 1 and jax.local_device_count() >= num_chains:
+        return "parallel"
+    return "vectorized"
+
+
+def fit_g2_bayes(
+    tau: Any,
+    g2: Any,
+    g2_err: Any,
+    valid: Any | None = None,
+    model: G2Model | str = "single",
+    init: G2FitResult | None = None,
+    num_warmup: int = 500,
+    num_samples: int = 1000,
+    num_chains: int = 4,
+    seed: int = 0,
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+    block_size: int = 250,
+    *,
+    params: dict[str, ParamSpec] | None = None,
+    t_range: tuple[float, float] | None = None,
+    aux: tuple | None = None,
+    chain_method: str = "auto",
+    target_accept_prob: float = 0.8,
+    max_tree_depth: int = 10,
+) -> BayesFitResult:
+    """NUTS posterior of B g2 curves (all q-bins of one file) in one sampling run.
+
+    May run off the main thread; checks ``cancel`` between warm-up and each block of
+    ``block_size`` draws (raises :class:`xpcsviewer.progress.Cancelled`).
+
+    Parameters
+    ----------
+    tau : (T,) s
+    g2, g2_err, valid : (B, T)
+    model : {"single", "stretched", "double", "single_avgcorr"}
+    init : G2FitResult, optional
+        Least-squares fit to start the chains from; computed when None.
+    num_warmup, num_samples, num_chains : int
+        Draws per chain; chains run vectorised on one device, or in parallel when
+        JAX has one host device per chain.
+    seed : int
+        PRNG seed; the same seed gives the same draws.
+    block_size : int
+        Draws per block between progress reports.
+    params : dict name -> ParamSpec, optional
+        Bounds (prior ranges) and fixed values, as for ``fit_g2``.
+    t_range : (lo, hi) s, optional
+    aux : (m (T,), dt), for ``single_avgcorr``
+
+    Returns
+    -------
+    BayesFitResult
+        Bins without a usable least-squares start (no data, too few points) are
+        sampled from the prior-bounded start and flagged not converged.
+    """
+    model = G2Model.parse(model)
+    names = model_param_names(model)
+    tau = np.asarray(tau, dtype=np.float64).ravel()
+    g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
+    err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
+    valid = np.ones(g2.shape, bool) if valid is None else np.atleast_2d(np.asarray(valid, bool))
+    mask = valid & np.isfinite(g2) & (tau > 0)[None, :]
+    if t_range is not None:
+        lo_t, hi_t = sorted(float(v) for v in t_range)
+        mask &= ((tau >= lo_t) & (tau <= hi_t))[None, :]
+    n_b = g2.shape[0]
+    report(progress, cancel, 0, 1, "least-squares start")
+    if init is None:
+        init = fit_g2(tau, g2, err, mask, model, params=params, aux=aux, backend=get_backend("jax"))
+    specs = default_params(model, tau, g2, mask)
+    if params is not None:
+        specs.update(params)
+    lower = {n: np.broadcast_to(np.asarray(specs[n].lower, float), (n_b,)).copy() for n in names}
+    upper = {n: np.broadcast_to(np.asarray(specs[n].upper, float), (n_b,)).copy() for n in names}
+    fixed = {
+        n: jnp.asarray(np.broadcast_to(np.asarray(specs[n].value, float), (n_b,)))
+        for n in names
+        if specs[n].fixed
+    }
+    # Start values strictly inside the prior support.
+    start: dict[str, np.ndarray] = {}
+    for n in names:
+        if n in fixed:
+            continue
+        v = np.asarray(init.params[n], float)
+        v = np.where(np.isfinite(v), v, np.broadcast_to(np.asarray(specs[n].value, float), (n_b,)))
+        lo, hi = lower[n], upper[n]
+        if n == "contrast":
+            lo = np.zeros(n_b)
+        if n != "baseline":
+            pad = 1e-6 * (hi - lo) if n not in LOG_PARAMS else 0.0
+            if n in LOG_PARAMS:
+                v = np.exp(np.clip(np.log(v), np.log(lo) + 1e-6, np.log(hi) - 1e-6))
+            else:
+                v = np.clip(v, lo + pad, hi - pad)
+        start[n] = v
+    if model is G2Model.DOUBLE and "tau1" not in fixed and "tau2" not in fixed:
+        # Order the components (tau1 < tau2) like the prior does.
+        swap = start["tau1"] > start["tau2"]
+        start["tau1"], start["tau2"] = np.where(swap, start["tau2"], start["tau1"]), np.where(swap, start["tau1"], start["tau2"])
+        if "fraction" in start:
+            start["fraction"] = np.where(swap, 1.0 - start["fraction"], start["fraction"])
+        if "stretch1" in start and "stretch2" in start:
+            start["stretch1"], start["stretch2"] = np.where(swap, start["stretch2"], start["stretch1"]), np.where(swap, start["stretch1"], start["stretch2"])
+        ratio = np.log(start["tau2"] / start["tau1"])
+        span = np.log(upper["tau2"]) - np.log(lower["tau1"])
+        start["log_tau_ratio"] = np.clip(ratio, 1e-6, span - 1e-6)
+        start["tau2"] = start["tau1"] * np.exp(start["log_tau_ratio"])
+    init_values: dict[str, Any] = {}
+    for n, v in start.items():
+        if n == "log_tau_ratio":
+            init_values[n] = jnp.asarray(v)
+        elif n in LOG_PARAMS:
+            if n == "tau2" and "log_tau_ratio" in start:
+                continue
+            init_values[f"log_{n}"] = jnp.asarray(np.log(v))
+        else:
+            init_values[n] = jnp.asarray(v)
+
+    sigma = prepare_weights(err, mask)
+    y = np.where(mask, g2, 0.0)
+    method = _choose_chain_method(chain_method, num_chains)
+    kernel = NUTS(
+        g2_model,
+        init_strategy=init_to_value(values=init_values),
+        target_accept_prob=target_accept_prob,
+        max_tree_depth=max_tree_depth,
+    )
+    n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
+    per_block = math.ceil(num_samples / n_blocks)
+    mcmc = MCMC(
+        kernel,
+        num_warmup=num_warmup,
+        num_samples=per_block,
+        num_chains=num_chains,
+        chain_method=method,
+        progress_bar=False,
+    )
+    aux_j = None if aux is None else (jnp.asarray(aux[0], jnp.float64), float(aux[1]))
+    args = (jnp.asarray(tau), jnp.asarray(y), jnp.asarray(sigma), jnp.asarray(mask))
+    kwargs = {
+        "model": model,
+        "lower": {n: jnp.asarray(v) for n, v in lower.items()},
+        "upper": {n: jnp.asarray(v) for n, v in upper.items()},
+        "fixed": fixed,
+        "aux": aux_j,
+    }
+    total = n_blocks + 1
+    report(progress, cancel, 0, total, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
+    key = jax.random.PRNGKey(int(seed))
+    mcmc.warmup(key, *args, extra_fields=("diverging", "energy"), collect_warmup=False, **kwargs)
+    report(progress, cancel, 1, total, "sampling")
+    chunks: list[dict[str, np.ndarray]] = []
+    div, energy = [], []
+    for blk in range(n_blocks):
+        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=("diverging", "energy"), **kwargs)
+        smp = mcmc.get_samples(group_by_chain=True)
+        chunks.append({n: np.asarray(smp[n]) for n in names if n in smp})
+        extra = mcmc.get_extra_fields(group_by_chain=True)
+        div.append(np.asarray(extra["diverging"]))
+        energy.append(np.asarray(extra["energy"]))
+        mcmc.post_warmup_state = mcmc.last_state
+        report(progress, cancel, blk + 2, total, f"block {blk + 1}/{n_blocks}")
+
+    samples: dict[str, np.ndarray] = {}
+    for n in names:
+        if n in fixed:
+            v = np.asarray(fixed[n])
+            samples[n] = np.broadcast_to(v, (num_chains, per_block * n_blocks, n_b))[:, :num_samples].copy()
+        else:
+            samples[n] = np.concatenate([c[n] for c in chunks], axis=1)[:, :num_samples]
+    diverging = np.concatenate(div, axis=1)[:, :num_samples]
+    energies = np.concatenate(energy, axis=1)[:, :num_samples]
+    return _summarise(
+        model, samples, diverging, energies, fixed, num_chains, num_samples, num_warmup,
+        seed, method, aux, init,
+    )
+
+
+def _summarise(model, samples, diverging, energies, fixed, num_chains, num_samples,
+               num_warmup, seed, method, aux, init) -> BayesFitResult:
+    names = model_param_names(model)
+    mean, std, med, lo, hi, rh, eb, et = ({} for _ in range(8))
+    for n in names:
+        x = samples[n]
+        flat = x.reshape(-1, x.shape[-1])
+        mean[n] = flat.mean(axis=0)
+        std[n] = flat.std(axis=0, ddof=1) if flat.shape[0] > 1 else np.zeros(flat.shape[1])
+        med[n] = np.median(flat, axis=0)
+        if n in fixed:
+            lo[n] = hi[n] = mean[n].copy()
+            nanv = np.full(flat.shape[1], np.nan)
+            rh[n], eb[n], et[n] = nanv, nanv.copy(), nanv.copy()
+            continue
+        interval = np.asarray(hpdi(flat, prob=HDI_PROB, axis=0))
+        lo[n], hi[n] = interval[0], interval[1]
+        with np.errstate(all="ignore"):
+            rh[n] = np.asarray(split_gelman_rubin(x))
+        eb[n] = ess_bulk(x)
+        et[n] = ess_tail(x)
+    n_div = int(np.sum(diverging))
+    bf = bfmi(energies)
+    free = [n for n in names if n not in fixed]
+    n_b = samples[names[0]].shape[-1]
+    conv = np.ones(n_b, dtype=bool)
+    for n in free:
+        conv &= np.nan_to_num(rh[n], nan=np.inf) <= CONVERGENCE["r_hat_max"]
+        conv &= np.nan_to_num(eb[n], nan=0.0) >= CONVERGENCE["ess_min"]
+        conv &= np.nan_to_num(et[n], nan=0.0) >= CONVERGENCE["ess_min"]
+    conv &= n_div <= CONVERGENCE["divergences_max"]
+    conv &= bool(np.all(np.nan_to_num(bf, nan=0.0) >= CONVERGENCE["bfmi_min"]))
+    used = np.array([s not in (FitStatus.NO_DATA, FitStatus.TOO_FEW_POINTS) for s in init.status])
+    conv &= used
+    return BayesFitResult(
+        model=model, mean=mean, std=std, median=med, hdi_low=lo, hdi_high=hi,
+        r_hat=rh, ess_bulk=eb, ess_tail=et, divergences=n_div, bfmi=bf, converged=conv,
+        samples=samples, num_chains=num_chains, num_samples=num_samples,
+        num_warmup=num_warmup, seed=int(seed), chain_method=method, aux=aux,
+        fixed={n: n in fixed for n in names}, used_bins=used,
+    )
+
