@@ -1,0 +1,543 @@
+"""Streaming multi-tau correlator from raw frames (result-file-format.md §5).
+
+Semantics
+---------
+Level L works on coarse frames a_L(k), the mean of 2^L consecutive processed frames
+(n_L = N >> L of them). With ``delays_per_level = m`` and buffer ``B = 2 m``, level 0
+correlates delays x = 1..B and every level L >= 1 delays x = m+1..B (in level-L frames,
+i.e. x * 2^L processed frames), keeping a delay only while x < n_L. For the default
+m = 4 the delays are 1..8, 10, 12, 14, 16, 20, ... exactly as the standard correlator.
+
+Per pixel, with the symmetric normalisation::
+
+    G2(x) = mean_{t=0}^{n_L-x-1} a(t) a(t+x)
+    IP(x) = mean_{t=0}^{n_L-x-1} a(t)        (past window)
+    IF(x) = mean_{t=x}^{n_L-1}   a(t)        (future window)
+
+Static-bin smoothing (ratio of sums, unbiased): for static bin s with n_s pixels,
+``g2_s = n_s * sum_s G2 / (sum_s IP * sum_s IF)``; the dynamic g2 is the plain mean
+of g2_s over the non-empty static bins inside the dynamic bin; ``g2_err`` is the
+standard deviation (ddof 0) of the per-pixel ``G2 / (IP IF)`` over the dynamic bin's
+pixels divided by sqrt(n_pixels). A zero denominator is replaced by 1e8 (g2 ~ 0).
+
+Streaming
+---------
+Frames arrive in chunks; memory is the chunk plus, per level, the last B frames
+(history), the first B frames, the running sum and the running sums of products:
+O((B + B + 1 + n_delays) * P) per level, independent of N. IP and IF need no extra
+state: IP(x) = (sum - last x frames) / (n - x), IF(x) = (sum - first x frames) / (n - x).
+
+On the JAX backend each level's update is one jitted kernel (block padded to a power
+of two, the real length passed as a dynamic value, so only ~log2(chunk) shapes are
+compiled). The NumPy backend runs the same code eagerly and is the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
+from xpcsviewer.compute._binning import PixelBins, kernel_cache, select_pixels
+from xpcsviewer.progress import CancelToken, ProgressCallback, report
+
+__all__ = [
+    "MultitauCorrelator",
+    "MultitauResult",
+    "ScatteringAccumulator",
+    "correlate_multitau",
+    "delay_list",
+    "iter_array_chunks",
+]
+
+ZERO_DENOMINATOR = 1e8
+
+
+def delay_list(n_frames: int, delays_per_level: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Multi-tau delays for ``n_frames`` processed frames.
+
+    Parameters
+    ----------
+    n_frames : int
+        N, frames after begin/end/stride/avg.
+    delays_per_level : int
+        m: level 0 has delays 1..2m, level L >= 1 has (m+1..2m) * 2^L.
+
+    Returns
+    -------
+    delays : (T,) int64
+        Delays in processed frames, ascending.
+    level : (T,) int64
+        Level L of each delay.
+    x : (T,) int64
+        Delay in level-L frames (``delays = x << level``).
+    """
+    m = int(delays_per_level)
+    if m < 1:
+        raise ValueError(f"delays_per_level must be >= 1, got {m}")
+    buf = 2 * m
+    out_d, out_l, out_x = [], [], []
+    level = 0
+    while True:
+        n_l = int(n_frames) >> level
+        xs = range(1, buf + 1) if level == 0 else range(m + 1, buf + 1)
+        xs = [x for x in xs if x < n_l]
+        if not xs:
+            break
+        for x in xs:
+            out_d.append(x << level)
+            out_l.append(level)
+            out_x.append(x)
+        level += 1
+    return (
+        np.asarray(out_d, dtype=np.int64),
+        np.asarray(out_l, dtype=np.int64),
+        np.asarray(out_x, dtype=np.int64),
+    )
+
+
+def _level_kernel(backend: Any, buf: int, xs: tuple[int, ...]) -> Any:
+    """One level's update for a padded block; returns new state and the next level's block."""
+
+    def build() -> Any:
+        xp = backend.xp
+
+        def kernel(hist, first, sumprod, total, leftover, block, n_valid, count, has_left):
+            nb, p = block.shape
+            ext = xp.concatenate([hist, block], axis=0)
+            later = ext[buf:]
+            # Padded rows are zeros at the end of the block: they are only ever the
+            # *later* frame of a pair, so they add nothing to the sums of products.
+            prods = xp.stack(
+                [xp.einsum("ij,ij->j", later, ext[buf - x : buf - x + nb]) for x in xs]
+            )
+            new_hist = xp.take(ext, n_valid + xp.arange(buf), axis=0)
+            idx = xp.arange(buf) - count
+            ok = (idx >= 0) & (idx < n_valid)
+            got = xp.take(block, xp.clip(idx, 0, nb - 1), axis=0)
+            new_first = xp.where(ok[:, None], got, first)
+            # Pair consecutive frames (carrying an odd one over) into the next level.
+            pend = xp.concatenate([leftover[None, :], block, xp.zeros((1, p))], axis=0)
+            n_pairs = max(nb // 2, 1)
+            start = 1 - has_left
+            rows = xp.take(pend, start + xp.arange(2 * n_pairs), axis=0).reshape(n_pairs, 2, p)
+            m = (n_valid + has_left) // 2
+            nxt = 0.5 * (rows[:, 0] + rows[:, 1]) * (xp.arange(n_pairs) < m)[:, None]
+            new_left = xp.take(pend, start + 2 * m, axis=0)
+            return new_hist, new_first, sumprod + prods, total + block.sum(axis=0), nxt, new_left
+
+        return backend.jit(kernel)
+
+    return kernel_cache(backend, ("multitau_level", buf, xs), build)
+
+
+def _normalize_kernel(backend: Any) -> Any:
+    def build() -> Any:
+        xp = backend.xp
+
+        def kernel(block):
+            mean = block.mean(axis=1)
+            return block / xp.where(mean > 0, mean, 1.0)[:, None]
+
+        return backend.jit(kernel)
+
+    return kernel_cache(backend, ("frame_normalize",), build)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, int(n - 1).bit_length())
+
+
+@dataclass
+class _Level:
+    xs: tuple[int, ...]
+    hist: Any
+    first: Any
+    sumprod: Any
+    total: Any
+    leftover: Any
+    count: int = 0
+    has_left: int = 0
+
+
+@dataclass
+class MultitauResult:
+    """Output of the multi-tau correlator (NumPy, float64).
+
+    Attributes
+    ----------
+    delay_frames : (T,) int64
+        Delays in processed frames (multiply by frame_time * stride * avg for seconds).
+    g2, g2_err : (T, Nd) float64
+        Dynamic-bin g2 and its error; column j is dynamic bin value j + 1.
+    g2_static : (T, Ns) float64
+        Static-bin g2_s (NaN for static bins without valid pixels).
+    n_frames : int
+        Processed frames correlated.
+    g2_partial, g2_partial_err : (P, T, Nd) float64 or None
+        Cumulative snapshots; delays not yet reachable are NaN.
+    g2_partial_labels : (P,) int64 or None
+        Frames accumulated in each snapshot.
+    config : dict
+        Solver settings (delays_per_level, normalize_frame, ...).
+    """
+
+    delay_frames: np.ndarray
+    g2: np.ndarray
+    g2_err: np.ndarray
+    g2_static: np.ndarray
+    n_frames: int
+    g2_partial: np.ndarray | None = None
+    g2_partial_err: np.ndarray | None = None
+    g2_partial_labels: np.ndarray | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+class MultitauCorrelator:
+    """Streaming multi-tau correlator over the valid pixels of a partition.
+
+    Parameters
+    ----------
+    pixels : PixelBins
+        Valid pixels and their static/dynamic bins (``select_pixels``).
+    n_frames : int
+        Number of processed frames that will be fed (sets the levels and delays).
+    delays_per_level : int
+        m (default 4: delays 1..8 then (5..8) * 2^L).
+    normalize_frame : bool
+        Divide each frame by its mean over the valid pixels before correlating
+        (cancels incident-flux fluctuations).
+    backend : BackendProtocol, optional
+    device : str or jax.Device, optional
+        Resolved once here from the work score pixels x frames.
+
+    Notes
+    -----
+    Feed frames with :meth:`process` as (n, P) blocks of valid-pixel values, in time
+    order; call :meth:`result` at any time (it does not change the state).
+    """
+
+    def __init__(
+        self,
+        pixels: PixelBins,
+        n_frames: int,
+        delays_per_level: int = 4,
+        normalize_frame: bool = False,
+        *,
+        backend: Any = None,
+        device: Any = "auto",
+    ) -> None:
+        self.backend = backend if backend is not None else get_backend()
+        self.pixels = pixels
+        self.n_frames_expected = int(n_frames)
+        self.m = int(delays_per_level)
+        self.buf = 2 * self.m
+        self.normalize_frame = bool(normalize_frame)
+        self.delays, self.levels, self.xs = delay_list(self.n_frames_expected, self.m)
+        if self.delays.size == 0:
+            raise ValueError(f"need at least 2 frames to correlate, got {n_frames}")
+        self.n_levels = int(self.levels.max()) + 1
+        self.device = resolve_device(device, work=float(pixels.n_pixels) * n_frames)
+        be, p = self.backend, pixels.n_pixels
+        z = lambda *s: be.asarray(np.zeros(s), device=self.device)  # noqa: E731
+        self._levels: list[_Level] = []
+        for lvl in range(self.n_levels):
+            xs = tuple(range(1, self.buf + 1)) if lvl == 0 else tuple(range(self.m + 1, self.buf + 1))
+            self._levels.append(
+                _Level(xs, z(self.buf, p), z(self.buf, p), z(len(xs), p), z(p), z(p))
+            )
+        self.n_processed = 0
+        # device copies of the bin ids used by result()
+        self._sid = be.asarray(pixels.static_id, device=self.device)
+        self._did = be.asarray(pixels.dynamic_id, device=self.device)
+
+    def process(self, block: Any) -> None:
+        """Correlate the next (n, P) frames (valid-pixel values, any real dtype)."""
+        be = self.backend
+        n = int(block.shape[0])
+        if n == 0:
+            return
+        if block.shape[1] != self.pixels.n_pixels:
+            raise ValueError(f"block has {block.shape[1]} pixels, expected {self.pixels.n_pixels}")
+        if self.n_processed + n > self.n_frames_expected:
+            raise ValueError(
+                f"more frames than announced ({self.n_processed + n} > {self.n_frames_expected})"
+            )
+        nb = _next_pow2(n)
+        host = np.zeros((nb, block.shape[1]))
+        host[:n] = ensure_numpy(block)
+        x = be.asarray(host, device=self.device)
+        if self.normalize_frame:
+            x = _normalize_kernel(be)(x)
+        n_valid = n
+        for lv in self._levels:
+            if n_valid == 0:
+                break
+            kern = _level_kernel(be, self.buf, lv.xs)
+            lv.hist, lv.first, lv.sumprod, lv.total, nxt, lv.leftover = kern(
+                lv.hist, lv.first, lv.sumprod, lv.total, lv.leftover, x, n_valid, lv.count, lv.has_left
+            )
+            lv.count += n_valid
+            tot = n_valid + lv.has_left
+            lv.has_left = tot % 2
+            x, n_valid = nxt, tot // 2
+        self.n_processed += n
+
+    def _per_pixel(self, lv: _Level) -> tuple[list[int], Any, Any, Any]:
+        """Per-pixel G2, IP, IF (k, P) of one level's delays that are reachable now."""
+        xp = self.backend.xp
+        n = lv.count
+        keep = [i for i, x in enumerate(lv.xs) if x < n]
+        if not keep:
+            return keep, None, None, None
+        xs = np.asarray([lv.xs[i] for i in keep])
+        norm = self.backend.asarray((n - xs).astype(np.float64), device=self.device)[:, None]
+        # cumulative sums of the last / first x frames, x = 1..B
+        last = xp.cumsum(lv.hist[::-1], axis=0)
+        firsts = xp.cumsum(lv.first, axis=0)
+        g2 = lv.sumprod[np.asarray(keep)] / norm
+        ip = (lv.total[None, :] - last[xs - 1]) / norm
+        if_ = (lv.total[None, :] - firsts[xs - 1]) / norm
+        return keep, g2, ip, if_
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Current (g2 (T, Nd), g2_err (T, Nd), g2_static (T, Ns)); unreachable delays NaN."""
+        be, xp, pb = self.backend, self.backend.xp, self.pixels
+        ns, nd = pb.n_static, pb.n_dynamic
+        t = self.delays.size
+        g2 = np.full((t, nd), np.nan)
+        err = np.full((t, nd), np.nan)
+        g2s = np.full((t, ns), np.nan)
+        s_count = pb.static_count.astype(np.float64)
+        s_ok = s_count > 0
+        d_count = pb.dynamic_count.astype(np.float64)
+        n_s_in_d = np.bincount(pb.static_to_dynamic[s_ok], minlength=nd)[:nd].astype(np.float64)
+        s2d = np.where(s_ok, pb.static_to_dynamic, nd)  # empty static bins dropped
+        row0 = 0
+        for lvl, lv in enumerate(self._levels):
+            n_here = int((self.levels == lvl).sum())
+            keep, G2, IP, IF = self._per_pixel(lv)
+            if keep:
+                rows = row0 + np.asarray(keep)
+                sG2 = ensure_numpy(be.segment_sum(G2.T, self._sid, ns)).T
+                sIP = ensure_numpy(be.segment_sum(IP.T, self._sid, ns)).T
+                sIF = ensure_numpy(be.segment_sum(IF.T, self._sid, ns)).T
+                den = sIP * sIF
+                den = np.where(den == 0, ZERO_DENOMINATOR, den)
+                gs = s_count * sG2 / den
+                gs_sum = np.zeros((len(keep), nd + 1))
+                np.add.at(gs_sum.T, s2d, gs.T)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    g2[rows] = gs_sum[:, :nd] / n_s_in_d
+                g2s[rows] = np.where(s_ok, gs, np.nan)
+                pden = IP * IF
+                pix = G2 / xp.where(pden == 0, ZERO_DENOMINATOR, pden)
+                dsum = ensure_numpy(be.segment_sum(pix.T, self._did, nd)).T
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    dmean = dsum / d_count
+                dev = pix - be.asarray(np.nan_to_num(dmean), device=self.device)[:, self._did]
+                dss = ensure_numpy(be.segment_sum((dev * dev).T, self._did, nd)).T
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    err[rows] = np.sqrt(dss / d_count) / np.sqrt(d_count)
+            row0 += n_here
+        return g2, err, g2s
+
+
+class ScatteringAccumulator:
+    """Running temporal/spatial means over a frame stream (result-file-format.md §6).
+
+    Collects the full-detector frame sum (``scattering_2d``), per-frame mean intensity
+    over the correlated pixels (``intensity_vs_time``) and per-frame static-bin sums
+    (for ``scattering_1d`` and its time segments).
+    """
+
+    def __init__(self, pixels: PixelBins, n_frames: int, *, backend: Any = None, device: Any = None) -> None:
+        self.backend = backend if backend is not None else get_backend()
+        self.pixels = pixels
+        self.n_frames = int(n_frames)
+        h, w = pixels.shape
+        self.sum_image = np.zeros(h * w)
+        self.intensity = np.zeros(self.n_frames)
+        self.static_sums = np.zeros((self.n_frames, pixels.n_static))
+        self.device = device
+        self._sid = self.backend.asarray(pixels.static_id, device=device)
+        self.count = 0
+
+    def add(self, frames_flat: np.ndarray, block: Any) -> None:
+        """Add (n, H*W) full frames and their (n, P) valid-pixel values (backend array)."""
+        n = frames_flat.shape[0]
+        a, b = self.count, self.count + n
+        self.sum_image += frames_flat.sum(axis=0, dtype=np.float64)
+        be = self.backend
+        if self.pixels.n_pixels:
+            self.intensity[a:b] = ensure_numpy(block.sum(axis=1)) / self.pixels.n_pixels
+            self.static_sums[a:b] = ensure_numpy(
+                be.segment_sum(block.T, self._sid, self.pixels.n_static)
+            ).T
+        self.count = b
+
+    def mean_image(self) -> np.ndarray:
+        """(H, W) mean counts per pixel per frame."""
+        return (self.sum_image / max(self.count, 1)).reshape(self.pixels.shape)
+
+    def saxs_1d(self) -> np.ndarray:
+        """(Ns,) mean counts per pixel per frame in each static bin (NaN if empty)."""
+        c = self.pixels.static_count.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.static_sums[: self.count].sum(axis=0) / (c * max(self.count, 1))
+
+    def saxs_1d_segments(self, n_segments: int) -> np.ndarray:
+        """(S, Ns) proper per-segment means (boundaries round(linspace(0, N, S+1)))."""
+        n = self.count
+        s = max(1, min(int(n_segments), n))
+        bounds = np.linspace(0, n, s + 1).round().astype(np.int64)
+        c = self.pixels.static_count.astype(np.float64)
+        cs = np.concatenate([np.zeros((1, self.pixels.n_static)), np.cumsum(self.static_sums[:n], axis=0)])
+        seg = cs[bounds[1:]] - cs[bounds[:-1]]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return seg / (c[None, :] * (bounds[1:] - bounds[:-1])[:, None])
+
+    def intensity_vs_time(self) -> np.ndarray:
+        """(N,) mean counts per correlated pixel of each frame."""
+        return self.intensity[: self.count].copy()
+
+
+def iter_array_chunks(frames: np.ndarray, chunk_size: int) -> Iterable[np.ndarray]:
+    """Yield (n, H, W) views of an in-memory (N, H, W) stack."""
+    for a in range(0, frames.shape[0], chunk_size):
+        yield frames[a : a + chunk_size]
+
+
+@dataclass
+class MultitauRun:
+    """Multi-tau plus the scattering averages of the same pass."""
+
+    multitau: MultitauResult
+    scattering: ScatteringAccumulator
+
+
+def correlate_multitau(
+    frames: np.ndarray | Iterable[np.ndarray],
+    dynamic_roi_map: np.ndarray,
+    static_roi_map: np.ndarray,
+    mask: np.ndarray | None = None,
+    *,
+    n_frames: int | None = None,
+    n_dynamic: int | None = None,
+    n_static: int | None = None,
+    delays_per_level: int = 4,
+    normalize_frame: bool = False,
+    num_partial_g2: int = 0,
+    chunk_size: int = 128,
+    backend: Any = None,
+    device: Any = "auto",
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+    with_scattering: bool = False,
+) -> MultitauResult | MultitauRun:
+    """Multi-tau g2 of a frame stream on a static/dynamic partition.
+
+    Parameters
+    ----------
+    frames : (N, H, W) array or iterable of (n, H, W) chunks
+        Processed frames (after begin/end/stride/avg), counts per pixel.
+    dynamic_roi_map, static_roi_map : (H, W) int
+        1-based bins, 0 = excluded; each static bin must lie inside one dynamic bin.
+    mask : (H, W) bool, optional
+        Masked pixels are skipped.
+    n_frames : int, optional
+        Required when ``frames`` is an iterable.
+    n_dynamic, n_static : int, optional
+        Numbers of bins (default: the maps' maxima).
+    delays_per_level : int
+        See :func:`delay_list`.
+    normalize_frame : bool
+        Per-frame intensity normalisation (off by default).
+    num_partial_g2 : int
+        Cumulative g2 snapshots after every N / num_partial_g2 frames (0: none).
+    chunk_size : int
+        Frames per device transfer (re-chunked internally).
+    backend, device
+        Backend and device (``"auto"``: routed once by pixels x frames).
+    progress, cancel
+        Reported / checked between chunks.
+    with_scattering : bool
+        Also return the temporal/spatial means of the same pass (``MultitauRun``).
+
+    Returns
+    -------
+    MultitauResult or MultitauRun
+    """
+    if isinstance(frames, np.ndarray) or hasattr(frames, "shape"):
+        arr = frames
+        if arr.ndim != 3:
+            raise ValueError(f"frames must be (N, H, W), got shape {arr.shape}")
+        n_frames = arr.shape[0] if n_frames is None else n_frames
+        chunks: Iterable[np.ndarray] = iter_array_chunks(arr, chunk_size)
+    else:
+        if n_frames is None:
+            raise ValueError("n_frames is required when frames is an iterable of chunks")
+        chunks = frames
+    pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
+    be = backend if backend is not None else get_backend()
+    corr = MultitauCorrelator(pixels, n_frames, delays_per_level, normalize_frame, backend=be, device=device)
+    acc = ScatteringAccumulator(pixels, n_frames, backend=be, device=corr.device) if with_scattering else None
+    snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
+    marks = (
+        [int(round(n_frames * (i + 1) / num_partial_g2)) for i in range(num_partial_g2)]
+        if num_partial_g2 > 0
+        else []
+    )
+    idx = pixels.pixel_index
+    report(progress, cancel, 0, n_frames, "multi-tau")
+    for chunk in chunks:
+        chunk = np.asarray(chunk)
+        flat = chunk.reshape(chunk.shape[0], -1)
+        a = 0
+        while a < flat.shape[0]:
+            # split at snapshot marks so snapshots are taken at exact frame counts
+            nxt_mark = next((m for m in marks if m > corr.n_processed), None)
+            take = flat.shape[0] - a
+            if nxt_mark is not None:
+                take = min(take, nxt_mark - corr.n_processed)
+            take = min(take, chunk_size)
+            part = flat[a : a + take]
+            block = part[:, idx]
+            corr.process(block)
+            if acc is not None:
+                acc.add(part, be.asarray(block, dtype=np.float64, device=corr.device))
+            a += take
+            if corr.n_processed in marks and (not snaps or snaps[-1][0] != corr.n_processed):
+                g, e, _ = corr.result()
+                snaps.append((corr.n_processed, g, e))
+            report(progress, cancel, corr.n_processed, n_frames, "multi-tau")
+    if corr.n_processed != n_frames:
+        raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
+    g2, err, g2s = corr.result()
+    res = MultitauResult(
+        delay_frames=corr.delays.copy(),
+        g2=g2,
+        g2_err=err,
+        g2_static=g2s,
+        n_frames=corr.n_processed,
+        config={
+            "delays_per_level": int(delays_per_level),
+            "normalize_frame": bool(normalize_frame),
+            "num_partial_g2": int(num_partial_g2),
+            "backend": be.name,
+        },
+    )
+    if snaps:
+        # consecutive identical snapshots are dropped, as the standard correlator does
+        keep = [0] + [
+            i for i in range(1, len(snaps)) if not np.array_equal(snaps[i][1], snaps[i - 1][1], equal_nan=True)
+        ]
+        res.g2_partial = np.stack([snaps[i][1] for i in keep])
+        res.g2_partial_err = np.stack([snaps[i][2] for i in keep])
+        res.g2_partial_labels = np.asarray([snaps[i][0] for i in keep], dtype=np.int64)
+    if acc is not None:
+        return MultitauRun(res, acc)
+    return res
