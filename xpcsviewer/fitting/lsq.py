@@ -172,9 +172,13 @@ def _make_solver(backend: Any, model: G2Model, n_par: int, max_iter: int) -> Any
         jac = xp.where(free[:, None], jac, 0.0).T  # (T, P)
         return r0, jac
 
-    def step_direction(jac: Any, r: Any, lam: Any, free: Any) -> Any:
+    def step_direction(jac: Any, r: Any, lam: Any, free: Any, x: Any, lo: Any, hi: Any) -> Any:
         a = jac.T @ jac
         g = jac.T @ r
+        # Active set: a parameter on a bound that descent would push outward is held
+        # for this step, so the others still move freely (projected LM).
+        blocked = ((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0))
+        free = free & ~blocked
         d = xp.diagonal(a)
         d = xp.maximum(d, 1e-12 * xp.max(d) + 1e-300)
         a = a + xp.diag(lam * d)
@@ -195,7 +199,7 @@ def _make_solver(backend: Any, model: G2Model, n_par: int, max_iter: int) -> Any
 
         def body(s):
             x, cost, jac, r, lam, it, code = s
-            dx, g = step_direction(jac, r, lam, free)
+            dx, g = step_direction(jac, r, lam, free, x, lo, hi)
             x_new = xp.clip(x + dx, lo, hi)
             x_new = xp.where(free, x_new, x)
             r_new, j_new = jacobian(x_new, free, t, y, w, mask, aux)

@@ -1,0 +1,85 @@
+"""g2 model functions, averaging factors and data-driven starts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xpcsviewer.fitting import (
+    G2Model,
+    averaging_factors,
+    default_params,
+    evaluate_model,
+    model_param_names,
+)
+
+
+def test_single_and_stretched_formula():
+    t = np.logspace(-6, 0, 50)
+    g = evaluate_model("single", t, (0.3, 1e-3, 1.0, 1.01))
+    np.testing.assert_allclose(g, 1.01 + 0.3 * np.exp(-2 * t / 1e-3), rtol=1e-14)
+    g = evaluate_model("stretched", t, (0.3, 1e-3, 0.6, 1.0))
+    np.testing.assert_allclose(g, 1.0 + 0.3 * np.exp(-2 * (t / 1e-3) ** 0.6), rtol=1e-14)
+
+
+def test_double_formula_and_single_limit():
+    t = np.logspace(-6, 0, 50)
+    g = evaluate_model("double", t, (0.2, 1e-4, 1.0, 1e-2, 1.0, 0.3, 1.0))
+    ref = 1.0 + 0.2 * (0.3 * np.exp(-t / 1e-4) + 0.7 * np.exp(-t / 1e-2)) ** 2
+    np.testing.assert_allclose(g, ref, rtol=1e-14)
+    # f = 1 is the single model with the same tau
+    g1 = evaluate_model("double", t, (0.2, 1e-3, 1.0, 1e-2, 1.0, 1.0, 1.0))
+    np.testing.assert_allclose(g1, evaluate_model("single", t, (0.2, 1e-3, 1.0, 1.0)), rtol=1e-14)
+
+
+def test_averaging_factors_follow_multitau_layout():
+    frames = np.array([1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40])
+    m = averaging_factors(frames)
+    np.testing.assert_array_equal(m, [1] * 8 + [2] * 4 + [4] * 4 + [8])
+
+
+@pytest.mark.parametrize("m", [1, 2, 4, 16])
+@pytest.mark.parametrize("gamma_dt", [1e-4, 0.05, 0.7])
+def test_avgcorr_matches_brute_force_frame_average(m, gamma_dt):
+    # Correlating intensities averaged over m frames: average the field decay over all
+    # m^2 frame pairs of the two windows (lag >= m frames, so no absolute values needed).
+    dt, tau = 1.0, 1.0 / gamma_dt
+    lags = np.array([m * 8, m * 10, m * 15], dtype=float) * dt
+    i = np.arange(m)
+    brute = np.array(
+        [np.mean(np.exp(-2.0 * (lag + (i[:, None] - i[None, :]) * dt) / tau)) for lag in lags]
+    )
+    g = evaluate_model(
+        "single_avgcorr", lags, (1.0, tau, 0.0), (np.full(lags.shape, float(m)), dt)
+    )
+    np.testing.assert_allclose(g, brute, rtol=1e-10)
+
+
+def test_avgcorr_without_aux_is_an_error():
+    with pytest.raises(ValueError, match="aux"):
+        evaluate_model("single_avgcorr", np.ones(3), (1.0, 1.0, 1.0))
+
+
+def test_model_names_and_parse():
+    assert model_param_names("single") == ("contrast", "tau", "stretch", "baseline")
+    assert G2Model.parse("DOUBLE") is G2Model.DOUBLE
+    with pytest.raises(ValueError, match="unknown g2 model"):
+        G2Model.parse("triple")
+
+
+def test_default_params_from_data(delays):
+    _, tau = delays
+    taus = np.array([1e-4, 1e-3, 1e-2])
+    g2 = 1.0 + 0.3 * np.exp(-2 * tau[None, :] / taus[:, None])
+    specs = default_params("single", tau, g2, np.ones_like(g2, bool))
+    # A start, not a fit: the 1/e crossing with contrast from the first 3 delays
+    # (which have already decayed a little for the fastest curve).
+    np.testing.assert_allclose(specs["tau"].value, taus, rtol=0.5)
+    np.testing.assert_allclose(specs["contrast"].value, 0.3, rtol=0.35)
+    np.testing.assert_allclose(specs["baseline"].value, 1.0, atol=1e-3)
+    assert specs["stretch"].fixed and specs["stretch"].value == 1.0
+    np.testing.assert_allclose(specs["tau"].lower, tau[0] / 10)
+    np.testing.assert_allclose(specs["tau"].upper, tau[-1] * 10)
+    assert not default_params("stretched", tau, g2[0])["stretch"].fixed
+    d = default_params("double", tau, g2[1])
+    assert d["tau1"].value < d["tau2"].value and d["stretch1"].fixed
