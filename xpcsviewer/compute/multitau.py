@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 ZERO_DENOMINATOR = 1e8
+MIN_BLOCK = 8
 
 
 def delay_list(n_frames: int, delays_per_level: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,6 +127,9 @@ def _level_kernel(backend: Any, buf: int, xs: tuple[int, ...]) -> Any:
             rows = xp.take(pend, start + xp.arange(2 * n_pairs), axis=0).reshape(n_pairs, 2, p)
             m = (n_valid + has_left) // 2
             nxt = 0.5 * (rows[:, 0] + rows[:, 1]) * (xp.arange(n_pairs) < m)[:, None]
+            if n_pairs < MIN_BLOCK:
+                # a floor on block sizes bounds the number of compiled shapes
+                nxt = xp.concatenate([nxt, xp.zeros((MIN_BLOCK - n_pairs, p))], axis=0)
             new_left = xp.take(pend, start + 2 * m, axis=0)
             return new_hist, new_first, sumprod + prods, total + block.sum(axis=0), nxt, new_left
 
@@ -266,7 +270,7 @@ class MultitauCorrelator:
             raise ValueError(
                 f"more frames than announced ({self.n_processed + n} > {self.n_frames_expected})"
             )
-        nb = _next_pow2(n)
+        nb = max(_next_pow2(n), MIN_BLOCK)
         host = np.zeros((nb, block.shape[1]))
         host[:n] = ensure_numpy(block)
         x = be.asarray(host, device=self.device)
@@ -286,26 +290,9 @@ class MultitauCorrelator:
             x, n_valid = nxt, tot // 2
         self.n_processed += n
 
-    def _per_pixel(self, lv: _Level) -> tuple[list[int], Any, Any, Any]:
-        """Per-pixel G2, IP, IF (k, P) of one level's delays that are reachable now."""
-        xp = self.backend.xp
-        n = lv.count
-        keep = [i for i, x in enumerate(lv.xs) if x < n]
-        if not keep:
-            return keep, None, None, None
-        xs = np.asarray([lv.xs[i] for i in keep])
-        norm = self.backend.asarray((n - xs).astype(np.float64), device=self.device)[:, None]
-        # cumulative sums of the last / first x frames, x = 1..B
-        last = xp.cumsum(lv.hist[::-1], axis=0)
-        firsts = xp.cumsum(lv.first, axis=0)
-        g2 = lv.sumprod[np.asarray(keep)] / norm
-        ip = (lv.total[None, :] - last[xs - 1]) / norm
-        if_ = (lv.total[None, :] - firsts[xs - 1]) / norm
-        return keep, g2, ip, if_
-
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Current (g2 (T, Nd), g2_err (T, Nd), g2_static (T, Ns)); unreachable delays NaN."""
-        be, xp, pb = self.backend, self.backend.xp, self.pixels
+        be, pb = self.backend, self.pixels
         ns, nd = pb.n_static, pb.n_dynamic
         t = self.delays.size
         g2 = np.full((t, nd), np.nan)
@@ -316,15 +303,17 @@ class MultitauCorrelator:
         d_count = pb.dynamic_count.astype(np.float64)
         n_s_in_d = np.bincount(pb.static_to_dynamic[s_ok], minlength=nd)[:nd].astype(np.float64)
         s2d = np.where(s_ok, pb.static_to_dynamic, nd)  # empty static bins dropped
+        d_cnt_dev = be.asarray(d_count, device=self.device)
         row0 = 0
         for lvl, lv in enumerate(self._levels):
             n_here = int((self.levels == lvl).sum())
-            keep, G2, IP, IF = self._per_pixel(lv)
+            keep = [i for i, x in enumerate(lv.xs) if x < lv.count][:n_here]
             if keep:
-                rows = row0 + np.asarray(keep)
-                sG2 = ensure_numpy(be.segment_sum(G2.T, self._sid, ns)).T
-                sIP = ensure_numpy(be.segment_sum(IP.T, self._sid, ns)).T
-                sIF = ensure_numpy(be.segment_sum(IF.T, self._sid, ns)).T
+                fin = _finalize_kernel(be, self.buf, lv.xs)
+                out = fin(lv.hist, lv.first, lv.sumprod, lv.total, lv.count,
+                          self._sid, self._did, d_cnt_dev, ns=ns, nd=nd)
+                sG2, sIP, sIF, dsum, dss = (ensure_numpy(o)[np.asarray(keep)] for o in out)
+                rows = row0 + np.arange(len(keep))
                 den = sIP * sIF
                 den = np.where(den == 0, ZERO_DENOMINATOR, den)
                 gs = s_count * sG2 / den
@@ -332,18 +321,40 @@ class MultitauCorrelator:
                 np.add.at(gs_sum.T, s2d, gs.T)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     g2[rows] = gs_sum[:, :nd] / n_s_in_d
-                g2s[rows] = np.where(s_ok, gs, np.nan)
-                pden = IP * IF
-                pix = G2 / xp.where(pden == 0, ZERO_DENOMINATOR, pden)
-                dsum = ensure_numpy(be.segment_sum(pix.T, self._did, nd)).T
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    dmean = dsum / d_count
-                dev = pix - be.asarray(np.nan_to_num(dmean), device=self.device)[:, self._did]
-                dss = ensure_numpy(be.segment_sum((dev * dev).T, self._did, nd)).T
-                with np.errstate(invalid="ignore", divide="ignore"):
                     err[rows] = np.sqrt(dss / d_count) / np.sqrt(d_count)
+                g2s[rows] = np.where(s_ok, gs, np.nan)
             row0 += n_here
         return g2, err, g2s
+
+
+def _finalize_kernel(backend: Any, buf: int, xs: tuple[int, ...]) -> Any:
+    """Per-pixel G2/IP/IF of one level reduced to static and dynamic sums."""
+
+    def build() -> Any:
+        xp = backend.xp
+        xs_arr = np.asarray(xs)
+
+        def fin(hist, first, sumprod, total, count, sid, did, d_count, ns, nd):
+            norm = xp.maximum(count - xp.asarray(xs_arr), 1).astype(xp.float64)[:, None]
+            last = xp.cumsum(hist[::-1], axis=0)[xs_arr - 1]
+            firsts = xp.cumsum(first, axis=0)[xs_arr - 1]
+            g2 = sumprod / norm
+            ip = (total[None, :] - last) / norm
+            if_ = (total[None, :] - firsts) / norm
+            s_g2 = backend.segment_sum(g2.T, sid, ns).T
+            s_ip = backend.segment_sum(ip.T, sid, ns).T
+            s_if = backend.segment_sum(if_.T, sid, ns).T
+            pden = ip * if_
+            pix = g2 / xp.where(pden == 0, ZERO_DENOMINATOR, pden)
+            dsum = backend.segment_sum(pix.T, did, nd).T
+            dmean = dsum / xp.where(d_count > 0, d_count, 1.0)[None, :]
+            dev = pix - dmean[:, did]
+            dss = backend.segment_sum((dev * dev).T, did, nd).T
+            return s_g2, s_ip, s_if, dsum, dss
+
+        return backend.jit(fin, static_argnames=("ns", "nd"))
+
+    return kernel_cache(backend, ("multitau_finalize", buf, xs), build)
 
 
 class ScatteringAccumulator:

@@ -1,0 +1,209 @@
+"""Multi-tau correlator: exact reference, backend parity, invariants, streaming options."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.multitau import correlate_multitau, delay_list
+from xpcsviewer.progress import CancelToken, Cancelled
+
+BACKENDS = ["numpy", "jax"]
+
+
+def _partition(h=6, w=7):
+    dq = np.ones((h, w), int)
+    dq[:, 4:] = 2
+    sq = (np.arange(h * w).reshape(h, w) % 3) + 1
+    sq[:, 4:] += 3
+    return dq, sq
+
+
+def _reference(frames, dq, sq, mask=None, dpl=4):
+    """Straightforward multi-tau: explicit coarse-graining, loops over delays and bins."""
+    n = frames.shape[0]
+    flat = frames.reshape(n, -1).astype(np.float64)
+    valid = (dq.ravel() > 0) & (sq.ravel() > 0)
+    if mask is not None:
+        valid &= mask.ravel() > 0
+    # independent delay rule: 1..2m at level 0, (m+1..2m)*2^L while x < N >> L
+    delays, per = [], []
+    level = 0
+    while True:
+        xs = [x for x in (range(1, 2 * dpl + 1) if level == 0 else range(dpl + 1, 2 * dpl + 1))
+              if x < (n >> level)]
+        if not xs:
+            break
+        for x in xs:
+            delays.append(x * 2**level)
+            per.append((level, x))
+        level += 1
+    nd = dq.max()
+    g2 = np.zeros((len(delays), nd))
+    err = np.zeros((len(delays), nd))
+    for k, (lvl, x) in enumerate(per):
+        m = n >> lvl
+        a = flat[: m << lvl].reshape(m, 2**lvl, -1).mean(axis=1)
+        G2 = np.array([np.mean([a[t, p] * a[t + x, p] for t in range(m - x)]) for p in range(a.shape[1])])
+        IP = a[: m - x].mean(axis=0)
+        IF = a[x:].mean(axis=0)
+        for j in range(1, nd + 1):
+            in_d = valid & (dq.ravel() == j)
+            gs = []
+            for s in np.unique(sq.ravel()[in_d]):
+                sel = in_d & (sq.ravel() == s)
+                gs.append(sel.sum() * G2[sel].sum() / (IP[sel].sum() * IF[sel].sum()))
+            g2[k, j - 1] = np.mean(gs)
+            pix = G2[in_d] / (IP[in_d] * IF[in_d])
+            err[k, j - 1] = pix.std() / np.sqrt(in_d.sum())
+    return np.array(delays), g2, err
+
+
+def test_delay_list_follows_the_standard_rule():
+    d, lvl, x = delay_list(100_000)
+    assert d[:12].tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16]
+    assert np.all(d == x << lvl)
+    assert np.all(np.diff(d) > 0)
+    # every delay fits the level's frame count, and the next one would not
+    assert np.all(x < (100_000 >> lvl))
+    last_l = lvl[-1]
+    assert x[-1] + 1 >= (100_000 >> last_l) or x[-1] == 8
+    assert delay_list(2)[0].tolist() == [1]
+    assert delay_list(10, 2)[0].tolist() == [1, 2, 3, 4, 6, 8]
+
+
+@pytest.mark.realdata
+def test_delay_list_matches_a_production_file(real_data_dir):
+    import h5py
+
+    f = sorted((real_data_dir / "aps8idi_llps_saxpcs").glob("*_results.hdf"))[0]
+    with h5py.File(f, "r") as h:
+        ref = h["/xpcs/multitau/delay_list"][()].ravel()
+        n = h["/xpcs/spatial_mean/intensity_vs_time"].shape[1]
+    assert np.array_equal(delay_list(n)[0], ref)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_matches_straightforward_reference(backend, rng):
+    dq, sq = _partition()
+    mask = np.ones_like(dq, bool)
+    mask[0, 0] = mask[3, 5] = False
+    frames = rng.poisson(2.0, (77, *dq.shape)).astype(np.uint16)
+    d, g2_ref, err_ref = _reference(frames, dq, sq, mask)
+    res = correlate_multitau(frames, dq, sq, mask, chunk_size=13, backend=get_backend(backend))
+    assert np.array_equal(res.delay_frames, d)
+    np.testing.assert_allclose(res.g2, g2_ref, rtol=1e-12)
+    np.testing.assert_allclose(res.g2_err, err_ref, rtol=1e-10, atol=1e-15)
+
+
+def test_backends_agree_to_1e12(rng):
+    dq, sq = _partition()
+    frames = rng.poisson(1.5, (150, *dq.shape)).astype(np.float64)
+    kw = dict(chunk_size=32, num_partial_g2=3, normalize_frame=True)
+    a = correlate_multitau(frames, dq, sq, backend=get_backend("numpy"), **kw)
+    b = correlate_multitau(frames, dq, sq, backend=get_backend("jax"), **kw)
+    for name in ("g2", "g2_err", "g2_static", "g2_partial", "g2_partial_err"):
+        # errors that are exactly zero in exact arithmetic differ by round-off only
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-14, err_msg=name)
+    assert np.array_equal(a.g2_partial_labels, b.g2_partial_labels)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_chunking_does_not_change_the_result(backend, rng):
+    dq, sq = _partition()
+    frames = rng.poisson(1.0, (100, *dq.shape)).astype(np.float64)
+    be = get_backend(backend)
+    a = correlate_multitau(frames, dq, sq, chunk_size=100, backend=be)
+    b = correlate_multitau(
+        (frames[i : i + 7] for i in range(0, 100, 7)), dq, sq, n_frames=100, chunk_size=5, backend=be
+    )
+    np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
+    np.testing.assert_allclose(a.g2_err, b.g2_err, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_constant_input_gives_g2_one(backend):
+    dq, sq = _partition()
+    frames = np.full((64, *dq.shape), 3.5)
+    res = correlate_multitau(frames, dq, sq, backend=get_backend(backend))
+    np.testing.assert_allclose(res.g2, 1.0, rtol=1e-13)
+    np.testing.assert_allclose(res.g2_err, 0.0, atol=1e-13)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_shuffling_pixels_within_a_static_bin_keeps_g2(backend, rng):
+    dq, sq = _partition()
+    frames = rng.poisson(2.0, (90, *dq.shape)).astype(np.float64)
+    flat = frames.reshape(90, -1).copy()
+    perm = np.arange(flat.shape[1])
+    for s in np.unique(sq):
+        idx = np.flatnonzero(sq.ravel() == s)
+        perm[idx] = rng.permutation(idx)
+    shuffled = flat[:, perm].reshape(frames.shape)
+    be = get_backend(backend)
+    a = correlate_multitau(frames, dq, sq, backend=be)
+    b = correlate_multitau(shuffled, dq, sq, backend=be)
+    np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
+    np.testing.assert_allclose(a.g2_err, b.g2_err, rtol=1e-10, atol=1e-15)
+    # and a shuffle across bins does change it (the test can fail)
+    c = correlate_multitau(flat[:, rng.permutation(flat.shape[1])].reshape(frames.shape), dq, sq, backend=be)
+    assert not np.allclose(a.g2, c.g2, rtol=1e-6)
+
+
+def test_static_smoothing_is_ratio_of_sums_not_mean_of_ratios(rng):
+    # one static bin = one dynamic bin: g2 must be n*sum(G2)/(sum(IP)*sum(IF))
+    dq = np.ones((4, 5), int)
+    sq = np.ones((4, 5), int)
+    frames = rng.poisson(0.3, (40, 4, 5)).astype(float)
+    res = correlate_multitau(frames, dq, sq, backend=get_backend("numpy"))
+    a = frames.reshape(40, -1)
+    g2_lag1 = 20 * (a[:-1] * a[1:]).mean(0).sum() / (a[:-1].mean(0).sum() * a[1:].mean(0).sum())
+    assert res.g2[0, 0] == pytest.approx(g2_lag1, rel=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_partial_snapshots_are_cumulative(backend, rng):
+    dq, sq = _partition()
+    frames = rng.poisson(2.0, (96, *dq.shape)).astype(float)
+    be = get_backend(backend)
+    res = correlate_multitau(frames, dq, sq, num_partial_g2=4, chunk_size=40, backend=be)
+    assert res.g2_partial_labels.tolist() == [24, 48, 72, 96]
+    np.testing.assert_allclose(res.g2_partial[-1], res.g2, rtol=1e-12)
+    first = correlate_multitau(frames[:24], dq, sq, backend=be)
+    t = first.delay_frames.size
+    np.testing.assert_allclose(res.g2_partial[0, :t], first.g2, rtol=1e-12)
+    assert np.isnan(res.g2_partial[0, t:]).all()
+
+
+def test_frame_normalization_cancels_flux_changes(rng):
+    dq, sq = _partition()
+    frames = rng.poisson(5.0, (64, *dq.shape)).astype(float)
+    flux = np.linspace(0.5, 2.0, 64)[:, None, None]
+    be = get_backend("numpy")
+    a = correlate_multitau(frames, dq, sq, normalize_frame=True, backend=be)
+    b = correlate_multitau(frames * flux, dq, sq, normalize_frame=True, backend=be)
+    c = correlate_multitau(frames * flux, dq, sq, normalize_frame=False, backend=be)
+    np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
+    assert not np.allclose(a.g2, c.g2, rtol=1e-3)
+
+
+def test_progress_and_cancel():
+    dq, sq = _partition()
+    frames = np.ones((50, *dq.shape))
+    seen = []
+    correlate_multitau(frames, dq, sq, chunk_size=10, backend=get_backend("numpy"),
+                       progress=lambda d, t, m="": seen.append((d, t)))
+    assert seen[-1] == (50, 50) and len(seen) >= 5
+    tok = CancelToken()
+    tok.cancel()
+    with pytest.raises(Cancelled):
+        correlate_multitau(frames, dq, sq, backend=get_backend("numpy"), cancel=tok)
+
+
+def test_bad_partition_is_rejected():
+    dq = np.ones((3, 3), int)
+    sq = np.ones((3, 3), int)
+    dq[0] = 2  # static bin 1 spans dynamic bins 1 and 2
+    with pytest.raises(ValueError, match="static bin spans"):
+        correlate_multitau(np.ones((10, 3, 3)), dq, sq)

@@ -1,0 +1,192 @@
+"""Chunked reader for raw detector frames: HDF5 ``/entry/data/data`` or ``.npy``.
+
+Frames are (frames, rows, cols). The selection is ``begin:end:stride`` on the raw
+frames, then groups of ``avg`` consecutive selected frames are averaged (a trailing
+incomplete group is dropped), giving N processed frames. Files are opened read-only;
+``.npy`` files are memory-mapped, HDF5 files are read by hyperslabs, so only one chunk
+is in memory at a time. Only numpy and h5py are imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.io.errors import XpcsFileError
+
+__all__ = ["RAW_DATASET", "RawFrames", "open_raw"]
+
+RAW_DATASET = "/entry/data/data"
+
+
+class RawFrames:
+    """A raw-frame file with a frame selection.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.npy`` or an HDF5 file with ``/entry/data/data`` (frames, rows, cols).
+    begin, end : int
+        Raw frame range ``[begin, end)``; ``end = -1`` (or None) means the last frame.
+    stride : int
+        Take every ``stride``-th raw frame.
+    avg : int
+        Average groups of ``avg`` selected frames.
+    dataset : str
+        HDF5 dataset path.
+
+    Raises
+    ------
+    XpcsFileError
+        Missing or unreadable file, missing dataset, wrong rank or dtype, or an empty
+        frame selection.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        begin: int = 0,
+        end: int | None = -1,
+        stride: int = 1,
+        avg: int = 1,
+        dataset: str = RAW_DATASET,
+    ) -> None:
+        self.path = Path(path)
+        self.dataset_path = dataset
+        self._h5 = None
+        if not self.path.is_file():
+            raise XpcsFileError(self.path, "file not found")
+        if self.path.suffix.lower() == ".npy":
+            self.dataset_path = None
+            try:
+                self._data = np.load(self.path, mmap_mode="r", allow_pickle=False)
+            except Exception as exc:  # noqa: BLE001 - any parse error is bad input
+                raise XpcsFileError(self.path, f"not a readable .npy array ({exc})") from None
+        else:
+            import h5py
+
+            try:
+                self._h5 = h5py.File(self.path, "r")
+            except OSError:
+                raise XpcsFileError(
+                    self.path, "not an HDF5 file (or truncated)", expected="HDF5 or .npy"
+                ) from None
+            if dataset not in self._h5 or not isinstance(self._h5[dataset], h5py.Dataset):
+                self.close()
+                raise XpcsFileError(
+                    self.path, "raw frames not found", dataset, "a (frames, rows, cols) dataset"
+                )
+            self._data = self._h5[dataset]
+        shape = tuple(self._data.shape)
+        dt = np.dtype(self._data.dtype)
+        if len(shape) != 3:
+            self.close()
+            raise XpcsFileError(
+                self.path, f"raw frames have shape {shape}", self.dataset_path, "(frames, rows, cols)"
+            )
+        if not (np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.floating)) or dt == np.bool_:
+            self.close()
+            raise XpcsFileError(
+                self.path, f"raw frames have dtype {dt}", self.dataset_path, "integer or float counts"
+            )
+        self.raw_frames = int(shape[0])
+        self.frame_shape = (int(shape[1]), int(shape[2]))
+        self.dtype = dt
+        if stride < 1 or avg < 1:
+            self.close()
+            raise ValueError(f"stride and avg must be >= 1, got stride={stride}, avg={avg}")
+        b = int(begin)
+        e = self.raw_frames if end is None or int(end) < 0 else min(int(end), self.raw_frames)
+        if b < 0:
+            b = max(self.raw_frames + b, 0)
+        self.begin, self.end, self.stride, self.avg = b, e, int(stride), int(avg)
+        n_sel = len(range(b, e, self.stride))
+        self.n_frames = n_sel // self.avg
+        if self.n_frames < 1:
+            self.close()
+            raise XpcsFileError(
+                self.path,
+                f"frame selection begin={begin} end={end} stride={stride} avg={avg} "
+                f"leaves no frame of {self.raw_frames}",
+                self.dataset_path,
+                "a non-empty frame range",
+            )
+
+    # --- context management -------------------------------------------------
+    def close(self) -> None:
+        """Release the file handle (idempotent)."""
+        if self._h5 is not None:
+            self._h5.close()
+            self._h5 = None
+
+    def __enter__(self) -> RawFrames:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # --- reading ------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(N, rows, cols) of the processed frames."""
+        return (self.n_frames, *self.frame_shape)
+
+    @property
+    def out_dtype(self) -> np.dtype:
+        """dtype of yielded frames: the raw dtype, or float64 when averaging."""
+        return self.dtype if self.avg == 1 else np.dtype(np.float64)
+
+    def _read_raw(self, first_sel: int, n_sel: int) -> np.ndarray:
+        a = self.begin + first_sel * self.stride
+        b = a + (n_sel - 1) * self.stride + 1
+        try:
+            return np.asarray(self._data[a:b : self.stride])
+        except Exception as exc:  # noqa: BLE001 - h5py raises many kinds on corrupt data
+            raise XpcsFileError(
+                self.path, f"could not read frames {a}..{b - 1} ({exc})", self.dataset_path
+            ) from None
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Processed frames ``[start, stop)`` as (n, rows, cols)."""
+        start = max(0, int(start))
+        stop = min(self.n_frames, int(stop))
+        if stop <= start:
+            return np.empty((0, *self.frame_shape), dtype=self.out_dtype)
+        raw = self._read_raw(start * self.avg, (stop - start) * self.avg)
+        if self.avg == 1:
+            return raw
+        n = stop - start
+        return raw.reshape(n, self.avg, *self.frame_shape).mean(axis=1, dtype=np.float64)
+
+    def iter_chunks(self, chunk_size: int = 128) -> Iterator[np.ndarray]:
+        """Yield consecutive (n <= chunk_size, rows, cols) processed frames."""
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be >= 1")
+        for a in range(0, self.n_frames, chunk_size):
+            yield self.read(a, a + chunk_size)
+
+    def describe(self) -> dict[str, Any]:
+        """Selection summary for the result file's config group."""
+        return {
+            "raw": str(self.path),
+            "begin_frame": self.begin,
+            "end_frame": self.end,
+            "stride_frame": self.stride,
+            "avg_frame": self.avg,
+            "raw_frames": self.raw_frames,
+            "n_frames": self.n_frames,
+        }
+
+
+def open_raw(path: str | Path, **kwargs: Any) -> RawFrames:
+    """Shortcut for :class:`RawFrames` (use as a context manager)."""
+    return RawFrames(path, **kwargs)
