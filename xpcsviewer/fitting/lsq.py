@@ -100,7 +100,7 @@ class G2FitResult:
 
     def curve(self, tau_grid: Any, aux: tuple | None = None) -> np.ndarray:
         """Fitted g2 on ``tau_grid`` (G,) s for plotting -> (B, G); NaN rows for no fit."""
-        t = np.asarray(tau_grid, dtype=np.float64)[None, :]
+        t = np.asarray(tau_grid, dtype=np.float64).reshape(1, -1)
         p = tuple(self.params[n][:, None] for n in self.param_names)
         use_aux = aux if aux is not None else self.aux
         if self.model is G2Model.SINGLE_AVGCORR and use_aux is not None:
@@ -111,6 +111,27 @@ class G2FitResult:
                 use_aux = (np.ones_like(t), dt)
         with np.errstate(all="ignore"):
             return evaluate_model(self.model, t, p, use_aux, np)
+
+    def select(self, rows: Any) -> G2FitResult:
+        """The fits of some curves (a slice, index array or bool mask) as a new result."""
+        aux = self.aux
+        if aux is not None and np.ndim(aux[0]) == 2:
+            dt = aux[1] if np.ndim(aux[1]) == 0 else np.asarray(aux[1])[rows]
+            aux = (np.asarray(aux[0])[rows], dt)
+        return G2FitResult(
+            model=self.model,
+            params={n: v[rows].copy() for n, v in self.params.items()},
+            errors={n: v[rows].copy() for n, v in self.errors.items()},
+            chi2_red=self.chi2_red[rows].copy(),
+            status=self.status[rows].copy(),
+            n_iter=self.n_iter[rows].copy(),
+            n_points=self.n_points[rows].copy(),
+            fixed=dict(self.fixed),
+            lower={n: v[rows].copy() for n, v in self.lower.items()},
+            upper={n: v[rows].copy() for n, v in self.upper.items()},
+            aux=aux,
+            t_range=self.t_range,
+        )
 
     def row(self, b: int) -> dict[str, Any]:
         """Plain-Python summary of curve ``b`` (for tables and pop-ups)."""
@@ -227,7 +248,7 @@ def _make_solver(backend: Any, model: G2Model, n_par: int, max_iter: int) -> Any
         x, cost, jac, r, lam, it, code = backend.while_loop(cond, body, init)
         return x, cost, jac, it, code
 
-    batched = backend.vmap(solve_one, in_axes=(None, 0, 0, 0, 0, 0, 0, None, None, None))
+    batched = backend.vmap(solve_one, in_axes=(0, 0, 0, 0, 0, 0, 0, None, 0, 0))
     return backend.jit(batched)
 
 
@@ -267,10 +288,10 @@ def lm_solve_batch(
 
     Parameters
     ----------
-    t : (T,) s; y, sigma : (B, T); mask : (B, T) bool
+    t : (T,) or (B, T) s; y, sigma : (B, T); mask : (B, T) bool
     x0, lo, hi : (B, P) internal coordinates (log for tau-like parameters)
     free : (P,) bool
-    aux : (m (T,), dt) or None
+    aux : (m (T,) or (B, T), dt scalar or (B,)) or None
 
     Returns
     -------
@@ -292,13 +313,14 @@ def lm_solve_batch(
         return np.concatenate([a, extra], axis=0)
 
     if aux is None:
-        aux_m, aux_dt = np.ones(n_t), 1.0
+        aux_m, aux_dt = np.ones((n_b, n_t)), np.ones(n_b)
     else:
-        aux_m, aux_dt = np.asarray(aux[0], dtype=np.float64), float(aux[1])
+        aux_m = np.broadcast_to(np.asarray(aux[0], dtype=np.float64), (n_b, n_t)).copy()
+        aux_dt = np.broadcast_to(np.asarray(aux[1], dtype=np.float64), (n_b,)).copy()
     dev = resolve_device(device, work=float(n_b * n_t)) if be.name == "jax" else None
     solver = _solver_cached(be.name, model, n_par, int(max_iter))
     args = [
-        np.asarray(t, np.float64),
+        pad(np.broadcast_to(np.asarray(t, np.float64), (n_b, n_t)).copy(), 1.0),
         pad(np.asarray(y, np.float64), 0.0),
         pad(1.0 / np.asarray(sigma, np.float64), 1.0),
         pad(np.asarray(mask, bool), False),
@@ -306,8 +328,8 @@ def lm_solve_batch(
         pad(np.asarray(lo, np.float64), 0.0),
         pad(np.asarray(hi, np.float64), 0.0),
         np.asarray(free, bool),
-        aux_m,
-        np.float64(aux_dt),
+        pad(aux_m, 1.0),
+        pad(aux_dt, 1.0),
     ]
     args = [be.asarray(a, device=dev) for a in args]
     out = solver(*args)
@@ -382,8 +404,9 @@ def fit_g2(
 
     Parameters
     ----------
-    tau : (T,) float64
-        Delays in s (pad curves of different files to a common T with valid=False).
+    tau : (T,) or (B, T) float64
+        Delays in s; (B, T) when curves of different files have different delays
+        (pad to a common T with valid=False).
     g2, g2_err : (B, T) or (T,) float64
     valid : (B, T) bool, optional
         Usable points (default: finite g2 and g2_err).
@@ -394,7 +417,7 @@ def fit_g2(
     t_range : (t_lo, t_hi) s, optional
         Only delays inside are fitted.
     device : "auto", "cpu", "gpu" or a jax.Device
-    aux : (m (T,), dt), optional
+    aux : (m (T,) or (B, T), dt float or (B,)), optional
         Frames averaged per delay and frame time (s); required for ``single_avgcorr``
         (see :func:`~xpcsviewer.fitting.models.averaging_factors`).
     max_iter : int
@@ -409,22 +432,25 @@ def fit_g2(
     names = model_param_names(model)
     if model is G2Model.SINGLE_AVGCORR and aux is None:
         raise ValueError("model 'single_avgcorr' needs aux=(m per delay, frame time)")
-    tau = np.asarray(tau, dtype=np.float64).ravel()
+    tau_in = np.asarray(tau, dtype=np.float64)
     g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
     err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
-    if g2.shape[-1] != tau.shape[0] or err.shape != g2.shape:
+    if tau_in.shape not in ((g2.shape[-1],), g2.shape) or err.shape != g2.shape:
         raise ValueError(
-            f"shapes: tau {tau.shape}, g2 {g2.shape}, g2_err {err.shape}; expected (T,), (B, T), (B, T)"
+            f"shapes: tau {tau_in.shape}, g2 {g2.shape}, g2_err {err.shape}; "
+            "expected (T,) or (B, T), (B, T), (B, T)"
         )
+    tau = np.broadcast_to(tau_in, g2.shape)
     if valid is None:
         valid = np.ones(g2.shape, dtype=bool)
     valid = np.atleast_2d(np.asarray(valid, dtype=bool))
     if valid.shape != g2.shape:
         raise ValueError(f"valid has shape {valid.shape}, expected {g2.shape}")
-    mask = valid & np.isfinite(g2) & np.isfinite(tau)[None, :] & (tau > 0)[None, :]
-    if t_range is not None:
-        lo_t, hi_t = sorted(float(v) for v in t_range)
-        mask &= ((tau >= lo_t) & (tau <= hi_t))[None, :]
+    with np.errstate(invalid="ignore"):
+        mask = valid & np.isfinite(g2) & np.isfinite(tau) & (tau > 0)
+        if t_range is not None:
+            lo_t, hi_t = sorted(float(v) for v in t_range)
+            mask &= (tau >= lo_t) & (tau <= hi_t)
     n_b, n_t = g2.shape
     report(progress, cancel, 0, 2, f"fitting {n_b} curves ({model.value})")
 
@@ -456,8 +482,9 @@ def fit_g2(
     hi_i = np.where(free, np.where(is_log, np.log(np.where(is_log, upper, 1.0)), upper), x0)
     x0 = np.where(np.isfinite(x0), x0, 0.5 * (lo_i + hi_i))
 
+    t_safe = np.where(mask, tau, 1.0)  # padded / invalid delays may be NaN
     x, cost, jac, n_iter, code = lm_solve_batch(
-        model, tau, y, sigma, mask, x0, lo_i, hi_i, free, aux, max_iter, backend, device
+        model, t_safe, y, sigma, mask, x0, lo_i, hi_i, free, aux, max_iter, backend, device
     )
     report(progress, cancel, 1, 2, "covariance")
 

@@ -201,11 +201,11 @@ def estimate_starts(
     dict of (B,) float64 arrays: ``contrast``, ``tau``, ``baseline``, ``t_min``, ``t_max``
         (``t_min``/``t_max`` are the smallest/largest valid positive delays, NaN if none).
     """
-    tau = np.asarray(tau, dtype=np.float64)
     g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
-    ok = np.atleast_2d(np.asarray(valid, dtype=bool)) & np.isfinite(g2) & (tau > 0)
+    tt = np.broadcast_to(np.asarray(tau, dtype=np.float64), g2.shape)
+    with np.errstate(invalid="ignore"):
+        ok = np.atleast_2d(np.asarray(valid, dtype=bool)) & np.isfinite(g2) & (tt > 0)
     y = np.where(ok, g2, 0.0)
-    tt = np.broadcast_to(tau, g2.shape)
     t_min = np.where(ok.any(1), np.where(ok, tt, np.inf).min(1), np.nan)
     t_max = np.where(ok.any(1), np.where(ok, tt, -np.inf).max(1), np.nan)
     head = _valid_mean(y, ok, True, 3)
@@ -254,7 +254,7 @@ def default_params(
     Parameters
     ----------
     model : G2Model or str
-    tau : (T,) float64
+    tau : (T,) or (B, T) float64
         Delays in s.
     g2 : (T,) or (B, T) float64
     valid : same shape as ``g2``, bool, optional
@@ -275,7 +275,7 @@ def default_params(
     if valid is None:
         valid = np.isfinite(g2a)
     va = np.atleast_2d(np.asarray(valid, dtype=bool))
-    est = estimate_starts(np.asarray(tau, dtype=np.float64), g2a, va)
+    est = estimate_starts(tau, g2a, va)
     t_min = np.where(np.isfinite(est["t_min"]), est["t_min"], 1e-6)
     t_max = np.where(np.isfinite(est["t_max"]), est["t_max"], 1.0)
     t_max = np.maximum(t_max, t_min)
