@@ -277,6 +277,7 @@ class XpcsResult:
     twotime: Twotime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # "path/key (units)" -> value
     sample: dict[str, Any] = field(default_factory=dict)  # /entry/sample (demo truth)
+    sample_units: dict[str, str] = field(default_factory=dict)  # /entry/sample units attrs
     warnings: list[str] = field(default_factory=list)
 
     @property

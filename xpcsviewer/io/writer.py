@@ -42,6 +42,7 @@ def atomic_h5(path: str | Path, overwrite: bool = False) -> Iterator[h5py.File]:
     try:
         with h5py.File(tmp, "w") as f:
             yield f
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -53,7 +54,8 @@ def _compression() -> dict[str, Any]:
     return {"compression": "lzf"} if "lzf" in h5py.filters.decode else {"compression": "gzip"}
 
 
-def _put(group: h5py.Group, name: str, value: Any, *, keep_dtype: bool = False) -> h5py.Dataset:
+def _put(group: h5py.Group, name: str, value: Any, *, keep_dtype: bool = False,
+         chunks: tuple[int, ...] | None = None) -> h5py.Dataset:
     """Write one dataset the way the standard correlator does (see module docstring)."""
     if name in group:
         del group[name]
@@ -70,7 +72,8 @@ def _put(group: h5py.Group, name: str, value: Any, *, keep_dtype: bool = False) 
     kw: dict[str, Any] = {}
     if arr.size > 8192:
         kw.update(_compression())
-        kw["chunks"] = (*(1,) * (arr.ndim - 2), *arr.shape[-2:]) if arr.ndim >= 2 else arr.shape
+        kw["chunks"] = chunks or ((*(1,) * (arr.ndim - 2), *arr.shape[-2:]) if arr.ndim >= 2
+                                  else arr.shape)
     return group.create_dataset(name, data=arr, **kw)
 
 
@@ -214,6 +217,7 @@ def write_result(
             unit = None
             if isinstance(val, tuple) and len(val) == 2 and isinstance(val[1], str):
                 val, unit = val
+            unit = unit or result.sample_units.get(key)
             if isinstance(val, Mapping):
                 _put_dict(sample.require_group(key), val)
                 continue
@@ -289,7 +293,10 @@ def write_result(
                     fg, sg = _g2_from_c2(sym)
                     full_list.append(fg)
                     seg_list.append(sg)
-                _put(cmap, f"c2_{i + 1:05d}", np.triu(c2))
+                # Square tiles (not one N x N chunk as the standard correlator writes) so that
+                # a decimated view never decompresses more than one tile at a time.
+                tile = min(256, tt.n_frames)
+                _put(cmap, f"c2_{i + 1:05d}", np.triu(c2), chunks=(tile, tile))
                 count += 1
             if count and count != bins.size:
                 raise ValueError(f"{count} c2 maps for {bins.size} processed bins")

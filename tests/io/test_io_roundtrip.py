@@ -1,0 +1,155 @@
+"""Write -> read round trips of our result and partition files."""
+
+from __future__ import annotations
+
+import os
+
+import h5py
+import numpy as np
+import pytest
+
+from xpcsviewer.compute.partition import check_consistency
+from xpcsviewer.io import (
+    get_analysis_type,
+    read_c2,
+    read_g2_stack_delay,
+    read_result,
+    read_saxs_2d,
+    write_qmap_file,
+    write_result,
+)
+from xpcsviewer.io.reader import _read_qmap_nexus
+
+
+def test_result_roundtrip(small_file, small_built):
+    res, extras = small_built
+    r = read_result(small_file)
+    assert r.analysis_type == ("Twotime", "Multitau")
+    assert r.layout == "nexus"
+    qa, qb = res.qmap, r.qmap
+    for name in ("dynamic_roi_map", "static_roi_map", "mask", "dynamic_index_mapping",
+                 "static_index_mapping", "dynamic_v_list_dim0", "dynamic_v_list_dim1",
+                 "static_v_list_dim0", "static_v_list_dim1"):
+        np.testing.assert_array_equal(getattr(qb, name), getattr(qa, name), err_msg=name)
+    assert qb.dynamic_num_pts == qa.dynamic_num_pts and qb.static_num_pts == qa.static_num_pts
+    assert qb.hash == qa.hash == qa.content_hash()
+    assert qb.energy_kev == qa.energy_kev and qb.detector_distance == qa.detector_distance
+    assert (qb.beam_center_x, qb.beam_center_y) == (qa.beam_center_x, qa.beam_center_y)
+    assert qb.map_names == ("q", "phi") and qb.map_units == ("\u00c5\u207b\u00b9", "deg")
+    assert check_consistency(qb) == []
+    # float results are stored as float32, as the standard correlator does
+    np.testing.assert_allclose(r.multitau.g2, res.multitau.g2, rtol=1e-6)
+    np.testing.assert_allclose(r.multitau.g2_err, res.multitau.g2_err, rtol=1e-6)
+    np.testing.assert_array_equal(r.multitau.delay_frames, res.multitau.delay_frames)
+    np.testing.assert_allclose(r.multitau.tau, res.multitau.delay_frames * 1e-3, rtol=1e-12)
+    assert r.multitau.valid.all()
+    np.testing.assert_allclose(r.saxs_1d, res.saxs_1d, rtol=1e-6)
+    np.testing.assert_allclose(r.saxs_1d_segments, res.saxs_1d_segments, rtol=1e-6)
+    np.testing.assert_allclose(r.intensity_vs_time, res.intensity_vs_time, rtol=1e-6)
+    np.testing.assert_allclose(read_saxs_2d(small_file), extras["saxs_2d"], rtol=1e-6)
+    assert r.frame_time == 1e-3 and r.start_time == res.start_time
+    # truth parameters with units
+    assert r.sample["D"] == pytest.approx(res.sample["D"], rel=1e-12)
+    assert r.sample_units["D"] == "\u00c5^2/s"
+    assert r.metadata["entry/sample/D (\u00c5^2/s)"] == pytest.approx(res.sample["D"])
+    assert r.metadata["entry/instrument/detector_1/frame_time"] == 1e-3
+    # two-time: bins, g2 from c2 computed by the writer = diagonal means of the map
+    tt = r.twotime
+    np.testing.assert_array_equal(tt.processed_bins, [1, 3, 5])
+    assert tt.map_names == ["c2_00001", "c2_00002", "c2_00003"] and tt.n_frames == 200
+    c = extras["c2_maps"][1]
+    ref = np.array([np.mean([c[i, i + k] for i in range(200 - k)]) for k in range(200)])
+    np.testing.assert_allclose(tt.g2_full[1], ref, rtol=1e-6)
+    blk = c[40:80, 40:80]
+    ref_seg = np.array([np.mean([blk[i, i + k] for i in range(40 - k)]) for k in range(40)])
+    np.testing.assert_allclose(tt.g2_segments[1, 1], ref_seg, rtol=1e-6)
+    assert get_analysis_type(small_file) == ("Twotime", "Multitau")
+
+
+def test_written_layout_is_upstream_compatible(small_file):
+    with h5py.File(small_file, "r") as f:
+        assert isinstance(f["/entry/start_time"][()], bytes)
+        assert f["/xpcs/qmap"].attrs["hash"]
+        assert f["/xpcs/temporal_mean/scattering_2d"].shape == (1, 64, 72)
+        assert f["/xpcs/temporal_mean/scattering_1d"].ndim == 2
+        assert f["/xpcs/multitau/normalized_g2"].dtype == np.float32
+        assert f["/xpcs/multitau/delay_list"].dtype == np.int64
+        assert f["/xpcs/multitau/config/stride_frame"][()] == 1
+        assert f["/xpcs/twotime/normalized_g2"].shape == (200, 3)
+        assert f["/xpcs/twotime/normalized_g2_segments"].shape == (40, 5, 3)
+        c = f["/xpcs/twotime/correlation_map/c2_00001"][()]
+        assert np.all(np.tril(c, -1) == 0)  # upper triangle only
+        assert "/entry/instrument/bluesky/metadata" in f
+        names = [x.decode() if isinstance(x, bytes) else x for x in f["/xpcs/qmap/map_names"][()]]
+        assert names == ["q", "phi"]
+
+
+def test_c2_view_full_and_decimated(small_file, small_built):
+    _, extras = small_built
+    full = extras["c2_maps"][2]
+    v = read_c2(small_file, 2, max_size=1024)
+    assert v.stride == 1 and v.dq_bin == 5 and v.t0 == pytest.approx(1e-3)
+    np.testing.assert_allclose(v.c2, full, rtol=1e-6)  # mirrored, diagonal once
+    np.testing.assert_array_equal(v.c2, v.c2.T)
+    d = read_c2(small_file, 2, max_size=60)
+    assert d.stride == 4 and d.c2.shape == (50, 50) and d.t0 == pytest.approx(4e-3)
+    np.testing.assert_allclose(d.c2, full[::4, ::4], rtol=1e-6)
+    c = read_c2(small_file, 2, max_size=60, correct_diagonal=True).c2
+    m = d.c2
+    assert c[0, 0] == pytest.approx(m[0, 1])
+    assert c[5, 5] == pytest.approx(0.5 * (m[5, 6] + m[4, 5]))
+    assert c[-1, -1] == pytest.approx(m[-2, -1])
+    assert "q=" in v.label
+    with pytest.raises(IndexError):
+        read_c2(small_file, 3)
+
+
+def test_g2_stack_roundtrip_and_external_link(tmp_path, small_built, monkeypatch):
+    res, extras = small_built
+    t = len(res.multitau.delay_frames)
+    stack = np.random.default_rng(0).random((t, 3, 64, 72))
+    p = tmp_path / "a_results.hdf"
+    write_result(p, res, saxs_2d=extras["saxs_2d"], c2_maps=extras["c2_maps"], g2_stack=stack)
+    g2, ip, if_ = read_g2_stack_delay(p, 4)
+    np.testing.assert_allclose(np.stack([g2, ip, if_]), stack[4], rtol=1e-6)
+    assert read_result(p).multitau.has_unnormalized_G2
+    # the standard correlator's side file: lower-case name, ExternalLink, relative path
+    q = tmp_path / "b_results.hdf"
+    write_result(q, res, c2_maps=extras["c2_maps"])
+    with h5py.File(tmp_path / "b_results_G2.hdf", "w") as f:
+        f["G2IPIF"] = stack.astype(np.float32)
+    with h5py.File(q, "a") as f:
+        f["/xpcs/multitau/unnormalized_g2"] = h5py.ExternalLink("b_results_G2.hdf", "/G2IPIF")
+    monkeypatch.chdir("/")  # the link must resolve next to the file, not in the cwd
+    g2b, _, ifb = read_g2_stack_delay(q, t - 1)
+    np.testing.assert_allclose(g2b, stack[t - 1, 0], rtol=1e-6)
+    np.testing.assert_allclose(ifb, stack[t - 1, 2], rtol=1e-6)
+    with pytest.raises(IndexError):
+        read_g2_stack_delay(q, t)
+
+
+def test_atomic_write_and_overwrite(tmp_path, small_built):
+    res, extras = small_built
+    p = tmp_path / "x_results.hdf"
+    write_result(p, res, c2_maps=extras["c2_maps"])
+    before = p.read_bytes()
+    with pytest.raises(FileExistsError):
+        write_result(p, res, c2_maps=extras["c2_maps"])
+    with pytest.raises(ValueError):  # a failing write leaves the old file untouched
+        write_result(p, res, saxs_2d=np.zeros((3, 3)), overwrite=True)
+    assert p.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["x_results.hdf"]  # no temp files left
+    write_result(p, res, c2_maps=extras["c2_maps"], overwrite=True)
+    assert read_result(p).analysis_type == ("Twotime", "Multitau")
+
+
+def test_qmap_file_roundtrip(tmp_path, small_built):
+    qm = small_built[0].qmap
+    p = write_qmap_file(tmp_path / "qmap.hdf", qm)
+    with h5py.File(p, "r") as f:
+        assert f["qmap"].attrs["hash"] == qm.hash and f["qmap"].attrs["version"]
+        assert f["qmap/dynamic_v_list_dim0"].attrs["name"] == "q"
+        back = _read_qmap_nexus(f, "/qmap", [])
+    np.testing.assert_array_equal(back.dynamic_roi_map, qm.dynamic_roi_map)
+    np.testing.assert_array_equal(back.static_index_mapping, qm.static_index_mapping)
+    assert back.hash == qm.hash
