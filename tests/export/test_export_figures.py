@@ -1,0 +1,266 @@
+"""Figures of every kind, atomic writers, and the g2/diffusion/two-time data preparation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xpcsviewer.export import (
+    FIGURE_KINDS,
+    fits_table,
+    fits_to_dict,
+    make_figure,
+    save_figure,
+    write_csv,
+    write_json,
+)
+from xpcsviewer.export import g2_data
+
+SIGNATURES = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF-"}
+
+
+def _digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def lsq_fits(fake_results):
+    blocks = g2_data.g2_blocks(fake_results)
+    return g2_data.fit_g2_blocks(blocks, model="single")
+
+
+def _options(kind, fake, results, fits):
+    if kind == "saxs2d":
+        yy, xx = np.mgrid[0:64, 0:64]
+        return {"image": 1.0 / (1.0 + np.hypot(yy - 32, xx - 32))}
+    if kind == "g2":
+        return {"fits": fits}
+    if kind == "diffusion":
+        return {"fits": fits, "exponent": -2.0}
+    if kind == "twotime":
+        return {"view": fake.fake_read_c2(results[0], 1, max_size=64)}
+    return {}
+
+
+def _axis_labels(fig) -> list[str]:
+    return [t for ax in fig.axes for t in (ax.get_xlabel(), ax.get_ylabel()) if t]
+
+
+@pytest.mark.parametrize("kind", sorted(FIGURE_KINDS))
+def test_every_kind_renders_png_svg_pdf(kind, fake, fake_results, lsq_fits, tmp_path):
+    inputs = {p.path: _digest(p.path) for p in fake_results}
+    fig = make_figure(kind, fake_results, **_options(kind, fake, fake_results, lsq_fits))
+    labels = _axis_labels(fig)
+    assert labels, f"{kind}: no axis labels"
+    # Physical axes carry units in brackets (pixels, s, 1/A, ...).
+    assert any("(" in t for t in labels), labels
+    for suffix in (".png", ".svg", ".pdf"):
+        out = tmp_path / f"{kind}{suffix}"
+        save_figure(fig, out)
+        head = out.read_bytes()[:200]
+        if suffix == ".svg":
+            assert b"<svg" in out.read_bytes()[:2000]
+        else:
+            assert head.startswith(SIGNATURES[suffix])
+    # No temp files left, inputs untouched.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{kind}{s}" for s in (".png", ".svg", ".pdf"))
+    assert {p.path: _digest(p.path) for p in fake_results} == inputs
+
+
+def test_figures_do_not_use_pyplot(fake_results, lsq_fits):
+    make_figure("g2", fake_results, fits=lsq_fits)
+    if "matplotlib.pyplot" in sys.modules:
+        import matplotlib.pyplot as plt
+
+        assert plt.get_fignums() == []
+
+
+def test_g2_layouts_panel_counts(fake_results):
+    n_bins = 6
+    fig = make_figure("g2", fake_results, layout="qbin", ncols=3)
+    assert sum(ax.axison for ax in fig.axes) == n_bins
+    fig = make_figure("g2", fake_results, layout="file")
+    assert sum(ax.axison for ax in fig.axes) == 2  # two multitau files
+    fig = make_figure("g2", fake_results, layout="combined")
+    assert sum(ax.axison for ax in fig.axes) == 1
+    with pytest.raises(ValueError, match="layout"):
+        make_figure("g2", fake_results, layout="grid")
+
+
+def test_unknown_kind_and_bad_option(fake_results):
+    with pytest.raises(ValueError, match="unknown figure kind"):
+        make_figure("nope", fake_results)
+    with pytest.raises(TypeError):
+        make_figure("g2", fake_results, colour="red")
+
+
+def test_save_refuses_input_files_and_bad_suffix(fake_results, tmp_path):
+    fig = make_figure("qmap", fake_results)
+    src = fake_results[0].path
+    before = _digest(src)
+    with pytest.raises(ValueError):
+        save_figure(fig, src)
+    renamed = tmp_path / "looks_like.png"
+    renamed.write_bytes(src.read_bytes())
+    with pytest.raises(ValueError, match="HDF5"):
+        save_figure(fig, renamed)
+    assert _digest(src) == before
+    with pytest.raises(ValueError, match="format"):
+        save_figure(fig, tmp_path / "x.bmp")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["looks_like.png"]
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path):
+    out = tmp_path / "t.csv"
+    write_csv(out, {"a": [1.0, 2.0]})
+    old = out.read_text()
+
+    class Boom:
+        def __array__(self, *a, **k):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        write_csv(out, {"a": Boom()})
+    assert out.read_text() == old
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
+
+
+def test_write_csv_roundtrip_and_ragged(tmp_path):
+    out = write_csv(tmp_path / "t.csv", {"x": np.array([0.1, 1 / 3, np.nan]), "n": [1, 2]},
+                    header_comment=["units: s", "second"])
+    lines = out.read_text().splitlines()
+    assert lines[:3] == ["# units: s", "# second", "x,n"]
+    assert lines[3].split(",") == [repr(0.1), "1"]
+    assert float(lines[4].split(",")[0]) == 1 / 3  # full precision
+    assert lines[5] == "nan,"
+
+
+def test_write_json(tmp_path):
+    out = write_json(tmp_path / "a.json", {"v": np.float64(1.5), "n": np.nan, "a": np.arange(3)})
+    assert json.loads(out.read_text()) == {"v": 1.5, "n": None, "a": [0, 1, 2]}
+
+
+# ------------------------------------------------------------------ data prep
+def test_g2_blocks_selection_and_invalid(fake_results):
+    res = fake_results[0]
+    blocks = g2_data.g2_blocks(fake_results, qmin=0.0045, qmax=0.009, tmin=0.002, tmax=1.0)
+    assert [b.file_index for b in blocks] == [0, 1]  # file 2 has no multitau
+    b = blocks[0]
+    np.testing.assert_array_equal(b.columns, [2, 3, 4])
+    np.testing.assert_allclose(b.q, [0.005, 0.0065, 0.008])
+    assert b.tau.min() >= 0.002 and b.tau.max() <= 1.0
+    mt = res.multitau
+    rows = np.flatnonzero((mt.tau >= 0.002) & (mt.tau <= 1.0))
+    np.testing.assert_array_equal(b.g2, mt.g2[np.ix_(rows, [2, 3, 4])])
+    # Inverted ranges are swapped.
+    b2 = g2_data.g2_blocks(fake_results, qmin=0.009, qmax=0.0045, tmin=1.0, tmax=0.002)[0]
+    np.testing.assert_array_equal(b2.g2, b.g2)
+    # Missing points (g2 == 0, err == 0) are never drawn.
+    full = g2_data.g2_blocks([res])[0]
+    t, y, e = g2_data.g2_points(full, 0)
+    assert t.size == mt.tau.size - 3 and np.all(y != 0)
+
+
+def test_lsq_fit_recovers_truth(fake, fake_results, lsq_fits):
+    assert lsq_fits.n_curves == 12
+    assert list(lsq_fits.status).count("converged") == 12
+    tau_true = 1.0 / (fake.D_TRUE * lsq_fits.q**2)
+    np.testing.assert_allclose(lsq_fits.params["tau"], tau_true, rtol=0.1)
+    np.testing.assert_allclose(lsq_fits.params["contrast"][:6], fake.BETA, rtol=0.1)
+    np.testing.assert_allclose(lsq_fits.params["contrast"][6:], 0.2, rtol=0.1)
+    # The fitted curve evaluated here equals the model formula.
+    grid = np.geomspace(1e-3, 1.0, 7)
+    c = lsq_fits.curve([3], grid)[0]
+    p = {n: lsq_fits.params[n][3] for n in lsq_fits.param_names}
+    ref = p["baseline"] + p["contrast"] * np.exp(-2 * (grid / p["tau"]) ** p["stretch"])
+    np.testing.assert_allclose(c, ref, rtol=1e-12)
+    assert lsq_fits.find(1, 2) == 8 and lsq_fits.find(2, 0) is None
+
+
+def test_fits_table_and_json(lsq_fits, tmp_path):
+    cols, header = fits_table(lsq_fits)
+    assert len(cols["file"]) == 12 and "tau_s" in cols and "tau_s_err" in cols
+    out = write_csv(tmp_path / "fits.csv", cols, header)
+    lines = [ln for ln in out.read_text().splitlines() if not ln.startswith("#")]
+    assert len(lines) == 13
+    d = fits_to_dict(lsq_fits)
+    assert len(d["curves"]) == 12 and d["curves"][0]["status"] == "converged"
+    back = json.loads(write_json(tmp_path / "fits.json", d).read_text())
+    assert back["curves"][3]["params"]["tau"] == pytest.approx(lsq_fits.params["tau"][3], rel=1e-12)
+
+
+def test_diffusion_points_drop_failed_and_gamma(lsq_fits):
+    fits = lsq_fits
+    fits.status = fits.status.copy()
+    saved = fits.status[1]
+    fits.status[1] = "at_bound"
+    try:
+        pts = g2_data.diffusion_points(fits, "tau")
+        assert [p.n_dropped for p in pts] == [1, 0]
+        assert pts[0].q.size == 5 and 0.004 not in pts[0].q
+        g = g2_data.diffusion_points(fits, "gamma")
+        np.testing.assert_allclose(g[0].y, 1.0 / pts[0].y, rtol=1e-12)
+        np.testing.assert_allclose(g[0].y_err, pts[0].y_err / pts[0].y**2, rtol=1e-12)
+    finally:
+        fits.status[1] = saved
+    with pytest.raises(ValueError):
+        g2_data.diffusion_points(fits, "rate")
+
+
+def test_diffusion_figure_reports_D_near_truth(fake, fake_results, lsq_fits):
+    from xpcsviewer.fitting import fit_diffusion
+
+    pts = g2_data.diffusion_points(lsq_fits)
+    dr = fit_diffusion(pts[0].q, pts[0].y, pts[0].y_err, exponent=-2.0)
+    assert abs(dr.D / fake.D_TRUE - 1) < 0.05
+    fig = make_figure("diffusion", fake_results, fits=lsq_fits, exponent=-2.0)
+    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("D = " in t for t in texts)
+
+
+def test_twotime_g2_curves_and_axis(fake_results):
+    res = fake_results[0]
+    t_full, g_full, t_seg, g_seg = g2_data.twotime_g2_curves(res.twotime, 1)
+    n = res.twotime.n_frames
+    np.testing.assert_allclose(t_full, np.arange(1, n) * res.twotime.t0)
+    np.testing.assert_array_equal(g_full, res.twotime.g2_full[1, 1:])
+    assert g_seg.shape == (5, n // 5 - 1) and t_seg.size == n // 5 - 1
+    np.testing.assert_allclose(g2_data.c2_time_axis(4, 0.5), [0, 0.5, 1.0, 1.5])
+    with pytest.raises(IndexError):
+        g2_data.twotime_g2_curves(res.twotime, 3)
+    assert g2_data.twotime_g2_curves(None, 0) is None
+
+
+def test_twotime_figure_time_extent(fake, fake_results):
+    view = fake.fake_read_c2(fake_results[0], 0, max_size=50)  # stride 3
+    assert view.stride == 3
+    fig = make_figure("twotime", fake_results, view=view)
+    im = fig.axes[0].get_images()[0]
+    x0, x1, _, _ = im.get_extent()
+    m = view.c2.shape[0]
+    assert x1 - x0 == pytest.approx(m * view.t0)  # seconds, with the stride
+    assert np.isclose(view.t0, 3 * fake_results[0].twotime.t0)
+
+
+def test_g2_data_columns(fake_results):
+    blocks = g2_data.g2_blocks(fake_results[:1])
+    cols, header = g2_data.g2_data_columns(blocks)
+    assert "A001:tau_s" in cols and np.isnan(cols["A001:bin1:g2"][-1])
+    assert len(cols) == 1 + 2 * 6 and header
+
+
+def test_export_package_is_qt_and_jax_free():
+    import subprocess
+
+    code = ("import sys, xpcsviewer.export; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6','pyqtgraph','jax')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "XPCS_JAX_CACHE_DIR": "off"})
+    assert out.stdout.strip() == "[]"

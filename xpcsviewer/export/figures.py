@@ -1,0 +1,460 @@
+"""Publication figures of every view, built with matplotlib's object API on Agg.
+
+``make_figure(kind, results, **options)`` returns a ``matplotlib.figure.Figure``
+(never registered with pyplot, so it is safe in worker threads); save it with
+:func:`xpcsviewer.export.save_figure`. The data preparation comes from
+:mod:`xpcsviewer.export.g2_data` and :mod:`xpcsviewer.export.saxs_data`, which the GUI
+tabs also use, so the figure matches the screen.
+
+Kinds and their options
+-----------------------
+``saxs2d``
+    file_index=0, image=None ((H, W) array; default ``io.read_saxs_2d``), log=True,
+    cmap="viridis", levels=None ((lo, hi); default 0.5-99.5 percentile), beam_center=True.
+``saxs1d``
+    phi_lines=False, norm="none" ("iq2", "iq4", "i0"), qmin, qmax, log_x=True,
+    log_y=True, background=None (XpcsResult), bkg_weight=1.0, sampling=1, legend=True.
+``stability``
+    file_index=0, qmin, qmax, log_x=True, log_y=True, threshold=0.05.
+``intensity``
+    window=1 (moving average), time_axis=True, fft=False, sampling=1.
+``g2``
+    layout="qbin" ("file", "combined"), qmin, qmax, tmin, tmax, max_bins=None,
+    errorbars=True, offset=0.0 (per file in "qbin"/"combined", per bin in "file"),
+    log_x=True, ncols=4, fits=None (G2Fits), band=True, legend=True, ylim=None.
+``diffusion``
+    fits (G2Fits, required), quantity="tau" ("gamma"), log_x=True, log_y=True,
+    qmin, qmax, exponent=None (None fits it; -2 for Brownian), offset=0.0 (factor
+    10^(offset*n) per file), show_fit=True.
+``twotime``
+    file_index=0, bin_index=0 (index into the processed bins), max_size=1024,
+    correct_diagonal=False, cmap="viridis", levels=None, view=None (a C2View-like object
+    with ``c2``, ``t0``, ``label``; default ``io.read_c2``), g2=True.
+``qmap``
+    file_index=0, which="both" ("dynamic", "static").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.export import g2_data, saxs_data
+
+__all__ = ["FIGURE_KINDS", "make_figure", "new_figure"]
+
+INV_A = "\u00c5\u207b\u00b9"
+_STYLE = {
+    "font.size": 10,
+    "axes.labelsize": 11,
+    "axes.titlesize": 10,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "lines.linewidth": 1.3,
+    "lines.markersize": 4,
+    "axes.grid": False,
+}
+_MARKERS = ["o", "s", "^", "v", "D", "<", ">", "p", "h", "*", "P", "X"]
+
+
+def new_figure(width: float = 6.4, height: float = 4.8) -> Any:
+    """A pyplot-free ``Figure`` with an Agg canvas (inches)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _colors(n: int) -> list:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return [cmap(i % 10) for i in range(max(n, 1))]
+
+
+def _pick(results: list, file_index: int) -> Any:
+    if not results:
+        raise ValueError("no result files given")
+    if not 0 <= int(file_index) < len(results):
+        raise IndexError(f"file_index {file_index} outside 0..{len(results) - 1}")
+    return results[int(file_index)]
+
+
+def _no_data(fig: Any, text: str) -> Any:
+    ax = fig.add_subplot(1, 1, 1)
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+    return fig
+
+
+# ------------------------------------------------------------------------ SAXS
+def _fig_saxs2d(results: list, file_index: int = 0, image: Any = None, log: bool = True,
+                cmap: str = "viridis", levels: tuple[float, float] | None = None,
+                beam_center: bool = True) -> Any:
+    res = _pick(results, file_index)
+    if image is None:
+        from xpcsviewer import io as xio
+
+        reader = getattr(xio, "read_saxs_2d", None)
+        if reader is None:
+            raise RuntimeError("xpcsviewer.io.read_saxs_2d is not available")
+        image = reader(res.path)
+    from xpcsviewer.backends import ensure_numpy
+
+    img = np.asarray(ensure_numpy(image), dtype=np.float64)
+    shown = saxs_data.log_image(img) if log else img
+    lo, hi = levels if levels is not None else saxs_data.auto_levels(shown)
+    h, w = img.shape
+    fig = new_figure(6.0, 5.0 * h / max(w, 1) + 0.6)
+    ax = fig.add_subplot(1, 1, 1)
+    im = ax.imshow(shown, origin="upper", cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
+    cb = fig.colorbar(im, ax=ax, shrink=0.85)
+    cb.set_label("log\u2081\u2080 I (photons/pixel/frame)" if log else "I (photons/pixel/frame)")
+    if beam_center:
+        ax.plot([res.qmap.beam_center_x], [res.qmap.beam_center_y], "r+", ms=12, mew=1.5,
+                label="beam centre")
+        ax.legend(loc="upper right")
+    ax.set_xlabel("column (pixel)")
+    ax.set_ylabel("row (pixel)")
+    ax.set_title(f"{res.label}: scattering image")
+    return fig
+
+
+def _fig_saxs1d(results: list, phi_lines: bool = False, norm: str = "none",
+                qmin: float | None = None, qmax: float | None = None, log_x: bool = True,
+                log_y: bool = True, background: Any = None, bkg_weight: float = 1.0,
+                sampling: int = 1, legend: bool = True) -> Any:
+    curves = saxs_data.saxs1d_curves(results, phi_lines=phi_lines, norm=norm, qmin=qmin,
+                                     qmax=qmax, background=background, bkg_weight=bkg_weight,
+                                     sampling=sampling)
+    fig = new_figure()
+    ax = fig.add_subplot(1, 1, 1)
+    colors = _colors(len(results))
+    for c in curves:
+        ok = np.isfinite(c.y) & ((c.y > 0) if log_y else True)
+        style = "-" if c.kind == "mean" else "--"
+        ax.plot(c.x[ok], c.y[ok], style, color=colors[c.index % len(colors)],
+                lw=1.5 if c.kind == "mean" else 0.8, label=c.label)
+    ax.set_xscale("log" if log_x else "linear")
+    ax.set_yscale("log" if log_y else "linear")
+    ax.set_xlabel(f"q ({INV_A})")
+    ax.set_ylabel(saxs_data.normalization_label(norm))
+    ax.set_title("SAXS 1-D" + (" (background subtracted)" if background is not None else ""))
+    if legend and curves:
+        ax.legend(loc="best")
+    return fig
+
+
+def _fig_stability(results: list, file_index: int = 0, qmin: float | None = None,
+                   qmax: float | None = None, log_x: bool = True, log_y: bool = True,
+                   threshold: float = 0.05) -> Any:
+    res = _pick(results, file_index)
+    fig = new_figure()
+    if res.saxs_1d_segments is None:
+        return _no_data(fig, f"{res.label}: no time-segment profiles in the file")
+    st = saxs_data.stability_analysis(res.saxs_1d_segments, res.qmap, threshold, qmin, qmax)
+    ax = fig.add_subplot(1, 1, 1)
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"]
+    n = st.profiles.shape[0]
+    keep = saxs_data.q_range_mask(st.q, qmin, qmax)
+    for s in range(n):
+        y = st.profiles[s]
+        ok = keep & np.isfinite(y) & ((y > 0) if log_y else True)
+        ax.plot(st.q[ok], y[ok], color=cmap(s / max(n - 1, 1)),
+                label=f"segment {s + 1} ({100 * st.rel_change[s]:.1f} %)")
+    ax.set_xscale("log" if log_x else "linear")
+    ax.set_yscale("log" if log_y else "linear")
+    ax.set_xlabel(f"q ({INV_A})")
+    ax.set_ylabel("I (arb. units)")
+    flag = "FLAGGED" if st.flagged else "stable"
+    ax.set_title(f"{res.label}: max relative change {100 * st.max_rel_change:.2f} % ({flag})")
+    ax.legend(loc="best")
+    return fig
+
+
+def _fig_intensity(results: list, window: int = 1, time_axis: bool = True, fft: bool = False,
+                   sampling: int = 1) -> Any:
+    curves = saxs_data.intensity_traces(results, window=window, time_axis=time_axis,
+                                        sampling=sampling)
+    fig = new_figure(7.0, 5.5 if fft else 4.0)
+    if not curves:
+        return _no_data(fig, "no intensity-vs-time data in the files")
+    ax = fig.add_subplot(2 if fft else 1, 1, 1)
+    colors = _colors(len(results))
+    for c in curves:
+        ax.plot(c.x, c.y, color=colors[c.index % len(colors)], lw=0.8, label=c.label)
+    ax.set_xlabel("t (s)" if time_axis else "frame")
+    ax.set_ylabel("mean intensity (photons/pixel/frame)")
+    ax.set_title("Intensity vs time" + (f" (moving average {window})" if window > 1 else ""))
+    ax.legend(loc="best")
+    if fft:
+        ax2 = fig.add_subplot(2, 1, 2)
+        for c in curves:
+            res = results[c.index]
+            dt = float(np.median(np.diff(c.x))) if (time_axis and c.x.size > 1) else 1.0
+            f, mag = saxs_data.intensity_fft(c.y, dt if dt > 0 else 1.0)
+            ax2.plot(f[1:], mag[1:], color=colors[c.index % len(colors)], lw=0.8, label=res.label)
+        ax2.set_xlabel("frequency (Hz)" if time_axis else "frequency (1/frame)")
+        ax2.set_ylabel("|FFT| (photons/pixel/frame)")
+        ax2.set_yscale("log")
+    return fig
+
+
+def _fig_qmap(results: list, file_index: int = 0, which: str = "both") -> Any:
+    res = _pick(results, file_index)
+    qm = res.qmap
+    kinds = {"both": ["dynamic", "static"], "dynamic": ["dynamic"], "static": ["static"]}
+    if which not in kinds:
+        raise ValueError(f"which must be one of {sorted(kinds)}, got {which!r}")
+    names = kinds[which]
+    h, w = qm.shape
+    fig = new_figure(5.2 * len(names), 4.6 * h / max(w, 1) + 0.8)
+    for k, name in enumerate(names):
+        ax = fig.add_subplot(1, len(names), k + 1)
+        roi = np.asarray(getattr(qm, f"{name}_roi_map"), dtype=np.float64)
+        shown = np.where(roi > 0, roi, np.nan)
+        im = ax.imshow(shown, origin="upper", cmap="tab20", interpolation="nearest")
+        cb = fig.colorbar(im, ax=ax, shrink=0.8)
+        cb.set_label(f"{name} bin (1-based)")
+        ax.plot([qm.beam_center_x], [qm.beam_center_y], "k+", ms=10)
+        n = qm.n_dynamic if name == "dynamic" else qm.n_static
+        ax.set_title(f"{res.label}: {name} q-map ({n} bins)")
+        ax.set_xlabel("column (pixel)")
+        ax.set_ylabel("row (pixel)")
+    return fig
+
+
+# -------------------------------------------------------------------------- g2
+def _draw_g2_curve(ax, block: g2_data.G2Block, j: int, color, marker: str, shift: float,
+                   errorbars: bool, label: str) -> None:
+    t, y, e = g2_data.g2_points(block, j)
+    if errorbars:
+        ax.errorbar(t, y + shift, yerr=e, fmt=marker, ms=3.5, mfc="none", color=color,
+                    elinewidth=0.6, capsize=0, label=label)
+    else:
+        ax.plot(t, y + shift, marker, ms=3.5, mfc="none", color=color, label=label)
+
+
+def _draw_g2_fit(ax, fits: g2_data.G2Fits | None, block: g2_data.G2Block, j: int, color,
+                 shift: float, band: bool) -> None:
+    if fits is None:
+        return
+    row = fits.find(block.file_index, int(block.columns[j]))
+    if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
+        return
+    grid = g2_data.g2_tau_grid(block.tau)
+    y = fits.curve([row], grid)[0]
+    ax.plot(grid, y + shift, "-", color=color, lw=1.0)
+    if band:
+        b = fits.band([row], grid)
+        if b is not None and np.isfinite(b[0]).any():
+            ax.fill_between(grid, b[0, 0] + shift, b[0, 2] + shift, color=color, alpha=0.25,
+                            lw=0)
+
+
+def _fig_g2(results: list, layout: str = "qbin", qmin: float | None = None,
+            qmax: float | None = None, tmin: float | None = None, tmax: float | None = None,
+            max_bins: int | None = None, errorbars: bool = True, offset: float = 0.0,
+            log_x: bool = True, ncols: int = 4, fits: g2_data.G2Fits | None = None,
+            band: bool = True, legend: bool = True,
+            ylim: tuple[float, float] | None = None) -> Any:
+    if layout not in ("qbin", "file", "combined"):
+        raise ValueError(f"layout must be 'qbin', 'file' or 'combined', got {layout!r}")
+    blocks = g2_data.g2_blocks(results, qmin, qmax, tmin, tmax, max_bins)
+    if not blocks:
+        return _no_data(new_figure(), "no multitau g2 in the selected files and q range")
+    colors_f = _colors(len(results))
+    if layout == "qbin":
+        # One panel per g2 column (bins are matched across files by column number).
+        cols = sorted({int(c) for b in blocks for c in b.columns})
+        panels = [(c, [(b, int(np.flatnonzero(b.columns == c)[0])) for b in blocks
+                       if c in b.columns]) for c in cols]
+        titles = []
+        for _c, members in panels:
+            b, j = members[0]
+            titles.append(b.bin_labels[j])
+    elif layout == "file":
+        panels = [(b.file_index, [(b, j) for j in range(b.n_bins)]) for b in blocks]
+        titles = [b.label for b in blocks]
+    else:
+        panels = [(0, [(b, j) for b in blocks for j in range(b.n_bins)])]
+        titles = ["g2, all files and bins"]
+    n = len(panels)
+    nc = max(1, min(int(ncols), n))
+    nr = int(np.ceil(n / nc))
+    fig = new_figure(min(3.2 * nc, 16.0), min(2.8 * nr + 0.4, 40.0))
+    axes = fig.subplots(nr, nc, squeeze=False)
+    for k, ((_key, members), title) in enumerate(zip(panels, titles, strict=True)):
+        ax = axes[k // nc][k % nc]
+        colors_b = _colors(len(members))
+        for m, (b, j) in enumerate(members):
+            if layout == "qbin":
+                color, marker = colors_f[b.file_index % 10], _MARKERS[b.file_index % 12]
+                shift, lab = offset * b.file_index, b.label
+            elif layout == "file":
+                color, marker = colors_b[m], _MARKERS[m % 12]
+                shift, lab = offset * m, b.bin_labels[j]
+            else:
+                color, marker = colors_b[m], _MARKERS[b.file_index % 12]
+                shift, lab = offset * m, f"{b.label} {b.bin_labels[j]}"
+            _draw_g2_curve(ax, b, j, color, marker, shift, errorbars, lab)
+            _draw_g2_fit(ax, fits, b, j, color, shift, band)
+        ax.set_xscale("log" if log_x else "linear")
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        ax.set_title(title)
+        ax.set_xlabel("\u03c4 (s)")
+        ax.set_ylabel("g\u2082(q, \u03c4)")
+        if legend and len(members) <= 12:
+            ax.legend(loc="upper right", fontsize=7)
+    for k in range(n, nr * nc):
+        axes[k // nc][k % nc].set_axis_off()
+    if fits is not None:
+        fig.suptitle(f"g2 with {fits.method} fits ({fits.model} model)")
+    return fig
+
+
+# ------------------------------------------------------------------- diffusion
+def _fig_diffusion(results: list, fits: g2_data.G2Fits | None = None, quantity: str = "tau",
+                   log_x: bool = True, log_y: bool = True, qmin: float | None = None,
+                   qmax: float | None = None, exponent: float | None = None,
+                   offset: float = 0.0, show_fit: bool = True) -> Any:
+    from xpcsviewer.fitting import fit_diffusion
+
+    fig = new_figure()
+    if fits is None or fits.n_curves == 0:
+        return _no_data(fig, "no g2 fits: fit the g2 curves first")
+    pts = g2_data.diffusion_points(fits, quantity)
+    ax = fig.add_subplot(1, 1, 1)
+    colors = _colors(len(results) or len(pts))
+    q_range = None if (qmin is None and qmax is None) else (
+        qmin if qmin is not None else 0.0, qmax if qmax is not None else np.inf)
+    lines = []
+    for n, p in enumerate(pts):
+        factor = 10.0 ** (offset * n)
+        color = colors[p.file_index % len(colors)]
+        ax.errorbar(p.q, p.y * factor, yerr=p.y_err * factor, fmt=_MARKERS[n % 12], mfc="none",
+                    color=color, capsize=0, elinewidth=0.7,
+                    label=f"{p.label}" + (f" ({p.n_dropped} failed fits dropped)" if p.n_dropped else ""))
+        if show_fit and p.q.size >= 2:
+            tau = p.y if quantity == "tau" else 1.0 / p.y
+            tau_err = p.y_err if quantity == "tau" else p.y_err * tau**2
+            dr = fit_diffusion(p.q, tau, tau_err, q_range, exponent)
+            if np.isfinite(dr.prefactor):
+                sel = p.q[dr.used] if dr.used.any() else p.q
+                grid = np.geomspace(sel.min() / 1.1, sel.max() * 1.1, 128)
+                yfit = dr.curve(grid) if quantity == "tau" else 1.0 / dr.curve(grid)
+                txt = f"b = {dr.exponent:.3f} \u00b1 {dr.exponent_err:.3f}"
+                if np.isfinite(dr.D):
+                    txt += f", D = {dr.D:.4g} \u00b1 {dr.D_err:.2g} \u00c5\u00b2/s"
+                ax.plot(grid, yfit * factor, "-", color=color, lw=1.0, label=txt)
+                lines.append(txt)
+    ax.set_xscale("log" if log_x else "linear")
+    ax.set_yscale("log" if log_y else "linear")
+    ax.set_xlabel(f"q ({INV_A})")
+    ax.set_ylabel("\u03c4 (s)" if quantity == "tau" else "\u0393 (s\u207b\u00b9)")
+    law = "\u03c4 = A q^b" if quantity == "tau" else "\u0393 = q^-b / A"
+    ax.set_title(f"Relaxation vs q ({fits.method} {fits.model} fits; power law {law})")
+    ax.legend(loc="best")
+    return fig
+
+
+# --------------------------------------------------------------------- twotime
+def _fig_twotime(results: list, file_index: int = 0, bin_index: int = 0, max_size: int = 1024,
+                 correct_diagonal: bool = False, cmap: str = "viridis",
+                 levels: tuple[float, float] | None = None, view: Any = None,
+                 g2: bool = True) -> Any:
+    res = _pick(results, file_index)
+    tt = res.twotime
+    if tt is None:
+        return _no_data(new_figure(), f"{res.label}: no two-time analysis in the file")
+    n_p = len(tt.processed_bins)
+    if not 0 <= int(bin_index) < n_p:
+        raise IndexError(f"bin_index {bin_index} outside 0..{n_p - 1}")
+    if view is None:
+        from xpcsviewer import io as xio
+
+        reader = getattr(xio, "read_c2", None)
+        if reader is None:
+            raise RuntimeError("xpcsviewer.io.read_c2 is not available")
+        view = reader(res.path, int(bin_index), max_size=int(max_size),
+                      correct_diagonal=bool(correct_diagonal))
+    from xpcsviewer.backends import ensure_numpy
+
+    c2 = np.asarray(ensure_numpy(view.c2), dtype=np.float64)
+    t = g2_data.c2_time_axis(c2.shape[0], float(view.t0))
+    lo, hi = levels if levels is not None else saxs_data.auto_levels(c2)
+    curves = g2_data.twotime_g2_curves(tt, int(bin_index)) if g2 else None
+    fig = new_figure(11.0 if curves else 6.0, 4.8)
+    ax = fig.add_subplot(1, 2 if curves else 1, 1)
+    step = float(view.t0)
+    extent = (t[0] - step / 2, t[-1] + step / 2, t[-1] + step / 2, t[0] - step / 2) if t.size else None
+    im = ax.imshow(c2, origin="upper", cmap=cmap, vmin=lo, vmax=hi, extent=extent,
+                   interpolation="nearest")
+    ax.invert_yaxis()
+    cb = fig.colorbar(im, ax=ax, shrink=0.85)
+    cb.set_label("C(t\u2081, t\u2082)")
+    ax.set_xlabel("t\u2082 (s)")
+    ax.set_ylabel("t\u2081 (s)")
+    label = getattr(view, "label", "") or f"bin {tt.processed_bins[int(bin_index)]}"
+    ax.set_title(f"{res.label}: {label}" + (" (diagonal corrected)" if correct_diagonal else ""))
+    if curves:
+        t_full, g_full, t_seg, g_seg = curves
+        ax2 = fig.add_subplot(1, 2, 2)
+        ax2.plot(t_full, g_full, "k-", lw=2.0, label="full")
+        from matplotlib import colormaps
+
+        cm = colormaps["plasma"]
+        for s in range(g_seg.shape[0]):
+            ax2.plot(t_seg, g_seg[s], "-", lw=1.0, color=cm(s / max(g_seg.shape[0], 1)),
+                     label=f"segment {s + 1}")
+        ax2.set_xscale("log")
+        ax2.set_xlabel("\u03c4 (s)")
+        ax2.set_ylabel("g\u2082 from C\u2082")
+        ax2.set_title("g2 from the two-time map")
+        ax2.legend(loc="upper right")
+    return fig
+
+
+FIGURE_KINDS: dict[str, Callable[..., Any]] = {
+    "saxs2d": _fig_saxs2d,
+    "saxs1d": _fig_saxs1d,
+    "stability": _fig_stability,
+    "intensity": _fig_intensity,
+    "g2": _fig_g2,
+    "diffusion": _fig_diffusion,
+    "twotime": _fig_twotime,
+    "qmap": _fig_qmap,
+}
+
+
+def make_figure(kind: str, results: list, **options: Any) -> Any:
+    """Build the publication figure of ``kind`` for ``results``.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`FIGURE_KINDS` (see the module docstring for each kind's options).
+    results : list of XpcsResult
+    **options
+        Kind-specific options; unknown options raise ``TypeError``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Not registered with pyplot; save with :func:`~xpcsviewer.export.save_figure`.
+    """
+    import matplotlib
+
+    fn = FIGURE_KINDS.get(kind)
+    if fn is None:
+        raise ValueError(f"unknown figure kind {kind!r}; use one of {sorted(FIGURE_KINDS)}")
+    with matplotlib.rc_context(_STYLE):
+        return fn(list(results), **options)

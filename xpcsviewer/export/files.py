@@ -1,0 +1,185 @@
+"""Atomic writers for figures, CSV tables and JSON (no Qt, no JAX).
+
+Every writer builds the whole output in a temporary file in the destination folder and
+then ``os.replace``-s it, so a failed or cancelled export never leaves a half-written
+file, and an existing file is only ever replaced as a whole. Writers refuse to write
+onto an HDF5 result file (export must never touch input files).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "FIGURE_FORMATS",
+    "atomic_write",
+    "save_figure",
+    "write_csv",
+    "write_json",
+]
+
+FIGURE_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+_INPUT_SUFFIXES = {".hdf", ".h5", ".hdf5", ".nxs"}
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _refuse_input_file(path: Path) -> None:
+    # An export must never overwrite a result file, even by a typo in the name.
+    if path.suffix.lower() in _INPUT_SUFFIXES:
+        raise ValueError(f"{path}: refusing to export onto an HDF5/NeXus file name")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return
+    if head == _HDF5_SIGNATURE:
+        raise ValueError(f"{path}: refusing to overwrite an HDF5 file with an export")
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], binary: bool = True) -> Path:
+    """Call ``write(fh)`` on a temporary file next to ``path``, then rename it over ``path``.
+
+    Parameters
+    ----------
+    path : path
+        Destination; its folder must exist.
+    write : callable
+        Receives an open file object (binary or text).
+    binary : bool
+        Open the temporary file in binary mode (else UTF-8 text, ``newline=""``).
+
+    Returns
+    -------
+    Path
+        The destination.
+    """
+    path = Path(path)
+    _refuse_input_file(path)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{path.parent}: output folder does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        if binary:
+            with os.fdopen(fd, "wb") as fh:
+                write(fh)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 200) -> Path:
+    """Save a matplotlib ``Figure`` atomically; the format comes from the suffix.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    path : path ending in ``.png``, ``.svg`` or ``.pdf``
+    dpi : int
+        Raster resolution (PNG only matters).
+
+    Raises
+    ------
+    ValueError
+        Unsupported suffix.
+    """
+    path = Path(path)
+    fmt = FIGURE_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ValueError(f"{path}: figure format must be one of {sorted(FIGURE_FORMATS)}")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if fig.canvas is None or not hasattr(fig.canvas, "print_figure"):
+        FigureCanvasAgg(fig)
+    # Metadata without a date keeps SVG/PDF output reproducible.
+    meta = {"Creator": "xpcsviewer"} if fmt in ("pdf",) else None
+    if fmt == "svg":
+        meta = {"Date": None}
+    return atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi, metadata=meta))
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return repr(f) if math.isfinite(f) else ("nan" if math.isnan(f) else repr(f))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return str(v)
+
+
+def write_csv(path: str | os.PathLike, columns: Mapping[str, Any],
+              header_comment: str | list[str] | None = None) -> Path:
+    """Write named columns to CSV atomically.
+
+    Parameters
+    ----------
+    path : path
+    columns : mapping name -> (n_i,) array-like
+        Columns may differ in length; short columns leave empty cells. Floats are
+        written with full precision (``repr``), NaN as ``nan``.
+    header_comment : str or list of str, optional
+        Lines written first, each prefixed with ``# `` (units, source files).
+
+    Returns
+    -------
+    Path
+    """
+    from xpcsviewer.backends import ensure_numpy
+
+    cols = {str(k): np.asarray(ensure_numpy(v)).reshape(-1) for k, v in columns.items()}
+    n = max((c.size for c in cols.values()), default=0)
+    if isinstance(header_comment, str):
+        header_comment = header_comment.splitlines()
+    buf = io.StringIO()
+    for line in header_comment or []:
+        buf.write(f"# {line}\n")
+    wr = csv.writer(buf, lineterminator="\n")
+    wr.writerow(list(cols))
+    for i in range(n):
+        wr.writerow([_cell(c[i]) if i < c.size else "" for c in cols.values()])
+    text = buf.getvalue()
+    return atomic_write(path, lambda fh: fh.write(text), binary=False)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return [_jsonable(v) for v in x.tolist()]
+    if isinstance(x, (np.floating, float)):
+        f = float(x)
+        return f if math.isfinite(f) else None
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.bool_,)):
+        return bool(x)
+    if hasattr(x, "value") and isinstance(getattr(x, "value"), str):  # enums
+        return x.value
+    return x
+
+
+def write_json(path: str | os.PathLike, data: Any) -> Path:
+    """Write ``data`` as indented JSON atomically (NumPy values converted, NaN -> null)."""
+    text = json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return atomic_write(path, lambda fh: fh.write(text), binary=False)
