@@ -213,9 +213,12 @@ class QMap:
             h.update(key.encode())
             val = items[key]
             if isinstance(val, np.ndarray):
-                a = np.ascontiguousarray(val)
-                h.update(str(a.dtype.str).encode() + str(a.shape).encode())
-                h.update(a.astype(a.dtype.newbyteorder("=")).tobytes())
+                # Canonical dtypes: the same partition hashes the same whatever
+                # integer width or byte order a file stored it with.
+                kind = val.dtype.kind
+                a = np.ascontiguousarray(val, dtype=np.float64 if kind == "f" else np.int64)
+                h.update(str(a.shape).encode())
+                h.update(a.tobytes())
             else:
                 h.update(json.dumps(val, ensure_ascii=False).encode())
         return h.hexdigest()

@@ -271,7 +271,7 @@ def _read_qmap_nexus(f: h5py.File, base: str, warnings: list[str]) -> QMap:
         if len(v0) != n0 or len(v1) != n1:
             raise XpcsFileError(
                 f.filename, f"bin lists have {len(v0)} x {len(v1)} values but num_pts is "
-                f"[{n0}, {n1}]", dataset=f"{base}/{kind}_v_list_dim0",
+                f"[{n0}, {n1}]", dataset=f"{base}/{kind}_num_pts",
                 expected="len(v_list_dim0), len(v_list_dim1) == num_pts")
         if mapping.size and (int(mapping.max()) >= n0 * n1 or int(mapping.min()) < 0):
             raise XpcsFileError(f.filename, "index_mapping points outside the bin grid",
