@@ -1,0 +1,156 @@
+"""``xpcsviewer fit``: JSON/CSV/HDF5 outputs, exit codes, known answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from xpcsviewer.cli import main
+from xpcsviewer.io import Multitau, QMap, XpcsResult, write_result
+
+D_TRUE = 3.0e5  # A^2/s
+N_Q = 6
+
+
+def _delays() -> np.ndarray:
+    frames = list(range(1, 9))
+    spacing = 2
+    while len(frames) < 56:
+        for _ in range(4):
+            frames.append(frames[-1] + spacing)
+        spacing *= 2
+    return np.array(frames)
+
+
+def _write(path: Path, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    frames = _delays()
+    dt = 1e-5
+    tau = frames * dt
+    q = np.linspace(0.004, 0.012, N_Q)
+    taus = 1.0 / (D_TRUE * q**2)
+    g2 = 1.0 + 0.2 * np.exp(-2.0 * tau[:, None] / taus[None, :])
+    err = np.full_like(g2, 0.002)
+    g2 = g2 + err * rng.standard_normal(g2.shape)
+    h, w = 8, N_Q
+    dyn = np.tile(np.arange(1, N_Q + 1), (h, 1))
+    qm = QMap(
+        dynamic_roi_map=dyn, static_roi_map=dyn.copy(), mask=np.ones((h, w), bool),
+        dynamic_v_list_dim0=q, dynamic_v_list_dim1=np.array([0.0]),
+        static_v_list_dim0=q, static_v_list_dim1=np.array([0.0]),
+        dynamic_index_mapping=np.arange(N_Q), static_index_mapping=np.arange(N_Q),
+        dynamic_num_pts=(N_Q, 1), static_num_pts=(N_Q, 1), energy_kev=10.0,
+    )
+    mt = Multitau(delay_frames=frames, tau=tau, g2=g2, g2_err=err,
+                  valid=np.ones_like(g2, bool), t0_eff=dt)
+    res = XpcsResult(
+        path=path, analysis_type=("Multitau",), layout="nexus", qmap=qm, frame_time=dt,
+        count_time=dt, start_time=None, saxs_1d=np.ones(N_Q), saxs_1d_segments=None,
+        intensity_vs_time=None, multitau=mt,
+    )
+    return write_result(path, res)
+
+
+@pytest.fixture
+def two_files(tmp_path):
+    return [_write(tmp_path / "a_results.hdf", 0), _write(tmp_path / "b_results.hdf", 1)]
+
+
+def test_fit_json_keys_and_known_answer(two_files, tmp_path):
+    out = tmp_path / "fit.json"
+    rc = main(["fit", *map(str, two_files), "-o", str(out), "--quiet", "--backend", "numpy"])
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    assert len(doc["files"]) == 2
+    for rec in doc["files"]:
+        assert rec["model"] == "single"
+        assert len(rec["q"]) == N_Q and len(rec["phi"]) == N_Q
+        for n in ("contrast", "tau", "stretch", "baseline"):
+            assert len(rec[n]["value"]) == N_Q and len(rec[n]["error"]) == N_Q
+        assert rec["status"] == ["converged"] * N_Q
+        d = rec["diffusion"]
+        assert set(d) >= {"D", "D_err", "exponent", "exponent_err"}
+        assert abs(d["D"] - D_TRUE) < 4 * d["D_err"]
+        assert abs(d["exponent"] + 2) < 4 * d["exponent_err"]
+
+
+def test_unreadable_file_exit_3_others_fitted(two_files, tmp_path, capsys):
+    bad = tmp_path / "broken.hdf"
+    bad.write_bytes(b"not hdf5")
+    out = tmp_path / "fit.json"
+    rc = main(["fit", str(bad), str(two_files[0]), "-o", str(out), "--quiet"])
+    assert rc == 3
+    err = capsys.readouterr().err
+    assert "broken.hdf" in err and "Traceback" not in err
+    doc = json.loads(out.read_text())
+    assert [Path(r["path"]).name for r in doc["files"]] == ["a_results.hdf"]
+    assert doc["errors"][0]["path"] == str(bad)
+
+
+def test_q_and_t_range_and_csv(two_files, tmp_path):
+    out = tmp_path / "fit.csv"
+    rc = main(["fit", str(two_files[0]), "--q-range", "0.005", "0.011", "--t-range", "1e-5", "1",
+               "--model", "stretched", "-o", str(out), "--quiet"])
+    assert rc == 0
+    lines = out.read_text().splitlines()
+    header = lines[0].split(",")
+    assert header[:7] == ["path", "model", "bin", "q", "phi", "status", "chi2_red"]
+    assert "stretch_err" in header and "D" in header
+    qs = [float(r.split(",")[3]) for r in lines[1:]]
+    assert len(qs) == 4 and min(qs) >= 0.005 and max(qs) <= 0.011
+
+
+def test_hdf5_output_and_input_untouched(two_files, tmp_path):
+    before = two_files[0].read_bytes()
+    out = tmp_path / "fit.h5"
+    assert main(["fit", str(two_files[0]), "-o", str(out), "--quiet"]) == 0
+    assert two_files[0].read_bytes() == before
+    with h5py.File(out, "r") as f:
+        g = f["fits/0000"]
+        assert g.attrs["model"] == "single"
+        assert g["tau/value"].shape == (N_Q,)
+        assert np.isfinite(g["diffusion"].attrs["D"])
+
+
+def test_refuses_to_write_into_input(two_files):
+    rc = main(["fit", str(two_files[0]), "-o", str(two_files[0].with_suffix(".h5")), "--quiet"])
+    assert rc == 0  # a different file is fine
+    from xpcsviewer.fitting.results import save_fit_hdf5
+
+    with pytest.raises(ValueError, match="input file"):
+        save_fit_hdf5(two_files[0], [{"path": str(two_files[0])}])
+
+
+@pytest.mark.slow
+def test_fit_bayes_json(two_files, tmp_path):
+    out = tmp_path / "fit.json"
+    assert main(["fit", str(two_files[0]), "--bayes", "-o", str(out), "--quiet"]) == 0
+    rec = json.loads(out.read_text())["files"][0]
+    for k in ("mean", "std", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail"):
+        assert len(rec["tau"][k]) == N_Q
+    assert rec["divergences"] == 0
+    assert all(r <= 1.01 for r in rec["tau"]["r_hat"])
+    lo, hi, v = (np.array(rec["tau"][k]) for k in ("hdi_low", "hdi_high", "value"))
+    assert np.all((lo <= v) & (v <= hi))
+
+
+def test_real_files_fit_without_crash(real_data_dir, tmp_path):
+    files = sorted((real_data_dir / "aps8idi_llps_saxpcs").glob("*.hdf"))
+    assert len(files) == 11
+    out = tmp_path / "real.json"
+    assert main(["fit", *map(str, files), "-o", str(out), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    allowed = {"converged", "max_iter", "nonfinite", "at_bound", "flat", "too_few_points", "no_data"}
+    for rec in doc["files"]:
+        assert set(rec["status"]) <= allowed
+        assert "converged" in rec["status"]
+        tau = np.array([np.nan if v is None else v for v in rec["tau"]["value"]])
+        for s, t in zip(rec["status"], tau, strict=True):
+            if s == "flat":
+                assert np.isnan(t)  # no absurd tau for flat curves
+            if s == "converged":
+                assert 1e-6 < t < 100

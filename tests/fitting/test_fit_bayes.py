@@ -1,0 +1,73 @@
+"""NumPyro NUTS on small problems: convergence, reproducibility, blocks, cancel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numpyro")
+
+from xpcsviewer.fitting.bayes import (  # noqa: E402
+    bfmi,
+    ess_bulk,
+    ess_tail,
+    fit_g2_bayes,
+)
+from xpcsviewer.progress import CancelToken, Cancelled  # noqa: E402
+
+
+def _data(seed=0, n_b=3):
+    rng = np.random.default_rng(seed)
+    tau = np.geomspace(1e-5, 1.0, 40)
+    taus = np.geomspace(1e-4, 1e-2, n_b)
+    g2 = 1 + 0.3 * np.exp(-2 * tau[None, :] / taus[:, None])
+    err = np.full_like(g2, 0.005)
+    return tau, g2 + err * rng.standard_normal(g2.shape), err, taus
+
+
+@pytest.mark.slow
+def test_nuts_converges_reproducible_and_covers_truth():
+    tau, g2, err, taus = _data()
+    kw = dict(num_warmup=300, num_samples=600, num_chains=2, seed=11, block_size=200)
+    seen = []
+    a = fit_g2_bayes(tau, g2, err, progress=lambda d, t, m: seen.append((d, t)), **kw)
+    assert all(np.all(a.r_hat[n] <= 1.01) for n in ("contrast", "tau", "baseline"))
+    assert a.divergences == 0 and np.all(a.bfmi >= 0.2)
+    assert np.all(a.ess_bulk["tau"] >= 400)
+    assert a.converged.all()
+    # the truth is inside the 94% HDI of every bin
+    assert np.all((a.hdi_low["tau"] <= taus) & (taus <= a.hdi_high["tau"]))
+    assert np.all(a.std["stretch"] == 0) and np.all(a.mean["stretch"] == 1.0)
+    # blocks: warm-up + 3 sampling blocks reported
+    assert seen[-1][0] == seen[-1][1] == 4
+    b = fit_g2_bayes(tau, g2, err, **kw)
+    np.testing.assert_array_equal(a.samples["tau"], b.samples["tau"])
+    band = a.band(np.geomspace(1e-5, 1, 20))
+    assert band.shape == (3, 3, 20)
+    assert np.all(band[:, 0] <= band[:, 1]) and np.all(band[:, 1] <= band[:, 2])
+
+
+@pytest.mark.slow
+def test_nuts_cancel_between_blocks():
+    tau, g2, err, _ = _data(n_b=2)
+    token = CancelToken()
+
+    def prog(done, total, msg):
+        if done >= 2:
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        fit_g2_bayes(tau, g2, err, num_warmup=50, num_samples=100, num_chains=1,
+                     block_size=50, progress=prog, cancel=token)
+
+
+def test_diagnostics_against_independent_draws(rng):
+    # Independent normal draws: ESS close to the draw count, BFMI close to 2.
+    x = rng.standard_normal((4, 1000, 3))
+    eb, et = ess_bulk(x), ess_tail(x)
+    assert np.all((eb > 3000) & (eb < 5000)) and np.all((et > 2500) & (et < 5500))
+    # A random walk has a tiny ESS
+    walk = np.cumsum(rng.standard_normal((4, 1000, 1)), axis=1)
+    assert ess_bulk(walk)[0] < 100
+    e = rng.standard_normal((2, 5000))
+    np.testing.assert_allclose(bfmi(e), 2.0, rtol=0.1)
