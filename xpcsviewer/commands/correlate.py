@@ -108,8 +108,10 @@ def run(args: argparse.Namespace) -> int:
         be = get_backend()
         n = raw.n_frames
         t0 = frame_time * raw.stride * raw.avg
-        common_cfg = {**raw.describe(), "backend": be.name}
-        common_cfg.pop("raw", None)
+        # the raw file's realpath goes into each config group (as the standard
+        # correlator's config/raw); /xpcs/rawdata_path cannot be passed through
+        # write_result's metadata today (it creates /xpcs before the writer does)
+        common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
         mt = tt = None
         scat = None
         kw = dict(n_frames=n, n_dynamic=qm.n_dynamic, n_static=qm.n_static, backend=be)
@@ -164,7 +166,6 @@ def run(args: argparse.Namespace) -> int:
             intensity_vs_time=np.vstack([np.arange(itime.size, dtype=np.float64), itime]),
             multitau=mt,
             twotime=tt,
-            metadata={"xpcs/rawdata_path": os.path.realpath(raw_path)},
         )
         out = write_result(
             args.output, result, saxs_2d=scat.mean_image(),

@@ -1,0 +1,101 @@
+"""``xpcsviewer correlate``: raw frames + q-map -> a complete result file."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+from xpcsviewer.backends import get_backend
+from xpcsviewer.cli import main
+from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.twotime import correlate_twotime
+from xpcsviewer.io.reader import read_result
+from xpcsviewer.io.writer import write_qmap_file
+from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corr")
+    geo = Geometry(shape=(24, 32), energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6, bcx=-4.0, bcy=12.0)
+    q, phi = geo.qmap()
+    mask = np.ones(q.shape, bool)
+    mask[:2, :3] = False
+    qm = make_partition(q, phi, mask, 3, 9, energy_kev=10.0, detector_distance=5.0,
+                        pixel_size=75e-6, beam_center_x=-4.0, beam_center_y=12.0)
+    qpath = write_qmap_file(d / "qmap.hdf", qm)
+    frames = simulate_frames(q, 130, 1e-3, D=5e6, beta=0.25, rate=2.0, seed=1)
+    raw = d / "raw.h5"
+    with h5py.File(raw, "w") as f:
+        f.create_dataset("/entry/data/data", data=frames, chunks=(16, 24, 32))
+        f["/entry/instrument/detector_1/frame_time"] = 1e-3
+    np.save(d / "raw.npy", frames)
+    return d, qm, qpath, raw, frames
+
+
+def test_both_mode_writes_a_complete_result(inputs, tmp_path):
+    d, qm, qpath, raw, frames = inputs
+    out = tmp_path / "out_results.hdf"
+    rc = main(["correlate", str(raw), "--qmap", str(qpath), "-o", str(out), "--mode", "both",
+               "--dq", "1-2", "--quiet", "--backend", "numpy"])
+    assert rc == 0
+    res = read_result(out)
+    assert set(res.analysis_type) == {"Multitau", "Twotime"}
+    assert res.frame_time == pytest.approx(1e-3)
+    np.testing.assert_array_equal(res.qmap.dynamic_roi_map, qm.dynamic_roi_map)
+    ref = correlate_multitau(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
+                             backend=get_backend("numpy"))
+    np.testing.assert_array_equal(res.multitau.delay_frames, ref.delay_frames)
+    np.testing.assert_allclose(res.multitau.g2, ref.g2, rtol=1e-6)  # float32 on disk
+    np.testing.assert_allclose(res.multitau.g2_err, ref.g2_err, rtol=1e-5)
+    tt = correlate_twotime(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask, dq_bins="1-2",
+                           backend=get_backend("numpy"))
+    assert res.twotime.processed_bins.tolist() == [1, 2]
+    with h5py.File(out, "r") as f:
+        c2 = f["/xpcs/twotime/correlation_map/c2_00002"][()]
+        np.testing.assert_allclose(c2, np.triu(tt.c2[1]), rtol=1e-6)
+        assert f["/xpcs/twotime/normalized_g2"].shape == (130, 2)
+        assert f["/xpcs/twotime/normalized_g2_segments"].shape == (26, 5, 2)
+        s2d = f["/xpcs/temporal_mean/scattering_2d"][()]
+        np.testing.assert_allclose(s2d[0], frames.mean(axis=0), rtol=1e-6)
+        itime = f["/xpcs/spatial_mean/intensity_vs_time"][()]
+        sel = (qm.dynamic_roi_map > 0) & (qm.static_roi_map > 0) & qm.mask
+        np.testing.assert_allclose(itime[1], frames[:, sel].mean(axis=1), rtol=1e-6)
+        assert f["/xpcs/multitau/config/stride_frame"][()] == 1
+        s1 = f["/xpcs/temporal_mean/scattering_1d"][()]
+        want = [frames.mean(0)[(qm.static_roi_map == s + 1) & qm.mask].mean() for s in range(qm.n_static)]
+        np.testing.assert_allclose(s1[0], want, rtol=1e-6)
+
+
+def test_frame_selection_and_npy(inputs, tmp_path):
+    d, qm, qpath, raw, frames = inputs
+    out = tmp_path / "sel.hdf"
+    rc = main(["correlate", str(d / "raw.npy"), "--qmap", str(qpath), "-o", str(out), "--quiet",
+               "--begin-frame", "10", "--end-frame", "110", "--stride-frame", "2", "--avg-frame", "2",
+               "--frame-time", "0.5", "--backend", "numpy"])
+    assert rc == 0
+    res = read_result(out)
+    sel = frames[10:110:2].astype(float)
+    sel = sel.reshape(25, 2, *sel.shape[1:]).mean(axis=1)
+    ref = correlate_multitau(sel, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
+                             backend=get_backend("numpy"))
+    np.testing.assert_allclose(res.multitau.g2, ref.g2, rtol=1e-6)
+    assert res.multitau.t0_eff == pytest.approx(0.5 * 2 * 2)
+    assert res.intensity_vs_time.shape == (2, 25)
+
+
+def test_bad_input_exits_3(inputs, tmp_path, capsys):
+    d, qm, qpath, raw, frames = inputs
+    out = tmp_path / "x.hdf"
+    assert main(["correlate", str(tmp_path / "none.h5"), "--qmap", str(qpath), "-o", str(out), "--quiet"]) == 3
+    assert "file not found" in capsys.readouterr().err
+    np.save(tmp_path / "small.npy", np.zeros((5, 4, 4)))
+    assert main(["correlate", str(tmp_path / "small.npy"), "--qmap", str(qpath), "-o", str(out), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "q-map" in err and err.count("\n") == 1
+    bad_q = tmp_path / "q.hdf"
+    bad_q.write_bytes(b"nope")
+    assert main(["correlate", str(raw), "--qmap", str(bad_q), "-o", str(out), "--quiet"]) == 3
+    assert not out.exists()
