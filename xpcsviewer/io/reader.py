@@ -192,6 +192,9 @@ def _layout(f: h5py.File) -> str:
         return "nexus"
     if _exists(f, "/exchange") and _exists(f, "/xpcs/dqmap"):
         return "legacy"
+    if _exists(f, "/qmap"):
+        raise XpcsFileError(f.filename, "is a partition (/qmap) file, not a result file",
+                            expected="an XPCS result file with /xpcs/qmap and results")
     raise XpcsFileError(
         f.filename, "unknown layout: neither /xpcs/qmap (NeXus) nor /exchange + /xpcs/dqmap (legacy)",
         expected="an XPCS result file",

@@ -154,7 +154,7 @@ def build_result(spec: dict[str, Any], seed: int = 0) -> tuple[XpcsResult, dict[
         # and fewer frame pairs at long delays give larger errors.
         nu = np.maximum(d_mean, 1e-6)
         pairs = np.maximum(n_frames - delays, 1)[:, None]
-        err = (1.0 + beta + 1.0 / nu)[None, :] / np.sqrt(d_cnt[None, :] * pairs) * 3.0
+        err = (1.0 + beta + 1.0 / nu)[None, :] / np.sqrt(d_cnt[None, :] * pairs)
         if t_damage:
             # Damaged sample: dynamics speed up as the dose accumulates; g2 is the
             # time average over the run and partial snapshots show the change.

@@ -1,0 +1,23 @@
+"""``xpcsviewer demo [--out DIR] [--no-gui]``: write the demo data set, then open the GUI on it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from xpcsviewer.progress import TextProgressBar
+from xpcsviewer.synthetic.demo import write_demo
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``xpcsviewer demo``."""
+    out = Path(args.out)
+    with TextProgressBar("demo", enabled=not getattr(args, "quiet", False)) as bar:
+        files = write_demo(out, seed=getattr(args, "seed", 0), progress=bar)
+    print(f"wrote {len(files)} demo result files to {out.resolve()}")
+    if getattr(args, "no_gui", False):
+        print(f"look at them with: xpcsviewer info {out}/*.hdf   or   xpcsviewer {out}")
+        return 0
+    from xpcsviewer.commands.gui import launch
+
+    return launch([str(out)])
