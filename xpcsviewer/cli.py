@@ -152,6 +152,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("average", "average repeated measurements into one result file")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
+    p.add_argument("--error-method", choices=("weighted", "sem"), default="weighted",
+                   help="inverse-variance weighted mean, or standard error across files")
+    p.add_argument("--baseline-q-index", type=int, default=0, metavar="N",
+                   help="0-based q-bin whose g2 baseline is checked (default 0)")
+    p.add_argument("--baseline-window", type=int, default=10, metavar="W",
+                   help="number of last delays in the baseline (default 10)")
+    p.add_argument("--baseline-range", nargs=2, type=float, metavar=("MIN", "MAX"),
+                   help="reject files whose baseline is outside [MIN, MAX]")
+    p.add_argument("--mad-threshold", type=float, metavar="K",
+                   help="reject files more than K MADs off in g2 curve or mean intensity")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
 
     p = add("snapshot", "render a GUI tab offscreen to PNG")
     p.add_argument("files", nargs="*", metavar="FILE")

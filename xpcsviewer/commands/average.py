@@ -1,0 +1,74 @@
+"""``xpcsviewer average``: average repeat measurements into one new result file.
+
+Exit codes: 0 written; 2 bad options (baseline q index out of range, output
+equal to an input); 3 unreadable inputs (one line each) or files that cannot be
+averaged together (different q-maps, delays or frame times; each file named);
+1 every file rejected, output exists, or anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from xpcsviewer.compute.averaging import (
+    AverageOptions,
+    IncompatibleFilesError,
+    NoFilesAcceptedError,
+    UnreadableFilesError,
+    average_files,
+)
+from xpcsviewer.progress import TextProgressBar
+
+PROG = "xpcsviewer average"
+
+
+def options_from_args(args: argparse.Namespace) -> AverageOptions:
+    """The :class:`AverageOptions` of the parsed command line."""
+    rng = getattr(args, "baseline_range", None)
+    return AverageOptions(
+        error_method=getattr(args, "error_method", "weighted"),
+        baseline_q_index=int(getattr(args, "baseline_q_index", 0)),
+        baseline_window=int(getattr(args, "baseline_window", 10)),
+        baseline_range=None if rng is None else (float(rng[0]), float(rng[1])),
+        mad_threshold=getattr(args, "mad_threshold", None),
+        overwrite=bool(getattr(args, "overwrite", False)),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``xpcsviewer average``; returns the exit code."""
+    opts = options_from_args(args)
+    if opts.baseline_window < 1:
+        print(f"{PROG}: --baseline-window must be at least 1", file=sys.stderr)
+        return 2
+    if opts.mad_threshold is not None and not opts.mad_threshold > 0:
+        print(f"{PROG}: --mad-threshold must be positive", file=sys.stderr)
+        return 2
+    if opts.baseline_range is not None and opts.baseline_range[0] > opts.baseline_range[1]:
+        print(f"{PROG}: --baseline-range MIN must not exceed MAX", file=sys.stderr)
+        return 2
+    quiet = bool(getattr(args, "quiet", False))
+    bar = TextProgressBar("average", enabled=not quiet)
+    try:
+        with bar:
+            summary = average_files(args.files, args.output, opts, progress=bar)
+    except UnreadableFilesError as exc:
+        for err in exc.errors:
+            print(f"{PROG}: {err.one_line()}", file=sys.stderr)
+        return 3
+    except IncompatibleFilesError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 3
+    except NoFilesAcceptedError as exc:
+        print(f"{PROG}: nothing written, every file was rejected", file=sys.stderr)
+        print(exc.summary.text(), file=sys.stderr)
+        return 1
+    except FileExistsError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    print(summary.text())
+    return 0

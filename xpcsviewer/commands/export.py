@@ -1,0 +1,168 @@
+"""``xpcsviewer export``: render the GUI's export figures for many files, off-screen.
+
+Plots that overlay files (``saxs1d``, ``intensity``, ``g2``, ``diffusion``) give
+one combined figure ``combined_<kind>.<fmt>``; the others one figure per file,
+``<label>_<kind>.<fmt>``. For ``g2`` and ``diffusion`` the curves are first
+fitted with the single-exponential model (the same batched least-squares fit as
+the g2 tab), so the figures show the fits and the diffusion coefficient.
+
+Unreadable files are reported (one line each) and the rest are still exported;
+the exit code is then 3. A file that lacks the data of a plot (two-time of a
+multitau-only file) is skipped with a note and does not change the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.progress import CancelToken, ProgressCallback, TextProgressBar, report
+
+__all__ = ["COMBINED_KINDS", "ExportReport", "export_figures", "run"]
+
+PROG = "xpcsviewer export"
+COMBINED_KINDS = ("saxs1d", "intensity", "g2", "diffusion")
+
+
+class ExportReport:
+    """What :func:`export_figures` did: written paths, failures and skips."""
+
+    def __init__(self) -> None:
+        self.written: list[Path] = []
+        self.errors: list[str] = []  # one line each: bad input
+        self.skipped: list[str] = []  # a plot that does not apply to a file
+
+    @property
+    def ok(self) -> bool:
+        """True when no input was bad."""
+        return not self.errors
+
+
+def _needs(kind: str, res: Any) -> str | None:
+    """Why ``kind`` cannot be drawn for ``res`` (None: it can)."""
+    if kind in ("g2", "diffusion") and res.multitau is None:
+        return "no multitau g2"
+    if kind == "twotime" and res.twotime is None:
+        return "no two-time data"
+    return None
+
+
+def _unique_labels(results: Sequence[Any]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for r in results:
+        lab = "".join(c if c.isalnum() or c in "-_." else "_" for c in r.label) or "file"
+        n = seen.get(lab, 0) + 1
+        seen[lab] = n
+        out.append(lab if n == 1 else f"{lab}_{n}")
+    return out
+
+
+def export_figures(
+    files: Sequence[str | Path],
+    kinds: Sequence[str],
+    out_dir: str | Path,
+    fmt: str = "png",
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> ExportReport:
+    """Render ``kinds`` for ``files`` into ``out_dir`` (created if needed).
+
+    Parameters
+    ----------
+    files : sequence of path
+        Result files; unreadable ones are listed in ``errors``.
+    kinds : sequence of str
+        Plot kinds of :data:`xpcsviewer.export.FIGURE_KINDS`.
+    out_dir : path
+    fmt : {"png", "svg", "pdf"}
+    progress, cancel
+        One step per figure (plus one per file read); cancel checked between them.
+
+    Returns
+    -------
+    ExportReport
+    """
+    from xpcsviewer.export import make_figure, save_figure
+    from xpcsviewer.export.g2_data import fit_g2_blocks, g2_blocks
+    from xpcsviewer.io import read_result
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rep = ExportReport()
+    kinds = list(dict.fromkeys(kinds))
+    per_file = [k for k in kinds if k not in COMBINED_KINDS]
+    combined = [k for k in kinds if k in COMBINED_KINDS]
+    n_files = len(files)
+    total = n_files + len(combined) + len(per_file) * n_files
+    done = 0
+    results = []
+    for p in files:
+        report(progress, cancel, done, total, f"reading {Path(p).name}")
+        try:
+            results.append(read_result(p))
+        except XpcsFileError as exc:
+            rep.errors.append(exc.one_line())
+        except OSError as exc:
+            rep.errors.append(f"{p}: cannot be read ({exc})")
+        done += 1
+    total = n_files + len(combined) + len(per_file) * len(results)
+    labels = _unique_labels(results)
+
+    def save(fig: Any, name: str) -> None:
+        try:
+            rep.written.append(save_figure(fig, out / f"{name}.{fmt}"))
+        finally:
+            fig.clear()
+
+    fits = None
+    for kind in combined:
+        report(progress, cancel, done, total, f"{kind} (all files)")
+        done += 1
+        usable = [r for r in results if _needs(kind, r) is None]
+        if not usable:
+            rep.skipped.append(f"{kind}: no file has the data")
+            continue
+        opts: dict[str, Any] = {}
+        try:
+            if kind in ("g2", "diffusion"):
+                if fits is None:
+                    blocks = g2_blocks(usable)
+                    fits = fit_g2_blocks(blocks, model="single", cancel=cancel)
+                opts["fits"] = fits  # g2 and diffusion use the same files, so one fit
+            save(make_figure(kind, usable, **opts), f"combined_{kind}")
+        except XpcsFileError as exc:
+            rep.errors.append(exc.one_line())
+    for kind in per_file:
+        for res, lab in zip(results, labels, strict=True):
+            report(progress, cancel, done, total, f"{kind} {lab}")
+            done += 1
+            why = _needs(kind, res)
+            if why is not None:
+                rep.skipped.append(f"{kind}: {res.path}: {why}")
+                continue
+            try:
+                save(make_figure(kind, [res]), f"{lab}_{kind}")
+            except XpcsFileError as exc:
+                rep.errors.append(exc.one_line())
+    report(progress, cancel, total, total, "done")
+    return rep
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``xpcsviewer export``; returns the exit code."""
+    quiet = bool(getattr(args, "quiet", False))
+    with TextProgressBar("export", enabled=not quiet) as bar:
+        rep = export_figures(args.files, args.plot, args.output, args.format, progress=bar)
+    for line in rep.errors:
+        print(f"{PROG}: {line}", file=sys.stderr)
+    for line in rep.skipped:
+        print(f"{PROG}: skipped {line}", file=sys.stderr)
+    if not quiet:
+        print(f"wrote {len(rep.written)} figure(s) to {args.output}")
+    return 0 if rep.ok else 3
