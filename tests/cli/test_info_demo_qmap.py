@@ -1,0 +1,120 @@
+"""``xpcsviewer info``, ``demo`` and ``qmap`` end to end (in-process through cli.main)."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from xpcsviewer.cli import main
+from xpcsviewer.compute.partition import check_consistency
+from xpcsviewer.compute.qmap import compute_qmap
+from xpcsviewer.io import read_result
+from xpcsviewer.io.reader import _read_qmap_nexus
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    assert main(["demo", "--no-gui", "--quiet", "--out", str(out)]) == 0
+    return out
+
+
+def test_demo_then_info_json(demo_dir, capsys):
+    files = sorted(demo_dir.glob("*.hdf"))
+    assert len(files) >= 6
+    capsys.readouterr()
+    assert main(["info", "--json", *map(str, files)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    recs = data["files"]
+    assert len(recs) == len(files)
+    keys = {"path", "analysis_type", "detector_shape", "n_frames", "frame_time", "energy_kev",
+            "det_dist_m", "pixel_size_m", "beam_center", "q_dynamic", "phi_dynamic", "n_tau"}
+    for rec, f in zip(recs, files, strict=True):
+        assert keys <= set(rec)
+        r = read_result(f)
+        assert rec["path"] == str(f)
+        assert rec["analysis_type"] == list(r.analysis_type)
+        assert rec["detector_shape"] == [256, 256]
+        assert rec["q_dynamic"] == pytest.approx(r.qmap.dynamic_q.tolist())
+        assert len(rec["phi_dynamic"]) == len(rec["q_dynamic"]) == r.qmap.n_dynamic
+        assert rec["energy_kev"] == 10.0 and rec["det_dist_m"] == 5.0 and rec["pixel_size_m"] == 75e-6
+    types = {tuple(r["analysis_type"]) for r in recs}
+    assert {("Multitau",), ("Twotime",), ("Twotime", "Multitau")} <= types
+
+
+def test_info_bad_files_exit_3_good_still_reported(demo_dir, tmp_path, capsys):
+    bad = tmp_path / "bad.hdf"
+    bad.write_bytes(b"nonsense")
+    good = sorted(demo_dir.glob("*.hdf"))[0]
+    capsys.readouterr()
+    rc = main(["info", str(bad), str(good)])
+    out, err = capsys.readouterr()
+    assert rc == 3
+    assert good.name in out and "Multitau" in out
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and str(bad) in lines[0] and "not an HDF5 file" in lines[0]
+    assert "Traceback" not in err
+
+
+def test_info_real_files(real_data_dir, capsys):
+    files = sorted((real_data_dir / "aps8idi_llps_saxpcs").glob("*.hdf"))
+    capsys.readouterr()
+    assert main(["info", "--json", *map(str, files)]) == 0
+    recs = json.loads(capsys.readouterr().out)["files"]
+    assert len(recs) == 11
+    for rec in recs:
+        assert rec["analysis_type"] == ["Multitau"]
+        assert rec["detector_shape"] == [512, 1024] and rec["n_frames"] == 100000
+        assert rec["frame_time"] == 2e-5 and rec["energy_kev"] == 10.945
+        assert rec["n_tau"] == 61 and len(rec["q_dynamic"]) == 27
+        assert rec["q_dynamic"][0] == pytest.approx(0.00376, abs=1e-5)
+        assert rec["beam_center"] == [581.5, 235.5]
+
+
+def test_qmap_command_writes_standard_partition(tmp_path, capsys):
+    mask = np.ones((48, 64), bool)
+    mask[20:26, 30:36] = False  # beam stop
+    np.save(tmp_path / "mask.npy", mask)
+    out = tmp_path / "qmap.hdf"
+    rc = main(["qmap", "--shape", "48", "64", "--energy", "10", "--det-dist", "5",
+               "--pixel-size", "75e-6", "--bcx", "32.5", "--bcy", "23", "--mask",
+               str(tmp_path / "mask.npy"), "--dq-num", "5", "--sq-num", "20", "--dp-num", "4",
+               "--sp-num", "8", "-o", str(out)])
+    assert rc == 0
+    with h5py.File(out, "r") as f:
+        g = f["qmap"]
+        assert g.attrs["hash"] and g.attrs["version"]
+        for k in ("beam_center_x", "beam_center_y", "pixel_size", "mask", "blemish", "energy",
+                  "detector_distance", "map_names", "map_units", "source_file",
+                  "dynamic_num_pts", "dynamic_roi_map", "dynamic_v_list_dim0",
+                  "dynamic_v_list_dim1", "dynamic_index_mapping", "static_num_pts",
+                  "static_roi_map", "static_v_list_dim0", "static_v_list_dim1",
+                  "static_index_mapping"):
+            assert k in g, k
+        qm = _read_qmap_nexus(f, "/qmap", [])
+    assert check_consistency(qm) == []
+    np.testing.assert_array_equal(qm.mask, mask)
+    assert qm.dynamic_num_pts == (5, 4) and qm.static_num_pts == (20, 8)
+    q, _ = compute_qmap((48, 64), 10, 5, 75e-6, 32.5, 23)
+    assert qm.dynamic_v_list_dim0[0] > q[mask].min() and qm.dynamic_v_list_dim0[-1] < q[mask].max()
+
+
+def test_qmap_command_bad_masks(tmp_path, capsys):
+    base = ["qmap", "--shape", "8", "8", "--energy", "10", "--det-dist", "5", "--pixel-size",
+            "75e-6", "--bcx", "4", "--bcy", "4", "-o", str(tmp_path / "q.hdf")]
+    np.save(tmp_path / "wrong.npy", np.ones((4, 4)))
+    assert main([*base, "--mask", str(tmp_path / "wrong.npy")]) == 3
+    assert "detector shape (8, 8)" in capsys.readouterr().err
+    (tmp_path / "m.tif").write_bytes(b"II*\x00")
+    rc = main([*base, "--mask", str(tmp_path / "m.tif")])
+    err = capsys.readouterr().err
+    try:
+        import tifffile  # noqa: F401
+    except ImportError:
+        assert rc == 3 and "tifffile" in err
+    with h5py.File(tmp_path / "m.hdf", "w") as f:
+        f["qmap/mask"] = np.ones((8, 8), np.uint8)
+    assert main([*base, "--mask", str(tmp_path / "m.hdf")]) == 0
