@@ -35,6 +35,7 @@ __all__ = [
     "pixel_info",
     "q_range_mask",
     "saxs1d_curves",
+    "sample_interval",
     "saxs1d_profiles",
     "segment_profiles",
     "stability_analysis",
@@ -325,8 +326,8 @@ class StabilityResult:
     profiles : (S, n_q) float64
         Phi-averaged I(q) per segment.
     rel_change : (S,) float64
-        ``sum_q |I_s - I_0| / sum_q |I_0|`` over the q points finite in both
-        (0 for the first segment).
+        Largest relative change of the q-group means against the first segment,
+        ``max_g |<I_s>_g - <I_0>_g| / <I_0>_g`` (0 for the first segment).
     max_rel_change : float
         ``max(rel_change)``: the beam-damage number.
     worst_segment : int
@@ -349,8 +350,14 @@ class StabilityResult:
 
 
 def stability_analysis(segments: np.ndarray, qmap: Any, threshold: float = 0.05,
-                       qmin: float | None = None, qmax: float | None = None) -> StabilityResult:
-    """Segment I(q) profiles and the maximum relative change against the first segment.
+                       qmin: float | None = None, qmax: float | None = None,
+                       n_groups: int = 8) -> StabilityResult:
+    """Segment I(q) profiles and how much they change against the first segment.
+
+    Single q points of a short segment are dominated by photon noise, so the
+    comparison uses ``n_groups`` contiguous groups of q points (equal numbers of
+    points, over the q points finite in every segment and inside the q range):
+    ``rel_change[s] = max_g |mean_g(I_s) - mean_g(I_0)| / mean_g(I_0)``.
 
     Parameters
     ----------
@@ -362,22 +369,33 @@ def stability_analysis(segments: np.ndarray, qmap: Any, threshold: float = 0.05,
         Relative change above which the file is flagged (default 5 %).
     qmin, qmax : float, optional
         Restrict the comparison to a q range.
+    n_groups : int
+        Number of q groups (fewer points than groups: one point per group).
 
     Returns
     -------
     StabilityResult
     """
     q, prof = segment_profiles(segments, qmap)
-    keep = q_range_mask(q, qmin, qmax)
-    ref = prof[0]
+    keep = q_range_mask(q, qmin, qmax) & np.all(np.isfinite(prof), axis=0)
+    idx = np.flatnonzero(keep)
     rel = np.zeros(prof.shape[0])
-    for s in range(prof.shape[0]):
-        ok = keep & np.isfinite(ref) & np.isfinite(prof[s])
-        denom = np.abs(ref[ok]).sum()
-        rel[s] = np.abs(prof[s][ok] - ref[ok]).sum() / denom if denom > 0 else np.nan
+    if idx.size == 0:
+        rel[:] = np.nan
+    else:
+        groups = [g for g in np.array_split(idx, min(int(n_groups), idx.size)) if g.size]
+        means = np.stack([prof[:, g].mean(axis=1) for g in groups], axis=1)  # (S, G)
+        ref = means[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            change = np.abs(means - ref) / np.abs(ref)
+        change[:, ref == 0] = np.nan
+        rel = np.where(np.isfinite(change).any(axis=1),
+                       np.nanmax(np.where(np.isfinite(change), change, -np.inf), axis=1),
+                       np.nan)
     worst = int(np.nanargmax(rel)) if np.isfinite(rel).any() else 0
     mx = float(np.nanmax(rel)) if np.isfinite(rel).any() else float("nan")
-    return StabilityResult(q, prof, rel, mx, worst, float(threshold))
+    return StabilityResult(q, prof, rel, mx, worst, float(threshold),
+                           {"n_groups": int(n_groups), "n_q_used": int(idx.size)})
 
 
 # -------------------------------------------------------------- intensity-time
@@ -457,14 +475,15 @@ def intensity_traces(results: list, *, window: int = 1, time_axis: bool = True,
         if it is None:
             continue
         it = np.asarray(it, dtype=np.float64)
-        x = it[0] * _frame_dt(res) if time_axis else it[0].copy()
+        x = it[0] * sample_interval(res) if time_axis else it[0].copy()
         y = moving_average(it[1], window)
         out.append(Curve(x[::step], y[::step], res.label, "trace", i))
     return out
 
 
-def _frame_dt(res: Any) -> float:
-    """Time per recorded intensity sample (s)."""
+def sample_interval(res: Any) -> float:
+    """Time per frame of the analysis (s): ``t0_eff`` of the multitau or two-time run,
+    else the frame time."""
     mt = getattr(res, "multitau", None)
     if mt is not None and mt.t0_eff:
         return float(mt.t0_eff)

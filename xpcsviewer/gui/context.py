@@ -15,9 +15,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, Slot
 
-from xpcsviewer.gui.workers import ErrorInfo, TaskRunner
+from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, preload_backend
 
 __all__ = ["AppContext", "ResultCache"]
 
@@ -83,6 +83,8 @@ class AppContext(QObject):
     ----------
     runner : TaskRunner, optional
         Defaults to a new asynchronous runner; tests pass ``TaskRunner(synchronous=True)``.
+    preload : bool
+        Import the array backend now, on the GUI thread (see ``preload_backend``).
     cache_size : int
         How many opened result files to keep.
     """
@@ -98,15 +100,21 @@ class AppContext(QObject):
     sigSelectedBin = Signal(int)
     """A panel picked a dynamic q-bin (1-based value, e.g. a click on the q-map): (int)."""
 
+    _sigForeignError = Signal(object)
+    """An exception raised in another thread, queued to the GUI thread: (BaseException)."""
+
     def __init__(self, runner: TaskRunner | None = None, cache_size: int = 16,
-                 parent: QObject | None = None) -> None:
+                 parent: QObject | None = None, preload: bool = True) -> None:
         super().__init__(parent)
+        # JAX must be first imported on this (GUI) thread, never in a worker.
+        self.backend_line = preload_backend() if preload else ""
         self.runner = runner if runner is not None else TaskRunner(self)
         self.runner.sigError.connect(self.report_error)
         self.cache = ResultCache(cache_size)
         self.shared: dict[str, Any] = {}
         self.targets: list[Any] = []
         self.last_error: ErrorInfo | None = None
+        self._sigForeignError.connect(self._on_foreign_error)
 
     # --------------------------------------------------------------- errors
     def report_error(self, error: ErrorInfo | BaseException | str) -> ErrorInfo:
@@ -127,6 +135,14 @@ class AppContext(QObject):
         logger.warning("%s: %s", info.kind, info.message)
         self.sigError.emit(info)
         return info
+
+    def report_error_threadsafe(self, error: ErrorInfo | BaseException | str) -> None:
+        """Like :meth:`report_error`, callable from any thread (queued to the GUI thread)."""
+        self._sigForeignError.emit(error)
+
+    @Slot(object)
+    def _on_foreign_error(self, error) -> None:
+        self.report_error(error)
 
     def show_status(self, msg: str) -> None:
         """Show a message in the status bar."""

@@ -25,7 +25,8 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from xpcsviewer.progress import CancelToken, Cancelled
 
-__all__ = ["ComputeWorker", "ErrorInfo", "TaskRunner", "WorkerSignals", "to_numpy_tree"]
+__all__ = ["ComputeWorker", "ErrorInfo", "TaskRunner", "WorkerSignals", "preload_backend",
+           "to_numpy_tree"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,24 @@ class ErrorInfo:
         return cls(type(exc).__name__, msg.splitlines()[0] if msg else "", tb, request_id)
 
 
+def preload_backend() -> str:
+    """Import the array backend (JAX) on the calling thread; returns its status line.
+
+    Call it on the GUI thread before jobs start: importing jaxlib's compiled modules
+    in a worker while the GUI thread runs Python's garbage collector can abort the
+    process ("none_dealloc"), so the first import must not happen in a worker.
+    """
+    from xpcsviewer.backends import get_backend, get_device_manager
+
+    try:
+        dm = get_device_manager()
+        get_backend()
+        return dm.describe()
+    except Exception as exc:  # a broken JAX install leaves the NumPy backend usable
+        logger.warning("backend preload failed: %s", exc)
+        return f"backend unavailable: {exc}"
+
+
 def _block(x: Any) -> None:
     fn = getattr(x, "block_until_ready", None)
     if callable(fn):
@@ -73,13 +92,15 @@ def to_numpy_tree(x: Any) -> Any:
     Handles arrays, lists, tuples (incl. NamedTuples), dicts and dataclasses
     (converted field by field in a shallow copy). NumPy arrays are returned as they are.
     """
-    from xpcsviewer.backends import ensure_numpy, is_jax_array
-
-    if is_jax_array(x):
-        _block(x)
-        return ensure_numpy(x)
     if isinstance(x, np.ndarray) or x is None or isinstance(x, (str, bytes, int, float)):
         return x
+    # Checked by module name first: another thread may be half-way through
+    # importing jax, and touching jax.Array then fails.
+    if type(x).__module__.split(".")[0] in ("jax", "jaxlib"):
+        from xpcsviewer.backends import ensure_numpy
+
+        _block(x)
+        return ensure_numpy(x)
     if isinstance(x, dict):
         return {k: to_numpy_tree(v) for k, v in x.items()}
     if isinstance(x, tuple) and hasattr(x, "_fields"):

@@ -49,12 +49,7 @@ def export_figure_job(kind: str, results: list, options: dict, path: str,
     report(progress, cancel, 0, 2, "building figure")
     fig = make_figure(kind, results, **options)
     report(progress, cancel, 1, 2, "writing")
-    try:
-        save_figure(fig, path)
-    finally:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
+    save_figure(fig, path)
     report(progress, cancel, 2, 2, "done")
     return str(path)
 
@@ -104,6 +99,7 @@ class BasePanel(QWidget):
         super().__init__(parent)
         self.context = context
         self.results: list[Any] = []
+        self.current_index = 0
         self._dirty = False
 
     # ------------------------------------------------------------- targets
@@ -113,6 +109,26 @@ class BasePanel(QWidget):
         self._dirty = True
         if self.isVisible():
             self._refresh_now()
+
+    #: True for tabs that show one file (the current target): they refresh when it changes.
+    uses_current: bool = False
+
+    def set_current(self, index: int) -> None:
+        """The current target changed (arrow keys in the target list; GUI thread)."""
+        index = max(0, int(index))
+        if index == self.current_index:
+            return
+        self.current_index = index
+        if self.uses_current and self.results:
+            self._dirty = True
+            if self.isVisible():
+                self._refresh_now()
+
+    def current_result(self) -> Any | None:
+        """The current target (clamped to the list), or None without targets."""
+        if not self.results:
+            return None
+        return self.results[min(self.current_index, len(self.results) - 1)]
 
     def applies_to(self, results: list[Any]) -> str | None:
         """None if this tab can show ``results``, else the reason (tab tooltip)."""

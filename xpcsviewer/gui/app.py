@@ -1,0 +1,71 @@
+"""Start the desktop app: ``run_app(paths)``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+
+__all__ = ["configure_pyqtgraph", "install_error_hooks", "run_app"]
+
+logger = logging.getLogger(__name__)
+_configured = False
+
+
+def configure_pyqtgraph() -> None:
+    """Global pyqtgraph options, once: detector rows and columns shown as stored."""
+    global _configured
+    if _configured:
+        return
+    import pyqtgraph as pg
+
+    pg.setConfigOptions(imageAxisOrder="row-major", antialias=True, background="w",
+                        foreground="k")
+    _configured = True
+
+
+def install_error_hooks(context) -> bool:
+    """Route uncaught exceptions (GUI and worker threads) to the error sink.
+
+    ``XPCSVIEWER_CATCH_ERRORS=0`` leaves Python's default hooks (debugging).
+    Returns True when the hooks were installed.
+    """
+    if os.environ.get("XPCSVIEWER_CATCH_ERRORS", "1").strip() in ("0", "false", "no"):
+        return False
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            sys.__excepthook__(exc_type, exc, tb)
+            return
+        logger.error("uncaught exception", exc_info=(exc_type, exc, tb))
+        if exc.__traceback__ is None:
+            exc = exc.with_traceback(tb)
+        if threading.current_thread() is threading.main_thread():
+            context.report_error(exc)
+        else:
+            context.report_error_threadsafe(exc)
+
+    def thread_hook(args):
+        hook(args.exc_type, args.exc_value, args.exc_traceback)
+
+    sys.excepthook = hook
+    threading.excepthook = thread_hook
+    return True
+
+
+def run_app(paths: list[str]) -> int:
+    """Open the main window on ``paths`` (folders and/or files) and run the event loop."""
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("XPCS Viewer")
+    app.setOrganizationName("xpcsviewer")
+    configure_pyqtgraph()
+    from xpcsviewer.gui.main_window import MainWindow
+
+    win = MainWindow()
+    install_error_hooks(win.context)
+    if paths:
+        win.open_paths([str(p) for p in paths])
+    win.show()
+    return int(app.exec())

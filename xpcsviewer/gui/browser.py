@@ -1,0 +1,391 @@
+"""The data browser (left dock): folder, source list, target list.
+
+The folder listing runs in a worker (a network folder can take seconds); it only
+stats the files, nothing is opened. Files are opened when they become targets.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QFileSystemWatcher, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from xpcsviewer.gui.context import AppContext
+
+__all__ = ["RESULT_PATTERNS", "DataBrowser", "FileEntry", "filter_entries", "list_result_files",
+           "sort_entries"]
+
+RESULT_PATTERNS = ("*.hdf", "*.h5", "*.hdf5", "*.nxs")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file of the folder: name, full path, modification time (s since epoch)."""
+
+    name: str
+    path: str
+    mtime: float
+
+
+def list_result_files(folder: str, progress=None, cancel=None) -> list[FileEntry]:
+    """List result files of ``folder`` (no dot-files, not recursive); worker job.
+
+    Raises
+    ------
+    FileNotFoundError, NotADirectoryError
+        ``folder`` is not a readable folder.
+    """
+    folder_p = Path(folder)
+    if not folder_p.is_dir():
+        raise NotADirectoryError(f"{folder}: not a folder")
+    out = []
+    with os.scandir(folder_p) as it:
+        for i, de in enumerate(it):
+            if cancel is not None and i % 256 == 0:
+                cancel.raise_if_cancelled()
+            if de.name.startswith(".") or not any(
+                    fnmatch.fnmatch(de.name.lower(), p) for p in RESULT_PATTERNS):
+                continue
+            try:
+                if not de.is_file():
+                    continue
+                mtime = de.stat().st_mtime
+            except OSError:
+                continue
+            out.append(FileEntry(de.name, str(Path(de.path)), mtime))
+    return out
+
+
+def filter_entries(entries: list[FileEntry], text: str, mode: str = "contains") -> list[FileEntry]:
+    """Keep entries whose name matches ``text``.
+
+    ``mode="prefix"``: name starts with text. ``"contains"``: every
+    whitespace-separated word occurs in the name. Case-insensitive.
+    """
+    text = text.strip().lower()
+    if not text:
+        return list(entries)
+    if mode == "prefix":
+        return [e for e in entries if e.name.lower().startswith(text)]
+    words = text.split()
+    return [e for e in entries if all(w in e.name.lower() for w in words)]
+
+
+SORT_MODES = ("name", "name-reverse", "time", "time-reverse")
+
+
+def sort_entries(entries: list[FileEntry], mode: str = "name") -> list[FileEntry]:
+    """Sort by name or modification time, optionally reversed."""
+    key = (lambda e: (e.mtime, e.name)) if mode.startswith("time") else (lambda e: e.name)
+    return sorted(entries, key=key, reverse=mode.endswith("reverse"))
+
+
+class _TargetList(QListWidget):
+    """Target list accepting files dropped from the system file manager."""
+
+    sigFilesDropped = Signal(list)
+    """Local files dropped on the list: (list of str)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setAcceptDrops(True)
+        self.setDragDropMode(QAbstractItemView.DragDropMode.DropOnly)
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+        else:
+            super().dragEnterEvent(event)
+
+    def dragMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+        else:
+            super().dragMoveEvent(event)
+
+    def dropEvent(self, event) -> None:  # noqa: N802 - Qt override
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        paths = [u.toLocalFile() for u in urls if u.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.sigFilesDropped.emit(paths)
+        else:
+            super().dropEvent(event)
+
+
+class DataBrowser(QWidget):
+    """Folder path, filtered/sorted source list and ordered target list.
+
+    All methods run on the GUI thread.
+    """
+
+    sigTargetsChanged = Signal(list)
+    """The ordered target paths changed: (list of str)."""
+    sigCurrentChanged = Signal(int)
+    """The current target row changed (arrow keys, click): (int, -1 for none)."""
+    sigFolderChanged = Signal(str)
+    """A folder was opened: (str)."""
+    sigScanned = Signal(int)
+    """A folder listing arrived: (number of files)."""
+
+    def __init__(self, context: AppContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.context = context
+        self.folder: str = ""
+        self.entries: list[FileEntry] = []
+        self.recent: list[str] = []
+        self._watcher = QFileSystemWatcher(self)
+        self._watch_timer = QTimer(self, singleShot=True, interval=500)
+        self._watch_timer.timeout.connect(self.refresh)
+        self._watcher.directoryChanged.connect(lambda _p: self._watch_timer.start())
+        self._build()
+
+    # ------------------------------------------------------------------ UI
+    def _build(self) -> None:
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        row = QHBoxLayout()
+        self.path_edit = QLineEdit(placeholderText="Folder with result files")
+        self.path_edit.setToolTip("Folder with result files; press Enter to open")
+        self.path_edit.returnPressed.connect(lambda: self.open_folder(self.path_edit.text()))
+        self.browse_btn = QToolButton(text="\u2026", toolTip="Browse for a folder")
+        self.browse_btn.clicked.connect(self._on_browse_clicked)
+        self.recent_btn = QToolButton(text="\u25be", toolTip="Recent folders")
+        self.recent_btn.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.refresh_btn = QToolButton(text="\u27f3", toolTip="Reload the folder (F5)")
+        self.refresh_btn.clicked.connect(self.refresh)
+        for w in (self.path_edit, self.browse_btn, self.recent_btn, self.refresh_btn):
+            row.addWidget(w)
+        lay.addLayout(row)
+        row = QHBoxLayout()
+        self.watch_check = QCheckBox("Watch folder", toolTip="Refresh when files appear")
+        self.watch_check.toggled.connect(self._on_watch_toggled)
+        self.sort_combo = QComboBox(toolTip="Sort the source list")
+        self.sort_combo.addItems(SORT_MODES)
+        self.sort_combo.currentTextChanged.connect(lambda _t: self._fill_source())
+        row.addWidget(self.watch_check)
+        row.addStretch(1)
+        row.addWidget(self.sort_combo)
+        lay.addLayout(row)
+
+        self.source_box = QGroupBox("Source: 0")
+        sl = QVBoxLayout(self.source_box)
+        row = QHBoxLayout()
+        self.filter_mode = QComboBox(toolTip="How the filter matches file names")
+        self.filter_mode.addItems(["contains", "prefix"])
+        self.filter_edit = QLineEdit(placeholderText="filter (Enter adds matches)")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.textChanged.connect(lambda _t: self._fill_source())
+        self.filter_mode.currentTextChanged.connect(lambda _t: self._fill_source())
+        self.filter_edit.returnPressed.connect(self._on_filter_return)
+        row.addWidget(self.filter_mode)
+        row.addWidget(self.filter_edit, 1)
+        sl.addLayout(row)
+        self.source_list = QListWidget()
+        self.source_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.source_list.itemDoubleClicked.connect(lambda _i: self.add_selected())
+        sl.addWidget(self.source_list)
+        lay.addWidget(self.source_box, 3)
+
+        row = QHBoxLayout()
+        self.add_btn = QPushButton("Add \u2193", toolTip="Add the selected files to the targets")
+        self.add_btn.clicked.connect(self.add_selected)
+        self.remove_btn = QPushButton("Remove", toolTip="Remove the selected targets (Del)")
+        self.remove_btn.clicked.connect(self.remove_selected)
+        self.up_btn = QToolButton(text="\u2191", toolTip="Move the target up")
+        self.up_btn.clicked.connect(lambda: self.move_current(-1))
+        self.down_btn = QToolButton(text="\u2193", toolTip="Move the target down")
+        self.down_btn.clicked.connect(lambda: self.move_current(+1))
+        self.clear_btn = QPushButton("Clear", toolTip="Remove all targets")
+        self.clear_btn.clicked.connect(self.clear_targets)
+        for w in (self.add_btn, self.remove_btn, self.up_btn, self.down_btn, self.clear_btn):
+            row.addWidget(w)
+        lay.addLayout(row)
+
+        self.target_box = QGroupBox("Targets: 0")
+        tl = QVBoxLayout(self.target_box)
+        self.target_list = _TargetList()
+        self.target_list.setToolTip(
+            "Files shown in the tabs. \u2191/\u2193 step through them; drop files here.")
+        self.target_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.target_list.currentRowChanged.connect(self.sigCurrentChanged.emit)
+        self.target_list.sigFilesDropped.connect(self.add_paths)
+        tl.addWidget(self.target_list)
+        lay.addWidget(self.target_box, 2)
+
+    # --------------------------------------------------------------- folder
+    def _on_browse_clicked(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open folder", self.folder or str(Path.home()))
+        if folder:
+            self.open_folder(folder)
+
+    def open_folder(self, folder: str) -> None:
+        """Show ``folder`` and list its result files in a worker."""
+        folder = str(Path(folder).expanduser())
+        if not Path(folder).is_dir():
+            self.context.report_error(f"{folder}: not a folder")
+            return
+        if self.folder and self._watcher.directories():
+            self._watcher.removePaths(self._watcher.directories())
+        self.folder = folder
+        self.path_edit.setText(folder)
+        if self.watch_check.isChecked():
+            self._watcher.addPath(folder)
+        self.sigFolderChanged.emit(folder)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """List the current folder again (new files show up)."""
+        if not self.folder:
+            return
+        self.context.runner.submit(
+            "browser:scan", list_result_files, self.folder, on_result=self._on_scan_result,
+            description=f"Listing {Path(self.folder).name}")
+
+    def _on_scan_result(self, entries: list[FileEntry]) -> None:
+        self.entries = list(entries)
+        self._fill_source()
+        self.context.show_status(f"{len(entries)} result files in {self.folder}")
+        self.sigScanned.emit(len(entries))
+
+    def _on_watch_toggled(self, on: bool) -> None:
+        dirs = self._watcher.directories()
+        if dirs:
+            self._watcher.removePaths(dirs)
+        if on and self.folder:
+            self._watcher.addPath(self.folder)
+
+    def visible_entries(self) -> list[FileEntry]:
+        """Entries after filter and sort, in list order."""
+        shown = filter_entries(self.entries, self.filter_edit.text(), self.filter_mode.currentText())
+        return sort_entries(shown, self.sort_combo.currentText())
+
+    def _fill_source(self) -> None:
+        shown = self.visible_entries()
+        self.source_list.clear()
+        for e in shown:
+            it = QListWidgetItem(e.name)
+            it.setData(Qt.ItemDataRole.UserRole, e.path)
+            it.setToolTip(e.path)
+            self.source_list.addItem(it)
+        self.source_box.setTitle(f"Source: {len(shown)} of {len(self.entries)}")
+        if self.filter_edit.text().strip():
+            self.source_list.selectAll()
+
+    def source_names(self) -> list[str]:
+        """Names shown in the source list, in order."""
+        return [self.source_list.item(i).text() for i in range(self.source_list.count())]
+
+    # -------------------------------------------------------------- targets
+    def _on_filter_return(self) -> None:
+        self.add_selected()
+
+    def target_paths(self) -> list[str]:
+        """The target paths, in order."""
+        return [self.target_list.item(i).data(Qt.ItemDataRole.UserRole)
+                for i in range(self.target_list.count())]
+
+    def current_index(self) -> int:
+        """Current target row (-1 for none)."""
+        return self.target_list.currentRow()
+
+    def add_selected(self) -> None:
+        """Add the selected source files (or all shown ones if none is selected)."""
+        items = self.source_list.selectedItems()
+        if not items and self.source_list.currentItem() is not None:
+            items = [self.source_list.currentItem()]
+        self.add_paths([it.data(Qt.ItemDataRole.UserRole) for it in items])
+
+    def add_paths(self, paths: list[str]) -> None:
+        """Append files to the targets (duplicates skipped; folders are opened instead)."""
+        have = set(self.target_paths())
+        added = 0
+        for p in paths:
+            p = str(p)
+            if Path(p).is_dir():
+                self.open_folder(p)
+                continue
+            if p in have:
+                continue
+            have.add(p)
+            it = QListWidgetItem(Path(p).name)
+            it.setData(Qt.ItemDataRole.UserRole, p)
+            it.setToolTip(p)
+            self.target_list.addItem(it)
+            added += 1
+        if added:
+            self._targets_changed()
+            if self.target_list.currentRow() < 0:
+                self.target_list.setCurrentRow(0)
+
+    def set_targets(self, paths: list[str], current: int = 0) -> None:
+        """Replace the targets."""
+        self.target_list.blockSignals(True)
+        self.target_list.clear()
+        self.target_list.blockSignals(False)
+        self.add_paths(paths)
+        if self.target_list.count():
+            self.target_list.setCurrentRow(max(0, min(current, self.target_list.count() - 1)))
+        else:
+            self._targets_changed()
+
+    def remove_selected(self) -> None:
+        """Remove the selected targets."""
+        rows = sorted({self.target_list.row(i) for i in self.target_list.selectedItems()},
+                      reverse=True)
+        if not rows and self.target_list.currentRow() >= 0:
+            rows = [self.target_list.currentRow()]
+        if not rows:
+            return
+        self.target_list.blockSignals(True)
+        for r in rows:
+            self.target_list.takeItem(r)
+        self.target_list.blockSignals(False)
+        self._targets_changed()
+        self.sigCurrentChanged.emit(self.target_list.currentRow())
+
+    def clear_targets(self) -> None:
+        """Remove every target."""
+        self.set_targets([])
+
+    def move_current(self, step: int) -> None:
+        """Move the current target up (-1) or down (+1)."""
+        r = self.target_list.currentRow()
+        n = r + step
+        if r < 0 or not 0 <= n < self.target_list.count():
+            return
+        self.target_list.blockSignals(True)
+        it = self.target_list.takeItem(r)
+        self.target_list.insertItem(n, it)
+        self.target_list.setCurrentRow(n)
+        self.target_list.blockSignals(False)
+        self._targets_changed()
+        self.sigCurrentChanged.emit(n)
+
+    def _targets_changed(self) -> None:
+        self.target_box.setTitle(f"Targets: {self.target_list.count()}")
+        self.sigTargetsChanged.emit(self.target_paths())
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.key() == Qt.Key.Key_Delete and self.target_list.hasFocus():
+            self.remove_selected()
+            return
+        super().keyPressEvent(event)

@@ -1,0 +1,650 @@
+"""The main window: data browser dock, analysis tabs, menus, status bar, session."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from xpcsviewer.gui import session as session_mod
+from xpcsviewer.gui.browser import DataBrowser
+from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.panels import PANELS, load_panel_class
+from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.theme import apply_theme
+from xpcsviewer.gui.workers import ErrorInfo, TaskRunner
+
+__all__ = ["MainWindow", "UnavailablePanel", "load_targets"]
+
+logger = logging.getLogger(__name__)
+
+SHORTCUTS = [
+    ("Ctrl+O", "Open folder"),
+    ("Ctrl+Shift+O", "Open files"),
+    ("F5", "Reload the folder"),
+    ("Ctrl+E", "Export the current tab's figure"),
+    ("Ctrl+Shift+E", "Export the current tab's data (CSV)"),
+    ("Ctrl+Tab / Ctrl+Shift+Tab", "Next / previous tab"),
+    ("Ctrl+1 \u2026 Ctrl+9", "Go to tab 1 \u2026 9"),
+    ("\u2191 / \u2193 in the target list", "Step through the target files"),
+    ("Del in the target list", "Remove the selected targets"),
+    ("Esc", "Cancel running jobs"),
+    ("Ctrl+Q", "Quit"),
+]
+
+
+def load_targets(paths: list[str], loader, progress=None, cancel=None) -> tuple[list, list]:
+    """Open result files one by one (worker job); failures are collected, not raised.
+
+    Returns
+    -------
+    results : list of XpcsResult
+        In the order of ``paths``, without the files that failed.
+    errors : list of (path, message)
+    """
+    results, errors = [], []
+    for i, p in enumerate(paths):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        if progress is not None:
+            progress(i, len(paths), f"reading {Path(p).name}")
+        try:
+            results.append(loader(p))
+        except Exception as exc:  # one bad file must not stop the others
+            errors.append((p, f"{type(exc).__name__}: {exc}"))
+    if progress is not None:
+        progress(len(paths), len(paths), "done")
+    return results, errors
+
+
+class UnavailablePanel(BasePanel):
+    """Stand-in tab for a panel whose module could not be loaded."""
+
+    def __init__(self, context: AppContext, name: str, reason: str, parent=None) -> None:
+        super().__init__(context, parent)
+        self.name = name
+        self.title = name
+        self.reason = reason
+        lay = QVBoxLayout(self)
+        lab = QLabel(f"This tab is not available:\n{reason}")
+        lab.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lay.addWidget(lab)
+
+    def applies_to(self, results):
+        return f"Not available: {self.reason}"
+
+
+_TITLES = {"saxs2d": "SAXS-2D", "saxs1d": "SAXS-1D", "stability": "Stability",
+           "intensity": "Intensity-Time", "g2": "g2", "diffusion": "Diffusion",
+           "twotime": "Two-Time", "qmap": "Q-Map", "metadata": "Metadata"}
+
+
+class MainWindow(QMainWindow):
+    """The XPCS Viewer window.
+
+    Parameters
+    ----------
+    context : AppContext, optional
+        Shared services; a new one (asynchronous runner) by default.
+    restore_session : bool
+        Restore folder, targets, tab, geometry and tab settings from the session file.
+    save_session_on_close : bool
+        Write the session when the window closes.
+    """
+
+    sigTargetsLoaded = Signal(list)
+    """Targets were opened and handed to the tabs: (list of XpcsResult)."""
+
+    def __init__(self, context: AppContext | None = None, restore_session: bool = True,
+                 save_session_on_close: bool = True, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.context = context if context is not None else AppContext(TaskRunner())
+        self.context.setParent(self)
+        self.save_session_on_close = save_session_on_close
+        self.results: list[Any] = []
+        self.errors: list[ErrorInfo] = []
+        self.load_errors: list[tuple[str, str]] = []
+        self.theme = "light"
+        self._pending_session: dict | None = None
+        self._pending_current = 0
+        self.recent: list[str] = []
+        self.setWindowTitle("XPCS Viewer")
+        self.resize(1400, 900)
+        self._build_browser()
+        self._build_tabs()
+        self._build_status()
+        self._build_menus()
+        self._default_state = self.saveState()
+        self.context.sigError.connect(self._on_error)
+        self.context.sigStatus.connect(self._on_status)
+        self.context.runner.sigBusyChanged.connect(self._on_busy_changed)
+        self.context.runner.sigProgress.connect(self._on_progress)
+        self.update_tab_states()
+        self._describe_backend()
+        if restore_session:
+            self.restore_session()
+
+    # ------------------------------------------------------------ building
+    def _build_browser(self) -> None:
+        self.browser = DataBrowser(self.context)
+        self.browser_dock = QDockWidget("Data", self)
+        self.browser_dock.setObjectName("data_browser_dock")
+        self.browser_dock.setWidget(self.browser)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.browser_dock)
+        self.browser.sigTargetsChanged.connect(self._on_targets_changed)
+        self.browser.sigCurrentChanged.connect(self._on_current_changed)
+        self.browser.sigFolderChanged.connect(self._on_folder_opened)
+        self.browser.target_list.itemActivated.connect(lambda _i: self._replot_current())
+
+    def _build_tabs(self) -> None:
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.panels: dict[str, BasePanel] = {}
+        for name, _spec in PANELS:
+            try:
+                cls = load_panel_class(name)
+                panel = cls(self.context)
+                title = getattr(panel, "title", _TITLES.get(name, name))
+            except Exception as exc:  # a missing or broken panel disables one tab only
+                logger.exception("panel %s could not be built", name)
+                panel = UnavailablePanel(self.context, name, f"{type(exc).__name__}: {exc}")
+                title = _TITLES.get(name, name)
+            self.panels[name] = panel
+            self.tabs.addTab(panel, title)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        self.setCentralWidget(self.tabs)
+
+    def _build_status(self) -> None:
+        sb = self.statusBar()
+        self.message_label = QLabel("Ready")
+        self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details_btn = QToolButton(text="Details\u2026", toolTip="Show the last error")
+        self.details_btn.setVisible(False)
+        self.details_btn.clicked.connect(self.show_error_details)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(True)
+        self.progress.setVisible(False)
+        self.cancel_btn = QPushButton("Cancel", toolTip="Cancel running jobs (Esc)")
+        self.cancel_btn.setVisible(False)
+        self.cancel_btn.clicked.connect(self.cancel_jobs)
+        self.backend_label = QLabel("backend: \u2026")
+        self.backend_label.setToolTip("Array backend and device (Tools menu)")
+        sb.addWidget(self.message_label, 1)
+        sb.addWidget(self.details_btn)
+        sb.addPermanentWidget(self.progress)
+        sb.addPermanentWidget(self.cancel_btn)
+        sb.addPermanentWidget(self.backend_label)
+
+    def _action(self, menu, text: str, slot, shortcut: str | QKeySequence | None = None,
+                tip: str = "") -> QAction:
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+        if tip:
+            act.setStatusTip(tip)
+        act.triggered.connect(slot)
+        menu.addAction(act)
+        return act
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        m = mb.addMenu("&File")
+        self._action(m, "Open &Folder\u2026", self.browser._on_browse_clicked, "Ctrl+O")
+        self._action(m, "Open F&iles\u2026", self._on_open_files, "Ctrl+Shift+O")
+        self._action(m, "&Reload Folder", self.browser.refresh, "F5")
+        self.recent_menu = m.addMenu("Recent Folders")
+        self.browser.recent_btn.setMenu(self.recent_menu)
+        m.addSeparator()
+        self._action(m, "Export &Figure\u2026", self._on_export_figure, "Ctrl+E",
+                     "Publication figure of the current tab (PNG, SVG, PDF)")
+        self._action(m, "Export &Data\u2026", self._on_export_data, "Ctrl+Shift+E",
+                     "The current tab's data as CSV")
+        m.addSeparator()
+        self._action(m, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+
+        m = mb.addMenu("&View")
+        grp = QActionGroup(self)
+        self.theme_actions = {}
+        for t in ("light", "dark"):
+            a = self._action(m, f"{t.capitalize()} Theme", lambda _c=False, t=t: self.set_theme(t))
+            a.setCheckable(True)
+            grp.addAction(a)
+            self.theme_actions[t] = a
+        self.theme_actions["light"].setChecked(True)
+        m.addSeparator()
+        m.addAction(self.browser_dock.toggleViewAction())
+        self._action(m, "Reset &Layout", self.reset_layout)
+        self._action(m, "Next Tab", lambda: self._step_tab(+1), "Ctrl+Tab")
+        self._action(m, "Previous Tab", lambda: self._step_tab(-1), "Ctrl+Shift+Tab")
+        for i in range(min(9, self.tabs.count())):
+            a = QAction(self)
+            a.setShortcut(QKeySequence(f"Ctrl+{i + 1}"))
+            a.triggered.connect(lambda _c=False, i=i: self.select_tab_index(i))
+            self.addAction(a)
+        esc = QAction(self)
+        esc.setShortcut(QKeySequence("Esc"))
+        esc.triggered.connect(self.cancel_jobs)
+        self.addAction(esc)
+
+        m = mb.addMenu("&Tools")
+        bm = m.addMenu("Backend")
+        grp = QActionGroup(self)
+        self.backend_actions = {}
+        for key, label in (("auto", "Automatic"), ("jax", "JAX"), ("numpy", "NumPy")):
+            a = self._action(bm, label, lambda _c=False, k=key: self.set_backend(k))
+            a.setCheckable(True)
+            grp.addAction(a)
+            self.backend_actions[key] = a
+        self.backend_actions["auto"].setChecked(True)
+        dm = m.addMenu("Device")
+        grp = QActionGroup(self)
+        self.device_actions = {}
+        for key, label in (("auto", "Automatic (by job size)"), ("cpu", "CPU"), ("gpu", "GPU")):
+            a = self._action(dm, label, lambda _c=False, k=key: self.set_device(k))
+            a.setCheckable(True)
+            grp.addAction(a)
+            self.device_actions[key] = a
+        self.device_actions[os.environ.get("XPCS_DEVICE", "auto").lower()
+                            if os.environ.get("XPCS_DEVICE", "auto").lower() in self.device_actions
+                            else "auto"].setChecked(True)
+
+        m = mb.addMenu("&Help")
+        self._action(m, "&Keyboard Shortcuts", self.show_shortcuts, "F1")
+        self._action(m, "&About", self.show_about)
+
+    # ------------------------------------------------------------- targets
+    def _on_targets_changed(self, paths: list[str]) -> None:
+        self.context.runner.submit(
+            "window:load", load_targets, list(paths), self.context.load_result,
+            on_result=self._on_targets_loaded, description="Opening files")
+
+    def _on_targets_loaded(self, out: tuple[list, list]) -> None:
+        results, errors = out
+        self.load_errors = list(errors)
+        for path, msg in errors:
+            self.context.report_error(ErrorInfo("XpcsFileError", f"{Path(path).name}: {msg}",
+                                                msg, -1))
+        self.results = list(results)
+        self.context.set_targets(self.results)
+        cur = self.current_index()
+        for panel in self.panels.values():
+            panel.set_current(cur)
+            panel.set_results(self.results)
+        self.update_tab_states()
+        if results and not errors:
+            self.context.show_status(f"{len(results)} file(s) open")
+        self.sigTargetsLoaded.emit(self.results)
+
+    def current_index(self) -> int:
+        """Index into :attr:`results` of the current target (0 if none is current)."""
+        paths = self.browser.target_paths()
+        row = self.browser.current_index()
+        if row < 0 or row >= len(paths):
+            return 0
+        loaded = [str(r.path) for r in self.results]
+        try:
+            return loaded.index(str(Path(paths[row])))
+        except ValueError:
+            return 0
+
+    def _on_current_changed(self, _row: int) -> None:
+        cur = self.current_index()
+        for panel in self.panels.values():
+            panel.set_current(cur)
+
+    def _replot_current(self) -> None:
+        panel = self.current_panel()
+        if panel is not None:
+            panel.set_results(self.results)
+
+    def update_tab_states(self) -> None:
+        """Enable the tabs that apply to the targets; disabled tabs say why."""
+        for i in range(self.tabs.count()):
+            panel = self.tabs.widget(i)
+            try:
+                reason = panel.applies_to(self.results)
+            except Exception as exc:
+                reason = f"error: {exc}"
+            self.tabs.setTabEnabled(i, reason is None)
+            self.tabs.setTabToolTip(i, reason or "")
+
+    def _on_tab_changed(self, _i: int) -> None:
+        panel = self.current_panel()
+        if panel is not None:
+            panel.ensure_fresh()
+
+    def current_panel(self) -> BasePanel | None:
+        """The panel of the current tab."""
+        w = self.tabs.currentWidget()
+        return w if isinstance(w, BasePanel) else None
+
+    def select_tab(self, name: str) -> None:
+        """Show the tab registered as ``name``."""
+        self.tabs.setCurrentWidget(self.panels[name])
+
+    def select_tab_index(self, i: int) -> None:
+        """Show tab ``i`` if it is enabled."""
+        if 0 <= i < self.tabs.count() and self.tabs.isTabEnabled(i):
+            self.tabs.setCurrentIndex(i)
+
+    def _step_tab(self, step: int) -> None:
+        n = self.tabs.count()
+        i = self.tabs.currentIndex()
+        for _ in range(n):
+            i = (i + step) % n
+            if self.tabs.isTabEnabled(i):
+                self.tabs.setCurrentIndex(i)
+                return
+
+    def open_paths(self, paths: list[str]) -> None:
+        """Open a folder (first folder given) and/or add files as targets."""
+        files = []
+        for p in paths:
+            if Path(p).is_dir():
+                self.browser.open_folder(str(p))
+            else:
+                files.append(str(Path(p).resolve()))
+        if files:
+            if not self.browser.folder:
+                self.browser.open_folder(str(Path(files[0]).parent))
+            self.browser.add_paths(files)
+
+    def _on_open_files(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(
+            self, "Open result files", self.browser.folder or str(Path.home()),
+            "Result files (*.hdf *.h5 *.hdf5 *.nxs);;All files (*)")
+        if files:
+            self.open_paths(files)
+
+    def _on_folder_opened(self, folder: str) -> None:
+        self.recent = session_mod.add_recent(self.recent, folder)
+        self._fill_recent_menu()
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for f in self.recent:
+            a = self.recent_menu.addAction(f)
+            a.triggered.connect(lambda _c=False, f=f: self.browser.open_folder(f))
+        if self.recent:
+            self.recent_menu.addSeparator()
+            a = self.recent_menu.addAction("Clear Recent")
+            a.triggered.connect(self._clear_recent)
+
+    def _clear_recent(self) -> None:
+        self.recent = []
+        self._fill_recent_menu()
+
+    # -------------------------------------------------------------- export
+    def _on_export_figure(self) -> None:
+        panel = self.current_panel()
+        if panel is None:
+            return
+        base = Path(self.browser.folder or Path.home()) / f"{panel.name}.png"
+        path, _ = QFileDialog.getSaveFileName(self, "Export figure", str(base),
+                                              "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
+        if path:
+            panel.export_figure(path)
+
+    def _on_export_data(self) -> None:
+        panel = self.current_panel()
+        if panel is None:
+            return
+        base = Path(self.browser.folder or Path.home()) / f"{panel.name}.csv"
+        path, _ = QFileDialog.getSaveFileName(self, "Export data", str(base), "CSV (*.csv)")
+        if path:
+            panel.export_data(path)
+
+    # ------------------------------------------------------- status, errors
+    def _on_status(self, msg: str) -> None:
+        self.message_label.setText(msg)
+        self.message_label.setStyleSheet("")
+
+    def _on_error(self, info: ErrorInfo) -> None:
+        self.errors.append(info)
+        self.message_label.setText(f"\u26a0 {info.message}")
+        self.message_label.setStyleSheet("color: #c0392b;")
+        self.message_label.setToolTip(info.message)
+        self.details_btn.setVisible(True)
+
+    def show_error_details(self) -> QMessageBox | None:
+        """Open a dialog with the recent errors and the last traceback (non-modal)."""
+        if not self.errors:
+            return None
+        last = self.errors[-1]
+        box = QMessageBox(QMessageBox.Icon.Warning, "Errors", last.message,
+                          QMessageBox.StandardButton.Close, self)
+        lines = [f"{e.kind}: {e.message}" for e in self.errors[-20:]]
+        box.setInformativeText("\n".join(lines[:-1][-10:]))
+        box.setDetailedText(last.traceback_text or last.message)
+        box.setModal(False)
+        box.show()
+        self._error_box = box
+        return box
+
+    def _on_busy_changed(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_btn.setVisible(busy)
+        if busy:
+            self.progress.setRange(0, 0)
+        else:
+            self.progress.setRange(0, 1)
+            self.progress.setValue(1)
+
+    def _on_progress(self, key: str, done: int, total: int, message: str) -> None:
+        if total > 0:
+            self.progress.setRange(0, total)
+            self.progress.setValue(min(done, total))
+        self.progress.setFormat(f"{key}: %p%")
+        self.progress.setToolTip(f"{key}: {message}")
+
+    def cancel_jobs(self) -> None:
+        """Cancel every running job."""
+        if self.context.runner.is_busy:
+            self.context.runner.cancel_all()
+            self.context.show_status("Cancelled")
+
+    # -------------------------------------------------------------- backend
+    def _describe_backend(self) -> None:
+        from xpcsviewer.backends import get_backend, get_device_manager
+
+        try:
+            line = get_device_manager().describe()
+            if type(get_backend()).__name__.lower().startswith("numpy") and line.startswith("JAX"):
+                import numpy as np
+
+                line = f"NumPy {np.__version__}, CPU, float64"
+        except Exception as exc:
+            line = f"backend error: {exc}"
+        self.backend_label.setText(line)
+
+    def set_backend(self, name: str) -> None:
+        """Use ``"jax"``, ``"numpy"`` or ``"auto"`` for new jobs."""
+        from xpcsviewer.backends import set_backend
+
+        try:
+            set_backend(None if name == "auto" else name)
+        except Exception as exc:
+            self.context.report_error(exc)
+            self.backend_actions["auto"].setChecked(True)
+        self._describe_backend()
+
+    def set_device(self, name: str) -> None:
+        """Route new jobs to ``"auto"``, ``"cpu"`` or ``"gpu"`` (falls back if absent)."""
+        from xpcsviewer.backends import DeviceManager
+
+        os.environ["XPCS_DEVICE"] = name
+        DeviceManager.reset()
+        self._describe_backend()
+
+    # ----------------------------------------------------------------- view
+    def set_theme(self, theme: str) -> None:
+        """Apply ``"light"`` or ``"dark"`` to the window and every plot."""
+        self.theme = theme if theme in ("light", "dark") else "light"
+        apply_theme(self, self.theme)
+        if self.theme in self.theme_actions:
+            self.theme_actions[self.theme].setChecked(True)
+
+    def reset_layout(self) -> None:
+        """Dock and window layout back to the default."""
+        self.restoreState(self._default_state)
+        self.browser_dock.setVisible(True)
+        self.browser_dock.setFloating(False)
+
+    def show_shortcuts(self) -> QMessageBox:
+        """List the keyboard shortcuts (non-modal)."""
+        text = "\n".join(f"{k:28s} {v}" for k, v in SHORTCUTS)
+        box = QMessageBox(QMessageBox.Icon.Information, "Keyboard shortcuts", text,
+                          QMessageBox.StandardButton.Close, self)
+        box.setStyleSheet("QLabel { font-family: monospace; }")
+        box.setModal(False)
+        box.show()
+        self._shortcut_box = box
+        return box
+
+    def show_about(self) -> None:
+        """About box."""
+        from xpcsviewer import __version__
+
+        QMessageBox.about(self, "About XPCS Viewer",
+                          f"XPCS Viewer {__version__}\n\nX-ray photon correlation spectroscopy "
+                          f"results: SAXS, g2 fits, diffusion, two-time maps.\n\n"
+                          f"Backend: {self.backend_label.text()}")
+
+    # -------------------------------------------------------------- session
+    def session_dict(self) -> dict:
+        """Everything the session file stores."""
+        panels = {}
+        for name, p in self.panels.items():
+            try:
+                panels[name] = p.get_settings()
+            except Exception:
+                logger.exception("settings of %s", name)
+        current = self.current_panel()
+        return {
+            "folder": self.browser.folder,
+            "targets": self.browser.target_paths(),
+            "current_target": self.browser.current_index(),
+            "active_tab": current.name if current is not None else None,
+            "geometry": bytes(self.saveGeometry().toBase64()).decode("ascii"),
+            "window_state": bytes(self.saveState().toBase64()).decode("ascii"),
+            "theme": self.theme,
+            "panels": panels,
+            "recent_folders": list(self.recent),
+            "browser": {"sort": self.browser.sort_combo.currentText(),
+                        "filter_mode": self.browser.filter_mode.currentText(),
+                        "watch": self.browser.watch_check.isChecked()},
+        }
+
+    def save_session(self) -> Path | None:
+        """Write the session file; errors are reported, never raised."""
+        try:
+            return session_mod.save_session(self.session_dict())
+        except Exception as exc:
+            logger.exception("session not saved")
+            self.context.report_error(f"Session not saved: {exc}")
+            return None
+
+    def restore_session(self, data: dict | None = None) -> list[str]:
+        """Restore from ``data`` (default: the session file). Returns the warnings.
+
+        Missing target files are skipped with a message; bad values are ignored.
+        """
+        warnings: list[str] = []
+        if data is None:
+            data, warn = session_mod.load_session()
+            if warn:
+                warnings.append(warn)
+        try:
+            warnings += self._apply_session(data)
+        except Exception as exc:  # a broken session must never stop the app
+            logger.exception("session restore failed")
+            warnings.append(f"Session partly ignored: {exc}")
+        for w in warnings:
+            self.context.report_error(ErrorInfo("SessionWarning", w, "", -1))
+        return warnings
+
+    def _apply_session(self, data: dict) -> list[str]:
+        warnings = []
+        if not data:
+            return warnings
+        rec = data.get("recent_folders")
+        if isinstance(rec, list):
+            self.recent = [r for r in rec if isinstance(r, str)][: session_mod.MAX_RECENT]
+            self._fill_recent_menu()
+        for key, attr in (("geometry", "restoreGeometry"), ("window_state", "restoreState")):
+            val = data.get(key)
+            if isinstance(val, str) and val:
+                getattr(self, attr)(QByteArray.fromBase64(val.encode("ascii")))
+        theme = data.get("theme")
+        if theme in ("light", "dark"):
+            self.set_theme(theme)
+        br = data.get("browser") if isinstance(data.get("browser"), dict) else {}
+        if br.get("sort") in [self.browser.sort_combo.itemText(i)
+                              for i in range(self.browser.sort_combo.count())]:
+            self.browser.sort_combo.setCurrentText(br["sort"])
+        if br.get("filter_mode") in ("contains", "prefix"):
+            self.browser.filter_mode.setCurrentText(br["filter_mode"])
+        if isinstance(br.get("watch"), bool):
+            self.browser.watch_check.setChecked(br["watch"])
+        panels = data.get("panels")
+        if isinstance(panels, dict):
+            for name, st in panels.items():
+                if name in self.panels and isinstance(st, dict):
+                    try:
+                        self.panels[name].set_settings(st)
+                    except Exception as exc:
+                        warnings.append(f"Settings of tab {name} ignored: {exc}")
+        folder = data.get("folder")
+        if isinstance(folder, str) and folder:
+            if Path(folder).is_dir():
+                self.browser.open_folder(folder)
+            else:
+                warnings.append(f"Folder {folder} no longer exists")
+        targets = data.get("targets")
+        if isinstance(targets, list):
+            keep = [t for t in targets if isinstance(t, str) and Path(t).is_file()]
+            missing = [t for t in targets if isinstance(t, str) and not Path(t).is_file()]
+            if missing:
+                warnings.append(f"Skipped {len(missing)} missing target file(s): "
+                                + ", ".join(Path(m).name for m in missing[:5]))
+            cur = data.get("current_target", 0)
+            self.browser.set_targets(keep, cur if isinstance(cur, int) else 0)
+        tab = data.get("active_tab")
+        if isinstance(tab, str) and tab in self.panels:
+            self.select_tab(tab)
+        return warnings
+
+    # ---------------------------------------------------------------- close
+    def shutdown(self, msecs: int = 10000) -> bool:
+        """Cancel jobs and wait for the pool (GUI thread). True when all stopped."""
+        self.context.runner.cancel_all()
+        return self.context.runner.wait_for_done(msecs)
+
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self.shutdown()
+        if self.save_session_on_close:
+            self.save_session()
+        super().closeEvent(event)
+
+
+def _app() -> QApplication | None:
+    return QApplication.instance()

@@ -1,0 +1,180 @@
+"""Intensity-Time: traces of all targets, moving average, FFT and a linked zoom region."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
+
+from xpcsviewer.export.saxs_data import intensity_fft, intensity_traces, sample_interval
+from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.widgets import curve_pen, plain_axes
+
+__all__ = ["IntensityPanel", "prepare_intensity"]
+
+
+def prepare_intensity(results, window: int, time_axis: bool, sampling: int, progress=None,
+                      cancel=None) -> dict:
+    """Worker job: traces (smoothed) and their spectra."""
+    traces = intensity_traces(results, window=window, time_axis=time_axis, sampling=sampling)
+    spectra = []
+    for c in traces:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        res = results[c.index]
+        raw = np.asarray(res.intensity_vs_time, dtype=np.float64)
+        step = float(np.median(np.diff(raw[0]))) if raw.shape[1] > 1 else 1.0
+        dt = step * (sample_interval(res) if time_axis else 1.0)
+        spectra.append(intensity_fft(raw[1], dt))
+    return {"traces": traces, "spectra": spectra, "time_axis": time_axis}
+
+
+class IntensityPanel(BasePanel):
+    """Top: all traces with a draggable region; bottom-left: |FFT|; bottom-right: zoom."""
+
+    name = "intensity"
+    title = "Intensity-Time"
+    figure_kind = "intensity"
+
+    def __init__(self, context, parent=None) -> None:
+        super().__init__(context, parent)
+        self.data = None
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        self.window = QSpinBox(minimum=1, maximum=9999, value=1,
+                               toolTip="Moving-average window (samples)")
+        self.sampling = QSpinBox(minimum=1, maximum=1000, value=1, toolTip="Every k-th point")
+        self.xaxis = QComboBox(toolTip="x axis")
+        self.xaxis.addItems(["time (s)", "frame index"])
+        self.fft_log = QCheckBox("log FFT", checked=True)
+        for w in (QLabel("moving average"), self.window, QLabel("sampling"), self.sampling,
+                  QLabel("x"), self.xaxis, self.fft_log):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        lay.addLayout(bar)
+        self.glw = pg.GraphicsLayoutWidget()
+        self.p_full = self.glw.addPlot(row=0, col=0, colspan=2)
+        self.p_fft = self.glw.addPlot(row=1, col=0)
+        self.p_zoom = self.glw.addPlot(row=1, col=1)
+        for p in (self.p_full, self.p_fft, self.p_zoom):
+            plain_axes(p)
+            p.showGrid(x=True, y=True, alpha=0.3)
+            p.setDownsampling(auto=True, mode="peak")
+            p.setClipToView(True)
+        self.legend = self.p_full.addLegend(offset=(-10, 10))
+        self.p_full.setLabel("left", "I (photons/pixel/frame)")
+        self.p_zoom.setLabel("left", "I (photons/pixel/frame)")
+        self.p_fft.setLabel("bottom", "frequency (Hz)")
+        self.p_fft.setLabel("left", "|FFT|")
+        self.p_fft.setTitle("spectrum (mean removed)")
+        self.p_zoom.setTitle("zoom (drag the region above)")
+        self.region = pg.LinearRegionItem(brush=pg.mkBrush(0, 120, 255, 40))
+        self.region.setZValue(10)
+        self.region.sigRegionChanged.connect(self._on_region_changed)
+        self.p_zoom.sigXRangeChanged.connect(self._on_zoom_range_changed)
+        lay.addWidget(self.glw, 1)
+        self.window.editingFinished.connect(self.refresh)
+        self.sampling.editingFinished.connect(self.refresh)
+        self.xaxis.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.fft_log.toggled.connect(lambda on: self.p_fft.setLogMode(x=False, y=on))
+        self.p_fft.setLogMode(x=False, y=True)
+        self._syncing = False
+
+    def applies_to(self, results):
+        if not results:
+            return "Select one or more result files first"
+        if all(r.intensity_vs_time is None for r in results):
+            return "No intensity-vs-time data in these files"
+        return None
+
+    def refresh(self) -> None:
+        if not self.results:
+            return
+        self.submit("traces", prepare_intensity, list(self.results), self.window.value(),
+                    self.xaxis.currentIndex() == 0, self.sampling.value(),
+                    on_result=self._on_data, description="Intensity-Time")
+
+    def _on_data(self, data: dict) -> None:
+        first = self.data is None or self.data["time_axis"] != data["time_axis"]
+        self.data = data
+        for p in (self.p_full, self.p_fft, self.p_zoom):
+            p.clear()
+        self.legend.clear()
+        xlabel = "time (s)" if data["time_axis"] else "frame index"
+        self.p_full.setLabel("bottom", xlabel)
+        self.p_zoom.setLabel("bottom", xlabel)
+        lo, hi = np.inf, -np.inf
+        for c, (f, mag) in zip(data["traces"], data["spectra"], strict=True):
+            self.p_full.addItem(pg.PlotDataItem(c.x, c.y, pen=curve_pen(c.index, 1.0),
+                                                name=c.label))
+            self.p_zoom.addItem(pg.PlotDataItem(c.x, c.y, pen=curve_pen(c.index, 1.0)))
+            if f.size > 1:
+                self.p_fft.addItem(pg.PlotDataItem(f[1:], mag[1:], pen=curve_pen(c.index, 1.0)))
+            if c.x.size:
+                lo, hi = min(lo, float(c.x[0])), max(hi, float(c.x[-1]))
+        self.p_fft.setLabel("bottom", "frequency (Hz)" if data["time_axis"]
+                            else "frequency (1/frame)")
+        self.p_full.addItem(self.region)
+        if np.isfinite(lo) and hi > lo:
+            reg = self.region.getRegion()
+            if first or not (lo <= reg[0] < reg[1] <= hi):
+                # Start at the golden-ratio point, 5 % wide, as users know it.
+                a = lo + 0.618 * (hi - lo)
+                self.region.setRegion((a, a + 0.05 * (hi - lo)))
+            self.region.setBounds((lo, hi))
+        self._on_region_changed()
+        self.sigUpdated.emit()
+
+    def _on_region_changed(self) -> None:
+        if self._syncing:
+            return
+        self._syncing = True
+        try:
+            a, b = self.region.getRegion()
+            self.p_zoom.setXRange(a, b, padding=0)
+        finally:
+            self._syncing = False
+
+    def _on_zoom_range_changed(self, _vb, rng) -> None:
+        if self._syncing:
+            return
+        self._syncing = True
+        try:
+            self.region.setRegion(rng)
+        finally:
+            self._syncing = False
+
+    def clear_plots(self) -> None:
+        self.data = None
+        for p in (self.p_full, self.p_fft, self.p_zoom):
+            p.clear()
+        self.legend.clear()
+
+    def figure_options(self) -> dict:
+        return {"window": self.window.value(), "time_axis": self.xaxis.currentIndex() == 0,
+                "fft": True, "sampling": self.sampling.value()}
+
+    def data_columns(self):
+        if not self.data:
+            return None
+        cols = {}
+        xname = "t (s)" if self.data["time_axis"] else "frame"
+        for c in self.data["traces"]:
+            cols[f"{xname}[{c.label}]"] = c.x
+            cols[f"I[{c.label}]"] = c.y
+        return cols, [f"Intensity vs time, moving average {self.window.value()} samples",
+                      "I: mean photons/pixel/frame"]
+
+    def get_settings(self) -> dict:
+        return {"window": self.window.value(), "sampling": self.sampling.value(),
+                "time_axis": self.xaxis.currentIndex() == 0, "fft_log": self.fft_log.isChecked()}
+
+    def set_settings(self, s: dict) -> None:
+        for key, w in (("window", self.window), ("sampling", self.sampling)):
+            v = s.get(key)
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+                w.setValue(v)
+        if isinstance(s.get("time_axis"), bool):
+            self.xaxis.setCurrentIndex(0 if s["time_axis"] else 1)
+        if isinstance(s.get("fft_log"), bool):
+            self.fft_log.setChecked(s["fft_log"])

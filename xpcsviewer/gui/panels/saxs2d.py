@@ -1,0 +1,277 @@
+"""SAXS-2D: the time-averaged scattering image of one file."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QSignalBlocker
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QVBoxLayout,
+)
+
+from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
+from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
+
+__all__ = ["Saxs2DPanel", "prepare_saxs2d"]
+
+
+def prepare_saxs2d(path: str, scale: str = "log", reader=None, progress=None,
+                   cancel=None) -> dict:
+    """Worker job: read the 2-D image of ``path`` and prepare it for display.
+
+    Returns
+    -------
+    dict
+        ``raw`` (H, W) float64 counts/pixel/frame, ``image`` (log10 or linear),
+        ``levels`` (auto levels of ``image``).
+    """
+    if reader is None:
+        from xpcsviewer.io import read_saxs_2d as reader
+    if progress is not None:
+        progress(0, 2, "reading image")
+    raw = np.asarray(reader(path), dtype=np.float64)
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    img = log_image(raw) if scale == "log" else raw
+    return {"raw": raw, "image": img, "levels": image_levels(raw, img), "path": str(path),
+            "scale": scale}
+
+
+def image_levels(raw: np.ndarray, img: np.ndarray) -> tuple[float, float]:
+    """Auto levels from the pixels that saw photons (masked and empty pixels would
+    otherwise pull the lower level down to the floor)."""
+    return auto_levels(img, 1.0, 99.9, mask=np.isfinite(raw) & (raw > 0))
+
+
+class Saxs2DPanel(BasePanel):
+    """The scattering image with log/linear scale, colour maps, levels and hover readout."""
+
+    name = "saxs2d"
+    title = "SAXS-2D"
+    figure_kind = "saxs2d"
+    uses_current = True
+
+    def __init__(self, context, parent=None) -> None:
+        super().__init__(context, parent)
+        self.data: dict | None = None
+        self._last_shape: tuple | None = None
+        self._setting_levels = False
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        self.file_selector = FileSelector()
+        self.file_selector.sigIndexChosen.connect(self._on_file_chosen)
+        self.scale_combo = QComboBox(toolTip="Intensity scale")
+        self.scale_combo.addItems(["log", "linear"])
+        self.scale_combo.currentTextChanged.connect(lambda _t: self._on_scale_changed())
+        self.cmap_combo = QComboBox(toolTip="Colour map")
+        self.cmap_combo.addItems(COLORMAPS)
+        self.cmap_combo.currentTextChanged.connect(self._apply_cmap)
+        self.auto_check = QCheckBox("auto levels", checked=True)
+        self.auto_check.setToolTip("Levels from the 0.5-99.5 percentiles; uncheck to set them")
+        self.auto_check.toggled.connect(self._on_auto_toggled)
+        self.vmin = QDoubleSpinBox(decimals=4, minimum=-1e12, maximum=1e12, enabled=False)
+        self.vmax = QDoubleSpinBox(decimals=4, minimum=-1e12, maximum=1e12, enabled=False)
+        self.vmin.setToolTip("Lower level (log10 units on a log scale)")
+        self.vmax.setToolTip("Upper level")
+        self.vmin.valueChanged.connect(lambda _v: self._apply_levels())
+        self.vmax.valueChanged.connect(lambda _v: self._apply_levels())
+        self.center_check = QCheckBox("beam centre", checked=True)
+        self.center_check.toggled.connect(lambda on: self.center_item.setVisible(on))
+        for w in (QLabel("File"), self.file_selector, self.scale_combo, self.cmap_combo,
+                  self.auto_check, QLabel("min"), self.vmin, QLabel("max"), self.vmax,
+                  self.center_check):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        lay.addLayout(bar)
+        self.plot = pg.PlotItem()
+        self.plot.setLabel("bottom", "column (pixel)")
+        self.plot.setLabel("left", "row (pixel)")
+        self.image_view = pg.ImageView(view=self.plot)
+        self.image_view.ui.roiBtn.hide()
+        self.image_view.ui.menuBtn.hide()
+        self.plot.invertY(True)
+        self.plot.setAspectLocked(True)
+        self.center_item = pg.ScatterPlotItem(symbol="+", size=18, pen=pg.mkPen("r", width=2),
+                                              brush=None)
+        self.center_item.setZValue(10)
+        self.plot.addItem(self.center_item)
+        lay.addWidget(self.image_view, 1)
+        self.readout = QLabel(" ")
+        self.readout.setToolTip("Intensity, q, phi and pixel under the mouse")
+        lay.addWidget(self.readout)
+        self.image_view.getHistogramWidget().item.sigLevelChangeFinished.connect(
+            self._on_hist_levels)
+        self._proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=30,
+                                     slot=self._on_mouse_moved)
+        self._apply_cmap(self.cmap_combo.currentText())
+
+    # --------------------------------------------------------------- data
+    def refresh(self) -> None:
+        res = self.current_result()
+        self.file_selector.set_labels([r.label for r in self.results], self.current_index)
+        if res is None:
+            return
+        self.submit("image", prepare_saxs2d, str(res.path), self.scale_combo.currentText(),
+                    on_result=self._on_image, description=f"SAXS-2D {res.label}")
+
+    def _on_file_chosen(self, i: int) -> None:
+        self.current_index = i
+        self.refresh()
+
+    def _on_scale_changed(self) -> None:
+        if self.data is None:
+            self.refresh()
+            return
+        raw = self.data["raw"]
+        img = log_image(raw) if self.scale_combo.currentText() == "log" else raw
+        self.data = dict(self.data, image=img, levels=image_levels(raw, img))
+        self._show()
+
+    def _on_image(self, data: dict) -> None:
+        self.data = data
+        self._show()
+
+    def _show(self) -> None:
+        data = self.data
+        res = self.current_result()
+        img = data["image"]
+        keep_view = self._last_shape == img.shape
+        self._setting_levels = True
+        try:
+            self.image_view.setImage(img, autoRange=not keep_view, autoLevels=False,
+                                     levels=data["levels"], autoHistogramRange=True)
+        finally:
+            self._setting_levels = False
+        self._last_shape = img.shape
+        if self.auto_check.isChecked():
+            lo, hi = data["levels"]
+            with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
+                self.vmin.setValue(lo)
+                self.vmax.setValue(hi)
+        self._apply_levels()
+        self._apply_cmap(self.cmap_combo.currentText())
+        if res is not None:
+            qm = res.qmap
+            self.center_item.setData([qm.beam_center_x + 0.5], [qm.beam_center_y + 0.5])
+            h, w = img.shape
+            # Zoom-out floor: never smaller than a quarter of the image.
+            self.plot.getViewBox().setLimits(xMin=-w, xMax=2 * w, yMin=-h, yMax=2 * h,
+                                             minXRange=4, minYRange=4)
+        unit = "log\u2081\u2080 I" if self.scale_combo.currentText() == "log" else "I"
+        self.image_view.getHistogramWidget().item.axis.setLabel(unit)
+        self.sigUpdated.emit()
+
+    def _apply_levels(self) -> None:
+        if self.data is None:
+            return
+        lo, hi = self.vmin.value(), self.vmax.value()
+        if hi <= lo:
+            hi = lo + 1e-6
+        self._setting_levels = True
+        try:
+            self.image_view.setLevels(lo, hi)
+        finally:
+            self._setting_levels = False
+
+    def _apply_cmap(self, name: str) -> None:
+        self.image_view.setColorMap(colormap(name))
+
+    def _on_auto_toggled(self, on: bool) -> None:
+        self.vmin.setEnabled(not on)
+        self.vmax.setEnabled(not on)
+        if on and self.data is not None:
+            lo, hi = self.data["levels"]
+            with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
+                self.vmin.setValue(lo)
+                self.vmax.setValue(hi)
+            self._apply_levels()
+
+    def _on_hist_levels(self, *_a) -> None:
+        # Dragging the histogram is a manual choice: keep it in the spin boxes.
+        if self._setting_levels or self.data is None:
+            return
+        lo, hi = self.image_view.getHistogramWidget().item.getLevels()
+        with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
+            self.vmin.setValue(lo)
+            self.vmax.setValue(hi)
+        if self.auto_check.isChecked():
+            with QSignalBlocker(self.auto_check):
+                self.auto_check.setChecked(False)
+            self.vmin.setEnabled(True)
+            self.vmax.setEnabled(True)
+
+    def clear_plots(self) -> None:
+        self.data = None
+        self.image_view.clear()
+        self.center_item.setData([], [])
+        self.readout.setText(" ")
+
+    # -------------------------------------------------------------- hover
+    def readout_at(self, row: float, col: float) -> str:
+        """The hover text for image pixel (row, col)."""
+        res = self.current_result()
+        if res is None or self.data is None:
+            return ""
+        info = pixel_info(res.qmap, row, col)
+        if not info.inside:
+            return ""
+        return info.text(float(self.data["raw"][info.row, info.col]))
+
+    def _on_mouse_moved(self, evt) -> None:
+        pos = evt[0]
+        if self.data is None or not self.plot.sceneBoundingRect().contains(pos):
+            return
+        p = self.plot.getViewBox().mapSceneToView(pos)
+        self.readout.setText(self.readout_at(p.y(), p.x()) or " ")
+
+    # ------------------------------------------------------------ export
+    def figure_options(self) -> dict:
+        opts: dict[str, Any] = {"file_index": self.current_index,
+                                "log": self.scale_combo.currentText() == "log",
+                                "cmap": self.cmap_combo.currentText(),
+                                "beam_center": self.center_check.isChecked()}
+        if self.data is not None:
+            opts["image"] = self.data["raw"]  # already read: no second read for the export
+        if not self.auto_check.isChecked():
+            opts["levels"] = (self.vmin.value(), self.vmax.value())
+        return opts
+
+    def data_columns(self):
+        if self.data is None:
+            return None
+        raw = self.data["raw"]
+        rows, cols = np.indices(raw.shape)
+        return ({"row": rows.ravel(), "col": cols.ravel(), "intensity": raw.ravel()},
+                [f"SAXS-2D of {self.current_result().label}",
+                 "intensity: mean photons/pixel/frame"])
+
+    # ---------------------------------------------------------- settings
+    def get_settings(self) -> dict:
+        return {"scale": self.scale_combo.currentText(), "cmap": self.cmap_combo.currentText(),
+                "auto_levels": self.auto_check.isChecked(),
+                "levels": [self.vmin.value(), self.vmax.value()],
+                "beam_centre": self.center_check.isChecked()}
+
+    def set_settings(self, s: dict) -> None:
+        if s.get("scale") in ("log", "linear"):
+            self.scale_combo.setCurrentText(s["scale"])
+        if s.get("cmap") in COLORMAPS:
+            self.cmap_combo.setCurrentText(s["cmap"])
+        lv = s.get("levels")
+        if isinstance(lv, list) and len(lv) == 2 and all(
+                isinstance(v, (int, float)) and math.isfinite(v) for v in lv):
+            self.vmin.setValue(lv[0])
+            self.vmax.setValue(lv[1])
+        if isinstance(s.get("auto_levels"), bool):
+            self.auto_check.setChecked(s["auto_levels"])
+        if isinstance(s.get("beam_centre"), bool):
+            self.center_check.setChecked(s["beam_centre"])

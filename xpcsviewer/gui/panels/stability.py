@@ -1,0 +1,178 @@
+"""Stability: I(q) per time segment of one file and a beam-damage number."""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QVBoxLayout,
+)
+
+from xpcsviewer.export.saxs_data import (
+    NORMALIZATIONS,
+    apply_normalization,
+    normalization_label,
+    stability_analysis,
+)
+from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.widgets import FileSelector, plain_axes
+
+__all__ = ["StabilityPanel", "prepare_stability"]
+
+
+def prepare_stability(segments, qmap, threshold: float, progress=None, cancel=None):
+    """Worker job: ``stability_analysis`` of one file's segments."""
+    return stability_analysis(segments, qmap, threshold=threshold)
+
+
+class StabilityPanel(BasePanel):
+    """Segment I(q) curves coloured from early (blue) to late (red), with the change number."""
+
+    name = "stability"
+    title = "Stability"
+    figure_kind = "stability"
+    uses_current = True
+
+    def __init__(self, context, parent=None) -> None:
+        super().__init__(context, parent)
+        self.result = None
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        self.file_selector = FileSelector()
+        self.file_selector.sigIndexChosen.connect(self._on_file_chosen)
+        self.logx = QCheckBox("log q", checked=True)
+        self.logy = QCheckBox("log I", checked=True)
+        self.norm_combo = QComboBox()
+        for k in NORMALIZATIONS:
+            self.norm_combo.addItem(k if k != "none" else "I", k)
+        self.threshold = QDoubleSpinBox(decimals=1, minimum=0.1, maximum=100, value=5.0,
+                                        suffix=" %", toolTip="Flag the file above this change")
+        for w in (QLabel("File"), self.file_selector, self.logx, self.logy, QLabel("norm"),
+                  self.norm_combo, QLabel("flag above"), self.threshold):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        lay.addLayout(bar)
+        self.metric_label = QLabel(" ")
+        self.metric_label.setToolTip(
+            "Largest relative change of I(q), averaged over 8 q groups, between any segment "
+            "and the first: how much the sample changes during the measurement "
+            "(beam damage, ageing)")
+        self.metric_label.setWordWrap(True)
+        f = self.metric_label.font()
+        f.setPointSizeF(f.pointSizeF() * 1.6)
+        f.setBold(True)
+        self.metric_label.setFont(f)
+        lay.addWidget(self.metric_label)
+        self.pw = pg.PlotWidget()
+        self.plot = plain_axes(self.pw.getPlotItem())
+        self.plot.showGrid(x=True, y=True, alpha=0.3)
+        self.legend = self.plot.addLegend(offset=(-10, 10))
+        lay.addWidget(self.pw, 1)
+        self.logx.toggled.connect(lambda _b: self._apply_axes())
+        self.logy.toggled.connect(lambda _b: self._apply_axes())
+        self.norm_combo.currentIndexChanged.connect(lambda _i: self._draw())
+        self.threshold.editingFinished.connect(self.refresh)
+        self._apply_axes()
+
+    def applies_to(self, results):
+        if not results:
+            return "Select one or more result files first"
+        if all(r.saxs_1d_segments is None for r in results):
+            return "No time-segment I(q) (scattering_1d_segments) in these files"
+        return None
+
+    def refresh(self) -> None:
+        self.file_selector.set_labels([r.label for r in self.results], self.current_index)
+        res = self.current_result()
+        if res is None:
+            return
+        if res.saxs_1d_segments is None:
+            self.clear_plots()
+            self.metric_label.setText(f"{res.label}: no segment data")
+            return
+        self.submit("segments", prepare_stability, res.saxs_1d_segments, res.qmap,
+                    self.threshold.value() / 100.0, on_result=self._on_result,
+                    description=f"Stability {res.label}")
+
+    def _on_file_chosen(self, i: int) -> None:
+        self.current_index = i
+        self.refresh()
+
+    def _on_result(self, result) -> None:
+        self.result = result
+        self._draw()
+
+    def _draw(self) -> None:
+        self.plot.clear()
+        self.legend.clear()
+        r = self.result
+        if r is None:
+            return
+        norm = self.norm_combo.currentData()
+        prof = apply_normalization(r.q, r.profiles, norm)
+        n = prof.shape[0]
+        cmap = pg.colormap.get("CET-D1")
+        for s in range(n):
+            col = cmap.map(s / max(1, n - 1), mode="qcolor")
+            self.plot.addItem(pg.PlotDataItem(r.q, prof[s], pen=pg.mkPen(col, width=1.5),
+                                              name=f"segment {s + 1}", connect="finite"))
+        self.plot.setLabel("bottom", "q (\u00c5\u207b\u00b9)")
+        self.plot.setLabel("left", normalization_label(norm))
+        res = self.current_result()
+        pct = 100 * r.max_rel_change
+        verdict = ("\u26a0 changes during the measurement (beam damage?)" if r.flagged
+                   else "\u2713 stable")
+        colour = "#c0392b" if r.flagged else "#1e8449"
+        self.metric_label.setText(
+            f"{res.label if res else ''}: max relative change {pct:.2f} % "
+            f"(segment {r.worst_segment + 1} vs 1, {n} segments) \u2014 {verdict}")
+        self.metric_label.setStyleSheet(f"color: {colour};")
+        self._apply_axes()
+        self.sigUpdated.emit()
+
+    def _apply_axes(self) -> None:
+        self.plot.setLogMode(x=self.logx.isChecked(), y=self.logy.isChecked())
+
+    def clear_plots(self) -> None:
+        self.result = None
+        self.plot.clear()
+        self.legend.clear()
+        self.metric_label.setText(" ")
+
+    def figure_options(self) -> dict:
+        return {"file_index": self.current_index, "log_x": self.logx.isChecked(),
+                "log_y": self.logy.isChecked(), "threshold": self.threshold.value() / 100.0}
+
+    def data_columns(self):
+        r = self.result
+        if r is None:
+            return None
+        cols = {"q (1/A)": r.q}
+        for s in range(r.profiles.shape[0]):
+            cols[f"I_segment_{s + 1}"] = r.profiles[s]
+        cols["rel_change"] = r.rel_change
+        return cols, [f"Stability of {self.current_result().label}",
+                      f"max relative change {r.max_rel_change:.6g} "
+                      f"(segment {r.worst_segment + 1} vs 1)"]
+
+    def get_settings(self) -> dict:
+        return {"logx": self.logx.isChecked(), "logy": self.logy.isChecked(),
+                "norm": self.norm_combo.currentData(), "threshold": self.threshold.value()}
+
+    def set_settings(self, s: dict) -> None:
+        for key, w in (("logx", self.logx), ("logy", self.logy)):
+            if isinstance(s.get(key), bool):
+                w.setChecked(s[key])
+        if s.get("norm") in NORMALIZATIONS:
+            self.norm_combo.setCurrentIndex(list(NORMALIZATIONS).index(s["norm"]))
+        v = s.get("threshold")
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            self.threshold.setValue(float(v))
+
+

@@ -1,0 +1,96 @@
+"""Session and recent-folder persistence (JSON in the user's config folder).
+
+Nothing here imports Qt, so it is easy to test. A corrupt or unreadable file is
+ignored with a warning (never a crash); writes are atomic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MAX_RECENT", "SESSION_VERSION", "add_recent", "config_dir", "load_session",
+           "save_session", "session_path"]
+
+logger = logging.getLogger(__name__)
+
+SESSION_VERSION = 1
+MAX_RECENT = 10
+
+
+def config_dir() -> Path:
+    """The folder for settings: ``XPCSVIEWER_CONFIG_DIR`` or the platform's config folder."""
+    env = os.environ.get("XPCSVIEWER_CONFIG_DIR")
+    if env:
+        return Path(env)
+    if sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming"))
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "xpcsviewer"
+
+
+def session_path() -> Path:
+    """``<config_dir>/session.json``."""
+    return config_dir() / "session.json"
+
+
+def load_session(path: Path | None = None) -> tuple[dict[str, Any], str | None]:
+    """Read the session file.
+
+    Returns
+    -------
+    session : dict
+        Empty when the file is missing or unusable.
+    warning : str or None
+        Why the file was ignored (corrupt, wrong type), for the status bar.
+    """
+    path = Path(path) if path is not None else session_path()
+    if not path.exists():
+        return {}, None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        msg = f"Ignored the unreadable session file {path}: {exc}"
+        logger.warning(msg)
+        return {}, msg
+    if not isinstance(data, dict):
+        msg = f"Ignored the session file {path}: expected a JSON object"
+        logger.warning(msg)
+        return {}, msg
+    return data, None
+
+
+def save_session(data: dict[str, Any], path: Path | None = None) -> Path:
+    """Write the session atomically (temp file in the same folder, then rename)."""
+    path = Path(path) if path is not None else session_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = dict(data)
+    data["version"] = SESSION_VERSION
+    text = json.dumps(data, indent=2, default=str)
+    fd, tmp = tempfile.mkstemp(prefix=".session.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def add_recent(recent: list[str], folder: str | os.PathLike, limit: int = MAX_RECENT) -> list[str]:
+    """``folder`` first, without duplicates, at most ``limit`` entries."""
+    folder = str(Path(folder))
+    out = [folder] + [r for r in recent if isinstance(r, str) and r != folder]
+    return out[:limit]

@@ -1,0 +1,97 @@
+"""Small widgets shared by the panels."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
+
+__all__ = ["COLORMAPS", "FileSelector", "colormap", "curve_color", "curve_pen", "labeled",
+           "plain_axes"]
+
+COLORMAPS = ("viridis", "plasma", "magma", "inferno", "cividis", "turbo", "jet", "hot", "gray")
+
+# Colour-blind-safe cycle (Okabe-Ito, then Tableau), readable on light and dark.
+_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
+            "#F0E442", "#8c564b", "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def curve_pen(i: int, width: float = 1.5, alpha: int = 255, style=None) -> pg.QtGui.QPen:
+    """Pen of the ``i``-th curve."""
+    c = pg.mkColor(_COLOURS[i % len(_COLOURS)])
+    c.setAlpha(alpha)
+    pen = pg.mkPen(c, width=width)
+    if style is not None:
+        pen.setStyle(style)
+    return pen
+
+
+def curve_color(i: int):
+    """Colour of the ``i``-th curve."""
+    return pg.mkColor(_COLOURS[i % len(_COLOURS)])
+
+
+def colormap(name: str) -> pg.ColorMap:
+    """A pyqtgraph colour map by name (matplotlib names; 'jet'/'hot'/'gray' too)."""
+    if name == "gray":
+        return pg.ColorMap([0.0, 1.0], [(0, 0, 0), (255, 255, 255)])
+    for src in (None, "matplotlib"):
+        try:
+            cm = pg.colormap.get(name, source=src) if src else pg.colormap.get(name)
+            if cm is not None:
+                return cm
+        except Exception:
+            continue
+    if name == "jet":
+        return pg.ColorMap([0, 0.125, 0.375, 0.625, 0.875, 1.0],
+                           [(0, 0, 128), (0, 0, 255), (0, 255, 255), (255, 255, 0),
+                            (255, 0, 0), (128, 0, 0)])
+    if name == "hot":
+        return pg.ColorMap([0, 0.375, 0.75, 1.0],
+                           [(0, 0, 0), (255, 0, 0), (255, 255, 0), (255, 255, 255)])
+    return pg.colormap.get("viridis")
+
+
+def labeled(text: str, widget: QWidget, tip: str = "") -> QWidget:
+    """``widget`` with a label on its left."""
+    w = QWidget()
+    lay = QHBoxLayout(w)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lab = QLabel(text)
+    lay.addWidget(lab)
+    lay.addWidget(widget, 1)
+    if tip:
+        w.setToolTip(tip)
+        widget.setToolTip(tip)
+    return w
+
+
+class FileSelector(QComboBox):
+    """Pick one of the target files (single-file tabs)."""
+
+    sigIndexChosen = Signal(int)
+    """The user chose a file: (index)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setToolTip("Which target file this tab shows (\u2191/\u2193 in the target list too)")
+        self.setMinimumContentsLength(18)
+        self.activated.connect(self.sigIndexChosen.emit)
+
+    def set_labels(self, labels: list[str], current: int) -> None:
+        """Show ``labels`` and select ``current`` without emitting."""
+        self.blockSignals(True)
+        self.clear()
+        self.addItems(labels)
+        if labels:
+            self.setCurrentIndex(max(0, min(current, len(labels) - 1)))
+        self.blockSignals(False)
+
+
+def plain_axes(plot: pg.PlotItem) -> pg.PlotItem:
+    """Turn off pyqtgraph's SI-prefix rescaling ("x1e-06") so axes show the values."""
+    for name in ("left", "bottom", "right", "top"):
+        ax = plot.getAxis(name)
+        if ax is not None:
+            ax.enableAutoSIPrefix(False)
+    return plot
