@@ -17,6 +17,7 @@ __all__ = [
     "DiffusionPoints",
     "G2Block",
     "G2Fits",
+    "apply_overrides",
     "c2_time_axis",
     "diffusion_points",
     "fit_g2_blocks",
@@ -295,13 +296,48 @@ def _group_blocks(blocks: list[G2Block]) -> list[list[int]]:
     return groups
 
 
+def apply_overrides(model: str, tau: np.ndarray, g2: np.ndarray, valid: np.ndarray,
+                    overrides: dict | None) -> dict | None:
+    """Per-curve data-driven ParamSpecs with the user's fields replaced.
+
+    Parameters
+    ----------
+    model : str
+    tau : (T,) s
+    g2, valid : (B, T)
+    overrides : dict name -> {"value", "lower", "upper", "fixed"} (any subset)
+        A fixed parameter is held at ``value`` (the value shown to the user), never at
+        a bound.
+
+    Returns
+    -------
+    dict name -> ParamSpec, or None when there is nothing to override
+    """
+    if not overrides:
+        return None
+    from dataclasses import replace
+
+    from xpcsviewer.fitting import default_params
+
+    specs = default_params(model, tau, g2, valid)
+    for name, fields in overrides.items():
+        if name not in specs:
+            raise ValueError(f"model {model!r} has no parameter {name!r}")
+        kw = {k: fields[k] for k in ("value", "lower", "upper", "fixed") if k in fields}
+        if "fixed" in kw:
+            kw["fixed"] = bool(kw["fixed"])
+        specs[name] = replace(specs[name], **kw)
+    return specs
+
+
 def fit_g2_blocks(blocks: list[G2Block], model: str = "single", params: dict | None = None,
                   t_range: tuple[float, float] | None = None, progress=None, cancel=None,
-                  backend: Any = None) -> G2Fits:
+                  backend: Any = None, overrides: dict | None = None) -> G2Fits:
     """Batched least-squares fit of every curve of every block.
 
     Blocks with the same delays are fitted together in one ``fit_g2`` call (usually all
-    of them); ``params`` (name -> ParamSpec) applies to every curve.
+    of them); ``params`` (name -> ParamSpec) applies to every curve; ``overrides``
+    (see :func:`apply_overrides`) replaces single fields of the per-curve defaults.
 
     Returns
     -------
@@ -328,7 +364,8 @@ def fit_g2_blocks(blocks: list[G2Block], model: str = "single", params: dict | N
         if model == "single_avgcorr":
             aux = (averaging_factors(ref.delay_frames), ref.t0)
         kw = {"backend": backend} if backend is not None else {}
-        res = fit_g2(ref.tau, y, e, v, model=model, params=params, t_range=t_range,
+        specs = apply_overrides(model, ref.tau, y, v, overrides) or params
+        res = fit_g2(ref.tau, y, e, v, model=model, params=specs, t_range=t_range,
                      aux=aux, cancel=cancel, **kw)
         rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in g])
         for n in names:
@@ -358,7 +395,7 @@ def _assemble(blocks, model, method, par, err, status, chi2, t_range, bands=None
 def fit_g2_blocks_bayes(blocks: list[G2Block], model: str = "single", params: dict | None = None,
                         t_range: tuple[float, float] | None = None, num_warmup: int = 300,
                         num_samples: int = 500, num_chains: int = 2, seed: int = 0,
-                        progress=None, cancel=None) -> G2Fits:
+                        progress=None, cancel=None, overrides: dict | None = None) -> G2Fits:
     """NUTS posterior of every curve, one sampling run per file (checks ``cancel`` between blocks).
 
     Values are posterior means, errors posterior standard deviations; ``status`` is
@@ -383,10 +420,11 @@ def fit_g2_blocks_bayes(blocks: list[G2Block], model: str = "single", params: di
                 progress(int(1000 * (_k + frac)), 1000 * n_blocks, f"{b.label}: {msg}")
 
         aux = (averaging_factors(b.delay_frames), b.t0) if model == "single_avgcorr" else None
+        specs = apply_overrides(model, b.tau, b.g2.T, b.valid.T, overrides) or params
         res = fit_g2_bayes(b.tau, b.g2.T, b.g2_err.T, b.valid.T, model=model,
                            num_warmup=num_warmup, num_samples=num_samples,
                            num_chains=num_chains, seed=seed, progress=sub_progress,
-                           cancel=cancel, params=params, t_range=t_range, aux=aux)
+                           cancel=cancel, params=specs, t_range=t_range, aux=aux)
         rows = np.arange(offsets[k], offsets[k + 1])
         for n in names:
             par[n][rows] = np.asarray(res.mean[n], dtype=np.float64)

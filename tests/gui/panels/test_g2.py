@@ -1,0 +1,199 @@
+"""g2 tab: layouts, ranges, invalid points, fits through the worker, NUTS cancel, export."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from xpcsviewer.gui.context import AppContext  # noqa: E402
+from xpcsviewer.gui.panels.g2 import G2Panel  # noqa: E402
+from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
+
+_FAKE = Path(__file__).resolve().parents[2] / "export" / "fake_results.py"
+
+
+def _fake():
+    spec = importlib.util.spec_from_file_location("xpcs_test_fake_results_g2", _FAKE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def fake():
+    return _fake()
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory, fake):
+    d = tmp_path_factory.mktemp("g2panel")
+    return [fake.make_result(d / "B001_results.hdf", seed=1, kind="both"),
+            fake.make_result(d / "B002_results.hdf", seed=2, kind="multitau", beta=0.2)]
+
+
+@pytest.fixture
+def panel(qtbot):
+    ctx = AppContext(runner=TaskRunner())
+    p = G2Panel(ctx)
+    qtbot.addWidget(p)
+    p.resize(1200, 800)
+    p.show()
+    yield p
+    p.cancel_jobs()
+    ctx.runner.wait_for_done(10000)
+
+
+def _load(qtbot, panel, results):
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.set_results(results)
+
+
+def _curves(panel):
+    import pyqtgraph as pg
+
+    return [it for it in panel.plot_items() if isinstance(it, pg.PlotDataItem)
+            and it.opts.get("symbol") is not None]
+
+
+def test_layouts_and_points(qtbot, panel, results):
+    _load(qtbot, panel, results)
+    assert len(panel.plot_widgets()) == 6  # one panel per q-bin
+    curves = _curves(panel)
+    assert len(curves) == 12  # 2 files x 6 bins
+    mt = results[0].multitau
+    xs = [c.xData for c in curves]
+    # x in seconds (log mode keeps the data in s); invalid points never drawn.
+    lens = sorted(x.size for x in xs)
+    assert lens[0] == mt.tau.size - 3 and lens[-1] == mt.tau.size
+    assert min(x.min() for x in xs) == pytest.approx(mt.tau[0])
+    assert max(x.max() for x in xs) == pytest.approx(mt.tau[-1])
+    assert all(np.all(c.yData != 0) for c in curves)
+    panel.layout_combo.setCurrentIndex(panel.layout_combo.findData("file"))
+    assert len(panel.plot_widgets()) == 2
+    panel.layout_combo.setCurrentIndex(panel.layout_combo.findData("combined"))
+    assert len(panel.plot_widgets()) == 1 and len(_curves(panel)) == 12
+
+
+def test_q_and_t_range(qtbot, panel, results):
+    _load(qtbot, panel, results)
+    panel.qmin.setValue(0.0045)
+    panel.qmax.setValue(0.009)
+    panel.tmin.setText("0.002")
+    panel.tmax.setText("1")
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.q_check.setChecked(True)
+    assert len(panel.plot_widgets()) == 3
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.t_check.setChecked(True)
+    xs = [c.xData for c in _curves(panel)]
+    assert min(x.min() for x in xs) >= 0.002 and max(x.max() for x in xs) <= 1.0
+
+
+def test_fit_through_worker_fills_table_and_publishes(qtbot, panel, results, fake):
+    _load(qtbot, panel, results)
+    seen = []
+    panel.context.sigSharedChanged.connect(seen.append)
+    with qtbot.waitSignal(panel.sigFitsReady, timeout=60000):
+        assert panel.run_fit() is not None
+    fits = panel.fits
+    assert fits.method == "lsq" and fits.n_curves == 12
+    assert seen == ["g2_fits"] and panel.context.shared["g2_fits"] is fits
+    t = panel.results_table
+    assert t.rowCount() == 12
+    status_col = t.columnCount() - 1
+    assert {t.item(r, status_col).text() for r in range(12)} == {"converged"}
+    assert "\u00b1" in t.item(0, 4).text()  # tau value +- error
+    np.testing.assert_allclose(fits.params["tau"], 1 / (fake.D_TRUE * fits.q**2), rtol=0.1)
+    # Fit curves overlaid: one line per curve.
+    import pyqtgraph as pg
+
+    lines = [it for it in panel.plot_items() if isinstance(it, pg.PlotDataItem)
+             and it.opts.get("symbol") is None]
+    assert len(lines) == 12
+    assert panel.fit_btn.isEnabled() and not panel.cancel_btn.isEnabled()
+
+
+def test_fixed_parameter_is_held_at_shown_value(qtbot, panel, results):
+    _load(qtbot, panel, results)
+    panel.params.set_cell("baseline", "value", 1.001)
+    panel.params.set_cell("baseline", "fixed", True)
+    with qtbot.waitSignal(panel.sigFitsReady, timeout=60000):
+        panel.run_fit()
+    np.testing.assert_array_equal(panel.fits.params["baseline"], 1.001)
+    np.testing.assert_array_equal(panel.fits.errors["baseline"], 0.0)
+    # Replotting (a range change) keeps the user's edit.
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.refresh()
+    assert panel.params.overrides()["baseline"] == {"fixed": True, "value": 1.001}
+
+
+def test_export_fits_csv_json(qtbot, panel, results, tmp_path):
+    _load(qtbot, panel, results)
+    with qtbot.waitSignal(panel.sigFitsReady, timeout=60000):
+        panel.run_fit()
+    for name in ("fits.csv", "fits.json"):
+        with qtbot.waitSignal(panel.sigExported, timeout=10000):
+            panel.export_fits(str(tmp_path / name))
+    rows = [ln for ln in (tmp_path / "fits.csv").read_text().splitlines() if not ln.startswith("#")]
+    assert len(rows) == 13 and rows[0].startswith("file,bin,q_invA")
+    d = json.loads((tmp_path / "fits.json").read_text())
+    assert len(d["curves"]) == 12
+    # Figure export through the base class uses this panel's options (with fits).
+    with qtbot.waitSignal(panel.sigExported, timeout=30000):
+        panel.export_figure(str(tmp_path / "g2.png"))
+    assert (tmp_path / "g2.png").read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fits.csv", "fits.json", "g2.png"]
+
+
+@pytest.mark.slow
+def test_bayesian_fit_band(qtbot, panel, results):
+    _load(qtbot, panel, results[:1])
+    panel.qmin.setValue(0.0045)
+    panel.qmax.setValue(0.0055)
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.q_check.setChecked(True)
+    panel.warmup.setValue(100)
+    panel.samples.setValue(100)
+    panel.chains.setValue(1)
+    with qtbot.waitSignal(panel.sigFitsReady, timeout=180000):
+        panel.run_bayes()
+    fits = panel.fits
+    assert fits.method == "bayes" and fits.n_curves == 1
+    assert fits.params["tau"][0] == pytest.approx(1 / (1e5 * 0.005**2), rel=0.15)
+    import pyqtgraph as pg
+
+    assert any(isinstance(it, pg.FillBetweenItem) for it in panel.plot_widgets()[0].items)
+
+
+@pytest.mark.slow
+def test_bayesian_cancel(qtbot, panel, results):
+    _load(qtbot, panel, results[:1])
+    panel.warmup.setValue(100)
+    panel.samples.setValue(20000)
+    panel.chains.setValue(1)
+    runner = panel.context.runner
+    with qtbot.waitSignal(runner.sigProgress, timeout=120000):
+        panel.run_bayes()
+    assert panel.cancel_btn.isEnabled()
+    with qtbot.waitSignal(runner.sigJobFinished, timeout=120000,
+                          check_params_cb=lambda key, rid: key == "g2:bayes"):
+        panel.cancel_fit()
+    assert panel.fits is None  # the cancelled result never arrives
+    assert panel.fit_btn.isEnabled() and not panel.cancel_btn.isEnabled()
+    assert panel.fit_status.text() == "cancelled"
+
+
+def test_settings_roundtrip(qtbot, panel):
+    panel.layout_combo.setCurrentIndex(2)
+    panel.offset.setValue(0.05)
+    s = panel.get_settings()
+    panel.set_settings({"layout": "qbin", "offset": 0.0})
+    panel.set_settings(s)
+    assert panel.get_settings() == s
+    panel.set_settings({"offset": "garbage", "layout": 3})  # ignored, no crash

@@ -1,0 +1,735 @@
+"""g2 tab: multitau correlation curves with a fit side panel.
+
+Layouts: one panel per q-bin (files overlaid), one per file (bins overlaid), or one
+combined panel. Invalid points (g2 == 0 and err == 0) are never drawn. The fit side
+panel runs the batched least squares ("Fit") or NUTS ("Bayesian", with progress and
+cancel) in a worker over every shown curve of every file, overlays the curves (and the
+posterior band), fills a results table and publishes the fits under
+``context.shared["g2_fits"]`` for the Diffusion tab.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from xpcsviewer.export import g2_data
+from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.widgets import curve_color, curve_pen
+
+__all__ = ["FitParamsWidget", "G2Panel", "bayes_job", "fit_job", "prepare_g2_job"]
+
+MODELS = [
+    ("single", "single exp: b + a\u00b7exp(\u22122t/\u03c4)"),
+    ("stretched", "stretched: b + a\u00b7exp(\u22122(t/\u03c4)^s)"),
+    ("double", "double: b + a\u00b7[f\u00b7e\u2081 + (1\u2212f)\u00b7e\u2082]\u00b2"),
+    ("single_avgcorr", "single exp, frame-averaging corrected"),
+]
+LAYOUTS = [("qbin", "one panel per q-bin"), ("file", "one panel per file"),
+           ("combined", "one combined panel")]
+_SYMBOLS = ["o", "s", "t", "d", "+", "x", "star", "p", "h", "t1", "t2", "t3"]
+
+
+# ----------------------------------------------------------------- worker jobs
+def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]]:
+    """Table defaults per model: (value, lower, upper, fixed) from the median over curves."""
+    from xpcsviewer.fitting import default_params, model_param_names
+
+    out: dict[str, dict[str, tuple]] = {}
+    if not blocks:
+        return out
+    tau = blocks[0].tau
+    g = np.concatenate([b.g2.T for b in blocks if b.tau.shape == tau.shape], axis=0)
+    v = np.concatenate([b.valid.T for b in blocks if b.tau.shape == tau.shape], axis=0)
+    for model, _ in MODELS:
+        specs = default_params(model, tau, g, v)
+        row = {}
+        for n in model_param_names(model):
+            s = specs[n]
+
+            def med(x, log=n.startswith("tau")):
+                a = np.asarray(x, dtype=np.float64).ravel()
+                a = a[np.isfinite(a)]
+                if a.size == 0:
+                    return math.nan
+                return float(np.exp(np.median(np.log(a)))) if log and np.all(a > 0) else float(
+                    np.median(a))
+
+            lo = float(np.nanmin(np.asarray(s.lower, float)))
+            hi = float(np.nanmax(np.asarray(s.upper, float)))
+            row[n] = (med(s.value), lo, hi, bool(s.fixed))
+        out[model] = row
+    return out
+
+
+def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
+    """Worker job: the shown g2 blocks and the fit-table defaults of every model."""
+    blocks = g2_data.g2_blocks(results, opts.get("qmin"), opts.get("qmax"), opts.get("tmin"),
+                               opts.get("tmax"), opts.get("max_bins"))
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    return blocks, _model_defaults(blocks)
+
+
+def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):
+    """Worker job: batched least squares of every shown curve (one ``fit_g2`` per delay grid)."""
+    return g2_data.fit_g2_blocks(blocks, model, overrides=overrides, t_range=t_range,
+                                 progress=progress, cancel=cancel)
+
+
+def bayes_job(blocks, model: str, overrides: dict, t_range, sampler: dict, progress=None,
+              cancel=None):
+    """Worker job: NUTS posterior of every shown curve (cancellable between blocks)."""
+    return g2_data.fit_g2_blocks_bayes(blocks, model, overrides=overrides, t_range=t_range,
+                                       progress=progress, cancel=cancel, **sampler)
+
+
+def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:
+    """Worker job: write fits to CSV (or JSON for a ``.json`` suffix), atomically."""
+    from xpcsviewer.export import fits_table, fits_to_dict, write_csv, write_json
+
+    if str(path).lower().endswith(".json"):
+        write_json(path, fits_to_dict(fits))
+    else:
+        cols, header = fits_table(fits)
+        write_csv(path, cols, header)
+    return str(path)
+
+
+# --------------------------------------------------------------- fit side panel
+class FitParamsWidget(QTableWidget):
+    """Per-parameter value / lower / upper / fix for the current model.
+
+    A fixed parameter is held at the value shown (not at a bound). Rows the user never
+    edited stay "auto": each curve then gets its own data-driven start and bounds.
+    """
+
+    sigEdited = Signal()
+    """The user changed a cell: ()."""
+
+    HEAD = ["parameter", "value", "lower", "upper", "fix"]
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(0, len(self.HEAD), parent)
+        self.setHorizontalHeaderLabels(self.HEAD)
+        self.verticalHeader().setVisible(False)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self._edited: dict[str, set[str]] = {}
+        self._names: list[str] = []
+        self._filling = False
+        self.itemChanged.connect(self._on_item_changed)
+        self.setToolTip("Unedited rows are per-curve automatic (from the data); a fixed "
+                        "parameter is held at the value shown")
+
+    def set_params(self, rows: dict[str, tuple], keep_edits: bool = True) -> None:
+        """Show ``name -> (value, lower, upper, fixed)``; user-edited cells are kept."""
+        old = self.overrides() if keep_edits else {}
+        self._filling = True
+        self._names = list(rows)
+        self.setRowCount(len(rows))
+        if not keep_edits:
+            self._edited = {}
+        for r, (name, (val, lo, hi, fixed)) in enumerate(rows.items()):
+            o = old.get(name, {})
+            it = QTableWidgetItem(name)
+            it.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            self.setItem(r, 0, it)
+            for c, key, x in ((1, "value", val), (2, "lower", lo), (3, "upper", hi)):
+                self.setItem(r, c, QTableWidgetItem(_fmt(o.get(key, x))))
+            chk = QTableWidgetItem()
+            chk.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
+            chk.setCheckState(Qt.CheckState.Checked if o.get("fixed", fixed)
+                              else Qt.CheckState.Unchecked)
+            self.setItem(r, 4, chk)
+        self._filling = False
+
+    def _on_item_changed(self, item: QTableWidgetItem) -> None:
+        if self._filling or item.column() == 0:
+            return
+        name = self._names[item.row()]
+        key = self.HEAD[item.column()] if item.column() < 4 else "fixed"
+        self._edited.setdefault(name, set()).add(key)
+        if key == "fixed":
+            self._edited[name].add("value")
+        self.sigEdited.emit()
+
+    def set_cell(self, name: str, key: str, value: Any) -> None:
+        """Programmatic edit (as a user would): key in value/lower/upper/fixed."""
+        r = self._names.index(name)
+        if key == "fixed":
+            self.item(r, 4).setCheckState(Qt.CheckState.Checked if value else Qt.CheckState.Unchecked)
+        else:
+            self.item(r, self.HEAD.index(key)).setText(_fmt(value))
+
+    def overrides(self) -> dict[str, dict]:
+        """User-set fields per parameter (only edited cells; 'fixed' carries the value)."""
+        out: dict[str, dict] = {}
+        for r, name in enumerate(self._names):
+            keys = self._edited.get(name, set())
+            if not keys:
+                continue
+            d: dict[str, Any] = {}
+            for key in keys:
+                if key == "fixed":
+                    d["fixed"] = self.item(r, 4).checkState() == Qt.CheckState.Checked
+                    continue
+                try:
+                    d[key] = float(self.item(r, self.HEAD.index(key)).text())
+                except ValueError:
+                    raise ValueError(f"{name} {key}: not a number") from None
+            out[name] = d
+        return out
+
+    def reset(self) -> None:
+        """Forget the user's edits (back to automatic per-curve values)."""
+        self._edited = {}
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, bool):
+        return str(x)
+    x = float(x)
+    return f"{x:.6g}" if math.isfinite(x) else "nan"
+
+
+def _pm(v: float, e: float) -> str:
+    if not math.isfinite(v):
+        return "\u2014"
+    if math.isfinite(e) and e > 0:
+        return f"{v:.4g} \u00b1 {e:.2g}"
+    return f"{v:.4g}"
+
+
+# -------------------------------------------------------------------- the panel
+class G2Panel(BasePanel):
+    """g2 curves of all targets with the fit side panel."""
+
+    name = "g2"
+    title = "g2"
+    figure_kind = "g2"
+
+    sigFitsReady = Signal(object)
+    """New fits were applied: (G2Fits)."""
+
+    def __init__(self, context, parent=None) -> None:
+        super().__init__(context, parent)
+        self.blocks: list[g2_data.G2Block] = []
+        self.defaults: dict[str, dict[str, tuple]] = {}
+        self.fits: g2_data.G2Fits | None = None
+        self._targets_key: tuple = ()
+        self._plots: list[pg.PlotItem] = []
+        self._busy_keys: set[str] = set()
+
+        outer = QHBoxLayout(self)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        outer.addWidget(split)
+
+        # ---- left: controls + plots
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        grid = QGridLayout()
+        self.layout_combo = QComboBox()
+        for k, text in LAYOUTS:
+            self.layout_combo.addItem(text, k)
+        self.q_check = QCheckBox("q range")
+        self.qmin = QDoubleSpinBox(decimals=5, minimum=0, maximum=10, singleStep=0.0005)
+        self.qmax = QDoubleSpinBox(decimals=5, minimum=0, maximum=10, singleStep=0.0005, value=1.0)
+        for w in (self.qmin, self.qmax):
+            w.setSuffix(" \u00c5\u207b\u00b9")
+        self.t_check = QCheckBox("t range")
+        self.tmin = QLineEdit("1e-6")
+        self.tmax = QLineEdit("100")
+        for w in (self.tmin, self.tmax):
+            w.setMaximumWidth(80)
+            w.setToolTip("delay in s")
+        self.err_check = QCheckBox("error bars", checked=True)
+        self.logx = QCheckBox("log t", checked=True)
+        self.offset = QDoubleSpinBox(decimals=3, minimum=-1, maximum=1, singleStep=0.01)
+        self.offset.setToolTip("Vertical offset per file (per bin in the per-file layout)")
+        self.ncols = QSpinBox(minimum=1, maximum=8, value=3)
+        self.max_bins = QSpinBox(minimum=1, maximum=512, value=24)
+        self.max_bins.setToolTip("At most this many q-bins per file")
+        self.marker = QSpinBox(minimum=1, maximum=15, value=5)
+        self.legend_check = QCheckBox("legend", checked=True)
+        row0 = [QLabel("layout"), self.layout_combo, self.q_check, self.qmin, self.qmax,
+                self.t_check, self.tmin, self.tmax]
+        row1 = [self.err_check, self.logx, QLabel("offset"), self.offset, QLabel("columns"),
+                self.ncols, QLabel("max bins"), self.max_bins, QLabel("marker"), self.marker,
+                self.legend_check]
+        for i, w in enumerate(row0):
+            grid.addWidget(w, 0, i)
+        for i, w in enumerate(row1):
+            grid.addWidget(w, 1, i)
+        lv.addLayout(grid)
+        self.status = QLabel(" ")
+        lv.addWidget(self.status)
+        self.glw = pg.GraphicsLayoutWidget()
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setWidget(self.glw)
+        lv.addWidget(self.scroll, 1)
+        split.addWidget(left)
+
+        # ---- right: fit side panel
+        right = QWidget()
+        rv = QVBoxLayout(right)
+        self.model_combo = QComboBox()
+        for k, text in MODELS:
+            self.model_combo.addItem(text, k)
+        rv.addWidget(QLabel("model"))
+        rv.addWidget(self.model_combo)
+        self.params = FitParamsWidget()
+        rv.addWidget(self.params, 1)
+        self.reset_btn = QPushButton("Reset parameters")
+        self.reset_btn.setToolTip("Back to automatic per-curve starts and bounds")
+        rv.addWidget(self.reset_btn)
+        bl = QHBoxLayout()
+        self.fit_btn = QPushButton("Fit")
+        self.fit_btn.setToolTip("Least squares for every shown bin of every file (in a worker)")
+        self.bayes_btn = QPushButton("Bayesian")
+        self.bayes_btn.setToolTip("NUTS posterior for every shown bin (in a worker; cancellable)")
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setEnabled(False)
+        for b in (self.fit_btn, self.bayes_btn, self.cancel_btn):
+            bl.addWidget(b)
+        rv.addLayout(bl)
+        sl = QHBoxLayout()
+        self.warmup = QSpinBox(minimum=10, maximum=20000, value=300)
+        self.samples = QSpinBox(minimum=10, maximum=50000, value=500)
+        self.chains = QSpinBox(minimum=1, maximum=8, value=2)
+        for lab, w in (("warm-up", self.warmup), ("draws", self.samples), ("chains", self.chains)):
+            sl.addWidget(QLabel(lab))
+            sl.addWidget(w)
+        rv.addLayout(sl)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        rv.addWidget(self.progress)
+        self.show_fit = QCheckBox("show fits", checked=True)
+        self.show_band = QCheckBox("posterior band", checked=True)
+        fl = QHBoxLayout()
+        fl.addWidget(self.show_fit)
+        fl.addWidget(self.show_band)
+        rv.addLayout(fl)
+        self.results_table = QTableWidget(0, 0)
+        self.results_table.verticalHeader().setVisible(False)
+        self.results_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        rv.addWidget(self.results_table, 2)
+        self.fit_status = QLabel("no fit yet")
+        self.fit_status.setWordWrap(True)
+        rv.addWidget(self.fit_status)
+        self.export_fits_btn = QPushButton("Export fits (CSV/JSON)\u2026")
+        self.export_fits_btn.setEnabled(False)
+        rv.addWidget(self.export_fits_btn)
+        split.addWidget(right)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+
+        # ---- wiring
+        self.layout_combo.currentIndexChanged.connect(lambda _i: self._draw())
+        for w in (self.q_check, self.t_check):
+            w.toggled.connect(lambda _b: self.refresh())
+        for w in (self.qmin, self.qmax):
+            w.editingFinished.connect(self._maybe_refresh_q)
+        for w in (self.tmin, self.tmax):
+            w.editingFinished.connect(self._maybe_refresh_t)
+        self.max_bins.editingFinished.connect(self.refresh)
+        for w in (self.err_check, self.logx, self.legend_check, self.show_fit, self.show_band):
+            w.toggled.connect(lambda _b: self._draw())
+        for w in (self.offset,):
+            w.valueChanged.connect(lambda _v: self._draw())
+        for w in (self.ncols, self.marker):
+            w.valueChanged.connect(lambda _v: self._draw())
+        self.model_combo.currentIndexChanged.connect(self._on_model_changed)
+        self.reset_btn.clicked.connect(self._on_reset)
+        self.fit_btn.clicked.connect(self.run_fit)
+        self.bayes_btn.clicked.connect(self.run_bayes)
+        self.cancel_btn.clicked.connect(self.cancel_fit)
+        self.export_fits_btn.clicked.connect(self._on_export_fits)
+        self.context.runner.sigJobFinished.connect(self._on_job_finished)
+
+    # ------------------------------------------------------------- options
+    def _t_value(self, edit: QLineEdit) -> float | None:
+        try:
+            v = float(edit.text())
+        except ValueError:
+            return None
+        return v if math.isfinite(v) else None
+
+    def options(self) -> dict:
+        """Selection options (GUI-thread snapshot) for ``g2_blocks``."""
+        use_q, use_t = self.q_check.isChecked(), self.t_check.isChecked()
+        return {
+            "qmin": self.qmin.value() if use_q else None,
+            "qmax": self.qmax.value() if use_q else None,
+            "tmin": self._t_value(self.tmin) if use_t else None,
+            "tmax": self._t_value(self.tmax) if use_t else None,
+            "max_bins": self.max_bins.value(),
+        }
+
+    def _maybe_refresh_q(self) -> None:
+        if self.q_check.isChecked():
+            self.refresh()
+
+    def _maybe_refresh_t(self) -> None:
+        if self.t_check.isChecked():
+            self.refresh()
+
+    def model(self) -> str:
+        """Current model name."""
+        return self.model_combo.currentData()
+
+    # ---------------------------------------------------------------- data
+    def applies_to(self, results: list) -> str | None:
+        if not results:
+            return "Select one or more result files first"
+        if not any(getattr(r, "multitau", None) is not None for r in results):
+            return "No multitau (g2) analysis in the selected files"
+        return None
+
+    def refresh(self) -> None:
+        if not self.results:
+            return
+        self.submit("data", prepare_g2_job, list(self.results), self.options(),
+                    on_result=self._on_blocks, description="g2: selecting curves")
+
+    def _on_blocks(self, out) -> None:
+        blocks, defaults = out
+        self.blocks = list(blocks)
+        self.defaults = defaults
+        key = tuple(str(r.path) for r in self.results)
+        new_targets = key != self._targets_key
+        self._targets_key = key
+        # Parameter defaults are seeded once per target list, so manual edits survive replots.
+        if new_targets or self.params.rowCount() == 0:
+            self._fill_params(keep_edits=not new_targets)
+            if self.fits is not None:
+                self.fits = None
+                self._fill_results_table()
+        self._draw()
+
+    def _fill_params(self, keep_edits: bool = True) -> None:
+        rows = self.defaults.get(self.model())
+        if rows:
+            self.params.set_params(rows, keep_edits=keep_edits)
+
+    def _on_model_changed(self, _i: int) -> None:
+        self.params.reset()
+        self._fill_params(keep_edits=False)
+
+    def _on_reset(self) -> None:
+        self.params.reset()
+        self._fill_params(keep_edits=False)
+
+    # ---------------------------------------------------------------- draw
+    def _panels(self) -> list[tuple[str, list[tuple[g2_data.G2Block, int]]]]:
+        layout = self.layout_combo.currentData()
+        if layout == "qbin":
+            cols = sorted({int(c) for b in self.blocks for c in b.columns})
+            out = []
+            for c in cols:
+                members = [(b, int(np.flatnonzero(b.columns == c)[0])) for b in self.blocks
+                           if c in b.columns]
+                b0, j0 = members[0]
+                out.append((b0.bin_labels[j0], members))
+            return out
+        if layout == "file":
+            return [(b.label, [(b, j) for j in range(b.n_bins)]) for b in self.blocks]
+        return [("all files", [(b, j) for b in self.blocks for j in range(b.n_bins)])]
+
+    def _draw(self) -> None:
+        self.glw.clear()
+        self._plots = []
+        if not self.blocks:
+            self.status.setText("no g2 curves in the selected q/t range")
+            self.sigUpdated.emit()
+            return
+        layout = self.layout_combo.currentData()
+        panels = self._panels()
+        nc = max(1, min(self.ncols.value(), len(panels)))
+        log_x = self.logx.isChecked()
+        msize = self.marker.value()
+        off = self.offset.value()
+        for k, (title, members) in enumerate(panels):
+            if k and k % nc == 0:
+                self.glw.nextRow()
+            p = self.glw.addPlot(title=title)
+            p.setLabel("bottom", "\u03c4 (s)")
+            p.setLabel("left", "g\u2082")
+            p.showGrid(x=True, y=True, alpha=0.2)
+            p.setLogMode(x=log_x, y=False)
+            legend = p.addLegend(offset=(-5, 5)) if self.legend_check.isChecked() and len(
+                members) <= 12 else None
+            for m, (b, j) in enumerate(members):
+                if layout == "qbin":
+                    ci, shift, name = b.file_index, off * b.file_index, b.label
+                elif layout == "file":
+                    ci, shift, name = m, off * m, b.bin_labels[j]
+                else:
+                    ci, shift, name = m, off * m, f"{b.label} {b.bin_labels[j]}"
+                self._draw_curve(p, b, j, ci, shift, name, log_x, msize)
+            if legend is not None:
+                legend.setVisible(True)
+            p.enableAutoRange(y=True)  # every panel scales its own y
+            self._plots.append(p)
+        rows = math.ceil(len(panels) / nc)
+        self.glw.setMinimumHeight(max(300, 230 * rows))
+        n_curves = sum(b.n_bins for b in self.blocks)
+        self.status.setText(f"{len(self.blocks)} file(s), {n_curves} curve(s), "
+                            f"{len(panels)} panel(s)")
+        self.sigUpdated.emit()
+
+    def _draw_curve(self, p: pg.PlotItem, b: g2_data.G2Block, j: int, ci: int, shift: float,
+                    name: str, log_x: bool, msize: int) -> None:
+        t, y, e = g2_data.g2_points(b, j)
+        color = curve_color(ci)
+        item = pg.PlotDataItem(t, y + shift, pen=None, symbol=_SYMBOLS[b.file_index % 12],
+                               symbolSize=msize, symbolPen=pg.mkPen(color, width=1.2),
+                               symbolBrush=None, name=name)
+        p.addItem(item)
+        if self.err_check.isChecked() and t.size:
+            # ErrorBarItem does not follow the plot's log mode: give it log10(t).
+            x = np.log10(t) if log_x else t
+            p.addItem(pg.ErrorBarItem(x=x, y=y + shift, height=2 * e, beam=0,
+                                      pen=pg.mkPen(color, width=0.8)))
+        fits = self.fits
+        if fits is None or not self.show_fit.isChecked():
+            return
+        row = fits.find(b.file_index, int(b.columns[j]))
+        if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
+            return
+        grid = g2_data.g2_tau_grid(b.tau)
+        yc = fits.curve([row], grid)[0] + shift
+        p.addItem(pg.PlotDataItem(grid, yc, pen=curve_pen(ci, 1.5)))
+        if self.show_band.isChecked():
+            band = fits.band([row], grid)
+            if band is not None and np.isfinite(band[0]).any():
+                lo = pg.PlotDataItem(grid, band[0, 0] + shift, pen=curve_pen(ci, 0.5, alpha=80))
+                hi = pg.PlotDataItem(grid, band[0, 2] + shift, pen=curve_pen(ci, 0.5, alpha=80))
+                p.addItem(lo)
+                p.addItem(hi)
+                c = QColor(color)
+                c.setAlpha(60)
+                p.addItem(pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(c)))
+
+    def clear_plots(self) -> None:
+        self.blocks = []
+        self.glw.clear()
+        self._plots = []
+
+    def plot_widgets(self) -> list[pg.PlotItem]:
+        """The pyqtgraph panels shown now (tests)."""
+        return list(self._plots)
+
+    # ---------------------------------------------------------------- fits
+    def _fit_inputs(self):
+        if not self.blocks:
+            raise ValueError("no g2 curves shown to fit")
+        overrides = self.params.overrides()
+        opts = self.options()
+        t_range = None
+        if opts["tmin"] is not None and opts["tmax"] is not None:
+            t_range = (opts["tmin"], opts["tmax"])
+        return list(self.blocks), self.model(), overrides, t_range
+
+    def run_fit(self) -> int | None:
+        """Start the batched least-squares fit in a worker; returns the request id."""
+        try:
+            blocks, model, overrides, t_range = self._fit_inputs()
+        except ValueError as exc:
+            self.context.report_error(f"g2 fit: {exc}")
+            return None
+        self._set_busy("fit", True)
+        self.fit_status.setText(f"fitting {sum(b.n_bins for b in blocks)} curves\u2026")
+        return self.submit("fit", fit_job, blocks, model, overrides, t_range,
+                           on_result=self._on_fits, on_error=self._on_fit_error,
+                           description="g2: least-squares fit")
+
+    def run_bayes(self) -> int | None:
+        """Start the NUTS fit in a worker (progress + cancel); returns the request id."""
+        try:
+            blocks, model, overrides, t_range = self._fit_inputs()
+        except ValueError as exc:
+            self.context.report_error(f"g2 Bayesian fit: {exc}")
+            return None
+        # NumPyro (and the JAX modules it pulls in) must be imported on the GUI thread:
+        # a first import of compiled JAX modules in a worker can abort the process.
+        import xpcsviewer.fitting.bayes  # noqa: F401
+
+        sampler = {"num_warmup": self.warmup.value(), "num_samples": self.samples.value(),
+                   "num_chains": self.chains.value()}
+        self._set_busy("bayes", True)
+        self.progress.setValue(0)
+        self.fit_status.setText("sampling (NUTS)\u2026")
+        rid = self.context.runner.submit(
+            self.job_key("bayes"), bayes_job, blocks, model, overrides, t_range, sampler,
+            on_result=self._on_fits, on_error=self._on_fit_error,
+            on_progress=self._on_bayes_progress, description="g2: Bayesian fit (NUTS)")
+        return rid
+
+    def cancel_fit(self) -> None:
+        """Cancel a running fit (least squares or NUTS)."""
+        for purpose in ("fit", "bayes"):
+            self.context.runner.cancel(self.job_key(purpose))
+        self.fit_status.setText("cancelling\u2026")
+
+    def _set_busy(self, purpose: str, busy: bool) -> None:
+        if busy:
+            self._busy_keys.add(self.job_key(purpose))
+        else:
+            self._busy_keys.discard(self.job_key(purpose))
+        any_busy = bool(self._busy_keys)
+        self.fit_btn.setEnabled(not any_busy)
+        self.bayes_btn.setEnabled(not any_busy)
+        self.cancel_btn.setEnabled(any_busy)
+
+    def _on_job_finished(self, key: str, request_id: int) -> None:
+        if key not in self._busy_keys:
+            return
+        if self.context.runner.latest_id(key) not in (None, request_id):
+            return  # a newer job under this key is still running
+        self._busy_keys.discard(key)
+        any_busy = bool(self._busy_keys)
+        self.fit_btn.setEnabled(not any_busy)
+        self.bayes_btn.setEnabled(not any_busy)
+        self.cancel_btn.setEnabled(any_busy)
+        if self.fit_status.text().startswith(("cancelling", "sampling", "fitting")):
+            self.fit_status.setText("cancelled")
+
+    def _on_bayes_progress(self, done: int, total: int, msg: str) -> None:
+        if total > 0:
+            self.progress.setValue(int(1000 * done / total))
+        self.fit_status.setText(f"sampling (NUTS): {msg}")
+
+    def _on_fit_error(self, info) -> None:
+        self.fit_status.setText(f"fit failed: {info.message}")
+        self.context.report_error(info)
+
+    def _on_fits(self, fits: g2_data.G2Fits) -> None:
+        self.fits = fits
+        n_ok = int(fits.ok.sum())
+        self.fit_status.setText(
+            f"{fits.method} {fits.model}: {n_ok}/{fits.n_curves} converged")
+        self.progress.setValue(1000)
+        self._fill_results_table()
+        self.export_fits_btn.setEnabled(True)
+        self.context.set_shared("g2_fits", fits)
+        self._draw()
+        self.sigFitsReady.emit(fits)
+
+    def _fill_results_table(self) -> None:
+        t = self.results_table
+        fits = self.fits
+        if fits is None:
+            t.setRowCount(0)
+            t.setColumnCount(0)
+            self.export_fits_btn.setEnabled(False)
+            return
+        names = list(fits.param_names)
+        head = ["file", "bin", "q (\u00c5\u207b\u00b9)"] + [
+            f"{n} (s)" if n.startswith("tau") else n for n in names] + ["\u03c7\u00b2\u1d63", "status"]
+        t.setColumnCount(len(head))
+        t.setHorizontalHeaderLabels(head)
+        t.setRowCount(fits.n_curves)
+        bad = QColor(255, 200, 200)
+        for b in range(fits.n_curves):
+            cells = [fits.file_labels[b], str(int(fits.columns[b]) + 1), f"{fits.q[b]:.5f}"]
+            cells += [_pm(fits.params[n][b], fits.errors[n][b]) for n in names]
+            cells += [_fmt(fits.chi2_red[b]), str(fits.status[b])]
+            for c, text in enumerate(cells):
+                it = QTableWidgetItem(text)
+                if fits.status[b] != "converged":
+                    it.setBackground(bad)
+                t.setItem(b, c, it)
+        t.resizeColumnsToContents()
+
+    def export_fits(self, path: str) -> int | None:
+        """Write the fits to ``path`` (CSV, or JSON for ``.json``) in a worker."""
+        if self.fits is None:
+            self.context.report_error("g2: no fits to export")
+            return None
+        return self.submit("export-fits", write_fits_job, self.fits, str(path),
+                           on_result=self._on_exported, description=f"Exporting {Path(path).name}")
+
+    def _on_export_fits(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export g2 fits", "g2_fits.csv",
+                                              "CSV (*.csv);;JSON (*.json)")
+        if path:
+            self.export_fits(path)
+
+    # -------------------------------------------------------------- export
+    def figure_options(self) -> dict:
+        opts = self.options()
+        opts.update(layout=self.layout_combo.currentData(), errorbars=self.err_check.isChecked(),
+                    offset=self.offset.value(), log_x=self.logx.isChecked(),
+                    ncols=self.ncols.value(), legend=self.legend_check.isChecked(),
+                    fits=self.fits if self.show_fit.isChecked() else None,
+                    band=self.show_band.isChecked())
+        return opts
+
+    def data_columns(self):
+        if not self.blocks:
+            return None
+        return g2_data.g2_data_columns(self.blocks)
+
+    # ------------------------------------------------------------ settings
+    def get_settings(self) -> dict:
+        return {"layout": self.layout_combo.currentData(), "q_range": self.q_check.isChecked(),
+                "qmin": self.qmin.value(), "qmax": self.qmax.value(),
+                "t_range": self.t_check.isChecked(), "tmin": self.tmin.text(),
+                "tmax": self.tmax.text(), "errorbars": self.err_check.isChecked(),
+                "log_t": self.logx.isChecked(), "offset": self.offset.value(),
+                "ncols": self.ncols.value(), "max_bins": self.max_bins.value(),
+                "marker": self.marker.value(), "legend": self.legend_check.isChecked(),
+                "model": self.model(), "warmup": self.warmup.value(),
+                "samples": self.samples.value(), "chains": self.chains.value()}
+
+    def set_settings(self, s: dict) -> None:
+        try:
+            for key, combo in (("layout", self.layout_combo), ("model", self.model_combo)):
+                if key in s:
+                    i = combo.findData(s[key])
+                    if i >= 0:
+                        combo.setCurrentIndex(i)
+            for key, box in (("q_range", self.q_check), ("t_range", self.t_check),
+                             ("errorbars", self.err_check), ("log_t", self.logx),
+                             ("legend", self.legend_check)):
+                if key in s:
+                    box.setChecked(bool(s[key]))
+            for key, spin in (("qmin", self.qmin), ("qmax", self.qmax), ("offset", self.offset),
+                              ("ncols", self.ncols), ("max_bins", self.max_bins),
+                              ("marker", self.marker), ("warmup", self.warmup),
+                              ("samples", self.samples), ("chains", self.chains)):
+                if key in s:
+                    spin.setValue(type(spin.value())(s[key]))
+            for key, edit in (("tmin", self.tmin), ("tmax", self.tmax)):
+                if key in s:
+                    edit.setText(str(s[key]))
+        except (TypeError, ValueError):
+            pass
