@@ -153,3 +153,12 @@ def test_qmap_file_roundtrip(tmp_path, small_built):
     np.testing.assert_array_equal(back.dynamic_roi_map, qm.dynamic_roi_map)
     np.testing.assert_array_equal(back.static_index_mapping, qm.static_index_mapping)
     assert back.hash == qm.hash
+
+
+def test_upstream_viewer_opens_our_file(small_file):
+    """If the official viewer's package is installed, its XpcsFile reads our g2 (skipped otherwise)."""
+    xf_mod = pytest.importorskip("pyxpcsviewer.xpcs_file")
+    xf = xf_mod.XpcsFile(str(small_file))
+    ours = read_result(small_file).multitau.g2
+    theirs = np.asarray(getattr(xf, "g2", None))
+    np.testing.assert_allclose(theirs, ours, rtol=1e-6)
