@@ -164,7 +164,10 @@ class MainWindow(QMainWindow):
                 panel = cls(self.context)
                 title = getattr(panel, "title", _TITLES.get(name, name))
             except Exception as exc:  # a missing or broken panel disables one tab only
-                logger.exception("panel %s could not be built", name)
+                if isinstance(exc, ImportError):
+                    logger.warning("panel %s is not available: %s", name, exc)
+                else:
+                    logger.exception("panel %s could not be built", name)
                 panel = UnavailablePanel(self.context, name, f"{type(exc).__name__}: {exc}")
                 title = _TITLES.get(name, name)
             self.panels[name] = panel

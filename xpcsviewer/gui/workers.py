@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 import time
 import traceback
 from collections.abc import Callable
@@ -25,12 +26,19 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from xpcsviewer.progress import CancelToken, Cancelled
 
-__all__ = ["ComputeWorker", "ErrorInfo", "TaskRunner", "WorkerSignals", "preload_backend",
-           "to_numpy_tree"]
+__all__ = ["ComputeWorker", "ErrorInfo", "TaskRunner", "WorkerSignals", "live_runners",
+           "preload_backend", "to_numpy_tree"]
 
 logger = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL_S = 0.1  # at most ~10 progress signals per second
+
+_LIVE_RUNNERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def live_runners() -> list:
+    """Every TaskRunner still alive (tests check that none is busy at teardown)."""
+    return list(_LIVE_RUNNERS)
 
 
 @dataclass(frozen=True)
@@ -281,6 +289,7 @@ class TaskRunner(QObject):
         self._next_id = 0
         self._latest: dict[str, int] = {}
         self._jobs: dict[int, _Job] = {}
+        _LIVE_RUNNERS.add(self)
 
     # ------------------------------------------------------------------ API
     @property
@@ -382,6 +391,37 @@ class TaskRunner(QObject):
         while self._jobs and time.monotonic() < deadline:
             QCoreApplication.processEvents()
         return ok and not self._jobs
+
+    def wait_until_idle(self, msecs: int = 30000) -> bool:
+        """Run the event loop until no job is left (GUI thread; no sleeping).
+
+        Jobs started by results of other jobs (a panel refreshing after the files
+        loaded) are waited for too. Returns False on timeout.
+        """
+        from PySide6.QtCore import QCoreApplication, QEventLoop, QTimer
+
+        deadline = time.monotonic() + msecs / 1000.0
+        while True:
+            QCoreApplication.processEvents()
+            if not self._jobs:
+                # Results delivered just now may submit follow-up jobs.
+                QCoreApplication.processEvents()
+                if not self._jobs:
+                    return True
+            left = int((deadline - time.monotonic()) * 1000)
+            if left <= 0:
+                return False
+            loop = QEventLoop()
+            timer = QTimer(singleShot=True)
+            timer.timeout.connect(loop.quit)
+            self.sigIdle.connect(loop.quit)
+            timer.start(min(left, 200))
+            loop.exec()
+            timer.stop()
+            try:
+                self.sigIdle.disconnect(loop.quit)
+            except (RuntimeError, TypeError):
+                pass
 
     # ------------------------------------------------------------- handlers
     def _is_latest(self, job: _Job) -> bool:
