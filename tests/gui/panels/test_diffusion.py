@@ -1,0 +1,129 @@
+"""Diffusion tab: reads the g2 fits, drops failed ones, D and radius near the truth."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from xpcsviewer.export import g2_data  # noqa: E402
+from xpcsviewer.gui.context import AppContext  # noqa: E402
+from xpcsviewer.gui.panels.diffusion import DiffusionPanel  # noqa: E402
+from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
+
+_FAKE = Path(__file__).resolve().parents[2] / "export" / "fake_results.py"
+
+
+@pytest.fixture(scope="module")
+def fake():
+    spec = importlib.util.spec_from_file_location("xpcs_test_fake_results_diff", _FAKE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory, fake):
+    d = tmp_path_factory.mktemp("diffpanel")
+    return [fake.make_result(d / "C001_results.hdf", seed=1, kind="both"),
+            fake.make_result(d / "C002_results.hdf", seed=2, kind="multitau", beta=0.2)]
+
+
+@pytest.fixture(scope="module")
+def fits(results):
+    return g2_data.fit_g2_blocks(g2_data.g2_blocks(results), "single")
+
+
+@pytest.fixture
+def panel(qtbot):
+    ctx = AppContext(runner=TaskRunner())
+    p = DiffusionPanel(ctx)
+    qtbot.addWidget(p)
+    p.resize(1000, 700)
+    p.show()
+    yield p
+    p.cancel_jobs()
+    ctx.runner.wait_for_done(10000)
+
+
+def _points(panel):
+    """Data-point items in file order (by their legend name)."""
+    import pyqtgraph as pg
+
+    items = [it for it in panel.plot_items() if isinstance(it, pg.PlotDataItem)
+             and it.opts.get("symbol") is not None]
+    return sorted(items, key=lambda it: it.name())
+
+
+def test_reads_published_fits_and_reports_D(qtbot, panel, results, fits, fake):
+    panel.set_results(results)
+    assert "no g2 fits" in panel.status.text()
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.context.set_shared("g2_fits", fits)
+    pts = _points(panel)
+    assert len(pts) == 2 and all(p.xData.size == 6 for p in pts)
+    np.testing.assert_allclose(pts[0].xData, fits.q[:6])
+    r = panel.readout()
+    for label in ("C001", "C002"):
+        assert r[label]["D"] == pytest.approx(fake.D_TRUE, rel=0.05)
+        assert r[label]["joint_D"] == pytest.approx(fake.D_TRUE, rel=0.05)
+        # Stokes-Einstein radius in water at 25 C: kT / (6 pi eta D).
+        kt = 1.380649e-23 * 298.15
+        eta = 2.414e-5 * 10 ** (247.8 / (298.15 - 140.0))
+        ref_nm = kt / (6 * math.pi * eta * r[label]["D"] * 1e-20) * 1e9
+        assert r[label]["R_nm"] == pytest.approx(ref_nm, rel=1e-9)
+    assert panel.table.rowCount() == 2
+    assert "\u00b1" in panel.table.item(0, 5).text()
+
+
+def test_failed_fits_dropped_and_gamma(qtbot, panel, results, fits):
+    f2 = g2_data.G2Fits(**{**fits.__dict__, "status": fits.status.copy()})
+    f2.status[0] = "max_iter"
+    panel.set_results(results)
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.context.set_shared("g2_fits", f2)
+    pts = _points(panel)
+    assert sorted(p.xData.size for p in pts) == [5, 6]
+    assert "1 failed fit(s) dropped" in panel.status.text()
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.quantity.setCurrentIndex(1)  # Gamma
+    g = _points(panel)[1]
+    np.testing.assert_allclose(g.yData, 1.0 / f2.params["tau"][6:12], rtol=1e-12)
+
+
+def test_fitted_exponent_and_offset(qtbot, panel, results, fits):
+    panel.set_results(results)
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.context.set_shared("g2_fits", fits)
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.fit_exp.setChecked(True)
+    r = panel.readout()
+    assert r["C001"]["exponent"] == pytest.approx(-2.0, abs=0.1)
+    panel.offset.setValue(1.0)  # second file drawn x10
+    pts = _points(panel)
+    np.testing.assert_allclose(pts[1].yData, 10.0 * fits.params["tau"][6:12], rtol=1e-12)
+
+
+def test_fit_g2_now_without_g2_tab(qtbot, panel, results, fake):
+    panel.set_results(results)
+    with qtbot.waitSignal(panel.sigComputed, timeout=120000):
+        panel.fit_g2_now()
+    assert panel.readout()["C001"]["D"] == pytest.approx(fake.D_TRUE, rel=0.05)
+
+
+def test_export_data(qtbot, panel, results, fits, tmp_path):
+    panel.set_results(results)
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.context.set_shared("g2_fits", fits)
+    with qtbot.waitSignal(panel.sigExported, timeout=10000):
+        panel.export_data(str(tmp_path / "d.csv"))
+    text = (tmp_path / "d.csv").read_text()
+    assert "C001:q_invA" in text and "D = " in text
+    with qtbot.waitSignal(panel.sigExported, timeout=30000):
+        panel.export_figure(str(tmp_path / "d.pdf"))
+    assert (tmp_path / "d.pdf").read_bytes()[:5] == b"%PDF-"
