@@ -51,6 +51,9 @@ TABS = (
     "g2",
     "diffusion",
     "twotime",
+    "g2stability",
+    "g2map",
+    "average",
     "qmap",
     "metadata",
 )

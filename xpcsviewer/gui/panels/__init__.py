@@ -18,6 +18,9 @@ PANELS: list[tuple[str, str]] = [
     ("g2", "xpcsviewer.gui.panels.g2:G2Panel"),
     ("diffusion", "xpcsviewer.gui.panels.diffusion:DiffusionPanel"),
     ("twotime", "xpcsviewer.gui.panels.twotime:TwotimePanel"),
+    ("g2stability", "xpcsviewer.gui.panels.g2stability:G2StabilityPanel"),
+    ("g2map", "xpcsviewer.gui.panels.g2map:G2MapPanel"),
+    ("average", "xpcsviewer.gui.panels.average:AveragePanel"),
     ("qmap", "xpcsviewer.gui.panels.qmap:QMapPanel"),
     ("metadata", "xpcsviewer.gui.panels.metadata:MetadataPanel"),
 ]

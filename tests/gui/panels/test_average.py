@@ -1,0 +1,110 @@
+"""Average tab: options -> worker run with progress, output file, statistic plot, rejected list."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from xpcsviewer.gui.context import AppContext  # noqa: E402
+from xpcsviewer.gui.panels.average import AveragePanel  # noqa: E402
+from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
+from xpcsviewer.io import read_result  # noqa: E402
+from xpcsviewer.synthetic.demo import write_demo  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("demo_avg")
+    write_demo(d)
+    return d
+
+
+@pytest.fixture
+def panel(qtbot):
+    ctx = AppContext(runner=TaskRunner())
+    p = AveragePanel(ctx)
+    qtbot.addWidget(p)
+    p.resize(1200, 800)
+    p.show()
+    yield p
+    p.cancel_jobs()
+    ctx.runner.wait_for_done(10000)
+
+
+def _repeats(demo_dir, tmp_path, n=4):
+    src = demo_dir / "A02_silica_R250nm_water_results.hdf"
+    out = []
+    for i in range(n):
+        dst = tmp_path / f"rep{i}_results.hdf"
+        shutil.copy(src, dst)
+        out.append(dst)
+    # a different sample with the same q-map: an outlier for the robust statistics
+    other = tmp_path / "outlier_results.hdf"
+    shutil.copy(demo_dir / "A01_silica_R100nm_water_results.hdf", other)
+    return out, other
+
+
+def test_average_tab_runs_through_worker(qtbot, panel, demo_dir, tmp_path):
+    reps, other = _repeats(demo_dir, tmp_path)
+    results = [read_result(p) for p in [*reps, other]]
+    panel.set_results(results)
+    assert panel.file_list.count() == 5
+    assert panel.output.text().endswith("Average_rep0.hdf")
+    out = tmp_path / "avg.hdf"
+    panel.output.setText(str(out))
+    panel.method.setCurrentIndex(panel.method.findData("sem"))
+    panel.use_mad.setChecked(True)
+    panel.mad.setValue(5.0)
+    progress = []
+    panel.context.runner.sigProgress.connect(lambda *a: progress.append(a))
+    with qtbot.waitSignal(panel.sigFinished, timeout=30000) as blocker:
+        panel.start()
+    outcome = blocker.args[0]
+    assert outcome.error == "" and outcome.summary.output == out
+    assert progress and not panel.cancel_btn.isEnabled() and panel.run_btn.isEnabled()
+    rej = outcome.summary.rejected
+    assert [p for p, _ in rej] == [str(other)] and "MADs" in rej[0][1]
+    assert panel.table.rowCount() == 1 and panel.table.item(0, 0).text() == other.name
+    # identical repeats: the SEM average is the data itself
+    np.testing.assert_allclose(read_result(out).multitau.g2, results[0].multitau.g2, rtol=1e-6)
+    # the statistic plot: 4 accepted points, 1 rejected, threshold line at the MAD limit
+    panel.stat_combo.setCurrentIndex(panel.stat_combo.findData("g2_z"))
+    assert len(panel.accepted_item.data) == 4 and len(panel.rejected_item.data) == 1
+    assert panel.lines[0].isVisible() and panel.lines[0].value() == 5.0
+    panel.stat_combo.setCurrentIndex(panel.stat_combo.findData("baseline"))
+    ys = sorted(p.pos().y() for p in panel.accepted_item.points())
+    assert ys == pytest.approx([outcome.summary.stats[0].baseline] * 4)
+
+
+def test_average_tab_check_and_errors(qtbot, panel, demo_dir, tmp_path):
+    reps, _ = _repeats(demo_dir, tmp_path, n=3)
+    sheared = tmp_path / "qphi_results.hdf"
+    shutil.copy(demo_dir / "B01_sheared_R250nm_qphi_results.hdf", sheared)
+    panel.set_results([read_result(p) for p in reps])
+    panel.use_baseline.setChecked(True)
+    panel.b_min.setValue(1.5)
+    panel.b_max.setValue(2.0)
+    with qtbot.waitSignal(panel.sigFinished, timeout=30000) as blocker:
+        panel.start(screen_only=True)
+    s = blocker.args[0].summary
+    assert blocker.args[0].screen_only and len(s.rejected) == 3
+    assert all(panel.lines[i].isVisible() for i in range(2))
+    assert len(panel.rejected_item.data) == 3
+    # different q-maps: refused, nothing written, message names the file
+    panel.use_baseline.setChecked(False)
+    panel.set_results([read_result(p) for p in [*reps, sheared]])
+    panel.output.setText(str(tmp_path / "never.hdf"))
+    with qtbot.waitSignal(panel.sigFinished, timeout=30000) as blocker:
+        panel.start()
+    assert "cannot average" in blocker.args[0].error and str(sheared) in blocker.args[0].error
+    assert not (tmp_path / "never.hdf").exists()
+    assert "cannot average" in panel.summary_label.text()
+
+
+def test_average_tab_needs_two_files(panel, demo_dir):
+    one = [read_result(demo_dir / "A02_silica_R250nm_water_results.hdf")]
+    assert "two or more" in panel.applies_to(one)

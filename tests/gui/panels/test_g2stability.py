@@ -1,0 +1,76 @@
+"""g2 stability tab: partial snapshots labelled by frames, tau drift, disabled without partials."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+import pyqtgraph as pg  # noqa: E402
+
+from xpcsviewer.gui.context import AppContext  # noqa: E402
+from xpcsviewer.gui.panels.g2stability import (  # noqa: E402
+    G2StabilityPanel,
+    fit_partial_snapshots,
+)
+from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
+from xpcsviewer.io import read_result  # noqa: E402
+from xpcsviewer.synthetic.demo import write_demo  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    paths = write_demo(tmp_path_factory.mktemp("demo_g2stab"))
+    return {p.name.split("_")[0]: read_result(p) for p in paths}
+
+
+@pytest.fixture
+def panel(qtbot):
+    ctx = AppContext(runner=TaskRunner())
+    p = G2StabilityPanel(ctx)
+    qtbot.addWidget(p)
+    p.resize(1000, 700)
+    p.show()
+    yield p
+    p.cancel_jobs()
+    ctx.runner.wait_for_done(20000)
+
+
+def test_drift_of_known_snapshots():
+    # exact single exponentials whose tau grows 1.0 -> 1.5 ms: drift +50 % in every bin
+    tau = np.geomspace(1e-5, 1e-1, 40)
+    taus = np.array([1.0e-3, 1.2e-3, 1.5e-3])
+    bins = np.array([1.0, 2.0])
+    part = 1.0 + 0.2 * np.exp(-2 * tau[None, :, None] / (taus[:, None, None] / bins))
+    err = np.full_like(part, 1e-3)
+    fit = fit_partial_snapshots(tau, part, err, np.array([100, 200, 300]), ["a", "b"])
+    np.testing.assert_allclose(fit.fit_tau, taus[:, None] / bins[None, :], rtol=1e-6)
+    np.testing.assert_allclose(fit.drift, [0.5, 0.5], rtol=1e-6)
+    assert fit.drift_median == pytest.approx(0.5, rel=1e-6)
+
+
+def test_snapshots_plotted_with_frame_labels_and_drift(qtbot, panel, demo):
+    damaged = demo["E01"]
+    with qtbot.waitSignal(panel.sigUpdated, timeout=60000):
+        panel.set_results([damaged, demo["A01"]])
+    mt = damaged.multitau
+    n_p = mt.g2_partial.shape[0]
+    curves = [it for it in panel.plot_items() if isinstance(it, pg.PlotDataItem)]
+    points = [c for c in curves if c.opts["symbol"] is not None]
+    assert len(points) == n_p
+    by_name = {c.name(): c for c in points}
+    assert set(by_name) == {f"frames={int(x)}" for x in mt.g2_partial_labels}
+    x, y = by_name[f"frames={int(mt.g2_partial_labels[-1])}"].getData()
+    ok = np.isfinite(mt.g2_partial[-1, :, 0])
+    np.testing.assert_allclose(y, mt.g2_partial[-1, ok, 0])
+    # beam damage speeds the dynamics up: tau shrinks from the first to the last snapshot
+    assert panel.fit.drift_median < -0.05
+    text = panel.drift_label.text()
+    assert "\u03c4 drift" in text and "%" in text and "\u26a0" in text
+
+
+def test_disabled_with_reason_without_partials(qtbot, panel, demo):
+    reason = panel.applies_to([demo["A01"], demo["A02"]])
+    assert reason is not None and "partial g2" in reason
+    assert panel.applies_to([demo["E01"]]) is None
