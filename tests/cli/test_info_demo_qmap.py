@@ -30,8 +30,20 @@ def test_demo_then_info_json(demo_dir, capsys):
     data = json.loads(capsys.readouterr().out)
     recs = data["files"]
     assert len(recs) == len(files)
-    keys = {"path", "analysis_type", "detector_shape", "n_frames", "frame_time", "energy_kev",
-            "det_dist_m", "pixel_size_m", "beam_center", "q_dynamic", "phi_dynamic", "n_tau"}
+    keys = {
+        "path",
+        "analysis_type",
+        "detector_shape",
+        "n_frames",
+        "frame_time",
+        "energy_kev",
+        "det_dist_m",
+        "pixel_size_m",
+        "beam_center",
+        "q_dynamic",
+        "phi_dynamic",
+        "n_tau",
+    }
     for rec, f in zip(recs, files, strict=True):
         assert keys <= set(rec)
         r = read_result(f)
@@ -40,7 +52,11 @@ def test_demo_then_info_json(demo_dir, capsys):
         assert rec["detector_shape"] == [256, 256]
         assert rec["q_dynamic"] == pytest.approx(r.qmap.dynamic_q.tolist())
         assert len(rec["phi_dynamic"]) == len(rec["q_dynamic"]) == r.qmap.n_dynamic
-        assert rec["energy_kev"] == 10.0 and rec["det_dist_m"] == 5.0 and rec["pixel_size_m"] == 75e-6
+        assert (
+            rec["energy_kev"] == 10.0
+            and rec["det_dist_m"] == 5.0
+            and rec["pixel_size_m"] == 75e-6
+        )
     types = {tuple(r["analysis_type"]) for r in recs}
     assert {("Multitau",), ("Twotime",), ("Twotime", "Multitau")} <= types
 
@@ -79,32 +95,93 @@ def test_qmap_command_writes_standard_partition(tmp_path, capsys):
     mask[20:26, 30:36] = False  # beam stop
     np.save(tmp_path / "mask.npy", mask)
     out = tmp_path / "qmap.hdf"
-    rc = main(["qmap", "--shape", "48", "64", "--energy", "10", "--det-dist", "5",
-               "--pixel-size", "75e-6", "--bcx", "32.5", "--bcy", "23", "--mask",
-               str(tmp_path / "mask.npy"), "--dq-num", "5", "--sq-num", "20", "--dp-num", "4",
-               "--sp-num", "8", "-o", str(out)])
+    rc = main(
+        [
+            "qmap",
+            "--shape",
+            "48",
+            "64",
+            "--energy",
+            "10",
+            "--det-dist",
+            "5",
+            "--pixel-size",
+            "75e-6",
+            "--bcx",
+            "32.5",
+            "--bcy",
+            "23",
+            "--mask",
+            str(tmp_path / "mask.npy"),
+            "--dq-num",
+            "5",
+            "--sq-num",
+            "20",
+            "--dp-num",
+            "4",
+            "--sp-num",
+            "8",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     with h5py.File(out, "r") as f:
         g = f["qmap"]
         assert g.attrs["hash"] and g.attrs["version"]
-        for k in ("beam_center_x", "beam_center_y", "pixel_size", "mask", "blemish", "energy",
-                  "detector_distance", "map_names", "map_units", "source_file",
-                  "dynamic_num_pts", "dynamic_roi_map", "dynamic_v_list_dim0",
-                  "dynamic_v_list_dim1", "dynamic_index_mapping", "static_num_pts",
-                  "static_roi_map", "static_v_list_dim0", "static_v_list_dim1",
-                  "static_index_mapping"):
+        for k in (
+            "beam_center_x",
+            "beam_center_y",
+            "pixel_size",
+            "mask",
+            "blemish",
+            "energy",
+            "detector_distance",
+            "map_names",
+            "map_units",
+            "source_file",
+            "dynamic_num_pts",
+            "dynamic_roi_map",
+            "dynamic_v_list_dim0",
+            "dynamic_v_list_dim1",
+            "dynamic_index_mapping",
+            "static_num_pts",
+            "static_roi_map",
+            "static_v_list_dim0",
+            "static_v_list_dim1",
+            "static_index_mapping",
+        ):
             assert k in g, k
         qm = _read_qmap_nexus(f, "/qmap", [])
     assert check_consistency(qm) == []
     np.testing.assert_array_equal(qm.mask, mask)
     assert qm.dynamic_num_pts == (5, 4) and qm.static_num_pts == (20, 8)
     q, _ = compute_qmap((48, 64), 10, 5, 75e-6, 32.5, 23)
-    assert qm.dynamic_v_list_dim0[0] > q[mask].min() and qm.dynamic_v_list_dim0[-1] < q[mask].max()
+    assert (
+        qm.dynamic_v_list_dim0[0] > q[mask].min()
+        and qm.dynamic_v_list_dim0[-1] < q[mask].max()
+    )
 
 
 def test_qmap_command_bad_masks(tmp_path, capsys):
-    base = ["qmap", "--shape", "8", "8", "--energy", "10", "--det-dist", "5", "--pixel-size",
-            "75e-6", "--bcx", "4", "--bcy", "4", "-o", str(tmp_path / "q.hdf")]
+    base = [
+        "qmap",
+        "--shape",
+        "8",
+        "8",
+        "--energy",
+        "10",
+        "--det-dist",
+        "5",
+        "--pixel-size",
+        "75e-6",
+        "--bcx",
+        "4",
+        "--bcy",
+        "4",
+        "-o",
+        str(tmp_path / "q.hdf"),
+    ]
     np.save(tmp_path / "wrong.npy", np.ones((4, 4)))
     assert main([*base, "--mask", str(tmp_path / "wrong.npy")]) == 3
     assert "detector shape (8, 8)" in capsys.readouterr().err

@@ -20,8 +20,16 @@ def _loop_partition(values0, values1, mask, n0, n1):
     for idx in np.ndindex(mask.shape):
         if not mask[idx]:
             continue
-        b0 = min(int((values0[idx] - lo0) / (hi0 - lo0) * n0), n0 - 1) if hi0 > lo0 else 0
-        b1 = min(int((values1[idx] - lo1) / (hi1 - lo1) * n1), n1 - 1) if hi1 > lo1 else 0
+        b0 = (
+            min(int((values0[idx] - lo0) / (hi0 - lo0) * n0), n0 - 1)
+            if hi0 > lo0
+            else 0
+        )
+        b1 = (
+            min(int((values1[idx] - lo1) / (hi1 - lo1) * n1), n1 - 1)
+            if hi1 > lo1
+            else 0
+        )
         natural[idx] = b0 * n1 + b1 + 1
     present = sorted(set(natural[mask].tolist()))
     roi = np.zeros(mask.shape, dtype=int)
@@ -56,7 +64,9 @@ def test_centres_linear_and_log():
     np.testing.assert_allclose(qm.dynamic_v_list_dim0, (e[:-1] + e[1:]) / 2, rtol=1e-13)
     ql = make_partition(q, phi, mask, 4, 8, q_style="log")
     e = np.geomspace(lo, hi, 5)
-    np.testing.assert_allclose(ql.dynamic_v_list_dim0, np.sqrt(e[:-1] * e[1:]), rtol=1e-13)
+    np.testing.assert_allclose(
+        ql.dynamic_v_list_dim0, np.sqrt(e[:-1] * e[1:]), rtol=1e-13
+    )
     assert check_consistency(ql) == []
 
 
@@ -86,7 +96,10 @@ def test_qmap_helpers(rng):
     # q range: values aligned with columns
     lo, hi = np.quantile(qm.dynamic_q, [0.3, 0.7])
     cols = qm.qbins_in_range(lo, hi)
-    assert len(cols) == len(qm.dynamic_q[cols]) and ((qm.dynamic_q[cols] >= lo) & (qm.dynamic_q[cols] <= hi)).all()
+    assert (
+        len(cols) == len(qm.dynamic_q[cols])
+        and ((qm.dynamic_q[cols] >= lo) & (qm.dynamic_q[cols] <= hi)).all()
+    )
     outside = np.setdiff1d(np.arange(qm.n_dynamic), cols)
     assert ((qm.dynamic_q[outside] < lo) | (qm.dynamic_q[outside] > hi)).all()
     assert qm.qbins_in_range(10.0, 20.0).size == 0
@@ -121,17 +134,26 @@ def test_check_consistency_detects_problems():
     bad = make_partition(q, phi, None, 3, 9)
     d = bad.dynamic_roi_map.copy()
     s1 = bad.static_roi_map == 1
-    d[np.argwhere(s1)[0][0], np.argwhere(s1)[0][1]] = d.max()  # one pixel of static bin 1 moved
+    d[np.argwhere(s1)[0][0], np.argwhere(s1)[0][1]] = (
+        d.max()
+    )  # one pixel of static bin 1 moved
     bad.dynamic_roi_map = d
     assert any("span more than one" in p for p in check_consistency(bad))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    h=st.integers(3, 24), w=st.integers(3, 24),
-    bcx=st.floats(-5, 30), bcy=st.floats(-5, 30),
-    dq=st.integers(1, 6), mq=st.integers(1, 4), dp=st.integers(1, 4), mp=st.integers(1, 3),
-    log=st.booleans(), offset=st.floats(-180, 180), fold=st.integers(1, 4),
+    h=st.integers(3, 24),
+    w=st.integers(3, 24),
+    bcx=st.floats(-5, 30),
+    bcy=st.floats(-5, 30),
+    dq=st.integers(1, 6),
+    mq=st.integers(1, 4),
+    dp=st.integers(1, 4),
+    mp=st.integers(1, 3),
+    log=st.booleans(),
+    offset=st.floats(-180, 180),
+    fold=st.integers(1, 4),
     seed=st.integers(0, 2**31),
 )
 def test_partition_properties(h, w, bcx, bcy, dq, mq, dp, mp, log, offset, fold, seed):
@@ -140,8 +162,18 @@ def test_partition_properties(h, w, bcx, bcy, dq, mq, dp, mp, log, offset, fold,
     mask &= q > 0  # log bins need q > 0
     if not mask.any():
         return
-    qm = make_partition(q, phi, mask, dq, dq * mq, dp, dp * mp,
-                        q_style="log" if log else "linear", phi_offset=offset, symmetry_fold=fold)
+    qm = make_partition(
+        q,
+        phi,
+        mask,
+        dq,
+        dq * mq,
+        dp,
+        dp * mp,
+        q_style="log" if log else "linear",
+        phi_offset=offset,
+        symmetry_fold=fold,
+    )
     assert check_consistency(qm) == []
     # Every pixel's q lies inside the dynamic bin of its column (edges between centres).
     d = qm.dynamic_roi_map.astype(int)

@@ -51,14 +51,28 @@ def test_real_files_partition_reproduced(real_data_dir):
         with h5py.File(fn, "r") as f:
             g = f["xpcs/qmap"]
             mask = g["mask"][()]
-            q, phi = compute_qmap(mask.shape, g["energy"][()], g["detector_distance"][()],
-                                  g["pixel_size"][()], g["beam_center_x"][()], g["beam_center_y"][()])
+            q, phi = compute_qmap(
+                mask.shape,
+                g["energy"][()],
+                g["detector_distance"][()],
+                g["pixel_size"][()],
+                g["beam_center_x"][()],
+                g["beam_center_y"][()],
+            )
             dn, sn = g["dynamic_num_pts"][()], g["static_num_pts"][()]
             qm = make_partition(q, phi, mask, dn[0], sn[0], dn[1], sn[1])
             assert np.mean(qm.dynamic_roi_map != g["dynamic_roi_map"][()]) < 1e-4
             assert np.mean(qm.static_roi_map != g["static_roi_map"][()]) < 1e-3
-            np.testing.assert_allclose(qm.dynamic_v_list_dim0, g["dynamic_v_list_dim0"][()], atol=2e-7)
-            np.testing.assert_allclose(qm.static_v_list_dim0, g["static_v_list_dim0"][()], atol=2e-7)
-            np.testing.assert_allclose(qm.static_v_list_dim1, g["static_v_list_dim1"][()], atol=1e-9)
-            np.testing.assert_array_equal(qm.dynamic_index_mapping, g["dynamic_index_mapping"][()])
+            np.testing.assert_allclose(
+                qm.dynamic_v_list_dim0, g["dynamic_v_list_dim0"][()], atol=2e-7
+            )
+            np.testing.assert_allclose(
+                qm.static_v_list_dim0, g["static_v_list_dim0"][()], atol=2e-7
+            )
+            np.testing.assert_allclose(
+                qm.static_v_list_dim1, g["static_v_list_dim1"][()], atol=1e-9
+            )
+            np.testing.assert_array_equal(
+                qm.dynamic_index_mapping, g["dynamic_index_mapping"][()]
+            )
             assert check_consistency(qm) == []

@@ -54,7 +54,9 @@ def test_unknown_layout_and_no_results(tmp_path, small_file):
         f["data"] = np.zeros(3)
     _expect(p, "unknown layout")
     q = _copy(small_file, tmp_path)
-    _edit(q, lambda f: (f.__delitem__("/xpcs/multitau"), f.__delitem__("/xpcs/twotime")))
+    _edit(
+        q, lambda f: (f.__delitem__("/xpcs/multitau"), f.__delitem__("/xpcs/twotime"))
+    )
     _expect(q, "no analysis results")
 
 
@@ -62,8 +64,14 @@ def test_unknown_layout_and_no_results(tmp_path, small_file):
     "dataset, words",
     [
         ("/xpcs/qmap/dynamic_roi_map", ["missing required dataset", "dynamic_roi_map"]),
-        ("/xpcs/qmap/static_index_mapping", ["missing required dataset", "static_index_mapping"]),
-        ("/entry/instrument/detector_1/frame_time", ["missing required dataset", "frame_time"]),
+        (
+            "/xpcs/qmap/static_index_mapping",
+            ["missing required dataset", "static_index_mapping"],
+        ),
+        (
+            "/entry/instrument/detector_1/frame_time",
+            ["missing required dataset", "frame_time"],
+        ),
         ("/xpcs/multitau/delay_list", ["missing required dataset", "delay_list"]),
         ("/xpcs/qmap/pixel_size", ["pixel_size"]),
     ],
@@ -83,14 +91,34 @@ def _replace(f, path, value):
 @pytest.mark.parametrize(
     "dataset, value, words",
     [
-        ("/xpcs/multitau/normalized_g2", np.zeros((5, 6), np.float32), ["shape (5, 6)", "(T, Nd)"]),
+        (
+            "/xpcs/multitau/normalized_g2",
+            np.zeros((5, 6), np.float32),
+            ["shape (5, 6)", "(T, Nd)"],
+        ),
         ("/xpcs/multitau/normalized_g2", np.zeros((3,), np.float32), ["shape (3,)"]),
-        ("/xpcs/multitau/normalized_g2_err", np.zeros((2, 2), np.float32), ["normalized_g2_err"]),
+        (
+            "/xpcs/multitau/normalized_g2_err",
+            np.zeros((2, 2), np.float32),
+            ["normalized_g2_err"],
+        ),
         ("/xpcs/multitau/normalized_g2", np.array(["a", "b"], dtype=object), ["dtype"]),
-        ("/xpcs/qmap/dynamic_roi_map", np.zeros((10, 10), np.uint8), ["detector shape"]),
+        (
+            "/xpcs/qmap/dynamic_roi_map",
+            np.zeros((10, 10), np.uint8),
+            ["detector shape"],
+        ),
         ("/xpcs/qmap/dynamic_roi_map", np.ones((64, 72), np.float32), ["integer"]),
-        ("/xpcs/temporal_mean/scattering_1d", np.zeros((1, 3), np.float32), ["(1, Ns)"]),
-        ("/xpcs/spatial_mean/intensity_vs_time", np.zeros((3, 10), np.float32), ["(2, N)"]),
+        (
+            "/xpcs/temporal_mean/scattering_1d",
+            np.zeros((1, 3), np.float32),
+            ["(1, Ns)"],
+        ),
+        (
+            "/xpcs/spatial_mean/intensity_vs_time",
+            np.zeros((3, 10), np.float32),
+            ["(2, N)"],
+        ),
         ("/xpcs/qmap/dynamic_num_pts", np.array([6]), ["bin lists"]),
         ("/entry/instrument/detector_1/frame_time", np.float64(-1.0), ["positive"]),
         ("/entry/instrument/detector_1/frame_time", np.zeros(3), ["scalar"]),
@@ -119,12 +147,22 @@ def test_inconsistent_qmap(tmp_path, small_file):
 
 def test_bad_c2_and_saxs(tmp_path, small_file):
     p = _copy(small_file, tmp_path)
-    _edit(p, lambda f: _replace(f, "/xpcs/twotime/correlation_map/c2_00001", np.zeros((4, 5), np.float32)))
+    _edit(
+        p,
+        lambda f: _replace(
+            f, "/xpcs/twotime/correlation_map/c2_00001", np.zeros((4, 5), np.float32)
+        ),
+    )
     _expect(p, "square", reader=read_result)
     with pytest.raises(XpcsFileError, match="square"):
         read_c2(p, 0)
     q = _copy(small_file, tmp_path, "b_results.hdf")
-    _edit(q, lambda f: _replace(f, "/xpcs/temporal_mean/scattering_2d", np.zeros((1, 5, 5), np.float32)))
+    _edit(
+        q,
+        lambda f: _replace(
+            f, "/xpcs/temporal_mean/scattering_2d", np.zeros((1, 5, 5), np.float32)
+        ),
+    )
     _expect(q, "scattering_2d", "detector shape", reader=read_saxs_2d)
 
 

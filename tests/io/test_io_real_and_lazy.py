@@ -29,7 +29,9 @@ def test_all_real_files(real_data_dir):
             e = f["/xpcs/multitau/normalized_g2_err"][()]
         missing = (g == 0) & (e == 0)
         assert 0.01 <= missing.mean() <= 0.47  # README: "2 % to 46 %"
-        np.testing.assert_array_equal(mt.valid, ~missing & np.isfinite(g) & np.isfinite(e))
+        np.testing.assert_array_equal(
+            mt.valid, ~missing & np.isfinite(g) & np.isfinite(e)
+        )
         assert r.qmap.energy_kev == 10.945  # from the q-map, not the template metadata
         assert r.qmap.detector_distance in (7.8, 11.6)
         assert any("energy" in w for w in r.warnings)
@@ -47,8 +49,20 @@ def test_all_real_files(real_data_dir):
 def _big_c2_file(path, n):
     mask = np.ones((4, 4), bool)
     roi = np.ones((4, 4), np.uint8)
-    qm = QMap(roi, roi, mask, np.array([0.01]), np.array([0.0]), np.array([0.01]),
-              np.array([0.0]), np.array([0]), np.array([0]), (1, 1), (1, 1), energy_kev=10.0)
+    qm = QMap(
+        roi,
+        roi,
+        mask,
+        np.array([0.01]),
+        np.array([0.0]),
+        np.array([0.01]),
+        np.array([0.0]),
+        np.array([0]),
+        np.array([0]),
+        (1, 1),
+        (1, 1),
+        energy_kev=10.0,
+    )
     t = np.arange(n, dtype=np.float64)
 
     def maps():  # one map, generated without a second N x N copy lying around
@@ -56,12 +70,26 @@ def _big_c2_file(path, n):
         c += 1.0
         yield c
 
-    res = XpcsResult(path=path, analysis_type=("Twotime",), layout="nexus", qmap=qm,
-                     frame_time=0.01, count_time=None, start_time=None, saxs_1d=np.ones(1),
-                     saxs_1d_segments=None, intensity_vs_time=np.vstack([t, np.ones(n)]),
-                     twotime=Twotime(processed_bins=np.array([1]), map_names=["c2_00001"],
-                                     n_frames=n, t0=0.01,
-                                     g2_full=np.ones((1, n)), g2_segments=np.ones((1, 5, n // 5))))
+    res = XpcsResult(
+        path=path,
+        analysis_type=("Twotime",),
+        layout="nexus",
+        qmap=qm,
+        frame_time=0.01,
+        count_time=None,
+        start_time=None,
+        saxs_1d=np.ones(1),
+        saxs_1d_segments=None,
+        intensity_vs_time=np.vstack([t, np.ones(n)]),
+        twotime=Twotime(
+            processed_bins=np.array([1]),
+            map_names=["c2_00001"],
+            n_frames=n,
+            t0=0.01,
+            g2_full=np.ones((1, n)),
+            g2_segments=np.ones((1, 5, n // 5)),
+        ),
+    )
     write_result(path, res, c2_maps=maps)
 
 

@@ -27,21 +27,41 @@ def test_result_roundtrip(small_file, small_built):
     assert r.analysis_type == ("Twotime", "Multitau")
     assert r.layout == "nexus"
     qa, qb = res.qmap, r.qmap
-    for name in ("dynamic_roi_map", "static_roi_map", "mask", "dynamic_index_mapping",
-                 "static_index_mapping", "dynamic_v_list_dim0", "dynamic_v_list_dim1",
-                 "static_v_list_dim0", "static_v_list_dim1"):
-        np.testing.assert_array_equal(getattr(qb, name), getattr(qa, name), err_msg=name)
-    assert qb.dynamic_num_pts == qa.dynamic_num_pts and qb.static_num_pts == qa.static_num_pts
+    for name in (
+        "dynamic_roi_map",
+        "static_roi_map",
+        "mask",
+        "dynamic_index_mapping",
+        "static_index_mapping",
+        "dynamic_v_list_dim0",
+        "dynamic_v_list_dim1",
+        "static_v_list_dim0",
+        "static_v_list_dim1",
+    ):
+        np.testing.assert_array_equal(
+            getattr(qb, name), getattr(qa, name), err_msg=name
+        )
+    assert (
+        qb.dynamic_num_pts == qa.dynamic_num_pts
+        and qb.static_num_pts == qa.static_num_pts
+    )
     assert qb.hash == qa.hash == qa.content_hash()
-    assert qb.energy_kev == qa.energy_kev and qb.detector_distance == qa.detector_distance
+    assert (
+        qb.energy_kev == qa.energy_kev and qb.detector_distance == qa.detector_distance
+    )
     assert (qb.beam_center_x, qb.beam_center_y) == (qa.beam_center_x, qa.beam_center_y)
-    assert qb.map_names == ("q", "phi") and qb.map_units == ("\u00c5\u207b\u00b9", "deg")
+    assert qb.map_names == ("q", "phi") and qb.map_units == (
+        "\u00c5\u207b\u00b9",
+        "deg",
+    )
     assert check_consistency(qb) == []
     # float results are stored as float32, as the standard correlator does
     np.testing.assert_allclose(r.multitau.g2, res.multitau.g2, rtol=1e-6)
     np.testing.assert_allclose(r.multitau.g2_err, res.multitau.g2_err, rtol=1e-6)
     np.testing.assert_array_equal(r.multitau.delay_frames, res.multitau.delay_frames)
-    np.testing.assert_allclose(r.multitau.tau, res.multitau.delay_frames * 1e-3, rtol=1e-12)
+    np.testing.assert_allclose(
+        r.multitau.tau, res.multitau.delay_frames * 1e-3, rtol=1e-12
+    )
     assert r.multitau.valid.all()
     np.testing.assert_allclose(r.saxs_1d, res.saxs_1d, rtol=1e-6)
     np.testing.assert_allclose(r.saxs_1d_segments, res.saxs_1d_segments, rtol=1e-6)
@@ -61,7 +81,9 @@ def test_result_roundtrip(small_file, small_built):
     ref = np.array([np.mean([c[i, i + k] for i in range(200 - k)]) for k in range(200)])
     np.testing.assert_allclose(tt.g2_full[1], ref, rtol=1e-6)
     blk = c[40:80, 40:80]
-    ref_seg = np.array([np.mean([blk[i, i + k] for i in range(40 - k)]) for k in range(40)])
+    ref_seg = np.array(
+        [np.mean([blk[i, i + k] for i in range(40 - k)]) for k in range(40)]
+    )
     np.testing.assert_allclose(tt.g2_segments[1, 1], ref_seg, rtol=1e-6)
     assert get_analysis_type(small_file) == ("Twotime", "Multitau")
 
@@ -80,7 +102,10 @@ def test_written_layout_is_upstream_compatible(small_file):
         c = f["/xpcs/twotime/correlation_map/c2_00001"][()]
         assert np.all(np.tril(c, -1) == 0)  # upper triangle only
         assert "/entry/instrument/bluesky/metadata" in f
-        names = [x.decode() if isinstance(x, bytes) else x for x in f["/xpcs/qmap/map_names"][()]]
+        names = [
+            x.decode() if isinstance(x, bytes) else x
+            for x in f["/xpcs/qmap/map_names"][()]
+        ]
         assert names == ["q", "phi"]
 
 
@@ -109,7 +134,9 @@ def test_g2_stack_roundtrip_and_external_link(tmp_path, small_built, monkeypatch
     t = len(res.multitau.delay_frames)
     stack = np.random.default_rng(0).random((t, 3, 64, 72))
     p = tmp_path / "a_results.hdf"
-    write_result(p, res, saxs_2d=extras["saxs_2d"], c2_maps=extras["c2_maps"], g2_stack=stack)
+    write_result(
+        p, res, saxs_2d=extras["saxs_2d"], c2_maps=extras["c2_maps"], g2_stack=stack
+    )
     g2, ip, if_ = read_g2_stack_delay(p, 4)
     np.testing.assert_allclose(np.stack([g2, ip, if_]), stack[4], rtol=1e-6)
     assert read_result(p).multitau.has_unnormalized_G2
@@ -119,7 +146,9 @@ def test_g2_stack_roundtrip_and_external_link(tmp_path, small_built, monkeypatch
     with h5py.File(tmp_path / "b_results_G2.hdf", "w") as f:
         f["G2IPIF"] = stack.astype(np.float32)
     with h5py.File(q, "a") as f:
-        f["/xpcs/multitau/unnormalized_g2"] = h5py.ExternalLink("b_results_G2.hdf", "/G2IPIF")
+        f["/xpcs/multitau/unnormalized_g2"] = h5py.ExternalLink(
+            "b_results_G2.hdf", "/G2IPIF"
+        )
     monkeypatch.chdir("/")  # the link must resolve next to the file, not in the cwd
     g2b, _, ifb = read_g2_stack_delay(q, t - 1)
     np.testing.assert_allclose(g2b, stack[t - 1, 0], rtol=1e-6)

@@ -8,7 +8,12 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.io import read_c2, read_g2_stack_delay, read_result, read_saxs_2d, scan_folder
+from xpcsviewer.io import (
+    read_c2,
+    read_result,
+    read_saxs_2d,
+    scan_folder,
+)
 
 
 def _copy(src, tmp_path, name="v_results.hdf"):
@@ -45,18 +50,32 @@ def test_saxs2d_two_dims_scalars_11_bytes_and_no_hash(tmp_path, small_file):
     ref = read_result(small_file)
     img = read_saxs_2d(small_file)
     with h5py.File(p, "a") as f:
-        _replace(f, "/xpcs/temporal_mean/scattering_2d", img.astype(np.float32))  # (H, W)
-        _replace(f, "/entry/instrument/detector_1/frame_time", np.array([[1e-3]], np.float32))
+        _replace(
+            f, "/xpcs/temporal_mean/scattering_2d", img.astype(np.float32)
+        )  # (H, W)
+        _replace(
+            f, "/entry/instrument/detector_1/frame_time", np.array([[1e-3]], np.float32)
+        )
         _replace(f, "/xpcs/qmap/beam_center_x", np.array([[30.5]]))
-        _replace(f, "/xpcs/qmap/map_names", np.array([b"q", b"phi"]))  # fixed-length bytes
-        _replace(f, "/xpcs/qmap/map_units", np.array(["\u00c5\u207b\u00b9".encode(), b"deg"], dtype=object))
+        _replace(
+            f, "/xpcs/qmap/map_names", np.array([b"q", b"phi"])
+        )  # fixed-length bytes
+        _replace(
+            f,
+            "/xpcs/qmap/map_units",
+            np.array(["\u00c5\u207b\u00b9".encode(), b"deg"], dtype=object),
+        )
         _replace(f, "/xpcs/multitau/config/stride_frame", np.array([[1]], np.uint64))
-        _replace(f, "/entry/start_time", "2026-01-01T00:00:00")  # vlen str instead of bytes
+        _replace(
+            f, "/entry/start_time", "2026-01-01T00:00:00"
+        )  # vlen str instead of bytes
         del f["/xpcs/qmap"].attrs["hash"]
     r = read_result(p)
     np.testing.assert_allclose(read_saxs_2d(p), img, rtol=1e-6)
     assert r.frame_time == 1e-3 and r.qmap.beam_center_x == 30.5
-    assert r.qmap.map_names == ("q", "phi") and r.qmap.map_units[0] == "\u00c5\u207b\u00b9"
+    assert (
+        r.qmap.map_names == ("q", "phi") and r.qmap.map_units[0] == "\u00c5\u207b\u00b9"
+    )
     assert r.multitau.stride_frame == 1
     assert r.qmap.hash == ref.qmap.hash  # computed from the content when absent
     assert r.qmap.dynamic_labels() == ref.qmap.dynamic_labels()
@@ -69,7 +88,9 @@ def test_energy_fallback_and_disagreement_warning(tmp_path, small_file):
         _replace(f, "/entry/instrument/detector_1/distance", 9.0)
     r = read_result(p)
     assert r.qmap.energy_kev == 10.0 and r.qmap.detector_distance == 5.0
-    assert any("energy" in w for w in r.warnings) and any("distance" in w for w in r.warnings)
+    assert any("energy" in w for w in r.warnings) and any(
+        "distance" in w for w in r.warnings
+    )
     with h5py.File(p, "a") as f:
         del f["/xpcs/qmap/energy"]
     assert read_result(p).qmap.energy_kev == 12.0
@@ -124,7 +145,9 @@ def _write_legacy(path, rng):
         f["/xpcs/dqmap"] = dq.astype(np.uint16)
         f["/xpcs/sqmap"] = dq.astype(np.uint16)
         f["/xpcs/mask"] = mask.astype(np.uint8)
-        f["/xpcs/dqlist"] = np.linspace(0.001, 0.004, nq)[None, :]  # (1, N) from the old writer
+        f["/xpcs/dqlist"] = np.linspace(0.001, 0.004, nq)[
+            None, :
+        ]  # (1, N) from the old writer
         f["/xpcs/sqlist"] = np.linspace(0.001, 0.004, nq)[None, :]
         f["/xpcs/dphilist"] = np.array([[-90.0, 90.0]])
         f["/xpcs/sphilist"] = np.array([[-90.0, 90.0]])
@@ -159,10 +182,16 @@ def test_legacy_layout(tmp_path, rng):
     g2, mask = _write_legacy(p, rng)
     r = read_result(p)
     assert r.layout == "legacy" and r.analysis_type == ("Multitau",)
-    assert r.frame_time == 0.01 and r.qmap.energy_kev == 8.0 and r.qmap.detector_distance == 4.0
+    assert (
+        r.frame_time == 0.01
+        and r.qmap.energy_kev == 8.0
+        and r.qmap.detector_distance == 4.0
+    )
     assert r.qmap.n_dynamic == 8 and r.qmap.dynamic_num_pts == (4, 2)
     np.testing.assert_allclose(r.multitau.g2, g2)
-    np.testing.assert_allclose(r.multitau.tau, np.arange(1, 13) * 0.02)  # avg_frames = 2
+    np.testing.assert_allclose(
+        r.multitau.tau, np.arange(1, 13) * 0.02
+    )  # avg_frames = 2
     np.testing.assert_array_equal(r.qmap.mask, mask)
     assert r.qmap.dynamic_labels()[1] == "q=0.00100 \u00c5\u207b\u00b9, \u03c6=90.0 deg"
     assert read_saxs_2d(p).shape == (20, 24)

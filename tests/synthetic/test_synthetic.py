@@ -33,7 +33,9 @@ def test_g2_c2_models_and_form_factor():
     np.testing.assert_allclose(g[:, 1], 1 + 0.2 * np.exp(-2 * 1e4 * 0.02**2 * tau))
     t = np.arange(5) * 0.1
     c = c2_model(t, 3.0, 0.3)
-    np.testing.assert_allclose(c, 1 + 0.3 * np.exp(-2 * 3.0 * np.abs(t[:, None] - t[None, :])))
+    np.testing.assert_allclose(
+        c, 1 + 0.3 * np.exp(-2 * 3.0 * np.abs(t[:, None] - t[None, :]))
+    )
     # ageing factor 1/(1+t/ta): integral is ta*ln((1+t2/ta)/(1+t1/ta)), trapezoid close to it
     tt = np.linspace(0, 10, 2001)
     ca = c2_model(tt, 1.0, 0.2, lambda x: 1.0 / (1.0 + x / 2.0))
@@ -41,9 +43,13 @@ def test_g2_c2_models_and_form_factor():
     assert ca[0, -1] == pytest.approx(exact, rel=1e-5)
     q = np.array([1e-6, 0.001, 4.493409457909064 / 1000.0])  # R = 1000 Angstrom
     p = sphere_form_factor(q, 100e-9)
-    assert p[0] == pytest.approx(1.0) and p[2] == pytest.approx(0.0, abs=1e-20)  # first zero at qR = 4.4934
+    assert p[0] == pytest.approx(1.0) and p[2] == pytest.approx(
+        0.0, abs=1e-20
+    )  # first zero at qR = 4.4934
     x = 0.001 * 1000.0
-    assert p[1] == pytest.approx((3 * (np.sin(x) - x * np.cos(x)) / x**3) ** 2, rel=1e-12)
+    assert p[1] == pytest.approx(
+        (3 * (np.sin(x) - x * np.cos(x)) / x**3) ** 2, rel=1e-12
+    )
 
 
 def test_multitau_delays_standard_list():
@@ -79,11 +85,14 @@ def test_speckle_deterministic_chunk_independent_and_options():
     np.testing.assert_array_equal(a, b)
     c = simulate_frames(q, 30, 1e-3, D=1e6, seed=6, chunk=30)
     assert not np.array_equal(a, c)
-    drift = simulate_frames(q, 400, 1e-3, D=1e6, rate=5.0, seed=1,
-                            drift=lambda t: np.exp(-t / 0.2))
+    drift = simulate_frames(
+        q, 400, 1e-3, D=1e6, rate=5.0, seed=1, drift=lambda t: np.exp(-t / 0.2)
+    )
     first, last = drift[:50].mean(), drift[-50:].mean()
     assert last / first == pytest.approx(np.exp(-0.35 / 0.2), rel=0.15)
-    chunks = list(iter_frames(q, 25, 1e-3, 1e6, chunk=10, ageing=lambda t: 1.0 / (1 + t)))
+    chunks = list(
+        iter_frames(q, 25, 1e-3, 1e6, chunk=10, ageing=lambda t: 1.0 / (1 + t))
+    )
     assert [len(x) for x in chunks] == [10, 10, 5]
     with pytest.raises(ValueError):
         list(iter_frames(q, 10, 1e-3, 1e6, beta=0.0))
@@ -94,15 +103,27 @@ def test_speckle_ageing_slows_decay():
     shape, n, dt = (20, 20), 3000, 1e-3
     q = np.full(shape, 0.01)
     d = 1.0 / (0.01**2 * 5 * dt)  # 1/Gamma = 5 frames at t = 0
-    x = simulate_frames(shape, n, dt, q, d, beta=0.5, rate=5.0, seed=2,
-                        ageing=lambda t: 1.0 / (1.0 + t / 0.5)).astype(float)
+    x = simulate_frames(
+        shape,
+        n,
+        dt,
+        q,
+        d,
+        beta=0.5,
+        rate=5.0,
+        seed=2,
+        ageing=lambda t: 1.0 / (1.0 + t / 0.5),
+    ).astype(float)
+
     def g2_at(sl, k):
         y = x[sl]
         return ((y[:-k] * y[k:]).mean(0) / (y[:-k].mean(0) * y[k:].mean(0))).mean()
+
     early, late = g2_at(slice(0, 500), 5), g2_at(slice(2500, 3000), 5)
     assert late > early + 0.1  # the sample has slowed down
 
 
+@pytest.mark.slow
 def test_demo_deterministic_and_truth(tmp_path):
     a = write_demo(tmp_path / "a", seed=0)
     b = write_demo(tmp_path / "b", seed=0)
@@ -121,14 +142,26 @@ def test_demo_deterministic_and_truth(tmp_path):
             assert key in ra.sample
         assert ra.sample_units["D"] == "\u00c5^2/s"
         assert ra.sample["D"] == pytest.approx(
-            stokes_einstein(ra.sample["radius"], ra.sample["temperature"], ra.sample["viscosity"]))
+            stokes_einstein(
+                ra.sample["radius"], ra.sample["temperature"], ra.sample["viscosity"]
+            )
+        )
     kinds = [read_result(p).analysis_type for p in a]
     assert ("Twotime",) in kinds and ("Twotime", "Multitau") in kinds
     sheared = read_result(a[3])
     assert sheared.qmap.dynamic_num_pts[1] > 1  # q x phi partition
     # anisotropy: at the same q, decay along the flow (phi ~ 0) is faster than across it
     qm, g2 = sheared.qmap, sheared.multitau.g2
-    col_along = int(np.argmin(np.abs(qm.dynamic_phi) + 100 * np.abs(qm.dynamic_q - qm.dynamic_q[20])))
-    col_across = int(np.argmin(np.abs(np.abs(qm.dynamic_phi) - 90) + 100 * np.abs(qm.dynamic_q - qm.dynamic_q[20])))
+    col_along = int(
+        np.argmin(
+            np.abs(qm.dynamic_phi) + 100 * np.abs(qm.dynamic_q - qm.dynamic_q[20])
+        )
+    )
+    col_across = int(
+        np.argmin(
+            np.abs(np.abs(qm.dynamic_phi) - 90)
+            + 100 * np.abs(qm.dynamic_q - qm.dynamic_q[20])
+        )
+    )
     k = np.searchsorted(sheared.multitau.tau, 2e-4)
     assert g2[k, col_along] < g2[k, col_across]

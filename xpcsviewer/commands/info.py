@@ -45,12 +45,16 @@ def summary(res: XpcsResult) -> dict[str, Any]:
         "q_dynamic": [_finite(float(x)) for x in qm.dynamic_q],
         "phi_dynamic": [_finite(float(x)) for x in qm.dynamic_phi],
         "labels": qm.dynamic_labels(),
-        "n_tau": None if mt is None else int(len(mt.delay_frames)),
+        "n_tau": None if mt is None else len(mt.delay_frames),
         "tau_range_s": None if mt is None else [float(mt.tau[0]), float(mt.tau[-1])],
         "missing_fraction": None if mt is None else float(1.0 - mt.valid.mean()),
-        "twotime_bins": None if res.twotime is None else [int(b) for b in res.twotime.processed_bins],
+        "twotime_bins": None
+        if res.twotime is None
+        else [int(b) for b in res.twotime.processed_bins],
         "start_time": res.start_time,
-        "sample": {k: v for k, v in res.sample.items() if isinstance(v, (int, float, str))},
+        "sample": {
+            k: v for k, v in res.sample.items() if isinstance(v, (int, float, str))
+        },
         "warnings": list(res.warnings),
     }
 
@@ -85,12 +89,24 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"files": records}, indent=2, ensure_ascii=False))
     elif records:
-        head = ["file", "type", "detector", "frames", "frame_time_s", "E_keV", "L_m", "n_q",
-                "q_1/A", "n_tau"]
+        head = [
+            "file",
+            "type",
+            "detector",
+            "frames",
+            "frame_time_s",
+            "E_keV",
+            "L_m",
+            "n_q",
+            "q_1/A",
+            "n_tau",
+        ]
         rows = [head] + [_row(s) for s in records]
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         for r in rows:
-            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+            print(
+                "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            )
         for s in records:
             for w in s["warnings"]:
                 print(f"note: {str(s['path']).rsplit('/', 1)[-1]}: {w}")

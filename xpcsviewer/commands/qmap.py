@@ -15,26 +15,44 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer qmap``; returns the exit code."""
     shape = (int(args.shape[0]), int(args.shape[1]))
     try:
-        q, phi = compute_qmap(shape, args.energy, args.det_dist, args.pixel_size, args.bcx, args.bcy)
+        q, phi = compute_qmap(
+            shape, args.energy, args.det_dist, args.pixel_size, args.bcx, args.bcy
+        )
     except ValueError as exc:
         print(f"xpcsviewer qmap: {exc}", file=sys.stderr)
         return 2
     mask = read_mask(args.mask, shape) if args.mask else None
     try:
         qm = make_partition(
-            q, phi, mask, args.dq_num, args.sq_num, args.dp_num, args.sp_num,
-            beam_center_x=args.bcx, beam_center_y=args.bcy, detector_distance=args.det_dist,
-            pixel_size=args.pixel_size, energy_kev=args.energy,
+            q,
+            phi,
+            mask,
+            args.dq_num,
+            args.sq_num,
+            args.dp_num,
+            args.sp_num,
+            beam_center_x=args.bcx,
+            beam_center_y=args.bcy,
+            detector_distance=args.det_dist,
+            pixel_size=args.pixel_size,
+            energy_kev=args.energy,
         )
     except ValueError as exc:
         print(f"xpcsviewer qmap: {exc}", file=sys.stderr)
         return 2
     problems = check_consistency(qm)
     if problems:  # a bug, not bad input: never write an inconsistent partition
-        print("xpcsviewer qmap: inconsistent partition: " + "; ".join(problems), file=sys.stderr)
+        print(
+            "xpcsviewer qmap: inconsistent partition: " + "; ".join(problems),
+            file=sys.stderr,
+        )
         return 1
-    out = write_qmap_file(args.output, qm, source_file=str(args.mask or ""), overwrite=True)
+    out = write_qmap_file(
+        args.output, qm, source_file=str(args.mask or ""), overwrite=True
+    )
     if not getattr(args, "quiet", False):
-        print(f"wrote {out}: {qm.n_dynamic} dynamic and {qm.n_static} static bins, "
-              f"q {qm.dynamic_q.min():.5f}-{qm.dynamic_q.max():.5f} 1/A")
+        print(
+            f"wrote {out}: {qm.n_dynamic} dynamic and {qm.n_static} static bins, "
+            f"q {qm.dynamic_q.min():.5f}-{qm.dynamic_q.max():.5f} 1/A"
+        )
     return 0

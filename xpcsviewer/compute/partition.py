@@ -30,7 +30,9 @@ __all__ = [
 ]
 
 
-def fold_phi(phi: np.ndarray, phi_offset: float = 0.0, symmetry_fold: int = 1) -> np.ndarray:
+def fold_phi(
+    phi: np.ndarray, phi_offset: float = 0.0, symmetry_fold: int = 1
+) -> np.ndarray:
     """Azimuth after an offset and an n-fold symmetry fold, in degrees.
 
     Parameters
@@ -66,7 +68,9 @@ def axis_edges(
         if not vmin > 0:
             raise ValueError("log bins need a positive minimum value")
         coarse = np.geomspace(vmin, vmax, n + 1)
-        sub = [np.geomspace(coarse[i], coarse[i + 1], refine + 1)[:-1] for i in range(n)]
+        sub = [
+            np.geomspace(coarse[i], coarse[i + 1], refine + 1)[:-1] for i in range(n)
+        ]
     elif style == "linear":
         coarse = np.linspace(vmin, vmax, n + 1)
         sub = [np.linspace(coarse[i], coarse[i + 1], refine + 1)[:-1] for i in range(n)]
@@ -81,7 +85,9 @@ def axis_edges(
     return edges, centres
 
 
-def digitize_values(values: np.ndarray, edges: np.ndarray, valid: np.ndarray) -> np.ndarray:
+def digitize_values(
+    values: np.ndarray, edges: np.ndarray, valid: np.ndarray
+) -> np.ndarray:
     """1-based bin of each valid value (0 outside ``valid``), rounding to 12 decimals.
 
     Values at or above the last edge go to the last bin and values below the
@@ -160,14 +166,23 @@ def make_partition(
     q = np.asarray(q, dtype=np.float64)
     phi = np.asarray(phi, dtype=np.float64)
     if q.shape != phi.shape or q.ndim != 2:
-        raise ValueError(f"q and phi must be 2-D of the same shape, got {q.shape} and {phi.shape}")
+        raise ValueError(
+            f"q and phi must be 2-D of the same shape, got {q.shape} and {phi.shape}"
+        )
     valid = np.ones(q.shape, bool) if mask is None else np.asarray(mask) > 0
     if valid.shape != q.shape:
-        raise ValueError(f"mask shape {valid.shape} does not match the detector {q.shape}")
+        raise ValueError(
+            f"mask shape {valid.shape} does not match the detector {q.shape}"
+        )
     valid = valid & np.isfinite(q) & np.isfinite(phi)
     if not valid.any():
         raise ValueError("the mask leaves no valid pixel")
-    for name, n in (("dq_num", dq_num), ("sq_num", sq_num), ("dp_num", dp_num), ("sp_num", sp_num)):
+    for name, n in (
+        ("dq_num", dq_num),
+        ("sq_num", sq_num),
+        ("dp_num", dp_num),
+        ("sp_num", sp_num),
+    ):
         if int(n) < 1:
             raise ValueError(f"{name} must be >= 1, got {n}")
     rq = -(-int(sq_num) // int(dq_num))  # static bins per dynamic bin, rounded up
@@ -235,7 +250,9 @@ def check_consistency(qmap: QMap) -> list[str]:
     s = np.asarray(qmap.static_roi_map).astype(np.int64)
     m = np.asarray(qmap.mask) > 0
     if not (d.shape == s.shape == m.shape):
-        return [f"map shapes differ: dynamic {d.shape}, static {s.shape}, mask {m.shape}"]
+        return [
+            f"map shapes differ: dynamic {d.shape}, static {s.shape}, mask {m.shape}"
+        ]
     for name, roi, mapping, npts in (
         ("dynamic", d, qmap.dynamic_index_mapping, qmap.dynamic_num_pts),
         ("static", s, qmap.static_index_mapping, qmap.static_num_pts),
@@ -243,7 +260,9 @@ def check_consistency(qmap: QMap) -> list[str]:
         n = len(mapping)
         vmax = int(roi.max(initial=0))
         if vmax != n:
-            problems.append(f"{name}: max(roi_map) = {vmax} but len(index_mapping) = {n}")
+            problems.append(
+                f"{name}: max(roi_map) = {vmax} but len(index_mapping) = {n}"
+            )
         if roi.min(initial=0) < 0:
             problems.append(f"{name}: negative values in roi_map")
         counts = np.bincount(roi.ravel(), minlength=n + 1)[1 : n + 1]
@@ -252,11 +271,15 @@ def check_consistency(qmap: QMap) -> list[str]:
         grid = int(npts[0]) * int(npts[1])
         mp = np.asarray(mapping, dtype=np.int64)
         if mp.size and (mp.min() < 0 or mp.max() >= grid):
-            problems.append(f"{name}: index_mapping outside the {npts[0]}x{npts[1]} grid")
+            problems.append(
+                f"{name}: index_mapping outside the {npts[0]}x{npts[1]} grid"
+            )
         if mp.size > 1 and (np.diff(mp) <= 0).any():
             problems.append(f"{name}: index_mapping not strictly increasing")
         if ((roi > 0) != m).any():
-            problems.append(f"{name}: {int(((roi > 0) != m).sum())} pixels where mask>0 and roi>0 disagree")
+            problems.append(
+                f"{name}: {int(((roi > 0) != m).sum())} pixels where mask>0 and roi>0 disagree"
+            )
     sel = s > 0
     if sel.any():
         ns, nd = int(s.max()), int(d.max(initial=0))

@@ -10,7 +10,13 @@ from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = ["read_mask"]
 
-_HDF_CANDIDATES = ("qmap/mask", "xpcs/qmap/mask", "mask", "data/mask", "entry/data/mask")
+_HDF_CANDIDATES = (
+    "qmap/mask",
+    "xpcs/qmap/mask",
+    "mask",
+    "data/mask",
+    "entry/data/mask",
+)
 
 
 def _read_hdf_mask(path: Path) -> tuple[np.ndarray, str]:
@@ -22,14 +28,23 @@ def _read_hdf_mask(path: Path) -> tuple[np.ndarray, str]:
                 if name in f and isinstance(f[name], h5py.Dataset):
                     return np.asarray(f[name][()]), "/" + name
             found: list[str] = []
-            f.visititems(lambda n, o: found.append(n)
-                         if isinstance(o, h5py.Dataset) and o.ndim == 2 else None)
+            f.visititems(
+                lambda n, o: (
+                    found.append(n)
+                    if isinstance(o, h5py.Dataset) and o.ndim == 2
+                    else None
+                )
+            )
             if len(found) == 1:
                 return np.asarray(f[found[0]][()]), "/" + found[0]
     except OSError as exc:
         raise XpcsFileError(path, f"cannot open as HDF5 ({exc})") from None
-    raise XpcsFileError(path, "no mask dataset found", dataset="/qmap/mask",
-                        expected="a 2-D dataset at /qmap/mask, /mask, or a single 2-D dataset")
+    raise XpcsFileError(
+        path,
+        "no mask dataset found",
+        dataset="/qmap/mask",
+        expected="a 2-D dataset at /qmap/mask, /mask, or a single 2-D dataset",
+    )
 
 
 def read_mask(path: str | Path, shape: tuple[int, int] | None = None) -> np.ndarray:
@@ -58,18 +73,27 @@ def read_mask(path: str | Path, shape: tuple[int, int] | None = None) -> np.ndar
             import tifffile
         except ImportError:
             raise XpcsFileError(
-                path, "reading TIFF masks needs the optional package 'tifffile' "
-                "(pip install tifffile), or save the mask as .npy or .hdf") from None
+                path,
+                "reading TIFF masks needs the optional package 'tifffile' "
+                "(pip install tifffile), or save the mask as .npy or .hdf",
+            ) from None
         arr = np.asarray(tifffile.imread(path))
     elif suffix in (".hdf", ".h5", ".hdf5", ".nxs"):
         arr, dataset = _read_hdf_mask(path)
     else:
-        raise XpcsFileError(path, f"unknown mask format {suffix!r}", expected=".npy, .tif(f) or .hdf")
+        raise XpcsFileError(
+            path, f"unknown mask format {suffix!r}", expected=".npy, .tif(f) or .hdf"
+        )
     arr = np.squeeze(arr)
     if arr.ndim != 2:
-        raise XpcsFileError(path, f"mask has shape {arr.shape}", dataset=dataset,
-                            expected="a 2-D image")
+        raise XpcsFileError(
+            path, f"mask has shape {arr.shape}", dataset=dataset, expected="a 2-D image"
+        )
     if shape is not None and tuple(arr.shape) != tuple(shape):
-        raise XpcsFileError(path, f"mask has shape {arr.shape}", dataset=dataset,
-                            expected=f"the detector shape {tuple(shape)}")
+        raise XpcsFileError(
+            path,
+            f"mask has shape {arr.shape}",
+            dataset=dataset,
+            expected=f"the detector shape {tuple(shape)}",
+        )
     return arr > 0

@@ -51,11 +51,21 @@ def atomic_h5(path: str | Path, overwrite: bool = False) -> Iterator[h5py.File]:
 
 
 def _compression() -> dict[str, Any]:
-    return {"compression": "lzf"} if "lzf" in h5py.filters.decode else {"compression": "gzip"}
+    return (
+        {"compression": "lzf"}
+        if "lzf" in h5py.filters.decode
+        else {"compression": "gzip"}
+    )
 
 
-def _put(group: h5py.Group, name: str, value: Any, *, keep_dtype: bool = False,
-         chunks: tuple[int, ...] | None = None) -> h5py.Dataset:
+def _put(
+    group: h5py.Group,
+    name: str,
+    value: Any,
+    *,
+    keep_dtype: bool = False,
+    chunks: tuple[int, ...] | None = None,
+) -> h5py.Dataset:
     """Write one dataset the way the standard correlator does (see module docstring)."""
     if name in group:
         del group[name]
@@ -64,7 +74,10 @@ def _put(group: h5py.Group, name: str, value: Any, *, keep_dtype: bool = False,
     arr = np.asarray(value)
     if arr.dtype.kind in "US":
         return group.create_dataset(
-            name, data=np.array([str(x) for x in arr.ravel()], dtype=object).reshape(arr.shape),
+            name,
+            data=np.array([str(x) for x in arr.ravel()], dtype=object).reshape(
+                arr.shape
+            ),
             dtype=h5py.string_dtype(),
         )
     if arr.dtype.kind == "f" and not keep_dtype:
@@ -72,8 +85,9 @@ def _put(group: h5py.Group, name: str, value: Any, *, keep_dtype: bool = False,
     kw: dict[str, Any] = {}
     if arr.size > 8192:
         kw.update(_compression())
-        kw["chunks"] = chunks or ((*(1,) * (arr.ndim - 2), *arr.shape[-2:]) if arr.ndim >= 2
-                                  else arr.shape)
+        kw["chunks"] = chunks or (
+            (*(1,) * (arr.ndim - 2), *arr.shape[-2:]) if arr.ndim >= 2 else arr.shape
+        )
     return group.create_dataset(name, data=arr, **kw)
 
 
@@ -101,7 +115,9 @@ def write_qmap_group(group: h5py.Group, qmap: QMap, source_file: str = "") -> No
     _put(group, "beam_center_x", np.float64(qmap.beam_center_x), keep_dtype=True)
     _put(group, "beam_center_y", np.float64(qmap.beam_center_y), keep_dtype=True)
     _put(group, "pixel_size", np.float64(qmap.pixel_size), keep_dtype=True)
-    _put(group, "detector_distance", np.float64(qmap.detector_distance), keep_dtype=True)
+    _put(
+        group, "detector_distance", np.float64(qmap.detector_distance), keep_dtype=True
+    )
     if qmap.energy_kev is not None:
         _put(group, "energy", np.float64(qmap.energy_kev), keep_dtype=True)
     mask = np.asarray(qmap.mask) > 0
@@ -111,11 +127,21 @@ def write_qmap_group(group: h5py.Group, qmap: QMap, source_file: str = "") -> No
     group.create_dataset("map_units", data=[str(x) for x in qmap.map_units], dtype=strs)
     _put(group, "source_file", source_file)
     for kind in ("dynamic", "static"):
-        _put(group, f"{kind}_num_pts", np.asarray(getattr(qmap, f"{kind}_num_pts"), dtype=np.int64))
+        _put(
+            group,
+            f"{kind}_num_pts",
+            np.asarray(getattr(qmap, f"{kind}_num_pts"), dtype=np.int64),
+        )
         _put(group, f"{kind}_roi_map", np.asarray(getattr(qmap, f"{kind}_roi_map")))
-        _put(group, f"{kind}_index_mapping", np.asarray(getattr(qmap, f"{kind}_index_mapping")))
+        _put(
+            group,
+            f"{kind}_index_mapping",
+            np.asarray(getattr(qmap, f"{kind}_index_mapping")),
+        )
         for dim in (0, 1):
-            vals = np.asarray(getattr(qmap, f"{kind}_v_list_dim{dim}"), dtype=np.float64)
+            vals = np.asarray(
+                getattr(qmap, f"{kind}_v_list_dim{dim}"), dtype=np.float64
+            )
             ds = _put(group, f"{kind}_v_list_dim{dim}", vals, keep_dtype=True)
             ds.attrs["unit"] = str(qmap.map_units[dim])
             ds.attrs["name"] = str(qmap.map_names[dim])
@@ -124,8 +150,9 @@ def write_qmap_group(group: h5py.Group, qmap: QMap, source_file: str = "") -> No
     group.attrs["version"] = QMAP_VERSION
 
 
-def write_qmap_file(path: str | Path, qmap: QMap, *, source_file: str = "",
-                    overwrite: bool = False) -> Path:
+def write_qmap_file(
+    path: str | Path, qmap: QMap, *, source_file: str = "", overwrite: bool = False
+) -> Path:
     """Write a partition file: group ``/qmap`` as the standard partition tool does (§11)."""
     with atomic_h5(path, overwrite=overwrite) as f:
         write_qmap_group(f.create_group("qmap"), qmap, source_file=source_file)
@@ -159,7 +186,9 @@ def write_result(
     result: XpcsResult,
     *,
     saxs_2d: np.ndarray | None = None,
-    c2_maps: Mapping[Any, np.ndarray] | Iterable[np.ndarray] | Callable[[], Iterable[np.ndarray]]
+    c2_maps: Mapping[Any, np.ndarray]
+    | Iterable[np.ndarray]
+    | Callable[[], Iterable[np.ndarray]]
     | None = None,
     g2_stack: np.ndarray | None = None,
     overwrite: bool = False,
@@ -201,8 +230,16 @@ def write_result(
         _put(entry, "definition", "NXxpcs")
         det = entry.create_group("instrument/detector_1")
         _put(det, "frame_time", np.float64(result.frame_time), keep_dtype=True)
-        _put(det, "count_time", np.float64(result.count_time if result.count_time is not None
-                                          else result.frame_time), keep_dtype=True)
+        _put(
+            det,
+            "count_time",
+            np.float64(
+                result.count_time
+                if result.count_time is not None
+                else result.frame_time
+            ),
+            keep_dtype=True,
+        )
         _put(det, "x_pixel_size", np.float64(qm.pixel_size), keep_dtype=True)
         _put(det, "y_pixel_size", np.float64(qm.pixel_size), keep_dtype=True)
         _put(det, "distance", np.float64(qm.detector_distance), keep_dtype=True)
@@ -241,16 +278,29 @@ def write_result(
         xpcs = f.create_group("xpcs")
         write_qmap_group(xpcs.create_group("qmap"), qm)
         tm = xpcs.create_group("temporal_mean")
-        img = np.zeros((h, w)) if saxs_2d is None else np.asarray(saxs_2d, dtype=np.float64)
+        img = (
+            np.zeros((h, w))
+            if saxs_2d is None
+            else np.asarray(saxs_2d, dtype=np.float64)
+        )
         if img.shape != (h, w):
-            raise ValueError(f"saxs_2d shape {img.shape} does not match the q-map {(h, w)}")
+            raise ValueError(
+                f"saxs_2d shape {img.shape} does not match the q-map {(h, w)}"
+            )
         _put(tm, "scattering_2d", img[None])
-        _put(tm, "scattering_1d", np.asarray(result.saxs_1d, dtype=np.float64).reshape(1, -1))
+        _put(
+            tm,
+            "scattering_1d",
+            np.asarray(result.saxs_1d, dtype=np.float64).reshape(1, -1),
+        )
         if result.saxs_1d_segments is not None:
             _put(tm, "scattering_1d_segments", np.asarray(result.saxs_1d_segments))
         if result.intensity_vs_time is not None:
-            _put(xpcs.create_group("spatial_mean"), "intensity_vs_time",
-                 np.asarray(result.intensity_vs_time))
+            _put(
+                xpcs.create_group("spatial_mean"),
+                "intensity_vs_time",
+                np.asarray(result.intensity_vs_time),
+            )
 
         mt = result.multitau
         if mt is not None:
@@ -267,27 +317,42 @@ def write_result(
                 if mt.g2_partial_err is not None:
                     _put(g, "normalized_g2_partial_err", np.asarray(mt.g2_partial_err))
                 if mt.g2_partial_labels is not None:
-                    _put(g, "normalized_g2_partial_labels", np.asarray(mt.g2_partial_labels))
+                    _put(
+                        g,
+                        "normalized_g2_partial_labels",
+                        np.asarray(mt.g2_partial_labels),
+                    )
             if g2_stack is not None:
                 stack = np.asarray(g2_stack)
                 if stack.ndim != 4 or stack.shape[1] != 3 or stack.shape[2:] != (h, w):
-                    raise ValueError(f"g2_stack must be (T, 3, {h}, {w}), got {stack.shape}")
+                    raise ValueError(
+                        f"g2_stack must be (T, 3, {h}, {w}), got {stack.shape}"
+                    )
                 _put(g, "unnormalized_G2", stack)
 
         tt = result.twotime
         if tt is not None:
             g = xpcs.create_group("twotime")
             bins = np.asarray(tt.processed_bins)
-            _put(g, "processed_bins", bins.astype(np.asarray(qm.dynamic_index_mapping).dtype
-                                                  if bins.size else np.int64))
+            _put(
+                g,
+                "processed_bins",
+                bins.astype(
+                    np.asarray(qm.dynamic_index_mapping).dtype
+                    if bins.size
+                    else np.int64
+                ),
+            )
             cmap = g.create_group("correlation_map")
             full_list, seg_list = [], []
             count = 0
             for i, c2 in enumerate(_c2_iter(c2_maps)):
                 c2 = np.asarray(c2, dtype=np.float64)
                 if c2.shape != (tt.n_frames, tt.n_frames):
-                    raise ValueError(f"c2 map {i} has shape {c2.shape}, expected "
-                                     f"({tt.n_frames}, {tt.n_frames})")
+                    raise ValueError(
+                        f"c2 map {i} has shape {c2.shape}, expected "
+                        f"({tt.n_frames}, {tt.n_frames})"
+                    )
                 if tt.g2_full is None:
                     sym = np.triu(c2) + np.triu(c2, 1).T
                     fg, sg = _g2_from_c2(sym)
@@ -300,14 +365,24 @@ def write_result(
                 count += 1
             if count and count != bins.size:
                 raise ValueError(f"{count} c2 maps for {bins.size} processed bins")
-            g2_full = tt.g2_full if tt.g2_full is not None else (
-                np.array(full_list) if full_list else None)
-            g2_seg = tt.g2_segments if tt.g2_segments is not None else (
-                np.array(seg_list) if seg_list else None)
+            g2_full = (
+                tt.g2_full
+                if tt.g2_full is not None
+                else (np.array(full_list) if full_list else None)
+            )
+            g2_seg = (
+                tt.g2_segments
+                if tt.g2_segments is not None
+                else (np.array(seg_list) if seg_list else None)
+            )
             if g2_full is not None:
-                _put(g, "normalized_g2", np.asarray(g2_full).T)  # file orientation (N, Np)
+                _put(
+                    g, "normalized_g2", np.asarray(g2_full).T
+                )  # file orientation (N, Np)
             if g2_seg is not None:
-                _put(g, "normalized_g2_segments", np.asarray(g2_seg).transpose(2, 1, 0))  # (N//5, 5, Np)
+                _put(
+                    g, "normalized_g2_segments", np.asarray(g2_seg).transpose(2, 1, 0)
+                )  # (N//5, 5, Np)
             cfg = dict(tt.config)
             cfg["stride_frame"] = int(tt.stride_frame)
             cfg["avg_frame"] = int(tt.avg_frame)

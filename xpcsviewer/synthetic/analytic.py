@@ -25,15 +25,20 @@ BOLTZMANN = 1.380649e-23
 _M2_TO_A2 = 1e20
 
 
-def stokes_einstein(radius_m: float, temperature_k: float = 298.15,
-                    viscosity_pa_s: float | None = None) -> float:
+def stokes_einstein(
+    radius_m: float, temperature_k: float = 298.15, viscosity_pa_s: float | None = None
+) -> float:
     """Translational diffusion coefficient D = kT / (6 pi eta R) of a sphere, in Angstrom^2/s.
 
     ``viscosity_pa_s`` defaults to water at ``temperature_k`` (:func:`water_viscosity`).
     """
     if not radius_m > 0 or not temperature_k > 0:
         raise ValueError("radius and temperature must be > 0")
-    eta = water_viscosity(temperature_k) if viscosity_pa_s is None else float(viscosity_pa_s)
+    eta = (
+        water_viscosity(temperature_k)
+        if viscosity_pa_s is None
+        else float(viscosity_pa_s)
+    )
     return BOLTZMANN * temperature_k / (6.0 * np.pi * eta * radius_m) * _M2_TO_A2
 
 
@@ -45,8 +50,13 @@ def water_viscosity(temperature_k: float) -> float:
     return 2.414e-5 * 10.0 ** (247.8 / (float(temperature_k) - 140.0))
 
 
-def decay_rate(q: np.ndarray, D: float, phi: np.ndarray | None = None,  # noqa: N803
-               flow_rate: float = 0.0, flow_angle_deg: float = 0.0) -> np.ndarray:
+def decay_rate(
+    q: np.ndarray,
+    D: float,
+    phi: np.ndarray | None = None,
+    flow_rate: float = 0.0,
+    flow_angle_deg: float = 0.0,
+) -> np.ndarray:
     """Field decay rate Gamma (1/s) = D q^2 + flow_rate * |q cos(phi - flow_angle)|.
 
     The second term is an anisotropic extra decorrelation for a sheared or
@@ -61,9 +71,16 @@ def decay_rate(q: np.ndarray, D: float, phi: np.ndarray | None = None,  # noqa: 
     return gamma
 
 
-def g2_model(tau: np.ndarray, q: np.ndarray, D: float, beta: float,  # noqa: N803
-             baseline: float = 1.0, phi: np.ndarray | None = None, flow_rate: float = 0.0,
-             flow_angle_deg: float = 0.0) -> np.ndarray:
+def g2_model(
+    tau: np.ndarray,
+    q: np.ndarray,
+    D: float,
+    beta: float,
+    baseline: float = 1.0,
+    phi: np.ndarray | None = None,
+    flow_rate: float = 0.0,
+    flow_angle_deg: float = 0.0,
+) -> np.ndarray:
     """Intensity autocorrelation ``baseline + beta * exp(-2 Gamma tau)``.
 
     Parameters
@@ -81,8 +98,12 @@ def g2_model(tau: np.ndarray, q: np.ndarray, D: float, beta: float,  # noqa: N80
     return baseline + beta * np.exp(-2.0 * tau[:, None] * np.atleast_1d(gamma)[None, :])
 
 
-def c2_model(t: np.ndarray, gamma0: float, beta: float,
-             gamma_factor: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+def c2_model(
+    t: np.ndarray,
+    gamma0: float,
+    beta: float,
+    gamma_factor: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
     """Two-time correlation ``1 + beta * exp(-2 |integral_{t1}^{t2} Gamma(t) dt|)``.
 
     Parameters
@@ -99,8 +120,15 @@ def c2_model(t: np.ndarray, gamma0: float, beta: float,
     (N, N) float64 symmetric.
     """
     t = np.asarray(t, dtype=np.float64)
-    fac = np.ones_like(t) if gamma_factor is None else np.asarray(gamma_factor(t), dtype=np.float64)
-    cum = np.concatenate([[0.0], np.cumsum(0.5 * (fac[1:] + fac[:-1]) * np.diff(t))]) * gamma0
+    fac = (
+        np.ones_like(t)
+        if gamma_factor is None
+        else np.asarray(gamma_factor(t), dtype=np.float64)
+    )
+    cum = (
+        np.concatenate([[0.0], np.cumsum(0.5 * (fac[1:] + fac[:-1]) * np.diff(t))])
+        * gamma0
+    )
     return 1.0 + beta * np.exp(-2.0 * np.abs(cum[:, None] - cum[None, :]))
 
 

@@ -55,26 +55,44 @@ def spec_qmap(spec: dict[str, Any]) -> tuple[QMap, np.ndarray, np.ndarray]:
     part = dict(spec.get("partition", {}))
     mask = q > part.pop("q_min", 0.0)
     if spec.get("beamstop_px"):
-        r = np.hypot(*np.meshgrid(np.arange(geo.shape[0]) - geo.bcy,
-                                  np.arange(geo.shape[1]) - geo.bcx, indexing="ij"))
+        r = np.hypot(
+            *np.meshgrid(
+                np.arange(geo.shape[0]) - geo.bcy,
+                np.arange(geo.shape[1]) - geo.bcx,
+                indexing="ij",
+            )
+        )
         mask &= r > spec["beamstop_px"]
     qm = make_partition(
-        q, phi, mask, part.get("dq_num", 12), part.get("sq_num", 120), part.get("dp_num", 1),
-        part.get("sp_num", 1), q_style=part.get("q_style", "linear"),
-        beam_center_x=geo.bcx, beam_center_y=geo.bcy, detector_distance=geo.det_dist_m,
-        pixel_size=geo.pixel_size_m, energy_kev=geo.energy_kev,
+        q,
+        phi,
+        mask,
+        part.get("dq_num", 12),
+        part.get("sq_num", 120),
+        part.get("dp_num", 1),
+        part.get("sp_num", 1),
+        q_style=part.get("q_style", "linear"),
+        beam_center_x=geo.bcx,
+        beam_center_y=geo.bcy,
+        detector_distance=geo.det_dist_m,
+        pixel_size=geo.pixel_size_m,
+        energy_kev=geo.energy_kev,
     )
     return qm, q, phi
 
 
-def _bin_means(values: np.ndarray, roi: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _bin_means(
+    values: np.ndarray, roi: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
     r = roi.ravel().astype(np.int64)
     cnt = np.bincount(r, minlength=n + 1)[1:]
     s = np.bincount(r, weights=values.ravel(), minlength=n + 1)[1:]
     return s / np.maximum(cnt, 1), cnt
 
 
-def build_result(spec: dict[str, Any], seed: int = 0) -> tuple[XpcsResult, dict[str, Any]]:
+def build_result(
+    spec: dict[str, Any], seed: int = 0
+) -> tuple[XpcsResult, dict[str, Any]]:
     """Build an XpcsResult and its big arrays from a spec, with seeded noise.
 
     Spec keys: ``name``; ``geometry`` (:class:`Geometry` fields); ``partition``
@@ -103,14 +121,18 @@ def build_result(spec: dict[str, Any], seed: int = 0) -> tuple[XpcsResult, dict[
     radius = float(smp.get("radius_m", 100e-9))
     temp = float(smp.get("temperature_k", 298.15))
     eta = float(smp.get("viscosity_pa_s", water_viscosity(temp)))
-    D = stokes_einstein(radius, temp, eta)  # noqa: N806
+    D = stokes_einstein(radius, temp, eta)
     beta = float(smp.get("contrast", 0.2))
     flow_rate = float(smp.get("flow_rate", 0.0))
     flow_angle = float(smp.get("flow_angle_deg", 0.0))
     t_damage = smp.get("damage_time_s")
     truth = {
-        "model": model, "D": (D, "\u00c5^2/s"), "radius": (radius, "m"),
-        "temperature": (temp, "K"), "viscosity": (eta, "Pa s"), "contrast": (beta, ""),
+        "model": model,
+        "D": (D, "\u00c5^2/s"),
+        "radius": (radius, "m"),
+        "temperature": (temp, "K"),
+        "viscosity": (eta, "Pa s"),
+        "contrast": (beta, ""),
         "description": spec.get("description", ""),
     }
     if flow_rate:
@@ -133,14 +155,29 @@ def build_result(spec: dict[str, Any], seed: int = 0) -> tuple[XpcsResult, dict[
     t_all = np.arange(n_frames) * frame_time
     drift = np.ones(n_frames) if not t_damage else np.exp(-t_all / float(t_damage))
     n_seg = 10
-    seg_f = np.array([drift[i * n_frames // n_seg:(i + 1) * n_frames // n_seg].mean()
-                      for i in range(n_seg)])
+    seg_f = np.array(
+        [
+            drift[i * n_frames // n_seg : (i + 1) * n_frames // n_seg].mean()
+            for i in range(n_seg)
+        ]
+    )
     npix = max(int(mask.sum()), 1)
-    segments = saxs_1d[None, :] * seg_f[:, None] * (1 + rng.normal(0, 1, (n_seg, qm.n_static))
-                                                   / np.sqrt(np.maximum(saxs_1d * s_cnt * n_frames / n_seg, 1)))
+    segments = (
+        saxs_1d[None, :]
+        * seg_f[:, None]
+        * (
+            1
+            + rng.normal(0, 1, (n_seg, qm.n_static))
+            / np.sqrt(np.maximum(saxs_1d * s_cnt * n_frames / n_seg, 1))
+        )
+    )
     mean_i = float(saxs_2d[mask].mean())
-    int_t = np.vstack([np.arange(n_frames, dtype=np.float64),
-                       rng.poisson(mean_i * drift * npix) / npix])
+    int_t = np.vstack(
+        [
+            np.arange(n_frames, dtype=np.float64),
+            rng.poisson(mean_i * drift * npix) / npix,
+        ]
+    )
 
     dq, dphi = qm.dynamic_q, qm.dynamic_phi
     atype = tuple(spec.get("analysis", ("Multitau",)))
@@ -149,7 +186,9 @@ def build_result(spec: dict[str, Any], seed: int = 0) -> tuple[XpcsResult, dict[
     if "Multitau" in atype:
         delays = multitau_delays(n_frames)
         tau = delays * frame_time
-        g2 = g2_model(tau, dq, D, beta, phi=dphi, flow_rate=flow_rate, flow_angle_deg=flow_angle)
+        g2 = g2_model(
+            tau, dq, D, beta, phi=dphi, flow_rate=flow_rate, flow_angle_deg=flow_angle
+        )
         # Approximate shot-noise error of a bin average: fewer photons, fewer pixels
         # and fewer frame pairs at long delays give larger errors.
         nu = np.maximum(d_mean, 1e-6)
@@ -167,18 +206,35 @@ def build_result(spec: dict[str, Any], seed: int = 0) -> tuple[XpcsResult, dict[
                 parts.append(gk + err * np.sqrt(n_p / k) * rng.normal(size=gk.shape))
             g2 = g2_model(tau, dq, D * (1.0 + t_all / float(t_damage)).mean(), beta)
         g2_obs = g2 + err * rng.normal(size=g2.shape)
-        mt = Multitau(delay_frames=delays, tau=tau, g2=g2_obs, g2_err=err,
-                      valid=np.ones(g2.shape, bool), t0_eff=frame_time,
-                      config={"normalize_frame": True, "smooth": "sqmap", "begin_frame": 0,
-                              "end_frame": -1, "source": "xpcsviewer analytic model"})
+        mt = Multitau(
+            delay_frames=delays,
+            tau=tau,
+            g2=g2_obs,
+            g2_err=err,
+            valid=np.ones(g2.shape, bool),
+            t0_eff=frame_time,
+            config={
+                "normalize_frame": True,
+                "smooth": "sqmap",
+                "begin_frame": 0,
+                "end_frame": -1,
+                "source": "xpcsviewer analytic model",
+            },
+        )
         if t_damage:
             mt.g2_partial = np.array(parts)
-            mt.g2_partial_err = np.array([err * np.sqrt(n_p / k) for k in range(1, n_p + 1)])
-            mt.g2_partial_labels = np.array([k * n_frames // n_p for k in range(1, n_p + 1)])
+            mt.g2_partial_err = np.array(
+                [err * np.sqrt(n_p / k) for k in range(1, n_p + 1)]
+            )
+            mt.g2_partial_labels = np.array(
+                [k * n_frames // n_p for k in range(1, n_p + 1)]
+            )
     if "Twotime" in atype:
         tcfg = spec.get("twotime", {})
         n2 = int(tcfg.get("n_frames", min(n_frames, 500)))
-        bins = np.asarray(tcfg.get("bins", [2, qm.n_dynamic // 2, qm.n_dynamic - 1]), dtype=np.int64)
+        bins = np.asarray(
+            tcfg.get("bins", [2, qm.n_dynamic // 2, qm.n_dynamic - 1]), dtype=np.int64
+        )
         bins = np.unique(np.clip(bins, 1, qm.n_dynamic))
         t2 = np.arange(n2) * frame_time
         ta = smp.get("ageing_time_s")
@@ -190,20 +246,35 @@ def build_result(spec: dict[str, Any], seed: int = 0) -> tuple[XpcsResult, dict[
             sig = (1.0 + 1.0 / nu) / np.sqrt(d_cnt[b - 1])
             noise = rng.normal(0, sig, (n2, n2))
             c += np.triu(noise) + np.triu(noise, 1).T
-            c[np.diag_indices(n2)] += 1.0 / (nu * d_cnt[b - 1]) + sig  # shot-noise spike at t1 = t2
+            c[np.diag_indices(n2)] += (
+                1.0 / (nu * d_cnt[b - 1]) + sig
+            )  # shot-noise spike at t1 = t2
             c2_maps.append(c)
-        tt = Twotime(processed_bins=bins, map_names=[f"c2_{i + 1:05d}" for i in range(len(bins))],
-                     n_frames=n2, t0=frame_time)
+        tt = Twotime(
+            processed_bins=bins,
+            map_names=[f"c2_{i + 1:05d}" for i in range(len(bins))],
+            n_frames=n2,
+            t0=frame_time,
+        )
         if mt is None:
             int_t = int_t[:, :n2]
             n_frames = n2
     result = XpcsResult(
         path=spec.get("name", "synthetic") + "_results.hdf",
         analysis_type=tuple(a for a in ("Twotime", "Multitau") if a in atype),
-        layout="nexus", qmap=qm, frame_time=frame_time, count_time=0.9 * frame_time,
-        start_time=spec.get("start_time", "2026-01-01T00:00:00"), saxs_1d=saxs_1d,
-        saxs_1d_segments=segments, intensity_vs_time=int_t, multitau=mt, twotime=tt,
+        layout="nexus",
+        qmap=qm,
+        frame_time=frame_time,
+        count_time=0.9 * frame_time,
+        start_time=spec.get("start_time", "2026-01-01T00:00:00"),
+        saxs_1d=saxs_1d,
+        saxs_1d_segments=segments,
+        intensity_vs_time=int_t,
+        multitau=mt,
+        twotime=tt,
         sample={k: (v[0] if isinstance(v, tuple) else v) for k, v in truth.items()},
-        sample_units={k: v[1] for k, v in truth.items() if isinstance(v, tuple) and v[1]},
+        sample_units={
+            k: v[1] for k, v in truth.items() if isinstance(v, tuple) and v[1]
+        },
     )
     return result, {"saxs_2d": saxs_2d, "c2_maps": c2_maps, "truth": truth}

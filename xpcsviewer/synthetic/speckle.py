@@ -45,15 +45,21 @@ class Geometry:
 
     def qmap(self) -> tuple[np.ndarray, np.ndarray]:
         """(q, phi) per pixel: 1/Angstrom and degrees."""
-        return compute_qmap(self.shape, self.energy_kev, self.det_dist_m, self.pixel_size_m,
-                            self.bcx, self.bcy)
+        return compute_qmap(
+            self.shape,
+            self.energy_kev,
+            self.det_dist_m,
+            self.pixel_size_m,
+            self.bcx,
+            self.bcy,
+        )
 
 
 def iter_frames(
     q_map: np.ndarray,
     n_frames: int,
     frame_time: float,
-    D: float,  # noqa: N803 - the physics symbol
+    D: float,
     *,
     beta: float = 0.25,
     rate: float | np.ndarray = 1.0,
@@ -112,7 +118,9 @@ def iter_frames(
     field_rng, count_rng = (np.random.default_rng(s) for s in seq.spawn(2))
     h, w = q.shape
     # Stationary start: each mode is CN(0, 1).
-    e = (field_rng.standard_normal((m, h, w)) + 1j * field_rng.standard_normal((m, h, w))) * np.sqrt(0.5)
+    e = (
+        field_rng.standard_normal((m, h, w)) + 1j * field_rng.standard_normal((m, h, w))
+    ) * np.sqrt(0.5)
     rho_const = np.exp(-gamma0 * frame_time) if ageing is None else None
     done = 0
     while done < n_frames:
@@ -124,7 +132,9 @@ def iter_frames(
             k = done + i
             if k > 0:
                 if rho_const is None:
-                    rho = np.exp(-gamma0 * frame_time * float(ageing((k - 0.5) * frame_time)))
+                    rho = np.exp(
+                        -gamma0 * frame_time * float(ageing((k - 0.5) * frame_time))
+                    )
                 else:
                     rho = rho_const
                 xi = (noise[i, 0] + 1j * noise[i, 1]) * np.sqrt(0.5)
@@ -143,7 +153,7 @@ def simulate_frames(
     n_frames: int,
     frame_time: float,
     q_map: np.ndarray | None = None,
-    D: float = 1e4,  # noqa: N803
+    D: float = 1e4,
     **kwargs,
 ) -> np.ndarray:
     """All frames at once, (n_frames, H, W): ``np.concatenate(list(iter_frames(...)))``.
@@ -155,5 +165,9 @@ def simulate_frames(
     if q_map is None:
         q_map = np.asarray(shape_or_qmap)
     elif tuple(np.asarray(q_map).shape) != tuple(shape_or_qmap):
-        raise ValueError(f"q_map shape {np.asarray(q_map).shape} != shape {shape_or_qmap}")
-    return np.concatenate(list(iter_frames(q_map, n_frames, frame_time, D, **kwargs)), axis=0)
+        raise ValueError(
+            f"q_map shape {np.asarray(q_map).shape} != shape {shape_or_qmap}"
+        )
+    return np.concatenate(
+        list(iter_frames(q_map, n_frames, frame_time, D, **kwargs)), axis=0
+    )
