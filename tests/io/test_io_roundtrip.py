@@ -191,3 +191,19 @@ def test_upstream_viewer_opens_our_file(small_file):
     ours = read_result(small_file).multitau.g2
     theirs = np.asarray(getattr(xf, "g2", None))
     np.testing.assert_allclose(theirs, ours, rtol=1e-6)
+
+
+def test_read_qmap_from_partition_and_result_files(tmp_path, small_file, small_built):
+    from xpcsviewer.io import XpcsFileError, read_qmap
+
+    qm = small_built[0].qmap
+    p = write_qmap_file(tmp_path / "part.hdf", qm)
+    for src in (p, small_file):
+        back = read_qmap(src)
+        np.testing.assert_array_equal(back.static_roi_map, qm.static_roi_map)
+        assert back.hash == qm.hash
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["x"] = 1
+    with pytest.raises(XpcsFileError, match="no partition"):
+        read_qmap(other)

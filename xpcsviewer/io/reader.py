@@ -31,6 +31,7 @@ __all__ = [
     "get_analysis_type",
     "read_c2",
     "read_g2_stack_delay",
+    "read_qmap",
     "read_result",
     "read_saxs_2d",
     "scan_folder",
@@ -930,6 +931,28 @@ def read_result(path: str | Path) -> XpcsResult:
     )
     res.sample_units = sample_units
     return res
+
+
+def read_qmap(path: str | Path) -> QMap:
+    """The partition of a partition file (``/qmap``) or of a result file (``/xpcs/qmap``).
+
+    Raises
+    ------
+    XpcsFileError
+        Unreadable file, no partition group, or an inconsistent partition.
+    """
+    with _open(path) as f:
+        for base in ("/qmap", QMAP):
+            if _exists(f, base):
+                return _read_qmap_nexus(f, base, [])
+        if _exists(f, "/xpcs/dqmap"):
+            return _read_qmap_legacy(f, [])
+        raise XpcsFileError(
+            f.filename,
+            "no partition found",
+            dataset="/qmap",
+            expected="a /qmap (partition file) or /xpcs/qmap (result file) group",
+        )
 
 
 # --------------------------------------------------------------------------- big data
