@@ -322,3 +322,33 @@ def test_memory_bounded_by_files_not_count(tmp_path):
     assert p5 > 160 * 160 * 8  # at least one image in memory: the measure is meaningful
     print(f"tracemalloc peak: 5 files {p5 / 1e6:.2f} MB, 50 files {p50 / 1e6:.2f} MB")
     assert p50 < 1.5 * p5, (p5, p50)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("method", ["weighted", "sem"])
+def test_real_files_average_matches_numpy(real_data_dir, tmp_path, method):
+    files = sorted((real_data_dir / "aps8idi_llps_saxpcs").glob("Average_B0147*_results.hdf"))[-3:]
+    assert len(files) == 3
+    out = tmp_path / "avg.hdf"
+    summary = average_files(files, out, AverageOptions(error_method=method))
+    assert len(summary.accepted) == 3
+    ins = [read_result(f).multitau for f in files]
+    xs = np.stack([m.g2 for m in ins])
+    es = np.stack([m.g2_err for m in ins])
+    ok = np.stack([m.valid for m in ins])
+    if method == "weighted":
+        ok &= es > 0
+        w = np.where(ok, 1 / np.where(ok, es, 1) ** 2, 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ref = (w * xs).sum(0) / w.sum(0)
+    else:
+        n = ok.sum(0)
+        ref = np.where(ok, xs, 0).sum(0) / np.maximum(n, 1)
+    res = read_result(out).multitau
+    some = ok.any(0)
+    np.testing.assert_array_equal(res.valid, some)  # missing everywhere stays missing
+    np.testing.assert_allclose(res.g2[some], f32(ref[some]), rtol=1e-6)
+    # the output is a normal result file: same q-map and delays as the inputs
+    first = read_result(files[0])
+    np.testing.assert_array_equal(read_result(out).qmap.dynamic_roi_map, first.qmap.dynamic_roi_map)
+    np.testing.assert_array_equal(res.delay_frames, ins[0].delay_frames)

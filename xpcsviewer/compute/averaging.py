@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -530,8 +531,11 @@ def screen_files(
     have = [i for i, c in enumerate(curves) if c is not None]
     pool = [i for i in have if stats[i].accepted]
     if len(pool) >= 1:
-        median_curve = np.nanmedian(np.stack([curves[i] for i in pool]), axis=0) \
-            if len(pool) > 1 else curves[pool[0]]
+        with warnings.catch_warnings():
+            # points missing in every file give an all-NaN median: fine, they are skipped
+            warnings.simplefilter("ignore", RuntimeWarning)
+            median_curve = np.nanmedian(np.stack([curves[i] for i in pool]), axis=0) \
+                if len(pool) > 1 else curves[pool[0]]
         for i in have:
             d = np.abs(curves[i] - median_curve)
             stats[i].g2_deviation = float(np.nanmean(d)) if np.isfinite(d).any() else float("nan")
