@@ -340,7 +340,7 @@ class StabilityResult:
     rel_change: np.ndarray
     max_rel_change: float
     worst_segment: int
-    threshold: float = 0.05
+    threshold: float = 0.10
     extra: dict = field(default_factory=dict)
 
     @property
@@ -349,7 +349,7 @@ class StabilityResult:
         return bool(self.max_rel_change > self.threshold)
 
 
-def stability_analysis(segments: np.ndarray, qmap: Any, threshold: float = 0.05,
+def stability_analysis(segments: np.ndarray, qmap: Any, threshold: float = 0.10,
                        qmin: float | None = None, qmax: float | None = None,
                        n_groups: int = 8) -> StabilityResult:
     """Segment I(q) profiles and how much they change against the first segment.
@@ -366,7 +366,7 @@ def stability_analysis(segments: np.ndarray, qmap: Any, threshold: float = 0.05,
         multitau-written segments does not matter.
     qmap : QMap
     threshold : float
-        Relative change above which the file is flagged (default 5 %).
+        Relative change above which the file is flagged (default 10 %).
     qmin, qmax : float, optional
         Restrict the comparison to a q range.
     n_groups : int

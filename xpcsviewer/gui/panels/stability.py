@@ -51,7 +51,7 @@ class StabilityPanel(BasePanel):
         self.norm_combo = QComboBox()
         for k in NORMALIZATIONS:
             self.norm_combo.addItem(k if k != "none" else "I", k)
-        self.threshold = QDoubleSpinBox(decimals=1, minimum=0.1, maximum=100, value=5.0,
+        self.threshold = QDoubleSpinBox(decimals=1, minimum=0.1, maximum=100, value=10.0,
                                         suffix=" %", toolTip="Flag the file above this change")
         for w in (QLabel("File"), self.file_selector, self.logx, self.logy, QLabel("norm"),
                   self.norm_combo, QLabel("flag above"), self.threshold):
