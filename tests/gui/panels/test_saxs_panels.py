@@ -1,0 +1,182 @@
+"""SAXS-2D, SAXS-1D, Stability, Intensity-Time, Q-Map and Metadata tabs on the demo set:
+check what is drawn (items, shapes, values), not only that nothing raised."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+
+from xpcsviewer.export import saxs_data as sd
+
+pytestmark = pytest.mark.gui
+
+
+def make(qtbot, context, cls):
+    panel = cls(context)
+    qtbot.addWidget(panel)
+    panel.resize(1000, 700)
+    panel.show()
+    return panel
+
+
+def curves(panel):
+    return [it for it in panel.plot_items() if isinstance(it, pg.PlotDataItem)]
+
+
+def test_saxs2d_image_levels_marker_and_readout(qtbot, sync_context, demo_results):
+    from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
+    from xpcsviewer.io import read_saxs_2d
+
+    res = demo_results["A01"]
+    p = make(qtbot, sync_context, Saxs2DPanel)
+    p.set_results([res])
+    raw = read_saxs_2d(res.path)
+    images = [it for it in p.plot_items() if isinstance(it, pg.ImageItem)]
+    assert len(images) == 1
+    np.testing.assert_allclose(images[0].image, sd.log_image(raw))
+    lo, hi = p.vmin.value(), p.vmax.value()
+    assert lo < hi and lo >= sd.log_image(raw).min() - 1e-9
+    assert p.image_view.getLevels() == pytest.approx((lo, hi), abs=1e-4)
+    xs, ys = p.center_item.getData()
+    assert (xs[0], ys[0]) == (res.qmap.beam_center_x + 0.5, res.qmap.beam_center_y + 0.5)
+    text = p.readout_at(100.5, 60.2)
+    info = sd.pixel_info(res.qmap, 100, 60)
+    assert f"q={info.q:.5f}" in text and "x=60 y=100" in text
+    assert f"I={raw[100, 60]:.4g}" in text
+    p.scale_combo.setCurrentText("linear")
+    np.testing.assert_allclose(images[0].image, raw)
+    # manual levels survive a change of file
+    p.auto_check.setChecked(False)
+    p.vmin.setValue(0.001)
+    p.vmax.setValue(0.5)
+    p.set_results([demo_results["A02"]])
+    assert p.image_view.getLevels() == pytest.approx((0.001, 0.5))
+    s = p.get_settings()
+    p2 = make(qtbot, sync_context, Saxs2DPanel)
+    p2.set_settings(s)
+    assert p2.get_settings() == s
+    p2.set_settings({"scale": 3, "levels": [float("nan"), 1], "cmap": "nope"})  # ignored
+
+
+def test_saxs1d_all_targets_norms_phi_lines_background(qtbot, sync_context, demo_results):
+    from xpcsviewer.gui.panels.saxs1d import Saxs1DPanel
+
+    files = [demo_results[k] for k in ("A01", "A02", "A03")]
+    p = make(qtbot, sync_context, Saxs1DPanel)
+    p.set_results(files)
+    items = curves(p)
+    assert len(items) == 3
+    q, mean, _, _ = sd.saxs1d_profiles(files[1].saxs_1d, files[1].qmap)
+    x, y = items[1].getOriginalDataset()
+    np.testing.assert_allclose(x, q)
+    np.testing.assert_allclose(y, mean)
+    p.norm_combo.setCurrentIndex(1)  # I q^2
+    x, y = curves(p)[1].getOriginalDataset()
+    np.testing.assert_allclose(y, mean * q**2)
+    assert "q\u00b2" in p.plot.getAxis("left").labelText
+    p.norm_combo.setCurrentIndex(3)  # I / I(q0)
+    assert curves(p)[0].getOriginalDataset()[1][0] == pytest.approx(1.0)
+    p.norm_combo.setCurrentIndex(0)
+    p.qmin.setValue(0.002)
+    p.qmax.setValue(0.006)
+    p.qrange_check.setChecked(True)
+    for it in curves(p):
+        xs = it.getOriginalDataset()[0]
+        assert xs.min() >= 0.002 and xs.max() <= 0.006
+    p.qrange_check.setChecked(False)
+    # phi lines of the q-phi file: mean + one line per phi sector
+    p.set_results([demo_results["B01"]])
+    p.phi_check.setChecked(True)
+    n_phi = int(demo_results["B01"].qmap.static_num_pts[1])
+    assert len(curves(p)) == 1 + n_phi
+    p.phi_check.setChecked(False)
+    # background: the file itself with weight 0.25 leaves 0.75 I
+    p.set_results([files[0]])
+    p.bkg_edit.setText(str(files[0].path))
+    p.bkg_weight.setValue(0.25)
+    p.bkg_check.setChecked(True)
+    q0, m0, _, _ = sd.saxs1d_profiles(files[0].saxs_1d, files[0].qmap)
+    np.testing.assert_allclose(curves(p)[0].getOriginalDataset()[1], 0.75 * m0)
+    cols, header = p.data_columns()
+    assert any(k.startswith("q[") for k in cols) and "weight 0.25" in header[1]
+
+
+def test_stability_flags_beam_damage(qtbot, sync_context, demo_results):
+    from xpcsviewer.gui.panels.stability import StabilityPanel
+
+    p = make(qtbot, sync_context, StabilityPanel)
+    p.set_results([demo_results["A01"], demo_results["E01"]])
+    n_seg = demo_results["A01"].saxs_1d_segments.shape[0]
+    assert len(curves(p)) == n_seg
+    assert not p.result.flagged and "stable" in p.metric_label.text()
+    p.set_current(1)  # E01: the beam-damage file
+    assert p.result.flagged and p.result.max_rel_change > 0.3
+    assert f"{100 * p.result.max_rel_change:.2f} %" in p.metric_label.text()
+    ref = sd.stability_analysis(demo_results["E01"].saxs_1d_segments, demo_results["E01"].qmap)
+    np.testing.assert_allclose(p.result.rel_change, ref.rel_change)
+    assert p.applies_to([]) is not None
+
+
+def test_intensity_traces_fft_and_linked_zoom(qtbot, sync_context, demo_results):
+    from xpcsviewer.gui.panels.intensity import IntensityPanel
+
+    files = [demo_results["A01"], demo_results["D01"]]
+    p = make(qtbot, sync_context, IntensityPanel)
+    p.set_results(files)
+    full = [it for it in p.p_full.listDataItems()]
+    assert len(full) == 2 and len(p.p_fft.listDataItems()) == 2
+    assert len(p.p_zoom.listDataItems()) == 2
+    x, y = full[1].getOriginalDataset()
+    it = files[1].intensity_vs_time
+    np.testing.assert_allclose(y, it[1])
+    np.testing.assert_allclose(x, it[0] * sd.sample_interval(files[1]))
+    p.window.setValue(5)
+    p.refresh()
+    np.testing.assert_allclose(p.p_full.listDataItems()[1].getOriginalDataset()[1],
+                               sd.moving_average(it[1], 5))
+    p.region.setRegion((0.1, 0.2))
+    assert p.p_zoom.viewRange()[0] == pytest.approx([0.1, 0.2], abs=1e-9)
+    p.p_zoom.setXRange(0.3, 0.4, padding=0)
+    assert p.region.getRegion() == pytest.approx((0.3, 0.4), abs=1e-9)
+
+
+def test_qmap_roi_maps_and_hover_labels(qtbot, sync_context, demo_results):
+    from xpcsviewer.gui.panels.qmap import QMapPanel
+
+    res = demo_results["B01"]
+    p = make(qtbot, sync_context, QMapPanel)
+    p.set_results([res])
+    img = p.image_view.getImageItem().image
+    roi = res.qmap.dynamic_roi_map
+    np.testing.assert_array_equal(np.isnan(img), roi == 0)
+    np.testing.assert_array_equal(img[roi > 0], roi[roi > 0])
+    r, c = np.argwhere(roi > 0)[0]
+    v = int(roi[r, c])
+    text = p.label_at(r + 0.5, c + 0.5)
+    assert f"dynamic bin {v}: q={res.qmap.dynamic_q[v - 1]:.5f}" in text
+    p.target_combo.setCurrentText("static")
+    np.testing.assert_array_equal(p.image_view.getImageItem().image[roi > 0],
+                                  res.qmap.static_roi_map[roi > 0])
+    p.target_combo.setCurrentText("scattering")
+    assert "I=" in p.label_at(r + 0.5, c + 0.5)
+
+
+def test_metadata_tree_search_and_units(qtbot, sync_context, demo_results):
+    from xpcsviewer.gui.panels.metadata import MetadataPanel, metadata_rows
+
+    res = demo_results["A01"]
+    p = make(qtbot, sync_context, MetadataPanel)
+    p.set_results([res])
+    leaves = p.leaves()
+    assert len(leaves) >= len(res.metadata)
+    units = [u for _n, _v, u in leaves if u]
+    assert units, "some metadata keys carry units"
+    p.search.setText("energy")
+    shown = p.leaves()
+    assert 0 < len(shown) < len(leaves)
+    assert any("energy" in n.lower() for n, _v, _u in shown)
+    assert not any(n == "layout" for n, _v, _u in shown)  # file/layout does not match
+    p.search.setText("")
+    assert len(p.leaves()) == len(leaves)
+    assert metadata_rows({"a/b (keV)": 1.5}) == [(["a", "b"], "1.5", "keV")]
