@@ -174,9 +174,14 @@ class AveragePanel(BasePanel):
         self.plot = self.pw.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.plot.setLabel("bottom", "file")
-        self.accepted_item = pg.ScatterPlotItem(size=8, brush=pg.mkBrush("#1f77b4"), name="accepted")
+        def tip(x, y, data):
+            return f"{data}\n{y:.5g}"
+
+        self.accepted_item = pg.ScatterPlotItem(size=8, brush=pg.mkBrush("#1f77b4"),
+                                                name="accepted", hoverable=True, tip=tip)
         self.rejected_item = pg.ScatterPlotItem(size=10, symbol="x", brush=pg.mkBrush("#c0392b"),
-                                                pen=pg.mkPen("#c0392b"), name="rejected")
+                                                pen=pg.mkPen("#c0392b"), name="rejected",
+                                                hoverable=True, tip=tip)
         self.plot.addItem(self.accepted_item)
         self.plot.addItem(self.rejected_item)
         self.lines = [pg.InfiniteLine(angle=0, pen=pg.mkPen("r", width=1.5, style=Qt.PenStyle.DashLine))
@@ -213,7 +218,9 @@ class AveragePanel(BasePanel):
         if self.results and not self.output.text().strip():
             first = self.results[0]
             self.output.setText(str(Path(first.path).parent / f"Average_{first.label}.hdf"))
-        self.sigUpdated.emit()
+        # Screening reads only the small arrays: run it at once so the statistics
+        # plot is live as soon as the targets change.
+        self.start(screen_only=True)
 
     def clear_plots(self) -> None:
         self.file_list.clear()
@@ -314,10 +321,10 @@ class AveragePanel(BasePanel):
         acc = np.array([st.accepted for st in s.stats], dtype=bool)
         x = np.arange(len(vals), dtype=np.float64)
         ok = np.isfinite(vals)
-        self.accepted_item.setData(x[ok & acc], vals[ok & acc],
-                                   data=[st.path for st, a in zip(s.stats, ok & acc,
-                                                                  strict=True) if a])
-        self.rejected_item.setData(x[ok & ~acc], vals[ok & ~acc])
+        names = np.array([f"{Path(st.path).name}{': ' + st.reason if st.reason else ''}"
+                          for st in s.stats], dtype=object)
+        self.accepted_item.setData(x[ok & acc], vals[ok & acc], data=names[ok & acc])
+        self.rejected_item.setData(x[ok & ~acc], vals[ok & ~acc], data=names[ok & ~acc])
         self.plot.setLabel("left", STATISTICS[key])
         if key == "baseline" and self.use_baseline.isChecked():
             for ln, v in zip(self.lines, (self.b_min.value(), self.b_max.value()), strict=True):

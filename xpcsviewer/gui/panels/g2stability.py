@@ -204,7 +204,8 @@ class G2StabilityPanel(BasePanel):
             return
         j = min(self.bin_spin.value(), fit.partial.shape[2] - 1)
         n_p = fit.partial.shape[0]
-        cmap = pg.colormap.get("CET-D1")
+        # blue (first snapshot) -> red (last), with no pale middle colour
+        cmap = pg.ColorMap([0.0, 1.0], [(31, 119, 180), (214, 39, 40)])
         for p in range(n_p):
             col = cmap.map(p / max(1, n_p - 1), mode="qcolor")
             y = fit.partial[p, :, j]
