@@ -83,3 +83,28 @@ def test_default_params_from_data(delays):
     assert not default_params("stretched", tau, g2[0])["stretch"].fixed
     d = default_params("double", tau, g2[1])
     assert d["tau1"].value < d["tau2"].value and d["stretch1"].fixed
+
+
+@pytest.mark.parametrize(
+    ("model", "p"),
+    [
+        ("stretched", (0.3, 2e-3, 0.7, 1.01)),
+        ("double", (0.25, 1e-4, 0.9, 1e-2, 1.3, 0.35, 1.0)),
+    ],
+)
+def test_analytic_jacobian_matches_finite_differences(model, p):
+    from xpcsviewer.fitting.models import LOG_PARAMS, evaluate_with_jacobian
+
+    t = np.logspace(-6, 0, 40)
+    g, d = evaluate_with_jacobian(model, t, p)
+    np.testing.assert_allclose(g, evaluate_model(model, t, p), rtol=1e-15)
+    names = model_param_names(model)
+    for k, n in enumerate(names):
+        h = 1e-6
+        up, dn = list(p), list(p)
+        if n in LOG_PARAMS:  # derivative with respect to log(tau)
+            up[k], dn[k] = p[k] * np.exp(h), p[k] * np.exp(-h)
+        else:
+            up[k], dn[k] = p[k] + h, p[k] - h
+        fd = (evaluate_model(model, t, tuple(up)) - evaluate_model(model, t, tuple(dn))) / (2 * h)
+        np.testing.assert_allclose(d[k], fd, rtol=1e-6, atol=1e-9, err_msg=n)

@@ -23,6 +23,7 @@ from xpcsviewer.fitting.models import (
     ParamSpec,
     default_params,
     evaluate_model,
+    evaluate_with_jacobian,
     model_param_names,
 )
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
@@ -152,10 +153,12 @@ def prepare_weights(g2_err: Any, valid: Any) -> np.ndarray:
     """
     err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
     ok = np.atleast_2d(np.asarray(valid, dtype=bool))
-    good = ok & np.isfinite(err) & (err > 1e-6)
-    med = np.full(err.shape[0], 1.0)
-    for b in np.nonzero(good.any(axis=1))[0]:
-        med[b] = np.median(err[b, good[b]])
+    with np.errstate(invalid="ignore"):
+        good = ok & np.isfinite(err) & (err > 1e-6)
+    any_good = good.any(axis=1)
+    med = np.ones(err.shape[0])
+    if any_good.any():
+        med[any_good] = np.nanmedian(np.where(good[any_good], err[any_good], np.nan), axis=1)
     return np.where(good, err, med[:, None])
 
 
@@ -180,7 +183,15 @@ def _make_solver(backend: Any, model: G2Model, n_par: int, max_iter: int) -> Any
         g = evaluate_model(model, t, p, aux, xp)
         return xp.where(mask, (g - y) * w, 0.0)
 
+    analytic = model is not G2Model.SINGLE_AVGCORR
+
     def jacobian(x: Any, free: Any, t: Any, y: Any, w: Any, mask: Any, aux: tuple):
+        if analytic:
+            # Closed-form derivatives (in log tau): one model evaluation per step.
+            g, d = evaluate_with_jacobian(model, t, to_nat(x), xp)
+            r0 = xp.where(mask, (g - y) * w, 0.0)
+            jac = xp.stack([xp.where(mask, dk * w, 0.0) for dk in d], axis=-1)
+            return r0, xp.where(free[None, :], jac, 0.0)
         # Central differences in internal coordinates; both backends, no autodiff.
         h = 1e-6 * xp.maximum(1.0, xp.abs(x))
         eye = xp.eye(n_par)
@@ -357,29 +368,26 @@ def _broadcast_spec(specs: dict[str, ParamSpec], names, n_b: int):
     return value, lower, upper, fixed
 
 
-def _flat_curves(tau, g2, sigma, mask) -> np.ndarray:
+def _flat_curves(g2: np.ndarray, sigma: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """(B,) bool: no significant decay inside the window (non-ergodic or static).
 
     Compares the error-weighted means of the first and last quarter of the valid
     points (at most 8 each); flat when the drop is below 3 standard errors or below
     1e-3 (all-equal curves).
     """
-    n_b = g2.shape[0]
-    flat = np.zeros(n_b, dtype=bool)
-    for b in range(n_b):
-        idx = np.nonzero(mask[b])[0]
-        if idx.size < 4:
-            continue
-        k = int(min(8, max(2, idx.size // 4)))
-        h, tl = idx[:k], idx[-k:]
-        wh, wt = 1.0 / sigma[b, h] ** 2, 1.0 / sigma[b, tl] ** 2
-        mh = np.sum(wh * g2[b, h]) / np.sum(wh)
-        mt = np.sum(wt * g2[b, tl]) / np.sum(wt)
-        se = np.sqrt(1.0 / np.sum(wh) + 1.0 / np.sum(wt))
-        # scatter-based error too, in case the stated errors are too small
+    n_valid = mask.sum(axis=1)
+    k = np.clip(n_valid // 4, 2, 8)[:, None]
+    first = mask & (np.cumsum(mask, axis=1) <= k)
+    last = mask & (np.cumsum(mask[:, ::-1], axis=1)[:, ::-1] <= k)
+    w = np.where(mask, 1.0 / sigma**2, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wh, wt = (w * first).sum(1), (w * last).sum(1)
+        mh = (w * first * g2).sum(1) / wh
+        mt = (w * last * g2).sum(1) / wt
+        se = np.sqrt(1.0 / wh + 1.0 / wt)
         drop = mh - mt
-        flat[b] = (drop < 3.0 * se) or (drop < 1e-3)
-    return flat
+        flat = (drop < 3.0 * se) | (drop < 1e-3)
+    return flat & (n_valid >= 4)
 
 
 def fit_g2(
@@ -501,8 +509,12 @@ def fit_g2(
         jf = jn[:, :, fi]
         a = np.einsum("btp,btq->bpq", jf, jf)
         cov = np.full_like(a, np.nan)
-        for b in range(n_b):
-            if np.all(np.isfinite(a[b])):
+        fin = np.isfinite(a).all(axis=(1, 2))
+        try:
+            cov[fin] = np.linalg.inv(a[fin])
+        except np.linalg.LinAlgError:
+            # some matrix is singular: invert one by one, leaving NaN for those
+            for b in np.nonzero(fin)[0]:
                 try:
                     cov[b] = np.linalg.inv(a[b])
                 except np.linalg.LinAlgError:
@@ -512,8 +524,7 @@ def fit_g2(
             errors_nat[:, fi] = np.where(var >= 0, np.sqrt(var), np.nan)
 
     # Status per curve, most fundamental first.
-    flat = _flat_curves(tau, y, sigma, mask)
-    status = np.empty(n_b, dtype=object)
+    flat = _flat_curves(y, sigma, mask)
     eps = 1e-9 * np.maximum(1.0, np.abs(hi_i - lo_i))
     at_bound = (free[None, :] & ((x <= lo_i + eps) | (x >= hi_i - eps))).any(axis=1)
     tau_cols = [k for k, n in enumerate(names) if n in LOG_PARAMS]
@@ -522,29 +533,29 @@ def fit_g2(
         else (free[tau_cols][None, :] & (x[:, tau_cols] >= hi_i[:, tau_cols] - eps[:, tau_cols])).any(1)
     )
     finite = np.isfinite(p_nat).all(axis=1) & np.isfinite(cost)
-    for b in range(n_b):
-        if n_points[b] == 0:
-            s = FitStatus.NO_DATA
-        elif n_points[b] <= n_free:
-            s = FitStatus.TOO_FEW_POINTS
-        elif not finite[b]:
-            s = FitStatus.NONFINITE
-        elif flat[b] or tau_at_top[b]:
-            s = FitStatus.FLAT
-        elif code[b] == _CODE_MAX_ITER:
-            s = FitStatus.MAX_ITER
-        elif at_bound[b]:
-            s = FitStatus.AT_BOUND
-        else:
-            s = FitStatus.CONVERGED
-        status[b] = s
+    order = [
+        (n_points == 0, FitStatus.NO_DATA),
+        (n_points <= n_free, FitStatus.TOO_FEW_POINTS),
+        (~finite, FitStatus.NONFINITE),
+        (flat | tau_at_top, FitStatus.FLAT),
+        (code == _CODE_MAX_ITER, FitStatus.MAX_ITER),
+        (at_bound, FitStatus.AT_BOUND),
+    ]
+    choices = [FitStatus.CONVERGED] + [st for _, st in order]
+    which = np.zeros(n_b, dtype=np.int64)
+    for k, (cond, _) in reversed(list(enumerate(order, start=1))):  # first match wins
+        which[cond] = k
+    # element by element: NumPy would turn str-enum members into plain strings
+    status = np.empty(n_b, dtype=object)
+    for b, k in enumerate(which):
+        status[b] = choices[k]
 
-    no_fit = np.array([s in (FitStatus.NO_DATA, FitStatus.TOO_FEW_POINTS, FitStatus.NONFINITE) for s in status])
+    no_fit = (n_points <= n_free) | ~finite
     p_nat[no_fit] = np.nan
     errors_nat[no_fit] = np.nan
     chi2_red = np.where(no_fit, np.nan, chi2_red)
     # A flat curve has no measurable relaxation time: report none rather than a bound.
-    is_flat = np.array([s is FitStatus.FLAT for s in status])
+    is_flat = which == 4
     for k in tau_cols:
         p_nat[is_flat, k] = np.nan
         errors_nat[is_flat, k] = np.nan

@@ -29,6 +29,7 @@ __all__ = [
     "averaging_factors",
     "default_params",
     "evaluate_model",
+    "evaluate_with_jacobian",
     "model_param_names",
 ]
 
@@ -153,6 +154,60 @@ def evaluate_model(
     raise ValueError(f"unhandled model {model}")  # pragma: no cover - enum is closed
 
 
+def evaluate_with_jacobian(
+    model: G2Model | str, t: Any, p: tuple, xp: Any = np
+) -> tuple[Any, tuple] | None:
+    """g2 and its analytic derivatives, or None where only numeric ones exist.
+
+    Derivatives are with respect to the fitting coordinates: log(tau) for relaxation
+    times (see ``LOG_PARAMS``), the parameter itself otherwise.
+
+    Parameters
+    ----------
+    model : G2Model or str
+    t : (..., T) s
+    p : tuple of arrays broadcastable with ``t``, in :func:`model_param_names` order
+
+    Returns
+    -------
+    (g, (dg/dp_0, dg/dp_1, ...)) with every array broadcast to ``g``'s shape, or None
+    for ``single_avgcorr``.
+    """
+    model = G2Model.parse(model)
+    if model in (G2Model.SINGLE, G2Model.STRETCHED):
+        contrast, tau, stretch, baseline = p
+        u = t / tau
+        us = u**stretch
+        e = xp.exp(-2.0 * us)
+        ce = contrast * e
+        g = baseline + ce
+        one = xp.ones_like(g)
+        # u^s log u -> 0 as u -> 0; keep it finite where t = 0
+        log_u = xp.log(xp.where(u > 0, u, 1.0))
+        return g, (e * one, 2.0 * stretch * us * ce, -2.0 * us * log_u * ce, one)
+    if model is G2Model.DOUBLE:
+        contrast, tau1, s1, tau2, s2, frac, baseline = p
+        u1, u2 = t / tau1, t / tau2
+        v1, v2 = u1**s1, u2**s2
+        e1, e2 = xp.exp(-v1), xp.exp(-v2)
+        field = frac * e1 + (1.0 - frac) * e2
+        g = baseline + contrast * field**2
+        k = 2.0 * contrast * field
+        one = xp.ones_like(g)
+        l1 = xp.log(xp.where(u1 > 0, u1, 1.0))
+        l2 = xp.log(xp.where(u2 > 0, u2, 1.0))
+        return g, (
+            field**2 * one,
+            k * frac * e1 * s1 * v1,
+            -k * frac * e1 * v1 * l1,
+            k * (1.0 - frac) * e2 * s2 * v2,
+            -k * (1.0 - frac) * e2 * v2 * l2,
+            k * (e1 - e2),
+            one,
+        )
+    return None
+
+
 def averaging_factors(delay_frames: Any) -> np.ndarray:
     """Frames averaged at each delay of a multi-tau layout.
 
@@ -215,23 +270,21 @@ def estimate_starts(
     # A usable normalised decay for the 1/e crossing.
     with np.errstate(invalid="ignore", divide="ignore"):
         norm = (g2 - baseline[:, None]) / np.where(contrast > 0, contrast, np.nan)[:, None]
-    below = ok & (norm < np.exp(-1.0))
+    target = np.exp(-1.0)
+    below = ok & (norm < target)
     has = below.any(1) & (contrast > 0)
-    idx = np.argmax(below, axis=1)
-    # previous valid point before the crossing, for interpolation
-    tau_est = np.full(g2.shape[0], np.nan)
-    for b in np.nonzero(has)[0]:
-        i = idx[b]
-        prev = np.nonzero(ok[b, :i])[0]
-        if prev.size == 0:
-            tau_est[b] = 2.0 * tt[b, i]
-            continue
-        j = prev[-1]
-        y0, y1 = norm[b, j], norm[b, i]
-        x0, x1 = np.log(tt[b, j]), np.log(tt[b, i])
-        target = np.exp(-1.0)
-        frac = 0.0 if y0 == y1 else np.clip((y0 - target) / (y0 - y1), 0.0, 1.0)
-        tau_est[b] = 2.0 * np.exp(x0 + frac * (x1 - x0))
+    rows = np.arange(g2.shape[0])
+    i = np.argmax(below, axis=1)
+    # the last valid point before the crossing, for log-linear interpolation
+    before = ok & (np.arange(g2.shape[1])[None, :] < i[:, None])
+    has_prev = before.any(1)
+    j = g2.shape[1] - 1 - np.argmax(before[:, ::-1], axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y0, y1 = norm[rows, j], norm[rows, i]
+        x0, x1 = np.log(tt[rows, j]), np.log(tt[rows, i])
+        frac = np.where(y0 == y1, 0.0, np.clip((y0 - target) / (y0 - y1), 0.0, 1.0))
+        t_cross = np.where(has_prev, np.exp(x0 + frac * (x1 - x0)), tt[rows, i])
+    tau_est = np.where(has, 2.0 * t_cross, np.nan)
     # Never crossed: slow relative to the window.
     tau_est = np.where(np.isnan(tau_est), 2.0 * t_max, tau_est)
     return {
