@@ -100,42 +100,56 @@ def delay_list(n_frames: int, delays_per_level: int = 4) -> tuple[np.ndarray, np
     )
 
 
-def _level_kernel(backend: Any, buf: int, xs: tuple[int, ...]) -> Any:
-    """One level's update for a padded block; returns new state and the next level's block."""
+def _level_kernel(backend: Any, buf: int, xs: tuple[int, ...], has_left: int, need_first: bool) -> Any:
+    """One level's update for a padded block; returns new state and the next level's block.
+
+    ``has_left`` (static, 0/1): the previous block left one unpaired frame; it is
+    always the last frame seen, i.e. ``hist[-1]``, so no extra state is needed.
+    ``need_first`` (static): fewer than ``buf`` frames seen, so the first-frames
+    buffer (for IF) is still filling.
+    """
 
     def build() -> Any:
         xp = backend.xp
 
-        def kernel(hist, first, sumprod, total, leftover, block, n_valid, count, has_left):
+        def kernel(hist, first, sumprod, total, block, n_valid, count):
             nb, p = block.shape
-            ext = xp.concatenate([hist, block], axis=0)
-            later = ext[buf:]
-            # Padded rows are zeros at the end of the block: they are only ever the
-            # *later* frame of a pair, so they add nothing to the sums of products.
-            prods = xp.stack(
-                [xp.einsum("ij,ij->j", later, ext[buf - x : buf - x + nb]) for x in xs]
-            )
-            new_hist = xp.take(ext, n_valid + xp.arange(buf), axis=0)
-            idx = xp.arange(buf) - count
-            ok = (idx >= 0) & (idx < n_valid)
-            got = xp.take(block, xp.clip(idx, 0, nb - 1), axis=0)
-            new_first = xp.where(ok[:, None], got, first)
-            # Pair consecutive frames (carrying an odd one over) into the next level.
-            pend = xp.concatenate([leftover[None, :], block, xp.zeros((1, p))], axis=0)
-            n_pairs = max(nb // 2, 1)
-            start = 1 - has_left
-            rows = xp.take(pend, start + xp.arange(2 * n_pairs), axis=0).reshape(n_pairs, 2, p)
+            # Sums of products without concatenating history and block: pairs that
+            # straddle the boundary use the last x history rows, the rest are shifted
+            # slices of the block. Padded (zero) rows sit at the end of the block and
+            # are only ever the later frame of a pair, so they add nothing.
+            prods = []
+            for x in xs:
+                inner = xp.einsum("ij,ij->j", block[x:], block[: nb - x]) if x < nb else 0.0
+                cross = xp.einsum("ij,ij->j", block[: min(x, nb)], hist[buf - x : buf - x + min(x, nb)])
+                prods.append(inner + cross)
+            prods = xp.stack(prods)
+            # new history = last buf valid frames of [hist, block]
+            idx = n_valid + xp.arange(buf)
+            from_hist = xp.take(hist, xp.clip(idx, 0, buf - 1), axis=0)
+            from_block = xp.take(block, xp.clip(idx - buf, 0, nb - 1), axis=0)
+            new_hist = xp.where((idx < buf)[:, None], from_hist, from_block)
+            if need_first:
+                fidx = xp.arange(buf) - count
+                ok = (fidx >= 0) & (fidx < n_valid)
+                got = xp.take(block, xp.clip(fidx, 0, nb - 1), axis=0)
+                first = xp.where(ok[:, None], got, first)
+            # pair consecutive frames into the next level's block (nb is even)
+            if has_left:
+                head = 0.5 * (hist[buf - 1 :] + block[:1])
+                nxt = xp.concatenate([head, 0.5 * (block[1 : nb - 1 : 2] + block[2:nb:2])], axis=0)
+            else:
+                nxt = 0.5 * (block[0::2] + block[1::2])
             m = (n_valid + has_left) // 2
-            nxt = 0.5 * (rows[:, 0] + rows[:, 1]) * (xp.arange(n_pairs) < m)[:, None]
-            if n_pairs < MIN_BLOCK:
+            nxt = nxt * (xp.arange(nb // 2) < m)[:, None]
+            if nb // 2 < MIN_BLOCK:
                 # a floor on block sizes bounds the number of compiled shapes
-                nxt = xp.concatenate([nxt, xp.zeros((MIN_BLOCK - n_pairs, p))], axis=0)
-            new_left = xp.take(pend, start + 2 * m, axis=0)
-            return new_hist, new_first, sumprod + prods, total + block.sum(axis=0), nxt, new_left
+                nxt = xp.concatenate([nxt, xp.zeros((MIN_BLOCK - nb // 2, p))], axis=0)
+            return new_hist, first, sumprod + prods, total + block.sum(axis=0), nxt
 
         return backend.jit(kernel)
 
-    return kernel_cache(backend, ("multitau_level", buf, xs), build)
+    return kernel_cache(backend, ("multitau_level", buf, xs, has_left, need_first), build)
 
 
 def _normalize_kernel(backend: Any) -> Any:
@@ -162,7 +176,6 @@ class _Level:
     first: Any
     sumprod: Any
     total: Any
-    leftover: Any
     count: int = 0
     has_left: int = 0
 
@@ -251,7 +264,7 @@ class MultitauCorrelator:
         for lvl in range(self.n_levels):
             xs = tuple(range(1, self.buf + 1)) if lvl == 0 else tuple(range(self.m + 1, self.buf + 1))
             self._levels.append(
-                _Level(xs, z(self.buf, p), z(self.buf, p), z(len(xs), p), z(p), z(p))
+                _Level(xs, z(self.buf, p), z(self.buf, p), z(len(xs), p), z(p))
             )
         self.n_processed = 0
         # device copies of the bin ids used by result()
@@ -280,9 +293,9 @@ class MultitauCorrelator:
         for lv in self._levels:
             if n_valid == 0:
                 break
-            kern = _level_kernel(be, self.buf, lv.xs)
-            lv.hist, lv.first, lv.sumprod, lv.total, nxt, lv.leftover = kern(
-                lv.hist, lv.first, lv.sumprod, lv.total, lv.leftover, x, n_valid, lv.count, lv.has_left
+            kern = _level_kernel(be, self.buf, lv.xs, lv.has_left, lv.count < self.buf)
+            lv.hist, lv.first, lv.sumprod, lv.total, nxt = kern(
+                lv.hist, lv.first, lv.sumprod, lv.total, x, n_valid, lv.count
             )
             lv.count += n_valid
             tot = n_valid + lv.has_left
