@@ -134,3 +134,26 @@ def test_export_bad_file_reported_rest_exported(tmp_path, export_files, capsys):
     assert str(junk) in err
     assert sorted(p.name for p in out.iterdir()) == ["b_qmap.png", "combined_g2.png"]
     assert (out / "combined_g2.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.slow
+def test_export_fits_g2_before_drawing(tmp_path, export_files, monkeypatch):
+    import xpcsviewer.export as export_pkg
+    from xpcsviewer.commands.export import export_figures
+
+    seen = {}
+    real = export_pkg.make_figure
+
+    def spy(kind, results, **options):
+        seen[kind] = (len(results), options)
+        return real(kind, results, **options)
+
+    monkeypatch.setattr(export_pkg, "make_figure", spy)
+    rep = export_figures(export_files, ["g2", "diffusion", "qmap"], tmp_path / "o")
+    assert rep.ok and len(rep.written) == 4
+    n, opts = seen["g2"]
+    fits = opts["fits"]
+    assert n == 2 and seen["diffusion"][1]["fits"] is fits  # one fit shared by both figures
+    assert fits.model == "single" and fits.method == "lsq"
+    assert np.mean(np.isfinite(fits.params["tau"])) > 0.8
+    assert "fits" not in seen["qmap"][1]
