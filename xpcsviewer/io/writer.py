@@ -91,6 +91,40 @@ def _put(
     return group.create_dataset(name, data=arr, **kw)
 
 
+def _c2_chunk_rows(n: int) -> int:
+    """Rows per chunk of a c2 map: whole rows, about 128 KB per chunk.
+
+    A decimated view reads every s-th row; with row chunks only those rows are
+    decompressed (tiles or one N x N chunk would decompress the whole map).
+    """
+    return max(1, min(16, n, 32768 // max(n, 1)))
+
+
+def _put_c2(group: h5py.Group, name: str, c2: np.ndarray) -> h5py.Dataset:
+    """Write the upper triangle (diagonal included) of a map as float32, in row blocks.
+
+    Never makes a full-size temporary: memory is the caller's map plus one block.
+    """
+    n = c2.shape[0]
+    if name in group:
+        del group[name]
+    ds = group.create_dataset(
+        name,
+        shape=(n, n),
+        dtype=np.float32,
+        chunks=(_c2_chunk_rows(n), n),
+        shuffle=True,
+        **_compression(),
+    )
+    cols = np.arange(n)
+    for r0 in range(0, n, 1024):
+        r1 = min(n, r0 + 1024)
+        blk = np.asarray(c2[r0:r1], dtype=np.float32)
+        blk[cols[None, :] < np.arange(r0, r1)[:, None]] = 0.0  # lower triangle is zero
+        ds[r0:r1] = blk
+    return ds
+
+
 def _put_dict(group: h5py.Group, values: Mapping[str, Any]) -> None:
     for key, val in values.items():
         if val is None:
@@ -170,14 +204,18 @@ def _c2_iter(c2_maps: Any) -> Iterable[np.ndarray]:
 
 
 def _g2_from_c2(c2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Diagonal means of a full symmetric C2: g2 (N,) and 5 segments (5, N//5)."""
+    """Diagonal means C[i, i+k] (k >= 0): g2 (N,) and 5 segments (5, N//5).
+
+    Only the upper triangle (diagonal included) is used, so a full symmetric map
+    and a stored upper-triangular one give the same result.
+    """
     n = c2.shape[0]
-    full = np.array([np.diagonal(c2, k).mean() for k in range(n)])
+    full = np.array([np.diagonal(c2, k).mean(dtype=np.float64) for k in range(n)])
     m = n // 5
     seg = np.zeros((5, m))
     for s in range(5):
         blk = c2[s * m : (s + 1) * m, s * m : (s + 1) * m]
-        seg[s] = [np.diagonal(blk, k).mean() for k in range(m)]
+        seg[s] = [np.diagonal(blk, k).mean(dtype=np.float64) for k in range(m)]
     return full, seg
 
 
@@ -347,21 +385,17 @@ def write_result(
             full_list, seg_list = [], []
             count = 0
             for i, c2 in enumerate(_c2_iter(c2_maps)):
-                c2 = np.asarray(c2, dtype=np.float64)
+                c2 = np.asarray(c2)
                 if c2.shape != (tt.n_frames, tt.n_frames):
                     raise ValueError(
                         f"c2 map {i} has shape {c2.shape}, expected "
                         f"({tt.n_frames}, {tt.n_frames})"
                     )
                 if tt.g2_full is None:
-                    sym = np.triu(c2) + np.triu(c2, 1).T
-                    fg, sg = _g2_from_c2(sym)
+                    fg, sg = _g2_from_c2(c2)
                     full_list.append(fg)
                     seg_list.append(sg)
-                # Square tiles (not one N x N chunk as the standard correlator writes) so that
-                # a decimated view never decompresses more than one tile at a time.
-                tile = min(256, tt.n_frames)
-                _put(cmap, f"c2_{i + 1:05d}", np.triu(c2), chunks=(tile, tile))
+                _put_c2(cmap, f"c2_{i + 1:05d}", c2)
                 count += 1
             if count and count != bins.size:
                 raise ValueError(f"{count} c2 maps for {bins.size} processed bins")
