@@ -1107,8 +1107,9 @@ def read_c2(
         stride = max(1, -(-n // int(max_size)))
         m = -(-n // stride)
         c = np.empty((m, m), dtype=np.float64)
-        # Row blocks keep the float32 read buffer small (~8 MB) whatever N is.
-        block = max(1, (1 << 21) // max(m, 1))
+        # Small row blocks (~64 k elements): HDF5 builds per-element offset lists for
+        # strided selections, so a whole-view read would cost several times the view.
+        block = max(1, 65536 // max(m, 1))
         for r0 in range(0, m, block):
             r1 = min(m, r0 + block)
             c[r0:r1] = ds[r0 * stride : (r1 - 1) * stride + 1 : stride, ::stride]
