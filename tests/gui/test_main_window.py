@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gui
 
 
 def test_window_builds_without_data(window, wait_idle):
-    assert [window.tabs.widget(i).name for i in range(window.tabs.count())] == panel_names()
+    assert [window.panel_at(i).name for i in range(window.tabs.count())] == panel_names()
     for i in range(window.tabs.count()):
         assert not window.tabs.isTabEnabled(i)
         assert window.tabs.tabToolTip(i)  # says why
@@ -29,7 +29,7 @@ def test_open_demo_set_enables_tabs(window, demo_files, open_demo):
     assert window.browser.source_names() == [p.name for p in demo_files]
     assert len(window.results) == len(paths) == 7
     for name in ("saxs2d", "saxs1d", "stability", "intensity", "qmap", "metadata"):
-        i = window.tabs.indexOf(window.panels[name])
+        i = window.tab_index(name)
         assert window.tabs.isTabEnabled(i), window.tabs.tabToolTip(i)
     assert window.errors == []
 

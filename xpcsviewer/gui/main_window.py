@@ -13,11 +13,13 @@ from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QFileDialog,
+    QFrame,
     QLabel,
     QMainWindow,
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -171,7 +173,13 @@ class MainWindow(QMainWindow):
                 panel = UnavailablePanel(self.context, name, f"{type(exc).__name__}: {exc}")
                 title = _TITLES.get(name, name)
             self.panels[name] = panel
-            self.tabs.addTab(panel, title)
+            # A scroll area lets the window shrink below a panel's minimum width
+            # (small laptop screens) instead of forcing a huge window.
+            scroll = QScrollArea()
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(panel)
+            self.tabs.addTab(scroll, title)
         self.tabs.currentChanged.connect(self._on_tab_changed)
         self.setCentralWidget(self.tabs)
 
@@ -322,7 +330,7 @@ class MainWindow(QMainWindow):
     def update_tab_states(self) -> None:
         """Enable the tabs that apply to the targets; disabled tabs say why."""
         for i in range(self.tabs.count()):
-            panel = self.tabs.widget(i)
+            panel = self.panel_at(i)
             try:
                 reason = panel.applies_to(self.results)
             except Exception as exc:
@@ -335,14 +343,28 @@ class MainWindow(QMainWindow):
         if panel is not None:
             panel.ensure_fresh()
 
+    def panel_at(self, i: int) -> BasePanel | None:
+        """The panel of tab ``i``."""
+        w = self.tabs.widget(i)
+        if isinstance(w, QScrollArea):
+            w = w.widget()
+        return w if isinstance(w, BasePanel) else None
+
+    def tab_index(self, name: str) -> int:
+        """Tab index of the panel registered as ``name``."""
+        panel = self.panels[name]
+        for i in range(self.tabs.count()):
+            if self.panel_at(i) is panel:
+                return i
+        raise KeyError(name)
+
     def current_panel(self) -> BasePanel | None:
         """The panel of the current tab."""
-        w = self.tabs.currentWidget()
-        return w if isinstance(w, BasePanel) else None
+        return self.panel_at(self.tabs.currentIndex())
 
     def select_tab(self, name: str) -> None:
         """Show the tab registered as ``name``."""
-        self.tabs.setCurrentWidget(self.panels[name])
+        self.tabs.setCurrentIndex(self.tab_index(name))
 
     def select_tab_index(self, i: int) -> None:
         """Show tab ``i`` if it is enabled."""

@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
+    QHBoxLayout,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
@@ -78,15 +79,23 @@ class Saxs1DPanel(BasePanel):
                                          singleStep=0.01, toolTip="Background weight w")
         self.apply_btn = QPushButton("Replot")
         self.apply_btn.clicked.connect(self.refresh)
-        widgets = [self.logx, self.logy, QLabel("norm"), self.norm_combo, self.phi_check,
-                   self.qrange_check, self.qmin, self.qmax, QLabel("sampling"), self.sampling,
-                   QLabel("marker"), self.marker, self.legend_check]
-        for i, w in enumerate(widgets):
-            grid.addWidget(w, 0, i)
-        for i, w in enumerate([self.bkg_check, self.bkg_edit, self.bkg_browse, QLabel("w"),
-                               self.bkg_weight, self.apply_btn]):
-            grid.addWidget(w, 1, i if i < 2 else i + 6, 1, 7 if i == 1 else 1)
+        for spin in (self.qmin, self.qmax):
+            spin.setMaximumWidth(120)
+        self.bkg_edit.setMinimumWidth(120)
+        row1 = [self.logx, self.logy, QLabel("norm"), self.norm_combo, self.phi_check,
+                self.legend_check, QLabel("marker"), self.marker]
+        row2 = [self.qrange_check, self.qmin, self.qmax, QLabel("sampling"), self.sampling]
+        row3 = [self.bkg_check, self.bkg_edit, self.bkg_browse, QLabel("w"), self.bkg_weight,
+                self.apply_btn]
+        for r, row in enumerate((row1, row2)):
+            for i, w in enumerate(row):
+                grid.addWidget(w, r, i)
+        grid.setColumnStretch(9, 1)
         lay.addLayout(grid)
+        bkg_row = QHBoxLayout()
+        for w in row3:
+            bkg_row.addWidget(w, 1 if w is self.bkg_edit else 0)
+        lay.addLayout(bkg_row)
         self.status = QLabel(" ")
         lay.addWidget(self.status)
         self.pw = pg.PlotWidget()

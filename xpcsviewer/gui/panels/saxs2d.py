@@ -86,12 +86,19 @@ class Saxs2DPanel(BasePanel):
         self.vmax.valueChanged.connect(lambda _v: self._apply_levels())
         self.center_check = QCheckBox("beam centre", checked=True)
         self.center_check.toggled.connect(lambda on: self.center_item.setVisible(on))
+        for spin in (self.vmin, self.vmax):
+            spin.setMaximumWidth(110)
+        self.file_selector.setMinimumContentsLength(12)
         for w in (QLabel("File"), self.file_selector, self.scale_combo, self.cmap_combo,
-                  self.auto_check, QLabel("min"), self.vmin, QLabel("max"), self.vmax,
                   self.center_check):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
+        bar2 = QHBoxLayout()
+        for w in (self.auto_check, QLabel("min"), self.vmin, QLabel("max"), self.vmax):
+            bar2.addWidget(w)
+        bar2.addStretch(1)
+        lay.addLayout(bar2)
         self.plot = pg.PlotItem()
         self.plot.setLabel("bottom", "column (pixel)")
         self.plot.setLabel("left", "row (pixel)")
