@@ -197,3 +197,18 @@ def test_legacy_layout(tmp_path, rng):
     assert read_saxs_2d(p).shape == (20, 24)
     assert scan_folder(tmp_path)[0].n_dynamic == 8
     assert r.metadata["measurement/instrument/detector/distance"] == 4.0
+
+
+def test_c2_single_chunk_as_the_standard_correlator_writes(
+    tmp_path, small_file, small_built
+):
+    p = _copy(small_file, tmp_path)
+    full = small_built[1]["c2_maps"][0]
+    with h5py.File(p, "a") as f:
+        g = f["/xpcs/twotime/correlation_map"]
+        c = g["c2_00001"][()]
+        del g["c2_00001"]
+        g.create_dataset("c2_00001", data=c, chunks=c.shape, compression="lzf")
+    v = read_c2(p, 0, max_size=70)
+    assert v.stride == 3
+    np.testing.assert_allclose(v.c2, full[::3, ::3], rtol=1e-6)

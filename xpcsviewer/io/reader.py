@@ -1110,6 +1110,11 @@ def read_c2(
         # Small row blocks (~64 k elements): HDF5 builds per-element offset lists for
         # strided selections, so a whole-view read would cost several times the view.
         block = max(1, 65536 // max(m, 1))
+        if ds.chunks is not None and ds.compression is not None:
+            # Tall compressed chunks (the standard correlator writes one N x N chunk)
+            # are decompressed once per read call: read a whole band of chunk rows
+            # at a time so that no chunk is decompressed twice.
+            block = max(block, -(-int(ds.chunks[0]) // stride))
         for r0 in range(0, m, block):
             r1 = min(m, r0 + block)
             c[r0:r1] = ds[r0 * stride : (r1 - 1) * stride + 1 : stride, ::stride]
