@@ -155,9 +155,11 @@ def boost_worker(spec: dict) -> dict:
     sums = np.stack([np.stack([np.bincount(sid, weights=g[t, c], minlength=ns) for c in range(3)])
                      for t in range(g.shape[0])])
     cnt = np.bincount(sid, minlength=ns)
-    gs = cnt * sums[:, 0] / (sums[:, 1] * sums[:, 2])
+    ok = cnt > 0
+    gs = cnt[ok] * sums[:, 0, ok] / (sums[:, 1, ok] * sums[:, 2, ok])
     s2d = np.zeros(ns, int)
     s2d[sid] = did
+    s2d = s2d[ok]
     g2 = np.stack([np.bincount(s2d, weights=gs[t], minlength=nd) / np.bincount(s2d, minlength=nd)
                    for t in range(gs.shape[0])])
     np.savez(spec["dump"], delays=tau.ravel(), g2=g2)
