@@ -195,3 +195,13 @@ def test_qmap_command_bad_masks(tmp_path, capsys):
     with h5py.File(tmp_path / "m.hdf", "w") as f:
         f["qmap/mask"] = np.ones((8, 8), np.uint8)
     assert main([*base, "--mask", str(tmp_path / "m.hdf")]) == 0
+
+
+def test_demo_without_display_still_succeeds(tmp_path, monkeypatch, capsys):
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr("sys.platform", "linux")
+    assert main(["demo", "--quiet", "--out", str(tmp_path / "d")]) == 0
+    captured = capsys.readouterr()
+    assert "wrote" in captured.out and "No display" in captured.err
+    assert len(list((tmp_path / "d").glob("*.hdf"))) >= 6
