@@ -36,7 +36,7 @@ Error propagation (``error_method``), per point (delay x q-bin):
 Invalid points (``valid`` False: g2 == 0 with err == 0, or non-finite) are left
 out per point, never averaged as zeros; where no file has a valid point the
 output holds g2 = 0, err = 0, which readers treat as missing. SAXS 1-D/2-D,
-intensity vs time and the per-pixel G2/IP/IF stack are plain means over the
+intensity vs time and the per-pixel G2/IP/IF stack (built one delay at a time) are plain means over the
 accepted files.
 
 Everything here is NumPy float64 and Qt-free; it may run off the main thread.
@@ -45,9 +45,11 @@ The accumulation is I/O bound, so it does not go through the array backends.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import os
+import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -715,24 +717,11 @@ def average_files(
         image = np.nan_to_num(image, nan=0.0)
         fields.append("saxs_2d")
 
-    stack = None
     if want_stack:
-        h, w = first.qmap.shape
-        # One float64 accumulator the size of one file's stack; inputs are read one
-        # delay at a time, so memory does not grow with the number of files.
-        stack = np.zeros((t, 3, h, w))
-        for j, p in enumerate(accepted):
-            for k in range(t):
-                if cancel is not None:
-                    cancel.raise_if_cancelled()
-                g, ip, if_ = read_g2_stack_delay(p, k)
-                stack[k, 0] += g
-                stack[k, 1] += ip
-                stack[k, 2] += if_
-            report(progress, cancel, n_in + n_acc + j + 1, total, f"G2 stack {j + 1}/{n_acc}")
-        stack /= n_acc
         fields.append("g2_stack")
-    mt_out.has_unnormalized_G2 = stack is not None
+    # The stack is added after the rest is written (see _append_mean_stack);
+    # the writer must not see the flag now.
+    mt_out.has_unnormalized_G2 = False
 
     meta = _clean_metadata(first.metadata)
     rejected = summary.rejected
@@ -760,10 +749,63 @@ def average_files(
         warnings=[])
     if cancel is not None:
         cancel.raise_if_cancelled()
-    report(progress, cancel, total - 1, total, f"writing {out.name}")
-    write_result(out, result, saxs_2d=image, g2_stack=stack, overwrite=opts.overwrite)
+    report(progress, cancel, total - 1 if not want_stack else n_in + n_acc, total,
+           f"writing {out.name}")
+    if not want_stack:
+        write_result(out, result, saxs_2d=image, overwrite=opts.overwrite)
+    else:
+        h, w = first.qmap.shape
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            write_result(tmp, result, saxs_2d=image, overwrite=True)
+            _append_mean_stack(tmp, accepted, (t, h, w), read_g2_stack_delay,
+                               lambda k: report(progress, cancel, n_in + n_acc + int(
+                                   n_acc * (k + 1) / t), total, f"G2 stack delay {k + 1}/{t}"),
+                               cancel)
+            if out.exists() and not opts.overwrite:
+                raise FileExistsError(f"{out} appeared while averaging; not replaced")
+            os.replace(tmp, out)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
     report(progress, cancel, total, total, "done")
     summary.output = out
     summary.fields = fields
     summary.notes = notes
     return summary
+
+
+def _append_mean_stack(path: Path, inputs: Sequence[str], shape: tuple[int, int, int],
+                       read_delay: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
+                       on_delay: Callable[[int], None],
+                       cancel: CancelToken | None) -> None:
+    """Add ``/xpcs/multitau/unnormalized_G2`` = mean over ``inputs`` to ``path``, one delay at a time.
+
+    ``write_result`` takes the stack as one array; a real stack (61 x 3 x 512 x
+    1024) is 0.8 GB in float64, so here it is built delay by delay straight into
+    the (not yet renamed) output: memory is one delay of one file plus one
+    accumulator. The dataset layout follows the writer's (float32, one chunk per
+    (delay, quantity) image, lzf or gzip).
+    """
+    import h5py  # only here: writing the stack is the one HDF5 detail io has no streaming API for
+
+    t, h, w = shape
+    comp = {"compression": "lzf"} if "lzf" in h5py.filters.decode else {"compression": "gzip"}
+    with h5py.File(path, "r+") as f:
+        grp = f["xpcs/multitau"]
+        ds = grp.create_dataset("unnormalized_G2", shape=(t, 3, h, w), dtype=np.float32,
+                                chunks=(1, 1, h, w), **comp)
+        for k in range(t):
+            acc = np.zeros((3, h, w))
+            for p in inputs:
+                if cancel is not None:
+                    cancel.raise_if_cancelled()
+                g, ip, if_ = read_delay(p, k)
+                acc[0] += g
+                acc[1] += ip
+                acc[2] += if_
+            ds[k] = (acc / len(inputs)).astype(np.float32)
+            on_delay(k)
