@@ -67,6 +67,9 @@ def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
         try:
             if not win.grab().save(tmp, "PNG"):
                 raise OSError(f"could not write {out}")
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a PNG is not
             os.replace(tmp, out)
         finally:
             if os.path.exists(tmp):

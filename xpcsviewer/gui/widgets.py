@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
 __all__ = ["COLORMAPS", "FileSelector", "colormap", "curve_color", "curve_pen", "labeled",
-           "plain_axes"]
+           "log_friendly_plot_widget", "plain_axes"]
 
 COLORMAPS = ("viridis", "plasma", "magma", "inferno", "cividis", "turbo", "jet", "hot", "gray")
 
@@ -95,3 +96,25 @@ def plain_axes(plot: pg.PlotItem) -> pg.PlotItem:
         if ax is not None:
             ax.enableAutoSIPrefix(False)
     return plot
+
+
+class SparseLogAxis(pg.AxisItem):
+    """An axis whose log-mode minor ticks are labelled only at 1, 2 and 5 x 10^n
+    (pyqtgraph labels every minor tick, and they overlap)."""
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
+        strings = super().tickStrings(values, scale, spacing)
+        if not self.logMode:
+            return strings
+        out = []
+        for v, s in zip(values, strings, strict=False):
+            mant = 10 ** (v - np.floor(v + 1e-9))
+            keep = any(abs(mant - m) < 1e-6 * m for m in (1.0, 2.0, 5.0))
+            out.append(s if keep else "")
+        return out
+
+
+def log_friendly_plot_widget() -> pg.PlotWidget:
+    """A PlotWidget with :class:`SparseLogAxis` on the left and bottom."""
+    return pg.PlotWidget(axisItems={"left": SparseLogAxis("left"),
+                                    "bottom": SparseLogAxis("bottom")})

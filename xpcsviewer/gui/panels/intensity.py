@@ -61,7 +61,7 @@ class IntensityPanel(BasePanel):
             p.showGrid(x=True, y=True, alpha=0.3)
             p.setDownsampling(auto=True, mode="peak")
             p.setClipToView(True)
-        self.legend = self.p_full.addLegend(offset=(-10, 10))
+        self.legend = self.p_full.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 200))
         self.p_full.setLabel("left", "I (photons/pixel/frame)")
         self.p_zoom.setLabel("left", "I (photons/pixel/frame)")
         self.p_fft.setLabel("bottom", "frequency (Hz)")

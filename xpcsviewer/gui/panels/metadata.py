@@ -96,8 +96,9 @@ class MetadataPanel(BasePanel):
         md.setdefault("file/analysis_type", ", ".join(res.analysis_type))
         md.setdefault("file/detector_shape", f"{res.detector_shape}")
         md.setdefault("file/frame_time (s)", res.frame_time)
-        for k, v in (res.sample or {}).items():
-            md.setdefault(f"sample/{k}", v)
+        if not any("sample/" in k for k in md):  # the sample group is usually in metadata
+            for k, v in (res.sample or {}).items():
+                md.setdefault(f"sample/{k}", v)
         for w in res.warnings:
             md.setdefault(f"warnings/{len([k for k in md if k.startswith('warnings/')])}", w)
         groups: dict[tuple, QTreeWidgetItem] = {}
@@ -113,7 +114,10 @@ class MetadataPanel(BasePanel):
             leaf = QTreeWidgetItem([parts[-1], value, unit])
             leaf.setToolTip(1, value)
             parent.addChild(leaf)
-        self.tree.expandToDepth(1)
+        if len(md) <= 300:
+            self.tree.expandAll()
+        else:
+            self.tree.expandToDepth(1)
         self._apply_filter(self.search.text())
         self.sigUpdated.emit()
 

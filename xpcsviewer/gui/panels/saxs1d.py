@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.export.saxs_data import NORMALIZATIONS, normalization_label, saxs1d_curves
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import curve_color, curve_pen, plain_axes
+from xpcsviewer.gui.widgets import curve_color, curve_pen, log_friendly_plot_widget, plain_axes
 
 __all__ = ["Saxs1DPanel", "prepare_saxs1d"]
 
@@ -98,10 +98,10 @@ class Saxs1DPanel(BasePanel):
         lay.addLayout(bkg_row)
         self.status = QLabel(" ")
         lay.addWidget(self.status)
-        self.pw = pg.PlotWidget()
+        self.pw = log_friendly_plot_widget()
         self.plot = plain_axes(self.pw.getPlotItem())
         self.plot.showGrid(x=True, y=True, alpha=0.3)
-        self.legend = self.plot.addLegend(offset=(-10, 10))
+        self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 200))
         lay.addWidget(self.pw, 1)
         for w in (self.norm_combo, ):
             w.currentIndexChanged.connect(lambda _i: self.refresh())

@@ -21,7 +21,7 @@ from xpcsviewer.export.saxs_data import (
     stability_analysis,
 )
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import FileSelector, plain_axes
+from xpcsviewer.gui.widgets import FileSelector, log_friendly_plot_widget, plain_axes
 
 __all__ = ["StabilityPanel", "prepare_stability"]
 
@@ -69,10 +69,10 @@ class StabilityPanel(BasePanel):
         f.setBold(True)
         self.metric_label.setFont(f)
         lay.addWidget(self.metric_label)
-        self.pw = pg.PlotWidget()
+        self.pw = log_friendly_plot_widget()
         self.plot = plain_axes(self.pw.getPlotItem())
         self.plot.showGrid(x=True, y=True, alpha=0.3)
-        self.legend = self.plot.addLegend(offset=(-10, 10))
+        self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 200))
         lay.addWidget(self.pw, 1)
         self.logx.toggled.connect(lambda _b: self._apply_axes())
         self.logy.toggled.connect(lambda _b: self._apply_axes())
