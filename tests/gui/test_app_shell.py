@@ -1,0 +1,79 @@
+"""App-level pieces: error hooks, themes, backend menu, folder watching, help."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+
+import pyqtgraph as pg
+import pytest
+
+pytestmark = pytest.mark.gui
+
+
+def test_error_hooks_route_to_the_sink(qtbot, sync_context, monkeypatch):
+    from xpcsviewer.gui.app import install_error_hooks
+
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    monkeypatch.setenv("XPCSVIEWER_CATCH_ERRORS", "0")
+    assert install_error_hooks(sync_context) is False
+    monkeypatch.setenv("XPCSVIEWER_CATCH_ERRORS", "1")
+    assert install_error_hooks(sync_context) is True
+    seen = []
+    sync_context.sigError.connect(seen.append)
+    try:
+        raise RuntimeError("boom on the GUI thread")
+    except RuntimeError:
+        sys.excepthook(*sys.exc_info())
+    assert seen[-1].message == "boom on the GUI thread"
+
+    def bad():
+        raise ValueError("boom in a thread")
+
+    with qtbot.waitSignal(sync_context.sigError, timeout=5000) as blocker:
+        t = threading.Thread(target=bad)
+        t.start()
+        t.join()
+    assert blocker.args[0].message == "boom in a thread"
+    assert "Traceback" in blocker.args[0].traceback_text
+
+
+def test_dark_theme_changes_plot_backgrounds(window):
+    view = window.panels["saxs1d"].pw
+    window.set_theme("dark")
+    assert view.backgroundBrush().color().name() == "#1e1e1e"
+    window.set_theme("light")
+    assert view.backgroundBrush().color() == pg.mkColor("w")
+
+
+def test_backend_menu_switches_and_reports(window, fresh_device_manager):
+    window.set_backend("numpy")
+    assert window.backend_label.text().startswith("NumPy")
+    window.set_backend("auto")
+    assert "float64" in window.backend_label.text()
+
+
+def test_watched_folder_shows_new_files(window, demo_files, tmp_path, qtbot, wait_idle):
+    shutil.copy(demo_files[0], tmp_path / demo_files[0].name)
+    window.browser.watch_check.setChecked(True)
+    window.browser.open_folder(str(tmp_path))
+    wait_idle(window)
+    assert len(window.browser.source_names()) == 1
+    with qtbot.waitSignal(window.browser.sigScanned, timeout=10000):
+        shutil.copy(demo_files[1], tmp_path / demo_files[1].name)
+    wait_idle(window)
+    assert len(window.browser.source_names()) == 2
+
+
+def test_help_shortcuts_and_tab_keys(window, demo_files, open_demo):
+    box = window.show_shortcuts()
+    assert "Ctrl+O" in box.text()
+    box.close()
+    open_demo(window, demo_files, names={"A01"})
+    window.select_tab("saxs2d")
+    window._step_tab(+1)
+    assert window.current_panel().name == "saxs1d"
+    window.reset_layout()
+    assert window.browser_dock.isVisible()
