@@ -145,6 +145,7 @@ def test_identical_files_same_data_errors_divided_as_stated(tmp_path, method):
     paths = [write_file(tmp_path / f"r{i}_results.hdf", stack=True) for i in range(n)]
     src = read_result(paths[0])
     out = tmp_path / "avg.hdf"
+    out = tmp_path / "new_folder" / "avg.hdf"  # the folder is created
     summary = average_files(paths, out, AverageOptions(error_method=method))
     assert summary.accepted == [str(p) for p in paths] and summary.rejected == []
     assert {"g2", "g2_partial", "saxs_2d", "g2_stack"} <= set(summary.fields)

@@ -755,6 +755,7 @@ def average_files(
         write_result(out, result, saxs_2d=image, overwrite=opts.overwrite)
     else:
         h, w = first.qmap.shape
+        out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
         os.close(fd)
         tmp = Path(tmp_name)
