@@ -180,3 +180,18 @@ def test_metadata_tree_search_and_units(qtbot, sync_context, demo_results):
     p.search.setText("")
     assert len(p.leaves()) == len(leaves)
     assert metadata_rows({"a/b (keV)": 1.5}) == [(["a", "b"], "1.5", "keV")]
+
+
+def test_qmap_click_publishes_the_dynamic_bin(qtbot, sync_context, demo_results):
+    from xpcsviewer.gui.panels.qmap import QMapPanel
+
+    res = demo_results["A01"]
+    p = make(qtbot, sync_context, QMapPanel)
+    p.set_results([res])
+    roi = res.qmap.dynamic_roi_map
+    r, c = np.argwhere(roi == 3)[0]
+    with qtbot.waitSignal(sync_context.sigSelectedBin, timeout=1000) as blocker:
+        assert p.pick_bin(r + 0.5, c + 0.5) == 3
+    assert blocker.args == [3]
+    r0, c0 = np.argwhere(roi == 0)[0]
+    assert p.pick_bin(r0 + 0.5, c0 + 0.5) == 0

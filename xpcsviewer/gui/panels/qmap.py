@@ -73,6 +73,7 @@ class QMapPanel(BasePanel):
         lay.addWidget(self.readout)
         self._proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=30,
                                      slot=self._on_mouse_moved)
+        self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
 
     def refresh(self) -> None:
         self.file_selector.set_labels([r.label for r in self.results], self.current_index)
@@ -129,6 +130,29 @@ class QMapPanel(BasePanel):
             return
         p = self.plot.getViewBox().mapSceneToView(pos)
         self.readout.setText(self.label_at(p.y(), p.x()) or " ")
+
+    def pick_bin(self, row: float, col: float) -> int:
+        """Publish the dynamic bin at (row, col) to the other tabs (0 if none)."""
+        res = self.current_result()
+        if res is None:
+            return 0
+        info = pixel_info(res.qmap, row, col)
+        if info.inside and info.dynamic_bin:
+            self.context.sigSelectedBin.emit(info.dynamic_bin)
+            self.context.show_status(
+                f"Selected dynamic bin {info.dynamic_bin} (q={info.dynamic_q:.5f} "
+                f"\u00c5\u207b\u00b9, \u03c6={info.dynamic_phi:.1f}\u00b0)")
+            return info.dynamic_bin
+        return 0
+
+    def _on_mouse_clicked(self, ev) -> None:
+        if self.data is None or ev.double():
+            return
+        pos = ev.scenePos()
+        if not self.plot.sceneBoundingRect().contains(pos):
+            return
+        p = self.plot.getViewBox().mapSceneToView(pos)
+        self.pick_bin(p.y(), p.x())
 
     def clear_plots(self) -> None:
         self.data = None

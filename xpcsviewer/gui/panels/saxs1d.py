@@ -79,6 +79,9 @@ class Saxs1DPanel(BasePanel):
                                          singleStep=0.01, toolTip="Background weight w")
         self.apply_btn = QPushButton("Replot")
         self.apply_btn.clicked.connect(self.refresh)
+        self.export_btn = QPushButton("Export profiles\u2026",
+                                      toolTip="Write the shown curves (q, I) to CSV")
+        self.export_btn.clicked.connect(self._on_export_clicked)
         for spin in (self.qmin, self.qmax):
             spin.setMaximumWidth(120)
         self.bkg_edit.setMinimumWidth(120)
@@ -86,7 +89,7 @@ class Saxs1DPanel(BasePanel):
                 self.legend_check, QLabel("marker"), self.marker]
         row2 = [self.qrange_check, self.qmin, self.qmax, QLabel("sampling"), self.sampling]
         row3 = [self.bkg_check, self.bkg_edit, self.bkg_browse, QLabel("w"), self.bkg_weight,
-                self.apply_btn]
+                self.apply_btn, self.export_btn]
         for r, row in enumerate((row1, row2)):
             for i, w in enumerate(row):
                 grid.addWidget(w, r, i)
@@ -176,6 +179,12 @@ class Saxs1DPanel(BasePanel):
         self.curves = []
         self.plot.clear()
         self.legend.clear()
+
+    def _on_export_clicked(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export profiles", "saxs1d_profiles.csv",
+                                              "CSV (*.csv)")
+        if path:
+            self.export_data(path)
 
     def _on_bkg_browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Background file", "",
