@@ -144,3 +144,39 @@ def fake_read_c2(result: XpcsResult, index: int, max_size: int = 1024,
             nb += [c[i - 1, i]] if i > 0 else []
             c[i, i] = np.mean(nb)
     return FakeC2View(c, tt.t0, stride, f"q={q:.5f}", int(tt.processed_bins[index]))
+
+
+def make_big_result(path: Path, reps: int = 40, n_big: int = 4000) -> Path:
+    """A "both" file with 6*reps g2 curves and one n_big x n_big two-time map (real writer).
+
+    Column j has q = Q_BINS[j % 6]; the map is 1 + 0.2 exp(-2 |t1 - t2| / 0.5 s).
+    """
+    from dataclasses import replace
+
+    from xpcsviewer.io import write_result
+
+    base = make_result(path, seed=0, kind="multitau", write=False)
+    rng = np.random.default_rng(0)
+    mt = base.multitau
+    nb = 6 * reps
+    qm0 = make_qmap(n_dyn=6)
+    roi = np.zeros(qm0.shape, dtype=np.int64)
+    inside = np.flatnonzero(qm0.dynamic_roi_map.ravel() > 0)
+    roi.ravel()[inside] = 1 + np.arange(inside.size) % nb
+    qm = replace(qm0, dynamic_roi_map=roi, dynamic_v_list_dim0=np.tile(Q_BINS, reps),
+                 dynamic_index_mapping=np.arange(nb), dynamic_num_pts=(nb, 1))
+    g2 = np.tile(mt.g2, (1, reps)) + rng.normal(0, 0.004, (mt.g2.shape[0], nb))
+    mt2 = Multitau(delay_frames=mt.delay_frames, tau=mt.tau, g2=g2,
+                   g2_err=np.full(g2.shape, 0.004), valid=np.ones(g2.shape, bool),
+                   t0_eff=mt.t0_eff)
+    t = np.arange(n_big) * 1e-3
+
+    def maps():
+        lag = np.abs(t[:, None] - t[None, :]).astype(np.float32)
+        yield (1.0 + 0.2 * np.exp(-2.0 * lag / 0.5)).astype(np.float32)
+
+    tt = Twotime(processed_bins=np.array([1]), map_names=["c2_00001"], n_frames=n_big, t0=1e-3)
+    res = replace(base, path=Path(path), analysis_type=("Multitau", "Twotime"), qmap=qm,
+                  multitau=mt2, twotime=tt)
+    write_result(path, res, c2_maps=maps, overwrite=True)
+    return Path(path)

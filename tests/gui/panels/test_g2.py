@@ -74,10 +74,19 @@ def test_layouts_and_points(qtbot, panel, results):
     assert min(x.min() for x in xs) == pytest.approx(mt.tau[0])
     assert max(x.max() for x in xs) == pytest.approx(mt.tau[-1])
     assert all(np.all(c.yData != 0) for c in curves)
-    panel.layout_combo.setCurrentIndex(panel.layout_combo.findData("file"))
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.layout_combo.setCurrentIndex(panel.layout_combo.findData("file"))
     assert len(panel.plot_widgets()) == 2
-    panel.layout_combo.setCurrentIndex(panel.layout_combo.findData("combined"))
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.layout_combo.setCurrentIndex(panel.layout_combo.findData("combined"))
     assert len(panel.plot_widgets()) == 1 and len(_curves(panel)) == 12
+    # At most "max panels" are drawn; the status says so.
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.layout_combo.setCurrentIndex(panel.layout_combo.findData("qbin"))
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.max_panels.setValue(4)
+    assert len(panel.plot_widgets()) == 4
+    assert "first 4 of 6 panels" in panel.status.text()
 
 
 def test_q_and_t_range(qtbot, panel, results):

@@ -11,12 +11,13 @@ posterior band), fills a results table and publishes the fits under
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QTableWidget,
@@ -235,7 +237,7 @@ class G2Panel(BasePanel):
     figure_kind = "g2"
 
     sigFitsReady = Signal(object)
-    """New fits were applied: (G2Fits)."""
+    """New fits were applied and drawn: (G2Fits)."""
 
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
@@ -244,6 +246,10 @@ class G2Panel(BasePanel):
         self.fits: g2_data.G2Fits | None = None
         self._targets_key: tuple = ()
         self._plots: list[pg.PlotItem] = []
+        self._pool: list[pg.PlotItem] = []
+        self._pool_shape: tuple = ()
+        self._draw_gen = None
+        self._pending_fits_signal = None
         self._busy_keys: set[str] = set()
 
         outer = QHBoxLayout(self)
@@ -275,12 +281,15 @@ class G2Panel(BasePanel):
         self.ncols = QSpinBox(minimum=1, maximum=8, value=3)
         self.max_bins = QSpinBox(minimum=1, maximum=512, value=24)
         self.max_bins.setToolTip("At most this many q-bins per file")
+        self.max_panels = QSpinBox(minimum=1, maximum=256, value=36)
+        self.max_panels.setToolTip("Draw at most this many panels (the first in q order)")
         self.marker = QSpinBox(minimum=1, maximum=15, value=5)
         self.legend_check = QCheckBox("legend", checked=True)
         row0 = [QLabel("layout"), self.layout_combo, self.q_check, self.qmin, self.qmax,
                 self.t_check, self.tmin, self.tmax]
         row1 = [self.err_check, self.logx, QLabel("offset"), self.offset, QLabel("columns"),
-                self.ncols, QLabel("max bins"), self.max_bins, QLabel("marker"), self.marker,
+                self.ncols, QLabel("max bins"), self.max_bins, QLabel("max panels"),
+                self.max_panels, QLabel("marker"), self.marker,
                 self.legend_check]
         for i, w in enumerate(row0):
             grid.addWidget(w, 0, i)
@@ -288,6 +297,8 @@ class G2Panel(BasePanel):
             grid.addWidget(w, 1, i)
         lv.addLayout(grid)
         self.status = QLabel(" ")
+        # Status text must never resize the plot area: a resize repaints every panel.
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         lv.addWidget(self.status)
         self.glw = pg.GraphicsLayoutWidget()
         self.scroll = QScrollArea()
@@ -343,6 +354,8 @@ class G2Panel(BasePanel):
         rv.addWidget(self.results_table, 2)
         self.fit_status = QLabel("no fit yet")
         self.fit_status.setWordWrap(True)
+        self.fit_status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.fit_status.setFixedHeight(3 * self.fit_status.fontMetrics().lineSpacing() + 4)
         rv.addWidget(self.fit_status)
         self.export_fits_btn = QPushButton("Export fits (CSV/JSON)\u2026")
         self.export_fits_btn.setEnabled(False)
@@ -364,7 +377,7 @@ class G2Panel(BasePanel):
             w.toggled.connect(lambda _b: self._draw())
         for w in (self.offset,):
             w.valueChanged.connect(lambda _v: self._draw())
-        for w in (self.ncols, self.marker):
+        for w in (self.ncols, self.marker, self.max_panels):
             w.valueChanged.connect(lambda _v: self._draw())
         self.model_combo.currentIndexChanged.connect(self._on_model_changed)
         self.reset_btn.clicked.connect(self._on_reset)
@@ -464,28 +477,61 @@ class G2Panel(BasePanel):
         return [("all files", [(b, j) for b in self.blocks for j in range(b.n_bins)])]
 
     def _draw(self) -> None:
-        self.glw.clear()
-        self._plots = []
+        """Redraw every panel, a few per event-loop turn so the GUI never stalls.
+
+        PlotItems are pooled and reused while the grid shape stays the same (creating
+        and laying out a PlotItem costs tens of ms); at most ``max panels`` are drawn.
+        """
+        self._draw_gen = None
         if not self.blocks:
+            self.glw.clear()
+            self._pool = []
+            self._plots = []
             self.status.setText("no g2 curves in the selected q/t range")
-            self.sigUpdated.emit()
+            self._finish_draw()
             return
-        layout = self.layout_combo.currentData()
         panels = self._panels()
+        n_all = len(panels)
+        panels = panels[: self.max_panels.value()]
         nc = max(1, min(self.ncols.value(), len(panels)))
+        shape = (len(panels), nc)
+        if shape != self._pool_shape:
+            self.glw.clear()
+            self._pool = []
+            self._pool_shape = shape
+        self._plots = []
+        rows = math.ceil(len(panels) / nc)
+        self.glw.setMinimumHeight(max(300, 230 * rows))
+        n_curves = sum(b.n_bins for b in self.blocks)
+        more = (f"; showing the first {len(panels)} of {n_all} panels (narrow the q range or "
+                f"raise max panels)") if n_all > len(panels) else ""
+        self.status.setText(f"{len(self.blocks)} file(s), {n_curves} curve(s), "
+                            f"{len(panels)} panel(s){more}")
+        self._draw_gen = self._draw_steps(panels, nc)
+        # One repaint at the end instead of one per chunk (each repaints every panel).
+        self.glw.setUpdatesEnabled(False)
+        self._draw_step()
+
+    def _draw_steps(self, panels, nc):
+        layout = self.layout_combo.currentData()
         log_x = self.logx.isChecked()
         msize = self.marker.value()
         off = self.offset.value()
         for k, (title, members) in enumerate(panels):
-            if k and k % nc == 0:
-                self.glw.nextRow()
-            p = self.glw.addPlot(title=title)
-            p.setLabel("bottom", "\u03c4 (s)")
-            p.setLabel("left", "g\u2082")
-            p.showGrid(x=True, y=True, alpha=0.2)
+            if k < len(self._pool):
+                p = self._pool[k]
+                p.clear()
+                p.setTitle(title)
+            else:
+                p = self.glw.addPlot(row=k // nc, col=k % nc, title=title)
+                p.setLabel("bottom", "\u03c4 (s)")
+                p.setLabel("left", "g\u2082")
+                p.showGrid(x=True, y=True, alpha=0.2)
+                p.addLegend(offset=(-5, 5))
+                self._pool.append(p)
             p.setLogMode(x=log_x, y=False)
-            legend = p.addLegend(offset=(-5, 5)) if self.legend_check.isChecked() and len(
-                members) <= 12 else None
+            if p.legend is not None:
+                p.legend.setVisible(self.legend_check.isChecked() and len(members) <= 12)
             for m, (b, j) in enumerate(members):
                 if layout == "qbin":
                     ci, shift, name = b.file_index, off * b.file_index, b.label
@@ -494,16 +540,31 @@ class G2Panel(BasePanel):
                 else:
                     ci, shift, name = m, off * m, f"{b.label} {b.bin_labels[j]}"
                 self._draw_curve(p, b, j, ci, shift, name, log_x, msize)
-            if legend is not None:
-                legend.setVisible(True)
             p.enableAutoRange(y=True)  # every panel scales its own y
             self._plots.append(p)
-        rows = math.ceil(len(panels) / nc)
-        self.glw.setMinimumHeight(max(300, 230 * rows))
-        n_curves = sum(b.n_bins for b in self.blocks)
-        self.status.setText(f"{len(self.blocks)} file(s), {n_curves} curve(s), "
-                            f"{len(panels)} panel(s)")
+            yield
+
+    def _draw_step(self) -> None:
+        gen = self._draw_gen
+        if gen is None:
+            return
+        t_end = time.monotonic() + 0.05
+        for _ in gen:
+            if time.monotonic() > t_end:
+                # Let the event loop breathe. A real (non-zero) timer: a chain of
+                # zero-timeouts would starve the other timers of the GUI thread.
+                QTimer.singleShot(5, self._draw_step)
+                return
+        if gen is self._draw_gen:
+            self._draw_gen = None
+            self._finish_draw()
+
+    def _finish_draw(self) -> None:
+        self.glw.setUpdatesEnabled(True)
         self.sigUpdated.emit()
+        if self._pending_fits_signal is not None:
+            fits, self._pending_fits_signal = self._pending_fits_signal, None
+            self.sigFitsReady.emit(fits)
 
     def _draw_curve(self, p: pg.PlotItem, b: g2_data.G2Block, j: int, ci: int, shift: float,
                     name: str, log_x: bool, msize: int) -> None:
@@ -540,8 +601,11 @@ class G2Panel(BasePanel):
 
     def clear_plots(self) -> None:
         self.blocks = []
+        self._draw_gen = None
         self.glw.clear()
         self._plots = []
+        self._pool = []
+        self._pool_shape = ()
 
     def plot_widgets(self) -> list[pg.PlotItem]:
         """The pyqtgraph panels shown now (tests)."""
@@ -640,8 +704,8 @@ class G2Panel(BasePanel):
         self._fill_results_table()
         self.export_fits_btn.setEnabled(True)
         self.context.set_shared("g2_fits", fits)
+        self._pending_fits_signal = fits  # emitted once the curves are drawn
         self._draw()
-        self.sigFitsReady.emit(fits)
 
     def _fill_results_table(self) -> None:
         t = self.results_table
@@ -706,6 +770,7 @@ class G2Panel(BasePanel):
                 "tmax": self.tmax.text(), "errorbars": self.err_check.isChecked(),
                 "log_t": self.logx.isChecked(), "offset": self.offset.value(),
                 "ncols": self.ncols.value(), "max_bins": self.max_bins.value(),
+                "max_panels": self.max_panels.value(),
                 "marker": self.marker.value(), "legend": self.legend_check.isChecked(),
                 "model": self.model(), "warmup": self.warmup.value(),
                 "samples": self.samples.value(), "chains": self.chains.value()}
@@ -724,6 +789,7 @@ class G2Panel(BasePanel):
                     box.setChecked(bool(s[key]))
             for key, spin in (("qmin", self.qmin), ("qmax", self.qmax), ("offset", self.offset),
                               ("ncols", self.ncols), ("max_bins", self.max_bins),
+                              ("max_panels", self.max_panels),
                               ("marker", self.marker), ("warmup", self.warmup),
                               ("samples", self.samples), ("chains", self.chains)):
                 if key in s:
