@@ -15,10 +15,13 @@ SIGNATURES = {"png": (b"\x89PNG",), "svg": (b"<svg", b"<?xml"), "pdf": (b"%PDF",
 
 
 def _spec(shape=(48, 48), twotime=False, damage=False, dq=5):
-    spec = {"name": "t", "geometry": {"shape": shape, "bcx": shape[1] / 2, "bcy": shape[0] / 2},
-            "partition": {"dq_num": dq, "sq_num": 20},
-            "acquisition": {"frame_time": 1e-3, "n_frames": 2000},
-            "analysis": ("Multitau", "Twotime") if twotime else ("Multitau",)}
+    spec = {
+        "name": "t",
+        "geometry": {"shape": shape, "bcx": shape[1] / 2, "bcy": shape[0] / 2},
+        "partition": {"dq_num": dq, "sq_num": 20},
+        "acquisition": {"frame_time": 1e-3, "n_frames": 2000},
+        "analysis": ("Multitau", "Twotime") if twotime else ("Multitau",),
+    }
     if twotime:
         spec["twotime"] = {"n_frames": 40, "bins": [1, 2]}
     if damage:
@@ -41,8 +44,17 @@ def repeats(tmp_path):
 # ----------------------------------------------------------------------------- average
 def test_average_cli_writes_and_summarises(tmp_path, repeats, capsys):
     out = tmp_path / "avg.hdf"
-    rc = main(["average", *map(str, repeats), "-o", str(out), "--error-method", "sem",
-               "--quiet"])
+    rc = main(
+        [
+            "average",
+            *map(str, repeats),
+            "-o",
+            str(out),
+            "--error-method",
+            "sem",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "accepted 4 of 4 files (errors: sem)" in text and str(out) in text
@@ -53,13 +65,31 @@ def test_average_cli_writes_and_summarises(tmp_path, repeats, capsys):
 
 def test_average_cli_rejects_with_reason(tmp_path, repeats, capsys):
     res, extra = build_result(_spec(), seed=9)
-    res.multitau.g2 = res.multitau.g2 + 0.5  # the whole curve shifted: baseline far from 1
+    res.multitau.g2 = (
+        res.multitau.g2 + 0.5
+    )  # the whole curve shifted: baseline far from 1
     bad2 = tmp_path / "high_results.hdf"
     res.path = bad2
     write_result(bad2, res, saxs_2d=extra["saxs_2d"])
-    rc = main(["average", *map(str, repeats), str(bad2), "-o", str(tmp_path / "a.hdf"),
-               "--baseline-q-index", "0", "--baseline-window", "5",
-               "--baseline-range", "0.9", "1.1", "--mad-threshold", "6", "--quiet"])
+    rc = main(
+        [
+            "average",
+            *map(str, repeats),
+            str(bad2),
+            "-o",
+            str(tmp_path / "a.hdf"),
+            "--baseline-q-index",
+            "0",
+            "--baseline-window",
+            "5",
+            "--baseline-range",
+            "0.9",
+            "1.1",
+            "--mad-threshold",
+            "6",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "accepted 4 of 5" in text
@@ -70,25 +100,65 @@ def test_average_cli_bad_inputs(tmp_path, repeats, capsys):
     junk = tmp_path / "junk.hdf"
     junk.write_bytes(b"nope")
     missing = tmp_path / "missing.hdf"
-    rc = main(["average", str(repeats[0]), str(junk), str(missing), "-o",
-               str(tmp_path / "o.hdf"), "--quiet"])
+    rc = main(
+        [
+            "average",
+            str(repeats[0]),
+            str(junk),
+            str(missing),
+            "-o",
+            str(tmp_path / "o.hdf"),
+            "--quiet",
+        ]
+    )
     assert rc == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and str(junk) in err[0] and str(missing) in err[1]
     assert not (tmp_path / "o.hdf").exists()
 
     other = make(tmp_path / "other_results.hdf", dq=7)
-    rc = main(["average", *map(str, repeats), str(other), "-o", str(tmp_path / "o.hdf"),
-               "--quiet"])
+    rc = main(
+        [
+            "average",
+            *map(str, repeats),
+            str(other),
+            "-o",
+            str(tmp_path / "o.hdf"),
+            "--quiet",
+        ]
+    )
     assert rc == 3
     err = capsys.readouterr().err
     assert "cannot average" in err and str(other) in err and str(repeats[0]) in err
 
-    assert main(["average", str(repeats[0]), str(repeats[1]), "-o", str(repeats[0]),
-                 "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "average",
+                str(repeats[0]),
+                str(repeats[1]),
+                "-o",
+                str(repeats[0]),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert "one of the input files" in capsys.readouterr().err
-    assert main(["average", str(repeats[0]), "-o", str(tmp_path / "o.hdf"),
-                 "--baseline-q-index", "99", "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "average",
+                str(repeats[0]),
+                "-o",
+                str(tmp_path / "o.hdf"),
+                "--baseline-q-index",
+                "99",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     with pytest.raises(SystemExit) as info:
         main(["average", str(repeats[0]), "-o", "x.hdf", "--error-method", "median"])
     assert info.value.code == 2
@@ -98,22 +168,45 @@ def test_average_cli_bad_inputs(tmp_path, repeats, capsys):
 @pytest.fixture(scope="module")
 def export_files(tmp_path_factory):
     d = tmp_path_factory.mktemp("exp")
-    return [make(d / "a_results.hdf", seed=1, twotime=True, damage=True),
-            make(d / "b_results.hdf", seed=2)]
+    return [
+        make(d / "a_results.hdf", seed=1, twotime=True, damage=True),
+        make(d / "b_results.hdf", seed=2),
+    ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
 def test_export_every_kind_valid_files(tmp_path, export_files, fmt, capsys):
-    kinds = ["saxs2d", "saxs1d", "stability", "intensity", "g2", "diffusion", "twotime", "qmap"]
-    args = ["export", *map(str, export_files), "--format", fmt, "-o", str(tmp_path), "--quiet"]
+    kinds = [
+        "saxs2d",
+        "saxs1d",
+        "stability",
+        "intensity",
+        "g2",
+        "diffusion",
+        "twotime",
+        "qmap",
+    ]
+    args = [
+        "export",
+        *map(str, export_files),
+        "--format",
+        fmt,
+        "-o",
+        str(tmp_path),
+        "--quiet",
+    ]
     for k in kinds:
         args += ["--plot", k]
     assert main(args) == 0, capsys.readouterr().err
     err = capsys.readouterr().err
     assert "skipped twotime" in err and "b_results.hdf" in err  # b has no two-time data
     expect = {f"combined_{k}.{fmt}" for k in ("saxs1d", "intensity", "g2", "diffusion")}
-    expect |= {f"{lab}_{k}.{fmt}" for lab in ("a", "b") for k in ("saxs2d", "stability", "qmap")}
+    expect |= {
+        f"{lab}_{k}.{fmt}"
+        for lab in ("a", "b")
+        for k in ("saxs2d", "stability", "qmap")
+    }
     expect.add(f"a_twotime.{fmt}")
     names = {p.name for p in tmp_path.iterdir()}
     assert names == expect
@@ -127,8 +220,20 @@ def test_export_bad_file_reported_rest_exported(tmp_path, export_files, capsys):
     junk = tmp_path / "junk.hdf"
     junk.write_bytes(b"\x00" * 10)
     out = tmp_path / "figs"
-    rc = main(["export", str(export_files[1]), str(junk), "--plot", "g2", "--plot", "qmap",
-               "-o", str(out), "--quiet"])
+    rc = main(
+        [
+            "export",
+            str(export_files[1]),
+            str(junk),
+            "--plot",
+            "g2",
+            "--plot",
+            "qmap",
+            "-o",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert rc == 3
     err = capsys.readouterr().err
     assert str(junk) in err
@@ -153,7 +258,9 @@ def test_export_fits_g2_before_drawing(tmp_path, export_files, monkeypatch):
     assert rep.ok and len(rep.written) == 4
     n, opts = seen["g2"]
     fits = opts["fits"]
-    assert n == 2 and seen["diffusion"][1]["fits"] is fits  # one fit shared by both figures
+    assert (
+        n == 2 and seen["diffusion"][1]["fits"] is fits
+    )  # one fit shared by both figures
     assert fits.model == "single" and fits.method == "lsq"
     assert np.mean(np.isfinite(fits.params["tau"])) > 0.8
     assert "fits" not in seen["qmap"][1]

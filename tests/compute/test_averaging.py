@@ -1,4 +1,4 @@
-"""Averaging of repeat measurements: exact error formulas, outlier rejection, q-map checks, memory."""
+"""Averaging repeat measurements: exact errors, outliers, q-map checks, memory."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from xpcsviewer.compute.averaging import (
 )
 from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d, write_result
 from xpcsviewer.io.model import Multitau, QMap, XpcsResult
-from xpcsviewer.progress import CancelToken, Cancelled
+from xpcsviewer.progress import Cancelled, CancelToken
 
 H, W = 12, 16
 ND, NS = 3, 6
@@ -39,17 +39,26 @@ def _qmap(shift: int = 0) -> QMap:
     sta[sta > NS] = 0
     sta[dyn == 0] = 0
     return QMap(
-        dynamic_roi_map=dyn, static_roi_map=sta, mask=np.ones((H, W), bool),
-        dynamic_v_list_dim0=np.linspace(0.001, 0.003, ND), dynamic_v_list_dim1=np.array([0.0]),
-        static_v_list_dim0=np.linspace(0.001, 0.003, NS), static_v_list_dim1=np.array([0.0]),
-        dynamic_index_mapping=np.arange(ND), static_index_mapping=np.arange(NS),
-        dynamic_num_pts=(ND, 1), static_num_pts=(NS, 1), energy_kev=10.0,
+        dynamic_roi_map=dyn,
+        static_roi_map=sta,
+        mask=np.ones((H, W), bool),
+        dynamic_v_list_dim0=np.linspace(0.001, 0.003, ND),
+        dynamic_v_list_dim1=np.array([0.0]),
+        static_v_list_dim0=np.linspace(0.001, 0.003, NS),
+        static_v_list_dim1=np.array([0.0]),
+        dynamic_index_mapping=np.arange(ND),
+        static_index_mapping=np.arange(NS),
+        dynamic_num_pts=(ND, 1),
+        static_num_pts=(NS, 1),
+        energy_kev=10.0,
     )
 
 
 def _g2(tau_scale: float = 1.0, baseline: float = 1.0, rng=None):
     tau = DELAYS * 1e-3
-    g2 = baseline + 0.2 * np.exp(-2 * tau[:, None] / (0.004 * tau_scale * np.arange(1, ND + 1)))
+    g2 = baseline + 0.2 * np.exp(
+        -2 * tau[:, None] / (0.004 * tau_scale * np.arange(1, ND + 1))
+    )
     err = np.full_like(g2, 0.01) * (1 + np.arange(ND))
     if rng is not None:
         g2 = g2 + rng.normal(0, 0.002, g2.shape)
@@ -57,29 +66,56 @@ def _g2(tau_scale: float = 1.0, baseline: float = 1.0, rng=None):
     return g2, err
 
 
-def write_file(path: Path, *, g2=None, err=None, intensity=1.0, qshift=0, stack=False,
-               partial=True, image_scale=1.0, rng=None) -> Path:
+def write_file(
+    path: Path,
+    *,
+    g2=None,
+    err=None,
+    intensity=1.0,
+    qshift=0,
+    stack=False,
+    partial=True,
+    image_scale=1.0,
+    rng=None,
+) -> Path:
     """A small multitau result file with known arrays (float32 on disk)."""
     if g2 is None:
         g2, err = _g2(rng=rng)
-    mt = Multitau(delay_frames=DELAYS, tau=DELAYS * 1e-3, g2=g2, g2_err=err,
-                  valid=np.ones(g2.shape, bool), t0_eff=1e-3)
+    mt = Multitau(
+        delay_frames=DELAYS,
+        tau=DELAYS * 1e-3,
+        g2=g2,
+        g2_err=err,
+        valid=np.ones(g2.shape, bool),
+        t0_eff=1e-3,
+    )
     if partial:
         mt.g2_partial = np.stack([g2 * 1.01, g2])
         mt.g2_partial_err = np.stack([err * 1.4, err])
         mt.g2_partial_labels = np.array([500, 1000])
     res = XpcsResult(
-        path=path, analysis_type=("Multitau",), layout="nexus", qmap=_qmap(qshift),
-        frame_time=1e-3, count_time=1e-3, start_time=None,
-        saxs_1d=intensity * np.linspace(2.0, 1.0, NS), saxs_1d_segments=None,
-        intensity_vs_time=np.vstack([np.arange(20.0), np.full(20, intensity)]), multitau=mt,
+        path=path,
+        analysis_type=("Multitau",),
+        layout="nexus",
+        qmap=_qmap(qshift),
+        frame_time=1e-3,
+        count_time=1e-3,
+        start_time=None,
+        saxs_1d=intensity * np.linspace(2.0, 1.0, NS),
+        saxs_1d_segments=None,
+        intensity_vs_time=np.vstack([np.arange(20.0), np.full(20, intensity)]),
+        multitau=mt,
     )
     img = image_scale * np.arange(H * W, dtype=float).reshape(H, W) / 7.0
     g2s = None
     if stack:
         base = np.arange(H * W, dtype=float).reshape(H, W) + 1
-        g2s = np.stack([np.stack([base * (k + 1) * image_scale, base, base + k])
-                        for k in range(len(DELAYS))])
+        g2s = np.stack(
+            [
+                np.stack([base * (k + 1) * image_scale, base, base + k])
+                for k in range(len(DELAYS))
+            ]
+        )
     write_result(path, res, saxs_2d=img, g2_stack=g2s)
     return path
 
@@ -138,7 +174,7 @@ def test_baseline_and_robust_z():
     assert same[:3].tolist() == [0, 0, 0] and same[3] > 1e6
 
 
-# ----------------------------------------------------------------------------- end to end
+# ------------------------------------------------------------------ end to end
 @pytest.mark.parametrize("method", ["weighted", "sem"])
 def test_identical_files_same_data_errors_divided_as_stated(tmp_path, method):
     n = 4
@@ -155,8 +191,9 @@ def test_identical_files_same_data_errors_divided_as_stated(tmp_path, method):
     if method == "weighted":
         # sum of n equal weights 1/s^2: err = s / sqrt(n)
         np.testing.assert_allclose(mt.g2_err, f32(m0.g2_err / np.sqrt(n)), rtol=1e-6)
-        np.testing.assert_allclose(mt.g2_partial_err, f32(m0.g2_partial_err / np.sqrt(n)),
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            mt.g2_partial_err, f32(m0.g2_partial_err / np.sqrt(n)), rtol=1e-6
+        )
     else:
         # identical values have zero spread across files
         assert np.all(mt.g2_err == 0) and np.all(mt.valid)
@@ -165,8 +202,9 @@ def test_identical_files_same_data_errors_divided_as_stated(tmp_path, method):
     np.testing.assert_allclose(res.saxs_1d, src.saxs_1d, rtol=1e-6)
     np.testing.assert_allclose(read_saxs_2d(out), read_saxs_2d(paths[0]), rtol=1e-6)
     for k in (0, len(DELAYS) - 1):
-        for a, b in zip(read_g2_stack_delay(out, k), read_g2_stack_delay(paths[0], k),
-                        strict=True):
+        for a, b in zip(
+            read_g2_stack_delay(out, k), read_g2_stack_delay(paths[0], k), strict=True
+        ):
             np.testing.assert_allclose(a, b, rtol=1e-6)
     with h5py.File(out, "r") as f:
         assert f["entry/average/error_method"][()].decode() == method
@@ -179,10 +217,18 @@ def test_identical_files_same_data_errors_divided_as_stated(tmp_path, method):
 def test_different_files_match_formulas(tmp_path, method):
     rng = np.random.default_rng(3)
     curves = [_g2(rng=rng) for _ in range(5)]
-    # one missing point (g2 == 0 and err == 0) in file 2 must be skipped, not averaged as 0
+    # one missing point (g2 == 0 and err == 0) in file 2: skipped, not averaged as 0
     curves[2][0][3, 1] = curves[2][1][3, 1] = 0.0
-    paths = [write_file(tmp_path / f"r{i}.hdf", g2=g, err=e, intensity=1 + 0.1 * i,
-                        image_scale=1 + i) for i, (g, e) in enumerate(curves)]
+    paths = [
+        write_file(
+            tmp_path / f"r{i}.hdf",
+            g2=g,
+            err=e,
+            intensity=1 + 0.1 * i,
+            image_scale=1 + i,
+        )
+        for i, (g, e) in enumerate(curves)
+    ]
     out = tmp_path / "avg.hdf"
     average_files(paths, out, AverageOptions(error_method=method))
     res = read_result(out).multitau
@@ -200,31 +246,49 @@ def test_different_files_match_formulas(tmp_path, method):
     np.testing.assert_allclose(res.g2, f32(ref), rtol=1e-6)
     np.testing.assert_allclose(res.g2_err, f32(ref_err), rtol=1e-6)
     assert res.g2[3, 1] > 0.9  # not dragged towards zero by the missing point
-    np.testing.assert_allclose(read_saxs_2d(out), read_saxs_2d(paths[0]) * 3.0, rtol=1e-6)
+    np.testing.assert_allclose(
+        read_saxs_2d(out), read_saxs_2d(paths[0]) * 3.0, rtol=1e-6
+    )
 
 
 def test_baseline_outlier_rejected_with_reason(tmp_path):
-    paths = [write_file(tmp_path / f"ok{i}.hdf", rng=np.random.default_rng(i)) for i in range(4)]
+    paths = [
+        write_file(tmp_path / f"ok{i}.hdf", rng=np.random.default_rng(i))
+        for i in range(4)
+    ]
     g, e = _g2(baseline=1.3)
     bad = write_file(tmp_path / "bad.hdf", g2=g, err=e)
-    opts = AverageOptions(baseline_q_index=1, baseline_window=4, baseline_range=(0.95, 1.05))
+    opts = AverageOptions(
+        baseline_q_index=1, baseline_window=4, baseline_range=(0.95, 1.05)
+    )
     summary = average_files([*paths, bad], tmp_path / "avg.hdf", opts)
     assert summary.rejected == [(str(bad), summary.rejected[0][1])]
     reason = summary.rejected[0][1]
     assert "baseline 1.3" in reason and "[0.95, 1.05]" in reason
     stat = summary.stats[-1]
-    assert stat.baseline == pytest.approx(f32(g)[-4:, 1].mean(), rel=1e-12) and not stat.accepted
+    assert (
+        stat.baseline == pytest.approx(f32(g)[-4:, 1].mean(), rel=1e-12)
+        and not stat.accepted
+    )
     with h5py.File(tmp_path / "avg.hdf", "r") as f:
         assert int(f["entry/average/n_files"][()]) == 4
         assert f["entry/average/rejected_files"][0].decode() == str(bad)
 
 
 def test_mad_outliers_rejected_g2_and_intensity(tmp_path):
-    paths = [write_file(tmp_path / f"ok{i}.hdf", rng=np.random.default_rng(10 + i),
-                        intensity=1 + 0.01 * i) for i in range(6)]
+    paths = [
+        write_file(
+            tmp_path / f"ok{i}.hdf",
+            rng=np.random.default_rng(10 + i),
+            intensity=1 + 0.01 * i,
+        )
+        for i in range(6)
+    ]
     g, e = _g2(tau_scale=3.0)  # much slower dynamics: a different curve
     bad_g2 = write_file(tmp_path / "slow.hdf", g2=g, err=e, intensity=1.02)
-    bad_int = write_file(tmp_path / "bright.hdf", rng=np.random.default_rng(99), intensity=5.0)
+    bad_int = write_file(
+        tmp_path / "bright.hdf", rng=np.random.default_rng(99), intensity=5.0
+    )
     summary = screen_files([*paths, bad_g2, bad_int], AverageOptions(mad_threshold=5.0))
     rej = dict(summary.rejected)
     assert set(rej) == {str(bad_g2), str(bad_int)}
@@ -233,7 +297,9 @@ def test_mad_outliers_rejected_g2_and_intensity(tmp_path):
     assert all(s.g2_z < 5 for s in summary.stats if s.accepted)
     # without a threshold nothing is rejected, but the statistics are there for the plot
     plain = screen_files([*paths, bad_g2, bad_int], AverageOptions())
-    assert plain.rejected == [] and all(np.isfinite(s.g2_deviation) for s in plain.stats)
+    assert plain.rejected == [] and all(
+        np.isfinite(s.g2_deviation) for s in plain.stats
+    )
 
 
 def test_different_qmaps_refused_naming_files(tmp_path):
@@ -244,7 +310,12 @@ def test_different_qmaps_refused_naming_files(tmp_path):
     with pytest.raises(IncompatibleFilesError) as info:
         average_files([a, b, c], out)
     msg = str(info.value)
-    assert str(c) in msg and str(a) in msg and "q-map" in msg and str(b) not in msg.split(":", 1)[1]
+    assert (
+        str(c) in msg
+        and str(a) in msg
+        and "q-map" in msg
+        and str(b) not in msg.split(":", 1)[1]
+    )
     assert not out.exists()
 
 
@@ -260,9 +331,14 @@ def test_output_rules_and_unreadable(tmp_path):
     junk.write_bytes(b"not hdf5")
     with pytest.raises(UnreadableFilesError) as info:
         average_files([a, junk, tmp_path / "missing.hdf", b], tmp_path / "o.hdf")
-    assert [e.path for e in info.value.errors] == [str(junk), str(tmp_path / "missing.hdf")]
+    assert [e.path for e in info.value.errors] == [
+        str(junk),
+        str(tmp_path / "missing.hdf"),
+    ]
     with pytest.raises(NoFilesAcceptedError, match="baseline"):
-        average_files([a, b], tmp_path / "o.hdf", AverageOptions(baseline_range=(2.0, 3.0)))
+        average_files(
+            [a, b], tmp_path / "o.hdf", AverageOptions(baseline_range=(2.0, 3.0))
+        )
     assert not (tmp_path / "o.hdf").exists()
     with pytest.raises(ValueError):
         average_files([a, b], tmp_path / "o.hdf", AverageOptions(error_method="median"))
@@ -271,7 +347,9 @@ def test_output_rules_and_unreadable(tmp_path):
 def test_progress_and_cancel(tmp_path):
     paths = [write_file(tmp_path / f"r{i}.hdf") for i in range(3)]
     seen = []
-    average_files(paths, tmp_path / "o.hdf", progress=lambda d, t, m: seen.append((d, t)))
+    average_files(
+        paths, tmp_path / "o.hdf", progress=lambda d, t, m: seen.append((d, t))
+    )
     assert seen[-1][0] == seen[-1][1] and all(d <= t for d, t in seen)
     token = CancelToken()
 
@@ -328,7 +406,9 @@ def test_memory_bounded_by_files_not_count(tmp_path):
 @pytest.mark.realdata
 @pytest.mark.parametrize("method", ["weighted", "sem"])
 def test_real_files_average_matches_numpy(real_data_dir, tmp_path, method):
-    files = sorted((real_data_dir / "aps8idi_llps_saxpcs").glob("Average_B0147*_results.hdf"))[-3:]
+    files = sorted(
+        (real_data_dir / "aps8idi_llps_saxpcs").glob("Average_B0147*_results.hdf")
+    )[-3:]
     assert len(files) == 3
     out = tmp_path / "avg.hdf"
     summary = average_files(files, out, AverageOptions(error_method=method))
@@ -351,7 +431,9 @@ def test_real_files_average_matches_numpy(real_data_dir, tmp_path, method):
     np.testing.assert_allclose(res.g2[some], f32(ref[some]), rtol=1e-6)
     # the output is a normal result file: same q-map and delays as the inputs
     first = read_result(files[0])
-    np.testing.assert_array_equal(read_result(out).qmap.dynamic_roi_map, first.qmap.dynamic_roi_map)
+    np.testing.assert_array_equal(
+        read_result(out).qmap.dynamic_roi_map, first.qmap.dynamic_roi_map
+    )
     np.testing.assert_array_equal(res.delay_frames, ins[0].delay_frames)
 
 
@@ -359,16 +441,22 @@ def test_g2_stack_streamed_one_delay_at_a_time(tmp_path):
     global H, W
     H, W = 96, 96
     try:
-        paths = [write_file(tmp_path / f"s{i}.hdf", stack=True, image_scale=1.0 + i)
-                 for i in range(3)]
+        paths = [
+            write_file(tmp_path / f"s{i}.hdf", stack=True, image_scale=1.0 + i)
+            for i in range(3)
+        ]
         stack_f64 = len(DELAYS) * 3 * H * W * 8
         opts = AverageOptions(include_saxs_2d=False)
         average_files(paths[:2], tmp_path / "warm.hdf", opts)
         seen = []
         gc.collect()
         tracemalloc.start()
-        summary = average_files(paths, tmp_path / "o.hdf", opts,
-                                progress=lambda d, t, m: seen.append((d, t)))
+        summary = average_files(
+            paths,
+            tmp_path / "o.hdf",
+            opts,
+            progress=lambda d, t, m: seen.append((d, t)),
+        )
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         base = np.arange(H * W, dtype=float).reshape(H, W) + 1
@@ -376,13 +464,18 @@ def test_g2_stack_streamed_one_delay_at_a_time(tmp_path):
         H, W = 12, 16
     assert "g2_stack" in summary.fields
     # far below one float64 copy of the stack: it is never held whole
-    print(f"G2 stack average: tracemalloc peak {peak / 1e6:.2f} MB, one float64 stack {stack_f64 / 1e6:.2f} MB")
+    print(
+        f"G2 stack average: tracemalloc peak {peak / 1e6:.2f} MB, "
+        f"one float64 stack {stack_f64 / 1e6:.2f} MB"
+    )
     assert peak < 0.5 * stack_f64, (peak, stack_f64)
     done = [d for d, _ in seen]
     assert done == sorted(done) and seen[-1][0] == seen[-1][1]
     for k in (0, 5):
         g, ip, if_ = read_g2_stack_delay(tmp_path / "o.hdf", k)
-        np.testing.assert_allclose(g, f32(base * (k + 1)) * 2.0, rtol=1e-6)  # mean scale 2
+        np.testing.assert_allclose(
+            g, f32(base * (k + 1)) * 2.0, rtol=1e-6
+        )  # mean scale 2
         np.testing.assert_allclose(ip, f32(base), rtol=1e-6)
         np.testing.assert_allclose(if_, f32(base + k), rtol=1e-6)
     assert read_result(tmp_path / "o.hdf").multitau.has_unnormalized_G2

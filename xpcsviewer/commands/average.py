@@ -45,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
     if opts.mad_threshold is not None and not opts.mad_threshold > 0:
         print(f"{PROG}: --mad-threshold must be positive", file=sys.stderr)
         return 2
-    if opts.baseline_range is not None and opts.baseline_range[0] > opts.baseline_range[1]:
+    if (
+        opts.baseline_range is not None
+        and opts.baseline_range[0] > opts.baseline_range[1]
+    ):
         print(f"{PROG}: --baseline-range MIN must not exceed MAX", file=sys.stderr)
         return 2
     quiet = bool(getattr(args, "quiet", False))

@@ -55,7 +55,9 @@ def _unique_labels(results: Sequence[Any]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
     for r in results:
-        lab = "".join(c if c.isalnum() or c in "-_." else "_" for c in r.label) or "file"
+        lab = (
+            "".join(c if c.isalnum() or c in "-_." else "_" for c in r.label) or "file"
+        )
         n = seen.get(lab, 0) + 1
         seen[lab] = n
         out.append(lab if n == 1 else f"{lab}_{n}")
@@ -158,7 +160,9 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer export``; returns the exit code."""
     quiet = bool(getattr(args, "quiet", False))
     with TextProgressBar("export", enabled=not quiet) as bar:
-        rep = export_figures(args.files, args.plot, args.output, args.format, progress=bar)
+        rep = export_figures(
+            args.files, args.plot, args.output, args.format, progress=bar
+        )
     for line in rep.errors:
         print(f"{PROG}: {line}", file=sys.stderr)
     for line in rep.skipped:

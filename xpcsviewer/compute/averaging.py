@@ -36,8 +36,8 @@ Error propagation (``error_method``), per point (delay x q-bin):
 Invalid points (``valid`` False: g2 == 0 with err == 0, or non-finite) are left
 out per point, never averaged as zeros; where no file has a valid point the
 output holds g2 = 0, err = 0, which readers treat as missing. SAXS 1-D/2-D,
-intensity vs time and the per-pixel G2/IP/IF stack (built one delay at a time) are plain means over the
-accepted files.
+intensity vs time and the per-pixel G2/IP/IF stack (built one delay at a time)
+are plain means over the accepted files.
 
 Everything here is NumPy float64 and Qt-free; it may run off the main thread.
 The accumulation is I/O bound, so it does not go through the array backends.
@@ -82,7 +82,7 @@ __all__ = [
 MAD_SCALE = 1.4826
 
 
-class ErrorMethod(str, enum.Enum):
+class ErrorMethod(enum.StrEnum):
     """How the errors of the averaged g2 are computed (see the module docstring)."""
 
     WEIGHTED = "weighted"
@@ -202,8 +202,10 @@ class AverageSummary:
 
     def text(self) -> str:
         """A human-readable summary (CLI output)."""
-        lines = [f"accepted {len(self.accepted)} of {len(self.stats)} files "
-                 f"(errors: {self.error_method})"]
+        lines = [
+            f"accepted {len(self.accepted)} of {len(self.stats)} files "
+            f"(errors: {self.error_method})"
+        ]
         for path, reason in self.rejected:
             lines.append(f"  rejected {path}: {reason}")
         lines.extend(f"  note: {n}" for n in self.notes)
@@ -223,7 +225,8 @@ class UnreadableFilesError(Exception):
 class IncompatibleFilesError(ValueError):
     """Files with different q-maps (or delays) cannot be averaged.
 
-    ``reference`` is the first file; ``mismatches`` maps each other file to what differs.
+    ``reference`` is the first file; ``mismatches`` maps each other file to what
+    differs.
     """
 
     def __init__(self, reference: str, mismatches: dict[str, str]) -> None:
@@ -242,8 +245,10 @@ class NoFilesAcceptedError(ValueError):
         super().__init__("no file passed the filters:\n" + summary.text())
 
 
-# ----------------------------------------------------------------------------- statistics
-def baseline_value(g2: np.ndarray, valid: np.ndarray, q_index: int, window: int) -> float:
+# ------------------------------------------------------------------ statistics
+def baseline_value(
+    g2: np.ndarray, valid: np.ndarray, q_index: int, window: int
+) -> float:
     """Mean of the last ``window`` valid g2 values of column ``q_index``.
 
     Parameters
@@ -261,7 +266,9 @@ def baseline_value(g2: np.ndarray, valid: np.ndarray, q_index: int, window: int)
     """
     g2 = np.asarray(g2, dtype=np.float64)
     if not 0 <= q_index < g2.shape[1]:
-        raise ValueError(f"baseline q index {q_index} out of range 0..{g2.shape[1] - 1}")
+        raise ValueError(
+            f"baseline q index {q_index} out of range 0..{g2.shape[1] - 1}"
+        )
     w = max(1, min(int(window), g2.shape[0]))
     col = g2[-w:, q_index]
     ok = np.asarray(valid, bool)[-w:, q_index] & np.isfinite(col)
@@ -324,13 +331,19 @@ class PointAccumulator:
         self.b = np.zeros(shape)  # sum(w x) | sum of squared deviations
         self.single_err = np.zeros(shape)  # sem: error of the only file so far
 
-    def add(self, x: np.ndarray, err: np.ndarray, valid: np.ndarray | None = None) -> None:
+    def add(
+        self, x: np.ndarray, err: np.ndarray, valid: np.ndarray | None = None
+    ) -> None:
         """Add one file's values ``x`` with errors ``err`` (invalid points skipped)."""
         x = np.asarray(x, dtype=np.float64)
         err = np.asarray(err, dtype=np.float64)
         if x.shape != self.shape or err.shape != self.shape:
             raise ValueError(f"shape {x.shape} / {err.shape}, expected {self.shape}")
-        ok = np.isfinite(x) if valid is None else (np.asarray(valid, bool) & np.isfinite(x))
+        ok = (
+            np.isfinite(x)
+            if valid is None
+            else (np.asarray(valid, bool) & np.isfinite(x))
+        )
         if self.method is ErrorMethod.WEIGHTED:
             ok &= np.isfinite(err) & (err > 0)
             w = np.zeros(self.shape)
@@ -357,7 +370,9 @@ class PointAccumulator:
         else:
             mean[has] = self.a[has]
             many = self.n > 1
-            err[many] = np.sqrt(self.b[many] / (self.n[many] - 1)) / np.sqrt(self.n[many])
+            err[many] = np.sqrt(self.b[many] / (self.n[many] - 1)) / np.sqrt(
+                self.n[many]
+            )
             one = self.n == 1
             err[one] = self.single_err[one]
         return mean, err, self.n.copy()
@@ -390,7 +405,7 @@ class _MeanAccumulator:
         return out
 
 
-# ----------------------------------------------------------------------------- screening
+# ------------------------------------------------------------------- screening
 def _mean_intensity(res: XpcsResult) -> float:
     if res.intensity_vs_time is not None and res.intensity_vs_time.shape[1] > 0:
         v = np.asarray(res.intensity_vs_time[1], dtype=np.float64)
@@ -400,9 +415,17 @@ def _mean_intensity(res: XpcsResult) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
-_QMAP_ARRAYS = ("dynamic_roi_map", "static_roi_map", "mask", "dynamic_index_mapping",
-                "static_index_mapping", "dynamic_v_list_dim0", "dynamic_v_list_dim1",
-                "static_v_list_dim0", "static_v_list_dim1")
+_QMAP_ARRAYS = (
+    "dynamic_roi_map",
+    "static_roi_map",
+    "mask",
+    "dynamic_index_mapping",
+    "static_index_mapping",
+    "dynamic_v_list_dim0",
+    "dynamic_v_list_dim1",
+    "static_v_list_dim0",
+    "static_v_list_dim1",
+)
 
 
 def _difference(ref: XpcsResult, res: XpcsResult) -> str | None:
@@ -411,19 +434,25 @@ def _difference(ref: XpcsResult, res: XpcsResult) -> str | None:
     if a.shape != b.shape:
         return f"detector shape {b.shape} != {a.shape}"
     if (a.n_dynamic, a.n_static) != (b.n_dynamic, b.n_static):
-        return (f"q-map has {b.n_dynamic} dynamic / {b.n_static} static bins, "
-                f"expected {a.n_dynamic} / {a.n_static}")
+        return (
+            f"q-map has {b.n_dynamic} dynamic / {b.n_static} static bins, "
+            f"expected {a.n_dynamic} / {a.n_static}"
+        )
     # Equal hashes are enough; different hash strings may still describe the same
     # partition (written by different tools), so compare the content then.
     if not (a.hash and a.hash == b.hash):
         for name in _QMAP_ARRAYS:
             x, y = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
             if x.shape != y.shape or not np.array_equal(x, y):
-                return f"different q-map ({name} differs; hash {b.hash[:12]} vs {a.hash[:12]})"
+                return (
+                    f"different q-map ({name} differs; "
+                    f"hash {b.hash[:12]} vs {a.hash[:12]})"
+                )
     ma, mb = ref.multitau, res.multitau
     if ma is not None and mb is not None:
         if not np.array_equal(ma.delay_frames, mb.delay_frames):
-            return f"different delay list ({len(mb.delay_frames)} vs {len(ma.delay_frames)} delays)"
+            n_b, n_a = len(mb.delay_frames), len(ma.delay_frames)
+            return f"different delay list ({n_b} vs {n_a} delays)"
         if not np.isclose(ma.t0_eff, mb.t0_eff, rtol=1e-9, atol=0.0):
             return f"different effective frame time {mb.t0_eff:g} s vs {ma.t0_eff:g} s"
     return None
@@ -453,7 +482,8 @@ def screen_files(
         Result files (at least one).
     options : AverageOptions, optional
     reader : callable, optional
-        ``read_result`` replacement (tests); defaults to :func:`xpcsviewer.io.read_result`.
+        ``read_result`` replacement (tests); defaults to
+        :func:`xpcsviewer.io.read_result`.
     progress, cancel
         Progress ``(done, total, message)`` per file; cancel checked between files.
 
@@ -499,8 +529,9 @@ def screen_files(
             st.accepted, st.reason = False, "no multitau g2 to average"
             curves.append(None)
         else:
-            st.baseline = baseline_value(mt.g2, mt.valid, opts.baseline_q_index,
-                                         opts.baseline_window)
+            st.baseline = baseline_value(
+                mt.g2, mt.valid, opts.baseline_q_index, opts.baseline_window
+            )
             curves.append(np.where(mt.valid, mt.g2, np.nan))
             if ref is None:
                 ref = res
@@ -521,11 +552,17 @@ def screen_files(
             if not st.accepted:
                 continue
             if not np.isfinite(st.baseline):
-                st.accepted, st.reason = False, "baseline: no valid g2 points in the window"
+                st.accepted, st.reason = (
+                    False,
+                    "baseline: no valid g2 points in the window",
+                )
             elif not lo <= st.baseline <= hi:
                 st.accepted = False
-                st.reason = (f"baseline {st.baseline:.4f} outside [{lo:g}, {hi:g}] "
-                             f"(q index {opts.baseline_q_index}, last {opts.baseline_window} delays)")
+                st.reason = (
+                    f"baseline {st.baseline:.4f} outside [{lo:g}, {hi:g}] "
+                    f"(q index {opts.baseline_q_index}, "
+                    f"last {opts.baseline_window} delays)"
+                )
 
     notes: list[str] = []
     # The deviation is measured for every readable file (for the plot), but the
@@ -534,45 +571,67 @@ def screen_files(
     pool = [i for i in have if stats[i].accepted]
     if len(pool) >= 1:
         with warnings.catch_warnings():
-            # points missing in every file give an all-NaN median: fine, they are skipped
+            # points missing in every file give an all-NaN median: they are skipped
             warnings.simplefilter("ignore", RuntimeWarning)
-            median_curve = np.nanmedian(np.stack([curves[i] for i in pool]), axis=0) \
-                if len(pool) > 1 else curves[pool[0]]
+            median_curve = (
+                np.nanmedian(np.stack([curves[i] for i in pool]), axis=0)
+                if len(pool) > 1
+                else curves[pool[0]]
+            )
         for i in have:
             d = np.abs(curves[i] - median_curve)
-            stats[i].g2_deviation = float(np.nanmean(d)) if np.isfinite(d).any() else float("nan")
+            stats[i].g2_deviation = (
+                float(np.nanmean(d)) if np.isfinite(d).any() else float("nan")
+            )
     del curves
     if opts.mad_threshold is not None:
         k = float(opts.mad_threshold)
         if len(pool) < 3:
-            notes.append(f"MAD filter skipped: needs at least 3 files, {len(pool)} left")
+            notes.append(
+                f"MAD filter skipped: needs at least 3 files, {len(pool)} left"
+            )
         else:
-            gz = robust_z(np.array([stats[i].g2_deviation for i in pool]), one_sided=True)
+            gz = robust_z(
+                np.array([stats[i].g2_deviation for i in pool]), one_sided=True
+            )
             iz = robust_z(np.array([stats[i].intensity for i in pool]))
             for j, i in enumerate(pool):
                 st = stats[i]
                 st.g2_z, st.intensity_z = float(gz[j]), float(iz[j])
                 if np.isfinite(gz[j]) and gz[j] > k:
                     st.accepted = False
-                    st.reason = (f"g2 curve deviates: robust z {gz[j]:.1f} > {k:g} MADs "
-                                 f"(mean |g2 - median| = {st.g2_deviation:.3g})")
+                    st.reason = (
+                        f"g2 curve deviates: robust z {gz[j]:.1f} > {k:g} MADs "
+                        f"(mean |g2 - median| = {st.g2_deviation:.3g})"
+                    )
                 elif np.isfinite(iz[j]) and iz[j] > k:
                     st.accepted = False
-                    st.reason = (f"mean intensity {st.intensity:.4g} deviates: robust z "
-                                 f"{iz[j]:.1f} > {k:g} MADs")
+                    st.reason = (
+                        f"mean intensity {st.intensity:.4g} deviates: robust z "
+                        f"{iz[j]:.1f} > {k:g} MADs"
+                    )
     report(progress, cancel, len(paths), total, "screened")
-    return AverageSummary(output=None, error_method=method.value, stats=stats,
-                          baseline_range=opts.baseline_range, mad_threshold=opts.mad_threshold,
-                          notes=notes)
+    return AverageSummary(
+        output=None,
+        error_method=method.value,
+        stats=stats,
+        baseline_range=opts.baseline_range,
+        mad_threshold=opts.mad_threshold,
+        notes=notes,
+    )
 
 
-# ----------------------------------------------------------------------------- averaging
+# ------------------------------------------------------------------- averaging
 def _clean_metadata(meta: dict[str, Any]) -> dict[str, Any]:
     # The reader stands in "<array ...>" for big datasets: never write those back.
     # /xpcs is rebuilt by the writer from the data model, so only /entry metadata
     # is carried over from the first file.
-    return {k: v for k, v in meta.items() if k.startswith("entry/")
-            and not (isinstance(v, str) and v.startswith(("<array", "<unreadable")))}
+    return {
+        k: v
+        for k, v in meta.items()
+        if k.startswith("entry/")
+        and not (isinstance(v, str) and v.startswith(("<array", "<unreadable")))
+    }
 
 
 def average_files(
@@ -612,20 +671,35 @@ def average_files(
     ValueError
         ``output`` is one of the inputs, or bad options.
     """
-    from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d, write_result
+    from xpcsviewer.io import (
+        read_g2_stack_delay,
+        read_result,
+        read_saxs_2d,
+        write_result,
+    )
 
     opts = options or AverageOptions()
     method = opts.method()
     out = Path(output)
     for p in paths:
         if _same_resolved(out, Path(p)) or out.resolve() == Path(p).resolve():
-            raise ValueError(f"output {out} is one of the input files; choose a new file")
+            raise ValueError(
+                f"output {out} is one of the input files; choose a new file"
+            )
     if out.exists() and not opts.overwrite:
-        raise FileExistsError(f"{out} exists (choose another name or allow overwriting)")
+        raise FileExistsError(
+            f"{out} exists (choose another name or allow overwriting)"
+        )
 
     n_in = len(paths)
-    summary = screen_files(paths, opts, reader=read_result, progress=progress, cancel=cancel,
-                           _total=2 * n_in)
+    summary = screen_files(
+        paths,
+        opts,
+        reader=read_result,
+        progress=progress,
+        cancel=cancel,
+        _total=2 * n_in,
+    )
     accepted = summary.accepted
     if not accepted:
         raise NoFilesAcceptedError(summary)
@@ -656,15 +730,22 @@ def average_files(
         g2_acc.add(mt.g2, mt.g2_err, mt.valid)
         if part_acc is not None:
             if mt.g2_partial is None or mt.g2_partial.shape != part_acc.shape:
-                notes.append(f"partial g2 not averaged: {p} has none or a different number "
-                             "of snapshots")
+                notes.append(
+                    f"partial g2 not averaged: {p} has none or a different number "
+                    "of snapshots"
+                )
                 part_acc = None
             else:
-                perr = mt.g2_partial_err if mt.g2_partial_err is not None \
+                perr = (
+                    mt.g2_partial_err
+                    if mt.g2_partial_err is not None
                     else np.full(part_acc.shape, np.nan)
+                )
                 if method is ErrorMethod.WEIGHTED and mt.g2_partial_err is None:
-                    notes.append("partial g2 not averaged: weighted mean needs its errors, "
-                                 f"{p} has none")
+                    notes.append(
+                        "partial g2 not averaged: weighted mean needs its errors, "
+                        f"{p} has none"
+                    )
                     part_acc = None
                 else:
                     part_acc.add(mt.g2_partial, perr, np.isfinite(mt.g2_partial))
@@ -672,14 +753,20 @@ def average_files(
         if seg is not None:
             sg = res.saxs_1d_segments
             if sg is None or (seg.total is not None and sg.shape != seg.total.shape):
-                notes.append(f"SAXS 1-D segments not averaged: {p} has none or a different shape")
+                notes.append(
+                    f"SAXS 1-D segments not averaged: {p} has none or a different shape"
+                )
                 seg = None
             else:
                 seg.add(sg)
         if int_t is not None:
             iv = res.intensity_vs_time
-            if iv is None or (int_t.total is not None and iv.shape != int_t.total.shape):
-                notes.append(f"intensity vs time not averaged: {p} has a different length")
+            if iv is None or (
+                int_t.total is not None and iv.shape != int_t.total.shape
+            ):
+                notes.append(
+                    f"intensity vs time not averaged: {p} has a different length"
+                )
                 int_t = None
             else:
                 int_t.add(iv)
@@ -690,8 +777,10 @@ def average_files(
             del res
     if want_stack and not all(results_meta):
         missing = [p for p, has in zip(accepted, results_meta, strict=True) if not has]
-        notes.append(f"G2/IP/IF stack not averaged: {len(missing)} file(s) lack it, "
-                     f"e.g. {missing[0]}")
+        notes.append(
+            f"G2/IP/IF stack not averaged: {len(missing)} file(s) lack it, "
+            f"e.g. {missing[0]}"
+        )
         want_stack = False
 
     g2, g2_err, n_g2 = g2_acc.result()
@@ -725,46 +814,77 @@ def average_files(
 
     meta = _clean_metadata(first.metadata)
     rejected = summary.rejected
-    meta.update({
-        "entry/average/error_method": method.value,
-        "entry/average/error_formula": (
-            "inverse-variance weighted mean, err = 1/sqrt(sum(1/err_i^2))"
-            if method is ErrorMethod.WEIGHTED
-            else "unweighted mean, err = std(g2_i, ddof=1)/sqrt(n) (own err where n = 1)"),
-        "entry/average/n_files": len(accepted),
-        "entry/average/source_files": [str(p) for p in accepted],
-        "entry/average/baseline_q_index": int(opts.baseline_q_index),
-        "entry/average/baseline_window": int(opts.baseline_window),
-    })
+    meta.update(
+        {
+            "entry/average/error_method": method.value,
+            "entry/average/error_formula": (
+                "inverse-variance weighted mean, err = 1/sqrt(sum(1/err_i^2))"
+                if method is ErrorMethod.WEIGHTED
+                else "unweighted mean, err = std(g2_i, ddof=1)/sqrt(n) "
+                "(own err where n = 1)"
+            ),
+            "entry/average/n_files": len(accepted),
+            "entry/average/source_files": [str(p) for p in accepted],
+            "entry/average/baseline_q_index": int(opts.baseline_q_index),
+            "entry/average/baseline_window": int(opts.baseline_window),
+        }
+    )
     if opts.baseline_range is not None:
-        meta["entry/average/baseline_range"] = np.asarray(opts.baseline_range, dtype=np.float64)
+        meta["entry/average/baseline_range"] = np.asarray(
+            opts.baseline_range, dtype=np.float64
+        )
     if opts.mad_threshold is not None:
         meta["entry/average/mad_threshold"] = float(opts.mad_threshold)
     if rejected:
         meta["entry/average/rejected_files"] = [p for p, _ in rejected]
         meta["entry/average/rejected_reasons"] = [r for _, r in rejected]
     result = dataclasses.replace(
-        first, path=out, analysis_type=("Multitau",), saxs_1d=s1, saxs_1d_segments=segs,
-        intensity_vs_time=ivt, multitau=mt_out, twotime=None, metadata=meta,
-        warnings=[])
+        first,
+        path=out,
+        analysis_type=("Multitau",),
+        saxs_1d=s1,
+        saxs_1d_segments=segs,
+        intensity_vs_time=ivt,
+        multitau=mt_out,
+        twotime=None,
+        metadata=meta,
+        warnings=[],
+    )
     if cancel is not None:
         cancel.raise_if_cancelled()
-    report(progress, cancel, total - 1 if not want_stack else n_in + n_acc, total,
-           f"writing {out.name}")
+    report(
+        progress,
+        cancel,
+        total - 1 if not want_stack else n_in + n_acc,
+        total,
+        f"writing {out.name}",
+    )
     if not want_stack:
         write_result(out, result, saxs_2d=image, overwrite=opts.overwrite)
     else:
         h, w = first.qmap.shape
         out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{out.name}.", suffix=".tmp", dir=out.parent
+        )
         os.close(fd)
         tmp = Path(tmp_name)
         try:
             write_result(tmp, result, saxs_2d=image, overwrite=True)
-            _append_mean_stack(tmp, accepted, (t, h, w), read_g2_stack_delay,
-                               lambda k: report(progress, cancel, n_in + n_acc + int(
-                                   n_acc * (k + 1) / t), total, f"G2 stack delay {k + 1}/{t}"),
-                               cancel)
+            _append_mean_stack(
+                tmp,
+                accepted,
+                (t, h, w),
+                read_g2_stack_delay,
+                lambda k: report(
+                    progress,
+                    cancel,
+                    n_in + n_acc + int(n_acc * (k + 1) / t),
+                    total,
+                    f"G2 stack delay {k + 1}/{t}",
+                ),
+                cancel,
+            )
             if out.exists() and not opts.overwrite:
                 raise FileExistsError(f"{out} appeared while averaging; not replaced")
             os.replace(tmp, out)
@@ -779,11 +899,15 @@ def average_files(
     return summary
 
 
-def _append_mean_stack(path: Path, inputs: Sequence[str], shape: tuple[int, int, int],
-                       read_delay: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
-                       on_delay: Callable[[int], None],
-                       cancel: CancelToken | None) -> None:
-    """Add ``/xpcs/multitau/unnormalized_G2`` = mean over ``inputs`` to ``path``, one delay at a time.
+def _append_mean_stack(
+    path: Path,
+    inputs: Sequence[str],
+    shape: tuple[int, int, int],
+    read_delay: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
+    on_delay: Callable[[int], None],
+    cancel: CancelToken | None,
+) -> None:
+    """Add ``/xpcs/multitau/unnormalized_G2`` (mean over ``inputs``), delay by delay.
 
     ``write_result`` takes the stack as one array; a real stack (61 x 3 x 512 x
     1024) is 0.8 GB in float64, so here it is built delay by delay straight into
@@ -791,14 +915,24 @@ def _append_mean_stack(path: Path, inputs: Sequence[str], shape: tuple[int, int,
     accumulator. The dataset layout follows the writer's (float32, one chunk per
     (delay, quantity) image, lzf or gzip).
     """
-    import h5py  # only here: writing the stack is the one HDF5 detail io has no streaming API for
+    # h5py only here: io has no streaming API for writing the stack
+    import h5py
 
     t, h, w = shape
-    comp = {"compression": "lzf"} if "lzf" in h5py.filters.decode else {"compression": "gzip"}
+    comp = (
+        {"compression": "lzf"}
+        if "lzf" in h5py.filters.decode
+        else {"compression": "gzip"}
+    )
     with h5py.File(path, "r+") as f:
         grp = f["xpcs/multitau"]
-        ds = grp.create_dataset("unnormalized_G2", shape=(t, 3, h, w), dtype=np.float32,
-                                chunks=(1, 1, h, w), **comp)
+        ds = grp.create_dataset(
+            "unnormalized_G2",
+            shape=(t, 3, h, w),
+            dtype=np.float32,
+            chunks=(1, 1, h, w),
+            **comp,
+        )
         for k in range(t):
             acc = np.zeros((3, h, w))
             for p in inputs:

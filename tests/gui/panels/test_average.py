@@ -1,4 +1,4 @@
-"""Average tab: options -> worker run with progress, output file, statistic plot, rejected list."""
+"""Average tab: worker run with progress, output, statistic plot, rejected list."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from xpcsviewer.gui.context import AppContext  # noqa: E402
-from xpcsviewer.gui.panels.average import AveragePanel  # noqa: E402
-from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
-from xpcsviewer.io import read_result  # noqa: E402
-from xpcsviewer.synthetic.demo import write_demo  # noqa: E402
+from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.panels.average import AveragePanel
+from xpcsviewer.gui.workers import TaskRunner
+from xpcsviewer.io import read_result
+from xpcsviewer.synthetic.demo import write_demo
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,9 @@ def test_average_tab_runs_through_worker(qtbot, panel, demo_dir, tmp_path):
     assert [p for p, _ in rej] == [str(other)] and "MADs" in rej[0][1]
     assert panel.table.rowCount() == 1 and panel.table.item(0, 0).text() == other.name
     # identical repeats: the SEM average is the data itself
-    np.testing.assert_allclose(read_result(out).multitau.g2, results[0].multitau.g2, rtol=1e-6)
+    np.testing.assert_allclose(
+        read_result(out).multitau.g2, results[0].multitau.g2, rtol=1e-6
+    )
     # the statistic plot: 4 accepted points, 1 rejected, threshold line at the MAD limit
     panel.stat_combo.setCurrentIndex(panel.stat_combo.findData("g2_z"))
     assert len(panel.accepted_item.data) == 4 and len(panel.rejected_item.data) == 1
@@ -100,7 +102,10 @@ def test_average_tab_check_and_errors(qtbot, panel, demo_dir, tmp_path):
     panel.output.setText(str(tmp_path / "never.hdf"))
     with qtbot.waitSignal(panel.sigFinished, timeout=30000) as blocker:
         panel.start()
-    assert "cannot average" in blocker.args[0].error and str(sheared) in blocker.args[0].error
+    assert (
+        "cannot average" in blocker.args[0].error
+        and str(sheared) in blocker.args[0].error
+    )
     assert not (tmp_path / "never.hdf").exists()
     assert "cannot average" in panel.summary_label.text()
 

@@ -1,4 +1,4 @@
-"""g2 map tab: image over q-bin x log delay with invalid points masked, profile of one bin."""
+"""g2 map tab: q-bin x log-delay image, invalid points masked, profile of one bin."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-import pyqtgraph as pg  # noqa: E402
+import pyqtgraph as pg
 
-from xpcsviewer.gui.context import AppContext  # noqa: E402
-from xpcsviewer.gui.panels.g2map import G2MapPanel, prepare_g2_map  # noqa: E402
-from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
-from xpcsviewer.io import read_result  # noqa: E402
-from xpcsviewer.synthetic.demo import write_demo  # noqa: E402
+from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.panels.g2map import G2MapPanel, prepare_g2_map
+from xpcsviewer.gui.workers import TaskRunner
+from xpcsviewer.io import read_result
+from xpcsviewer.synthetic.demo import write_demo
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +67,11 @@ def test_g2map_plots_demo_file(qtbot, panel, demo):
         panel.bin_spin.setValue(3)
     x, y = panel.curve.getData()
     ok = res.multitau.valid[:, 3]
-    np.testing.assert_allclose(10 ** x, res.multitau.tau[ok])
+    np.testing.assert_allclose(10**x, res.multitau.tau[ok])
     np.testing.assert_allclose(y, res.multitau.g2[ok, 3])
     assert panel.bin_line.value() == pytest.approx(3.5)
     assert "q=" in panel.bin_label.text()
-    cols, header = panel.data_columns()
+    cols, _header = panel.data_columns()
     np.testing.assert_allclose(cols["g2"], res.multitau.g2[ok, 3])
 
 

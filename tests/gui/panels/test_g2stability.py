@@ -1,4 +1,4 @@
-"""g2 stability tab: partial snapshots labelled by frames, tau drift, disabled without partials."""
+"""g2 stability tab: snapshots by frames, tau drift, disabled without partials."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-import pyqtgraph as pg  # noqa: E402
+import pyqtgraph as pg
 
-from xpcsviewer.gui.context import AppContext  # noqa: E402
-from xpcsviewer.gui.panels.g2stability import (  # noqa: E402
+from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.panels.g2stability import (
     G2StabilityPanel,
     fit_partial_snapshots,
 )
-from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
-from xpcsviewer.io import read_result  # noqa: E402
-from xpcsviewer.synthetic.demo import write_demo  # noqa: E402
+from xpcsviewer.gui.workers import TaskRunner
+from xpcsviewer.io import read_result
+from xpcsviewer.synthetic.demo import write_demo
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +61,10 @@ def test_snapshots_plotted_with_frame_labels_and_drift(qtbot, panel, demo):
     assert len(points) == n_p
     by_name = {c.name(): c for c in points}
     assert set(by_name) == {f"frames={int(x)}" for x in mt.g2_partial_labels}
-    x, y = by_name[f"frames={int(mt.g2_partial_labels[-1])}"].getData()
+    _x, y = by_name[f"frames={int(mt.g2_partial_labels[-1])}"].getData()
     ok = np.isfinite(mt.g2_partial[-1, :, 0])
     np.testing.assert_allclose(y, mt.g2_partial[-1, ok, 0])
-    # beam damage speeds the dynamics up: tau shrinks from the first to the last snapshot
+    # beam damage speeds the dynamics up: tau shrinks from first to last snapshot
     assert panel.fit.drift_median < -0.05
     text = panel.drift_label.text()
     assert "\u03c4 drift" in text and "%" in text and "\u26a0" in text

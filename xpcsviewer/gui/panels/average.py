@@ -67,20 +67,30 @@ class AverageOutcome:
     screen_only: bool = False
 
 
-def average_job(paths: list[str], output: str, options: AverageOptions, screen_only: bool = False,
-                progress=None, cancel=None) -> AverageOutcome:
-    """Worker job: screen (``screen_only``) or average; input problems become ``error``."""
+def average_job(
+    paths: list[str],
+    output: str,
+    options: AverageOptions,
+    screen_only: bool = False,
+    progress=None,
+    cancel=None,
+) -> AverageOutcome:
+    """Worker job: screen (``screen_only``) or average; bad input becomes ``error``."""
     try:
         if screen_only:
-            return AverageOutcome(screen_files(paths, options, progress=progress, cancel=cancel),
-                                  screen_only=True)
-        return AverageOutcome(average_files(paths, output, options, progress=progress,
-                                            cancel=cancel))
+            return AverageOutcome(
+                screen_files(paths, options, progress=progress, cancel=cancel),
+                screen_only=True,
+            )
+        return AverageOutcome(
+            average_files(paths, output, options, progress=progress, cancel=cancel)
+        )
     except NoFilesAcceptedError as exc:
         return AverageOutcome(exc.summary, "Nothing written: every file was rejected")
     except UnreadableFilesError as exc:
-        return AverageOutcome(None, "Unreadable files:\n" + "\n".join(
-            e.one_line() for e in exc.errors))
+        return AverageOutcome(
+            None, "Unreadable files:\n" + "\n".join(e.one_line() for e in exc.errors)
+        )
     except (IncompatibleFilesError, FileExistsError) as exc:
         return AverageOutcome(None, str(exc))
 
@@ -112,18 +122,21 @@ class AveragePanel(BasePanel):
         self.method = QComboBox()
         self.method.addItem("inverse-variance weighted mean", "weighted")
         self.method.addItem("mean, standard error across files", "sem")
-        self.method.setToolTip("weighted: err = 1/sqrt(sum 1/err_i^2); "
-                               "sem: err = std(g2_i)/sqrt(n)")
+        self.method.setToolTip(
+            "weighted: err = 1/sqrt(sum 1/err_i^2); sem: err = std(g2_i)/sqrt(n)"
+        )
         form.addRow("errors", self.method)
         self.q_index = QSpinBox(minimum=0, maximum=10_000, value=0)
         form.addRow("baseline q-bin", self.q_index)
         self.window = QSpinBox(minimum=1, maximum=10_000, value=10)
         form.addRow("baseline window", self.window)
         self.use_baseline = QCheckBox("reject baseline outside")
-        self.b_min = QDoubleSpinBox(decimals=3, minimum=-10, maximum=10, value=0.95,
-                                    singleStep=0.01)
-        self.b_max = QDoubleSpinBox(decimals=3, minimum=-10, maximum=10, value=1.05,
-                                    singleStep=0.01)
+        self.b_min = QDoubleSpinBox(
+            decimals=3, minimum=-10, maximum=10, value=0.95, singleStep=0.01
+        )
+        self.b_max = QDoubleSpinBox(
+            decimals=3, minimum=-10, maximum=10, value=1.05, singleStep=0.01
+        )
         row = QHBoxLayout()
         for w in (self.b_min, QLabel("\u2013"), self.b_max):
             row.addWidget(w)
@@ -132,7 +145,9 @@ class AveragePanel(BasePanel):
         self.mad = QDoubleSpinBox(decimals=1, minimum=0.5, maximum=100, value=5.0)
         form.addRow(self.use_mad, self.mad)
         self.saxs2d = QCheckBox("average SAXS 2-D", checked=True)
-        self.stack = QCheckBox("average G2/IP/IF stack (if every file has it)", checked=True)
+        self.stack = QCheckBox(
+            "average G2/IP/IF stack (if every file has it)", checked=True
+        )
         self.overwrite = QCheckBox("replace an existing output file")
         for w in (self.saxs2d, self.stack, self.overwrite):
             form.addRow(w)
@@ -147,7 +162,9 @@ class AveragePanel(BasePanel):
         ll.addLayout(out_row)
         btns = QHBoxLayout()
         self.check_btn = QPushButton("Check")
-        self.check_btn.setToolTip("Compute the statistics and rejections without writing")
+        self.check_btn.setToolTip(
+            "Compute the statistics and rejections without writing"
+        )
         self.run_btn = QPushButton("Run")
         self.cancel_btn = QPushButton("Cancel", enabled=False)
         self.check_btn.clicked.connect(lambda: self.start(screen_only=True))
@@ -174,18 +191,34 @@ class AveragePanel(BasePanel):
         self.plot = self.pw.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.plot.setLabel("bottom", "file")
+
         def tip(x, y, data):
             return f"{data}\n{y:.5g}"
 
-        self.accepted_item = pg.ScatterPlotItem(size=8, brush=pg.mkBrush("#1f77b4"),
-                                                name="accepted", hoverable=True, tip=tip)
-        self.rejected_item = pg.ScatterPlotItem(size=10, symbol="x", brush=pg.mkBrush("#c0392b"),
-                                                pen=pg.mkPen("#c0392b"), name="rejected",
-                                                hoverable=True, tip=tip)
+        self.accepted_item = pg.ScatterPlotItem(
+            size=8,
+            brush=pg.mkBrush("#1f77b4"),
+            name="accepted",
+            hoverable=True,
+            tip=tip,
+        )
+        self.rejected_item = pg.ScatterPlotItem(
+            size=10,
+            symbol="x",
+            brush=pg.mkBrush("#c0392b"),
+            pen=pg.mkPen("#c0392b"),
+            name="rejected",
+            hoverable=True,
+            tip=tip,
+        )
         self.plot.addItem(self.accepted_item)
         self.plot.addItem(self.rejected_item)
-        self.lines = [pg.InfiniteLine(angle=0, pen=pg.mkPen("r", width=1.5, style=Qt.PenStyle.DashLine))
-                      for _ in range(2)]
+        self.lines = [
+            pg.InfiniteLine(
+                angle=0, pen=pg.mkPen("r", width=1.5, style=Qt.PenStyle.DashLine)
+            )
+            for _ in range(2)
+        ]
         for ln in self.lines:
             self.plot.addItem(ln)
             ln.hide()
@@ -217,7 +250,9 @@ class AveragePanel(BasePanel):
         self.file_list.addItems([str(r.path) for r in self.results])
         if self.results and not self.output.text().strip():
             first = self.results[0]
-            self.output.setText(str(Path(first.path).parent / f"Average_{first.label}.hdf"))
+            self.output.setText(
+                str(Path(first.path).parent / f"Average_{first.label}.hdf")
+            )
         # Screening reads only the small arrays: run it at once so the statistics
         # plot is live as soon as the targets change.
         self.start(screen_only=True)
@@ -237,8 +272,11 @@ class AveragePanel(BasePanel):
             error_method=self.method.currentData(),
             baseline_q_index=self.q_index.value(),
             baseline_window=self.window.value(),
-            baseline_range=((self.b_min.value(), self.b_max.value())
-                            if self.use_baseline.isChecked() else None),
+            baseline_range=(
+                (self.b_min.value(), self.b_max.value())
+                if self.use_baseline.isChecked()
+                else None
+            ),
             mad_threshold=self.mad.value() if self.use_mad.isChecked() else None,
             include_saxs_2d=self.saxs2d.isChecked(),
             include_g2_stack=self.stack.isChecked(),
@@ -247,7 +285,7 @@ class AveragePanel(BasePanel):
 
     # ------------------------------------------------------------- running
     def start(self, screen_only: bool = False) -> int | None:
-        """Start a check (``screen_only``) or an averaging run in a worker (GUI thread)."""
+        """Start a check (``screen_only``) or an average in a worker (GUI thread)."""
         paths = [str(r.path) for r in self.results]
         if len(paths) < 2:
             self.context.report_error("Average: select two or more files")
@@ -258,11 +296,21 @@ class AveragePanel(BasePanel):
             return None
         self.progress.setValue(0)
         self._set_running(True)
-        self.summary_label.setText("checking\u2026" if screen_only else "averaging\u2026")
-        return self.submit("run", average_job, paths, out, self.options(), screen_only,
-                           on_result=self._on_result, on_error=self._on_error,
-                           on_progress=self._on_progress,
-                           description="Average: check" if screen_only else "Average")
+        self.summary_label.setText(
+            "checking\u2026" if screen_only else "averaging\u2026"
+        )
+        return self.submit(
+            "run",
+            average_job,
+            paths,
+            out,
+            self.options(),
+            screen_only,
+            on_result=self._on_result,
+            on_error=self._on_error,
+            on_progress=self._on_progress,
+            description="Average: check" if screen_only else "Average",
+        )
 
     def _set_running(self, running: bool) -> None:
         self.run_btn.setEnabled(not running)
@@ -291,8 +339,10 @@ class AveragePanel(BasePanel):
         if outcome.error:
             self.summary_label.setText(outcome.error)
         elif s is not None:
-            txt = (f"{len(s.accepted)} of {len(s.stats)} files accepted "
-                   f"(errors: {s.error_method})")
+            txt = (
+                f"{len(s.accepted)} of {len(s.stats)} files accepted "
+                f"(errors: {s.error_method})"
+            )
             if s.output is not None:
                 txt += f"; wrote {s.output} ({', '.join(s.fields)})"
                 self.context.show_status(f"Wrote {s.output}")
@@ -321,13 +371,20 @@ class AveragePanel(BasePanel):
         acc = np.array([st.accepted for st in s.stats], dtype=bool)
         x = np.arange(len(vals), dtype=np.float64)
         ok = np.isfinite(vals)
-        names = np.array([f"{Path(st.path).name}{': ' + st.reason if st.reason else ''}"
-                          for st in s.stats], dtype=object)
+        names = np.array(
+            [
+                f"{Path(st.path).name}{': ' + st.reason if st.reason else ''}"
+                for st in s.stats
+            ],
+            dtype=object,
+        )
         self.accepted_item.setData(x[ok & acc], vals[ok & acc], data=names[ok & acc])
         self.rejected_item.setData(x[ok & ~acc], vals[ok & ~acc], data=names[ok & ~acc])
         self.plot.setLabel("left", STATISTICS[key])
         if key == "baseline" and self.use_baseline.isChecked():
-            for ln, v in zip(self.lines, (self.b_min.value(), self.b_max.value()), strict=True):
+            for ln, v in zip(
+                self.lines, (self.b_min.value(), self.b_max.value()), strict=True
+            ):
                 ln.setValue(v)
                 ln.show()
         elif key in ("g2_z", "intensity_z") and self.use_mad.isChecked():
@@ -336,8 +393,9 @@ class AveragePanel(BasePanel):
         self.sigUpdated.emit()
 
     def _on_browse_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Averaged result file", self.output.text(),
-                                              "HDF5 result (*.hdf *.h5)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Averaged result file", self.output.text(), "HDF5 result (*.hdf *.h5)"
+        )
         if path:
             self.output.setText(path)
 
@@ -355,10 +413,16 @@ class AveragePanel(BasePanel):
 
     def get_settings(self) -> dict:
         o = self.options()
-        return {"error_method": str(self.method.currentData()), "q_index": o.baseline_q_index,
-                "window": o.baseline_window, "use_baseline": self.use_baseline.isChecked(),
-                "b_min": self.b_min.value(), "b_max": self.b_max.value(),
-                "use_mad": self.use_mad.isChecked(), "mad": self.mad.value()}
+        return {
+            "error_method": str(self.method.currentData()),
+            "q_index": o.baseline_q_index,
+            "window": o.baseline_window,
+            "use_baseline": self.use_baseline.isChecked(),
+            "b_min": self.b_min.value(),
+            "b_max": self.b_max.value(),
+            "use_mad": self.use_mad.isChecked(),
+            "mad": self.mad.value(),
+        }
 
     def set_settings(self, settings: dict) -> None:
         try:

@@ -1,4 +1,4 @@
-"""g2 map: g2 over (q-bin x delay) of one file as an image, with the profile of one bin."""
+"""g2 map: g2 over (q-bin x delay) of one file as an image, and one bin's profile."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSpinBox, QSplitter, QVBoxLayout
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+)
 
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import FileSelector
@@ -43,8 +50,17 @@ class G2Map:
     labels: list
 
 
-def prepare_g2_map(tau, g2, g2_err, valid, labels, normalize: bool = False,
-                   n_columns: int = 256, progress=None, cancel=None) -> G2Map:
+def prepare_g2_map(
+    tau,
+    g2,
+    g2_err,
+    valid,
+    labels,
+    normalize: bool = False,
+    n_columns: int = 256,
+    progress=None,
+    cancel=None,
+) -> G2Map:
     """Worker job: resample g2 (T, Nd) onto a log-delay grid for display.
 
     Multi-tau delays are uneven in log space (dense at level 0); each column of
@@ -78,12 +94,19 @@ def prepare_g2_map(tau, g2, g2_err, valid, labels, normalize: bool = False,
         if ok0.any():
             shown = shown - shown[0] + np.nanmean(shown[0][ok0])
     image = shown[which].T  # (Nd, C)
-    return G2Map(image=image, log_tau_range=(float(first), float(last)), tau=tau, g2=g2,
-                 g2_err=np.asarray(g2_err, dtype=np.float64), valid=valid, labels=list(labels))
+    return G2Map(
+        image=image,
+        log_tau_range=(float(first), float(last)),
+        tau=tau,
+        g2=g2,
+        g2_err=np.asarray(g2_err, dtype=np.float64),
+        valid=valid,
+        labels=list(labels),
+    )
 
 
 class G2MapPanel(BasePanel):
-    """Image of g2 over q-bin x log delay (invalid points transparent) and a bin profile."""
+    """Image of g2 over q-bin x log delay (invalid points transparent), bin profile."""
 
     name = "g2map"
     title = "g2 map"
@@ -97,28 +120,42 @@ class G2MapPanel(BasePanel):
         bar = QHBoxLayout()
         self.file_selector = FileSelector()
         self.file_selector.sigIndexChosen.connect(self._on_file_chosen)
-        self.bin_spin = QSpinBox(minimum=0, maximum=0, toolTip="q-bin (g2 column, 0-based)")
+        self.bin_spin = QSpinBox(
+            minimum=0, maximum=0, toolTip="q-bin (g2 column, 0-based)"
+        )
         self.bin_spin.valueChanged.connect(lambda _v: self._draw_profile())
         self.normalize = QCheckBox("normalize by g2[0]")
-        self.normalize.setToolTip("Show g2 - g2[first delay] + mean(g2[first delay]) per bin")
+        self.normalize.setToolTip(
+            "Show g2 - g2[first delay] + mean(g2[first delay]) per bin"
+        )
         self.normalize.toggled.connect(lambda _b: self.refresh())
         self.bin_label = QLabel(" ")
-        for w in (QLabel("File"), self.file_selector, QLabel("q-bin"), self.bin_spin,
-                  self.bin_label, self.normalize):
+        for w in (
+            QLabel("File"),
+            self.file_selector,
+            QLabel("q-bin"),
+            self.bin_spin,
+            self.bin_label,
+            self.normalize,
+        ):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
         split = QSplitter()
         self.img_pw = pg.PlotWidget()
         self.img_plot = self.img_pw.getPlotItem()
-        self.img_plot.getAxis("bottom").setLogMode(True)  # data are log10(tau); labels 10^x
+        self.img_plot.getAxis("bottom").setLogMode(
+            True
+        )  # data are log10(tau); labels 10^x
         self.img_plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.img_plot.setLabel("bottom", "\u03c4 (s)")
         self.img_plot.setLabel("left", "q-bin")
         self.image = pg.ImageItem()
         self.image.setColorMap(pg.colormap.get("viridis"))
         self.img_plot.addItem(self.image)
-        self.bin_line = pg.InfiniteLine(angle=0, movable=True, pen=pg.mkPen("r", width=1.5))
+        self.bin_line = pg.InfiniteLine(
+            angle=0, movable=True, pen=pg.mkPen("r", width=1.5)
+        )
         self.bin_line.sigPositionChangeFinished.connect(self._on_line_moved)
         self.img_plot.addItem(self.bin_line)
         self.hist = pg.HistogramLUTWidget(image=self.image)
@@ -149,7 +186,9 @@ class G2MapPanel(BasePanel):
 
     def refresh(self) -> None:
         """Recompute the map of the current file (GUI thread; work in a worker)."""
-        self.file_selector.set_labels([r.label for r in self.results], self.current_index)
+        self.file_selector.set_labels(
+            [r.label for r in self.results], self.current_index
+        )
         res = self.current_result()
         if res is None:
             return
@@ -158,10 +197,18 @@ class G2MapPanel(BasePanel):
             self.clear_plots()
             self.bin_label.setText(f"{res.label}: no multitau g2")
             return
-        self.submit("map", prepare_g2_map, np.array(mt.tau), np.array(mt.g2),
-                    np.array(mt.g2_err), np.array(mt.valid), res.qmap.dynamic_labels(),
-                    self.normalize.isChecked(), on_result=self._on_result,
-                    description=f"g2 map {res.label}")
+        self.submit(
+            "map",
+            prepare_g2_map,
+            np.array(mt.tau),
+            np.array(mt.g2),
+            np.array(mt.g2_err),
+            np.array(mt.valid),
+            res.qmap.dynamic_labels(),
+            self.normalize.isChecked(),
+            on_result=self._on_result,
+            description=f"g2 map {res.label}",
+        )
 
     def _on_file_chosen(self, i: int) -> None:
         self.current_index = i
@@ -174,7 +221,9 @@ class G2MapPanel(BasePanel):
         self.image.setImage(data.image.T, autoLevels=False)  # ImageItem is (x, y)
         finite = data.image[np.isfinite(data.image)]
         if finite.size:
-            self.image.setLevels((float(np.percentile(finite, 1)), float(np.percentile(finite, 99))))
+            self.image.setLevels(
+                (float(np.percentile(finite, 1)), float(np.percentile(finite, 99)))
+            )
         self.image.setRect(QRectF(lo, 0.0, hi - lo, float(nd)))
         self.bin_spin.blockSignals(True)
         self.bin_spin.setMaximum(max(0, nd - 1))
@@ -201,8 +250,10 @@ class G2MapPanel(BasePanel):
         e = np.where(np.isfinite(d.g2_err[ok, j]), d.g2_err[ok, j], 0.0)
         self.curve.setData(x, y)
         self.errbars.setData(x=x, y=y, height=2 * e)
-        self.bin_label.setText(f"{d.labels[j] if j < len(d.labels) else ''} "
-                               f"({int(ok.sum())} of {len(ok)} points valid)")
+        self.bin_label.setText(
+            f"{d.labels[j] if j < len(d.labels) else ''} "
+            f"({int(ok.sum())} of {len(ok)} points valid)"
+        )
         self.prof.setTitle(d.labels[j] if j < len(d.labels) else "")
         self.sigUpdated.emit()
 
@@ -219,11 +270,16 @@ class G2MapPanel(BasePanel):
             return None
         j = min(self.bin_spin.value(), d.g2.shape[1] - 1)
         ok = d.valid[:, j]
-        return ({"tau_s": d.tau[ok], "g2": d.g2[ok, j], "g2_err": d.g2_err[ok, j]},
-                [f"g2 profile of {d.labels[j]}"])
+        return (
+            {"tau_s": d.tau[ok], "g2": d.g2[ok, j], "g2_err": d.g2_err[ok, j]},
+            [f"g2 profile of {d.labels[j]}"],
+        )
 
     def get_settings(self) -> dict:
-        return {"bin": int(self.bin_spin.value()), "normalize": self.normalize.isChecked()}
+        return {
+            "bin": int(self.bin_spin.value()),
+            "normalize": self.normalize.isChecked(),
+        }
 
     def set_settings(self, settings: dict) -> None:
         try:

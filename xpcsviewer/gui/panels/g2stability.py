@@ -56,8 +56,9 @@ class StabilityFit:
     bin_labels: list
 
 
-def fit_partial_snapshots(tau, partial, partial_err, labels, bin_labels,
-                          progress=None, cancel=None) -> StabilityFit:
+def fit_partial_snapshots(
+    tau, partial, partial_err, labels, bin_labels, progress=None, cancel=None
+) -> StabilityFit:
     """Worker job: single-exponential fit of every snapshot x q-bin, and the tau drift.
 
     Parameters
@@ -73,15 +74,25 @@ def fit_partial_snapshots(tau, partial, partial_err, labels, bin_labels,
 
     part = np.asarray(partial, dtype=np.float64)
     n_p, n_t, n_d = part.shape
-    err = (np.ones_like(part) if partial_err is None
-           else np.asarray(partial_err, dtype=np.float64))
+    err = (
+        np.ones_like(part)
+        if partial_err is None
+        else np.asarray(partial_err, dtype=np.float64)
+    )
     valid = np.isfinite(part) & np.isfinite(err) & (err > 0) & (part != 0)
     # (P, T, Nd) -> (P * Nd, T): one batched solve for all curves
     y = part.transpose(0, 2, 1).reshape(n_p * n_d, n_t)
     e = err.transpose(0, 2, 1).reshape(n_p * n_d, n_t)
     v = valid.transpose(0, 2, 1).reshape(n_p * n_d, n_t)
-    res = fit_g2(np.asarray(tau, dtype=np.float64), np.where(v, y, 0.0), np.where(v, e, 1.0), v,
-                 model="single", progress=progress, cancel=cancel)
+    res = fit_g2(
+        np.asarray(tau, dtype=np.float64),
+        np.where(v, y, 0.0),
+        np.where(v, e, 1.0),
+        v,
+        model="single",
+        progress=progress,
+        cancel=cancel,
+    )
     ok = res.ok.reshape(n_p, n_d)
 
     def grid(name: str) -> np.ndarray:
@@ -96,10 +107,18 @@ def fit_partial_snapshots(tau, partial, partial_err, labels, bin_labels,
         drift = ftau[-1] / ftau[0] - 1.0
     finite = drift[np.isfinite(drift)]
     lab = np.arange(1, n_p + 1) if labels is None else np.asarray(labels).ravel()
-    return StabilityFit(tau=tau, partial=part, partial_err=err, labels=lab,
-                        fit_tau=ftau, grid=tgrid, curves=curves, drift=drift,
-                        drift_median=float(np.median(finite)) if finite.size else float("nan"),
-                        bin_labels=list(bin_labels))
+    return StabilityFit(
+        tau=tau,
+        partial=part,
+        partial_err=err,
+        labels=lab,
+        fit_tau=ftau,
+        grid=tgrid,
+        curves=curves,
+        drift=drift,
+        drift_median=float(np.median(finite)) if finite.size else float("nan"),
+        bin_labels=list(bin_labels),
+    )
 
 
 class G2StabilityPanel(BasePanel):
@@ -117,20 +136,36 @@ class G2StabilityPanel(BasePanel):
         bar = QHBoxLayout()
         self.file_selector = FileSelector()
         self.file_selector.sigIndexChosen.connect(self._on_file_chosen)
-        self.bin_spin = QSpinBox(minimum=0, maximum=0, toolTip="q-bin (g2 column, 0-based)")
+        self.bin_spin = QSpinBox(
+            minimum=0, maximum=0, toolTip="q-bin (g2 column, 0-based)"
+        )
         self.bin_spin.valueChanged.connect(lambda _v: self._draw())
-        self.threshold = QDoubleSpinBox(decimals=1, minimum=0.1, maximum=1000, value=10.0,
-                                        suffix=" %", toolTip="Flag the file above this drift")
+        self.threshold = QDoubleSpinBox(
+            decimals=1,
+            minimum=0.1,
+            maximum=1000,
+            value=10.0,
+            suffix=" %",
+            toolTip="Flag the file above this drift",
+        )
         self.threshold.valueChanged.connect(lambda _v: self._draw())
-        for w in (QLabel("File"), self.file_selector, QLabel("q-bin"), self.bin_spin,
-                  QLabel("flag drift above"), self.threshold):
+        for w in (
+            QLabel("File"),
+            self.file_selector,
+            QLabel("q-bin"),
+            self.bin_spin,
+            QLabel("flag drift above"),
+            self.threshold,
+        ):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
         self.drift_label = QLabel(" ")
         self.drift_label.setToolTip(
-            "Relative change of the fitted tau (single exponential) between the first and "
-            "the last partial g2 snapshot: median over the q-bins whose fits converged")
+            "Relative change of the fitted tau (single exponential) between the "
+            "first and the last partial g2 snapshot: median over the q-bins whose "
+            "fits converged"
+        )
         f = self.drift_label.font()
         f.setPointSizeF(f.pointSizeF() * 1.6)
         f.setBold(True)
@@ -149,13 +184,17 @@ class G2StabilityPanel(BasePanel):
         if not results:
             return "Select one or more result files first"
         if all(r.multitau is None or r.multitau.g2_partial is None for r in results):
-            return ("No partial g2 snapshots (normalized_g2_partial) in these files; "
-                    "correlate with partial g2 enabled to judge stationarity")
+            return (
+                "No partial g2 snapshots (normalized_g2_partial) in these files; "
+                "correlate with partial g2 enabled to judge stationarity"
+            )
         return None
 
     def refresh(self) -> None:
         """Fit the snapshots of the current file (GUI thread; work in a worker)."""
-        self.file_selector.set_labels([r.label for r in self.results], self.current_index)
+        self.file_selector.set_labels(
+            [r.label for r in self.results], self.current_index
+        )
         res = self.current_result()
         if res is None:
             return
@@ -165,11 +204,17 @@ class G2StabilityPanel(BasePanel):
             self.drift_label.setText(f"{res.label}: no partial g2 snapshots")
             self.drift_label.setStyleSheet("")
             return
-        self.submit("fit", fit_partial_snapshots, np.array(mt.tau), np.array(mt.g2_partial),
-                    None if mt.g2_partial_err is None else np.array(mt.g2_partial_err),
-                    None if mt.g2_partial_labels is None else np.array(mt.g2_partial_labels),
-                    res.qmap.dynamic_labels(), on_result=self._on_result,
-                    description=f"g2 stability {res.label}")
+        self.submit(
+            "fit",
+            fit_partial_snapshots,
+            np.array(mt.tau),
+            np.array(mt.g2_partial),
+            None if mt.g2_partial_err is None else np.array(mt.g2_partial_err),
+            None if mt.g2_partial_labels is None else np.array(mt.g2_partial_labels),
+            res.qmap.dynamic_labels(),
+            on_result=self._on_result,
+            description=f"g2 stability {res.label}",
+        )
 
     def _on_file_chosen(self, i: int) -> None:
         self.current_index = i
@@ -193,8 +238,10 @@ class G2StabilityPanel(BasePanel):
             return "\u03c4 drift: no converged fits of the first and last snapshot"
         sel = fit.drift[j]
         sel_txt = f"{100 * sel:+.1f} %" if np.isfinite(sel) else "no fit"
-        return (f"\u03c4 drift first \u2192 last snapshot: {100 * fit.drift_median:+.1f} % "
-                f"(median of {n_ok} q-bins); this bin {sel_txt}")
+        return (
+            f"\u03c4 drift first \u2192 last snapshot: {100 * fit.drift_median:+.1f} % "
+            f"(median of {n_ok} q-bins); this bin {sel_txt}"
+        )
 
     def _draw(self) -> None:
         self.plot.clear()
@@ -210,21 +257,39 @@ class G2StabilityPanel(BasePanel):
             col = cmap.map(p / max(1, n_p - 1), mode="qcolor")
             y = fit.partial[p, :, j]
             ok = np.isfinite(y) & (y != 0)
-            self.plot.addItem(pg.PlotDataItem(
-                fit.tau[ok], y[ok], pen=None, symbol="o", symbolSize=5,
-                symbolBrush=col, symbolPen=col, name=f"frames={int(fit.labels[p])}"))
+            self.plot.addItem(
+                pg.PlotDataItem(
+                    fit.tau[ok],
+                    y[ok],
+                    pen=None,
+                    symbol="o",
+                    symbolSize=5,
+                    symbolBrush=col,
+                    symbolPen=col,
+                    name=f"frames={int(fit.labels[p])}",
+                )
+            )
             if np.isfinite(fit.fit_tau[p, j]):
-                self.plot.addItem(pg.PlotDataItem(fit.grid, fit.curves[p, j],
-                                                  pen=pg.mkPen(col, width=1.2)))
+                self.plot.addItem(
+                    pg.PlotDataItem(
+                        fit.grid, fit.curves[p, j], pen=pg.mkPen(col, width=1.2)
+                    )
+                )
         self.plot.setTitle(fit.bin_labels[j] if j < len(fit.bin_labels) else "")
-        flagged = np.isfinite(fit.drift_median) and \
-            abs(fit.drift_median) * 100 > self.threshold.value()
-        verdict = ("\u26a0 dynamics change during the measurement" if flagged
-                   else "\u2713 stationary within the threshold")
+        flagged = (
+            np.isfinite(fit.drift_median)
+            and abs(fit.drift_median) * 100 > self.threshold.value()
+        )
+        verdict = (
+            "\u26a0 dynamics change during the measurement"
+            if flagged
+            else "\u2713 stationary within the threshold"
+        )
         if not np.isfinite(fit.drift_median):
             verdict = ""
-        self.drift_label.setText(f"{self.drift_text()} \u2014 {verdict}" if verdict
-                                 else self.drift_text())
+        self.drift_label.setText(
+            f"{self.drift_text()} \u2014 {verdict}" if verdict else self.drift_text()
+        )
         self.drift_label.setStyleSheet(f"color: {'#c0392b' if flagged else '#1e8449'};")
         self.sigUpdated.emit()
 
@@ -245,7 +310,10 @@ class G2StabilityPanel(BasePanel):
         return cols, [f"partial g2 of {fit.bin_labels[j]}", self.drift_text()]
 
     def get_settings(self) -> dict:
-        return {"bin": int(self.bin_spin.value()), "threshold": float(self.threshold.value())}
+        return {
+            "bin": int(self.bin_spin.value()),
+            "threshold": float(self.threshold.value()),
+        }
 
     def set_settings(self, settings: dict) -> None:
         try:
