@@ -113,3 +113,20 @@ def test_average_tab_check_and_errors(qtbot, panel, demo_dir, tmp_path):
 def test_average_tab_needs_two_files(panel, demo_dir):
     one = [read_result(demo_dir / "A02_silica_R250nm_water_results.hdf")]
     assert "two or more" in panel.applies_to(one)
+
+
+def test_average_tab_cancel_writes_nothing(qtbot, panel, demo_dir, tmp_path):
+    reps, _ = _repeats(demo_dir, tmp_path, n=3)
+    panel.set_results([read_result(p) for p in reps])
+    panel.context.runner.wait_for_done(10000)  # the automatic check
+    out = tmp_path / "cancelled.hdf"
+    panel.output.setText(str(out))
+    finished = []
+    panel.sigFinished.connect(finished.append)
+    panel.start()
+    assert panel.cancel_btn.isEnabled() and not panel.run_btn.isEnabled()
+    panel.cancel_btn.click()
+    assert panel.context.runner.wait_for_done(20000)
+    assert finished == [] and not out.exists()
+    assert panel.run_btn.isEnabled() and panel.summary_label.text() == "cancelled"
+    assert not list(tmp_path.glob(".cancelled.hdf*"))
