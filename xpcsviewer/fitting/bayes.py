@@ -75,6 +75,7 @@ def g2_model(
     upper: dict[str, Any],
     fixed: dict[str, Any],
     aux: tuple | None = None,
+    unit_stretch: bool = False,
 ) -> None:
     """NumPyro model of B g2 curves with independent per-bin parameters.
 
@@ -87,10 +88,13 @@ def g2_model(
     lower, upper : dict name -> (B,) prior bounds (as the least-squares bounds)
     fixed : dict name -> (B,) values of fixed parameters
     aux : (m (T,), dt) for ``single_avgcorr``
+    unit_stretch : bool
+        True when ``stretch`` is fixed at exactly 1 (the plain exponential).
     """
     names = model_param_names(model)
     n_b = next(iter(lower.values())).shape[0]
     vals: dict[str, Any] = {}
+    logs: dict[str, Any] = {}
     with numpyro.plate("bins", n_b):
         for n in names:
             if n in fixed:
@@ -104,6 +108,7 @@ def g2_model(
                 lt = numpyro.sample(
                     f"log_{n}", dist.Uniform(jnp.log(lower[n]), jnp.log(upper[n]))
                 )
+                logs[n] = lt
                 vals[n] = numpyro.deterministic(n, jnp.exp(lt))
             elif n == "baseline":
                 vals[n] = numpyro.sample(n, dist.Normal(1.0, 0.1))
@@ -111,8 +116,19 @@ def g2_model(
                 vals[n] = numpyro.sample(n, dist.Uniform(0.0, upper[n]))
             else:
                 vals[n] = numpyro.sample(n, dist.Uniform(lower[n], upper[n]))
-        p = tuple(jnp.broadcast_to(jnp.asarray(vals[n], jnp.float64), (n_b,))[:, None] for n in names)
-        mean = evaluate_model(model, t[None, :], p, aux, jnp)
+        if model in (G2Model.SINGLE, G2Model.STRETCHED) and "tau" in logs:
+            # Same model, cheaper gradient: work in log tau and skip the power when
+            # the stretch is fixed at 1 (one exp per point instead of several).
+            col = lambda v: jnp.broadcast_to(jnp.asarray(v, jnp.float64), (n_b,))[:, None]  # noqa: E731
+            lt = col(logs["tau"])
+            if unit_stretch:
+                us = t[None, :] * jnp.exp(-lt)
+            else:
+                us = jnp.exp(col(vals["stretch"]) * (jnp.log(t)[None, :] - lt))
+            mean = col(vals["baseline"]) + col(vals["contrast"]) * jnp.exp(-2.0 * us)
+        else:
+            p = tuple(jnp.broadcast_to(jnp.asarray(vals[n], jnp.float64), (n_b,))[:, None] for n in names)
+            mean = evaluate_model(model, t[None, :], p, aux, jnp)
         numpyro.sample(
             "obs", dist.Normal(mean, sigma).mask(mask).to_event(1), obs=g2
         )
@@ -138,6 +154,8 @@ class BayesFitResult:
         r_hat <= 1.01, ESS bulk and tail >= 400 for every free parameter, no
         divergences, BFMI >= 0.2 in every chain.
     samples : dict name -> (C, S, B) natural-unit draws
+    mean_tree_steps : float
+        Mean leapfrog steps per draw (cost indicator).
     num_chains, num_samples, num_warmup, seed, chain_method
     """
 
@@ -162,6 +180,7 @@ class BayesFitResult:
     aux: tuple | None = None
     fixed: dict[str, bool] = field(default_factory=dict)
     used_bins: np.ndarray | None = None
+    mean_tree_steps: float = float("nan")
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -264,6 +283,7 @@ def fit_g2_bayes(
     chain_method: str = "auto",
     target_accept_prob: float = 0.8,
     max_tree_depth: int = 10,
+    dense_mass: bool = True,
 ) -> BayesFitResult:
     """NUTS posterior of B g2 curves (all q-bins of one file) in one sampling run.
 
@@ -301,7 +321,8 @@ def fit_g2_bayes(
     g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
     err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
     valid = np.ones(g2.shape, bool) if valid is None else np.atleast_2d(np.asarray(valid, bool))
-    mask = valid & np.isfinite(g2) & (tau > 0)[None, :]
+    with np.errstate(invalid="ignore"):
+        mask = valid & np.isfinite(g2) & (np.isfinite(tau) & (tau > 0))[None, :]
     if t_range is not None:
         lo_t, hi_t = sorted(float(v) for v in t_range)
         mask &= ((tau >= lo_t) & (tau <= hi_t))[None, :]
@@ -367,6 +388,7 @@ def fit_g2_bayes(
         init_strategy=init_to_value(values=init_values),
         target_accept_prob=target_accept_prob,
         max_tree_depth=max_tree_depth,
+        dense_mass=dense_mass,
     )
     n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
     per_block = math.ceil(num_samples / n_blocks)
@@ -379,28 +401,31 @@ def fit_g2_bayes(
         progress_bar=False,
     )
     aux_j = None if aux is None else (jnp.asarray(aux[0], jnp.float64), float(aux[1]))
-    args = (jnp.asarray(tau), jnp.asarray(y), jnp.asarray(sigma), jnp.asarray(mask))
+    t_safe = np.where(np.isfinite(tau) & (tau > 0), tau, 1.0)
+    args = (jnp.asarray(t_safe), jnp.asarray(y), jnp.asarray(sigma), jnp.asarray(mask))
     kwargs = {
         "model": model,
         "lower": {n: jnp.asarray(v) for n, v in lower.items()},
         "upper": {n: jnp.asarray(v) for n, v in upper.items()},
         "fixed": fixed,
         "aux": aux_j,
+        "unit_stretch": bool("stretch" in fixed and np.all(np.asarray(fixed["stretch"]) == 1.0)),
     }
     total = n_blocks + 1
     report(progress, cancel, 0, total, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
     key = jax.random.PRNGKey(int(seed))
-    mcmc.warmup(key, *args, extra_fields=("diverging", "energy"), collect_warmup=False, **kwargs)
+    mcmc.warmup(key, *args, extra_fields=("diverging", "energy", "num_steps"), collect_warmup=False, **kwargs)
     report(progress, cancel, 1, total, "sampling")
     chunks: list[dict[str, np.ndarray]] = []
-    div, energy = [], []
+    div, energy, steps = [], [], []
     for blk in range(n_blocks):
-        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=("diverging", "energy"), **kwargs)
+        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=("diverging", "energy", "num_steps"), **kwargs)
         smp = mcmc.get_samples(group_by_chain=True)
         chunks.append({n: np.asarray(smp[n]) for n in names if n in smp})
         extra = mcmc.get_extra_fields(group_by_chain=True)
         div.append(np.asarray(extra["diverging"]))
         energy.append(np.asarray(extra["energy"]))
+        steps.append(np.asarray(extra["num_steps"]))
         mcmc.post_warmup_state = mcmc.last_state
         report(progress, cancel, blk + 2, total, f"block {blk + 1}/{n_blocks}")
 
@@ -413,10 +438,12 @@ def fit_g2_bayes(
             samples[n] = np.concatenate([c[n] for c in chunks], axis=1)[:, :num_samples]
     diverging = np.concatenate(div, axis=1)[:, :num_samples]
     energies = np.concatenate(energy, axis=1)[:, :num_samples]
-    return _summarise(
+    res = _summarise(
         model, samples, diverging, energies, fixed, num_chains, num_samples, num_warmup,
         seed, method, aux, init,
     )
+    res.mean_tree_steps = float(np.mean(np.concatenate(steps, axis=1)))
+    return res
 
 
 def _summarise(model, samples, diverging, energies, fixed, num_chains, num_samples,
