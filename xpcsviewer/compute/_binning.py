@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PixelBins", "kernel_cache", "select_pixels"]
+__all__ = ["PixelBins", "kernel_cache", "segment_sum_rows", "select_pixels"]
 
 # One dict of compiled kernels per (backend name, kernel name, static config): jax.jit
 # caches by shape itself, but only if the *same* jitted function object is reused.
@@ -36,6 +36,29 @@ def kernel_cache(backend: Any, key: tuple, build: Any) -> Any:
         fn = build()
         _KERNELS[full] = fn
     return fn
+
+
+def segment_sum_rows(backend: Any, data: Any, ids: Any, n: int) -> Any:
+    """``backend.segment_sum(data, ids, n)`` for (P,) or (P, k) data, fast on NumPy too.
+
+    NumPy's generic 2-D segment sum goes through ``np.add.at``, which is ~50x slower
+    than ``np.bincount``; on the NumPy backend each column is therefore summed with
+    ``bincount`` (same result: ids outside ``[0, n)`` are dropped). Traceable on JAX.
+    """
+    if backend.name != "numpy":
+        return backend.segment_sum(data, ids, n)
+    d = np.asarray(data)
+    i = np.asarray(ids).astype(np.int64, copy=False)
+    keep = (i >= 0) & (i < n)
+    if not keep.all():
+        i, d = i[keep], d[keep]
+    if d.ndim == 1:
+        return np.bincount(i, weights=d, minlength=n)[:n]
+    flat = d.reshape(d.shape[0], -1)
+    out = np.empty((n, flat.shape[1]))
+    for j in range(flat.shape[1]):
+        out[:, j] = np.bincount(i, weights=flat[:, j], minlength=n)[:n]
+    return out.reshape(n, *d.shape[1:])
 
 
 @dataclass(frozen=True)

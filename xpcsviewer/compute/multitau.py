@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
-from xpcsviewer.compute._binning import PixelBins, kernel_cache, select_pixels
+from xpcsviewer.compute._binning import PixelBins, kernel_cache, segment_sum_rows, select_pixels
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
@@ -354,15 +354,15 @@ def _finalize_kernel(backend: Any, buf: int, xs: tuple[int, ...]) -> Any:
             g2 = sumprod / norm
             ip = (total[None, :] - last) / norm
             if_ = (total[None, :] - firsts) / norm
-            s_g2 = backend.segment_sum(g2.T, sid, ns).T
-            s_ip = backend.segment_sum(ip.T, sid, ns).T
-            s_if = backend.segment_sum(if_.T, sid, ns).T
+            s_g2 = segment_sum_rows(backend, g2.T, sid, ns).T
+            s_ip = segment_sum_rows(backend, ip.T, sid, ns).T
+            s_if = segment_sum_rows(backend, if_.T, sid, ns).T
             pden = ip * if_
             pix = g2 / xp.where(pden == 0, ZERO_DENOMINATOR, pden)
-            dsum = backend.segment_sum(pix.T, did, nd).T
+            dsum = segment_sum_rows(backend, pix.T, did, nd).T
             dmean = dsum / xp.where(d_count > 0, d_count, 1.0)[None, :]
             dev = pix - dmean[:, did]
-            dss = backend.segment_sum((dev * dev).T, did, nd).T
+            dss = segment_sum_rows(backend, (dev * dev).T, did, nd).T
             return s_g2, s_ip, s_if, dsum, dss
 
         return backend.jit(fin, static_argnames=("ns", "nd"))
@@ -399,7 +399,7 @@ class ScatteringAccumulator:
         if self.pixels.n_pixels:
             self.intensity[a:b] = ensure_numpy(block.sum(axis=1)) / self.pixels.n_pixels
             self.static_sums[a:b] = ensure_numpy(
-                be.segment_sum(block.T, self._sid, self.pixels.n_static)
+                segment_sum_rows(be, block.T, self._sid, self.pixels.n_static)
             ).T
         self.count = b
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
-from xpcsviewer.compute._binning import kernel_cache
+from xpcsviewer.compute._binning import kernel_cache, segment_sum_rows
 
 __all__ = [
     "Saxs1D",
@@ -36,7 +36,7 @@ def _sum_kernel(backend: Any) -> Any:
     def build() -> Any:
         def f(values: Any, ids: Any, n_bins: int) -> Any:
             # values (n_pix, k): k images reduced at once
-            return backend.segment_sum(values, ids, n_bins)
+            return segment_sum_rows(backend, values, ids, n_bins)
 
         return backend.jit(f, static_argnames="n_bins")
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
-from xpcsviewer.compute._binning import PixelBins, kernel_cache, select_pixels
+from xpcsviewer.compute._binning import PixelBins, kernel_cache, segment_sum_rows, select_pixels
 from xpcsviewer.compute.multitau import ScatteringAccumulator, iter_array_chunks
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
@@ -87,7 +87,7 @@ def _kernels(backend: Any) -> tuple[Any, Any]:
             # x (r, pb) float32 counts -> float64 values divided by their group's
             # per-frame mean; S (r,) the per-frame sums after normalisation
             x = x.astype(xp.float64)
-            gsum = backend.segment_sum(x.T, sid, n_groups)  # (n_groups, r)
+            gsum = segment_sum_rows(backend, x.T, sid, n_groups)  # (n_groups, r)
             gmean = gsum / count[:, None]
             gmean = xp.where(gmean > 0, gmean, 1.0)
             y = x / gmean[sid].T

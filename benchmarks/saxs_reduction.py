@@ -1,0 +1,155 @@
+"""I(q) of a 4-Mpixel image: our static-bin reduction vs pyFAI ``integrate1d``.
+
+Run on demand (not a test)::
+
+    .venv/bin/python benchmarks/saxs_reduction.py [--size 2048] [--bins 500] [--json out.json]
+
+Both sides use the same image, geometry, mask and equal-width q bins between the
+minimum and maximum q of the valid pixels. Ours: a q partition from
+``compute.partition.make_partition`` and ``compute.saxs.StaticBinner`` (bin ids and
+counts placed once, one compiled scatter-add per image). pyFAI (optional, from
+``.bench-venvs/pyfai``; skipped with a message when absent) runs with the like-for-like
+settings of reference-tools.md: ``method=("no", "histogram", "cython")``, no solid
+angle, no polarisation. Times are medians of repeated calls after the first one; the
+first call (set-up + compile) is reported separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+PYFAI = REPO / ".bench-venvs" / "pyfai" / "bin" / "python"
+GEOM = {"energy_kev": 10.0, "det_dist_m": 5.0, "pixel_size_m": 75e-6}
+
+
+def make_inputs(size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, dict]:
+    rng = np.random.default_rng(seed)
+    bcx, bcy = size * 0.45, size * 0.52
+    yy, xx = np.mgrid[:size, :size]
+    r = np.hypot(yy - bcy, xx - bcx) + 1.0
+    img = rng.poisson(1e4 * r**-1.5 + 0.5).astype(np.float64)
+    mask = np.ones((size, size), bool)
+    mask[:, size // 2 - 4 : size // 2 + 4] = False  # a module gap
+    mask[int(bcy) - 20 : int(bcy) + 20, int(bcx) - 20 : int(bcx) + 20] = False  # beam stop
+    return img, mask, {**GEOM, "bcx": bcx, "bcy": bcy}
+
+
+def median_time(fn, reps: int) -> float:
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
+
+
+def pyfai_worker(spec: dict) -> dict:
+    """Runs inside .bench-venvs/pyfai."""
+    import pyFAI
+    from pyFAI.integrator.azimuthal import AzimuthalIntegrator
+
+    d = np.load(spec["npz"])
+    img, mask = d["img"], d["mask"]
+    g = spec["geom"]
+    p = g["pixel_size_m"]
+    wl = 12.398 / g["energy_kev"] * 1e-10
+    t = time.perf_counter()
+    ai = AzimuthalIntegrator(dist=g["det_dist_m"], poni1=(g["bcy"] + 0.5) * p,
+                             poni2=(g["bcx"] + 0.5) * p, pixel1=p, pixel2=p, wavelength=wl)
+    kw = dict(unit="q_A^-1", method=("no", "histogram", "cython"), correctSolidAngle=False,
+              polarization_factor=None, radial_range=(spec["qmin"], spec["qmax"]), mask=~mask)
+    res = ai.integrate1d(img, spec["bins"], **kw)
+    first = time.perf_counter() - t
+    rep = median_time(lambda: ai.integrate1d(img, spec["bins"], **kw), spec["reps"])
+    np.save(spec["out"], np.asarray(res.intensity))
+    return {"tool": "pyFAI", "version": pyFAI.version, "first_s": first, "median_s": rep}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=int, default=2048, help="image is size x size")
+    ap.add_argument("--bins", type=int, default=500)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--backends", default="jax,numpy")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--pyfai-worker", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.pyfai_worker:
+        print(json.dumps(pyfai_worker(json.loads(args.pyfai_worker))))
+        return 0
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    sys.path.insert(0, str(REPO))
+    from xpcsviewer.backends import get_backend
+    from xpcsviewer.compute.partition import make_partition
+    from xpcsviewer.compute.qmap import compute_qmap
+    from xpcsviewer.compute.saxs import StaticBinner
+
+    img, mask, geom = make_inputs(args.size)
+    q, phi = compute_qmap((args.size, args.size), geom["energy_kev"], geom["det_dist_m"],
+                          geom["pixel_size_m"], geom["bcx"], geom["bcy"])
+    qm = make_partition(q, phi, mask, 1, args.bins)
+    qmin, qmax = float(q[mask].min()), float(q[mask].max())
+    print(f"I(q) of a {args.size}x{args.size} image ({args.size**2 / 1e6:.1f} Mpixel), "
+          f"{qm.n_static} q bins")
+    record: dict = {"host": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                             "load_avg": os.getloadavg()},
+                    "size": args.size, "bins": args.bins, "results": []}
+    ours = {}
+    for b in [x for x in args.backends.split(",") if x]:
+        be = get_backend(b)
+        t = time.perf_counter()
+        binner = StaticBinner(qm.static_roi_map, qm.n_static, qm.mask, backend=be)
+        iq = binner.mean(img)
+        first = time.perf_counter() - t
+        rng = np.random.default_rng(1)
+        others = [img + rng.random() for _ in range(3)]  # new images, same partition
+        k = iter(range(10**9))
+        rep = median_time(lambda: binner.mean(others[next(k) % 3]), args.reps)
+        ours[b] = {"backend": b, "first_s": first, "median_s": rep, "iq": iq}
+        record["results"].append({"tool": "ours", "backend": b, "first_s": first, "median_s": rep})
+        print(f"  ours/{b:6s} first call {first * 1e3:8.1f} ms, then {rep * 1e3:7.2f} ms per image")
+    if not PYFAI.exists():
+        print(f"  pyFAI: skipped (no {PYFAI.relative_to(REPO)}; see reference-tools.md)")
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            npz = Path(tmp) / "in.npz"
+            np.savez(npz, img=img, mask=mask)
+            spec = {"npz": str(npz), "geom": geom, "bins": qm.n_static, "qmin": qmin, "qmax": qmax,
+                    "reps": args.reps, "out": str(Path(tmp) / "iq.npy")}
+            p = subprocess.run([str(PYFAI), __file__, "--pyfai-worker", json.dumps(spec)],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                print(f"  pyFAI failed:\n{p.stderr[-1500:]}")
+            else:
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+                ref = np.load(spec["out"])
+                print(f"  pyFAI {r['version']}: first call {r['first_s'] * 1e3:8.1f} ms, then "
+                      f"{r['median_s'] * 1e3:7.2f} ms per image")
+                for b, o in ours.items():
+                    ok = np.isfinite(o["iq"]) & (ref > 0)
+                    rel = np.abs(o["iq"][ok] / ref[ok] - 1)
+                    ratio = r["median_s"] / o["median_s"]
+                    print(f"  ours/{b} vs pyFAI: {ratio:.1f}x faster per image; I(q) relative "
+                          f"difference median {np.median(rel):.1e}, max {rel.max():.1e} "
+                          "(bin-edge pixels)")
+                    record["results"].append({**r, "ratio_vs_" + b: ratio,
+                                              "rel_diff_median_" + b: float(np.median(rel)),
+                                              "rel_diff_max_" + b: float(rel.max())})
+    if args.json:
+        Path(args.json).write_text(json.dumps(record, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
