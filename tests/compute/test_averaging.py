@@ -209,6 +209,10 @@ def test_identical_files_same_data_errors_divided_as_stated(tmp_path, method):
     with h5py.File(out, "r") as f:
         assert f["entry/average/error_method"][()].decode() == method
         assert int(f["entry/average/n_files"][()]) == n
+        # where the upstream averaging toolbox records its inputs
+        assert [x.decode() for x in f["xpcs/average/file_list"][()]] == list(
+            map(str, paths)
+        )
     # inputs untouched
     np.testing.assert_array_equal(read_result(paths[0]).multitau.g2, m0.g2)
 

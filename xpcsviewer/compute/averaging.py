@@ -859,39 +859,38 @@ def average_files(
         total,
         f"writing {out.name}",
     )
-    if not want_stack:
-        write_result(out, result, saxs_2d=image, overwrite=opts.overwrite)
-    else:
-        h, w = first.qmap.shape
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(
-            prefix=f".{out.name}.", suffix=".tmp", dir=out.parent
-        )
-        os.close(fd)
-        tmp = Path(tmp_name)
-        try:
-            write_result(tmp, result, saxs_2d=image, overwrite=True)
-            _append_mean_stack(
-                tmp,
-                accepted,
-                (t, h, w),
-                read_g2_stack_delay,
-                lambda k: report(
-                    progress,
-                    cancel,
-                    n_in + n_acc + int(n_acc * (k + 1) / t),
-                    total,
-                    f"G2 stack delay {k + 1}/{t}",
-                ),
+    h, w = first.qmap.shape
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{out.name}.", suffix=".tmp", dir=out.parent
+    )
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        # Written under a temporary name, completed (file list, G2 stack), then
+        # renamed: readers never see a half-written average.
+        write_result(tmp, result, saxs_2d=image, overwrite=True)
+        _complete_output(
+            tmp,
+            accepted,
+            (t, h, w) if want_stack else None,
+            read_g2_stack_delay,
+            lambda k: report(
+                progress,
                 cancel,
-            )
-            if out.exists() and not opts.overwrite:
-                raise FileExistsError(f"{out} appeared while averaging; not replaced")
-            os.replace(tmp, out)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
+                n_in + n_acc + int(n_acc * (k + 1) / t),
+                total,
+                f"G2 stack delay {k + 1}/{t}",
+            ),
+            cancel,
+        )
+        if out.exists() and not opts.overwrite:
+            raise FileExistsError(f"{out} appeared while averaging; not replaced")
+        os.replace(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     report(progress, cancel, total, total, "done")
     summary.output = out
     summary.fields = fields
@@ -899,32 +898,40 @@ def average_files(
     return summary
 
 
-def _append_mean_stack(
+def _complete_output(
     path: Path,
     inputs: Sequence[str],
-    shape: tuple[int, int, int],
+    stack_shape: tuple[int, int, int] | None,
     read_delay: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]],
     on_delay: Callable[[int], None],
     cancel: CancelToken | None,
 ) -> None:
-    """Add ``/xpcs/multitau/unnormalized_G2`` (mean over ``inputs``), delay by delay.
+    """Add ``/xpcs/average/file_list`` and, optionally, the mean G2 stack to ``path``.
 
-    ``write_result`` takes the stack as one array; a real stack (61 x 3 x 512 x
-    1024) is 0.8 GB in float64, so here it is built delay by delay straight into
-    the (not yet renamed) output: memory is one delay of one file plus one
+    The file list is where the upstream averaging toolbox records its inputs.
+    ``write_result`` takes the G2 stack as one array; a real stack (61 x 3 x 512
+    x 1024) is 0.8 GB in float64, so here it is built delay by delay straight
+    into the (not yet renamed) output: memory is one delay of one file plus one
     accumulator. The dataset layout follows the writer's (float32, one chunk per
     (delay, quantity) image, lzf or gzip).
     """
     # h5py only here: io has no streaming API for writing the stack
     import h5py
 
-    t, h, w = shape
-    comp = (
-        {"compression": "lzf"}
-        if "lzf" in h5py.filters.decode
-        else {"compression": "gzip"}
-    )
     with h5py.File(path, "r+") as f:
+        f.require_group("xpcs/average").create_dataset(
+            "file_list",
+            data=np.array([str(p) for p in inputs], dtype=object),
+            dtype=h5py.string_dtype(),
+        )
+        if stack_shape is None:
+            return
+        t, h, w = stack_shape
+        comp = (
+            {"compression": "lzf"}
+            if "lzf" in h5py.filters.decode
+            else {"compression": "gzip"}
+        )
         grp = f["xpcs/multitau"]
         ds = grp.create_dataset(
             "unnormalized_G2",
