@@ -73,6 +73,11 @@ def test_g2map_plots_demo_file(qtbot, panel, demo):
     assert "q=" in panel.bin_label.text()
     cols, _header = panel.data_columns()
     np.testing.assert_allclose(cols["g2"], res.multitau.g2[ok, 3])
+    # a q-map click elsewhere (1-based dynamic bin 6) selects column 5
+    panel.context.sigSelectedBin.emit(6)
+    assert panel.bin_spin.value() == 5
+    x, _y = panel.curve.getData()
+    assert len(x) == res.multitau.valid[:, 5].sum()
 
 
 def test_g2map_not_applicable_without_multitau(panel, demo):

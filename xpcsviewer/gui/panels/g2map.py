@@ -176,6 +176,12 @@ class G2MapPanel(BasePanel):
         split.addWidget(self.prof_pw)
         split.setSizes([500, 120, 500])
         lay.addWidget(split, 1)
+        self.context.sigSelectedBin.connect(self.select_dq_bin)
+
+    def select_dq_bin(self, dq: int) -> None:
+        """Show g2 column ``dq - 1`` (1-based dynamic bin, e.g. a q-map click)."""
+        if int(dq) >= 1:
+            self.bin_spin.setValue(int(dq) - 1)
 
     def applies_to(self, results):
         if not results:

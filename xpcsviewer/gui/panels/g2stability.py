@@ -179,6 +179,12 @@ class G2StabilityPanel(BasePanel):
         self.plot.setLabel("left", "g2")
         self.legend = self.plot.addLegend(offset=(-10, 10))
         lay.addWidget(self.pw, 1)
+        self.context.sigSelectedBin.connect(self.select_dq_bin)
+
+    def select_dq_bin(self, dq: int) -> None:
+        """Show g2 column ``dq - 1`` (1-based dynamic bin, e.g. a q-map click)."""
+        if int(dq) >= 1:
+            self.bin_spin.setValue(int(dq) - 1)
 
     def applies_to(self, results):
         if not results:
