@@ -127,3 +127,18 @@ def test_export_data(qtbot, panel, results, fits, tmp_path):
     with qtbot.waitSignal(panel.sigExported, timeout=30000):
         panel.export_figure(str(tmp_path / "d.pdf"))
     assert (tmp_path / "d.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_fits_from_another_target_list_match_by_file(qtbot, panel, results, fake):
+    # Fitted with only the second file: its joint fit must use that file, not results[0].
+    f = g2_data.fit_g2_blocks(g2_data.g2_blocks(results[1:]), "single")
+    panel.set_results(results)
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.context.set_shared("g2_fits", f)
+    r = panel.readout()
+    assert list(r) == ["C002"]
+    assert r["C002"]["joint_D"] == pytest.approx(fake.D_TRUE, rel=0.05)
+    assert len(_points(panel)) == 1
+    # C002 was written with contrast 0.2 (C001: 0.25).
+    joint = panel.files[0].joint
+    np.testing.assert_allclose(np.nanmean(joint.contrast), 0.2, rtol=0.05)

@@ -69,6 +69,7 @@ def diffusion_job(fits: g2_data.G2Fits, results: list, opts: dict, progress=None
         qmin if qmin is not None else 0.0, qmax if qmax is not None else math.inf)
     exponent = opts.get("exponent")
     pts_all = g2_data.diffusion_points(fits, quantity)
+    by_label = {r.label: r for r in results}
     out = []
     for k, pts in enumerate(pts_all):
         report(progress, cancel, k, len(pts_all), f"diffusion fit {pts.label}")
@@ -77,8 +78,10 @@ def diffusion_job(fits: g2_data.G2Fits, results: list, opts: dict, progress=None
         tau_err = pts.y_err if quantity == "tau" else pts.y_err * tau**2
         power = fit_diffusion(pts.q, tau, tau_err, q_range, exponent) if pts.q.size >= 2 else None
         joint = None
-        if opts.get("joint") and 0 <= pts.file_index < len(results):
-            blocks = g2_data.g2_blocks([results[pts.file_index]], qmin, qmax)
+        # The fits may come from another target list: find the file by its label.
+        res = by_label.get(pts.label)
+        if opts.get("joint") and res is not None:
+            blocks = g2_data.g2_blocks([res], qmin, qmax)
             if blocks:
                 b = blocks[0]
                 alpha = None if exponent is None else -float(exponent)
@@ -167,6 +170,9 @@ class DiffusionPanel(BasePanel):
         self.plot = self.pw.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.legend = self.plot.addLegend(offset=(-10, 10))
+        for ax in ("bottom", "left"):
+            # Plain units: an SI prefix would turn "(s)" into "(s) (x0.001)".
+            self.plot.getAxis(ax).enableAutoSIPrefix(False)
         split.addWidget(self.pw)
         self.table = QTableWidget(0, 0)
         self.table.verticalHeader().setVisible(False)
@@ -174,6 +180,7 @@ class DiffusionPanel(BasePanel):
         split.addWidget(self.table)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 1)
+        split.setSizes([520, 160])
         lay.addWidget(split, 1)
 
         self.context.sigSharedChanged.connect(self._on_shared)

@@ -11,6 +11,7 @@ posterior band), fills a results table and publishes the fits under
 from __future__ import annotations
 
 import math
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ from xpcsviewer.export import g2_data
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import curve_color, curve_pen
 
-__all__ = ["FitParamsWidget", "G2Panel", "bayes_job", "fit_job", "prepare_g2_job"]
+__all__ = ["FitParamsWidget", "G2Panel", "bayes_job", "fit_job", "prepare_g2_job",
+           "wait_for_event_job"]
 
 MODELS = [
     ("single", "single exp: b + a\u00b7exp(\u22122t/\u03c4)"),
@@ -112,6 +114,15 @@ def bayes_job(blocks, model: str, overrides: dict, t_range, sampler: dict, progr
                                        progress=progress, cancel=cancel, **sampler)
 
 
+def wait_for_event_job(event, progress=None, cancel=None) -> None:
+    """Worker job that ends when ``event`` is set (tracks GUI-thread drawing in the runner)."""
+    from xpcsviewer.progress import Cancelled
+
+    while not event.wait(0.05):
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled()
+
+
 def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:
     """Worker job: write fits to CSV (or JSON for a ``.json`` suffix), atomically."""
     from xpcsviewer.export import fits_table, fits_to_dict, write_csv, write_json
@@ -135,7 +146,7 @@ class FitParamsWidget(QTableWidget):
     sigEdited = Signal()
     """The user changed a cell: ()."""
 
-    HEAD = ["parameter", "value", "lower", "upper", "fix"]
+    HEAD = ["param", "value", "lower", "upper", "fix"]
 
     def __init__(self, parent=None) -> None:
         super().__init__(0, len(self.HEAD), parent)
@@ -217,7 +228,7 @@ def _fmt(x: Any) -> str:
     if isinstance(x, bool):
         return str(x)
     x = float(x)
-    return f"{x:.6g}" if math.isfinite(x) else "nan"
+    return f"{x:.4g}" if math.isfinite(x) else "nan"
 
 
 def _pm(v: float, e: float) -> str:
@@ -249,6 +260,7 @@ class G2Panel(BasePanel):
         self._pool: list[pg.PlotItem] = []
         self._pool_shape: tuple = ()
         self._draw_gen = None
+        self._draw_done: threading.Event | None = None
         self._pending_fits_signal = None
         self._busy_keys: set[str] = set()
 
@@ -285,16 +297,19 @@ class G2Panel(BasePanel):
         self.max_panels.setToolTip("Draw at most this many panels (the first in q order)")
         self.marker = QSpinBox(minimum=1, maximum=15, value=5)
         self.legend_check = QCheckBox("legend", checked=True)
-        row0 = [QLabel("layout"), self.layout_combo, self.q_check, self.qmin, self.qmax,
-                self.t_check, self.tmin, self.tmax]
-        row1 = [self.err_check, self.logx, QLabel("offset"), self.offset, QLabel("columns"),
-                self.ncols, QLabel("max bins"), self.max_bins, QLabel("max panels"),
-                self.max_panels, QLabel("marker"), self.marker,
-                self.legend_check]
-        for i, w in enumerate(row0):
-            grid.addWidget(w, 0, i)
-        for i, w in enumerate(row1):
-            grid.addWidget(w, 1, i)
+        rows = [
+            [QLabel("layout"), self.layout_combo, self.q_check, self.qmin, self.qmax],
+            [self.t_check, self.tmin, self.tmax, self.err_check, self.logx, self.legend_check],
+            [QLabel("offset"), self.offset, QLabel("columns"), self.ncols, QLabel("max bins"),
+             self.max_bins, QLabel("max panels"), self.max_panels, QLabel("marker"),
+             self.marker],
+        ]
+        for r, row in enumerate(rows):
+            h = QHBoxLayout()
+            for w in row:
+                h.addWidget(w)
+            h.addStretch(1)
+            grid.addLayout(h, r, 0)
         lv.addLayout(grid)
         self.status = QLabel(" ")
         # Status text must never resize the plot area: a resize repaints every panel.
@@ -360,9 +375,11 @@ class G2Panel(BasePanel):
         self.export_fits_btn = QPushButton("Export fits (CSV/JSON)\u2026")
         self.export_fits_btn.setEnabled(False)
         rv.addWidget(self.export_fits_btn)
+        right.setMinimumWidth(280)
         split.addWidget(right)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 1)
+        split.setSizes([700, 330])
 
         # ---- wiring
         self.layout_combo.currentIndexChanged.connect(lambda _i: self._draw())
@@ -508,8 +525,23 @@ class G2Panel(BasePanel):
         self.status.setText(f"{len(self.blocks)} file(s), {n_curves} curve(s), "
                             f"{len(panels)} panel(s){more}")
         self._draw_gen = self._draw_steps(panels, nc)
+        n_drawn = sum(len(m) for _t, m in panels)
+        if (len(panels) <= len(self._pool) or (len(panels) <= 12 and n_drawn <= 60)
+                or getattr(self.context.runner, "synchronous", False)):
+            # Small or reused: draw now (cheap), so a grab right after shows everything.
+            for _ in self._draw_gen:
+                pass
+            self._draw_gen = None
+            self._finish_draw()
+            return
         # One repaint at the end instead of one per chunk (each repaints every panel).
         self.glw.setUpdatesEnabled(False)
+        # A placeholder job keeps the runner busy while drawing, so "wait until idle"
+        # (snapshot, tests) waits for the finished picture.
+        if self._draw_done is not None:
+            self._draw_done.set()
+        self._draw_done = threading.Event()
+        self.submit("draw", wait_for_event_job, self._draw_done, description="g2: drawing")
         self._draw_step()
 
     def _draw_steps(self, panels, nc):
@@ -525,13 +557,18 @@ class G2Panel(BasePanel):
             else:
                 p = self.glw.addPlot(row=k // nc, col=k % nc, title=title)
                 p.setLabel("bottom", "\u03c4 (s)")
+                p.getAxis("bottom").enableAutoSIPrefix(False)
                 p.setLabel("left", "g\u2082")
                 p.showGrid(x=True, y=True, alpha=0.2)
-                p.addLegend(offset=(-5, 5))
+                p.addLegend(offset=(-5, 5), brush=pg.mkBrush(255, 255, 255, 180),
+                            labelTextSize="8pt", verSpacing=-6)
                 self._pool.append(p)
             p.setLogMode(x=log_x, y=False)
             if p.legend is not None:
-                p.legend.setVisible(self.legend_check.isChecked() and len(members) <= 12)
+                # Per q-bin panels all list the same files: one legend (first panel) is enough.
+                show = self.legend_check.isChecked() and len(members) <= 12 and (
+                    layout != "qbin" or k == 0)
+                p.legend.setVisible(show)
             for m, (b, j) in enumerate(members):
                 if layout == "qbin":
                     ci, shift, name = b.file_index, off * b.file_index, b.label
@@ -561,6 +598,9 @@ class G2Panel(BasePanel):
 
     def _finish_draw(self) -> None:
         self.glw.setUpdatesEnabled(True)
+        if self._draw_done is not None:
+            self._draw_done.set()
+            self._draw_done = None
         self.sigUpdated.emit()
         if self._pending_fits_signal is not None:
             fits, self._pending_fits_signal = self._pending_fits_signal, None
@@ -602,6 +642,10 @@ class G2Panel(BasePanel):
     def clear_plots(self) -> None:
         self.blocks = []
         self._draw_gen = None
+        if self._draw_done is not None:
+            self._draw_done.set()
+            self._draw_done = None
+        self.glw.setUpdatesEnabled(True)
         self.glw.clear()
         self._plots = []
         self._pool = []

@@ -20,7 +20,9 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QGridLayout,
+    QHBoxLayout,
     QLabel,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QVBoxLayout,
@@ -79,6 +81,7 @@ class TwotimePanel(BasePanel):
         self.bin_combo = QComboBox()
         self.bin_combo.setToolTip("q-bin (processed two-time bins); click the q-map too")
         self.bin_combo.setMinimumContentsLength(16)
+        self.file_sel.setMinimumContentsLength(12)
         self.picker_kind = QComboBox()
         self.picker_kind.addItem("dynamic q-map", "qmap")
         self.picker_kind.addItem("scattering image", "saxs")
@@ -96,14 +99,19 @@ class TwotimePanel(BasePanel):
                                    "(removes the shot-noise spike)")
         self.max_size = QSpinBox(minimum=64, maximum=8192, value=1024, singleStep=128)
         self.max_size.setToolTip("Largest map size shown; larger maps are read strided")
-        widgets = [QLabel("file"), self.file_sel, QLabel("q-bin"), self.bin_combo,
-                   QLabel("pick on"), self.picker_kind, QLabel("cmap"), self.cmap_combo,
-                   self.auto_check, self.vmin, self.vmax, self.diag_check,
-                   QLabel("max size"), self.max_size]
-        for i, w in enumerate(widgets):
-            grid.addWidget(w, 0, i)
+        rows = [[QLabel("file"), self.file_sel, QLabel("q-bin"), self.bin_combo,
+                 QLabel("pick on"), self.picker_kind],
+                [QLabel("cmap"), self.cmap_combo, self.auto_check, self.vmin, self.vmax,
+                 self.diag_check, QLabel("max size"), self.max_size]]
+        for r, row in enumerate(rows):
+            h = QHBoxLayout()
+            for w in row:
+                h.addWidget(w)
+            h.addStretch(1)
+            grid.addLayout(h, r, 0)
         lay.addLayout(grid)
         self.status = QLabel(" ")
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         lay.addWidget(self.status)
 
         split = QSplitter(Qt.Orientation.Horizontal)
@@ -126,6 +134,9 @@ class TwotimePanel(BasePanel):
         self.c2_plot.setAspectLocked(True)
         self.c2_plot.setLabel("bottom", "t\u2082 (s)")
         self.c2_plot.setLabel("left", "t\u2081 (s)")
+        for ax in ("bottom", "left"):
+            # Plain seconds: an SI prefix would turn the unit into "(s) (x0.001)".
+            self.c2_plot.getAxis(ax).enableAutoSIPrefix(False)
         self.c2_img = pg.ImageItem(axisOrder="row-major")
         self.c2_plot.addItem(self.c2_img)
         self.colorbar = pg.ColorBarItem(values=(0.8, 2.2), colorMap=colormap("viridis"),
