@@ -130,3 +130,22 @@ def test_average_tab_cancel_writes_nothing(qtbot, panel, demo_dir, tmp_path):
     assert finished == [] and not out.exists()
     assert panel.run_btn.isEnabled() and panel.summary_label.text() == "cancelled"
     assert not list(tmp_path.glob(".cancelled.hdf*"))
+
+
+def test_average_tab_settings_round_trip(qtbot):
+    ctx = AppContext(runner=TaskRunner(synchronous=True))
+    a, b = AveragePanel(ctx), AveragePanel(ctx)
+    qtbot.addWidget(a)
+    qtbot.addWidget(b)
+    a.method.setCurrentIndex(a.method.findData("sem"))
+    a.q_index.setValue(3)
+    a.window.setValue(7)
+    a.use_baseline.setChecked(True)
+    a.b_min.setValue(0.9)
+    a.use_mad.setChecked(True)
+    a.mad.setValue(3.5)
+    b.set_settings(a.get_settings())
+    assert b.options() == a.options()
+    assert b.options().baseline_range == (0.9, 1.05)
+    b.set_settings({"q_index": "junk"})  # bad values are ignored, not raised
+    assert b.options() == a.options()

@@ -425,16 +425,22 @@ class AveragePanel(BasePanel):
         }
 
     def set_settings(self, settings: dict) -> None:
-        try:
-            i = self.method.findData(settings.get("error_method", "weighted"))
-            if i >= 0:
-                self.method.setCurrentIndex(i)
-            self.q_index.setValue(int(settings.get("q_index", 0)))
-            self.window.setValue(int(settings.get("window", 10)))
-            self.use_baseline.setChecked(bool(settings.get("use_baseline", False)))
-            self.b_min.setValue(float(settings.get("b_min", 0.95)))
-            self.b_max.setValue(float(settings.get("b_max", 1.05)))
-            self.use_mad.setChecked(bool(settings.get("use_mad", False)))
-            self.mad.setValue(float(settings.get("mad", 5.0)))
-        except (TypeError, ValueError):
-            pass
+        """Apply the keys present in ``settings``; bad values are ignored."""
+        setters = {
+            "error_method": lambda v: self.method.setCurrentIndex(
+                max(0, self.method.findData(str(v)))
+            ),
+            "q_index": lambda v: self.q_index.setValue(int(v)),
+            "window": lambda v: self.window.setValue(int(v)),
+            "use_baseline": lambda v: self.use_baseline.setChecked(bool(v)),
+            "b_min": lambda v: self.b_min.setValue(float(v)),
+            "b_max": lambda v: self.b_max.setValue(float(v)),
+            "use_mad": lambda v: self.use_mad.setChecked(bool(v)),
+            "mad": lambda v: self.mad.setValue(float(v)),
+        }
+        for key, value in settings.items():
+            if key in setters:
+                try:
+                    setters[key](value)
+                except (TypeError, ValueError):
+                    continue
