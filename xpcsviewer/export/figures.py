@@ -351,7 +351,8 @@ def _fig_diffusion(results: list, fits: g2_data.G2Fits | None = None, quantity: 
                 sel = p.q[dr.used] if dr.used.any() else p.q
                 grid = np.geomspace(sel.min() / 1.1, sel.max() * 1.1, 128)
                 yfit = dr.curve(grid) if quantity == "tau" else 1.0 / dr.curve(grid)
-                txt = f"b = {dr.exponent:.3f} \u00b1 {dr.exponent_err:.3f}"
+                txt = (f"b = {dr.exponent:g} (fixed)" if dr.exponent_fixed
+                       else f"b = {dr.exponent:.3f} \u00b1 {dr.exponent_err:.3f}")
                 if np.isfinite(dr.D):
                     txt += f", D = {dr.D:.4g} \u00b1 {dr.D_err:.2g} \u00c5\u00b2/s"
                 ax.plot(grid, yfit * factor, "-", color=color, lw=1.0, label=txt)

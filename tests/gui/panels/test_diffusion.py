@@ -142,3 +142,36 @@ def test_fits_from_another_target_list_match_by_file(qtbot, panel, results, fake
     # C002 was written with contrast 0.2 (C001: 0.25).
     joint = panel.files[0].joint
     np.testing.assert_allclose(np.nanmean(joint.contrast), 0.2, rtol=0.05)
+
+
+@pytest.fixture(scope="module")
+def demo_results(tmp_path_factory):
+    demo = pytest.importorskip("xpcsviewer.synthetic.demo")
+    from xpcsviewer.io import read_result
+
+    paths = demo.write_demo(tmp_path_factory.mktemp("demo_diff"), seed=0)
+    return [read_result(p) for p in paths]
+
+
+@pytest.mark.slow
+def test_demo_brownian_files_give_truth(qtbot, panel, demo_results):
+    """The g2 fit of the demo silica files through the worker, then D and R near the truth."""
+    from xpcsviewer.gui.panels.g2 import G2Panel
+
+    brownian = [r for r in demo_results if r.sample.get("model") == "brownian"
+                and r.multitau is not None and r.qmap.dynamic_num_pts[1] == 1][:3]
+    assert len(brownian) >= 2
+    g2 = G2Panel(panel.context)
+    qtbot.addWidget(g2)
+    g2.show()
+    with qtbot.waitSignal(g2.sigUpdated, timeout=20000):
+        g2.set_results(brownian)
+    panel.set_results(brownian)
+    with qtbot.waitSignal(panel.sigComputed, timeout=120000):
+        g2.run_fit()
+    r = panel.readout()
+    for res in brownian:
+        truth = float(res.sample["D"])
+        assert r[res.label]["D"] == pytest.approx(truth, rel=0.05), res.label
+        radius_nm = float(res.sample["radius"]) * 1e9
+        assert r[res.label]["R_nm"] == pytest.approx(radius_nm, rel=0.05), res.label

@@ -206,3 +206,19 @@ def test_settings_roundtrip(qtbot, panel):
     panel.set_settings(s)
     assert panel.get_settings() == s
     panel.set_settings({"offset": "garbage", "layout": 3})  # ignored, no crash
+
+
+def test_demo_files_plot(qtbot, panel, tmp_path):
+    demo = pytest.importorskip("xpcsviewer.synthetic.demo")
+    from xpcsviewer.io import read_result
+
+    res = [read_result(p) for p in demo.write_demo(tmp_path, seed=0)]
+    mt = [r for r in res if r.multitau is not None]
+    panel.max_bins.setValue(4)
+    with qtbot.waitSignal(panel.sigUpdated, timeout=30000):
+        panel.set_results(res)
+    curves = _curves(panel)
+    assert len(curves) == sum(min(4, r.multitau.g2.shape[1]) for r in mt)
+    t_all = np.concatenate([r.multitau.tau for r in mt])
+    assert min(c.xData.min() for c in curves) >= t_all.min() - 1e-15
+    assert max(c.xData.max() for c in curves) <= t_all.max() + 1e-15

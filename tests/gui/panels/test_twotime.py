@@ -143,3 +143,21 @@ def test_export_figure_and_data(qtbot, panel, results, tmp_path):
     with qtbot.waitSignal(panel.sigExported, timeout=10000):
         panel.export_data(str(tmp_path / "tt.csv"))
     assert (tmp_path / "tt.csv").read_text().count("\n") > 100
+
+
+def test_demo_twotime_files(qtbot, panel, tmp_path):
+    demo = pytest.importorskip("xpcsviewer.synthetic.demo")
+    from xpcsviewer.io import read_result
+
+    res = [read_result(p) for p in demo.write_demo(tmp_path, seed=0)]
+    tt_files = [r for r in res if r.twotime is not None]
+    assert tt_files
+    panel.max_size.setValue(256)
+    with qtbot.waitSignal(panel.sigMapShown, timeout=30000):
+        panel.set_results(res)
+    first = tt_files[0].twotime
+    m = panel.c2_img.image.shape[0]
+    assert m <= 256 and m == -(-first.n_frames // panel.view.stride)
+    # Time axis: the per-analysis step times the stride, in seconds.
+    assert panel.view.t0 == pytest.approx(first.t0 * panel.view.stride)
+    assert panel.file_sel.count() == len(tt_files)
