@@ -264,3 +264,23 @@ def test_export_package_is_qt_and_jax_free():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "XPCS_JAX_CACHE_DIR": "off"})
     assert out.stdout.strip() == "[]"
+
+
+def test_twotime_and_saxs2d_read_the_file(fake_results, tmp_path):
+    """Without a view/image option the figures read the file (strided C2, SAXS image)."""
+    from xpcsviewer.io import read_c2, read_result
+
+    res = [read_result(r.path) for r in fake_results]
+    before = _digest(res[0].path)
+    fig = make_figure("twotime", res, bin_index=1, max_size=40, correct_diagonal=True)
+    img = fig.axes[0].get_images()[0].get_array()
+    view = read_c2(res[0].path, 1, max_size=40, correct_diagonal=True)
+    np.testing.assert_array_equal(np.asarray(img), view.c2)
+    assert view.stride == 3 and img.shape == (40, 40)
+    fig2 = make_figure("saxs2d", res, log=False, beam_center=False)
+    from xpcsviewer.io import read_saxs_2d
+
+    np.testing.assert_array_equal(np.asarray(fig2.axes[0].get_images()[0].get_array()),
+                                  read_saxs_2d(res[0].path))
+    save_figure(fig, tmp_path / "tt.pdf")
+    assert _digest(res[0].path) == before
