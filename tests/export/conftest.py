@@ -12,7 +12,9 @@ _HERE = Path(__file__).resolve().parent
 
 def load_fake_results():
     """The ``fake_results`` helper module (importlib mode has no package imports)."""
-    spec = importlib.util.spec_from_file_location("xpcs_test_fake_results", _HERE / "fake_results.py")
+    spec = importlib.util.spec_from_file_location(
+        "xpcs_test_fake_results", _HERE / "fake_results.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -15,12 +15,12 @@ from xpcsviewer.export import (
     FIGURE_KINDS,
     fits_table,
     fits_to_dict,
+    g2_data,
     make_figure,
     save_figure,
     write_csv,
     write_json,
 )
-from xpcsviewer.export import g2_data
 
 SIGNATURES = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF-"}
 
@@ -55,7 +55,9 @@ def _axis_labels(fig) -> list[str]:
 @pytest.mark.parametrize("kind", sorted(FIGURE_KINDS))
 def test_every_kind_renders_png_svg_pdf(kind, fake, fake_results, lsq_fits, tmp_path):
     inputs = {p.path: _digest(p.path) for p in fake_results}
-    fig = make_figure(kind, fake_results, **_options(kind, fake, fake_results, lsq_fits))
+    fig = make_figure(
+        kind, fake_results, **_options(kind, fake, fake_results, lsq_fits)
+    )
     labels = _axis_labels(fig)
     assert labels, f"{kind}: no axis labels"
     # Physical axes carry units in brackets (pixels, s, 1/A, ...).
@@ -70,7 +72,8 @@ def test_every_kind_renders_png_svg_pdf(kind, fake, fake_results, lsq_fits, tmp_
             assert head.startswith(SIGNATURES[suffix])
     # No temp files left, inputs untouched.
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        f"{kind}{s}" for s in (".png", ".svg", ".pdf"))
+        f"{kind}{s}" for s in (".png", ".svg", ".pdf")
+    )
     assert {p.path: _digest(p.path) for p in fake_results} == inputs
 
 
@@ -133,8 +136,11 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
 
 
 def test_write_csv_roundtrip_and_ragged(tmp_path):
-    out = write_csv(tmp_path / "t.csv", {"x": np.array([0.1, 1 / 3, np.nan]), "n": [1, 2]},
-                    header_comment=["units: s", "second"])
+    out = write_csv(
+        tmp_path / "t.csv",
+        {"x": np.array([0.1, 1 / 3, np.nan]), "n": [1, 2]},
+        header_comment=["units: s", "second"],
+    )
     lines = out.read_text().splitlines()
     assert lines[:3] == ["# units: s", "# second", "x,n"]
     assert lines[3].split(",") == [repr(0.1), "1"]
@@ -143,14 +149,18 @@ def test_write_csv_roundtrip_and_ragged(tmp_path):
 
 
 def test_write_json(tmp_path):
-    out = write_json(tmp_path / "a.json", {"v": np.float64(1.5), "n": np.nan, "a": np.arange(3)})
+    out = write_json(
+        tmp_path / "a.json", {"v": np.float64(1.5), "n": np.nan, "a": np.arange(3)}
+    )
     assert json.loads(out.read_text()) == {"v": 1.5, "n": None, "a": [0, 1, 2]}
 
 
 # ------------------------------------------------------------------ data prep
 def test_g2_blocks_selection_and_invalid(fake_results):
     res = fake_results[0]
-    blocks = g2_data.g2_blocks(fake_results, qmin=0.0045, qmax=0.009, tmin=0.002, tmax=1.0)
+    blocks = g2_data.g2_blocks(
+        fake_results, qmin=0.0045, qmax=0.009, tmin=0.002, tmax=1.0
+    )
     assert [b.file_index for b in blocks] == [0, 1]  # file 2 has no multitau
     b = blocks[0]
     np.testing.assert_array_equal(b.columns, [2, 3, 4])
@@ -160,11 +170,13 @@ def test_g2_blocks_selection_and_invalid(fake_results):
     rows = np.flatnonzero((mt.tau >= 0.002) & (mt.tau <= 1.0))
     np.testing.assert_array_equal(b.g2, mt.g2[np.ix_(rows, [2, 3, 4])])
     # Inverted ranges are swapped.
-    b2 = g2_data.g2_blocks(fake_results, qmin=0.009, qmax=0.0045, tmin=1.0, tmax=0.002)[0]
+    b2 = g2_data.g2_blocks(fake_results, qmin=0.009, qmax=0.0045, tmin=1.0, tmax=0.002)[
+        0
+    ]
     np.testing.assert_array_equal(b2.g2, b.g2)
     # Missing points (g2 == 0, err == 0) are never drawn.
     full = g2_data.g2_blocks([res])[0]
-    t, y, e = g2_data.g2_points(full, 0)
+    t, y, _e = g2_data.g2_points(full, 0)
     assert t.size == mt.tau.size - 3 and np.all(y != 0)
 
 
@@ -193,7 +205,9 @@ def test_fits_table_and_json(lsq_fits, tmp_path):
     d = fits_to_dict(lsq_fits)
     assert len(d["curves"]) == 12 and d["curves"][0]["status"] == "converged"
     back = json.loads(write_json(tmp_path / "fits.json", d).read_text())
-    assert back["curves"][3]["params"]["tau"] == pytest.approx(lsq_fits.params["tau"][3], rel=1e-12)
+    assert back["curves"][3]["params"]["tau"] == pytest.approx(
+        lsq_fits.params["tau"][3], rel=1e-12
+    )
 
 
 def test_diffusion_points_drop_failed_and_gamma(lsq_fits):
@@ -207,7 +221,7 @@ def test_diffusion_points_drop_failed_and_gamma(lsq_fits):
         assert pts[0].q.size == 5 and 0.004 not in pts[0].q
         g = g2_data.diffusion_points(fits, "gamma")
         np.testing.assert_allclose(g[0].y, 1.0 / pts[0].y, rtol=1e-12)
-        np.testing.assert_allclose(g[0].y_err, pts[0].y_err / pts[0].y**2, rtol=1e-12)
+        np.testing.assert_allclose(g[0].y_err, pts[0].y_err / pts[0].y ** 2, rtol=1e-12)
     finally:
         fits.status[1] = saved
     with pytest.raises(ValueError):
@@ -259,10 +273,17 @@ def test_g2_data_columns(fake_results):
 def test_export_package_is_qt_and_jax_free():
     import subprocess
 
-    code = ("import sys, xpcsviewer.export; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6','pyqtgraph','jax')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "XPCS_JAX_CACHE_DIR": "off"})
+    code = (
+        "import sys, xpcsviewer.export; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6','pyqtgraph','jax')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "XPCS_JAX_CACHE_DIR": "off"},
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -280,7 +301,8 @@ def test_twotime_and_saxs2d_read_the_file(fake_results, tmp_path):
     fig2 = make_figure("saxs2d", res, log=False, beam_center=False)
     from xpcsviewer.io import read_saxs_2d
 
-    np.testing.assert_array_equal(np.asarray(fig2.axes[0].get_images()[0].get_array()),
-                                  read_saxs_2d(res[0].path))
+    np.testing.assert_array_equal(
+        np.asarray(fig2.axes[0].get_images()[0].get_array()), read_saxs_2d(res[0].path)
+    )
     save_figure(fig, tmp_path / "tt.pdf")
     assert _digest(res[0].path) == before

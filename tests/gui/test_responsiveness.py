@@ -11,11 +11,11 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QTimer  # noqa: E402
+from PySide6.QtCore import QTimer
 
-from xpcsviewer.gui.context import AppContext  # noqa: E402
-from xpcsviewer.gui.panels.g2 import G2Panel  # noqa: E402
-from xpcsviewer.gui.panels.twotime import TwotimePanel  # noqa: E402
+from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.panels.g2 import G2Panel
+from xpcsviewer.gui.panels.twotime import TwotimePanel
 
 _FAKE = Path(__file__).resolve().parents[1] / "export" / "fake_results.py"
 N_BIG = 4000  # frames of the large two-time map (64 MB as float32 on disk)
@@ -35,7 +35,9 @@ def big_files(tmp_path_factory, fake):
     from xpcsviewer.io import read_result
 
     d = tmp_path_factory.mktemp("responsive")
-    return read_result(fake.make_big_result(d / "big_results.hdf", reps=40, n_big=N_BIG))
+    return read_result(
+        fake.make_big_result(d / "big_results.hdf", reps=40, n_big=N_BIG)
+    )
 
 
 @pytest.mark.slow
@@ -75,8 +77,10 @@ def test_timer_keeps_ticking_during_fit_and_twotime_read(qtbot, big_files):
     assert tt.view.stride == 4 and tt.c2_img.image.shape == (1000, 1000)
     stamps = np.array([t_start] + [x for x in ticks if x <= t_end + 0.2])
     gaps = np.diff(stamps)
-    print(f"\nwork took {t_end - t_start:.2f} s; {len(stamps) - 1} ticks; "
-          f"largest gap {gaps.max():.3f} s")
+    print(
+        f"\nwork took {t_end - t_start:.2f} s; {len(stamps) - 1} ticks; "
+        f"largest gap {gaps.max():.3f} s"
+    )
     assert len(stamps) > 3
     assert gaps.max() < 1.0
     ctx.runner.wait_for_done(10000)

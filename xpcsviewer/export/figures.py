@@ -93,9 +93,15 @@ def _no_data(fig: Any, text: str) -> Any:
 
 
 # ------------------------------------------------------------------------ SAXS
-def _fig_saxs2d(results: list, file_index: int = 0, image: Any = None, log: bool = True,
-                cmap: str = "viridis", levels: tuple[float, float] | None = None,
-                beam_center: bool = True) -> Any:
+def _fig_saxs2d(
+    results: list,
+    file_index: int = 0,
+    image: Any = None,
+    log: bool = True,
+    cmap: str = "viridis",
+    levels: tuple[float, float] | None = None,
+    beam_center: bool = True,
+) -> Any:
     res = _pick(results, file_index)
     if image is None:
         from xpcsviewer import io as xio
@@ -112,12 +118,22 @@ def _fig_saxs2d(results: list, file_index: int = 0, image: Any = None, log: bool
     h, w = img.shape
     fig = new_figure(6.0, 5.0 * h / max(w, 1) + 0.6)
     ax = fig.add_subplot(1, 1, 1)
-    im = ax.imshow(shown, origin="upper", cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
+    im = ax.imshow(
+        shown, origin="upper", cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest"
+    )
     cb = fig.colorbar(im, ax=ax, shrink=0.85)
-    cb.set_label("log\u2081\u2080 I (photons/pixel/frame)" if log else "I (photons/pixel/frame)")
+    cb.set_label(
+        "log\u2081\u2080 I (photons/pixel/frame)" if log else "I (photons/pixel/frame)"
+    )
     if beam_center:
-        ax.plot([res.qmap.beam_center_x], [res.qmap.beam_center_y], "r+", ms=12, mew=1.5,
-                label="beam centre")
+        ax.plot(
+            [res.qmap.beam_center_x],
+            [res.qmap.beam_center_y],
+            "r+",
+            ms=12,
+            mew=1.5,
+            label="beam centre",
+        )
         ax.legend(loc="upper right")
     ax.set_xlabel("column (pixel)")
     ax.set_ylabel("row (pixel)")
@@ -125,39 +141,71 @@ def _fig_saxs2d(results: list, file_index: int = 0, image: Any = None, log: bool
     return fig
 
 
-def _fig_saxs1d(results: list, phi_lines: bool = False, norm: str = "none",
-                qmin: float | None = None, qmax: float | None = None, log_x: bool = True,
-                log_y: bool = True, background: Any = None, bkg_weight: float = 1.0,
-                sampling: int = 1, legend: bool = True) -> Any:
-    curves = saxs_data.saxs1d_curves(results, phi_lines=phi_lines, norm=norm, qmin=qmin,
-                                     qmax=qmax, background=background, bkg_weight=bkg_weight,
-                                     sampling=sampling)
+def _fig_saxs1d(
+    results: list,
+    phi_lines: bool = False,
+    norm: str = "none",
+    qmin: float | None = None,
+    qmax: float | None = None,
+    log_x: bool = True,
+    log_y: bool = True,
+    background: Any = None,
+    bkg_weight: float = 1.0,
+    sampling: int = 1,
+    legend: bool = True,
+) -> Any:
+    curves = saxs_data.saxs1d_curves(
+        results,
+        phi_lines=phi_lines,
+        norm=norm,
+        qmin=qmin,
+        qmax=qmax,
+        background=background,
+        bkg_weight=bkg_weight,
+        sampling=sampling,
+    )
     fig = new_figure()
     ax = fig.add_subplot(1, 1, 1)
     colors = _colors(len(results))
     for c in curves:
         ok = np.isfinite(c.y) & ((c.y > 0) if log_y else True)
         style = "-" if c.kind == "mean" else "--"
-        ax.plot(c.x[ok], c.y[ok], style, color=colors[c.index % len(colors)],
-                lw=1.5 if c.kind == "mean" else 0.8, label=c.label)
+        ax.plot(
+            c.x[ok],
+            c.y[ok],
+            style,
+            color=colors[c.index % len(colors)],
+            lw=1.5 if c.kind == "mean" else 0.8,
+            label=c.label,
+        )
     ax.set_xscale("log" if log_x else "linear")
     ax.set_yscale("log" if log_y else "linear")
     ax.set_xlabel(f"q ({INV_A})")
     ax.set_ylabel(saxs_data.normalization_label(norm))
-    ax.set_title("SAXS 1-D" + (" (background subtracted)" if background is not None else ""))
+    ax.set_title(
+        "SAXS 1-D" + (" (background subtracted)" if background is not None else "")
+    )
     if legend and curves:
         ax.legend(loc="best")
     return fig
 
 
-def _fig_stability(results: list, file_index: int = 0, qmin: float | None = None,
-                   qmax: float | None = None, log_x: bool = True, log_y: bool = True,
-                   threshold: float = 0.05) -> Any:
+def _fig_stability(
+    results: list,
+    file_index: int = 0,
+    qmin: float | None = None,
+    qmax: float | None = None,
+    log_x: bool = True,
+    log_y: bool = True,
+    threshold: float = 0.05,
+) -> Any:
     res = _pick(results, file_index)
     fig = new_figure()
     if res.saxs_1d_segments is None:
         return _no_data(fig, f"{res.label}: no time-segment profiles in the file")
-    st = saxs_data.stability_analysis(res.saxs_1d_segments, res.qmap, threshold, qmin, qmax)
+    st = saxs_data.stability_analysis(
+        res.saxs_1d_segments, res.qmap, threshold, qmin, qmax
+    )
     ax = fig.add_subplot(1, 1, 1)
     from matplotlib import colormaps
 
@@ -167,22 +215,34 @@ def _fig_stability(results: list, file_index: int = 0, qmin: float | None = None
     for s in range(n):
         y = st.profiles[s]
         ok = keep & np.isfinite(y) & ((y > 0) if log_y else True)
-        ax.plot(st.q[ok], y[ok], color=cmap(s / max(n - 1, 1)),
-                label=f"segment {s + 1} ({100 * st.rel_change[s]:.1f} %)")
+        ax.plot(
+            st.q[ok],
+            y[ok],
+            color=cmap(s / max(n - 1, 1)),
+            label=f"segment {s + 1} ({100 * st.rel_change[s]:.1f} %)",
+        )
     ax.set_xscale("log" if log_x else "linear")
     ax.set_yscale("log" if log_y else "linear")
     ax.set_xlabel(f"q ({INV_A})")
     ax.set_ylabel("I (arb. units)")
     flag = "FLAGGED" if st.flagged else "stable"
-    ax.set_title(f"{res.label}: max relative change {100 * st.max_rel_change:.2f} % ({flag})")
+    ax.set_title(
+        f"{res.label}: max relative change {100 * st.max_rel_change:.2f} % ({flag})"
+    )
     ax.legend(loc="best")
     return fig
 
 
-def _fig_intensity(results: list, window: int = 1, time_axis: bool = True, fft: bool = False,
-                   sampling: int = 1) -> Any:
-    curves = saxs_data.intensity_traces(results, window=window, time_axis=time_axis,
-                                        sampling=sampling)
+def _fig_intensity(
+    results: list,
+    window: int = 1,
+    time_axis: bool = True,
+    fft: bool = False,
+    sampling: int = 1,
+) -> Any:
+    curves = saxs_data.intensity_traces(
+        results, window=window, time_axis=time_axis, sampling=sampling
+    )
     fig = new_figure(7.0, 5.5 if fft else 4.0)
     if not curves:
         return _no_data(fig, "no intensity-vs-time data in the files")
@@ -192,7 +252,9 @@ def _fig_intensity(results: list, window: int = 1, time_axis: bool = True, fft: 
         ax.plot(c.x, c.y, color=colors[c.index % len(colors)], lw=0.8, label=c.label)
     ax.set_xlabel("t (s)" if time_axis else "frame")
     ax.set_ylabel("mean intensity (photons/pixel/frame)")
-    ax.set_title("Intensity vs time" + (f" (moving average {window})" if window > 1 else ""))
+    ax.set_title(
+        "Intensity vs time" + (f" (moving average {window})" if window > 1 else "")
+    )
     ax.legend(loc="best")
     if fft:
         ax2 = fig.add_subplot(2, 1, 2)
@@ -200,7 +262,13 @@ def _fig_intensity(results: list, window: int = 1, time_axis: bool = True, fft: 
             res = results[c.index]
             dt = float(np.median(np.diff(c.x))) if (time_axis and c.x.size > 1) else 1.0
             f, mag = saxs_data.intensity_fft(c.y, dt if dt > 0 else 1.0)
-            ax2.plot(f[1:], mag[1:], color=colors[c.index % len(colors)], lw=0.8, label=res.label)
+            ax2.plot(
+                f[1:],
+                mag[1:],
+                color=colors[c.index % len(colors)],
+                lw=0.8,
+                label=res.label,
+            )
         ax2.set_xlabel("frequency (Hz)" if time_axis else "frequency (1/frame)")
         ax2.set_ylabel("|FFT| (photons/pixel/frame)")
         ax2.set_yscale("log")
@@ -210,7 +278,11 @@ def _fig_intensity(results: list, window: int = 1, time_axis: bool = True, fft: 
 def _fig_qmap(results: list, file_index: int = 0, which: str = "both") -> Any:
     res = _pick(results, file_index)
     qm = res.qmap
-    kinds = {"both": ["dynamic", "static"], "dynamic": ["dynamic"], "static": ["static"]}
+    kinds = {
+        "both": ["dynamic", "static"],
+        "dynamic": ["dynamic"],
+        "static": ["static"],
+    }
     if which not in kinds:
         raise ValueError(f"which must be one of {sorted(kinds)}, got {which!r}")
     names = kinds[which]
@@ -232,18 +304,43 @@ def _fig_qmap(results: list, file_index: int = 0, which: str = "both") -> Any:
 
 
 # -------------------------------------------------------------------------- g2
-def _draw_g2_curve(ax, block: g2_data.G2Block, j: int, color, marker: str, shift: float,
-                   errorbars: bool, label: str) -> None:
+def _draw_g2_curve(
+    ax,
+    block: g2_data.G2Block,
+    j: int,
+    color,
+    marker: str,
+    shift: float,
+    errorbars: bool,
+    label: str,
+) -> None:
     t, y, e = g2_data.g2_points(block, j)
     if errorbars:
-        ax.errorbar(t, y + shift, yerr=e, fmt=marker, ms=3.5, mfc="none", color=color,
-                    elinewidth=0.6, capsize=0, label=label)
+        ax.errorbar(
+            t,
+            y + shift,
+            yerr=e,
+            fmt=marker,
+            ms=3.5,
+            mfc="none",
+            color=color,
+            elinewidth=0.6,
+            capsize=0,
+            label=label,
+        )
     else:
         ax.plot(t, y + shift, marker, ms=3.5, mfc="none", color=color, label=label)
 
 
-def _draw_g2_fit(ax, fits: g2_data.G2Fits | None, block: g2_data.G2Block, j: int, color,
-                 shift: float, band: bool) -> None:
+def _draw_g2_fit(
+    ax,
+    fits: g2_data.G2Fits | None,
+    block: g2_data.G2Block,
+    j: int,
+    color,
+    shift: float,
+    band: bool,
+) -> None:
     if fits is None:
         return
     row = fits.find(block.file_index, int(block.columns[j]))
@@ -255,27 +352,50 @@ def _draw_g2_fit(ax, fits: g2_data.G2Fits | None, block: g2_data.G2Block, j: int
     if band:
         b = fits.band([row], grid)
         if b is not None and np.isfinite(b[0]).any():
-            ax.fill_between(grid, b[0, 0] + shift, b[0, 2] + shift, color=color, alpha=0.25,
-                            lw=0)
+            ax.fill_between(
+                grid, b[0, 0] + shift, b[0, 2] + shift, color=color, alpha=0.25, lw=0
+            )
 
 
-def _fig_g2(results: list, layout: str = "qbin", qmin: float | None = None,
-            qmax: float | None = None, tmin: float | None = None, tmax: float | None = None,
-            max_bins: int | None = None, errorbars: bool = True, offset: float = 0.0,
-            log_x: bool = True, ncols: int = 4, fits: g2_data.G2Fits | None = None,
-            band: bool = True, legend: bool = True,
-            ylim: tuple[float, float] | None = None) -> Any:
+def _fig_g2(
+    results: list,
+    layout: str = "qbin",
+    qmin: float | None = None,
+    qmax: float | None = None,
+    tmin: float | None = None,
+    tmax: float | None = None,
+    max_bins: int | None = None,
+    errorbars: bool = True,
+    offset: float = 0.0,
+    log_x: bool = True,
+    ncols: int = 4,
+    fits: g2_data.G2Fits | None = None,
+    band: bool = True,
+    legend: bool = True,
+    ylim: tuple[float, float] | None = None,
+) -> Any:
     if layout not in ("qbin", "file", "combined"):
         raise ValueError(f"layout must be 'qbin', 'file' or 'combined', got {layout!r}")
     blocks = g2_data.g2_blocks(results, qmin, qmax, tmin, tmax, max_bins)
     if not blocks:
-        return _no_data(new_figure(), "no multitau g2 in the selected files and q range")
+        return _no_data(
+            new_figure(), "no multitau g2 in the selected files and q range"
+        )
     colors_f = _colors(len(results))
     if layout == "qbin":
         # One panel per g2 column (bins are matched across files by column number).
         cols = sorted({int(c) for b in blocks for c in b.columns})
-        panels = [(c, [(b, int(np.flatnonzero(b.columns == c)[0])) for b in blocks
-                       if c in b.columns]) for c in cols]
+        panels = [
+            (
+                c,
+                [
+                    (b, int(np.flatnonzero(b.columns == c)[0]))
+                    for b in blocks
+                    if c in b.columns
+                ],
+            )
+            for c in cols
+        ]
         titles = []
         for _c, members in panels:
             b, j = members[0]
@@ -322,10 +442,18 @@ def _fig_g2(results: list, layout: str = "qbin", qmin: float | None = None,
 
 
 # ------------------------------------------------------------------- diffusion
-def _fig_diffusion(results: list, fits: g2_data.G2Fits | None = None, quantity: str = "tau",
-                   log_x: bool = True, log_y: bool = True, qmin: float | None = None,
-                   qmax: float | None = None, exponent: float | None = None,
-                   offset: float = 0.0, show_fit: bool = True) -> Any:
+def _fig_diffusion(
+    results: list,
+    fits: g2_data.G2Fits | None = None,
+    quantity: str = "tau",
+    log_x: bool = True,
+    log_y: bool = True,
+    qmin: float | None = None,
+    qmax: float | None = None,
+    exponent: float | None = None,
+    offset: float = 0.0,
+    show_fit: bool = True,
+) -> Any:
     from xpcsviewer.fitting import fit_diffusion
 
     fig = new_figure()
@@ -334,15 +462,27 @@ def _fig_diffusion(results: list, fits: g2_data.G2Fits | None = None, quantity: 
     pts = g2_data.diffusion_points(fits, quantity)
     ax = fig.add_subplot(1, 1, 1)
     colors = _colors(len(results) or len(pts))
-    q_range = None if (qmin is None and qmax is None) else (
-        qmin if qmin is not None else 0.0, qmax if qmax is not None else np.inf)
+    q_range = (
+        None
+        if (qmin is None and qmax is None)
+        else (qmin if qmin is not None else 0.0, qmax if qmax is not None else np.inf)
+    )
     lines = []
     for n, p in enumerate(pts):
         factor = 10.0 ** (offset * n)
         color = colors[p.file_index % len(colors)]
-        ax.errorbar(p.q, p.y * factor, yerr=p.y_err * factor, fmt=_MARKERS[n % 12], mfc="none",
-                    color=color, capsize=0, elinewidth=0.7,
-                    label=f"{p.label}" + (f" ({p.n_dropped} failed fits dropped)" if p.n_dropped else ""))
+        ax.errorbar(
+            p.q,
+            p.y * factor,
+            yerr=p.y_err * factor,
+            fmt=_MARKERS[n % 12],
+            mfc="none",
+            color=color,
+            capsize=0,
+            elinewidth=0.7,
+            label=f"{p.label}"
+            + (f" ({p.n_dropped} failed fits dropped)" if p.n_dropped else ""),
+        )
         if show_fit and p.q.size >= 2:
             tau = p.y if quantity == "tau" else 1.0 / p.y
             tau_err = p.y_err if quantity == "tau" else p.y_err * tau**2
@@ -351,8 +491,11 @@ def _fig_diffusion(results: list, fits: g2_data.G2Fits | None = None, quantity: 
                 sel = p.q[dr.used] if dr.used.any() else p.q
                 grid = np.geomspace(sel.min() / 1.1, sel.max() * 1.1, 128)
                 yfit = dr.curve(grid) if quantity == "tau" else 1.0 / dr.curve(grid)
-                txt = (f"b = {dr.exponent:g} (fixed)" if dr.exponent_fixed
-                       else f"b = {dr.exponent:.3f} \u00b1 {dr.exponent_err:.3f}")
+                txt = (
+                    f"b = {dr.exponent:g} (fixed)"
+                    if dr.exponent_fixed
+                    else f"b = {dr.exponent:.3f} \u00b1 {dr.exponent_err:.3f}"
+                )
                 if np.isfinite(dr.D):
                     txt += f", D = {dr.D:.4g} \u00b1 {dr.D_err:.2g} \u00c5\u00b2/s"
                 ax.plot(grid, yfit * factor, "-", color=color, lw=1.0, label=txt)
@@ -368,10 +511,17 @@ def _fig_diffusion(results: list, fits: g2_data.G2Fits | None = None, quantity: 
 
 
 # --------------------------------------------------------------------- twotime
-def _fig_twotime(results: list, file_index: int = 0, bin_index: int = 0, max_size: int = 1024,
-                 correct_diagonal: bool = False, cmap: str = "viridis",
-                 levels: tuple[float, float] | None = None, view: Any = None,
-                 g2: bool = True) -> Any:
+def _fig_twotime(
+    results: list,
+    file_index: int = 0,
+    bin_index: int = 0,
+    max_size: int = 1024,
+    correct_diagonal: bool = False,
+    cmap: str = "viridis",
+    levels: tuple[float, float] | None = None,
+    view: Any = None,
+    g2: bool = True,
+) -> Any:
     res = _pick(results, file_index)
     tt = res.twotime
     if tt is None:
@@ -385,8 +535,12 @@ def _fig_twotime(results: list, file_index: int = 0, bin_index: int = 0, max_siz
         reader = getattr(xio, "read_c2", None)
         if reader is None:
             raise RuntimeError("xpcsviewer.io.read_c2 is not available")
-        view = reader(res.path, int(bin_index), max_size=int(max_size),
-                      correct_diagonal=bool(correct_diagonal))
+        view = reader(
+            res.path,
+            int(bin_index),
+            max_size=int(max_size),
+            correct_diagonal=bool(correct_diagonal),
+        )
     from xpcsviewer.backends import ensure_numpy
 
     c2 = np.asarray(ensure_numpy(view.c2), dtype=np.float64)
@@ -396,16 +550,29 @@ def _fig_twotime(results: list, file_index: int = 0, bin_index: int = 0, max_siz
     fig = new_figure(11.0 if curves else 6.0, 4.8)
     ax = fig.add_subplot(1, 2 if curves else 1, 1)
     step = float(view.t0)
-    extent = (t[0] - step / 2, t[-1] + step / 2, t[-1] + step / 2, t[0] - step / 2) if t.size else None
-    im = ax.imshow(c2, origin="upper", cmap=cmap, vmin=lo, vmax=hi, extent=extent,
-                   interpolation="nearest")
+    extent = (
+        (t[0] - step / 2, t[-1] + step / 2, t[-1] + step / 2, t[0] - step / 2)
+        if t.size
+        else None
+    )
+    im = ax.imshow(
+        c2,
+        origin="upper",
+        cmap=cmap,
+        vmin=lo,
+        vmax=hi,
+        extent=extent,
+        interpolation="nearest",
+    )
     ax.invert_yaxis()
     cb = fig.colorbar(im, ax=ax, shrink=0.85)
     cb.set_label("C(t\u2081, t\u2082)")
     ax.set_xlabel("t\u2082 (s)")
     ax.set_ylabel("t\u2081 (s)")
     label = getattr(view, "label", "") or f"bin {tt.processed_bins[int(bin_index)]}"
-    ax.set_title(f"{res.label}: {label}" + (" (diagonal corrected)" if correct_diagonal else ""))
+    ax.set_title(
+        f"{res.label}: {label}" + (" (diagonal corrected)" if correct_diagonal else "")
+    )
     if curves:
         t_full, g_full, t_seg, g_seg = curves
         ax2 = fig.add_subplot(1, 2, 2)
@@ -414,8 +581,14 @@ def _fig_twotime(results: list, file_index: int = 0, bin_index: int = 0, max_siz
 
         cm = colormaps["plasma"]
         for s in range(g_seg.shape[0]):
-            ax2.plot(t_seg, g_seg[s], "-", lw=1.0, color=cm(s / max(g_seg.shape[0], 1)),
-                     label=f"segment {s + 1}")
+            ax2.plot(
+                t_seg,
+                g_seg[s],
+                "-",
+                lw=1.0,
+                color=cm(s / max(g_seg.shape[0], 1)),
+                label=f"segment {s + 1}",
+            )
         ax2.set_xscale("log")
         ax2.set_xlabel("\u03c4 (s)")
         ax2.set_ylabel("g\u2082 from C\u2082")
@@ -456,6 +629,8 @@ def make_figure(kind: str, results: list, **options: Any) -> Any:
 
     fn = FIGURE_KINDS.get(kind)
     if fn is None:
-        raise ValueError(f"unknown figure kind {kind!r}; use one of {sorted(FIGURE_KINDS)}")
+        raise ValueError(
+            f"unknown figure kind {kind!r}; use one of {sorted(FIGURE_KINDS)}"
+        )
     with matplotlib.rc_context(_STYLE):
         return fn(list(results), **options)

@@ -46,7 +46,9 @@ def _refuse_input_file(path: Path) -> None:
         raise ValueError(f"{path}: refusing to overwrite an HDF5 file with an export")
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], binary: bool = True) -> Path:
+def atomic_write(
+    path: str | os.PathLike, write: Callable[[Any], None], binary: bool = True
+) -> Path:
     """Call ``write(fh)`` on a temporary file next to ``path``, then rename it over ``path``.
 
     Parameters
@@ -103,7 +105,9 @@ def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 200) -> Path:
     path = Path(path)
     fmt = FIGURE_FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise ValueError(f"{path}: figure format must be one of {sorted(FIGURE_FORMATS)}")
+        raise ValueError(
+            f"{path}: figure format must be one of {sorted(FIGURE_FORMATS)}"
+        )
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     if fig.canvas is None or not hasattr(fig.canvas, "print_figure"):
@@ -112,7 +116,9 @@ def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 200) -> Path:
     meta = {"Creator": "xpcsviewer"} if fmt in ("pdf",) else None
     if fmt == "svg":
         meta = {"Date": None}
-    return atomic_write(path, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi, metadata=meta))
+    return atomic_write(
+        path, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi, metadata=meta)
+    )
 
 
 def _cell(v: Any) -> str:
@@ -126,8 +132,11 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def write_csv(path: str | os.PathLike, columns: Mapping[str, Any],
-              header_comment: str | list[str] | None = None) -> Path:
+def write_csv(
+    path: str | os.PathLike,
+    columns: Mapping[str, Any],
+    header_comment: str | list[str] | None = None,
+) -> Path:
     """Write named columns to CSV atomically.
 
     Parameters
@@ -174,12 +183,15 @@ def _jsonable(x: Any) -> Any:
         return int(x)
     if isinstance(x, (np.bool_,)):
         return bool(x)
-    if hasattr(x, "value") and isinstance(getattr(x, "value"), str):  # enums
+    if hasattr(x, "value") and isinstance(x.value, str):  # enums
         return x.value
     return x
 
 
 def write_json(path: str | os.PathLike, data: Any) -> Path:
     """Write ``data`` as indented JSON atomically (NumPy values converted, NaN -> null)."""
-    text = json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = (
+        json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False)
+        + "\n"
+    )
     return atomic_write(path, lambda fh: fh.write(text), binary=False)

@@ -82,9 +82,14 @@ def _ordered(lo: float | None, hi: float | None) -> tuple[float | None, float | 
     return lo, hi
 
 
-def g2_blocks(results: list, qmin: float | None = None, qmax: float | None = None,
-              tmin: float | None = None, tmax: float | None = None,
-              max_bins: int | None = None) -> list[G2Block]:
+def g2_blocks(
+    results: list,
+    qmin: float | None = None,
+    qmax: float | None = None,
+    tmin: float | None = None,
+    tmax: float | None = None,
+    max_bins: int | None = None,
+) -> list[G2Block]:
     """Select the g2 curves of every multitau file in a q range and a t range.
 
     Parameters
@@ -134,12 +139,22 @@ def g2_blocks(results: list, qmin: float | None = None, qmax: float | None = Non
         v = val[np.ix_(rows, cols)] & np.isfinite(g) & np.isfinite(e)
         v &= ~((g == 0) & (e == 0))
         labels = qm.dynamic_labels()
-        out.append(G2Block(
-            file_index=i, label=res.label, tau=tau[rows], g2=g, g2_err=e, valid=v,
-            columns=cols, q=np.asarray(qm.dynamic_q, float)[cols],
-            phi=np.asarray(qm.dynamic_phi, float)[cols],
-            bin_labels=[labels[c] for c in cols],
-            delay_frames=np.asarray(mt.delay_frames)[rows], t0=float(mt.t0_eff)))
+        out.append(
+            G2Block(
+                file_index=i,
+                label=res.label,
+                tau=tau[rows],
+                g2=g,
+                g2_err=e,
+                valid=v,
+                columns=cols,
+                q=np.asarray(qm.dynamic_q, float)[cols],
+                phi=np.asarray(qm.dynamic_phi, float)[cols],
+                bin_labels=[labels[c] for c in cols],
+                delay_frames=np.asarray(mt.delay_frames)[rows],
+                t0=float(mt.t0_eff),
+            )
+        )
     return out
 
 
@@ -172,8 +187,13 @@ def g2_data_columns(blocks: list[G2Block]) -> tuple[dict[str, np.ndarray], list[
             name = f"{b.label}:bin{b.columns[j] + 1}"
             cols[f"{name}:g2"] = np.where(b.valid[:, j], b.g2[:, j], np.nan)
             cols[f"{name}:err"] = np.where(b.valid[:, j], b.g2_err[:, j], np.nan)
-        header.append(f"{b.label}: " + "; ".join(
-            f"bin{c + 1} = {lab}" for c, lab in zip(b.columns, b.bin_labels, strict=True)))
+        header.append(
+            f"{b.label}: "
+            + "; ".join(
+                f"bin{c + 1} = {lab}"
+                for c, lab in zip(b.columns, b.bin_labels, strict=True)
+            )
+        )
     return cols, header
 
 
@@ -262,7 +282,9 @@ class G2Fits:
         if self.model == "single_avgcorr":
             aux = (np.ones_like(t), self.dt[rows][:, None])
         with np.errstate(all="ignore"):
-            out = np.asarray(evaluate_model(self.model, t, p, aux, np), dtype=np.float64)
+            out = np.asarray(
+                evaluate_model(self.model, t, p, aux, np), dtype=np.float64
+            )
         return np.broadcast_to(out, (rows.size, t.shape[1])).copy()
 
     def band(self, rows: Any, tau_grid: np.ndarray) -> np.ndarray | None:
@@ -288,7 +310,11 @@ def _group_blocks(blocks: list[G2Block]) -> list[list[int]]:
     for i, b in enumerate(blocks):
         for g in groups:
             ref = blocks[g[0]]
-            if ref.tau.shape == b.tau.shape and np.array_equal(ref.tau, b.tau) and ref.t0 == b.t0:
+            if (
+                ref.tau.shape == b.tau.shape
+                and np.array_equal(ref.tau, b.tau)
+                and ref.t0 == b.t0
+            ):
                 g.append(i)
                 break
         else:
@@ -296,8 +322,13 @@ def _group_blocks(blocks: list[G2Block]) -> list[list[int]]:
     return groups
 
 
-def apply_overrides(model: str, tau: np.ndarray, g2: np.ndarray, valid: np.ndarray,
-                    overrides: dict | None) -> dict | None:
+def apply_overrides(
+    model: str,
+    tau: np.ndarray,
+    g2: np.ndarray,
+    valid: np.ndarray,
+    overrides: dict | None,
+) -> dict | None:
     """Per-curve data-driven ParamSpecs with the user's fields replaced.
 
     Parameters
@@ -330,9 +361,16 @@ def apply_overrides(model: str, tau: np.ndarray, g2: np.ndarray, valid: np.ndarr
     return specs
 
 
-def fit_g2_blocks(blocks: list[G2Block], model: str = "single", params: dict | None = None,
-                  t_range: tuple[float, float] | None = None, progress=None, cancel=None,
-                  backend: Any = None, overrides: dict | None = None) -> G2Fits:
+def fit_g2_blocks(
+    blocks: list[G2Block],
+    model: str = "single",
+    params: dict | None = None,
+    t_range: tuple[float, float] | None = None,
+    progress=None,
+    cancel=None,
+    backend: Any = None,
+    overrides: dict | None = None,
+) -> G2Fits:
     """Batched least-squares fit of every curve of every block.
 
     Blocks with the same delays are fitted together in one ``fit_g2`` call (usually all
@@ -355,7 +393,9 @@ def fit_g2_blocks(blocks: list[G2Block], model: str = "single", params: dict | N
     chi2 = np.full(n_total, np.nan)
     offsets = np.cumsum([0] + [b.n_bins for b in blocks])
     for gi, g in enumerate(groups):
-        report(progress, cancel, gi, len(groups), f"fitting group {gi + 1}/{len(groups)}")
+        report(
+            progress, cancel, gi, len(groups), f"fitting group {gi + 1}/{len(groups)}"
+        )
         ref = blocks[g[0]]
         y = np.concatenate([blocks[i].g2.T for i in g], axis=0)
         e = np.concatenate([blocks[i].g2_err.T for i in g], axis=0)
@@ -365,8 +405,18 @@ def fit_g2_blocks(blocks: list[G2Block], model: str = "single", params: dict | N
             aux = (averaging_factors(ref.delay_frames), ref.t0)
         kw = {"backend": backend} if backend is not None else {}
         specs = apply_overrides(model, ref.tau, y, v, overrides) or params
-        res = fit_g2(ref.tau, y, e, v, model=model, params=specs, t_range=t_range,
-                     aux=aux, cancel=cancel, **kw)
+        res = fit_g2(
+            ref.tau,
+            y,
+            e,
+            v,
+            model=model,
+            params=specs,
+            t_range=t_range,
+            aux=aux,
+            cancel=cancel,
+            **kw,
+        )
         rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in g])
         for n in names:
             par[n][rows] = res.params[n]
@@ -377,31 +427,60 @@ def fit_g2_blocks(blocks: list[G2Block], model: str = "single", params: dict | N
     return _assemble(blocks, model, "lsq", par, err, status, chi2, t_range)
 
 
-def _assemble(blocks, model, method, par, err, status, chi2, t_range, bands=None) -> G2Fits:
+def _assemble(
+    blocks, model, method, par, err, status, chi2, t_range, bands=None
+) -> G2Fits:
     return G2Fits(
-        model=str(model), method=method,
-        file_index=np.concatenate([np.full(b.n_bins, b.file_index) for b in blocks]).astype(np.int64)
-        if blocks else np.zeros(0, np.int64),
+        model=str(model),
+        method=method,
+        file_index=np.concatenate(
+            [np.full(b.n_bins, b.file_index) for b in blocks]
+        ).astype(np.int64)
+        if blocks
+        else np.zeros(0, np.int64),
         file_labels=[b.label for b in blocks for _ in range(b.n_bins)],
-        columns=np.concatenate([b.columns for b in blocks]) if blocks else np.zeros(0, np.int64),
+        columns=np.concatenate([b.columns for b in blocks])
+        if blocks
+        else np.zeros(0, np.int64),
         q=np.concatenate([b.q for b in blocks]) if blocks else np.zeros(0),
         phi=np.concatenate([b.phi for b in blocks]) if blocks else np.zeros(0),
         bin_labels=[lab for b in blocks for lab in b.bin_labels],
-        params=par, errors=err, status=status, chi2_red=chi2,
-        dt=np.concatenate([np.full(b.n_bins, b.t0) for b in blocks]) if blocks else np.zeros(0),
-        t_range=t_range, bands=list(bands or []))
+        params=par,
+        errors=err,
+        status=status,
+        chi2_red=chi2,
+        dt=np.concatenate([np.full(b.n_bins, b.t0) for b in blocks])
+        if blocks
+        else np.zeros(0),
+        t_range=t_range,
+        bands=list(bands or []),
+    )
 
 
-def fit_g2_blocks_bayes(blocks: list[G2Block], model: str = "single", params: dict | None = None,
-                        t_range: tuple[float, float] | None = None, num_warmup: int = 300,
-                        num_samples: int = 500, num_chains: int = 2, seed: int = 0,
-                        progress=None, cancel=None, overrides: dict | None = None) -> G2Fits:
+def fit_g2_blocks_bayes(
+    blocks: list[G2Block],
+    model: str = "single",
+    params: dict | None = None,
+    t_range: tuple[float, float] | None = None,
+    num_warmup: int = 300,
+    num_samples: int = 500,
+    num_chains: int = 2,
+    seed: int = 0,
+    progress=None,
+    cancel=None,
+    overrides: dict | None = None,
+) -> G2Fits:
     """NUTS posterior of every curve, one sampling run per file (checks ``cancel`` between blocks).
 
     Values are posterior means, errors posterior standard deviations; ``status`` is
     ``converged`` when NumPyro's gates pass (r-hat, ESS, divergences, BFMI).
     """
-    from xpcsviewer.fitting import averaging_factors, evaluate_model, fit_g2_bayes, model_param_names
+    from xpcsviewer.fitting import (
+        averaging_factors,
+        evaluate_model,
+        fit_g2_bayes,
+        model_param_names,
+    )
 
     names = model_param_names(model)
     n_total = sum(b.n_bins for b in blocks)
@@ -414,22 +493,41 @@ def fit_g2_blocks_bayes(blocks: list[G2Block], model: str = "single", params: di
     n_blocks = len(blocks)
 
     for k, b in enumerate(blocks):
-        def sub_progress(done, total, msg="", _k=k):
+
+        def sub_progress(done, total, msg="", _k=k, _b=b):
             if progress is not None:
                 frac = done / total if total else 0.0
-                progress(int(1000 * (_k + frac)), 1000 * n_blocks, f"{b.label}: {msg}")
+                progress(int(1000 * (_k + frac)), 1000 * n_blocks, f"{_b.label}: {msg}")
 
-        aux = (averaging_factors(b.delay_frames), b.t0) if model == "single_avgcorr" else None
+        aux = (
+            (averaging_factors(b.delay_frames), b.t0)
+            if model == "single_avgcorr"
+            else None
+        )
         specs = apply_overrides(model, b.tau, b.g2.T, b.valid.T, overrides) or params
-        res = fit_g2_bayes(b.tau, b.g2.T, b.g2_err.T, b.valid.T, model=model,
-                           num_warmup=num_warmup, num_samples=num_samples,
-                           num_chains=num_chains, seed=seed, progress=sub_progress,
-                           cancel=cancel, params=specs, t_range=t_range, aux=aux)
+        res = fit_g2_bayes(
+            b.tau,
+            b.g2.T,
+            b.g2_err.T,
+            b.valid.T,
+            model=model,
+            num_warmup=num_warmup,
+            num_samples=num_samples,
+            num_chains=num_chains,
+            seed=seed,
+            progress=sub_progress,
+            cancel=cancel,
+            params=specs,
+            t_range=t_range,
+            aux=aux,
+        )
         rows = np.arange(offsets[k], offsets[k + 1])
         for n in names:
             par[n][rows] = np.asarray(res.mean[n], dtype=np.float64)
             err[n][rows] = np.asarray(res.std[n], dtype=np.float64)
-        status[rows] = ["converged" if c else "not_converged" for c in np.asarray(res.converged)]
+        status[rows] = [
+            "converged" if c else "not_converged" for c in np.asarray(res.converged)
+        ]
         # chi^2 of the posterior-mean curve, for comparison with the least squares.
         p = tuple(np.asarray(res.mean[n], float)[:, None] for n in names)
         with np.errstate(all="ignore"):
@@ -441,7 +539,9 @@ def fit_g2_blocks_bayes(blocks: list[G2Block], model: str = "single", params: di
             sig = np.where(b.g2_err.T > 1e-6, b.g2_err.T, np.nan)
             r2 = np.where(m, ((b.g2.T - model_y) / sig) ** 2, 0.0)
             dof = m.sum(1) - sum(1 for n in names if not res.fixed.get(n, False))
-            chi2[rows] = np.where(dof > 0, np.nansum(r2, 1) / np.maximum(dof, 1), np.nan)
+            chi2[rows] = np.where(
+                dof > 0, np.nansum(r2, 1) / np.maximum(dof, 1), np.nan
+            )
         bands.append((rows, res))
     return _assemble(blocks, model, "bayes", par, err, status, chi2, t_range, bands)
 
@@ -460,8 +560,10 @@ def fits_table(fits: G2Fits) -> tuple[dict[str, np.ndarray], list[str]]:
         cols[f"{n}{unit}_err"] = fits.errors[n]
     cols["chi2_red"] = fits.chi2_red
     cols["status"] = fits.status
-    header = [f"g2 fit: model {fits.model}, method {fits.method}; tau in s, q in 1/A",
-              f"t_range: {fits.t_range}"]
+    header = [
+        f"g2 fit: model {fits.model}, method {fits.method}; tau in s, q in 1/A",
+        f"t_range: {fits.t_range}",
+    ]
     return cols, header
 
 
@@ -469,16 +571,26 @@ def fits_to_dict(fits: G2Fits) -> dict:
     """JSON-ready summary of a fit (one entry per curve)."""
     rows = []
     for b in range(fits.n_curves):
-        rows.append({
-            "file": fits.file_labels[b], "bin": int(fits.columns[b]) + 1,
-            "q": float(fits.q[b]), "phi": float(fits.phi[b]), "label": fits.bin_labels[b],
-            "params": {n: float(fits.params[n][b]) for n in fits.param_names},
-            "errors": {n: float(fits.errors[n][b]) for n in fits.param_names},
-            "chi2_red": float(fits.chi2_red[b]), "status": str(fits.status[b]),
-        })
-    return {"model": fits.model, "method": fits.method,
-            "t_range": list(fits.t_range) if fits.t_range else None,
-            "units": {"tau": "s", "q": "1/A"}, "curves": rows}
+        rows.append(
+            {
+                "file": fits.file_labels[b],
+                "bin": int(fits.columns[b]) + 1,
+                "q": float(fits.q[b]),
+                "phi": float(fits.phi[b]),
+                "label": fits.bin_labels[b],
+                "params": {n: float(fits.params[n][b]) for n in fits.param_names},
+                "errors": {n: float(fits.errors[n][b]) for n in fits.param_names},
+                "chi2_red": float(fits.chi2_red[b]),
+                "status": str(fits.status[b]),
+            }
+        )
+    return {
+        "model": fits.model,
+        "method": fits.method,
+        "t_range": list(fits.t_range) if fits.t_range else None,
+        "units": {"tau": "s", "q": "1/A"},
+        "curves": rows,
+    }
 
 
 __all__.append("fits_to_dict")
@@ -539,8 +651,17 @@ def diffusion_points(fits: G2Fits, quantity: str = "tau") -> list[DiffusionPoint
             y, ye = 1.0 / tau, tau_err / tau**2
         else:
             y, ye = tau, tau_err
-        out.append(DiffusionPoints(int(fi), fits.file_labels[rows[0]], fits.q[r], y, ye, r,
-                                   int((~ok).sum())))
+        out.append(
+            DiffusionPoints(
+                int(fi),
+                fits.file_labels[rows[0]],
+                fits.q[r],
+                y,
+                ye,
+                r,
+                int((~ok).sum()),
+            )
+        )
     return out
 
 
@@ -550,8 +671,9 @@ def c2_time_axis(n: int, t0: float) -> np.ndarray:
     return np.arange(int(n), dtype=np.float64) * float(t0)
 
 
-def twotime_g2_curves(twotime: Any, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                         np.ndarray] | None:
+def twotime_g2_curves(
+    twotime: Any, index: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """g2 from C2 stored in the file for processed bin ``index``.
 
     Returns

@@ -11,10 +11,10 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from xpcsviewer.export import g2_data  # noqa: E402
-from xpcsviewer.gui.context import AppContext  # noqa: E402
-from xpcsviewer.gui.panels.diffusion import DiffusionPanel  # noqa: E402
-from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
+from xpcsviewer.export import g2_data
+from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.panels.diffusion import DiffusionPanel
+from xpcsviewer.gui.workers import TaskRunner
 
 _FAKE = Path(__file__).resolve().parents[2] / "export" / "fake_results.py"
 
@@ -30,8 +30,10 @@ def fake():
 @pytest.fixture(scope="module")
 def results(tmp_path_factory, fake):
     d = tmp_path_factory.mktemp("diffpanel")
-    return [fake.make_result(d / "C001_results.hdf", seed=1, kind="both"),
-            fake.make_result(d / "C002_results.hdf", seed=2, kind="multitau", beta=0.2)]
+    return [
+        fake.make_result(d / "C001_results.hdf", seed=1, kind="both"),
+        fake.make_result(d / "C002_results.hdf", seed=2, kind="multitau", beta=0.2),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +57,11 @@ def _points(panel):
     """Data-point items in file order (by their legend name)."""
     import pyqtgraph as pg
 
-    items = [it for it in panel.plot_items() if isinstance(it, pg.PlotDataItem)
-             and it.opts.get("symbol") is not None]
+    items = [
+        it
+        for it in panel.plot_items()
+        if isinstance(it, pg.PlotDataItem) and it.opts.get("symbol") is not None
+    ]
     return sorted(items, key=lambda it: it.name())
 
 
@@ -106,7 +111,9 @@ def test_fitted_exponent_and_offset(qtbot, panel, results, fits):
     assert r["C001"]["exponent"] == pytest.approx(-2.0, abs=0.1)
     panel.offset.setValue(1.0)  # second file drawn x10
     pts = _points(panel)
-    np.testing.assert_allclose(pts[1].yData, 10.0 * fits.params["tau"][6:12], rtol=1e-12)
+    np.testing.assert_allclose(
+        pts[1].yData, 10.0 * fits.params["tau"][6:12], rtol=1e-12
+    )
 
 
 def test_fit_g2_now_without_g2_tab(qtbot, panel, results, fake):
@@ -158,8 +165,13 @@ def test_demo_brownian_files_give_truth(qtbot, panel, demo_results):
     """The g2 fit of the demo silica files through the worker, then D and R near the truth."""
     from xpcsviewer.gui.panels.g2 import G2Panel
 
-    brownian = [r for r in demo_results if r.sample.get("model") == "brownian"
-                and r.multitau is not None and r.qmap.dynamic_num_pts[1] == 1][:3]
+    brownian = [
+        r
+        for r in demo_results
+        if r.sample.get("model") == "brownian"
+        and r.multitau is not None
+        and r.qmap.dynamic_num_pts[1] == 1
+    ][:3]
     assert len(brownian) >= 2
     g2 = G2Panel(panel.context)
     qtbot.addWidget(g2)

@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from xpcsviewer.gui.context import AppContext  # noqa: E402
-from xpcsviewer.gui.panels.g2 import G2Panel  # noqa: E402
-from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
+from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.panels.g2 import G2Panel
+from xpcsviewer.gui.workers import TaskRunner
 
 _FAKE = Path(__file__).resolve().parents[2] / "export" / "fake_results.py"
 
@@ -33,8 +33,10 @@ def fake():
 @pytest.fixture(scope="module")
 def results(tmp_path_factory, fake):
     d = tmp_path_factory.mktemp("g2panel")
-    return [fake.make_result(d / "B001_results.hdf", seed=1, kind="both"),
-            fake.make_result(d / "B002_results.hdf", seed=2, kind="multitau", beta=0.2)]
+    return [
+        fake.make_result(d / "B001_results.hdf", seed=1, kind="both"),
+        fake.make_result(d / "B002_results.hdf", seed=2, kind="multitau", beta=0.2),
+    ]
 
 
 @pytest.fixture
@@ -57,8 +59,11 @@ def _load(qtbot, panel, results):
 def _curves(panel):
     import pyqtgraph as pg
 
-    return [it for it in panel.plot_items() if isinstance(it, pg.PlotDataItem)
-            and it.opts.get("symbol") is not None]
+    return [
+        it
+        for it in panel.plot_items()
+        if isinstance(it, pg.PlotDataItem) and it.opts.get("symbol") is not None
+    ]
 
 
 def test_layouts_and_points(qtbot, panel, results):
@@ -118,12 +123,17 @@ def test_fit_through_worker_fills_table_and_publishes(qtbot, panel, results, fak
     status_col = t.columnCount() - 1
     assert {t.item(r, status_col).text() for r in range(12)} == {"converged"}
     assert "\u00b1" in t.item(0, 4).text()  # tau value +- error
-    np.testing.assert_allclose(fits.params["tau"], 1 / (fake.D_TRUE * fits.q**2), rtol=0.1)
+    np.testing.assert_allclose(
+        fits.params["tau"], 1 / (fake.D_TRUE * fits.q**2), rtol=0.1
+    )
     # Fit curves overlaid: one line per curve.
     import pyqtgraph as pg
 
-    lines = [it for it in panel.plot_items() if isinstance(it, pg.PlotDataItem)
-             and it.opts.get("symbol") is None]
+    lines = [
+        it
+        for it in panel.plot_items()
+        if isinstance(it, pg.PlotDataItem) and it.opts.get("symbol") is None
+    ]
     assert len(lines) == 12
     assert panel.fit_btn.isEnabled() and not panel.cancel_btn.isEnabled()
 
@@ -149,7 +159,11 @@ def test_export_fits_csv_json(qtbot, panel, results, tmp_path):
     for name in ("fits.csv", "fits.json"):
         with qtbot.waitSignal(panel.sigExported, timeout=10000):
             panel.export_fits(str(tmp_path / name))
-    rows = [ln for ln in (tmp_path / "fits.csv").read_text().splitlines() if not ln.startswith("#")]
+    rows = [
+        ln
+        for ln in (tmp_path / "fits.csv").read_text().splitlines()
+        if not ln.startswith("#")
+    ]
     assert len(rows) == 13 and rows[0].startswith("file,bin,q_invA")
     d = json.loads((tmp_path / "fits.json").read_text())
     assert len(d["curves"]) == 12
@@ -157,7 +171,11 @@ def test_export_fits_csv_json(qtbot, panel, results, tmp_path):
     with qtbot.waitSignal(panel.sigExported, timeout=30000):
         panel.export_figure(str(tmp_path / "g2.png"))
     assert (tmp_path / "g2.png").read_bytes()[:4] == b"\x89PNG"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fits.csv", "fits.json", "g2.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "fits.csv",
+        "fits.json",
+        "g2.png",
+    ]
 
 
 @pytest.mark.slow
@@ -177,7 +195,9 @@ def test_bayesian_fit_band(qtbot, panel, results):
     assert fits.params["tau"][0] == pytest.approx(1 / (1e5 * 0.005**2), rel=0.15)
     import pyqtgraph as pg
 
-    assert any(isinstance(it, pg.FillBetweenItem) for it in panel.plot_widgets()[0].items)
+    assert any(
+        isinstance(it, pg.FillBetweenItem) for it in panel.plot_widgets()[0].items
+    )
 
 
 @pytest.mark.slow
@@ -190,8 +210,11 @@ def test_bayesian_cancel(qtbot, panel, results):
     with qtbot.waitSignal(runner.sigProgress, timeout=120000):
         panel.run_bayes()
     assert panel.cancel_btn.isEnabled()
-    with qtbot.waitSignal(runner.sigJobFinished, timeout=120000,
-                          check_params_cb=lambda key, rid: key == "g2:bayes"):
+    with qtbot.waitSignal(
+        runner.sigJobFinished,
+        timeout=120000,
+        check_params_cb=lambda key, rid: key == "g2:bayes",
+    ):
         panel.cancel_fit()
     assert panel.fits is None  # the cancelled result never arrives
     assert panel.fit_btn.isEnabled() and not panel.cancel_btn.isEnabled()

@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QPointF, Qt  # noqa: E402
+from PySide6.QtCore import QPointF, Qt
 
-from xpcsviewer.gui.context import AppContext  # noqa: E402
-from xpcsviewer.gui.panels.twotime import TwotimePanel  # noqa: E402
-from xpcsviewer.gui.workers import TaskRunner  # noqa: E402
+from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.panels.twotime import TwotimePanel
+from xpcsviewer.gui.workers import TaskRunner
 
 _FAKE = Path(__file__).resolve().parents[2] / "export" / "fake_results.py"
 
@@ -70,9 +70,9 @@ def test_map_strided_with_time_axes(qtbot, panel, results):
     lo, hi = np.percentile(img, [0.5, 99.5])
     assert panel.levels() == pytest.approx((lo, hi))
     # g2 from C2 beside it: full + 5 segments, delays k >= 1 in seconds.
-    curves = [it for it in panel.g2_plot.listDataItems()]
+    curves = list(panel.g2_plot.listDataItems())
     assert len(curves) == 6
-    full = [c for c in curves if c.name() == "full"][0]
+    full = next(c for c in curves if c.name() == "full")
     np.testing.assert_allclose(full.xData, np.arange(1, tt.n_frames) * tt.t0)
     # Only the two-time file is offered.
     assert panel.file_sel.count() == 1
@@ -90,7 +90,9 @@ def test_manual_levels_and_diagonal(qtbot, panel, results):
     c = panel.c2_img.image
     # Corrected diagonal = mean of the off-diagonal neighbours (interior points).
     i = np.arange(1, c.shape[0] - 1)
-    np.testing.assert_allclose(c[i, i], 0.5 * (raw[i, i + 1] + raw[i - 1, i]), rtol=1e-12)
+    np.testing.assert_allclose(
+        c[i, i], 0.5 * (raw[i, i + 1] + raw[i - 1, i]), rtol=1e-12
+    )
 
 
 def test_click_on_qmap_picks_bin(qtbot, panel, results):
@@ -104,7 +106,9 @@ def test_click_on_qmap_picks_bin(qtbot, panel, results):
     scene_pt = panel.picker_img.mapToScene(QPointF(c + 0.5, r + 0.5))
     view_pt = panel.picker.mapFromScene(scene_pt)
     with qtbot.waitSignal(panel.sigMapShown, timeout=20000):
-        qtbot.mouseClick(panel.picker.viewport(), Qt.MouseButton.LeftButton, pos=view_pt)
+        qtbot.mouseClick(
+            panel.picker.viewport(), Qt.MouseButton.LeftButton, pos=view_pt
+        )
     assert panel.bin_combo.currentData() == 5
     assert panel.view.dq_bin == 5
     # The highlight marks exactly the chosen bin's pixels.
@@ -123,7 +127,9 @@ def test_bin_index_remembered_and_clamped(qtbot, panel, results, fake, tmp_path)
     with qtbot.waitSignal(panel.sigMapShown, timeout=20000):
         panel.set_bin_index(2)
     # A file with fewer processed bins: the remembered index is clamped, no crash.
-    res = fake.make_result(tmp_path / "E001_results.hdf", seed=5, kind="twotime", n_c2=60)
+    res = fake.make_result(
+        tmp_path / "E001_results.hdf", seed=5, kind="twotime", n_c2=60
+    )
     small = read_result(res.path)
     assert len(small.twotime.processed_bins) == 3
     with qtbot.waitSignal(panel.sigMapShown, timeout=20000):

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
-    QWidget,
 )
 
 from xpcsviewer.export import g2_data
@@ -54,19 +53,28 @@ class DiffusionFile:
     radius_source: str
 
 
-def diffusion_job(fits: g2_data.G2Fits, results: list, opts: dict, progress=None, cancel=None):
+def diffusion_job(
+    fits: g2_data.G2Fits, results: list, opts: dict, progress=None, cancel=None
+):
     """Worker job: points, power laws, joint fits and radii per file.
 
     ``opts``: quantity, qmin, qmax, exponent (None = fitted), joint (bool),
     temperature_K, viscosity_Pa_s (None = water at T).
     """
-    from xpcsviewer.fitting import fit_diffusion, fit_diffusion_joint, hydrodynamic_radius
+    from xpcsviewer.fitting import (
+        fit_diffusion,
+        fit_diffusion_joint,
+        hydrodynamic_radius,
+    )
     from xpcsviewer.progress import report
 
     quantity = opts.get("quantity", "tau")
     qmin, qmax = opts.get("qmin"), opts.get("qmax")
-    q_range = None if qmin is None and qmax is None else (
-        qmin if qmin is not None else 0.0, qmax if qmax is not None else math.inf)
+    q_range = (
+        None
+        if qmin is None and qmax is None
+        else (qmin if qmin is not None else 0.0, qmax if qmax is not None else math.inf)
+    )
     exponent = opts.get("exponent")
     pts_all = g2_data.diffusion_points(fits, quantity)
     by_label = {r.label: r for r in results}
@@ -76,7 +84,11 @@ def diffusion_job(fits: g2_data.G2Fits, results: list, opts: dict, progress=None
         # The power law is always fitted to tau (s), whatever is shown.
         tau = pts.y if quantity == "tau" else 1.0 / pts.y
         tau_err = pts.y_err if quantity == "tau" else pts.y_err * tau**2
-        power = fit_diffusion(pts.q, tau, tau_err, q_range, exponent) if pts.q.size >= 2 else None
+        power = (
+            fit_diffusion(pts.q, tau, tau_err, q_range, exponent)
+            if pts.q.size >= 2
+            else None
+        )
         joint = None
         # The fits may come from another target list: find the file by its label.
         res = by_label.get(pts.label)
@@ -85,19 +97,36 @@ def diffusion_job(fits: g2_data.G2Fits, results: list, opts: dict, progress=None
             if blocks:
                 b = blocks[0]
                 alpha = None if exponent is None else -float(exponent)
-                joint = fit_diffusion_joint(b.q, b.tau, b.g2.T, b.g2_err.T, b.valid.T,
-                                            q_range=q_range, t_range=fits.t_range, alpha=alpha)
+                joint = fit_diffusion_joint(
+                    b.q,
+                    b.tau,
+                    b.g2.T,
+                    b.g2_err.T,
+                    b.valid.T,
+                    q_range=q_range,
+                    t_range=fits.t_range,
+                    alpha=alpha,
+                )
         d, de, src = math.nan, math.nan, ""
         if power is not None and math.isfinite(power.D):
             d, de, src = power.D, power.D_err, "power law"
-        elif joint is not None and math.isfinite(joint.D) and abs(joint.alpha - 2.0) < 1e-9:
+        elif (
+            joint is not None
+            and math.isfinite(joint.D)
+            and abs(joint.alpha - 2.0) < 1e-9
+        ):
             d, de, src = joint.D, joint.D_err, "joint"
         radius = (math.nan, math.nan)
         if math.isfinite(d) and d > 0:
-            radius = hydrodynamic_radius(d, de if math.isfinite(de) else 0.0,
-                                         opts.get("temperature_K", 298.15),
-                                         opts.get("viscosity_Pa_s"))
-        out.append(DiffusionFile(pts.file_index, pts.label, pts, power, joint, radius, src))
+            radius = hydrodynamic_radius(
+                d,
+                de if math.isfinite(de) else 0.0,
+                opts.get("temperature_K", 298.15),
+                opts.get("viscosity_Pa_s"),
+            )
+        out.append(
+            DiffusionFile(pts.file_index, pts.label, pts, power, joint, radius, src)
+        )
     report(progress, cancel, len(pts_all), len(pts_all), "done")
     return out
 
@@ -133,30 +162,60 @@ class DiffusionPanel(BasePanel):
         self.logy = QCheckBox("log y", checked=True)
         self.q_check = QCheckBox("q range")
         self.qmin = QDoubleSpinBox(decimals=5, minimum=0, maximum=10, singleStep=0.0005)
-        self.qmax = QDoubleSpinBox(decimals=5, minimum=0, maximum=10, singleStep=0.0005, value=1.0)
+        self.qmax = QDoubleSpinBox(
+            decimals=5, minimum=0, maximum=10, singleStep=0.0005, value=1.0
+        )
         for w in (self.qmin, self.qmax):
             w.setSuffix(" \u00c5\u207b\u00b9")
         self.fit_exp = QCheckBox("fit exponent b")
-        self.fit_exp.setToolTip("Unchecked: b fixed at the value given (-2: Brownian, D = 1/A)")
-        self.exp_value = QDoubleSpinBox(decimals=2, minimum=-6, maximum=0, singleStep=0.1,
-                                        value=-2.0)
+        self.fit_exp.setToolTip(
+            "Unchecked: b fixed at the value given (-2: Brownian, D = 1/A)"
+        )
+        self.exp_value = QDoubleSpinBox(
+            decimals=2, minimum=-6, maximum=0, singleStep=0.1, value=-2.0
+        )
         self.joint = QCheckBox("joint model", checked=True)
-        self.joint.setToolTip("Also fit D (and alpha) directly to all g2 curves of each file")
+        self.joint.setToolTip(
+            "Also fit D (and alpha) directly to all g2 curves of each file"
+        )
         self.offset = QDoubleSpinBox(decimals=1, minimum=-2, maximum=2, singleStep=0.2)
         self.offset.setToolTip("Per-file vertical offset: factor 10^(offset\u00b7n)")
-        self.temperature = QDoubleSpinBox(decimals=2, minimum=250.1, maximum=399.9, value=298.15)
+        self.temperature = QDoubleSpinBox(
+            decimals=2, minimum=250.1, maximum=399.9, value=298.15
+        )
         self.temperature.setSuffix(" K")
         self.water = QCheckBox("water", checked=True)
         self.water.setToolTip("Viscosity of water at the temperature (Vogel equation)")
-        self.viscosity = QDoubleSpinBox(decimals=4, minimum=1e-3, maximum=1e6, value=0.8900)
+        self.viscosity = QDoubleSpinBox(
+            decimals=4, minimum=1e-3, maximum=1e6, value=0.8900
+        )
         self.viscosity.setSuffix(" mPa\u00b7s")
         self.viscosity.setEnabled(False)
         self.fit_now = QPushButton("Fit g2 now")
-        self.fit_now.setToolTip("No fits yet: fit every bin of the targets (single exponential)")
-        widgets0 = [self.quantity, self.logx, self.logy, self.q_check, self.qmin, self.qmax,
-                    self.fit_exp, self.exp_value, self.joint]
-        widgets1 = [QLabel("offset"), self.offset, QLabel("T"), self.temperature, self.water,
-                    QLabel("\u03b7"), self.viscosity, self.fit_now]
+        self.fit_now.setToolTip(
+            "No fits yet: fit every bin of the targets (single exponential)"
+        )
+        widgets0 = [
+            self.quantity,
+            self.logx,
+            self.logy,
+            self.q_check,
+            self.qmin,
+            self.qmax,
+            self.fit_exp,
+            self.exp_value,
+            self.joint,
+        ]
+        widgets1 = [
+            QLabel("offset"),
+            self.offset,
+            QLabel("T"),
+            self.temperature,
+            self.water,
+            QLabel("\u03b7"),
+            self.viscosity,
+            self.fit_now,
+        ]
         for i, w in enumerate(widgets0):
             grid.addWidget(w, 0, i)
         for i, w in enumerate(widgets1):
@@ -187,7 +246,13 @@ class DiffusionPanel(BasePanel):
         self.quantity.currentIndexChanged.connect(lambda _i: self.refresh())
         for w in (self.q_check, self.fit_exp, self.joint, self.water):
             w.toggled.connect(lambda _b: self.refresh())
-        for w in (self.qmin, self.qmax, self.exp_value, self.temperature, self.viscosity):
+        for w in (
+            self.qmin,
+            self.qmax,
+            self.exp_value,
+            self.temperature,
+            self.viscosity,
+        ):
             w.editingFinished.connect(self.refresh)
         self.water.toggled.connect(lambda on: self.viscosity.setEnabled(not on))
         self.offset.valueChanged.connect(lambda _v: self._draw())
@@ -243,11 +308,20 @@ class DiffusionPanel(BasePanel):
         if not self._fits_match_targets():
             self.files = []
             self._draw()
-            self.status.setText("no g2 fits for these files yet: fit in the g2 tab, or "
-                                "press \u201cFit g2 now\u201d")
+            self.status.setText(
+                "no g2 fits for these files yet: fit in the g2 tab, or "
+                "press \u201cFit g2 now\u201d"
+            )
             return
-        self.submit("fit", diffusion_job, self.fits, list(self.results), self.options(),
-                    on_result=self._on_files, description="Diffusion fits")
+        self.submit(
+            "fit",
+            diffusion_job,
+            self.fits,
+            list(self.results),
+            self.options(),
+            on_result=self._on_files,
+            description="Diffusion fits",
+        )
 
     def fit_g2_now(self) -> int | None:
         """Least-squares single-exponential fit of every bin of the targets (worker)."""
@@ -256,11 +330,17 @@ class DiffusionPanel(BasePanel):
 
         def job(results, progress=None, cancel=None):
             blocks = g2_data.g2_blocks(results)
-            return g2_data.fit_g2_blocks(blocks, "single", progress=progress, cancel=cancel)
+            return g2_data.fit_g2_blocks(
+                blocks, "single", progress=progress, cancel=cancel
+            )
 
-        return self.submit("g2fit", job, list(self.results),
-                           on_result=lambda f: self.context.set_shared("g2_fits", f),
-                           description="Diffusion: fitting g2")
+        return self.submit(
+            "g2fit",
+            job,
+            list(self.results),
+            on_result=lambda f: self.context.set_shared("g2_fits", f),
+            description="Diffusion: fitting g2",
+        )
 
     def _on_files(self, files: list[DiffusionFile]) -> None:
         self.files = list(files)
@@ -271,7 +351,8 @@ class DiffusionPanel(BasePanel):
         fits = self.fits
         self.status.setText(
             f"{fits.method} {fits.model} fits: {n} point(s) from {len(self.files)} file(s); "
-            f"{dropped} failed fit(s) dropped")
+            f"{dropped} failed fit(s) dropped"
+        )
         self.sigComputed.emit()
 
     # --------------------------------------------------------------- draw
@@ -285,9 +366,18 @@ class DiffusionPanel(BasePanel):
             factor = 10.0 ** (off * n)
             color = curve_color(f.file_index)
             name = p.label + (f" ({p.n_dropped} dropped)" if p.n_dropped else "")
-            self.plot.addItem(pg.PlotDataItem(
-                p.q, p.y * factor, pen=None, symbol=_SYMBOLS[n % 12], symbolSize=8,
-                symbolPen=pg.mkPen(color, width=1.3), symbolBrush=None, name=name))
+            self.plot.addItem(
+                pg.PlotDataItem(
+                    p.q,
+                    p.y * factor,
+                    pen=None,
+                    symbol=_SYMBOLS[n % 12],
+                    symbolSize=8,
+                    symbolPen=pg.mkPen(color, width=1.3),
+                    symbolBrush=None,
+                    name=name,
+                )
+            )
             if p.q.size:
                 x = np.log10(p.q) if self.logx.isChecked() else p.q
                 y = p.y * factor
@@ -296,11 +386,26 @@ class DiffusionPanel(BasePanel):
                     lo = np.log10(np.clip(y - p.y_err * factor, y * 1e-3, None))
                     hi = np.log10(y + p.y_err * factor)
                     yl = np.log10(y)
-                    self.plot.addItem(pg.ErrorBarItem(x=x, y=yl, top=hi - yl, bottom=yl - lo,
-                                                      beam=0, pen=pg.mkPen(color, width=0.8)))
+                    self.plot.addItem(
+                        pg.ErrorBarItem(
+                            x=x,
+                            y=yl,
+                            top=hi - yl,
+                            bottom=yl - lo,
+                            beam=0,
+                            pen=pg.mkPen(color, width=0.8),
+                        )
+                    )
                 else:
-                    self.plot.addItem(pg.ErrorBarItem(x=x, y=y, height=2 * p.y_err * factor,
-                                                      beam=0, pen=pg.mkPen(color, width=0.8)))
+                    self.plot.addItem(
+                        pg.ErrorBarItem(
+                            x=x,
+                            y=y,
+                            height=2 * p.y_err * factor,
+                            beam=0,
+                            pen=pg.mkPen(color, width=0.8),
+                        )
+                    )
             pw = f.power
             if pw is not None and math.isfinite(pw.prefactor) and p.q.size >= 2:
                 sel = p.q[pw.used] if pw.used.any() else p.q
@@ -308,41 +413,71 @@ class DiffusionPanel(BasePanel):
                 yfit = pw.curve(grid)
                 if quantity == "gamma":
                     yfit = 1.0 / yfit
-                self.plot.addItem(pg.PlotDataItem(grid, yfit * factor, pen=curve_pen(f.file_index, 1.5),
-                                                  name=f"b = {pw.exponent:.3f}"))
+                self.plot.addItem(
+                    pg.PlotDataItem(
+                        grid,
+                        yfit * factor,
+                        pen=curve_pen(f.file_index, 1.5),
+                        name=f"b = {pw.exponent:.3f}",
+                    )
+                )
             if f.joint is not None and math.isfinite(f.joint.D) and p.q.size >= 2:
                 grid = np.geomspace(p.q.min() / 1.1, p.q.max() * 1.1, 128)
                 yj = f.joint.tau(grid)
                 if quantity == "gamma":
                     yj = 1.0 / yj
-                self.plot.addItem(pg.PlotDataItem(
-                    grid, yj * factor, pen=curve_pen(f.file_index, 1.0, style=Qt.PenStyle.DashLine),
-                    name="joint"))
+                self.plot.addItem(
+                    pg.PlotDataItem(
+                        grid,
+                        yj * factor,
+                        pen=curve_pen(f.file_index, 1.0, style=Qt.PenStyle.DashLine),
+                        name="joint",
+                    )
+                )
         self.plot.setLogMode(x=self.logx.isChecked(), y=self.logy.isChecked())
         self.plot.setLabel("bottom", "q (\u00c5\u207b\u00b9)")
-        self.plot.setLabel("left", "\u03c4 (s)" if quantity == "tau" else "\u0393 (s\u207b\u00b9)")
+        self.plot.setLabel(
+            "left", "\u03c4 (s)" if quantity == "tau" else "\u0393 (s\u207b\u00b9)"
+        )
         self.sigUpdated.emit()
 
     def _fill_table(self) -> None:
-        head = ["file", "points", "dropped", "exponent b", "A", "D (\u00c5\u00b2/s)",
-                "joint D (\u00c5\u1d45/s)", "joint \u03b1", "R\u2095 (nm)", "status"]
+        head = [
+            "file",
+            "points",
+            "dropped",
+            "exponent b",
+            "A",
+            "D (\u00c5\u00b2/s)",
+            "joint D (\u00c5\u1d45/s)",
+            "joint \u03b1",
+            "R\u2095 (nm)",
+            "status",
+        ]
         t = self.table
         t.setColumnCount(len(head))
         t.setHorizontalHeaderLabels(head)
         t.setRowCount(len(self.files))
         for r, f in enumerate(self.files):
             pw, jt = f.power, f.joint
-            cells = [f.label, str(f.points.q.size), str(f.points.n_dropped),
-                     _pm(pw.exponent, pw.exponent_err, ".3f") if pw else "\u2014",
-                     _pm(pw.prefactor, pw.prefactor_err) if pw else "\u2014",
-                     _pm(pw.D, pw.D_err) if pw else "\u2014",
-                     _pm(jt.D, jt.D_err) if jt else "\u2014",
-                     _pm(jt.alpha, jt.alpha_err, ".3f") if jt else "\u2014",
-                     _pm(*f.radius, ".4g") + (f" ({f.radius_source})" if f.radius_source else ""),
-                     (jt.status.value if jt is not None else "") or "ok"]
+            cells = [
+                f.label,
+                str(f.points.q.size),
+                str(f.points.n_dropped),
+                _pm(pw.exponent, pw.exponent_err, ".3f") if pw else "\u2014",
+                _pm(pw.prefactor, pw.prefactor_err) if pw else "\u2014",
+                _pm(pw.D, pw.D_err) if pw else "\u2014",
+                _pm(jt.D, jt.D_err) if jt else "\u2014",
+                _pm(jt.alpha, jt.alpha_err, ".3f") if jt else "\u2014",
+                _pm(*f.radius, ".4g")
+                + (f" ({f.radius_source})" if f.radius_source else ""),
+                (jt.status.value if jt is not None else "") or "ok",
+            ]
             for c, text in enumerate(cells):
                 t.setItem(r, c, QTableWidgetItem(text))
-        t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        t.horizontalHeader().setSectionResizeMode(
+            QHeaderView.ResizeMode.ResizeToContents
+        )
 
     def clear_plots(self) -> None:
         self.files = []
@@ -356,9 +491,11 @@ class DiffusionPanel(BasePanel):
         for f in self.files:
             pw = f.power
             out[f.label] = {
-                "D": pw.D if pw else math.nan, "D_err": pw.D_err if pw else math.nan,
+                "D": pw.D if pw else math.nan,
+                "D_err": pw.D_err if pw else math.nan,
                 "exponent": pw.exponent if pw else math.nan,
-                "R_nm": f.radius[0], "R_err_nm": f.radius[1],
+                "R_nm": f.radius[0],
+                "R_err_nm": f.radius[1],
                 "joint_D": f.joint.D if f.joint is not None else math.nan,
                 "joint_D_err": f.joint.D_err if f.joint is not None else math.nan,
             }
@@ -367,9 +504,16 @@ class DiffusionPanel(BasePanel):
     # ------------------------------------------------------------- export
     def figure_options(self) -> dict:
         o = self.options()
-        return {"fits": self.fits, "quantity": o["quantity"], "log_x": self.logx.isChecked(),
-                "log_y": self.logy.isChecked(), "qmin": o["qmin"], "qmax": o["qmax"],
-                "exponent": o["exponent"], "offset": self.offset.value()}
+        return {
+            "fits": self.fits,
+            "quantity": o["quantity"],
+            "log_x": self.logx.isChecked(),
+            "log_y": self.logy.isChecked(),
+            "qmin": o["qmin"],
+            "qmax": o["qmax"],
+            "exponent": o["exponent"],
+            "offset": self.offset.value(),
+        }
 
     def data_columns(self):
         if not self.files:
@@ -381,25 +525,37 @@ class DiffusionPanel(BasePanel):
             cols[f"{f.label}:q_invA"] = f.points.q
             cols[f"{f.label}:{q}_{unit}"] = f.points.y
             cols[f"{f.label}:{q}_err_{unit}"] = f.points.y_err
-        header = [f"{q} vs q from {self.fits.method} {self.fits.model} g2 fits; failed fits dropped"]
+        header = [
+            f"{q} vs q from {self.fits.method} {self.fits.model} g2 fits; failed fits dropped"
+        ]
         for f in self.files:
             pw = f.power
             if pw is not None:
-                header.append(f"{f.label}: tau = A q^b, A = {pw.prefactor:.6g} +- "
-                              f"{pw.prefactor_err:.3g}, b = {pw.exponent:.4f} +- "
-                              f"{pw.exponent_err:.3g}, D = {pw.D:.6g} +- {pw.D_err:.3g} A^2/s, "
-                              f"R = {f.radius[0]:.4g} +- {f.radius[1]:.3g} nm")
+                header.append(
+                    f"{f.label}: tau = A q^b, A = {pw.prefactor:.6g} +- "
+                    f"{pw.prefactor_err:.3g}, b = {pw.exponent:.4f} +- "
+                    f"{pw.exponent_err:.3g}, D = {pw.D:.6g} +- {pw.D_err:.3g} A^2/s, "
+                    f"R = {f.radius[0]:.4g} +- {f.radius[1]:.3g} nm"
+                )
         return cols, header
 
     # ----------------------------------------------------------- settings
     def get_settings(self) -> dict:
-        return {"quantity": self.quantity.currentData(), "log_q": self.logx.isChecked(),
-                "log_y": self.logy.isChecked(), "q_range": self.q_check.isChecked(),
-                "qmin": self.qmin.value(), "qmax": self.qmax.value(),
-                "fit_exponent": self.fit_exp.isChecked(), "exponent": self.exp_value.value(),
-                "joint": self.joint.isChecked(), "offset": self.offset.value(),
-                "temperature_K": self.temperature.value(), "water": self.water.isChecked(),
-                "viscosity_mPa_s": self.viscosity.value()}
+        return {
+            "quantity": self.quantity.currentData(),
+            "log_q": self.logx.isChecked(),
+            "log_y": self.logy.isChecked(),
+            "q_range": self.q_check.isChecked(),
+            "qmin": self.qmin.value(),
+            "qmax": self.qmax.value(),
+            "fit_exponent": self.fit_exp.isChecked(),
+            "exponent": self.exp_value.value(),
+            "joint": self.joint.isChecked(),
+            "offset": self.offset.value(),
+            "temperature_K": self.temperature.value(),
+            "water": self.water.isChecked(),
+            "viscosity_mPa_s": self.viscosity.value(),
+        }
 
     def set_settings(self, s: dict) -> None:
         try:
@@ -407,14 +563,24 @@ class DiffusionPanel(BasePanel):
                 i = self.quantity.findData(s["quantity"])
                 if i >= 0:
                     self.quantity.setCurrentIndex(i)
-            for key, box in (("log_q", self.logx), ("log_y", self.logy), ("q_range", self.q_check),
-                             ("fit_exponent", self.fit_exp), ("joint", self.joint),
-                             ("water", self.water)):
+            for key, box in (
+                ("log_q", self.logx),
+                ("log_y", self.logy),
+                ("q_range", self.q_check),
+                ("fit_exponent", self.fit_exp),
+                ("joint", self.joint),
+                ("water", self.water),
+            ):
                 if key in s:
                     box.setChecked(bool(s[key]))
-            for key, spin in (("qmin", self.qmin), ("qmax", self.qmax), ("exponent", self.exp_value),
-                              ("offset", self.offset), ("temperature_K", self.temperature),
-                              ("viscosity_mPa_s", self.viscosity)):
+            for key, spin in (
+                ("qmin", self.qmin),
+                ("qmax", self.qmax),
+                ("exponent", self.exp_value),
+                ("offset", self.offset),
+                ("temperature_K", self.temperature),
+                ("viscosity_mPa_s", self.viscosity),
+            ):
                 if key in s:
                     spin.setValue(float(s[key]))
         except (TypeError, ValueError):

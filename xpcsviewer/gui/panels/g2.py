@@ -46,8 +46,14 @@ from xpcsviewer.export import g2_data
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import curve_color, curve_pen
 
-__all__ = ["FitParamsWidget", "G2Panel", "bayes_job", "fit_job", "prepare_g2_job",
-           "wait_for_event_job"]
+__all__ = [
+    "FitParamsWidget",
+    "G2Panel",
+    "bayes_job",
+    "fit_job",
+    "prepare_g2_job",
+    "wait_for_event_job",
+]
 
 MODELS = [
     ("single", "single exp: b + a\u00b7exp(\u22122t/\u03c4)"),
@@ -55,8 +61,11 @@ MODELS = [
     ("double", "double: b + a\u00b7[f\u00b7e\u2081 + (1\u2212f)\u00b7e\u2082]\u00b2"),
     ("single_avgcorr", "single exp, frame-averaging corrected"),
 ]
-LAYOUTS = [("qbin", "one panel per q-bin"), ("file", "one panel per file"),
-           ("combined", "one combined panel")]
+LAYOUTS = [
+    ("qbin", "one panel per q-bin"),
+    ("file", "one panel per file"),
+    ("combined", "one combined panel"),
+]
 _SYMBOLS = ["o", "s", "t", "d", "+", "x", "star", "p", "h", "t1", "t2", "t3"]
 
 
@@ -77,25 +86,34 @@ def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]
         for n in model_param_names(model):
             s = specs[n]
 
-            def med(x, log=n.startswith("tau")):
+            def med(x, log=False):
                 a = np.asarray(x, dtype=np.float64).ravel()
                 a = a[np.isfinite(a)]
                 if a.size == 0:
                     return math.nan
-                return float(np.exp(np.median(np.log(a)))) if log and np.all(a > 0) else float(
-                    np.median(a))
+                return (
+                    float(np.exp(np.median(np.log(a))))
+                    if log and np.all(a > 0)
+                    else float(np.median(a))
+                )
 
             lo = float(np.nanmin(np.asarray(s.lower, float)))
             hi = float(np.nanmax(np.asarray(s.upper, float)))
-            row[n] = (med(s.value), lo, hi, bool(s.fixed))
+            row[n] = (med(s.value, n.startswith("tau")), lo, hi, bool(s.fixed))
         out[model] = row
     return out
 
 
 def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
     """Worker job: the shown g2 blocks and the fit-table defaults of every model."""
-    blocks = g2_data.g2_blocks(results, opts.get("qmin"), opts.get("qmax"), opts.get("tmin"),
-                               opts.get("tmax"), opts.get("max_bins"))
+    blocks = g2_data.g2_blocks(
+        results,
+        opts.get("qmin"),
+        opts.get("qmax"),
+        opts.get("tmin"),
+        opts.get("tmax"),
+        opts.get("max_bins"),
+    )
     if cancel is not None:
         cancel.raise_if_cancelled()
     return blocks, _model_defaults(blocks)
@@ -103,15 +121,35 @@ def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
 
 def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):
     """Worker job: batched least squares of every shown curve (one ``fit_g2`` per delay grid)."""
-    return g2_data.fit_g2_blocks(blocks, model, overrides=overrides, t_range=t_range,
-                                 progress=progress, cancel=cancel)
+    return g2_data.fit_g2_blocks(
+        blocks,
+        model,
+        overrides=overrides,
+        t_range=t_range,
+        progress=progress,
+        cancel=cancel,
+    )
 
 
-def bayes_job(blocks, model: str, overrides: dict, t_range, sampler: dict, progress=None,
-              cancel=None):
+def bayes_job(
+    blocks,
+    model: str,
+    overrides: dict,
+    t_range,
+    sampler: dict,
+    progress=None,
+    cancel=None,
+):
     """Worker job: NUTS posterior of every shown curve (cancellable between blocks)."""
-    return g2_data.fit_g2_blocks_bayes(blocks, model, overrides=overrides, t_range=t_range,
-                                       progress=progress, cancel=cancel, **sampler)
+    return g2_data.fit_g2_blocks_bayes(
+        blocks,
+        model,
+        overrides=overrides,
+        t_range=t_range,
+        progress=progress,
+        cancel=cancel,
+        **sampler,
+    )
 
 
 def wait_for_event_job(event, progress=None, cancel=None) -> None:
@@ -146,19 +184,21 @@ class FitParamsWidget(QTableWidget):
     sigEdited = Signal()
     """The user changed a cell: ()."""
 
-    HEAD = ["param", "value", "lower", "upper", "fix"]
+    HEAD = ("param", "value", "lower", "upper", "fix")
 
     def __init__(self, parent=None) -> None:
         super().__init__(0, len(self.HEAD), parent)
-        self.setHorizontalHeaderLabels(self.HEAD)
+        self.setHorizontalHeaderLabels(list(self.HEAD))
         self.verticalHeader().setVisible(False)
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self._edited: dict[str, set[str]] = {}
         self._names: list[str] = []
         self._filling = False
         self.itemChanged.connect(self._on_item_changed)
-        self.setToolTip("Unedited rows are per-curve automatic (from the data); a fixed "
-                        "parameter is held at the value shown")
+        self.setToolTip(
+            "Unedited rows are per-curve automatic (from the data); a fixed "
+            "parameter is held at the value shown"
+        )
 
     def set_params(self, rows: dict[str, tuple], keep_edits: bool = True) -> None:
         """Show ``name -> (value, lower, upper, fixed)``; user-edited cells are kept."""
@@ -177,8 +217,11 @@ class FitParamsWidget(QTableWidget):
                 self.setItem(r, c, QTableWidgetItem(_fmt(o.get(key, x))))
             chk = QTableWidgetItem()
             chk.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
-            chk.setCheckState(Qt.CheckState.Checked if o.get("fixed", fixed)
-                              else Qt.CheckState.Unchecked)
+            chk.setCheckState(
+                Qt.CheckState.Checked
+                if o.get("fixed", fixed)
+                else Qt.CheckState.Unchecked
+            )
             self.setItem(r, 4, chk)
         self._filling = False
 
@@ -196,7 +239,9 @@ class FitParamsWidget(QTableWidget):
         """Programmatic edit (as a user would): key in value/lower/upper/fixed."""
         r = self._names.index(name)
         if key == "fixed":
-            self.item(r, 4).setCheckState(Qt.CheckState.Checked if value else Qt.CheckState.Unchecked)
+            self.item(r, 4).setCheckState(
+                Qt.CheckState.Checked if value else Qt.CheckState.Unchecked
+            )
         else:
             self.item(r, self.HEAD.index(key)).setText(_fmt(value))
 
@@ -277,7 +322,9 @@ class G2Panel(BasePanel):
             self.layout_combo.addItem(text, k)
         self.q_check = QCheckBox("q range")
         self.qmin = QDoubleSpinBox(decimals=5, minimum=0, maximum=10, singleStep=0.0005)
-        self.qmax = QDoubleSpinBox(decimals=5, minimum=0, maximum=10, singleStep=0.0005, value=1.0)
+        self.qmax = QDoubleSpinBox(
+            decimals=5, minimum=0, maximum=10, singleStep=0.0005, value=1.0
+        )
         for w in (self.qmin, self.qmax):
             w.setSuffix(" \u00c5\u207b\u00b9")
         self.t_check = QCheckBox("t range")
@@ -289,20 +336,40 @@ class G2Panel(BasePanel):
         self.err_check = QCheckBox("error bars", checked=True)
         self.logx = QCheckBox("log t", checked=True)
         self.offset = QDoubleSpinBox(decimals=3, minimum=-1, maximum=1, singleStep=0.01)
-        self.offset.setToolTip("Vertical offset per file (per bin in the per-file layout)")
+        self.offset.setToolTip(
+            "Vertical offset per file (per bin in the per-file layout)"
+        )
         self.ncols = QSpinBox(minimum=1, maximum=8, value=3)
         self.max_bins = QSpinBox(minimum=1, maximum=512, value=24)
         self.max_bins.setToolTip("At most this many q-bins per file")
         self.max_panels = QSpinBox(minimum=1, maximum=256, value=36)
-        self.max_panels.setToolTip("Draw at most this many panels (the first in q order)")
+        self.max_panels.setToolTip(
+            "Draw at most this many panels (the first in q order)"
+        )
         self.marker = QSpinBox(minimum=1, maximum=15, value=5)
         self.legend_check = QCheckBox("legend", checked=True)
         rows = [
             [QLabel("layout"), self.layout_combo, self.q_check, self.qmin, self.qmax],
-            [self.t_check, self.tmin, self.tmax, self.err_check, self.logx, self.legend_check],
-            [QLabel("offset"), self.offset, QLabel("columns"), self.ncols, QLabel("max bins"),
-             self.max_bins, QLabel("max panels"), self.max_panels, QLabel("marker"),
-             self.marker],
+            [
+                self.t_check,
+                self.tmin,
+                self.tmax,
+                self.err_check,
+                self.logx,
+                self.legend_check,
+            ],
+            [
+                QLabel("offset"),
+                self.offset,
+                QLabel("columns"),
+                self.ncols,
+                QLabel("max bins"),
+                self.max_bins,
+                QLabel("max panels"),
+                self.max_panels,
+                QLabel("marker"),
+                self.marker,
+            ],
         ]
         for r, row in enumerate(rows):
             h = QHBoxLayout()
@@ -337,9 +404,13 @@ class G2Panel(BasePanel):
         rv.addWidget(self.reset_btn)
         bl = QHBoxLayout()
         self.fit_btn = QPushButton("Fit")
-        self.fit_btn.setToolTip("Least squares for every shown bin of every file (in a worker)")
+        self.fit_btn.setToolTip(
+            "Least squares for every shown bin of every file (in a worker)"
+        )
         self.bayes_btn = QPushButton("Bayesian")
-        self.bayes_btn.setToolTip("NUTS posterior for every shown bin (in a worker; cancellable)")
+        self.bayes_btn.setToolTip(
+            "NUTS posterior for every shown bin (in a worker; cancellable)"
+        )
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setEnabled(False)
         for b in (self.fit_btn, self.bayes_btn, self.cancel_btn):
@@ -349,7 +420,11 @@ class G2Panel(BasePanel):
         self.warmup = QSpinBox(minimum=10, maximum=20000, value=300)
         self.samples = QSpinBox(minimum=10, maximum=50000, value=500)
         self.chains = QSpinBox(minimum=1, maximum=8, value=2)
-        for lab, w in (("warm-up", self.warmup), ("draws", self.samples), ("chains", self.chains)):
+        for lab, w in (
+            ("warm-up", self.warmup),
+            ("draws", self.samples),
+            ("chains", self.chains),
+        ):
             sl.addWidget(QLabel(lab))
             sl.addWidget(w)
         rv.addLayout(sl)
@@ -369,8 +444,12 @@ class G2Panel(BasePanel):
         rv.addWidget(self.results_table, 2)
         self.fit_status = QLabel("no fit yet")
         self.fit_status.setWordWrap(True)
-        self.fit_status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.fit_status.setFixedHeight(3 * self.fit_status.fontMetrics().lineSpacing() + 4)
+        self.fit_status.setSizePolicy(
+            QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed
+        )
+        self.fit_status.setFixedHeight(
+            3 * self.fit_status.fontMetrics().lineSpacing() + 4
+        )
         rv.addWidget(self.fit_status)
         self.export_fits_btn = QPushButton("Export fits (CSV/JSON)\u2026")
         self.export_fits_btn.setEnabled(False)
@@ -390,7 +469,13 @@ class G2Panel(BasePanel):
         for w in (self.tmin, self.tmax):
             w.editingFinished.connect(self._maybe_refresh_t)
         self.max_bins.editingFinished.connect(self.refresh)
-        for w in (self.err_check, self.logx, self.legend_check, self.show_fit, self.show_band):
+        for w in (
+            self.err_check,
+            self.logx,
+            self.legend_check,
+            self.show_fit,
+            self.show_band,
+        ):
             w.toggled.connect(lambda _b: self._draw())
         for w in (self.offset,):
             w.valueChanged.connect(lambda _v: self._draw())
@@ -446,8 +531,14 @@ class G2Panel(BasePanel):
     def refresh(self) -> None:
         if not self.results:
             return
-        self.submit("data", prepare_g2_job, list(self.results), self.options(),
-                    on_result=self._on_blocks, description="g2: selecting curves")
+        self.submit(
+            "data",
+            prepare_g2_job,
+            list(self.results),
+            self.options(),
+            on_result=self._on_blocks,
+            description="g2: selecting curves",
+        )
 
     def _on_blocks(self, out) -> None:
         blocks, defaults = out
@@ -484,8 +575,11 @@ class G2Panel(BasePanel):
             cols = sorted({int(c) for b in self.blocks for c in b.columns})
             out = []
             for c in cols:
-                members = [(b, int(np.flatnonzero(b.columns == c)[0])) for b in self.blocks
-                           if c in b.columns]
+                members = [
+                    (b, int(np.flatnonzero(b.columns == c)[0]))
+                    for b in self.blocks
+                    if c in b.columns
+                ]
                 b0, j0 = members[0]
                 out.append((b0.bin_labels[j0], members))
             return out
@@ -520,14 +614,25 @@ class G2Panel(BasePanel):
         rows = math.ceil(len(panels) / nc)
         self.glw.setMinimumHeight(max(300, 230 * rows))
         n_curves = sum(b.n_bins for b in self.blocks)
-        more = (f"; showing the first {len(panels)} of {n_all} panels (narrow the q range or "
-                f"raise max panels)") if n_all > len(panels) else ""
-        self.status.setText(f"{len(self.blocks)} file(s), {n_curves} curve(s), "
-                            f"{len(panels)} panel(s){more}")
+        more = (
+            (
+                f"; showing the first {len(panels)} of {n_all} panels (narrow the q range or "
+                f"raise max panels)"
+            )
+            if n_all > len(panels)
+            else ""
+        )
+        self.status.setText(
+            f"{len(self.blocks)} file(s), {n_curves} curve(s), "
+            f"{len(panels)} panel(s){more}"
+        )
         self._draw_gen = self._draw_steps(panels, nc)
         n_drawn = sum(len(m) for _t, m in panels)
-        if (len(panels) <= len(self._pool) or (len(panels) <= 12 and n_drawn <= 60)
-                or getattr(self.context.runner, "synchronous", False)):
+        if (
+            len(panels) <= len(self._pool)
+            or (len(panels) <= 12 and n_drawn <= 60)
+            or getattr(self.context.runner, "synchronous", False)
+        ):
             # Small or reused: draw now (cheap), so a grab right after shows everything.
             for _ in self._draw_gen:
                 pass
@@ -541,7 +646,9 @@ class G2Panel(BasePanel):
         if self._draw_done is not None:
             self._draw_done.set()
         self._draw_done = threading.Event()
-        self.submit("draw", wait_for_event_job, self._draw_done, description="g2: drawing")
+        self.submit(
+            "draw", wait_for_event_job, self._draw_done, description="g2: drawing"
+        )
         self._draw_step()
 
     def _draw_steps(self, panels, nc):
@@ -560,14 +667,21 @@ class G2Panel(BasePanel):
                 p.getAxis("bottom").enableAutoSIPrefix(False)
                 p.setLabel("left", "g\u2082")
                 p.showGrid(x=True, y=True, alpha=0.2)
-                p.addLegend(offset=(-5, 5), brush=pg.mkBrush(255, 255, 255, 180),
-                            labelTextSize="8pt", verSpacing=-6)
+                p.addLegend(
+                    offset=(-5, 5),
+                    brush=pg.mkBrush(255, 255, 255, 180),
+                    labelTextSize="8pt",
+                    verSpacing=-6,
+                )
                 self._pool.append(p)
             p.setLogMode(x=log_x, y=False)
             if p.legend is not None:
                 # Per q-bin panels all list the same files: one legend (first panel) is enough.
-                show = self.legend_check.isChecked() and len(members) <= 12 and (
-                    layout != "qbin" or k == 0)
+                show = (
+                    self.legend_check.isChecked()
+                    and len(members) <= 12
+                    and (layout != "qbin" or k == 0)
+                )
                 p.legend.setVisible(show)
             for m, (b, j) in enumerate(members):
                 if layout == "qbin":
@@ -606,19 +720,42 @@ class G2Panel(BasePanel):
             fits, self._pending_fits_signal = self._pending_fits_signal, None
             self.sigFitsReady.emit(fits)
 
-    def _draw_curve(self, p: pg.PlotItem, b: g2_data.G2Block, j: int, ci: int, shift: float,
-                    name: str, log_x: bool, msize: int) -> None:
+    def _draw_curve(
+        self,
+        p: pg.PlotItem,
+        b: g2_data.G2Block,
+        j: int,
+        ci: int,
+        shift: float,
+        name: str,
+        log_x: bool,
+        msize: int,
+    ) -> None:
         t, y, e = g2_data.g2_points(b, j)
         color = curve_color(ci)
-        item = pg.PlotDataItem(t, y + shift, pen=None, symbol=_SYMBOLS[b.file_index % 12],
-                               symbolSize=msize, symbolPen=pg.mkPen(color, width=1.2),
-                               symbolBrush=None, name=name)
+        item = pg.PlotDataItem(
+            t,
+            y + shift,
+            pen=None,
+            symbol=_SYMBOLS[b.file_index % 12],
+            symbolSize=msize,
+            symbolPen=pg.mkPen(color, width=1.2),
+            symbolBrush=None,
+            name=name,
+        )
         p.addItem(item)
         if self.err_check.isChecked() and t.size:
             # ErrorBarItem does not follow the plot's log mode: give it log10(t).
             x = np.log10(t) if log_x else t
-            p.addItem(pg.ErrorBarItem(x=x, y=y + shift, height=2 * e, beam=0,
-                                      pen=pg.mkPen(color, width=0.8)))
+            p.addItem(
+                pg.ErrorBarItem(
+                    x=x,
+                    y=y + shift,
+                    height=2 * e,
+                    beam=0,
+                    pen=pg.mkPen(color, width=0.8),
+                )
+            )
         fits = self.fits
         if fits is None or not self.show_fit.isChecked():
             return
@@ -631,8 +768,12 @@ class G2Panel(BasePanel):
         if self.show_band.isChecked():
             band = fits.band([row], grid)
             if band is not None and np.isfinite(band[0]).any():
-                lo = pg.PlotDataItem(grid, band[0, 0] + shift, pen=curve_pen(ci, 0.5, alpha=80))
-                hi = pg.PlotDataItem(grid, band[0, 2] + shift, pen=curve_pen(ci, 0.5, alpha=80))
+                lo = pg.PlotDataItem(
+                    grid, band[0, 0] + shift, pen=curve_pen(ci, 0.5, alpha=80)
+                )
+                hi = pg.PlotDataItem(
+                    grid, band[0, 2] + shift, pen=curve_pen(ci, 0.5, alpha=80)
+                )
                 p.addItem(lo)
                 p.addItem(hi)
                 c = QColor(color)
@@ -675,9 +816,17 @@ class G2Panel(BasePanel):
             return None
         self._set_busy("fit", True)
         self.fit_status.setText(f"fitting {sum(b.n_bins for b in blocks)} curves\u2026")
-        return self.submit("fit", fit_job, blocks, model, overrides, t_range,
-                           on_result=self._on_fits, on_error=self._on_fit_error,
-                           description="g2: least-squares fit")
+        return self.submit(
+            "fit",
+            fit_job,
+            blocks,
+            model,
+            overrides,
+            t_range,
+            on_result=self._on_fits,
+            on_error=self._on_fit_error,
+            description="g2: least-squares fit",
+        )
 
     def run_bayes(self) -> int | None:
         """Start the NUTS fit in a worker (progress + cancel); returns the request id."""
@@ -690,15 +839,27 @@ class G2Panel(BasePanel):
         # a first import of compiled JAX modules in a worker can abort the process.
         import xpcsviewer.fitting.bayes  # noqa: F401
 
-        sampler = {"num_warmup": self.warmup.value(), "num_samples": self.samples.value(),
-                   "num_chains": self.chains.value()}
+        sampler = {
+            "num_warmup": self.warmup.value(),
+            "num_samples": self.samples.value(),
+            "num_chains": self.chains.value(),
+        }
         self._set_busy("bayes", True)
         self.progress.setValue(0)
         self.fit_status.setText("sampling (NUTS)\u2026")
         rid = self.context.runner.submit(
-            self.job_key("bayes"), bayes_job, blocks, model, overrides, t_range, sampler,
-            on_result=self._on_fits, on_error=self._on_fit_error,
-            on_progress=self._on_bayes_progress, description="g2: Bayesian fit (NUTS)")
+            self.job_key("bayes"),
+            bayes_job,
+            blocks,
+            model,
+            overrides,
+            t_range,
+            sampler,
+            on_result=self._on_fits,
+            on_error=self._on_fit_error,
+            on_progress=self._on_bayes_progress,
+            description="g2: Bayesian fit (NUTS)",
+        )
         return rid
 
     def cancel_fit(self) -> None:
@@ -743,7 +904,8 @@ class G2Panel(BasePanel):
         self.fits = fits
         n_ok = int(fits.ok.sum())
         self.fit_status.setText(
-            f"{fits.method} {fits.model}: {n_ok}/{fits.n_curves} converged")
+            f"{fits.method} {fits.model}: {n_ok}/{fits.n_curves} converged"
+        )
         self.progress.setValue(1000)
         self._fill_results_table()
         self.export_fits_btn.setEnabled(True)
@@ -760,14 +922,21 @@ class G2Panel(BasePanel):
             self.export_fits_btn.setEnabled(False)
             return
         names = list(fits.param_names)
-        head = ["file", "bin", "q (\u00c5\u207b\u00b9)"] + [
-            f"{n} (s)" if n.startswith("tau") else n for n in names] + ["\u03c7\u00b2\u1d63", "status"]
+        head = (
+            ["file", "bin", "q (\u00c5\u207b\u00b9)"]
+            + [f"{n} (s)" if n.startswith("tau") else n for n in names]
+            + ["\u03c7\u00b2\u1d63", "status"]
+        )
         t.setColumnCount(len(head))
         t.setHorizontalHeaderLabels(head)
         t.setRowCount(fits.n_curves)
         bad = QColor(255, 200, 200)
         for b in range(fits.n_curves):
-            cells = [fits.file_labels[b], str(int(fits.columns[b]) + 1), f"{fits.q[b]:.5f}"]
+            cells = [
+                fits.file_labels[b],
+                str(int(fits.columns[b]) + 1),
+                f"{fits.q[b]:.5f}",
+            ]
             cells += [_pm(fits.params[n][b], fits.errors[n][b]) for n in names]
             cells += [_fmt(fits.chi2_red[b]), str(fits.status[b])]
             for c, text in enumerate(cells):
@@ -782,23 +951,35 @@ class G2Panel(BasePanel):
         if self.fits is None:
             self.context.report_error("g2: no fits to export")
             return None
-        return self.submit("export-fits", write_fits_job, self.fits, str(path),
-                           on_result=self._on_exported, description=f"Exporting {Path(path).name}")
+        return self.submit(
+            "export-fits",
+            write_fits_job,
+            self.fits,
+            str(path),
+            on_result=self._on_exported,
+            description=f"Exporting {Path(path).name}",
+        )
 
     def _on_export_fits(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export g2 fits", "g2_fits.csv",
-                                              "CSV (*.csv);;JSON (*.json)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export g2 fits", "g2_fits.csv", "CSV (*.csv);;JSON (*.json)"
+        )
         if path:
             self.export_fits(path)
 
     # -------------------------------------------------------------- export
     def figure_options(self) -> dict:
         opts = self.options()
-        opts.update(layout=self.layout_combo.currentData(), errorbars=self.err_check.isChecked(),
-                    offset=self.offset.value(), log_x=self.logx.isChecked(),
-                    ncols=self.ncols.value(), legend=self.legend_check.isChecked(),
-                    fits=self.fits if self.show_fit.isChecked() else None,
-                    band=self.show_band.isChecked())
+        opts.update(
+            layout=self.layout_combo.currentData(),
+            errorbars=self.err_check.isChecked(),
+            offset=self.offset.value(),
+            log_x=self.logx.isChecked(),
+            ncols=self.ncols.value(),
+            legend=self.legend_check.isChecked(),
+            fits=self.fits if self.show_fit.isChecked() else None,
+            band=self.show_band.isChecked(),
+        )
         return opts
 
     def data_columns(self):
@@ -808,34 +989,59 @@ class G2Panel(BasePanel):
 
     # ------------------------------------------------------------ settings
     def get_settings(self) -> dict:
-        return {"layout": self.layout_combo.currentData(), "q_range": self.q_check.isChecked(),
-                "qmin": self.qmin.value(), "qmax": self.qmax.value(),
-                "t_range": self.t_check.isChecked(), "tmin": self.tmin.text(),
-                "tmax": self.tmax.text(), "errorbars": self.err_check.isChecked(),
-                "log_t": self.logx.isChecked(), "offset": self.offset.value(),
-                "ncols": self.ncols.value(), "max_bins": self.max_bins.value(),
-                "max_panels": self.max_panels.value(),
-                "marker": self.marker.value(), "legend": self.legend_check.isChecked(),
-                "model": self.model(), "warmup": self.warmup.value(),
-                "samples": self.samples.value(), "chains": self.chains.value()}
+        return {
+            "layout": self.layout_combo.currentData(),
+            "q_range": self.q_check.isChecked(),
+            "qmin": self.qmin.value(),
+            "qmax": self.qmax.value(),
+            "t_range": self.t_check.isChecked(),
+            "tmin": self.tmin.text(),
+            "tmax": self.tmax.text(),
+            "errorbars": self.err_check.isChecked(),
+            "log_t": self.logx.isChecked(),
+            "offset": self.offset.value(),
+            "ncols": self.ncols.value(),
+            "max_bins": self.max_bins.value(),
+            "max_panels": self.max_panels.value(),
+            "marker": self.marker.value(),
+            "legend": self.legend_check.isChecked(),
+            "model": self.model(),
+            "warmup": self.warmup.value(),
+            "samples": self.samples.value(),
+            "chains": self.chains.value(),
+        }
 
     def set_settings(self, s: dict) -> None:
         try:
-            for key, combo in (("layout", self.layout_combo), ("model", self.model_combo)):
+            for key, combo in (
+                ("layout", self.layout_combo),
+                ("model", self.model_combo),
+            ):
                 if key in s:
                     i = combo.findData(s[key])
                     if i >= 0:
                         combo.setCurrentIndex(i)
-            for key, box in (("q_range", self.q_check), ("t_range", self.t_check),
-                             ("errorbars", self.err_check), ("log_t", self.logx),
-                             ("legend", self.legend_check)):
+            for key, box in (
+                ("q_range", self.q_check),
+                ("t_range", self.t_check),
+                ("errorbars", self.err_check),
+                ("log_t", self.logx),
+                ("legend", self.legend_check),
+            ):
                 if key in s:
                     box.setChecked(bool(s[key]))
-            for key, spin in (("qmin", self.qmin), ("qmax", self.qmax), ("offset", self.offset),
-                              ("ncols", self.ncols), ("max_bins", self.max_bins),
-                              ("max_panels", self.max_panels),
-                              ("marker", self.marker), ("warmup", self.warmup),
-                              ("samples", self.samples), ("chains", self.chains)):
+            for key, spin in (
+                ("qmin", self.qmin),
+                ("qmax", self.qmax),
+                ("offset", self.offset),
+                ("ncols", self.ncols),
+                ("max_bins", self.max_bins),
+                ("max_panels", self.max_panels),
+                ("marker", self.marker),
+                ("warmup", self.warmup),
+                ("samples", self.samples),
+                ("chains", self.chains),
+            ):
                 if key in s:
                     spin.setValue(type(spin.value())(s[key]))
             for key, edit in (("tmin", self.tmin), ("tmax", self.tmax)):

@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QSplitter,
     QVBoxLayout,
-    QWidget,
 )
 
 from xpcsviewer.export import g2_data, saxs_data
@@ -36,14 +35,26 @@ from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap, curve_pen
 __all__ = ["TwotimePanel", "read_c2_job", "read_image_job"]
 
 
-def read_c2_job(path: str, index: int, max_size: int, correct_diagonal: bool, reader=None,
-                progress=None, cancel=None):
+def read_c2_job(
+    path: str,
+    index: int,
+    max_size: int,
+    correct_diagonal: bool,
+    reader=None,
+    progress=None,
+    cancel=None,
+):
     """Worker job: the decimated map and its 0.5-99.5 percentile levels."""
     if reader is None:
         from xpcsviewer.io import read_c2 as reader
     if cancel is not None:
         cancel.raise_if_cancelled()
-    view = reader(path, int(index), max_size=int(max_size), correct_diagonal=bool(correct_diagonal))
+    view = reader(
+        path,
+        int(index),
+        max_size=int(max_size),
+        correct_diagonal=bool(correct_diagonal),
+    )
     if cancel is not None:
         cancel.raise_if_cancelled()
     return view, saxs_data.auto_levels(np.asarray(view.c2))
@@ -68,7 +79,9 @@ class TwotimePanel(BasePanel):
 
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
-        self.c2_reader = None  # None: xpcsviewer.io.read_c2 (tests may inject a stand-in)
+        self.c2_reader = (
+            None  # None: xpcsviewer.io.read_c2 (tests may inject a stand-in)
+        )
         self.view: Any = None
         self._bin_index = 0  # remembered across files, clamped on use
         self._file_index = 0
@@ -79,7 +92,9 @@ class TwotimePanel(BasePanel):
         grid = QGridLayout()
         self.file_sel = FileSelector()
         self.bin_combo = QComboBox()
-        self.bin_combo.setToolTip("q-bin (processed two-time bins); click the q-map too")
+        self.bin_combo.setToolTip(
+            "q-bin (processed two-time bins); click the q-map too"
+        )
         self.bin_combo.setMinimumContentsLength(16)
         self.file_sel.setMinimumContentsLength(12)
         self.picker_kind = QComboBox()
@@ -90,19 +105,39 @@ class TwotimePanel(BasePanel):
             self.cmap_combo.addItem(name)
         self.auto_check = QCheckBox("auto levels", checked=True)
         self.auto_check.setToolTip("0.5\u201399.5 percentile of the map")
-        self.vmin = QDoubleSpinBox(decimals=3, minimum=-1e6, maximum=1e6, value=0.8,
-                                   singleStep=0.05)
-        self.vmax = QDoubleSpinBox(decimals=3, minimum=-1e6, maximum=1e6, value=2.2,
-                                   singleStep=0.05)
+        self.vmin = QDoubleSpinBox(
+            decimals=3, minimum=-1e6, maximum=1e6, value=0.8, singleStep=0.05
+        )
+        self.vmax = QDoubleSpinBox(
+            decimals=3, minimum=-1e6, maximum=1e6, value=2.2, singleStep=0.05
+        )
         self.diag_check = QCheckBox("correct diagonal")
-        self.diag_check.setToolTip("Replace C(t, t) by the mean of its neighbours "
-                                   "(removes the shot-noise spike)")
+        self.diag_check.setToolTip(
+            "Replace C(t, t) by the mean of its neighbours "
+            "(removes the shot-noise spike)"
+        )
         self.max_size = QSpinBox(minimum=64, maximum=8192, value=1024, singleStep=128)
         self.max_size.setToolTip("Largest map size shown; larger maps are read strided")
-        rows = [[QLabel("file"), self.file_sel, QLabel("q-bin"), self.bin_combo,
-                 QLabel("pick on"), self.picker_kind],
-                [QLabel("cmap"), self.cmap_combo, self.auto_check, self.vmin, self.vmax,
-                 self.diag_check, QLabel("max size"), self.max_size]]
+        rows = [
+            [
+                QLabel("file"),
+                self.file_sel,
+                QLabel("q-bin"),
+                self.bin_combo,
+                QLabel("pick on"),
+                self.picker_kind,
+            ],
+            [
+                QLabel("cmap"),
+                self.cmap_combo,
+                self.auto_check,
+                self.vmin,
+                self.vmax,
+                self.diag_check,
+                QLabel("max size"),
+                self.max_size,
+            ],
+        ]
         for r, row in enumerate(rows):
             h = QHBoxLayout()
             for w in row:
@@ -139,8 +174,12 @@ class TwotimePanel(BasePanel):
             self.c2_plot.getAxis(ax).enableAutoSIPrefix(False)
         self.c2_img = pg.ImageItem(axisOrder="row-major")
         self.c2_plot.addItem(self.c2_img)
-        self.colorbar = pg.ColorBarItem(values=(0.8, 2.2), colorMap=colormap("viridis"),
-                                        interactive=False, label="C(t\u2081, t\u2082)")
+        self.colorbar = pg.ColorBarItem(
+            values=(0.8, 2.2),
+            colorMap=colormap("viridis"),
+            interactive=False,
+            label="C(t\u2081, t\u2082)",
+        )
         self.colorbar.setImageItem(self.c2_img, insert_in=self.c2_plot)
         split.addWidget(self.c2_widget)
         # g2 from c2
@@ -252,17 +291,27 @@ class TwotimePanel(BasePanel):
             return
         if self.picker_kind.currentData() == "saxs":
             if self._picker_image is None:
-                self.submit("image", read_image_job, str(res.path), on_result=self._on_image,
-                            description="Two-Time: scattering image")
+                self.submit(
+                    "image",
+                    read_image_job,
+                    str(res.path),
+                    on_result=self._on_image,
+                    description="Two-Time: scattering image",
+                )
                 return
             img = self._picker_image
-            self.picker_img.setImage(img, autoLevels=False, levels=saxs_data.auto_levels(img))
+            self.picker_img.setImage(
+                img, autoLevels=False, levels=saxs_data.auto_levels(img)
+            )
             self.picker_img.setColorMap(colormap("viridis"))
         else:
             roi = np.asarray(res.qmap.dynamic_roi_map, dtype=np.float64)
             shown = np.where(roi > 0, roi, np.nan)
-            self.picker_img.setImage(shown, autoLevels=False,
-                                     levels=(0.5, max(1.0, float(np.nanmax(roi)) + 0.5)))
+            self.picker_img.setImage(
+                shown,
+                autoLevels=False,
+                levels=(0.5, max(1.0, float(np.nanmax(roi)) + 0.5)),
+            )
             self.picker_img.setColorMap(colormap("turbo"))
         self._update_highlight()
 
@@ -277,7 +326,7 @@ class TwotimePanel(BasePanel):
             return
         dq = int(self.bin_combo.itemData(self._bin_index))
         sel = np.asarray(res.qmap.dynamic_roi_map) == dq
-        rgba = np.zeros(sel.shape + (4,), dtype=np.uint8)
+        rgba = np.zeros((*sel.shape, 4), dtype=np.uint8)
         rgba[sel] = (255, 255, 255, 170)
         self.highlight.setImage(rgba, autoLevels=False)
 
@@ -293,7 +342,7 @@ class TwotimePanel(BasePanel):
         if res is None:
             return False
         roi = np.asarray(res.qmap.dynamic_roi_map)
-        r, c = int(math.floor(row)), int(math.floor(col))
+        r, c = math.floor(row), math.floor(col)
         if not (0 <= r < roi.shape[0] and 0 <= c < roi.shape[1]) or roi[r, c] <= 0:
             return False
         return self.select_dq_bin(int(roi[r, c]))
@@ -305,9 +354,17 @@ class TwotimePanel(BasePanel):
         if res is None or self.bin_combo.count() == 0:
             return None
         self.status.setText("reading two-time map\u2026")
-        return self.submit("c2", read_c2_job, str(res.path), self._bin_index,
-                           self.max_size.value(), self.diag_check.isChecked(), self.c2_reader,
-                           on_result=self._on_map, description="Two-Time: reading C2")
+        return self.submit(
+            "c2",
+            read_c2_job,
+            str(res.path),
+            self._bin_index,
+            self.max_size.value(),
+            self.diag_check.isChecked(),
+            self.c2_reader,
+            on_result=self._on_map,
+            description="Two-Time: reading C2",
+        )
 
     def _on_map(self, out) -> None:
         view, levels = out
@@ -320,14 +377,18 @@ class TwotimePanel(BasePanel):
         # Pixel i covers [i - 1/2, i + 1/2) x step seconds.
         self.c2_img.setRect(QRectF(-step / 2, -step / 2, m * step, m * step))
         self._apply_levels()
-        self.c2_plot.setTitle(f"{getattr(view, 'label', '')}  ({m}\u00d7{m}, stride "
-                              f"{getattr(view, 'stride', 1)})")
+        self.c2_plot.setTitle(
+            f"{getattr(view, 'label', '')}  ({m}\u00d7{m}, stride "
+            f"{getattr(view, 'stride', 1)})"
+        )
         self.c2_plot.autoRange()
         self._draw_g2()
         res = self.current()
         n = getattr(view, "n_frames", None) or (res.twotime.n_frames if res else m)
-        self.status.setText(f"{res.label if res else ''}: map {n}\u00d7{n} shown as {m}\u00d7{m}; "
-                            f"t step {step:.4g} s")
+        self.status.setText(
+            f"{res.label if res else ''}: map {n}\u00d7{n} shown as {m}\u00d7{m}; "
+            f"t step {step:.4g} s"
+        )
         self.sigMapShown.emit()
         self.sigUpdated.emit()
 
@@ -362,13 +423,20 @@ class TwotimePanel(BasePanel):
             return
         t_full, g_full, t_seg, g_seg = curves
         ok = g_full != 0
-        self.g2_plot.addItem(pg.PlotDataItem(t_full[ok], g_full[ok], pen=curve_pen(6, 3.0),
-                                             name="full"))
+        self.g2_plot.addItem(
+            pg.PlotDataItem(t_full[ok], g_full[ok], pen=curve_pen(6, 3.0), name="full")
+        )
         cm = colormap("plasma")
         for s in range(g_seg.shape[0]):
             color = cm.map(s / max(g_seg.shape[0], 1), mode="qcolor")
-            self.g2_plot.addItem(pg.PlotDataItem(t_seg, g_seg[s], pen=pg.mkPen(color, width=1.2),
-                                                 name=f"segment {s + 1}"))
+            self.g2_plot.addItem(
+                pg.PlotDataItem(
+                    t_seg,
+                    g_seg[s],
+                    pen=pg.mkPen(color, width=1.2),
+                    name=f"segment {s + 1}",
+                )
+            )
 
     def clear_plots(self) -> None:
         self.view = None
@@ -381,9 +449,13 @@ class TwotimePanel(BasePanel):
     def figure_options(self) -> dict:
         res = self.current()
         idx = self.results.index(res) if res is not None and res in self.results else 0
-        opts = {"file_index": idx, "bin_index": self._bin_index,
-                "max_size": self.max_size.value(), "correct_diagonal": self.diag_check.isChecked(),
-                "cmap": self.cmap_combo.currentText()}
+        opts = {
+            "file_index": idx,
+            "bin_index": self._bin_index,
+            "max_size": self.max_size.value(),
+            "correct_diagonal": self.diag_check.isChecked(),
+            "cmap": self.cmap_combo.currentText(),
+        }
         if not self.auto_check.isChecked():
             opts["levels"] = tuple(sorted((self.vmin.value(), self.vmax.value())))
         if self.view is not None:
@@ -405,10 +477,16 @@ class TwotimePanel(BasePanel):
 
     # ----------------------------------------------------------- settings
     def get_settings(self) -> dict:
-        return {"bin_index": self._bin_index, "cmap": self.cmap_combo.currentText(),
-                "auto_levels": self.auto_check.isChecked(), "vmin": self.vmin.value(),
-                "vmax": self.vmax.value(), "correct_diagonal": self.diag_check.isChecked(),
-                "max_size": self.max_size.value(), "picker": self.picker_kind.currentData()}
+        return {
+            "bin_index": self._bin_index,
+            "cmap": self.cmap_combo.currentText(),
+            "auto_levels": self.auto_check.isChecked(),
+            "vmin": self.vmin.value(),
+            "vmax": self.vmax.value(),
+            "correct_diagonal": self.diag_check.isChecked(),
+            "max_size": self.max_size.value(),
+            "picker": self.picker_kind.currentData(),
+        }
 
     def set_settings(self, s: dict) -> None:
         try:
