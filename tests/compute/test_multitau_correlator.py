@@ -12,6 +12,11 @@ from xpcsviewer.progress import CancelToken, Cancelled
 BACKENDS = ["numpy", "jax"]
 
 
+def _mt(*args, **kw):
+    """The correlator on the backend asked for (no CPU engine routing)."""
+    return correlate_multitau(*args, engine="backend", **kw)
+
+
 def _partition(h=6, w=7):
     dq = np.ones((h, w), int)
     dq[:, 4:] = 2
@@ -91,7 +96,7 @@ def test_matches_straightforward_reference(backend, rng):
     mask[0, 0] = mask[3, 5] = False
     frames = rng.poisson(2.0, (77, *dq.shape)).astype(np.uint16)
     d, g2_ref, err_ref = _reference(frames, dq, sq, mask)
-    res = correlate_multitau(frames, dq, sq, mask, chunk_size=13, backend=get_backend(backend))
+    res = _mt(frames, dq, sq, mask, chunk_size=13, backend=get_backend(backend))
     assert np.array_equal(res.delay_frames, d)
     np.testing.assert_allclose(res.g2, g2_ref, rtol=1e-12)
     np.testing.assert_allclose(res.g2_err, err_ref, rtol=1e-10, atol=1e-15)
@@ -101,8 +106,8 @@ def test_backends_agree_to_1e12(rng):
     dq, sq = _partition()
     frames = rng.poisson(1.5, (150, *dq.shape)).astype(np.float64)
     kw = dict(chunk_size=32, num_partial_g2=3, normalize_frame=True)
-    a = correlate_multitau(frames, dq, sq, backend=get_backend("numpy"), **kw)
-    b = correlate_multitau(frames, dq, sq, backend=get_backend("jax"), **kw)
+    a = _mt(frames, dq, sq, backend=get_backend("numpy"), **kw)
+    b = _mt(frames, dq, sq, backend=get_backend("jax"), **kw)
     for name in ("g2", "g2_err", "g2_static", "g2_partial", "g2_partial_err"):
         # errors that are exactly zero in exact arithmetic differ by round-off only
         np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-14, err_msg=name)
@@ -114,8 +119,8 @@ def test_chunking_does_not_change_the_result(backend, rng):
     dq, sq = _partition()
     frames = rng.poisson(1.0, (100, *dq.shape)).astype(np.float64)
     be = get_backend(backend)
-    a = correlate_multitau(frames, dq, sq, chunk_size=100, backend=be)
-    b = correlate_multitau(
+    a = _mt(frames, dq, sq, chunk_size=100, backend=be)
+    b = _mt(
         (frames[i : i + 7] for i in range(0, 100, 7)), dq, sq, n_frames=100, chunk_size=5, backend=be
     )
     np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
@@ -126,7 +131,7 @@ def test_chunking_does_not_change_the_result(backend, rng):
 def test_constant_input_gives_g2_one(backend):
     dq, sq = _partition()
     frames = np.full((64, *dq.shape), 3.5)
-    res = correlate_multitau(frames, dq, sq, backend=get_backend(backend))
+    res = _mt(frames, dq, sq, backend=get_backend(backend))
     np.testing.assert_allclose(res.g2, 1.0, rtol=1e-13)
     np.testing.assert_allclose(res.g2_err, 0.0, atol=1e-13)
 
@@ -142,12 +147,12 @@ def test_shuffling_pixels_within_a_static_bin_keeps_g2(backend, rng):
         perm[idx] = rng.permutation(idx)
     shuffled = flat[:, perm].reshape(frames.shape)
     be = get_backend(backend)
-    a = correlate_multitau(frames, dq, sq, backend=be)
-    b = correlate_multitau(shuffled, dq, sq, backend=be)
+    a = _mt(frames, dq, sq, backend=be)
+    b = _mt(shuffled, dq, sq, backend=be)
     np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
     np.testing.assert_allclose(a.g2_err, b.g2_err, rtol=1e-10, atol=1e-15)
     # and a shuffle across bins does change it (the test can fail)
-    c = correlate_multitau(flat[:, rng.permutation(flat.shape[1])].reshape(frames.shape), dq, sq, backend=be)
+    c = _mt(flat[:, rng.permutation(flat.shape[1])].reshape(frames.shape), dq, sq, backend=be)
     assert not np.allclose(a.g2, c.g2, rtol=1e-6)
 
 
@@ -156,7 +161,7 @@ def test_static_smoothing_is_ratio_of_sums_not_mean_of_ratios(rng):
     dq = np.ones((4, 5), int)
     sq = np.ones((4, 5), int)
     frames = rng.poisson(0.3, (40, 4, 5)).astype(float)
-    res = correlate_multitau(frames, dq, sq, backend=get_backend("numpy"))
+    res = _mt(frames, dq, sq, backend=get_backend("numpy"))
     a = frames.reshape(40, -1)
     g2_lag1 = 20 * (a[:-1] * a[1:]).mean(0).sum() / (a[:-1].mean(0).sum() * a[1:].mean(0).sum())
     assert res.g2[0, 0] == pytest.approx(g2_lag1, rel=1e-12)
@@ -167,10 +172,10 @@ def test_partial_snapshots_are_cumulative(backend, rng):
     dq, sq = _partition()
     frames = rng.poisson(2.0, (96, *dq.shape)).astype(float)
     be = get_backend(backend)
-    res = correlate_multitau(frames, dq, sq, num_partial_g2=4, chunk_size=40, backend=be)
+    res = _mt(frames, dq, sq, num_partial_g2=4, chunk_size=40, backend=be)
     assert res.g2_partial_labels.tolist() == [24, 48, 72, 96]
     np.testing.assert_allclose(res.g2_partial[-1], res.g2, rtol=1e-12)
-    first = correlate_multitau(frames[:24], dq, sq, backend=be)
+    first = _mt(frames[:24], dq, sq, backend=be)
     t = first.delay_frames.size
     np.testing.assert_allclose(res.g2_partial[0, :t], first.g2, rtol=1e-12)
     assert np.isnan(res.g2_partial[0, t:]).all()
@@ -181,9 +186,9 @@ def test_frame_normalization_cancels_flux_changes(rng):
     frames = rng.poisson(5.0, (64, *dq.shape)).astype(float)
     flux = np.linspace(0.5, 2.0, 64)[:, None, None]
     be = get_backend("numpy")
-    a = correlate_multitau(frames, dq, sq, normalize_frame=True, backend=be)
-    b = correlate_multitau(frames * flux, dq, sq, normalize_frame=True, backend=be)
-    c = correlate_multitau(frames * flux, dq, sq, normalize_frame=False, backend=be)
+    a = _mt(frames, dq, sq, normalize_frame=True, backend=be)
+    b = _mt(frames * flux, dq, sq, normalize_frame=True, backend=be)
+    c = _mt(frames * flux, dq, sq, normalize_frame=False, backend=be)
     np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
     assert not np.allclose(a.g2, c.g2, rtol=1e-3)
 
@@ -192,13 +197,13 @@ def test_progress_and_cancel():
     dq, sq = _partition()
     frames = np.ones((50, *dq.shape))
     seen = []
-    correlate_multitau(frames, dq, sq, chunk_size=10, backend=get_backend("numpy"),
+    _mt(frames, dq, sq, chunk_size=10, backend=get_backend("numpy"),
                        progress=lambda d, t, m="": seen.append((d, t)))
     assert seen[-1] == (50, 50) and len(seen) >= 5
     tok = CancelToken()
     tok.cancel()
     with pytest.raises(Cancelled):
-        correlate_multitau(frames, dq, sq, backend=get_backend("numpy"), cancel=tok)
+        _mt(frames, dq, sq, backend=get_backend("numpy"), cancel=tok)
 
 
 def test_bad_partition_is_rejected():
@@ -206,4 +211,15 @@ def test_bad_partition_is_rejected():
     sq = np.ones((3, 3), int)
     dq[0] = 2  # static bin 1 spans dynamic bins 1 and 2
     with pytest.raises(ValueError, match="static bin spans"):
-        correlate_multitau(np.ones((10, 3, 3)), dq, sq)
+        _mt(np.ones((10, 3, 3)), dq, sq)
+
+
+def test_auto_engine_routes_jax_on_cpu_to_numpy_with_identical_results(rng):
+    dq, sq = _partition()
+    frames = rng.poisson(2.0, (40, *dq.shape)).astype(float)
+    auto = correlate_multitau(frames, dq, sq, backend=get_backend("jax"))
+    ref = correlate_multitau(frames, dq, sq, backend=get_backend("numpy"))
+    assert auto.config["backend"] == "numpy"  # no accelerator in the test run
+    np.testing.assert_array_equal(auto.g2, ref.g2)
+    with pytest.raises(ValueError, match="engine"):
+        correlate_multitau(frames, dq, sq, engine="fast")

@@ -111,6 +111,15 @@ def _level_kernel(backend: Any, buf: int, xs: tuple[int, ...], has_left: int, ne
 
     def build() -> Any:
         xp = backend.xp
+        if backend.name == "numpy":
+            # einsum streams both operands once without a temporary
+            def dot0(a, b):
+                return xp.einsum("ij,ij->j", a, b)
+        else:
+            # XLA fuses multiply + reduce into one loop; an einsum would become a
+            # dot_general batched over the (huge) pixel axis, which is slow on CPU
+            def dot0(a, b):
+                return (a * b).sum(axis=0)
 
         def kernel(hist, first, sumprod, total, block, n_valid, count):
             nb, p = block.shape
@@ -120,8 +129,8 @@ def _level_kernel(backend: Any, buf: int, xs: tuple[int, ...], has_left: int, ne
             # are only ever the later frame of a pair, so they add nothing.
             prods = []
             for x in xs:
-                inner = xp.einsum("ij,ij->j", block[x:], block[: nb - x]) if x < nb else 0.0
-                cross = xp.einsum("ij,ij->j", block[: min(x, nb)], hist[buf - x : buf - x + min(x, nb)])
+                inner = dot0(block[x:], block[: nb - x]) if x < nb else 0.0
+                cross = dot0(block[: min(x, nb)], hist[buf - x : buf - x + min(x, nb)])
                 prods.append(inner + cross)
             prods = xp.stack(prods)
             # new history = last buf valid frames of [hist, block]
@@ -461,6 +470,7 @@ def correlate_multitau(
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
     with_scattering: bool = False,
+    engine: str = "auto",
 ) -> MultitauResult | MultitauRun:
     """Multi-tau g2 of a frame stream on a static/dynamic partition.
 
@@ -490,6 +500,12 @@ def correlate_multitau(
         Reported / checked between chunks.
     with_scattering : bool
         Also return the temporal/spatial means of the same pass (``MultitauRun``).
+    engine : {"auto", "backend"}
+        ``"backend"`` runs the level updates on the given backend. ``"auto"`` does the
+        same except that a JAX backend whose job routes to the CPU runs them on NumPy:
+        the update is a memory-bound multiply-reduce that XLA:CPU ran ~10x slower than
+        NumPy's einsum in ``benchmarks/correlate.py`` (docs/correlators.md); the two
+        agree to 1e-12. On a GPU the jitted kernels are used.
 
     Returns
     -------
@@ -507,6 +523,12 @@ def correlate_multitau(
         chunks = frames
     pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
     be = backend if backend is not None else get_backend()
+    if engine not in ("auto", "backend"):
+        raise ValueError(f"engine must be 'auto' or 'backend', got {engine!r}")
+    if engine == "auto" and be.name != "numpy":
+        dev = resolve_device(device, work=float(pixels.n_pixels) * n_frames)
+        if dev is None or getattr(dev, "platform", "cpu") == "cpu":
+            be, device = get_backend("numpy"), None
     corr = MultitauCorrelator(pixels, n_frames, delays_per_level, normalize_frame, backend=be, device=device)
     acc = ScatteringAccumulator(pixels, n_frames, backend=be, device=corr.device) if with_scattering else None
     snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
