@@ -944,7 +944,9 @@ class G2Panel(BasePanel):
                 if fits.status[b] != "converged":
                     it.setBackground(bad)
                 t.setItem(b, c, it)
-        t.resizeColumnsToContents()
+        if fits.n_curves <= 50:
+            # Measuring every cell is slow for long tables; then keep the default widths.
+            t.resizeColumnsToContents()
 
     def export_fits(self, path: str) -> int | None:
         """Write the fits to ``path`` (CSV, or JSON for ``.json``) in a worker."""
