@@ -132,7 +132,7 @@ def test_fit_bayes_json(two_files, tmp_path):
     rec = json.loads(out.read_text())["files"][0]
     for k in ("mean", "std", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail"):
         assert len(rec["tau"][k]) == N_Q
-    assert rec["divergences"] == 0
+    assert rec["divergences"] == [0] * N_Q
     assert all(r <= 1.01 for r in rec["tau"]["r_hat"])
     lo, hi, v = (np.array(rec["tau"][k]) for k in ("hdi_low", "hdi_high", "value"))
     assert np.all((lo <= v) & (v <= hi))

@@ -22,6 +22,7 @@ indicators, following Vehtari et al. (2021).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,12 +148,13 @@ class BayesFitResult:
     r_hat, ess_bulk, ess_tail : dict name -> (B,)
         NaN for fixed parameters.
     divergences : int
-        Divergent transitions after warm-up, all chains (the model is one joint
-        density, so divergences are not per bin).
-    bfmi : (C,) energy Bayesian fraction of missing information per chain
+        Divergent transitions after warm-up, all chains and bins.
+    divergences_per_bin : (B,) int
+        Per bin (with ``sampler="joint"`` every bin shares the joint count).
+    bfmi : (C, B) energy Bayesian fraction of missing information per chain and bin
     converged : (B,) bool
         r_hat <= 1.01, ESS bulk and tail >= 400 for every free parameter, no
-        divergences, BFMI >= 0.2 in every chain.
+        divergences in the bin, BFMI >= 0.2 in every chain.
     samples : dict name -> (C, S, B) natural-unit draws
     mean_tree_steps : float
         Mean leapfrog steps per draw (cost indicator).
@@ -181,6 +183,8 @@ class BayesFitResult:
     fixed: dict[str, bool] = field(default_factory=dict)
     used_bins: np.ndarray | None = None
     mean_tree_steps: float = float("nan")
+    sampler: str = "per_bin"
+    divergences_per_bin: np.ndarray | None = None
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -243,7 +247,7 @@ def ess_tail(x: np.ndarray) -> np.ndarray:
 
 
 def bfmi(energy: np.ndarray) -> np.ndarray:
-    """Energy BFMI per chain from NUTS energies (C, S)."""
+    """Energy BFMI per chain from NUTS energies (C, S, ...) -> (C, ...)."""
     e = np.asarray(energy, dtype=np.float64)
     num = np.sum(np.diff(e, axis=1) ** 2, axis=1) / e.shape[1]
     den = np.var(e, axis=1)
@@ -283,7 +287,8 @@ def fit_g2_bayes(
     chain_method: str = "auto",
     target_accept_prob: float = 0.8,
     max_tree_depth: int = 10,
-    dense_mass: bool = True,
+    dense_mass: bool = False,
+    sampler: str = "per_bin",
 ) -> BayesFitResult:
     """NUTS posterior of B g2 curves (all q-bins of one file) in one sampling run.
 
@@ -308,6 +313,10 @@ def fit_g2_bayes(
         Bounds (prior ranges) and fixed values, as for ``fit_g2``.
     t_range : (lo, hi) s, optional
     aux : (m (T,), dt), for ``single_avgcorr``
+    sampler : {"per_bin", "joint"}
+        ``per_bin`` (default): NUTS vmapped over bins and chains, each bin with its own
+        step size and dense mass matrix, in one compiled program. ``joint``: all bins
+        as one NumPyro model through ``MCMC`` (``dense_mass`` applies there).
 
     Returns
     -------
@@ -382,7 +391,52 @@ def fit_g2_bayes(
 
     sigma = prepare_weights(err, mask)
     y = np.where(mask, g2, 0.0)
-    method = _choose_chain_method(chain_method, num_chains)
+    aux_j = None if aux is None else (jnp.asarray(aux[0], jnp.float64), float(aux[1]))
+    t_safe = np.where(np.isfinite(tau) & (tau > 0), tau, 1.0)
+    unit_stretch = bool("stretch" in fixed and np.all(np.asarray(fixed["stretch"]) == 1.0))
+    n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
+    per_block = math.ceil(num_samples / n_blocks)
+    lower_j = {n: jnp.asarray(v) for n, v in lower.items()}
+    upper_j = {n: jnp.asarray(v) for n, v in upper.items()}
+    if sampler == "joint":
+        method = _choose_chain_method(chain_method, num_chains)
+        draws, diverging, energies, steps = _run_joint(
+            t_safe, y, sigma, mask, model, lower_j, upper_j, fixed, aux_j, unit_stretch,
+            init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
+            target_accept_prob, max_tree_depth, dense_mass, progress, cancel,
+        )
+    elif sampler == "per_bin":
+        method = "parallel" if (chain_method == "parallel" or (
+            chain_method == "auto" and num_chains > 1 and jax.local_device_count() >= num_chains
+        )) else "vectorized"
+        draws, diverging, energies, steps = _run_per_bin(
+            t_safe, y, sigma, mask, model, lower_j, upper_j, fixed, aux_j, unit_stretch,
+            init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
+            target_accept_prob, max_tree_depth, progress, cancel,
+        )
+    else:
+        raise ValueError(f"sampler must be 'per_bin' or 'joint', not {sampler!r}")
+
+    samples: dict[str, np.ndarray] = {}
+    for n in names:
+        if n in fixed:
+            v = np.asarray(fixed[n])
+            samples[n] = np.broadcast_to(v, (num_chains, num_samples, n_b)).copy()
+        else:
+            samples[n] = draws[n][:, :num_samples]
+    res = _summarise(
+        model, samples, diverging[:, :num_samples], energies[:, :num_samples], fixed,
+        num_chains, num_samples, num_warmup, seed, method, aux, init, joint=sampler == "joint",
+    )
+    res.mean_tree_steps = float(np.mean(steps))
+    res.sampler = sampler
+    return res
+
+
+def _run_joint(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
+               init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
+               target_accept_prob, max_tree_depth, dense_mass, progress, cancel):
+    """All bins as one NumPyro model (one step size and mass matrix for all)."""
     kernel = NUTS(
         g2_model,
         init_strategy=init_to_value(values=init_values),
@@ -390,64 +444,192 @@ def fit_g2_bayes(
         max_tree_depth=max_tree_depth,
         dense_mass=dense_mass,
     )
-    n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
-    per_block = math.ceil(num_samples / n_blocks)
-    mcmc = MCMC(
-        kernel,
-        num_warmup=num_warmup,
-        num_samples=per_block,
-        num_chains=num_chains,
-        chain_method=method,
-        progress_bar=False,
-    )
-    aux_j = None if aux is None else (jnp.asarray(aux[0], jnp.float64), float(aux[1]))
-    t_safe = np.where(np.isfinite(tau) & (tau > 0), tau, 1.0)
-    args = (jnp.asarray(t_safe), jnp.asarray(y), jnp.asarray(sigma), jnp.asarray(mask))
-    kwargs = {
-        "model": model,
-        "lower": {n: jnp.asarray(v) for n, v in lower.items()},
-        "upper": {n: jnp.asarray(v) for n, v in upper.items()},
-        "fixed": fixed,
-        "aux": aux_j,
-        "unit_stretch": bool("stretch" in fixed and np.all(np.asarray(fixed["stretch"]) == 1.0)),
-    }
+    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=per_block,
+                num_chains=num_chains, chain_method=method, progress_bar=False)
+    args = (jnp.asarray(t), jnp.asarray(y), jnp.asarray(sigma), jnp.asarray(mask))
+    kwargs = {"model": model, "lower": lower, "upper": upper, "fixed": fixed, "aux": aux,
+              "unit_stretch": unit_stretch}
+    fields = ("diverging", "energy", "num_steps")
     total = n_blocks + 1
     report(progress, cancel, 0, total, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
-    key = jax.random.PRNGKey(int(seed))
-    mcmc.warmup(key, *args, extra_fields=("diverging", "energy", "num_steps"), collect_warmup=False, **kwargs)
+    mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
+                collect_warmup=False, **kwargs)
     report(progress, cancel, 1, total, "sampling")
-    chunks: list[dict[str, np.ndarray]] = []
-    div, energy, steps = [], [], []
+    chunks, div, energy, steps = [], [], [], []
     for blk in range(n_blocks):
-        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=("diverging", "energy", "num_steps"), **kwargs)
+        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
         smp = mcmc.get_samples(group_by_chain=True)
-        chunks.append({n: np.asarray(smp[n]) for n in names if n in smp})
+        chunks.append({k: np.asarray(v) for k, v in smp.items()})
         extra = mcmc.get_extra_fields(group_by_chain=True)
         div.append(np.asarray(extra["diverging"]))
         energy.append(np.asarray(extra["energy"]))
         steps.append(np.asarray(extra["num_steps"]))
         mcmc.post_warmup_state = mcmc.last_state
         report(progress, cancel, blk + 2, total, f"block {blk + 1}/{n_blocks}")
+    draws = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in chunks[0]}
+    n_b = y.shape[0]
+    # one joint density: every bin shares the transitions' divergences and energy
+    d = np.concatenate(div, axis=1)
+    e = np.concatenate(energy, axis=1)
+    return (draws, np.repeat(d[:, :, None], n_b, axis=2),
+            np.repeat(e[:, :, None], n_b, axis=2), np.concatenate(steps, axis=1))
 
-    samples: dict[str, np.ndarray] = {}
-    for n in names:
-        if n in fixed:
-            v = np.asarray(fixed[n])
-            samples[n] = np.broadcast_to(v, (num_chains, per_block * n_blocks, n_b))[:, :num_samples].copy()
-        else:
-            samples[n] = np.concatenate([c[n] for c in chunks], axis=1)[:, :num_samples]
-    diverging = np.concatenate(div, axis=1)[:, :num_samples]
-    energies = np.concatenate(energy, axis=1)[:, :num_samples]
-    res = _summarise(
-        model, samples, diverging, energies, fixed, num_chains, num_samples, num_warmup,
-        seed, method, aux, init,
+
+def _one_bin_model(model: G2Model, unit_stretch: bool, has_aux: bool):
+    """A 1-bin NumPyro model taking all data as positional arguments (vmappable)."""
+
+    def one_bin(t, yb, sb, mb, lo, hi, fx, aux_m, aux_dt):
+        g2_model(t, yb, sb, mb, model=model, lower=lo, upper=hi, fixed=fx,
+                 aux=(aux_m, aux_dt) if has_aux else None, unit_stretch=unit_stretch)
+
+    return one_bin
+
+
+@functools.lru_cache(maxsize=16)
+def _per_bin_programs(model: G2Model, unit_stretch: bool, has_aux: bool, num_warmup: int,
+                      target_accept_prob: float, max_tree_depth: int, method: str,
+                      num_chains: int, example: Any):
+    """Compiled init / block / post-processing programs, cached so that fitting the
+    next file of the same shape reuses them (no recompilation).
+
+    ``example`` is a hashable stand-in for the data structure (site names); the
+    potential is built with ``dynamic_args=True``, so it takes the data as arguments.
+    """
+    from numpyro.infer.hmc import hmc
+    from numpyro.infer.util import initialize_model, unconstrain_fn
+
+    one_bin = _one_bin_model(model, unit_stretch, has_aux)
+    first_args, first_init = example.value
+    info = initialize_model(jax.random.PRNGKey(0), one_bin,
+                            init_strategy=init_to_value(values=first_init),
+                            model_args=first_args, dynamic_args=True)
+    init_kernel, sample_kernel = hmc(potential_fn_gen=info.potential_fn, algo="NUTS")
+
+    def init_bins(z, args, keys):
+        return jax.vmap(lambda zz, a, k: init_kernel(
+            zz, num_warmup, target_accept_prob=target_accept_prob,
+            max_tree_depth=max_tree_depth, dense_mass=True, model_args=a, rng_key=k,
+        ))(z, args, keys)
+
+    def block(state, args, n_steps):
+        step_bins = jax.vmap(lambda st, a: sample_kernel(st, model_args=a))
+
+        def body(s, _):
+            s = step_bins(s, args)
+            return s, (s.z, s.diverging, s.energy, s.num_steps)
+
+        return jax.lax.scan(body, state, None, length=n_steps)
+
+    if method == "parallel":
+        devs = jax.local_devices()[:num_chains]
+        init = jax.pmap(init_bins, in_axes=(0, None, 0), devices=devs)
+        blocks: dict[int, Any] = {}
+
+        def run_block(st, args, n):
+            if n not in blocks:
+                blocks[n] = jax.pmap(lambda s, a: block(s, a, n), in_axes=(0, None), devices=devs)
+            return blocks[n](st, args)
+    else:
+        init = jax.jit(jax.vmap(init_bins, in_axes=(0, None, 0)))
+        blocks = {}
+
+        def run_block(st, args, n):
+            if n not in blocks:
+                blocks[n] = jax.jit(jax.vmap(lambda s, a: block(s, a, n), in_axes=(0, None)))
+            return blocks[n](st, args)
+
+    post = jax.jit(jax.vmap(jax.vmap(jax.vmap(
+        lambda a, z: info.postprocess_fn(*a)(z), in_axes=(0, 0)), in_axes=(None, 0)),
+        in_axes=(None, 0)))
+    unconstrain = jax.jit(jax.vmap(
+        lambda a, v: unconstrain_fn(one_bin, a, {}, v)
+    ))
+    return init, run_block, post, unconstrain
+
+
+class _Example:
+    # Hashable by structure only (site names, number of delays), carrying one value.
+    def __init__(self, key: tuple, value: Any) -> None:
+        self.key, self.value = key, value
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Example) and other.key == self.key
+
+
+def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
+                 init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
+                 target_accept_prob, max_tree_depth, progress, cancel):
+    """NUTS vmapped over bins (and chains): each bin adapts its own step size and a
+    dense 2-4 parameter mass matrix, so one badly conditioned bin does not shrink the
+    others' step size; all in one compiled program."""
+    n_b, n_t = y.shape
+    has_aux = aux is not None
+    aux_m = jnp.asarray(aux[0], jnp.float64) if has_aux else jnp.ones(n_t)
+    aux_dt = jnp.asarray(aux[1] if has_aux else 1.0, jnp.float64)
+    # Per-bin arguments with a leading bin axis; each bin is a 1-bin model.
+    bin_args = (
+        jnp.broadcast_to(jnp.asarray(t), (n_b, n_t)),
+        jnp.asarray(y)[:, None, :],
+        jnp.asarray(sigma)[:, None, :],
+        jnp.asarray(mask)[:, None, :],
+        {k: v[:, None] for k, v in lower.items()},
+        {k: v[:, None] for k, v in upper.items()},
+        {k: jnp.asarray(v)[:, None] for k, v in fixed.items()},
+        jnp.broadcast_to(aux_m, (n_b, n_t)),
+        jnp.broadcast_to(aux_dt, (n_b,)),
     )
-    res.mean_tree_steps = float(np.mean(np.concatenate(steps, axis=1)))
-    return res
+    init_b = {k: jnp.asarray(v)[:, None] for k, v in init_values.items()}
+    first = jax.tree_util.tree_map(lambda a: a[0], bin_args)
+    example = _Example(
+        (tuple(sorted(init_b)), tuple(sorted(fixed)), n_t),
+        (first, {k: v[0] for k, v in init_b.items()}),
+    )
+    init, run_block, post, unconstrain = _per_bin_programs(
+        model, unit_stretch, has_aux, int(num_warmup), float(target_accept_prob),
+        int(max_tree_depth), method, int(num_chains), example,
+    )
+    z0 = unconstrain(bin_args, init_b)
+    keys = jax.random.split(jax.random.PRNGKey(int(seed)), num_chains * n_b).reshape(
+        num_chains, n_b, 2
+    )
+    z0c = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (num_chains, *a.shape)), z0)
+    report(progress, cancel, 0, 1, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
+    state = init(z0c, bin_args, keys)
+
+    n_wblocks = max(1, math.ceil(num_warmup / max(1, per_block))) if num_warmup else 0
+    w_per = math.ceil(num_warmup / n_wblocks) if n_wblocks else 0
+    total = n_wblocks + n_blocks
+    done = 0
+    remaining = num_warmup
+    while remaining > 0:
+        n = min(w_per, remaining)
+        state, _ = run_block(state, bin_args, n)
+        state = jax.block_until_ready(state)  # dispatch is asynchronous: honest progress
+        remaining -= n
+        done += 1
+        report(progress, cancel, done, total, "warm-up")
+    zs, div, energy, steps = [], [], [], []
+    for _ in range(n_blocks):
+        state, (z, d, e, ns) = run_block(state, bin_args, per_block)
+        zs.append(jax.device_get(z))
+        div.append(np.asarray(d))
+        energy.append(np.asarray(e))
+        steps.append(np.asarray(ns))
+        done += 1
+        report(progress, cancel, done, total, f"sampling {done - n_wblocks}/{n_blocks}")
+    # (C, S, B, 1) unconstrained draws -> constrained, incl. deterministic sites (tau)
+    z_all = {k: np.concatenate([z[k] for z in zs], axis=1) for k in zs[0]}
+    cons = post(bin_args, z_all)
+    draws = {k: np.asarray(v)[..., 0] for k, v in cons.items()}
+    return (draws, np.concatenate(div, axis=1), np.concatenate(energy, axis=1),
+            np.concatenate(steps, axis=1))
 
 
 def _summarise(model, samples, diverging, energies, fixed, num_chains, num_samples,
-               num_warmup, seed, method, aux, init) -> BayesFitResult:
+               num_warmup, seed, method, aux, init, joint=False) -> BayesFitResult:
     names = model_param_names(model)
     mean, std, med, lo, hi, rh, eb, et = ({} for _ in range(8))
     for n in names:
@@ -467,8 +649,10 @@ def _summarise(model, samples, diverging, energies, fixed, num_chains, num_sampl
             rh[n] = np.asarray(split_gelman_rubin(x))
         eb[n] = ess_bulk(x)
         et[n] = ess_tail(x)
-    n_div = int(np.sum(diverging))
-    bf = bfmi(energies)
+    div_bin = np.sum(diverging, axis=(0, 1)).astype(np.int64)  # (B,)
+    # The joint sampler repeats its (shared) transitions for every bin.
+    n_div = int(div_bin[0]) if joint else int(div_bin.sum())
+    bf = bfmi(energies)  # (C, B)
     free = [n for n in names if n not in fixed]
     n_b = samples[names[0]].shape[-1]
     conv = np.ones(n_b, dtype=bool)
@@ -476,8 +660,8 @@ def _summarise(model, samples, diverging, energies, fixed, num_chains, num_sampl
         conv &= np.nan_to_num(rh[n], nan=np.inf) <= CONVERGENCE["r_hat_max"]
         conv &= np.nan_to_num(eb[n], nan=0.0) >= CONVERGENCE["ess_min"]
         conv &= np.nan_to_num(et[n], nan=0.0) >= CONVERGENCE["ess_min"]
-    conv &= n_div <= CONVERGENCE["divergences_max"]
-    conv &= bool(np.all(np.nan_to_num(bf, nan=0.0) >= CONVERGENCE["bfmi_min"]))
+    conv &= div_bin <= CONVERGENCE["divergences_max"]
+    conv &= np.all(np.nan_to_num(bf, nan=0.0) >= CONVERGENCE["bfmi_min"], axis=0)
     used = np.array([s not in (FitStatus.NO_DATA, FitStatus.TOO_FEW_POINTS) for s in init.status])
     conv &= used
     return BayesFitResult(
@@ -485,6 +669,6 @@ def _summarise(model, samples, diverging, energies, fixed, num_chains, num_sampl
         r_hat=rh, ess_bulk=eb, ess_tail=et, divergences=n_div, bfmi=bf, converged=conv,
         samples=samples, num_chains=num_chains, num_samples=num_samples,
         num_warmup=num_warmup, seed=int(seed), chain_method=method, aux=aux,
-        fixed={n: n in fixed for n in names}, used_bins=used,
+        fixed={n: n in fixed for n in names}, used_bins=used, divergences_per_bin=div_bin,
     )
 

@@ -99,8 +99,11 @@ def fit_record(
             "units": {"D": "A^2/s", "q": "1/A", "tau": "s"},
         }
     if bayes is not None:
-        rec["divergences"] = int(bayes.divergences)
-        rec["bfmi"] = _list(bayes.bfmi)
+        per_bin = bayes.divergences_per_bin
+        rec["divergences"] = (
+            [int(v) for v in per_bin] if per_bin is not None else int(bayes.divergences)
+        )
+        rec["bfmi"] = _list(np.min(np.atleast_2d(bayes.bfmi), axis=0))  # worst chain per bin
         rec["converged"] = [bool(c) for c in bayes.converged]
         rec["bayes"] = {
             "num_chains": bayes.num_chains,
@@ -108,6 +111,7 @@ def fit_record(
             "num_warmup": bayes.num_warmup,
             "seed": bayes.seed,
             "chain_method": bayes.chain_method,
+            "sampler": bayes.sampler,
         }
     return rec
 
@@ -152,7 +156,9 @@ def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
                     row += [e.get(k, [None] * (i + 1))[i] for k in BAYES_KEYS]
             row += [d.get("D"), d.get("D_err"), d.get("exponent"), d.get("exponent_err")]
             if bayes:
-                row += [r.get("converged", [None] * (i + 1))[i], r.get("divergences")]
+                dv = r.get("divergences")
+                row += [r.get("converged", [None] * (i + 1))[i],
+                        dv[i] if isinstance(dv, list) else dv]
             rows.append(row)
     return rows
 
@@ -242,6 +248,6 @@ def save_fit_hdf5(path: str | os.PathLike, records: Sequence[dict[str, Any]]) ->
                             gd.attrs[kk] = np.nan
                 if "converged" in r:
                     gi["converged"] = np.array(r["converged"], dtype=bool)
-                    gi.attrs["divergences"] = r["divergences"]
+                    gi["divergences"] = np.atleast_1d(np.asarray(r["divergences"], dtype=np.int64))
 
     _atomic_write(out, write, by_name=True)
