@@ -417,8 +417,8 @@ class G2Panel(BasePanel):
             bl.addWidget(b)
         rv.addLayout(bl)
         sl = QHBoxLayout()
-        self.warmup = QSpinBox(minimum=10, maximum=20000, value=300)
-        self.samples = QSpinBox(minimum=10, maximum=50000, value=500)
+        self.warmup = QSpinBox(minimum=10, maximum=20000, value=500)
+        self.samples = QSpinBox(minimum=10, maximum=50000, value=1000)
         self.chains = QSpinBox(minimum=1, maximum=8, value=2)
         for lab, w in (
             ("warm-up", self.warmup),
