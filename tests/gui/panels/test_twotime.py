@@ -111,9 +111,9 @@ def test_click_on_qmap_picks_bin(qtbot, panel, results):
         )
     assert panel.bin_combo.currentData() == 5
     assert panel.view.dq_bin == 5
-    # The highlight marks exactly the chosen bin's pixels.
+    # The highlight leaves exactly the chosen bin's pixels undimmed.
     hl = panel.highlight.image
-    np.testing.assert_array_equal(hl[..., 3] > 0, roi == 5)
+    np.testing.assert_array_equal(hl[..., 3] == 0, roi == 5)
     # A bin without a two-time map is refused, the selection stays.
     rows2, cols2 = np.nonzero(roi == 2)
     assert not panel.pick_at(rows2[0], cols2[0])

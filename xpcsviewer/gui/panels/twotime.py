@@ -326,8 +326,9 @@ class TwotimePanel(BasePanel):
             return
         dq = int(self.bin_combo.itemData(self._bin_index))
         sel = np.asarray(res.qmap.dynamic_roi_map) == dq
+        # Dim everything but the chosen bin (a bright overlay vanishes on light colours).
         rgba = np.zeros((*sel.shape, 4), dtype=np.uint8)
-        rgba[sel] = (255, 255, 255, 170)
+        rgba[~sel] = (0, 0, 0, 170)
         self.highlight.setImage(rgba, autoLevels=False)
 
     def _on_picker_click(self, ev) -> None:
