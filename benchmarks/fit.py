@@ -85,7 +85,7 @@ def time_scipy(tau, g2, err, limit: int | None):
     return out, time.perf_counter() - t0, n
 
 
-def time_nuts(n_bins: int, chain_method: str, num_chains: int = 4) -> dict:
+def time_nuts(n_bins: int, chain_method: str, num_chains: int = 4, sampler: str = "per_bin") -> dict:
     from xpcsviewer.fitting import fit_g2
     from xpcsviewer.fitting.bayes import fit_g2_bayes
 
@@ -93,14 +93,16 @@ def time_nuts(n_bins: int, chain_method: str, num_chains: int = 4) -> dict:
     init = fit_g2(tau, g2, err)
     t0 = time.perf_counter()
     b = fit_g2_bayes(tau, g2, err, init=init, num_warmup=500, num_samples=1000,
-                     num_chains=num_chains, seed=0, chain_method=chain_method)
+                     num_chains=num_chains, seed=0, chain_method=chain_method, sampler=sampler)
     wall = time.perf_counter() - t0
     # second run: same shapes, shows what compilation cost
     t0 = time.perf_counter()
     fit_g2_bayes(tau, g2, err, init=init, num_warmup=500, num_samples=1000,
-                 num_chains=num_chains, seed=1, chain_method=chain_method)
+                 num_chains=num_chains, seed=1, chain_method=chain_method, sampler=sampler)
     wall2 = time.perf_counter() - t0
     return {
+        "sampler": sampler,
+        "mean_tree_steps": b.mean_tree_steps,
         "chain_method": b.chain_method,
         "bins": n_bins,
         "chains": num_chains,
@@ -125,15 +127,19 @@ def main() -> int:
     ap.add_argument("--cache", action="store_true", help="keep the persistent JAX cache on")
     ap.add_argument("--json", default=None)
     ap.add_argument("--nuts-only", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--sampler", default="per_bin", help=argparse.SUPPRESS)
+    ap.add_argument("--no-joint", action="store_true", help="skip the joint-model NUTS timing")
     args = ap.parse_args()
 
     if args.nuts_only:
-        print(json.dumps(time_nuts(args.bins, args.nuts_only)))
+        print(json.dumps(time_nuts(args.bins, args.nuts_only, sampler=args.sampler)))
         return 0
 
     import jax
     import scipy
 
+    load0 = os.getloadavg()
+    print(f"load average at start: {load0[0]:.1f} on {os.cpu_count()} CPUs")
     tau, g2, err, _ = make_problem(args.files, args.bins, args.delays)
     n = g2.shape[0]
     print(f"{args.files} files x {args.bins} bins x {args.delays} delays = {n} curves")
@@ -154,6 +160,7 @@ def main() -> int:
           f"max {np.max(rel):.1e} over {ok.sum()} curves; converged {res_j.ok.mean():.3f}")
     record = {
         "benchmark": "fit",
+        "load_average_start": load0,
         "host": platform.node(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
@@ -175,10 +182,14 @@ def main() -> int:
         import numpyro
 
         record["versions"]["numpyro"] = numpyro.__version__
+        def show(tag, r):
+            print(f"NUTS {args.bins} bins, 4 chains x (500+1000), {tag}: "
+                  f"{r['wall_s_first']:.1f} s first (with compilation), "
+                  f"{r['wall_s_second']:.1f} s second; converged {r['converged_fraction']:.2f}, "
+                  f"min ESS(tau) {r['min_ess_bulk_tau']:.0f}, mean tree steps {r['mean_tree_steps']:.0f}")
+
         vec = time_nuts(args.bins, "vectorized")
-        print(f"NUTS {args.bins} bins, 4 chains x (500+1000), vectorized: "
-              f"{vec['wall_s_first']:.1f} s first, {vec['wall_s_second']:.1f} s second; "
-              f"converged {vec['converged_fraction']:.2f}, min ESS(tau) {vec['min_ess_bulk_tau']:.0f}")
+        show("per-bin kernel, vectorised chains", vec)
         env = dict(os.environ)
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
         env.setdefault("JAX_PLATFORMS", "cpu")
@@ -188,12 +199,16 @@ def main() -> int:
         )
         try:
             par = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"NUTS {args.bins} bins, 4 chains, parallel (4 host devices): "
-                  f"{par['wall_s_first']:.1f} s first, {par['wall_s_second']:.1f} s second")
+            show("per-bin kernel, parallel chains (4 host devices)", par)
         except (IndexError, json.JSONDecodeError):
             par = {"error": out.stderr[-2000:]}
             print("parallel-chains run failed:", out.stderr[-500:])
-        record["nuts"] = {"vectorized": vec, "parallel": par}
+        record["nuts"] = {"per_bin_vectorized": vec, "per_bin_parallel": par}
+        if not args.no_joint:
+            joint = time_nuts(args.bins, "vectorized", sampler="joint")
+            show("joint model (numpyro MCMC), vectorised chains", joint)
+            record["nuts"]["joint_vectorized"] = joint
+    record["load_average_end"] = os.getloadavg()
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(record, fh, indent=2)
