@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# Uncaught exceptions in tests must fail loudly, not go to a status bar.
+os.environ.setdefault("XPCSVIEWER_CATCH_ERRORS", "0")
+
 pytest.importorskip("pytestqt")
 
 
@@ -124,4 +127,3 @@ def open_demo():
     return _open_demo
 
 
-os.environ.setdefault("XPCSVIEWER_CATCH_ERRORS", "0")

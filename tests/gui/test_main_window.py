@@ -226,3 +226,20 @@ def test_export_figure_and_data_of_current_tab(window, demo_files, tmp_path, qtb
         panel.export_figure(tmp_path / "saxs1d.png")
     assert (tmp_path / "saxs1d.png").stat().st_size > 1000
     wait_idle(window)
+
+
+@pytest.mark.realdata
+def test_real_files_open_in_every_saxs_tab(window, real_data_dir, wait_idle):
+    files = sorted((real_data_dir / "aps8idi_llps_saxpcs").glob("*.hdf"))[:2]
+    if not files:
+        pytest.skip("no real result files")
+    window.open_paths([str(f) for f in files])
+    wait_idle(window, 60000)
+    assert len(window.results) == 2 and window.errors == []
+    for name in ("saxs2d", "saxs1d", "stability", "intensity", "qmap"):
+        window.select_tab(name)
+        wait_idle(window, 60000)
+        assert window.panels[name].plot_items(), name
+    assert len(window.panels["saxs1d"].curves) == 2
+    st = window.panels["stability"].result
+    assert st.profiles.shape[0] == window.results[0].saxs_1d_segments.shape[0]
