@@ -95,6 +95,9 @@ def test_g2_layouts_panel_counts(fake_results):
     assert sum(ax.axison for ax in fig.axes) == 1
     with pytest.raises(ValueError, match="layout"):
         make_figure("g2", fake_results, layout="grid")
+    fig = make_figure("g2", fake_results, layout="qbin", max_panels=4)
+    assert sum(ax.axison for ax in fig.axes) == 4
+    assert "first 4 of 6 panels" in fig._suptitle.get_text()
 
 
 def test_unknown_kind_and_bad_option(fake_results):

@@ -21,7 +21,8 @@ Kinds and their options
 ``g2``
     layout="qbin" ("file", "combined"), qmin, qmax, tmin, tmax, max_bins=None,
     errorbars=True, offset=0.0 (per file in "qbin"/"combined", per bin in "file"),
-    log_x=True, ncols=4, fits=None (G2Fits), band=True, legend=True, ylim=None.
+    log_x=True, ncols=4, fits=None (G2Fits), band=True, legend=True, ylim=None,
+    max_panels=36 (more panels are left out; the title says so).
 ``diffusion``
     fits (G2Fits, required), quantity="tau" ("gamma"), log_x=True, log_y=True,
     qmin, qmax, exponent=None (None fits it; -2 for Brownian), offset=0.0 (factor
@@ -373,6 +374,7 @@ def _fig_g2(
     band: bool = True,
     legend: bool = True,
     ylim: tuple[float, float] | None = None,
+    max_panels: int = 36,
 ) -> Any:
     if layout not in ("qbin", "file", "combined"):
         raise ValueError(f"layout must be 'qbin', 'file' or 'combined', got {layout!r}")
@@ -406,6 +408,9 @@ def _fig_g2(
     else:
         panels = [(0, [(b, j) for b in blocks for j in range(b.n_bins)])]
         titles = ["g2, all files and bins"]
+    n_all = len(panels)
+    # Hundreds of subplots are unreadable (and slow): keep the first ones, say so.
+    panels, titles = panels[: max(1, int(max_panels))], titles[: max(1, int(max_panels))]
     n = len(panels)
     nc = max(1, min(int(ncols), n))
     nr = int(np.ceil(n / nc))
@@ -436,8 +441,11 @@ def _fig_g2(
             ax.legend(loc="upper right", fontsize=7)
     for k in range(n, nr * nc):
         axes[k // nc][k % nc].set_axis_off()
-    if fits is not None:
-        fig.suptitle(f"g2 with {fits.method} fits ({fits.model} model)")
+    head = f"g2 with {fits.method} fits ({fits.model} model)" if fits is not None else ""
+    if n_all > n:
+        head += ("; " if head else "") + f"first {n} of {n_all} panels"
+    if head:
+        fig.suptitle(head)
     return fig
 
 

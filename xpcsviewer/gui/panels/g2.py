@@ -978,6 +978,7 @@ class G2Panel(BasePanel):
             offset=self.offset.value(),
             log_x=self.logx.isChecked(),
             ncols=self.ncols.value(),
+            max_panels=self.max_panels.value(),
             legend=self.legend_check.isChecked(),
             fits=self.fits if self.show_fit.isChecked() else None,
             band=self.show_band.isChecked(),
