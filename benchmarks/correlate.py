@@ -60,6 +60,17 @@ def frame_chunks(size: int, n_frames: int, chunk: int, seed: int = 0):
 
 
 def peak_rss_mb() -> float:
+    """Peak resident memory of this process (MB).
+
+    ``VmHWM`` resets at exec; ``ru_maxrss`` would inherit the parent's peak through fork.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
