@@ -106,7 +106,7 @@ class AppContext(QObject):
     def __init__(self, runner: TaskRunner | None = None, cache_size: int = 16,
                  parent: QObject | None = None, preload: bool = True) -> None:
         super().__init__(parent)
-        # JAX must be first imported on this (GUI) thread, never in a worker.
+        # JAX is first imported here, on the GUI thread, never half-way in a worker.
         self.backend_line = preload_backend() if preload else ""
         self.runner = runner if runner is not None else TaskRunner(self)
         self.runner.sigError.connect(self.report_error)

@@ -73,9 +73,11 @@ class ErrorInfo:
 def preload_backend() -> str:
     """Import the array backend (JAX) on the calling thread; returns its status line.
 
-    Call it on the GUI thread before jobs start: importing jaxlib's compiled modules
-    in a worker while the GUI thread runs Python's garbage collector can abort the
-    process ("none_dealloc"), so the first import must not happen in a worker.
+    Call it on the GUI thread before jobs start. If the first import of JAX
+    happened in a worker, other threads could meanwhile find a half-initialised
+    ``jax`` in ``sys.modules`` (``is_jax_array`` then fails with "partially
+    initialized module 'jax' has no attribute 'Array'"); importing once, up front,
+    removes that race. It costs about 1.5 s at start-up.
     """
     from xpcsviewer.backends import get_backend, get_device_manager
 
