@@ -38,6 +38,16 @@ FILES = {
 }
 
 
+def _press_fit_now(panel) -> None:
+    """Diffusion needs g2 fits: press the tab's own "Fit g2 now" (if it has one)."""
+    fit = getattr(panel, "fit_g2_now", None)
+    if callable(fit):
+        fit()
+
+
+PREPARE = {"diffusion": _press_fit_now}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the demo set and render the tabs; prints one line per PNG."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -62,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         for tab in args.tab or panel_names():
             chosen = [str(by_stem[s]) for s in FILES.get(tab, ["A01"]) if s in by_stem]
             t0 = time.monotonic()
-            out = render_snapshot(chosen, tab, out_dir / f"{tab}.png", tuple(args.size))
+            out = render_snapshot(chosen, tab, out_dir / f"{tab}.png", tuple(args.size),
+                                  prepare=PREPARE.get(tab))
             print(f"{out}  ({time.monotonic() - t0:.1f} s)", flush=True)
     return 0
 

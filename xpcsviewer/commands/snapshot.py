@@ -17,11 +17,13 @@ WAIT_MS = 120_000
 
 def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
                     size: tuple[int, int] = (1400, 900), theme: str = "light",
-                    wait_ms: int = WAIT_MS) -> Path:
+                    wait_ms: int = WAIT_MS, prepare=None) -> Path:
     """Build the main window, open ``files``, show ``tab``, wait for the jobs, save a PNG.
 
     The window does not read or write the user's session. Waiting is on the task
-    runner's idle signal (no sleeps), at most ``wait_ms`` per phase.
+    runner's idle signal (no sleeps), at most ``wait_ms`` per phase. ``prepare``,
+    if given, is called with the panel once it shows its data (for example to press
+    a tab's "Fit" button); its jobs are waited for as well.
 
     Raises
     ------
@@ -59,6 +61,11 @@ def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
         app.processEvents()
         if not runner.wait_until_idle(wait_ms):
             raise TimeoutError(f"the {tab} tab did not finish in time")
+        if prepare is not None:
+            prepare(win.panels[tab])
+            app.processEvents()
+            if not runner.wait_until_idle(wait_ms):
+                raise TimeoutError(f"preparing the {tab} tab took too long")
         app.processEvents()
         out = Path(output)
         out.parent.mkdir(parents=True, exist_ok=True)
