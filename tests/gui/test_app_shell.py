@@ -77,3 +77,26 @@ def test_help_shortcuts_and_tab_keys(window, demo_files, open_demo):
     assert window.current_panel().name == "saxs1d"
     window.reset_layout()
     assert window.browser_dock.isVisible()
+
+
+def test_run_app_opens_files_and_saves_session_on_close(qapp, demo_files, _config_dir):
+    from PySide6.QtCore import QTimer
+
+    from xpcsviewer.gui.app import run_app
+    from xpcsviewer.gui.main_window import MainWindow
+
+    seen = {}
+
+    def close_when_loaded():
+        wins = [w for w in qapp.topLevelWidgets() if isinstance(w, MainWindow)]
+        win = wins[-1]
+        if not win.context.runner.wait_until_idle(30000):
+            return
+        seen["n"] = len(win.results)
+        win.close()
+        qapp.quit()
+
+    QTimer.singleShot(0, close_when_loaded)
+    assert run_app([str(demo_files[0]), str(demo_files[1])]) == 0
+    assert seen["n"] == 2
+    assert (_config_dir / "session.json").exists()
