@@ -309,3 +309,19 @@ def test_twotime_and_saxs2d_read_the_file(fake_results, tmp_path):
     )
     save_figure(fig, tmp_path / "tt.pdf")
     assert _digest(res[0].path) == before
+
+
+def test_robust_ylim_ignores_isolated_outliers():
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 5, 200)
+    y = 1.0 + 0.8 * np.exp(-4 * t) + rng.normal(0, 0.002, 200)  # mostly baseline
+    y_bad = y.copy()
+    y_bad[[0, 50]] = [336.0, 217.0]  # what real files hold where a bin had no photons
+    lo, hi = g2_data.robust_ylim([y_bad])
+    # Every genuine point stays inside, the wild ones outside.
+    good = np.delete(y_bad, [0, 50])
+    span = good.max() - good.min()
+    assert (lo, hi) == pytest.approx((good.min() - 0.05 * span, good.max() + 0.05 * span))
+    assert g2_data.robust_ylim([y]) == pytest.approx(
+        (y.min() - 0.05 * (y.max() - y.min()), y.max() + 0.05 * (y.max() - y.min())))
+    assert g2_data.robust_ylim([np.array([np.nan])]) is None

@@ -21,7 +21,7 @@ Kinds and their options
 ``g2``
     layout="qbin" ("file", "combined"), qmin, qmax, tmin, tmax, max_bins=None,
     errorbars=True, offset=0.0 (per file in "qbin"/"combined", per bin in "file"),
-    log_x=True, ncols=4, fits=None (G2Fits), band=True, legend=True, ylim=None,
+    log_x=True, ncols=4, fits=None (G2Fits), band=True, legend=True, ylim=None (default: 2-98 percentile of the points, padded),
     max_panels=36 (more panels are left out; the title says so).
 ``diffusion``
     fits (G2Fits, required), quantity="tau" ("gamma"), log_x=True, log_y=True,
@@ -434,6 +434,13 @@ def _fig_g2(
         ax.set_xscale("log" if log_x else "linear")
         if ylim is not None:
             ax.set_ylim(*ylim)
+        else:
+            shifts = [offset * (b.file_index if layout == "qbin" else m)
+                      for m, (b, _j) in enumerate(members)]
+            auto = g2_data.robust_ylim(
+                [g2_data.g2_points(b, j)[1] + s for (b, j), s in zip(members, shifts, strict=True)])
+            if auto is not None:
+                ax.set_ylim(*auto)
         ax.set_title(title)
         ax.set_xlabel("\u03c4 (s)")
         ax.set_ylabel("g\u2082(q, \u03c4)")

@@ -27,6 +27,7 @@ __all__ = [
     "g2_data_columns",
     "g2_points",
     "g2_tau_grid",
+    "robust_ylim",
     "twotime_g2_curves",
 ]
 
@@ -162,6 +163,29 @@ def g2_points(block: G2Block, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     """The drawable points of curve ``j`` of a block: (tau, g2, err), invalid removed."""
     ok = block.valid[:, j]
     return block.tau[ok], block.g2[ok, j], block.g2_err[ok, j]
+
+
+def robust_ylim(values: list[np.ndarray], pad: float = 0.05) -> tuple[float, float] | None:
+    """Y range for a g2 panel that isolated wild points cannot blow up.
+
+    Real files hold isolated points far off the curve (g2 up to ~300 where a bin
+    had no photons); a min/max range would flatten every curve. Points farther than
+    a fence ``f = max(5 IQR, 3 (p95 - p5), 1)`` outside ``[p5, p95]`` are left out
+    of the range (not of the data); the range is the min/max of the rest, widened
+    by ``pad`` of its span on each side. None when nothing is finite.
+    """
+    v = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in values] or [np.zeros(0)])
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return None
+    p5, q1, q3, p95 = np.percentile(v, [5, 25, 75, 95])
+    # A genuine g2 stays within ~1 of its baseline (contrast <= 1): a fence of at least
+    # 1 never cuts a real curve, while the wild points sit tens to hundreds away.
+    fence = max(5.0 * (q3 - q1), 3.0 * (p95 - p5), 1.0)
+    keep = v[(v >= p5 - fence) & (v <= p95 + fence)]
+    a, b = float(keep.min()), float(keep.max())
+    span = b - a if b > a else max(abs(a) * 0.05, 1e-3)
+    return a - pad * span, b + pad * span
 
 
 def g2_tau_grid(tau: np.ndarray, n: int = 128) -> np.ndarray:

@@ -691,7 +691,14 @@ class G2Panel(BasePanel):
                 else:
                     ci, shift, name = m, off * m, f"{b.label} {b.bin_labels[j]}"
                 self._draw_curve(p, b, j, ci, shift, name, log_x, msize)
-            p.enableAutoRange(y=True)  # every panel scales its own y
+            # Every panel scales its own y, robustly (isolated wild points stay off-scale).
+            ylim = g2_data.robust_ylim(
+                [g2_data.g2_points(b, j)[1] + (off * (b.file_index if layout == "qbin" else m))
+                 for m, (b, j) in enumerate(members)])
+            if ylim is not None:
+                p.setYRange(*ylim, padding=0)
+            else:
+                p.enableAutoRange(y=True)
             self._plots.append(p)
             yield
 
