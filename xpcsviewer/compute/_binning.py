@@ -48,12 +48,13 @@ def segment_sum_rows(backend: Any, data: Any, ids: Any, n: int) -> Any:
     if backend.name != "numpy":
         return backend.segment_sum(data, ids, n)
     d = np.asarray(data)
-    i = np.asarray(ids).astype(np.int64, copy=False)
-    keep = (i >= 0) & (i < n)
-    if not keep.all():
+    i = np.asarray(ids)
+    if i.size and i.min() < 0:
+        keep = i >= 0
         i, d = i[keep], d[keep]
+    # ids >= n land beyond the first n counts and are sliced away below
     if d.ndim == 1:
-        return np.bincount(i, weights=d, minlength=n)[:n]
+        return np.bincount(i, weights=d, minlength=n)[:n].astype(np.float64, copy=False)
     flat = d.reshape(d.shape[0], -1)
     out = np.empty((n, flat.shape[1]))
     for j in range(flat.shape[1]):
