@@ -129,3 +129,35 @@ def test_helpers():
     c = np.arange(16.0).reshape(4, 4)
     assert c2_diagonal_mean(c).tolist() == [np.mean([0, 5, 10, 15]), np.mean([1, 6, 11]), 4.5, 3.0]
     assert c2_g2_segments(np.ones((12, 12))).shape == (2, 5)
+
+
+@pytest.mark.slow
+def test_simulated_speckle_two_time_g2_has_known_contrast_and_rate():
+    from scipy.optimize import curve_fit
+
+    from xpcsviewer.compute.partition import make_partition
+    from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
+
+    geo = Geometry(shape=(48, 48), energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
+                   bcx=-10.0, bcy=24.0)
+    q, phi = geo.qmap()
+    qm = make_partition(q, phi, None, 3, 12)
+    d_true, dt, n = 5e6, 1e-3, 2000
+    frames = simulate_frames(q, n, dt, D=d_true, beta=0.25, rate=2.0, seed=5)
+    res = correlate_twotime(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
+                            backend=get_backend("numpy"))
+    k = np.arange(1, 60)
+    for j in range(qm.n_dynamic):
+        qp = q[qm.dynamic_roi_map == j + 1]
+
+        def model(k, d, b, qp=qp):
+            return 1 + b * np.exp(-2 * d * np.outer(k * dt, qp**2)).mean(axis=1)
+
+        p, _ = curve_fit(model, k, res.g2_full[k, j], p0=[0.7 * d_true, 0.2])
+        # the diagonal means of one 2-s run are strongly correlated: a few % is the
+        # honest precision here (multi-tau physics test: 2 %)
+        assert abs(p[0] / d_true - 1) < 0.06, j
+        assert abs(p[1] - 0.25) < 0.01, j
+    # off the diagonal, far beyond the correlation time, C is 1
+    far = np.mean([np.diagonal(res.c2[-1], o).mean() for o in range(1500, 1600)])
+    assert abs(far - 1) < 5e-3
