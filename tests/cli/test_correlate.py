@@ -99,3 +99,33 @@ def test_bad_input_exits_3(inputs, tmp_path, capsys):
     bad_q.write_bytes(b"nope")
     assert main(["correlate", str(raw), "--qmap", str(bad_q), "-o", str(out), "--quiet"]) == 3
     assert not out.exists()
+
+
+def test_twotime_only_mode(inputs, tmp_path):
+    d, qm, qpath, raw, frames = inputs
+    out = tmp_path / "tt.hdf"
+    assert main(["correlate", str(raw), "--qmap", str(qpath), "-o", str(out), "--mode", "twotime",
+                 "--dq", "3", "--quiet", "--backend", "numpy"]) == 0
+    res = read_result(out)
+    assert res.analysis_type == ("Twotime",)
+    assert res.twotime.processed_bins.tolist() == [3]
+    assert res.saxs_1d_segments.shape == (10, qm.n_static)
+    assert main(["correlate", str(raw), "--qmap", str(qpath), "-o", str(out), "--mode", "twotime",
+                 "--dq", "9", "--quiet"]) == 2  # no such bin: a usage error
+
+
+@pytest.mark.realdata
+def test_qmap_from_a_production_result_file(real_data_dir, tmp_path):
+    src = sorted((real_data_dir / "aps8idi_llps_saxpcs").glob("*_results.hdf"))[0]
+    with h5py.File(src, "r") as f:
+        h, w = f["/xpcs/qmap/dynamic_roi_map"].shape
+        nd = int(f["/xpcs/qmap/dynamic_roi_map"][()].max())
+    frames = np.random.default_rng(0).poisson(0.5, (40, h, w)).astype(np.uint8)
+    np.save(tmp_path / "raw.npy", frames)
+    out = tmp_path / "o.hdf"
+    assert main(["correlate", str(tmp_path / "raw.npy"), "--qmap", str(src), "-o", str(out),
+                 "--quiet", "--backend", "numpy"]) == 0
+    res = read_result(out)
+    assert res.multitau.g2.shape == (len(res.multitau.delay_frames), nd)
+    # uncorrelated Poisson frames: g2 = 1 within noise in every bin
+    assert np.all(np.abs(res.multitau.g2[0] - 1) < 10 * res.multitau.g2_err[0] + 1e-3)
