@@ -337,9 +337,8 @@ def _solver_cached(
 
 
 def _bucket(n: int) -> int:
-    # Pad batch sizes to a few shapes so the jit cache is reused across files.
-    if n <= 8:
-        return 8
+    # Pad batch sizes to powers of two (at least 8) so the jit cache is reused across
+    # files and chunks.
     b = 8
     while b < n:
         b *= 2
@@ -405,7 +404,9 @@ def lm_solve_batch(
     # A vmapped while-loop runs until its slowest lane stops, and a few curves need
     # several times the median iteration count: iterate in chunks and carry on with
     # the unfinished curves only (re-bucketed), so most of the batch stops early.
-    chunk = 8 if be.name == "jax" else int(max_iter)
+    # Two calls at most (each new batch shape compiles once): 10 iterations for all,
+    # then the rest for the unfinished curves only.
+    chunk = 10 if be.name == "jax" else int(max_iter)
     x_cur = np.asarray(x0, np.float64).copy()
     lam = np.full(n_b, 1e-3)
     it = np.zeros(n_b, np.int64)
@@ -415,7 +416,7 @@ def lm_solve_batch(
     active = np.arange(n_b)
     it_stop = 0
     while active.size:
-        it_stop += chunk
+        it_stop = chunk if it_stop == 0 else int(max_iter)
         nb_pad = _bucket(active.size) if be.name == "jax" else active.size
         idx = np.concatenate([active, np.full(nb_pad - active.size, active[0])])
         out = solver(
