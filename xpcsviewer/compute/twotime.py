@@ -36,6 +36,7 @@ from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
     "TwotimeResult",
+    "TwotimeRun",
     "c2_diagonal_mean",
     "c2_g2_segments",
     "correlate_twotime",
