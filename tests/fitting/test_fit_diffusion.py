@@ -60,10 +60,10 @@ def test_water_viscosity_and_stokes_einstein():
     assert water_viscosity(293.15) == pytest.approx(1.002e-3, rel=0.01)
     # R = kT / (6 pi eta D); D = 2.45e-12 m^2/s in water at 25 C is a 100 nm sphere
     d_a2 = 2.4537e-12 * 1e20
-    r, r_err = hydrodynamic_radius(d_a2, 0.02 * d_a2)
+    r, r_err = hydrodynamic_radius(d_a2, D_err=0.02 * d_a2)
     assert r == pytest.approx(100.0, rel=0.01)
     assert r_err == pytest.approx(2.0, rel=0.01)
-    r2, _ = hydrodynamic_radius(d_a2, 0.0, temperature_K=300.0, viscosity_Pa_s=1e-3)
+    r2, _ = hydrodynamic_radius(d_a2, 300.0, 1e-3)
     assert r2 == pytest.approx(1.380649e-23 * 300 / (6 * np.pi * 1e-3 * 2.4537e-12) * 1e9)
 
 

@@ -18,6 +18,14 @@ from xpcsviewer.fitting.diffusion import (
     water_viscosity,
 )
 from xpcsviewer.fitting.lsq import FitStatus, G2FitResult, fit_g2, prepare_weights
+from xpcsviewer.fitting.results import (
+    fit_record,
+    fit_results_to_csv,
+    fit_results_to_json,
+    save_fit_hdf5,
+    write_fit_csv,
+    write_fit_json,
+)
 from xpcsviewer.fitting.models import (
     MODEL_PARAMS,
     G2Model,
@@ -44,14 +52,20 @@ __all__ = [
     "fit_diffusion",
     "fit_diffusion_joint",
     "fit_g2",
+    "fit_record",
+    "fit_results_to_csv",
+    "fit_results_to_json",
     "fit_g2_bayes",
     "hydrodynamic_radius",
     "model_param_names",
     "prepare_weights",
+    "save_fit_hdf5",
     "water_viscosity",
+    "write_fit_csv",
+    "write_fit_json",
 ]
 
-_LAZY = {"fit_g2_bayes", "BayesFitResult", "fit_diffusion_joint_bayes"}
+_LAZY = {"fit_g2_bayes", "BayesFitResult"}
 
 
 def __getattr__(name: str) -> Any:

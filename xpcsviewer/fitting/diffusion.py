@@ -207,19 +207,21 @@ def water_viscosity(temperature_K: float) -> float:  # noqa: N803
 
 def hydrodynamic_radius(
     D: float,  # noqa: N803
-    D_err: float = 0.0,  # noqa: N803
     temperature_K: float = 298.15,  # noqa: N803
     viscosity_Pa_s: float | None = None,  # noqa: N803
+    D_err: float = 0.0,  # noqa: N803
 ) -> tuple[float, float]:
     """Stokes-Einstein radius R = k T / (6 pi eta D).
 
     Parameters
     ----------
-    D, D_err : float
-        Diffusion coefficient and its error in A^2/s.
+    D : float
+        Diffusion coefficient in A^2/s.
     temperature_K : float
     viscosity_Pa_s : float, optional
         Solvent viscosity; default water at ``temperature_K``.
+    D_err : float
+        Error of ``D`` (A^2/s) to propagate.
 
     Returns
     -------
