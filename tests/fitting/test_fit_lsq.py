@@ -214,3 +214,17 @@ def test_curve_for_plotting(delays):
     c = res.curve(grid)
     assert c.shape == (2, 33)
     np.testing.assert_allclose(c[1], 1 + 0.3 * np.exp(-2 * grid / 1e-2), rtol=1e-6)
+
+
+def test_cancel_and_progress(delays):
+    from xpcsviewer.progress import CancelToken, Cancelled
+
+    _, tau = delays
+    y = 1 + 0.3 * np.exp(-2 * tau / 1e-3) * np.ones((3, 1))
+    seen = []
+    fit_g2(tau, y, np.full_like(y, 1e-3), progress=lambda d, t, m: seen.append((d, t)))
+    assert seen[0] == (0, 2) and seen[-1] == (2, 2)
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        fit_g2(tau, y, np.full_like(y, 1e-3), cancel=token)

@@ -359,6 +359,7 @@ def lm_solve_batch(
     max_iter: int = 200,
     backend: Any = None,
     device: Any = "auto",
+    cancel: CancelToken | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Run the LM kernel on B curves in internal coordinates.
 
@@ -416,6 +417,8 @@ def lm_solve_batch(
     active = np.arange(n_b)
     it_stop = 0
     while active.size:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
         it_stop = chunk if it_stop == 0 else int(max_iter)
         nb_pad = _bucket(active.size) if be.name == "jax" else active.size
         idx = np.concatenate([active, np.full(nb_pad - active.size, active[0])])
@@ -575,7 +578,8 @@ def fit_g2(
 
     t_safe = np.where(mask, tau, 1.0)  # padded / invalid delays may be NaN
     x, cost, jac, n_iter, code = lm_solve_batch(
-        model, t_safe, y, sigma, mask, x0, lo_i, hi_i, free, aux, max_iter, backend, device
+        model, t_safe, y, sigma, mask, x0, lo_i, hi_i, free, aux, max_iter, backend, device,
+        cancel,
     )
     report(progress, cancel, 1, 2, "covariance")
 
