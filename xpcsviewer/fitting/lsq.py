@@ -226,11 +226,14 @@ def _make_solver(
         # log t precomputed: two transcendentals per point instead of five. With the
         # stretch fixed at exactly 1 (the default) a single exp per point.
         c, lt, st, b = x[0], x[1], x[2], x[3]
-        lu = log_t - lt
         if unit_stretch:
             us = t * xp.exp(-lt)
-        else:
-            us = xp.exp(st * lu)
+            e = xp.exp(-2.0 * us)
+            ce = c * e
+            # the stretch column is masked (fixed parameter): skip its arithmetic
+            return b + ce, (e, 2.0 * us * ce, xp.zeros_like(ce), xp.ones_like(ce))
+        lu = log_t - lt
+        us = xp.exp(st * lu)
         e = xp.exp(-2.0 * us)
         ce = c * e
         g = b + ce
