@@ -79,24 +79,28 @@ def test_help_shortcuts_and_tab_keys(window, demo_files, open_demo):
     assert window.browser_dock.isVisible()
 
 
-def test_run_app_opens_files_and_saves_session_on_close(qapp, demo_files, _config_dir):
-    from PySide6.QtCore import QTimer
+def test_run_app_opens_files_and_saves_session_on_close(qapp, demo_files, _config_dir,
+                                                        monkeypatch):
+    from PySide6.QtWidgets import QApplication
 
     from xpcsviewer.gui.app import run_app
     from xpcsviewer.gui.main_window import MainWindow
 
     seen = {}
 
-    def close_when_loaded():
-        wins = [w for w in qapp.topLevelWidgets() if isinstance(w, MainWindow)]
-        win = wins[-1]
-        if not win.context.runner.wait_until_idle(30000):
-            return
+    def fake_exec(_app=None):
+        # Stands in for the main loop: quitting pytest-qt's shared QApplication
+        # would break the event loops of later tests.
+        wins = [w for w in qapp.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
+        assert len(wins) == 1
+        win = wins[0]
+        assert win.context.runner.wait_until_idle(30000)
         seen["n"] = len(win.results)
+        seen["visible"] = win.isVisible()
         win.close()
-        qapp.quit()
+        return 0
 
-    QTimer.singleShot(0, close_when_loaded)
+    monkeypatch.setattr(QApplication, "exec", fake_exec)
     assert run_app([str(demo_files[0]), str(demo_files[1])]) == 0
-    assert seen["n"] == 2
+    assert seen == {"n": 2, "visible": True}
     assert (_config_dir / "session.json").exists()
