@@ -39,6 +39,7 @@ from xpcsviewer.fitting.models import (
 __all__ = [
     "MODEL_PARAMS",
     "BayesFitResult",
+    "DiffusionBayesResult",
     "DiffusionResult",
     "FitStatus",
     "G2FitResult",
@@ -51,6 +52,7 @@ __all__ = [
     "evaluate_model",
     "fit_diffusion",
     "fit_diffusion_joint",
+    "fit_diffusion_joint_bayes",
     "fit_g2",
     "fit_record",
     "fit_results_to_csv",
@@ -65,7 +67,7 @@ __all__ = [
     "write_fit_json",
 ]
 
-_LAZY = {"fit_g2_bayes", "BayesFitResult"}
+_LAZY = {"fit_g2_bayes", "BayesFitResult", "fit_diffusion_joint_bayes", "DiffusionBayesResult"}
 
 
 def __getattr__(name: str) -> Any:
