@@ -7,6 +7,7 @@ so the power law tau = A q^b with b fixed at -2 gives D = 1/A.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,7 +210,7 @@ def hydrodynamic_radius(
     D: float,  # noqa: N803
     temperature_K: float = 298.15,  # noqa: N803
     viscosity_Pa_s: float | None = None,  # noqa: N803
-    D_err: float = 0.0,  # noqa: N803
+    D_err: float | None = 0.0,  # noqa: N803
 ) -> tuple[float, float]:
     """Stokes-Einstein radius R = k T / (6 pi eta D).
 
@@ -232,7 +233,8 @@ def hydrodynamic_radius(
     if not (d_si > 0 and eta > 0):
         return float("nan"), float("nan")
     r = BOLTZMANN * float(temperature_K) / (6.0 * np.pi * eta * d_si)
-    r_err = r * abs(float(D_err)) / float(D)
+    # An unknown error propagates as NaN rather than pretending to be exact.
+    r_err = math.nan if D_err is None else r * abs(float(D_err)) / float(D)
     return r * 1e9, r_err * 1e9
 
 

@@ -120,9 +120,9 @@ def diffusion_job(
         if math.isfinite(d) and d > 0:
             radius = hydrodynamic_radius(
                 d,
-                de if math.isfinite(de) else 0.0,
-                opts.get("temperature_K", 298.15),
-                opts.get("viscosity_Pa_s"),
+                temperature_K=opts.get("temperature_K", 298.15),
+                viscosity_Pa_s=opts.get("viscosity_Pa_s"),
+                D_err=de if math.isfinite(de) else 0.0,
             )
         out.append(
             DiffusionFile(pts.file_index, pts.label, pts, power, joint, radius, src)
