@@ -64,3 +64,13 @@ def fresh_device_manager():
     yield
     backends.DeviceManager.reset()
     backends.set_backend(None)
+
+
+@pytest.fixture(scope="session")
+def demo_set_dir(tmp_path_factory) -> Path:
+    """The built-in demo set (seed 0), simulated once per test session; read-only for tests."""
+    from xpcsviewer.synthetic.demo import write_demo
+
+    out = tmp_path_factory.mktemp("demo_set")
+    write_demo(out, seed=0)
+    return out

@@ -123,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stride-frame", type=int, default=1)
     p.add_argument("--avg-frame", type=int, default=1)
     p.add_argument("--dq", default="all", help="dynamic bins for two-time, e.g. 1-5,8")
+    p.add_argument(
+        "--normalize-frame", action="store_true", help="normalise each frame by its mean intensity"
+    )
+    p.add_argument(
+        "--num-partial-g2", type=int, default=0, metavar="P",
+        help="also store P cumulative g2 snapshots (g2 stability)",
+    )
 
     p = add("qmap", "compute a q x phi partition file")
     p.add_argument("--shape", nargs=2, type=int, metavar=("H", "W"), required=True)

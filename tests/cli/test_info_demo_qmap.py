@@ -13,6 +13,7 @@ from xpcsviewer.compute.partition import check_consistency
 from xpcsviewer.compute.qmap import compute_qmap
 from xpcsviewer.io import read_result
 from xpcsviewer.io.reader import _read_qmap_nexus
+from xpcsviewer.synthetic.demo import DEMO_SPECS
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +50,14 @@ def test_demo_then_info_json(demo_dir, capsys):
         r = read_result(f)
         assert rec["path"] == str(f)
         assert rec["analysis_type"] == list(r.analysis_type)
-        assert rec["detector_shape"] == [256, 256]
+        geo = next(s for s in DEMO_SPECS if f.name.startswith(s["name"]))["geometry"]
+        assert rec["detector_shape"] == list(geo["shape"])
         assert rec["q_dynamic"] == pytest.approx(r.qmap.dynamic_q.tolist())
         assert len(rec["phi_dynamic"]) == len(rec["q_dynamic"]) == r.qmap.n_dynamic
         assert (
-            rec["energy_kev"] == 10.0
-            and rec["det_dist_m"] == 5.0
-            and rec["pixel_size_m"] == 75e-6
+            rec["energy_kev"] == geo["energy_kev"]
+            and rec["det_dist_m"] == geo["det_dist_m"]
+            and rec["pixel_size_m"] == geo["pixel_size_m"]
         )
     types = {tuple(r["analysis_type"]) for r in recs}
     assert {("Multitau",), ("Twotime",), ("Twotime", "Multitau")} <= types

@@ -52,15 +52,9 @@ def _config_dir(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def demo_dir(tmp_path_factory) -> Path:
+def demo_dir(demo_set_dir) -> Path:
     """The built-in demo set, written once per test session (read-only for tests)."""
-    try:
-        from xpcsviewer.synthetic import write_demo
-    except ImportError:
-        from xpcsviewer.synthetic.demo import write_demo
-    out = tmp_path_factory.mktemp("demo")
-    write_demo(out, seed=0)
-    return out
+    return demo_set_dir
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ memory of the multi-tau pass independent of the number of frames.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import os
 import sys
 from pathlib import Path
@@ -27,17 +26,9 @@ RAW_COUNT_TIME = "/entry/instrument/detector_1/count_time"
 
 def load_qmap(path: str | Path) -> Any:
     """QMap from a partition file (``/qmap``) or a result file (``/xpcs/qmap``)."""
-    from xpcsviewer.io import reader
+    from xpcsviewer.io.reader import read_qmap
 
-    public = getattr(reader, "read_qmap", None)
-    if public is not None:
-        return public(path)
-    warnings: list[str] = []
-    with reader._open(path) as f:
-        for base in ("/qmap", "/xpcs/qmap"):
-            if base in f:
-                return reader._read_qmap_nexus(f, base, warnings)
-    raise XpcsFileError(path, "no partition found", "/qmap", "a /qmap or /xpcs/qmap group")
+    return read_qmap(path)
 
 
 def _raw_times(path: Path) -> tuple[float | None, float | None]:
@@ -55,21 +46,11 @@ def _raw_times(path: Path) -> tuple[float | None, float | None]:
         return None, None
 
 
-def _multitau_segments(n: int) -> int:
-    # The standard correlator keeps one row per level-L buffer entry with the smallest
-    # L such that N >> L <= 16; we write proper means for the same number of segments.
-    level = 0
-    while (n >> level) > 16:
-        level += 1
-    return max(1, n >> level)
-
-
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer correlate``; returns the exit code."""
     from xpcsviewer.backends import get_backend
-    from xpcsviewer.compute.multitau import correlate_multitau
-    from xpcsviewer.compute.twotime import correlate_twotime, parse_bins
-    from xpcsviewer.io.model import Multitau, Twotime, XpcsResult
+    from xpcsviewer.compute.pipeline import correlate_to_result
+    from xpcsviewer.compute.twotime import parse_bins
     from xpcsviewer.io.raw import RawFrames
     from xpcsviewer.io.writer import write_result
     from xpcsviewer.progress import TextProgressBar
@@ -99,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
         if not frame_time > 0:
             print("xpcsviewer correlate: --frame-time must be positive", file=sys.stderr)
             return 2
+        if getattr(args, "num_partial_g2", 0) < 0:
+            print("xpcsviewer correlate: --num-partial-g2 must be >= 0", file=sys.stderr)
+            return 2
         mode = args.mode
         try:
             bins = parse_bins(args.dq, qm.n_dynamic) if mode in ("twotime", "both") else None
@@ -107,71 +91,33 @@ def run(args: argparse.Namespace) -> int:
             return 2
         be = get_backend()
         n = raw.n_frames
-        t0 = frame_time * raw.stride * raw.avg
         # the raw file's realpath goes into each config group (as the standard
-        # correlator's config/raw); /xpcs/rawdata_path cannot be passed through
-        # write_result's metadata today (it creates /xpcs before the writer does)
+        # correlator's config/raw)
         common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
-        mt = tt = None
-        scat = None
-        kw = dict(n_frames=n, n_dynamic=qm.n_dynamic, n_static=qm.n_static, backend=be)
-        if mode in ("multitau", "both"):
-            with TextProgressBar("multi-tau", enabled=not quiet) as bar:
-                run_mt = correlate_multitau(
-                    raw.iter_chunks(128), qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                    progress=bar, with_scattering=True, **kw,
-                )
-            r, scat = run_mt.multitau, run_mt.scattering
-            cfg = {**common_cfg, **r.config, "analysis_type": "multitau"}
-            g2 = np.nan_to_num(r.g2, nan=0.0)
-            err = np.nan_to_num(r.g2_err, nan=0.0)
-            mt = Multitau(
-                delay_frames=r.delay_frames, tau=r.delay_frames * t0, g2=g2, g2_err=err,
-                valid=np.isfinite(r.g2), t0_eff=t0, stride_frame=raw.stride, avg_frame=raw.avg,
-                config=cfg,
+        with TextProgressBar("correlate", enabled=not quiet) as bar:
+            out_res = correlate_to_result(
+                lambda: raw.iter_chunks(256 if mode == "twotime" else 128),
+                qm,
+                n,
+                float(frame_time),
+                mode=mode,
+                dq_bins=bins,
+                stride_frame=raw.stride,
+                avg_frame=raw.avg,
+                normalize_frame=bool(getattr(args, "normalize_frame", False)),
+                num_partial_g2=int(getattr(args, "num_partial_g2", 0)),
+                count_time=ct_raw,
+                config=common_cfg,
+                path=Path(args.output),
+                backend=be,
+                progress=bar,
             )
-        if mode in ("twotime", "both"):
-            with TextProgressBar("two-time", enabled=not quiet) as bar:
-                run_tt = correlate_twotime(
-                    raw.iter_chunks(256), qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                    dq_bins=bins, progress=bar, with_scattering=scat is None, **kw,
-                )
-            if scat is None:
-                r2, scat = run_tt.twotime, run_tt.scattering
-                segments = scat.saxs_1d_segments(10)
-            else:
-                r2 = run_tt
-            tt_res = r2
-            tt = Twotime(
-                processed_bins=tt_res.processed_bins,
-                map_names=[f"c2_{i + 1:05d}" for i in range(len(tt_res.processed_bins))],
-                n_frames=n, t0=t0, g2_full=tt_res.g2_full.T,
-                g2_segments=tt_res.g2_segments.transpose(2, 1, 0),
-                stride_frame=raw.stride, avg_frame=raw.avg,
-                config={**common_cfg, **tt_res.config, "analysis_type": "twotime"},
-            )
-        if mode != "twotime":
-            segments = scat.saxs_1d_segments(_multitau_segments(scat.count))
-        itime = scat.intensity_vs_time()
-        result = XpcsResult(
-            path=Path(args.output),
-            analysis_type=tuple(a for a, x in (("Multitau", mt), ("Twotime", tt)) if x is not None),
-            layout="nexus",
-            qmap=qm,
-            frame_time=float(frame_time),
-            count_time=ct_raw,
-            start_time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            saxs_1d=np.nan_to_num(scat.saxs_1d(), nan=0.0),
-            saxs_1d_segments=np.nan_to_num(segments, nan=0.0),
-            intensity_vs_time=np.vstack([np.arange(itime.size, dtype=np.float64), itime]),
-            multitau=mt,
-            twotime=tt,
-        )
+        result = out_res.result
         out = write_result(
-            args.output, result, saxs_2d=scat.mean_image(),
-            c2_maps=tt_res.c2 if tt is not None else None, overwrite=True,
+            args.output, result, saxs_2d=out_res.saxs_2d, c2_maps=out_res.c2_maps, overwrite=True,
         )
     if not quiet:
+        mt, tt = result.multitau, result.twotime
         parts = []
         if mt is not None:
             parts.append(f"multi-tau {mt.g2.shape[0]} delays x {mt.g2.shape[1]} bins")

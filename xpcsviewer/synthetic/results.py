@@ -1,8 +1,10 @@
-"""Result files from the analytic model plus realistic noise (the demo set and test fixtures).
+"""Result files from the analytic model plus noise: fast fixtures for tests.
 
 A file is described by a small *spec* dict (geometry, partition, acquisition,
-sample truth, analysis type), so that the same specs can later drive the
-frame simulator and our correlator instead of the analytic model.
+sample truth, analysis type). The same specs drive the frame simulator and our
+correlator in :mod:`xpcsviewer.synthetic.simulated`, which makes the demo set;
+:func:`build_result` is the instant analytic stand-in for tests that need any
+well-formed file.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+import h5py
 import numpy as np
 import pytest
 
@@ -13,14 +14,11 @@ from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels.average import AveragePanel
 from xpcsviewer.gui.workers import TaskRunner
 from xpcsviewer.io import read_result
-from xpcsviewer.synthetic.demo import write_demo
 
 
 @pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("demo_avg")
-    write_demo(d)
-    return d
+def demo_dir(demo_set_dir):
+    return demo_set_dir
 
 
 @pytest.fixture
@@ -42,9 +40,13 @@ def _repeats(demo_dir, tmp_path, n=4):
         dst = tmp_path / f"rep{i}_results.hdf"
         shutil.copy(src, dst)
         out.append(dst)
-    # a different sample with the same q-map: an outlier for the robust statistics
+    # the same run with its g2 changed (a different sample, same q-map and delays):
+    # an outlier for the robust statistics
     other = tmp_path / "outlier_results.hdf"
-    shutil.copy(demo_dir / "A01_silica_R100nm_water_results.hdf", other)
+    shutil.copy(src, other)
+    with h5py.File(other, "r+") as f:
+        g2 = f["/xpcs/multitau/normalized_g2"]
+        g2[...] = 1.0 + 0.5 * (g2[...] - 1.0)
     return out, other
 
 
@@ -85,7 +87,7 @@ def test_average_tab_runs_through_worker(qtbot, panel, demo_dir, tmp_path):
 def test_average_tab_check_and_errors(qtbot, panel, demo_dir, tmp_path):
     reps, _ = _repeats(demo_dir, tmp_path, n=3)
     sheared = tmp_path / "qphi_results.hdf"
-    shutil.copy(demo_dir / "B01_sheared_R250nm_qphi_results.hdf", sheared)
+    shutil.copy(demo_dir / "B01_sheared_R100nm_qphi_results.hdf", sheared)
     panel.set_results([read_result(p) for p in reps])
     panel.use_baseline.setChecked(True)
     panel.b_min.setValue(1.5)

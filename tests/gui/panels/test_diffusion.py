@@ -152,12 +152,10 @@ def test_fits_from_another_target_list_match_by_file(qtbot, panel, results, fake
 
 
 @pytest.fixture(scope="module")
-def demo_results(tmp_path_factory):
-    demo = pytest.importorskip("xpcsviewer.synthetic.demo")
+def demo_results(demo_set_dir):
     from xpcsviewer.io import read_result
 
-    paths = demo.write_demo(tmp_path_factory.mktemp("demo_diff"), seed=0)
-    return [read_result(p) for p in paths]
+    return [read_result(p) for p in sorted(demo_set_dir.glob("*.hdf"))]
 
 
 @pytest.mark.slow
@@ -184,6 +182,8 @@ def test_demo_brownian_files_give_truth(qtbot, panel, demo_results):
     r = panel.readout()
     for res in brownian:
         truth = float(res.sample["D"])
-        assert r[res.label]["D"] == pytest.approx(truth, rel=0.05), res.label
+        # 10 %: the demo is simulated frames through our correlator (2000 frames,
+        # a few hundred speckles per bin), with the q-smearing of real bins
+        assert r[res.label]["D"] == pytest.approx(truth, rel=0.1), res.label
         radius_nm = float(res.sample["radius"]) * 1e9
-        assert r[res.label]["R_nm"] == pytest.approx(radius_nm, rel=0.05), res.label
+        assert r[res.label]["R_nm"] == pytest.approx(radius_nm, rel=0.1), res.label

@@ -231,11 +231,10 @@ def test_settings_roundtrip(qtbot, panel):
     panel.set_settings({"offset": "garbage", "layout": 3})  # ignored, no crash
 
 
-def test_demo_files_plot(qtbot, panel, tmp_path):
-    demo = pytest.importorskip("xpcsviewer.synthetic.demo")
+def test_demo_files_plot(qtbot, panel, demo_set_dir):
     from xpcsviewer.io import read_result
 
-    res = [read_result(p) for p in demo.write_demo(tmp_path, seed=0)]
+    res = [read_result(p) for p in sorted(demo_set_dir.glob("*.hdf"))]
     mt = [r for r in res if r.multitau is not None]
     panel.max_bins.setValue(4)
     with qtbot.waitSignal(panel.sigUpdated, timeout=30000):

@@ -13,13 +13,11 @@ from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels.g2map import G2MapPanel, prepare_g2_map
 from xpcsviewer.gui.workers import TaskRunner
 from xpcsviewer.io import read_result
-from xpcsviewer.synthetic.demo import write_demo
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    paths = write_demo(tmp_path_factory.mktemp("demo_g2map"))
-    return [read_result(p) for p in paths]
+def demo(demo_set_dir):
+    return [read_result(p) for p in sorted(demo_set_dir.glob("*.hdf"))]
 
 
 @pytest.fixture

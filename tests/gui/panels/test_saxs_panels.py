@@ -135,10 +135,12 @@ def test_intensity_traces_fft_and_linked_zoom(qtbot, sync_context, demo_results)
     p.refresh()
     np.testing.assert_allclose(p.p_full.listDataItems()[1].getOriginalDataset()[1],
                                sd.moving_average(it[1], 5))
-    p.region.setRegion((0.1, 0.2))
-    assert p.p_zoom.viewRange()[0] == pytest.approx([0.1, 0.2], abs=1e-9)
-    p.p_zoom.setXRange(0.3, 0.4, padding=0)
-    assert p.region.getRegion() == pytest.approx((0.3, 0.4), abs=1e-9)
+    t_end = min(float(d.getOriginalDataset()[0][-1]) for d in full)
+    a, b, c, d = (f * t_end for f in (0.1, 0.2, 0.3, 0.4))
+    p.region.setRegion((a, b))
+    assert p.p_zoom.viewRange()[0] == pytest.approx([a, b], abs=1e-9)
+    p.p_zoom.setXRange(c, d, padding=0)
+    assert p.region.getRegion() == pytest.approx((c, d), abs=1e-9)
 
 
 def test_qmap_roi_maps_and_hover_labels(qtbot, sync_context, demo_results):

@@ -151,11 +151,10 @@ def test_export_figure_and_data(qtbot, panel, results, tmp_path):
     assert (tmp_path / "tt.csv").read_text().count("\n") > 100
 
 
-def test_demo_twotime_files(qtbot, panel, tmp_path):
-    demo = pytest.importorskip("xpcsviewer.synthetic.demo")
+def test_demo_twotime_files(qtbot, panel, demo_set_dir):
     from xpcsviewer.io import read_result
 
-    res = [read_result(p) for p in demo.write_demo(tmp_path, seed=0)]
+    res = [read_result(p) for p in sorted(demo_set_dir.glob("*.hdf"))]
     tt_files = [r for r in res if r.twotime is not None]
     assert tt_files
     panel.max_size.setValue(256)

@@ -38,7 +38,8 @@ class StabilityFit:
     curves : (P, Nd, G)
         Fitted g2 on ``grid``; NaN where the fit did not converge.
     drift : (Nd,) float64
-        ``tau_last / tau_first - 1`` per q-bin (NaN where either fit failed).
+        ``tau_last / tau_first - 1`` per q-bin (NaN where either fit failed or
+        its tau is poorly determined: relative error >= 30 % or outside the delays).
     drift_median : float
         Median of ``drift`` over the q-bins with both fits (NaN if none).
     bin_labels : list of str
@@ -100,11 +101,19 @@ def fit_partial_snapshots(
 
     ftau = grid("tau")
     tau = np.asarray(tau, dtype=np.float64)
+    # Only well-determined taus count toward the drift: a noisy, nearly flat curve
+    # can "converge" to any tau, and one such bin would dominate the ratio.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = np.abs(res.errors["tau"].reshape(n_p, n_d)) / ftau
+    determined = (
+        np.isfinite(ftau) & np.isfinite(rel) & (rel < 0.3)
+        & (ftau >= tau[0]) & (ftau <= tau[-1])
+    )
     tgrid = np.geomspace(tau[0], tau[-1], 128)
     curves = res.curve(tgrid).reshape(n_p, n_d, -1)
     curves[~ok] = np.nan
     with np.errstate(invalid="ignore", divide="ignore"):
-        drift = ftau[-1] / ftau[0] - 1.0
+        drift = np.where(determined[-1] & determined[0], ftau[-1] / ftau[0] - 1.0, np.nan)
     finite = drift[np.isfinite(drift)]
     lab = np.arange(1, n_p + 1) if labels is None else np.asarray(labels).ravel()
     return StabilityFit(

@@ -1,0 +1,192 @@
+"""Frames to a complete result: the multi-tau and/or two-time passes plus the means.
+
+Shared by ``xpcsviewer correlate`` (raw files) and the demo set (simulated frames),
+so that what the demo shows is exactly what our correlator produces.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.twotime import correlate_twotime, parse_bins
+from xpcsviewer.io.model import Multitau, QMap, Twotime, XpcsResult
+from xpcsviewer.progress import CancelToken, ProgressCallback
+
+__all__ = ["CorrelatedResult", "correlate_to_result", "multitau_segments"]
+
+MODES = ("multitau", "twotime", "both")
+
+
+def multitau_segments(n: int) -> int:
+    """Number of I(q) time segments the standard correlator stores for N frames.
+
+    It keeps one row per level-L buffer entry with the smallest L such that
+    N >> L <= 16; we write proper segment means for the same number of rows.
+    """
+    level = 0
+    while (n >> level) > 16:
+        level += 1
+    return max(1, n >> level)
+
+
+class CorrelatedResult:
+    """A result ready for :func:`xpcsviewer.io.writer.write_result`.
+
+    Attributes
+    ----------
+    result : XpcsResult
+    saxs_2d : (H, W) float64
+        Time-averaged image.
+    c2_maps : list of (N, N) float64 or None
+        Two-time maps in ``result.twotime.processed_bins`` order.
+    """
+
+    def __init__(self, result: XpcsResult, saxs_2d: np.ndarray, c2_maps: list[np.ndarray] | None):
+        self.result = result
+        self.saxs_2d = saxs_2d
+        self.c2_maps = c2_maps
+
+
+def correlate_to_result(
+    chunks: Callable[[], Iterable[np.ndarray]],
+    qmap: QMap,
+    n_frames: int,
+    frame_time: float,
+    *,
+    mode: str = "multitau",
+    dq_bins: str | Iterable[int] | None = "all",
+    stride_frame: int = 1,
+    avg_frame: int = 1,
+    normalize_frame: bool = False,
+    num_partial_g2: int = 0,
+    count_time: float | None = None,
+    start_time: str | None = None,
+    config: dict[str, Any] | None = None,
+    path: str | Path = "result.hdf",
+    backend: Any = None,
+    device: Any = "auto",
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> CorrelatedResult:
+    """Correlate a frame stream on a partition into a result (nothing is written).
+
+    Parameters
+    ----------
+    chunks : callable returning an iterable of (n, H, W) frame chunks
+        Called once per pass (twice for ``mode="both"``: the multi-tau pass keeps
+        memory independent of N, the two-time pass holds the selected pixels).
+    qmap : QMap
+        The partition; its detector shape must match the frames.
+    n_frames : int
+        Frames after begin/end/stride/avg.
+    frame_time : float
+        Seconds between raw frames; the effective step is ``frame_time * stride * avg``.
+    mode : {"multitau", "twotime", "both"}
+    dq_bins :
+        Two-time bins (``"1-5,8"``, a list of 1-based bins, or ``"all"``).
+    normalize_frame, num_partial_g2 :
+        See :func:`~xpcsviewer.compute.multitau.correlate_multitau`.
+    count_time, start_time, config, path :
+        Recorded in the result (``config`` is merged into each analysis group's config).
+    backend, device, progress, cancel :
+        Passed to the correlators; ``progress`` messages name the pass.
+
+    Returns
+    -------
+    CorrelatedResult
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if not frame_time > 0:
+        raise ValueError(f"frame_time must be positive, got {frame_time}")
+    t0 = float(frame_time) * int(stride_frame) * int(avg_frame)
+    common = dict(config or {})
+    kw: dict[str, Any] = dict(
+        n_frames=int(n_frames),
+        n_dynamic=qmap.n_dynamic,
+        n_static=qmap.n_static,
+        backend=backend,
+        device=device,
+        progress=progress,
+        cancel=cancel,
+    )
+    maps = (qmap.dynamic_roi_map, qmap.static_roi_map, qmap.mask)
+    mt = tt = None
+    scat = None
+    c2_maps = None
+    if mode in ("multitau", "both"):
+        run = correlate_multitau(
+            chunks(),
+            *maps,
+            normalize_frame=normalize_frame,
+            num_partial_g2=num_partial_g2,
+            with_scattering=True,
+            **kw,
+        )
+        r, scat = run.multitau, run.scattering
+        # Bins without photons have no g2: stored as 0 (the standard files' convention)
+        # and flagged invalid so nothing plots or fits them.
+        mt = Multitau(
+            delay_frames=r.delay_frames,
+            tau=r.delay_frames * t0,
+            g2=np.nan_to_num(r.g2, nan=0.0),
+            g2_err=np.nan_to_num(r.g2_err, nan=0.0),
+            valid=np.isfinite(r.g2),
+            t0_eff=t0,
+            stride_frame=int(stride_frame),
+            avg_frame=int(avg_frame),
+            config={**common, **r.config, "analysis_type": "multitau"},
+        )
+        if r.g2_partial is not None:
+            mt.g2_partial = np.nan_to_num(r.g2_partial, nan=0.0)
+            mt.g2_partial_err = np.nan_to_num(r.g2_partial_err, nan=0.0)
+            mt.g2_partial_labels = r.g2_partial_labels
+    segments = None
+    if mode in ("twotime", "both"):
+        bins = parse_bins(dq_bins, qmap.n_dynamic)
+        run_tt = correlate_twotime(
+            chunks(), *maps, dq_bins=bins, with_scattering=scat is None, **kw
+        )
+        if scat is None:
+            r2, scat = run_tt.twotime, run_tt.scattering
+            segments = scat.saxs_1d_segments(10)
+        else:
+            r2 = run_tt
+        c2_maps = r2.c2
+        tt = Twotime(
+            processed_bins=r2.processed_bins,
+            map_names=[f"c2_{i + 1:05d}" for i in range(len(r2.processed_bins))],
+            n_frames=int(n_frames),
+            t0=t0,
+            g2_full=r2.g2_full.T,
+            g2_segments=r2.g2_segments.transpose(2, 1, 0),
+            stride_frame=int(stride_frame),
+            avg_frame=int(avg_frame),
+            config={**common, **r2.config, "analysis_type": "twotime"},
+        )
+    if segments is None:
+        segments = scat.saxs_1d_segments(multitau_segments(scat.count))
+    itime = scat.intensity_vs_time()
+    if start_time is None:
+        start_time = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    result = XpcsResult(
+        path=Path(path),
+        analysis_type=tuple(a for a, x in (("Multitau", mt), ("Twotime", tt)) if x is not None),
+        layout="nexus",
+        qmap=qmap,
+        frame_time=float(frame_time),
+        count_time=count_time,
+        start_time=start_time,
+        saxs_1d=np.nan_to_num(scat.saxs_1d(), nan=0.0),
+        saxs_1d_segments=np.nan_to_num(segments, nan=0.0),
+        intensity_vs_time=np.vstack([np.arange(itime.size, dtype=np.float64), itime]),
+        multitau=mt,
+        twotime=tt,
+    )
+    return CorrelatedResult(result, scat.mean_image(), c2_maps)
