@@ -209,3 +209,27 @@ def test_read_qmap_from_partition_and_result_files(tmp_path, small_file, small_b
         f["x"] = 1
     with pytest.raises(XpcsFileError, match="no partition"):
         read_qmap(other)
+
+
+def test_rewrite_read_result_keeps_metadata(tmp_path, small_file):
+    """A result read from a file writes back (its flattened metadata includes
+    xpcs/... config keys, which used to pre-create /xpcs and fail) and keeps
+    extra pass-through paths, without overwriting what the result itself holds."""
+    r = read_result(small_file)
+    r.twotime, r.analysis_type = None, ("Multitau",)  # its maps are not re-read here
+    assert any(k.startswith("xpcs/") for k in r.metadata)
+    r.metadata["xpcs/rawdata_path"] = "/data/raw/run1.h5"
+    r.metadata["entry/instrument/bluesky/metadata/slit_width (mm)"] = 0.05
+    r.metadata["xpcs/multitau/delay_list"] = "must not replace the delays"
+    out = tmp_path / "again_results.hdf"
+    write_result(out, r, saxs_2d=read_saxs_2d(small_file))
+    back = read_result(out)
+    np.testing.assert_array_equal(back.multitau.delay_frames, r.multitau.delay_frames)
+    np.testing.assert_array_equal(back.multitau.g2, r.multitau.g2)
+    with h5py.File(out, "r") as f:
+        assert f["/xpcs/rawdata_path"][()].decode() == "/data/raw/run1.h5"
+        ds = f["/entry/instrument/bluesky/metadata/slit_width"]
+        assert ds[()] == 0.05 and ds.attrs["units"] == "mm"
+    for k, v in r.metadata.items():
+        if k.startswith("xpcs/multitau/config/"):
+            assert back.metadata[k] == v

@@ -299,20 +299,6 @@ def write_result(
             _put_dict(sample, {key: val})
             if unit:
                 sample[key].attrs["units"] = unit
-        for key, val in result.metadata.items():
-            if not (key.startswith("entry/") or key.startswith("xpcs/")) or val is None:
-                continue
-            unit = None
-            if key.endswith(")") and " (" in key:
-                key, unit = key[:-1].rsplit(" (", 1)
-            parent, _, name = key.rpartition("/")
-            grp = f.require_group(parent)
-            if name in grp:
-                continue
-            _put_dict(grp, {name: val})
-            if unit:
-                grp[name].attrs["units"] = unit
-
         xpcs = f.create_group("xpcs")
         write_qmap_group(xpcs.create_group("qmap"), qm)
         tm = xpcs.create_group("temporal_mean")
@@ -421,4 +407,23 @@ def write_result(
             cfg["stride_frame"] = int(tt.stride_frame)
             cfg["avg_frame"] = int(tt.avg_frame)
             _put_dict(g.create_group("config"), cfg)
+        # Pass-through metadata last, so that it never pre-creates a group the
+        # layout above creates (a "xpcs/..." key used to make /xpcs first), and
+        # never overwrites what was written from the result itself.
+        for key, val in result.metadata.items():
+            if not (key.startswith("entry/") or key.startswith("xpcs/")) or val is None:
+                continue
+            unit = None
+            if key.endswith(")") and " (" in key:
+                key, unit = key[:-1].rsplit(" (", 1)
+            parent, _, name = key.rpartition("/")
+            try:
+                grp = f.require_group(parent)
+            except TypeError:  # a dataset already sits where the group would go
+                continue
+            if name in grp:
+                continue
+            _put_dict(grp, {name: val})
+            if unit:
+                grp[name].attrs["units"] = unit
     return Path(path)
