@@ -108,3 +108,21 @@ def test_analytic_jacobian_matches_finite_differences(model, p):
             up[k], dn[k] = p[k] + h, p[k] - h
         fd = (evaluate_model(model, t, tuple(up)) - evaluate_model(model, t, tuple(dn))) / (2 * h)
         np.testing.assert_allclose(d[k], fd, rtol=1e-6, atol=1e-9, err_msg=n)
+
+
+def test_starts_and_bounds_ignore_a_wild_point():
+    """Real photon-starved files have isolated g2 ~ 300: starts and the contrast
+    bound come from the bulk of the curve, not from that point."""
+    from xpcsviewer.fitting.models import default_params, estimate_starts
+
+    tau = np.geomspace(1e-5, 1e-1, 40)
+    g2 = 1.0 + 0.2 * np.exp(-2 * tau / 1e-3)
+    wild = g2.copy()
+    wild[1] = 336.0
+    wild[-2] = 250.0
+    ok = np.ones_like(g2, bool)
+    est = estimate_starts(tau, wild[None], ok[None])
+    assert est["contrast"][0] == pytest.approx(0.2, abs=0.01)
+    assert est["baseline"][0] == pytest.approx(1.0, abs=1e-3)
+    spec = default_params("single", tau, wild, ok)
+    assert spec["contrast"].upper == pytest.approx(1.0)

@@ -233,13 +233,18 @@ def averaging_factors(delay_frames: Any) -> np.ndarray:
     return 2.0 ** np.round(np.log2(spacing))
 
 
-def _valid_mean(y: np.ndarray, ok: np.ndarray, first: bool, k: int) -> np.ndarray:
-    # Mean of the first (or last) k valid points of each row; NaN when none.
+def _valid_median(y: np.ndarray, ok: np.ndarray, first: bool, k: int) -> np.ndarray:
+    # Median of the first (or last) k valid points of each row; NaN when none. A
+    # median, not a mean: one wild point of a photon-starved real file (g2 ~ 300)
+    # must not set the start contrast and, through it, the contrast bound.
     order = np.cumsum(ok, axis=1) if first else np.cumsum(ok[:, ::-1], axis=1)[:, ::-1]
     sel = ok & (order <= k)
-    n = sel.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, np.where(sel, y, 0.0).sum(axis=1) / np.maximum(n, 1), np.nan)
+    vals = np.where(sel, y, np.nan)
+    out = np.full(y.shape[0], np.nan)
+    rows = sel.any(axis=1)
+    if rows.any():
+        out[rows] = np.nanmedian(vals[rows], axis=1)
+    return out
 
 
 def estimate_starts(
@@ -247,7 +252,8 @@ def estimate_starts(
 ) -> dict[str, np.ndarray]:
     """Per-curve start values from the data (contrast, tau, baseline).
 
-    contrast: mean of the first 3 valid points minus the baseline (mean of the last 3);
+    contrast: median of the first 3 valid points minus the baseline (median of the last
+    3), so a single wild point does not set them;
     tau: 2x the delay where (g2 - baseline)/contrast first falls below 1/e (log-linear
     interpolation), since exp(-2 t/tau) = 1/e at t = tau/2.
 
@@ -263,8 +269,8 @@ def estimate_starts(
     y = np.where(ok, g2, 0.0)
     t_min = np.where(ok.any(1), np.where(ok, tt, np.inf).min(1), np.nan)
     t_max = np.where(ok.any(1), np.where(ok, tt, -np.inf).max(1), np.nan)
-    head = _valid_mean(y, ok, True, 3)
-    tail = _valid_mean(y, ok, False, 3)
+    head = _valid_median(y, ok, True, 3)
+    tail = _valid_median(y, ok, False, 3)
     baseline = tail
     contrast = head - tail
     # A usable normalised decay for the 1/e crossing.
