@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEMO   ?= demo_data
 
-.PHONY: demo test test-fast install bench gallery lint clean
+.PHONY: demo test test-fast install bench bench-refs gallery lint clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is needed"'
@@ -31,8 +31,28 @@ test: $(VENV)/.installed-test
 test-fast: $(VENV)/.installed-test
 	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
+# On demand, minutes each; tools missing from .bench-venvs/ are skipped with a message.
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/device_crossover.py
+	$(BIN)/python benchmarks/saxs_reduction.py
+	$(BIN)/python benchmarks/fit.py
+	$(BIN)/python benchmarks/correlate.py
+
+# The established tools, each in its own venv (never in the app's): see
+# ../shared/docs/reference-tools.md for the routes that work on Python 3.11.
+REFS := .bench-venvs
+bench-refs:
+	test -x $(REFS)/skbeam/bin/python || ($(PYTHON) -m venv $(REFS)/skbeam && \
+	  $(REFS)/skbeam/bin/pip install -q -U pip setuptools wheel && \
+	  $(REFS)/skbeam/bin/pip install -q scikit-beam==0.0.27)
+	test -x $(REFS)/pyfai/bin/python || ($(PYTHON) -m venv $(REFS)/pyfai && \
+	  $(REFS)/pyfai/bin/pip install -q pyFAI==2026.9.0)
+	test -x $(REFS)/xpcsviewer/bin/python || ($(PYTHON) -m venv $(REFS)/xpcsviewer && \
+	  $(REFS)/xpcsviewer/bin/pip install -q xpcs-viewer==1.2.2)
+	test -x $(REFS)/boost/bin/python || ($(PYTHON) -m venv $(REFS)/boost && \
+	  $(REFS)/boost/bin/pip install -q torch==2.13.0 && \
+	  $(REFS)/boost/bin/pip install -q h5py hdf5plugin matplotlib numpy psutil scikit-image tqdm nvidia-ml-py && \
+	  $(REFS)/boost/bin/pip install -q --no-deps --ignore-requires-python boost-corr==0.1.7)
 
 gallery: $(VENV)/.installed-test
 	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/render_gallery.py
