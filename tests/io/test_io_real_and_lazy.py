@@ -10,6 +10,7 @@ import pytest
 
 from xpcsviewer.io import read_c2, read_result, read_saxs_2d, scan_folder
 from xpcsviewer.io.model import QMap, Twotime, XpcsResult
+from xpcsviewer.io.reader import G2_MAX, g2_outliers
 from xpcsviewer.io.writer import write_result
 
 
@@ -29,9 +30,10 @@ def test_all_real_files(real_data_dir):
             e = f["/xpcs/multitau/normalized_g2_err"][()]
         missing = (g == 0) & (e == 0)
         assert 0.01 <= missing.mean() <= 0.47  # README: "2 % to 46 %"
-        np.testing.assert_array_equal(
-            mt.valid, ~missing & np.isfinite(g) & np.isfinite(e)
-        )
+        present = ~missing & np.isfinite(g) & np.isfinite(e)
+        # README: wild outliers up to 336 must be masked too
+        np.testing.assert_array_equal(mt.valid, present & ~g2_outliers(g.astype(float), present))
+        assert mt.g2[mt.valid].max() <= G2_MAX
         assert r.qmap.energy_kev == 10.945  # from the q-map, not the template metadata
         assert r.qmap.detector_distance in (7.8, 11.6)
         assert any("energy" in w for w in r.warnings)

@@ -8,6 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
+from xpcsviewer.io.reader import _g2_valid, g2_outliers
 from xpcsviewer.io import (
     read_c2,
     read_result,
@@ -109,10 +110,15 @@ def test_missing_points_and_nonfinite_masked_and_reported(tmp_path, small_file):
         _replace(f, "/xpcs/multitau/normalized_g2_err", e)
     r = read_result(p)
     v = r.multitau.valid
-    assert not v[0, 0] and not v[1, 1] and not v[2, 2] and v[3, 3]
-    assert v.sum() == v.size - 3
+    assert not v[0, 0] and not v[1, 1] and not v[2, 2]
     assert any("NaN or Inf" in w and "normalized_g2" in w for w in r.warnings)
-    assert any("missing data" in w for w in r.warnings)
+    assert any("3 of" in w and "missing data" in w for w in r.warnings)
+    # the rest is valid except the points that cannot be measurements
+    missing = np.zeros(g.shape, bool)
+    missing[[0, 1, 2], [0, 1, 2]] = True
+    np.testing.assert_array_equal(v, ~missing & ~g2_outliers(g, ~missing))
+    # only the (0, 0) pair is the no-photon sentinel: a zero with an error is data
+    assert _g2_valid(np.array([0.0, 0.0]), np.array([0.0, 0.1])).tolist() == [False, True]
 
 
 def test_stride_and_avg_scale_delays(tmp_path, small_file):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import warnings as warnings_mod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -597,6 +598,45 @@ def _g2_valid(g2: np.ndarray, err: np.ndarray) -> np.ndarray:
     return np.isfinite(g2) & np.isfinite(err) & ~((g2 == 0) & (err == 0))
 
 
+#: g2 - 1 of a normalised intensity correlation is at most the contrast (<= 1);
+#: beyond twice that a point is not a measurement (boost_corr's empty static bins
+#: give values up to ~300).
+G2_MAX = 3.0
+#: An isolated spike: farther than max(SPIKE_FLOOR, SPIKE_K x the curve's noise)
+#: from the median of its valid neighbours (two on each side).
+SPIKE_FLOOR = 1.0
+SPIKE_K = 6.0
+
+
+def g2_outliers(g2: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Points of (T, N) g2 curves that cannot be measurements, among ``valid`` ones.
+
+    Out of the physical range (g2 < 0 or g2 > :data:`G2_MAX`), or isolated spikes:
+    more than ``max(SPIKE_FLOOR, SPIKE_K * s)`` from the median of the two valid
+    neighbours on each side, where ``s`` is the curve's robust point-to-point noise
+    (1.4826 x median |first difference| / sqrt 2). The floor of 1 keeps real decays
+    (contrast <= 1) and ordinary noise of photon-starved curves.
+    """
+    g2 = np.asarray(g2, dtype=np.float64)
+    bad = valid & ((g2 < 0) | (g2 > G2_MAX))
+    keep = valid & ~bad
+    for j in range(g2.shape[1]):
+        idx = np.flatnonzero(keep[:, j])
+        if idx.size < 5:
+            continue
+        y = g2[idx, j]
+        s = 1.4826 * float(np.median(np.abs(np.diff(y)))) / np.sqrt(2.0)
+        thr = max(SPIKE_FLOOR, SPIKE_K * s)
+        # neighbours at offsets -2, -1, +1, +2 (edge-padded; NaN where absent)
+        pad = np.concatenate([[np.nan, np.nan], y, [np.nan, np.nan]])
+        nb = np.stack([pad[k : k + y.size] for k in (0, 1, 3, 4)])
+        with np.errstate(invalid="ignore"), warnings_mod.catch_warnings():
+            warnings_mod.simplefilter("ignore", RuntimeWarning)
+            med = np.nanmedian(nb, axis=0)
+        bad[idx[np.abs(y - med) > thr], j] = True
+    return bad
+
+
 def _read_multitau(
     f: h5py.File, layout: str, frame_time: float, nd: int, warnings: list[str]
 ) -> Multitau:
@@ -644,6 +684,13 @@ def _read_multitau(
         warnings.append(
             f"g2: {missing} of {g2.size} points are missing data (no photons or "
             "non-finite) and are masked"
+        )
+    wild = g2_outliers(g2, valid)
+    if wild.any():
+        valid &= ~wild
+        warnings.append(
+            f"g2: {int(wild.sum())} points are outliers (g2 < 0, g2 > {G2_MAX:g}, or "
+            "isolated spikes) and are masked"
         )
     if (
         layout == "legacy"
