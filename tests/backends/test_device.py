@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 
@@ -314,7 +315,10 @@ def test_info_fields():
     ):
         assert key in info
     assert info["x64"] is True
-    assert info["devices"] == ["cpu:0"]
+    # cpu:0 computes; the other XLA host devices are there for parallel NUTS chains
+    assert info["devices"][0] == "cpu:0"
+    assert all(d.startswith("cpu:") for d in info["devices"])
+    assert info["chosen_device"] == "cpu"
 
 
 @pytest.mark.gpu
@@ -328,3 +332,24 @@ def test_gpu_parity_and_choice():
     g = jb.asarray(x, device=m.resolve("gpu"))
     assert next(iter(g.devices())).platform == "gpu"
     np.testing.assert_allclose(ensure_numpy(jax.numpy.exp(g).sum()), np.exp(x).sum(), rtol=1e-10)
+
+
+def test_host_devices_for_parallel_chains():
+    """Several XLA CPU devices (XPCS_HOST_DEVICES, default max(4, cores)) so that
+    NUTS chains run in parallel; single-device work still goes to cpu:0."""
+    import subprocess
+    import sys
+
+    code = (
+        "from xpcsviewer.backends import get_backend, resolve_device; get_backend('jax');"
+        "import jax; print(jax.local_device_count(), resolve_device('cpu'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    for setting, expect in (("1", "1"), ("3", "3"), ("auto", str(max(4, min(16, os.cpu_count() or 1))))):
+        out = subprocess.run(
+            [sys.executable, "-c", code], env={**env, "XPCS_HOST_DEVICES": setting,
+                                               "JAX_PLATFORMS": "cpu"},
+            capture_output=True, text=True, check=True, timeout=120,
+        ).stdout.split()
+        assert out[0] == expect, setting
+        assert out[1] in ("cpu:0", "TFRT_CPU_0", "CpuDevice(id=0)"), out
