@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import h5py
 import numpy as np
 import pytest
@@ -64,6 +65,7 @@ def test_both_mode_writes_a_complete_result(inputs, tmp_path):
         sel = (qm.dynamic_roi_map > 0) & (qm.static_roi_map > 0) & qm.mask
         np.testing.assert_allclose(itime[1], frames[:, sel].mean(axis=1), rtol=1e-6)
         assert f["/xpcs/multitau/config/stride_frame"][()] == 1
+        assert f["/xpcs/rawdata_path"][()].decode() == os.path.realpath(raw)
         s1 = f["/xpcs/temporal_mean/scattering_1d"][()]
         want = [frames.mean(0)[(qm.static_roi_map == s + 1) & qm.mask].mean() for s in range(qm.n_static)]
         np.testing.assert_allclose(s1[0], want, rtol=1e-6)
@@ -129,3 +131,21 @@ def test_qmap_from_a_production_result_file(real_data_dir, tmp_path):
     assert res.multitau.g2.shape == (len(res.multitau.delay_frames), nd)
     # uncorrelated Poisson frames: g2 = 1 within noise in every bin
     assert np.all(np.abs(res.multitau.g2[0] - 1) < 10 * res.multitau.g2_err[0] + 1e-3)
+
+
+def test_partial_g2_and_frame_normalisation_options(inputs, tmp_path):
+    d, qm, qpath, raw, frames = inputs
+    out = tmp_path / "p_results.hdf"
+    rc = main(["correlate", str(raw), "--qmap", str(qpath), "-o", str(out), "--quiet",
+               "--backend", "numpy", "--num-partial-g2", "4", "--normalize-frame"])
+    assert rc == 0
+    res = read_result(out)
+    ref = correlate_multitau(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
+                             backend=get_backend("numpy"), num_partial_g2=4,
+                             normalize_frame=True)
+    np.testing.assert_allclose(res.multitau.g2, ref.g2, rtol=1e-6)
+    np.testing.assert_array_equal(res.multitau.g2_partial_labels, ref.g2_partial_labels)
+    np.testing.assert_allclose(res.multitau.g2_partial, ref.g2_partial, rtol=1e-6)  # NaN: not reached yet
+    assert res.multitau.config["normalize_frame"] in (True, 1)
+    assert main(["correlate", str(raw), "--qmap", str(qpath), "-o", str(out), "--quiet",
+                 "--num-partial-g2", "-1"]) == 2

@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
                 count_time=ct_raw,
                 config=common_cfg,
                 path=Path(args.output),
+                raw_path=os.path.realpath(raw_path),
                 backend=be,
                 progress=bar,
             )

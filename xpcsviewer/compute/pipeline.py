@@ -69,6 +69,7 @@ def correlate_to_result(
     start_time: str | None = None,
     config: dict[str, Any] | None = None,
     path: str | Path = "result.hdf",
+    raw_path: str | None = None,
     backend: Any = None,
     device: Any = "auto",
     progress: ProgressCallback | None = None,
@@ -94,6 +95,8 @@ def correlate_to_result(
         See :func:`~xpcsviewer.compute.multitau.correlate_multitau`.
     count_time, start_time, config, path :
         Recorded in the result (``config`` is merged into each analysis group's config).
+    raw_path : str, optional
+        The raw input, written as ``/xpcs/rawdata_path``.
     backend, device, progress, cancel :
         Passed to the correlators; ``progress`` messages name the pass.
 
@@ -189,4 +192,6 @@ def correlate_to_result(
         multitau=mt,
         twotime=tt,
     )
+    if raw_path is not None:
+        result.metadata["xpcs/rawdata_path"] = str(raw_path)
     return CorrelatedResult(result, scat.mean_image(), c2_maps)
