@@ -12,7 +12,6 @@ import csv
 import io
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -644,15 +643,6 @@ def write_table_csv(path: str | os.PathLike, columns: dict[str, Any],
             else:
                 row.append("")
         wr.writerow(row)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(buf.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    from xpcsviewer.export.files import atomic_write
+
+    return atomic_write(path, lambda fh: fh.write(buf.getvalue()), binary=False)

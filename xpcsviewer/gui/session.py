@@ -10,9 +10,10 @@ import json
 import logging
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from xpcsviewer.export.files import atomic_write
 
 __all__ = ["MAX_RECENT", "SESSION_VERSION", "add_recent", "config_dir", "load_session",
            "save_session", "session_path"]
@@ -75,18 +76,7 @@ def save_session(data: dict[str, Any], path: Path | None = None) -> Path:
     data = dict(data)
     data["version"] = SESSION_VERSION
     text = json.dumps(data, indent=2, default=str)
-    fd, tmp = tempfile.mkstemp(prefix=".session.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return atomic_write(path, lambda fh: fh.write(text), binary=False)
 
 
 def add_recent(recent: list[str], folder: str | os.PathLike, limit: int = MAX_RECENT) -> list[str]:
