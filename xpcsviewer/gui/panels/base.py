@@ -37,6 +37,39 @@ _DATA_ITEM_TYPES = (pg.PlotDataItem, pg.ImageItem, pg.ErrorBarItem, pg.BarGraphI
                     pg.ScatterPlotItem)
 
 
+def apply_settings(
+    s: dict,
+    *,
+    combos: tuple = (),
+    checks: tuple = (),
+    spins: tuple = (),
+    edits: tuple = (),
+) -> None:
+    """Restore ``(key, widget)`` pairs from a settings dict, key by key.
+
+    Combo boxes match by item data; spin boxes convert to their value type. A missing
+    key is skipped and a bad value ignored, so one stale entry of an old session file
+    does not stop the others.
+    """
+    for key, combo in combos:
+        if key in s:
+            i = combo.findData(s[key])
+            if i >= 0:
+                combo.setCurrentIndex(i)
+    for key, box in checks:
+        if key in s:
+            box.setChecked(bool(s[key]))
+    for key, spin in spins:
+        if key in s:
+            try:
+                spin.setValue(type(spin.value())(s[key]))
+            except (TypeError, ValueError):
+                pass
+    for key, edit in edits:
+        if key in s:
+            edit.setText(str(s[key]))
+
+
 def export_figure_job(kind: str, results: list, options: dict, path: str,
                       progress=None, cancel=None) -> str:
     """Worker job: build the matplotlib figure ``kind`` and save it atomically.

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.export import g2_data
-from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import curve_color, curve_pen
 
 __all__ = ["DiffusionFile", "DiffusionPanel", "diffusion_job"]
@@ -558,30 +558,23 @@ class DiffusionPanel(BasePanel):
         }
 
     def set_settings(self, s: dict) -> None:
-        try:
-            if "quantity" in s:
-                i = self.quantity.findData(s["quantity"])
-                if i >= 0:
-                    self.quantity.setCurrentIndex(i)
-            for key, box in (
+        apply_settings(
+            s,
+            combos=(("quantity", self.quantity),),
+            checks=(
                 ("log_q", self.logx),
                 ("log_y", self.logy),
                 ("q_range", self.q_check),
                 ("fit_exponent", self.fit_exp),
                 ("joint", self.joint),
                 ("water", self.water),
-            ):
-                if key in s:
-                    box.setChecked(bool(s[key]))
-            for key, spin in (
+            ),
+            spins=(
                 ("qmin", self.qmin),
                 ("qmax", self.qmax),
                 ("exponent", self.exp_value),
                 ("offset", self.offset),
                 ("temperature_K", self.temperature),
                 ("viscosity_mPa_s", self.viscosity),
-            ):
-                if key in s:
-                    spin.setValue(float(s[key]))
-        except (TypeError, ValueError):
-            pass
+            ),
+        )

@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.export import g2_data
-from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import curve_color, curve_pen
 
 __all__ = [
@@ -1022,25 +1022,17 @@ class G2Panel(BasePanel):
         }
 
     def set_settings(self, s: dict) -> None:
-        try:
-            for key, combo in (
-                ("layout", self.layout_combo),
-                ("model", self.model_combo),
-            ):
-                if key in s:
-                    i = combo.findData(s[key])
-                    if i >= 0:
-                        combo.setCurrentIndex(i)
-            for key, box in (
+        apply_settings(
+            s,
+            combos=(("layout", self.layout_combo), ("model", self.model_combo)),
+            checks=(
                 ("q_range", self.q_check),
                 ("t_range", self.t_check),
                 ("errorbars", self.err_check),
                 ("log_t", self.logx),
                 ("legend", self.legend_check),
-            ):
-                if key in s:
-                    box.setChecked(bool(s[key]))
-            for key, spin in (
+            ),
+            spins=(
                 ("qmin", self.qmin),
                 ("qmax", self.qmax),
                 ("offset", self.offset),
@@ -1051,11 +1043,6 @@ class G2Panel(BasePanel):
                 ("warmup", self.warmup),
                 ("samples", self.samples),
                 ("chains", self.chains),
-            ):
-                if key in s:
-                    spin.setValue(type(spin.value())(s[key]))
-            for key, edit in (("tmin", self.tmin), ("tmax", self.tmax)):
-                if key in s:
-                    edit.setText(str(s[key]))
-        except (TypeError, ValueError):
-            pass
+            ),
+            edits=(("tmin", self.tmin), ("tmax", self.tmax)),
+        )
