@@ -48,6 +48,23 @@ def _options(kind, fake, results, fits):
     return {}
 
 
+def _inputs(kind, results):
+    """The results a kind draws: ``g2stability`` needs partial g2 snapshots."""
+    if kind != "g2stability":
+        return results
+    import dataclasses
+
+    mt = results[0].multitau
+    part = np.stack([mt.g2, mt.g2 + 0.002, mt.g2 + 0.004])  # (P, T, Nd)
+    snap = dataclasses.replace(
+        mt,
+        g2_partial=part,
+        g2_partial_err=np.broadcast_to(mt.g2_err, part.shape).copy(),
+        g2_partial_labels=np.array([100, 200, 300]),
+    )
+    return [dataclasses.replace(results[0], multitau=snap), *results[1:]]
+
+
 def _axis_labels(fig) -> list[str]:
     return [t for ax in fig.axes for t in (ax.get_xlabel(), ax.get_ylabel()) if t]
 
@@ -56,7 +73,9 @@ def _axis_labels(fig) -> list[str]:
 def test_every_kind_renders_png_svg_pdf(kind, fake, fake_results, lsq_fits, tmp_path):
     inputs = {p.path: _digest(p.path) for p in fake_results}
     fig = make_figure(
-        kind, fake_results, **_options(kind, fake, fake_results, lsq_fits)
+        kind,
+        _inputs(kind, fake_results),
+        **_options(kind, fake, fake_results, lsq_fits),
     )
     labels = _axis_labels(fig)
     assert labels, f"{kind}: no axis labels"

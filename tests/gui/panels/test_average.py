@@ -151,3 +151,27 @@ def test_average_tab_settings_round_trip(qtbot):
     assert b.options().baseline_range == (0.9, 1.05)
     b.set_settings({"q_index": "junk"})  # bad values are ignored, not raised
     assert b.options() == a.options()
+
+
+def test_average_tab_export_figure(qtbot, panel, demo_dir, tmp_path):
+    from xpcsviewer.export.figures import AVERAGE_STATISTICS
+    from xpcsviewer.gui.panels.average import STATISTICS
+
+    assert set(STATISTICS) == set(AVERAGE_STATISTICS)  # every choice can be drawn
+    reps, other = _repeats(demo_dir, tmp_path, n=3)
+    panel.use_mad.setChecked(True)
+    panel.mad.setValue(5.0)
+    with qtbot.waitSignal(panel.sigFinished, timeout=30000) as blocker:
+        panel.set_results([read_result(p) for p in [*reps, other]])  # checks at once
+    panel.stat_combo.setCurrentIndex(panel.stat_combo.findData("g2_z"))
+    opts = panel.figure_options()
+    assert panel.figure_kind == "average" and opts["statistic"] == "g2_z"
+    assert opts["summary"] is blocker.args[0].summary
+    assert opts["options"].mad_threshold == 5.0
+    out = tmp_path / "figs" / "x.png"
+    out.parent.mkdir()
+    with qtbot.waitSignal(panel.sigExported, timeout=60000) as blocker:
+        assert panel.export_figure(out) is not None
+    assert blocker.args == [str(out)]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in out.parent.iterdir()] == ["x.png"]

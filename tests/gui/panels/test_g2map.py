@@ -82,3 +82,24 @@ def test_g2map_not_applicable_without_multitau(panel, demo):
     twotime_only = [r for r in demo if r.multitau is None]
     assert panel.applies_to(twotime_only) == "No multitau g2 in these files"
     assert panel.applies_to(demo) is None
+
+
+def test_export_figure_uses_the_selected_file_and_bin(qtbot, panel, demo, tmp_path):
+    with qtbot.waitSignal(panel.sigUpdated, timeout=15000):
+        panel.set_results(demo)
+    with qtbot.waitSignal(panel.sigUpdated, timeout=15000):
+        panel.set_current(1)
+    with qtbot.waitSignal(panel.sigUpdated, timeout=5000):
+        panel.bin_spin.setValue(3)
+    assert panel.figure_kind == "g2map"
+    assert panel.figure_options() == {
+        "file_index": 1,
+        "bin_index": 3,
+        "normalize": False,
+    }
+    out = tmp_path / "x.png"
+    with qtbot.waitSignal(panel.sigExported, timeout=60000) as blocker:
+        assert panel.export_figure(out) is not None
+    assert blocker.args == [str(out)]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.png"]

@@ -72,3 +72,23 @@ def test_disabled_with_reason_without_partials(qtbot, panel, demo):
     reason = panel.applies_to([demo["A01"], demo["A02"]])
     assert reason is not None and "partial g2" in reason
     assert panel.applies_to([demo["E01"]]) is None
+
+
+def test_export_figure_uses_the_selected_file_and_bin(qtbot, panel, demo, tmp_path):
+    with qtbot.waitSignal(panel.sigUpdated, timeout=60000):
+        panel.set_results([demo["E01"], demo["A01"]])
+    with qtbot.waitSignal(panel.sigUpdated, timeout=5000):
+        panel.bin_spin.setValue(2)
+    panel.threshold.setValue(25.0)
+    assert panel.figure_kind == "g2stability"
+    assert panel.figure_options() == {
+        "file_index": 0,
+        "bin_index": 2,
+        "threshold": 25.0,
+    }
+    out = tmp_path / "x.png"
+    with qtbot.waitSignal(panel.sigExported, timeout=60000) as blocker:
+        assert panel.export_figure(out) is not None
+    assert blocker.args == [str(out)]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.png"]

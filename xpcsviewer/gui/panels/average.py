@@ -100,7 +100,7 @@ class AveragePanel(BasePanel):
 
     name = "average"
     title = "Average"
-    figure_kind = None
+    figure_kind = "average"
 
     sigFinished = Signal(object)
     """An averaging or check run finished: (AverageOutcome)."""
@@ -399,7 +399,20 @@ class AveragePanel(BasePanel):
         if path:
             self.output.setText(path)
 
-    # ------------------------------------------------------------ settings
+    # -------------------------------------------------------------- export
+    def figure_options(self) -> dict:
+        """The statistic shown, the last check's statistics and the options shown.
+
+        Before a check finished (or when it failed) the figure screens the files
+        itself with the options shown.
+        """
+        s = self.outcome.summary if self.outcome is not None else None
+        return {
+            "statistic": self.stat_combo.currentData(),
+            "summary": s,
+            "options": self.options(),
+        }
+
     def data_columns(self):
         s = self.outcome.summary if self.outcome is not None else None
         if s is None:
@@ -411,6 +424,7 @@ class AveragePanel(BasePanel):
         cols["reason"] = np.array([st.reason for st in s.stats], dtype=object)
         return cols, [f"averaging statistics (errors: {s.error_method})"]
 
+    # ------------------------------------------------------------ settings
     def get_settings(self) -> dict:
         o = self.options()
         return {

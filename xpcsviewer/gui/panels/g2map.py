@@ -110,7 +110,7 @@ class G2MapPanel(BasePanel):
 
     name = "g2map"
     title = "g2 map"
-    figure_kind = None
+    figure_kind = "g2map"
     uses_current = True
 
     def __init__(self, context, parent=None) -> None:
@@ -269,6 +269,18 @@ class G2MapPanel(BasePanel):
         self.curve.setData([], [])
         self.errbars.setData(x=np.zeros(0), y=np.zeros(0), height=np.zeros(0))
         self.bin_label.setText(" ")
+
+    def figure_options(self) -> dict:
+        """The current file, the profile's q-bin and the normalization shown."""
+        res = self.current_result()
+        j = self.bin_spin.value()
+        if res is not None and res.multitau is not None:
+            j = min(j, res.multitau.g2.shape[1] - 1)
+        return {
+            "file_index": min(self.current_index, max(0, len(self.results) - 1)),
+            "bin_index": int(j),
+            "normalize": self.normalize.isChecked(),
+        }
 
     def data_columns(self):
         d = self.data

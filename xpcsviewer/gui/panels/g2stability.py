@@ -6,128 +6,26 @@ stationary every snapshot has the same shape; a sample that ages or is damaged b
 the beam shows a drifting relaxation time. The drift number is the relative
 change of the fitted tau (single exponential, batched least squares) between the
 first and the last snapshot, as the median over the q-bins whose fits converged.
+The fits are :func:`xpcsviewer.fitting.stability.fit_partial_snapshots` (Qt-free,
+shared with the ``g2stability`` publication figure).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
 
+from xpcsviewer.fitting.stability import (
+    StabilityFit,
+    drift_flagged,
+    fit_partial_snapshots,
+)
+from xpcsviewer.fitting.stability import drift_text as _drift_text
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import FileSelector
 
 __all__ = ["G2StabilityPanel", "StabilityFit", "fit_partial_snapshots"]
-
-
-@dataclass(frozen=True)
-class StabilityFit:
-    """Fits of every snapshot and q-bin of one file.
-
-    Attributes
-    ----------
-    tau : (T,) s
-    partial, partial_err : (P, T, Nd)
-    labels : (P,) frames accumulated
-    fit_tau : (P, Nd)
-        Fitted relaxation time (s); NaN where the fit did not converge.
-    grid : (G,) s
-        Delays of the fitted curves.
-    curves : (P, Nd, G)
-        Fitted g2 on ``grid``; NaN where the fit did not converge.
-    drift : (Nd,) float64
-        ``tau_last / tau_first - 1`` per q-bin (NaN where either fit failed or
-        its tau is poorly determined: relative error >= 30 % or outside the delays).
-    drift_median : float
-        Median of ``drift`` over the q-bins with both fits (NaN if none).
-    bin_labels : list of str
-    """
-
-    tau: np.ndarray
-    partial: np.ndarray
-    partial_err: np.ndarray
-    labels: np.ndarray
-    fit_tau: np.ndarray
-    grid: np.ndarray
-    curves: np.ndarray
-    drift: np.ndarray
-    drift_median: float
-    bin_labels: list
-
-
-def fit_partial_snapshots(
-    tau, partial, partial_err, labels, bin_labels, progress=None, cancel=None
-) -> StabilityFit:
-    """Worker job: single-exponential fit of every snapshot x q-bin, and the tau drift.
-
-    Parameters
-    ----------
-    tau : (T,) s
-    partial : (P, T, Nd) float64, NaN where missing
-    partial_err : (P, T, Nd) or None
-        Without errors the points are weighted equally.
-    labels : (P,) frames accumulated, or None
-    bin_labels : list of str
-    """
-    from xpcsviewer.fitting import fit_g2
-
-    part = np.asarray(partial, dtype=np.float64)
-    n_p, n_t, n_d = part.shape
-    err = (
-        np.ones_like(part)
-        if partial_err is None
-        else np.asarray(partial_err, dtype=np.float64)
-    )
-    valid = np.isfinite(part) & np.isfinite(err) & (err > 0) & (part != 0)
-    # (P, T, Nd) -> (P * Nd, T): one batched solve for all curves
-    y = part.transpose(0, 2, 1).reshape(n_p * n_d, n_t)
-    e = err.transpose(0, 2, 1).reshape(n_p * n_d, n_t)
-    v = valid.transpose(0, 2, 1).reshape(n_p * n_d, n_t)
-    res = fit_g2(
-        np.asarray(tau, dtype=np.float64),
-        np.where(v, y, 0.0),
-        np.where(v, e, 1.0),
-        v,
-        model="single",
-        progress=progress,
-        cancel=cancel,
-    )
-    ok = res.ok.reshape(n_p, n_d)
-
-    def grid(name: str) -> np.ndarray:
-        return np.where(ok, res.params[name].reshape(n_p, n_d), np.nan)
-
-    ftau = grid("tau")
-    tau = np.asarray(tau, dtype=np.float64)
-    # Only well-determined taus count toward the drift: a noisy, nearly flat curve
-    # can "converge" to any tau, and one such bin would dominate the ratio.
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rel = np.abs(res.errors["tau"].reshape(n_p, n_d)) / ftau
-    determined = (
-        np.isfinite(ftau) & np.isfinite(rel) & (rel < 0.3)
-        & (ftau >= tau[0]) & (ftau <= tau[-1])
-    )
-    tgrid = np.geomspace(tau[0], tau[-1], 128)
-    curves = res.curve(tgrid).reshape(n_p, n_d, -1)
-    curves[~ok] = np.nan
-    with np.errstate(invalid="ignore", divide="ignore"):
-        drift = np.where(determined[-1] & determined[0], ftau[-1] / ftau[0] - 1.0, np.nan)
-    finite = drift[np.isfinite(drift)]
-    lab = np.arange(1, n_p + 1) if labels is None else np.asarray(labels).ravel()
-    return StabilityFit(
-        tau=tau,
-        partial=part,
-        partial_err=err,
-        labels=lab,
-        fit_tau=ftau,
-        grid=tgrid,
-        curves=curves,
-        drift=drift,
-        drift_median=float(np.median(finite)) if finite.size else float("nan"),
-        bin_labels=list(bin_labels),
-    )
 
 
 class G2StabilityPanel(BasePanel):
@@ -135,7 +33,7 @@ class G2StabilityPanel(BasePanel):
 
     name = "g2stability"
     title = "g2 stability"
-    figure_kind = None
+    figure_kind = "g2stability"
     uses_current = True
 
     def __init__(self, context, parent=None) -> None:
@@ -244,19 +142,9 @@ class G2StabilityPanel(BasePanel):
 
     def drift_text(self) -> str:
         """The headline: drift of the fitted tau, first -> last snapshot."""
-        fit = self.fit
-        if fit is None:
+        if self.fit is None:
             return ""
-        j = min(self.bin_spin.value(), fit.partial.shape[2] - 1)
-        n_ok = int(np.isfinite(fit.drift).sum())
-        if not np.isfinite(fit.drift_median):
-            return "\u03c4 drift: no converged fits of the first and last snapshot"
-        sel = fit.drift[j]
-        sel_txt = f"{100 * sel:+.1f} %" if np.isfinite(sel) else "no fit"
-        return (
-            f"\u03c4 drift first \u2192 last snapshot: {100 * fit.drift_median:+.1f} % "
-            f"(median of {n_ok} q-bins); this bin {sel_txt}"
-        )
+        return _drift_text(self.fit, self.bin_spin.value())
 
     def _draw(self) -> None:
         self.plot.clear()
@@ -291,10 +179,7 @@ class G2StabilityPanel(BasePanel):
                     )
                 )
         self.plot.setTitle(fit.bin_labels[j] if j < len(fit.bin_labels) else "")
-        flagged = (
-            np.isfinite(fit.drift_median)
-            and abs(fit.drift_median) * 100 > self.threshold.value()
-        )
+        flagged = bool(drift_flagged(fit, self.threshold.value()))
         verdict = (
             "\u26a0 dynamics change during the measurement"
             if flagged
@@ -313,6 +198,18 @@ class G2StabilityPanel(BasePanel):
         self.plot.clear()
         self.legend.clear()
         self.drift_label.setText(" ")
+
+    def figure_options(self) -> dict:
+        """The current file, q-bin and drift threshold (the figure refits the file)."""
+        fit = self.fit
+        j = self.bin_spin.value()
+        if fit is not None:
+            j = min(j, fit.partial.shape[2] - 1)
+        return {
+            "file_index": min(self.current_index, max(0, len(self.results) - 1)),
+            "bin_index": int(j),
+            "threshold": float(self.threshold.value()),
+        }
 
     def data_columns(self):
         fit = self.fit
