@@ -42,7 +42,18 @@ SUBCOMMANDS = (
     "device",
 )
 
-PLOTS = ("saxs2d", "saxs1d", "stability", "intensity", "g2", "diffusion", "twotime", "qmap")
+PLOTS = (
+    "saxs2d",
+    "saxs1d",
+    "stability",
+    "intensity",
+    "g2",
+    "diffusion",
+    "twotime",
+    "qmap",
+    "g2map",
+    "g2stability",
+)
 TABS = (
     "saxs2d",
     "saxs1d",

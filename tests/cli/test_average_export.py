@@ -264,3 +264,33 @@ def test_export_fits_g2_before_drawing(tmp_path, export_files, monkeypatch):
     assert fits.model == "single" and fits.method == "lsq"
     assert np.mean(np.isfinite(fits.params["tau"])) > 0.8
     assert "fits" not in seen["qmap"][1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def test_export_g2map_g2stability_one_figure_per_file(
+    tmp_path, demo_set_dir, fmt, capsys
+):
+    import shutil
+
+    damaged = demo_set_dir / "E01_beam_damage_R250nm_results.hdf"
+    second = tmp_path / "in" / "E02_damage_copy_results.hdf"
+    second.parent.mkdir()
+    shutil.copy(damaged, second)
+    plain = demo_set_dir / "A01_silica_R100nm_water_results.hdf"  # no partial g2
+    twotime = demo_set_dir / "C01_ageing_gel_twotime_results.hdf"  # no multitau
+    out = tmp_path / "figs"
+    args = ["export", str(damaged), str(second), str(plain), str(twotime)]
+    args += ["--plot", "g2map", "--plot", "g2stability", "--format", fmt]
+    assert main([*args, "-o", str(out), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped g2stability" in err and plain.name in err
+    assert "skipped g2map" in err and twotime.name in err
+    labels = [read_result(p).label for p in (damaged, second, plain)]
+    expect = {f"{lab}_g2map.{fmt}" for lab in labels}
+    expect |= {f"{lab}_g2stability.{fmt}" for lab in labels[:2]}
+    names = {p.name for p in out.iterdir()}
+    assert names == expect
+    for name in names:
+        head = (out / name).read_bytes()[:64]
+        assert head.startswith(SIGNATURES[fmt]), (name, head[:16])

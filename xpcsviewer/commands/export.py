@@ -1,14 +1,17 @@
 """``xpcsviewer export``: render the GUI's export figures for many files, off-screen.
 
 Plots that overlay files (``saxs1d``, ``intensity``, ``g2``, ``diffusion``) give
-one combined figure ``combined_<kind>.<fmt>``; the others one figure per file,
-``<label>_<kind>.<fmt>``. For ``g2`` and ``diffusion`` the curves are first
-fitted with the single-exponential model (the same batched least-squares fit as
-the g2 tab), so the figures show the fits and the diffusion coefficient.
+one combined figure ``combined_<kind>.<fmt>``; the others (``saxs2d``,
+``stability``, ``twotime``, ``qmap``, ``g2map``, ``g2stability``) one figure per
+file, ``<label>_<kind>.<fmt>``, with the figure's defaults (e.g. the first
+q-bin). For ``g2`` and ``diffusion`` the curves are first fitted with the
+single-exponential model (the same batched least-squares fit as the g2 tab), so
+the figures show the fits and the diffusion coefficient.
 
 Unreadable files are reported (one line each) and the rest are still exported;
 the exit code is then 3. A file that lacks the data of a plot (two-time of a
-multitau-only file) is skipped with a note and does not change the exit code.
+multitau-only file, partial g2 snapshots for ``g2stability``) is skipped with a
+note and does not change the exit code.
 """
 
 from __future__ import annotations
@@ -44,8 +47,12 @@ class ExportReport:
 
 def _needs(kind: str, res: Any) -> str | None:
     """Why ``kind`` cannot be drawn for ``res`` (None: it can)."""
-    if kind in ("g2", "diffusion") and res.multitau is None:
+    if kind in ("g2", "diffusion", "g2map") and res.multitau is None:
         return "no multitau g2"
+    if kind == "g2stability" and (
+        res.multitau is None or res.multitau.g2_partial is None
+    ):
+        return "no partial g2 snapshots"
     if kind == "twotime" and res.twotime is None:
         return "no two-time data"
     return None
