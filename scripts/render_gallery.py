@@ -30,9 +30,9 @@ FILES = {
     "g2": ["A02"],
     "diffusion": ["A01", "A02", "A03"],
     "twotime": ["C01"],
-    "g2stability": ["A02"],
+    "g2stability": ["E01"],
     "g2map": ["A02"],
-    "average": ["A01", "A02", "A03"],
+    "average": ["F01", "F02", "F03", "F04"],
     "qmap": ["B01"],
     "metadata": ["A01"],
 }

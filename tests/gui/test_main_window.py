@@ -9,6 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from xpcsviewer.gui.panels import panel_names
+from xpcsviewer.synthetic.demo import DEMO_SPECS
 
 pytestmark = pytest.mark.gui
 
@@ -27,7 +28,7 @@ def test_window_builds_without_data(window, wait_idle):
 def test_open_demo_set_enables_tabs(window, demo_files, open_demo):
     paths = open_demo(window, demo_files)
     assert window.browser.source_names() == [p.name for p in demo_files]
-    assert len(window.results) == len(paths) == 7
+    assert len(window.results) == len(paths) == len(DEMO_SPECS)
     for name in ("saxs2d", "saxs1d", "stability", "intensity", "qmap", "metadata"):
         i = window.tab_index(name)
         assert window.tabs.isTabEnabled(i), window.tabs.tabToolTip(i)

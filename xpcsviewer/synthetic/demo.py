@@ -151,6 +151,31 @@ DEMO_SPECS: list[dict[str, Any]] = [
         },
         "analysis": ("Multitau",),
     },
+    # Four repeats of one measurement for the Average tab; the fourth was taken on a
+    # damaged spot (faster dynamics), so outlier rejection has something to find.
+    *[
+        {
+            "name": f"F0{k}_repeat_R250nm",
+            "description": (
+                "silica R = 250 nm in water, repeat "
+                f"{k} of 4{' (beam-damaged spot)' if k == 4 else ''}"
+            ),
+            "geometry": _GEOMETRY,
+            "beamstop_px": _BEAMSTOP,
+            "partition": {"dq_num": 16, "sq_num": 64},
+            "acquisition": {**_ACQ, "frame_time": 1e-4, "n_frames": 600, "rate": 2.0},
+            "sample": {
+                "model": "damage" if k == 4 else "brownian",
+                "radius_m": 250e-9,
+                "temperature_k": 298.15,
+                "contrast": 0.2,
+                **({"damage_time_s": 0.02} if k == 4 else {}),
+            },
+            "analysis": ("Multitau",),
+            "start_time": f"2026-01-01T00:{10 * k:02d}:00",
+        }
+        for k in range(1, 5)
+    ],
 ]
 
 

@@ -31,6 +31,8 @@ from xpcsviewer.synthetic.analytic import decay_rate
 
 __all__ = ["Geometry", "iter_frames", "simulate_frames"]
 
+_FIELD_DTYPE = np.float32
+
 
 @dataclass(frozen=True)
 class Geometry:
@@ -141,20 +143,20 @@ def iter_frames(
     # Each mode's real and imaginary parts are independent real AR(1) processes of
     # variance 1/2, so |E_m|^2 has mean 1. float32 halves the cost of the normals,
     # which dominate; the recursion contracts, so rounding does not accumulate.
-    x = field_rng.standard_normal((2 * m, n_cell), dtype=np.float32)
-    x *= np.float32(np.sqrt(0.5))
+    x = field_rng.standard_normal((2 * m, n_cell), dtype=_FIELD_DTYPE)
+    x *= _FIELD_DTYPE(np.sqrt(0.5))
 
     def step(t_mid: float) -> tuple[np.ndarray, np.ndarray]:
         fac = 1.0 if ageing is None else float(ageing(t_mid))
         rho = np.exp(-gamma0 * frame_time * fac)
-        return rho.astype(np.float32), np.sqrt(0.5 * (1.0 - rho**2)).astype(np.float32)
+        return rho.astype(_FIELD_DTYPE), np.sqrt(0.5 * (1.0 - rho**2)).astype(_FIELD_DTYPE)
 
     rho, sig = step(0.0)
     done = 0
     while done < n_frames:
         report(progress, cancel, done, n_frames, "simulating frames")
         c = min(chunk, n_frames - done)
-        noise = field_rng.standard_normal((c, 2 * m, n_cell), dtype=np.float32)
+        noise = field_rng.standard_normal((c, 2 * m, n_cell), dtype=_FIELD_DTYPE)
         inten = np.empty((c, n_cell))
         for i in range(c):
             k = done + i
