@@ -45,7 +45,20 @@ def _press_fit_now(panel) -> None:
         fit()
 
 
-PREPARE = {"diffusion": _press_fit_now}
+def _run_g2_fit(panel) -> None:
+    """The g2 tab is shown with its least-squares fits and the results table."""
+    panel.run_fit()
+
+
+def _screen_repeats(panel) -> None:
+    """The Average tab after a check with MAD rejection on: the damaged repeat is flagged."""
+    panel.use_mad.setChecked(True)
+    panel.mad.setValue(5.0)
+    panel.stat_combo.setCurrentIndex(panel.stat_combo.findData("g2_z"))
+    panel.start(screen_only=True)
+
+
+PREPARE = {"diffusion": _press_fit_now, "g2": _run_g2_fit, "average": _screen_repeats}
 
 
 def main(argv: list[str] | None = None) -> int:
