@@ -63,3 +63,18 @@ def test_cli_light_commands_load_no_qt(argv):
     )
     loaded = _loaded_after(code)
     assert not loaded & set(QT)
+
+
+def test_qt_imported_only_under_gui():
+    """Source check: no module outside xpcsviewer/gui/ imports Qt, even lazily inside a function."""
+    import re
+    from pathlib import Path
+
+    pkg = Path(__file__).resolve().parents[1] / "xpcsviewer"
+    pat = re.compile(r"^\s*(from|import)\s+(PySide6|pyqtgraph)\b", re.M)
+    offenders = [
+        str(p.relative_to(pkg))
+        for p in pkg.rglob("*.py")
+        if "gui" not in p.relative_to(pkg).parts[:1] and pat.search(p.read_text())
+    ]
+    assert offenders == []

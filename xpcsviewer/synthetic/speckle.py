@@ -31,6 +31,8 @@ from xpcsviewer.synthetic.analytic import decay_rate
 
 __all__ = ["Geometry", "iter_frames", "simulate_frames"]
 
+# The field's dtype: float32 normals cost half of float64 ones and dominate the
+# simulation; the AR(1) recursion contracts, so rounding does not accumulate.
 _FIELD_DTYPE = np.float32
 
 
@@ -141,8 +143,7 @@ def iter_frames(
     seq = np.random.SeedSequence(seed)
     field_rng, count_rng = (np.random.default_rng(s) for s in seq.spawn(2))
     # Each mode's real and imaginary parts are independent real AR(1) processes of
-    # variance 1/2, so |E_m|^2 has mean 1. float32 halves the cost of the normals,
-    # which dominate; the recursion contracts, so rounding does not accumulate.
+    # variance 1/2, so |E_m|^2 has mean 1.
     x = field_rng.standard_normal((2 * m, n_cell), dtype=_FIELD_DTYPE)
     x *= _FIELD_DTYPE(np.sqrt(0.5))
 

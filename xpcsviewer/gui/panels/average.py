@@ -381,14 +381,10 @@ class AveragePanel(BasePanel):
         self.accepted_item.setData(x[ok & acc], vals[ok & acc], data=names[ok & acc])
         self.rejected_item.setData(x[ok & ~acc], vals[ok & ~acc], data=names[ok & ~acc])
         self.plot.setLabel("left", STATISTICS[key])
-        # whole-number file ticks (1-based, as in the list); names when they fit
+        # whole-number file ticks, 1-based as in the file list (names are on hover)
         n = len(vals)
         step = max(1, n // 12)
-        labels = [
-            (float(i), Path(s.stats[i].path).name.split("_")[0] if n <= 12 else str(i + 1))
-            for i in range(0, n, step)
-        ]
-        self.plot.getAxis("bottom").setTicks([labels])
+        self.plot.getAxis("bottom").setTicks([[(float(i), str(i + 1)) for i in range(0, n, step)]])
         if key == "baseline" and self.use_baseline.isChecked():
             for ln, v in zip(
                 self.lines, (self.b_min.value(), self.b_max.value()), strict=True

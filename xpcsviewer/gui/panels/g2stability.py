@@ -5,7 +5,8 @@ The correlator snapshots the cumulative g2 every N/P frames
 stationary every snapshot has the same shape; a sample that ages or is damaged by
 the beam shows a drifting relaxation time. The drift number is the relative
 change of the fitted tau (single exponential, batched least squares) between the
-first and the last snapshot, as the median over the q-bins whose fits converged.
+first and the last snapshot, as the median over the q-bins whose fits are well
+determined.
 The fits are :func:`xpcsviewer.fitting.stability.fit_partial_snapshots` (Qt-free,
 shared with the ``g2stability`` publication figure).
 """
