@@ -7,7 +7,8 @@ import pytest
 from scipy.optimize import curve_fit
 
 from xpcsviewer.backends import get_backend
-from xpcsviewer.fitting import FitStatus, ParamSpec, default_params, fit_g2, prepare_weights
+from xpcsviewer.fitting import FitStatus, ParamSpec, default_params, fit_g2
+from xpcsviewer.fitting.lsq import usable_errors
 
 # (model, true parameters, noise): single, stretched, double, noisy, nearly flat
 CATALOGUE = {
@@ -69,10 +70,17 @@ def test_scipy_parity_catalogue(rng, delays, case, backend):
         bounds=([float(specs[n].lower) for n in free], [float(specs[n].upper) for n in free]),
         ftol=1e-15, xtol=1e-15, gtol=1e-15, max_nfev=10000,
     )
+    # curve_fit (absolute_sigma=False) scales by chi2_red both ways; ours only up
+    fn = _scipy_fn(model, fixed)
+    chi2_red = np.sum(((fn(tau, *popt) - y) / err) ** 2) / (tau.size - len(free))
+    rescale = np.sqrt(max(1.0, chi2_red) / chi2_red)
+    assert res.errors_scaled[0] == (chi2_red > 1)
     for k, n in enumerate(free):
         np.testing.assert_allclose(res.params[n][0], popt[k], rtol=1e-6, err_msg=n)
         # scipy's 2-point Jacobian is less accurate than our central differences
-        np.testing.assert_allclose(res.errors[n][0], np.sqrt(pcov[k, k]), rtol=1e-3, err_msg=n)
+        np.testing.assert_allclose(
+            res.errors[n][0], np.sqrt(pcov[k, k]) * rescale, rtol=1e-3, err_msg=n
+        )
 
 
 @pytest.mark.parametrize("case", ["single", "stretched", "double"])
@@ -144,12 +152,15 @@ def test_bad_curves_get_statuses_not_exceptions(delays, backend):
     res = fit_g2(tau, y, err, valid, model="single", backend=backend)
     st = dict(zip(rows, res.status, strict=True))
     assert st["good"] is FitStatus.CONVERGED
-    assert st["all_nan"] is FitStatus.NO_DATA
-    assert st["all_equal"] is FitStatus.FLAT
-    assert st["few"] is FitStatus.TOO_FEW_POINTS
-    assert st["nonergodic"] is FitStatus.FLAT
-    # no absurd tau for flat curves, no numbers at all without data
-    assert np.isnan(res.params["tau"][2]) and np.isnan(res.params["tau"][4])
+    assert st["all_nan"] is FitStatus.FAILED
+    assert st["all_equal"] is FitStatus.NO_DECAY
+    assert st["few"] is FitStatus.FAILED
+    assert st["nonergodic"] is FitStatus.NO_DECAY
+    assert "no valid points" in res.detail[1] and "3 points" in res.detail[3]
+    # no relaxation time is quoted without a decay, and no numbers at all without data
+    tau_rep, _ = res.reported("tau")
+    assert np.isnan(tau_rep[2]) and np.isnan(tau_rep[4]) and np.isfinite(tau_rep[0])
+    assert np.isfinite(res.params["baseline"][2])  # the constant's level is kept
     assert np.isnan(res.params["contrast"][1])
 
 
@@ -168,10 +179,11 @@ def test_at_bound_status(rng, delays):
     _, tau = delays
     y = 1 + 0.3 * np.exp(-2 * tau / 1e-3) + 0.001 * rng.standard_normal(tau.size)
     specs = default_params("single", tau, y)
-    specs["contrast"] = ParamSpec("contrast", 0.1, 0.0, 0.2)
+    specs["baseline"] = ParamSpec("baseline", 0.99, 0.9, 0.999)
     res = fit_g2(tau, y, np.full_like(y, 0.001), model="single", params=specs)
-    assert res.status[0] is FitStatus.AT_BOUND
-    assert res.params["contrast"][0] == pytest.approx(0.2)
+    assert res.status[0] is FitStatus.AT_BOUND, res.detail[0]
+    assert "baseline" in res.detail[0]
+    assert res.params["baseline"][0] == pytest.approx(0.999)
 
 
 def test_t_range_selects_points(rng, delays):
@@ -183,12 +195,27 @@ def test_t_range_selects_points(rng, delays):
     assert res.n_points[0] == int(np.sum((tau >= 1e-5) & (tau <= 0.1)))
 
 
-def test_zero_errors_replaced_by_median():
+def test_unusable_errors_leave_their_points_out():
     err = np.array([[0.0, 1e-7, 0.002, 0.004, np.nan, 0.003]])
     valid = np.ones_like(err, bool)
-    w = prepare_weights(err, valid)
-    np.testing.assert_array_equal(w, [[0.003, 0.003, 0.002, 0.004, 0.003, 0.003]])
-    np.testing.assert_array_equal(prepare_weights(np.zeros((1, 3)), np.ones((1, 3), bool)), 1.0)
+    sigma, mask, weighted = usable_errors(err, valid)
+    np.testing.assert_array_equal(mask, [[False, False, True, True, False, True]])
+    np.testing.assert_array_equal(sigma[mask], [0.002, 0.004, 0.003])
+    assert weighted[0]
+    # no usable error at all: unweighted, every valid point kept
+    sigma, mask, weighted = usable_errors(np.zeros((1, 3)), np.ones((1, 3), bool))
+    assert not weighted[0] and mask.all() and np.all(sigma == 1.0)
+
+
+def test_zero_error_point_is_not_fitted(delays):
+    _, tau = delays
+    y = 1 + 0.3 * np.exp(-2 * tau / 1e-3)
+    err = np.full_like(y, 1e-3)
+    y_bad = y.copy()
+    y_bad[5], err[5] = 1.9, 0.0  # a wild point with "unknown" (0) error
+    res = fit_g2(tau, y_bad, err)
+    assert res.n_points[0] == tau.size - 1
+    assert res.params["tau"][0] == pytest.approx(1e-3, rel=1e-6)
 
 
 def test_avgcorr_recovers_tau_where_plain_model_is_biased(delays):
@@ -223,7 +250,7 @@ def test_cancel_and_progress(delays):
     y = 1 + 0.3 * np.exp(-2 * tau / 1e-3) * np.ones((3, 1))
     seen = []
     fit_g2(tau, y, np.full_like(y, 1e-3), progress=lambda d, t, m: seen.append((d, t)))
-    assert seen[0] == (0, 2) and seen[-1] == (2, 2)
+    assert seen[0] == (0, 3) and seen[-1] == (3, 3)
     token = CancelToken()
     token.cancel()
     with pytest.raises(Cancelled):

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+import numpy as np
+
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.model import XpcsResult
 from xpcsviewer.io.reader import read_result
@@ -48,6 +50,11 @@ def summary(res: XpcsResult) -> dict[str, Any]:
         "n_tau": None if mt is None else len(mt.delay_frames),
         "tau_range_s": None if mt is None else [float(mt.tau[0]), float(mt.tau[-1])],
         "missing_fraction": None if mt is None else float(1.0 - mt.valid.mean()),
+        # points whose stated error is implausibly small (left out of fits by default)
+        "err_suspect_count": None if mt is None or mt.err_suspect is None
+        else int(mt.err_suspect.sum()),
+        "err_suspect_delays_s": None if mt is None or mt.err_suspect is None
+        else [round(float(mt.tau[i]), 12) for i in np.flatnonzero(mt.err_suspect.any(axis=1))],
         "twotime_bins": None
         if res.twotime is None
         else [int(b) for b in res.twotime.processed_bins],

@@ -665,7 +665,7 @@ def _summarise(model, samples, diverging, energies, fixed, num_chains, num_sampl
         conv &= np.nan_to_num(et[n], nan=0.0) >= CONVERGENCE["ess_min"]
     conv &= div_bin <= CONVERGENCE["divergences_max"]
     conv &= np.all(np.nan_to_num(bf, nan=0.0) >= CONVERGENCE["bfmi_min"], axis=0)
-    used = np.array([s not in (FitStatus.NO_DATA, FitStatus.TOO_FEW_POINTS) for s in init.status])
+    used = np.asarray(init.n_points) > sum(1 for n in names if n not in fixed)
     conv &= used
     return BayesFitResult(
         model=model, mean=mean, std=std, median=med, hdi_low=lo, hdi_high=hi,

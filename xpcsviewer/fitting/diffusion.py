@@ -334,7 +334,7 @@ def fit_diffusion_joint(
     empty = np.full(n_q, np.nan)
     if idx.size < (1 if alpha is not None else 2):
         return JointDiffusionResult(nan, nan, nan, nan, empty, empty.copy(), empty.copy(),
-                                    empty.copy(), nan, FitStatus.TOO_FEW_POINTS, use, 0,
+                                    empty.copy(), nan, FitStatus.FAILED, use, 0,
                                     alpha is not None)
     nb = idx.size
     qs = q[idx]
@@ -382,9 +382,9 @@ def fit_diffusion_joint(
         errs = np.full(x.size, np.nan)
     d = float(np.exp(x[0]))
     if not np.all(np.isfinite(x)):
-        status = FitStatus.NONFINITE
+        status = FitStatus.FAILED
     elif code == 2:
-        status = FitStatus.MAX_ITER
+        status = FitStatus.FAILED
     elif (x[0] <= lo[0] + 1e-9) or (x[0] >= hi[0] - 1e-9) or (
         alpha is None and (x[1] <= lo[1] + 1e-9 or x[1] >= hi[1] - 1e-9)
     ):

@@ -1,50 +1,53 @@
-"""Batched, bounded Levenberg-Marquardt fits of g2 curves (all q-bins of all files at once).
+"""Least-squares fits of g2 curves: global grid start, batched LM refinement, honest statuses.
 
-One jitted, vmapped solve for B curves on the active backend (JAX by default; the NumPy
-backend runs the same kernel curve by curve as the reference). Box constraints by
-projection in internal coordinates (log for relaxation times), weights 1/g2_err,
-covariance errors scaled by the reduced chi^2 (as ``scipy.optimize.curve_fit`` with
-``absolute_sigma=False``, the existing viewers' choice), and a status per curve instead
-of exceptions.
+All q-bins of all files go through one pass: a grid scan over the nonlinear parameters
+with the linear amplitudes solved exactly (:mod:`xpcsviewer.fitting.grid`), then the
+batched, bounded Levenberg-Marquardt solve (:mod:`xpcsviewer.fitting.lm`) from the best
+grid points (and the next-best local minimum), keeping the lowest chi^2. Weights are
+1/g2_err; errors come from the covariance, scaled by sqrt(chi2_red) when chi2_red > 1.
+Each curve gets a status from :mod:`xpcsviewer.fitting.status` instead of an exception.
 """
 
 from __future__ import annotations
 
-import enum
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from xpcsviewer.fitting.grid import grid_scan
+from xpcsviewer.fitting.lm import CODE_MAX_ITER, lm_solve_batch
 from xpcsviewer.fitting.models import (
     LOG_PARAMS,
     G2Model,
     ParamSpec,
     default_params,
     evaluate_model,
-    evaluate_with_jacobian,
     model_param_names,
+)
+from xpcsviewer.fitting.status import (
+    CHI2_RED_MAX,
+    CONTRAST_MAX,
+    CONTRAST_SIGMAS,
+    NO_DECAY_DCHI2,
+    TAU_REL_ERR_MAX,
+    FitStatus,
+    profile_limits,
 )
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
-__all__ = ["FitStatus", "G2FitResult", "fit_g2", "lm_solve_batch", "prepare_weights"]
+__all__ = [
+    "ERROR_SCALING",
+    "FitStatus",
+    "G2FitResult",
+    "fit_g2",
+    "lm_solve_batch",
+    "prepare_weights",
+    "usable_errors",
+]
 
-
-class FitStatus(str, enum.Enum):
-    """Outcome of one curve's fit."""
-
-    CONVERGED = "converged"
-    MAX_ITER = "max_iter"
-    NONFINITE = "nonfinite"
-    AT_BOUND = "at_bound"
-    FLAT = "flat"
-    TOO_FEW_POINTS = "too_few_points"
-    NO_DATA = "no_data"
-
-
-# Kernel codes (inside jit) -> FitStatus
-_CODE_RUNNING, _CODE_CONVERGED, _CODE_MAX_ITER = 0, 1, 2
+#: How the reported errors are scaled (said in every output).
+ERROR_SCALING = "covariance errors x sqrt(chi2_red) where chi2_red > 1"
 
 
 @dataclass
@@ -55,20 +58,33 @@ class G2FitResult:
     ----------
     model : G2Model
     params : dict name -> (B,) float64
-        Best-fit values in natural units (tau in s). NaN where the curve has no fit.
+        Best-fit values in natural units (tau in s); NaN only for ``failed`` curves.
+        Use :meth:`reported` for what may be quoted (no tau without a decay).
     errors : dict name -> (B,) float64
-        1-sigma errors from the covariance scaled by ``chi2_red``; 0 for fixed
-        parameters, NaN where undetermined.
+        1-sigma errors: covariance errors scaled by sqrt(chi2_red) where chi2_red > 1
+        (``errors_scaled``); 0 for fixed parameters, NaN where undetermined.
     chi2_red : (B,) float64
     status : (B,) object array of FitStatus
+    detail : (B,) object array of str
+        Why a curve has its status ("" for converged).
+    tau_lower_limit, tau_upper_limit : (B,) s
+        One-sided 95 % limits for ``unresolved`` curves whose tau profile runs to the
+        top ("tau > lower") or bottom ("tau < upper") of the grid; NaN otherwise.
+    delta_chi2 : (B,)
+        (chi2 of a constant - chi2 of the fit) / max(1, chi2_red): the decay's evidence.
+    errors_scaled : (B,) bool
+    weighted : (B,) bool
+        False when the curve had no usable errors (fitted unweighted).
     n_iter : (B,) int
     n_points : (B,) int
-        Points used (valid, finite, inside ``t_range``).
+        Points used (valid, with a usable error, inside ``t_range``).
     fixed : dict name -> bool
     lower, upper : dict name -> (B,) float64
         Bounds used.
     aux : tuple or None
         (m (T,), dt) for ``single_avgcorr``.
+    tau_grid, profile : (B, G)
+        The chi^2 profile over the grid of tau (tau1 for ``double``).
     """
 
     model: G2Model
@@ -83,6 +99,26 @@ class G2FitResult:
     upper: dict[str, np.ndarray] = field(default_factory=dict)
     aux: tuple | None = None
     t_range: tuple[float, float] | None = None
+    detail: np.ndarray | None = None
+    tau_lower_limit: np.ndarray | None = None
+    tau_upper_limit: np.ndarray | None = None
+    delta_chi2: np.ndarray | None = None
+    errors_scaled: np.ndarray | None = None
+    weighted: np.ndarray | None = None
+    tau_grid: np.ndarray | None = None
+    profile: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = self.chi2_red.shape[0]
+        if self.detail is None:
+            self.detail = np.array([""] * n, dtype=object)
+        for name in ("tau_lower_limit", "tau_upper_limit", "delta_chi2"):
+            if getattr(self, name) is None:
+                setattr(self, name, np.full(n, np.nan))
+        if self.errors_scaled is None:
+            self.errors_scaled = np.zeros(n, bool)
+        if self.weighted is None:
+            self.weighted = np.ones(n, bool)
 
     @property
     def n_curves(self) -> int:
@@ -98,6 +134,33 @@ class G2FitResult:
     def ok(self) -> np.ndarray:
         """(B,) bool: status converged."""
         return np.array([s == FitStatus.CONVERGED for s in self.status], dtype=bool)
+
+    def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(values, errors) of ``name`` as they may be quoted.
+
+        Relaxation times are NaN where there is no decay (``no_decay``) or only a limit
+        (``unresolved`` with ``tau_lower_limit``/``tau_upper_limit``); everything else
+        is the fit's value (``poor_fit`` numbers are kept, and marked by the status).
+        """
+        v = self.params[name].copy()
+        e = self.errors[name].copy()
+        if name in LOG_PARAMS:
+            st = np.array([getattr(s, "value", str(s)) for s in self.status])
+            limit = np.isfinite(self.tau_lower_limit) | np.isfinite(self.tau_upper_limit)
+            drop = (st == FitStatus.NO_DECAY.value) | ((st == FitStatus.UNRESOLVED.value) & limit)
+            v[drop] = np.nan
+            e[drop] = np.nan
+        return v, e
+
+    def limit_text(self, b: int) -> str:
+        """"tau > 2.1 s" / "tau < 3e-05 s" for curve ``b``, or ""."""
+        lo, hi = self.tau_lower_limit[b], self.tau_upper_limit[b]
+        name = "tau" if "tau" in self.params else "tau1"
+        if np.isfinite(lo):
+            return f"{name} > {lo:.3g} s"
+        if np.isfinite(hi):
+            return f"{name} < {hi:.3g} s"
+        return ""
 
     def curve(self, tau_grid: Any, aux: tuple | None = None) -> np.ndarray:
         """Fitted g2 on ``tau_grid`` (G,) s for plotting -> (B, G); NaN rows for no fit."""
@@ -119,6 +182,10 @@ class G2FitResult:
         if aux is not None and np.ndim(aux[0]) == 2:
             dt = aux[1] if np.ndim(aux[1]) == 0 else np.asarray(aux[1])[rows]
             aux = (np.asarray(aux[0])[rows], dt)
+
+        def sub(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[rows].copy()
+
         return G2FitResult(
             model=self.model,
             params={n: v[rows].copy() for n, v in self.params.items()},
@@ -132,6 +199,14 @@ class G2FitResult:
             upper={n: v[rows].copy() for n, v in self.upper.items()},
             aux=aux,
             t_range=self.t_range,
+            detail=sub(self.detail),
+            tau_lower_limit=sub(self.tau_lower_limit),
+            tau_upper_limit=sub(self.tau_upper_limit),
+            delta_chi2=sub(self.delta_chi2),
+            errors_scaled=sub(self.errors_scaled),
+            weighted=sub(self.weighted),
+            tau_grid=sub(self.tau_grid),
+            profile=sub(self.profile),
         )
 
     def row(self, b: int) -> dict[str, Any]:
@@ -141,306 +216,42 @@ class G2FitResult:
             "errors": {n: float(self.errors[n][b]) for n in self.param_names},
             "chi2_red": float(self.chi2_red[b]),
             "status": self.status[b].value,
+            "detail": str(self.detail[b]),
+            "limit": self.limit_text(b),
         }
 
 
-def prepare_weights(g2_err: Any, valid: Any) -> np.ndarray:
-    """Standard deviations for weighting, (B, T).
+def usable_errors(g2_err: Any, valid: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weights and the points they allow, (B, T).
 
-    Errors that are non-finite or <= 1e-6 (too small to be real, typically 0 written
-    for "unknown") are replaced by the median of the curve's good errors on valid
-    points; a curve without any good error is weighted uniformly (sigma = 1).
+    A stated error that is non-finite or <= 1e-6 (0 is written for "unknown") cannot
+    weight its point, so the point is left out; a curve without any usable error is
+    fitted unweighted (sigma = 1 on all its valid points).
+
+    Returns
+    -------
+    sigma : (B, T) float64
+    mask : (B, T) bool
+        ``valid`` without the points whose error is unusable.
+    weighted : (B,) bool
     """
     err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
     ok = np.atleast_2d(np.asarray(valid, dtype=bool))
     with np.errstate(invalid="ignore"):
         good = ok & np.isfinite(err) & (err > 1e-6)
-    any_good = good.any(axis=1)
-    med = np.ones(err.shape[0])
-    if any_good.any():
-        med[any_good] = np.nanmedian(np.where(good[any_good], err[any_good], np.nan), axis=1)
-    return np.where(good, err, med[:, None])
+    weighted = good.any(axis=1)
+    mask = np.where(weighted[:, None], good, ok)
+    sigma = np.where(weighted[:, None] & good, err, 1.0)
+    return sigma, mask, weighted
 
 
-# ----------------------------------------------------------------------------------
-# The kernel: one curve, written for one and vmapped for many.
-# ----------------------------------------------------------------------------------
+def prepare_weights(g2_err: Any, valid: Any) -> np.ndarray:
+    """Standard deviations for weighting, (B, T): the ``sigma`` of :func:`usable_errors`.
 
-
-def _spd_solve(xp: Any, a: Any, b: Any, n: int) -> Any:
-    """Solve a small SPD system by an unrolled Cholesky factorisation.
-
-    ``n`` is static (the parameter count, at most 7), so this traces to a few dozen
-    element-wise operations that vectorise under vmap; a batched LAPACK call on
-    thousands of 4x4 matrices is much slower on the CPU. A non-positive pivot gives
-    NaN, which the caller treats as a rejected step.
+    Points whose error is unusable get sigma 1; callers must also drop them from the
+    mask (``usable_errors`` returns that mask).
     """
-    low = [[None] * n for _ in range(n)]
-    for i in range(n):
-        for j in range(i + 1):
-            acc = a[i, j]
-            for k in range(j):
-                acc = acc - low[i][k] * low[j][k]
-            if i == j:
-                low[i][i] = xp.sqrt(xp.where(acc > 0, acc, xp.nan))
-            else:
-                low[i][j] = acc / low[j][j]
-    z = [None] * n
-    for i in range(n):
-        acc = b[i]
-        for k in range(i):
-            acc = acc - low[i][k] * z[k]
-        z[i] = acc / low[i][i]
-    x = [None] * n
-    for i in reversed(range(n)):
-        acc = z[i]
-        for k in range(i + 1, n):
-            acc = acc - low[k][i] * x[k]
-        x[i] = acc / low[i][i]
-    return xp.stack(x)
-
-
-def _make_solver(
-    backend: Any, model: G2Model, n_par: int, max_iter: int, unit_stretch: bool = False
-) -> Any:
-    """Jitted batched solver ``solve(t, y, w, mask, x0, lo, hi, free, aux_m, aux_dt)``."""
-    xp = backend.xp
-    names = model_param_names(model)
-    is_log = np.array([n in LOG_PARAMS for n in names])
-    ftol, xtol, gtol = 1e-10, 1e-9, 1e-14
-
-    def to_nat(x: Any) -> tuple:
-        return tuple(xp.exp(x[k]) if is_log[k] else x[k] for k in range(n_par))
-
-    def residuals(x: Any, t: Any, y: Any, w: Any, mask: Any, aux: tuple) -> Any:
-        # x (..., P) -> r (..., T); masked points contribute exactly zero.
-        p = tuple(xk[..., None] for xk in to_nat(xp.moveaxis(x, -1, 0)))
-        g = evaluate_model(model, t, p, aux[:2], xp)
-        return xp.where(mask, (g - y) * w, 0.0)
-
-    analytic = model is not G2Model.SINGLE_AVGCORR
-    simple = model in (G2Model.SINGLE, G2Model.STRETCHED)
-
-    def single_fast(x: Any, t: Any, log_t: Any) -> tuple[Any, tuple]:
-        # The (stretched) exponential in fitting coordinates (x[1] = log tau) with
-        # log t precomputed: two transcendentals per point instead of five. With the
-        # stretch fixed at exactly 1 (the default) a single exp per point.
-        c, lt, st, b = x[0], x[1], x[2], x[3]
-        if unit_stretch:
-            us = t * xp.exp(-lt)
-            e = xp.exp(-2.0 * us)
-            ce = c * e
-            # the stretch column is masked (fixed parameter): skip its arithmetic
-            return b + ce, (e, 2.0 * us * ce, xp.zeros_like(ce), xp.ones_like(ce))
-        lu = log_t - lt
-        us = xp.exp(st * lu)
-        e = xp.exp(-2.0 * us)
-        ce = c * e
-        g = b + ce
-        return g, (e, 2.0 * st * us * ce, -2.0 * us * lu * ce, xp.ones_like(g))
-
-    def jacobian(x: Any, free: Any, t: Any, y: Any, w: Any, mask: Any, aux: tuple):
-        if simple:
-            g, d = single_fast(x, t, aux[2])
-            r0 = xp.where(mask, (g - y) * w, 0.0)
-            jac = xp.stack([xp.where(mask, dk * w, 0.0) for dk in d], axis=-1)
-            return r0, xp.where(free[None, :], jac, 0.0)
-        if analytic:
-            # Closed-form derivatives (in log tau): one model evaluation per step.
-            g, d = evaluate_with_jacobian(model, t, to_nat(x), xp)
-            r0 = xp.where(mask, (g - y) * w, 0.0)
-            jac = xp.stack([xp.where(mask, dk * w, 0.0) for dk in d], axis=-1)
-            return r0, xp.where(free[None, :], jac, 0.0)
-        # Central differences in internal coordinates; both backends, no autodiff.
-        h = 1e-6 * xp.maximum(1.0, xp.abs(x))
-        eye = xp.eye(n_par)
-        xs = xp.concatenate(
-            [x[None, :], x[None, :] + eye * h[None, :], x[None, :] - eye * h[None, :]], axis=0
-        )
-        r_all = residuals(xs, t, y, w, mask, aux)
-        r0 = r_all[0]
-        jac = (r_all[1 : n_par + 1] - r_all[n_par + 1 :]) / (2.0 * h[:, None])
-        jac = xp.where(free[:, None], jac, 0.0).T  # (T, P)
-        return r0, jac
-
-    def step_direction(jac: Any, r: Any, lam: Any, free: Any, x: Any, lo: Any, hi: Any) -> Any:
-        a = jac.T @ jac
-        g = jac.T @ r
-        # Active set: a parameter on a bound that descent would push outward is held
-        # for this step, so the others still move freely (projected LM).
-        blocked = ((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0))
-        free = free & ~blocked
-        d = xp.diagonal(a)
-        d = xp.maximum(d, 1e-12 * xp.max(d) + 1e-300)
-        a = a + xp.diag(lam * d)
-        # Fixed parameters: identity rows so the system stays regular.
-        a = xp.where(free[:, None] & free[None, :], a, xp.eye(n_par))
-        g = xp.where(free, g, 0.0)
-        return -_spd_solve(xp, a, g, n_par), g
-
-    def solve_one(t, y, w, mask, x0, lo, hi, free, aux_m, aux_dt, lam0, it0, it_stop):
-        # Runs until converged, max_iter, or ``it_stop`` iterations in total (then the
-        # code stays "running" and the caller resumes from x, lam, it).
-        aux = (aux_m, aux_dt, xp.log(t))
-        x0 = xp.clip(x0, lo, hi)
-        r0, j0 = jacobian(x0, free, t, y, w, mask, aux)
-        cost0 = 0.5 * xp.sum(r0 * r0)
-        init = (x0, cost0, j0, r0, lam0, it0, xp.where(it0 >= max_iter, _CODE_MAX_ITER, _CODE_RUNNING))
-
-        def cond(s):
-            return (s[6] == _CODE_RUNNING) & (s[5] < it_stop)
-
-        def body(s):
-            x, cost, jac, r, lam, it, code = s
-            dx, g = step_direction(jac, r, lam, free, x, lo, hi)
-            x_new = xp.clip(x + dx, lo, hi)
-            x_new = xp.where(free, x_new, x)
-            r_new, j_new = jacobian(x_new, free, t, y, w, mask, aux)
-            cost_new = 0.5 * xp.sum(r_new * r_new)
-            accept = xp.isfinite(cost_new) & (cost_new <= cost)
-            step = xp.sqrt(xp.sum((x_new - x) ** 2))
-            xnorm = xp.sqrt(xp.sum(x * x))
-            small_f = (cost - cost_new) <= ftol * cost
-            small_x = step <= xtol * (xnorm + xtol)
-            # projected gradient: zero components pushing against an active bound
-            pg = xp.where(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)), 0.0, g)
-            small_g = xp.max(xp.abs(pg)) <= gtol * xp.maximum(1.0, cost)
-            done = (accept & small_f & small_x) | small_g | (lam > 1e16)
-            x = xp.where(accept, x_new, x)
-            cost = xp.where(accept, cost_new, cost)
-            jac = xp.where(accept, j_new, jac)
-            r = xp.where(accept, r_new, r)
-            lam = xp.where(accept, xp.maximum(lam / 3.0, 1e-12), lam * 4.0)
-            it = it + 1
-            code = xp.where(
-                done, _CODE_CONVERGED, xp.where(it >= max_iter, _CODE_MAX_ITER, _CODE_RUNNING)
-            )
-            return (x, cost, jac, r, lam, it, code)
-
-        x, cost, jac, r, lam, it, code = backend.while_loop(cond, body, init)
-        return x, cost, jac, lam, it, code
-
-    batched = backend.vmap(solve_one, in_axes=(0, 0, 0, 0, 0, 0, 0, None, 0, 0, 0, 0, None))
-
-    def chunk(t, y, w, mask, lo, hi, aux_m, aux_dt, free, idx, x, lam, it, it_stop):
-        # Gather the rows of this chunk inside the compiled program (no eager gathers).
-        g = [a[idx] for a in (t, y, w, mask)]
-        return batched(*g, x, lo[idx], hi[idx], free, aux_m[idx], aux_dt[idx], lam, it, it_stop)
-
-    return backend.jit(chunk)
-
-
-@functools.lru_cache(maxsize=32)
-def _solver_cached(
-    backend_name: str, model: G2Model, n_par: int, max_iter: int, unit_stretch: bool
-) -> Any:
-    from xpcsviewer.backends import get_backend
-
-    return _make_solver(get_backend(backend_name), model, n_par, max_iter, unit_stretch)
-
-
-def _bucket(n: int) -> int:
-    # Pad batch sizes to powers of two (at least 8) so the jit cache is reused across
-    # files and chunks.
-    b = 8
-    while b < n:
-        b *= 2
-    return b
-
-
-def lm_solve_batch(
-    model: G2Model,
-    t: np.ndarray,
-    y: np.ndarray,
-    sigma: np.ndarray,
-    mask: np.ndarray,
-    x0: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    free: np.ndarray,
-    aux: tuple | None = None,
-    max_iter: int = 200,
-    backend: Any = None,
-    device: Any = "auto",
-    cancel: CancelToken | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Run the LM kernel on B curves in internal coordinates.
-
-    Parameters
-    ----------
-    t : (T,) or (B, T) s; y, sigma : (B, T); mask : (B, T) bool
-    x0, lo, hi : (B, P) internal coordinates (log for tau-like parameters)
-    free : (P,) bool
-    aux : (m (T,) or (B, T), dt scalar or (B,)) or None
-
-    Returns
-    -------
-    x (B, P), cost (B,), jac (B, T, P) in internal coordinates, n_iter (B,), code (B,)
-    """
-    from xpcsviewer.backends import get_backend, resolve_device
-
-    be = backend if backend is not None else get_backend()
-    n_b, n_t = y.shape
-    n_par = x0.shape[1]
-    if aux is None:
-        aux_m, aux_dt = np.ones((n_b, n_t)), np.ones(n_b)
-    else:
-        aux_m = np.broadcast_to(np.asarray(aux[0], dtype=np.float64), (n_b, n_t)).copy()
-        aux_dt = np.broadcast_to(np.asarray(aux[1], dtype=np.float64), (n_b,)).copy()
-    dev = resolve_device(device, work=float(n_b * n_t)) if be.name == "jax" else None
-    # The plain exponential (stretch fixed at exactly 1) gets its own, cheaper kernel.
-    unit_stretch = bool(
-        model in (G2Model.SINGLE, G2Model.STRETCHED) and not free[2] and np.all(x0[:, 2] == 1.0)
-    )
-    solver = _solver_cached(be.name, model, n_par, int(max_iter), unit_stretch)
-    # Inputs cross to the device once; chunks gather their rows there.
-    data = [
-        be.asarray(np.broadcast_to(np.asarray(t, np.float64), (n_b, n_t)), device=dev),
-        be.asarray(np.asarray(y, np.float64), device=dev),
-        be.asarray(1.0 / np.asarray(sigma, np.float64), device=dev),
-        be.asarray(np.asarray(mask, bool), device=dev),
-        be.asarray(np.asarray(lo, np.float64), device=dev),
-        be.asarray(np.asarray(hi, np.float64), device=dev),
-        be.asarray(aux_m, device=dev),
-        be.asarray(aux_dt, device=dev),
-        be.asarray(np.asarray(free, bool), device=dev),
-    ]
-    # A vmapped while-loop runs until its slowest lane stops, and a few curves need
-    # several times the median iteration count: iterate in chunks and carry on with
-    # the unfinished curves only (re-bucketed), so most of the batch stops early.
-    # Two calls at most (each new batch shape compiles once): 10 iterations for all,
-    # then the rest for the unfinished curves only.
-    chunk = 10 if be.name == "jax" else int(max_iter)
-    x_cur = np.asarray(x0, np.float64).copy()
-    lam = np.full(n_b, 1e-3)
-    it = np.zeros(n_b, np.int64)
-    code = np.full(n_b, _CODE_RUNNING, np.int64)
-    cost = np.full(n_b, np.nan)
-    jac = np.full((n_b, n_t, n_par), np.nan)
-    active = np.arange(n_b)
-    it_stop = 0
-    while active.size:
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        it_stop = chunk if it_stop == 0 else int(max_iter)
-        nb_pad = _bucket(active.size) if be.name == "jax" else active.size
-        idx = np.concatenate([active, np.full(nb_pad - active.size, active[0])])
-        out = solver(
-            *data, be.asarray(idx, device=dev), be.asarray(x_cur[idx], device=dev),
-            be.asarray(lam[idx], device=dev), be.asarray(it[idx], device=dev),
-            np.int64(it_stop),
-        )
-        out = be.block_until_ready(out)
-        xs, cs, js, ls, its, codes = (be.to_numpy(o)[: active.size] for o in out)
-        x_cur[active], cost[active], jac[active] = xs, cs, js
-        lam[active], it[active], code[active] = ls, its, codes
-        active = active[codes == _CODE_RUNNING]
-    return x_cur, cost, jac, it, code
-
-
-# ----------------------------------------------------------------------------------
-# Public entry point
-# ----------------------------------------------------------------------------------
+    return usable_errors(g2_err, valid)[0]
 
 
 def _broadcast_spec(specs: dict[str, ParamSpec], names, n_b: int):
@@ -457,26 +268,9 @@ def _broadcast_spec(specs: dict[str, ParamSpec], names, n_b: int):
     return value, lower, upper, fixed
 
 
-def _flat_curves(g2: np.ndarray, sigma: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """(B,) bool: no significant decay inside the window (non-ergodic or static).
-
-    Compares the error-weighted means of the first and last quarter of the valid
-    points (at most 8 each); flat when the drop is below 3 standard errors or below
-    1e-3 (all-equal curves).
-    """
-    n_valid = mask.sum(axis=1)
-    k = np.clip(n_valid // 4, 2, 8)[:, None]
-    first = mask & (np.cumsum(mask, axis=1) <= k)
-    last = mask & (np.cumsum(mask[:, ::-1], axis=1)[:, ::-1] <= k)
-    w = np.where(mask, 1.0 / sigma**2, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        wh, wt = (w * first).sum(1), (w * last).sum(1)
-        mh = (w * first * g2).sum(1) / wh
-        mt = (w * last * g2).sum(1) / wt
-        se = np.sqrt(1.0 / wh + 1.0 / wt)
-        drop = mh - mt
-        flat = (drop < 3.0 * se) | (drop < 1e-3)
-    return flat & (n_valid >= 4)
+def _to_internal(p: np.ndarray, is_log: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(is_log, np.log(np.where(is_log, p, 1.0)), p)
 
 
 def fit_g2(
@@ -494,10 +288,12 @@ def fit_g2(
     aux: tuple | None = None,
     max_iter: int = 200,
     backend: Any = None,
+    n_starts: int = 2,
 ) -> G2FitResult:
-    """Fit B g2 curves in one batched, bounded Levenberg-Marquardt solve.
+    """Fit B g2 curves: grid start, batched bounded Levenberg-Marquardt, statuses.
 
-    May run off the main thread. Bad curves never raise: they get a status.
+    May run off the main thread. Bad curves never raise: they get a status. The result
+    of a curve does not depend on the other curves in the batch.
 
     Parameters
     ----------
@@ -510,7 +306,8 @@ def fit_g2(
     model : {"single", "stretched", "double", "single_avgcorr"}
     params : dict name -> ParamSpec, optional
         Starts, bounds and fixed flags (scalars or (B,) arrays); default
-        :func:`~xpcsviewer.fitting.models.default_params` of the data.
+        :func:`~xpcsviewer.fitting.models.default_params` of the data. The grid spans
+        the bounds of the nonlinear parameters.
     t_range : (t_lo, t_hi) s, optional
         Only delays inside are fitted.
     device : "auto", "cpu", "gpu" or a jax.Device
@@ -520,11 +317,16 @@ def fit_g2(
     max_iter : int
     backend : BackendProtocol, optional
         Default :func:`xpcsviewer.backends.get_backend`.
+    n_starts : int
+        LM starts per curve from the grid (the global grid optimum and the next-best
+        local minima of the tau profile); the lowest chi^2 is kept.
 
     Returns
     -------
     G2FitResult
     """
+    from xpcsviewer.backends import get_backend, resolve_device
+
     model = G2Model.parse(model)
     names = model_param_names(model)
     if model is G2Model.SINGLE_AVGCORR and aux is None:
@@ -548,8 +350,9 @@ def fit_g2(
         if t_range is not None:
             lo_t, hi_t = sorted(float(v) for v in t_range)
             mask &= (tau >= lo_t) & (tau <= hi_t)
+    sigma, mask, weighted = usable_errors(err, mask)
     n_b, n_t = g2.shape
-    report(progress, cancel, 0, 2, f"fitting {n_b} curves ({model.value})")
+    report(progress, cancel, 0, 3, f"fitting {n_b} curves ({model.value}): grid start")
 
     specs = default_params(model, tau, g2, mask)
     if params is not None:
@@ -566,92 +369,120 @@ def fit_g2(
     for k in np.nonzero(is_log)[0]:
         if np.any(lower[:, k] <= 0) or (fixed[k] and np.any(value[:, k] <= 0)):
             raise ValueError(f"{names[k]} must be bounded away from 0 (got lower {lower[:, k].min()})")
+    value = np.where(free, np.clip(value, lower, upper), value)
+    lower = np.where(free, lower, value)
+    upper = np.where(free, upper, value)
 
-    sigma = prepare_weights(err, mask)
+    be = backend if backend is not None else get_backend()
+    dev = resolve_device(device, work=float(n_b * n_t)) if be.name == "jax" else None
     y = np.where(mask, g2, 0.0)
+    t_safe = np.where(mask, tau, 1.0)  # padded / invalid delays may be NaN
+    aux_b = None
+    if aux is not None:
+        aux_b = (
+            np.broadcast_to(np.asarray(aux[0], np.float64), (n_b, n_t)),
+            np.broadcast_to(np.asarray(aux[1], np.float64), (n_b,)),
+        )
     n_points = mask.sum(axis=1)
     n_free = int(free.sum())
+    has_fit = n_points > n_free
 
-    # Free parameters start inside their bounds; fixed ones sit at their value.
-    start = np.where(free, np.clip(value, lower, upper), value)
-    x0 = np.where(is_log, np.log(np.where(is_log, start, 1.0)), start)
-    lo_i = np.where(free, np.where(is_log, np.log(np.where(is_log, lower, 1.0)), lower), x0)
-    hi_i = np.where(free, np.where(is_log, np.log(np.where(is_log, upper, 1.0)), upper), x0)
-    x0 = np.where(np.isfinite(x0), x0, 0.5 * (lo_i + hi_i))
+    # 1. Global start on the grid.
+    prof = grid_scan(model, t_safe, y, sigma, mask, value, lower, upper, fixed, aux_b,
+                     n_starts=n_starts, backend=be, device=dev)
+    report(progress, cancel, 1, 3, "refining")
 
-    t_safe = np.where(mask, tau, 1.0)  # padded / invalid delays may be NaN
-    x, cost, jac, n_iter, code = lm_solve_batch(
-        model, t_safe, y, sigma, mask, x0, lo_i, hi_i, free, aux, max_iter, backend, device,
-        cancel,
+    # 2. LM from every start that exists; keep the lowest cost per curve.
+    lo_i, hi_i = _to_internal(lower, is_log), _to_internal(upper, is_log)
+    starts = prof.start
+    start_ok = np.isfinite(starts).all(axis=2)
+    start_ok[:, 0] = True
+    curve_of, which = np.nonzero(start_ok)
+    x0_nat = np.where(np.isfinite(starts[curve_of, which]), starts[curve_of, which],
+                      value[curve_of])
+    x0 = np.clip(_to_internal(x0_nat, is_log), lo_i[curve_of], hi_i[curve_of])
+    x0 = np.where(free, x0, _to_internal(value[curve_of], is_log))
+    aux_rows = None if aux_b is None else (aux_b[0][curve_of], aux_b[1][curve_of])
+    xs, cost_s, jac_s, it_s, code_s = lm_solve_batch(
+        model, t_safe[curve_of], y[curve_of], sigma[curve_of], mask[curve_of], x0,
+        lo_i[curve_of], hi_i[curve_of], free, aux_rows, max_iter, be, dev, cancel,
     )
-    report(progress, cancel, 1, 2, "covariance")
+    best = np.full(n_b, -1)
+    best_cost = np.full(n_b, np.inf)
+    for r in range(curve_of.size):  # few rows per curve; keep the lowest finite cost
+        b, c = curve_of[r], cost_s[r]
+        if np.isfinite(c) and np.isfinite(xs[r]).all() and c < best_cost[b]:
+            best[b], best_cost[b] = r, c
+    first_row = np.searchsorted(curve_of, np.arange(n_b))
+    pick = np.where(best >= 0, best, first_row)
+    x, cost, jac, n_iter, code = xs[pick], cost_s[pick], jac_s[pick], it_s[pick], code_s[pick]
+    report(progress, cancel, 2, 3, "errors and statuses")
 
+    # 3. Errors: covariance in natural coordinates (d p / d x = p for log parameters).
     p_nat = np.where(is_log, np.exp(x), x)
     dof = n_points - n_free
     with np.errstate(invalid="ignore", divide="ignore"):
-        chi2_red = np.where(dof > 0, 2.0 * cost / np.maximum(dof, 1), np.nan)
-    # Covariance in natural coordinates: d p / d x = p for log parameters.
-    scale = np.where(is_log, p_nat, 1.0)
-    jn = jac / np.where(scale == 0, 1.0, scale)[:, None, :]
+        chi2 = 2.0 * cost
+        chi2_red = np.where(dof > 0, chi2 / np.maximum(dof, 1), np.nan)
+    scale2 = np.where(weighted, np.fmax(1.0, chi2_red), chi2_red)
+    scale_nat = np.where(is_log, p_nat, 1.0)
+    jn = jac / np.where(scale_nat == 0, 1.0, scale_nat)[:, None, :]
     fi = np.nonzero(free)[0]
     errors_nat = np.zeros_like(p_nat)
     if fi.size:
-        jf = jn[:, :, fi]
+        jf = np.nan_to_num(jn[:, :, fi], nan=0.0, posinf=0.0, neginf=0.0)
         a = np.einsum("btp,btq->bpq", jf, jf)
         cov = np.full_like(a, np.nan)
         fin = np.isfinite(a).all(axis=(1, 2))
-        try:
-            cov[fin] = np.linalg.inv(a[fin])
-        except np.linalg.LinAlgError:
-            # some matrix is singular: invert one by one, leaving NaN for those
-            for b in np.nonzero(fin)[0]:
-                try:
-                    cov[b] = np.linalg.inv(a[b])
-                except np.linalg.LinAlgError:
-                    pass
-        var = np.diagonal(cov, axis1=1, axis2=2) * chi2_red[:, None]
+        for b in np.nonzero(fin)[0]:
+            try:
+                cov[b] = np.linalg.inv(a[b])
+            except np.linalg.LinAlgError:
+                pass  # singular: errors stay NaN
+        var = np.diagonal(cov, axis1=1, axis2=2) * scale2[:, None]
         with np.errstate(invalid="ignore"):
             errors_nat[:, fi] = np.where(var >= 0, np.sqrt(var), np.nan)
 
-    # Status per curve, most fundamental first.
-    flat = _flat_curves(y, sigma, mask)
-    eps = 1e-9 * np.maximum(1.0, np.abs(hi_i - lo_i))
-    at_bound = (free[None, :] & ((x <= lo_i + eps) | (x >= hi_i - eps))).any(axis=1)
-    tau_cols = [k for k, n in enumerate(names) if n in LOG_PARAMS]
-    tau_at_top = (
-        np.zeros(n_b, bool) if not tau_cols
-        else (free[tau_cols][None, :] & (x[:, tau_cols] >= hi_i[:, tau_cols] - eps[:, tau_cols])).any(1)
+    # 4. Statuses (see xpcsviewer.fitting.status).
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s_scale = np.where(np.isfinite(scale2) & (scale2 > 0), scale2, 1.0)
+        delta = (prof.chi2_const - chi2) / s_scale
+    to_top, to_bottom, lower_lim, upper_lim = profile_limits(
+        prof.tau_grid, prof.profile, chi2, s_scale
     )
     finite = np.isfinite(p_nat).all(axis=1) & np.isfinite(cost)
-    order = [
-        (n_points == 0, FitStatus.NO_DATA),
-        (n_points <= n_free, FitStatus.TOO_FEW_POINTS),
-        (~finite, FitStatus.NONFINITE),
-        (flat | tau_at_top, FitStatus.FLAT),
-        (code == _CODE_MAX_ITER, FitStatus.MAX_ITER),
-        (at_bound, FitStatus.AT_BOUND),
-    ]
-    choices = [FitStatus.CONVERGED] + [st for _, st in order]
-    which = np.zeros(n_b, dtype=np.int64)
-    for k, (cond, _) in reversed(list(enumerate(order, start=1))):  # first match wins
-        which[cond] = k
-    # element by element: NumPy would turn str-enum members into plain strings
+    col = {n: k for k, n in enumerate(names)}
+    ci = col["contrast"]
+    contrast, contrast_err = p_nat[:, ci], errors_nat[:, ci]
+    eps = 1e-7 * np.maximum(1.0, np.abs(hi_i - lo_i))
+    on_lo = free[None, :] & (x <= lo_i + eps)
+    on_hi = free[None, :] & (x >= hi_i - eps)
+    tau_cols = [col[n] for n in names if n in LOG_PARAMS]
+    with np.errstate(invalid="ignore"):
+        t_min = np.where(mask, tau, np.inf).min(axis=1)
     status = np.empty(n_b, dtype=object)
-    for b, k in enumerate(which):
-        status[b] = choices[k]
+    detail = np.empty(n_b, dtype=object)
+    for b in range(n_b):
+        st, why = _decide_one(
+            b, names, fixed, has_fit[b], n_points[b], n_free, finite[b], code[b], max_iter,
+            chi2_red[b], contrast[b], contrast_err[b], delta[b], on_lo[b], on_hi[b],
+            tau_cols, p_nat[b], errors_nat[b], t_min[b], to_top[b], to_bottom[b],
+            lower_lim[b], upper_lim[b], ci,
+        )
+        status[b], detail[b] = st, why
+    failed = np.array([s is FitStatus.FAILED for s in status])
+    unresolved = np.array([s is FitStatus.UNRESOLVED for s in status])
+    lower_lim = np.where(unresolved & to_top, lower_lim, np.nan)
+    upper_lim = np.where(unresolved & to_bottom & ~to_top, upper_lim, np.nan)
 
-    no_fit = (n_points <= n_free) | ~finite
+    no_fit = ~has_fit | ~finite
     p_nat[no_fit] = np.nan
     errors_nat[no_fit] = np.nan
     chi2_red = np.where(no_fit, np.nan, chi2_red)
-    # A flat curve has no measurable relaxation time: report none rather than a bound.
-    is_flat = which == 4
-    for k in tau_cols:
-        p_nat[is_flat, k] = np.nan
-        errors_nat[is_flat, k] = np.nan
+    delta = np.where(no_fit | failed, np.nan, delta)
     errors_nat[:, fixed] = np.where(no_fit[:, None], np.nan, 0.0)
 
-    report(progress, cancel, 2, 2, "done")
+    report(progress, cancel, 3, 3, "done")
     return G2FitResult(
         model=model,
         params={n: p_nat[:, k].copy() for k, n in enumerate(names)},
@@ -665,4 +496,80 @@ def fit_g2(
         upper={n: upper[:, k].copy() for k, n in enumerate(names)},
         aux=aux,
         t_range=None if t_range is None else (float(min(t_range)), float(max(t_range))),
+        detail=detail,
+        tau_lower_limit=lower_lim,
+        tau_upper_limit=upper_lim,
+        delta_chi2=delta,
+        errors_scaled=weighted & (chi2_red > 1.0),
+        weighted=weighted,
+        tau_grid=prof.tau_grid,
+        profile=prof.profile,
     )
+
+
+def _decide_one(b, names, fixed, has_fit, n_pts, n_free, finite, code, max_iter, *rest):
+    st, why = _decide(b, names, fixed, has_fit, n_pts, n_free, finite, *rest)
+    if code == CODE_MAX_ITER and st is not FitStatus.FAILED:
+        # The best point found is still reported; only a converged claim needs a stop.
+        note = f"no convergence in {max_iter} iterations"
+        if st is FitStatus.CONVERGED:
+            return FitStatus.UNRESOLVED, note
+        why = f"{why}; {note}"
+    return st, why
+
+
+def _decide(b, names, fixed, has_fit, n_pts, n_free, finite, chi2_red,
+            contrast, contrast_err, delta, on_lo, on_hi, tau_cols, p, e, t_min,
+            to_top, to_bottom, lower_lim, upper_lim, ci) -> tuple[FitStatus, str]:
+    """One curve's status and the reason (rules in :mod:`xpcsviewer.fitting.status`)."""
+    if n_pts == 0:
+        return FitStatus.FAILED, "no valid points"
+    if not has_fit:
+        return FitStatus.FAILED, f"{n_pts} points for {n_free} free parameters"
+    if not finite:
+        return FitStatus.FAILED, "non-finite result"
+    if chi2_red > CHI2_RED_MAX:
+        return FitStatus.POOR_FIT, f"chi2_red {chi2_red:.3g} > {CHI2_RED_MAX:g}"
+    if contrast > CONTRAST_MAX:
+        return FitStatus.POOR_FIT, f"contrast {contrast:.3g} > {CONTRAST_MAX:g}"
+    if not fixed[ci] and on_lo[ci]:
+        return FitStatus.NO_DECAY, "contrast at 0"
+    if np.isfinite(delta) and delta < NO_DECAY_DCHI2:
+        return FitStatus.NO_DECAY, (
+            f"a constant fits as well (the decay improves chi2 by {max(delta, 0.0):.2g} "
+            f"< {NO_DECAY_DCHI2:g})"
+        )
+    free_tau = [k for k in tau_cols if not fixed[k]]
+    tname = names[tau_cols[0]] if tau_cols else "tau"
+    if free_tau:
+        if to_top:
+            lim = f"{tname} > {lower_lim:.3g} s (95 %)" if np.isfinite(lower_lim) else (
+                f"{tname} not bounded above")
+            return FitStatus.UNRESOLVED, lim
+        if to_bottom:
+            lim = f"{tname} < {upper_lim:.3g} s (95 %)" if np.isfinite(upper_lim) else (
+                f"{tname} not bounded below")
+            return FitStatus.UNRESOLVED, lim
+        for k in free_tau:
+            if on_hi[k]:
+                return FitStatus.UNRESOLVED, f"{names[k]} at the top of its range"
+            if on_lo[k]:
+                return FitStatus.UNRESOLVED, f"{names[k]} at the bottom of its range"
+        k0 = free_tau[0]
+        if p[k0] < t_min:
+            return FitStatus.UNRESOLVED, f"{names[k0]} {p[k0]:.3g} s below the first delay"
+        for k in free_tau:
+            rel = e[k] / p[k] if p[k] > 0 else np.inf
+            if not (rel < TAU_REL_ERR_MAX):
+                return FitStatus.UNRESOLVED, (
+                    f"{names[k]} error {100 * rel:.0f} % >= {100 * TAU_REL_ERR_MAX:.0f} %"
+                    if np.isfinite(rel) else f"{names[k]} error undetermined")
+    if not fixed[ci] and not (contrast > CONTRAST_SIGMAS * contrast_err):
+        return FitStatus.UNRESOLVED, (
+            f"contrast {contrast:.3g} +- {contrast_err:.2g} below {CONTRAST_SIGMAS:g} sigma")
+    for k, n in enumerate(names):
+        if fixed[k] or k in tau_cols:
+            continue
+        if on_hi[k] or (on_lo[k] and k != ci):
+            return FitStatus.AT_BOUND, f"{n} at its {'upper' if on_hi[k] else 'lower'} bound"
+    return FitStatus.CONVERGED, ""

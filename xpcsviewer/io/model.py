@@ -230,6 +230,9 @@ class Multitau:
 
     ``valid`` is False where a point is missing data (g2 == 0 with err == 0, i.e.
     no photons, or non-finite): such points are never plotted or fitted.
+    ``err_suspect`` marks valid points whose stated error is implausibly small against
+    their neighbours' (:mod:`xpcsviewer.io.g2_quality`): drawn, but left out of fits by
+    default.
     """
 
     delay_frames: np.ndarray  # (T,) int
@@ -245,6 +248,14 @@ class Multitau:
     g2_partial_labels: np.ndarray | None = None  # (P,) frames accumulated
     config: dict[str, Any] = field(default_factory=dict)
     has_unnormalized_G2: bool = False  # noqa: N815 - the file's own name
+    err_suspect: np.ndarray | None = None  # (T, Nd) bool
+
+    @property
+    def fit_mask(self) -> np.ndarray:
+        """(T, Nd) bool: ``valid`` without the suspect-error points (the fits' default)."""
+        if self.err_suspect is None:
+            return self.valid
+        return self.valid & ~self.err_suspect
 
 
 @dataclass

@@ -23,6 +23,7 @@ import h5py
 import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.g2_quality import SUSPECT_ERROR_RATIO, suspect_errors
 from xpcsviewer.io.model import Multitau, QMap, Twotime, XpcsResult
 
 __all__ = [
@@ -692,6 +693,13 @@ def _read_multitau(
             f"g2: {int(wild.sum())} points are outliers (g2 < 0, g2 > {G2_MAX:g}, or "
             "isolated spikes) and are masked"
         )
+    suspect = suspect_errors(err, valid)
+    if suspect.any():
+        warnings.append(
+            f"g2_err: {int(suspect.sum())} points have an error below "
+            f"{SUSPECT_ERROR_RATIO:g}x their neighbours' (e.g. the last delay); they are "
+            "left out of fits by default"
+        )
     if (
         layout == "legacy"
         and tau_raw.dtype.kind == "f"
@@ -712,6 +720,7 @@ def _read_multitau(
         stride_frame=stride,
         avg_frame=avg,
         config=config,
+        err_suspect=suspect,
     )
     if layout == "nexus":
         for stem in ("normalized_g2_partial", "normalized_g2_segments"):

@@ -1,0 +1,310 @@
+"""Global start for the least squares: a grid over the nonlinear parameters.
+
+Every g2 model is linear in ``contrast`` and ``baseline`` once its nonlinear parameters
+(tau, stretch, tau1/tau2/fraction) are fixed, so the best amplitudes at each grid point
+are a weighted 2x2 linear solve. Scanning a log grid of tau over the bounds (by default
+[t_min/10, 10 t_max]) therefore gives, per curve and in one vectorised pass:
+
+- the global optimum on the grid, from which the Levenberg-Marquardt refinement starts
+  (a noisy first delay can no longer put the start on a fast decoy decay);
+- the profile chi^2(tau) (minimised over everything else), used to tell a resolved tau
+  from one that only has a limit (the profile running to the edge of the grid);
+- chi^2 of a constant (no decay), for the ``no_decay`` test.
+
+The kernel is written for one curve against the backend's array namespace and vmapped
+over curves, like the LM kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.fitting.models import LOG_PARAMS, G2Model, evaluate_model, model_param_names
+
+__all__ = ["GridProfile", "grid_points", "grid_scan"]
+
+#: Grid sizes: tau points over the bounds for single/avgcorr; tau x stretch for the
+#: stretched model; (tau1 < tau2 pairs) x fraction for the double model.
+N_TAU_1D = 96
+N_TAU_STRETCHED, N_STRETCH = 48, 9
+N_TAU_DOUBLE, N_FRACTION = 24, 5
+_CHUNK = 128  # curves per kernel call (bounds memory: chunk x K x T)
+
+
+@dataclass
+class GridProfile:
+    """What the grid scan found, per curve (NumPy arrays).
+
+    Attributes
+    ----------
+    start : (B, M, P) natural units
+        Up to M starts per curve: the global grid optimum first, then the best other
+        local minima of the tau profile (NaN rows where there are fewer).
+    tau_grid : (B, G) s
+        The grid of the profiled relaxation time (``tau``, or ``tau1`` for ``double``).
+    profile : (B, G)
+        chi^2 minimised over every other parameter at each grid tau (contrast >= 0).
+    chi2_const : (B,)
+        chi^2 of the best constant (the no-decay model; the fixed baseline if fixed).
+    chi2_grid : (B,)
+        The grid optimum's chi^2.
+    """
+
+    start: np.ndarray
+    tau_grid: np.ndarray
+    profile: np.ndarray
+    chi2_const: np.ndarray
+    chi2_grid: np.ndarray
+
+
+def grid_points(
+    model: G2Model, value: np.ndarray, lower: np.ndarray, upper: np.ndarray, fixed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The grid of parameter sets per curve.
+
+    Parameters
+    ----------
+    value, lower, upper : (B, P) natural units
+    fixed : (P,) bool
+
+    Returns
+    -------
+    theta : (B, K, P)
+        Parameter sets (contrast 1 and baseline 0: the model's shape only).
+    tau_index : (K,) int
+        Index of each point's profiled tau in the tau grid.
+    n_tau : int
+    """
+    names = model_param_names(model)
+    n_b, n_p = value.shape
+    col = {n: k for k, n in enumerate(names)}
+
+    def log_axis(k: int, n: int) -> np.ndarray:
+        if fixed[k]:
+            return value[:, k : k + 1]
+        return np.exp(np.linspace(np.log(lower[:, k]), np.log(upper[:, k]), n, axis=1))
+
+    def lin_axis(k: int, pts: np.ndarray) -> np.ndarray:
+        if fixed[k]:
+            return value[:, k : k + 1]
+        lo, hi = lower[:, k : k + 1], upper[:, k : k + 1]
+        inside = pts[(pts > lo.min()) & (pts < hi.max())]
+        grid = np.broadcast_to(inside, (n_b, inside.size)) if inside.size else value[:, k : k + 1]
+        return np.clip(grid, lo, hi)
+
+    axes: list[tuple[int, np.ndarray]] = []
+    if model is G2Model.DOUBLE:
+        t1 = log_axis(col["tau1"], N_TAU_DOUBLE)
+        t2 = log_axis(col["tau2"], N_TAU_DOUBLE)
+        fr = lin_axis(col["fraction"], np.linspace(0.1, 0.9, N_FRACTION))
+        if t1.shape[1] > 1 and t2.shape[1] > 1:
+            i1, i2 = np.triu_indices(t1.shape[1], k=1)  # tau1 < tau2: no label switching
+            n_tau = t1.shape[1] - 1
+        else:
+            i1, i2 = np.meshgrid(np.arange(t1.shape[1]), np.arange(t2.shape[1]), indexing="ij")
+            i1, i2 = i1.ravel(), i2.ravel()
+            n_tau = t1.shape[1]
+        n_pair, n_fr = i1.size, fr.shape[1]
+        theta = np.broadcast_to(value[:, None, :], (n_b, n_pair * n_fr, n_p)).copy()
+        theta[:, :, col["tau1"]] = np.repeat(t1[:, i1], n_fr, axis=1)
+        theta[:, :, col["tau2"]] = np.repeat(t2[:, i2], n_fr, axis=1)
+        theta[:, :, col["fraction"]] = np.tile(fr, (1, n_pair))
+        tau_index = np.repeat(i1, n_fr)
+    else:
+        n_t = N_TAU_STRETCHED if (model is G2Model.STRETCHED and not fixed[col["stretch"]]) else N_TAU_1D
+        tg = log_axis(col["tau"], n_t)
+        if "stretch" in col:
+            st = lin_axis(col["stretch"], np.array([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.25, 1.6])[:N_STRETCH])
+        else:
+            st = np.ones((n_b, 1))
+        n_tt, n_st = tg.shape[1], st.shape[1]
+        theta = np.broadcast_to(value[:, None, :], (n_b, n_tt * n_st, n_p)).copy()
+        theta[:, :, col["tau"]] = np.repeat(tg, n_st, axis=1)
+        if "stretch" in col:
+            theta[:, :, col["stretch"]] = np.tile(st, (1, n_tt))
+        tau_index = np.repeat(np.arange(n_tt), n_st)
+        n_tau = n_tt
+    theta[:, :, col["contrast"]] = 1.0
+    theta[:, :, col["baseline"]] = 0.0
+    return theta, tau_index, n_tau
+
+
+def _make_kernel(backend: Any, model: G2Model) -> Any:
+    xp = backend.xp
+    names = model_param_names(model)
+    n_p = len(names)
+
+    def one(t, y, w, theta, lin, aux_m, aux_dt):
+        # lin: [c_free, b_free, c_value, b_value, c_lo, c_hi, b_lo, b_hi]
+        c_free, b_free = lin[0] > 0.5, lin[1] > 0.5
+        c_val, b_val, c_lo, c_hi, b_lo, b_hi = lin[2], lin[3], lin[4], lin[5], lin[6], lin[7]
+        p = tuple(theta[:, k][:, None] for k in range(n_p))
+        e = evaluate_model(model, t[None, :], p, (aux_m[None, :], aux_dt), xp)  # (K, T)
+        e = xp.where(w[None, :] > 0, e, 0.0)
+        sw = xp.sum(w)
+        sw = xp.where(sw > 0, sw, 1.0)  # no valid point: any finite answer (failed later)
+        sy = xp.sum(w * y)
+        se = e @ w
+        see = (e * e) @ w
+        sey = e @ (w * y)
+        det = sw * see - se * se
+        ok = det > 1e-12 * sw * see
+        c_both = xp.where(ok, (sw * sey - se * sy) / xp.where(ok, det, 1.0), 0.0)
+        see_safe = xp.where(see > 0, see, 1.0)
+        c = xp.where(c_free, xp.where(b_free, c_both, (sey - b_val * se) / see_safe), c_val)
+        c = xp.where(c_free, xp.clip(c, c_lo, c_hi), c)
+        b = xp.where(b_free, (sy - c * se) / sw, b_val)
+        b = xp.where(b_free, xp.clip(b, b_lo, b_hi), b)
+        # one projection round: with a clipped baseline, the contrast again
+        c2 = xp.clip((sey - b * se) / see_safe, c_lo, c_hi)
+        c = xp.where(c_free & b_free, c2, c)
+        r = y[None, :] - b[:, None] - c[:, None] * e
+        chi2 = (r * r) @ w
+        b0 = xp.where(b_free, xp.clip(sy / sw, b_lo, b_hi), b_val)
+        chi2_const = xp.sum(w * (y - b0) ** 2)
+        return chi2, c, b, chi2_const
+
+    batched = backend.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, 0))
+    return backend.jit(batched)
+
+
+@functools.lru_cache(maxsize=16)
+def _kernel_cached(backend_name: str, model: G2Model) -> Any:
+    from xpcsviewer.backends import get_backend
+
+    return _make_kernel(get_backend(backend_name), model)
+
+
+def _local_minima(profile: np.ndarray) -> np.ndarray:
+    # (B, G) bool: no higher than either neighbour (edges compare with one)
+    left = np.concatenate([np.full((profile.shape[0], 1), np.inf), profile[:, :-1]], axis=1)
+    right = np.concatenate([profile[:, 1:], np.full((profile.shape[0], 1), np.inf)], axis=1)
+    return (profile <= left) & (profile <= right)
+
+
+def grid_scan(
+    model: G2Model,
+    t: np.ndarray,
+    y: np.ndarray,
+    sigma: np.ndarray,
+    mask: np.ndarray,
+    value: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    fixed: np.ndarray,
+    aux: tuple | None = None,
+    n_starts: int = 2,
+    backend: Any = None,
+    device: Any = None,
+) -> GridProfile:
+    """Scan the grid for every curve; see the module docstring.
+
+    Parameters
+    ----------
+    t, y, sigma : (B, T); mask : (B, T) bool (masked points have no weight)
+    value, lower, upper : (B, P) natural units; fixed : (P,) bool
+    aux : (m (B, T), dt (B,)) or None
+    n_starts : int
+        Starts kept per curve (distinct local minima of the tau profile).
+    """
+    from xpcsviewer.backends import get_backend
+
+    be = backend if backend is not None else get_backend()
+    names = model_param_names(model)
+    col = {n: k for k, n in enumerate(names)}
+    n_b, n_t = y.shape
+    theta, tau_index, n_tau = grid_points(model, value, lower, upper, fixed)
+    k_pts = theta.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(mask, 1.0 / sigma**2, 0.0)
+    ci, bi = col["contrast"], col["baseline"]
+    lin = np.stack(
+        [
+            np.full(n_b, 0.0 if fixed[ci] else 1.0),
+            np.full(n_b, 0.0 if fixed[bi] else 1.0),
+            value[:, ci], value[:, bi],
+            lower[:, ci], upper[:, ci], lower[:, bi], upper[:, bi],
+        ],
+        axis=1,
+    )
+    if aux is None:
+        aux_m, aux_dt = np.ones((n_b, n_t)), np.ones(n_b)
+    else:
+        aux_m = np.broadcast_to(np.asarray(aux[0], np.float64), (n_b, n_t))
+        aux_dt = np.broadcast_to(np.asarray(aux[1], np.float64), (n_b,))
+    kernel = _kernel_cached(be.name, model)
+    chi2 = np.empty((n_b, k_pts))
+    cc = np.empty((n_b, k_pts))
+    bb = np.empty((n_b, k_pts))
+    c_const = np.empty(n_b)
+    y0 = np.where(mask, y, 0.0)
+    for s in range(0, n_b, _CHUNK):
+        rows = np.arange(s, min(n_b, s + _CHUNK))
+        if be.name == "jax":  # one compiled shape for every chunk
+            rows = np.concatenate([rows, np.full(_CHUNK - rows.size, rows[0])])
+        args = [t[rows], y0[rows], w[rows], theta[rows], lin[rows], aux_m[rows], aux_dt[rows]]
+        out = kernel(*(be.asarray(a, device=device) for a in args))
+        out = be.block_until_ready(out)
+        k = min(_CHUNK, n_b - s)
+        chi2[s : s + k], cc[s : s + k], bb[s : s + k], c_const[s : s + k] = (
+            be.to_numpy(o)[:k] for o in out
+        )
+    chi2 = np.where(np.isfinite(chi2), chi2, np.inf)
+    # Profile over the tau grid: min over every other grid dimension.
+    prof = np.full((n_b, n_tau), np.inf)
+    arg = np.zeros((n_b, n_tau), np.int64)
+    for g in range(n_tau):
+        ks = np.flatnonzero(tau_index == g)
+        j = np.argmin(chi2[:, ks], axis=1)
+        prof[:, g] = chi2[np.arange(n_b), ks[j]]
+        arg[:, g] = ks[j]
+    # Starts: the best decaying grid points (contrast > 0) at distinct profile minima.
+    decays = cc > 0
+    prof_dec = np.full((n_b, n_tau), np.inf)
+    arg_dec = np.zeros((n_b, n_tau), np.int64)
+    masked = np.where(decays, chi2, np.inf)
+    for g in range(n_tau):
+        ks = np.flatnonzero(tau_index == g)
+        j = np.argmin(masked[:, ks], axis=1)
+        prof_dec[:, g] = masked[np.arange(n_b), ks[j]]
+        arg_dec[:, g] = ks[j]
+    n_p = value.shape[1]
+    rows = np.arange(n_b)
+    start = np.full((n_b, n_starts, n_p), np.nan)
+
+    def put(m: int, kk: np.ndarray, have: np.ndarray) -> None:
+        st = theta[rows, kk].copy()
+        st[:, ci] = cc[rows, kk]
+        st[:, bi] = bb[rows, kk]
+        start[have, m] = st[have]
+
+    # First start: the global optimum among decaying points (any point if none decays).
+    k0 = np.where(np.isfinite(masked.min(axis=1)), np.argmin(masked, axis=1), np.argmin(chi2, axis=1))
+    put(0, k0, np.ones(n_b, bool))
+    # Further starts: the next-best local minima of the decaying profile.
+    minima = _local_minima(prof_dec) & np.isfinite(prof_dec)
+    minima[rows, tau_index[k0]] = False
+    order = np.argsort(np.where(minima, prof_dec, np.inf), axis=1, kind="stable")
+    for m in range(1, min(n_starts, n_tau)):
+        g = order[:, m - 1]
+        put(m, arg_dec[rows, g], minima[rows, g])
+    # log-parameters must stay positive; amplitudes inside their bounds
+    for n in names:
+        k = col[n]
+        if n in LOG_PARAMS:
+            start[:, :, k] = np.where(start[:, :, k] > 0, start[:, :, k], np.nan)
+    tau_col = col["tau"] if "tau" in col else col["tau1"]
+    tau_grid = np.zeros((n_b, n_tau))
+    for g in range(n_tau):
+        tau_grid[:, g] = theta[:, np.flatnonzero(tau_index == g)[0], tau_col]
+    return GridProfile(
+        start=start,
+        tau_grid=tau_grid,
+        profile=prof,
+        chi2_const=c_const,
+        chi2_grid=np.min(chi2, axis=1),
+    )
