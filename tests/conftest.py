@@ -46,7 +46,7 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def real_data_dir() -> Path:
     """``../shared/data/real``; the test is skipped when it is absent."""
     if not SHARED_REAL.is_dir():
