@@ -10,14 +10,18 @@ from typing import Any
 
 from xpcsviewer.fitting.diffusion import (
     DiffusionResult,
+    DiffusionVerdict,
     JointDiffusionResult,
     diffusion_from_fit,
+    diffusion_verdict,
     fit_diffusion,
     fit_diffusion_joint,
     hydrodynamic_radius,
+    solvent_from_sample,
     water_viscosity,
 )
-from xpcsviewer.fitting.lsq import FitStatus, G2FitResult, fit_g2, prepare_weights
+from xpcsviewer.fitting.lsq import ERROR_SCALING, G2FitResult, fit_g2, usable_errors
+from xpcsviewer.fitting.status import FitStatus
 from xpcsviewer.fitting.results import (
     fit_record,
     fit_results_to_csv,
@@ -37,10 +41,12 @@ from xpcsviewer.fitting.models import (
 )
 
 __all__ = [
+    "ERROR_SCALING",
     "MODEL_PARAMS",
     "BayesFitResult",
     "DiffusionBayesResult",
     "DiffusionResult",
+    "DiffusionVerdict",
     "FitStatus",
     "G2FitResult",
     "G2Model",
@@ -49,6 +55,7 @@ __all__ = [
     "averaging_factors",
     "default_params",
     "diffusion_from_fit",
+    "diffusion_verdict",
     "evaluate_model",
     "fit_diffusion",
     "fit_diffusion_joint",
@@ -60,8 +67,9 @@ __all__ = [
     "fit_g2_bayes",
     "hydrodynamic_radius",
     "model_param_names",
-    "prepare_weights",
     "save_fit_hdf5",
+    "solvent_from_sample",
+    "usable_errors",
     "water_viscosity",
     "write_fit_csv",
     "write_fit_json",

@@ -10,14 +10,16 @@ independent per-bin parameters under a ``bins`` plate. Priors (per bin):
 - contrast ~ U(0, c_max), c_max = the least-squares upper bound (1 unless the data
   show more); baseline ~ Normal(1, 0.1); stretch ~ U(lower, upper) (0.2-2 by
   default); fraction ~ U(0, 1); fixed parameters are constants;
-- likelihood: Normal(model, g2_err) on valid points (errors <= 1e-6 replaced as in
-  the least squares).
+- likelihood: Normal(model, s * g2_err) on the points the least squares uses, with
+  the stated noise scale s = sqrt(max(1, chi2_red)) of the least-squares optimum, so
+  that posterior widths match the least-squares errors when the scatter exceeds the
+  stated errors (chi2_red > 1).
 
-Chains start at the least-squares optimum (``init_to_value``) and are sampled in
-blocks through ``post_warmup_state`` so that progress and cancellation work between
-blocks. Diagnostics use NumPyro's own functions (split r-hat, ESS, HPDI); ESS bulk
-is computed on rank-normalised split chains and ESS tail from the 5%/95% quantile
-indicators, following Vehtari et al. (2021).
+Chains start at the least-squares optimum, itself from the global grid start
+(``init_to_value``), and are sampled in blocks through the post-warm-up state so that
+progress and cancellation work between blocks. Each bin gets a status from the
+sampler diagnostics (split r-hat, ESS bulk/tail, divergences, BFMI) and the same
+physical checks as the least squares (:mod:`xpcsviewer.fitting.status`).
 """
 
 from __future__ import annotations
@@ -38,11 +40,22 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpyro  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
-from jax.scipy.special import ndtri  # noqa: E402
-from numpyro.diagnostics import effective_sample_size, hpdi, split_gelman_rubin  # noqa: E402
+from numpyro.diagnostics import hpdi, split_gelman_rubin  # noqa: E402
 from numpyro.infer import MCMC, NUTS, init_to_value  # noqa: E402
 
-from xpcsviewer.fitting.lsq import FitStatus, G2FitResult, fit_g2, prepare_weights
+from xpcsviewer.fitting.bayes_diagnostics import (  # noqa: E402
+    CONVERGENCE,
+    HDI_PROB,
+    bfmi,
+    ess_bulk,
+    ess_tail,
+)
+from xpcsviewer.fitting.bayes_diffusion import (  # noqa: E402
+    DiffusionBayesResult,
+    diffusion_model,
+    fit_diffusion_joint_bayes,
+)
+from xpcsviewer.fitting.lsq import G2FitResult, fit_g2, usable_errors  # noqa: E402
 from xpcsviewer.fitting.models import (  # noqa: E402
     LOG_PARAMS,
     G2Model,
@@ -51,21 +64,31 @@ from xpcsviewer.fitting.models import (  # noqa: E402
     evaluate_model,
     model_param_names,
 )
+from xpcsviewer.fitting.status import (  # noqa: E402
+    CHI2_RED_MAX,
+    CONTRAST_MAX,
+    CONTRAST_SIGMAS,
+    TAU_REL_ERR_MAX,
+    FitStatus,
+)
 from xpcsviewer.progress import CancelToken, ProgressCallback, report  # noqa: E402
 
 __all__ = [
     "CONVERGENCE",
     "BayesFitResult",
     "DiffusionBayesResult",
+    "bfmi",
     "diffusion_model",
+    "ess_bulk",
+    "ess_tail",
     "fit_diffusion_joint_bayes",
     "fit_g2_bayes",
     "g2_model",
 ]
 
-# The converged flag: every free parameter of a bin passes all gates.
-CONVERGENCE = {"r_hat_max": 1.01, "ess_min": 400.0, "divergences_max": 0, "bfmi_min": 0.2}
-HDI_PROB = 0.94
+#: Posterior mass this close (in log tau) to a prior edge means the data do not bound
+#: tau on that side: a one-sided limit is reported instead of a value.
+EDGE_LOG_TAU = 0.5
 
 
 def g2_model(
@@ -156,8 +179,22 @@ class BayesFitResult:
         Per bin (with ``sampler="joint"`` every bin shares the joint count).
     bfmi : (C, B) energy Bayesian fraction of missing information per chain and bin
     converged : (B,) bool
-        r_hat <= 1.01, ESS bulk and tail >= 400 for every free parameter, no
-        divergences in the bin, BFMI >= 0.2 in every chain.
+        The sampler gates: r_hat <= 1.01, ESS bulk and tail >= 400 for every free
+        parameter, no divergences in the bin, BFMI >= 0.2 in every chain.
+    status, detail : (B,) FitStatus and the reason
+        ``failed`` when the sampler gates fail (or there was no data), otherwise the
+        physical checks of :mod:`xpcsviewer.fitting.status` on the posterior:
+        ``poor_fit``, ``no_decay`` (from the least squares' decay test on the same
+        data), ``unresolved`` (posterior of tau piled against a prior edge: a limit;
+        or sd/mean >= 50 %; or contrast below 3 sd), ``converged``.
+    noise_scale : (B,)
+        s in the likelihood sigma = s * g2_err: sqrt(max(1, chi2_red)) of the
+        least-squares optimum.
+    chi2_red : (B,)
+        Of the posterior-median curve against the stated errors.
+    tau_lower_limit, tau_upper_limit : (B,) s
+        One-sided 95 % limits (5 %/95 % posterior quantiles) for ``unresolved`` bins
+        whose posterior runs to a prior edge; NaN otherwise.
     samples : dict name -> (C, S, B) natural-unit draws
     mean_tree_steps : float
         Mean leapfrog steps per draw (cost indicator).
@@ -188,6 +225,12 @@ class BayesFitResult:
     mean_tree_steps: float = float("nan")
     sampler: str = "per_bin"
     divergences_per_bin: np.ndarray | None = None
+    status: np.ndarray | None = None
+    detail: np.ndarray | None = None
+    noise_scale: np.ndarray | None = None
+    chi2_red: np.ndarray | None = None
+    tau_lower_limit: np.ndarray | None = None
+    tau_upper_limit: np.ndarray | None = None
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -216,46 +259,35 @@ class BayesFitResult:
         q = np.nanquantile(curves, [lo_q, 0.5, hi_q], axis=0)  # (3, B, G)
         return np.moveaxis(q, 0, 1)
 
+    def diagnostics(self) -> dict[str, np.ndarray]:
+        """Per bin: worst r-hat and ESS over the free parameters, divergences, worst BFMI."""
+        free = [n for n in self.param_names if not self.fixed.get(n, False)]
+        n_b = self.converged.shape[0]
 
-def _split_chains(x: np.ndarray) -> np.ndarray:
-    # (C, S, ...) -> (2C, S//2, ...), dropping the middle draw of odd S.
-    s = x.shape[1] // 2
-    return np.concatenate([x[:, :s], x[:, x.shape[1] - s :]], axis=0)
+        def worst(d: dict, fn) -> np.ndarray:
+            if not free:
+                return np.full(n_b, np.nan)
+            with np.errstate(all="ignore"):
+                return fn(np.stack([d[n] for n in free]), axis=0)
 
+        div = self.divergences_per_bin
+        return {
+            "r_hat": worst(self.r_hat, np.nanmax),
+            "ess_bulk": worst(self.ess_bulk, np.nanmin),
+            "ess_tail": worst(self.ess_tail, np.nanmin),
+            "divergences": np.zeros(n_b, np.int64) if div is None else np.asarray(div),
+            "bfmi": np.min(np.atleast_2d(self.bfmi), axis=0),
+        }
 
-def _ess(x: np.ndarray) -> np.ndarray:
-    # ESS with NaN for constant draws (no variance: undefined, not infinite).
-    with np.errstate(all="ignore"):
-        e = np.asarray(effective_sample_size(np.asarray(x, dtype=np.float64)))
-    var = np.var(x.reshape(-1, *x.shape[2:]), axis=0)
-    return np.where(var > 0, e, np.nan)
-
-
-def ess_bulk(x: np.ndarray) -> np.ndarray:
-    """Rank-normalised split-chain ESS of draws (C, S, ...)."""
-    c, s = x.shape[:2]
-    flat = x.reshape(c * s, -1)
-    ranks = np.argsort(np.argsort(flat, axis=0, kind="stable"), axis=0) + 1.0
-    z = np.asarray(ndtri((ranks - 0.375) / (c * s + 0.25))).reshape(x.shape)
-    return _ess(_split_chains(z))
-
-
-def ess_tail(x: np.ndarray) -> np.ndarray:
-    """min of the split-chain ESS of the 5% and 95% quantile indicators, draws (C, S, ...)."""
-    q05 = np.quantile(x, 0.05, axis=(0, 1))
-    q95 = np.quantile(x, 0.95, axis=(0, 1))
-    lo = _ess(_split_chains((x <= q05).astype(np.float64)))
-    hi = _ess(_split_chains((x >= q95).astype(np.float64)))
-    return np.fmin(lo, hi)
-
-
-def bfmi(energy: np.ndarray) -> np.ndarray:
-    """Energy BFMI per chain from NUTS energies (C, S, ...) -> (C, ...)."""
-    e = np.asarray(energy, dtype=np.float64)
-    num = np.sum(np.diff(e, axis=1) ** 2, axis=1) / e.shape[1]
-    den = np.var(e, axis=1)
-    with np.errstate(all="ignore"):
-        return num / den
+    def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(posterior mean, sd) of ``name`` as they may be quoted (see G2FitResult.reported)."""
+        v, e = self.mean[name].copy(), self.std[name].copy()
+        if name in LOG_PARAMS and self.status is not None:
+            st = np.array([getattr(x, "value", str(x)) for x in self.status])
+            lim = np.isfinite(self.tau_lower_limit) | np.isfinite(self.tau_upper_limit)
+            drop = (st == "no_decay") | (st == "failed") | ((st == "unresolved") & lim)
+            v[drop], e[drop] = np.nan, np.nan
+        return v, e
 
 
 def _choose_chain_method(chain_method: str, num_chains: int) -> str:
@@ -338,10 +370,17 @@ def fit_g2_bayes(
     if t_range is not None:
         lo_t, hi_t = sorted(float(v) for v in t_range)
         mask &= ((tau >= lo_t) & (tau <= hi_t))[None, :]
+    sigma0, mask, weighted = usable_errors(err, mask)
     n_b = g2.shape[0]
     report(progress, cancel, 0, 1, "least-squares start")
     if init is None:
         init = fit_g2(tau, g2, err, mask, model, params=params, aux=aux, backend=get_backend("jax"))
+    # The stated noise scale: posterior widths comparable with the least-squares
+    # errors when the scatter exceeds the stated errors.
+    chi2_lsq = np.asarray(init.chi2_red, float)
+    with np.errstate(invalid="ignore"):
+        s2 = np.where(weighted, np.fmax(1.0, chi2_lsq), chi2_lsq)
+    noise_scale = np.sqrt(np.where(np.isfinite(s2) & (s2 > 0), s2, 1.0))
     specs = default_params(model, tau, g2, mask)
     if params is not None:
         specs.update(params)
@@ -392,7 +431,7 @@ def fit_g2_bayes(
         else:
             init_values[n] = jnp.asarray(v)
 
-    sigma = prepare_weights(err, mask)
+    sigma = sigma0 * noise_scale[:, None]
     y = np.where(mask, g2, 0.0)
     aux_j = None if aux is None else (jnp.asarray(aux[0], jnp.float64), float(aux[1]))
     t_safe = np.where(np.isfinite(tau) & (tau > 0), tau, 1.0)
@@ -433,6 +472,8 @@ def fit_g2_bayes(
     )
     res.mean_tree_steps = float(np.mean(steps))
     res.sampler = sampler
+    res.noise_scale = noise_scale
+    _bayes_statuses(res, init, t_safe, y, sigma0, mask, aux, lower, upper)
     return res
 
 
@@ -677,131 +718,76 @@ def _summarise(model, samples, diverging, energies, fixed, num_chains, num_sampl
 
 
 
-# ----------------------------------------------------------------------------------
-# Joint diffusion model: posterior of D and alpha from all curves of one file
-# ----------------------------------------------------------------------------------
 
 
-def diffusion_model(t, q, g2=None, sigma=None, mask=None, *, log_d_range, c_max,
-                    alpha_fixed=None) -> None:
-    """g2_b(t) = baseline_b + contrast_b exp(-2 t D q_b^alpha), all bins of one file.
-
-    Priors: log D uniform over ``log_d_range``; alpha ~ U(0.5, 4) (or fixed);
-    contrast_b ~ U(0, c_max_b); baseline_b ~ Normal(1, 0.1).
-    """
-    log_d = numpyro.sample("log_D", dist.Uniform(log_d_range[0], log_d_range[1]))
-    numpyro.deterministic("D", jnp.exp(log_d))
-    alpha = (numpyro.sample("alpha", dist.Uniform(0.5, 4.0)) if alpha_fixed is None
-             else alpha_fixed)
-    with numpyro.plate("bins", q.shape[0]):
-        contrast = numpyro.sample("contrast", dist.Uniform(0.0, c_max))
-        baseline = numpyro.sample("baseline", dist.Normal(1.0, 0.1))
-        rate = jnp.exp(log_d + alpha * jnp.log(q))
-        mean = baseline[:, None] + contrast[:, None] * jnp.exp(-2.0 * t[None, :] * rate[:, None])
-        numpyro.sample("obs", dist.Normal(mean, sigma).mask(mask).to_event(1), obs=g2)
-
-
-@dataclass
-class DiffusionBayesResult:
-    """Posterior of the joint diffusion model (D in A^alpha/s, A^2/s for alpha = 2).
-
-    ``summary[name]`` holds mean, std, hdi_low, hdi_high (94%), r_hat, ess_bulk,
-    ess_tail for ``D`` and ``alpha``; ``samples`` the draws (C, S); ``used_bins`` the
-    bins that entered.
-    """
-
-    summary: dict[str, dict[str, float]]
-    samples: dict[str, np.ndarray]
-    divergences: int
-    bfmi: np.ndarray
-    converged: bool
-    used_bins: np.ndarray
-    alpha_fixed: bool
-
-
-def fit_diffusion_joint_bayes(
-    q: Any, tau: Any, g2: Any, g2_err: Any, valid: Any | None = None,
-    q_range: tuple[float, float] | None = None, t_range: tuple[float, float] | None = None,
-    alpha: float | None = None, init: Any | None = None, num_warmup: int = 500,
-    num_samples: int = 1000, num_chains: int = 4, seed: int = 0,
-    progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
-    block_size: int = 250,
-) -> DiffusionBayesResult:
-    """NUTS posterior of D and alpha directly from all g2 curves of one file.
-
-    Started from :func:`~xpcsviewer.fitting.diffusion.fit_diffusion_joint` (``init``,
-    computed when None); sampled in blocks with progress and cancellation like
-    :func:`fit_g2_bayes`. Converged: r_hat <= 1.01 and ESS bulk/tail >= 400 for D (and
-    alpha), no divergences, BFMI >= 0.2.
-    """
-    from xpcsviewer.fitting.diffusion import fit_diffusion_joint
-
-    q = np.asarray(q, dtype=np.float64).ravel()
-    tau = np.asarray(tau, dtype=np.float64).ravel()
-    g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
-    err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
-    valid = np.ones(g2.shape, bool) if valid is None else np.atleast_2d(np.asarray(valid, bool))
-    if init is None:
-        init = fit_diffusion_joint(q, tau, g2, err, valid, q_range, t_range, alpha)
-    use = np.asarray(init.used_bins, bool)
-    if not np.isfinite(init.D) or use.sum() < 1:
-        raise ValueError("no usable bins for the joint diffusion fit")
-    with np.errstate(invalid="ignore"):
-        mask = valid & np.isfinite(g2) & (np.isfinite(tau) & (tau > 0))[None, :]
-        if t_range is not None:
-            lo_t, hi_t = sorted(float(v) for v in t_range)
-            mask &= ((tau >= lo_t) & (tau <= hi_t))[None, :]
-    mask = mask[use]
-    sigma = prepare_weights(err[use], mask)
-    y = np.where(mask, g2[use], 0.0)
-    t_safe = np.where(np.isfinite(tau) & (tau > 0), tau, 1.0)
-    c0 = np.clip(np.nan_to_num(init.contrast[use], nan=0.1), 1e-4, None)
-    c_max = np.maximum(1.0, 2.0 * c0)
-    b0 = np.nan_to_num(init.baseline[use], nan=1.0)
-    ld0 = float(np.log(init.D))
-    values = {"log_D": jnp.asarray(ld0), "contrast": jnp.asarray(np.minimum(c0, 0.999 * c_max)),
-              "baseline": jnp.asarray(b0)}
-    if alpha is None:
-        values["alpha"] = jnp.asarray(float(np.clip(init.alpha, 0.51, 3.99)))
-    kernel = NUTS(diffusion_model, init_strategy=init_to_value(values=values), dense_mass=False)
-    n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
-    per_block = math.ceil(num_samples / n_blocks)
-    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=per_block, num_chains=num_chains,
-                chain_method=_choose_chain_method("auto", num_chains), progress_bar=False)
-    args = (jnp.asarray(t_safe), jnp.asarray(q[use]), jnp.asarray(y), jnp.asarray(sigma),
-            jnp.asarray(mask))
-    kwargs = {"log_d_range": (ld0 - 10.0, ld0 + 10.0), "c_max": jnp.asarray(c_max),
-              "alpha_fixed": None if alpha is None else float(alpha)}
-    fields = ("diverging", "energy")
-    total = n_blocks + 1
-    report(progress, cancel, 0, total, "NUTS warm-up (joint diffusion)")
-    mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
-                collect_warmup=False, **kwargs)
-    report(progress, cancel, 1, total, "sampling")
-    chunks, div, energy = [], [], []
-    for blk in range(n_blocks):
-        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
-        smp = mcmc.get_samples(group_by_chain=True)
-        chunks.append({k: np.asarray(smp[k]) for k in ("D", "alpha") if k in smp})
-        extra = mcmc.get_extra_fields(group_by_chain=True)
-        div.append(np.asarray(extra["diverging"]))
-        energy.append(np.asarray(extra["energy"]))
-        mcmc.post_warmup_state = mcmc.last_state
-        report(progress, cancel, blk + 2, total, f"block {blk + 1}/{n_blocks}")
-    samples = {k: np.concatenate([c[k] for c in chunks], axis=1)[:, :num_samples]
-               for k in chunks[0]}
-    summary: dict[str, dict[str, float]] = {}
-    ok = True
-    for k, x in samples.items():
-        interval = np.asarray(hpdi(x.reshape(-1), prob=HDI_PROB))
-        with np.errstate(all="ignore"):
-            rh = float(split_gelman_rubin(x))
-        eb, et = float(ess_bulk(x)), float(ess_tail(x))
-        summary[k] = {"mean": float(x.mean()), "std": float(x.std(ddof=1)),
-                      "hdi_low": float(interval[0]), "hdi_high": float(interval[1]),
-                      "r_hat": rh, "ess_bulk": eb, "ess_tail": et}
-        ok &= rh <= CONVERGENCE["r_hat_max"] and min(eb, et) >= CONVERGENCE["ess_min"]
-    n_div = int(np.sum(np.concatenate(div, axis=1)[:, :num_samples]))
-    bf = bfmi(np.concatenate(energy, axis=1)[:, :num_samples])
-    ok &= n_div <= CONVERGENCE["divergences_max"] and bool(np.all(bf >= CONVERGENCE["bfmi_min"]))
-    return DiffusionBayesResult(summary, samples, n_div, bf, bool(ok), use, alpha is not None)
+def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, aux,
+                    lower: dict, upper: dict) -> None:
+    """Statuses from the sampler gates and the physical checks (see BayesFitResult)."""
+    names = res.param_names
+    n_b = res.converged.shape[0]
+    med = tuple(np.asarray(res.median[n], float)[:, None] for n in names)
+    with np.errstate(all="ignore"):
+        curve = evaluate_model(res.model, t[None, :], med, aux, np)
+        r2 = np.where(mask, ((y - curve) / sigma) ** 2, 0.0)
+    n_free = sum(1 for n in names if not res.fixed.get(n, False))
+    dof = mask.sum(axis=1) - n_free
+    chi2_red = np.where(dof > 0, r2.sum(axis=1) / np.maximum(dof, 1), np.nan)
+    diag = res.diagnostics()
+    status = np.empty(n_b, dtype=object)
+    detail = np.empty(n_b, dtype=object)
+    lo_lim = np.full(n_b, np.nan)
+    hi_lim = np.full(n_b, np.nan)
+    tname = "tau" if "tau" in names else "tau1"
+    free_tau = tname in res.samples and not res.fixed.get(tname, False)
+    lsq_status = [getattr(v, "value", str(v)) for v in init.status]
+    for b in range(n_b):
+        if res.used_bins is not None and not res.used_bins[b]:
+            status[b], detail[b] = FitStatus.FAILED, "too few points"
+            continue
+        bad = []
+        if not diag["r_hat"][b] <= CONVERGENCE["r_hat_max"]:
+            bad.append(f"r_hat {diag['r_hat'][b]:.3g} > {CONVERGENCE['r_hat_max']}")
+        if not min(diag["ess_bulk"][b], diag["ess_tail"][b]) >= CONVERGENCE["ess_min"]:
+            bad.append(f"ESS {min(diag['ess_bulk'][b], diag['ess_tail'][b]):.0f} < "
+                       f"{CONVERGENCE['ess_min']:.0f}")
+        if diag["divergences"][b] > CONVERGENCE["divergences_max"]:
+            bad.append(f"{int(diag['divergences'][b])} divergences")
+        if not diag["bfmi"][b] >= CONVERGENCE["bfmi_min"]:
+            bad.append(f"BFMI {diag['bfmi'][b]:.2g} < {CONVERGENCE['bfmi_min']}")
+        if bad:
+            status[b], detail[b] = FitStatus.FAILED, "sampler: " + ", ".join(bad)
+            continue
+        c_mean, c_sd = res.mean["contrast"][b], res.std["contrast"][b]
+        if chi2_red[b] > CHI2_RED_MAX:
+            status[b], detail[b] = FitStatus.POOR_FIT, f"chi2_red {chi2_red[b]:.3g} > {CHI2_RED_MAX:g}"
+            continue
+        if c_mean > CONTRAST_MAX:
+            status[b], detail[b] = FitStatus.POOR_FIT, f"contrast {c_mean:.3g} > {CONTRAST_MAX:g}"
+            continue
+        if lsq_status[b] == "no_decay":
+            status[b], detail[b] = FitStatus.NO_DECAY, init.detail[b]
+            continue
+        if free_tau:
+            x = np.log(res.samples[tname][:, :, b].ravel())
+            q05, q95 = np.quantile(x, [0.05, 0.95])
+            top, bottom = np.log(upper[tname][b]), np.log(lower[tname][b])
+            if top - q95 < EDGE_LOG_TAU:
+                lo_lim[b] = math.exp(q05)
+                status[b], detail[b] = FitStatus.UNRESOLVED, f"{tname} > {lo_lim[b]:.3g} s (95 %)"
+                continue
+            if q05 - bottom < EDGE_LOG_TAU:
+                hi_lim[b] = math.exp(q95)
+                status[b], detail[b] = FitStatus.UNRESOLVED, f"{tname} < {hi_lim[b]:.3g} s (95 %)"
+                continue
+            rel = res.std[tname][b] / res.mean[tname][b]
+            if not rel < TAU_REL_ERR_MAX:
+                status[b], detail[b] = FitStatus.UNRESOLVED, (
+                    f"{tname} sd {100 * rel:.0f} % >= {100 * TAU_REL_ERR_MAX:.0f} %")
+                continue
+        if not res.fixed.get("contrast", False) and not c_mean > CONTRAST_SIGMAS * c_sd:
+            status[b], detail[b] = FitStatus.UNRESOLVED, (
+                f"contrast {c_mean:.3g} +- {c_sd:.2g} below {CONTRAST_SIGMAS:g} sd")
+            continue
+        status[b], detail[b] = FitStatus.CONVERGED, ""
+    res.status, res.detail, res.chi2_red = status, detail, chi2_red
+    res.tau_lower_limit, res.tau_upper_limit = lo_lim, hi_lim

@@ -13,16 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.fitting.lsq import FitStatus, G2FitResult, prepare_weights
+from xpcsviewer.fitting.lsq import FitStatus, G2FitResult, usable_errors
 from xpcsviewer.fitting.models import estimate_starts
 
 __all__ = [
     "BOLTZMANN",
     "DiffusionResult",
+    "DiffusionVerdict",
     "JointDiffusionResult",
     "fit_diffusion",
     "fit_diffusion_joint",
+    "diffusion_verdict",
     "hydrodynamic_radius",
+    "solvent_from_sample",
     "water_viscosity",
 ]
 
@@ -173,25 +176,135 @@ def fit_diffusion(
     return DiffusionResult(a, a_err, float(b), b_err, d, d_err, chi2_red, n, used, fixed, q_range)
 
 
+#: Gates for reporting D: at least this many converged bins ...
+DIFFUSIVE_MIN_BINS = 3
+#: ... an exponent determined to better than this (1 sigma) ...
+EXPONENT_ERR_MAX = 0.5
+#: ... and consistent with -2 within this many sigma, where sigma combines the fit
+#: error with a systematic EXPONENT_SYS for q-smearing over a bin and finite run
+#: length (on the simulated demo the lowest-q bin's tau is ~10 % high).
+EXPONENT_SIGMAS = 2.0
+EXPONENT_SYS = 0.05
+
+
+@dataclass
+class DiffusionVerdict:
+    """Whether tau(q) of one file is diffusive, and D only if it is.
+
+    Attributes
+    ----------
+    verdict : {"diffusive", "not_diffusive", "too_few_bins"}
+    message : str
+        One line for people ("D = ... A^2/s", "not diffusive (b = -0.3 +- 0.2)", ...).
+    free : DiffusionResult
+        Power law with the exponent fitted (fitted first, always).
+    fixed : DiffusionResult
+        Exponent fixed at -2: D = 1/A; used only when diffusive.
+    n_good : int
+        Converged bins that entered.
+    """
+
+    verdict: str
+    message: str
+    free: DiffusionResult
+    fixed: DiffusionResult
+    n_good: int
+
+    @property
+    def diffusive(self) -> bool:
+        """True when D may be reported."""
+        return self.verdict == "diffusive"
+
+    @property
+    def D(self) -> float:  # noqa: N802 - physics symbol
+        """D in A^2/s, NaN unless diffusive."""
+        return self.fixed.D if self.diffusive else float("nan")
+
+    @property
+    def D_err(self) -> float:  # noqa: N802
+        """Error of D, NaN unless diffusive."""
+        return self.fixed.D_err if self.diffusive else float("nan")
+
+    def __getitem__(self, key: str) -> DiffusionResult:
+        # the older {"free": ..., "fixed": ...} form
+        return {"free": self.free, "fixed": self.fixed}[key]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready block (``D`` null unless diffusive)."""
+        fr = self.free
+        return {
+            "verdict": self.verdict,
+            "message": self.message,
+            "D": _f(self.D),
+            "D_err": _f(self.D_err),
+            "exponent": _f(fr.exponent),
+            "exponent_err": _f(fr.exponent_err),
+            "prefactor": _f(fr.prefactor),
+            "prefactor_err": _f(fr.prefactor_err),
+            "n_bins": int(self.n_good),
+            "rule": (
+                f">= {DIFFUSIVE_MIN_BINS} converged bins, exponent error <= {EXPONENT_ERR_MAX}, "
+                f"|b + 2| <= {EXPONENT_SIGMAS:g} sqrt(b_err^2 + {EXPONENT_SYS}^2)"
+            ),
+            "units": {"D": "A^2/s", "q": "1/A", "tau": "s"},
+        }
+
+
+def diffusion_verdict(
+    q: Any, tau: Any, tau_err: Any, q_range: tuple[float, float] | None = None
+) -> DiffusionVerdict:
+    """Gate D on the data: fit the free exponent first, then decide.
+
+    ``diffusive`` needs >= :data:`DIFFUSIVE_MIN_BINS` usable points, an exponent error
+    <= :data:`EXPONENT_ERR_MAX` and |b + 2| <= EXPONENT_SIGMAS sqrt(b_err^2 +
+    EXPONENT_SYS^2); then D comes from the fit with b fixed at -2. Otherwise
+    ``too_few_bins`` (also when the exponent is undetermined) or ``not_diffusive``.
+
+    Parameters
+    ----------
+    q : (N,) 1/A; tau, tau_err : (N,) s of the converged bins (NaN elsewhere)
+    """
+    free = fit_diffusion(q, tau, tau_err, q_range, None)
+    fixed = fit_diffusion(q, tau, tau_err, q_range, -2.0)
+    n = int(free.n_points)
+    b, be = free.exponent, free.exponent_err
+    if n < DIFFUSIVE_MIN_BINS:
+        return DiffusionVerdict("too_few_bins", f"too few good bins ({n} < {DIFFUSIVE_MIN_BINS})",
+                                free, fixed, n)
+    if not (np.isfinite(be) and be <= EXPONENT_ERR_MAX):
+        return DiffusionVerdict(
+            "too_few_bins",
+            f"exponent undetermined (b = {b:.3g} +- {be:.2g}): too few good bins or too "
+            "narrow a q range",
+            free, fixed, n,
+        )
+    tol = EXPONENT_SIGMAS * math.hypot(be, EXPONENT_SYS)
+    if abs(b + 2.0) > tol:
+        return DiffusionVerdict(
+            "not_diffusive", f"not diffusive (b = {b:.3g} +- {be:.2g}, not -2)", free, fixed, n
+        )
+    return DiffusionVerdict(
+        "diffusive",
+        f"D = {fixed.D:.4g} +- {fixed.D_err:.2g} A^2/s (b = {b:.3g} +- {be:.2g})",
+        free, fixed, n,
+    )
+
+
 def diffusion_from_fit(
     q: Any,
     fit: G2FitResult,
     q_range: tuple[float, float] | None = None,
-) -> dict[str, DiffusionResult]:
-    """Power laws from a least-squares g2 fit (converged bins only).
+) -> DiffusionVerdict:
+    """The gated diffusion verdict from a least-squares g2 fit (converged bins only).
 
-    Returns ``{"free": exponent fitted, "fixed": exponent fixed at -2}``; the CLI
-    reports D from "fixed" and the exponent from "free". Uses ``tau`` (or ``tau1`` of
-    the double model).
+    Uses ``tau`` (or ``tau1`` of the double model); ``result["free"]`` and
+    ``result["fixed"]`` still give the two power laws.
     """
     name = "tau" if "tau" in fit.params else "tau1"
-    ok = np.array([s in (FitStatus.CONVERGED,) for s in fit.status])
+    ok = np.array([s == FitStatus.CONVERGED for s in fit.status])
     t = np.where(ok, fit.params[name], np.nan)
     e = np.where(ok, fit.errors[name], np.nan)
-    return {
-        "free": fit_diffusion(q, t, e, q_range, None),
-        "fixed": fit_diffusion(q, t, e, q_range, -2.0),
-    }
+    return diffusion_verdict(q, t, e, q_range)
 
 
 def water_viscosity(temperature_K: float) -> float:  # noqa: N803
@@ -208,19 +321,21 @@ def water_viscosity(temperature_K: float) -> float:  # noqa: N803
 
 def hydrodynamic_radius(
     D: float,  # noqa: N803
-    temperature_K: float = 298.15,  # noqa: N803
-    viscosity_Pa_s: float | None = None,  # noqa: N803
+    temperature_K: float,  # noqa: N803
+    viscosity_Pa_s: float,  # noqa: N803
     D_err: float | None = 0.0,  # noqa: N803
 ) -> tuple[float, float]:
     """Stokes-Einstein radius R = k T / (6 pi eta D).
+
+    Temperature and viscosity are required: a radius from an assumed solvent is not a
+    measurement (use :func:`water_viscosity` explicitly for water).
 
     Parameters
     ----------
     D : float
         Diffusion coefficient in A^2/s.
     temperature_K : float
-    viscosity_Pa_s : float, optional
-        Solvent viscosity; default water at ``temperature_K``.
+    viscosity_Pa_s : float
     D_err : float
         Error of ``D`` (A^2/s) to propagate.
 
@@ -228,14 +343,39 @@ def hydrodynamic_radius(
     -------
     (R, R_err) in nm; R_err = R * D_err / D (first-order propagation).
     """
-    eta = water_viscosity(temperature_K) if viscosity_Pa_s is None else float(viscosity_Pa_s)
+    eta = float(viscosity_Pa_s)
+    t = float(temperature_K)
     d_si = float(D) * 1e-20
-    if not (d_si > 0 and eta > 0):
+    if not (d_si > 0 and eta > 0 and t > 0):
         return float("nan"), float("nan")
-    r = BOLTZMANN * float(temperature_K) / (6.0 * np.pi * eta * d_si)
+    r = BOLTZMANN * t / (6.0 * np.pi * eta * d_si)
     # An unknown error propagates as NaN rather than pretending to be exact.
     r_err = math.nan if D_err is None else r * abs(float(D_err)) / float(D)
     return r * 1e9, r_err * 1e9
+
+
+def solvent_from_sample(sample: dict, units: dict | None = None) -> tuple[float, float] | None:
+    """(temperature K, viscosity Pa s) stated by a file's ``/entry/sample``, or None.
+
+    Only explicit ``temperature`` and ``viscosity`` entries count (units K and Pa s,
+    or mPa s / cP / degC when the units attribute says so); controller read-backs
+    such as ``qnw1_temperature`` are not the sample's solvent.
+    """
+    units = units or {}
+    try:
+        t = float(sample["temperature"])
+        eta = float(sample["viscosity"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    tu = str(units.get("temperature", "K")).strip()
+    vu = str(units.get("viscosity", "Pa s")).strip().lower().replace("\u00b7", " ")
+    if tu in ("C", "degC", "\u00b0C", "celsius"):
+        t += 273.15
+    if vu in ("mpa s", "mpa*s", "mpas", "cp", "centipoise"):
+        eta *= 1e-3
+    if not (t > 0 and eta > 0 and math.isfinite(t) and math.isfinite(eta)):
+        return None
+    return t, eta
 
 
 # ----------------------------------------------------------------------------------
@@ -291,6 +431,7 @@ def fit_diffusion_joint(
     alpha: float | None = None,
     init: G2FitResult | None = None,
     max_iter: int = 300,
+    bins: Any | None = None,
 ) -> JointDiffusionResult:
     """Fit D and alpha directly from all g2 curves of one file.
 
@@ -308,6 +449,8 @@ def fit_diffusion_joint(
         Fix alpha (2 for Brownian motion); None fits it.
     init : G2FitResult, optional
         Per-bin single fits for the starting contrast/baseline and D.
+    bins : (Nq,) bool, optional
+        Bins allowed in (e.g. those whose own fit converged); default all.
 
     Returns
     -------
@@ -325,7 +468,10 @@ def fit_diffusion_joint(
     if t_range is not None:
         lo_t, hi_t = sorted(float(v) for v in t_range)
         mask &= ((tau >= lo_t) & (tau <= hi_t))[None, :]
+    sigma_all, mask, _ = usable_errors(err, mask)
     use = np.isfinite(q) & (q > 0) & (mask.sum(1) >= 3)
+    if bins is not None:
+        use &= np.asarray(bins, dtype=bool).ravel()
     if q_range is not None:
         lo_q, hi_q = sorted(float(v) for v in q_range)
         use &= (q >= lo_q) & (q <= hi_q)
@@ -355,7 +501,7 @@ def fit_diffusion_joint(
     # Parameter vector: [log D, alpha, contrast_1..nb, baseline_1..nb]; one "curve"
     # whose points are all (bin, delay) pairs.
     y = g2[idx].ravel()
-    sigma = prepare_weights(err[idx], mask[idx]).ravel()
+    sigma = sigma_all[idx].ravel()
     m = mask[idx].ravel()
     t_all = np.tile(tau, nb)
     bin_of = np.repeat(np.arange(nb), n_t)

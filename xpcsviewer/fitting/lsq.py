@@ -42,7 +42,6 @@ __all__ = [
     "G2FitResult",
     "fit_g2",
     "lm_solve_batch",
-    "prepare_weights",
     "usable_errors",
 ]
 
@@ -243,15 +242,6 @@ def usable_errors(g2_err: Any, valid: Any) -> tuple[np.ndarray, np.ndarray, np.n
     mask = np.where(weighted[:, None], good, ok)
     sigma = np.where(weighted[:, None] & good, err, 1.0)
     return sigma, mask, weighted
-
-
-def prepare_weights(g2_err: Any, valid: Any) -> np.ndarray:
-    """Standard deviations for weighting, (B, T): the ``sigma`` of :func:`usable_errors`.
-
-    Points whose error is unusable get sigma 1; callers must also drop them from the
-    mask (``usable_errors`` returns that mask).
-    """
-    return usable_errors(g2_err, valid)[0]
 
 
 def _broadcast_spec(specs: dict[str, ParamSpec], names, n_b: int):
