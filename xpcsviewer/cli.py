@@ -162,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--q-range", **_pair(float))
     p.add_argument("--t-range", **_pair(float))
     p.add_argument("--bayes", action="store_true", help="also run NumPyro NUTS")
+    p.add_argument("--include-suspect-errors", action="store_true",
+                   help="also fit delay points whose stated error is below half their "
+                        "neighbours' (left out by default; see `xpcsviewer info`)")
+    p.add_argument("--temperature", type=float, metavar="K",
+                   help="sample temperature for the Stokes-Einstein radius (with --viscosity)")
+    p.add_argument("--viscosity", type=float, metavar="PA_S",
+                   help="solvent viscosity in Pa s for the Stokes-Einstein radius")
     p.add_argument("-o", "--output", required=True, metavar="OUT.json|.csv")
 
     p = add("export", "render figures of result files off-screen")

@@ -19,7 +19,8 @@ EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT = 0, 1, 3
 _HDF = (".h5", ".hdf", ".hdf5")
 
 
-def _load(path: str, q_range: tuple[float, float] | None) -> dict[str, Any]:
+def _load(path: str, q_range: tuple[float, float] | None,
+          include_suspect: bool = False) -> dict[str, Any]:
     from xpcsviewer.io import XpcsFileError, read_result
 
     res = read_result(path)
@@ -33,6 +34,7 @@ def _load(path: str, q_range: tuple[float, float] | None) -> dict[str, Any]:
     if q_range is not None:
         lo, hi = sorted(q_range)
         cols = cols[(q >= lo) & (q <= hi)]
+    valid = np.asarray(mt.valid if include_suspect else mt.fit_mask, dtype=bool)
     return {
         "path": str(path),
         "q": q[cols],
@@ -40,8 +42,32 @@ def _load(path: str, q_range: tuple[float, float] | None) -> dict[str, Any]:
         "tau": np.asarray(mt.tau, dtype=np.float64),
         "g2": np.asarray(mt.g2, dtype=np.float64)[:, cols].T,
         "g2_err": np.asarray(mt.g2_err, dtype=np.float64)[:, cols].T,
-        "valid": np.asarray(mt.valid, dtype=bool)[:, cols].T,
+        "valid": valid[:, cols].T,
+        "suspect_excluded": int((np.asarray(mt.valid) & ~valid)[:, cols].sum()),
+        "sample": dict(res.sample),
+        "sample_units": dict(res.sample_units),
     }
+
+
+def _radius(verdict: Any, d: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """Stokes-Einstein radius only for a diffusive file with a stated solvent."""
+    from xpcsviewer.fitting import hydrodynamic_radius, solvent_from_sample
+
+    if not verdict.diffusive:
+        return {}
+    t, eta = getattr(args, "temperature", None), getattr(args, "viscosity", None)
+    source = "command line"
+    if t is None or eta is None:
+        stated = solvent_from_sample(d["sample"], d["sample_units"])
+        if stated is None:
+            return {"radius_nm": None,
+                    "radius_note": "no radius: give --temperature and --viscosity "
+                                   "(the file states no solvent)"}
+        t, eta, source = stated[0], stated[1], "file /entry/sample"
+    r, r_err = hydrodynamic_radius(verdict.D, t, eta, verdict.D_err)
+    return {"radius_nm": r if np.isfinite(r) else None,
+            "radius_err_nm": r_err if np.isfinite(r_err) else None,
+            "solvent": {"temperature_K": t, "viscosity_Pa_s": eta, "source": source}}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,17 +88,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"xpcsviewer fit: error: output must end in .json, .csv or .h5 (got {out.name})",
               file=sys.stderr)
         return 2
+    if (getattr(args, "temperature", None) is None) != (getattr(args, "viscosity", None) is None):
+        print("xpcsviewer fit: error: --temperature and --viscosity go together",
+              file=sys.stderr)
+        return 2
     quiet = bool(getattr(args, "quiet", False))
     q_range = tuple(args.q_range) if args.q_range else None
     t_range = tuple(args.t_range) if args.t_range else None
     device = getattr(args, "device", None) or "auto"
+    include_suspect = bool(getattr(args, "include_suspect_errors", False))
 
     loaded: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
     bar = TextProgressBar("reading", enabled=not quiet)
     for i, path in enumerate(args.files):
         try:
-            loaded.append(_load(path, q_range))
+            loaded.append(_load(path, q_range, include_suspect))
         except XpcsFileError as exc:
             print(f"xpcsviewer fit: {exc.one_line()}", file=sys.stderr)
             errors.append({"path": str(path), "error": exc.one_line()})
@@ -99,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
             nb = d["g2"].shape[0]
             sub = fit.select(slice(start, start + nb))
             start += nb
-            diff = diffusion_from_fit(d["q"], sub)
+            verdict = diffusion_from_fit(d["q"], sub)
             bayes = None
             if args.bayes:
                 from xpcsviewer.fitting.bayes import fit_g2_bayes
@@ -107,7 +138,10 @@ def run(args: argparse.Namespace) -> int:
                 bbar = TextProgressBar(f"NUTS {k + 1}/{len(loaded)}", enabled=not quiet)
                 bayes = fit_g2_bayes(d["tau"], d["g2"], d["g2_err"], d["valid"], model=args.model,
                                      init=sub, t_range=t_range, progress=bbar)
-            records.append(fit_record(d["path"], d["q"], d["phi"], sub, diff, bayes))
+            rec = fit_record(d["path"], d["q"], d["phi"], sub, verdict, bayes,
+                             extra=_radius(verdict, d, args))
+            rec["suspect_points_excluded"] = d["suspect_excluded"]
+            records.append(rec)
 
     if suffix == ".json":
         write_fit_json(out, records, errors)
@@ -116,8 +150,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         save_fit_hdf5(out, records)
     if not quiet:
-        n_ok = sum(s == "converged" for r in records for s in r["status"])
-        n_all = sum(len(r["status"]) for r in records)
-        print(f"fitted {len(records)} file(s), {n_ok}/{n_all} curves converged -> {out}",
+        from collections import Counter
+
+        counts = Counter(s for r in records for s in r["status"])
+        n_all = sum(counts.values())
+        parts = ", ".join(f"{n} {s}" for s, n in counts.most_common())
+        verdicts = Counter(r["diffusion"]["verdict"] for r in records if "diffusion" in r)
+        vtxt = ", ".join(f"{n} {v}" for v, n in verdicts.most_common())
+        print(f"fitted {len(records)} file(s), {n_all} curves: {parts}; diffusion: {vtxt} -> {out}",
               file=sys.stderr)
     return EXIT_BAD_INPUT if errors else EXIT_OK

@@ -1,11 +1,15 @@
 """Fit results as JSON, CSV and our own HDF5 file (never the input file).
 
 One record per result file (ARCHITECTURE.md section 8): ``path``, ``model``, ``q``,
-``phi``, per parameter ``{"value": [...], "error": [...]}`` (one entry per q-bin; with a
-Bayesian fit also ``mean``, ``std``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``,
-``ess_tail``), ``chi2_red``, ``status``, ``diffusion`` {D, D_err, exponent,
-exponent_err} and, with a Bayesian fit, ``divergences``, ``bfmi`` and ``converged``.
-Units: q in 1/A, phi in degrees, times in s, D in A^2/s. Missing numbers are ``null``.
+``phi``, per parameter ``{"value": [...], "error": [...]}`` (one entry per q-bin; a
+relaxation time is ``null`` where there is no decay or only a limit; with a Bayesian
+fit also ``mean``, ``std``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``,
+``ess_tail``), ``chi2_red``, ``status`` and ``status_detail`` per bin, the limits
+``tau_lower_limit``/``tau_upper_limit``, and ``diffusion`` with its ``verdict`` (``D``
+null unless diffusive). With a Bayesian fit ``status`` is the posterior's and the
+least-squares one is kept as ``status_lsq``; ``divergences``, ``bfmi``, ``converged``
+(the sampler gates) and ``noise_scale`` are per bin. Units: q in 1/A, phi in degrees,
+times in s, D in A^2/s, radii in nm. Missing numbers are ``null``.
 """
 
 from __future__ import annotations
@@ -20,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.fitting.diffusion import DiffusionResult
-from xpcsviewer.fitting.lsq import G2FitResult
+from xpcsviewer.fitting.lsq import ERROR_SCALING, G2FitResult
 
 __all__ = [
     "fit_record",
@@ -44,14 +47,19 @@ def _list(a: Any) -> list[float | None]:
     return [_num(v) for v in np.asarray(a, dtype=np.float64).ravel()]
 
 
+def _strs(a: Any) -> list[str]:
+    return [getattr(v, "value", str(v)) for v in a]
+
+
 def fit_record(
     path: str | os.PathLike,
     q: Any,
     phi: Any,
     fit: G2FitResult,
-    diffusion: dict[str, DiffusionResult] | None = None,
+    diffusion: Any | None = None,
     bayes: Any | None = None,
     rows: slice | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """JSON-ready record of one file's fits.
 
@@ -62,12 +70,15 @@ def fit_record(
     fit : G2FitResult
         May hold more curves than this file (all files in one batch); ``rows``
         selects this file's curves.
-    diffusion : {"free": ..., "fixed": ...} from ``diffusion_from_fit``
-        D from the fit with the exponent fixed at -2, exponent from the free fit.
+    diffusion : DiffusionVerdict, optional
+        From :func:`~xpcsviewer.fitting.diffusion.diffusion_from_fit`.
     bayes : BayesFitResult, optional
     rows : slice, optional
+    extra : dict, optional
+        More keys for the diffusion block (e.g. the radius and its solvent).
     """
     sl = rows if rows is not None else slice(None)
+    fit = fit.select(sl) if rows is not None else fit
     rec: dict[str, Any] = {
         "path": str(path),
         "model": fit.model.value,
@@ -75,36 +86,43 @@ def fit_record(
         "phi": _list(phi),
     }
     for n in fit.param_names:
+        v, e = fit.reported(n)
         entry: dict[str, Any] = {
-            "value": _list(fit.params[n][sl]),
-            "error": _list(fit.errors[n][sl]),
+            "value": _list(v),
+            "error": _list(e),
             "fixed": bool(fit.fixed.get(n, False)),
         }
         if bayes is not None:
             for k in BAYES_KEYS:
                 entry[k] = _list(getattr(bayes, k)[n])
         rec[n] = entry
-    rec["chi2_red"] = _list(fit.chi2_red[sl])
-    rec["status"] = [s.value for s in fit.status[sl]]
+    rec["chi2_red"] = _list(fit.chi2_red)
+    rec["n_points"] = [int(x) for x in fit.n_points]
+    rec["status"] = _strs(fit.status)
+    rec["status_detail"] = [str(d) for d in fit.detail]
+    rec["tau_lower_limit"] = _list(fit.tau_lower_limit)
+    rec["tau_upper_limit"] = _list(fit.tau_upper_limit)
+    rec["delta_chi2"] = _list(fit.delta_chi2)
+    rec["errors_scaled"] = [bool(x) for x in fit.errors_scaled]
+    rec["error_scaling"] = ERROR_SCALING
     if diffusion is not None:
-        fixed, free = diffusion["fixed"], diffusion["free"]
-        rec["diffusion"] = {
-            "D": _num(fixed.D),
-            "D_err": _num(fixed.D_err),
-            "exponent": _num(free.exponent),
-            "exponent_err": _num(free.exponent_err),
-            "prefactor": _num(free.prefactor),
-            "prefactor_err": _num(free.prefactor_err),
-            "n_bins": int(fixed.n_points),
-            "units": {"D": "A^2/s", "q": "1/A", "tau": "s"},
-        }
+        block = diffusion.to_dict()
+        block.update(extra or {})
+        rec["diffusion"] = block
     if bayes is not None:
-        per_bin = bayes.divergences_per_bin
-        rec["divergences"] = (
-            [int(v) for v in per_bin] if per_bin is not None else int(bayes.divergences)
-        )
-        rec["bfmi"] = _list(np.min(np.atleast_2d(bayes.bfmi), axis=0))  # worst chain per bin
+        rec["status_lsq"] = rec["status"]
+        rec["status_lsq_detail"] = rec["status_detail"]
+        rec["status"] = _strs(bayes.status)
+        rec["status_detail"] = [str(d) for d in bayes.detail]
+        rec["tau_lower_limit"] = _list(bayes.tau_lower_limit)
+        rec["tau_upper_limit"] = _list(bayes.tau_upper_limit)
+        diag = bayes.diagnostics()
+        rec["divergences"] = [int(v) for v in diag["divergences"]]
+        rec["bfmi"] = _list(diag["bfmi"])  # worst chain per bin
+        rec["r_hat_max"] = _list(diag["r_hat"])
+        rec["ess_min"] = _list(np.fmin(diag["ess_bulk"], diag["ess_tail"]))
         rec["converged"] = [bool(c) for c in bayes.converged]
+        rec["noise_scale"] = _list(bayes.noise_scale)
         rec["bayes"] = {
             "num_chains": bayes.num_chains,
             "num_samples": bayes.num_samples,
@@ -112,6 +130,8 @@ def fit_record(
             "seed": bayes.seed,
             "chain_method": bayes.chain_method,
             "sampler": bayes.sampler,
+            "noise_scale": "likelihood sigma = g2_err x sqrt(max(1, chi2_red of the "
+                           "least squares))",
         }
     return rec
 
@@ -126,26 +146,35 @@ def fit_results_to_json(records: Sequence[dict[str, Any]], errors: Iterable[dict
 
 
 def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
-    """Rows (header first): one per (file, q-bin), parameters as value/error columns."""
+    """Rows (header first): one per (file, q-bin); status and key numbers first."""
     params: list[str] = []
     bayes = any("divergences" in r for r in records)
     for r in records:
         for k, v in r.items():
             if isinstance(v, dict) and "value" in v and k not in params:
                 params.append(k)
-    header = ["path", "model", "bin", "q", "phi", "status", "chi2_red"]
+    header = ["path", "model", "bin", "q", "phi", "status", "status_detail", "chi2_red",
+              "tau_lower_limit", "tau_upper_limit"]
     for n in params:
         header += [n, f"{n}_err"]
         if bayes:
             header += [f"{n}_{k}" for k in BAYES_KEYS]
-    header += ["D", "D_err", "exponent", "exponent_err"]
+    header += ["n_points", "errors_scaled", "verdict", "D", "D_err", "exponent", "exponent_err"]
     if bayes:
-        header += ["converged", "divergences"]
+        header += ["status_lsq", "converged", "r_hat_max", "ess_min", "divergences", "bfmi",
+                   "noise_scale"]
     rows: list[list[Any]] = [header]
+
+    def at(r: dict, key: str, i: int) -> Any:
+        v = r.get(key)
+        return v[i] if isinstance(v, list) and i < len(v) else None
+
     for r in records:
         d = r.get("diffusion", {})
         for i in range(len(r["q"])):
-            row = [r["path"], r["model"], i, r["q"][i], r["phi"][i], r["status"][i], r["chi2_red"][i]]
+            row = [r["path"], r["model"], i, r["q"][i], r["phi"][i], r["status"][i],
+                   at(r, "status_detail", i), r["chi2_red"][i], at(r, "tau_lower_limit", i),
+                   at(r, "tau_upper_limit", i)]
             for n in params:
                 e = r.get(n)
                 if e is None:
@@ -153,12 +182,13 @@ def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
                     continue
                 row += [e["value"][i], e["error"][i]]
                 if bayes:
-                    row += [e.get(k, [None] * (i + 1))[i] for k in BAYES_KEYS]
-            row += [d.get("D"), d.get("D_err"), d.get("exponent"), d.get("exponent_err")]
+                    row += [at(e, k, i) for k in BAYES_KEYS]
+            row += [at(r, "n_points", i), at(r, "errors_scaled", i), d.get("verdict"),
+                    d.get("D"), d.get("D_err"), d.get("exponent"), d.get("exponent_err")]
             if bayes:
-                dv = r.get("divergences")
-                row += [r.get("converged", [None] * (i + 1))[i],
-                        dv[i] if isinstance(dv, list) else dv]
+                row += [at(r, k, i) for k in ("status_lsq", "converged", "r_hat_max",
+                                              "ess_min", "divergences", "bfmi",
+                                              "noise_scale")]
             rows.append(row)
     return rows
 
@@ -239,15 +269,23 @@ def save_fit_hdf5(path: str | os.PathLike, records: Sequence[dict[str, Any]]) ->
                         for kk, vv in v.items():
                             if isinstance(vv, list):
                                 gp[kk] = arr(vv)
+                    elif (isinstance(v, list) and v and k not in gi
+                          and all(isinstance(x, str) for x in v)):
+                        gi[k] = np.array(v, dtype=h5py.string_dtype())
+                    elif (isinstance(v, list) and v and k not in gi
+                          and all(isinstance(x, bool) for x in v)):
+                        gi[k] = np.array(v, dtype=bool)
+                    elif (isinstance(v, list) and v and k not in gi
+                          and all(x is None or isinstance(x, int | float) for x in v)):
+                        gi[k] = arr(v)
+                    elif isinstance(v, str) and k not in ("path", "model"):
+                        gi.attrs[k] = v
                 if "diffusion" in r:
                     gd = gi.create_group("diffusion")
                     for kk, vv in r["diffusion"].items():
-                        if isinstance(vv, int | float):
+                        if isinstance(vv, bool | int | float | str):
                             gd.attrs[kk] = vv
                         elif vv is None:
                             gd.attrs[kk] = np.nan
-                if "converged" in r:
-                    gi["converged"] = np.array(r["converged"], dtype=bool)
-                    gi["divergences"] = np.atleast_1d(np.asarray(r["divergences"], dtype=np.int64))
 
     _atomic_write(out, write, by_name=True)
