@@ -345,6 +345,17 @@ def _draw_g2_curve(
         ax.plot(t, y + shift, marker, ms=3.5, mfc="none", color=color, label=label)
 
 
+#: How a fit curve is drawn by its status: (line style, width, grey).
+FIT_STYLE = {
+    "converged": ("-", 1.0, False),
+    "unresolved": (":", 1.0, False),
+    "at_bound": (":", 1.0, False),
+    "poor_fit": ("--", 0.9, False),
+    "no_decay": ("--", 0.8, True),
+    "failed": ("-.", 0.8, True),  # e.g. NUTS that failed its gates
+}
+
+
 def _draw_g2_fit(
     ax,
     fits: g2_data.G2Fits | None,
@@ -359,10 +370,11 @@ def _draw_g2_fit(
     row = fits.find(block.file_index, int(block.columns[j]))
     if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
         return
+    ls, lw, grey = FIT_STYLE.get(str(fits.status[row]), FIT_STYLE["failed"])
     grid = g2_data.g2_tau_grid(block.tau)
     y = fits.curve([row], grid)[0]
-    ax.plot(grid, y + shift, "-", color=color, lw=1.0)
-    if band:
+    ax.plot(grid, y + shift, ls, color="0.55" if grey else color, lw=lw)
+    if band and str(fits.status[row]) != "no_decay":
         b = fits.band([row], grid)
         if b is not None and np.isfinite(b[0]).any():
             ax.fill_between(
@@ -387,10 +399,12 @@ def _fig_g2(
     legend: bool = True,
     ylim: tuple[float, float] | None = None,
     max_panels: int = 36,
+    exclude_suspect: bool = True,
 ) -> Any:
     if layout not in ("qbin", "file", "combined"):
         raise ValueError(f"layout must be 'qbin', 'file' or 'combined', got {layout!r}")
-    blocks = g2_data.g2_blocks(results, qmin, qmax, tmin, tmax, max_bins)
+    blocks = g2_data.g2_blocks(results, qmin, qmax, tmin, tmax, max_bins,
+                               exclude_suspect=exclude_suspect)
     if not blocks:
         return _no_data(
             new_figure(), "no multitau g2 in the selected files and q range"
@@ -442,6 +456,9 @@ def _fig_g2(
                 color, marker = colors_b[m], _MARKERS[b.file_index % 12]
                 shift, lab = offset * m, f"{b.label} {b.bin_labels[j]}"
             _draw_g2_curve(ax, b, j, color, marker, shift, errorbars, lab)
+            if b.excluded is not None and b.excluded[:, j].any():
+                ex = b.excluded[:, j]  # drawn, but left out of the fit
+                ax.plot(b.tau[ex], b.g2[ex, j] + shift, "x", color="0.6", ms=4)
             _draw_g2_fit(ax, fits, b, j, color, shift, band)
         ax.set_xscale("log" if log_x else "linear")
         if ylim is not None:
@@ -481,7 +498,7 @@ def _fig_diffusion(
     offset: float = 0.0,
     show_fit: bool = True,
 ) -> Any:
-    from xpcsviewer.fitting import fit_diffusion
+    from xpcsviewer.fitting import diffusion_verdict, fit_diffusion
 
     fig = new_figure()
     if fits is None or fits.n_curves == 0:
@@ -508,12 +525,14 @@ def _fig_diffusion(
             capsize=0,
             elinewidth=0.7,
             label=f"{p.label}"
-            + (f" ({p.n_dropped} failed fits dropped)" if p.n_dropped else ""),
+            + (f" ({p.n_dropped} bins not converged)" if p.n_dropped else ""),
         )
         if show_fit and p.q.size >= 2:
             tau = p.y if quantity == "tau" else 1.0 / p.y
             tau_err = p.y_err if quantity == "tau" else p.y_err * tau**2
-            dr = fit_diffusion(p.q, tau, tau_err, q_range, exponent)
+            verdict = diffusion_verdict(p.q, tau, tau_err, q_range)
+            dr = verdict.free if exponent is None else fit_diffusion(
+                p.q, tau, tau_err, q_range, exponent)
             if np.isfinite(dr.prefactor):
                 sel = p.q[dr.used] if dr.used.any() else p.q
                 grid = np.geomspace(sel.min() / 1.1, sel.max() * 1.1, 128)
@@ -523,8 +542,10 @@ def _fig_diffusion(
                     if dr.exponent_fixed
                     else f"b = {dr.exponent:.3f} \u00b1 {dr.exponent_err:.3f}"
                 )
-                if np.isfinite(dr.D):
-                    txt += f", D = {dr.D:.4g} \u00b1 {dr.D_err:.2g} \u00c5\u00b2/s"
+                if verdict.diffusive:
+                    txt += f", D = {verdict.D:.4g} \u00b1 {verdict.D_err:.2g} \u00c5\u00b2/s"
+                else:
+                    txt += f": {verdict.verdict.replace('_', ' ')}"
                 ax.plot(grid, yfit * factor, "-", color=color, lw=1.0, label=txt)
                 lines.append(txt)
     ax.set_xscale("log" if log_x else "linear")

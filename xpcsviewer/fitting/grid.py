@@ -96,7 +96,6 @@ def grid_points(
         grid = np.broadcast_to(inside, (n_b, inside.size)) if inside.size else value[:, k : k + 1]
         return np.clip(grid, lo, hi)
 
-    axes: list[tuple[int, np.ndarray]] = []
     if model is G2Model.DOUBLE:
         t1 = log_axis(col["tau1"], N_TAU_DOUBLE)
         t2 = log_axis(col["tau2"], N_TAU_DOUBLE)

@@ -75,26 +75,51 @@ def test_reads_published_fits_and_reports_D(qtbot, panel, results, fits, fake):
     np.testing.assert_allclose(pts[0].xData, fits.q[:6])
     r = panel.readout()
     for label in ("C001", "C002"):
+        assert r[label]["verdict"] == "diffusive"
         assert r[label]["D"] == pytest.approx(fake.D_TRUE, rel=0.05)
         assert r[label]["joint_D"] == pytest.approx(fake.D_TRUE, rel=0.05)
-        # Stokes-Einstein radius in water at 25 C: kT / (6 pi eta D).
-        kt = 1.380649e-23 * 298.15
-        eta = 2.414e-5 * 10 ** (247.8 / (298.15 - 140.0))
+        # these files state no solvent: no radius until the user gives one
+        assert math.isnan(r[label]["R_nm"]) and r[label]["radius_source"] == "no solvent stated"
+    assert panel.table.rowCount() == 2
+    assert panel.table.item(0, 1).text() == "diffusive"
+    assert "\u00b1" in panel.table.item(0, 2).text()
+    # water at 25 C, chosen by the user: kT / (6 pi eta D)
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.solvent.setCurrentIndex(panel.solvent.findData("water"))
+    r = panel.readout()
+    kt = 1.380649e-23 * 298.15
+    eta = 2.414e-5 * 10 ** (247.8 / (298.15 - 140.0))
+    for label in ("C001", "C002"):
         ref_nm = kt / (6 * math.pi * eta * r[label]["D"] * 1e-20) * 1e9
         assert r[label]["R_nm"] == pytest.approx(ref_nm, rel=1e-9)
-    assert panel.table.rowCount() == 2
-    assert "\u00b1" in panel.table.item(0, 5).text()
+        assert r[label]["radius_source"] == "water at T"
+
+
+def test_not_diffusive_file_gets_no_d(qtbot, panel, results, fits):
+    # tau independent of q (an arrested sample): the verdict says so and no D is shown
+    f2 = g2_data.G2Fits(**{**fits.__dict__,
+                           "params": {k: v.copy() for k, v in fits.params.items()},
+                           "errors": {k: v.copy() for k, v in fits.errors.items()}})
+    f2.params["tau"][:] = 0.01 * (fits.q / fits.q[0]) ** -0.2
+    f2.errors["tau"][:] = 0.02 * f2.params["tau"]
+    panel.set_results(results)
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.context.set_shared("g2_fits", f2)
+    r = panel.readout()
+    assert r["C001"]["verdict"] == "not_diffusive" and math.isnan(r["C001"]["D"])
+    assert panel.table.item(0, 2).text() == "\u2014"
+    assert "not diffusive" in panel.table.item(0, 9).text()
 
 
 def test_failed_fits_dropped_and_gamma(qtbot, panel, results, fits):
     f2 = g2_data.G2Fits(**{**fits.__dict__, "status": fits.status.copy()})
-    f2.status[0] = "max_iter"
+    f2.status[0] = "failed"
     panel.set_results(results)
     with qtbot.waitSignal(panel.sigComputed, timeout=60000):
         panel.context.set_shared("g2_fits", f2)
     pts = _points(panel)
     assert sorted(p.xData.size for p in pts) == [5, 6]
-    assert "1 failed fit(s) dropped" in panel.status.text()
+    assert "1 other bin(s) left out" in panel.status.text()
     with qtbot.waitSignal(panel.sigComputed, timeout=60000):
         panel.quantity.setCurrentIndex(1)  # Gamma
     g = _points(panel)[1]
@@ -105,8 +130,7 @@ def test_fitted_exponent_and_offset(qtbot, panel, results, fits):
     panel.set_results(results)
     with qtbot.waitSignal(panel.sigComputed, timeout=60000):
         panel.context.set_shared("g2_fits", fits)
-    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
-        panel.fit_exp.setChecked(True)
+    assert panel.fit_exp.isChecked()  # the exponent is fitted by default
     r = panel.readout()
     assert r["C001"]["exponent"] == pytest.approx(-2.0, abs=0.1)
     panel.offset.setValue(1.0)  # second file drawn x10

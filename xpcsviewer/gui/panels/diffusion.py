@@ -1,11 +1,13 @@
-"""Diffusion tab: tau or Gamma vs q from the g2 fits, power law, joint D, radius.
+"""Diffusion tab: tau or Gamma vs q from the g2 fits, the diffusion verdict, D, radius.
 
-The points come from ``context.shared["g2_fits"]`` (published by the g2 tab); fits that
-did not converge are dropped and counted. Per file: a weighted power-law fit
-tau = A q^b (b fitted, or fixed at -2 for Brownian motion: D = 1/A), optionally the
-joint model (D and alpha fitted directly to all g2 curves of the file), and the
-Stokes-Einstein hydrodynamic radius for the given temperature and viscosity. All
-fitting runs in a worker.
+The points come from ``context.shared["g2_fits"]`` (published by the g2 tab); only
+converged fits enter (the others are counted). Per file the power law tau = A q^b is
+fitted with b free first; D is reported only when the verdict is ``diffusive`` (>= 3
+good bins, b consistent with -2: :func:`xpcsviewer.fitting.diffusion_verdict`), the
+optional joint model (D and alpha fitted to the converged curves directly) likewise,
+and the Stokes-Einstein radius only with a stated solvent: the file's own
+``/entry/sample`` temperature and viscosity, water at a chosen temperature, or a
+viscosity the user gives. All fitting runs in a worker.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -38,6 +41,16 @@ from xpcsviewer.gui.widgets import curve_color, curve_pen
 __all__ = ["DiffusionFile", "DiffusionPanel", "diffusion_job"]
 
 _SYMBOLS = ["o", "s", "t", "d", "+", "x", "star", "p", "h", "t1", "t2", "t3"]
+SOLVENTS = [
+    ("file", "solvent from the file"),
+    ("water", "water at T"),
+    ("given", "given \u03b7"),
+]
+VERDICT_COLORS = {
+    "diffusive": QColor(200, 240, 200),
+    "not_diffusive": QColor(255, 225, 180),
+    "too_few_bins": QColor(230, 230, 230),
+}
 
 
 @dataclass
@@ -47,21 +60,53 @@ class DiffusionFile:
     file_index: int
     label: str
     points: g2_data.DiffusionPoints
-    power: Any  # DiffusionResult or None
+    power: Any  # DiffusionResult drawn (free, or the user's fixed exponent) or None
     joint: Any  # JointDiffusionResult or None
     radius: tuple[float, float]  # nm
     radius_source: str
+    verdict: Any = None  # DiffusionVerdict
+
+    @property
+    def D(self) -> float:  # noqa: N802 - physics symbol
+        """D (A^2/s) when diffusive, else NaN."""
+        return self.verdict.D if self.verdict is not None else math.nan
+
+    @property
+    def D_err(self) -> float:  # noqa: N802
+        """Error of D, NaN unless diffusive."""
+        return self.verdict.D_err if self.verdict is not None else math.nan
+
+
+def _solvent(opts: dict, res: Any) -> tuple[float, float, str] | None:
+    from xpcsviewer.fitting import solvent_from_sample, water_viscosity
+
+    src = opts.get("solvent", "file")
+    t = opts.get("temperature_K")
+    if src == "water" and t is not None:
+        try:
+            return float(t), water_viscosity(float(t)), "water at T"
+        except ValueError:
+            return None
+    if src == "given" and t is not None and opts.get("viscosity_Pa_s"):
+        return float(t), float(opts["viscosity_Pa_s"]), "given \u03b7"
+    if src == "file" and res is not None:
+        stated = solvent_from_sample(getattr(res, "sample", {}), getattr(res, "sample_units", {}))
+        if stated is not None:
+            return stated[0], stated[1], "file"
+    return None
 
 
 def diffusion_job(
     fits: g2_data.G2Fits, results: list, opts: dict, progress=None, cancel=None
 ):
-    """Worker job: points, power laws, joint fits and radii per file.
+    """Worker job: points, verdicts, power laws, joint fits and radii per file.
 
-    ``opts``: quantity, qmin, qmax, exponent (None = fitted), joint (bool),
-    temperature_K, viscosity_Pa_s (None = water at T).
+    ``opts``: quantity, qmin, qmax, exponent (None = fitted; a value draws that fixed
+    power law), joint (bool), solvent ("file" | "water" | "given"), temperature_K,
+    viscosity_Pa_s.
     """
     from xpcsviewer.fitting import (
+        diffusion_verdict,
         fit_diffusion,
         fit_diffusion_joint,
         hydrodynamic_radius,
@@ -84,48 +129,39 @@ def diffusion_job(
         # The power law is always fitted to tau (s), whatever is shown.
         tau = pts.y if quantity == "tau" else 1.0 / pts.y
         tau_err = pts.y_err if quantity == "tau" else pts.y_err * tau**2
-        power = (
-            fit_diffusion(pts.q, tau, tau_err, q_range, exponent)
-            if pts.q.size >= 2
-            else None
-        )
+        verdict = diffusion_verdict(pts.q, tau, tau_err, q_range)
+        power = verdict.free if exponent is None else fit_diffusion(
+            pts.q, tau, tau_err, q_range, exponent)
+        if not np.isfinite(power.prefactor):
+            power = None
         joint = None
         # The fits may come from another target list: find the file by its label.
         res = by_label.get(pts.label)
-        if opts.get("joint") and res is not None:
+        if opts.get("joint") and res is not None and verdict.diffusive:
             blocks = g2_data.g2_blocks([res], qmin, qmax)
             if blocks:
                 b = blocks[0]
-                alpha = None if exponent is None else -float(exponent)
+                rows = fits.rows_of(pts.file_index)
+                good = {int(fits.columns[r]) for r in rows if fits.ok[r]}
+                bins = np.array([int(c) in good for c in b.columns])
+                # diffusive: alpha = 2, so the joint D is in A^2/s like the verdict's
                 joint = fit_diffusion_joint(
-                    b.q,
-                    b.tau,
-                    b.g2.T,
-                    b.g2_err.T,
-                    b.valid.T,
-                    q_range=q_range,
-                    t_range=fits.t_range,
-                    alpha=alpha,
+                    b.q, b.tau, b.g2.T, b.g2_err.T, b.fit_valid.T,
+                    q_range=q_range, t_range=fits.t_range, alpha=2.0, bins=bins,
                 )
-        d, de, src = math.nan, math.nan, ""
-        if power is not None and math.isfinite(power.D):
-            d, de, src = power.D, power.D_err, "power law"
-        elif (
-            joint is not None
-            and math.isfinite(joint.D)
-            and abs(joint.alpha - 2.0) < 1e-9
-        ):
-            d, de, src = joint.D, joint.D_err, "joint"
-        radius = (math.nan, math.nan)
-        if math.isfinite(d) and d > 0:
-            radius = hydrodynamic_radius(
-                d,
-                temperature_K=opts.get("temperature_K", 298.15),
-                viscosity_Pa_s=opts.get("viscosity_Pa_s"),
-                D_err=de if math.isfinite(de) else 0.0,
-            )
+        radius, src = (math.nan, math.nan), ""
+        if verdict.diffusive:
+            solvent = _solvent(opts, res)
+            if solvent is not None:
+                t_k, eta, src = solvent
+                radius = hydrodynamic_radius(
+                    verdict.D, t_k, eta,
+                    D_err=verdict.D_err if math.isfinite(verdict.D_err) else 0.0,
+                )
+            else:
+                src = "no solvent stated"
         out.append(
-            DiffusionFile(pts.file_index, pts.label, pts, power, joint, radius, src)
+            DiffusionFile(pts.file_index, pts.label, pts, power, joint, radius, src, verdict)
         )
     report(progress, cancel, len(pts_all), len(pts_all), "done")
     return out
@@ -167,9 +203,10 @@ class DiffusionPanel(BasePanel):
         )
         for w in (self.qmin, self.qmax):
             w.setSuffix(" \u00c5\u207b\u00b9")
-        self.fit_exp = QCheckBox("fit exponent b")
+        self.fit_exp = QCheckBox("fit exponent b", checked=True)
         self.fit_exp.setToolTip(
-            "Unchecked: b fixed at the value given (-2: Brownian, D = 1/A)"
+            "Checked: draw the power law with b fitted. Unchecked: draw it with b fixed "
+            "at the value given. D is reported only when b is consistent with -2 either way."
         )
         self.exp_value = QDoubleSpinBox(
             decimals=2, minimum=-6, maximum=0, singleStep=0.1, value=-2.0
@@ -184,13 +221,20 @@ class DiffusionPanel(BasePanel):
             decimals=2, minimum=250.1, maximum=399.9, value=298.15
         )
         self.temperature.setSuffix(" K")
-        self.water = QCheckBox("water", checked=True)
-        self.water.setToolTip("Viscosity of water at the temperature (Vogel equation)")
+        self.solvent = QComboBox()
+        for k, text in SOLVENTS:
+            self.solvent.addItem(text, k)
+        self.solvent.setToolTip(
+            "Stokes-Einstein needs the solvent: the file's /entry/sample temperature and "
+            "viscosity, water at T (Vogel equation), or a viscosity you give. No solvent "
+            "is ever assumed."
+        )
         self.viscosity = QDoubleSpinBox(
             decimals=4, minimum=1e-3, maximum=1e6, value=0.8900
         )
         self.viscosity.setSuffix(" mPa\u00b7s")
         self.viscosity.setEnabled(False)
+        self.temperature.setEnabled(False)
         self.fit_now = QPushButton("Fit g2 now")
         self.fit_now.setToolTip(
             "No fits yet: fit every bin of the targets (single exponential)"
@@ -209,9 +253,9 @@ class DiffusionPanel(BasePanel):
         widgets1 = [
             QLabel("offset"),
             self.offset,
+            self.solvent,
             QLabel("T"),
             self.temperature,
-            self.water,
             QLabel("\u03b7"),
             self.viscosity,
             self.fit_now,
@@ -244,8 +288,9 @@ class DiffusionPanel(BasePanel):
 
         self.context.sigSharedChanged.connect(self._on_shared)
         self.quantity.currentIndexChanged.connect(lambda _i: self.refresh())
-        for w in (self.q_check, self.fit_exp, self.joint, self.water):
+        for w in (self.q_check, self.fit_exp, self.joint):
             w.toggled.connect(lambda _b: self.refresh())
+        self.solvent.currentIndexChanged.connect(self._on_solvent)
         for w in (
             self.qmin,
             self.qmax,
@@ -254,7 +299,6 @@ class DiffusionPanel(BasePanel):
             self.viscosity,
         ):
             w.editingFinished.connect(self.refresh)
-        self.water.toggled.connect(lambda on: self.viscosity.setEnabled(not on))
         self.offset.valueChanged.connect(lambda _v: self._draw())
         self.logx.toggled.connect(lambda _b: self._draw())
         self.logy.toggled.connect(lambda _b: self._draw())
@@ -277,18 +321,24 @@ class DiffusionPanel(BasePanel):
         else:
             self._dirty = True
 
+    def _on_solvent(self, _i: int = 0) -> None:
+        src = self.solvent.currentData()
+        self.temperature.setEnabled(src in ("water", "given"))
+        self.viscosity.setEnabled(src == "given")
+        self.refresh()
+
     def options(self) -> dict:
         """Fit options (GUI-thread snapshot) for :func:`diffusion_job`."""
         use_q = self.q_check.isChecked()
-        water = self.water.isChecked()
         return {
             "quantity": self.quantity.currentData(),
             "qmin": self.qmin.value() if use_q else None,
             "qmax": self.qmax.value() if use_q else None,
             "exponent": None if self.fit_exp.isChecked() else self.exp_value.value(),
             "joint": self.joint.isChecked(),
+            "solvent": self.solvent.currentData(),
             "temperature_K": self.temperature.value(),
-            "viscosity_Pa_s": None if water else self.viscosity.value() * 1e-3,
+            "viscosity_Pa_s": self.viscosity.value() * 1e-3,
         }
 
     def _fits_match_targets(self) -> bool:
@@ -298,7 +348,7 @@ class DiffusionPanel(BasePanel):
         return bool(set(self.fits.file_labels) & labels)
 
     def refresh(self) -> None:
-        if self.water.isChecked():
+        if self.solvent.currentData() == "water":
             from xpcsviewer.fitting import water_viscosity
 
             try:
@@ -349,9 +399,10 @@ class DiffusionPanel(BasePanel):
         dropped = sum(f.points.n_dropped for f in self.files)
         n = sum(f.points.q.size for f in self.files)
         fits = self.fits
+        n_diff = sum(1 for f in self.files if f.verdict is not None and f.verdict.diffusive)
         self.status.setText(
-            f"{fits.method} {fits.model} fits: {n} point(s) from {len(self.files)} file(s); "
-            f"{dropped} failed fit(s) dropped"
+            f"{fits.method} {fits.model} fits: {n} converged bin(s) from {len(self.files)} "
+            f"file(s), {dropped} other bin(s) left out; {n_diff} file(s) diffusive"
         )
         self.sigComputed.emit()
 
@@ -418,7 +469,8 @@ class DiffusionPanel(BasePanel):
                         grid,
                         yfit * factor,
                         pen=curve_pen(f.file_index, 1.5),
-                        name=f"b = {pw.exponent:.3f}",
+                        name=(f"b = {pw.exponent:g} (fixed)" if pw.exponent_fixed
+                              else f"b = {pw.exponent:.2f} \u00b1 {pw.exponent_err:.2f}"),
                     )
                 )
             if f.joint is not None and math.isfinite(f.joint.D) and p.q.size >= 2:
@@ -444,37 +496,45 @@ class DiffusionPanel(BasePanel):
     def _fill_table(self) -> None:
         head = [
             "file",
-            "points",
-            "dropped",
-            "exponent b",
-            "A",
+            "verdict",
             "D (\u00c5\u00b2/s)",
+            "exponent b",
+            "R\u2095 (nm)",
+            "bins",
+            "left out",
             "joint D (\u00c5\u1d45/s)",
             "joint \u03b1",
-            "R\u2095 (nm)",
-            "status",
+            "why",
         ]
         t = self.table
         t.setColumnCount(len(head))
         t.setHorizontalHeaderLabels(head)
         t.setRowCount(len(self.files))
         for r, f in enumerate(self.files):
-            pw, jt = f.power, f.joint
+            v, jt = f.verdict, f.joint
+            fr = v.free if v is not None else None
+            radius = _pm(*f.radius, ".4g") if math.isfinite(f.radius[0]) else "\u2014"
+            if f.radius_source:
+                radius += f" ({f.radius_source})"
             cells = [
                 f.label,
+                v.verdict.replace("_", " ") if v is not None else "\u2014",
+                _pm(f.D, f.D_err),
+                _pm(fr.exponent, fr.exponent_err, ".3f") if fr is not None else "\u2014",
+                radius,
                 str(f.points.q.size),
                 str(f.points.n_dropped),
-                _pm(pw.exponent, pw.exponent_err, ".3f") if pw else "\u2014",
-                _pm(pw.prefactor, pw.prefactor_err) if pw else "\u2014",
-                _pm(pw.D, pw.D_err) if pw else "\u2014",
                 _pm(jt.D, jt.D_err) if jt else "\u2014",
                 _pm(jt.alpha, jt.alpha_err, ".3f") if jt else "\u2014",
-                _pm(*f.radius, ".4g")
-                + (f" ({f.radius_source})" if f.radius_source else ""),
-                (jt.status.value if jt is not None else "") or "ok",
+                v.message if v is not None else "",
             ]
+            color = VERDICT_COLORS.get(v.verdict) if v is not None else None
             for c, text in enumerate(cells):
-                t.setItem(r, c, QTableWidgetItem(text))
+                it = QTableWidgetItem(text)
+                if color is not None and c < 3:
+                    it.setBackground(color)
+                    it.setForeground(QColor(0, 0, 0))
+                t.setItem(r, c, it)
         t.horizontalHeader().setSectionResizeMode(
             QHeaderView.ResizeMode.ResizeToContents
         )
@@ -486,16 +546,20 @@ class DiffusionPanel(BasePanel):
         self.table.setRowCount(0)
 
     def readout(self) -> dict[str, dict[str, float]]:
-        """Per file label: D, D_err (A^2/s), R, R_err (nm), joint D (tests and scripts)."""
+        """Per file label: verdict, D, D_err (A^2/s; NaN unless diffusive), exponent,
+        R, R_err (nm), joint D (tests and scripts)."""
         out = {}
         for f in self.files:
-            pw = f.power
+            fr = f.verdict.free if f.verdict is not None else None
             out[f.label] = {
-                "D": pw.D if pw else math.nan,
-                "D_err": pw.D_err if pw else math.nan,
-                "exponent": pw.exponent if pw else math.nan,
+                "verdict": f.verdict.verdict if f.verdict is not None else "",
+                "D": f.D,
+                "D_err": f.D_err,
+                "exponent": fr.exponent if fr is not None else math.nan,
+                "exponent_err": fr.exponent_err if fr is not None else math.nan,
                 "R_nm": f.radius[0],
                 "R_err_nm": f.radius[1],
+                "radius_source": f.radius_source,
                 "joint_D": f.joint.D if f.joint is not None else math.nan,
                 "joint_D_err": f.joint.D_err if f.joint is not None else math.nan,
             }
@@ -526,17 +590,17 @@ class DiffusionPanel(BasePanel):
             cols[f"{f.label}:{q}_{unit}"] = f.points.y
             cols[f"{f.label}:{q}_err_{unit}"] = f.points.y_err
         header = [
-            f"{q} vs q from {self.fits.method} {self.fits.model} g2 fits; failed fits dropped"
+            f"{q} vs q from the converged {self.fits.method} {self.fits.model} g2 fits"
         ]
         for f in self.files:
-            pw = f.power
-            if pw is not None:
-                header.append(
-                    f"{f.label}: tau = A q^b, A = {pw.prefactor:.6g} +- "
-                    f"{pw.prefactor_err:.3g}, b = {pw.exponent:.4f} +- "
-                    f"{pw.exponent_err:.3g}, D = {pw.D:.6g} +- {pw.D_err:.3g} A^2/s, "
-                    f"R = {f.radius[0]:.4g} +- {f.radius[1]:.3g} nm"
-                )
+            v = f.verdict
+            if v is None:
+                continue
+            line = f"{f.label}: {v.verdict}: {v.message}"
+            if math.isfinite(f.radius[0]):
+                line += (f"; R = {f.radius[0]:.4g} +- {f.radius[1]:.3g} nm "
+                         f"({f.radius_source})")
+            header.append(line)
         return cols, header
 
     # ----------------------------------------------------------- settings
@@ -553,21 +617,20 @@ class DiffusionPanel(BasePanel):
             "joint": self.joint.isChecked(),
             "offset": self.offset.value(),
             "temperature_K": self.temperature.value(),
-            "water": self.water.isChecked(),
+            "solvent": self.solvent.currentData(),
             "viscosity_mPa_s": self.viscosity.value(),
         }
 
     def set_settings(self, s: dict) -> None:
         apply_settings(
             s,
-            combos=(("quantity", self.quantity),),
+            combos=(("quantity", self.quantity), ("solvent", self.solvent)),
             checks=(
                 ("log_q", self.logx),
                 ("log_y", self.logy),
                 ("q_range", self.q_check),
                 ("fit_exponent", self.fit_exp),
                 ("joint", self.joint),
-                ("water", self.water),
             ),
             spins=(
                 ("qmin", self.qmin),

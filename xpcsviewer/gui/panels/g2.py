@@ -14,7 +14,6 @@ import math
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -27,7 +26,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QGridLayout,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -36,14 +34,21 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSpinBox,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from xpcsviewer.export import g2_data
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
+from xpcsviewer.gui.panels.g2_fitpanel import FitParamsWidget, FitResultsTable
+from xpcsviewer.gui.panels.g2_jobs import (
+    MODELS,
+    bayes_job,
+    fit_job,
+    prepare_g2_job,
+    wait_for_event_job,
+    write_fits_job,
+)
 from xpcsviewer.gui.widgets import curve_color, curve_pen
 
 __all__ = [
@@ -54,234 +59,21 @@ __all__ = [
     "prepare_g2_job",
     "wait_for_event_job",
 ]
-
-MODELS = [
-    ("single", "single exp: b + a\u00b7exp(\u22122t/\u03c4)"),
-    ("stretched", "stretched: b + a\u00b7exp(\u22122(t/\u03c4)^s)"),
-    ("double", "double: b + a\u00b7[f\u00b7e\u2081 + (1\u2212f)\u00b7e\u2082]\u00b2"),
-    ("single_avgcorr", "single exp, frame-averaging corrected"),
-]
 LAYOUTS = [
     ("qbin", "one panel per q-bin"),
     ("file", "one panel per file"),
     ("combined", "one combined panel"),
 ]
 _SYMBOLS = ["o", "s", "t", "d", "+", "x", "star", "p", "h", "t1", "t2", "t3"]
-
-
-# ----------------------------------------------------------------- worker jobs
-def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]]:
-    """Table defaults per model: (value, lower, upper, fixed) from the median over curves."""
-    from xpcsviewer.fitting import default_params, model_param_names
-
-    out: dict[str, dict[str, tuple]] = {}
-    if not blocks:
-        return out
-    tau = blocks[0].tau
-    g = np.concatenate([b.g2.T for b in blocks if b.tau.shape == tau.shape], axis=0)
-    v = np.concatenate([b.valid.T for b in blocks if b.tau.shape == tau.shape], axis=0)
-    for model, _ in MODELS:
-        specs = default_params(model, tau, g, v)
-        row = {}
-        for n in model_param_names(model):
-            s = specs[n]
-
-            def med(x, log=False):
-                a = np.asarray(x, dtype=np.float64).ravel()
-                a = a[np.isfinite(a)]
-                if a.size == 0:
-                    return math.nan
-                return (
-                    float(np.exp(np.median(np.log(a))))
-                    if log and np.all(a > 0)
-                    else float(np.median(a))
-                )
-
-            lo = float(np.nanmin(np.asarray(s.lower, float)))
-            hi = float(np.nanmax(np.asarray(s.upper, float)))
-            row[n] = (med(s.value, n.startswith("tau")), lo, hi, bool(s.fixed))
-        out[model] = row
-    return out
-
-
-def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
-    """Worker job: the shown g2 blocks and the fit-table defaults of every model."""
-    blocks = g2_data.g2_blocks(
-        results,
-        opts.get("qmin"),
-        opts.get("qmax"),
-        opts.get("tmin"),
-        opts.get("tmax"),
-        opts.get("max_bins"),
-    )
-    if cancel is not None:
-        cancel.raise_if_cancelled()
-    return blocks, _model_defaults(blocks)
-
-
-def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):
-    """Worker job: batched least squares of every shown curve (one ``fit_g2`` per delay grid)."""
-    return g2_data.fit_g2_blocks(
-        blocks,
-        model,
-        overrides=overrides,
-        t_range=t_range,
-        progress=progress,
-        cancel=cancel,
-    )
-
-
-def bayes_job(
-    blocks,
-    model: str,
-    overrides: dict,
-    t_range,
-    sampler: dict,
-    progress=None,
-    cancel=None,
-):
-    """Worker job: NUTS posterior of every shown curve (cancellable between blocks)."""
-    return g2_data.fit_g2_blocks_bayes(
-        blocks,
-        model,
-        overrides=overrides,
-        t_range=t_range,
-        progress=progress,
-        cancel=cancel,
-        **sampler,
-    )
-
-
-def wait_for_event_job(event, progress=None, cancel=None) -> None:
-    """Worker job that ends when ``event`` is set (tracks GUI-thread drawing in the runner)."""
-    from xpcsviewer.progress import Cancelled
-
-    while not event.wait(0.05):
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled()
-
-
-def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:
-    """Worker job: write fits to CSV (or JSON for a ``.json`` suffix), atomically."""
-    from xpcsviewer.export import fits_table, fits_to_dict, write_csv, write_json
-
-    if str(path).lower().endswith(".json"):
-        write_json(path, fits_to_dict(fits))
-    else:
-        cols, header = fits_table(fits)
-        write_csv(path, cols, header)
-    return str(path)
-
-
-# --------------------------------------------------------------- fit side panel
-class FitParamsWidget(QTableWidget):
-    """Per-parameter value / lower / upper / fix for the current model.
-
-    A fixed parameter is held at the value shown (not at a bound). Rows the user never
-    edited stay "auto": each curve then gets its own data-driven start and bounds.
-    """
-
-    sigEdited = Signal()
-    """The user changed a cell: ()."""
-
-    HEAD = ("param", "value", "lower", "upper", "fix")
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(0, len(self.HEAD), parent)
-        self.setHorizontalHeaderLabels(list(self.HEAD))
-        self.verticalHeader().setVisible(False)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self._edited: dict[str, set[str]] = {}
-        self._names: list[str] = []
-        self._filling = False
-        self.itemChanged.connect(self._on_item_changed)
-        self.setToolTip(
-            "Unedited rows are per-curve automatic (from the data); a fixed "
-            "parameter is held at the value shown"
-        )
-
-    def set_params(self, rows: dict[str, tuple], keep_edits: bool = True) -> None:
-        """Show ``name -> (value, lower, upper, fixed)``; user-edited cells are kept."""
-        old = self.overrides() if keep_edits else {}
-        self._filling = True
-        self._names = list(rows)
-        self.setRowCount(len(rows))
-        if not keep_edits:
-            self._edited = {}
-        for r, (name, (val, lo, hi, fixed)) in enumerate(rows.items()):
-            o = old.get(name, {})
-            it = QTableWidgetItem(name)
-            it.setFlags(Qt.ItemFlag.ItemIsEnabled)
-            self.setItem(r, 0, it)
-            for c, key, x in ((1, "value", val), (2, "lower", lo), (3, "upper", hi)):
-                self.setItem(r, c, QTableWidgetItem(_fmt(o.get(key, x))))
-            chk = QTableWidgetItem()
-            chk.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
-            chk.setCheckState(
-                Qt.CheckState.Checked
-                if o.get("fixed", fixed)
-                else Qt.CheckState.Unchecked
-            )
-            self.setItem(r, 4, chk)
-        self._filling = False
-
-    def _on_item_changed(self, item: QTableWidgetItem) -> None:
-        if self._filling or item.column() == 0:
-            return
-        name = self._names[item.row()]
-        key = self.HEAD[item.column()] if item.column() < 4 else "fixed"
-        self._edited.setdefault(name, set()).add(key)
-        if key == "fixed":
-            self._edited[name].add("value")
-        self.sigEdited.emit()
-
-    def set_cell(self, name: str, key: str, value: Any) -> None:
-        """Programmatic edit (as a user would): key in value/lower/upper/fixed."""
-        r = self._names.index(name)
-        if key == "fixed":
-            self.item(r, 4).setCheckState(
-                Qt.CheckState.Checked if value else Qt.CheckState.Unchecked
-            )
-        else:
-            self.item(r, self.HEAD.index(key)).setText(_fmt(value))
-
-    def overrides(self) -> dict[str, dict]:
-        """User-set fields per parameter (only edited cells; 'fixed' carries the value)."""
-        out: dict[str, dict] = {}
-        for r, name in enumerate(self._names):
-            keys = self._edited.get(name, set())
-            if not keys:
-                continue
-            d: dict[str, Any] = {}
-            for key in keys:
-                if key == "fixed":
-                    d["fixed"] = self.item(r, 4).checkState() == Qt.CheckState.Checked
-                    continue
-                try:
-                    d[key] = float(self.item(r, self.HEAD.index(key)).text())
-                except ValueError:
-                    raise ValueError(f"{name} {key}: not a number") from None
-            out[name] = d
-        return out
-
-    def reset(self) -> None:
-        """Forget the user's edits (back to automatic per-curve values)."""
-        self._edited = {}
-
-
-def _fmt(x: Any) -> str:
-    if isinstance(x, bool):
-        return str(x)
-    x = float(x)
-    return f"{x:.4g}" if math.isfinite(x) else "nan"
-
-
-def _pm(v: float, e: float) -> str:
-    if not math.isfinite(v):
-        return "\u2014"
-    if math.isfinite(e) and e > 0:
-        return f"{v:.4g} \u00b1 {e:.2g}"
-    return f"{v:.4g}"
+#: Fit curves by status: (pen style, width, grey); failed fits are not drawn.
+FIT_PEN_STYLE = {
+    "converged": (Qt.PenStyle.SolidLine, 1.5, False),
+    "unresolved": (Qt.PenStyle.DotLine, 1.5, False),
+    "at_bound": (Qt.PenStyle.DotLine, 1.5, False),
+    "poor_fit": (Qt.PenStyle.DashLine, 1.2, False),
+    "no_decay": (Qt.PenStyle.DashLine, 1.0, True),
+    "failed": (Qt.PenStyle.DashDotLine, 1.0, True),  # e.g. NUTS that failed its gates
+}
 
 
 # -------------------------------------------------------------------- the panel
@@ -348,6 +140,11 @@ class G2Panel(BasePanel):
         )
         self.marker = QSpinBox(minimum=1, maximum=15, value=5)
         self.legend_check = QCheckBox("legend", checked=True)
+        self.suspect_check = QCheckBox("leave out suspect errors", checked=True)
+        self.suspect_check.setToolTip(
+            "Points whose stated error is below half their neighbours' (typically the "
+            "lone last delay) are drawn as grey x and left out of fits"
+        )
         rows = [
             [QLabel("layout"), self.layout_combo, self.q_check, self.qmin, self.qmax],
             [
@@ -357,6 +154,7 @@ class G2Panel(BasePanel):
                 self.err_check,
                 self.logx,
                 self.legend_check,
+                self.suspect_check,
             ],
             [
                 QLabel("offset"),
@@ -438,9 +236,7 @@ class G2Panel(BasePanel):
         fl.addWidget(self.show_fit)
         fl.addWidget(self.show_band)
         rv.addLayout(fl)
-        self.results_table = QTableWidget(0, 0)
-        self.results_table.verticalHeader().setVisible(False)
-        self.results_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.results_table = FitResultsTable()
         rv.addWidget(self.results_table, 2)
         self.fit_status = QLabel("no fit yet")
         self.fit_status.setWordWrap(True)
@@ -469,6 +265,7 @@ class G2Panel(BasePanel):
         for w in (self.tmin, self.tmax):
             w.editingFinished.connect(self._maybe_refresh_t)
         self.max_bins.editingFinished.connect(self.refresh)
+        self.suspect_check.toggled.connect(lambda _b: self.refresh())
         for w in (
             self.err_check,
             self.logx,
@@ -506,6 +303,7 @@ class G2Panel(BasePanel):
             "tmin": self._t_value(self.tmin) if use_t else None,
             "tmax": self._t_value(self.tmax) if use_t else None,
             "max_bins": self.max_bins.value(),
+            "exclude_suspect": self.suspect_check.isChecked(),
         }
 
     def _maybe_refresh_q(self) -> None:
@@ -763,16 +561,27 @@ class G2Panel(BasePanel):
                     pen=pg.mkPen(color, width=0.8),
                 )
             )
+        if b.excluded is not None and b.excluded[:, j].any():
+            ex = b.excluded[:, j]
+            marks = pg.PlotDataItem(
+                b.tau[ex], b.g2[ex, j] + shift, pen=None, symbol="x",
+                symbolSize=msize + 2, symbolPen=pg.mkPen(150, 150, 150, width=1.2),
+            )
+            marks.excluded_points = True  # tells tests and exports apart from data
+            p.addItem(marks)
         fits = self.fits
         if fits is None or not self.show_fit.isChecked():
             return
         row = fits.find(b.file_index, int(b.columns[j]))
         if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
             return
+        pen_style, width, grey = FIT_PEN_STYLE.get(str(fits.status[row]), FIT_PEN_STYLE["failed"])
         grid = g2_data.g2_tau_grid(b.tau)
         yc = fits.curve([row], grid)[0] + shift
-        p.addItem(pg.PlotDataItem(grid, yc, pen=curve_pen(ci, 1.5)))
-        if self.show_band.isChecked():
+        pen = (pg.mkPen(150, 150, 150, width=width, style=pen_style) if grey
+               else curve_pen(ci, width, style=pen_style))
+        p.addItem(pg.PlotDataItem(grid, yc, pen=pen))
+        if self.show_band.isChecked() and str(fits.status[row]) != "no_decay":
             band = fits.band([row], grid)
             if band is not None and np.isfinite(band[0]).any():
                 lo = pg.PlotDataItem(
@@ -908,11 +717,15 @@ class G2Panel(BasePanel):
         self.context.report_error(info)
 
     def _on_fits(self, fits: g2_data.G2Fits) -> None:
+        from collections import Counter
+
         self.fits = fits
-        n_ok = int(fits.ok.sum())
-        self.fit_status.setText(
-            f"{fits.method} {fits.model}: {n_ok}/{fits.n_curves} converged"
-        )
+        # the result is the job's last word: the buttons need not wait for "finished"
+        self._set_busy("bayes" if fits.method == "bayes" else "fit", False)
+        counts = Counter(str(x) for x in fits.status)
+        order = ("converged", "unresolved", "at_bound", "poor_fit", "no_decay", "failed")
+        parts = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in order if counts[k])
+        self.fit_status.setText(f"{fits.method} {fits.model}, {fits.n_curves} curves: {parts}")
         self.progress.setValue(1000)
         self._fill_results_table()
         self.export_fits_btn.setEnabled(True)
@@ -921,39 +734,9 @@ class G2Panel(BasePanel):
         self._draw()
 
     def _fill_results_table(self) -> None:
-        t = self.results_table
-        fits = self.fits
-        if fits is None:
-            t.setRowCount(0)
-            t.setColumnCount(0)
+        self.results_table.show_fits(self.fits)
+        if self.fits is None:
             self.export_fits_btn.setEnabled(False)
-            return
-        names = list(fits.param_names)
-        head = (
-            ["file", "bin", "q (\u00c5\u207b\u00b9)"]
-            + [f"{n} (s)" if n.startswith("tau") else n for n in names]
-            + ["\u03c7\u00b2\u1d63", "status"]
-        )
-        t.setColumnCount(len(head))
-        t.setHorizontalHeaderLabels(head)
-        t.setRowCount(fits.n_curves)
-        bad = QColor(255, 200, 200)
-        for b in range(fits.n_curves):
-            cells = [
-                fits.file_labels[b],
-                str(int(fits.columns[b]) + 1),
-                f"{fits.q[b]:.5f}",
-            ]
-            cells += [_pm(fits.params[n][b], fits.errors[n][b]) for n in names]
-            cells += [_fmt(fits.chi2_red[b]), str(fits.status[b])]
-            for c, text in enumerate(cells):
-                it = QTableWidgetItem(text)
-                if fits.status[b] != "converged":
-                    it.setBackground(bad)
-                t.setItem(b, c, it)
-        if fits.n_curves <= 50:
-            # Measuring every cell is slow for long tables; then keep the default widths.
-            t.resizeColumnsToContents()
 
     def export_fits(self, path: str) -> int | None:
         """Write the fits to ``path`` (CSV, or JSON for ``.json``) in a worker."""
@@ -1015,6 +798,7 @@ class G2Panel(BasePanel):
             "max_panels": self.max_panels.value(),
             "marker": self.marker.value(),
             "legend": self.legend_check.isChecked(),
+            "exclude_suspect": self.suspect_check.isChecked(),
             "model": self.model(),
             "warmup": self.warmup.value(),
             "samples": self.samples.value(),
@@ -1031,6 +815,7 @@ class G2Panel(BasePanel):
                 ("errorbars", self.err_check),
                 ("log_t", self.logx),
                 ("legend", self.legend_check),
+                ("exclude_suspect", self.suspect_check),
             ),
             spins=(
                 ("qmin", self.qmin),

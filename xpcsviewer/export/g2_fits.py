@@ -1,0 +1,513 @@
+"""Fits of the shown g2 curves for the g2 and Diffusion views and their exports (no Qt).
+
+Least squares (:func:`fit_g2_blocks`) and NUTS (:func:`fit_g2_blocks_bayes`) over every
+shown curve of every file, with the statuses of :mod:`xpcsviewer.fitting.status`, their
+reasons, limits and (NUTS) sampler diagnostics, flat over curves in :class:`G2Fits`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.export.g2_data import G2Block
+
+__all__ = [
+    "STATUS_ORDER",
+    "G2Fits",
+    "apply_overrides",
+    "fit_g2_blocks",
+    "fit_g2_blocks_bayes",
+    "fits_table",
+    "fits_to_dict",
+]
+
+#: Table order: what needs a look first.
+STATUS_ORDER = ("converged", "unresolved", "at_bound", "poor_fit", "no_decay", "failed")
+
+
+@dataclass
+class G2Fits:
+    """Fits of every shown curve (all files, all bins in range), flat over curves.
+
+    Attributes
+    ----------
+    model : str
+        g2 model name (``single``, ``stretched``, ``double``, ``single_avgcorr``).
+    method : str
+        ``"lsq"`` (least squares) or ``"bayes"`` (NUTS posterior mean ± std).
+    file_index : (B,) int
+    file_labels : list of str, length B
+    columns : (B,) int
+    q, phi : (B,) float64
+    bin_labels : list of str
+    params, errors : dict name -> (B,) float64
+        Values in natural units (tau in s); NaN where a curve has no fit.
+    status : (B,) object array of str
+        ``converged``, ``no_decay``, ``unresolved``, ``poor_fit``, ``at_bound`` or
+        ``failed`` (:mod:`xpcsviewer.fitting.status`), for NUTS from the sampler gates
+        and the same physical checks.
+    detail : (B,) object array of str
+        The reason for the status ("" for converged).
+    chi2_red : (B,) float64
+    dt : (B,) float64
+        Frame time per curve (for the averaging-corrected model).
+    t_range : (lo, hi) s or None
+    bands : list of (file rows (k,), BayesFitResult) for the posterior band
+    tau_lower_limit, tau_upper_limit : (B,) s
+        One-sided 95 % limits of unresolved curves; NaN otherwise.
+    diagnostics : dict name -> (B,) or None
+        NUTS only: ``r_hat`` (worst free parameter), ``ess`` (smallest bulk/tail),
+        ``divergences``, ``bfmi`` (worst chain).
+    status_lsq : (B,) or None
+        NUTS only: the least-squares status of the starting fit.
+    errors_scaled : (B,) bool
+        Errors multiplied by sqrt(chi2_red) (chi2_red > 1).
+    """
+
+    model: str
+    method: str
+    file_index: np.ndarray
+    file_labels: list[str]
+    columns: np.ndarray
+    q: np.ndarray
+    phi: np.ndarray
+    bin_labels: list[str]
+    params: dict[str, np.ndarray]
+    errors: dict[str, np.ndarray]
+    status: np.ndarray
+    chi2_red: np.ndarray
+    dt: np.ndarray
+    t_range: tuple[float, float] | None = None
+    bands: list = field(default_factory=list)
+    detail: np.ndarray | None = None
+    tau_lower_limit: np.ndarray | None = None
+    tau_upper_limit: np.ndarray | None = None
+    diagnostics: dict[str, np.ndarray] | None = None
+    status_lsq: np.ndarray | None = None
+    errors_scaled: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = int(np.asarray(self.q).size)
+        if self.detail is None:
+            self.detail = np.array([""] * n, dtype=object)
+        if self.tau_lower_limit is None:
+            self.tau_lower_limit = np.full(n, np.nan)
+        if self.tau_upper_limit is None:
+            self.tau_upper_limit = np.full(n, np.nan)
+        if self.errors_scaled is None:
+            self.errors_scaled = np.zeros(n, bool)
+
+    @property
+    def n_curves(self) -> int:
+        """B."""
+        return int(self.q.size)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """Parameter names in model order."""
+        from xpcsviewer.fitting import model_param_names
+
+        return model_param_names(self.model)
+
+    @property
+    def ok(self) -> np.ndarray:
+        """(B,) bool: fit converged."""
+        return np.array([s == "converged" for s in self.status], dtype=bool)
+
+    def has_limit(self, b: int) -> bool:
+        """Curve ``b`` has a one-sided limit instead of a relaxation time."""
+        return bool(np.isfinite(self.tau_lower_limit[b]) or np.isfinite(self.tau_upper_limit[b]))
+
+    def limit_text(self, b: int) -> str:
+        """"tau > 2.1 s" / "tau < 3e-05 s" for curve ``b``, or ""."""
+        name = "tau" if "tau" in self.params else "tau1"
+        if np.isfinite(self.tau_lower_limit[b]):
+            return f"{name} > {self.tau_lower_limit[b]:.3g} s"
+        if np.isfinite(self.tau_upper_limit[b]):
+            return f"{name} < {self.tau_upper_limit[b]:.3g} s"
+        return ""
+
+    def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(values, errors) that may be quoted: no relaxation time without a decay or
+        where only a limit exists (see ``G2FitResult.reported``)."""
+        v, e = self.params[name].copy(), self.errors[name].copy()
+        if name.startswith("tau"):
+            st = np.asarray([str(x) for x in self.status])
+            lim = np.isfinite(self.tau_lower_limit) | np.isfinite(self.tau_upper_limit)
+            drop = (st == "no_decay") | (st == "failed") | ((st == "unresolved") & lim)
+            v[drop], e[drop] = np.nan, np.nan
+        return v, e
+
+    def rows_of(self, file_index: int) -> np.ndarray:
+        """Curve rows of file ``file_index``."""
+        return np.flatnonzero(self.file_index == file_index)
+
+    def find(self, file_index: int, column: int) -> int | None:
+        """Row of (file, g2 column), or None."""
+        hit = np.flatnonzero((self.file_index == file_index) & (self.columns == column))
+        return int(hit[0]) if hit.size else None
+
+    def curve(self, rows: Any, tau_grid: np.ndarray) -> np.ndarray:
+        """Fitted g2 of ``rows`` on ``tau_grid`` (G,) -> (len(rows), G); NaN rows for no fit.
+
+        The averaging-corrected model is drawn without the multi-tau correction on a
+        smooth grid (m = 1), as ``G2FitResult.curve`` does.
+        """
+        from xpcsviewer.fitting import evaluate_model
+
+        rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        t = np.asarray(tau_grid, dtype=np.float64)[None, :]
+        p = tuple(self.params[n][rows][:, None] for n in self.param_names)
+        aux = None
+        if self.model == "single_avgcorr":
+            aux = (np.ones_like(t), self.dt[rows][:, None])
+        with np.errstate(all="ignore"):
+            out = np.asarray(
+                evaluate_model(self.model, t, p, aux, np), dtype=np.float64
+            )
+        return np.broadcast_to(out, (rows.size, t.shape[1])).copy()
+
+    def band(self, rows: Any, tau_grid: np.ndarray) -> np.ndarray | None:
+        """Posterior band (lower, median, upper) of ``rows`` -> (len(rows), 3, G); None for LSQ."""
+        if not self.bands:
+            return None
+        rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        out = np.full((rows.size, 3, np.size(tau_grid)), np.nan)
+        for file_rows, res in self.bands:
+            file_rows = np.asarray(file_rows)
+            sel = [k for k, r in enumerate(rows) if r in file_rows]
+            if not sel:
+                continue
+            b = res.band(tau_grid)  # (Bf, 3, G)
+            for k in sel:
+                out[k] = b[int(np.flatnonzero(file_rows == rows[k])[0])]
+        return out
+
+
+def _group_blocks(blocks: list[G2Block]) -> list[list[int]]:
+    # Files with identical delays share one batched solve.
+    groups: list[list[int]] = []
+    for i, b in enumerate(blocks):
+        for g in groups:
+            ref = blocks[g[0]]
+            if (
+                ref.tau.shape == b.tau.shape
+                and np.array_equal(ref.tau, b.tau)
+                and ref.t0 == b.t0
+            ):
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    return groups
+
+
+def apply_overrides(
+    model: str,
+    tau: np.ndarray,
+    g2: np.ndarray,
+    valid: np.ndarray,
+    overrides: dict | None,
+) -> dict | None:
+    """Per-curve data-driven ParamSpecs with the user's fields replaced.
+
+    Parameters
+    ----------
+    model : str
+    tau : (T,) s
+    g2, valid : (B, T)
+    overrides : dict name -> {"value", "lower", "upper", "fixed"} (any subset)
+        A fixed parameter is held at ``value`` (the value shown to the user), never at
+        a bound.
+
+    Returns
+    -------
+    dict name -> ParamSpec, or None when there is nothing to override
+    """
+    if not overrides:
+        return None
+    from dataclasses import replace
+
+    from xpcsviewer.fitting import default_params
+
+    specs = default_params(model, tau, g2, valid)
+    for name, fields in overrides.items():
+        if name not in specs:
+            raise ValueError(f"model {model!r} has no parameter {name!r}")
+        kw = {k: fields[k] for k in ("value", "lower", "upper", "fixed") if k in fields}
+        if "fixed" in kw:
+            kw["fixed"] = bool(kw["fixed"])
+        specs[name] = replace(specs[name], **kw)
+    return specs
+
+
+def fit_g2_blocks(
+    blocks: list[G2Block],
+    model: str = "single",
+    params: dict | None = None,
+    t_range: tuple[float, float] | None = None,
+    progress=None,
+    cancel=None,
+    backend: Any = None,
+    overrides: dict | None = None,
+) -> G2Fits:
+    """Batched least-squares fit of every curve of every block.
+
+    Blocks with the same delays are fitted together in one ``fit_g2`` call (usually all
+    of them); ``params`` (name -> ParamSpec) applies to every curve; ``overrides``
+    (see :func:`apply_overrides`) replaces single fields of the per-curve defaults.
+    A curve's result does not depend on which other curves are fitted with it.
+
+    Returns
+    -------
+    G2Fits
+    """
+    from xpcsviewer.fitting import averaging_factors, fit_g2, model_param_names
+    from xpcsviewer.progress import report
+
+    names = model_param_names(model)
+    groups = _group_blocks(blocks)
+    n_total = sum(b.n_bins for b in blocks)
+    par = {n: np.full(n_total, np.nan) for n in names}
+    err = {n: np.full(n_total, np.nan) for n in names}
+    status = np.array(["failed"] * n_total, dtype=object)
+    detail = np.array(["not fitted"] * n_total, dtype=object)
+    chi2 = np.full(n_total, np.nan)
+    lo_lim, hi_lim = np.full(n_total, np.nan), np.full(n_total, np.nan)
+    scaled = np.zeros(n_total, bool)
+    offsets = np.cumsum([0] + [b.n_bins for b in blocks])
+    for gi, g in enumerate(groups):
+        report(
+            progress, cancel, gi, len(groups), f"fitting group {gi + 1}/{len(groups)}"
+        )
+        ref = blocks[g[0]]
+        y = np.concatenate([blocks[i].g2.T for i in g], axis=0)
+        e = np.concatenate([blocks[i].g2_err.T for i in g], axis=0)
+        v = np.concatenate([blocks[i].fit_valid.T for i in g], axis=0)
+        aux = None
+        if model == "single_avgcorr":
+            aux = (averaging_factors(ref.delay_frames), ref.t0)
+        kw = {"backend": backend} if backend is not None else {}
+        specs = apply_overrides(model, ref.tau, y, v, overrides) or params
+        res = fit_g2(
+            ref.tau,
+            y,
+            e,
+            v,
+            model=model,
+            params=specs,
+            t_range=t_range,
+            aux=aux,
+            cancel=cancel,
+            **kw,
+        )
+        rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in g])
+        for n in names:
+            par[n][rows] = res.params[n]
+            err[n][rows] = res.errors[n]
+        status[rows] = [getattr(s, "value", str(s)) for s in res.status]
+        detail[rows] = list(res.detail)
+        chi2[rows] = res.chi2_red
+        lo_lim[rows], hi_lim[rows] = res.tau_lower_limit, res.tau_upper_limit
+        scaled[rows] = res.errors_scaled
+    report(progress, cancel, len(groups), len(groups), "done")
+    out = _assemble(blocks, model, "lsq", par, err, status, chi2, t_range)
+    out.detail, out.tau_lower_limit, out.tau_upper_limit = detail, lo_lim, hi_lim
+    out.errors_scaled = scaled
+    return out
+
+
+def _assemble(
+    blocks, model, method, par, err, status, chi2, t_range, bands=None
+) -> G2Fits:
+    return G2Fits(
+        model=str(model),
+        method=method,
+        file_index=np.concatenate(
+            [np.full(b.n_bins, b.file_index) for b in blocks]
+        ).astype(np.int64)
+        if blocks
+        else np.zeros(0, np.int64),
+        file_labels=[b.label for b in blocks for _ in range(b.n_bins)],
+        columns=np.concatenate([b.columns for b in blocks])
+        if blocks
+        else np.zeros(0, np.int64),
+        q=np.concatenate([b.q for b in blocks]) if blocks else np.zeros(0),
+        phi=np.concatenate([b.phi for b in blocks]) if blocks else np.zeros(0),
+        bin_labels=[lab for b in blocks for lab in b.bin_labels],
+        params=par,
+        errors=err,
+        status=status,
+        chi2_red=chi2,
+        dt=np.concatenate([np.full(b.n_bins, b.t0) for b in blocks])
+        if blocks
+        else np.zeros(0),
+        t_range=t_range,
+        bands=list(bands or []),
+    )
+
+
+def fit_g2_blocks_bayes(
+    blocks: list[G2Block],
+    model: str = "single",
+    params: dict | None = None,
+    t_range: tuple[float, float] | None = None,
+    num_warmup: int = 300,
+    num_samples: int = 500,
+    num_chains: int = 2,
+    seed: int = 0,
+    progress=None,
+    cancel=None,
+    overrides: dict | None = None,
+) -> G2Fits:
+    """NUTS posterior of every curve, one sampling run per file (checks ``cancel`` between blocks).
+
+    Values are posterior means, errors posterior standard deviations; ``status`` comes
+    from the sampler gates (r-hat, ESS, divergences, BFMI) and the physical checks,
+    ``diagnostics`` holds the per-curve figures behind it.
+    """
+    from xpcsviewer.fitting import averaging_factors, fit_g2, model_param_names
+    from xpcsviewer.fitting.bayes import fit_g2_bayes
+
+    names = model_param_names(model)
+    n_total = sum(b.n_bins for b in blocks)
+    par = {n: np.full(n_total, np.nan) for n in names}
+    err = {n: np.full(n_total, np.nan) for n in names}
+    status = np.array(["failed"] * n_total, dtype=object)
+    detail = np.array(["not fitted"] * n_total, dtype=object)
+    status_lsq = np.array(["failed"] * n_total, dtype=object)
+    chi2 = np.full(n_total, np.nan)
+    lo_lim, hi_lim = np.full(n_total, np.nan), np.full(n_total, np.nan)
+    diag = {k: np.full(n_total, np.nan) for k in ("r_hat", "ess", "divergences", "bfmi",
+                                                   "noise_scale")}
+    bands = []
+    offsets = np.cumsum([0] + [b.n_bins for b in blocks])
+    n_blocks = len(blocks)
+
+    for k, b in enumerate(blocks):
+
+        def sub_progress(done, total, msg="", _k=k, _b=b):
+            if progress is not None:
+                frac = done / total if total else 0.0
+                progress(int(1000 * (_k + frac)), 1000 * n_blocks, f"{_b.label}: {msg}")
+
+        aux = (
+            (averaging_factors(b.delay_frames), b.t0)
+            if model == "single_avgcorr"
+            else None
+        )
+        fv = b.fit_valid.T
+        specs = apply_overrides(model, b.tau, b.g2.T, fv, overrides) or params
+        init = fit_g2(b.tau, b.g2.T, b.g2_err.T, fv, model=model, params=specs,
+                      t_range=t_range, aux=aux, cancel=cancel)
+        res = fit_g2_bayes(
+            b.tau,
+            b.g2.T,
+            b.g2_err.T,
+            fv,
+            model=model,
+            init=init,
+            num_warmup=num_warmup,
+            num_samples=num_samples,
+            num_chains=num_chains,
+            seed=seed,
+            progress=sub_progress,
+            cancel=cancel,
+            params=specs,
+            t_range=t_range,
+            aux=aux,
+        )
+        rows = np.arange(offsets[k], offsets[k + 1])
+        for n in names:
+            par[n][rows] = np.asarray(res.mean[n], dtype=np.float64)
+            err[n][rows] = np.asarray(res.std[n], dtype=np.float64)
+        status[rows] = [getattr(x, "value", str(x)) for x in res.status]
+        detail[rows] = list(res.detail)
+        status_lsq[rows] = [getattr(x, "value", str(x)) for x in init.status]
+        chi2[rows] = res.chi2_red
+        lo_lim[rows], hi_lim[rows] = res.tau_lower_limit, res.tau_upper_limit
+        d = res.diagnostics()
+        diag["r_hat"][rows] = d["r_hat"]
+        diag["ess"][rows] = np.fmin(d["ess_bulk"], d["ess_tail"])
+        diag["divergences"][rows] = d["divergences"]
+        diag["bfmi"][rows] = d["bfmi"]
+        diag["noise_scale"][rows] = res.noise_scale
+        bands.append((rows, res))
+    out = _assemble(blocks, model, "bayes", par, err, status, chi2, t_range, bands)
+    out.detail, out.tau_lower_limit, out.tau_upper_limit = detail, lo_lim, hi_lim
+    out.diagnostics, out.status_lsq = diag, status_lsq
+    return out
+
+
+def fits_table(fits: G2Fits) -> tuple[dict[str, np.ndarray], list[str]]:
+    """CSV columns of a fit: status and its reason first, then file, bin, q, phi,
+    value and error per parameter (relaxation times empty where only a limit exists),
+    the limits, chi2 and, for NUTS, the sampler diagnostics."""
+    from xpcsviewer.fitting import ERROR_SCALING
+
+    cols: dict[str, np.ndarray] = {
+        "status": fits.status,
+        "status_detail": fits.detail,
+        "file": np.array(fits.file_labels, dtype=object),
+        "bin": fits.columns + 1,
+        "q_invA": fits.q,
+        "phi_deg": fits.phi,
+    }
+    for n in fits.param_names:
+        unit = "_s" if n.startswith("tau") else ""
+        v, e = fits.reported(n)
+        cols[f"{n}{unit}"] = v
+        cols[f"{n}{unit}_err"] = e
+    cols["tau_lower_limit_s"] = fits.tau_lower_limit
+    cols["tau_upper_limit_s"] = fits.tau_upper_limit
+    cols["chi2_red"] = fits.chi2_red
+    if fits.diagnostics is not None:
+        for k, v in fits.diagnostics.items():
+            cols[k] = v
+        if fits.status_lsq is not None:
+            cols["status_lsq"] = fits.status_lsq
+    header = [
+        f"g2 fit: model {fits.model}, method {fits.method}; tau in s, q in 1/A",
+        f"t_range: {fits.t_range}",
+        f"errors: {ERROR_SCALING}" if fits.method == "lsq" else
+        "errors: posterior sd; likelihood sigma = g2_err x noise_scale",
+    ]
+    return cols, header
+
+
+def fits_to_dict(fits: G2Fits) -> dict:
+    """JSON-ready summary of a fit (one entry per curve)."""
+
+    def num(x: float) -> float | None:
+        x = float(x)
+        return x if np.isfinite(x) else None
+
+    rows = []
+    for b in range(fits.n_curves):
+        row = {
+            "file": fits.file_labels[b],
+            "bin": int(fits.columns[b]) + 1,
+            "q": float(fits.q[b]),
+            "phi": float(fits.phi[b]),
+            "label": fits.bin_labels[b],
+            "status": str(fits.status[b]),
+            "status_detail": str(fits.detail[b]),
+            "limit": fits.limit_text(b) or None,
+            "params": {n: num(fits.reported(n)[0][b]) for n in fits.param_names},
+            "errors": {n: num(fits.reported(n)[1][b]) for n in fits.param_names},
+            "chi2_red": num(fits.chi2_red[b]),
+        }
+        if fits.diagnostics is not None:
+            row["diagnostics"] = {k: num(v[b]) for k, v in fits.diagnostics.items()}
+            row["status_lsq"] = str(fits.status_lsq[b])
+        rows.append(row)
+    return {
+        "model": fits.model,
+        "method": fits.method,
+        "t_range": list(fits.t_range) if fits.t_range else None,
+        "units": {"tau": "s", "q": "1/A"},
+        "curves": rows,
+    }
