@@ -111,3 +111,69 @@ def test_joint_diffusion_posterior_recovers_d():
     assert abs(s["mean"] - j.D) < 0.3 * j.D_err
     assert s["std"] == pytest.approx(j.D_err, rel=0.2)
     assert "alpha" not in r.summary
+
+
+@pytest.mark.slow
+def test_nuts_90_percent_intervals_cover_the_truth_in_90_percent():
+    # 100 simulated curves, stated errors = the true noise. Measured (seed 2024):
+    # tau 0.91, contrast 0.95, baseline 0.91 with 4 chains x (300 + 500) draws.
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import multitau_delays
+
+    _, tau = multitau_delays()
+    rng = np.random.default_rng(2024)
+    n = 100
+    true_tau = np.exp(rng.uniform(np.log(20 * tau[0]), np.log(tau[-1] / 20), n))
+    true_c = rng.uniform(0.15, 0.3, n)
+    true_b = 1.0 + rng.normal(0, 0.002, n)
+    err = np.full((n, tau.size), 0.004)
+    g2 = true_b[:, None] + true_c[:, None] * np.exp(-2 * tau[None, :] / true_tau[:, None])
+    y = g2 + err * rng.standard_normal(g2.shape)
+    r = fit_g2_bayes(tau, y, err, num_warmup=300, num_samples=500, num_chains=4, seed=3)
+    for name, truth in (("tau", true_tau), ("contrast", true_c)):
+        lo, hi = np.quantile(r.samples[name].reshape(-1, n), [0.05, 0.95], axis=0)
+        coverage = np.mean((lo <= truth) & (truth <= hi))
+        assert 0.80 <= coverage <= 0.98, (name, coverage)
+    assert np.mean([s.value == "converged" for s in r.status]) >= 0.85
+
+
+@pytest.mark.slow
+def test_nuts_widths_follow_the_misfit_like_least_squares():
+    # Errors stated 4.5x too small (chi2_red ~ 20): the noise scale widens the posterior
+    # to the least-squares error (which is scaled by sqrt(chi2_red)).
+    from xpcsviewer.fitting import fit_g2
+
+    rng = np.random.default_rng(4)
+    tau = np.geomspace(1e-5, 1.0, 50)
+    true = 1 + 0.25 * np.exp(-2 * tau / 2e-3)
+    y = (true + 0.009 * rng.standard_normal((2, tau.size)))
+    err = np.full_like(y, 0.002)
+    lsq = fit_g2(tau, y, err)
+    assert np.all(lsq.chi2_red > 10)
+    r = fit_g2_bayes(tau, y, err, init=lsq, num_warmup=300, num_samples=600, num_chains=2,
+                     seed=1)
+    np.testing.assert_allclose(r.noise_scale, np.sqrt(lsq.chi2_red))
+    ratio = r.std["tau"] / lsq.errors["tau"]
+    assert np.all((ratio > 0.7) & (ratio < 1.4)), ratio
+
+
+@pytest.mark.slow
+def test_nuts_statuses_say_no_decay_and_limits():
+    tau = np.geomspace(1e-5, 1.0, 50)
+    rng = np.random.default_rng(6)
+    err = np.full((2, tau.size), 0.001)
+    flat = 1.0 + err[0] * rng.standard_normal(tau.size)
+    # decays visibly inside the window, but tau (30 s) is beyond 10 t_max: a limit only
+    slow = 1 + 0.3 * np.exp(-2 * tau / 30.0) + err[1] * rng.standard_normal(tau.size)
+    r = fit_g2_bayes(tau, np.stack([flat, slow]), err, num_warmup=300, num_samples=600,
+                     num_chains=2, seed=2)
+    assert r.status[0].value == "no_decay"
+    assert r.status[1].value in ("unresolved", "failed")
+    assert not r.status[1].value == "converged"
+    if r.status[1].value == "unresolved":
+        assert np.isfinite(r.tau_lower_limit[1]) and r.tau_lower_limit[1] < 30.0
+    v, _ = r.reported("tau")
+    assert np.isnan(v[0])

@@ -182,11 +182,11 @@ class BayesFitResult:
         The sampler gates: r_hat <= 1.01, ESS bulk and tail >= 400 for every free
         parameter, no divergences in the bin, BFMI >= 0.2 in every chain.
     status, detail : (B,) FitStatus and the reason
-        ``failed`` when the sampler gates fail (or there was no data), otherwise the
-        physical checks of :mod:`xpcsviewer.fitting.status` on the posterior:
-        ``poor_fit``, ``no_decay`` (from the least squares' decay test on the same
-        data), ``unresolved`` (posterior of tau piled against a prior edge: a limit;
-        or sd/mean >= 50 %; or contrast below 3 sd), ``converged``.
+        ``failed`` without data; ``poor_fit`` and ``no_decay`` (the least squares'
+        decay test on the same data) first, since a sampler cannot mix on a model
+        that does not apply; then ``failed`` when a sampler gate fails; then
+        ``unresolved`` (posterior of tau piled against a prior edge: a limit; or
+        sd/mean >= 50 %; or contrast below 3 sd), else ``converged``.
     noise_scale : (B,)
         s in the likelihood sigma = s * g2_err: sqrt(max(1, chi2_red)) of the
         least-squares optimum.
@@ -744,6 +744,16 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, a
         if res.used_bins is not None and not res.used_bins[b]:
             status[b], detail[b] = FitStatus.FAILED, "too few points"
             continue
+        c_mean, c_sd = res.mean["contrast"][b], res.std["contrast"][b]
+        if chi2_red[b] > CHI2_RED_MAX:
+            status[b], detail[b] = FitStatus.POOR_FIT, f"chi2_red {chi2_red[b]:.3g} > {CHI2_RED_MAX:g}"
+            continue
+        if c_mean > CONTRAST_MAX:
+            status[b], detail[b] = FitStatus.POOR_FIT, f"contrast {c_mean:.3g} > {CONTRAST_MAX:g}"
+            continue
+        if lsq_status[b] == "no_decay":
+            status[b], detail[b] = FitStatus.NO_DECAY, init.detail[b]
+            continue
         bad = []
         if not diag["r_hat"][b] <= CONVERGENCE["r_hat_max"]:
             bad.append(f"r_hat {diag['r_hat'][b]:.3g} > {CONVERGENCE['r_hat_max']}")
@@ -756,16 +766,6 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, a
             bad.append(f"BFMI {diag['bfmi'][b]:.2g} < {CONVERGENCE['bfmi_min']}")
         if bad:
             status[b], detail[b] = FitStatus.FAILED, "sampler: " + ", ".join(bad)
-            continue
-        c_mean, c_sd = res.mean["contrast"][b], res.std["contrast"][b]
-        if chi2_red[b] > CHI2_RED_MAX:
-            status[b], detail[b] = FitStatus.POOR_FIT, f"chi2_red {chi2_red[b]:.3g} > {CHI2_RED_MAX:g}"
-            continue
-        if c_mean > CONTRAST_MAX:
-            status[b], detail[b] = FitStatus.POOR_FIT, f"contrast {c_mean:.3g} > {CONTRAST_MAX:g}"
-            continue
-        if lsq_status[b] == "no_decay":
-            status[b], detail[b] = FitStatus.NO_DECAY, init.detail[b]
             continue
         if free_tau:
             x = np.log(res.samples[tname][:, :, b].ravel())
