@@ -184,9 +184,10 @@ class BayesFitResult:
     status, detail : (B,) FitStatus and the reason
         ``failed`` without data; ``poor_fit`` and ``no_decay`` (the least squares'
         decay test on the same data) first, since a sampler cannot mix on a model
-        that does not apply; then ``failed`` when a sampler gate fails; then
-        ``unresolved`` (posterior of tau piled against a prior edge: a limit; or
-        sd/mean >= 50 %; or contrast below 3 sd), else ``converged``.
+        that does not apply; ``unresolved`` with a limit when the posterior of tau
+        piles against a prior edge; ``failed`` when a sampler gate fails; then
+        ``unresolved`` (sd/mean >= 50 %, or contrast below 3 sd), else
+        ``converged``.
     noise_scale : (B,)
         s in the likelihood sigma = s * g2_err: sqrt(max(1, chi2_red)) of the
         least-squares optimum.
@@ -764,21 +765,27 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, a
             bad.append(f"{int(diag['divergences'][b])} divergences")
         if not diag["bfmi"][b] >= CONVERGENCE["bfmi_min"]:
             bad.append(f"BFMI {diag['bfmi'][b]:.2g} < {CONVERGENCE['bfmi_min']}")
-        if bad:
-            status[b], detail[b] = FitStatus.FAILED, "sampler: " + ", ".join(bad)
-            continue
+        note = f" (sampler: {', '.join(bad)})" if bad else ""
         if free_tau:
+            # A posterior piled against a prior edge: a limit, even where the chains mix
+            # slowly along the unbounded direction.
             x = np.log(res.samples[tname][:, :, b].ravel())
             q05, q95 = np.quantile(x, [0.05, 0.95])
             top, bottom = np.log(upper[tname][b]), np.log(lower[tname][b])
             if top - q95 < EDGE_LOG_TAU:
                 lo_lim[b] = math.exp(q05)
-                status[b], detail[b] = FitStatus.UNRESOLVED, f"{tname} > {lo_lim[b]:.3g} s (95 %)"
+                status[b] = FitStatus.UNRESOLVED
+                detail[b] = f"{tname} > {lo_lim[b]:.3g} s (95 %){note}"
                 continue
             if q05 - bottom < EDGE_LOG_TAU:
                 hi_lim[b] = math.exp(q95)
-                status[b], detail[b] = FitStatus.UNRESOLVED, f"{tname} < {hi_lim[b]:.3g} s (95 %)"
+                status[b] = FitStatus.UNRESOLVED
+                detail[b] = f"{tname} < {hi_lim[b]:.3g} s (95 %){note}"
                 continue
+        if bad:
+            status[b], detail[b] = FitStatus.FAILED, "sampler: " + ", ".join(bad)
+            continue
+        if free_tau:
             rel = res.std[tname][b] / res.mean[tname][b]
             if not rel < TAU_REL_ERR_MAX:
                 status[b], detail[b] = FitStatus.UNRESOLVED, (
