@@ -416,7 +416,7 @@ class DiffusionPanel(BasePanel):
             p = f.points
             factor = 10.0 ** (off * n)
             color = curve_color(f.file_index)
-            name = p.label + (f" ({p.n_dropped} dropped)" if p.n_dropped else "")
+            name = p.label + (f" ({p.n_dropped} not converged)" if p.n_dropped else "")
             self.plot.addItem(
                 pg.PlotDataItem(
                     p.q,

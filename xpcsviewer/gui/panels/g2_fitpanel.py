@@ -214,4 +214,9 @@ class FitResultsTable(QTableWidget):
         if fits.n_curves <= 50:
             # Measuring every cell is slow for long tables; then keep the default widths.
             self.resizeColumnsToContents()
+        # File names are long and alike: show their distinguishing end, full in a tooltip.
+        self.setTextElideMode(Qt.TextElideMode.ElideLeft)
+        self.setColumnWidth(1, min(self.columnWidth(1), 110))
+        for b in range(fits.n_curves):
+            self.item(b, 1).setToolTip(fits.file_labels[b])
         self.setSortingEnabled(True)
