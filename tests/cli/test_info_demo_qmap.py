@@ -90,6 +90,9 @@ def test_info_real_files(real_data_dir, capsys):
         assert rec["n_tau"] == 61 and len(rec["q_dynamic"]) == 27
         assert rec["q_dynamic"][0] == pytest.approx(0.00376, abs=1e-5)
         assert rec["beam_center"] == [581.5, 235.5]
+        # the lone last delay's too-small error is reported (and left out of fits)
+        assert rec["err_suspect_count"] > 0 and rec["err_suspect_delays_s"][-1] == 1.6384
+        assert any("left out of fits" in w for w in rec["warnings"])
 
 
 def test_qmap_command_writes_standard_partition(tmp_path, capsys):
