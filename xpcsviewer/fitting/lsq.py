@@ -424,11 +424,14 @@ def fit_g2(
         a = np.einsum("btp,btq->bpq", jf, jf)
         cov = np.full_like(a, np.nan)
         fin = np.isfinite(a).all(axis=(1, 2))
-        for b in np.nonzero(fin)[0]:
-            try:
-                cov[b] = np.linalg.inv(a[b])
-            except np.linalg.LinAlgError:
-                pass  # singular: errors stay NaN
+        try:
+            cov[fin] = np.linalg.inv(a[fin])
+        except np.linalg.LinAlgError:
+            for b in np.nonzero(fin)[0]:  # some matrix is singular: its errors stay NaN
+                try:
+                    cov[b] = np.linalg.inv(a[b])
+                except np.linalg.LinAlgError:
+                    pass
         var = np.diagonal(cov, axis1=1, axis2=2) * scale2[:, None]
         with np.errstate(invalid="ignore"):
             errors_nat[:, fi] = np.where(var >= 0, np.sqrt(var), np.nan)
