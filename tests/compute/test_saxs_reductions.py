@@ -116,3 +116,20 @@ def test_binner_is_cached_by_partition_content(rng):
     img = rng.random(q.shape)
     ref = static_bin_mean(img, qm.static_roi_map, qm.n_static, qm.mask, backend=be)
     np.testing.assert_allclose(saxs_1d(img, qm2, backend=be).compressed, ref, rtol=1e-12)
+
+
+def test_geometry_partition_is_cached_and_equals_make_partition(rng):
+    from xpcsviewer.compute.partition import geometry_partition, make_partition
+    from xpcsviewer.compute.qmap import compute_qmap
+
+    geo = ((30, 41), 10.0, 4.0, 75e-6, 12.5, 9.0)
+    mask = rng.random(geo[0]) > 0.1
+    a = geometry_partition(*geo, mask=mask, dq_num=3, sq_num=30)
+    assert geometry_partition(*geo, mask=mask.copy(), dq_num=3, sq_num=30) is a
+    assert geometry_partition(*geo, mask=~mask, dq_num=3, sq_num=30) is not a
+    q, phi = compute_qmap(*geo)
+    ref = make_partition(q, phi, mask, 3, 30, beam_center_x=12.5, beam_center_y=9.0,
+                         detector_distance=4.0, pixel_size=75e-6, energy_kev=10.0)
+    np.testing.assert_array_equal(a.static_roi_map, ref.static_roi_map)
+    np.testing.assert_array_equal(a.dynamic_roi_map, ref.dynamic_roi_map)
+    assert a.content_hash() == ref.hash

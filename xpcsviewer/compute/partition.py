@@ -15,7 +15,11 @@ Semantics follow the standard partition tool (result-file-format.md §4):
 
 from __future__ import annotations
 
-from typing import Literal
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from typing import Any, Literal
 
 import numpy as np
 
@@ -23,6 +27,7 @@ from xpcsviewer.io.model import QMap
 
 __all__ = [
     "axis_edges",
+    "geometry_partition",
     "check_consistency",
     "digitize_values",
     "fold_phi",
@@ -374,3 +379,57 @@ def check_consistency(qmap: QMap) -> list[str]:
         if (d[sel] == 0).any():
             problems.append("some static-bin pixels are outside every dynamic bin")
     return problems
+
+
+_PARTITIONS: OrderedDict[str, QMap] = OrderedDict()
+_PARTITIONS_MAX = 4
+_PARTITIONS_LOCK = threading.Lock()
+
+
+def geometry_partition(
+    shape: tuple[int, int],
+    energy_kev: float,
+    det_dist_m: float,
+    pixel_size_m: float,
+    bcx: float,
+    bcy: float,
+    mask: np.ndarray | None = None,
+    dq_num: int = 1,
+    sq_num: int = 500,
+    dp_num: int = 1,
+    sp_num: int = 1,
+    **kw: Any,
+) -> QMap:
+    """q-map and partition of a detector geometry, cached by the content of the inputs.
+
+    The key is a sha256 over the geometry, the bin settings and the mask's bytes, so
+    a second image (or file) with the same geometry gets the same :class:`QMap`
+    object back at the cost of hashing its mask (a few ms for 4 Mpixels); the
+    static binner of :func:`xpcsviewer.compute.saxs.binner_for` is then reused too.
+    ``kw`` goes to :func:`make_partition` (``q_style``, ``phi_offset``, ...).
+    """
+    from xpcsviewer.compute.qmap import compute_qmap
+
+    h = hashlib.sha256(json.dumps(
+        [list(map(int, shape)), float(energy_kev), float(det_dist_m), float(pixel_size_m),
+         float(bcx), float(bcy), int(dq_num), int(sq_num), int(dp_num), int(sp_num),
+         sorted((k, repr(v)) for k, v in kw.items())]).encode())
+    if mask is not None:
+        m = np.ascontiguousarray(np.asarray(mask) > 0)
+        h.update(m.data)
+    key = h.hexdigest()
+    with _PARTITIONS_LOCK:
+        qm = _PARTITIONS.get(key)
+        if qm is not None:
+            _PARTITIONS.move_to_end(key)
+            return qm
+    q, phi = compute_qmap(shape, energy_kev, det_dist_m, pixel_size_m, bcx, bcy)
+    qm = make_partition(q, phi, mask, dq_num, sq_num, dp_num, sp_num, beam_center_x=bcx,
+                        beam_center_y=bcy, detector_distance=det_dist_m,
+                        pixel_size=pixel_size_m, energy_kev=energy_kev, content_hash=False,
+                        **kw)
+    with _PARTITIONS_LOCK:
+        _PARTITIONS[key] = qm
+        while len(_PARTITIONS) > _PARTITIONS_MAX:
+            _PARTITIONS.popitem(last=False)
+    return qm
