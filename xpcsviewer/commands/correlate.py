@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
         with TextProgressBar("correlate", enabled=not quiet) as bar:
             out_res = correlate_to_result(
-                lambda: raw.iter_chunks(256 if mode == "twotime" else 128),
+                lambda: raw.iter_chunks(256 if mode == "twotime" else 128, reuse=True),
                 qm,
                 n,
                 float(frame_time),
