@@ -252,3 +252,15 @@ def test_compiled_kernel_many_levels_and_tiles(rng):
     np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
     np.testing.assert_allclose(a.g2_err, b.g2_err, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(a.g2_static, b.g2_static, rtol=1e-12)
+
+
+@pytest.mark.skipif(not cpu_kernel_available(), reason="numba not installed")
+@pytest.mark.parametrize("dpl", [2, 3, 4])
+def test_compiled_kernel_other_delays_per_level(dpl, rng):
+    dq, sq = _partition()
+    frames = rng.poisson(1.5, (83, *dq.shape)).astype(np.uint16)
+    d, g2_ref, err_ref = _reference(frames, dq, sq, dpl=dpl)
+    res = _run("compiled", frames, dq, sq, delays_per_level=dpl, chunk_size=10)
+    assert np.array_equal(res.delay_frames, d)
+    np.testing.assert_allclose(res.g2, g2_ref, rtol=1e-12)
+    np.testing.assert_allclose(res.g2_err, err_ref, rtol=1e-10, atol=1e-15)

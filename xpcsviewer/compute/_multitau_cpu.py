@@ -2,16 +2,20 @@
 
 The array-at-a-time update (``multitau._level_kernel``) streams every block through
 memory once per delay and per temporary; on a CPU that is memory-bound and far from
-the arithmetic. Here each thread owns a tile of pixels and walks the frames in time
-order through every level: per frame and level the tile's history (a ring of the last
-B frames), running sums and sums of products stay in cache, so the cost is the
-multiply-adds themselves. The state is tile-major (``(tiles, levels, B, W)``) so that
-one tile's state is contiguous; :meth:`CpuLevels.level_state` returns the
-chronological per-level layout the finalisation expects.
+the arithmetic. Here each thread takes tiles of pixels and carries each tile through
+every level: a level's block is its B history rows followed by its new frames, in one
+cache-resident work buffer per thread, and the sums of products for all delays are
+taken four frames at a time (each pass over the tile's pixels loads 12 rows and does 32
+multiply-adds per pixel and accumulator row pair, instead of 2 loads and a store per
+multiply-add). History rows before the first frame are zero, so the first frames need no
+special case. The next level's block is formed from pairs of the new frames (the first
+with the unpaired last frame of the previous call). The state is tile-major
+(``(tiles, levels, B, W)``), so one tile's state is contiguous; :meth:`CpuLevels.level_state`
+returns the per-level layout the finalisation expects.
 
 Numerics are those of the NumPy reference (float64, same pairing and windows); only
-the summation order of the sums of products differs (frame by frame instead of block
-by block), i.e. agreement to rounding (~1e-15 relative).
+the summation order of the sums of products differs, i.e. agreement to rounding
+(exact for integer counts, whose partial sums are exact in float64).
 """
 
 from __future__ import annotations
@@ -27,22 +31,34 @@ __all__ = ["CpuLevels", "available", "frame_sums"]
 #: pixels per tile: the state of every level of one tile fits the L2 cache
 TILE = 256
 
-_KERNEL: Any = None
-_SUMS: Any = None
-
-
 def available() -> bool:
     """Whether numba is installed (the CPU engine falls back to NumPy without it)."""
     return importlib.util.find_spec("numba") is not None
 
 
-def _kernel() -> Any:
-    global _KERNEL
-    if _KERNEL is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # numba's own notices (caching, threading)
-            _KERNEL = _build()
-    return _KERNEL
+def _kernels() -> Any:
+    """The compiled kernels' module; importing it imports numba (~0.5 s), so only on use."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba's notices about caching and threading
+        from xpcsviewer.compute import _multitau_numba
+
+    return _multitau_numba
+
+
+_SEEN: set = set()
+
+
+def _call(fn: Any, args: tuple) -> None:
+    """Call a kernel; the first call per argument types compiles (or loads the cache)
+    with numba's notices silenced."""
+    key = (id(fn), *(getattr(a, "dtype", type(a)) for a in args))
+    if key in _SEEN:
+        fn(*args)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn(*args)
+    _SEEN.add(key)
 
 
 def frame_sums(x: np.ndarray, sid: np.ndarray, static: np.ndarray, image: np.ndarray) -> None:
@@ -51,99 +67,7 @@ def frame_sums(x: np.ndarray, sid: np.ndarray, static: np.ndarray, image: np.nda
     ``static`` is (n, n_static + 1); pixels outside every static bin carry
     ``sid = n_static`` and land in the last column.
     """
-    global _SUMS
-    if _SUMS is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _SUMS = _build_sums()
-    _SUMS(x, sid, static, image)
-
-
-def _build_sums() -> Any:
-    import numba
-    from numba import prange
-
-    @numba.njit(parallel=True, cache=True, boundscheck=False, nogil=True)
-    def sums(x, sid, static, image):  # pragma: no cover
-        n, p = x.shape
-        for t in prange(n):
-            row = static[t]
-            for j in range(p):
-                row[sid[j]] += x[t, j]
-        w = 4096
-        for it in prange((p + w - 1) // w):
-            s = it * w
-            e = min(p, s + w)
-            for t in range(n):
-                for j in range(s, e):
-                    image[j] += x[t, j]
-
-    return sums
-
-
-def _build() -> Any:
-    import numba
-    from numba import prange
-
-    # contract: fused multiply-adds (rounding differs from NumPy by ~1 ulp per product)
-    @numba.njit(parallel=True, cache=True, boundscheck=False, nogil=True,
-                fastmath={"contract"})
-    def update(x, scale, ring, first, sumprod, total, count, has_left, m):  # pragma: no cover
-        n, p = x.shape
-        n_tiles, n_lv, buf, w = ring.shape
-        for it in prange(n_tiles):
-            s = it * w
-            e = min(p, s + w)
-            cnt = count.copy()
-            left = has_left.copy()
-            v = np.zeros((n_lv, w))
-            rg = ring[it]
-            fs = first[it]
-            sp = sumprod[it]
-            tt = total[it]
-            for t in range(n):
-                v0 = v[0]
-                sc = scale[t]
-                for j in range(e - s):
-                    v0[j] = x[t, s + j] * sc
-                lvl = 0
-                while True:
-                    c = cnt[lvl]
-                    vl = v[lvl]
-                    x0 = 1 if lvl == 0 else m + 1
-                    for xx in range(x0, min(buf, c) + 1):
-                        h = rg[lvl, (c - xx) % buf]
-                        acc = sp[lvl, xx - 1]
-                        for j in range(w):
-                            acc[j] += vl[j] * h[j]
-                    if c < buf:
-                        f = fs[lvl, c]
-                        for j in range(w):
-                            f[j] = vl[j]
-                    tl = tt[lvl]
-                    for j in range(w):
-                        tl[j] += vl[j]
-                    pair = left[lvl] == 1
-                    if pair and lvl + 1 < n_lv:
-                        # the unpaired frame is the previous one in the ring
-                        hp = rg[lvl, (c - 1) % buf]
-                        vn = v[lvl + 1]
-                        for j in range(w):
-                            vn[j] = 0.5 * (hp[j] + vl[j])
-                    dst = rg[lvl, c % buf]
-                    for j in range(w):
-                        dst[j] = vl[j]
-                    cnt[lvl] = c + 1
-                    if pair:
-                        left[lvl] = 0
-                        lvl += 1
-                        if lvl >= n_lv:
-                            break
-                    else:
-                        left[lvl] = 1
-                        break
-
-    return update
+    _call(_kernels().frame_sums, (x, sid, static, image))
 
 
 class CpuLevels:
@@ -164,7 +88,7 @@ class CpuLevels:
         self.buf = 2 * self.m
         nt = max(1, -(-self.p // TILE))
         shape = (nt, self.n_levels, self.buf, TILE)
-        self.ring = np.zeros(shape)
+        self.hist = np.zeros(shape)
         self.first = np.zeros(shape)
         self.sumprod = np.zeros(shape)
         self.total = np.zeros((nt, self.n_levels, TILE))
@@ -183,9 +107,12 @@ class CpuLevels:
             scale = self._ones[:n]
         if block.dtype.kind not in "fiu" or block.dtype.itemsize > 8:
             block = block.astype(np.float64)
-        _kernel()(np.ascontiguousarray(block), np.ascontiguousarray(scale, dtype=np.float64),
-                  self.ring, self.first, self.sumprod, self.total, self.count,
-                  self.has_left, self.m)
+        import numba
+
+        args = (np.ascontiguousarray(block), np.ascontiguousarray(scale, dtype=np.float64),
+                self.hist, self.first, self.sumprod, self.total, self.count, self.has_left,
+                self.m, min(numba.get_num_threads(), self.hist.shape[0]))
+        _call(_kernels().update, args)
         # every tile replayed the same per-level counters; advance the shared copy
         for _ in range(n):
             lvl = 0
@@ -206,8 +133,7 @@ class CpuLevels:
     def level_state(self, lvl: int, xs: tuple[int, ...]) -> tuple[np.ndarray, ...]:
         """(hist (B, P) oldest first, first (B, P), sumprod (len(xs), P), total (P), count)."""
         c = int(self.count[lvl])
-        order = (c + np.arange(self.buf)) % self.buf
-        hist = self._flat(self.ring[:, lvl][:, order])
+        hist = self._flat(self.hist[:, lvl])
         first = self._flat(self.first[:, lvl])
         sp = self._flat(self.sumprod[:, lvl][:, np.asarray(xs) - 1])
         total = self._flat(self.total[:, lvl][:, None, :])[0]
