@@ -235,3 +235,15 @@ def test_one_phi_bin_partition_equals_the_folded_one(rng):
     slow = make_partition(q, phi, mask, 3, 30, phi_offset=1e-30)  # forces the folded map
     for name in ("dynamic_roi_map", "static_roi_map", "static_v_list_dim1", "dynamic_v_list_dim1"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+
+
+def test_fast_digitize_narrow_range_far_from_zero(rng):
+    # a narrow range at a large offset: float32 positions would be too coarse there
+    from xpcsviewer.compute.partition import _digitize_fast, axis_edges, digitize_values
+
+    v = 1.0 + 1e-3 * rng.random((50, 60))
+    v.ravel()[:40] = 1.0 + 1e-3 * rng.integers(0, 501, 40) / 500
+    valid = np.ones(v.shape, bool)
+    edges, _ = axis_edges(v.min(), v.max(), 1, "linear", 500)
+    np.testing.assert_array_equal(_digitize_fast(v, edges, valid, "linear"),
+                                  digitize_values(v, edges, valid))

@@ -120,24 +120,44 @@ def _digitize_fast(
     v = np.asarray(values, dtype=np.float64)
     if not hi > lo:
         return digitize_values(values, edges, valid).astype(np.int32)
+    width = (hi - lo) / n
+    even = style != "log" and np.abs(er - (lo + width * np.arange(n + 1))).max() < EDGE_TOL / 4
+    # error of a float32 position: the cast of v and lo plus the product, in bins
+    pos_tol = 8 * float(np.finfo(np.float32).eps) * (max(abs(lo), abs(hi)) / (hi - lo) + 1) * n
+    f32 = even and pos_tol < 0.05
     with np.errstate(invalid="ignore", divide="ignore"):
         if style == "log" and lo > 0:
             pos = np.maximum(v, lo)
             pos /= lo
             np.log(pos, out=pos)
             pos *= n / np.log(hi / lo)
+        elif f32:
+            # float32 positions: only the bin and "near an edge" are read off them, and
+            # every value within their error of an edge is settled by the exact search
+            pos = np.subtract(v, lo, dtype=np.float32, casting="same_kind")
+            pos *= np.float32(n / (hi - lo))
         else:
             pos = v - lo
             pos *= n / (hi - lo)
+    np.copyto(pos, 0.0, where=~valid)  # NaN / excluded values: any bin, zeroed below
     np.clip(pos, 0, n - 1, out=pos)
-    b = pos.astype(np.int32)  # NaN -> some bin, caught by the check below
-    del pos
-    lo_e = np.concatenate([[-np.inf], er[1:-1], [np.inf]])  # bin 1 / n are open-ended
-    with np.errstate(invalid="ignore"):
-        inside = v - lo_e[b] > EDGE_TOL
-        inside &= lo_e[b + 1] - v > EDGE_TOL
-    inside |= ~valid
-    near = np.flatnonzero(~inside)
+    b = pos.astype(np.int32)
+    if even:
+        # even edges: a value is near an edge when its position's fraction is; no gathers
+        pos -= b
+        tol = max(EDGE_TOL / width, pos_tol if f32 else 64 * float(np.finfo(float).eps) * n)
+        near_mask = pos < tol
+        near_mask |= pos > 1 - tol
+        near_mask &= valid
+        near = np.flatnonzero(near_mask)
+    else:
+        del pos
+        lo_e = np.concatenate([[-np.inf], er[1:-1], [np.inf]])  # bins 1 and n are open-ended
+        with np.errstate(invalid="ignore"):
+            inside = v - lo_e[b] > EDGE_TOL
+            inside &= lo_e[b + 1] - v > EDGE_TOL
+        inside |= ~valid
+        near = np.flatnonzero(~inside)
     if near.size:
         b.ravel()[near] = np.clip(np.digitize(np.round(v.ravel()[near], 12), er), 1, n) - 1
     b += 1
@@ -149,15 +169,19 @@ def _digitize_fast(
 EDGE_TOL = 2e-12
 
 
+
 def _compress(b0: np.ndarray, b1: np.ndarray, n1: int) -> tuple[np.ndarray, np.ndarray]:
     # combined natural index + 1 (0 = excluded), compressed through a lookup table
     # of the non-empty bins: the same as np.unique's inverse, in O(N)
-    wide = np.int64 if (b0.max(initial=0) + 1) * max(n1, 1) >= 2**31 else np.int32
-    combined = b0.astype(wide)
-    combined -= 1
-    combined *= n1
-    combined += b1
-    combined[b0 <= 0] = 0
+    if n1 == 1:
+        combined = b0  # (b0 - 1) * 1 + 1, and 0 where excluded already
+    else:
+        wide = np.int64 if (b0.max(initial=0) + 1) * n1 >= 2**31 else np.int32
+        combined = b0.astype(wide)
+        combined -= 1
+        combined *= n1
+        combined += b1
+        combined[b0 <= 0] = 0
     counts = np.bincount(combined.ravel())
     present = np.flatnonzero(counts[1:]) + 1
     lut = np.zeros(counts.size, dtype=_uint_dtype(present.size))
@@ -286,14 +310,17 @@ def make_partition(
 
     bq_s = _digitize_fast(q, q_edges_s, valid, q_style)
     bp_s = valid.astype(np.int32) if one_phi else _digitize_fast(pf, p_edges_s, valid, "linear")
-    # Dynamic bins derived from the static ones, so nesting is exact by construction.
-    bq_d = bq_s if rq == 1 else np.where(valid, (bq_s - 1) // rq + 1, 0)
-    bp_d = bp_s if rp == 1 else np.where(valid, (bp_s - 1) // rp + 1, 0)
-
     n_s0, n_s1 = len(q_cent_s), len(p_cent_s)
     n_d0, n_d1 = len(q_cent_d), len(p_cent_d)
     s_roi, s_map = _compress(bq_s, bp_s, n_s1)
-    d_roi, d_map = _compress(bq_d, bp_d, n_d1)
+    # Dynamic bins derived from the static ones (nesting exact by construction), per
+    # static bin through a small table and then one lookup per pixel
+    s_nat = np.asarray(s_map, dtype=np.int64)
+    d_nat = (s_nat // n_s1 // rq) * n_d1 + (s_nat % n_s1) // rp
+    d_map, s_to_d = np.unique(d_nat, return_inverse=True)
+    lut = np.zeros(len(s_map) + 1, dtype=_uint_dtype(len(d_map)))
+    lut[1:] = s_to_d.ravel() + 1
+    d_roi = lut[s_roi]
     qm = QMap(
         dynamic_roi_map=_smallest_uint(d_roi, len(d_map)),
         static_roi_map=_smallest_uint(s_roi, len(s_map)),
