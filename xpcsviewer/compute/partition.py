@@ -107,7 +107,7 @@ def digitize_values(
 def _digitize_fast(
     values: np.ndarray, edges: np.ndarray, valid: np.ndarray, style: str
 ) -> np.ndarray:
-    """:func:`digitize_values` (as int32) without a binary search, for even edges.
+    """:func:`digitize_values` (as intp) without a binary search, for even edges.
 
     The bin is read off the linear (or log) position. Wherever a value lies within
     ``EDGE_TOL`` of its bin's edges, or the guess is wrong, the rounded-value
@@ -119,7 +119,7 @@ def _digitize_fast(
     lo, hi = er[0], er[-1]
     v = np.asarray(values, dtype=np.float64)
     if not hi > lo:
-        return digitize_values(values, edges, valid).astype(np.int32)
+        return digitize_values(values, edges, valid).astype(np.intp)
     width = (hi - lo) / n
     even = style != "log" and np.abs(er - (lo + width * np.arange(n + 1))).max() < EDGE_TOL / 4
     # error of a float32 position: the cast of v and lo plus the product, in bins
@@ -141,7 +141,7 @@ def _digitize_fast(
             pos *= n / (hi - lo)
     np.copyto(pos, 0.0, where=~valid)  # NaN / excluded values: any bin, zeroed below
     np.clip(pos, 0, n - 1, out=pos)
-    b = pos.astype(np.int32)
+    b = pos.astype(np.intp)  # bincount and lookups take intp without a converted copy
     if even:
         # even edges: a value is near an edge when its position's fraction is; no gathers
         pos -= b
@@ -176,8 +176,7 @@ def _compress(b0: np.ndarray, b1: np.ndarray, n1: int) -> tuple[np.ndarray, np.n
     if n1 == 1:
         combined = b0  # (b0 - 1) * 1 + 1, and 0 where excluded already
     else:
-        wide = np.int64 if (b0.max(initial=0) + 1) * n1 >= 2**31 else np.int32
-        combined = b0.astype(wide)
+        combined = b0.astype(np.intp)
         combined -= 1
         combined *= n1
         combined += b1
@@ -309,7 +308,7 @@ def make_partition(
     p_cent_d = 0.5 * (p_edges_d[:-1] + p_edges_d[1:])
 
     bq_s = _digitize_fast(q, q_edges_s, valid, q_style)
-    bp_s = valid.astype(np.int32) if one_phi else _digitize_fast(pf, p_edges_s, valid, "linear")
+    bp_s = valid.astype(np.intp) if one_phi else _digitize_fast(pf, p_edges_s, valid, "linear")
     n_s0, n_s1 = len(q_cent_s), len(p_cent_s)
     n_d0, n_d1 = len(q_cent_d), len(p_cent_d)
     s_roi, s_map = _compress(bq_s, bp_s, n_s1)

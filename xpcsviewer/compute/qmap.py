@@ -64,19 +64,20 @@ def compute_qmap(
     dy = (np.arange(h, dtype=np.float64) - float(bcy))[:, None]
     dx = (np.arange(w, dtype=np.float64) - float(bcx))[None, :]
     # sin(atan(u) / 2) = u / sqrt(2 s (s + 1)) with s = sqrt(1 + u^2): no arctan or
-    # sine per pixel and no cancellation at small angles; in place on one buffer
+    # sine per pixel and no cancellation at small angles; s (s + 1) = 1 + u^2 + s, so
+    # two buffers suffice (fresh pages cost more than the arithmetic on our machines)
     u2 = (dx * (float(pixel_size_m) / float(det_dist_m))) ** 2 + (
         dy * (float(pixel_size_m) / float(det_dist_m))
     ) ** 2
-    q = np.add(u2, 1.0)
-    np.sqrt(q, out=q)  # s
-    t = q + 1.0
-    t *= q
-    t *= 2.0
-    np.divide(u2, t, out=q)
+    t = np.add(u2, 1.0)
+    np.sqrt(t, out=t)  # s
+    t += u2
+    t += 1.0
+    t *= 2.0  # 2 s (s + 1)
+    q = np.divide(u2, t, out=u2)
     np.sqrt(q, out=q)
     q *= 4.0 * np.pi / lam
-    del t, u2
+    del t
     phi = np.arctan2(np.broadcast_to(dy, (h, w)), dx)
     phi *= -180.0 / np.pi
     # -atan2 gives [-180, 180); map the single value -180 onto +180 for (-180, 180].
