@@ -264,3 +264,25 @@ def test_compiled_kernel_other_delays_per_level(dpl, rng):
     assert np.array_equal(res.delay_frames, d)
     np.testing.assert_allclose(res.g2, g2_ref, rtol=1e-12)
     np.testing.assert_allclose(res.g2_err, err_ref, rtol=1e-10, atol=1e-15)
+
+
+def test_scattering_means_equal_plain_numpy(rng):
+    # compiled frame/static-bin sums (numba) or the bincount path: the same means
+    dq, sq = _partition()
+    mask = np.ones_like(dq, bool)
+    mask[1, 2] = False
+    frames = rng.poisson(3.0, (37, *dq.shape)).astype(np.uint16)
+    run = correlate_multitau(frames, dq, sq, mask, with_scattering=True, chunk_size=8,
+                             backend=get_backend("numpy"))
+    acc = run.scattering
+    flat = frames.reshape(37, -1).astype(np.float64)
+    valid = ((dq > 0) & (sq > 0) & mask).ravel()
+    np.testing.assert_allclose(acc.mean_image(), frames.mean(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(acc.intensity_vs_time(), flat[:, valid].mean(axis=1), rtol=1e-13)
+    ref = [flat[:, valid & (sq.ravel() == s)].mean() for s in range(1, sq.max() + 1)]
+    np.testing.assert_allclose(acc.saxs_1d(), ref, rtol=1e-13)
+    seg = acc.saxs_1d_segments(3)
+    b = np.linspace(0, 37, 4).round().astype(int)
+    for k in range(3):
+        ref_k = [flat[b[k] : b[k + 1], valid & (sq.ravel() == s)].mean() for s in range(1, sq.max() + 1)]
+        np.testing.assert_allclose(seg[k], ref_k, rtol=1e-13)
