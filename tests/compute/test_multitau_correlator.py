@@ -266,14 +266,14 @@ def test_compiled_kernel_other_delays_per_level(dpl, rng):
     np.testing.assert_allclose(res.g2_err, err_ref, rtol=1e-10, atol=1e-15)
 
 
-def test_scattering_means_equal_plain_numpy(rng):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_scattering_means_equal_plain_numpy(engine, rng):
     # compiled frame/static-bin sums (numba) or the bincount path: the same means
     dq, sq = _partition()
     mask = np.ones_like(dq, bool)
     mask[1, 2] = False
     frames = rng.poisson(3.0, (37, *dq.shape)).astype(np.uint16)
-    run = correlate_multitau(frames, dq, sq, mask, with_scattering=True, chunk_size=8,
-                             backend=get_backend("numpy"))
+    run = _run(engine, frames, dq, sq, mask, with_scattering=True, chunk_size=8)
     acc = run.scattering
     flat = frames.reshape(37, -1).astype(np.float64)
     valid = ((dq > 0) & (sq > 0) & mask).ravel()

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CpuLevels", "available", "frame_sums"]
+__all__ = ["COMPILED_MIN_WORK", "CpuLevels", "available", "frame_sums", "worth_compiling"]
 
 #: pixels per tile: the state of every level of one tile fits the L2 cache
 TILE = 256
@@ -34,6 +34,16 @@ TILE = 256
 def available() -> bool:
     """Whether numba is installed (the CPU engine falls back to NumPy without it)."""
     return importlib.util.find_spec("numba") is not None
+
+
+#: pixel-frames from which ``engine="auto"`` takes the compiled kernels: below it the
+#: NumPy kernels finish before numba is imported and its cache loaded (~0.5 s)
+COMPILED_MIN_WORK = 2e7
+
+
+def worth_compiling(work: float) -> bool:
+    """Whether a job of ``work`` pixel-frames should run the compiled kernels."""
+    return float(work) >= COMPILED_MIN_WORK and available()
 
 
 def _kernels() -> Any:

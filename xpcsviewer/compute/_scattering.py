@@ -15,8 +15,7 @@ import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend
 from xpcsviewer.compute._binning import PixelBins, segment_sum_rows
-from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
-from xpcsviewer.compute._multitau_cpu import frame_sums
+from xpcsviewer.compute._multitau_cpu import available, frame_sums, worth_compiling
 
 __all__ = ["ScatteringAccumulator", "iter_array_chunks"]
 
@@ -26,10 +25,12 @@ class ScatteringAccumulator:
 
     Collects the full-detector frame sum (``scattering_2d``), per-frame mean intensity
     over the correlated pixels (``intensity_vs_time``) and per-frame static-bin sums
-    (for ``scattering_1d`` and its time segments).
+    (for ``scattering_1d`` and its time segments). ``compiled``: one numba pass for the
+    sums (NumPy backend); ``None`` decides by the job's size.
     """
 
-    def __init__(self, pixels: PixelBins, n_frames: int, *, backend: Any = None, device: Any = None) -> None:
+    def __init__(self, pixels: PixelBins, n_frames: int, *, backend: Any = None, device: Any = None,
+                 compiled: bool | None = None) -> None:
         self.backend = backend if backend is not None else get_backend()
         self.pixels = pixels
         self.n_frames = int(n_frames)
@@ -40,6 +41,11 @@ class ScatteringAccumulator:
         self.device = device
         self._sid = self.backend.asarray(pixels.static_id, device=device)
         self._sid_full: np.ndarray | None = None
+        # compiled sums on the NumPy backend, by default when the job is big enough
+        work = float(self.n_frames) * h * w
+        self._compiled = self.backend.name == "numpy" and (
+            worth_compiling(work) if compiled is None else bool(compiled) and available()
+        )
         self.count = 0
 
     def add(self, frames_flat: np.ndarray, block: Any) -> None:
@@ -47,7 +53,7 @@ class ScatteringAccumulator:
         n = frames_flat.shape[0]
         a, b = self.count, self.count + n
         be = self.backend
-        if be.name == "numpy" and cpu_kernel_available() and self.pixels.n_pixels:
+        if self._compiled and self.pixels.n_pixels:
             # one compiled pass for the image sum and the per-frame static-bin sums
             if self._sid_full is None:
                 sid = np.full(frames_flat.shape[1], self.pixels.n_static, dtype=np.int64)

@@ -44,6 +44,7 @@ from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
 from xpcsviewer.compute._binning import PixelBins, kernel_cache, segment_sum_rows, select_pixels
 from xpcsviewer.compute._multitau_cpu import CpuLevels
 from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
+from xpcsviewer.compute._multitau_cpu import worth_compiling
 from xpcsviewer.compute._scattering import ScatteringAccumulator, iter_array_chunks
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
@@ -475,8 +476,9 @@ def correlate_multitau(
         ``"compiled"`` runs the compiled CPU kernel (``_multitau_cpu``, numba): all
         levels in one cache-resident pass per pixel tile. ``"auto"``: a job on the CPU
         (NumPy backend, or JAX routed to the CPU) uses the compiled kernel when numba
-        is installed and NumPy's otherwise; on a GPU the jitted kernels are used. All
-        agree to 1e-12 (tested); docs/correlators.md has the measured speeds.
+        is installed and the job has at least ``COMPILED_MIN_WORK`` pixel-frames (smaller
+        ones finish before numba would be loaded), NumPy's otherwise; on a GPU the jitted
+        kernels are used. All agree to 1e-12 (tested); docs/correlators.md has the speeds.
 
     Returns
     -------
@@ -504,10 +506,16 @@ def correlate_multitau(
         if not cpu_kernel_available():
             raise ValueError("engine='compiled' needs numba")
         be, device = get_backend("numpy"), None
-    compiled = engine == "compiled" or (engine == "auto" and be.name == "numpy" and cpu_kernel_available())
+    compiled = engine == "compiled" or (
+        engine == "auto" and be.name == "numpy" and worth_compiling(float(pixels.n_pixels) * n_frames)
+    )
     corr = MultitauCorrelator(pixels, n_frames, delays_per_level, normalize_frame, backend=be,
                               device=device, cpu_kernel=compiled)
-    acc = ScatteringAccumulator(pixels, n_frames, backend=be, device=corr.device) if with_scattering else None
+    acc = (
+        ScatteringAccumulator(pixels, n_frames, backend=be, device=corr.device, compiled=compiled)
+        if with_scattering
+        else None
+    )
     snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
     marks = (
         [int(round(n_frames * (i + 1) / num_partial_g2)) for i in range(num_partial_g2)]
