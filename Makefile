@@ -37,6 +37,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/saxs_reduction.py
 	$(BIN)/python benchmarks/fit.py
 	$(BIN)/python benchmarks/correlate.py
+	$(BIN)/python benchmarks/jobs.py
 
 # The established tools, each in its own venv (never in the app's): see
 # ../shared/docs/reference-tools.md for the routes that work on Python 3.11.
@@ -49,6 +50,8 @@ bench-refs:
 	  $(REFS)/pyfai/bin/pip install -q pyFAI==2026.9.0)
 	test -x $(REFS)/xpcsviewer/bin/python || ($(PYTHON) -m venv $(REFS)/xpcsviewer && \
 	  $(REFS)/xpcsviewer/bin/pip install -q xpcs-viewer==1.2.2)
+	test -x $(REFS)/xpcscorr/bin/python || ($(PYTHON) -m venv $(REFS)/xpcscorr && \
+	  $(REFS)/xpcscorr/bin/pip install -q xpcs-correlator==0.4.5)
 	test -x $(REFS)/boost/bin/python || ($(PYTHON) -m venv $(REFS)/boost && \
 	  $(REFS)/boost/bin/pip install -q torch==2.13.0 && \
 	  $(REFS)/boost/bin/pip install -q h5py hdf5plugin matplotlib numpy psutil scikit-image tqdm nvidia-ml-py && \

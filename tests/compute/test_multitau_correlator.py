@@ -6,15 +6,25 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
 from xpcsviewer.compute.multitau import correlate_multitau, delay_list
 from xpcsviewer.progress import CancelToken, Cancelled
 
 BACKENDS = ["numpy", "jax"]
+# the backends' array kernels, and the compiled CPU kernel (numba) where installed
+ENGINES = ["numpy", "jax"] + (["compiled"] if cpu_kernel_available() else [])
 
 
 def _mt(*args, **kw):
     """The correlator on the backend asked for (no CPU engine routing)."""
     return correlate_multitau(*args, engine="backend", **kw)
+
+
+def _run(engine, *args, **kw):
+    """``engine``: a backend name (its array kernels) or "compiled"."""
+    if engine == "compiled":
+        return correlate_multitau(*args, engine="compiled", **kw)
+    return correlate_multitau(*args, engine="backend", backend=get_backend(engine), **kw)
 
 
 def _partition(h=6, w=7):
@@ -89,39 +99,39 @@ def test_delay_list_matches_a_production_file(real_data_dir):
     assert np.array_equal(delay_list(n)[0], ref)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_matches_straightforward_reference(backend, rng):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_matches_straightforward_reference(engine, rng):
     dq, sq = _partition()
     mask = np.ones_like(dq, bool)
     mask[0, 0] = mask[3, 5] = False
     frames = rng.poisson(2.0, (77, *dq.shape)).astype(np.uint16)
     d, g2_ref, err_ref = _reference(frames, dq, sq, mask)
-    res = _mt(frames, dq, sq, mask, chunk_size=13, backend=get_backend(backend))
+    res = _run(engine, frames, dq, sq, mask, chunk_size=13)
     assert np.array_equal(res.delay_frames, d)
     np.testing.assert_allclose(res.g2, g2_ref, rtol=1e-12)
     np.testing.assert_allclose(res.g2_err, err_ref, rtol=1e-10, atol=1e-15)
 
 
-def test_backends_agree_to_1e12(rng):
+@pytest.mark.parametrize("other", [e for e in ENGINES if e != "numpy"])
+def test_backends_agree_to_1e12(other, rng):
     dq, sq = _partition()
     frames = rng.poisson(1.5, (150, *dq.shape)).astype(np.float64)
     kw = dict(chunk_size=32, num_partial_g2=3, normalize_frame=True)
-    a = _mt(frames, dq, sq, backend=get_backend("numpy"), **kw)
-    b = _mt(frames, dq, sq, backend=get_backend("jax"), **kw)
+    a = _run("numpy", frames, dq, sq, **kw)
+    b = _run(other, frames, dq, sq, **kw)
     for name in ("g2", "g2_err", "g2_static", "g2_partial", "g2_partial_err"):
         # errors that are exactly zero in exact arithmetic differ by round-off only
         np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-14, err_msg=name)
     assert np.array_equal(a.g2_partial_labels, b.g2_partial_labels)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_chunking_does_not_change_the_result(backend, rng):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_chunking_does_not_change_the_result(engine, rng):
     dq, sq = _partition()
     frames = rng.poisson(1.0, (100, *dq.shape)).astype(np.float64)
-    be = get_backend(backend)
-    a = _mt(frames, dq, sq, chunk_size=100, backend=be)
-    b = _mt(
-        (frames[i : i + 7] for i in range(0, 100, 7)), dq, sq, n_frames=100, chunk_size=5, backend=be
+    a = _run(engine, frames, dq, sq, chunk_size=100)
+    b = _run(engine,
+        (frames[i : i + 7] for i in range(0, 100, 7)), dq, sq, n_frames=100, chunk_size=5
     )
     np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
     np.testing.assert_allclose(a.g2_err, b.g2_err, rtol=1e-12, atol=1e-14)
@@ -167,15 +177,14 @@ def test_static_smoothing_is_ratio_of_sums_not_mean_of_ratios(rng):
     assert res.g2[0, 0] == pytest.approx(g2_lag1, rel=1e-12)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_partial_snapshots_are_cumulative(backend, rng):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_partial_snapshots_are_cumulative(engine, rng):
     dq, sq = _partition()
     frames = rng.poisson(2.0, (96, *dq.shape)).astype(float)
-    be = get_backend(backend)
-    res = _mt(frames, dq, sq, num_partial_g2=4, chunk_size=40, backend=be)
+    res = _run(engine, frames, dq, sq, num_partial_g2=4, chunk_size=40)
     assert res.g2_partial_labels.tolist() == [24, 48, 72, 96]
     np.testing.assert_allclose(res.g2_partial[-1], res.g2, rtol=1e-12)
-    first = _mt(frames[:24], dq, sq, backend=be)
+    first = _run(engine, frames[:24], dq, sq)
     t = first.delay_frames.size
     np.testing.assert_allclose(res.g2_partial[0, :t], first.g2, rtol=1e-12)
     assert np.isnan(res.g2_partial[0, t:]).all()
@@ -221,5 +230,59 @@ def test_auto_engine_routes_jax_on_cpu_to_numpy_with_identical_results(rng):
     ref = correlate_multitau(frames, dq, sq, backend=get_backend("numpy"))
     assert auto.config["backend"] == "numpy"  # no accelerator in the test run
     np.testing.assert_array_equal(auto.g2, ref.g2)
+    arrays = _mt(frames, dq, sq, backend=get_backend("numpy"))
+    np.testing.assert_allclose(auto.g2, arrays.g2, rtol=1e-12)
     with pytest.raises(ValueError, match="engine"):
         correlate_multitau(frames, dq, sq, engine="fast")
+
+
+@pytest.mark.skipif(not cpu_kernel_available(), reason="numba not installed")
+def test_compiled_kernel_many_levels_and_tiles(rng):
+    # more pixels than one tile and enough frames for 8 levels, odd chunk sizes
+    from xpcsviewer.compute._multitau_cpu import TILE
+
+    h, w = 3, TILE // 2 + 5
+    dq = np.ones((h, w), int)
+    dq[:, w // 2 :] = 2
+    sq = dq * 3 - (np.arange(w)[None, :] % 3)
+    frames = rng.poisson(0.7, (1100, h, w)).astype(np.uint16)
+    a = _run("numpy", frames, dq, sq, chunk_size=256)
+    b = _run("compiled", (frames[i : i + 97] for i in range(0, 1100, 97)), dq, sq,
+             n_frames=1100, chunk_size=61, normalize_frame=False)
+    np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
+    np.testing.assert_allclose(a.g2_err, b.g2_err, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(a.g2_static, b.g2_static, rtol=1e-12)
+
+
+@pytest.mark.skipif(not cpu_kernel_available(), reason="numba not installed")
+@pytest.mark.parametrize("dpl", [2, 3, 4])
+def test_compiled_kernel_other_delays_per_level(dpl, rng):
+    dq, sq = _partition()
+    frames = rng.poisson(1.5, (83, *dq.shape)).astype(np.uint16)
+    d, g2_ref, err_ref = _reference(frames, dq, sq, dpl=dpl)
+    res = _run("compiled", frames, dq, sq, delays_per_level=dpl, chunk_size=10)
+    assert np.array_equal(res.delay_frames, d)
+    np.testing.assert_allclose(res.g2, g2_ref, rtol=1e-12)
+    np.testing.assert_allclose(res.g2_err, err_ref, rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_scattering_means_equal_plain_numpy(engine, rng):
+    # compiled frame/static-bin sums (numba) or the bincount path: the same means
+    dq, sq = _partition()
+    mask = np.ones_like(dq, bool)
+    mask[1, 2] = False
+    frames = rng.poisson(3.0, (37, *dq.shape)).astype(np.uint16)
+    run = _run(engine, frames, dq, sq, mask, with_scattering=True, chunk_size=8)
+    acc = run.scattering
+    flat = frames.reshape(37, -1).astype(np.float64)
+    valid = ((dq > 0) & (sq > 0) & mask).ravel()
+    np.testing.assert_allclose(acc.mean_image(), frames.mean(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(acc.intensity_vs_time(), flat[:, valid].mean(axis=1), rtol=1e-13)
+    ref = [flat[:, valid & (sq.ravel() == s)].mean() for s in range(1, sq.max() + 1)]
+    np.testing.assert_allclose(acc.saxs_1d(), ref, rtol=1e-13)
+    seg = acc.saxs_1d_segments(3)
+    b = np.linspace(0, 37, 4).round().astype(int)
+    for k in range(3):
+        ref_k = [flat[b[k] : b[k + 1], valid & (sq.ravel() == s)].mean() for s in range(1, sq.max() + 1)]
+        np.testing.assert_allclose(seg[k], ref_k, rtol=1e-13)

@@ -187,3 +187,63 @@ def test_partition_properties(h, w, bcx, bcy, dq, mq, dp, mp, log, offset, fold,
     assert (q[mask] >= e[i0] - tol).all() and (q[mask] <= e[i0 + 1] + tol).all()
     assert len(qm.dynamic_labels()) == qm.n_dynamic == int(d.max())
     assert len(set(qm.dynamic_index_mapping.tolist())) == qm.n_dynamic
+
+
+def _reference_compress(b0, b1, n1):
+    """The straightforward np.unique version of the compression."""
+    combined = np.where(b0 > 0, (b0 - 1) * n1 + (b1 - 1) + 1, 0)
+    uniq, inverse = np.unique(combined, return_inverse=True)
+    inverse = inverse.reshape(combined.shape)
+    if uniq[0] == 0:
+        return inverse, uniq[1:] - 1
+    return inverse + 1, uniq - 1
+
+
+@pytest.mark.parametrize("style", ["linear", "log"])
+@pytest.mark.parametrize("refine", [1, 7])
+def test_fast_digitize_and_compress_equal_the_reference(rng, style, refine):
+    from xpcsviewer.compute.partition import (
+        _compress,
+        _digitize_fast,
+        axis_edges,
+        digitize_values,
+    )
+
+    q, phi = compute_qmap((61, 47), 8.0, 2.0, 1e-4, 20.2, -3.0)
+    valid = rng.random(q.shape) > 0.3
+    edges, _ = axis_edges(q[valid].min(), q[valid].max(), 5, style, refine)
+    vals = q.copy()
+    # values exactly on edges, just around them, and outside the range
+    k = rng.integers(0, q.size, 200)
+    vals.ravel()[k[:100]] = edges[rng.integers(0, len(edges), 100)]
+    vals.ravel()[k[100:150]] = edges[rng.integers(0, len(edges), 50)] * (1 + 1e-15)
+    vals.ravel()[k[150:]] = q.max() * 2
+    ref = digitize_values(vals, edges, valid)
+    got = _digitize_fast(vals, edges, valid, style)
+    np.testing.assert_array_equal(got, ref)
+    b1 = digitize_values(phi, axis_edges(-180, 180, 3, "linear", 2)[0], valid)
+    roi, mapping = _compress(got, b1, 6)
+    r_roi, r_map = _reference_compress(ref, b1, 6)
+    np.testing.assert_array_equal(roi, r_roi)
+    np.testing.assert_array_equal(mapping, r_map)
+
+
+def test_one_phi_bin_partition_equals_the_folded_one(rng):
+    q, phi = compute_qmap((33, 29), 10.0, 3.0, 1e-4, 12.0, 30.5)
+    mask = rng.random(q.shape) > 0.2
+    fast = make_partition(q, phi, mask, 3, 30)  # folded range from the raw range
+    slow = make_partition(q, phi, mask, 3, 30, phi_offset=1e-30)  # forces the folded map
+    for name in ("dynamic_roi_map", "static_roi_map", "static_v_list_dim1", "dynamic_v_list_dim1"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+
+
+def test_fast_digitize_narrow_range_far_from_zero(rng):
+    # a narrow range at a large offset: float32 positions would be too coarse there
+    from xpcsviewer.compute.partition import _digitize_fast, axis_edges, digitize_values
+
+    v = 1.0 + 1e-3 * rng.random((50, 60))
+    v.ravel()[:40] = 1.0 + 1e-3 * rng.integers(0, 501, 40) / 500
+    valid = np.ones(v.shape, bool)
+    edges, _ = axis_edges(v.min(), v.max(), 1, "linear", 500)
+    np.testing.assert_array_equal(_digitize_fast(v, edges, valid, "linear"),
+                                  digitize_values(v, edges, valid))

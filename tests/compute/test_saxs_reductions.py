@@ -44,7 +44,9 @@ def test_binner_stack_and_parity(rng):
     imgs = rng.random((4, *roi.shape))
     a = StaticBinner(roi, backend=get_backend("numpy")).mean(imgs)
     b = StaticBinner(roi, backend=get_backend("jax")).mean(imgs)
+    k = StaticBinner(roi, backend=get_backend("jax"), engine="backend").mean(imgs)  # jitted
     np.testing.assert_allclose(a, b, rtol=1e-12)
+    np.testing.assert_allclose(a, k, rtol=1e-12)
     assert a.shape == (4, 7)
     np.testing.assert_allclose(a[2], StaticBinner(roi, backend=get_backend("numpy")).mean(imgs[2]))
 
@@ -89,3 +91,45 @@ def test_segments_intensity_and_mean_image(backend, rng):
     it = intensity_vs_time(frames, mask, backend=be)
     np.testing.assert_allclose(it, [f[mask].mean() for f in frames], rtol=1e-12)
     np.testing.assert_allclose(time_averaged_image(frames, backend=be), frames.mean(0), rtol=1e-12)
+
+
+def test_binner_is_cached_by_partition_content(rng):
+    from dataclasses import replace
+
+    from xpcsviewer.compute.partition import make_partition
+    from xpcsviewer.compute.qmap import compute_qmap
+    from xpcsviewer.compute.saxs import binner_for, partition_key
+
+    q, phi = compute_qmap((40, 50), 10.0, 5.0, 75e-6, 20.5, 18.0)
+    mask = rng.random(q.shape) > 0.1
+    qm = make_partition(q, phi, mask, 2, 20, content_hash=False)
+    be = get_backend("numpy")
+    b1 = binner_for(qm, backend=be)
+    # a second, separately built q-map of the same geometry reuses the binner
+    qm2 = make_partition(q, phi, mask, 2, 20, content_hash=False)
+    assert binner_for(qm2, backend=be) is b1
+    assert partition_key(qm) == partition_key(qm2)
+    with_hash = make_partition(q, phi, mask, 2, 20)
+    assert partition_key(with_hash) == with_hash.hash
+    other = replace(qm, mask=mask & (rng.random(q.shape) > 0.5))
+    assert binner_for(other, backend=be) is not b1
+    img = rng.random(q.shape)
+    ref = static_bin_mean(img, qm.static_roi_map, qm.n_static, qm.mask, backend=be)
+    np.testing.assert_allclose(saxs_1d(img, qm2, backend=be).compressed, ref, rtol=1e-12)
+
+
+def test_geometry_partition_is_cached_and_equals_make_partition(rng):
+    from xpcsviewer.compute.partition import geometry_partition, make_partition
+    from xpcsviewer.compute.qmap import compute_qmap
+
+    geo = ((30, 41), 10.0, 4.0, 75e-6, 12.5, 9.0)
+    mask = rng.random(geo[0]) > 0.1
+    a = geometry_partition(*geo, mask=mask, dq_num=3, sq_num=30)
+    assert geometry_partition(*geo, mask=mask.copy(), dq_num=3, sq_num=30) is a
+    assert geometry_partition(*geo, mask=~mask, dq_num=3, sq_num=30) is not a
+    q, phi = compute_qmap(*geo)
+    ref = make_partition(q, phi, mask, 3, 30, beam_center_x=12.5, beam_center_y=9.0,
+                         detector_distance=4.0, pixel_size=75e-6, energy_kev=10.0)
+    np.testing.assert_array_equal(a.static_roi_map, ref.static_roi_map)
+    np.testing.assert_array_equal(a.dynamic_roi_map, ref.dynamic_roi_map)
+    assert a.content_hash() == ref.hash

@@ -47,13 +47,13 @@ def _reference_c2(frames, dq, sq, b, smooth="sqmap"):
     return c
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("backend", "engine"), [("numpy", "auto"), ("jax", "auto"), ("jax", "backend")])
 @pytest.mark.parametrize("smooth", ["sqmap", "dqmap"])
-def test_matches_straightforward_reference(backend, smooth, rng):
+def test_matches_straightforward_reference(backend, engine, smooth, rng):
     dq, sq = _partition()
     frames = rng.poisson(2.0, (41, *dq.shape)).astype(np.uint16)
     res = correlate_twotime(frames, dq, sq, smooth=smooth, block_rows=16, chunk_size=9,
-                            backend=get_backend(backend))
+                            backend=get_backend(backend), engine=engine)
     assert res.processed_bins.tolist() == [1, 2]
     for i, b in enumerate(res.processed_bins):
         ref = _reference_c2(frames, dq, sq, b, smooth)
@@ -69,7 +69,9 @@ def test_backends_agree_and_maps_are_symmetric(rng):
     dq, sq = _partition()
     frames = rng.poisson(1.0, (60, *dq.shape)).astype(np.float64)
     a = correlate_twotime(frames, dq, sq, dq_bins="2", block_rows=25, backend=get_backend("numpy"))
-    b = correlate_twotime(frames, dq, sq, dq_bins=[2], block_rows=25, backend=get_backend("jax"))
+    # the jitted kernels (accelerator route), forced on the CPU
+    b = correlate_twotime(frames, dq, sq, dq_bins=[2], block_rows=25, backend=get_backend("jax"),
+                          engine="backend")
     assert a.processed_bins.tolist() == [2]
     np.testing.assert_allclose(a.c2[0], b.c2[0], rtol=1e-12)
     np.testing.assert_array_equal(a.c2[0], a.c2[0].T)
@@ -161,3 +163,69 @@ def test_simulated_speckle_two_time_g2_has_known_contrast_and_rate():
     # off the diagonal, far beyond the correlation time, C is 1
     far = np.mean([np.diagonal(res.c2[-1], o).mean() for o in range(1500, 1600)])
     assert abs(far - 1) < 5e-3
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_tiles_cache_and_upper_format_give_the_reference(cache, rng, monkeypatch):
+    import xpcsviewer.compute.twotime as tt
+
+    if not cache:  # every tile normalised again for each block
+        monkeypatch.setattr(tt, "CACHE_BYTES", 0)
+    dq, sq = _partition()
+    frames = rng.poisson(3.0, (53, *dq.shape)).astype(np.uint16)
+    full = correlate_twotime(frames, dq, sq, block_rows=7, backend=get_backend("numpy"))
+    up = correlate_twotime(frames, dq, sq, block_rows=11, c2_format="upper32",
+                           backend=get_backend("numpy"))
+    for i, b in enumerate(full.processed_bins):
+        ref = _reference_c2(frames, dq, sq, b)
+        np.testing.assert_allclose(full.c2[i], ref, rtol=1e-12)
+        assert up.c2[i].dtype == np.float32
+        np.testing.assert_array_equal(up.c2[i], np.triu(ref).astype(np.float32))
+    np.testing.assert_allclose(up.g2_full, full.g2_full, rtol=1e-12)
+    np.testing.assert_allclose(up.g2_segments, full.g2_segments, rtol=1e-12)
+
+
+def test_signed_input_keeps_the_denominator_rule(rng):
+    # negative values can make a per-frame sum non-positive: that denominator -> 1
+    dq, sq = _partition()
+    frames = rng.normal(0.0, 1.0, (30, *dq.shape))
+    frames[3] = -np.abs(frames[3])
+    res = correlate_twotime(frames, dq, sq, block_rows=8, backend=get_backend("numpy"))
+    for i, b in enumerate(res.processed_bins):
+        n = frames.shape[0]
+        flat = frames.reshape(n, -1).astype(np.float32).astype(np.float64)  # float store
+        pix = np.flatnonzero(dq.ravel() == b)
+        y = flat[:, pix].copy()
+        groups = sq.ravel()[pix]
+        for g in np.unique(groups):
+            m = groups == g
+            mean = y[:, m].mean(axis=1, keepdims=True)
+            y[:, m] /= np.where(mean > 0, mean, 1.0)
+        s = y.sum(axis=1)
+        den = np.outer(s, s)
+        ref = pix.size * (y @ y.T) / np.where(den > 0, den, 1.0)
+        np.testing.assert_allclose(res.c2[i], ref, rtol=1e-10, atol=1e-12)
+
+
+def test_diagonal_sums_of_an_upper_map_equal_traces(rng):
+    from xpcsviewer.compute.twotime import _diagonal_sums, _map_g2
+
+    n = 23
+    flat = np.zeros(n * n + n)
+    c = flat[: n * n].reshape(n, n)
+    c[:] = np.triu(rng.random((n, n)))
+    np.testing.assert_allclose(_diagonal_sums(flat, n), [np.trace(c, k) for k in range(n)], rtol=1e-13)
+    full = c + np.triu(c, 1).T
+    g, seg = _map_g2(c, flat)
+    np.testing.assert_allclose(g, c2_diagonal_mean(full), rtol=1e-13)
+    np.testing.assert_allclose(seg, c2_g2_segments(full), rtol=1e-13)
+
+
+def test_cpu_job_compiles_nothing(rng, monkeypatch):
+    # a JAX job on the CPU goes to BLAS through NumPy: no jitted kernel is built
+    import xpcsviewer.compute.twotime as tt
+
+    monkeypatch.setattr(tt, "_jax_kernels", lambda *a: pytest.fail("jitted kernels built"))
+    dq, sq = _partition()
+    res = correlate_twotime(rng.poisson(1.0, (20, *dq.shape)), dq, sq, backend=get_backend("jax"))
+    assert res.config["backend"] == "numpy"

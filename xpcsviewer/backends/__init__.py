@@ -6,6 +6,7 @@ Importing this package does not import JAX: the JAX backend is loaded on first u
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -25,6 +26,7 @@ from xpcsviewer.backends.device import (
     DeviceChoice,
     DeviceKind,
     DeviceManager,
+    accelerator_possible,
     get_device_manager,
     parse_device,
     resolve_device,
@@ -39,10 +41,12 @@ __all__ = [
     "DeviceManager",
     "NumpyBackend",
     "TransferStats",
+    "accelerator_possible",
     "ensure_numpy",
     "get_backend",
     "get_device_manager",
     "get_transfer_stats",
+    "get_job_backend",
     "is_jax_array",
     "parse_device",
     "reset_transfer_stats",
@@ -92,6 +96,22 @@ def get_backend(name: str | None = None) -> Any:
             return _make(name)
         chosen = _override or get_device_manager().backend_name
         return _make(chosen)
+
+
+def get_job_backend() -> Any:
+    """The backend for a batch job (``correlate``): ``get_backend()``, except NumPy
+    when the choice is automatic and no accelerator is possible.
+
+    A CPU job runs the NumPy/BLAS kernels on either backend (engine routing), so
+    importing JAX would only add its start-up time and memory.
+    """
+    with _lock:
+        auto = _override is None and os.environ.get("XPCS_USE_JAX", "auto").strip().lower() in (
+            "", "auto",
+        )
+    if auto and not accelerator_possible():
+        return get_backend("numpy")
+    return get_backend()
 
 
 def set_backend(name: str | None) -> Any:

@@ -390,6 +390,34 @@ class DeviceManager:
         return out
 
 
+#: modules whose presence means JAX may see an accelerator (CUDA, ROCm, TPU, Metal)
+_ACCEL_PLUGINS = (
+    "jax_cuda12_plugin",
+    "jax_cuda13_plugin",
+    "jax_rocm60_plugin",
+    "jax_rocm7_plugin",
+    "libtpu",
+    "jax_metal",
+)
+
+
+def accelerator_possible(env: Mapping[str, str] | None = None) -> bool:
+    """Whether JAX could see an accelerator, decided without importing JAX.
+
+    False when ``XPCS_USE_JAX`` or ``XPCS_DEVICE`` pin the CPU, when ``JAX_PLATFORMS``
+    names no accelerator platform, or when no accelerator plugin is installed.
+    """
+    s = _Settings.from_env(os.environ if env is None else env)
+    if s.use_jax == "false" or s.device == "cpu":
+        return False
+    if s.jax_platforms and not any(
+        p.strip().lower() in ("cuda", "gpu", "rocm", "tpu", "metal")
+        for p in s.jax_platforms.split(",")
+    ):
+        return False
+    return any(importlib.util.find_spec(m) is not None for m in _ACCEL_PLUGINS)
+
+
 def get_device_manager() -> DeviceManager:
     """The lazy process-wide :class:`DeviceManager`."""
     return DeviceManager.get()

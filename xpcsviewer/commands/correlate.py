@@ -48,7 +48,7 @@ def _raw_times(path: Path) -> tuple[float | None, float | None]:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer correlate``; returns the exit code."""
-    from xpcsviewer.backends import get_backend
+    from xpcsviewer.backends import get_job_backend
     from xpcsviewer.compute.pipeline import correlate_to_result
     from xpcsviewer.compute.twotime import parse_bins
     from xpcsviewer.io.raw import RawFrames
@@ -89,14 +89,14 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"xpcsviewer correlate: --dq: {exc}", file=sys.stderr)
             return 2
-        be = get_backend()
+        be = get_job_backend()  # NumPy when no accelerator is possible: JAX never loads
         n = raw.n_frames
         # the raw file's realpath goes into each config group (as the standard
         # correlator's config/raw)
         common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
         with TextProgressBar("correlate", enabled=not quiet) as bar:
             out_res = correlate_to_result(
-                lambda: raw.iter_chunks(256 if mode == "twotime" else 128),
+                lambda: raw.iter_chunks(256 if mode == "twotime" else 128, reuse=True),
                 qm,
                 n,
                 float(frame_time),

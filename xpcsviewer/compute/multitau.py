@@ -42,6 +42,10 @@ import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
 from xpcsviewer.compute._binning import PixelBins, kernel_cache, segment_sum_rows, select_pixels
+from xpcsviewer.compute._multitau_cpu import CpuLevels
+from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
+from xpcsviewer.compute._multitau_cpu import worth_compiling
+from xpcsviewer.compute._scattering import ScatteringAccumulator, iter_array_chunks
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
@@ -269,6 +273,7 @@ class MultitauCorrelator:
         *,
         backend: Any = None,
         device: Any = "auto",
+        cpu_kernel: bool = False,
     ) -> None:
         self.backend = backend if backend is not None else get_backend()
         self.pixels = pixels
@@ -280,14 +285,18 @@ class MultitauCorrelator:
         if self.delays.size == 0:
             raise ValueError(f"need at least 2 frames to correlate, got {n_frames}")
         self.n_levels = int(self.levels.max()) + 1
-        self.device = resolve_device(device, work=float(pixels.n_pixels) * n_frames)
         be, p = self.backend, pixels.n_pixels
+        self.device = None if be.name == "numpy" else resolve_device(device, work=float(p) * n_frames)
+        self._cpu = CpuLevels(p, self.n_levels, self.m) if cpu_kernel else None
+        if cpu_kernel and be.name != "numpy":
+            raise ValueError("the compiled CPU kernel runs with the NumPy backend")
         z = lambda *s: be.asarray(np.zeros(s), device=self.device)  # noqa: E731
         self._levels: list[_Level] = []
         for lvl in range(self.n_levels):
             xs = tuple(range(1, self.buf + 1)) if lvl == 0 else tuple(range(self.m + 1, self.buf + 1))
             self._levels.append(
-                _Level(xs, z(self.buf, p), z(self.buf, p), z(len(xs), p), z(p))
+                _Level(xs, *(None,) * 4) if cpu_kernel
+                else _Level(xs, z(self.buf, p), z(self.buf, p), z(len(xs), p), z(p))
             )
         self.n_processed = 0
         # device copies of the bin ids used by result()
@@ -306,6 +315,15 @@ class MultitauCorrelator:
             raise ValueError(
                 f"more frames than announced ({self.n_processed + n} > {self.n_frames_expected})"
             )
+        if self._cpu is not None:
+            block = np.asarray(block)
+            scale = None
+            if self.normalize_frame:
+                mean = block.mean(axis=1, dtype=np.float64)
+                scale = 1.0 / np.where(mean > 0, mean, 1.0)
+            self._cpu.process(block, scale)
+            self.n_processed += n
+            return
         nb = max(_next_pow2(n), MIN_BLOCK)
         host = np.zeros((nb, block.shape[1]))
         host[:n] = ensure_numpy(block)
@@ -343,10 +361,14 @@ class MultitauCorrelator:
         row0 = 0
         for lvl, lv in enumerate(self._levels):
             n_here = int((self.levels == lvl).sum())
-            keep = [i for i, x in enumerate(lv.xs) if x < lv.count][:n_here]
+            if self._cpu is not None:
+                hist, first, sumprod, total, count = self._cpu.level_state(lvl, lv.xs)
+            else:
+                hist, first, sumprod, total, count = lv.hist, lv.first, lv.sumprod, lv.total, lv.count
+            keep = [i for i, x in enumerate(lv.xs) if x < count][:n_here]
             if keep:
                 fin = _finalize_kernel(be, self.buf, lv.xs)
-                out = fin(lv.hist, lv.first, lv.sumprod, lv.total, lv.count,
+                out = fin(hist, first, sumprod, total, count,
                           self._sid, self._did, d_cnt_dev, ns=ns, nd=nd)
                 sG2, sIP, sIF, dsum, dss = (ensure_numpy(o)[np.asarray(keep)] for o in out)
                 rows = row0 + np.arange(len(keep))
@@ -391,71 +413,6 @@ def _finalize_kernel(backend: Any, buf: int, xs: tuple[int, ...]) -> Any:
         return backend.jit(fin, static_argnames=("ns", "nd"))
 
     return kernel_cache(backend, ("multitau_finalize", buf, xs), build)
-
-
-class ScatteringAccumulator:
-    """Running temporal/spatial means over a frame stream (result-file-format.md §6).
-
-    Collects the full-detector frame sum (``scattering_2d``), per-frame mean intensity
-    over the correlated pixels (``intensity_vs_time``) and per-frame static-bin sums
-    (for ``scattering_1d`` and its time segments).
-    """
-
-    def __init__(self, pixels: PixelBins, n_frames: int, *, backend: Any = None, device: Any = None) -> None:
-        self.backend = backend if backend is not None else get_backend()
-        self.pixels = pixels
-        self.n_frames = int(n_frames)
-        h, w = pixels.shape
-        self.sum_image = np.zeros(h * w)
-        self.intensity = np.zeros(self.n_frames)
-        self.static_sums = np.zeros((self.n_frames, pixels.n_static))
-        self.device = device
-        self._sid = self.backend.asarray(pixels.static_id, device=device)
-        self.count = 0
-
-    def add(self, frames_flat: np.ndarray, block: Any) -> None:
-        """Add (n, H*W) full frames and their (n, P) valid-pixel values (backend array)."""
-        n = frames_flat.shape[0]
-        a, b = self.count, self.count + n
-        self.sum_image += frames_flat.sum(axis=0, dtype=np.float64)
-        be = self.backend
-        if self.pixels.n_pixels:
-            self.intensity[a:b] = ensure_numpy(block.sum(axis=1)) / self.pixels.n_pixels
-            self.static_sums[a:b] = ensure_numpy(
-                segment_sum_rows(be, block.T, self._sid, self.pixels.n_static)
-            ).T
-        self.count = b
-
-    def mean_image(self) -> np.ndarray:
-        """(H, W) mean counts per pixel per frame."""
-        return (self.sum_image / max(self.count, 1)).reshape(self.pixels.shape)
-
-    def saxs_1d(self) -> np.ndarray:
-        """(Ns,) mean counts per pixel per frame in each static bin (NaN if empty)."""
-        c = self.pixels.static_count.astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return self.static_sums[: self.count].sum(axis=0) / (c * max(self.count, 1))
-
-    def saxs_1d_segments(self, n_segments: int) -> np.ndarray:
-        """(S, Ns) proper per-segment means (boundaries round(linspace(0, N, S+1)))."""
-        n = self.count
-        s = max(1, min(int(n_segments), n))
-        bounds = np.linspace(0, n, s + 1).round().astype(np.int64)
-        c = self.pixels.static_count.astype(np.float64)
-        cs = np.concatenate([np.zeros((1, self.pixels.n_static)), np.cumsum(self.static_sums[:n], axis=0)])
-        seg = cs[bounds[1:]] - cs[bounds[:-1]]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return seg / (c[None, :] * (bounds[1:] - bounds[:-1])[:, None])
-
-    def intensity_vs_time(self) -> np.ndarray:
-        """(N,) mean counts per correlated pixel of each frame."""
-        return self.intensity[: self.count].copy()
-
-
-def iter_array_chunks(frames: np.ndarray, chunk_size: int) -> Iterable[np.ndarray]:
-    """Yield (n, H, W) views of an in-memory (N, H, W) stack."""
-    for a in range(0, frames.shape[0], chunk_size):
-        yield frames[a : a + chunk_size]
 
 
 @dataclass
@@ -514,12 +471,14 @@ def correlate_multitau(
         Reported / checked between chunks.
     with_scattering : bool
         Also return the temporal/spatial means of the same pass (``MultitauRun``).
-    engine : {"auto", "backend"}
-        ``"backend"`` runs the level updates on the given backend. ``"auto"`` does the
-        same except that a JAX backend whose job routes to the CPU runs them on NumPy:
-        the update is a memory-bound multiply-reduce that XLA:CPU ran ~10x slower than
-        NumPy's einsum in ``benchmarks/correlate.py`` (docs/correlators.md); the two
-        agree to 1e-12. On a GPU the jitted kernels are used.
+    engine : {"auto", "backend", "compiled"}
+        ``"backend"`` runs the level updates on the given backend's array kernels.
+        ``"compiled"`` runs the compiled CPU kernel (``_multitau_cpu``, numba): all
+        levels in one cache-resident pass per pixel tile. ``"auto"``: a job on the CPU
+        (NumPy backend, or JAX routed to the CPU) uses the compiled kernel when numba
+        is installed and the job has at least ``COMPILED_MIN_WORK`` pixel-frames (smaller
+        ones finish before numba would be loaded), NumPy's otherwise; on a GPU the jitted
+        kernels are used. All agree to 1e-12 (tested); docs/correlators.md has the speeds.
 
     Returns
     -------
@@ -537,14 +496,26 @@ def correlate_multitau(
         chunks = frames
     pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
     be = backend if backend is not None else get_backend()
-    if engine not in ("auto", "backend"):
-        raise ValueError(f"engine must be 'auto' or 'backend', got {engine!r}")
+    if engine not in ("auto", "backend", "compiled"):
+        raise ValueError(f"engine must be 'auto', 'backend' or 'compiled', got {engine!r}")
     if engine == "auto" and be.name != "numpy":
         dev = resolve_device(device, work=float(pixels.n_pixels) * n_frames)
         if dev is None or getattr(dev, "platform", "cpu") == "cpu":
             be, device = get_backend("numpy"), None
-    corr = MultitauCorrelator(pixels, n_frames, delays_per_level, normalize_frame, backend=be, device=device)
-    acc = ScatteringAccumulator(pixels, n_frames, backend=be, device=corr.device) if with_scattering else None
+    if engine == "compiled":
+        if not cpu_kernel_available():
+            raise ValueError("engine='compiled' needs numba")
+        be, device = get_backend("numpy"), None
+    compiled = engine == "compiled" or (
+        engine == "auto" and be.name == "numpy" and worth_compiling(float(pixels.n_pixels) * n_frames)
+    )
+    corr = MultitauCorrelator(pixels, n_frames, delays_per_level, normalize_frame, backend=be,
+                              device=device, cpu_kernel=compiled)
+    acc = (
+        ScatteringAccumulator(pixels, n_frames, backend=be, device=corr.device, compiled=compiled)
+        if with_scattering
+        else None
+    )
     snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
     marks = (
         [int(round(n_frames * (i + 1) / num_partial_g2)) for i in range(num_partial_g2)]
@@ -552,6 +523,7 @@ def correlate_multitau(
         else []
     )
     idx = pixels.pixel_index
+    all_pixels = idx.size == pixels.shape[0] * pixels.shape[1]
     report(progress, cancel, 0, n_frames, "multi-tau")
     for chunk in chunks:
         chunk = np.asarray(chunk)
@@ -565,10 +537,11 @@ def correlate_multitau(
                 take = min(take, nxt_mark - corr.n_processed)
             take = min(take, chunk_size)
             part = flat[a : a + take]
-            block = part[:, idx]
+            # every pixel valid: the frames themselves, no gather; np.take keeps C order
+            block = part if all_pixels else np.take(part, idx, axis=1)
             corr.process(block)
             if acc is not None:
-                acc.add(part, be.asarray(block, dtype=np.float64, device=corr.device))
+                acc.add(part, block if be.name == "numpy" else be.asarray(block, dtype=np.float64, device=corr.device))
             a += take
             if corr.n_processed in marks and (not snaps or snaps[-1][0] != corr.n_processed):
                 g, e, _ = corr.result()
@@ -587,7 +560,7 @@ def correlate_multitau(
             "delays_per_level": int(delays_per_level),
             "normalize_frame": bool(normalize_frame),
             "num_partial_g2": int(num_partial_g2),
-            "backend": be.name,
+                "backend": be.name,
         },
     )
     if snaps:

@@ -43,8 +43,9 @@ class CorrelatedResult:
     result : XpcsResult
     saxs_2d : (H, W) float64
         Time-averaged image.
-    c2_maps : list of (N, N) float64 or None
-        Two-time maps in ``result.twotime.processed_bins`` order.
+    c2_maps : list of (N, N) float32 or None
+        Two-time maps in ``result.twotime.processed_bins`` order, upper triangles
+        (diagonal included, lower triangle zero) as the result file stores them.
     """
 
     def __init__(self, result: XpcsResult, saxs_2d: np.ndarray, c2_maps: list[np.ndarray] | None):
@@ -153,8 +154,10 @@ def correlate_to_result(
     segments = None
     if mode in ("twotime", "both"):
         bins = parse_bins(dq_bins, qmap.n_dynamic)
+        # float32 upper triangles: what the file stores, a quarter of the memory
         run_tt = correlate_twotime(
-            chunks(), *maps, dq_bins=bins, with_scattering=scat is None, **kw
+            chunks(), *maps, dq_bins=bins, with_scattering=scat is None,
+            c2_format="upper32", **kw
         )
         if scat is None:
             r2, scat = run_tt.twotime, run_tt.scattering

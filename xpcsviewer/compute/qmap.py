@@ -63,11 +63,23 @@ def compute_qmap(
     lam = wavelength_angstrom(energy_kev)
     dy = (np.arange(h, dtype=np.float64) - float(bcy))[:, None]
     dx = (np.arange(w, dtype=np.float64) - float(bcx))[None, :]
-    r = np.hypot(dx, dy) * float(pixel_size_m)
-    two_theta = np.arctan(r / float(det_dist_m))
-    q = (4.0 * np.pi / lam) * np.sin(0.5 * two_theta)
-    phi = -np.degrees(np.arctan2(dy, dx))
-    phi = np.broadcast_to(phi, (h, w)).copy()
+    # sin(atan(u) / 2) = u / sqrt(2 s (s + 1)) with s = sqrt(1 + u^2): no arctan or
+    # sine per pixel and no cancellation at small angles; s (s + 1) = 1 + u^2 + s, so
+    # two buffers suffice (fresh pages cost more than the arithmetic on our machines)
+    u2 = (dx * (float(pixel_size_m) / float(det_dist_m))) ** 2 + (
+        dy * (float(pixel_size_m) / float(det_dist_m))
+    ) ** 2
+    t = np.add(u2, 1.0)
+    np.sqrt(t, out=t)  # s
+    t += u2
+    t += 1.0
+    t *= 2.0  # 2 s (s + 1)
+    q = np.divide(u2, t, out=u2)
+    np.sqrt(q, out=q)
+    q *= 4.0 * np.pi / lam
+    del t
+    phi = np.arctan2(np.broadcast_to(dy, (h, w)), dx)
+    phi *= -180.0 / np.pi
     # -atan2 gives [-180, 180); map the single value -180 onto +180 for (-180, 180].
     phi[phi <= -180.0] += 360.0
     return q, phi

@@ -13,6 +13,9 @@ compiled kernel, so each further 4-Mpixel image costs one transfer plus one scat
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +27,9 @@ from xpcsviewer.compute._binning import kernel_cache, segment_sum_rows
 __all__ = [
     "Saxs1D",
     "StaticBinner",
+    "binner_for",
     "intensity_vs_time",
+    "partition_key",
     "saxs_1d",
     "saxs_1d_segments",
     "static_bin_mean",
@@ -57,6 +62,10 @@ class StaticBinner:
     backend : BackendProtocol, optional
     device : str or jax.Device, optional
         ``"auto"`` routes by image size.
+    engine : {"auto", "backend"}
+        ``"auto"``: NumPy ``bincount`` whenever the job stays on the CPU (faster than
+        a jitted scatter-add there), the backend's kernel on an accelerator;
+        ``"backend"``: always the backend's kernel.
     """
 
     def __init__(
@@ -67,6 +76,7 @@ class StaticBinner:
         *,
         backend: Any = None,
         device: Any = "auto",
+        engine: str = "auto",
     ) -> None:
         self.backend = backend if backend is not None else get_backend()
         roi = np.asarray(roi_map)
@@ -74,7 +84,8 @@ class StaticBinner:
             raise ValueError(f"roi_map must be 2-D (H, W), got shape {roi.shape}")
         self.shape = roi.shape
         self.n_bins = int(roi.max(initial=0)) if n_bins is None else int(n_bins)
-        ids = roi.astype(np.int64).ravel() - 1
+        ids = roi.astype(np.intp).ravel()
+        ids -= 1
         if mask is not None:
             m = np.asarray(mask)
             if m.shape != roi.shape:
@@ -83,9 +94,20 @@ class StaticBinner:
         # excluded pixels get an out-of-range id, which segment_sum drops
         ids[ids < 0] = self.n_bins
         self.count = np.bincount(ids, minlength=self.n_bins + 1)[: self.n_bins].astype(np.float64)
-        self.device = resolve_device(device, work=float(roi.size))
-        self._ids = self.backend.asarray(ids.astype(np.int32), device=self.device)
-        self._kernel = _sum_kernel(self.backend)
+        self.device = None if self.backend.name == "numpy" else resolve_device(device, work=float(roi.size))
+        # On the CPU a bincount beats a jitted scatter-add (benchmarks/saxs_reduction.py):
+        # JAX jobs that stay on the CPU bin with NumPy, accelerators with the kernel.
+        if engine not in ("auto", "backend"):
+            raise ValueError(f"engine must be 'auto' or 'backend', got {engine!r}")
+        self._numpy = self.backend.name == "numpy" or (
+            engine == "auto"
+            and (self.device is None or getattr(self.device, "platform", "cpu") == "cpu")
+        )
+        if self._numpy:
+            self._ids = ids.astype(np.intp, copy=False)
+        else:
+            self._ids = self.backend.asarray(ids.astype(np.int32), device=self.device)
+            self._kernel = _sum_kernel(self.backend)
 
     def sums(self, images: np.ndarray) -> np.ndarray:
         """Per-bin sums of one image (H, W) -> (n_bins,) or a stack (k, H, W) -> (k, n_bins)."""
@@ -93,9 +115,14 @@ class StaticBinner:
         single = imgs.ndim == 2
         if imgs.shape[-2:] != self.shape:
             raise ValueError(f"image shape {imgs.shape[-2:]} differs from roi_map {self.shape}")
-        flat = imgs.reshape(-1, self.shape[0] * self.shape[1]).T
-        x = self.backend.asarray(flat, dtype=np.float64, device=self.device)
-        out = ensure_numpy(self._kernel(x, self._ids, n_bins=self.n_bins)).T
+        flat = imgs.reshape(-1, self.shape[0] * self.shape[1])
+        if self._numpy:
+            nb = self.n_bins + 1
+            out = np.stack([np.bincount(self._ids, weights=row, minlength=nb)[: self.n_bins]
+                            for row in flat])
+        else:
+            x = self.backend.asarray(flat.T, dtype=np.float64, device=self.device)
+            out = ensure_numpy(self._kernel(x, self._ids, n_bins=self.n_bins)).T
         return out[0] if single else out
 
     def mean(self, images: np.ndarray) -> np.ndarray:
@@ -131,6 +158,49 @@ def static_bin_mean(
         Bin means; NaN where a bin has no valid pixel.
     """
     return StaticBinner(roi_map, n_bins, mask, backend=backend, device=device).mean(image)
+
+
+_BINNERS: OrderedDict[tuple, StaticBinner] = OrderedDict()
+_BINNERS_MAX = 4
+_BINNERS_LOCK = threading.Lock()
+
+
+def partition_key(qmap: Any) -> str:
+    """Content key of a q-map's static binning: its ``hash`` when it has one, else a
+    sha256 of the static ROI map and the mask (a few ms for 4 Mpixels)."""
+    if getattr(qmap, "hash", ""):
+        return str(qmap.hash)
+    h = hashlib.sha256()
+    for a in (qmap.static_roi_map, qmap.mask):
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype.str}".encode())
+        h.update(a.data)
+    return h.hexdigest()
+
+
+def binner_for(
+    qmap: Any, *, use_mask: bool = True, backend: Any = None, device: Any = "auto"
+) -> StaticBinner:
+    """The :class:`StaticBinner` of a q-map's static bins, cached by content.
+
+    A second file (or image) with the same partition pays nothing for the set-up:
+    the binner is looked up by :func:`partition_key`. A few recent partitions are
+    kept (each holds one index per pixel).
+    """
+    be = backend if backend is not None else get_backend()
+    key = (partition_key(qmap), bool(use_mask), be.name, str(device))
+    with _BINNERS_LOCK:
+        b = _BINNERS.get(key)
+        if b is not None:
+            _BINNERS.move_to_end(key)
+            return b
+    b = StaticBinner(qmap.static_roi_map, qmap.n_static, qmap.mask if use_mask else None,
+                     backend=be, device=device)
+    with _BINNERS_LOCK:
+        _BINNERS[key] = b
+        while len(_BINNERS) > _BINNERS_MAX:
+            _BINNERS.popitem(last=False)
+    return b
 
 
 @dataclass(frozen=True)
@@ -192,10 +262,7 @@ def saxs_1d(
     -------
     Saxs1D
     """
-    mask = qmap.mask if use_mask else None
-    mean = static_bin_mean(
-        image, qmap.static_roi_map, qmap.n_static, mask, backend=backend, device=device
-    )
+    mean = binner_for(qmap, use_mask=use_mask, backend=backend, device=device).mean(image)
     grid = expand_compressed(mean, qmap.static_index_mapping, qmap.static_num_pts)
     with np.errstate(invalid="ignore"), _quiet_nanmean():
         iq = np.nanmean(grid, axis=1)

@@ -13,12 +13,21 @@ with a non-positive denominator replaced by 1. g2 from C2 is the mean of the k-t
 diagonal, ``g2[k] = mean_i C[i, i + k]`` (k = 0..N-1), for the whole run and for 5
 equal segments of N // 5 frames (the first 5 * (N // 5) frames).
 
-Memory
-------
-Frames of the selected bins are held once, as float32 (photon counts up to 2^24 are
-exact), i.e. N x P_sel x 4 bytes; each map is built as a blocked matrix product of
-float64 normalised row blocks (never the whole bin in float64), so the extra memory
-per bin is the N x N map itself.
+Algorithm and memory
+--------------------
+C of a bin is a Gram matrix, X Xᵀ over its normalised pixels. The map is built in
+row tiles of ``block_rows`` frames: only the blocks on and above the diagonal are
+computed (a blocked symmetric rank-k update: a diagonal block is ``Y_I Y_Iᵀ``, which
+NumPy hands to BLAS ``syrk``; the others are one GEMM each), so the work is about
+half of a full matrix product. Each tile is normalised on the fly from the stored
+counts, so the movie is never held in float64: memory is the selected pixels in their
+integer dtype (float input: float32), the float64 map of the bin in progress, the
+finished maps (float64 symmetric, or float32 upper triangles for writing) and two tiles.
+
+On the CPU (NumPy backend, or a JAX job routed to the CPU) the blocks go straight to
+BLAS: no XLA compilation at all. On an accelerator one jitted kernel per tile shape
+normalises a tile and one computes a block (tiles are padded to ``block_rows``, so a
+job compiles two programs).
 """
 
 from __future__ import annotations
@@ -80,13 +89,22 @@ def parse_bins(spec: str | Sequence[int] | None, n_dynamic: int) -> np.ndarray:
     return bins
 
 
-def _kernels(backend: Any) -> tuple[Any, Any]:
+#: float64 bytes of one normalised tile; bounds ``block_rows`` for very large bins
+TILE_BYTES = 64 << 20
+#: a bin's normalised frames are kept whole (each tile normalised once) up to this size
+#: or the size of its map, whichever is larger; beyond it tiles are recomputed
+CACHE_BYTES = 256 << 20
+
+
+def _jax_kernels(backend: Any) -> tuple[Any, Any]:
+    """Tile normalisation and block product for accelerators (one shape per job)."""
+
     def build_norm() -> Any:
         xp = backend.xp
 
         def norm(x, sid, count, n_groups):
-            # x (r, pb) float32 counts -> float64 values divided by their group's
-            # per-frame mean; S (r,) the per-frame sums after normalisation
+            # x (r, pb) counts -> float64 values divided by their group's per-frame
+            # mean; S (r,) the per-frame sums after normalisation
             x = x.astype(xp.float64)
             gsum = segment_sum_rows(backend, x.T, sid, n_groups)  # (n_groups, r)
             gmean = gsum / count[:, None]
@@ -111,6 +129,179 @@ def _kernels(backend: Any) -> tuple[Any, Any]:
     )
 
 
+def _group_layout(group_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, starts, counts): pixel order grouping each normalisation group together."""
+    gid = np.asarray(group_id, dtype=np.int64)
+    order = np.argsort(gid, kind="stable")
+    _, starts, counts = np.unique(gid[order], return_index=True, return_counts=True)
+    return order, starts, counts
+
+
+class _TileNormalizer:
+    """Normalised, pre-scaled row tiles of one bin, into reusable buffers.
+
+    Row t of a tile becomes ``y_t * sqrt(P_b) / S_t`` with ``y`` the values divided by
+    their group's per-frame mean and ``S_t = sum(y_t)``, so that a block of the map is
+    one BLAS product. Fresh large arrays are avoided on purpose: first-touch page
+    faults cost more than the arithmetic on the machines we measured.
+    """
+
+    def __init__(self, x: np.ndarray, starts: np.ndarray, counts: np.ndarray, rows: int,
+                 cache_bytes: int) -> None:
+        self.x, self.starts, self.counts = x, starts, counts
+        n, pb = x.shape
+        self.pb = pb
+        self.gidx = np.repeat(np.arange(counts.size), counts)
+        self.scale_pb = np.sqrt(float(pb))
+        # a signed or float input may give S <= 0 rows, where the standard rule
+        # (non-positive denominator -> 1) cannot be folded into the rows
+        self.nonneg = np.issubdtype(x.dtype, np.unsignedinteger) or bool(n == 0 or np.min(x) >= 0)
+        self.whole = 8 * n * pb <= cache_bytes
+        if self.whole:
+            self.buf = np.empty((n, pb))
+            self.sums = np.empty(n)
+            for a in range(0, n, rows):
+                self._fill(self.buf[a : a + rows], self.sums[a : a + rows], a, min(n, a + rows))
+        else:
+            self.tmp = np.empty((rows, pb))
+            self.bufs = (np.empty((rows, pb)), np.empty((rows, pb)))
+            self.sbufs = (np.empty(rows), np.empty(rows))
+
+    def _fill(self, y: np.ndarray, s: np.ndarray, a0: int, a1: int) -> None:
+        np.copyto(y, self.x[a0:a1], casting="unsafe")
+        gmean = np.add.reduceat(y, self.starts, axis=1)
+        gmean /= self.counts
+        gmean[~(gmean > 0)] = 1.0
+        tmp = None if self.whole else self.tmp[: a1 - a0]
+        inv = 1.0 / gmean
+        if tmp is None:
+            y *= np.take(inv, self.gidx, axis=1)
+        else:
+            np.take(inv, self.gidx, axis=1, out=tmp)
+            y *= tmp
+        np.sum(y, axis=1, out=s)
+        if self.nonneg:
+            # S = 0 only for an all-zero row, whose map entries are 0 anyway
+            f = np.where(s > 0, self.scale_pb / np.where(s > 0, s, 1.0), self.scale_pb)
+            y *= f[:, None]
+
+    def tile(self, slot: int, a0: int, a1: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows [a0, a1) normalised (and pre-scaled when ``nonneg``), with their sums."""
+        if self.whole:
+            return self.buf[a0:a1], self.sums[a0:a1]
+        y, s = self.bufs[slot][: a1 - a0], self.sbufs[slot][: a1 - a0]
+        self._fill(y, s, a0, a1)
+        return y, s
+
+
+def _diagonal_sums(flat: np.ndarray, n: int) -> np.ndarray:
+    """Sums of the diagonals k = 0..n-1 of an upper-triangular n x n matrix.
+
+    ``flat`` holds the matrix row-major followed by at least n zeros. Row i of the
+    skewed view starts at element (i, i); its entries past column n - 1 fall into the
+    next row's lower triangle (zero) or the zero tail, so a plain column sum is exact.
+    """
+    st = flat.strides[0]
+    skew = np.lib.stride_tricks.as_strided(flat, shape=(n, n), strides=((n + 1) * st, st))
+    return skew.sum(axis=0)
+
+
+def _map_g2(c: np.ndarray, flat: np.ndarray, n_segments: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """(g2 (N,), segments (N // n_segments, n_segments)) of an upper-triangular map."""
+    n = c.shape[0]
+    full = _diagonal_sums(flat, n) / np.arange(n, 0, -1)
+    length = n // n_segments
+    seg = np.zeros((length, n_segments))
+    if length:
+        sub = np.zeros(length * length + length)
+        for k in range(n_segments):
+            a = k * length
+            sub[: length * length].reshape(length, length)[:] = c[a : a + length, a : a + length]
+            seg[:, k] = _diagonal_sums(sub, length) / np.arange(length, 0, -1)
+    return full, seg
+
+
+def _cpu_engine(backend: Any, device: Any) -> bool:
+    """Blocks go to BLAS through NumPy unless a JAX job runs on an accelerator."""
+    if backend.name == "numpy":
+        return True
+    return device is None or getattr(device, "platform", "cpu") == "cpu"
+
+
+def _upper_map(
+    x: np.ndarray,
+    group_id: np.ndarray,
+    out_flat: np.ndarray,
+    *,
+    block_rows: int,
+    backend: Any,
+    device: Any,
+    cpu: bool,
+) -> np.ndarray:
+    """Fill ``out_flat`` (N*N + N) with the upper triangle of C; returns the (N, N) view."""
+    n, pb = x.shape
+    order, starts, counts = _group_layout(group_id)
+    if not np.array_equal(order, np.arange(pb)):
+        x = np.asarray(x)[:, order]
+    rows = max(16, min(int(block_rows), TILE_BYTES // max(8 * pb, 1)))
+    c = out_flat[: n * n].reshape(n, n)
+    out_flat[n * n :] = 0.0
+    tiles = [(a, min(n, a + rows)) for a in range(0, n, rows)]
+    if cpu:
+        norm = _TileNormalizer(x, starts, counts, rows, cache_bytes=max(8 * n * n, CACHE_BYTES))
+        for i, (a0, a1) in enumerate(tiles):
+            yi, si = norm.tile(0, a0, a1)
+            for b0, b1 in tiles[i:]:
+                view = c[a0:a1, b0:b1]
+                if b0 == a0:
+                    yj, sj = yi, si
+                    np.matmul(yi, yi.T, out=view)  # same operand transposed: BLAS syrk
+                else:
+                    yj, sj = norm.tile(1, b0, b1)
+                    np.matmul(yi, yj.T, out=view)
+                if not norm.nonneg:
+                    den = np.multiply.outer(si, sj)
+                    den[~(den > 0)] = 1.0
+                    view *= pb
+                    view /= den
+                if b0 == a0:
+                    for k in range(1, a1 - a0):  # lower half of a diagonal block
+                        view[k, :k] = 0.0
+            # lower-left blocks of this row band
+            if a0 > 0:
+                c[a0:a1, :a0] = 0.0
+    else:
+        norm_k, gram = _jax_kernels(backend)
+        gid = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
+        sid = backend.asarray(gid, device=device)
+        cnt = backend.asarray(counts.astype(np.float64), device=device)
+
+        def tile(a0: int, a1: int) -> tuple[Any, Any]:
+            # padded to ``rows`` frames so one shape serves the whole job
+            buf = np.zeros((rows, pb), dtype=np.float32)
+            buf[: a1 - a0] = x[a0:a1]
+            return norm_k(backend.asarray(buf, device=device), sid, cnt, n_groups=int(counts.size))
+
+        c[:] = 0.0
+        for i, (a0, a1) in enumerate(tiles):
+            yi, si = tile(a0, a1)
+            for b0, b1 in tiles[i:]:
+                yj, sj = (yi, si) if b0 == a0 else tile(b0, b1)
+                blk = ensure_numpy(gram(yi, si, yj, sj, float(pb)))[: a1 - a0, : b1 - b0]
+                c[a0:a1, b0:b1] = np.triu(blk) if b0 == a0 else blk
+    return c
+
+
+def _mirror(c: np.ndarray) -> None:
+    """Upper triangle (lower zero) -> symmetric, in place, in row bands."""
+    n = c.shape[0]
+    for a in range(0, n, 512):
+        b = min(n, a + 512)
+        c[b:, a:b] = c[a:b, b:].T
+        blk = c[a:b, a:b]
+        blk += np.triu(blk, 1).T
+
+
 def twotime_map(
     frames: np.ndarray,
     group_id: np.ndarray,
@@ -118,52 +309,39 @@ def twotime_map(
     block_rows: int = 1024,
     backend: Any = None,
     device: Any = None,
+    engine: str = "auto",
+    full: bool = True,
 ) -> np.ndarray:
     """C(t1, t2) of one bin from its pixels' frames.
 
     Parameters
     ----------
-    frames : (N, P_b) float32 or integer
-        Values of the bin's pixels over time.
+    frames : (N, P_b) integer or float
+        Values of the bin's pixels over time (any real dtype; a view is fine).
     group_id : (P_b,) int
-        0-based normalisation group (static bin) of each pixel.
+        Normalisation group (static bin) of each pixel.
     block_rows : int
-        Rows per matrix-product block (bounds the float64 temporaries).
+        Frames per tile (capped so that a tile stays below ``TILE_BYTES``).
+    engine : {"auto", "backend"}
+        ``"auto"``: BLAS through NumPy on the CPU, the backend's jitted kernels on
+        an accelerator; ``"backend"`` always uses the backend's own kernels.
+    full : bool
+        True: the symmetric map; False: the upper triangle (diagonal included),
+        lower triangle zero, which is what a result file stores.
 
     Returns
     -------
     (N, N) float64
-        Symmetric two-time map.
     """
     be = backend if backend is not None else get_backend()
-    x = np.asarray(frames)
-    n, pb = x.shape
-    gid = np.asarray(group_id, dtype=np.int64)
-    uniq, local = np.unique(gid, return_inverse=True)
-    count = np.bincount(local, minlength=uniq.size).astype(np.float64)
-    sid = be.asarray(local.astype(np.int32), device=device)
-    cnt = be.asarray(count, device=device)
-    norm, gram = _kernels(be)
-    c = np.empty((n, n))
-    starts = list(range(0, n, block_rows))
-    blocks = {}
-
-    def get(a: int) -> tuple[Any, Any]:
-        if a not in blocks:
-            xb = be.asarray(x[a : a + block_rows].astype(np.float32, copy=False), device=device)
-            blocks[a] = norm(xb, sid, cnt, n_groups=int(uniq.size))
-        return blocks[a]
-
-    for i, a in enumerate(starts):
-        yi, si = get(a)
-        for b in starts[i:]:
-            yj, sj = get(b)
-            blk = ensure_numpy(gram(yi, si, yj, sj, float(pb)))
-            c[a : a + blk.shape[0], b : b + blk.shape[1]] = blk
-            if b != a:
-                c[b : b + blk.shape[1], a : a + blk.shape[0]] = blk.T
-        # row block a is never needed again
-        blocks.pop(a, None)
+    if engine not in ("auto", "backend"):
+        raise ValueError(f"engine must be 'auto' or 'backend', got {engine!r}")
+    n = frames.shape[0]
+    flat = np.empty(n * n + n)
+    c = _upper_map(frames, group_id, flat, block_rows=block_rows, backend=be, device=device,
+                   cpu=engine == "auto" and _cpu_engine(be, device))
+    if full:
+        _mirror(c)
     return c
 
 
@@ -192,6 +370,14 @@ def c2_g2_segments(c2: np.ndarray, n_segments: int = 5) -> np.ndarray:
     return out
 
 
+def _store_dtype(dt: np.dtype) -> np.dtype:
+    """Counts keep their integer type (exact, 1-4 bytes); anything else is float32."""
+    dt = np.dtype(dt)
+    if np.issubdtype(dt, np.integer) and dt.itemsize <= 4:
+        return dt
+    return np.dtype(np.float32)
+
+
 @dataclass
 class TwotimeResult:
     """Two-time maps and their g2 (NumPy float64).
@@ -200,8 +386,9 @@ class TwotimeResult:
     ----------
     processed_bins : (Np,) int64
         1-based dynamic bins, ascending.
-    c2 : list of (N, N) float64
-        Full symmetric maps in ``processed_bins`` order.
+    c2 : list of (N, N) arrays
+        Maps in ``processed_bins`` order: symmetric float64, or float32 upper
+        triangles with ``c2_format="upper32"``.
     g2_full : (N, Np) float64
         Diagonal means, delay k = 0..N-1.
     g2_segments : (N // 5, 5, Np) float64
@@ -243,6 +430,8 @@ def correlate_twotime(
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
     with_scattering: bool = False,
+    c2_format: str = "full",
+    engine: str = "auto",
 ) -> TwotimeResult | TwotimeRun:
     """Two-time maps of selected dynamic bins from a frame stream.
 
@@ -263,6 +452,12 @@ def correlate_twotime(
         Reported / checked between chunks and between bins.
     with_scattering : bool
         Also return the temporal/spatial means of the same pass.
+    c2_format : {"full", "upper32"}
+        ``"full"``: symmetric float64 maps. ``"upper32"``: float32 upper triangles
+        (lower triangle zero), exactly what a result file stores, at a quarter of the
+        memory; g2 is computed from the float64 map before the cast either way.
+    engine : {"auto", "backend"}
+        See :func:`twotime_map` (``"auto"`` runs CPU jobs on BLAS, never compiling).
 
     Returns
     -------
@@ -270,6 +465,8 @@ def correlate_twotime(
     """
     if smooth not in ("sqmap", "dqmap"):
         raise ValueError(f"smooth must be 'sqmap' or 'dqmap', got {smooth!r}")
+    if c2_format not in ("full", "upper32"):
+        raise ValueError(f"c2_format must be 'full' or 'upper32', got {c2_format!r}")
     if hasattr(frames, "shape"):
         if frames.ndim != 3:
             raise ValueError(f"frames must be (N, H, W), got shape {frames.shape}")
@@ -283,14 +480,25 @@ def correlate_twotime(
     pixels: PixelBins = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
     bins = parse_bins(dq_bins, pixels.n_dynamic)
     bins = bins[pixels.dynamic_count[bins - 1] > 0]
-    # pixels of the selected bins, grouped bin by bin (stable: keeps detector order)
+    # pixels of the selected bins, grouped bin by bin and, inside a bin, by
+    # normalisation group (C does not depend on pixel order; tiles normalise by reduceat)
     sel = np.flatnonzero(np.isin(pixels.dynamic_id, bins - 1))
-    order = sel[np.argsort(pixels.dynamic_id[sel], kind="stable")]
+    grp_all = pixels.static_id if smooth == "sqmap" else pixels.dynamic_id
+    order = sel[np.lexsort((grp_all[sel], pixels.dynamic_id[sel]))]
     sel_index = pixels.pixel_index[order]
     sel_dyn = pixels.dynamic_id[order]
-    sel_group = pixels.static_id[order] if smooth == "sqmap" else sel_dyn
-    dev = resolve_device(device, work=float(n_frames) * n_frames * max(len(order), 1) / 64)
-    store = np.empty((n_frames, order.size), dtype=np.float32)
+    sel_group = grp_all[order]
+    dev = (
+        None
+        if be.name == "numpy"
+        else resolve_device(device, work=float(n_frames) * n_frames * max(len(order), 1) / 64)
+    )
+    if engine not in ("auto", "backend"):
+        raise ValueError(f"engine must be 'auto' or 'backend', got {engine!r}")
+    if engine == "auto" and _cpu_engine(be, dev):
+        # the scattering sums run on NumPy too: nothing of this job needs XLA
+        be, dev = get_backend("numpy"), None
+    store: np.ndarray | None = None
     acc = ScatteringAccumulator(pixels, n_frames, backend=be, device=dev) if with_scattering else None
     done = 0
     total_steps = n_frames + len(bins)
@@ -301,6 +509,10 @@ def correlate_twotime(
         k = flat.shape[0]
         if done + k > n_frames:
             raise ValueError(f"more frames than announced ({done + k} > {n_frames})")
+        if store is None:
+            store = np.empty((n_frames, order.size), dtype=_store_dtype(flat.dtype))
+        elif not np.can_cast(flat.dtype, store.dtype, "safe"):
+            store = store.astype(np.float32)
         store[done : done + k] = flat[:, sel_index]
         if acc is not None:
             acc.add(flat, be.asarray(flat[:, pixels.pixel_index], dtype=np.float64, device=dev))
@@ -313,11 +525,19 @@ def correlate_twotime(
     g2_seg = np.zeros((n_frames // 5, 5, len(bins)))
     bounds = np.searchsorted(sel_dyn, bins - 1, side="left")
     ends = np.searchsorted(sel_dyn, bins - 1, side="right")
+    full = c2_format == "full"
+    cpu = engine == "auto" and _cpu_engine(be, dev)
+    flat = np.empty(n_frames * n_frames + n_frames)  # one float64 map buffer for all bins
     for i, (a, b) in enumerate(zip(bounds, ends)):
-        c = twotime_map(store[:, a:b], sel_group[a:b], block_rows=block_rows, backend=be, device=dev)
-        maps.append(c)
-        g2[:, i] = c2_diagonal_mean(c)
-        g2_seg[:, :, i] = c2_g2_segments(c, 5)
+        c = _upper_map(store[:, a:b], sel_group[a:b], flat, block_rows=block_rows, backend=be,
+                       device=dev, cpu=cpu)
+        g2[:, i], g2_seg[:, :, i] = _map_g2(c, flat, 5)
+        if full:
+            m = c.copy()
+            _mirror(m)
+            maps.append(m)
+        else:
+            maps.append(c.astype(np.float32))
         report(progress, cancel, n_frames + i + 1, total_steps, f"two-time: bin {bins[i]}")
     res = TwotimeResult(
         processed_bins=bins,

@@ -3,8 +3,9 @@
 Frames are (frames, rows, cols). The selection is ``begin:end:stride`` on the raw
 frames, then groups of ``avg`` consecutive selected frames are averaged (a trailing
 incomplete group is dropped), giving N processed frames. Files are opened read-only;
-``.npy`` files are memory-mapped, HDF5 files are read by hyperslabs, so only one chunk
-is in memory at a time. Only numpy and h5py are imported.
+``.npy`` files are read with plain file reads (the header through a memory map), HDF5
+files by hyperslabs, so only one chunk is in memory at a time; reading a mapped .npy
+would leave every touched page of the file in the process's resident memory. Only numpy and h5py are imported.
 """
 
 from __future__ import annotations
@@ -145,34 +146,71 @@ class RawFrames:
         """dtype of yielded frames: the raw dtype, or float64 when averaging."""
         return self.dtype if self.avg == 1 else np.dtype(np.float64)
 
-    def _read_raw(self, first_sel: int, n_sel: int) -> np.ndarray:
+    def _read_npy(self, a: int, n_sel: int, out: np.ndarray | None) -> np.ndarray | None:
+        """Frames a, a+stride, ... of a C-ordered .npy by file reads, or None (use the map)."""
+        mm = self._data
+        if not isinstance(mm, np.memmap) or not mm.flags.c_contiguous:
+            return None
+        shape = (n_sel, *self.frame_shape)
+        if out is None or out.shape != shape or out.dtype != self.dtype:
+            out = np.empty(shape, dtype=self.dtype)
+        frame_bytes = out[0].nbytes
+        with open(self.path, "rb", buffering=0) as f:
+            if self.stride == 1:
+                f.seek(mm.offset + a * frame_bytes)
+                got = f.readinto(memoryview(out).cast("B"))
+                if got != out.nbytes:
+                    raise OSError(f"short read ({got} of {out.nbytes} bytes)")
+            else:
+                for i in range(n_sel):
+                    f.seek(mm.offset + (a + i * self.stride) * frame_bytes)
+                    if f.readinto(memoryview(out[i]).cast("B")) != frame_bytes:
+                        raise OSError("short read")
+        return out
+
+    def _read_raw(self, first_sel: int, n_sel: int, out: np.ndarray | None = None) -> np.ndarray:
         a = self.begin + first_sel * self.stride
         b = a + (n_sel - 1) * self.stride + 1
         try:
+            if self.dataset_path is None:
+                got = self._read_npy(a, n_sel, out)
+                if got is not None:
+                    return got
             return np.asarray(self._data[a:b : self.stride])
         except Exception as exc:  # noqa: BLE001 - h5py raises many kinds on corrupt data
             raise XpcsFileError(
                 self.path, f"could not read frames {a}..{b - 1} ({exc})", self.dataset_path
             ) from None
 
-    def read(self, start: int, stop: int) -> np.ndarray:
-        """Processed frames ``[start, stop)`` as (n, rows, cols)."""
+    def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Processed frames ``[start, stop)`` as (n, rows, cols).
+
+        ``out``: a buffer from an earlier call that a .npy read may fill again instead
+        of allocating (fresh pages cost more than the read on our machines).
+        """
         start = max(0, int(start))
         stop = min(self.n_frames, int(stop))
         if stop <= start:
             return np.empty((0, *self.frame_shape), dtype=self.out_dtype)
-        raw = self._read_raw(start * self.avg, (stop - start) * self.avg)
+        raw = self._read_raw(start * self.avg, (stop - start) * self.avg, out)
         if self.avg == 1:
             return raw
         n = stop - start
         return raw.reshape(n, self.avg, *self.frame_shape).mean(axis=1, dtype=np.float64)
 
-    def iter_chunks(self, chunk_size: int = 128) -> Iterator[np.ndarray]:
-        """Yield consecutive (n <= chunk_size, rows, cols) processed frames."""
+    def iter_chunks(self, chunk_size: int = 128, reuse: bool = False) -> Iterator[np.ndarray]:
+        """Yield consecutive (n <= chunk_size, rows, cols) processed frames.
+
+        ``reuse=True``: a chunk may be overwritten by the next one (a consumer that
+        is done with each chunk before asking for the next, as the correlators are).
+        """
         if chunk_size < 1:
             raise ValueError("chunk_size must be >= 1")
+        buf = None
         for a in range(0, self.n_frames, chunk_size):
-            yield self.read(a, a + chunk_size)
+            chunk = self.read(a, a + chunk_size, buf if reuse else None)
+            buf = chunk if self.avg == 1 else None
+            yield chunk
 
     def describe(self) -> dict[str, Any]:
         """Selection summary for the result file's config group."""
