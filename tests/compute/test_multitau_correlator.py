@@ -72,6 +72,8 @@ def _reference(frames, dq, sq, mask=None, dpl=4):
             g2[k, j - 1] = np.mean(gs)
             pix = G2[in_d] / (IP[in_d] * IF[in_d])
             err[k, j - 1] = pix.std() / np.sqrt(in_d.sum())
+        if m - x < 2:  # one frame pair: g2 is 1 by construction, not a measurement
+            g2[k], err[k] = np.nan, np.nan
     return np.array(delays), g2, err
 
 
@@ -142,8 +144,10 @@ def test_constant_input_gives_g2_one(backend):
     dq, sq = _partition()
     frames = np.full((64, *dq.shape), 3.5)
     res = _mt(frames, dq, sq, backend=get_backend(backend))
-    np.testing.assert_allclose(res.g2, 1.0, rtol=1e-13)
-    np.testing.assert_allclose(res.g2_err, 0.0, atol=1e-13)
+    ok = np.isfinite(res.g2)  # the last, single-pair delay is not reported
+    assert ok[:-1].all() and not ok[-1].any()
+    np.testing.assert_allclose(res.g2[ok], 1.0, rtol=1e-13)
+    np.testing.assert_allclose(res.g2_err[ok], 0.0, atol=1e-13)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -286,3 +290,17 @@ def test_scattering_means_equal_plain_numpy(engine, rng):
     for k in range(3):
         ref_k = [flat[b[k] : b[k + 1], valid & (sq.ravel() == s)].mean() for s in range(1, sq.max() + 1)]
         np.testing.assert_allclose(seg[k], ref_k, rtol=1e-13)
+
+
+def test_single_pair_delays_are_not_reported(rng):
+    # With one frame pair G2 = IP * IF exactly: g2 would read 1 with error 0 whatever
+    # the dynamics (our demo's lone last delay did, and fits took it at face value).
+    n = 24
+    frames = rng.poisson(2.0, size=(n, 6, 6)).astype(np.uint16)
+    dq = np.ones((6, 6), np.int64)
+    res = correlate_multitau(frames, dq, dq)
+    d, lvl, x = delay_list(n)
+    pairs = (n >> np.asarray(lvl)) - np.asarray(x)
+    got = np.isfinite(res.g2[:, 0])
+    np.testing.assert_array_equal(got, pairs >= 2)
+    assert np.all(res.g2_err[got, 0] > 0)

@@ -365,7 +365,9 @@ class MultitauCorrelator:
                 hist, first, sumprod, total, count = self._cpu.level_state(lvl, lv.xs)
             else:
                 hist, first, sumprod, total, count = lv.hist, lv.first, lv.sumprod, lv.total, lv.count
-            keep = [i for i, x in enumerate(lv.xs) if x < count][:n_here]
+            # One frame pair gives G2 = IP * IF exactly (g2 = 1, error 0) whatever the
+            # dynamics: such a delay is not a measurement.
+            keep = [i for i, x in enumerate(lv.xs) if count - x >= MIN_PAIRS][:n_here]
             if keep:
                 fin = _finalize_kernel(be, self.buf, lv.xs)
                 out = fin(hist, first, sumprod, total, count,
@@ -383,6 +385,10 @@ class MultitauCorrelator:
                 g2s[rows] = np.where(s_ok, gs, np.nan)
             row0 += n_here
         return g2, err, g2s
+
+
+#: Fewest frame pairs (at the delay's level) for a delay to be reported.
+MIN_PAIRS = 2
 
 
 def _finalize_kernel(backend: Any, buf: int, xs: tuple[int, ...]) -> Any:
