@@ -29,7 +29,7 @@ __all__ = ["GridProfile", "grid_points", "grid_scan"]
 
 #: Grid sizes: tau points over the bounds for single/avgcorr; tau x stretch for the
 #: stretched model; (tau1 < tau2 pairs) x fraction for the double model.
-N_TAU_1D = 96
+N_TAU_1D = 48
 N_TAU_STRETCHED, N_STRETCH = 48, 9
 N_TAU_DOUBLE, N_FRACTION = 24, 5
 #: A further LM start only from a local minimum of the tau profile this close (chi^2

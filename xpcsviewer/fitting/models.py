@@ -237,9 +237,13 @@ def _valid_median(y: np.ndarray, ok: np.ndarray, first: bool, k: int) -> np.ndar
     # Median of the first (or last) k valid points of each row; NaN when none. A
     # median, not a mean: one wild point of a photon-starved real file (g2 ~ 300)
     # must not set the start contrast and, through it, the contrast bound.
-    order = np.cumsum(ok, axis=1) if first else np.cumsum(ok[:, ::-1], axis=1)[:, ::-1]
-    sel = ok & (order <= k)
-    vals = np.where(sel, y, np.nan)
+    if not first:
+        y, ok = y[:, ::-1], ok[:, ::-1]
+    # the first k valid columns of each row, gathered into a (B, k) block
+    idx = np.argsort(~ok, axis=1, kind="stable")[:, :k]
+    vals = np.take_along_axis(y, idx, axis=1)
+    sel = np.take_along_axis(ok, idx, axis=1)
+    vals = np.where(sel, vals, np.nan)
     out = np.full(y.shape[0], np.nan)
     rows = sel.any(axis=1)
     if rows.any():
