@@ -3,16 +3,97 @@
 Compute functions take ``progress: ProgressCallback | None`` and
 ``cancel: CancelToken | None`` and check the token between chunks. Nothing here
 imports Qt; the GUI wraps these in its workers.
+
+Ctrl-C (SIGINT) and SIGTERM: inside :func:`interrupt_handlers` a handler records the
+signal in a flag before raising ``KeyboardInterrupt``, so an interrupt that a
+library swallows (a JAX host callback, a Qt slot) is still seen at the next
+:func:`report`, progress-bar update, or when the command returns.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Protocol, TextIO
 
-__all__ = ["CancelToken", "Cancelled", "ProgressCallback", "TextProgressBar", "report"]
+__all__ = [
+    "CancelToken",
+    "Cancelled",
+    "ProgressCallback",
+    "TextProgressBar",
+    "check_interrupted",
+    "deferred_interrupts",
+    "interrupt_handlers",
+    "interrupted",
+    "report",
+]
+
+_INTERRUPT = threading.Event()
+_SIGNUM = [0]
+_RAISE = [True]
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    _SIGNUM[0] = signum
+    _INTERRUPT.set()
+    if _RAISE[0]:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupt_handlers() -> Iterator[None]:
+    """Route SIGINT and SIGTERM through the interrupt flag inside this block.
+
+    Restores the previous handlers and clears the flag on exit (``main`` may
+    run several times in one process, e.g. in tests). Only the main thread can
+    install handlers; elsewhere the block just clears the flag.
+    """
+    _INTERRUPT.clear()
+    _SIGNUM[0] = 0
+    _RAISE[0] = True
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError, OSError):
+                old[sig] = signal.signal(sig, _on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)
+        _INTERRUPT.clear()
+        _SIGNUM[0] = 0
+
+
+def interrupted() -> int:
+    """The signal number received inside :func:`interrupt_handlers` (0: none)."""
+    return _SIGNUM[0] if _INTERRUPT.is_set() else 0
+
+
+def check_interrupted() -> None:
+    """Raise ``KeyboardInterrupt`` if an interrupt was received (any thread)."""
+    if _INTERRUPT.is_set():
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Only set the flag on a signal inside this block (callers poll it).
+
+    For event loops (Qt): an exception raised inside a slot would be printed and
+    dropped, so the waiting code polls :func:`interrupted` instead.
+    """
+    old = _RAISE[0]
+    _RAISE[0] = False
+    try:
+        yield
+    finally:
+        _RAISE[0] = old
 
 
 class Cancelled(Exception):  # noqa: N818 - the name reads as an event
@@ -54,6 +135,7 @@ def report(
     message: str = "",
 ) -> None:
     """Check for cancellation, then report progress (either may be ``None``)."""
+    check_interrupted()
     if cancel is not None:
         cancel.raise_if_cancelled()
     if progress is not None:
@@ -75,6 +157,7 @@ class TextProgressBar:
         self._shown = False
 
     def __call__(self, done: int, total: int, message: str = "") -> None:
+        check_interrupted()
         if not self.enabled:
             return
         now = time.monotonic()

@@ -23,6 +23,7 @@ from xpcsviewer.compute.averaging import (
 )
 from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d, write_result
 from xpcsviewer.io.model import Multitau, QMap, XpcsResult
+from xpcsviewer.io.outputs import OutputRefusedError
 from xpcsviewer.progress import Cancelled, CancelToken
 
 H, W = 12, 16
@@ -329,7 +330,7 @@ def test_output_rules_and_unreadable(tmp_path):
     with pytest.raises(ValueError, match="one of the input files"):
         average_files([a, b], a)
     (tmp_path / "exists.hdf").write_bytes(b"x")
-    with pytest.raises(FileExistsError):
+    with pytest.raises(OutputRefusedError, match="use --overwrite"):
         average_files([a, b], tmp_path / "exists.hdf")
     junk = tmp_path / "junk.hdf"
     junk.write_bytes(b"not hdf5")
