@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.io.outputs import atomic_path
+from xpcsviewer.io.outputs import atomic_path, to_jsonable
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -163,29 +163,10 @@ def write_csv(
     return atomic_write(path, lambda fh: fh.write(text), binary=False)
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return [_jsonable(v) for v in x.tolist()]
-    if isinstance(x, (np.floating, float)):
-        f = float(x)
-        return f if math.isfinite(f) else None
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.bool_,)):
-        return bool(x)
-    if hasattr(x, "value") and isinstance(x.value, str):  # enums
-        return x.value
-    return x
-
-
 def write_json(path: str | os.PathLike, data: Any) -> Path:
     """Write ``data`` as indented JSON atomically (NumPy values converted, NaN -> null)."""
     text = (
-        json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False)
+        json.dumps(to_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False)
         + "\n"
     )
     return atomic_write(path, lambda fh: fh.write(text), binary=False)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtCore import QByteArray, QFileSystemWatcher, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -32,7 +32,8 @@ from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels import PANELS, load_panel_class
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.theme import apply_theme
-from xpcsviewer.gui.workers import ErrorInfo, TaskRunner
+from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, friendly_message
+from xpcsviewer.io.errors import display_path
 
 __all__ = ["MainWindow", "UnavailablePanel", "load_targets"]
 
@@ -60,18 +61,19 @@ def load_targets(paths: list[str], loader, progress=None, cancel=None) -> tuple[
     -------
     results : list of XpcsResult
         In the order of ``paths``, without the files that failed.
-    errors : list of (path, message)
+    errors : list of (path, message, retry)
+        ``retry`` is True for a file another program is still writing.
     """
     results, errors = [], []
     for i, p in enumerate(paths):
         if cancel is not None:
             cancel.raise_if_cancelled()
         if progress is not None:
-            progress(i, len(paths), f"reading {Path(p).name}")
+            progress(i, len(paths), f"reading {display_path(Path(p).name)}")
         try:
             results.append(loader(p))
         except Exception as exc:  # one bad file must not stop the others
-            errors.append((p, f"{type(exc).__name__}: {exc}"))
+            errors.append((p, friendly_message(exc), bool(getattr(exc, "retry", False))))
     if progress is not None:
         progress(len(paths), len(paths), "done")
     return results, errors
@@ -126,6 +128,12 @@ class MainWindow(QMainWindow):
         self.load_errors: list[tuple[str, str]] = []
         self.theme = "light"
         self._pending_session: dict | None = None
+        self.waiting_paths: list[str] = []
+        self._retry_watcher = QFileSystemWatcher(self)
+        self._retry_timer = QTimer(self, singleShot=True, interval=700)
+        self._retry_timer.timeout.connect(self._retry_waiting)
+        self._retry_watcher.fileChanged.connect(self._on_waiting_changed)
+        self._retry_watcher.directoryChanged.connect(self._on_waiting_changed)
         self._pending_current = 0
         self.recent: list[str] = []
         self.setWindowTitle("XPCS Viewer")
@@ -290,10 +298,15 @@ class MainWindow(QMainWindow):
 
     def _on_targets_loaded(self, out: tuple[list, list]) -> None:
         results, errors = out
-        self.load_errors = list(errors)
-        for path, msg in errors:
-            self.context.report_error(ErrorInfo("XpcsFileError", f"{Path(path).name}: {msg}",
-                                                msg, -1))
+        self.load_errors = [(p, m) for p, m, _r in errors]
+        waiting = [p for p, _m, r in errors if r]
+        self._watch_for_retry(waiting)
+        for path, msg, retry in errors:
+            if retry:
+                msg = f"{msg}; it opens when the writer is done"
+            name = display_path(Path(path).name)
+            self.context.report_error(ErrorInfo(
+                "FileBeingWritten" if retry else "XpcsFileError", f"{name}: {msg}", msg, -1))
         self.results = list(results)
         self.context.set_targets(self.results)
         cur = self.current_index()
@@ -304,6 +317,27 @@ class MainWindow(QMainWindow):
         if results and not errors:
             self.context.show_status(f"{len(results)} file(s) open")
         self.sigTargetsLoaded.emit(self.results)
+
+    def _watch_for_retry(self, paths: list[str]) -> None:
+        """Open these targets again when they (or their folders) change (GUI thread).
+
+        A correlator writes a result in place or renames a finished temporary
+        over it; either way the file or its folder changes.
+        """
+        self.waiting_paths = list(paths)
+        w = self._retry_watcher
+        for old in (*w.files(), *w.directories()):
+            w.removePath(old)
+        for p in paths:
+            w.addPath(str(p))
+            w.addPath(str(Path(p).parent))
+
+    def _on_waiting_changed(self, _path: str) -> None:
+        self._retry_timer.start()
+
+    def _retry_waiting(self) -> None:
+        if self.waiting_paths:
+            self._on_targets_changed(self.browser.target_paths())
 
     def current_index(self) -> int:
         """Index into :attr:`results` of the current target (0 if none is current)."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,8 @@ def read_c2(
                 dataset=ds.name,
                 expected="a square (N, N) float map",
             )
+        # Decimated reads are bounded by the view; only the written data is checked.
+        check_declared(ds, expected="a square (N, N) float map", max_elements=sys.maxsize)
         n = int(ds.shape[0])
         stride = max(1, -(-n // int(max_size)))
         m = -(-n // stride)

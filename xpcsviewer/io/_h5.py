@@ -262,9 +262,8 @@ def _dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:
     try:
         obj = f[path]
     except (KeyError, RuntimeError, OSError) as exc:
-        raise XpcsFileError(
-            f.filename, f"cannot be opened ({_short(exc)})", dataset=path, expected=expected
-        ) from None
+        why = _link_problem(f, path) or f"cannot be opened ({_short(exc)})"
+        raise XpcsFileError(f.filename, why, dataset=path, expected=expected) from None
     if not isinstance(obj, h5py.Dataset):
         raise XpcsFileError(f.filename, "is a group, not a dataset", dataset=path, expected=expected)
     return obj
@@ -344,7 +343,8 @@ def check_declared(
 def _read_error(ds: h5py.Dataset, exc: BaseException) -> XpcsFileError:
     text = _short(exc)
     low = text.lower()
-    if "filter" in low or "plugin" in low or "can't open directory" in low:
+    if any(w in low for w in ("plugin", "can't open directory", "not registered",
+                                  "required filter", "not available")):
         problem = f"compressed with an HDF5 filter that is not available ({text})"
     else:
         problem = f"damaged data, cannot be read ({text})"

@@ -21,7 +21,13 @@ _HDF_CANDIDATES = (
 
 
 def _read_hdf_mask(path: Path) -> tuple[np.ndarray, str]:
-    from xpcsviewer.io._h5 import MAX_PIXELS, _array, _exists, open_h5
+    from xpcsviewer.io._h5 import MAX_PIXELS, _array, open_h5
+
+    def _link(f, name: str):
+        try:
+            return f.get(name, getlink=True)
+        except (KeyError, RuntimeError, OSError, ValueError):
+            return None
 
     def read(f, name: str) -> np.ndarray:
         return _array(
@@ -31,7 +37,7 @@ def _read_hdf_mask(path: Path) -> tuple[np.ndarray, str]:
 
     with open_h5(path) as f:
         for name in _HDF_CANDIDATES:
-            if _exists(f, name) and isinstance(f[name], h5py.Dataset):
+            if _link(f, name) is not None:  # a dangling link is reported, not skipped
                 return read(f, "/" + name), "/" + name
         found: list[str] = []
         f.visititems(

@@ -23,8 +23,9 @@ import re
 import secrets
 import socket
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from xpcsviewer.io.errors import display_path
 
@@ -35,6 +36,7 @@ __all__ = [
     "check_output",
     "display_path",
     "sweep_stale_temps",
+    "to_jsonable",
 ]
 
 
@@ -241,3 +243,36 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             os.unlink(tmp)
         raise
     _fsync_path(folder, directory=True)
+
+
+def to_jsonable(x: Any, nonfinite: list[int] | None = None) -> Any:
+    """``x`` with NumPy values converted and NaN/Inf as None (JSON has no NaN).
+
+    ``nonfinite``, if given, is a one-element counter of the values replaced.
+    """
+    import numpy as np
+
+    if isinstance(x, Mapping):
+        return {str(k): to_jsonable(v, nonfinite) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [to_jsonable(v, nonfinite) for v in x]
+    if isinstance(x, np.ndarray):
+        return [to_jsonable(v, nonfinite) for v in x.tolist()]
+    if isinstance(x, (np.floating, float)):
+        f = float(x)
+        if f == f and abs(f) != float("inf"):
+            return f
+        if nonfinite is not None:
+            nonfinite[0] += 1
+        return None
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.bool_,)):
+        return bool(x)
+    if isinstance(x, str):
+        return display_path(x)
+    if hasattr(x, "value") and isinstance(x.value, str):  # enums
+        return x.value
+    if isinstance(x, os.PathLike):
+        return display_path(x)
+    return x

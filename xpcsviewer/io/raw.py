@@ -162,7 +162,8 @@ class RawFrames:
             text = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
             what = (
                 "compressed with an HDF5 filter that is not available"
-                if "filter" in text.lower() or "plugin" in text.lower()
+                if any(w in text.lower() for w in ("plugin", "can't open directory",
+                                                   "not registered", "required filter"))
                 else "damaged data"
             )
             raise XpcsFileError(

@@ -157,6 +157,10 @@ class BasePanel(QWidget):
             if self.isVisible():
                 self._refresh_now()
 
+    def shown_results(self) -> list[Any]:
+        """The targets this tab draws (all by default; a tab may cap them)."""
+        return list(self.results)
+
     def current_result(self) -> Any | None:
         """The current target (clamped to the list), or None without targets."""
         if not self.results:
@@ -234,7 +238,7 @@ class BasePanel(QWidget):
             return None
         path = str(path)
         return self.submit(
-            "export-figure", export_figure_job, self.figure_kind, list(self.results),
+            "export-figure", export_figure_job, self.figure_kind, self.shown_results(),
             dict(self.figure_options()), path,
             on_result=self._on_exported, description=f"Exporting {Path(path).name}")
 

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -27,7 +24,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QGridLayout,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -43,8 +39,17 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.export import g2_data
+from xpcsviewer.gui.panels._g2_draw import G2DrawMixin
+from xpcsviewer.gui.panels._g2_jobs import (
+    MODELS,
+    bayes_job,
+    fit_job,
+    prepare_g2_job,
+    wait_for_event_job,
+    write_fits_job,
+)
+from xpcsviewer.gui.panels._g2_params import FitParamsWidget, _fmt, _pm
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
-from xpcsviewer.gui.widgets import curve_color, curve_pen
 
 __all__ = [
     "FitParamsWidget",
@@ -55,237 +60,15 @@ __all__ = [
     "wait_for_event_job",
 ]
 
-MODELS = [
-    ("single", "single exp: b + a\u00b7exp(\u22122t/\u03c4)"),
-    ("stretched", "stretched: b + a\u00b7exp(\u22122(t/\u03c4)^s)"),
-    ("double", "double: b + a\u00b7[f\u00b7e\u2081 + (1\u2212f)\u00b7e\u2082]\u00b2"),
-    ("single_avgcorr", "single exp, frame-averaging corrected"),
-]
 LAYOUTS = [
     ("qbin", "one panel per q-bin"),
     ("file", "one panel per file"),
     ("combined", "one combined panel"),
 ]
-_SYMBOLS = ["o", "s", "t", "d", "+", "x", "star", "p", "h", "t1", "t2", "t3"]
-
-
-# ----------------------------------------------------------------- worker jobs
-def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]]:
-    """Table defaults per model: (value, lower, upper, fixed) from the median over curves."""
-    from xpcsviewer.fitting import default_params, model_param_names
-
-    out: dict[str, dict[str, tuple]] = {}
-    if not blocks:
-        return out
-    tau = blocks[0].tau
-    g = np.concatenate([b.g2.T for b in blocks if b.tau.shape == tau.shape], axis=0)
-    v = np.concatenate([b.valid.T for b in blocks if b.tau.shape == tau.shape], axis=0)
-    for model, _ in MODELS:
-        specs = default_params(model, tau, g, v)
-        row = {}
-        for n in model_param_names(model):
-            s = specs[n]
-
-            def med(x, log=False):
-                a = np.asarray(x, dtype=np.float64).ravel()
-                a = a[np.isfinite(a)]
-                if a.size == 0:
-                    return math.nan
-                return (
-                    float(np.exp(np.median(np.log(a))))
-                    if log and np.all(a > 0)
-                    else float(np.median(a))
-                )
-
-            lo = float(np.nanmin(np.asarray(s.lower, float)))
-            hi = float(np.nanmax(np.asarray(s.upper, float)))
-            row[n] = (med(s.value, n.startswith("tau")), lo, hi, bool(s.fixed))
-        out[model] = row
-    return out
-
-
-def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
-    """Worker job: the shown g2 blocks and the fit-table defaults of every model."""
-    blocks = g2_data.g2_blocks(
-        results,
-        opts.get("qmin"),
-        opts.get("qmax"),
-        opts.get("tmin"),
-        opts.get("tmax"),
-        opts.get("max_bins"),
-    )
-    if cancel is not None:
-        cancel.raise_if_cancelled()
-    return blocks, _model_defaults(blocks)
-
-
-def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):
-    """Worker job: batched least squares of every shown curve (one ``fit_g2`` per delay grid)."""
-    return g2_data.fit_g2_blocks(
-        blocks,
-        model,
-        overrides=overrides,
-        t_range=t_range,
-        progress=progress,
-        cancel=cancel,
-    )
-
-
-def bayes_job(
-    blocks,
-    model: str,
-    overrides: dict,
-    t_range,
-    sampler: dict,
-    progress=None,
-    cancel=None,
-):
-    """Worker job: NUTS posterior of every shown curve (cancellable between blocks)."""
-    return g2_data.fit_g2_blocks_bayes(
-        blocks,
-        model,
-        overrides=overrides,
-        t_range=t_range,
-        progress=progress,
-        cancel=cancel,
-        **sampler,
-    )
-
-
-def wait_for_event_job(event, progress=None, cancel=None) -> None:
-    """Worker job that ends when ``event`` is set (tracks GUI-thread drawing in the runner)."""
-    from xpcsviewer.progress import Cancelled
-
-    while not event.wait(0.05):
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled()
-
-
-def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:
-    """Worker job: write fits to CSV (or JSON for a ``.json`` suffix), atomically."""
-    from xpcsviewer.export import fits_table, fits_to_dict, write_csv, write_json
-
-    if str(path).lower().endswith(".json"):
-        write_json(path, fits_to_dict(fits))
-    else:
-        cols, header = fits_table(fits)
-        write_csv(path, cols, header)
-    return str(path)
-
-
-# --------------------------------------------------------------- fit side panel
-class FitParamsWidget(QTableWidget):
-    """Per-parameter value / lower / upper / fix for the current model.
-
-    A fixed parameter is held at the value shown (not at a bound). Rows the user never
-    edited stay "auto": each curve then gets its own data-driven start and bounds.
-    """
-
-    sigEdited = Signal()
-    """The user changed a cell: ()."""
-
-    HEAD = ("param", "value", "lower", "upper", "fix")
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(0, len(self.HEAD), parent)
-        self.setHorizontalHeaderLabels(list(self.HEAD))
-        self.verticalHeader().setVisible(False)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self._edited: dict[str, set[str]] = {}
-        self._names: list[str] = []
-        self._filling = False
-        self.itemChanged.connect(self._on_item_changed)
-        self.setToolTip(
-            "Unedited rows are per-curve automatic (from the data); a fixed "
-            "parameter is held at the value shown"
-        )
-
-    def set_params(self, rows: dict[str, tuple], keep_edits: bool = True) -> None:
-        """Show ``name -> (value, lower, upper, fixed)``; user-edited cells are kept."""
-        old = self.overrides() if keep_edits else {}
-        self._filling = True
-        self._names = list(rows)
-        self.setRowCount(len(rows))
-        if not keep_edits:
-            self._edited = {}
-        for r, (name, (val, lo, hi, fixed)) in enumerate(rows.items()):
-            o = old.get(name, {})
-            it = QTableWidgetItem(name)
-            it.setFlags(Qt.ItemFlag.ItemIsEnabled)
-            self.setItem(r, 0, it)
-            for c, key, x in ((1, "value", val), (2, "lower", lo), (3, "upper", hi)):
-                self.setItem(r, c, QTableWidgetItem(_fmt(o.get(key, x))))
-            chk = QTableWidgetItem()
-            chk.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
-            chk.setCheckState(
-                Qt.CheckState.Checked
-                if o.get("fixed", fixed)
-                else Qt.CheckState.Unchecked
-            )
-            self.setItem(r, 4, chk)
-        self._filling = False
-
-    def _on_item_changed(self, item: QTableWidgetItem) -> None:
-        if self._filling or item.column() == 0:
-            return
-        name = self._names[item.row()]
-        key = self.HEAD[item.column()] if item.column() < 4 else "fixed"
-        self._edited.setdefault(name, set()).add(key)
-        if key == "fixed":
-            self._edited[name].add("value")
-        self.sigEdited.emit()
-
-    def set_cell(self, name: str, key: str, value: Any) -> None:
-        """Programmatic edit (as a user would): key in value/lower/upper/fixed."""
-        r = self._names.index(name)
-        if key == "fixed":
-            self.item(r, 4).setCheckState(
-                Qt.CheckState.Checked if value else Qt.CheckState.Unchecked
-            )
-        else:
-            self.item(r, self.HEAD.index(key)).setText(_fmt(value))
-
-    def overrides(self) -> dict[str, dict]:
-        """User-set fields per parameter (only edited cells; 'fixed' carries the value)."""
-        out: dict[str, dict] = {}
-        for r, name in enumerate(self._names):
-            keys = self._edited.get(name, set())
-            if not keys:
-                continue
-            d: dict[str, Any] = {}
-            for key in keys:
-                if key == "fixed":
-                    d["fixed"] = self.item(r, 4).checkState() == Qt.CheckState.Checked
-                    continue
-                try:
-                    d[key] = float(self.item(r, self.HEAD.index(key)).text())
-                except ValueError:
-                    raise ValueError(f"{name} {key}: not a number") from None
-            out[name] = d
-        return out
-
-    def reset(self) -> None:
-        """Forget the user's edits (back to automatic per-curve values)."""
-        self._edited = {}
-
-
-def _fmt(x: Any) -> str:
-    if isinstance(x, bool):
-        return str(x)
-    x = float(x)
-    return f"{x:.4g}" if math.isfinite(x) else "nan"
-
-
-def _pm(v: float, e: float) -> str:
-    if not math.isfinite(v):
-        return "\u2014"
-    if math.isfinite(e) and e > 0:
-        return f"{v:.4g} \u00b1 {e:.2g}"
-    return f"{v:.4g}"
 
 
 # -------------------------------------------------------------------- the panel
-class G2Panel(BasePanel):
+class G2Panel(G2DrawMixin, BasePanel):
     """g2 curves of all targets with the fit side panel."""
 
     name = "g2"
@@ -342,6 +125,10 @@ class G2Panel(BasePanel):
         self.ncols = QSpinBox(minimum=1, maximum=8, value=3)
         self.max_bins = QSpinBox(minimum=1, maximum=512, value=24)
         self.max_bins.setToolTip("At most this many q-bins per file")
+        # Work and memory follow what is shown: 1000 targets overlaid in every
+        # q-bin panel would be 24 x 1000 curves nobody can read.
+        self.max_files = QSpinBox(minimum=1, maximum=100_000, value=20)
+        self.max_files.setToolTip("Overlay at most this many files (the first targets)")
         self.max_panels = QSpinBox(minimum=1, maximum=256, value=36)
         self.max_panels.setToolTip(
             "Draw at most this many panels (the first in q order)"
@@ -365,6 +152,8 @@ class G2Panel(BasePanel):
                 self.ncols,
                 QLabel("max bins"),
                 self.max_bins,
+                QLabel("max files"),
+                self.max_files,
                 QLabel("max panels"),
                 self.max_panels,
                 QLabel("marker"),
@@ -469,6 +258,7 @@ class G2Panel(BasePanel):
         for w in (self.tmin, self.tmax):
             w.editingFinished.connect(self._maybe_refresh_t)
         self.max_bins.editingFinished.connect(self.refresh)
+        self.max_files.editingFinished.connect(self.refresh)
         for w in (
             self.err_check,
             self.logx,
@@ -528,13 +318,17 @@ class G2Panel(BasePanel):
             return "No multitau (g2) analysis in the selected files"
         return None
 
+    def shown_results(self) -> list:
+        """The targets drawn and fitted: the first ``max files``."""
+        return list(self.results[: self.max_files.value()])
+
     def refresh(self) -> None:
         if not self.results:
             return
         self.submit(
             "data",
             prepare_g2_job,
-            list(self.results),
+            self.shown_results(),
             self.options(),
             on_result=self._on_blocks,
             description="g2: selecting curves",
@@ -567,237 +361,6 @@ class G2Panel(BasePanel):
     def _on_reset(self) -> None:
         self.params.reset()
         self._fill_params(keep_edits=False)
-
-    # ---------------------------------------------------------------- draw
-    def _panels(self) -> list[tuple[str, list[tuple[g2_data.G2Block, int]]]]:
-        layout = self.layout_combo.currentData()
-        if layout == "qbin":
-            cols = sorted({int(c) for b in self.blocks for c in b.columns})
-            out = []
-            for c in cols:
-                members = [
-                    (b, int(np.flatnonzero(b.columns == c)[0]))
-                    for b in self.blocks
-                    if c in b.columns
-                ]
-                b0, j0 = members[0]
-                out.append((b0.bin_labels[j0], members))
-            return out
-        if layout == "file":
-            return [(b.label, [(b, j) for j in range(b.n_bins)]) for b in self.blocks]
-        return [("all files", [(b, j) for b in self.blocks for j in range(b.n_bins)])]
-
-    def _draw(self) -> None:
-        """Redraw every panel, a few per event-loop turn so the GUI never stalls.
-
-        PlotItems are pooled and reused while the grid shape stays the same (creating
-        and laying out a PlotItem costs tens of ms); at most ``max panels`` are drawn.
-        """
-        self._draw_gen = None
-        if not self.blocks:
-            self.glw.clear()
-            self._pool = []
-            self._plots = []
-            self.status.setText("no g2 curves in the selected q/t range")
-            self._finish_draw()
-            return
-        panels = self._panels()
-        n_all = len(panels)
-        panels = panels[: self.max_panels.value()]
-        nc = max(1, min(self.ncols.value(), len(panels)))
-        shape = (len(panels), nc)
-        if shape != self._pool_shape:
-            self.glw.clear()
-            self._pool = []
-            self._pool_shape = shape
-        self._plots = []
-        rows = math.ceil(len(panels) / nc)
-        self.glw.setMinimumHeight(max(300, 230 * rows))
-        n_curves = sum(b.n_bins for b in self.blocks)
-        more = (
-            (
-                f"; showing the first {len(panels)} of {n_all} panels (narrow the q range or "
-                f"raise max panels)"
-            )
-            if n_all > len(panels)
-            else ""
-        )
-        self.status.setText(
-            f"{len(self.blocks)} file(s), {n_curves} curve(s), "
-            f"{len(panels)} panel(s){more}"
-        )
-        self._draw_gen = self._draw_steps(panels, nc)
-        n_drawn = sum(len(m) for _t, m in panels)
-        if (
-            len(panels) <= len(self._pool)
-            or (len(panels) <= 12 and n_drawn <= 60)
-            or getattr(self.context.runner, "synchronous", False)
-        ):
-            # Small or reused: draw now (cheap), so a grab right after shows everything.
-            for _ in self._draw_gen:
-                pass
-            self._draw_gen = None
-            self._finish_draw()
-            return
-        # One repaint at the end instead of one per chunk (each repaints every panel).
-        self.glw.setUpdatesEnabled(False)
-        # A placeholder job keeps the runner busy while drawing, so "wait until idle"
-        # (snapshot, tests) waits for the finished picture.
-        if self._draw_done is not None:
-            self._draw_done.set()
-        self._draw_done = threading.Event()
-        self.submit(
-            "draw", wait_for_event_job, self._draw_done, description="g2: drawing"
-        )
-        self._draw_step()
-
-    def _draw_steps(self, panels, nc):
-        layout = self.layout_combo.currentData()
-        log_x = self.logx.isChecked()
-        msize = self.marker.value()
-        off = self.offset.value()
-        for k, (title, members) in enumerate(panels):
-            if k < len(self._pool):
-                p = self._pool[k]
-                p.clear()
-                p.setTitle(title)
-            else:
-                p = self.glw.addPlot(row=k // nc, col=k % nc, title=title)
-                p.setLabel("bottom", "\u03c4 (s)")
-                p.getAxis("bottom").enableAutoSIPrefix(False)
-                p.setLabel("left", "g\u2082")
-                p.showGrid(x=True, y=True, alpha=0.2)
-                p.addLegend(
-                    offset=(-5, 5),
-                    brush=pg.mkBrush(255, 255, 255, 180),
-                    labelTextSize="8pt",
-                    verSpacing=-6,
-                )
-                self._pool.append(p)
-            p.setLogMode(x=log_x, y=False)
-            if p.legend is not None:
-                # Per q-bin panels all list the same files: one legend (first panel) is enough.
-                show = (
-                    self.legend_check.isChecked()
-                    and len(members) <= 12
-                    and (layout != "qbin" or k == 0)
-                )
-                p.legend.setVisible(show)
-            for m, (b, j) in enumerate(members):
-                if layout == "qbin":
-                    ci, shift, name = b.file_index, off * b.file_index, b.label
-                elif layout == "file":
-                    ci, shift, name = m, off * m, b.bin_labels[j]
-                else:
-                    ci, shift, name = m, off * m, f"{b.label} {b.bin_labels[j]}"
-                self._draw_curve(p, b, j, ci, shift, name, log_x, msize)
-            # Every panel scales its own y, robustly (isolated wild points stay off-scale).
-            ylim = g2_data.robust_ylim(
-                [g2_data.g2_points(b, j)[1] + (off * (b.file_index if layout == "qbin" else m))
-                 for m, (b, j) in enumerate(members)])
-            if ylim is not None:
-                p.setYRange(*ylim, padding=0)
-            else:
-                p.enableAutoRange(y=True)
-            self._plots.append(p)
-            yield
-
-    def _draw_step(self) -> None:
-        gen = self._draw_gen
-        if gen is None:
-            return
-        t_end = time.monotonic() + 0.05
-        for _ in gen:
-            if time.monotonic() > t_end:
-                # Let the event loop breathe. A real (non-zero) timer: a chain of
-                # zero-timeouts would starve the other timers of the GUI thread.
-                QTimer.singleShot(5, self._draw_step)
-                return
-        if gen is self._draw_gen:
-            self._draw_gen = None
-            self._finish_draw()
-
-    def _finish_draw(self) -> None:
-        self.glw.setUpdatesEnabled(True)
-        if self._draw_done is not None:
-            self._draw_done.set()
-            self._draw_done = None
-        self.sigUpdated.emit()
-        if self._pending_fits_signal is not None:
-            fits, self._pending_fits_signal = self._pending_fits_signal, None
-            self.sigFitsReady.emit(fits)
-
-    def _draw_curve(
-        self,
-        p: pg.PlotItem,
-        b: g2_data.G2Block,
-        j: int,
-        ci: int,
-        shift: float,
-        name: str,
-        log_x: bool,
-        msize: int,
-    ) -> None:
-        t, y, e = g2_data.g2_points(b, j)
-        color = curve_color(ci)
-        item = pg.PlotDataItem(
-            t,
-            y + shift,
-            pen=None,
-            symbol=_SYMBOLS[b.file_index % 12],
-            symbolSize=msize,
-            symbolPen=pg.mkPen(color, width=1.2),
-            symbolBrush=None,
-            name=name,
-        )
-        p.addItem(item)
-        if self.err_check.isChecked() and t.size:
-            # ErrorBarItem does not follow the plot's log mode: give it log10(t).
-            x = np.log10(t) if log_x else t
-            p.addItem(
-                pg.ErrorBarItem(
-                    x=x,
-                    y=y + shift,
-                    height=2 * e,
-                    beam=0,
-                    pen=pg.mkPen(color, width=0.8),
-                )
-            )
-        fits = self.fits
-        if fits is None or not self.show_fit.isChecked():
-            return
-        row = fits.find(b.file_index, int(b.columns[j]))
-        if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
-            return
-        grid = g2_data.g2_tau_grid(b.tau)
-        yc = fits.curve([row], grid)[0] + shift
-        p.addItem(pg.PlotDataItem(grid, yc, pen=curve_pen(ci, 1.5)))
-        if self.show_band.isChecked():
-            band = fits.band([row], grid)
-            if band is not None and np.isfinite(band[0]).any():
-                lo = pg.PlotDataItem(
-                    grid, band[0, 0] + shift, pen=curve_pen(ci, 0.5, alpha=80)
-                )
-                hi = pg.PlotDataItem(
-                    grid, band[0, 2] + shift, pen=curve_pen(ci, 0.5, alpha=80)
-                )
-                p.addItem(lo)
-                p.addItem(hi)
-                c = QColor(color)
-                c.setAlpha(60)
-                p.addItem(pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(c)))
-
-    def clear_plots(self) -> None:
-        self.blocks = []
-        self._draw_gen = None
-        if self._draw_done is not None:
-            self._draw_done.set()
-            self._draw_done = None
-        self.glw.setUpdatesEnabled(True)
-        self.glw.clear()
-        self._plots = []
-        self._pool = []
-        self._pool_shape = ()
 
     def plot_widgets(self) -> list[pg.PlotItem]:
         """The pyqtgraph panels shown now (tests)."""
@@ -908,6 +471,10 @@ class G2Panel(BasePanel):
         self.context.report_error(info)
 
     def _on_fits(self, fits: g2_data.G2Fits) -> None:
+        # The fit is done when its result arrives (its "finished" signal comes
+        # later): the buttons are usable again now.
+        for purpose in ("fit", "bayes"):
+            self._set_busy(purpose, False)
         self.fits = fits
         n_ok = int(fits.ok.sum())
         self.fit_status.setText(
@@ -1013,6 +580,7 @@ class G2Panel(BasePanel):
             "ncols": self.ncols.value(),
             "max_bins": self.max_bins.value(),
             "max_panels": self.max_panels.value(),
+            "max_files": self.max_files.value(),
             "marker": self.marker.value(),
             "legend": self.legend_check.isChecked(),
             "model": self.model(),
@@ -1039,6 +607,7 @@ class G2Panel(BasePanel):
                 ("ncols", self.ncols),
                 ("max_bins", self.max_bins),
                 ("max_panels", self.max_panels),
+                ("max_files", self.max_files),
                 ("marker", self.marker),
                 ("warmup", self.warmup),
                 ("samples", self.samples),

@@ -1,0 +1,128 @@
+"""Worker jobs of the g2 tab (Qt-free: they run in the thread pool)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from xpcsviewer.export import g2_data
+
+__all__ = [
+    "MODELS",
+    "bayes_job",
+    "fit_job",
+    "prepare_g2_job",
+    "wait_for_event_job",
+    "write_fits_job",
+]
+
+MODELS = [
+    ("single", "single exp: b + a\u00b7exp(\u22122t/\u03c4)"),
+    ("stretched", "stretched: b + a\u00b7exp(\u22122(t/\u03c4)^s)"),
+    ("double", "double: b + a\u00b7[f\u00b7e\u2081 + (1\u2212f)\u00b7e\u2082]\u00b2"),
+    ("single_avgcorr", "single exp, frame-averaging corrected"),
+]
+
+
+def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]]:
+    """Table defaults per model: (value, lower, upper, fixed) from the median over curves."""
+    from xpcsviewer.fitting import default_params, model_param_names
+
+    out: dict[str, dict[str, tuple]] = {}
+    if not blocks:
+        return out
+    tau = blocks[0].tau
+    g = np.concatenate([b.g2.T for b in blocks if b.tau.shape == tau.shape], axis=0)
+    v = np.concatenate([b.valid.T for b in blocks if b.tau.shape == tau.shape], axis=0)
+    for model, _ in MODELS:
+        specs = default_params(model, tau, g, v)
+        row = {}
+        for n in model_param_names(model):
+            s = specs[n]
+
+            def med(x, log=False):
+                a = np.asarray(x, dtype=np.float64).ravel()
+                a = a[np.isfinite(a)]
+                if a.size == 0:
+                    return math.nan
+                return (
+                    float(np.exp(np.median(np.log(a))))
+                    if log and np.all(a > 0)
+                    else float(np.median(a))
+                )
+
+            lo = float(np.nanmin(np.asarray(s.lower, float)))
+            hi = float(np.nanmax(np.asarray(s.upper, float)))
+            row[n] = (med(s.value, n.startswith("tau")), lo, hi, bool(s.fixed))
+        out[model] = row
+    return out
+
+
+def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
+    """Worker job: the shown g2 blocks and the fit-table defaults of every model."""
+    blocks = g2_data.g2_blocks(
+        results,
+        opts.get("qmin"),
+        opts.get("qmax"),
+        opts.get("tmin"),
+        opts.get("tmax"),
+        opts.get("max_bins"),
+    )
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    return blocks, _model_defaults(blocks)
+
+
+def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):
+    """Worker job: batched least squares of every shown curve (one ``fit_g2`` per delay grid)."""
+    return g2_data.fit_g2_blocks(
+        blocks,
+        model,
+        overrides=overrides,
+        t_range=t_range,
+        progress=progress,
+        cancel=cancel,
+    )
+
+
+def bayes_job(
+    blocks,
+    model: str,
+    overrides: dict,
+    t_range,
+    sampler: dict,
+    progress=None,
+    cancel=None,
+):
+    """Worker job: NUTS posterior of every shown curve (cancellable between blocks)."""
+    return g2_data.fit_g2_blocks_bayes(
+        blocks,
+        model,
+        overrides=overrides,
+        t_range=t_range,
+        progress=progress,
+        cancel=cancel,
+        **sampler,
+    )
+
+
+def wait_for_event_job(event, progress=None, cancel=None) -> None:
+    """Worker job that ends when ``event`` is set (tracks GUI-thread drawing in the runner)."""
+    from xpcsviewer.progress import Cancelled
+
+    while not event.wait(0.05):
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled()
+
+
+def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:
+    """Worker job: write fits to CSV (or JSON for a ``.json`` suffix), atomically."""
+    from xpcsviewer.export import fits_table, fits_to_dict, write_csv, write_json
+
+    if str(path).lower().endswith(".json"):
+        write_json(path, fits_to_dict(fits))
+    else:
+        cols, header = fits_table(fits)
+        write_csv(path, cols, header)
+    return str(path)
