@@ -55,8 +55,12 @@ def make_folder(folder: Path, n: int, shape: tuple[int, int]) -> list[Path]:
     from xpcsviewer.io.writer import write_result
     from xpcsviewer.synthetic.results import build_result
 
-    spec = dict(SPEC, geometry=dict(SPEC["geometry"], shape=shape,
-                                    bcx=shape[1] / 2, bcy=shape[0] / 2))
+    spec = dict(
+        SPEC,
+        geometry=dict(
+            SPEC["geometry"], shape=shape, bcx=shape[1] / 2, bcy=shape[0] / 2
+        ),
+    )
     res, extras = build_result(spec, seed=1)
     first = folder / "S00000_results.hdf"
     write_result(first, res, saxs_2d=extras["saxs_2d"])
@@ -127,7 +131,9 @@ def run(n: int, shape: tuple[int, int], folder: Path, wait_s: float = 900.0) -> 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1000, help="number of target files")
-    ap.add_argument("--shape", type=int, nargs=2, default=(512, 1024), metavar=("H", "W"))
+    ap.add_argument(
+        "--shape", type=int, nargs=2, default=(512, 1024), metavar=("H", "W")
+    )
     ap.add_argument("--folder", type=Path, help="reuse (or keep) the files here")
     ap.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = ap.parse_args(argv)
@@ -143,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             p.unlink()
         t0 = time.perf_counter()
         make_folder(folder, args.n, tuple(args.shape))
-        print(f"wrote {args.n} files in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        print(
+            f"wrote {args.n} files in {time.perf_counter() - t0:.1f} s", file=sys.stderr
+        )
     try:
         fig = run(args.n, tuple(args.shape), folder)
     finally:

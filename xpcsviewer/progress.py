@@ -60,9 +60,20 @@ def interrupt_handlers() -> Iterator[None]:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(ValueError, OSError):
                 old[sig] = signal.signal(sig, _on_signal)
+    old_hook = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        # A KeyboardInterrupt raised in a finalizer or weakref callback cannot
+        # propagate; Python would print it as a traceback. The flag holds it.
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _INTERRUPT.is_set():
+            return
+        old_hook(unraisable)
+
+    sys.unraisablehook = hook
     try:
         yield
     finally:
+        sys.unraisablehook = old_hook
         for sig, handler in old.items():
             with contextlib.suppress(ValueError, OSError, TypeError):
                 signal.signal(sig, handler)
@@ -145,8 +156,13 @@ def report(
 class TextProgressBar:
     """A progress bar on stderr for the command line, at most ~10 redraws a second."""
 
-    def __init__(self, label: str = "", stream: TextIO | None = None, width: int = 30,
-                 enabled: bool = True) -> None:
+    def __init__(
+        self,
+        label: str = "",
+        stream: TextIO | None = None,
+        width: int = 30,
+        enabled: bool = True,
+    ) -> None:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.width = width
@@ -169,7 +185,9 @@ class TextProgressBar:
             fill = int(round(frac * self.width))
             bar = "#" * fill + "-" * (self.width - fill)
             elapsed = now - self._t0
-            line = f"\r{self.label} [{bar}] {100 * frac:5.1f}% {elapsed:6.1f}s {message}"
+            line = (
+                f"\r{self.label} [{bar}] {100 * frac:5.1f}% {elapsed:6.1f}s {message}"
+            )
             self.stream.write(line[:160].ljust(80))
             self.stream.flush()
             self._shown = True

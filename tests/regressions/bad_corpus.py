@@ -52,8 +52,13 @@ def write_good(path: Path, *, stack: bool = False) -> Path:
     if stack:
         t = res.multitau.g2.shape[0]
         g2_stack = np.ones((t, 3, *res.qmap.shape))
-    write_result(path, res, saxs_2d=extras["saxs_2d"], c2_maps=extras["c2_maps"],
-                 g2_stack=g2_stack)
+    write_result(
+        path,
+        res,
+        saxs_2d=extras["saxs_2d"],
+        c2_maps=extras["c2_maps"],
+        g2_stack=g2_stack,
+    )
     return path
 
 
@@ -79,8 +84,14 @@ def _missing_filter(f: h5py.File) -> None:
     g = f[f"{MT}/normalized_g2"][()].astype(np.float32)
     del f[f"{MT}/normalized_g2"]
     # 32001 (Blosc) is not part of plain h5py: reading needs a plugin we lack.
-    ds = f.create_dataset(f"{MT}/normalized_g2", shape=g.shape, dtype=np.float32,
-                          chunks=g.shape, compression=32001, allow_unknown_filter=True)
+    ds = f.create_dataset(
+        f"{MT}/normalized_g2",
+        shape=g.shape,
+        dtype=np.float32,
+        chunks=g.shape,
+        compression=32001,
+        allow_unknown_filter=True,
+    )
     ds.id.write_direct_chunk((0, 0), g.tobytes())
 
 
@@ -123,8 +134,9 @@ def _nan_centres(value):
 def _huge(name: str, shape, dtype=np.float32):
     def edit(f: h5py.File) -> None:
         del f[name]
-        f.create_dataset(name, shape=shape, dtype=dtype,
-                         chunks=tuple(min(64, n) for n in shape))
+        f.create_dataset(
+            name, shape=shape, dtype=dtype, chunks=tuple(min(64, n) for n in shape)
+        )
 
     return edit
 
@@ -137,14 +149,19 @@ def _huge_consistent_g2(f: h5py.File) -> None:
     _replace(f, f"{MT}/delay_list", data=np.arange(1, n + 1, dtype=np.int64))
     for name in ("normalized_g2", "normalized_g2_err"):
         del f[f"{MT}/{name}"]
-        f.create_dataset(f"{MT}/{name}", shape=(n, nd), dtype=np.float32, chunks=(256, nd))
+        f.create_dataset(
+            f"{MT}/{name}", shape=(n, nd), dtype=np.float32, chunks=(256, nd)
+        )
 
 
 def _dangling(name: str, external: bool = False):
     def edit(f: h5py.File) -> None:
         del f[name]
-        f[name] = (h5py.ExternalLink("no_such_side_file.h5", "/data") if external
-                   else h5py.SoftLink("/no/such/dataset"))
+        f[name] = (
+            h5py.ExternalLink("no_such_side_file.h5", "/data")
+            if external
+            else h5py.SoftLink("/no/such/dataset")
+        )
 
     return edit
 
@@ -178,8 +195,13 @@ def build_result_cases(d: Path, good: Path, stack_good: Path) -> list[Case]:
     d.mkdir(parents=True, exist_ok=True)
     cases: list[Case] = []
 
-    def add(name: str, dataset: str | None, edit=None, path: Path | None = None,
-            src: Path = good) -> None:
+    def add(
+        name: str,
+        dataset: str | None,
+        edit=None,
+        path: Path | None = None,
+        src: Path = good,
+    ) -> None:
         p = path if path is not None else d / f"{name}_results.hdf"
         if edit is not None:
             _variant(src, p, edit)
@@ -201,25 +223,54 @@ def build_result_cases(d: Path, good: Path, stack_good: Path) -> list[Case]:
         f.move("/xpcs/qmap", "/qmap")
         del f["/xpcs"]
     add("partition_file", "partition", path=pq)
-    add("no_results", "no analysis results",
-        lambda f: (f.__delitem__(MT), f.__delitem__("/xpcs/twotime")))
+    add(
+        "no_results",
+        "no analysis results",
+        lambda f: (f.__delitem__(MT), f.__delitem__("/xpcs/twotime")),
+    )
     add("missing_mask", f"{QM}/mask", lambda f: f.__delitem__(f"{QM}/mask"))
-    add("missing_delays", f"{MT}/delay_list", lambda f: f.__delitem__(f"{MT}/delay_list"))
+    add(
+        "missing_delays",
+        f"{MT}/delay_list",
+        lambda f: f.__delitem__(f"{MT}/delay_list"),
+    )
     # declared sizes
     add("g2_declared_huge", f"{MT}/normalized_g2", _huge_consistent_g2)
-    add("g2_wrong_shape_huge", f"{MT}/normalized_g2",
-        _huge(f"{MT}/normalized_g2", (30000, 30000)))
-    add("mask_declared_huge", f"{QM}/mask", _huge(f"{QM}/mask", (10**6, 10**6), np.uint8))
-    add("err_declared_huge", f"{MT}/normalized_g2_err",
-        _huge(f"{MT}/normalized_g2_err", (10**6, 10**6)))
-    add("intensity_declared_huge", "/xpcs/spatial_mean/intensity_vs_time",
-        _huge("/xpcs/spatial_mean/intensity_vs_time", (2, 10**12)))
-    add("saxs1d_declared_huge", "/xpcs/temporal_mean/scattering_1d",
-        _huge("/xpcs/temporal_mean/scattering_1d", (10**6, 10**6)))
-    add("partial_declared_huge", f"{MT}/normalized_g2_partial",
-        lambda f: f.create_dataset(f"{MT}/normalized_g2_partial",
-                                   shape=(10**6, *f[f"{MT}/normalized_g2"].shape),
-                                   dtype=np.float32, chunks=(1, 4, 4)))
+    add(
+        "g2_wrong_shape_huge",
+        f"{MT}/normalized_g2",
+        _huge(f"{MT}/normalized_g2", (30000, 30000)),
+    )
+    add(
+        "mask_declared_huge",
+        f"{QM}/mask",
+        _huge(f"{QM}/mask", (10**6, 10**6), np.uint8),
+    )
+    add(
+        "err_declared_huge",
+        f"{MT}/normalized_g2_err",
+        _huge(f"{MT}/normalized_g2_err", (10**6, 10**6)),
+    )
+    add(
+        "intensity_declared_huge",
+        "/xpcs/spatial_mean/intensity_vs_time",
+        _huge("/xpcs/spatial_mean/intensity_vs_time", (2, 10**12)),
+    )
+    add(
+        "saxs1d_declared_huge",
+        "/xpcs/temporal_mean/scattering_1d",
+        _huge("/xpcs/temporal_mean/scattering_1d", (10**6, 10**6)),
+    )
+    add(
+        "partial_declared_huge",
+        f"{MT}/normalized_g2_partial",
+        lambda f: f.create_dataset(
+            f"{MT}/normalized_g2_partial",
+            shape=(10**6, *f[f"{MT}/normalized_g2"].shape),
+            dtype=np.float32,
+            chunks=(1, 4, 4),
+        ),
+    )
     # values the reader must refuse
     add("nan_q_centre", f"{QM}/dynamic_v_list_dim0", _nan_centres(np.nan))
     add("inf_q_centre", f"{QM}/dynamic_v_list_dim0", _nan_centres(np.inf))
@@ -230,14 +281,30 @@ def build_result_cases(d: Path, good: Path, stack_good: Path) -> list[Case]:
     add("non_monotonic_delays", f"{MT}/delay_list", _delays([5.0, 2.0]))
     add("duplicate_delays", f"{MT}/delay_list", _delays([1.0, 1.0]))
     add("nan_delay", f"{MT}/delay_list", _delays([np.nan]))
-    add("avg_frame_negative", f"{MT}/config/avg_frame", _set(f"{MT}/config/avg_frame", -3))
-    add("stride_frame_text", f"{MT}/config/stride_frame",
-        _set(f"{MT}/config/stride_frame", "two"))
-    add("g2_strings", f"{MT}/normalized_g2",
-        lambda f: _replace(f, f"{MT}/normalized_g2",
-                           data=np.full(f[f"{MT}/normalized_g2"].shape, b"x", "S1")))
-    add("frame_time_inf", "/entry/instrument/detector_1/frame_time",
-        _set("/entry/instrument/detector_1/frame_time", np.inf))
+    add(
+        "avg_frame_negative",
+        f"{MT}/config/avg_frame",
+        _set(f"{MT}/config/avg_frame", -3),
+    )
+    add(
+        "stride_frame_text",
+        f"{MT}/config/stride_frame",
+        _set(f"{MT}/config/stride_frame", "two"),
+    )
+    add(
+        "g2_strings",
+        f"{MT}/normalized_g2",
+        lambda f: _replace(
+            f,
+            f"{MT}/normalized_g2",
+            data=np.full(f[f"{MT}/normalized_g2"].shape, b"x", "S1"),
+        ),
+    )
+    add(
+        "frame_time_inf",
+        "/entry/instrument/detector_1/frame_time",
+        _set("/entry/instrument/detector_1/frame_time", np.inf),
+    )
     # damaged data
     p = d / "corrupt_chunk_results.hdf"
     _variant(good, p, _corrupt_chunk)
@@ -248,9 +315,16 @@ def build_result_cases(d: Path, good: Path, stack_good: Path) -> list[Case]:
         fh.write(b"\xde\xad\xbe\xef" * 8)
     add("corrupt_chunk", f"{MT}/normalized_g2", path=p)
     add("missing_filter", f"{MT}/normalized_g2", _missing_filter)
-    add("dangling_soft_link", f"{MT}/normalized_g2_err", _dangling(f"{MT}/normalized_g2_err"))
-    add("dangling_external_link", f"{MT}/delay_list",
-        _dangling(f"{MT}/delay_list", external=True))
+    add(
+        "dangling_soft_link",
+        f"{MT}/normalized_g2_err",
+        _dangling(f"{MT}/normalized_g2_err"),
+    )
+    add(
+        "dangling_external_link",
+        f"{MT}/delay_list",
+        _dangling(f"{MT}/delay_list", external=True),
+    )
     add("dangling_mask_link", f"{QM}/mask", _dangling(f"{QM}/mask"))
     return cases
 
@@ -261,20 +335,30 @@ def build_degenerate(d: Path, good: Path) -> list[Case]:
     out = []
     for name, edit in (
         ("g2_all_nan", _fill(f"{MT}/normalized_g2", np.nan)),
-        ("g2_all_zero", lambda f: (_fill(f"{MT}/normalized_g2", 0.0)(f),
-                                   _fill(f"{MT}/normalized_g2_err", 0.0)(f))),
+        (
+            "g2_all_zero",
+            lambda f: (
+                _fill(f"{MT}/normalized_g2", 0.0)(f),
+                _fill(f"{MT}/normalized_g2_err", 0.0)(f),
+            ),
+        ),
         ("g2_errors_missing", lambda f: f.__delitem__(f"{MT}/normalized_g2_err")),
         ("g2_errors_negative", lambda f: _fill(f"{MT}/normalized_g2_err", -0.01)(f)),
     ):
-        out.append(Case(name, "degenerate", _variant(good, d / f"{name}_results.hdf", edit)))
+        out.append(
+            Case(name, "degenerate", _variant(good, d / f"{name}_results.hdf", edit))
+        )
     return out
 
 
 def build_stack_short(d: Path, stack_good: Path) -> Case:
     """A G2 stack with fewer delays than the delay list (``average`` reads it)."""
-    return Case("g2_stack_short", "result",
-                _variant(stack_good, d / "stack_short_results.hdf", _stack_short),
-                f"{MT}/unnormalized_G2")
+    return Case(
+        "g2_stack_short",
+        "result",
+        _variant(stack_good, d / "stack_short_results.hdf", _stack_short),
+        f"{MT}/unnormalized_G2",
+    )
 
 
 def build_raw_cases(d: Path, shape: tuple[int, int]) -> tuple[Path, list[Case]]:
@@ -299,20 +383,35 @@ def build_raw_cases(d: Path, shape: tuple[int, int]) -> tuple[Path, list[Case]]:
     add("not_hdf5", "not an HDF5 file", None)
     add("missing_dataset", RAW, lambda f: f.create_dataset("/entry/other", data=frames))
     add("dangling_soft", RAW, lambda f: f.__setitem__(RAW, h5py.SoftLink("/nowhere")))
-    add("dangling_external", RAW,
-        lambda f: f.__setitem__(RAW, h5py.ExternalLink("missing_frames.h5", "/data")))
-    add("declared_1e9_frames", RAW,
-        lambda f: f.create_dataset(RAW, shape=(10**9, *shape), dtype=np.uint16,
-                                   chunks=(64, *shape)))
+    add(
+        "dangling_external",
+        RAW,
+        lambda f: f.__setitem__(RAW, h5py.ExternalLink("missing_frames.h5", "/data")),
+    )
+    add(
+        "declared_1e9_frames",
+        RAW,
+        lambda f: f.create_dataset(
+            RAW, shape=(10**9, *shape), dtype=np.uint16, chunks=(64, *shape)
+        ),
+    )
     add("wrong_rank", RAW, lambda f: f.create_dataset(RAW, data=frames[0]))
-    add("string_frames", RAW,
-        lambda f: f.create_dataset(RAW, data=np.full((4, *shape), b"a", "S1")))
+    add(
+        "string_frames",
+        RAW,
+        lambda f: f.create_dataset(RAW, data=np.full((4, *shape), b"a", "S1")),
+    )
     neg = frames.copy()
     neg[3, shape[0] // 2, shape[1] // 2] = -5
     add("negative_counts", RAW, lambda f: f.create_dataset(RAW, data=neg))
-    add("frame_time_inf", "/entry/instrument/detector_1/frame_time",
-        lambda f: (f.create_dataset(RAW, data=frames),
-                   f.__setitem__("/entry/instrument/detector_1/frame_time", np.inf)))
+    add(
+        "frame_time_inf",
+        "/entry/instrument/detector_1/frame_time",
+        lambda f: (
+            f.create_dataset(RAW, data=frames),
+            f.__setitem__("/entry/instrument/detector_1/frame_time", np.inf),
+        ),
+    )
     add("no_frames", RAW, lambda f: f.create_dataset(RAW, data=frames[:0]))
     return good, cases
 
@@ -326,15 +425,32 @@ def build_qmap_cases(d: Path, good_result: Path) -> tuple[Path, list[Case]]:
     good = write_qmap_file(d / "qmap_good.hdf", qm)
     cases = []
     for name, dataset, edit in (
-        ("zero_dynamic_bins", "/qmap/dynamic_roi_map", lambda f: (
-            _replace(f, "/qmap/dynamic_roi_map",
-                     data=np.zeros(f["/qmap/dynamic_roi_map"].shape, np.uint32)),
-            _replace(f, "/qmap/dynamic_index_mapping", data=np.zeros(0, np.int64)))),
-        ("nan_centre", "/qmap/dynamic_v_list_dim0", lambda f: _fill(
-            "/qmap/dynamic_v_list_dim0", np.nan)(f)),
-        ("mask_declared_huge", "/qmap/mask", _huge("/qmap/mask", (10**6, 10**6), np.uint8)),
+        (
+            "zero_dynamic_bins",
+            "/qmap/dynamic_roi_map",
+            lambda f: (
+                _replace(
+                    f,
+                    "/qmap/dynamic_roi_map",
+                    data=np.zeros(f["/qmap/dynamic_roi_map"].shape, np.uint32),
+                ),
+                _replace(f, "/qmap/dynamic_index_mapping", data=np.zeros(0, np.int64)),
+            ),
+        ),
+        (
+            "nan_centre",
+            "/qmap/dynamic_v_list_dim0",
+            lambda f: _fill("/qmap/dynamic_v_list_dim0", np.nan)(f),
+        ),
+        (
+            "mask_declared_huge",
+            "/qmap/mask",
+            _huge("/qmap/mask", (10**6, 10**6), np.uint8),
+        ),
     ):
-        cases.append(Case(name, "qmap", _variant(good, d / f"qmap_{name}.hdf", edit), dataset))
+        cases.append(
+            Case(name, "qmap", _variant(good, d / f"qmap_{name}.hdf", edit), dataset)
+        )
     return good, cases
 
 
@@ -349,11 +465,23 @@ def build_mask_cases(d: Path, shape: tuple[int, int]) -> list[Case]:
             write(f)
         cases.append(Case(name, "mask", p, dataset))
 
-    add("strings", "/mask", lambda f: f.create_dataset("mask", data=np.full(shape, b"1", "S1")))
-    add("declared_huge", "/mask",
-        lambda f: f.create_dataset("mask", shape=(10**6, 10**6), dtype=np.uint8,
-                                   chunks=(64, 64)))
-    add("dangling", "/qmap/mask", lambda f: f.__setitem__("/qmap/mask", h5py.SoftLink("/x")))
+    add(
+        "strings",
+        "/mask",
+        lambda f: f.create_dataset("mask", data=np.full(shape, b"1", "S1")),
+    )
+    add(
+        "declared_huge",
+        "/mask",
+        lambda f: f.create_dataset(
+            "mask", shape=(10**6, 10**6), dtype=np.uint8, chunks=(64, 64)
+        ),
+    )
+    add(
+        "dangling",
+        "/qmap/mask",
+        lambda f: f.__setitem__("/qmap/mask", h5py.SoftLink("/x")),
+    )
     p = d / "mask_wrong_shape.npy"
     np.save(p, np.ones((shape[0] + 1, shape[1])))
     cases.append(Case("wrong_shape", "mask", p, "shape"))

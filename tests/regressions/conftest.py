@@ -18,7 +18,9 @@ REPO = HERE.parents[1]
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"xpcs_issue11_{name}", HERE / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(
+        f"xpcs_issue11_{name}", HERE / f"{name}.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up
     spec.loader.exec_module(mod)
@@ -46,8 +48,14 @@ class Corpus:
     odd: Path | None = None
 
     def inputs(self) -> list[Path]:
-        cases = [*self.results, *self.degenerate, self.stack_short, *self.raws,
-                 *self.qmaps, *self.masks]
+        cases = [
+            *self.results,
+            *self.degenerate,
+            self.stack_short,
+            *self.raws,
+            *self.qmaps,
+            *self.masks,
+        ]
         files = [self.good, self.stack_good, self.raw_good, self.qmap_good, self.odd]
         return [p for p in [*files, *(c.path for c in cases)] if p.is_file()]
 
@@ -57,8 +65,11 @@ def fingerprint(paths) -> dict[str, tuple]:
     out = {}
     for p in paths:
         st = os.stat(p)
-        out[os.fsdecode(p)] = (hashlib.sha256(Path(p).read_bytes()).hexdigest(), st.st_size,
-                               st.st_mtime_ns)
+        out[os.fsdecode(p)] = (
+            hashlib.sha256(Path(p).read_bytes()).hexdigest(),
+            st.st_size,
+            st.st_mtime_ns,
+        )
     return out
 
 
@@ -93,12 +104,19 @@ def drive(runs: list[list], tmp_path: Path, timeout: float = 600) -> list[dict]:
     spec = tmp_path / "runs.json"
     spec.write_text(json.dumps([[_jsonable_arg(a) for a in r] for r in runs]))
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, str(HERE / "drive_cli.py"), str(spec)],
-                          capture_output=True, text=True, timeout=timeout, env=env,
-                          cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "drive_cli.py"), str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    out = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    out = [
+        json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")
+    ]
     assert len(out) == len(runs), proc.stdout[-2000:] + proc.stderr[-2000:]
     return out
 
@@ -106,8 +124,13 @@ def drive(runs: list[list], tmp_path: Path, timeout: float = 600) -> list[dict]:
 def cli(args: list, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
     """``python -m xpcsviewer ARGS`` in a real process (bytes out, for odd names)."""
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "JAX_PLATFORMS": "cpu"}
-    return subprocess.run([sys.executable, "-m", "xpcsviewer", *map(os.fspath, args)],
-                          capture_output=True, timeout=timeout, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "xpcsviewer", *map(os.fspath, args)],
+        capture_output=True,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -115,5 +138,6 @@ def issue11():
     """The helpers as a namespace (test modules cannot import a conftest)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(cli=cli, drive=drive, fingerprint=fingerprint,
-                           corpus_module=bad_corpus)
+    return SimpleNamespace(
+        cli=cli, drive=drive, fingerprint=fingerprint, corpus_module=bad_corpus
+    )

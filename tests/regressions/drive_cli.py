@@ -39,8 +39,10 @@ def main() -> int:
                 rc = exc.code if isinstance(exc.code, int) else 2
             except BaseException:  # noqa: BLE001 - recorded, the test fails on it
                 escaped = traceback.format_exc()
-        print(json.dumps({"rc": rc, "stderr": err.getvalue(), "escaped": escaped}),
-              flush=True)
+        print(
+            json.dumps({"rc": rc, "stderr": err.getvalue(), "escaped": escaped}),
+            flush=True,
+        )
     return 0
 
 

@@ -17,8 +17,13 @@ pytestmark = pytest.mark.slow
 
 #: Totals over the corpus, printed by the last test (the issue's closing figures):
 #: one outcome per (command, input file) pair.
-TOTALS = {"outcomes": 0, "processes": 0, "tracebacks": 0, "exit": Counter(),
-          "inputs_modified": 0}
+TOTALS = {
+    "outcomes": 0,
+    "processes": 0,
+    "tracebacks": 0,
+    "exit": Counter(),
+    "inputs_modified": 0,
+}
 
 
 def _record(rc: int, stderr: str, n_files: int = 1) -> None:
@@ -57,14 +62,23 @@ def _bad_results(corpus):
 
 
 @pytest.mark.parametrize("command", ["info", "fit", "export", "average"])
-def test_multi_file_commands_name_every_bad_file(corpus, tmp_path, unchanged, command,
-                                                  issue11):
+def test_multi_file_commands_name_every_bad_file(
+    corpus, tmp_path, unchanged, command, issue11
+):
     cases = _bad_results(corpus)
     files = [c.path for c in cases]
     extra = {
         "info": [],
         "fit": ["-o", tmp_path / "fit.json", "--quiet"],
-        "export": ["--plot", "g2", "--plot", "saxs2d", "-o", tmp_path / "figs", "--quiet"],
+        "export": [
+            "--plot",
+            "g2",
+            "--plot",
+            "saxs2d",
+            "-o",
+            tmp_path / "figs",
+            "--quiet",
+        ],
         "average": ["-o", tmp_path / "avg.hdf", "--quiet"],
     }[command]
     # A good file too: it is still processed (exit stays 3 for the bad ones).
@@ -82,10 +96,14 @@ def test_multi_file_commands_name_every_bad_file(corpus, tmp_path, unchanged, co
         assert (tmp_path / "fit.json").is_file()
 
 
-def test_snapshot_fails_like_info_on_every_bad_file(corpus, tmp_path, unchanged, issue11):
+def test_snapshot_fails_like_info_on_every_bad_file(
+    corpus, tmp_path, unchanged, issue11
+):
     cases = _bad_results(corpus)
-    runs = [["snapshot", c.path, "--tab", "g2", "-o", tmp_path / f"{c.name}.png"]
-            for c in cases]
+    runs = [
+        ["snapshot", c.path, "--tab", "g2", "-o", tmp_path / f"{c.name}.png"]
+        for c in cases
+    ]
     for c, r in zip(cases, issue11.drive(runs, tmp_path), strict=True):
         _record(r["rc"], r["stderr"])
         assert r["escaped"] is None, r["escaped"]
@@ -96,8 +114,10 @@ def test_snapshot_fails_like_info_on_every_bad_file(corpus, tmp_path, unchanged,
 
 def test_average_names_a_short_g2_stack(corpus, tmp_path, unchanged, issue11):
     c = corpus.stack_short
-    proc = issue11.cli(["average", corpus.stack_good, c.path, "-o", tmp_path / "a.hdf", "--quiet"],
-               tmp_path)
+    proc = issue11.cli(
+        ["average", corpus.stack_good, c.path, "-o", tmp_path / "a.hdf", "--quiet"],
+        tmp_path,
+    )
     err = proc.stderr.decode()
     _record(proc.returncode, err)
     assert proc.returncode == 3 and "Traceback" not in err, err
@@ -109,12 +129,34 @@ def test_average_names_a_short_g2_stack(corpus, tmp_path, unchanged, issue11):
 def test_correlate_raw_and_qmap_corpus(corpus, tmp_path, unchanged, issue11):
     runs, cases = [], []
     for c in corpus.raws:
-        runs.append(["correlate", c.path, "--qmap", corpus.qmap_good, "-o",
-                     tmp_path / f"{c.name}.hdf", "--quiet", "--backend", "numpy"])
+        runs.append(
+            [
+                "correlate",
+                c.path,
+                "--qmap",
+                corpus.qmap_good,
+                "-o",
+                tmp_path / f"{c.name}.hdf",
+                "--quiet",
+                "--backend",
+                "numpy",
+            ]
+        )
         cases.append(c)
     for c in corpus.qmaps:
-        runs.append(["correlate", corpus.raw_good, "--qmap", c.path, "-o",
-                     tmp_path / f"q_{c.name}.hdf", "--quiet", "--backend", "numpy"])
+        runs.append(
+            [
+                "correlate",
+                corpus.raw_good,
+                "--qmap",
+                c.path,
+                "-o",
+                tmp_path / f"q_{c.name}.hdf",
+                "--quiet",
+                "--backend",
+                "numpy",
+            ]
+        )
         cases.append(c)
     for c, r in zip(cases, issue11.drive(runs, tmp_path), strict=True):
         _record(r["rc"], r["stderr"])
@@ -126,10 +168,25 @@ def test_correlate_raw_and_qmap_corpus(corpus, tmp_path, unchanged, issue11):
 
 def test_qmap_mask_corpus(corpus, tmp_path, unchanged, issue11):
     h, w = issue11.corpus_module.SPEC["geometry"]["shape"]
-    geo = ["--shape", str(h), str(w), "--energy", "10", "--det-dist", "5",
-           "--pixel-size", "75e-6", "--bcx", "20", "--bcy", "15"]
-    runs = [["qmap", *geo, "--mask", c.path, "-o", tmp_path / f"{c.name}.hdf"]
-            for c in corpus.masks]
+    geo = [
+        "--shape",
+        str(h),
+        str(w),
+        "--energy",
+        "10",
+        "--det-dist",
+        "5",
+        "--pixel-size",
+        "75e-6",
+        "--bcx",
+        "20",
+        "--bcy",
+        "15",
+    ]
+    runs = [
+        ["qmap", *geo, "--mask", c.path, "-o", tmp_path / f"{c.name}.hdf"]
+        for c in corpus.masks
+    ]
     for c, r in zip(corpus.masks, issue11.drive(runs, tmp_path), strict=True):
         _record(r["rc"], r["stderr"])
         assert r["escaped"] is None, r["escaped"]
@@ -144,8 +201,17 @@ def test_impossible_options_are_usage_errors(corpus, tmp_path, unchanged, issue1
         [*base, "-o", tmp_path / "a.hdf", "--frame-time", "inf"],
         [*base, "-o", tmp_path / "b.hdf", "--frame-time", "nan"],
         [*base, "-o", tmp_path / "c.hdf", "--avg-frame", "-3"],
-        ["snapshot", corpus.good, "--tab", "g2", "-o", tmp_path / "d.png",
-         "--size", "100000", "100000"],
+        [
+            "snapshot",
+            corpus.good,
+            "--tab",
+            "g2",
+            "-o",
+            tmp_path / "d.png",
+            "--size",
+            "100000",
+            "100000",
+        ],
     ]
     for r in issue11.drive(runs, tmp_path):
         _record(r["rc"], r["stderr"])
@@ -160,7 +226,17 @@ def test_odd_file_name_works_everywhere(corpus, tmp_path, unchanged, issue11):
     runs = [
         ["info", odd],
         ["fit", odd, "-o", tmp_path / "f.json", "--quiet"],
-        ["export", odd, "--plot", "g2", "--plot", "g2map", "-o", tmp_path / "figs", "--quiet"],
+        [
+            "export",
+            odd,
+            "--plot",
+            "g2",
+            "--plot",
+            "g2map",
+            "-o",
+            tmp_path / "figs",
+            "--quiet",
+        ],
         ["average", odd, corpus.good, "-o", tmp_path / "avg.hdf", "--quiet"],
         ["snapshot", odd, "--tab", "g2", "-o", tmp_path / "s.png", "--quiet"],
     ]
@@ -174,9 +250,17 @@ def test_odd_file_name_works_everywhere(corpus, tmp_path, unchanged, issue11):
 
 def test_zz_corpus_totals(corpus):
     """The closing figures: printed with ``-s``; no run may have printed a traceback."""
-    n_cases = (len(corpus.results) + len(corpus.raws) + len(corpus.qmaps)
-               + len(corpus.masks) + len(corpus.degenerate) + 2)
-    print(f"\nissue 11 corpus: {n_cases} files, {TOTALS['outcomes']} (command, file) "
-          f"outcomes, {TOTALS['tracebacks']} tracebacks, exit codes "
-          f"{dict(TOTALS['exit'])}, {TOTALS['inputs_modified']} inputs modified")
+    n_cases = (
+        len(corpus.results)
+        + len(corpus.raws)
+        + len(corpus.qmaps)
+        + len(corpus.masks)
+        + len(corpus.degenerate)
+        + 2
+    )
+    print(
+        f"\nissue 11 corpus: {n_cases} files, {TOTALS['outcomes']} (command, file) "
+        f"outcomes, {TOTALS['tracebacks']} tracebacks, exit codes "
+        f"{dict(TOTALS['exit'])}, {TOTALS['inputs_modified']} inputs modified"
+    )
     assert TOTALS["tracebacks"] == 0 and TOTALS["inputs_modified"] == 0

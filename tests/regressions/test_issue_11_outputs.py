@@ -46,15 +46,30 @@ def test_every_writer_refuses_its_inputs_and_existing_files(inputs, tmp_path, is
     os.link(res, hard)
     sym = tmp_path / "sym_link.hdf"
     sym.symlink_to(res)
-    exists = {n: tmp_path / n for n in ("old.json", "old_qmap.hdf", "old_corr.hdf",
-                                        "old.png", "old_avg.hdf")}
+    exists = {
+        n: tmp_path / n
+        for n in ("old.json", "old_qmap.hdf", "old_corr.hdf", "old.png", "old_avg.hdf")
+    }
     for p in exists.values():
         p.write_bytes(b"keep me")
     figs = tmp_path / "figs"
     figs.mkdir()
     (figs / "a_saxs2d.png").write_bytes(b"keep me")
-    geo = ["--shape", "32", "40", "--energy", "10", "--det-dist", "5", "--pixel-size",
-           "75e-6", "--bcx", "20", "--bcy", "15"]
+    geo = [
+        "--shape",
+        "32",
+        "40",
+        "--energy",
+        "10",
+        "--det-dist",
+        "5",
+        "--pixel-size",
+        "75e-6",
+        "--bcx",
+        "20",
+        "--bcy",
+        "15",
+    ]
     corr = ["correlate", raw, "--qmap", qm, "--quiet", "--backend", "numpy"]
     refused = [
         ["snapshot", res, "--tab", "g2", "-o", res],
@@ -73,21 +88,30 @@ def test_every_writer_refuses_its_inputs_and_existing_files(inputs, tmp_path, is
         ["average", res, res, "-o", tmp_path / "twice.hdf"],  # item 7: a file twice
         ["average", res, sym, "-o", tmp_path / "twice.hdf"],  # ... or through a link
     ]
-    before = issue11.fingerprint([res, other, qm, raw, *exists.values(),
-                                  figs / "a_saxs2d.png"])
+    before = issue11.fingerprint(
+        [res, other, qm, raw, *exists.values(), figs / "a_saxs2d.png"]
+    )
     out = issue11.drive(refused, tmp_path)
     for args, r in zip(refused, out, strict=True):
         assert r["escaped"] is None, r["escaped"]
         assert r["rc"] == 2, (args, r["stderr"])
         lines = r["stderr"].strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"xpcsviewer {args[0]}"), lines
-    assert issue11.fingerprint([res, other, qm, raw, *exists.values(),
-                                figs / "a_saxs2d.png"]) == before
+    assert (
+        issue11.fingerprint(
+            [res, other, qm, raw, *exists.values(), figs / "a_saxs2d.png"]
+        )
+        == before
+    )
     assert not (tmp_path / "twice.hdf").exists()
     # Asked for: an existing output (not an input) is replaced.
-    ok = issue11.drive([["fit", res, "-o", exists["old.json"], "--overwrite", "--quiet"],
-                        ["qmap", *geo, "-o", exists["old_qmap.hdf"], "--overwrite"]],
-                       tmp_path)
+    ok = issue11.drive(
+        [
+            ["fit", res, "-o", exists["old.json"], "--overwrite", "--quiet"],
+            ["qmap", *geo, "-o", exists["old_qmap.hdf"], "--overwrite"],
+        ],
+        tmp_path,
+    )
     assert [r["rc"] for r in ok] == [0, 0], ok
     assert exists["old.json"].read_bytes() != b"keep me"
 
@@ -157,19 +181,23 @@ def test_kill_9_leaves_a_temp_the_next_write_removes(tmp_path):
     code = textwrap.dedent(f"""
         import sys, time
         from xpcsviewer.io.outputs import atomic_path
-        with atomic_path({str(tmp_path / 'victim.json')!r}) as tmp:
+        with atomic_path({str(tmp_path / "victim.json")!r}) as tmp:
             tmp.write_text("half")
             print("ready", flush=True)
             time.sleep(60)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "ready"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     left = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert len(left) == 1 and not (tmp_path / "victim.json").exists()
     # The next write into the folder (a new run of any command) removes it.
-    code = ("from xpcsviewer.export import write_json; "
-            f"write_json({str(tmp_path / 'next.json')!r}, [1])")
+    code = (
+        "from xpcsviewer.export import write_json; "
+        f"write_json({str(tmp_path / 'next.json')!r}, [1])"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["next.json"]

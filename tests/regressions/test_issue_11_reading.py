@@ -20,8 +20,7 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.io import XpcsFileError, read_result
-from xpcsviewer.io import _h5
+from xpcsviewer.io import XpcsFileError, _h5, read_result
 from xpcsviewer.io.errors import FileBeingWrittenError
 
 WRITER = textwrap.dedent("""
@@ -49,8 +48,12 @@ WRITER = textwrap.dedent("""
 
 
 def _writer(path, *args):
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), *map(str, args)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), *map(str, args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -68,8 +71,9 @@ def test_our_reads_never_lock_out_a_writer(corpus, tmp_path):
 
 
 @pytest.mark.parametrize("libver", ["earliest", "latest"])
-def test_a_file_open_for_writing_is_being_written(corpus, tmp_path, monkeypatch, libver,
-                                                  issue11):
+def test_a_file_open_for_writing_is_being_written(
+    corpus, tmp_path, monkeypatch, libver, issue11
+):
     monkeypatch.setenv("XPCSVIEWER_WRITING_WINDOW_S", "60")
     p = shutil.copyfile(corpus.good, tmp_path / "open_results.hdf")
     proc = _writer(p, "hold", 0, libver)
@@ -87,8 +91,9 @@ def test_a_file_open_for_writing_is_being_written(corpus, tmp_path, monkeypatch,
     assert read_result(p).multitau is not None  # complete once the writer closed it
 
 
-def test_recent_incomplete_file_is_being_written_old_one_is_bad(corpus, tmp_path,
-                                                                monkeypatch):
+def test_recent_incomplete_file_is_being_written_old_one_is_bad(
+    corpus, tmp_path, monkeypatch
+):
     monkeypatch.setenv("XPCSVIEWER_WRITING_WINDOW_S", "60")
     p = shutil.copyfile(corpus.good, tmp_path / "half_results.hdf")
     with h5py.File(p, "a") as f:  # results not there yet; the g2 declared, not written
@@ -96,8 +101,12 @@ def test_recent_incomplete_file_is_being_written_old_one_is_bad(corpus, tmp_path
         g = f["/xpcs/multitau/normalized_g2"]
         shape = g.shape
         del f["/xpcs/multitau/normalized_g2"]
-        f.create_dataset("/xpcs/multitau/normalized_g2", shape=shape, dtype="f4",
-                         chunks=(4, shape[1]))
+        f.create_dataset(
+            "/xpcs/multitau/normalized_g2",
+            shape=shape,
+            dtype="f4",
+            chunks=(4, shape[1]),
+        )
     with pytest.raises(FileBeingWrittenError, match="never written.*retry"):
         read_result(p)
     old = time.time() - 3600
@@ -113,8 +122,9 @@ def test_permission_denied_is_not_called_not_hdf5(corpus, tmp_path, monkeypatch)
         p.chmod(0)
     else:  # root reads anything: make the access check fail as it would for a user
         real = os.access
-        monkeypatch.setattr(os, "access", lambda q, m: False if str(q) == str(p)
-                            else real(q, m))
+        monkeypatch.setattr(
+            os, "access", lambda q, m: False if str(q) == str(p) else real(q, m)
+        )
     with pytest.raises(XpcsFileError, match="permission denied") as ei:
         read_result(p)
     assert "not an HDF5" not in str(ei.value)
@@ -124,8 +134,9 @@ def test_declared_sizes_are_checked_before_reading(tmp_path, monkeypatch):
     """A declared 1e6 x 1e6 mask or a never-written (30000, Nd) g2: refused, nothing read."""
     reads = []
     real = _h5.read_array
-    monkeypatch.setattr(_h5, "read_array", lambda ds, dt=None: (reads.append(ds.name),
-                                                                 real(ds, dt))[1])
+    monkeypatch.setattr(
+        _h5, "read_array", lambda ds, dt=None: (reads.append(ds.name), real(ds, dt))[1]
+    )
     p = tmp_path / "huge.h5"
     with h5py.File(p, "w") as f:
         f.create_dataset("big", shape=(10**6, 10**6), dtype="f8", chunks=(64, 64))
@@ -148,9 +159,11 @@ def test_large_datasets_are_read_in_bounded_pieces(tmp_path, monkeypatch):
     monkeypatch.setattr(_h5, "READ_BLOCK_BYTES", 300 * 4 * 16)  # 16 rows per read
     calls = []
     real = h5py.Dataset.read_direct
-    monkeypatch.setattr(h5py.Dataset, "read_direct",
-                        lambda self, out, src, dst: (calls.append(src), real(self, out, src,
-                                                                             dst))[1])
+    monkeypatch.setattr(
+        h5py.Dataset,
+        "read_direct",
+        lambda self, out, src, dst: (calls.append(src), real(self, out, src, dst))[1],
+    )
     with _h5.open_h5(p) as f:
         out = _h5._array(f, "/a", dtype=np.float64)
     assert out.dtype == np.float64 and np.array_equal(out, a)

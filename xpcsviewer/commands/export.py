@@ -28,8 +28,8 @@ from typing import Any
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import OutputRefusedError, check_output, display_path
 from xpcsviewer.progress import (
-    CancelToken,
     Cancelled,
+    CancelToken,
     ProgressCallback,
     TextProgressBar,
     report,
@@ -172,8 +172,9 @@ def export_figures(
         if kind in ("g2", "diffusion"):
             key = tuple(id(r) for r in usable)
             if key not in fits:  # g2 and diffusion of the same files share one fit
-                fits[key] = fit_g2_blocks(g2_blocks(usable), model="single",
-                                          cancel=cancel)
+                fits[key] = fit_g2_blocks(
+                    g2_blocks(usable), model="single", cancel=cancel
+                )
             opts["fits"] = fits[key]
         save(make_figure(kind, usable, **opts), name)
 
@@ -256,8 +257,12 @@ def run(args: argparse.Namespace) -> int:
     quiet = bool(getattr(args, "quiet", False))
     with TextProgressBar("export", enabled=not quiet) as bar:
         rep = export_figures(
-            args.files, args.plot, args.output, args.format,
-            overwrite=bool(getattr(args, "overwrite", False)), progress=bar,
+            args.files,
+            args.plot,
+            args.output,
+            args.format,
+            overwrite=bool(getattr(args, "overwrite", False)),
+            progress=bar,
         )
     for line in rep.errors:
         print(f"{PROG}: {line}", file=sys.stderr)

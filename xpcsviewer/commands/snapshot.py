@@ -21,8 +21,11 @@ def run(args: argparse.Namespace) -> int:
 
     w, h = (int(v) for v in args.size)
     if not (MIN_SIDE <= w <= MAX_SIDE and MIN_SIDE <= h <= MAX_SIDE):
-        print(f"xpcsviewer snapshot: --size must be {MIN_SIDE}..{MAX_SIDE} pixels per side "
-              f"(got {w} {h})", file=sys.stderr)
+        print(
+            f"xpcsviewer snapshot: --size must be {MIN_SIDE}..{MAX_SIDE} pixels per side "
+            f"(got {w} {h})",
+            file=sys.stderr,
+        )
         return 2
     files = list(args.files)
     check_output(args.output, files, getattr(args, "overwrite", False))

@@ -54,6 +54,12 @@ SHORTCUTS = [
 ]
 
 
+#: How long closing the window waits for cancelled jobs to stop.
+CLOSE_WAIT_MS = 800
+#: Contexts of closed windows whose cancelled jobs were still running.
+_DETACHED: list = []
+
+
 def load_targets(paths: list[str], loader, progress=None, cancel=None) -> tuple[list, list]:
     """Open result files one by one (worker job); failures are collected, not raised.
 
@@ -699,7 +705,12 @@ class MainWindow(QMainWindow):
         return self.context.runner.wait_for_done(msecs)
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
-        self.shutdown()
+        # Closing must not wait for a job that cannot stop at once (a JIT
+        # compile, one long read): cancel, wait a moment, then let the shared
+        # services outlive the window until their threads end.
+        if not self.shutdown(CLOSE_WAIT_MS):
+            self.context.setParent(None)
+            _DETACHED.append(self.context)
         if self.save_session_on_close:
             self.save_session()
         super().closeEvent(event)

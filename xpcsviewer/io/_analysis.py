@@ -25,7 +25,7 @@ from xpcsviewer.io._h5 import (
     _exists,
     _number,
 )
-from xpcsviewer.io._schema import C2_GROUP, G2_STACK_NAMES, MT, TT, _META_MAX_ELEMENTS
+from xpcsviewer.io._schema import _META_MAX_ELEMENTS, C2_GROUP, G2_STACK_NAMES, MT, TT
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.model import Multitau, QMap, Twotime
 
@@ -121,7 +121,9 @@ def _delays(f: h5py.File, path: str) -> tuple[np.ndarray, np.ndarray]:
     """(raw dataset values, flattened) of a delay list: 1..MAX_DELAYS finite,
     positive, strictly increasing delays."""
     exp = "delays (T,): finite, positive, strictly increasing"
-    raw = _array(f, path, kinds="iuf", ndim=(1, 2), expected=exp, max_elements=MAX_DELAYS)
+    raw = _array(
+        f, path, kinds="iuf", ndim=(1, 2), expected=exp, max_elements=MAX_DELAYS
+    )
     tau = np.asarray(raw, dtype=np.float64).ravel()
     problem = None
     if tau.size == 0:
@@ -129,11 +131,15 @@ def _delays(f: h5py.File, path: str) -> tuple[np.ndarray, np.ndarray]:
     elif not np.isfinite(tau).all():
         problem = f"{int((~np.isfinite(tau)).sum())} delays are NaN or Inf"
     elif (tau <= 0).any():
-        problem = f"{int((tau <= 0).sum())} delays are zero or negative (first {tau.min():g})"
+        problem = (
+            f"{int((tau <= 0).sum())} delays are zero or negative (first {tau.min():g})"
+        )
     elif (np.diff(tau) <= 0).any():
         i = int(np.flatnonzero(np.diff(tau) <= 0)[0])
         what = "repeats" if tau[i + 1] == tau[i] else "decreases"
-        problem = f"the delay list {what} at index {i + 1} ({tau[i]:g} then {tau[i + 1]:g})"
+        problem = (
+            f"the delay list {what} at index {i + 1} ({tau[i]:g} then {tau[i + 1]:g})"
+        )
     if problem:
         raise XpcsFileError(f.filename, problem, dataset=path, expected=exp)
     return raw, tau
@@ -206,7 +212,9 @@ def _read_multitau(
     tau_raw, tau_frames = _delays(f, p_tau)
     t = len(tau_frames)
     exp = f"float (T, Nd) = ({t}, {nd}): T from the delay list, Nd from the q-map"
-    g2 = _array(f, p_g2, kinds="iuf", ndim=2, expected=exp, shape=(t, nd), dtype=np.float64)
+    g2 = _array(
+        f, p_g2, kinds="iuf", ndim=2, expected=exp, shape=(t, nd), dtype=np.float64
+    )
     if _exists(f, p_err):
         err = _array(
             f, p_err, kinds="iuf", ndim=2, expected=exp, shape=(t, nd), dtype=np.float64
@@ -247,8 +255,10 @@ def _read_multitau(
         delay_frames = np.round(tau_frames / frame_time).astype(np.int64)
         if (np.diff(delay_frames) <= 0).any() or delay_frames[0] < 1:
             raise XpcsFileError(
-                f.filename, "delays in seconds do not give distinct frame delays",
-                dataset=p_tau, expected="delays of at least one frame time, increasing",
+                f.filename,
+                "delays in seconds do not give distinct frame delays",
+                dataset=p_tau,
+                expected="delays of at least one frame time, increasing",
             )
     else:
         delay_frames = tau_frames.astype(np.int64)
@@ -268,20 +278,31 @@ def _read_multitau(
         for stem in ("normalized_g2_partial", "normalized_g2_segments"):
             if _exists(f, f"{MT}/{stem}"):
                 part = _array(
-                    f, f"{MT}/{stem}", kinds="iuf", ndim=3, expected=f"(P, {t}, {nd})",
-                    shape=(None, t, nd), dtype=np.float64,
+                    f,
+                    f"{MT}/{stem}",
+                    kinds="iuf",
+                    ndim=3,
+                    expected=f"(P, {t}, {nd})",
+                    shape=(None, t, nd),
+                    dtype=np.float64,
                 )
                 part[part == 0] = np.nan  # zeros are snapshots without photons
                 mt.g2_partial = part
                 np_ = part.shape[0]
                 if _exists(f, f"{MT}/{stem}_err"):
                     mt.g2_partial_err = _array(
-                        f, f"{MT}/{stem}_err", ndim=3, expected=f"({np_}, {t}, {nd})",
-                        shape=part.shape, dtype=np.float64,
+                        f,
+                        f"{MT}/{stem}_err",
+                        ndim=3,
+                        expected=f"({np_}, {t}, {nd})",
+                        shape=part.shape,
+                        dtype=np.float64,
                     )
                 if _exists(f, f"{MT}/{stem}_labels"):
                     mt.g2_partial_labels = _array(
-                        f, f"{MT}/{stem}_labels", expected=f"({np_},)",
+                        f,
+                        f"{MT}/{stem}_labels",
+                        expected=f"({np_},)",
                         max_elements=np_,
                     ).ravel()
                 break
@@ -304,7 +325,7 @@ def _c2_names(f: h5py.File, layout: str) -> tuple[str, list[str]]:
     group = C2_GROUP if layout == "nexus" else "/exchange/C2T_all"
     prefix = "c2_" if layout == "nexus" else "g2_"
     names = sorted(
-        n for n in f[group] if n.startswith(prefix) and n[len(prefix):].isdigit()
+        n for n in f[group] if n.startswith(prefix) and n[len(prefix) :].isdigit()
     )
     return group, names
 
@@ -331,7 +352,9 @@ def _read_twotime(
         stride, avg = _frame_counts(f, f"{TT}/config", config)
         if _exists(f, f"{TT}/processed_bins"):
             bins = _array(
-                f, f"{TT}/processed_bins", kinds="iuf",
+                f,
+                f"{TT}/processed_bins",
+                kinds="iuf",
                 expected=f"({len(names)},) bin values, one per c2 map",
                 max_elements=len(names),
             ).ravel()
@@ -375,7 +398,11 @@ def _read_twotime(
     npb = len(bins)
     if _exists(f, p_full):
         g = _array(
-            f, p_full, kinds="iuf", ndim=(1, 2), expected=f"(N, Np) = ({n}, {npb})",
+            f,
+            p_full,
+            kinds="iuf",
+            ndim=(1, 2),
+            expected=f"(N, Np) = ({n}, {npb})",
             max_elements=max(1, n * npb),
         )
         g = g.reshape(-1, 1) if g.ndim == 1 else g
@@ -407,5 +434,3 @@ def _read_twotime(
             )
         tt.g2_segments = s.transpose(2, 1, 0).astype(np.float64)
     return tt
-
-

@@ -24,7 +24,6 @@ from xpcsviewer.io._h5 import (
 )
 from xpcsviewer.io._h5 import open_h5 as _open
 from xpcsviewer.io._qmap_read import _dynamic_labels
-from xpcsviewer.progress import check_interrupted
 from xpcsviewer.io._schema import (
     C2_GROUP,
     FRAME_TIME,
@@ -36,6 +35,7 @@ from xpcsviewer.io._schema import (
     _layout,
 )
 from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.progress import check_interrupted
 
 
 def read_saxs_2d(path: str | Path) -> np.ndarray:
@@ -51,14 +51,18 @@ def read_saxs_2d(path: str | Path) -> np.ndarray:
         det = None
         if _exists(f, mask_p):
             m = _dataset(f, mask_p, "a (H, W) mask")
-            check_declared(m, expected="a (H, W) mask of a detector", max_elements=MAX_PIXELS)
+            check_declared(
+                m, expected="a (H, W) mask of a detector", max_elements=MAX_PIXELS
+            )
             det = tuple(m.shape) if m.ndim == 2 else None
         return _array(
             f,
             p,
             kinds="iuf",
             ndim=2,
-            expected="(1, H, W) or (H, W)" if det is None else f"the detector shape {det}",
+            expected="(1, H, W) or (H, W)"
+            if det is None
+            else f"the detector shape {det}",
             squeeze_leading=True,
             shape=det,
             max_elements=MAX_PIXELS,
@@ -104,8 +108,10 @@ def _bin_label(f: h5py.File, layout: str, dq_bin: int) -> str:
     labels = _dynamic_labels(f, QMAP)
     if not 1 <= dq_bin <= len(labels):
         raise XpcsFileError(
-            f.filename, f"bin {dq_bin} is not in the q-map",
-            dataset=f"{QMAP}/dynamic_index_mapping", expected=f"bins 1..{len(labels)}",
+            f.filename,
+            f"bin {dq_bin} is not in the q-map",
+            dataset=f"{QMAP}/dynamic_index_mapping",
+            expected=f"bins 1..{len(labels)}",
         )
     return labels[dq_bin - 1]
 
@@ -167,7 +173,9 @@ def read_c2(
                 expected="a square (N, N) float map",
             )
         # Decimated reads are bounded by the view; only the written data is checked.
-        check_declared(ds, expected="a square (N, N) float map", max_elements=sys.maxsize)
+        check_declared(
+            ds, expected="a square (N, N) float map", max_elements=sys.maxsize
+        )
         n = int(ds.shape[0])
         stride = max(1, -(-n // int(max_size)))
         m = -(-n // stride)
@@ -195,12 +203,19 @@ def read_c2(
             positive=True,
         )
         if layout == "nexus":
-            stride_f, avg_f = _frame_counts(f, f"{TT}/config", _config(f, f"{TT}/config"))
+            stride_f, avg_f = _frame_counts(
+                f, f"{TT}/config", _config(f, f"{TT}/config")
+            )
             bins = (
                 _array(
-                    f, f"{TT}/processed_bins", kinds="iuf",
-                    expected=f"({len(names)},) bin values", max_elements=len(names),
-                ).ravel().astype(np.int64)
+                    f,
+                    f"{TT}/processed_bins",
+                    kinds="iuf",
+                    expected=f"({len(names)},) bin values",
+                    max_elements=len(names),
+                )
+                .ravel()
+                .astype(np.int64)
                 if _exists(f, f"{TT}/processed_bins")
                 else np.array([int(x.split("_")[-1]) for x in names])
             )
@@ -210,8 +225,10 @@ def read_c2(
         t_step = frame_time * stride_f * avg_f
         if index >= bins.size:
             raise XpcsFileError(
-                f.filename, f"{bins.size} processed bins for {len(names)} c2 maps",
-                dataset=f"{TT}/processed_bins", expected="one bin per c2 map",
+                f.filename,
+                f"{bins.size} processed bins for {len(names)} c2 maps",
+                dataset=f"{TT}/processed_bins",
+                expected="one bin per c2 map",
             )
         dq_bin = int(bins[index])
         label = _bin_label(f, layout, dq_bin)
@@ -328,5 +345,3 @@ def _read_slice(ds: h5py.Dataset, k: int) -> np.ndarray:
         return np.asarray(ds[k], dtype=np.float64)
     except (OSError, RuntimeError, ValueError, TypeError) as exc:
         raise _read_error(ds, exc) from None
-
-

@@ -108,7 +108,9 @@ def _age_s(path: Path) -> float:
         return math.inf
 
 
-def _being_written(path: Path, what: str, dataset: str | None = None) -> FileBeingWrittenError:
+def _being_written(
+    path: Path, what: str, dataset: str | None = None
+) -> FileBeingWrittenError:
     return FileBeingWrittenError(
         path,
         f"is being written by another program ({what}); retry when it is complete",
@@ -121,7 +123,11 @@ def _open_error(p: Path, exc: OSError) -> XpcsFileError:
     low = text.lower()
     if exc.errno == errno.EACCES or "permission denied" in low:
         return XpcsFileError(p, "permission denied (cannot open for reading)")
-    if "already open for write" in low or "open for swmr" in low or "unable to lock" in low:
+    if (
+        "already open for write" in low
+        or "open for swmr" in low
+        or "unable to lock" in low
+    ):
         return _being_written(p, "it is open for writing")
     try:
         with open(p, "rb") as fh:
@@ -134,9 +140,13 @@ def _open_error(p: Path, exc: OSError) -> XpcsFileError:
         if _recent(p):
             return _being_written(p, f"truncated, modified {_age_s(p):.0f} s ago")
         return XpcsFileError(
-            p, f"truncated or damaged HDF5 file ({text})", expected="an HDF5 result file"
+            p,
+            f"truncated or damaged HDF5 file ({text})",
+            expected="an HDF5 result file",
         )
-    return XpcsFileError(p, f"not an HDF5 file ({text})", expected="an HDF5 result file")
+    return XpcsFileError(
+        p, f"not an HDF5 file ({text})", expected="an HDF5 result file"
+    )
 
 
 def open_h5_file(path: str | os.PathLike) -> h5py.File:
@@ -215,7 +225,9 @@ def _decode(v: Any) -> Any:
         return v.decode("utf-8", errors="replace")
     if isinstance(v, np.ndarray):
         if v.dtype.kind in "OS":
-            out = np.array([_decode(x) for x in v.ravel()], dtype=object).reshape(v.shape)
+            out = np.array([_decode(x) for x in v.ravel()], dtype=object).reshape(
+                v.shape
+            )
             return out.tolist() if out.ndim else out[()]
         if v.shape == (1, 1) or v.ndim == 0:  # (1,1) scalars from the old writers
             return _decode(v.reshape(())[()])
@@ -251,7 +263,9 @@ def _missing(f: h5py.File, path: str, expected: str) -> XpcsFileError:
     why = _link_problem(f, path)
     if why is not None:
         return XpcsFileError(f.filename, why, dataset=path, expected=expected)
-    err = XpcsFileError(f.filename, "missing required dataset", dataset=path, expected=expected)
+    err = XpcsFileError(
+        f.filename, "missing required dataset", dataset=path, expected=expected
+    )
     err.incomplete = True
     return err
 
@@ -265,7 +279,9 @@ def _dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:
         why = _link_problem(f, path) or f"cannot be opened ({_short(exc)})"
         raise XpcsFileError(f.filename, why, dataset=path, expected=expected) from None
     if not isinstance(obj, h5py.Dataset):
-        raise XpcsFileError(f.filename, "is a group, not a dataset", dataset=path, expected=expected)
+        raise XpcsFileError(
+            f.filename, "is a group, not a dataset", dataset=path, expected=expected
+        )
     return obj
 
 
@@ -316,9 +332,14 @@ def check_declared(
     name = ds.name
     if shape is not None and (
         len(shape) != ds.ndim
-        or any(s is not None and int(s) != int(n) for s, n in zip(shape, ds.shape, strict=False))
+        or any(
+            s is not None and int(s) != int(n)
+            for s, n in zip(shape, ds.shape, strict=False)
+        )
     ):
-        raise XpcsFileError(ds.file.filename, f"has shape {ds.shape}", dataset=name, expected=expected)
+        raise XpcsFileError(
+            ds.file.filename, f"has shape {ds.shape}", dataset=name, expected=expected
+        )
     if ds.size > max_elements:
         raise XpcsFileError(
             ds.file.filename,
@@ -343,8 +364,16 @@ def check_declared(
 def _read_error(ds: h5py.Dataset, exc: BaseException) -> XpcsFileError:
     text = _short(exc)
     low = text.lower()
-    if any(w in low for w in ("plugin", "can't open directory", "not registered",
-                                  "required filter", "not available")):
+    if any(
+        w in low
+        for w in (
+            "plugin",
+            "can't open directory",
+            "not registered",
+            "required filter",
+            "not available",
+        )
+    ):
         problem = f"compressed with an HDF5 filter that is not available ({text})"
     else:
         problem = f"damaged data, cannot be read ({text})"
@@ -360,7 +389,12 @@ def read_array(ds: h5py.Dataset, dtype: Any = None) -> np.ndarray:
     """
     dt = np.dtype(dtype) if dtype is not None else ds.dtype
     try:
-        if ds.ndim == 0 or ds.size == 0 or ds.nbytes <= READ_BLOCK_BYTES or ds.dtype.kind in "OSUV":
+        if (
+            ds.ndim == 0
+            or ds.size == 0
+            or ds.nbytes <= READ_BLOCK_BYTES
+            or ds.dtype.kind in "OSUV"
+        ):
             a = ds[()]
             return np.asarray(a, dtype=dt) if dtype is not None else np.asarray(a)
         out = np.empty(ds.shape, dtype=dt)
@@ -392,23 +426,35 @@ def _array(
     """Check then read one numeric dataset (see :func:`check_declared`)."""
     ds = _dataset(f, path, expected)
     if ds.dtype.kind not in kinds:
-        raise XpcsFileError(f.filename, f"has dtype {ds.dtype}", dataset=path, expected=expected)
+        raise XpcsFileError(
+            f.filename, f"has dtype {ds.dtype}", dataset=path, expected=expected
+        )
     if shape is not None and squeeze_leading:
         lead = ds.ndim - len(shape)
         if lead < 0 or any(n != 1 for n in ds.shape[:lead]):
-            raise XpcsFileError(f.filename, f"has shape {ds.shape}", dataset=path, expected=expected)
+            raise XpcsFileError(
+                f.filename, f"has shape {ds.shape}", dataset=path, expected=expected
+            )
         shape = (*ds.shape[:lead], *shape)
     check_declared(ds, shape=shape, expected=expected, max_elements=max_elements)
     a = read_array(ds, dtype)
     if squeeze_leading:
-        while a.ndim > 1 and a.shape[0] == 1 and (ndim is None or a.ndim > min(np.atleast_1d(ndim))):
+        while (
+            a.ndim > 1
+            and a.shape[0] == 1
+            and (ndim is None or a.ndim > min(np.atleast_1d(ndim)))
+        ):
             a = a[0]
     if ndim is not None and a.ndim not in np.atleast_1d(ndim):
-        raise XpcsFileError(f.filename, f"has shape {a.shape}", dataset=path, expected=expected)
+        raise XpcsFileError(
+            f.filename, f"has shape {a.shape}", dataset=path, expected=expected
+        )
     return a
 
 
-def _scalar(f: h5py.File, path: str, *, required: bool = True, default: Any = None) -> Any:
+def _scalar(
+    f: h5py.File, path: str, *, required: bool = True, default: Any = None
+) -> Any:
     if not _exists(f, path):
         if required:
             raise _missing(f, path, "a number")
@@ -418,7 +464,10 @@ def _scalar(f: h5py.File, path: str, *, required: bool = True, default: Any = No
     ds = _dataset(f, path, "a number")
     if ds.size != 1:
         raise XpcsFileError(
-            f.filename, f"has shape {ds.shape}", dataset=path, expected="a scalar (shape () or (1, 1))"
+            f.filename,
+            f"has shape {ds.shape}",
+            dataset=path,
+            expected="a scalar (shape () or (1, 1))",
         )
     try:
         v = _decode(ds[()])
@@ -443,9 +492,16 @@ def _number(
     try:
         x = float(v)
     except (TypeError, ValueError):
-        raise XpcsFileError(f.filename, f"value {v!r} is not a number", dataset=path, expected="a number") from None
+        raise XpcsFileError(
+            f.filename,
+            f"value {v!r} is not a number",
+            dataset=path,
+            expected="a number",
+        ) from None
     if positive and not (x > 0 and math.isfinite(x)):
-        raise XpcsFileError(f.filename, f"value {x!r}", dataset=path, expected="a positive number")
+        raise XpcsFileError(
+            f.filename, f"value {x!r}", dataset=path, expected="a positive number"
+        )
     return x
 
 
@@ -458,7 +514,9 @@ def _count(f: h5py.File, path: str, value: Any, *, default: int = 1) -> int:
     except (TypeError, ValueError):
         x = math.nan
     if not (math.isfinite(x) and x == int(x) and x >= 1):
-        raise XpcsFileError(f.filename, f"value {value!r}", dataset=path, expected="a whole number >= 1")
+        raise XpcsFileError(
+            f.filename, f"value {value!r}", dataset=path, expected="a whole number >= 1"
+        )
     return int(x)
 
 
@@ -480,4 +538,6 @@ def _check_finite(res_warnings: list[str], name: str, a: np.ndarray) -> None:
     if a.dtype.kind == "f":
         bad = ~np.isfinite(a)
         if bad.any():
-            res_warnings.append(f"{name}: {int(bad.sum())} of {a.size} values are NaN or Inf")
+            res_warnings.append(
+                f"{name}: {int(bad.sum())} of {a.size} values are NaN or Inf"
+            )

@@ -29,7 +29,9 @@ from xpcsviewer.io.model import QMap
 
 
 def _roi(f: h5py.File, path: str, shape: tuple[int, ...] | None) -> np.ndarray:
-    exp = "an integer (H, W) map" + ("" if shape is None else f" of the detector shape {shape}")
+    exp = "an integer (H, W) map" + (
+        "" if shape is None else f" of the detector shape {shape}"
+    )
     return _array(
         f, path, kinds="iu", ndim=2, expected=exp, shape=shape, max_elements=MAX_PIXELS
     )
@@ -63,19 +65,24 @@ def _centres(f: h5py.File, path: str, n: int, what: str) -> np.ndarray:
     exp = f"{n} finite bin centres ({what}), as num_pts says"
     ds = _dataset(f, path, exp)
     if ds.size != n:
-        num_pts = path.replace("_v_list_dim0", "_num_pts").replace("_v_list_dim1", "_num_pts")
+        num_pts = path.replace("_v_list_dim0", "_num_pts").replace(
+            "_v_list_dim1", "_num_pts"
+        )
         raise XpcsFileError(
             f.filename,
             f"bin lists do not match: {path.rsplit('/', 1)[-1]} has {ds.size} values "
             f"for {n} bins",
-            dataset=num_pts, expected="len(v_list_dim0), len(v_list_dim1) == num_pts",
+            dataset=num_pts,
+            expected="len(v_list_dim0), len(v_list_dim1) == num_pts",
         )
     v = _array(f, path, kinds="iuf", expected=exp, max_elements=n).ravel()
     bad = ~np.isfinite(v)
     if bad.any():
         raise XpcsFileError(
-            f.filename, f"{int(bad.sum())} of {v.size} bin centres are NaN or Inf",
-            dataset=path, expected=exp,
+            f.filename,
+            f"{int(bad.sum())} of {v.size} bin centres are NaN or Inf",
+            dataset=path,
+            expected=exp,
         )
     return v.astype(np.float64)
 
@@ -84,10 +91,33 @@ def _mask(f: h5py.File, path: str) -> np.ndarray:
     """The (H, W) mask, which also fixes the detector shape for every other map."""
     return (
         _array(
-            f, path, kinds="biuf", ndim=2, expected="a (H, W) mask of a detector",
+            f,
+            path,
+            kinds="biuf",
+            ndim=2,
+            expected="a (H, W) mask of a detector",
             max_elements=MAX_PIXELS,
         )
         > 0
+    )
+
+
+def _assemble(maps: dict[str, Any], mask: np.ndarray, **geometry: Any) -> QMap:
+    """A QMap from per-kind ``(roi, mapping, v0, v1, (n0, n1))`` and the geometry."""
+    d, s = maps["dynamic"], maps["static"]
+    return QMap(
+        dynamic_roi_map=d[0],
+        static_roi_map=s[0],
+        mask=mask,
+        dynamic_v_list_dim0=d[2],
+        dynamic_v_list_dim1=d[3],
+        static_v_list_dim0=s[2],
+        static_v_list_dim1=s[3],
+        dynamic_index_mapping=d[1],
+        static_index_mapping=s[1],
+        dynamic_num_pts=d[4],
+        static_num_pts=s[4],
+        **geometry,
     )
 
 
@@ -174,19 +204,9 @@ def _read_qmap_nexus(f: h5py.File, base: str, warnings: list[str]) -> QMap:
             f"detector distance: q-map says {dist:g} m, /entry metadata says "
             f"{entry_dist:g} m; using the q-map value"
         )
-    d, s = maps["dynamic"], maps["static"]
-    qm = QMap(
-        dynamic_roi_map=d[0],
-        static_roi_map=s[0],
-        mask=mask,
-        dynamic_v_list_dim0=d[2],
-        dynamic_v_list_dim1=d[3],
-        static_v_list_dim0=s[2],
-        static_v_list_dim1=s[3],
-        dynamic_index_mapping=d[1],
-        static_index_mapping=s[1],
-        dynamic_num_pts=d[4],
-        static_num_pts=s[4],
+    qm = _assemble(
+        maps,
+        mask,
         map_names=(names[0], names[1]),
         map_units=(units[0], units[1]),
         beam_center_x=float(_number(f, f"{base}/beam_center_x")),
@@ -219,12 +239,18 @@ def _read_qmap_legacy(f: h5py.File, warnings: list[str]) -> QMap:
         nq = int(_number(f, f"{x}/{prefix}noq", required=False) or 0)
         nphi = int(_number(f, f"{x}/{prefix}nophi", required=False) or 1)
         qlist = _array(
-            f, f"{x}/{prefix}qlist", kinds="iuf", expected="q centres",
+            f,
+            f"{x}/{prefix}qlist",
+            kinds="iuf",
+            expected="q centres",
             max_elements=max(1, roi_nat.size),
         ).ravel()
         philist = (
             _array(
-                f, f"{x}/{prefix}philist", kinds="iuf", expected="phi centres",
+                f,
+                f"{x}/{prefix}philist",
+                kinds="iuf",
+                expected="phi centres",
                 max_elements=max(1, roi_nat.size),
             ).ravel()
             if _exists(f, f"{x}/{prefix}philist")
@@ -233,8 +259,10 @@ def _read_qmap_legacy(f: h5py.File, warnings: list[str]) -> QMap:
         for name, v in (("qlist", qlist), ("philist", philist)):
             if not np.isfinite(v).all():
                 raise XpcsFileError(
-                    f.filename, "bin centres are NaN or Inf",
-                    dataset=f"{x}/{prefix}{name}", expected="finite bin centres",
+                    f.filename,
+                    "bin centres are NaN or Inf",
+                    dataset=f"{x}/{prefix}{name}",
+                    expected="finite bin centres",
                 )
         if nq <= 0:
             nq = (
@@ -276,20 +304,10 @@ def _read_qmap_legacy(f: h5py.File, warnings: list[str]) -> QMap:
             philist.astype(float),
             (nq, nphi),
         )
-    d, s = out["dynamic"], out["static"]
     m = "/measurement/instrument"
-    qm = QMap(
-        dynamic_roi_map=d[0],
-        static_roi_map=s[0],
-        mask=mask,
-        dynamic_v_list_dim0=d[2],
-        dynamic_v_list_dim1=d[3],
-        static_v_list_dim0=s[2],
-        static_v_list_dim1=s[3],
-        dynamic_index_mapping=d[1],
-        static_index_mapping=s[1],
-        dynamic_num_pts=d[4],
-        static_num_pts=s[4],
+    qm = _assemble(
+        out,
+        mask,
         beam_center_x=float(
             _number(f, f"{m}/acquisition/beam_center_x", required=False, default=0.0)
         ),
@@ -308,13 +326,14 @@ def _read_qmap_legacy(f: h5py.File, warnings: list[str]) -> QMap:
     return qm
 
 
-
-
 def _dynamic_labels(f: h5py.File, base: str = "/xpcs/qmap") -> list[str]:
     """Labels of the dynamic bins from the small q-map datasets only (no maps read)."""
     mapping = (
         _array(
-            f, f"{base}/dynamic_index_mapping", kinds="iu", expected="integers (Nd,)",
+            f,
+            f"{base}/dynamic_index_mapping",
+            kinds="iu",
+            expected="integers (Nd,)",
             max_elements=MAX_PIXELS,
         )
         .ravel()

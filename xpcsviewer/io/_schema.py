@@ -67,5 +67,3 @@ def _analysis_type(f: h5py.File, layout: str) -> tuple[str, ...]:
         err.incomplete = True
         raise err
     return tuple(out)
-
-

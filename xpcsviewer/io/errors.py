@@ -21,6 +21,7 @@ def display_path(path: str | os.PathLike) -> str:
     except UnicodeEncodeError:
         return os.fsencode(s).decode("utf-8", errors="replace")
 
+
 __all__ = ["FileBeingWrittenError", "XpcsFileError", "display_path"]
 
 

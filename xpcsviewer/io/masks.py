@@ -31,7 +31,10 @@ def _read_hdf_mask(path: Path) -> tuple[np.ndarray, str]:
 
     def read(f, name: str) -> np.ndarray:
         return _array(
-            f, name, kinds="biuf", expected="a 2-D numeric mask image",
+            f,
+            name,
+            kinds="biuf",
+            expected="a 2-D numeric mask image",
             max_elements=MAX_PIXELS,
         )
 
@@ -94,7 +97,9 @@ def read_mask(path: str | Path, shape: tuple[int, int] | None = None) -> np.ndar
         )
     if arr.dtype.kind not in "biuf":
         raise XpcsFileError(
-            path, f"mask has dtype {arr.dtype}", dataset=dataset,
+            path,
+            f"mask has dtype {arr.dtype}",
+            dataset=dataset,
             expected="a numeric or boolean image (nonzero = valid pixel)",
         )
     arr = np.squeeze(arr)

@@ -72,6 +72,11 @@ class RawFrames:
 
             self._h5 = open_h5_file(self.path)
             try:
+                if self._h5.get(dataset, getlink=True) is None:
+                    raise XpcsFileError(
+                        self.path, "raw frames not found", dataset,
+                        "a (frames, rows, cols) dataset",
+                    )
                 self._data = _dataset(self._h5, dataset, "a (frames, rows, cols) dataset")
                 # A file can declare 1e9 frames and store none: check the chunks
                 # actually written before anything is sized by the frame count.

@@ -142,7 +142,11 @@ def read_result(path: str | Path) -> XpcsResult:
         ns = qm.n_static
         if _exists(f, p1d):
             saxs_1d = _array(
-                f, p1d, kinds="iuf", ndim=(1, 2), expected=f"(1, Ns) = (1, {ns})",
+                f,
+                p1d,
+                kinds="iuf",
+                ndim=(1, 2),
+                expected=f"(1, Ns) = (1, {ns})",
                 max_elements=max(1, ns),
             )
             if saxs_1d.size != ns:
@@ -159,7 +163,11 @@ def read_result(path: str | Path) -> XpcsResult:
         segs = None
         if _exists(f, pseg):
             segs = _array(
-                f, pseg, kinds="iuf", ndim=(1, 2), expected=f"(S, Ns) with Ns = {ns}",
+                f,
+                pseg,
+                kinds="iuf",
+                ndim=(1, 2),
+                expected=f"(S, Ns) with Ns = {ns}",
                 max_elements=max(1, ns) * MAX_SEGMENTS,
             )
             segs = segs.reshape(1, -1) if segs.ndim == 1 else segs
@@ -174,8 +182,13 @@ def read_result(path: str | Path) -> XpcsResult:
         int_t = None
         if _exists(f, pint):
             int_t = _array(
-                f, pint, kinds="iuf", ndim=2, expected="(2, N): frame index, mean intensity",
-                shape=(2, None), dtype=np.float64,
+                f,
+                pint,
+                kinds="iuf",
+                ndim=2,
+                expected="(2, N): frame index, mean intensity",
+                shape=(2, None),
+                dtype=np.float64,
             )
         _check_finite(warnings, p1d, saxs_1d)
         mt = (

@@ -69,9 +69,9 @@ def _put(
         # display_path: file names may hold bytes that are not UTF-8
         return group.create_dataset(
             name,
-            data=np.array([display_path(str(x)) for x in arr.ravel()], dtype=object).reshape(
-                arr.shape
-            ),
+            data=np.array(
+                [display_path(str(x)) for x in arr.ravel()], dtype=object
+            ).reshape(arr.shape),
             dtype=h5py.string_dtype(),
         )
     if arr.dtype.kind == "f" and not keep_dtype:

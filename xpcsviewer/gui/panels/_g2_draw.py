@@ -81,8 +81,10 @@ class G2DrawMixin:
             else ""
         )
         if len(self.results) > len(self.shown_results()):
-            more += (f"; the first {len(self.shown_results())} of {len(self.results)} "
-                     "files (raise max files)")
+            more += (
+                f"; the first {len(self.shown_results())} of {len(self.results)} "
+                "files (raise max files)"
+            )
         self.status.setText(
             f"{len(self.blocks)} file(s), {n_curves} curve(s), "
             f"{len(panels)} panel(s){more}"
@@ -154,8 +156,12 @@ class G2DrawMixin:
                 self._draw_curve(p, b, j, ci, shift, name, log_x, msize)
             # Every panel scales its own y, robustly (isolated wild points stay off-scale).
             ylim = g2_data.robust_ylim(
-                [g2_data.g2_points(b, j)[1] + (off * (b.file_index if layout == "qbin" else m))
-                 for m, (b, j) in enumerate(members)])
+                [
+                    g2_data.g2_points(b, j)[1]
+                    + (off * (b.file_index if layout == "qbin" else m))
+                    for m, (b, j) in enumerate(members)
+                ]
+            )
             if ylim is not None:
                 p.setYRange(*ylim, padding=0)
             else:
