@@ -115,6 +115,16 @@ def run(n: int, shape: tuple[int, int], folder: Path, wait_s: float = 900.0) -> 
     _say(out, "g2_tab_s", time.perf_counter() - t0)
     _say(out, "g2_tab_finished", bool(ok))
     _say(out, "rss_after_g2_mb", rss_mb()[0])
+    for tab in ("saxs1d", "intensity"):  # the other tabs that overlay every file
+        t0 = time.perf_counter()
+        win.select_tab(tab)
+        app.processEvents()
+        runner.wait_until_idle(int(wait_s * 1000))
+        app.processEvents()
+        _say(out, f"{tab}_tab_s", time.perf_counter() - t0)
+    win.select_tab("g2")
+    app.processEvents()
+    runner.wait_until_idle(int(wait_s * 1000))
     # Close while the g2 tab works: ask it to recompute, then close at once.
     win.panels["g2"].refresh()
     app.processEvents()

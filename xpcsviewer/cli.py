@@ -264,12 +264,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _main(args)
         except KeyboardInterrupt:
             code = EXIT_INTERRUPTED
-        # A library may swallow the KeyboardInterrupt (a JAX host callback, a Qt
-        # slot): the flag still says the user interrupted.
+        # The signal handler only sets a flag (see xpcsviewer.progress): a command
+        # that finished meanwhile is still reported as interrupted.
         sig = interrupted()
         if sig or code == EXIT_INTERRUPTED:
             print(f"{name}: interrupted", file=sys.stderr)
-            return 128 + (sig or signal.SIGINT)
+            code = 128 + (sig or signal.SIGINT)
         return code
 
 

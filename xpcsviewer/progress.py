@@ -4,15 +4,20 @@ Compute functions take ``progress: ProgressCallback | None`` and
 ``cancel: CancelToken | None`` and check the token between chunks. Nothing here
 imports Qt; the GUI wraps these in its workers.
 
-Ctrl-C (SIGINT) and SIGTERM: inside :func:`interrupt_handlers` a handler records the
-signal in a flag before raising ``KeyboardInterrupt``, so an interrupt that a
-library swallows (a JAX host callback, a Qt slot) is still seen at the next
-:func:`report`, progress-bar update, or when the command returns.
+Ctrl-C (SIGINT) and SIGTERM: inside :func:`interrupt_handlers` the handler only
+records the signal in a flag. Raising ``KeyboardInterrupt`` at an arbitrary
+bytecode (the Python default) lands inside imports, finalizers, JAX tracing or
+host callbacks, where it is printed as a traceback, swallowed, or even crashes
+the process; the flag is instead checked at safe points (every :func:`report`,
+progress-bar update and bounded read) and when the command returns. A second
+signal ends the process at once (exit 128 + signal); the temporary files it
+leaves are swept by the next write into their folder.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -26,7 +31,6 @@ __all__ = [
     "ProgressCallback",
     "TextProgressBar",
     "check_interrupted",
-    "deferred_interrupts",
     "interrupt_handlers",
     "interrupted",
     "report",
@@ -34,19 +38,19 @@ __all__ = [
 
 _INTERRUPT = threading.Event()
 _SIGNUM = [0]
-_RAISE = [True]
 
 
 def _on_signal(signum: int, _frame: object) -> None:
+    if _INTERRUPT.is_set():  # the second Ctrl-C: the user insists
+        os.write(2, b"xpcsviewer: interrupted\n")
+        os._exit(128 + signum)
     _SIGNUM[0] = signum
     _INTERRUPT.set()
-    if _RAISE[0]:
-        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
 def interrupt_handlers() -> Iterator[None]:
-    """Route SIGINT and SIGTERM through the interrupt flag inside this block.
+    """Route SIGINT and SIGTERM to the interrupt flag inside this block.
 
     Restores the previous handlers and clears the flag on exit (``main`` may
     run several times in one process, e.g. in tests). Only the main thread can
@@ -54,26 +58,14 @@ def interrupt_handlers() -> Iterator[None]:
     """
     _INTERRUPT.clear()
     _SIGNUM[0] = 0
-    _RAISE[0] = True
     old = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(ValueError, OSError):
                 old[sig] = signal.signal(sig, _on_signal)
-    old_hook = sys.unraisablehook
-
-    def hook(unraisable) -> None:
-        # A KeyboardInterrupt raised in a finalizer or weakref callback cannot
-        # propagate; Python would print it as a traceback. The flag holds it.
-        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _INTERRUPT.is_set():
-            return
-        old_hook(unraisable)
-
-    sys.unraisablehook = hook
     try:
         yield
     finally:
-        sys.unraisablehook = old_hook
         for sig, handler in old.items():
             with contextlib.suppress(ValueError, OSError, TypeError):
                 signal.signal(sig, handler)
@@ -87,24 +79,9 @@ def interrupted() -> int:
 
 
 def check_interrupted() -> None:
-    """Raise ``KeyboardInterrupt`` if an interrupt was received (any thread)."""
+    """Raise ``KeyboardInterrupt`` if an interrupt was received (a safe point; any thread)."""
     if _INTERRUPT.is_set():
         raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def deferred_interrupts() -> Iterator[None]:
-    """Only set the flag on a signal inside this block (callers poll it).
-
-    For event loops (Qt): an exception raised inside a slot would be printed and
-    dropped, so the waiting code polls :func:`interrupted` instead.
-    """
-    old = _RAISE[0]
-    _RAISE[0] = False
-    try:
-        yield
-    finally:
-        _RAISE[0] = old
 
 
 class Cancelled(Exception):  # noqa: N818 - the name reads as an event

@@ -11,6 +11,7 @@ from xpcsviewer.io.errors import XpcsFileError, display_path
 from xpcsviewer.io.model import XpcsResult
 from xpcsviewer.io.outputs import to_jsonable
 from xpcsviewer.io.reader import read_result
+from xpcsviewer.progress import check_interrupted
 
 EXIT_BAD_INPUT = 3
 
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer info``; exit 3 when any file was bad (good ones still shown)."""
     records, bad = [], 0
     for path in args.files:
+        check_interrupted()
         try:
             records.append(summary(read_result(path)))
         except XpcsFileError as exc:

@@ -32,7 +32,6 @@ def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
         The jobs did not finish in time.
     """
     from xpcsviewer.io.errors import XpcsFileError
-    from xpcsviewer.progress import deferred_interrupts
 
     for f in files:
         if not Path(f).exists():
@@ -46,17 +45,15 @@ def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
     from xpcsviewer.gui.main_window import MainWindow
 
     configure_pyqtgraph()
-    # Inside Qt's event loop a KeyboardInterrupt raised in a slot is printed and
-    # dropped: the waits below poll the interrupt flag instead.
-    with deferred_interrupts():
-        win = MainWindow(restore_session=False, save_session_on_close=False)
-        try:
-            return _render(app, win, files, tab, output, size, theme, wait_ms, prepare)
-        finally:
-            win.shutdown(1000)
-            win.close()
-            win.deleteLater()
-            app.processEvents()
+    win = MainWindow(restore_session=False, save_session_on_close=False)
+    try:
+        # The waits poll the interrupt flag (Ctrl-C) while Qt's event loop runs.
+        return _render(app, win, files, tab, output, size, theme, wait_ms, prepare)
+    finally:
+        win.shutdown(1000)
+        win.close()
+        win.deleteLater()
+        app.processEvents()
 
 
 def _wait(runner, wait_ms: int, what: str) -> None:

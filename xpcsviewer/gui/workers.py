@@ -234,7 +234,7 @@ class ComputeWorker(QRunnable):
                 raise Cancelled()
             out = self.fn(*self.args, progress=self._progress, cancel=self.token, **self.kwargs)
             out = to_numpy_tree(out)
-        except Cancelled:
+        except (Cancelled, KeyboardInterrupt):  # Ctrl-C of a command (snapshot)
             sig.sigCancelled.emit()
         except Exception as exc:  # every failure goes to the error sink, never a crash
             logger.exception("job %d failed", self.request_id)

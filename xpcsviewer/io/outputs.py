@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from xpcsviewer.io.errors import display_path
+from xpcsviewer.progress import check_interrupted
 
 __all__ = [
     "OutputRefusedError",
@@ -235,6 +236,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     try:
         yield tmp
+        check_interrupted()  # Ctrl-C during the write: keep the old target
         _fsync_path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
