@@ -74,6 +74,14 @@ def test_200_targets_share_qmaps_g2_is_bounded_and_close_is_quick(
     assert "of 200 files" in g2.status.text()
     assert time.perf_counter() - t0 < 60  # was 107 s on this machine
 
+    for tab in ("saxs1d", "intensity"):  # the other tabs that overlay files
+        window.select_tab(tab)
+        wait_idle(window, 120000)
+    assert len(window.panels["intensity"].data["traces"]) == 20
+    assert {c.index for c in window.panels["saxs1d"].curves} == set(range(20))
+    window.select_tab("g2")
+    wait_idle(window, 120000)
+
     g2.max_files.setValue(200)
     g2.refresh()  # now a long job (200 files): close while it runs
     qtbot.wait(50)

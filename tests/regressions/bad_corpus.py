@@ -237,6 +237,13 @@ def build_result_cases(d: Path, good: Path, stack_good: Path) -> list[Case]:
     # declared sizes
     add("g2_declared_huge", f"{MT}/normalized_g2", _huge_consistent_g2)
     add(
+        "g2_never_written",
+        f"{MT}/normalized_g2",
+        lambda f: _replace(
+            f, f"{MT}/normalized_g2", shape=f[f"{MT}/normalized_g2"].shape, dtype="f4"
+        ),
+    )
+    add(
         "g2_wrong_shape_huge",
         f"{MT}/normalized_g2",
         _huge(f"{MT}/normalized_g2", (30000, 30000)),

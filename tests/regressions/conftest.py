@@ -133,11 +133,23 @@ def cli(args: list, cwd: Path, timeout: float = 600) -> subprocess.CompletedProc
     )
 
 
+def qmap_geometry() -> list[str]:
+    """``qmap`` options for the corpus detector."""
+    h, w = bad_corpus.SPEC["geometry"]["shape"]
+    geo = {"shape": f"{h} {w}", "energy": "10", "det-dist": "5",
+           "pixel-size": "75e-6", "bcx": "20", "bcy": "15"}  # fmt: skip
+    return [a for k, v in geo.items() for a in (f"--{k}", *v.split())]
+
+
 @pytest.fixture(scope="session")
 def issue11():
     """The helpers as a namespace (test modules cannot import a conftest)."""
     from types import SimpleNamespace
 
     return SimpleNamespace(
-        cli=cli, drive=drive, fingerprint=fingerprint, corpus_module=bad_corpus
+        cli=cli,
+        drive=drive,
+        fingerprint=fingerprint,
+        corpus_module=bad_corpus,
+        qmap_geometry=qmap_geometry(),
     )

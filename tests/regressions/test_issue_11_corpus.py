@@ -167,22 +167,7 @@ def test_correlate_raw_and_qmap_corpus(corpus, tmp_path, unchanged, issue11):
 
 
 def test_qmap_mask_corpus(corpus, tmp_path, unchanged, issue11):
-    h, w = issue11.corpus_module.SPEC["geometry"]["shape"]
-    geo = [
-        "--shape",
-        str(h),
-        str(w),
-        "--energy",
-        "10",
-        "--det-dist",
-        "5",
-        "--pixel-size",
-        "75e-6",
-        "--bcx",
-        "20",
-        "--bcy",
-        "15",
-    ]
+    geo = issue11.qmap_geometry
     runs = [
         ["qmap", *geo, "--mask", c.path, "-o", tmp_path / f"{c.name}.hdf"]
         for c in corpus.masks

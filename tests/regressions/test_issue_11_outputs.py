@@ -55,21 +55,7 @@ def test_every_writer_refuses_its_inputs_and_existing_files(inputs, tmp_path, is
     figs = tmp_path / "figs"
     figs.mkdir()
     (figs / "a_saxs2d.png").write_bytes(b"keep me")
-    geo = [
-        "--shape",
-        "32",
-        "40",
-        "--energy",
-        "10",
-        "--det-dist",
-        "5",
-        "--pixel-size",
-        "75e-6",
-        "--bcx",
-        "20",
-        "--bcy",
-        "15",
-    ]
+    geo = issue11.qmap_geometry
     corr = ["correlate", raw, "--qmap", qm, "--quiet", "--backend", "numpy"]
     refused = [
         ["snapshot", res, "--tab", "g2", "-o", res],

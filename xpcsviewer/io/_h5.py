@@ -292,17 +292,27 @@ def _short(exc: BaseException) -> str:
 
 # ---------------------------------------------------------------- sizes and reads
 def _stored_fraction(ds: h5py.Dataset) -> tuple[int, int]:
-    """(stored, declared) chunks of a chunked dataset; (1, 1) when not chunked or unknown."""
-    if ds.chunks is None or ds.size == 0:
+    """(stored, declared) pieces of a dataset: chunks, or 0/1 for contiguous data
+    whose storage was never allocated (it reads back as the fill value); (1, 1)
+    where this cannot be told (compact, external, virtual storage)."""
+    if ds.size == 0:
         return 1, 1
-    declared = 1
-    for n, c in zip(ds.shape, ds.chunks, strict=True):
-        declared *= -(-int(n) // int(c))
     try:
-        stored = int(ds.id.get_num_chunks())
+        if ds.chunks is None:
+            dcpl = ds.id.get_create_plist()
+            if (
+                dcpl.get_layout() != h5py.h5d.CONTIGUOUS
+                or dcpl.get_external_count()
+                or ds.is_virtual
+            ):
+                return 1, 1
+            return (1 if ds.id.get_storage_size() > 0 else 0), 1
+        declared = 1
+        for n, c in zip(ds.shape, ds.chunks, strict=True):
+            declared *= -(-int(n) // int(c))
+        return int(ds.id.get_num_chunks()), declared
     except (AttributeError, RuntimeError, OSError, ValueError):
         return 1, 1
-    return stored, declared
 
 
 def check_declared(
@@ -350,10 +360,10 @@ def check_declared(
         )
     stored, declared = _stored_fraction(ds)
     if stored < declared:
+        what = f"only {stored} of {declared} chunks are" if ds.chunks else "no data is"
         err = XpcsFileError(
             ds.file.filename,
-            f"declares shape {ds.shape} but only {stored} of {declared} chunks are "
-            "stored (the rest was never written)",
+            f"declares shape {ds.shape} but {what} stored (never written)",
             dataset=name,
             expected=expected,
         )

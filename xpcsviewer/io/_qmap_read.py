@@ -87,6 +87,20 @@ def _centres(f: h5py.File, path: str, n: int, what: str) -> np.ndarray:
     return v.astype(np.float64)
 
 
+def _bin_lists(
+    f: h5py.File, base: str, kind: str
+) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """``n0, n1`` and the bin centres of both axes of the ``kind`` partition."""
+    n0, n1 = _num_pts(f, f"{base}/{kind}_num_pts")
+    v0 = _centres(f, f"{base}/{kind}_v_list_dim0", n0, "dim 0")
+    v1 = (
+        _centres(f, f"{base}/{kind}_v_list_dim1", n1, "dim 1")
+        if _exists(f, f"{base}/{kind}_v_list_dim1")
+        else np.zeros(1)
+    )
+    return n0, n1, v0, v1
+
+
 def _mask(f: h5py.File, path: str) -> np.ndarray:
     """The (H, W) mask, which also fixes the detector shape for every other map."""
     return (
@@ -135,13 +149,7 @@ def _read_qmap_nexus(f: h5py.File, base: str, warnings: list[str]) -> QMap:
             expected="integers (N,), one per bin",
             max_elements=max(1, roi.size),
         ).ravel()
-        n0, n1 = _num_pts(f, f"{base}/{kind}_num_pts")
-        v0 = _centres(f, f"{base}/{kind}_v_list_dim0", n0, "dim 0")
-        v1 = (
-            _centres(f, f"{base}/{kind}_v_list_dim1", n1, "dim 1")
-            if _exists(f, f"{base}/{kind}_v_list_dim1")
-            else np.zeros(1)
-        )
+        n0, n1, v0, v1 = _bin_lists(f, base, kind)
         if len(v1) != n1:
             raise XpcsFileError(
                 f.filename,
@@ -339,13 +347,7 @@ def _dynamic_labels(f: h5py.File, base: str = "/xpcs/qmap") -> list[str]:
         .ravel()
         .astype(np.int64)
     )
-    n0, n1 = _num_pts(f, f"{base}/dynamic_num_pts")
-    v0 = _centres(f, f"{base}/dynamic_v_list_dim0", n0, "dim 0")
-    v1 = (
-        _centres(f, f"{base}/dynamic_v_list_dim1", n1, "dim 1")
-        if _exists(f, f"{base}/dynamic_v_list_dim1")
-        else np.zeros(1)
-    )
+    n0, n1, v0, v1 = _bin_lists(f, base, "dynamic")
     if mapping.size and (int(mapping.max()) >= v0.size * v1.size or mapping.min() < 0):
         raise XpcsFileError(
             f.filename,

@@ -80,11 +80,7 @@ class G2DrawMixin:
             if n_all > len(panels)
             else ""
         )
-        if len(self.results) > len(self.shown_results()):
-            more += (
-                f"; the first {len(self.shown_results())} of {len(self.results)} "
-                "files (raise max files)"
-            )
+        more += self.shown_note()
         self.status.setText(
             f"{len(self.blocks)} file(s), {n_curves} curve(s), "
             f"{len(panels)} panel(s){more}"

@@ -125,10 +125,7 @@ class G2Panel(G2DrawMixin, BasePanel):
         self.ncols = QSpinBox(minimum=1, maximum=8, value=3)
         self.max_bins = QSpinBox(minimum=1, maximum=512, value=24)
         self.max_bins.setToolTip("At most this many q-bins per file")
-        # Work and memory follow what is shown: 1000 targets overlaid in every
-        # q-bin panel would be 24 x 1000 curves nobody can read.
-        self.max_files = QSpinBox(minimum=1, maximum=100_000, value=20)
-        self.max_files.setToolTip("Overlay at most this many files (the first targets)")
+        self.max_files_box()
         self.max_panels = QSpinBox(minimum=1, maximum=256, value=36)
         self.max_panels.setToolTip(
             "Draw at most this many panels (the first in q order)"
@@ -258,7 +255,6 @@ class G2Panel(G2DrawMixin, BasePanel):
         for w in (self.tmin, self.tmax):
             w.editingFinished.connect(self._maybe_refresh_t)
         self.max_bins.editingFinished.connect(self.refresh)
-        self.max_files.editingFinished.connect(self.refresh)
         for w in (
             self.err_check,
             self.logx,
@@ -317,10 +313,6 @@ class G2Panel(G2DrawMixin, BasePanel):
         if not any(getattr(r, "multitau", None) is not None for r in results):
             return "No multitau (g2) analysis in the selected files"
         return None
-
-    def shown_results(self) -> list:
-        """The targets drawn and fitted: the first ``max files``."""
-        return list(self.results[: self.max_files.value()])
 
     def refresh(self) -> None:
         if not self.results:
