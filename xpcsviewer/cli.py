@@ -6,8 +6,9 @@ imported only when that subcommand runs, so ``--help``, ``info`` and ``device``
 never load Qt. A subcommand whose module does not exist yet exits 2 with
 "not available yet".
 
-Exit codes: 0 success, 2 usage error, 3 bad input data (one line naming the file
-and dataset, no traceback), 1 anything else.
+Exit codes: 0 success, 2 usage error (refused outputs included), 3 bad input
+data (one line naming the file and dataset, no traceback), 130 interrupted
+(Ctrl-C; 143 for SIGTERM), 1 anything else.
 """
 
 from __future__ import annotations
@@ -17,17 +18,28 @@ import importlib
 import importlib.util
 import logging
 import os
+import signal
 import sys
+import warnings
 from collections.abc import Sequence
 
 from xpcsviewer import __version__
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 SUBCOMMANDS = (
     "gui",
@@ -127,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("raw", metavar="RAW", help="raw frames: HDF5 /entry/data/data or .npy")
     p.add_argument("--qmap", required=True, help="partition file (/qmap or /xpcs/qmap)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
     p.add_argument("--mode", choices=("multitau", "twotime", "both"), default="multitau")
     p.add_argument("--frame-time", type=float, default=None, help="seconds per frame")
     p.add_argument("--begin-frame", type=int, default=0)
@@ -155,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dp-num", type=int, default=1)
     p.add_argument("--sp-num", type=int, default=1)
     p.add_argument("-o", "--output", required=True, metavar="QMAP.hdf")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing QMAP.hdf")
 
     p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)")
     p.add_argument("files", nargs="+", metavar="FILE")
@@ -170,12 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--viscosity", type=float, metavar="PA_S",
                    help="solvent viscosity in Pa s for the Stokes-Einstein radius")
     p.add_argument("-o", "--output", required=True, metavar="OUT.json|.csv")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
     p = add("export", "render figures of result files off-screen")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--plot", choices=PLOTS, required=True, action="append")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace existing figures of the same names in DIR")
 
     p = add("average", "average repeated measurements into one result file")
     p.add_argument("files", nargs="+", metavar="FILE")
@@ -196,7 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="*", metavar="FILE")
     p.add_argument("--tab", choices=TABS, required=True)
     p.add_argument("-o", "--output", required=True, metavar="OUT.png")
-    p.add_argument("--size", nargs=2, type=int, default=(1400, 900), metavar=("W", "H"))
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.png")
+    p.add_argument("--size", nargs=2, type=int, default=(1400, 900), metavar=("W", "H"),
+                   help="window size in pixels, each 200..8192 (default 1400 900)")
 
     p = add("device", "backend, devices and routing threshold")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -240,9 +259,28 @@ def _configure(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``xpcsviewer`` console script."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(_normalise_argv(args_list))
+    from xpcsviewer.progress import interrupt_handlers, interrupted
+
+    name = "xpcsviewer"
+    with interrupt_handlers():
+        try:
+            args_list = list(sys.argv[1:] if argv is None else argv)
+            parser = build_parser()
+            args = parser.parse_args(_normalise_argv(args_list))
+            name = f"xpcsviewer {args.command}"
+            code = _main(args)
+        except KeyboardInterrupt:
+            code = EXIT_INTERRUPTED
+        # The signal handler only sets a flag (see xpcsviewer.progress): a command
+        # that finished meanwhile is still reported as interrupted.
+        sig = interrupted()
+        if sig or code == EXIT_INTERRUPTED:
+            print(f"{name}: interrupted", file=sys.stderr)
+            code = 128 + (sig or signal.SIGINT)
+        return code
+
+
+def _main(args: argparse.Namespace) -> int:
     saved_env = {k: os.environ.get(k) for k in ("XPCS_DEVICE", "XPCS_USE_JAX")}
     try:
         try:
@@ -250,7 +288,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             print(f"xpcsviewer: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        return _dispatch(args)
+        with warnings.catch_warnings():
+            if not args.verbose:
+                # Numerical warnings (all-NaN slices, 0/0) are expected on bad
+                # data; the commands report what they mean instead.
+                warnings.simplefilter("ignore", RuntimeWarning)
+            return _dispatch(args)
     finally:
         # main() also runs in-process (tests, the GUI's snapshot): leave no trace.
         if args.device is not None or args.backend is not None:
@@ -269,22 +312,32 @@ def _dispatch(args: argparse.Namespace) -> int:
     if not _available(name):
         print(f"xpcsviewer {name}: not available yet", file=sys.stderr)
         return EXIT_USAGE
-    module = importlib.import_module(f"xpcsviewer.commands.{name}")
     from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.outputs import OutputRefusedError, display_path
     from xpcsviewer.progress import Cancelled
 
+    prog = f"xpcsviewer {name}"
     try:
+        module = importlib.import_module(f"xpcsviewer.commands.{name}")
         return int(module.run(args) or 0)
     except XpcsFileError as exc:
-        print(f"xpcsviewer {name}: {exc.one_line()}", file=sys.stderr)
+        print(f"{prog}: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OutputRefusedError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (Cancelled, KeyboardInterrupt):
-        print(f"xpcsviewer {name}: cancelled", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except MemoryError:
+        print(f"{prog}: error: not enough memory for this job", file=sys.stderr)
         return EXIT_ERROR
-    except (ValueError, ImportError, RuntimeError, OSError) as exc:
+    except Exception as exc:
         if args.verbose:
             raise
-        print(f"xpcsviewer {name}: error: {exc}", file=sys.stderr)
+        msg = display_path(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        if not isinstance(exc, (ValueError, ImportError, RuntimeError, OSError)):
+            msg = f"{type(exc).__name__}: {msg} (run with -v for the details)"
+        print(f"{prog}: error: {msg}", file=sys.stderr)
         return EXIT_ERROR
 
 

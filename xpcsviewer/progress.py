@@ -3,16 +3,85 @@
 Compute functions take ``progress: ProgressCallback | None`` and
 ``cancel: CancelToken | None`` and check the token between chunks. Nothing here
 imports Qt; the GUI wraps these in its workers.
+
+Ctrl-C (SIGINT) and SIGTERM: inside :func:`interrupt_handlers` the handler only
+records the signal in a flag. Raising ``KeyboardInterrupt`` at an arbitrary
+bytecode (the Python default) lands inside imports, finalizers, JAX tracing or
+host callbacks, where it is printed as a traceback, swallowed, or even crashes
+the process; the flag is instead checked at safe points (every :func:`report`,
+progress-bar update and bounded read) and when the command returns. A second
+signal ends the process at once (exit 128 + signal); the temporary files it
+leaves are swept by the next write into their folder.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Protocol, TextIO
 
-__all__ = ["CancelToken", "Cancelled", "ProgressCallback", "TextProgressBar", "report"]
+__all__ = [
+    "CancelToken",
+    "Cancelled",
+    "ProgressCallback",
+    "TextProgressBar",
+    "check_interrupted",
+    "interrupt_handlers",
+    "interrupted",
+    "report",
+]
+
+_INTERRUPT = threading.Event()
+_SIGNUM = [0]
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    if _INTERRUPT.is_set():  # the second Ctrl-C: the user insists
+        os.write(2, b"xpcsviewer: interrupted\n")
+        os._exit(128 + signum)
+    _SIGNUM[0] = signum
+    _INTERRUPT.set()
+
+
+@contextlib.contextmanager
+def interrupt_handlers() -> Iterator[None]:
+    """Route SIGINT and SIGTERM to the interrupt flag inside this block.
+
+    Restores the previous handlers and clears the flag on exit (``main`` may
+    run several times in one process, e.g. in tests). Only the main thread can
+    install handlers; elsewhere the block just clears the flag.
+    """
+    _INTERRUPT.clear()
+    _SIGNUM[0] = 0
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError, OSError):
+                old[sig] = signal.signal(sig, _on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)
+        _INTERRUPT.clear()
+        _SIGNUM[0] = 0
+
+
+def interrupted() -> int:
+    """The signal number received inside :func:`interrupt_handlers` (0: none)."""
+    return _SIGNUM[0] if _INTERRUPT.is_set() else 0
+
+
+def check_interrupted() -> None:
+    """Raise ``KeyboardInterrupt`` if an interrupt was received (a safe point; any thread)."""
+    if _INTERRUPT.is_set():
+        raise KeyboardInterrupt
 
 
 class Cancelled(Exception):  # noqa: N818 - the name reads as an event
@@ -54,6 +123,7 @@ def report(
     message: str = "",
 ) -> None:
     """Check for cancellation, then report progress (either may be ``None``)."""
+    check_interrupted()
     if cancel is not None:
         cancel.raise_if_cancelled()
     if progress is not None:
@@ -63,8 +133,13 @@ def report(
 class TextProgressBar:
     """A progress bar on stderr for the command line, at most ~10 redraws a second."""
 
-    def __init__(self, label: str = "", stream: TextIO | None = None, width: int = 30,
-                 enabled: bool = True) -> None:
+    def __init__(
+        self,
+        label: str = "",
+        stream: TextIO | None = None,
+        width: int = 30,
+        enabled: bool = True,
+    ) -> None:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.width = width
@@ -75,6 +150,7 @@ class TextProgressBar:
         self._shown = False
 
     def __call__(self, done: int, total: int, message: str = "") -> None:
+        check_interrupted()
         if not self.enabled:
             return
         now = time.monotonic()
@@ -86,7 +162,9 @@ class TextProgressBar:
             fill = int(round(frac * self.width))
             bar = "#" * fill + "-" * (self.width - fill)
             elapsed = now - self._t0
-            line = f"\r{self.label} [{bar}] {100 * frac:5.1f}% {elapsed:6.1f}s {message}"
+            line = (
+                f"\r{self.label} [{bar}] {100 * frac:5.1f}% {elapsed:6.1f}s {message}"
+            )
             self.stream.write(line[:160].ljust(80))
             self.stream.flush()
             self._shown = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import shutil
 import tracemalloc
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from xpcsviewer.compute.averaging import (
 )
 from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d, write_result
 from xpcsviewer.io.model import Multitau, QMap, XpcsResult
+from xpcsviewer.io.outputs import OutputRefusedError
 from xpcsviewer.progress import Cancelled, CancelToken
 
 H, W = 12, 16
@@ -329,7 +331,7 @@ def test_output_rules_and_unreadable(tmp_path):
     with pytest.raises(ValueError, match="one of the input files"):
         average_files([a, b], a)
     (tmp_path / "exists.hdf").write_bytes(b"x")
-    with pytest.raises(FileExistsError):
+    with pytest.raises(OutputRefusedError, match="use --overwrite"):
         average_files([a, b], tmp_path / "exists.hdf")
     junk = tmp_path / "junk.hdf"
     junk.write_bytes(b"not hdf5")
@@ -394,8 +396,9 @@ def test_memory_bounded_by_files_not_count(tmp_path):
         src = write_file(tmp_path / "src.hdf")
         paths = []
         for i in range(50):
+            # copies, not hard links: the same file twice is refused (issue 11)
             p = tmp_path / f"m{i}.hdf"
-            p.hardlink_to(src)
+            shutil.copyfile(src, p)
             paths.append(p)
         _peak(paths[:2], tmp_path / "warmup.hdf")  # first-use allocations of h5py/numpy
         p5 = _peak(paths[:5], tmp_path / "o5.hdf")

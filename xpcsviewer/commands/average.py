@@ -1,9 +1,10 @@
 """``xpcsviewer average``: average repeat measurements into one new result file.
 
-Exit codes: 0 written; 2 bad options (baseline q index out of range, output
-equal to an input); 3 unreadable inputs (one line each) or files that cannot be
-averaged together (different q-maps, delays or frame times; each file named);
-1 every file rejected, output exists, or anything else.
+Exit codes: 0 written; 2 bad options (baseline q index out of range), a refused
+output (an input, or an existing file without ``--overwrite``) or a file given
+twice; 3 unreadable inputs (one line each) or files that cannot be averaged
+together (different q-maps, delays or frame times; each file named); 1 every
+file rejected, or anything else.
 """
 
 from __future__ import annotations

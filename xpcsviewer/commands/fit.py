@@ -22,6 +22,7 @@ _HDF = (".h5", ".hdf", ".hdf5")
 def _load(path: str, q_range: tuple[float, float] | None,
           include_suspect: bool = False) -> dict[str, Any]:
     from xpcsviewer.io import XpcsFileError, read_result
+    from xpcsviewer.io.errors import display_path
 
     res = read_result(path)
     mt = res.multitau
@@ -36,7 +37,7 @@ def _load(path: str, q_range: tuple[float, float] | None,
         cols = cols[(q >= lo) & (q <= hi)]
     valid = np.asarray(mt.valid if include_suspect else mt.fit_mask, dtype=bool)
     return {
-        "path": str(path),
+        "path": display_path(path),
         "q": q[cols],
         "phi": phi[cols],
         "tau": np.asarray(mt.tau, dtype=np.float64),
@@ -82,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     from xpcsviewer.io import XpcsFileError
     from xpcsviewer.progress import TextProgressBar
 
+    from xpcsviewer.io.outputs import check_output
+
     out = Path(args.output)
     suffix = out.suffix.lower()
     if suffix not in (".json", ".csv", *_HDF):
@@ -92,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         print("xpcsviewer fit: error: --temperature and --viscosity go together",
               file=sys.stderr)
         return 2
+    check_output(out, args.files, getattr(args, "overwrite", False))
     quiet = bool(getattr(args, "quiet", False))
     q_range = tuple(args.q_range) if args.q_range else None
     t_range = tuple(args.t_range) if args.t_range else None
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
             loaded.append(_load(path, q_range, include_suspect))
         except XpcsFileError as exc:
             print(f"xpcsviewer fit: {exc.one_line()}", file=sys.stderr)
-            errors.append({"path": str(path), "error": exc.one_line()})
+            errors.append({"path": exc.path, "error": exc.one_line()})
         bar(i + 1, len(args.files), Path(path).name)
 
     records: list[dict[str, Any]] = []

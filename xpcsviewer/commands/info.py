@@ -9,18 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.errors import XpcsFileError, display_path
 from xpcsviewer.io.model import XpcsResult
+from xpcsviewer.io.outputs import to_jsonable
 from xpcsviewer.io.reader import read_result
+from xpcsviewer.progress import check_interrupted
 
 EXIT_BAD_INPUT = 3
-
-
-def _finite(x: Any) -> Any:
-    """JSON has no NaN: map non-finite floats to None."""
-    if isinstance(x, float) and not (x == x and abs(x) != float("inf")):
-        return None
-    return x
 
 
 def summary(res: XpcsResult) -> dict[str, Any]:
@@ -34,7 +29,7 @@ def summary(res: XpcsResult) -> dict[str, Any]:
         n_frames = None
     mt = res.multitau
     return {
-        "path": str(res.path),
+        "path": display_path(res.path),
         "analysis_type": list(res.analysis_type),
         "layout": res.layout,
         "detector_shape": list(qm.shape),
@@ -44,8 +39,8 @@ def summary(res: XpcsResult) -> dict[str, Any]:
         "det_dist_m": qm.detector_distance,
         "pixel_size_m": qm.pixel_size,
         "beam_center": [qm.beam_center_x, qm.beam_center_y],
-        "q_dynamic": [_finite(float(x)) for x in qm.dynamic_q],
-        "phi_dynamic": [_finite(float(x)) for x in qm.dynamic_phi],
+        "q_dynamic": [float(x) for x in qm.dynamic_q],
+        "phi_dynamic": [float(x) for x in qm.dynamic_phi],
         "labels": qm.dynamic_labels(),
         "n_tau": None if mt is None else len(mt.delay_frames),
         "tau_range_s": None if mt is None else [float(mt.tau[0]), float(mt.tau[-1])],
@@ -88,13 +83,23 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer info``; exit 3 when any file was bad (good ones still shown)."""
     records, bad = [], 0
     for path in args.files:
+        check_interrupted()
         try:
             records.append(summary(read_result(path)))
         except XpcsFileError as exc:
             bad += 1
             print(f"xpcsviewer info: {exc.one_line()}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"files": records}, indent=2, ensure_ascii=False))
+        out = []
+        for r in records:
+            count = [0]
+            r = to_jsonable(r, count)
+            if count[0]:
+                r["warnings"].append(
+                    f"{count[0]} values are NaN or Inf; written as null (JSON has no NaN)"
+                )
+            out.append(r)
+        print(json.dumps({"files": out}, indent=2, ensure_ascii=False, allow_nan=False))
     elif records:
         head = [
             "file",

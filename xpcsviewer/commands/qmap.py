@@ -8,11 +8,14 @@ import sys
 from xpcsviewer.compute.partition import check_consistency, make_partition
 from xpcsviewer.compute.qmap import compute_qmap
 from xpcsviewer.io.masks import read_mask
+from xpcsviewer.io.outputs import check_output
 from xpcsviewer.io.writer import write_qmap_file
 
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer qmap``; returns the exit code."""
+    check_output(args.output, [args.mask] if args.mask else [],
+                 getattr(args, "overwrite", False))
     shape = (int(args.shape[0]), int(args.shape[1]))
     try:
         q, phi = compute_qmap(
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    out = write_qmap_file(
+    out = write_qmap_file(  # overwrite: check_output above applied the user's choice
         args.output, qm, source_file=str(args.mask or ""), overwrite=True
     )
     if not getattr(args, "quiet", False):

@@ -45,11 +45,9 @@ The accumulation is I/O bound, so it does not go through the array backends.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import enum
 import os
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -458,13 +456,6 @@ def _difference(ref: XpcsResult, res: XpcsResult) -> str | None:
     return None
 
 
-def _same_resolved(a: Path, b: Path) -> bool:
-    try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return a.resolve() == b.resolve()
-
-
 def screen_files(
     paths: Sequence[str | os.PathLike],
     options: AverageOptions | None = None,
@@ -666,10 +657,11 @@ def average_files(
         See :func:`screen_files`.
     NoFilesAcceptedError
         Every file was rejected (nothing is written).
-    FileExistsError
-        ``output`` exists and ``options.overwrite`` is False.
+    OutputRefusedError
+        ``output`` is one of the inputs, or exists and ``options.overwrite`` is
+        False; or a file is given twice (a ValueError).
     ValueError
-        ``output`` is one of the inputs, or bad options.
+        Bad options.
     """
     from xpcsviewer.io import (
         read_g2_stack_delay,
@@ -677,19 +669,12 @@ def average_files(
         read_saxs_2d,
         write_result,
     )
+    from xpcsviewer.io.outputs import atomic_path, check_distinct_inputs, check_output
 
     opts = options or AverageOptions()
     method = opts.method()
-    out = Path(output)
-    for p in paths:
-        if _same_resolved(out, Path(p)) or out.resolve() == Path(p).resolve():
-            raise ValueError(
-                f"output {out} is one of the input files; choose a new file"
-            )
-    if out.exists() and not opts.overwrite:
-        raise FileExistsError(
-            f"{out} exists (choose another name or allow overwriting)"
-        )
+    out = check_output(output, paths, opts.overwrite)
+    check_distinct_inputs(paths)  # one file twice would shrink the errors by sqrt 2
 
     n_in = len(paths)
     summary = screen_files(
@@ -861,14 +846,9 @@ def average_files(
     )
     h, w = first.qmap.shape
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{out.name}.", suffix=".tmp", dir=out.parent
-    )
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        # Written under a temporary name, completed (file list, G2 stack), then
-        # renamed: readers never see a half-written average.
+    # Written under a temporary name, completed (file list, G2 stack), then
+    # renamed: readers never see a half-written average.
+    with atomic_path(out) as tmp:
         write_result(tmp, result, saxs_2d=image, overwrite=True)
         _complete_output(
             tmp,
@@ -886,11 +866,6 @@ def average_files(
         )
         if out.exists() and not opts.overwrite:
             raise FileExistsError(f"{out} appeared while averaging; not replaced")
-        os.replace(tmp, out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
     report(progress, cancel, total, total, "done")
     summary.output = out
     summary.fields = fields
@@ -918,10 +893,12 @@ def _complete_output(
     # h5py only here: io has no streaming API for writing the stack
     import h5py
 
+    from xpcsviewer.io.errors import display_path
+
     with h5py.File(path, "r+") as f:
         f.require_group("xpcs/average").create_dataset(
             "file_list",
-            data=np.array([str(p) for p in inputs], dtype=object),
+            data=np.array([display_path(p) for p in inputs], dtype=object),
             dtype=h5py.string_dtype(),
         )
         if stack_shape is None:

@@ -1,8 +1,9 @@
 """Atomic writers for figures, CSV tables and JSON (no Qt, no JAX).
 
 Every writer builds the whole output in a temporary file in the destination folder and
-then ``os.replace``-s it, so a failed or cancelled export never leaves a half-written
-file, and an existing file is only ever replaced as a whole. Writers refuse to write
+then renames it (:func:`xpcsviewer.io.outputs.atomic_path`), so a failed or cancelled
+export never leaves a half-written file, and an existing file is only ever replaced as
+a whole. Writers refuse to write
 onto an HDF5 result file (export must never touch input files).
 """
 
@@ -13,12 +14,13 @@ import io
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from xpcsviewer.io.outputs import atomic_path, to_jsonable
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -54,7 +56,8 @@ def atomic_write(
     Parameters
     ----------
     path : path
-        Destination; its folder must exist.
+        Destination; its folder must exist. Whether it may be replaced is the
+        caller's decision (:func:`xpcsviewer.io.outputs.check_output`).
     write : callable
         Receives an open file object (binary or text).
     binary : bool
@@ -67,23 +70,14 @@ def atomic_write(
     """
     path = Path(path)
     _refuse_input_file(path)
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"{path.parent}: output folder does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
+    with atomic_path(path) as tmp:
         if binary:
-            with os.fdopen(fd, "wb") as fh:
+            with open(tmp, "wb") as fh:
                 write(fh)
         else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            # errors="replace": file names may hold bytes that are not UTF-8
+            with open(tmp, "w", encoding="utf-8", errors="replace", newline="") as fh:
                 write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
     return path
 
 
@@ -169,29 +163,10 @@ def write_csv(
     return atomic_write(path, lambda fh: fh.write(text), binary=False)
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return [_jsonable(v) for v in x.tolist()]
-    if isinstance(x, (np.floating, float)):
-        f = float(x)
-        return f if math.isfinite(f) else None
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.bool_,)):
-        return bool(x)
-    if hasattr(x, "value") and isinstance(x.value, str):  # enums
-        return x.value
-    return x
-
-
 def write_json(path: str | os.PathLike, data: Any) -> Path:
     """Write ``data`` as indented JSON atomically (NumPy values converted, NaN -> null)."""
     text = (
-        json.dumps(_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False)
+        json.dumps(to_jsonable(data), indent=2, ensure_ascii=False, allow_nan=False)
         + "\n"
     )
     return atomic_write(path, lambda fh: fh.write(text), binary=False)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -194,22 +193,16 @@ def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
 
 
 def _atomic_write(path: Path, write: Any, by_name: bool = False) -> None:
-    # Temporary file in the target folder, then os.replace: readers never see a
-    # half-written file. ``by_name`` hands ``write`` the temporary path (h5py).
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
+    # Shared atomic protocol (temp file, fsync, rename); ``by_name`` hands
+    # ``write`` the temporary path (h5py).
+    from xpcsviewer.io.outputs import atomic_path
+
+    with atomic_path(Path(path)) as tmp:
         if by_name:
-            os.close(fd)
-            write(tmp)
+            write(str(tmp))
         else:
-            with os.fdopen(fd, "w", newline="") as fh:
+            with open(tmp, "w", encoding="utf-8", errors="replace", newline="") as fh:
                 write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_fit_json(path: str | os.PathLike, records: Sequence[dict[str, Any]],

@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 
-__all__ = ["configure_pyqtgraph", "install_error_hooks", "run_app"]
+__all__ = ["configure_pyqtgraph", "install_error_hooks", "quiet_numerical_warnings", "run_app"]
 
 logger = logging.getLogger(__name__)
 _configured = False
@@ -53,9 +53,22 @@ def install_error_hooks(context) -> bool:
     return True
 
 
+def quiet_numerical_warnings() -> None:
+    """Numerical warnings (all-NaN slices, 0/0 in a ratio) are not printed to stderr.
+
+    Bad data are reported once, in words, by the reader and the panels; NumPy's
+    RuntimeWarnings would only repeat it cryptically on the terminal.
+    """
+    import warnings
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+
+
 def run_app(paths: list[str]) -> int:
     """Open the main window on ``paths`` (folders and/or files) and run the event loop."""
     from PySide6.QtWidgets import QApplication
+
+    quiet_numerical_warnings()
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("XPCS Viewer")

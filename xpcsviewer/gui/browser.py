@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui.context import AppContext
+from xpcsviewer.io.errors import display_path
 
 __all__ = ["RESULT_PATTERNS", "DataBrowser", "FileEntry", "filter_entries", "list_result_files",
            "sort_entries"]
@@ -98,6 +99,18 @@ def sort_entries(entries: list[FileEntry], mode: str = "name") -> list[FileEntry
     return sorted(entries, key=key, reverse=mode.endswith("reverse"))
 
 
+def _to_qt(path: str) -> str | bytes:
+    """A path as item data: a file name with bytes that are not UTF-8 travels as
+    bytes, which Qt keeps as they are (a str would be re-encoded and lost)."""
+    return path if display_path(path) == path else os.fsencode(path)
+
+
+def _from_qt(value) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return os.fsdecode(bytes(value))
+    return str(value)
+
+
 class _TargetList(QListWidget):
     """Target list accepting files dropped from the system file manager."""
 
@@ -137,7 +150,9 @@ class DataBrowser(QWidget):
     All methods run on the GUI thread.
     """
 
-    sigTargetsChanged = Signal(list)
+    # object, not list: Qt would re-encode the strings and lose file-name bytes
+    # that are not UTF-8.
+    sigTargetsChanged = Signal(object)
     """The ordered target paths changed: (list of str)."""
     sigCurrentChanged = Signal(int)
     """The current target row changed (arrow keys, click): (int, -1 for none)."""
@@ -282,9 +297,9 @@ class DataBrowser(QWidget):
         shown = self.visible_entries()
         self.source_list.clear()
         for e in shown:
-            it = QListWidgetItem(e.name)
-            it.setData(Qt.ItemDataRole.UserRole, e.path)
-            it.setToolTip(e.path)
+            it = QListWidgetItem(display_path(e.name))
+            it.setData(Qt.ItemDataRole.UserRole, _to_qt(e.path))
+            it.setToolTip(display_path(e.path))
             self.source_list.addItem(it)
         self.source_box.setTitle(f"Source: {len(shown)} of {len(self.entries)}")
         if self.filter_edit.text().strip():
@@ -300,7 +315,7 @@ class DataBrowser(QWidget):
 
     def target_paths(self) -> list[str]:
         """The target paths, in order."""
-        return [self.target_list.item(i).data(Qt.ItemDataRole.UserRole)
+        return [_from_qt(self.target_list.item(i).data(Qt.ItemDataRole.UserRole))
                 for i in range(self.target_list.count())]
 
     def current_index(self) -> int:
@@ -312,7 +327,7 @@ class DataBrowser(QWidget):
         items = self.source_list.selectedItems()
         if not items and self.source_list.currentItem() is not None:
             items = [self.source_list.currentItem()]
-        self.add_paths([it.data(Qt.ItemDataRole.UserRole) for it in items])
+        self.add_paths([_from_qt(it.data(Qt.ItemDataRole.UserRole)) for it in items])
 
     def add_paths(self, paths: list[str]) -> None:
         """Append files to the targets (duplicates skipped; folders are opened instead)."""
@@ -326,9 +341,9 @@ class DataBrowser(QWidget):
             if p in have:
                 continue
             have.add(p)
-            it = QListWidgetItem(Path(p).name)
-            it.setData(Qt.ItemDataRole.UserRole, p)
-            it.setToolTip(p)
+            it = QListWidgetItem(display_path(Path(p).name))
+            it.setData(Qt.ItemDataRole.UserRole, _to_qt(p))
+            it.setToolTip(display_path(p))
             self.target_list.addItem(it)
             added += 1
         if added:

@@ -8,20 +8,64 @@ its fits under ``"g2_fits"`` for the Diffusion panel).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
 from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, preload_backend
 
-__all__ = ["AppContext", "ResultCache"]
+__all__ = ["AppContext", "ResultCache", "SharedArrays"]
 
 logger = logging.getLogger(__name__)
+
+
+class SharedArrays:
+    """Content-shared (H, W) q-map arrays of opened files (thread-safe).
+
+    A folder of results usually shares one q-map: three detector-sized maps,
+    about 9 MB per file for a 0.5 Mpixel detector, were held once per target
+    (1000 targets: 10 GB). Equal arrays are now held once, read-only; only exact
+    equality (checked element by element) shares an array.
+    """
+
+    NAMES = ("mask", "dynamic_roi_map", "static_roi_map")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._table: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+    @staticmethod
+    def _key(name: str, a: np.ndarray) -> tuple:
+        flat = a.reshape(-1)
+        step = max(1, flat.size // 4096)
+        sample = hashlib.blake2b(np.ascontiguousarray(flat[::step]).tobytes(),
+                                 digest_size=16).hexdigest()
+        return (name, a.shape, a.dtype.str, sample)
+
+    def share(self, qmap: Any) -> Any:
+        """Replace ``qmap``'s big arrays by equal ones already held (in place)."""
+        for name in self.NAMES:
+            a = getattr(qmap, name, None)
+            if not isinstance(a, np.ndarray) or a.size < 4096:
+                continue
+            key = self._key(name, a)
+            with self._lock:
+                held = self._table.get(key)
+                if held is not None and held is not a and np.array_equal(held, a):
+                    setattr(qmap, name, held)
+                    continue
+                if held is None:
+                    a.setflags(write=False)  # shared: nobody may change it in place
+                    self._table[key] = a
+        return qmap
 
 
 class ResultCache:
@@ -111,6 +155,7 @@ class AppContext(QObject):
         self.runner = runner if runner is not None else TaskRunner(self)
         self.runner.sigError.connect(self.report_error)
         self.cache = ResultCache(cache_size)
+        self.shared_arrays = SharedArrays()
         self.shared: dict[str, Any] = {}
         self.targets: list[Any] = []
         self.last_error: ErrorInfo | None = None
@@ -159,7 +204,12 @@ class AppContext(QObject):
         """
         from xpcsviewer.io import read_result
 
-        return self.cache.get(path, read_result)
+        return self.cache.get(path, lambda p: self._load(read_result, p))
+
+    def _load(self, reader, path: Path) -> Any:
+        res = reader(path)
+        self.shared_arrays.share(res.qmap)
+        return res
 
     # --------------------------------------------------------------- shared
     def set_shared(self, key: str, value: Any) -> None:

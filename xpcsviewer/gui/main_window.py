@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtCore import QFileSystemWatcher, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -27,12 +27,14 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui import session as session_mod
+from xpcsviewer.gui._window_session import WindowSessionMixin
 from xpcsviewer.gui.browser import DataBrowser
 from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels import PANELS, load_panel_class
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.theme import apply_theme
-from xpcsviewer.gui.workers import ErrorInfo, TaskRunner
+from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, friendly_message
+from xpcsviewer.io.errors import display_path
 
 __all__ = ["MainWindow", "UnavailablePanel", "load_targets"]
 
@@ -53,6 +55,12 @@ SHORTCUTS = [
 ]
 
 
+#: How long closing the window waits for cancelled jobs to stop.
+CLOSE_WAIT_MS = 800
+#: Contexts of closed windows whose cancelled jobs were still running.
+_DETACHED: list = []
+
+
 def load_targets(paths: list[str], loader, progress=None, cancel=None) -> tuple[list, list]:
     """Open result files one by one (worker job); failures are collected, not raised.
 
@@ -60,18 +68,19 @@ def load_targets(paths: list[str], loader, progress=None, cancel=None) -> tuple[
     -------
     results : list of XpcsResult
         In the order of ``paths``, without the files that failed.
-    errors : list of (path, message)
+    errors : list of (path, message, retry)
+        ``retry`` is True for a file another program is still writing.
     """
     results, errors = [], []
     for i, p in enumerate(paths):
         if cancel is not None:
             cancel.raise_if_cancelled()
         if progress is not None:
-            progress(i, len(paths), f"reading {Path(p).name}")
+            progress(i, len(paths), f"reading {display_path(Path(p).name)}")
         try:
             results.append(loader(p))
         except Exception as exc:  # one bad file must not stop the others
-            errors.append((p, f"{type(exc).__name__}: {exc}"))
+            errors.append((p, friendly_message(exc), bool(getattr(exc, "retry", False))))
     if progress is not None:
         progress(len(paths), len(paths), "done")
     return results, errors
@@ -99,7 +108,7 @@ _TITLES = {"saxs2d": "SAXS-2D", "saxs1d": "SAXS-1D", "stability": "Stability",
            "twotime": "Two-Time", "qmap": "Q-Map", "metadata": "Metadata"}
 
 
-class MainWindow(QMainWindow):
+class MainWindow(WindowSessionMixin, QMainWindow):
     """The XPCS Viewer window.
 
     Parameters
@@ -126,6 +135,12 @@ class MainWindow(QMainWindow):
         self.load_errors: list[tuple[str, str]] = []
         self.theme = "light"
         self._pending_session: dict | None = None
+        self.waiting_paths: list[str] = []
+        self._retry_watcher = QFileSystemWatcher(self)
+        self._retry_timer = QTimer(self, singleShot=True, interval=700)
+        self._retry_timer.timeout.connect(self._retry_waiting)
+        self._retry_watcher.fileChanged.connect(self._on_waiting_changed)
+        self._retry_watcher.directoryChanged.connect(self._on_waiting_changed)
         self._pending_current = 0
         self.recent: list[str] = []
         self.setWindowTitle("XPCS Viewer")
@@ -290,10 +305,15 @@ class MainWindow(QMainWindow):
 
     def _on_targets_loaded(self, out: tuple[list, list]) -> None:
         results, errors = out
-        self.load_errors = list(errors)
-        for path, msg in errors:
-            self.context.report_error(ErrorInfo("XpcsFileError", f"{Path(path).name}: {msg}",
-                                                msg, -1))
+        self.load_errors = [(p, m) for p, m, _r in errors]
+        waiting = [p for p, _m, r in errors if r]
+        self._watch_for_retry(waiting)
+        for path, msg, retry in errors:
+            if retry:
+                msg = f"{msg}; it opens when the writer is done"
+            name = display_path(Path(path).name)
+            self.context.report_error(ErrorInfo(
+                "FileBeingWritten" if retry else "XpcsFileError", f"{name}: {msg}", msg, -1))
         self.results = list(results)
         self.context.set_targets(self.results)
         cur = self.current_index()
@@ -304,6 +324,27 @@ class MainWindow(QMainWindow):
         if results and not errors:
             self.context.show_status(f"{len(results)} file(s) open")
         self.sigTargetsLoaded.emit(self.results)
+
+    def _watch_for_retry(self, paths: list[str]) -> None:
+        """Open these targets again when they (or their folders) change (GUI thread).
+
+        A correlator writes a result in place or renames a finished temporary
+        over it; either way the file or its folder changes.
+        """
+        self.waiting_paths = list(paths)
+        w = self._retry_watcher
+        for old in (*w.files(), *w.directories()):
+            w.removePath(old)
+        for p in paths:
+            w.addPath(str(p))
+            w.addPath(str(Path(p).parent))
+
+    def _on_waiting_changed(self, _path: str) -> None:
+        self._retry_timer.start()
+
+    def _retry_waiting(self) -> None:
+        if self.waiting_paths:
+            self._on_targets_changed(self.browser.target_paths())
 
     def current_index(self) -> int:
         """Index into :attr:`results` of the current target (0 if none is current)."""
@@ -554,110 +595,6 @@ class MainWindow(QMainWindow):
                           f"results: SAXS, g2 fits, diffusion, two-time maps.\n\n"
                           f"Backend: {self.backend_label.text()}")
 
-    # -------------------------------------------------------------- session
-    def session_dict(self) -> dict:
-        """Everything the session file stores."""
-        panels = {}
-        for name, p in self.panels.items():
-            try:
-                panels[name] = p.get_settings()
-            except Exception:
-                logger.exception("settings of %s", name)
-        current = self.current_panel()
-        return {
-            "folder": self.browser.folder,
-            "targets": self.browser.target_paths(),
-            "current_target": self.browser.current_index(),
-            "active_tab": current.name if current is not None else None,
-            "geometry": bytes(self.saveGeometry().toBase64()).decode("ascii"),
-            "window_state": bytes(self.saveState().toBase64()).decode("ascii"),
-            "theme": self.theme,
-            "panels": panels,
-            "recent_folders": list(self.recent),
-            "browser": {"sort": self.browser.sort_combo.currentText(),
-                        "filter_mode": self.browser.filter_mode.currentText(),
-                        "watch": self.browser.watch_check.isChecked()},
-        }
-
-    def save_session(self) -> Path | None:
-        """Write the session file; errors are reported, never raised."""
-        try:
-            return session_mod.save_session(self.session_dict())
-        except Exception as exc:
-            logger.exception("session not saved")
-            self.context.report_error(f"Session not saved: {exc}")
-            return None
-
-    def restore_session(self, data: dict | None = None) -> list[str]:
-        """Restore from ``data`` (default: the session file). Returns the warnings.
-
-        Missing target files are skipped with a message; bad values are ignored.
-        """
-        warnings: list[str] = []
-        if data is None:
-            data, warn = session_mod.load_session()
-            if warn:
-                warnings.append(warn)
-        try:
-            warnings += self._apply_session(data)
-        except Exception as exc:  # a broken session must never stop the app
-            logger.exception("session restore failed")
-            warnings.append(f"Session partly ignored: {exc}")
-        for w in warnings:
-            self.context.report_error(ErrorInfo("SessionWarning", w, "", -1))
-        return warnings
-
-    def _apply_session(self, data: dict) -> list[str]:
-        warnings = []
-        if not data:
-            return warnings
-        rec = data.get("recent_folders")
-        if isinstance(rec, list):
-            self.recent = [r for r in rec if isinstance(r, str)][: session_mod.MAX_RECENT]
-            self._fill_recent_menu()
-        for key, attr in (("geometry", "restoreGeometry"), ("window_state", "restoreState")):
-            val = data.get(key)
-            if isinstance(val, str) and val:
-                getattr(self, attr)(QByteArray.fromBase64(val.encode("ascii")))
-        theme = data.get("theme")
-        if theme in ("light", "dark"):
-            self.set_theme(theme)
-        br = data.get("browser") if isinstance(data.get("browser"), dict) else {}
-        if br.get("sort") in [self.browser.sort_combo.itemText(i)
-                              for i in range(self.browser.sort_combo.count())]:
-            self.browser.sort_combo.setCurrentText(br["sort"])
-        if br.get("filter_mode") in ("contains", "prefix"):
-            self.browser.filter_mode.setCurrentText(br["filter_mode"])
-        if isinstance(br.get("watch"), bool):
-            self.browser.watch_check.setChecked(br["watch"])
-        panels = data.get("panels")
-        if isinstance(panels, dict):
-            for name, st in panels.items():
-                if name in self.panels and isinstance(st, dict):
-                    try:
-                        self.panels[name].set_settings(st)
-                    except Exception as exc:
-                        warnings.append(f"Settings of tab {name} ignored: {exc}")
-        folder = data.get("folder")
-        if isinstance(folder, str) and folder:
-            if Path(folder).is_dir():
-                self.browser.open_folder(folder)
-            else:
-                warnings.append(f"Folder {folder} no longer exists")
-        targets = data.get("targets")
-        if isinstance(targets, list):
-            keep = [t for t in targets if isinstance(t, str) and Path(t).is_file()]
-            missing = [t for t in targets if isinstance(t, str) and not Path(t).is_file()]
-            if missing:
-                warnings.append(f"Skipped {len(missing)} missing target file(s): "
-                                + ", ".join(Path(m).name for m in missing[:5]))
-            cur = data.get("current_target", 0)
-            self.browser.set_targets(keep, cur if isinstance(cur, int) else 0)
-        tab = data.get("active_tab")
-        if isinstance(tab, str) and tab in self.panels:
-            self.select_tab(tab)
-        return warnings
-
     # ---------------------------------------------------------------- close
     def shutdown(self, msecs: int = 10000) -> bool:
         """Cancel jobs and wait for the pool (GUI thread). True when all stopped."""
@@ -665,7 +602,12 @@ class MainWindow(QMainWindow):
         return self.context.runner.wait_for_done(msecs)
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
-        self.shutdown()
+        # Closing must not wait for a job that cannot stop at once (a JIT
+        # compile, one long read): cancel, wait a moment, then let the shared
+        # services outlive the window until their threads end.
+        if not self.shutdown(CLOSE_WAIT_MS):
+            self.context.setParent(None)
+            _DETACHED.append(self.context)
         if self.save_session_on_close:
             self.save_session()
         super().closeEvent(event)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
+import time
 from pathlib import Path
 
 from xpcsviewer.commands._display import has_display
@@ -47,44 +47,61 @@ def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
     configure_pyqtgraph()
     win = MainWindow(restore_session=False, save_session_on_close=False)
     try:
-        win.resize(int(size[0]), int(size[1]))
-        if theme != "light":
-            win.set_theme(theme)
-        win.show()
-        runner = win.context.runner
-        if files:
-            win.open_paths([str(Path(f).resolve()) for f in files])
-        if not runner.wait_until_idle(wait_ms):
-            raise TimeoutError("opening the files took too long")
-        win.select_tab(tab)
-        app.processEvents()
-        if not runner.wait_until_idle(wait_ms):
-            raise TimeoutError(f"the {tab} tab did not finish in time")
-        if prepare is not None:
-            prepare(win.panels[tab])
-            app.processEvents()
-            if not runner.wait_until_idle(wait_ms):
-                raise TimeoutError(f"preparing the {tab} tab took too long")
-        app.processEvents()
-        out = Path(output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".png", dir=out.parent)
-        os.close(fd)
-        try:
-            if not win.grab().save(tmp, "PNG"):
-                raise OSError(f"could not write {out}")
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a PNG is not
-            os.replace(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        for err in win.errors:
-            print(f"warning: {err.message}", file=sys.stderr)
-        return out
+        # The waits poll the interrupt flag (Ctrl-C) while Qt's event loop runs.
+        return _render(app, win, files, tab, output, size, theme, wait_ms, prepare)
     finally:
-        win.shutdown()
+        win.shutdown(1000)
         win.close()
         win.deleteLater()
         app.processEvents()
+
+
+def _wait(runner, wait_ms: int, what: str) -> None:
+    """Run the event loop until the jobs are done; Ctrl-C cancels them."""
+    from xpcsviewer.progress import interrupted
+
+    deadline = time.monotonic() + wait_ms / 1000.0
+    while True:
+        if interrupted():
+            runner.cancel_all()
+            raise KeyboardInterrupt
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"{what} took too long")
+        if runner.wait_until_idle(int(min(left, 0.2) * 1000)):
+            if interrupted():
+                raise KeyboardInterrupt
+            return
+
+
+def _render(app, win, files, tab, output, size, theme, wait_ms, prepare) -> Path:
+    from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.outputs import atomic_path
+
+    win.resize(int(size[0]), int(size[1]))
+    if theme != "light":
+        win.set_theme(theme)
+    win.show()
+    runner = win.context.runner
+    if files:
+        win.open_paths([str(Path(f).resolve()) for f in files])
+    _wait(runner, wait_ms, "opening the files")
+    if win.load_errors:
+        path, msg = win.load_errors[0]
+        raise XpcsFileError(path, msg)
+    win.select_tab(tab)
+    app.processEvents()
+    _wait(runner, wait_ms, f"the {tab} tab")
+    if prepare is not None:
+        prepare(win.panels[tab])
+        app.processEvents()
+        _wait(runner, wait_ms, f"preparing the {tab} tab")
+    app.processEvents()
+    out = Path(output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:
+        if not win.grab().save(str(tmp), "PNG"):
+            raise OSError(f"could not write {out}")
+    for err in win.errors:
+        print(f"warning: {err.message}", file=sys.stderr)
+    return out

@@ -26,8 +26,8 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from xpcsviewer.progress import CancelToken, Cancelled
 
-__all__ = ["ComputeWorker", "ErrorInfo", "TaskRunner", "WorkerSignals", "live_runners",
-           "preload_backend", "to_numpy_tree"]
+__all__ = ["ComputeWorker", "ErrorInfo", "TaskRunner", "WorkerSignals", "friendly_message",
+           "live_runners", "preload_backend", "to_numpy_tree"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +66,41 @@ class ErrorInfo:
     def from_exception(cls, exc: BaseException, request_id: int = -1) -> ErrorInfo:
         """Build from an exception (with its traceback if it has one)."""
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        msg = str(exc) or type(exc).__name__
-        return cls(type(exc).__name__, msg.splitlines()[0] if msg else "", tb, request_id)
+        return cls(type(exc).__name__, friendly_message(exc), tb, request_id)
+
+
+#: Internal texts of numpy / pyqtgraph / matplotlib and what they mean to a user.
+_FRIENDLY = (
+    ("cannot set range [nan", "Nothing to show: the selected data are all NaN or Inf"),
+    ("cannot set range [inf", "Nothing to show: the selected data are all NaN or Inf"),
+    ("cannot set range [-inf", "Nothing to show: the selected data are all NaN or Inf"),
+    ("maximum allowed dimension exceeded",
+     "The data are too large to show at once: narrow the range or show fewer files"),
+    ("array is too big", "The data are too large to show at once: narrow the range or "
+                         "show fewer files"),
+    ("data cannot be log-scaled", "No positive values to show on a logarithmic axis"),
+    ("axis limits cannot be nan or inf",
+     "Nothing to show: the selected data are all NaN or Inf"),
+    ("zero-size array", "Nothing to show: no valid data points in the selection"),
+)
+
+
+def friendly_message(exc: BaseException) -> str:
+    """One line a user understands for ``exc`` (the traceback stays in the details)."""
+    from xpcsviewer.io.errors import XpcsFileError, display_path
+
+    if isinstance(exc, MemoryError):
+        return ("Not enough memory for this view: show fewer files or a smaller range, "
+                "or close other programs")
+    if isinstance(exc, XpcsFileError):
+        return exc.one_line()
+    text = display_path(str(exc)).strip()
+    low = text.lower()
+    for key, nice in _FRIENDLY:
+        if key in low:
+            return nice
+    first = text.splitlines()[0] if text else ""
+    return first or type(exc).__name__
 
 
 def preload_backend() -> str:
@@ -201,7 +234,7 @@ class ComputeWorker(QRunnable):
                 raise Cancelled()
             out = self.fn(*self.args, progress=self._progress, cancel=self.token, **self.kwargs)
             out = to_numpy_tree(out)
-        except Cancelled:
+        except (Cancelled, KeyboardInterrupt):  # Ctrl-C of a command (snapshot)
             sig.sigCancelled.emit()
         except Exception as exc:  # every failure goes to the error sink, never a crash
             logger.exception("job %d failed", self.request_id)

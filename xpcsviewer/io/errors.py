@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["XpcsFileError"]
+
+def display_path(path: str | os.PathLike) -> str:
+    """``path`` as printable text: bytes that are not UTF-8 become U+FFFD.
+
+    File names are bytes on POSIX; Python keeps undecodable bytes as lone
+    surrogates, which cannot be printed, written to HDF5 or drawn by matplotlib.
+    """
+    s = os.fspath(path)
+    if isinstance(s, bytes):
+        return s.decode("utf-8", errors="replace")
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return os.fsencode(s).decode("utf-8", errors="replace")
+
+
+__all__ = ["FileBeingWrittenError", "XpcsFileError", "display_path"]
 
 
 class XpcsFileError(Exception):
@@ -22,6 +40,12 @@ class XpcsFileError(Exception):
         What was expected there ("float array of shape (T, Nd)").
     """
 
+    #: A structural gap (a missing dataset, data never written): in a file
+    #: modified moments ago this means the file is still being written.
+    incomplete = False
+    #: Reading again later may succeed (the file is being written).
+    retry = False
+
     def __init__(
         self,
         path: str | Path,
@@ -29,7 +53,7 @@ class XpcsFileError(Exception):
         dataset: str | None = None,
         expected: str | None = None,
     ) -> None:
-        self.path = str(path)
+        self.path = display_path(path)
         self.problem = problem
         self.dataset = dataset
         self.expected = expected
@@ -44,3 +68,14 @@ class XpcsFileError(Exception):
         if self.expected:
             msg += f" (expected {self.expected})"
         return msg
+
+
+class FileBeingWrittenError(XpcsFileError):
+    """A file another program is still writing: retry when it is complete.
+
+    Raised for files open for writing (HDF5 consistency flags, SWMR) and for
+    recently modified files that lack required data. The GUI's watched folder
+    retries these files when they change.
+    """
+
+    retry = True

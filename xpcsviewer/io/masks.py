@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5py
 import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
@@ -20,25 +21,35 @@ _HDF_CANDIDATES = (
 
 
 def _read_hdf_mask(path: Path) -> tuple[np.ndarray, str]:
-    import h5py
+    from xpcsviewer.io._h5 import MAX_PIXELS, _array, open_h5
 
-    try:
-        with h5py.File(path, "r") as f:
-            for name in _HDF_CANDIDATES:
-                if name in f and isinstance(f[name], h5py.Dataset):
-                    return np.asarray(f[name][()]), "/" + name
-            found: list[str] = []
-            f.visititems(
-                lambda n, o: (
-                    found.append(n)
-                    if isinstance(o, h5py.Dataset) and o.ndim == 2
-                    else None
-                )
+    def _link(f, name: str):
+        try:
+            return f.get(name, getlink=True)
+        except (KeyError, RuntimeError, OSError, ValueError):
+            return None
+
+    def read(f, name: str) -> np.ndarray:
+        return _array(
+            f,
+            name,
+            kinds="biuf",
+            expected="a 2-D numeric mask image",
+            max_elements=MAX_PIXELS,
+        )
+
+    with open_h5(path) as f:
+        for name in _HDF_CANDIDATES:
+            if _link(f, name) is not None:  # a dangling link is reported, not skipped
+                return read(f, "/" + name), "/" + name
+        found: list[str] = []
+        f.visititems(
+            lambda n, o: (
+                found.append(n) if isinstance(o, h5py.Dataset) and o.ndim == 2 else None
             )
-            if len(found) == 1:
-                return np.asarray(f[found[0]][()]), "/" + found[0]
-    except OSError as exc:
-        raise XpcsFileError(path, f"cannot open as HDF5 ({exc})") from None
+        )
+        if len(found) == 1:
+            return read(f, "/" + found[0]), "/" + found[0]
     raise XpcsFileError(
         path,
         "no mask dataset found",
@@ -65,7 +76,7 @@ def read_mask(path: str | Path, shape: tuple[int, int] | None = None) -> np.ndar
         raise XpcsFileError(path, "mask file not found")
     if suffix == ".npy":
         try:
-            arr = np.load(path, allow_pickle=False)
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError) as exc:
             raise XpcsFileError(path, f"not a readable .npy array ({exc})") from None
     elif suffix in (".tif", ".tiff"):
@@ -84,6 +95,13 @@ def read_mask(path: str | Path, shape: tuple[int, int] | None = None) -> np.ndar
         raise XpcsFileError(
             path, f"unknown mask format {suffix!r}", expected=".npy, .tif(f) or .hdf"
         )
+    if arr.dtype.kind not in "biuf":
+        raise XpcsFileError(
+            path,
+            f"mask has dtype {arr.dtype}",
+            dataset=dataset,
+            expected="a numeric or boolean image (nonzero = valid pixel)",
+        )
     arr = np.squeeze(arr)
     if arr.ndim != 2:
         raise XpcsFileError(
@@ -96,4 +114,4 @@ def read_mask(path: str | Path, shape: tuple[int, int] | None = None) -> np.ndar
             dataset=dataset,
             expected=f"the detector shape {tuple(shape)}",
         )
-    return arr > 0
+    return np.asarray(arr) > 0

@@ -296,8 +296,10 @@ class XpcsResult:
 
     @property
     def label(self) -> str:
-        """Short display name (file name without ``_results.hdf``)."""
-        name = self.path.name
+        """Short display name (file name without ``_results.hdf``), printable text."""
+        from xpcsviewer.io.errors import display_path
+
+        name = display_path(self.path.name)
         for suffix in ("_results.hdf", "_results.h5", ".hdf", ".h5", ".hdf5", ".nxs"):
             if name.endswith(suffix):
                 return name[: -len(suffix)]

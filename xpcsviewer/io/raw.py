@@ -10,12 +10,14 @@ would leave every touched page of the file in the process's resident memory. Onl
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from xpcsviewer.io._h5 import MAX_PIXELS
 from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = ["RAW_DATASET", "RawFrames", "open_raw"]
@@ -67,20 +69,25 @@ class RawFrames:
             except Exception as exc:  # noqa: BLE001 - any parse error is bad input
                 raise XpcsFileError(self.path, f"not a readable .npy array ({exc})") from None
         else:
-            import h5py
+            from xpcsviewer.io._h5 import _dataset, check_declared, open_h5_file
 
+            self._h5 = open_h5_file(self.path)
             try:
-                self._h5 = h5py.File(self.path, "r")
-            except OSError:
-                raise XpcsFileError(
-                    self.path, "not an HDF5 file (or truncated)", expected="HDF5 or .npy"
-                ) from None
-            if dataset not in self._h5 or not isinstance(self._h5[dataset], h5py.Dataset):
-                self.close()
-                raise XpcsFileError(
-                    self.path, "raw frames not found", dataset, "a (frames, rows, cols) dataset"
+                if self._h5.get(dataset, getlink=True) is None:
+                    raise XpcsFileError(
+                        self.path, "raw frames not found", dataset,
+                        "a (frames, rows, cols) dataset",
+                    )
+                self._data = _dataset(self._h5, dataset, "a (frames, rows, cols) dataset")
+                # A file can declare 1e9 frames and store none: check the chunks
+                # actually written before anything is sized by the frame count.
+                check_declared(
+                    self._data, expected="(frames, rows, cols) raw frames",
+                    max_elements=sys.maxsize,
                 )
-            self._data = self._h5[dataset]
+            except XpcsFileError:
+                self.close()
+                raise
         shape = tuple(self._data.shape)
         dt = np.dtype(self._data.dtype)
         if len(shape) != 3:
@@ -92,6 +99,12 @@ class RawFrames:
             self.close()
             raise XpcsFileError(
                 self.path, f"raw frames have dtype {dt}", self.dataset_path, "integer or float counts"
+            )
+        if shape[1] * shape[2] > MAX_PIXELS:
+            self.close()
+            raise XpcsFileError(
+                self.path, f"raw frames of {shape[1]} x {shape[2]} pixels", self.dataset_path,
+                f"a detector of at most {MAX_PIXELS} pixels",
             )
         self.raw_frames = int(shape[0])
         self.frame_shape = (int(shape[1]), int(shape[2]))
@@ -178,8 +191,16 @@ class RawFrames:
                     return got
             return np.asarray(self._data[a:b : self.stride])
         except Exception as exc:  # noqa: BLE001 - h5py raises many kinds on corrupt data
+            text = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            what = (
+                "compressed with an HDF5 filter that is not available"
+                if any(w in text.lower() for w in ("plugin", "can't open directory",
+                                                   "not registered", "required filter"))
+                else "damaged data"
+            )
             raise XpcsFileError(
-                self.path, f"could not read frames {a}..{b - 1} ({exc})", self.dataset_path
+                self.path, f"{what}: could not read frames {a}..{b - 1} ({text})",
+                self.dataset_path,
             ) from None
 
     def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:

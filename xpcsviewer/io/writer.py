@@ -1,7 +1,7 @@
 """Writers for result files (APS-8IDI NeXus layout) and partition (/qmap) files.
 
-Everything is written atomically: a temporary file in the target folder, then
-``os.replace``, so a reader (or a crash) never sees a half-written file. The
+Everything is written atomically (:func:`xpcsviewer.io.outputs.atomic_path`: a
+temporary file in the target folder, fsynced, then renamed), so a reader (or a crash) never sees a half-written file. The
 layout follows result-file-format.md §12 so that the existing viewers open our
 files: float results as float32, 1-D arrays stay 1-D, arrays over 8192 elements
 lzf-compressed (gzip when lzf is unavailable), c2 maps as upper triangles.
@@ -10,8 +10,6 @@ lzf-compressed (gzip when lzf is unavailable), c2 maps as upper triangles.
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,9 @@ from typing import Any
 import h5py
 import numpy as np
 
+from xpcsviewer.io.errors import display_path
 from xpcsviewer.io.model import QMap, XpcsResult
+from xpcsviewer.io.outputs import atomic_path
 
 __all__ = ["atomic_h5", "write_qmap_file", "write_qmap_group", "write_result"]
 
@@ -37,17 +37,8 @@ def atomic_h5(path: str | Path, overwrite: bool = False) -> Iterator[h5py.File]:
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists (use overwrite=True)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        with h5py.File(tmp, "w") as f:
-            yield f
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        yield f
 
 
 def _compression() -> dict[str, Any]:
@@ -70,14 +61,17 @@ def _put(
     if name in group:
         del group[name]
     if isinstance(value, str):
-        return group.create_dataset(name, data=value, dtype=h5py.string_dtype())
+        return group.create_dataset(
+            name, data=display_path(value), dtype=h5py.string_dtype()
+        )
     arr = np.asarray(value)
     if arr.dtype.kind in "US":
+        # display_path: file names may hold bytes that are not UTF-8
         return group.create_dataset(
             name,
-            data=np.array([str(x) for x in arr.ravel()], dtype=object).reshape(
-                arr.shape
-            ),
+            data=np.array(
+                [display_path(str(x)) for x in arr.ravel()], dtype=object
+            ).reshape(arr.shape),
             dtype=h5py.string_dtype(),
         )
     if arr.dtype.kind == "f" and not keep_dtype:

@@ -47,6 +47,7 @@ from xpcsviewer.compute.averaging import (
     screen_files,
 )
 from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.io.outputs import OutputRefusedError
 
 __all__ = ["AverageOutcome", "AveragePanel", "average_job"]
 
@@ -91,7 +92,7 @@ def average_job(
         return AverageOutcome(
             None, "Unreadable files:\n" + "\n".join(e.one_line() for e in exc.errors)
         )
-    except (IncompatibleFilesError, FileExistsError) as exc:
+    except (IncompatibleFilesError, FileExistsError, OutputRefusedError) as exc:
         return AverageOutcome(None, str(exc))
 
 

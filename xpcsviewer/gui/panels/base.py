@@ -25,13 +25,16 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QSpinBox, QWidget
 
 from xpcsviewer.gui.context import AppContext
 
 __all__ = ["BasePanel", "export_figure_job", "export_table_job"]
 
 logger = logging.getLogger(__name__)
+
+#: Default of the "max files" box of tabs that overlay many files.
+MAX_OVERLAID_FILES = 20
 
 _DATA_ITEM_TYPES = (pg.PlotDataItem, pg.ImageItem, pg.ErrorBarItem, pg.BarGraphItem,
                     pg.ScatterPlotItem)
@@ -157,6 +160,40 @@ class BasePanel(QWidget):
             if self.isVisible():
                 self._refresh_now()
 
+    #: The "max files" box of a tab that overlays files (see :meth:`max_files_box`).
+    max_files = None
+
+    def max_files_box(self, default: int = MAX_OVERLAID_FILES) -> QSpinBox:
+        """A "max files" spin box: the tab overlays (and computes) only the first N targets.
+
+        Work and memory then follow what is shown: 1000 targets overlaid in one
+        plot are 1000 curves nobody can read (and, for the intensity traces,
+        gigabytes). Call once in ``__init__`` and put the box in the controls.
+        """
+        box = QSpinBox(minimum=1, maximum=100_000, value=int(default))
+        box.setToolTip("Overlay at most this many files (the first targets)")
+        box.editingFinished.connect(self._refresh_if_shown)
+        self.max_files = box
+        return box
+
+    def _refresh_if_shown(self) -> None:
+        self._dirty = True
+        if self.isVisible():
+            self._refresh_now()
+
+    def shown_results(self) -> list[Any]:
+        """The targets this tab draws: all, or the first ``max files``."""
+        if self.max_files is None:
+            return list(self.results)
+        return list(self.results[: self.max_files.value()])
+
+    def shown_note(self) -> str:
+        """"; the first N of M files (raise max files)" when targets were left out, else ""."""
+        n = len(self.shown_results())
+        if n >= len(self.results):
+            return ""
+        return f"; the first {n} of {len(self.results)} files (raise max files)"
+
     def current_result(self) -> Any | None:
         """The current target (clamped to the list), or None without targets."""
         if not self.results:
@@ -234,7 +271,7 @@ class BasePanel(QWidget):
             return None
         path = str(path)
         return self.submit(
-            "export-figure", export_figure_job, self.figure_kind, list(self.results),
+            "export-figure", export_figure_job, self.figure_kind, self.shown_results(),
             dict(self.figure_options()), path,
             on_result=self._on_exported, description=f"Exporting {Path(path).name}")
 

@@ -48,7 +48,8 @@ class IntensityPanel(BasePanel):
         self.xaxis.addItems(["time (s)", "frame index"])
         self.fft_log = QCheckBox("log FFT", checked=True)
         for w in (QLabel("moving average"), self.window, QLabel("sampling"), self.sampling,
-                  QLabel("x"), self.xaxis, self.fft_log):
+                  QLabel("x"), self.xaxis, self.fft_log, QLabel("max files"),
+                  self.max_files_box()):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
@@ -90,11 +91,14 @@ class IntensityPanel(BasePanel):
     def refresh(self) -> None:
         if not self.results:
             return
-        self.submit("traces", prepare_intensity, list(self.results), self.window.value(),
+        self.submit("traces", prepare_intensity, self.shown_results(), self.window.value(),
                     self.xaxis.currentIndex() == 0, self.sampling.value(),
                     on_result=self._on_data, description="Intensity-Time")
 
     def _on_data(self, data: dict) -> None:
+        if self.shown_note():
+            self.context.show_status(f"Intensity-Time: {len(data['traces'])} trace(s)"
+                                     f"{self.shown_note()}")
         first = self.data is None or self.data["time_axis"] != data["time_axis"]
         self.data = data
         for p in (self.p_full, self.p_fft, self.p_zoom):

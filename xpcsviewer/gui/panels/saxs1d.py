@@ -87,7 +87,8 @@ class Saxs1DPanel(BasePanel):
         self.bkg_edit.setMinimumWidth(120)
         row1 = [self.logx, self.logy, QLabel("norm"), self.norm_combo, self.phi_check,
                 self.legend_check, QLabel("marker"), self.marker]
-        row2 = [self.qrange_check, self.qmin, self.qmax, QLabel("sampling"), self.sampling]
+        row2 = [self.qrange_check, self.qmin, self.qmax, QLabel("sampling"), self.sampling,
+                QLabel("max files"), self.max_files_box()]
         row3 = [self.bkg_check, self.bkg_edit, self.bkg_browse, QLabel("w"), self.bkg_weight,
                 self.apply_btn, self.export_btn]
         for r, row in enumerate((row1, row2)):
@@ -138,7 +139,7 @@ class Saxs1DPanel(BasePanel):
             self.context.show_status("SAXS-1D: q min must be below q max")
             return
         bkg = self.bkg_edit.text().strip() if self.bkg_check.isChecked() else None
-        self.submit("curves", prepare_saxs1d, list(self.results), opts, bkg or None,
+        self.submit("curves", prepare_saxs1d, self.shown_results(), opts, bkg or None,
                     self.context.load_result, on_result=self._on_curves,
                     description="SAXS-1D")
 
@@ -168,7 +169,7 @@ class Saxs1DPanel(BasePanel):
         self.plot.setLabel("left", normalization_label(norm))
         self.legend.setVisible(self.legend_check.isChecked())
         n = sum(c.kind == "mean" for c in self.curves)
-        self.status.setText(f"{n} file(s); {len(self.curves)} curve(s)")
+        self.status.setText(f"{n} file(s); {len(self.curves)} curve(s){self.shown_note()}")
         self._apply_axes()
         self.sigUpdated.emit()
 

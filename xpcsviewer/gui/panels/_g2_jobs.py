@@ -1,4 +1,4 @@
-"""Worker jobs of the g2 tab (no widgets): curve selection, fits, fit export."""
+"""Worker jobs of the g2 tab (Qt-free: they run in the thread pool)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,121 @@
+"""The fit-parameter table of the g2 tab (value / lower / upper / fix per parameter)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
+
+__all__ = ["FitParamsWidget"]
+
+
+class FitParamsWidget(QTableWidget):
+    """Per-parameter value / lower / upper / fix for the current model.
+
+    A fixed parameter is held at the value shown (not at a bound). Rows the user never
+    edited stay "auto": each curve then gets its own data-driven start and bounds.
+    """
+
+    sigEdited = Signal()
+    """The user changed a cell: ()."""
+
+    HEAD = ("param", "value", "lower", "upper", "fix")
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(0, len(self.HEAD), parent)
+        self.setHorizontalHeaderLabels(list(self.HEAD))
+        self.verticalHeader().setVisible(False)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self._edited: dict[str, set[str]] = {}
+        self._names: list[str] = []
+        self._filling = False
+        self.itemChanged.connect(self._on_item_changed)
+        self.setToolTip(
+            "Unedited rows are per-curve automatic (from the data); a fixed "
+            "parameter is held at the value shown"
+        )
+
+    def set_params(self, rows: dict[str, tuple], keep_edits: bool = True) -> None:
+        """Show ``name -> (value, lower, upper, fixed)``; user-edited cells are kept."""
+        old = self.overrides() if keep_edits else {}
+        self._filling = True
+        self._names = list(rows)
+        self.setRowCount(len(rows))
+        if not keep_edits:
+            self._edited = {}
+        for r, (name, (val, lo, hi, fixed)) in enumerate(rows.items()):
+            o = old.get(name, {})
+            it = QTableWidgetItem(name)
+            it.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            self.setItem(r, 0, it)
+            for c, key, x in ((1, "value", val), (2, "lower", lo), (3, "upper", hi)):
+                self.setItem(r, c, QTableWidgetItem(_fmt(o.get(key, x))))
+            chk = QTableWidgetItem()
+            chk.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
+            chk.setCheckState(
+                Qt.CheckState.Checked
+                if o.get("fixed", fixed)
+                else Qt.CheckState.Unchecked
+            )
+            self.setItem(r, 4, chk)
+        self._filling = False
+
+    def _on_item_changed(self, item: QTableWidgetItem) -> None:
+        if self._filling or item.column() == 0:
+            return
+        name = self._names[item.row()]
+        key = self.HEAD[item.column()] if item.column() < 4 else "fixed"
+        self._edited.setdefault(name, set()).add(key)
+        if key == "fixed":
+            self._edited[name].add("value")
+        self.sigEdited.emit()
+
+    def set_cell(self, name: str, key: str, value: Any) -> None:
+        """Programmatic edit (as a user would): key in value/lower/upper/fixed."""
+        r = self._names.index(name)
+        if key == "fixed":
+            self.item(r, 4).setCheckState(
+                Qt.CheckState.Checked if value else Qt.CheckState.Unchecked
+            )
+        else:
+            self.item(r, self.HEAD.index(key)).setText(_fmt(value))
+
+    def overrides(self) -> dict[str, dict]:
+        """User-set fields per parameter (only edited cells; 'fixed' carries the value)."""
+        out: dict[str, dict] = {}
+        for r, name in enumerate(self._names):
+            keys = self._edited.get(name, set())
+            if not keys:
+                continue
+            d: dict[str, Any] = {}
+            for key in keys:
+                if key == "fixed":
+                    d["fixed"] = self.item(r, 4).checkState() == Qt.CheckState.Checked
+                    continue
+                try:
+                    d[key] = float(self.item(r, self.HEAD.index(key)).text())
+                except ValueError:
+                    raise ValueError(f"{name} {key}: not a number") from None
+            out[name] = d
+        return out
+
+    def reset(self) -> None:
+        """Forget the user's edits (back to automatic per-curve values)."""
+        self._edited = {}
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, bool):
+        return str(x)
+    x = float(x)
+    return f"{x:.4g}" if math.isfinite(x) else "nan"
+
+
+def _pm(v: float, e: float) -> str:
+    if not math.isfinite(v):
+        return "\u2014"
+    if math.isfinite(e) and e > 0:
+        return f"{v:.4g} \u00b1 {e:.2g}"
+    return f"{v:.4g}"

@@ -1,0 +1,111 @@
+"""The fit-results table of the g2 tab: status first, coloured by status.
+
+What a user must read first (status, file, bin, q, tau or its limit, contrast, chi2)
+sits in the first columns; for NUTS the sampler diagnostics (r-hat, ESS, divergences,
+BFMI) follow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
+
+from xpcsviewer.gui.panels._g2_params import _fmt, _pm
+
+__all__ = ["STATUS_COLORS", "FitResultsTable"]
+
+#: Row colours by status (light backgrounds; text is drawn black on them).
+STATUS_COLORS = {
+    "converged": QColor(205, 240, 205),
+    "unresolved": QColor(255, 240, 190),
+    "at_bound": QColor(255, 240, 190),
+    "poor_fit": QColor(255, 215, 170),
+    "no_decay": QColor(225, 225, 225),
+    "failed": QColor(255, 200, 200),
+}
+
+
+class FitResultsTable(QTableWidget):
+    """One row per fitted curve, status first, coloured by status; sortable."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(0, 0, parent)
+        self.verticalHeader().setVisible(False)
+        self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.setToolTip(
+            "converged: a resolved tau; unresolved: a decay but tau not pinned down (a "
+            "limit where the data only bound it); poor_fit: chi2_red > 25 or contrast > 1; "
+            "no_decay: a constant fits as well; at_bound: a parameter on its bound"
+        )
+
+    def show_fits(self, fits: Any) -> None:
+        """Fill from a ``G2Fits`` (None clears)."""
+        self.setSortingEnabled(False)
+        if fits is None:
+            self.setRowCount(0)
+            self.setColumnCount(0)
+            return
+        names = list(fits.param_names)
+        tname = "tau" if "tau" in names else "tau1"
+        others = [n for n in names if n not in (tname, "contrast")]
+        bayes = fits.diagnostics is not None
+        head = ["status", "file", "bin", "q (\u00c5\u207b\u00b9)", f"{tname} (s)", "contrast",
+                "\u03c7\u00b2\u1d63"]
+        head += [f"{n} (s)" if n.startswith("tau") else n for n in others]
+        if bayes:
+            head += ["r\u0302", "ESS", "div.", "BFMI"]
+        head += ["why"]
+        self.setColumnCount(len(head))
+        self.setHorizontalHeaderLabels(head)
+        self.setRowCount(fits.n_curves)
+        tau_v, tau_e = fits.reported(tname)
+        for b in range(fits.n_curves):
+            st = str(fits.status[b])
+            tau_txt = fits.limit_text(b).replace(f"{tname} ", "") or _pm(tau_v[b], tau_e[b])
+            cells: list[tuple[str, float | None]] = [
+                (st, None),
+                (fits.file_labels[b], None),
+                (str(int(fits.columns[b]) + 1), float(fits.columns[b]) + 1),
+                (f"{fits.q[b]:.5f}", float(fits.q[b])),
+                (tau_txt, float(tau_v[b]) if np.isfinite(tau_v[b]) else None),
+                (_pm(fits.params["contrast"][b], fits.errors["contrast"][b]), None),
+                (_fmt(fits.chi2_red[b]), float(fits.chi2_red[b])),
+            ]
+            cells += [(_pm(fits.params[n][b], fits.errors[n][b]), None) for n in others]
+            if bayes:
+                d = fits.diagnostics
+                cells += [
+                    (f"{d['r_hat'][b]:.3f}" if np.isfinite(d["r_hat"][b]) else "\u2014", None),
+                    (f"{d['ess'][b]:.0f}" if np.isfinite(d["ess"][b]) else "\u2014", None),
+                    (f"{d['divergences'][b]:.0f}" if np.isfinite(d["divergences"][b]) else "\u2014",
+                     None),
+                    (f"{d['bfmi'][b]:.2f}" if np.isfinite(d["bfmi"][b]) else "\u2014", None),
+                ]
+            cells.append((str(fits.detail[b]), None))
+            color = STATUS_COLORS.get(st)
+            for c, (text, key) in enumerate(cells):
+                it = QTableWidgetItem(text)
+                if key is not None:
+                    it.setData(Qt.ItemDataRole.UserRole, key)
+                if color is not None and c < 7:
+                    it.setBackground(color)
+                    it.setForeground(QColor(0, 0, 0))
+                if c == len(cells) - 1:
+                    it.setToolTip(text)
+                self.setItem(b, c, it)
+        hdr = self.horizontalHeader()
+        hdr.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        if fits.n_curves <= 50:
+            # Measuring every cell is slow for long tables; then keep the default widths.
+            self.resizeColumnsToContents()
+        # File names are long and alike: show their distinguishing end, full in a tooltip.
+        self.setTextElideMode(Qt.TextElideMode.ElideLeft)
+        self.setColumnWidth(1, min(self.columnWidth(1), 110))
+        for b in range(fits.n_curves):
+            self.item(b, 1).setToolTip(fits.file_labels[b])
+        self.setSortingEnabled(True)
