@@ -293,6 +293,7 @@ def grid_scan(
     # Curves per call: bounded memory (a few chunk x K slabs) and one compiled shape for
     # every call of a job.
     chunk = int(2 ** np.clip(np.floor(np.log2(2e5 / max(1, k_pts))), 3, 10))
+    chunk = min(chunk, int(2 ** np.ceil(np.log2(max(8, n_b)))))  # few curves: small program
     chi2 = np.empty((n_b, k_pts))
     cc = np.empty((n_b, k_pts))
     bb = np.empty((n_b, k_pts))
