@@ -461,10 +461,6 @@ class G2Panel(G2DrawMixin, BasePanel):
         except ValueError as exc:
             self.context.report_error(f"g2 Bayesian fit: {exc}")
             return None
-        # NumPyro (and the JAX modules it pulls in) must be imported on the GUI thread:
-        # a first import of compiled JAX modules in a worker can abort the process.
-        import xpcsviewer.fitting.bayes  # noqa: F401
-
         sampler = {
             "num_warmup": self.warmup.value(),
             "num_samples": self.samples.value(),
