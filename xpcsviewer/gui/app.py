@@ -78,6 +78,11 @@ def run_app(paths: list[str]) -> int:
     """Open the main window on ``paths`` (folders and/or files) and run the event loop."""
     from PySide6.QtWidgets import QApplication
 
+    from xpcsviewer.gui.platform_check import display_problem
+
+    if QApplication.instance() is None and (problem := display_problem()):
+        print(f"xpcsviewer: {problem}", file=sys.stderr)
+        return 2
     quiet_numerical_warnings()
 
     app = QApplication.instance() or QApplication(sys.argv[:1])

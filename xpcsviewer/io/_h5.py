@@ -220,9 +220,26 @@ def open_h5(path: str | os.PathLike) -> Iterator[h5py.File]:
 
 
 # ---------------------------------------------------------------------- looking up
+def _unmangle(s: str) -> str:
+    """Undo UTF-8 text once decoded as cp1252/Latin-1 ("Ã…^2/s" -> "Å^2/s")."""
+    if "\u00c3" not in s and "\u00c2" not in s:
+        return s
+    for enc in ("cp1252", "latin-1"):
+        try:
+            return s.encode(enc).decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            continue
+    return s
+
+
 def _decode(v: Any) -> Any:
     if isinstance(v, bytes):
-        return v.decode("utf-8", errors="replace")
+        try:
+            return _unmangle(v.decode("utf-8"))
+        except UnicodeDecodeError:  # older writers stored Latin-1 bytes ("\xc5" for Å)
+            return v.decode("latin-1")
+    if isinstance(v, str):
+        return _unmangle(v)
     if isinstance(v, np.ndarray):
         if v.dtype.kind in "OS":
             out = np.array([_decode(x) for x in v.ravel()], dtype=object).reshape(
