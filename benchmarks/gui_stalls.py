@@ -88,6 +88,9 @@ class Driver:
         self.win.show()
         self.runner = self.win.context.runner
         self.beat = Heartbeat(10).start()
+        self.sampler = None
+        if os.environ.get("XPCS_STALL_TRACE"):
+            self.sampler = StallSampler(self.beat, float(os.environ["XPCS_STALL_TRACE"]))
         self.settle()
 
     def settle(self, timeout_s: float = 600.0) -> bool:
@@ -115,6 +118,35 @@ class Driver:
         self.settle()
         t1 = time.monotonic()
         return self.beat.max_gap(t0, t1), t1 - t0
+
+
+class StallSampler:
+    """Prints where the GUI thread is while a beat is late (XPCS_STALL_TRACE=seconds)."""
+
+    def __init__(self, beat, late_s: float) -> None:
+        import threading
+
+        self.beat, self.late_s = beat, late_s
+        self.gui_id = threading.get_ident()
+        self.seen: dict[str, int] = {}
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self) -> None:
+        import traceback
+
+        while True:
+            time.sleep(0.02)
+            if not self.beat.beats or time.monotonic() - self.beat.beats[-1] < self.late_s:
+                continue
+            frame = sys._current_frames().get(self.gui_id)
+            if frame is None:
+                continue
+            stack = traceback.extract_stack(frame)[-8:]
+            key = " <- ".join(f"{Path(f.filename).name}:{f.lineno}:{f.name}"
+                              for f in reversed(stack))
+            self.seen[key] = self.seen.get(key, 0) + 1
+            if self.seen[key] in (1, 10, 50):
+                print(f"  [late {self.seen[key]}x] {key}", flush=True)
 
 
 def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None) -> dict:

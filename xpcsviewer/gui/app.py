@@ -88,6 +88,10 @@ def run_app(paths: list[str]) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("XPCS Viewer")
     app.setOrganizationName("xpcsviewer")
+    app.setDesktopFileName("xpcsviewer")  # Wayland/X11 match the window to xpcsviewer.desktop
+    from xpcsviewer.gui.resources import app_icon
+
+    app.setWindowIcon(app_icon())
     configure_pyqtgraph()
     from xpcsviewer.gui.main_window import MainWindow
 

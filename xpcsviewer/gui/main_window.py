@@ -32,6 +32,7 @@ from xpcsviewer.gui.browser import DataBrowser
 from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels import PANELS, load_panel_class
 from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.resources import app_icon, icon_pixmap
 from xpcsviewer.gui.theme import apply_theme
 from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, friendly_message, warmup_enabled
 from xpcsviewer.io.errors import display_path
@@ -144,6 +145,7 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         self._pending_current = 0
         self.recent: list[str] = []
         self.setWindowTitle("XPCS Viewer")
+        self.setWindowIcon(app_icon())
         self.resize(1400, 900)
         self._build_browser()
         self._build_tabs()
@@ -606,14 +608,22 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         self._shortcut_box = box
         return box
 
-    def show_about(self) -> None:
-        """About box."""
+    def show_about(self) -> QMessageBox:
+        """About box (non-modal), with the application icon."""
         from xpcsviewer import __version__
 
-        QMessageBox.about(self, "About XPCS Viewer",
-                          f"XPCS Viewer {__version__}\n\nX-ray photon correlation spectroscopy "
-                          f"results: SAXS, g2 fits, diffusion, two-time maps.\n\n"
-                          f"Backend: {self.backend_label.text()}")
+        box = QMessageBox(self)
+        box.setWindowTitle("About XPCS Viewer")
+        box.setIconPixmap(icon_pixmap(96))
+        box.setText(f"<b>XPCS Viewer {__version__}</b>")
+        box.setInformativeText(
+            "X-ray photon correlation spectroscopy results: SAXS, g2 fits, diffusion, "
+            f"two-time maps.\n\nBackend: {self.backend_label.text()}")
+        box.setStandardButtons(QMessageBox.StandardButton.Close)
+        box.setModal(False)
+        box.show()
+        self._about_box = box
+        return box
 
     # ---------------------------------------------------------------- close
     def shutdown(self, msecs: int = 10000) -> bool:
