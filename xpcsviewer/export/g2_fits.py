@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export.g2_data import G2Block
+from xpcsviewer.export.g2_data import G2Block, g2_tau_grid
 
 __all__ = [
     "STATUS_ORDER",
@@ -82,6 +82,8 @@ class G2Fits:
     dt: np.ndarray
     t_range: tuple[float, float] | None = None
     bands: list = field(default_factory=list)
+    #: (band index, grid) -> (Bf, 3, G); filled in the fit's worker for the drawn grids
+    band_cache: dict = field(default_factory=dict, repr=False, compare=False)
     detail: np.ndarray | None = None
     tau_lower_limit: np.ndarray | None = None
     tau_upper_limit: np.ndarray | None = None
@@ -176,12 +178,16 @@ class G2Fits:
             return None
         rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
         out = np.full((rows.size, 3, np.size(tau_grid)), np.nan)
-        for file_rows, res in self.bands:
+        grid = np.asarray(tau_grid, dtype=np.float64)
+        for j, (file_rows, res) in enumerate(self.bands):
             file_rows = np.asarray(file_rows)
             sel = [k for k, r in enumerate(rows) if r in file_rows]
             if not sel:
                 continue
-            b = res.band(tau_grid)  # (Bf, 3, G)
+            key = (j, grid.size, grid.tobytes())
+            b = self.band_cache.get(key)
+            if b is None:
+                b = self.band_cache[key] = res.band(grid)  # (Bf, 3, G)
             for k in sel:
                 out[k] = b[int(np.flatnonzero(file_rows == rows[k])[0])]
         return out
@@ -439,6 +445,8 @@ def fit_g2_blocks_bayes(
     out = _assemble(blocks, model, "bayes", par, err, status, chi2, t_range, bands)
     out.detail, out.tau_lower_limit, out.tau_upper_limit = detail, lo_lim, hi_lim
     out.diagnostics, out.status_lsq = diag, status_lsq
+    for k, b in enumerate(blocks):  # the bands the g2 tab draws, made here in the worker
+        out.band(np.arange(offsets[k], offsets[k + 1]), g2_tau_grid(b.tau))
     return out
 
 

@@ -257,7 +257,10 @@ class BayesFitResult:
         with np.errstate(all="ignore"):
             curves = evaluate_model(self.model, t[None, None, :], p, aux, np)  # (D, B, G)
         lo_q, hi_q = (1.0 - prob) / 2.0, 1.0 - (1.0 - prob) / 2.0
-        q = np.nanquantile(curves, [lo_q, 0.5, hi_q], axis=0)  # (3, B, G)
+        curves = np.asarray(curves, dtype=np.float64)
+        # np.quantile is vectorised; nanquantile loops in Python over every (bin, delay)
+        quant = np.quantile if np.isfinite(curves).all() else np.nanquantile
+        q = quant(curves, [lo_q, 0.5, hi_q], axis=0)  # (3, B, G)
         return np.moveaxis(q, 0, 1)
 
     def diagnostics(self) -> dict[str, np.ndarray]:

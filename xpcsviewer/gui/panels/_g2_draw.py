@@ -183,8 +183,14 @@ class G2DrawMixin:
 
     # ------------------------------------------------------------------ grid
     def _layout_grid(self, n: int, nc: int, layout: str) -> None:
+        """Put ``n`` pooled plots in an ``nc``-column grid, at once."""
+        for _ in self._layout_grid_steps(n, nc, layout):
+            pass
+
+    def _layout_grid_steps(self, n: int, nc: int, layout: str):
         """Put ``n`` pooled plots in an ``nc``-column grid; only the plots that change
-        place are added or removed (creating and removing plots is what costs)."""
+        place are added or removed (creating and removing plots is what costs).
+        A generator: yields after each plot made or placed."""
         c = self._canvas(layout)
         if (n, nc) == (c.n, c.nc):
             return
@@ -200,15 +206,19 @@ class G2DrawMixin:
             if c.top_legend in ci.items:
                 ci.removeItem(c.top_legend)
             ci.addItem(c.top_legend, row=0, col=0, colspan=max(1, nc))
-        while len(c.views) < n:
-            c.views.append(_PanelView())
+        c.n, c.nc = keep, nc  # c.n grows as plots are placed (a draw may stop midway)
         for k in range(keep, n):
+            if k >= len(c.views):
+                c.views.append(_PanelView())
+                yield
             v = c.views[k]
             if layout != "qbin" and v.legend is None:
                 v.legend = _legend()
                 v.plot.layout.addItem(v.legend, 2, 3)  # right of the data, outside it
             ci.addItem(v.plot, row=top + k // nc, col=k % nc)
-        c.n, c.nc = n, nc
+            c.n = k + 1
+            yield
+        c.n = n
         rows = math.ceil(n / nc) if n else 0
         c.glw.setMinimumHeight(max(300, 230 * rows + (40 if top else 0)))
         # wide enough for every column: the scroll area scrolls sideways too
@@ -232,12 +242,9 @@ class G2DrawMixin:
         specs = specs[: self.max_panels.value()]
         self.panel_specs = specs
         nc = max(1, min(self.ncols.value(), len(specs)))
-        self._layout_grid(len(specs), nc, layout)
-        self._plots = [v.plot for v in self._views[: len(specs)]]
         self.status.setText(self._status_text(len(specs), n_all, note))
-        self._fill_top_legend(layout, labels)
-        self._draw_gen = self._draw_steps(specs, layout)
-        if getattr(self.context.runner, "synchronous", False) or self._run_slice():
+        self._draw_gen = self._grid_then_curves(specs, nc, layout, labels)
+        if self._start_slices():
             return
         # One repaint at the end instead of one per slice (each repaints every panel).
         self.glw.setUpdatesEnabled(False)
@@ -248,6 +255,27 @@ class G2DrawMixin:
         self._draw_done = threading.Event()
         self.submit("draw", wait_for_event_job, self._draw_done, description="g2: drawing")
         QTimer.singleShot(5, self._draw_step)
+
+    def _grid_then_curves(self, specs, nc: int, layout: str, labels: dict[int, str]):
+        # new plots are made a few per slice too: a first visit of a layout kind
+        # creates up to max-panels plot items (~10-20 ms each)
+        yield from self._layout_grid_steps(len(specs), nc, layout)
+        self._plots = [v.plot for v in self._views[: len(specs)]]
+        self._fill_top_legend(layout, labels)
+        yield
+        yield from self._draw_steps(specs, layout)
+
+    def _start_slices(self) -> bool:
+        """Run the first slice (all of it with a synchronous runner); True when done."""
+        if getattr(self.context.runner, "synchronous", False):
+            gen = self._draw_gen
+            for _ in gen:
+                pass
+            if gen is self._draw_gen:
+                self._draw_gen = None
+                self._finish_draw()
+            return True
+        return self._run_slice()
 
     def _status_text(self, n_shown: int, n_all: int, note: str) -> str:
         n_curves = sum(b.n_bins for b in self.blocks)
@@ -416,7 +444,7 @@ class G2DrawMixin:
                 yield
 
         self._draw_gen = steps()
-        if getattr(self.context.runner, "synchronous", False) or self._run_slice():
+        if self._start_slices():
             return
         self.glw.setUpdatesEnabled(False)
         if self._draw_done is not None:

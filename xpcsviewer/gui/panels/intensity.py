@@ -11,11 +11,28 @@ from xpcsviewer.export.saxs_data import intensity_fft, intensity_traces, sample_
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import curve_pen, plain_axes
 
-__all__ = ["IntensityPanel", "prepare_intensity"]
+__all__ = ["IntensityPanel", "prepare_intensity", "zoom_view"]
 
 
 #: Points per curve drawn in the overview and spectrum plots (min/max envelope).
-SCREEN_BINS = 2000
+SCREEN_BINS = 800
+#: Runs per curve in the zoom plot (the data itself when the region holds fewer points).
+ZOOM_BINS = 500
+_EMPTY = np.zeros(0)
+
+
+def zoom_view(x: np.ndarray, y: np.ndarray, a: float, b: float,
+              n_bins: int = ZOOM_BINS) -> tuple[np.ndarray, np.ndarray]:
+    """The points of a sorted trace inside [a, b] (one more each side), as a min/max
+    envelope when there are more than the screen shows."""
+    i0 = max(int(np.searchsorted(x, a, side="left")) - 1, 0)
+    i1 = min(int(np.searchsorted(x, b, side="right")) + 1, x.size)
+    if i1 - i0 <= 2 * n_bins:
+        return x[i0:i1], y[i0:i1]
+    xe, ye = envelope(x[i0 + 1:i1 - 1], y[i0 + 1:i1 - 1], n_bins)
+    # the outer points too, so the curve reaches both edges of the view
+    return (np.concatenate([x[i0:i0 + 1], xe, x[i1 - 1:i1]]),
+            np.concatenate([y[i0:i0 + 1], ye, y[i1 - 1:i1]]))
 
 
 def prepare_intensity(results, window: int, time_axis: bool, sampling: int, progress=None,
@@ -70,8 +87,10 @@ class IntensityPanel(BasePanel):
         for p in (self.p_full, self.p_fft, self.p_zoom):
             plain_axes(p)
             p.showGrid(x=True, y=True, alpha=0.3)
-            p.setDownsampling(auto=True, mode="peak")
-            p.setClipToView(True)
+        self._full_items: list[pg.PlotDataItem] = []
+        self._fft_items: list[pg.PlotDataItem] = []
+        self._zoom_items: list[pg.PlotDataItem] = []
+        self._legend_keys = None
         self.legend = self.p_full.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 200))
         self.p_full.setLabel("left", "I (photons/pixel/frame)")
         self.p_zoom.setLabel("left", "I (photons/pixel/frame)")
@@ -101,6 +120,12 @@ class IntensityPanel(BasePanel):
     def refresh(self) -> None:
         if not self.results:
             return
+        # the curve items are made now, while the worker reads (one paint less to wait for)
+        n = len(self.shown_results())
+        for items, plot in ((self._full_items, self.p_full), (self._fft_items, self.p_fft),
+                            (self._zoom_items, self.p_zoom)):
+            while len(items) < n:
+                items.append(self._new_item(plot))
         self.submit("traces", prepare_intensity, self.shown_results(), self.window.value(),
                     self.xaxis.currentIndex() == 0, self.sampling.value(),
                     on_result=self._on_data, description="Intensity-Time")
@@ -111,26 +136,37 @@ class IntensityPanel(BasePanel):
                                      f"{self.shown_note()}")
         first = self.data is None or self.data["time_axis"] != data["time_axis"]
         self.data = data
-        for p in (self.p_full, self.p_fft, self.p_zoom):
-            p.clear()
-        self.legend.clear()
         xlabel = "time (s)" if data["time_axis"] else "frame index"
         self.p_full.setLabel("bottom", xlabel)
         self.p_zoom.setLabel("bottom", xlabel)
+        n = len(data["traces"])
+        # items are reused (setData): making and adding ~30 plot items costs more
+        # than drawing them
+        full = self._pool(self._full_items, self.p_full, n)
+        fft = self._pool(self._fft_items, self.p_fft, n)
+        zoom = self._pool(self._zoom_items, self.p_zoom, n)
+        keys = tuple((c.index, c.label) for c in data["traces"])
+        if keys != self._legend_keys:
+            self.legend.clear()
+            for item, c in zip(full, data["traces"], strict=True):
+                self.legend.addItem(item, c.label)
+            self._legend_keys = keys
         lo, hi = np.inf, -np.inf
-        for c, (xe, ye), (fe, me) in zip(data["traces"], data["envelopes"],
-                                         data["fft_envelopes"], strict=True):
-            self.p_full.addItem(pg.PlotDataItem(xe, ye, pen=curve_pen(c.index, 1.0),
-                                                name=c.label))
-            # the zoom shows the data itself (clipped to the view, peak-downsampled)
-            self.p_zoom.addItem(pg.PlotDataItem(c.x, c.y, pen=curve_pen(c.index, 1.0)))
+        for k, (c, (xe, ye), (fe, me)) in enumerate(zip(data["traces"], data["envelopes"],
+                                                         data["fft_envelopes"], strict=True)):
+            pen = curve_pen(c.index, 1.0)
+            full[k].setData(xe, ye, pen=pen)
+            zoom[k].setPen(pen)  # its data: _fill_zoom, for the region
             if fe.size > 1:
-                self.p_fft.addItem(pg.PlotDataItem(fe, me, pen=curve_pen(c.index, 1.0)))
+                fft[k].setData(fe, me, pen=pen)
+            else:
+                fft[k].setData(_EMPTY, _EMPTY)
             if c.x.size:
                 lo, hi = min(lo, float(c.x[0])), max(hi, float(c.x[-1]))
         self.p_fft.setLabel("bottom", "frequency (Hz)" if data["time_axis"]
                             else "frequency (1/frame)")
-        self.p_full.addItem(self.region)
+        if self.region.scene() is None:
+            self.p_full.addItem(self.region)
         if np.isfinite(lo) and hi > lo:
             reg = self.region.getRegion()
             if first or not (lo <= reg[0] < reg[1] <= hi):
@@ -147,6 +183,7 @@ class IntensityPanel(BasePanel):
         self._syncing = True
         try:
             a, b = self.region.getRegion()
+            self._fill_zoom(a, b)
             self.p_zoom.setXRange(a, b, padding=0)
         finally:
             self._syncing = False
@@ -157,14 +194,41 @@ class IntensityPanel(BasePanel):
         self._syncing = True
         try:
             self.region.setRegion(rng)
+            self._fill_zoom(*rng)
         finally:
             self._syncing = False
 
+    def _fill_zoom(self, a: float, b: float) -> None:
+        if not self.data:
+            return
+        for item, c in zip(self._zoom_items, self.data["traces"], strict=False):
+            item.setData(*zoom_view(c.x, c.y, a, b))
+
+    @staticmethod
+    def _new_item(plot) -> pg.PlotDataItem:
+        # dense noisy traces: antialiasing costs ~3x the paint time and shows nothing
+        item = pg.PlotDataItem(antialias=False)
+        item.setVisible(False)
+        plot.addItem(item)
+        return item
+
+    @staticmethod
+    def _pool(items: list, plot, n: int) -> list:
+        """``n`` visible curve items of ``plot`` (made once, then reused); the rest hidden."""
+        while len(items) < n:
+            items.append(IntensityPanel._new_item(plot))
+        for k, item in enumerate(items):
+            item.setVisible(k < n)
+        return items[:n]
+
     def clear_plots(self) -> None:
         self.data = None
-        for p in (self.p_full, self.p_fft, self.p_zoom):
-            p.clear()
+        for items in (self._full_items, self._fft_items, self._zoom_items):
+            for item in items:
+                item.setData(_EMPTY, _EMPTY)
+                item.setVisible(False)
         self.legend.clear()
+        self._legend_keys = None
 
     def figure_options(self) -> dict:
         return {"window": self.window.value(), "time_axis": self.xaxis.currentIndex() == 0,
