@@ -154,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--num-partial-g2", type=int, default=0, metavar="P",
         help="also store P cumulative g2 snapshots (g2 stability)",
     )
+    p.add_argument(
+        "--save-g2-pixel", action="store_true",
+        help="also store the per-pixel G2/IP/IF stack in OUT_G2.hdf (linked from OUT.hdf)",
+    )
 
     p = add("qmap", "compute a q x phi partition file")
     p.add_argument("--shape", nargs=2, type=int, metavar=("H", "W"), required=True)

@@ -15,6 +15,7 @@ Semantics follow the standard partition tool (result-file-format.md §4):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
@@ -32,6 +33,7 @@ __all__ = [
     "digitize_values",
     "fold_phi",
     "make_partition",
+    "restrict_partition",
 ]
 
 
@@ -340,6 +342,59 @@ def make_partition(
     )
     if content_hash:
         qm.hash = qm.content_hash()
+    return qm
+
+
+def _recompress(roi: np.ndarray, keep: np.ndarray, mapping: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    # compressed values 1..N of the pixels kept, renumbered over the bins still present
+    r = np.where(keep, np.asarray(roi).astype(np.intp), 0)
+    counts = np.bincount(r.ravel(), minlength=len(mapping) + 1)
+    present = np.flatnonzero(counts[1:]) + 1
+    lut = np.zeros(counts.size, dtype=_uint_dtype(present.size))
+    lut[present] = np.arange(1, present.size + 1)
+    new_map = np.asarray(mapping)[present - 1]
+    return lut[r], _smallest_uint(new_map, int(new_map.max(initial=0)))
+
+
+def restrict_partition(qmap: QMap, keep: np.ndarray) -> QMap:
+    """The same bins over fewer pixels: ``qmap`` with every pixel outside ``keep`` excluded.
+
+    Bin edges, centres and grids stay as they are (so bins keep their q and phi);
+    bins left without pixels are dropped and the rest renumbered 1..N in natural
+    order, with index mappings to match, as the standard tool's compression does.
+
+    Parameters
+    ----------
+    qmap : QMap
+    keep : (H, W) bool
+        Pixels that may stay (e.g. a new mask, or the pixels a file correlated).
+
+    Returns
+    -------
+    QMap
+        A new partition (hash recomputed); ``qmap`` is not changed.
+
+    Raises
+    ------
+    ValueError
+        Shapes differ, or no pixel is left.
+    """
+    keep = np.asarray(keep) > 0
+    if keep.shape != qmap.shape:
+        raise ValueError(f"mask shape {keep.shape} does not match the partition {qmap.shape}")
+    keep = keep & (np.asarray(qmap.mask) > 0)
+    d_roi, d_map = _recompress(qmap.dynamic_roi_map, keep, qmap.dynamic_index_mapping)
+    s_roi, s_map = _recompress(qmap.static_roi_map, keep, qmap.static_index_mapping)
+    keep &= (d_roi > 0) & (s_roi > 0)
+    if not keep.any():
+        raise ValueError("the mask leaves no pixel of the partition")
+    d_roi = np.where(keep, d_roi, 0).astype(d_roi.dtype)
+    s_roi = np.where(keep, s_roi, 0).astype(s_roi.dtype)
+    qm = dataclasses.replace(
+        qmap, dynamic_roi_map=d_roi, static_roi_map=s_roi, mask=keep,
+        dynamic_index_mapping=d_map, static_index_mapping=s_map, hash="")
+    qm.hash = qm.content_hash()
     return qm
 
 
