@@ -47,6 +47,7 @@ SUBCOMMANDS = (
     "info",
     "correlate",
     "qmap",
+    "regroup",
     "fit",
     "export",
     "average",
@@ -173,6 +174,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sp-num", type=int, default=1)
     p.add_argument("-o", "--output", required=True, metavar="QMAP.hdf")
     p.add_argument("--overwrite", action="store_true", help="replace an existing QMAP.hdf")
+
+    p = add("regroup", "re-bin a file's per-pixel G2 stack with another partition or mask")
+    p.add_argument("file", metavar="FILE", help="result file with a per-pixel G2 stack")
+    p.add_argument("--qmap", default=None, metavar="QMAP.hdf",
+                   help="partition file (/qmap or a result's /xpcs/qmap; default: FILE's own)")
+    p.add_argument("--mask", default=None, metavar="MASK.hdf",
+                   help="mask image (hdf, npy or tiff; nonzero = valid pixel)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
 
     p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)")
     p.add_argument("files", nargs="+", metavar="FILE")

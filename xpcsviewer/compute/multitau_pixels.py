@@ -64,8 +64,10 @@ def pixel_terms(xp: Any, hist: Any, first: Any, sumprod: Any, total: Any, count:
     G2, IP, IF : (k, P) float64
     """
     norm = xp.maximum(count - xp.asarray(xs), 1).astype(xp.float64)[:, None]
-    last = xp.cumsum(hist[::-1], axis=0)[xs - 1]
-    firsts = xp.cumsum(first, axis=0)[xs - 1]
+    # one sum per delay (xs is static): no (B, P) temporaries when k is 1
+    b = hist.shape[0]
+    last = xp.stack([hist[b - int(x):].sum(axis=0) for x in xs])
+    firsts = xp.stack([first[: int(x)].sum(axis=0) for x in xs])
     return sumprod / norm, (total[None, :] - last) / norm, (total[None, :] - firsts) / norm
 
 
@@ -188,5 +190,7 @@ def iter_pixel_planes(corr: Any) -> Iterator[tuple[int, np.ndarray]]:
                                     np.asarray([x]))
                 for c in range(3):
                     plane[c, idx] = terms[c][0]
+                del terms  # before the next delay's: memory stays a few frames
             yield row, plane.reshape(3, h, w)
+            del plane
             row += 1

@@ -220,6 +220,25 @@ def _phi_range(
             float(np.max(pf, where=valid, initial=-np.inf)))
 
 
+def _first_fold_centres(phi: np.ndarray, bins: np.ndarray, fallback: np.ndarray,
+                        offset: float, fold: int) -> np.ndarray:
+    """Folded phi bins labelled by the mean azimuth of their pixels in the first fold.
+
+    The standard tool's convention (result-file-format.md §4): the first fold is
+    ``0 <= phi - offset < 360 / n``; the label is the mean of the pixels' own phi
+    there. A bin without pixels in the first fold keeps its folded-axis centre
+    moved into the first fold.
+    """
+    n = len(fallback)
+    p = fold_phi(phi, offset)
+    unit = (p >= 0) & (p < 360.0 / fold) & (bins > 0)
+    ids = np.where(unit, bins, 0).ravel()
+    s = np.bincount(ids, weights=np.asarray(phi, dtype=np.float64).ravel(), minlength=n + 1)
+    c = np.bincount(ids, minlength=n + 1)
+    moved = fold_phi(np.mod(np.asarray(fallback) + 180.0, 360.0 / fold) + offset)
+    return np.where(c[1:] > 0, s[1:] / np.maximum(c[1:], 1), moved)
+
+
 def make_partition(
     q: np.ndarray,
     phi: np.ndarray,
@@ -255,7 +274,9 @@ def make_partition(
         the dynamic count so that static bins nest in dynamic bins.
     q_style : "linear" or "log"
     phi_offset, symmetry_fold :
-        See :func:`fold_phi`.
+        See :func:`fold_phi`. With n > 1 the phi bins hold every n-th sector
+        together and are labelled by the mean azimuth of their pixels in the first
+        fold (``0 <= phi - offset < 360 / n``), as the standard tool does.
     beam_center_x, beam_center_y, detector_distance, pixel_size, energy_kev :
         Geometry recorded in the returned QMap (pixels, metres, keV).
     content_hash : bool
@@ -280,6 +301,8 @@ def make_partition(
             f"mask shape {valid.shape} does not match the detector {q.shape}"
         )
     valid = valid & np.isfinite(q) & np.isfinite(phi)
+    if q_style == "log":
+        valid &= q > 0  # the beam-centre pixel (q = 0) has no place on a log axis
     if not valid.any():
         raise ValueError("the mask leaves no valid pixel")
     for name, n in (
@@ -311,6 +334,10 @@ def make_partition(
 
     bq_s = _digitize_fast(q, q_edges_s, valid, q_style)
     bp_s = valid.astype(np.intp) if one_phi else _digitize_fast(pf, p_edges_s, valid, "linear")
+    if symmetry_fold > 1 and not one_phi:
+        p_cent_s = _first_fold_centres(phi, bp_s, p_cent_s, phi_offset, symmetry_fold)
+        p_cent_d = _first_fold_centres(phi, (bp_s - 1) // rp + 1, p_cent_d, phi_offset,
+                                       symmetry_fold)
     n_s0, n_s1 = len(q_cent_s), len(p_cent_s)
     n_d0, n_d1 = len(q_cent_d), len(p_cent_d)
     s_roi, s_map = _compress(bq_s, bp_s, n_s1)

@@ -31,7 +31,14 @@ from xpcsviewer.compute.partition import check_consistency, restrict_partition
 from xpcsviewer.io.model import Multitau, QMap, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
-__all__ = ["Regrouped", "correlated_pixels", "regroup_file", "regroup_g2", "regrouped_result"]
+__all__ = [
+    "Regrouped",
+    "correlated_pixels",
+    "regroup_file",
+    "regroup_g2",
+    "regrouped_result",
+    "write_regrouped",
+]
 
 PlaneReader = Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
@@ -202,3 +209,15 @@ def regroup_file(
                      qm, correlated_pixels(src.qmap), progress=progress, cancel=cancel)
     img = read_saxs_2d(path)
     return regrouped_result(src, reg, img, "; ".join(notes)), img
+
+
+def write_regrouped(out: str | Path, result: XpcsResult, saxs_2d: np.ndarray,
+                    inputs: list[str | Path], overwrite: bool = False) -> Path:
+    """Write a regrouped result under the one output rule (never an input; no
+    replacing without ``overwrite``), atomically. Returns the written path."""
+    from xpcsviewer.io.outputs import check_output
+    from xpcsviewer.io.writer import write_result
+
+    check_output(out, inputs, overwrite)
+    res = dataclasses.replace(result, path=Path(out))
+    return write_result(out, res, saxs_2d=saxs_2d, overwrite=True)
