@@ -165,3 +165,33 @@ def test_restrict_partition_keeps_bins_and_renumbers():
     assert r.dynamic_roi_map.max() == r.n_dynamic < qm.n_dynamic
     with pytest.raises(ValueError, match="no pixel"):
         restrict_partition(qm, np.zeros(q.shape, bool))
+
+
+def test_written_qmap_file_reads_back(tmp_path):
+    """The partition editor's file (pySimpleMask's /qmap layout) read by our reader."""
+    import h5py
+
+    from xpcsviewer.io import read_qmap
+    from xpcsviewer.io.writer import write_qmap_file
+
+    q, phi = _maps()
+    qm = make_partition(q, phi, q > 0.001, 4, 12, 6, 12, q_style="log", phi_offset=15.0,
+                        symmetry_fold=2, beam_center_x=30.0, beam_center_y=20.0,
+                        detector_distance=5.0, pixel_size=150e-6, energy_kev=10.0)
+    path = write_qmap_file(tmp_path / "q.hdf", qm)
+    back = read_qmap(path)
+    for name in ("dynamic_roi_map", "static_roi_map", "mask", "dynamic_index_mapping",
+                 "static_index_mapping", "dynamic_v_list_dim0", "dynamic_v_list_dim1",
+                 "static_v_list_dim0", "static_v_list_dim1"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(qm, name), err_msg=name)
+    assert back.hash == qm.hash == qm.content_hash()
+    assert back.dynamic_num_pts == (4, 6) and back.energy_kev == 10.0
+    with h5py.File(path, "r") as f:
+        g = f["qmap"]
+        assert set(g) >= {"beam_center_x", "beam_center_y", "pixel_size", "mask", "blemish",
+                          "energy", "detector_distance", "map_names", "map_units",
+                          "source_file", *(f"{k}_{n}" for k in ("dynamic", "static")
+                                            for n in ("num_pts", "roi_map", "v_list_dim0",
+                                                      "v_list_dim1", "index_mapping"))}
+        assert g.attrs["hash"] == qm.hash and g["dynamic_roi_map"].dtype == np.uint8
+        assert g["dynamic_v_list_dim1"].attrs["name"] == "phi"

@@ -136,8 +136,10 @@ def regrouped_result(source: XpcsResult, reg: Regrouped, saxs_2d: np.ndarray,
     """A multi-tau result like ``source`` with the regrouped g2 and partition.
 
     SAXS-1D is the static-bin mean of ``saxs_2d`` with the new partition (as the
-    correlator defines it); time segments, partial g2 and two-time results belong
-    to the old bins and are left out. The config records where it came from.
+    correlator defines it); its time segments cannot be re-binned (the old ones are
+    per old static bin), so the file holds one segment, the whole run (the viewers
+    require the dataset). Partial g2 and two-time results belong to the old bins and
+    are left out. The config records where it came from.
     """
     from xpcsviewer.compute.saxs import static_bin_mean
 
@@ -157,9 +159,10 @@ def regrouped_result(source: XpcsResult, reg: Regrouped, saxs_2d: np.ndarray,
     saxs = static_bin_mean(np.asarray(saxs_2d, dtype=np.float64), qm.static_roi_map,
                            qm.n_static, qm.mask, backend=get_backend("numpy"))
     meta = {k: v for k, v in source.metadata.items() if not k.startswith("xpcs/")}
+    saxs = np.nan_to_num(saxs, nan=0.0)
     return dataclasses.replace(
         source, analysis_type=("Multitau",), layout="nexus", qmap=qm,
-        saxs_1d=np.nan_to_num(saxs, nan=0.0), saxs_1d_segments=None, multitau=mt,
+        saxs_1d=saxs, saxs_1d_segments=saxs[None, :], multitau=mt,
         twotime=None, metadata=meta, warnings=[])
 
 
