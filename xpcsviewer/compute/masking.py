@@ -196,6 +196,7 @@ class MaskHistory:
         self.max_steps = int(max_steps)
         self._undo: list[bytes] = []
         self._redo: list[bytes] = []
+        self.version = 0  # every change counts one: a step computed on an old one is stale
 
     def _pack(self, m: np.ndarray) -> bytes:
         return np.packbits(m, axis=None).tobytes()
@@ -207,10 +208,18 @@ class MaskHistory:
     def _push(self, new: np.ndarray) -> bool:
         if np.array_equal(new, self.current):
             return False
-        self._undo.append(self._pack(self.current))
+        return self.commit(new, self._pack(self.current), self.version)
+
+    def commit(self, new: np.ndarray, packed_current: bytes, version: int) -> bool:
+        """Make ``new`` current, with the current mask already packed (a step made in a
+        worker). Refused (False) when the history changed since ``version``."""
+        if version != self.version:
+            return False
+        self._undo.append(packed_current)
         del self._undo[: -self.max_steps]
         self._redo.clear()
-        self.current = new
+        self.current = np.asarray(new, bool)
+        self.version += 1
         return True
 
     def exclude(self, selected: np.ndarray) -> bool:
@@ -248,6 +257,7 @@ class MaskHistory:
             return False
         self._redo.append(self._pack(self.current))
         self.current = self._unpack(self._undo.pop())
+        self.version += 1
         return True
 
     def redo(self) -> bool:
@@ -256,6 +266,7 @@ class MaskHistory:
             return False
         self._undo.append(self._pack(self.current))
         self.current = self._unpack(self._redo.pop())
+        self.version += 1
         return True
 
     @property

@@ -12,13 +12,22 @@ Pure NumPy; may run off the GUI thread.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from xpcsviewer.compute.qmap import wavelength_angstrom
+from xpcsviewer.compute.qmap import compute_qmap, wavelength_angstrom
 
-__all__ = ["RoiProfile", "SectorRoi", "integrate_roi", "q_at_radius", "roi_pixels"]
+__all__ = [
+    "RoiProfile",
+    "SectorRoi",
+    "integrate_roi",
+    "integrate_rois",
+    "q_at_radius",
+    "roi_pixels",
+]
 
 KINDS = ("wedge", "ring")
 
@@ -177,3 +186,34 @@ def integrate_roi(image: np.ndarray, roi: SectorRoi, q: np.ndarray, phi: np.ndar
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return RoiProfile(roi, 0.5 * (edges[:-1] + edges[1:]), mean, counts.astype(np.int64), edges)
+
+
+@functools.lru_cache(maxsize=2)
+def _qphi(shape: tuple[int, int], energy_kev: float, det_dist_m: float, pixel_size_m: float,
+          bcx: float, bcy: float) -> tuple[np.ndarray, np.ndarray]:
+    # one geometry per file (usually one for a whole folder): kept, read-only
+    q, phi = compute_qmap(shape, energy_kev, det_dist_m, pixel_size_m, bcx, bcy)
+    q.setflags(write=False)
+    phi.setflags(write=False)
+    return q, phi
+
+
+def integrate_rois(image: np.ndarray, rois: Sequence[SectorRoi], qmap,
+                   progress=None, cancel=None) -> list[RoiProfile]:
+    """Profiles of several ROIs on one image, with the geometry and mask of a
+    :class:`~xpcsviewer.io.model.QMap` (worker job; q and phi cached by geometry)."""
+    img = np.asarray(image, dtype=np.float64)
+    if qmap.energy_kev is None:
+        raise ValueError("the file states no X-ray energy: q of the ROIs is unknown")
+    q, phi = _qphi(tuple(img.shape), float(qmap.energy_kev),
+                   float(qmap.detector_distance), float(qmap.pixel_size),
+                   float(qmap.beam_center_x), float(qmap.beam_center_y))
+    out = []
+    for i, roi in enumerate(rois):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        if progress is not None:
+            progress(i, len(rois), "integrating ROIs")
+        out.append(integrate_roi(img, roi, q, phi, qmap.beam_center_x, qmap.beam_center_y,
+                                 qmap.mask))
+    return out
