@@ -77,8 +77,10 @@ TABS = (
     "twotime",
     "g2stability",
     "g2map",
+    "g2pixel",
     "average",
     "qmap",
+    "detector",
     "metadata",
 )
 
