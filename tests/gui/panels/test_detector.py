@@ -270,6 +270,7 @@ def test_regroup_from_the_tab_fixes_the_fit(qtbot, window, demo_files, open_demo
     wait_idle(window)
     gp = window.panels["g2pixel"]
     assert gp.own_radio.isChecked() and gp.use_mask_check.isChecked()
+    gp.regroup_dir = str(tmp_path)  # not the per-user temporary folder
     with qtbot.waitSignal(window.sigTargetsLoaded, timeout=120000):
         QTest.mouseClick(gp.regroup_btn, LEFT)
     wait_idle(window)

@@ -121,7 +121,9 @@ class SectorItem(pg.GraphicsObject):
         self._hover_pen.setCosmetic(True)
         self._hover = False
         self._drag: tuple | None = None
-        self.label = pg.TextItem(roi.name, color=self.color, anchor=(0.5, 0.5))
+        # on a white box: readable over any colour map
+        self.label = pg.TextItem(roi.name, color=self.color, anchor=(0.5, 0.5),
+                                 fill=pg.mkBrush(255, 255, 255, 200))
         self.label.setParentItem(self)
         self.setAcceptHoverEvents(True)
         self.setZValue(20)

@@ -29,11 +29,20 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.compute.roi import SectorRoi, integrate_rois
 from xpcsviewer.gui.panels._drawing import SectorItem
-from xpcsviewer.gui.widgets import curve_color
 
-__all__ = ["RoiSet", "SectorRoiCurves", "SectorRoiTools"]
+__all__ = ["RoiSet", "SectorRoiCurves", "SectorRoiTools", "roi_color"]
 
 SHARED_KEY = "saxs_rois"
+
+#: ROI colours, apart from the file curves' (Okabe-Ito orange, vermillion, purple, black)
+_ROI_COLOURS = ("#E69F00", "#D55E00", "#CC79A7", "#000000", "#56B4E9")
+
+
+def roi_color(name: str):
+    """Colour of ROI ``name`` ("W1", "R2", ...): the same on SAXS-2D and SAXS-1D."""
+    digits = "".join(ch for ch in str(name) if ch.isdigit())
+    i = int(digits) - 1 if digits else 0
+    return pg.mkColor(_ROI_COLOURS[i % len(_ROI_COLOURS)])
 
 
 @dataclass(frozen=True)
@@ -118,7 +127,7 @@ class SectorRoiTools(QObject):
                 r0 = (0.15 + 0.12 * n) * reach
                 roi = SectorRoi("ring", r0, r0 + 0.08 * reach, -180.0, 360.0,
                                 self.bins.value(), f"R{self._count}")
-        item = SectorItem(roi, centre, curve_color(self._count + 1))
+        item = SectorItem(roi, centre, roi_color(roi.name))
         item.sigChanged.connect(lambda _it: self._timer.start())
         self.panel.plot.addItem(item)
         self.items.append(item)
@@ -257,14 +266,15 @@ class SectorRoiCurves(QObject):
         self.phi_plot.clear()
         profiles = [] if roi_set is None else roi_set.profiles
         rings = 0
-        for k, p in enumerate(profiles):
+        for p in profiles:
             ok = np.isfinite(p.intensity) & (p.counts > 0)
-            pen = pg.mkPen(curve_color(k + 2), width=2, style=Qt.PenStyle.DashLine)
+            colour = roi_color(p.roi.name)
+            pen = pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine)
             name = f"{p.roi.label} [{roi_set.source}]"
             if p.roi.kind == "wedge":
                 ok &= p.intensity > 0  # the SAXS-1D plot is often log-log
                 item = pg.PlotDataItem(p.x[ok], p.intensity[ok], pen=pen, name=name,
-                                       symbol="t", symbolSize=5, symbolBrush=curve_color(k + 2),
+                                       symbol="t", symbolSize=6, symbolBrush=colour,
                                        symbolPen=None)
                 plot.addItem(item)
                 self.items.append(item)

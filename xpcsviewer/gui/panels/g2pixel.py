@@ -71,6 +71,8 @@ class G2PixelPanel(BasePanel):
         super().__init__(context, parent)
         self.plane: dict | None = None
         self.regrouped: dict | None = None
+        #: folder of regrouped files (None: a per-user temporary folder)
+        self.regroup_dir: str | None = None
         self._last_shape: tuple | None = None
         self._n_delays = 0
         lay = QVBoxLayout(self)
@@ -164,7 +166,7 @@ class G2PixelPanel(BasePanel):
         g.addWidget(self.regroup_btn, 1, 3)
         g.addWidget(self.save_btn, 1, 5)
         g.setColumnStretch(3, 1)
-        self.regroup_btn.clicked.connect(self.regroup)
+        self.regroup_btn.clicked.connect(lambda: self.regroup())
         self.save_btn.clicked.connect(self._on_save_as)
         return box
 
@@ -247,6 +249,10 @@ class G2PixelPanel(BasePanel):
         self._apply_levels()
         self.image_view.setColorMap(colormap(self.cmap_combo.currentText()))
         self._show_mask()
+        if not plane["has_data"].any():
+            self.status.setText("No pixel has data at this delay (beyond the measured range)")
+        elif self.status.text().startswith("No pixel"):
+            self.status.setText(" ")
         self.sigUpdated.emit()
 
     def _apply_levels(self) -> None:
@@ -301,6 +307,7 @@ class G2PixelPanel(BasePanel):
         res = self.current_result()
         if res is None:
             return None
+        out_dir = out_dir or self.regroup_dir
         mask = self._detector_mask() if self.use_mask_check.isChecked() else None
         dm = self.context.shared.get(MASK_KEY)
         if mask is not None and dm is not None and dm.n_masked == 0:
