@@ -69,7 +69,10 @@ def _count_device_to_host(nbytes: int) -> None:
 def is_jax_array(x: Any) -> bool:
     """True for a concrete ``jax.Array`` (without importing JAX if it is not loaded)."""
     jax = sys.modules.get("jax")
-    return jax is not None and isinstance(x, jax.Array)
+    # While another thread is still importing JAX the module is half initialised (no
+    # ``Array`` yet); no JAX array can exist before that import has finished.
+    array_type = getattr(jax, "Array", None) if jax is not None else None
+    return array_type is not None and isinstance(x, array_type)
 
 
 def ensure_numpy(x: Any, dtype: Any = None) -> np.ndarray:

@@ -14,8 +14,12 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "Q_TOL",
     "DiffusionPoints",
     "G2Block",
+    "G2Panel",
+    "bins_in_range",
+    "g2_panels",
     "G2Fits",
     "apply_overrides",
     "c2_time_axis",
@@ -100,6 +104,7 @@ def g2_blocks(
     tmax: float | None = None,
     max_bins: int | None = None,
     exclude_suspect: bool = True,
+    bin_offset: int = 0,
 ) -> list[G2Block]:
     """Select the g2 curves of every multitau file in a q range and a t range.
 
@@ -112,7 +117,9 @@ def g2_blocks(
     tmin, tmax : float, optional
         Delay range (s, inclusive); swapped if inverted.
     max_bins : int, optional
-        Keep at most this many bins per file (the first ones in q order).
+        Keep at most this many bins per file (in q order, from ``bin_offset``).
+    bin_offset : int
+        Skip this many of each file's bins in range first (paging through bins).
     exclude_suspect : bool
         Mark the points whose stated error is implausibly small as ``excluded`` from
         fits (the default; they are still drawn).
@@ -135,6 +142,7 @@ def g2_blocks(
         cols = np.asarray(qm.qbins_in_range(qmin, qmax), dtype=np.int64)
         g2 = np.asarray(ensure_numpy(mt.g2), dtype=np.float64)
         cols = cols[cols < g2.shape[1]]
+        cols = cols[max(0, int(bin_offset)):]
         if max_bins is not None:
             cols = cols[: int(max_bins)]
         if cols.size == 0:
@@ -175,6 +183,118 @@ def g2_blocks(
             )
         )
     return out
+
+
+def bins_in_range(results: list, qmin: float | None = None, qmax: float | None = None) -> int:
+    """Most bins any multitau file has in the q range (what paging runs over)."""
+    qmin, qmax = _ordered(qmin, qmax)
+    n = 0
+    for res in results:
+        mt = getattr(res, "multitau", None)
+        if mt is None:
+            continue
+        cols = np.asarray(res.qmap.qbins_in_range(qmin, qmax))
+        n = max(n, int((cols < mt.g2.shape[1]).sum()))
+    return n
+
+
+#: Bins of different files share a q panel when their q agree within this fraction
+#: (and their phi within PHI_TOL_DEG); closer bins of one file never share a panel.
+Q_TOL = 0.02
+PHI_TOL_DEG = 1.0
+
+
+@dataclass(frozen=True)
+class G2Panel:
+    """One panel of the g2 view: its title and its curves.
+
+    Attributes
+    ----------
+    title : str
+    members : list of (block index, column j)
+    labels : list of str
+        Each curve's legend text (its file, bin or both; its own q where the panel's
+        bins differ in q).
+    mixed_q : bool
+        The members' q values differ (within the tolerance).
+    """
+
+    title: str
+    members: list[tuple[int, int]]
+    labels: list[str]
+    mixed_q: bool = False
+
+
+def _q_text(q: float, phi: float | None = None) -> str:
+    t = f"q={q:.5g} \u00c5\u207b\u00b9"
+    return t if phi is None else f"{t}, \u03c6={phi:.3g}\u00b0"
+
+
+def g2_panels(
+    blocks: list[G2Block], layout: str = "qbin", labels: dict[int, str] | None = None,
+    q_tol: float = Q_TOL,
+) -> tuple[list[G2Panel], str]:
+    """The panels of the g2 view, grouped so that one title never covers two q values.
+
+    ``qbin``: one panel per q (and phi): bins of different files are grouped by their
+    q value within ``q_tol`` (relative) and phi within :data:`PHI_TOL_DEG`, not by bin
+    number (files with different partitions would put different q under one title);
+    where a panel's members differ in q, each curve is labelled with its own q.
+    ``file``: one panel per file. ``combined``: one panel.
+
+    Parameters
+    ----------
+    labels : dict file_index -> str, optional
+        Short file labels (default: each block's label).
+
+    Returns
+    -------
+    (panels, note)
+        ``note`` says when the files have different partitions ("" otherwise).
+    """
+    def name(b: G2Block) -> str:
+        return (labels or {}).get(b.file_index, b.label)
+
+    if layout == "file":
+        return [G2Panel(name(b), [(k, j) for j in range(b.n_bins)],
+                        [b.bin_labels[j] for j in range(b.n_bins)])
+                for k, b in enumerate(blocks)], ""
+    if layout == "combined":
+        mem = [(k, j) for k, b in enumerate(blocks) for j in range(b.n_bins)]
+        return [G2Panel("all files", mem,
+                        [f"{name(blocks[k])} {blocks[k].bin_labels[j]}" for k, j in mem])], ""
+    if layout != "qbin":
+        raise ValueError(f"layout must be 'qbin', 'file' or 'combined', got {layout!r}")
+    items = sorted(
+        ((float(b.phi[j]), float(b.q[j]), k, j) for k, b in enumerate(blocks)
+         for j in range(b.n_bins)),
+        key=lambda it: (round(it[0] / PHI_TOL_DEG), it[1]),
+    )
+    groups: list[list[tuple[float, float, int, int]]] = []
+    for it in items:
+        g = groups[-1] if groups else None
+        if (g is not None and abs(it[0] - g[0][0]) <= PHI_TOL_DEG
+                and it[1] <= g[0][1] * (1.0 + q_tol) and all(m[2] != it[2] for m in g)):
+            g.append(it)
+        else:
+            groups.append([it])
+    many_phi = len({round(it[0] / PHI_TOL_DEG) for it in items}) > 1
+    panels = []
+    mixed_any = False
+    for g in groups:
+        qs = np.array([m[1] for m in g])
+        mixed = bool(qs.max() > qs.min() * (1.0 + 1e-6))
+        mixed_any |= mixed
+        phi = g[0][0] if many_phi else None
+        title = ("q\u2248" + _q_text(float(np.mean(qs)), phi)[2:]) if mixed else _q_text(qs[0], phi)
+        lab = [name(blocks[m[2]]) + (f" ({_q_text(m[1])})" if mixed else "") for m in g]
+        panels.append(G2Panel(title, [(m[2], m[3]) for m in g], lab, mixed))
+    parts = {tuple(np.round(b.q, 9)) for b in blocks}
+    note = ""
+    if len(parts) > 1:
+        note = (f"the files have different q partitions: a panel holds the bins within "
+                f"{100 * q_tol:g} % in q" + ("; curves show their own q" if mixed_any else ""))
+    return panels, note
 
 
 def g2_points(block: G2Block, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

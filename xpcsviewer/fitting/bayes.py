@@ -452,7 +452,7 @@ def fit_g2_bayes(
         method = "parallel" if (chain_method == "parallel" or (
             chain_method == "auto" and num_chains > 1 and jax.local_device_count() >= num_chains
         )) else "vectorized"
-        draws, diverging, energies, steps = _run_per_bin(
+        draws, diverging, energies, steps = _run_per_bin_chunks(
             t_safe, y, sigma, mask, model, lower_j, upper_j, fixed, aux_j, unit_stretch,
             init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
             target_accept_prob, max_tree_depth, progress, cancel,
@@ -604,6 +604,66 @@ class _Example:
         return isinstance(other, _Example) and other.key == self.key
 
 
+#: Bins sampled together by the per-bin kernel. Every file's bins go through programs
+#: of this one lane count (and delays padded to a power of two), so a session compiles
+#: the sampler once (the GUI does that at start-up) instead of once per bin count.
+BIN_CHUNK = 8
+
+
+def _pad_axis(a: Any, n: int, axis: int, value: float) -> Any:
+    pad = n - a.shape[axis]
+    if pad <= 0:
+        return a
+    widths = [(0, 0)] * a.ndim
+    widths[axis] = (0, pad)
+    return np.pad(np.asarray(a), widths, constant_values=value)
+
+
+def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
+                        init_values, num_warmup, per_block, n_blocks, num_chains, method,
+                        seed, target_accept_prob, max_tree_depth, progress, cancel):
+    """:func:`_run_per_bin` over chunks of :data:`BIN_CHUNK` bins with delays padded to
+    a power of two (masked points add nothing to the likelihood)."""
+    from xpcsviewer.fitting.lsq import bucket_delays
+
+    n_b, n_t = y.shape
+    t_pad = bucket_delays(n_t)
+    t = _pad_axis(np.asarray(t), t_pad, 0, 1.0)
+    y = _pad_axis(y, t_pad, 1, 0.0)
+    sigma = _pad_axis(sigma, t_pad, 1, 1.0)
+    mask = _pad_axis(mask, t_pad, 1, False)
+    if aux is not None:
+        aux = (jnp.asarray(_pad_axis(np.asarray(aux[0]), t_pad, 0, 1.0)), aux[1])
+    n_chunks = math.ceil(n_b / BIN_CHUNK)
+    parts = []
+    for k in range(n_chunks):
+        real = np.arange(k * BIN_CHUNK, min(n_b, (k + 1) * BIN_CHUNK))
+        idx = np.concatenate([real, np.full(BIN_CHUNK - real.size, real[0])])
+
+        def sub(d: dict) -> dict:
+            return {n: jnp.asarray(np.asarray(v)[idx]) for n, v in d.items()}
+
+        def chunk_progress(done, total, msg="", _k=k):
+            if progress is not None:
+                head = f"bins {_k * BIN_CHUNK + 1}-{min(n_b, (_k + 1) * BIN_CHUNK)}: " \
+                    if n_chunks > 1 else ""
+                progress(_k * total + done, n_chunks * total, head + msg)
+
+        out = _run_per_bin(
+            t, y[idx], sigma[idx], mask[idx], model, sub(lower), sub(upper), sub(fixed),
+            aux, unit_stretch, sub(init_values), num_warmup, per_block, n_blocks,
+            num_chains, method, int(seed) + 7919 * k, target_accept_prob, max_tree_depth,
+            chunk_progress if progress is not None else None, cancel,
+        )
+        draws, div, energy, steps = out
+        m = real.size
+        parts.append(({n: v[..., :m] for n, v in draws.items()}, div[..., :m],
+                      energy[..., :m], steps[..., :m] if np.ndim(steps) >= 3 else steps))
+    draws = {n: np.concatenate([p[0][n] for p in parts], axis=-1) for n in parts[0][0]}
+    cat = (lambda i: np.concatenate([p[i] for p in parts], axis=-1))  # noqa: E731
+    return draws, cat(1), cat(2), cat(3)
+
+
 def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
                  init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
                  target_accept_prob, max_tree_depth, progress, cancel):
@@ -632,10 +692,15 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
         (tuple(sorted(init_b)), tuple(sorted(fixed)), n_t),
         (first, {k: v[0] for k, v in init_b.items()}),
     )
+    misses = _per_bin_programs.cache_info().misses
     init, run_block, post, unconstrain = _per_bin_programs(
         model, unit_stretch, has_aux, int(num_warmup), float(target_accept_prob),
         int(max_tree_depth), method, int(num_chains), example,
     )
+    if _per_bin_programs.cache_info().misses > misses:
+        # new programs compile at their first call (tens of seconds without the
+        # persistent cache): say so, or a user sees a stuck bar
+        report(progress, cancel, 0, 1, "compiling the sampler (first run only)\u2026")
     z0 = unconstrain(bin_args, init_b)
     keys = jax.random.split(jax.random.PRNGKey(int(seed)), num_chains * n_b).reshape(
         num_chains, n_b, 2

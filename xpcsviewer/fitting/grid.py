@@ -32,6 +32,8 @@ __all__ = ["GridProfile", "grid_points", "grid_scan"]
 N_TAU_1D = 48
 N_TAU_STRETCHED, N_STRETCH = 48, 9
 N_TAU_DOUBLE, N_FRACTION = 24, 5
+#: Curves per compiled call of the grid kernel (JAX).
+GRID_ROWS = 256
 #: A further LM start only from a local minimum of the tau profile this close (chi^2
 #: scaled by the misfit) to the best grid point.
 START_DCHI2 = 25.0
@@ -290,9 +292,9 @@ def grid_scan(
         model is G2Model.SINGLE and fixed[col["stretch"]] and np.all(value[:, col["stretch"]] == 1.0)
     )
     kernel = _kernel_cached(be.name, model, unit_stretch)
-    # Curves per call: bounded memory (a few chunk x K slabs) and one compiled shape for
-    # every call of a job.
-    chunk = int(2 ** np.clip(np.floor(np.log2(2e5 / max(1, k_pts))), 3, 10))
+    # Curves per call: bounded memory (a few chunk x K slabs) and one compiled program
+    # whatever the number of curves (the GUI compiles it at start-up).
+    chunk = GRID_ROWS if be.name == "jax" else n_b
     chi2 = np.empty((n_b, k_pts))
     cc = np.empty((n_b, k_pts))
     bb = np.empty((n_b, k_pts))

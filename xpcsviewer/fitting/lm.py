@@ -23,6 +23,9 @@ from xpcsviewer.progress import CancelToken
 
 __all__ = ["CODE_CONVERGED", "CODE_MAX_ITER", "CODE_RUNNING", "lm_solve_batch"]
 
+#: Curves per compiled call of the LM kernel (JAX).
+LM_ROWS = 256
+
 # Kernel codes (inside jit)
 CODE_RUNNING, CODE_CONVERGED, CODE_MAX_ITER = 0, 1, 2
 _CODE_RUNNING, _CODE_CONVERGED, _CODE_MAX_ITER = CODE_RUNNING, CODE_CONVERGED, CODE_MAX_ITER
@@ -188,10 +191,8 @@ def _make_solver(
 
     batched = backend.vmap(solve_one, in_axes=(0, 0, 0, 0, 0, 0, 0, None, 0, 0, 0, 0, None))
 
-    def chunk(t, y, w, mask, lo, hi, aux_m, aux_dt, free, idx, x, lam, it, it_stop):
-        # Gather the rows of this chunk inside the compiled program (no eager gathers).
-        g = [a[idx] for a in (t, y, w, mask)]
-        return batched(*g, x, lo[idx], hi[idx], free, aux_m[idx], aux_dt[idx], lam, it, it_stop)
+    def chunk(t, y, w, mask, lo, hi, aux_m, aux_dt, free, x, lam, it, it_stop):
+        return batched(t, y, w, mask, x, lo, hi, free, aux_m, aux_dt, lam, it, it_stop)
 
     return backend.jit(chunk)
 
@@ -203,15 +204,6 @@ def _solver_cached(
     from xpcsviewer.backends import get_backend
 
     return _make_solver(get_backend(backend_name), model, n_par, max_iter, unit_stretch)
-
-
-def _bucket(n: int) -> int:
-    # Pad batch sizes to powers of two (at least 8) so the jit cache is reused across
-    # files and chunks.
-    b = 8
-    while b < n:
-        b *= 2
-    return b
 
 
 def lm_solve_batch(
@@ -259,24 +251,16 @@ def lm_solve_batch(
         model in (G2Model.SINGLE, G2Model.STRETCHED) and not free[2] and np.all(x0[:, 2] == 1.0)
     )
     solver = _solver_cached(be.name, model, n_par, int(max_iter), unit_stretch)
-    # Inputs cross to the device once; chunks gather their rows there.
-    data = [
-        be.asarray(np.broadcast_to(np.asarray(t, np.float64), (n_b, n_t)), device=dev),
-        be.asarray(np.asarray(y, np.float64), device=dev),
-        be.asarray(1.0 / np.asarray(sigma, np.float64), device=dev),
-        be.asarray(np.asarray(mask, bool), device=dev),
-        be.asarray(np.asarray(lo, np.float64), device=dev),
-        be.asarray(np.asarray(hi, np.float64), device=dev),
-        be.asarray(aux_m, device=dev),
-        be.asarray(aux_dt, device=dev),
-        be.asarray(np.asarray(free, bool), device=dev),
-    ]
-    # A vmapped while-loop runs until its slowest lane stops, and a few curves need
-    # several times the median iteration count: iterate in chunks and carry on with
-    # the unfinished curves only (re-bucketed), so most of the batch stops early.
-    # Two calls at most (each new batch shape compiles once): 10 iterations for all,
-    # then the rest for the unfinished curves only.
-    chunk = 10 if be.name == "jax" else int(max_iter)
+    t_all = np.broadcast_to(np.asarray(t, np.float64), (n_b, n_t))
+    w_all = 1.0 / np.asarray(sigma, np.float64)
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    free_dev = be.asarray(np.asarray(free, bool), device=dev)
+    # Fixed-size chunks of curves: one compiled program whatever the number of curves
+    # (the GUI compiles it once at start-up), and a vmapped while-loop that waits for
+    # its slowest lane only within a chunk. First 10 iterations for every curve, then
+    # the rest for the unfinished ones.
+    rows_per_call = LM_ROWS if be.name == "jax" else n_b
+    first_pass = 10 if be.name == "jax" else int(max_iter)
     x_cur = np.asarray(x0, np.float64).copy()
     lam = np.full(n_b, 1e-3)
     it = np.zeros(n_b, np.int64)
@@ -284,21 +268,25 @@ def lm_solve_batch(
     cost = np.full(n_b, np.nan)
     jac = np.full((n_b, n_t, n_par), np.nan)
     active = np.arange(n_b)
-    it_stop = 0
-    while active.size:
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        it_stop = chunk if it_stop == 0 else int(max_iter)
-        nb_pad = _bucket(active.size) if be.name == "jax" else active.size
-        idx = np.concatenate([active, np.full(nb_pad - active.size, active[0])])
-        out = solver(
-            *data, be.asarray(idx, device=dev), be.asarray(x_cur[idx], device=dev),
-            be.asarray(lam[idx], device=dev), be.asarray(it[idx], device=dev),
-            np.int64(it_stop),
-        )
-        out = be.block_until_ready(out)
-        xs, cs, js, ls, its, codes = (be.to_numpy(o)[: active.size] for o in out)
-        x_cur[active], cost[active], jac[active] = xs, cs, js
-        lam[active], it[active], code[active] = ls, its, codes
-        active = active[codes == _CODE_RUNNING]
+    for it_stop in (first_pass, int(max_iter)):
+        for s in range(0, active.size, max(1, rows_per_call)):
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            rows = active[s:s + rows_per_call]
+            idx = np.concatenate([rows, np.full(max(0, rows_per_call - rows.size), rows[0])]) \
+                if be.name == "jax" else rows
+            args = [t_all[idx], y[idx], w_all[idx], mask[idx], lo[idx], hi[idx],
+                    aux_m[idx], aux_dt[idx]]
+            out = solver(
+                *(be.asarray(a, device=dev) for a in args), free_dev,
+                be.asarray(x_cur[idx], device=dev), be.asarray(lam[idx], device=dev),
+                be.asarray(it[idx], device=dev), np.int64(it_stop),
+            )
+            out = be.block_until_ready(out)
+            xs, cs, js, ls, its, codes = (be.to_numpy(o)[: rows.size] for o in out)
+            x_cur[rows], cost[rows], jac[rows] = xs, cs, js
+            lam[rows], it[rows], code[rows] = ls, its, codes
+        active = active[code[active] == _CODE_RUNNING]
+        if not active.size:
+            break
     return x_cur, cost, jac, it, code

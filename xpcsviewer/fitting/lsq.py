@@ -220,6 +220,14 @@ class G2FitResult:
         }
 
 
+def bucket_delays(n_t: int) -> int:
+    """Delays per curve after padding: a power of two, at least 32."""
+    b = 32
+    while b < n_t:
+        b *= 2
+    return b
+
+
 def usable_errors(g2_err: Any, valid: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weights and the points they allow, (B, T).
 
@@ -373,6 +381,17 @@ def fit_g2(
             np.broadcast_to(np.asarray(aux[0], np.float64), (n_b, n_t)),
             np.broadcast_to(np.asarray(aux[1], np.float64), (n_b,)),
         )
+    if be.name == "jax":
+        # Delays padded to a power of two (masked): files with 38 or 61 delays share
+        # one compiled program, which the GUI compiles once at start-up.
+        pad = bucket_delays(n_t) - n_t
+        if pad:
+            y, sigma, tau = (np.pad(a, ((0, 0), (0, pad)), constant_values=c)
+                             for a, c in ((y, 0.0), (sigma, 1.0), (tau, 1.0)))
+            t_safe = np.pad(t_safe, ((0, 0), (0, pad)), constant_values=1.0)
+            mask = np.pad(mask, ((0, 0), (0, pad)), constant_values=False)
+            if aux_b is not None:
+                aux_b = (np.pad(aux_b[0], ((0, 0), (0, pad)), constant_values=1.0), aux_b[1])
     n_points = mask.sum(axis=1)
     n_free = int(free.sum())
     has_fit = n_points > n_free

@@ -22,6 +22,16 @@ def configure_pyqtgraph() -> None:
 
     pg.setConfigOptions(imageAxisOrder="row-major", antialias=True, background="w",
                         foreground="k")
+    # Every histogram's colour-map menu lists matplotlib's "other" maps when it is
+    # built, importing matplotlib's colour maps on the GUI thread (~1 s of the
+    # start-up). The app has its own colour-map box; skip that one submenu.
+    try:
+        from pyqtgraph.widgets import ColorMapMenu as _cmm
+
+        if callable(getattr(_cmm, "find_mpl_leftovers", None)):
+            _cmm.find_mpl_leftovers = lambda: []
+    except ImportError:
+        pass
     _configured = True
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
-from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, preload_backend
+from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, preload_backend, warmup_enabled
 
 __all__ = ["AppContext", "ResultCache", "SharedArrays"]
 
@@ -127,8 +127,9 @@ class AppContext(QObject):
     ----------
     runner : TaskRunner, optional
         Defaults to a new asynchronous runner; tests pass ``TaskRunner(synchronous=True)``.
-    preload : bool
-        Import the array backend now, on the GUI thread (see ``preload_backend``).
+    preload : bool, optional
+        Import the array backend now, on the GUI thread (see ``preload_backend``);
+        default: unless the start-up warm-up does it in a worker.
     cache_size : int
         How many opened result files to keep.
     """
@@ -150,9 +151,12 @@ class AppContext(QObject):
     """An exception raised in another thread, queued to the GUI thread: (BaseException)."""
 
     def __init__(self, runner: TaskRunner | None = None, cache_size: int = 16,
-                 parent: QObject | None = None, preload: bool = True) -> None:
+                 parent: QObject | None = None, preload: bool | None = None) -> None:
         super().__init__(parent)
-        # JAX is first imported here, on the GUI thread, never half-way in a worker.
+        # With the start-up warm-up JAX loads in a worker (the window shows ~1 s
+        # sooner); otherwise it is imported here, on the GUI thread.
+        if preload is None:
+            preload = not warmup_enabled()
         self.backend_line = preload_backend() if preload else ""
         self.runner = runner if runner is not None else TaskRunner(self)
         self.runner.sigError.connect(self.report_error)

@@ -33,10 +33,10 @@ from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels import PANELS, load_panel_class
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.theme import apply_theme
-from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, friendly_message
+from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, friendly_message, warmup_enabled
 from xpcsviewer.io.errors import display_path
 
-__all__ = ["MainWindow", "UnavailablePanel", "load_targets"]
+__all__ = ["MainWindow", "UnavailablePanel", "load_targets", "warmup_enabled"]
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +155,14 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         self.context.runner.sigBusyChanged.connect(self._on_busy_changed)
         self.context.runner.sigProgress.connect(self._on_progress)
         self.update_tab_states()
-        self._describe_backend()
+        self.warmup_done = False
+        if warmup_enabled():
+            # JAX, NumPyro and the default fit programs load in a worker: the window
+            # shows at once and the first fit does not compile.
+            self.backend_label.setText("JAX: starting\u2026")
+            QTimer.singleShot(0, self._start_warmup)
+        else:
+            self._describe_backend()
         if restore_session:
             self.restore_session()
 
@@ -530,6 +537,19 @@ class MainWindow(WindowSessionMixin, QMainWindow):
             self.context.show_status("Cancelled")
 
     # -------------------------------------------------------------- backend
+    def _start_warmup(self) -> None:
+        from xpcsviewer.fitting.warmup import precompile
+
+        self.context.runner.submit(
+            "warmup", precompile, on_result=self._on_warmup,
+            on_error=lambda info: self._describe_backend(),
+            description="compiling the fits (first run only)")
+
+    def _on_warmup(self, out: dict) -> None:
+        self.warmup_done = True
+        self._describe_backend()
+        logger.info("warm-up: %s", out.get("seconds"))
+
     def _describe_backend(self) -> None:
         from xpcsviewer.backends import get_backend, get_device_manager
 

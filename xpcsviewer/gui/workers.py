@@ -12,6 +12,8 @@ still arrives, is dropped as stale (its request id is no longer the latest).
 
 from __future__ import annotations
 
+import os
+
 import logging
 import threading
 import weakref
@@ -27,7 +29,7 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 from xpcsviewer.progress import CancelToken, Cancelled
 
 __all__ = ["ComputeWorker", "ErrorInfo", "TaskRunner", "WorkerSignals", "friendly_message",
-           "live_runners", "preload_backend", "to_numpy_tree"]
+           "live_runners", "preload_backend", "to_numpy_tree", "warmup_enabled"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +103,12 @@ def friendly_message(exc: BaseException) -> str:
             return nice
     first = text.splitlines()[0] if text else ""
     return first or type(exc).__name__
+
+
+def warmup_enabled() -> bool:
+    """Load JAX and compile the fits in a worker at start-up (``XPCS_GUI_WARMUP=0``:
+    import JAX on the GUI thread instead, as the tests do)."""
+    return os.environ.get("XPCS_GUI_WARMUP", "1").strip().lower() not in ("0", "false", "no")
 
 
 def preload_backend() -> str:

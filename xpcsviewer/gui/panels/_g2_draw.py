@@ -1,7 +1,16 @@
-"""Drawing of the g2 tab: a grid of pyqtgraph panels, a few per event-loop turn.
+"""Drawing of the g2 tab: a grid of pyqtgraph panels whose items are reused.
 
-A mixin of :class:`~xpcsviewer.gui.panels.g2.G2Panel` (it uses the panel's
-widgets and ``blocks``); GUI thread only.
+A mixin of :class:`~xpcsviewer.gui.panels.g2.G2Panel` (it uses the panel's widgets,
+``blocks`` and ``fits``); GUI thread only. Creating and removing pyqtgraph items is
+what made redraws stall (a layout change cleared and rebuilt every panel: ~1 s;
+clearing 24 panels alone took 1 s): plot items and, inside each, one *slot* of items
+per curve (points, error bars, points left out of fits, fit line, band) are kept and
+updated with ``setData``; unused slots are hidden. A new fit only updates the fit
+items. Work left after a 40 ms slice continues on the next event-loop turn.
+
+Panels follow :func:`xpcsviewer.export.g2_data.g2_panels` (grouped by q value, never
+by bin number). Legends sit outside the data: one for the files above the grid in
+the per-q layout, one to the right of each panel otherwise.
 """
 
 from __future__ import annotations
@@ -31,163 +40,390 @@ FIT_PEN_STYLE = {
     "no_decay": (Qt.PenStyle.DashLine, 1.0, True),
     "failed": (Qt.PenStyle.DashDotLine, 1.0, True),  # e.g. NUTS that failed its gates
 }
+_SLICE_S = 0.04
+#: Legend entries per panel (more are unreadable; the rest are counted).
+MAX_LEGEND = 24
+_EMPTY = np.zeros(0)
+
+
+class _CurveSlot:
+    """The items of one curve in one panel, created when first needed, then updated."""
+
+    def __init__(self, plot: pg.PlotItem) -> None:
+        self.plot = plot
+        self.points = pg.PlotDataItem(pen=None, symbol="o")
+        self.fit = pg.PlotDataItem()
+        plot.addItem(self.points)
+        plot.addItem(self.fit)
+        self.errors: pg.ErrorBarItem | None = None
+        self.left_out: pg.PlotDataItem | None = None
+        self.band_lo = self.band_hi = self.band = None
+        self.key: tuple | None = None
+
+    def error_item(self) -> pg.ErrorBarItem:
+        if self.errors is None:
+            self.errors = pg.ErrorBarItem(x=_EMPTY, y=_EMPTY, height=_EMPTY, beam=0)
+            self.plot.addItem(self.errors)
+        return self.errors
+
+    def left_out_item(self) -> pg.PlotDataItem:
+        if self.left_out is None:
+            self.left_out = pg.PlotDataItem(pen=None, symbol="x")
+            self.left_out.excluded_points = True  # tells tests and exports apart from data
+            self.plot.addItem(self.left_out)
+        return self.left_out
+
+    def band_items(self) -> tuple:
+        if self.band is None:
+            self.band_lo, self.band_hi = pg.PlotDataItem(), pg.PlotDataItem()
+            self.band = pg.FillBetweenItem(self.band_lo, self.band_hi)
+            for it in (self.band, self.band_lo, self.band_hi):
+                self.plot.addItem(it)
+        return self.band_lo, self.band_hi, self.band
+
+    def hide(self) -> None:
+        if self.key is None:
+            return
+        self.points.setData(_EMPTY, _EMPTY)
+        if self.errors is not None:
+            self.errors.setData(x=_EMPTY, y=_EMPTY, height=_EMPTY)
+        if self.left_out is not None:
+            self.left_out.setData(_EMPTY, _EMPTY)
+        self.hide_fit()
+        self.key = None
+
+    def hide_fit(self) -> None:
+        self.fit.setData(_EMPTY, _EMPTY)
+        if self.band is not None:
+            self.band_lo.setData(_EMPTY, _EMPTY)
+            self.band_hi.setData(_EMPTY, _EMPTY)
+
+
+class _PanelView:
+    """One plot of the grid with its curve slots and (optionally) its own legend."""
+
+    def __init__(self) -> None:
+        self.plot = pg.PlotItem()
+        p = self.plot
+        p.setLabel("bottom", "\u03c4 (s)")
+        p.getAxis("bottom").enableAutoSIPrefix(False)
+        p.setLabel("left", "g\u2082")
+        p.showGrid(x=True, y=True, alpha=0.2)
+        self.slots: list[_CurveSlot] = []
+        self.legend: pg.LegendItem | None = None
+        self.members: list = []
+
+    def slot(self, m: int) -> _CurveSlot:
+        while len(self.slots) <= m:
+            self.slots.append(_CurveSlot(self.plot))
+        return self.slots[m]
+
+
+def _legend(columns: int = 1) -> pg.LegendItem:
+    fg = pg.getConfigOption("foreground")
+    bg = pg.getConfigOption("background")
+    legend = pg.LegendItem(labelTextSize="8pt", labelTextColor=fg, verSpacing=-6,
+                           brush=pg.mkBrush(bg), pen=None)
+    legend.setColumnCount(columns)
+    return legend
+
+
+class _Canvas:
+    """The plots of one layout kind: its own scene, so switching kinds never removes
+    (expensive) item trees from a scene."""
+
+    def __init__(self) -> None:
+        from PySide6.QtWidgets import QScrollArea
+
+        self.glw = pg.GraphicsLayoutWidget()
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setWidget(self.glw)
+        self.views: list[_PanelView] = []
+        self.n = 0
+        self.nc = 0
+        self.top_legend: pg.LegendItem | None = None
 
 
 class G2DrawMixin:
     """Panel grid drawing for the g2 tab (see the module docstring)."""
 
-    def _panels(self) -> list[tuple[str, list[tuple[g2_data.G2Block, int]]]]:
-        layout = self.layout_combo.currentData()
-        if layout == "qbin":
-            cols = sorted({int(c) for b in self.blocks for c in b.columns})
-            out = []
-            for c in cols:
-                members = [
-                    (b, int(np.flatnonzero(b.columns == c)[0]))
-                    for b in self.blocks
-                    if c in b.columns
-                ]
-                b0, j0 = members[0]
-                out.append((b0.bin_labels[j0], members))
-            return out
-        if layout == "file":
-            return [(b.label, [(b, j) for j in range(b.n_bins)]) for b in self.blocks]
-        return [("all files", [(b, j) for b in self.blocks for j in range(b.n_bins)])]
+    def _init_drawing(self) -> None:
+        from PySide6.QtWidgets import QStackedWidget
 
+        self.stack = QStackedWidget()
+        self._canvases: dict[str, _Canvas] = {}
+        self._plots: list[pg.PlotItem] = []
+        self._draw_gen = None
+        self._draw_done: threading.Event | None = None
+        self.panel_specs: list[g2_data.G2Panel] = []
+
+    def _canvas(self, layout: str) -> _Canvas:
+        c = self._canvases.get(layout)
+        if c is None:
+            c = _Canvas()
+            self._canvases[layout] = c
+            self.stack.addWidget(c.scroll)
+        if self.stack.currentWidget() is not c.scroll:
+            self.stack.setCurrentWidget(c.scroll)
+        return c
+
+    @property
+    def glw(self) -> pg.GraphicsLayoutWidget:
+        """The plot area of the current layout."""
+        return self._canvas(self.layout_combo.currentData()).glw
+
+    @property
+    def _views(self) -> list[_PanelView]:
+        return self._canvas(self.layout_combo.currentData()).views
+
+    @property
+    def _top_legend(self) -> pg.LegendItem | None:
+        return self._canvas(self.layout_combo.currentData()).top_legend
+
+    # ------------------------------------------------------------------ grid
+    def _layout_grid(self, n: int, nc: int, layout: str) -> None:
+        """Put ``n`` pooled plots in an ``nc``-column grid; only the plots that change
+        place are added or removed (creating and removing plots is what costs)."""
+        c = self._canvas(layout)
+        if (n, nc) == (c.n, c.nc):
+            return
+        ci = c.glw.ci
+        top = 1 if layout == "qbin" else 0
+        if layout == "qbin" and c.top_legend is None:
+            c.top_legend = _legend(columns=6)
+        keep = c.n if nc == c.nc else 0
+        keep = min(keep, n)
+        for k in range(keep, c.n):
+            ci.removeItem(c.views[k].plot)
+        if c.top_legend is not None and nc != c.nc:
+            if c.top_legend in ci.items:
+                ci.removeItem(c.top_legend)
+            ci.addItem(c.top_legend, row=0, col=0, colspan=max(1, nc))
+        while len(c.views) < n:
+            c.views.append(_PanelView())
+        for k in range(keep, n):
+            v = c.views[k]
+            if layout != "qbin" and v.legend is None:
+                v.legend = _legend()
+                v.plot.layout.addItem(v.legend, 2, 3)  # right of the data, outside it
+            ci.addItem(v.plot, row=top + k // nc, col=k % nc)
+        c.n, c.nc = n, nc
+        rows = math.ceil(n / nc) if n else 0
+        c.glw.setMinimumHeight(max(300, 230 * rows + (40 if top else 0)))
+        # wide enough for every column: the scroll area scrolls sideways too
+        c.glw.setMinimumWidth(nc * (380 if layout != "qbin" else 300))
+
+    # ------------------------------------------------------------------ draw
     def _draw(self) -> None:
-        """Redraw every panel, a few per event-loop turn so the GUI never stalls.
-
-        PlotItems are pooled and reused while the grid shape stays the same (creating
-        and laying out a PlotItem costs tens of ms); at most ``max panels`` are drawn.
-        """
+        """Redraw the panels (reusing items), a slice per event-loop turn."""
         self._draw_gen = None
         if not self.blocks:
-            self.glw.clear()
-            self._pool = []
+            self._layout_grid(0, 1, self.layout_combo.currentData())
             self._plots = []
+            self.panel_specs = []
             self.status.setText("no g2 curves in the selected q/t range")
             self._finish_draw()
             return
-        panels = self._panels()
-        n_all = len(panels)
-        panels = panels[: self.max_panels.value()]
-        nc = max(1, min(self.ncols.value(), len(panels)))
-        shape = (len(panels), nc)
-        if shape != self._pool_shape:
-            self.glw.clear()
-            self._pool = []
-            self._pool_shape = shape
-        self._plots = []
-        rows = math.ceil(len(panels) / nc)
-        self.glw.setMinimumHeight(max(300, 230 * rows))
-        n_curves = sum(b.n_bins for b in self.blocks)
-        more = (
-            (
-                f"; showing the first {len(panels)} of {n_all} panels (narrow the q range or "
-                f"raise max panels)"
-            )
-            if n_all > len(panels)
-            else ""
-        )
-        more += self.shown_note()
-        self.status.setText(
-            f"{len(self.blocks)} file(s), {n_curves} curve(s), "
-            f"{len(panels)} panel(s){more}"
-        )
-        self._draw_gen = self._draw_steps(panels, nc)
-        n_drawn = sum(len(m) for _t, m in panels)
-        if (
-            len(panels) <= len(self._pool)
-            or (len(panels) <= 12 and n_drawn <= 60)
-            or getattr(self.context.runner, "synchronous", False)
-        ):
-            # Small or reused: draw now (cheap), so a grab right after shows everything.
-            for _ in self._draw_gen:
-                pass
-            self._draw_gen = None
-            self._finish_draw()
+        layout = self.layout_combo.currentData()
+        labels = self.file_labels()
+        specs, note = g2_data.g2_panels(self.blocks, layout, labels)
+        n_all = len(specs)
+        specs = specs[: self.max_panels.value()]
+        self.panel_specs = specs
+        nc = max(1, min(self.ncols.value(), len(specs)))
+        self._layout_grid(len(specs), nc, layout)
+        self._plots = [v.plot for v in self._views[: len(specs)]]
+        self.status.setText(self._status_text(len(specs), n_all, note))
+        self._fill_top_legend(layout, labels)
+        self._draw_gen = self._draw_steps(specs, layout)
+        if getattr(self.context.runner, "synchronous", False) or self._run_slice():
             return
-        # One repaint at the end instead of one per chunk (each repaints every panel).
+        # One repaint at the end instead of one per slice (each repaints every panel).
         self.glw.setUpdatesEnabled(False)
         # A placeholder job keeps the runner busy while drawing, so "wait until idle"
         # (snapshot, tests) waits for the finished picture.
         if self._draw_done is not None:
             self._draw_done.set()
         self._draw_done = threading.Event()
-        self.submit(
-            "draw", wait_for_event_job, self._draw_done, description="g2: drawing"
-        )
-        self._draw_step()
+        self.submit("draw", wait_for_event_job, self._draw_done, description="g2: drawing")
+        QTimer.singleShot(5, self._draw_step)
 
-    def _draw_steps(self, panels, nc):
-        layout = self.layout_combo.currentData()
-        log_x = self.logx.isChecked()
-        msize = self.marker.value()
-        off = self.offset.value()
-        for k, (title, members) in enumerate(panels):
-            if k < len(self._pool):
-                p = self._pool[k]
-                p.clear()
-                p.setTitle(title)
-            else:
-                p = self.glw.addPlot(row=k // nc, col=k % nc, title=title)
-                p.setLabel("bottom", "\u03c4 (s)")
-                p.getAxis("bottom").enableAutoSIPrefix(False)
-                p.setLabel("left", "g\u2082")
-                p.showGrid(x=True, y=True, alpha=0.2)
-                p.addLegend(
-                    offset=(-5, 5),
-                    brush=pg.mkBrush(255, 255, 255, 180),
-                    labelTextSize="8pt",
-                    verSpacing=-6,
-                )
-                self._pool.append(p)
-            p.setLogMode(x=log_x, y=False)
-            if p.legend is not None:
-                # Per q-bin panels all list the same files: one legend (first panel) is enough.
-                show = (
-                    self.legend_check.isChecked()
-                    and len(members) <= 12
-                    and (layout != "qbin" or k == 0)
-                )
-                p.legend.setVisible(show)
-            for m, (b, j) in enumerate(members):
-                if layout == "qbin":
-                    ci, shift, name = b.file_index, off * b.file_index, b.label
-                elif layout == "file":
-                    ci, shift, name = m, off * m, b.bin_labels[j]
-                else:
-                    ci, shift, name = m, off * m, f"{b.label} {b.bin_labels[j]}"
-                self._draw_curve(p, b, j, ci, shift, name, log_x, msize)
-            # Every panel scales its own y, robustly (isolated wild points stay off-scale).
-            ylim = g2_data.robust_ylim(
-                [
-                    g2_data.g2_points(b, j)[1]
-                    + (off * (b.file_index if layout == "qbin" else m))
-                    for m, (b, j) in enumerate(members)
-                ]
-            )
-            if ylim is not None:
-                p.setYRange(*ylim, padding=0)
-            else:
-                p.enableAutoRange(y=True)
-            self._plots.append(p)
-            yield
+    def _status_text(self, n_shown: int, n_all: int, note: str) -> str:
+        n_curves = sum(b.n_bins for b in self.blocks)
+        text = f"{len(self.blocks)} file(s), {n_curves} curve(s), {n_shown} panel(s)"
+        if n_all > n_shown:
+            text += f"; showing the first {n_shown} of {n_all} panels (raise max panels)"
+        text += self.bins_note() + self.shown_note()
+        if note:
+            text += f"; {note}"
+        return text
 
-    def _draw_step(self) -> None:
+    def _fill_top_legend(self, layout: str, labels: dict[int, str]) -> None:
+        leg = self._top_legend
+        if leg is None:
+            return
+        leg.clear()
+        if layout != "qbin" or not self.legend_check.isChecked():
+            leg.setVisible(False)
+            return
+        leg.setVisible(True)
+        for b in self.blocks:
+            sample = pg.PlotDataItem(pen=None, symbol=_SYMBOLS[b.file_index % 12],
+                                     symbolPen=pg.mkPen(curve_color(b.file_index), width=1.2),
+                                     symbolBrush=None)
+            leg.addItem(sample, labels.get(b.file_index, b.label))
+
+    def _run_slice(self) -> bool:
+        """Draw for one slice; True when the drawing is complete."""
         gen = self._draw_gen
         if gen is None:
-            return
-        t_end = time.monotonic() + 0.05
+            return True
+        t_end = time.monotonic() + _SLICE_S
         for _ in gen:
             if time.monotonic() > t_end:
-                # Let the event loop breathe. A real (non-zero) timer: a chain of
-                # zero-timeouts would starve the other timers of the GUI thread.
-                QTimer.singleShot(5, self._draw_step)
-                return
+                return False
         if gen is self._draw_gen:
             self._draw_gen = None
             self._finish_draw()
+        return True
+
+    def _draw_step(self) -> None:
+        if not self._run_slice():
+            # A real (non-zero) timer: a chain of zero-timeouts would starve the
+            # other timers of the GUI thread.
+            QTimer.singleShot(5, self._draw_step)
+
+    def _draw_steps(self, specs, layout):
+        log_x = self.logx.isChecked()
+        msize = self.marker.value()
+        off = self.offset.value()
+        show_legend = self.legend_check.isChecked()
+        for k, spec in enumerate(specs):
+            v = self._views[k]
+            v.plot.setTitle(spec.title)
+            v.plot.setLogMode(x=log_x, y=False)
+            v.members = spec.members
+            if v.legend is not None:
+                v.legend.clear()
+                v.legend.setColumnCount(2 if len(spec.members) > 12 else 1)
+                v.legend.setVisible(layout != "qbin" and show_legend)
+            shifted = []
+            for m, (bi, j) in enumerate(spec.members):
+                b = self.blocks[bi]
+                ci = b.file_index if layout == "qbin" else m
+                shift = off * (b.file_index if layout == "qbin" else m)
+                slot = v.slot(m)
+                self._show_curve(slot, b, j, ci, shift, log_x, msize)
+                if v.legend is not None and layout != "qbin" and m < MAX_LEGEND:
+                    v.legend.addItem(slot.points, spec.labels[m])
+                shifted.append(g2_data.g2_points(b, j)[1] + shift)
+                if m % 4 == 3:
+                    yield
+            if v.legend is not None and layout != "qbin" and len(spec.members) > MAX_LEGEND:
+                v.legend.addItem(pg.PlotDataItem(pen=None),
+                                 f"\u2026 and {len(spec.members) - MAX_LEGEND} more")
+            for slot in v.slots[len(spec.members):]:
+                slot.hide()
+            # Every panel scales its own y, robustly (isolated wild points stay off-scale),
+            # and gets fixed ranges: auto-range would scan every item at every paint.
+            ylim = g2_data.robust_ylim(shifted)
+            taus = [self.blocks[bi].tau for bi, _j in spec.members]
+            tall = np.concatenate(taus) if taus else _EMPTY
+            tall = tall[np.isfinite(tall) & (tall > 0)]
+            vb = v.plot.getViewBox()
+            vb.disableAutoRange()
+            if tall.size:
+                lo_t, hi_t = float(tall.min()), float(tall.max())
+                if log_x:
+                    v.plot.setXRange(np.log10(lo_t), np.log10(hi_t), padding=0.03)
+                else:
+                    v.plot.setXRange(0.0, hi_t, padding=0.03)
+            if ylim is not None:
+                v.plot.setYRange(*ylim, padding=0)
+            else:
+                vb.enableAutoRange(y=True)
+            yield
+
+    def _show_curve(self, slot: _CurveSlot, b, j: int, ci: int, shift: float,
+                    log_x: bool, msize: int) -> None:
+        t, y, e = g2_data.g2_points(b, j)
+        color = curve_color(ci)
+        slot.points.setData(t, y + shift, symbol=_SYMBOLS[b.file_index % 12],
+                            symbolSize=msize, symbolPen=pg.mkPen(color, width=1.2),
+                            symbolBrush=None)
+        if self.err_check.isChecked() and t.size:
+            # ErrorBarItem does not follow the plot's log mode: give it log10(t).
+            slot.error_item().setData(x=np.log10(t) if log_x else t, y=y + shift,
+                                      height=2 * e, pen=pg.mkPen(color, width=0.8))
+        elif slot.errors is not None:
+            slot.errors.setData(x=_EMPTY, y=_EMPTY, height=_EMPTY)
+        if b.excluded is not None and b.excluded[:, j].any():
+            ex = b.excluded[:, j]
+            slot.left_out_item().setData(b.tau[ex], b.g2[ex, j] + shift, symbol="x",
+                                         symbolSize=msize + 2,
+                                         symbolPen=pg.mkPen(150, 150, 150, width=1.2))
+        elif slot.left_out is not None:
+            slot.left_out.setData(_EMPTY, _EMPTY)
+        slot.key = (b.file_index, int(b.columns[j]), ci, shift)
+        self._show_fit(slot, b)
+
+    def _show_fit(self, slot: _CurveSlot, b) -> None:
+        fits = self.fits
+        if slot.key is None:
+            return
+        file_index, column, ci, shift = slot.key
+        if fits is None or not self.show_fit.isChecked():
+            slot.hide_fit()
+            return
+        row = fits.find(file_index, column)
+        if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
+            slot.hide_fit()
+            return
+        pen_style, width, grey = FIT_PEN_STYLE.get(str(fits.status[row]), FIT_PEN_STYLE["failed"])
+        grid = g2_data.g2_tau_grid(b.tau)
+        yc = fits.curve([row], grid)[0] + shift
+        pen = (pg.mkPen(150, 150, 150, width=width, style=pen_style) if grey
+               else curve_pen(ci, width, style=pen_style))
+        slot.fit.setData(grid, yc, pen=pen)
+        band = None
+        if self.show_band.isChecked() and str(fits.status[row]) != "no_decay":
+            band = fits.band([row], grid)
+        if band is not None and np.isfinite(band[0]).any():
+            lo, hi, fill = slot.band_items()
+            lo.setData(grid, band[0, 0] + shift, pen=curve_pen(ci, 0.5, alpha=80))
+            hi.setData(grid, band[0, 2] + shift, pen=curve_pen(ci, 0.5, alpha=80))
+            c = QColor(curve_color(ci))
+            c.setAlpha(60)
+            fill.setBrush(pg.mkBrush(c))
+        elif slot.band is not None:
+            slot.band_lo.setData(_EMPTY, _EMPTY)
+            slot.band_hi.setData(_EMPTY, _EMPTY)
+
+    def _draw_fits(self) -> None:
+        """New fits: update the fit items of the shown curves only."""
+        if self._draw_gen is not None or not self.panel_specs:
+            self._draw()
+            return
+
+        def steps():
+            for k, spec in enumerate(self.panel_specs):
+                v = self._views[k]
+                for m, (bi, _j) in enumerate(spec.members):
+                    self._show_fit(v.slot(m), self.blocks[bi])
+                    if m % 8 == 7:
+                        yield
+                yield
+
+        self._draw_gen = steps()
+        if getattr(self.context.runner, "synchronous", False) or self._run_slice():
+            return
+        self.glw.setUpdatesEnabled(False)
+        if self._draw_done is not None:
+            self._draw_done.set()
+        self._draw_done = threading.Event()
+        self.submit("draw", wait_for_event_job, self._draw_done, description="g2: drawing fits")
+        QTimer.singleShot(5, self._draw_step)
 
     def _finish_draw(self) -> None:
         self.glw.setUpdatesEnabled(True)
@@ -199,77 +435,6 @@ class G2DrawMixin:
             fits, self._pending_fits_signal = self._pending_fits_signal, None
             self.sigFitsReady.emit(fits)
 
-    def _draw_curve(
-        self,
-        p: pg.PlotItem,
-        b: g2_data.G2Block,
-        j: int,
-        ci: int,
-        shift: float,
-        name: str,
-        log_x: bool,
-        msize: int,
-    ) -> None:
-        t, y, e = g2_data.g2_points(b, j)
-        color = curve_color(ci)
-        item = pg.PlotDataItem(
-            t,
-            y + shift,
-            pen=None,
-            symbol=_SYMBOLS[b.file_index % 12],
-            symbolSize=msize,
-            symbolPen=pg.mkPen(color, width=1.2),
-            symbolBrush=None,
-            name=name,
-        )
-        p.addItem(item)
-        if self.err_check.isChecked() and t.size:
-            # ErrorBarItem does not follow the plot's log mode: give it log10(t).
-            x = np.log10(t) if log_x else t
-            p.addItem(
-                pg.ErrorBarItem(
-                    x=x,
-                    y=y + shift,
-                    height=2 * e,
-                    beam=0,
-                    pen=pg.mkPen(color, width=0.8),
-                )
-            )
-        if b.excluded is not None and b.excluded[:, j].any():
-            ex = b.excluded[:, j]
-            marks = pg.PlotDataItem(
-                b.tau[ex], b.g2[ex, j] + shift, pen=None, symbol="x",
-                symbolSize=msize + 2, symbolPen=pg.mkPen(150, 150, 150, width=1.2),
-            )
-            marks.excluded_points = True  # tells tests and exports apart from data
-            p.addItem(marks)
-        fits = self.fits
-        if fits is None or not self.show_fit.isChecked():
-            return
-        row = fits.find(b.file_index, int(b.columns[j]))
-        if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
-            return
-        pen_style, width, grey = FIT_PEN_STYLE.get(str(fits.status[row]), FIT_PEN_STYLE["failed"])
-        grid = g2_data.g2_tau_grid(b.tau)
-        yc = fits.curve([row], grid)[0] + shift
-        pen = (pg.mkPen(150, 150, 150, width=width, style=pen_style) if grey
-               else curve_pen(ci, width, style=pen_style))
-        p.addItem(pg.PlotDataItem(grid, yc, pen=pen))
-        if self.show_band.isChecked() and str(fits.status[row]) != "no_decay":
-            band = fits.band([row], grid)
-            if band is not None and np.isfinite(band[0]).any():
-                lo = pg.PlotDataItem(
-                    grid, band[0, 0] + shift, pen=curve_pen(ci, 0.5, alpha=80)
-                )
-                hi = pg.PlotDataItem(
-                    grid, band[0, 2] + shift, pen=curve_pen(ci, 0.5, alpha=80)
-                )
-                p.addItem(lo)
-                p.addItem(hi)
-                c = QColor(color)
-                c.setAlpha(60)
-                p.addItem(pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(c)))
-
     def clear_plots(self) -> None:
         self.blocks = []
         self._draw_gen = None
@@ -277,7 +442,9 @@ class G2DrawMixin:
             self._draw_done.set()
             self._draw_done = None
         self.glw.setUpdatesEnabled(True)
-        self.glw.clear()
+        for v in self._views:
+            for sl in v.slots:
+                sl.hide()
+        self._layout_grid(0, 1, self.layout_combo.currentData())
         self._plots = []
-        self._pool = []
-        self._pool_shape = ()
+        self.panel_specs = []

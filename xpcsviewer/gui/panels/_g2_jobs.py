@@ -60,7 +60,8 @@ def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]
 
 
 def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
-    """Worker job: the shown g2 blocks and the fit-table defaults of every model."""
+    """Worker job: the shown g2 blocks, the fit-table defaults of every model and the
+    number of bins in the q range (for paging)."""
     blocks = g2_data.g2_blocks(
         results,
         opts.get("qmin"),
@@ -69,10 +70,12 @@ def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
         opts.get("tmax"),
         opts.get("max_bins"),
         exclude_suspect=opts.get("exclude_suspect", True),
+        bin_offset=opts.get("bin_offset", 0),
     )
     if cancel is not None:
         cancel.raise_if_cancelled()
-    return blocks, _model_defaults(blocks)
+    n_in_range = g2_data.bins_in_range(results, opts.get("qmin"), opts.get("qmax"))
+    return blocks, _model_defaults(blocks), n_in_range
 
 
 def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):

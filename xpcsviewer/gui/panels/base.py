@@ -315,7 +315,8 @@ class BasePanel(QWidget):
         items = []
         for view in self.findChildren(pg.GraphicsView):
             scene = view.scene()
-            if scene is None:
+            # a tab may keep plot areas it does not show (the g2 tab: one per layout)
+            if scene is None or not view.isVisibleTo(self):
                 continue
             for it in scene.items():
                 if not isinstance(it, _DATA_ITEM_TYPES) or not it.isVisible():
@@ -323,7 +324,7 @@ class BasePanel(QWidget):
                 if isinstance(it, pg.ScatterPlotItem) and isinstance(
                         it.parentItem(), pg.PlotDataItem):
                     continue
-                if isinstance(it, pg.PlotDataItem) and it.xData is None:
-                    continue
+                if isinstance(it, pg.PlotDataItem) and (it.xData is None or it.xData.size == 0):
+                    continue  # an emptied, reusable item shows nothing
                 items.append(it)
         return items

@@ -11,11 +11,10 @@ posterior band), fills a results table and publishes the fits under
 from __future__ import annotations
 
 import math
-import threading
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -27,7 +26,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QScrollArea,
     QSizePolicy,
     QSpinBox,
     QSplitter,
@@ -82,11 +80,8 @@ class G2Panel(G2DrawMixin, BasePanel):
         self.defaults: dict[str, dict[str, tuple]] = {}
         self.fits: g2_data.G2Fits | None = None
         self._targets_key: tuple = ()
-        self._plots: list[pg.PlotItem] = []
-        self._pool: list[pg.PlotItem] = []
-        self._pool_shape: tuple = ()
-        self._draw_gen = None
-        self._draw_done: threading.Event | None = None
+        self._init_drawing()
+        self.n_bins_in_range = 0
         self._pending_fits_signal = None
         self._busy_keys: set[str] = set()
 
@@ -122,7 +117,22 @@ class G2Panel(G2DrawMixin, BasePanel):
         )
         self.ncols = QSpinBox(minimum=1, maximum=8, value=3)
         self.max_bins = QSpinBox(minimum=1, maximum=512, value=24)
-        self.max_bins.setToolTip("At most this many q-bins per file")
+        self.max_bins.setToolTip("q-bins per file on one page (page through the rest)")
+        self.page = QSpinBox(minimum=1, maximum=1, value=1)
+        self.page.setToolTip("Which page of q-bins (PgUp / PgDn in the plots)")
+        self.page_label = QLabel("")
+        self.prev_btn = QPushButton("\u25c0")
+        self.next_btn = QPushButton("\u25b6")
+        for btn, tip in ((self.prev_btn, "previous bins"), (self.next_btn, "next bins")):
+            btn.setMaximumWidth(32)
+            btn.setToolTip(tip)
+        self.label_style = QLineEdit("")
+        self.label_style.setPlaceholderText("auto")
+        self.label_style.setMaximumWidth(70)
+        self.label_style.setToolTip(
+            "Legend labels from the file names' _-separated parts: empty = automatic "
+            "(the parts that differ), or positions such as 2,-1 (second and last)"
+        )
         self.max_files_box()
         self.max_panels = QSpinBox(minimum=1, maximum=256, value=36)
         self.max_panels.setToolTip(
@@ -144,6 +154,8 @@ class G2Panel(G2DrawMixin, BasePanel):
                 self.err_check,
                 self.logx,
                 self.legend_check,
+                QLabel("labels"),
+                self.label_style,
                 self.suspect_check,
             ],
             [
@@ -151,8 +163,12 @@ class G2Panel(G2DrawMixin, BasePanel):
                 self.offset,
                 QLabel("columns"),
                 self.ncols,
-                QLabel("max bins"),
+                QLabel("bins/page"),
                 self.max_bins,
+                self.prev_btn,
+                self.page,
+                self.next_btn,
+                self.page_label,
                 QLabel("max files"),
                 self.max_files,
                 QLabel("max panels"),
@@ -172,11 +188,7 @@ class G2Panel(G2DrawMixin, BasePanel):
         # Status text must never resize the plot area: a resize repaints every panel.
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         lv.addWidget(self.status)
-        self.glw = pg.GraphicsLayoutWidget()
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setWidget(self.glw)
-        lv.addWidget(self.scroll, 1)
+        lv.addWidget(self.stack, 1)  # one scrolling plot area per layout kind
         split.addWidget(left)
 
         # ---- right: fit side panel
@@ -256,7 +268,11 @@ class G2Panel(G2DrawMixin, BasePanel):
             w.editingFinished.connect(self._maybe_refresh_q)
         for w in (self.tmin, self.tmax):
             w.editingFinished.connect(self._maybe_refresh_t)
-        self.max_bins.editingFinished.connect(self.refresh)
+        self.max_bins.editingFinished.connect(self._on_bins_per_page)
+        self.page.valueChanged.connect(lambda _v: self.refresh())
+        self.prev_btn.clicked.connect(lambda: self.page.setValue(self.page.value() - 1))
+        self.next_btn.clicked.connect(lambda: self.page.setValue(self.page.value() + 1))
+        self.label_style.editingFinished.connect(self._on_label_style)
         self.suspect_check.toggled.connect(lambda _b: self.refresh())
         for w in (
             self.err_check,
@@ -295,8 +311,43 @@ class G2Panel(G2DrawMixin, BasePanel):
             "tmin": self._t_value(self.tmin) if use_t else None,
             "tmax": self._t_value(self.tmax) if use_t else None,
             "max_bins": self.max_bins.value(),
+            "bin_offset": (self.page.value() - 1) * self.max_bins.value(),
             "exclude_suspect": self.suspect_check.isChecked(),
         }
+
+    def _on_bins_per_page(self) -> None:
+        self.page.setValue(1)
+        self.refresh()
+
+    def _on_label_style(self) -> None:
+        from xpcsviewer.export.labels import parse_label_style
+
+        try:
+            parse_label_style(self.label_style.text())
+        except ValueError as exc:
+            self.context.report_error(f"g2 labels: {exc}")
+            return
+        self._draw()
+
+    def file_labels(self) -> dict[int, str]:
+        """Short legend labels per target index (see ``export.labels.short_labels``)."""
+        from xpcsviewer.export.labels import short_labels
+
+        style = self.label_style.text()
+        try:
+            labs = short_labels([r.label for r in self.results], style)
+        except ValueError:
+            labs = short_labels([r.label for r in self.results])
+        return dict(enumerate(labs))
+
+    def bins_note(self) -> str:
+        """"; bins 25-36 of 36 (page 2/2)" when the bins do not fit on one page."""
+        n, per = self.n_bins_in_range, self.max_bins.value()
+        if n <= per:
+            return ""
+        a = (self.page.value() - 1) * per + 1
+        b = min(n, a + per - 1)
+        return f"; bins {a}\u2013{b} of {n} (page {self.page.value()}/{self.page.maximum()})"
 
     def _maybe_refresh_q(self) -> None:
         if self.q_check.isChecked():
@@ -331,9 +382,16 @@ class G2Panel(G2DrawMixin, BasePanel):
         )
 
     def _on_blocks(self, out) -> None:
-        blocks, defaults = out
+        blocks, defaults, n_in_range = out
         self.blocks = list(blocks)
         self.defaults = defaults
+        self.n_bins_in_range = int(n_in_range)
+        n_pages = max(1, -(-self.n_bins_in_range // self.max_bins.value()))
+        with QSignalBlocker(self.page):
+            self.page.setMaximum(n_pages)
+        self.page_label.setText(f"of {n_pages}" if n_pages > 1 else "")
+        self.prev_btn.setEnabled(self.page.value() > 1)
+        self.next_btn.setEnabled(self.page.value() < n_pages)
         key = tuple(str(r.path) for r in self.results)
         new_targets = key != self._targets_key
         self._targets_key = key
@@ -343,6 +401,8 @@ class G2Panel(G2DrawMixin, BasePanel):
             if self.fits is not None:
                 self.fits = None
                 self._fill_results_table()
+                self.fit_status.setText("no fit yet")  # the old line spoke of other files
+                self.progress.setValue(0)
         self._draw()
 
     def _fill_params(self, keep_edits: bool = True) -> None:
@@ -401,10 +461,6 @@ class G2Panel(G2DrawMixin, BasePanel):
         except ValueError as exc:
             self.context.report_error(f"g2 Bayesian fit: {exc}")
             return None
-        # NumPyro (and the JAX modules it pulls in) must be imported on the GUI thread:
-        # a first import of compiled JAX modules in a worker can abort the process.
-        import xpcsviewer.fitting.bayes  # noqa: F401
-
         sampler = {
             "num_warmup": self.warmup.value(),
             "num_samples": self.samples.value(),
@@ -483,7 +539,7 @@ class G2Panel(G2DrawMixin, BasePanel):
         self.export_fits_btn.setEnabled(True)
         self.context.set_shared("g2_fits", fits)
         self._pending_fits_signal = fits  # emitted once the curves are drawn
-        self._draw()
+        self._draw_fits()
 
     def _fill_results_table(self) -> None:
         self.results_table.show_fits(self.fits)
@@ -524,6 +580,7 @@ class G2Panel(G2DrawMixin, BasePanel):
             legend=self.legend_check.isChecked(),
             fits=self.fits if self.show_fit.isChecked() else None,
             band=self.show_band.isChecked(),
+            label_style=self.label_style.text(),
         )
         return opts
 
@@ -552,6 +609,7 @@ class G2Panel(G2DrawMixin, BasePanel):
             "marker": self.marker.value(),
             "legend": self.legend_check.isChecked(),
             "exclude_suspect": self.suspect_check.isChecked(),
+            "label_style": self.label_style.text(),
             "model": self.model(),
             "warmup": self.warmup.value(),
             "samples": self.samples.value(),
@@ -583,5 +641,5 @@ class G2Panel(G2DrawMixin, BasePanel):
                 ("samples", self.samples),
                 ("chains", self.chains),
             ),
-            edits=(("tmin", self.tmin), ("tmax", self.tmax)),
+            edits=(("tmin", self.tmin), ("tmax", self.tmax), ("label_style", self.label_style)),
         )

@@ -6,6 +6,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
 
+from xpcsviewer.export.decimate import envelope
 from xpcsviewer.export.saxs_data import intensity_fft, intensity_traces, sample_interval
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import curve_pen, plain_axes
@@ -13,11 +14,16 @@ from xpcsviewer.gui.widgets import curve_pen, plain_axes
 __all__ = ["IntensityPanel", "prepare_intensity"]
 
 
+#: Points per curve drawn in the overview and spectrum plots (min/max envelope).
+SCREEN_BINS = 2000
+
+
 def prepare_intensity(results, window: int, time_axis: bool, sampling: int, progress=None,
                       cancel=None) -> dict:
-    """Worker job: traces (smoothed) and their spectra."""
+    """Worker job: traces (smoothed), their spectra, and screen-sized envelopes of both
+    (the GUI thread then draws O(screen) points, not 11 x 100,000)."""
     traces = intensity_traces(results, window=window, time_axis=time_axis, sampling=sampling)
-    spectra = []
+    spectra, env, env_fft = [], [], []
     for c in traces:
         if cancel is not None:
             cancel.raise_if_cancelled()
@@ -25,8 +31,12 @@ def prepare_intensity(results, window: int, time_axis: bool, sampling: int, prog
         raw = np.asarray(res.intensity_vs_time, dtype=np.float64)
         step = float(np.median(np.diff(raw[0]))) if raw.shape[1] > 1 else 1.0
         dt = step * (sample_interval(res) if time_axis else 1.0)
-        spectra.append(intensity_fft(raw[1], dt))
-    return {"traces": traces, "spectra": spectra, "time_axis": time_axis}
+        f, mag = intensity_fft(raw[1], dt)
+        spectra.append((f, mag))
+        env.append(envelope(c.x, c.y, SCREEN_BINS))
+        env_fft.append(envelope(f[1:], mag[1:], SCREEN_BINS) if f.size > 1 else (f, mag))
+    return {"traces": traces, "spectra": spectra, "time_axis": time_axis,
+            "envelopes": env, "fft_envelopes": env_fft}
 
 
 class IntensityPanel(BasePanel):
@@ -108,12 +118,14 @@ class IntensityPanel(BasePanel):
         self.p_full.setLabel("bottom", xlabel)
         self.p_zoom.setLabel("bottom", xlabel)
         lo, hi = np.inf, -np.inf
-        for c, (f, mag) in zip(data["traces"], data["spectra"], strict=True):
-            self.p_full.addItem(pg.PlotDataItem(c.x, c.y, pen=curve_pen(c.index, 1.0),
+        for c, (xe, ye), (fe, me) in zip(data["traces"], data["envelopes"],
+                                         data["fft_envelopes"], strict=True):
+            self.p_full.addItem(pg.PlotDataItem(xe, ye, pen=curve_pen(c.index, 1.0),
                                                 name=c.label))
+            # the zoom shows the data itself (clipped to the view, peak-downsampled)
             self.p_zoom.addItem(pg.PlotDataItem(c.x, c.y, pen=curve_pen(c.index, 1.0)))
-            if f.size > 1:
-                self.p_fft.addItem(pg.PlotDataItem(f[1:], mag[1:], pen=curve_pen(c.index, 1.0)))
+            if fe.size > 1:
+                self.p_fft.addItem(pg.PlotDataItem(fe, me, pen=curve_pen(c.index, 1.0)))
             if c.x.size:
                 lo, hi = min(lo, float(c.x[0])), max(hi, float(c.x[-1]))
         self.p_fft.setLabel("bottom", "frequency (Hz)" if data["time_axis"]

@@ -1,0 +1,248 @@
+"""Figures of the g2 and Diffusion views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.export import g2_data
+from xpcsviewer.export._fig_common import INV_A, _MARKERS, _colors, _no_data, new_figure
+
+# -------------------------------------------------------------------------- g2
+def _draw_g2_curve(
+    ax,
+    block: g2_data.G2Block,
+    j: int,
+    color,
+    marker: str,
+    shift: float,
+    errorbars: bool,
+    label: str,
+) -> None:
+    t, y, e = g2_data.g2_points(block, j)
+    if errorbars:
+        ax.errorbar(
+            t,
+            y + shift,
+            yerr=e,
+            fmt=marker,
+            ms=3.5,
+            mfc="none",
+            color=color,
+            elinewidth=0.6,
+            capsize=0,
+            label=label,
+        )
+    else:
+        ax.plot(t, y + shift, marker, ms=3.5, mfc="none", color=color, label=label)
+
+
+#: How a fit curve is drawn by its status: (line style, width, grey).
+FIT_STYLE = {
+    "converged": ("-", 1.0, False),
+    "unresolved": (":", 1.0, False),
+    "at_bound": (":", 1.0, False),
+    "poor_fit": ("--", 0.9, False),
+    "no_decay": ("--", 0.8, True),
+    "failed": ("-.", 0.8, True),  # e.g. NUTS that failed its gates
+}
+
+
+def _draw_g2_fit(
+    ax,
+    fits: g2_data.G2Fits | None,
+    block: g2_data.G2Block,
+    j: int,
+    color,
+    shift: float,
+    band: bool,
+) -> None:
+    if fits is None:
+        return
+    row = fits.find(block.file_index, int(block.columns[j]))
+    if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
+        return
+    ls, lw, grey = FIT_STYLE.get(str(fits.status[row]), FIT_STYLE["failed"])
+    grid = g2_data.g2_tau_grid(block.tau)
+    y = fits.curve([row], grid)[0]
+    ax.plot(grid, y + shift, ls, color="0.55" if grey else color, lw=lw)
+    if band and str(fits.status[row]) != "no_decay":
+        b = fits.band([row], grid)
+        if b is not None and np.isfinite(b[0]).any():
+            ax.fill_between(
+                grid, b[0, 0] + shift, b[0, 2] + shift, color=color, alpha=0.25, lw=0
+            )
+
+
+def _fig_g2(
+    results: list,
+    layout: str = "qbin",
+    qmin: float | None = None,
+    qmax: float | None = None,
+    tmin: float | None = None,
+    tmax: float | None = None,
+    max_bins: int | None = None,
+    errorbars: bool = True,
+    offset: float = 0.0,
+    log_x: bool = True,
+    ncols: int = 4,
+    fits: g2_data.G2Fits | None = None,
+    band: bool = True,
+    legend: bool = True,
+    ylim: tuple[float, float] | None = None,
+    max_panels: int = 36,
+    exclude_suspect: bool = True,
+    bin_offset: int = 0,
+    label_style: str = "",
+) -> Any:
+    from xpcsviewer.export.labels import short_labels
+
+    if layout not in ("qbin", "file", "combined"):
+        raise ValueError(f"layout must be 'qbin', 'file' or 'combined', got {layout!r}")
+    blocks = g2_data.g2_blocks(results, qmin, qmax, tmin, tmax, max_bins,
+                               exclude_suspect=exclude_suspect, bin_offset=bin_offset)
+    if not blocks:
+        return _no_data(
+            new_figure(), "no multitau g2 in the selected files and q range"
+        )
+    colors_f = _colors(len(results))
+    try:
+        labs = short_labels([r.label for r in results], label_style)
+    except ValueError:
+        labs = short_labels([r.label for r in results])
+    # Panels by q value, never by bin number (the same helper as the g2 tab).
+    panels, note = g2_data.g2_panels(blocks, layout, dict(enumerate(labs)))
+    n_all = len(panels)
+    # Hundreds of subplots are unreadable (and slow): keep the first ones, say so.
+    panels = panels[: max(1, int(max_panels))]
+    n = len(panels)
+    nc = max(1, min(int(ncols), n))
+    nr = int(np.ceil(n / nc))
+    fig = new_figure(min(3.2 * nc, 16.0), min(2.8 * nr + 0.4, 40.0))
+    axes = fig.subplots(nr, nc, squeeze=False)
+    handles: dict[str, Any] = {}
+    for k, spec in enumerate(panels):
+        ax = axes[k // nc][k % nc]
+        colors_b = _colors(len(spec.members))
+        shifts = []
+        for m, ((bi, j), lab) in enumerate(zip(spec.members, spec.labels, strict=True)):
+            b = blocks[bi]
+            if layout == "qbin":
+                color, marker = colors_f[b.file_index % 10], _MARKERS[b.file_index % 12]
+                shift = offset * b.file_index
+            else:
+                color = colors_b[m]
+                marker = _MARKERS[(m if layout == "file" else b.file_index) % 12]
+                shift = offset * m
+            shifts.append(shift)
+            _draw_g2_curve(ax, b, j, color, marker, shift, errorbars, lab)
+            if b.excluded is not None and b.excluded[:, j].any():
+                ex = b.excluded[:, j]  # drawn, but left out of the fit
+                ax.plot(b.tau[ex], b.g2[ex, j] + shift, "x", color="0.6", ms=4)
+            _draw_g2_fit(ax, fits, b, j, color, shift, band)
+        ax.set_xscale("log" if log_x else "linear")
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        else:
+            auto = g2_data.robust_ylim(
+                [g2_data.g2_points(blocks[bi], j)[1] + s
+                 for (bi, j), s in zip(spec.members, shifts, strict=True)])
+            if auto is not None:
+                ax.set_ylim(*auto)
+        ax.set_title(spec.title)
+        ax.set_xlabel("\u03c4 (s)")
+        ax.set_ylabel("g\u2082(q, \u03c4)")
+        if legend:
+            h, t = ax.get_legend_handles_labels()
+            if layout == "qbin" and not spec.mixed_q:
+                handles.update(zip(t, h, strict=True))  # one legend of the files, below
+            else:
+                ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6,
+                          ncols=2 if len(t) > 12 else 1, frameon=False)
+    for k in range(n, nr * nc):
+        axes[k // nc][k % nc].set_axis_off()
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                   ncols=min(6, len(handles)), fontsize=7, frameon=False)
+    head = f"g2 with {fits.method} fits ({fits.model} model)" if fits is not None else ""
+    if n_all > n:
+        head += ("; " if head else "") + f"first {n} of {n_all} panels"
+    if note:
+        head += ("\n" if head else "") + note
+    if head:
+        fig.suptitle(head, fontsize=9)
+    return fig
+
+
+# ------------------------------------------------------------------- diffusion
+def _fig_diffusion(
+    results: list,
+    fits: g2_data.G2Fits | None = None,
+    quantity: str = "tau",
+    log_x: bool = True,
+    log_y: bool = True,
+    qmin: float | None = None,
+    qmax: float | None = None,
+    exponent: float | None = None,
+    offset: float = 0.0,
+    show_fit: bool = True,
+) -> Any:
+    from xpcsviewer.fitting import diffusion_verdict, fit_diffusion
+
+    fig = new_figure()
+    if fits is None or fits.n_curves == 0:
+        return _no_data(fig, "no g2 fits: fit the g2 curves first")
+    pts = g2_data.diffusion_points(fits, quantity)
+    ax = fig.add_subplot(1, 1, 1)
+    colors = _colors(len(results) or len(pts))
+    q_range = (
+        None
+        if (qmin is None and qmax is None)
+        else (qmin if qmin is not None else 0.0, qmax if qmax is not None else np.inf)
+    )
+    lines = []
+    for n, p in enumerate(pts):
+        factor = 10.0 ** (offset * n)
+        color = colors[p.file_index % len(colors)]
+        ax.errorbar(
+            p.q,
+            p.y * factor,
+            yerr=p.y_err * factor,
+            fmt=_MARKERS[n % 12],
+            mfc="none",
+            color=color,
+            capsize=0,
+            elinewidth=0.7,
+            label=f"{p.label}"
+            + (f" ({p.n_dropped} bins not converged)" if p.n_dropped else ""),
+        )
+        if show_fit and p.q.size >= 2:
+            tau = p.y if quantity == "tau" else 1.0 / p.y
+            tau_err = p.y_err if quantity == "tau" else p.y_err * tau**2
+            verdict = diffusion_verdict(p.q, tau, tau_err, q_range)
+            dr = verdict.free if exponent is None else fit_diffusion(
+                p.q, tau, tau_err, q_range, exponent)
+            if np.isfinite(dr.prefactor):
+                sel = p.q[dr.used] if dr.used.any() else p.q
+                grid = np.geomspace(sel.min() / 1.1, sel.max() * 1.1, 128)
+                yfit = dr.curve(grid) if quantity == "tau" else 1.0 / dr.curve(grid)
+                txt = (
+                    f"b = {dr.exponent:g} (fixed)"
+                    if dr.exponent_fixed
+                    else f"b = {dr.exponent:.3f} \u00b1 {dr.exponent_err:.3f}"
+                )
+                if verdict.diffusive:
+                    txt += f", D = {verdict.D:.4g} \u00b1 {verdict.D_err:.2g} \u00c5\u00b2/s"
+                else:
+                    txt += f": {verdict.verdict.replace('_', ' ')}"
+                ax.plot(grid, yfit * factor, "-", color=color, lw=1.0, label=txt)
+                lines.append(txt)
+    ax.set_xscale("log" if log_x else "linear")
+    ax.set_yscale("log" if log_y else "linear")
+    ax.set_xlabel(f"q ({INV_A})")
+    ax.set_ylabel("\u03c4 (s)" if quantity == "tau" else "\u0393 (s\u207b\u00b9)")
+    law = "\u03c4 = A q^b" if quantity == "tau" else "\u0393 = q^-b / A"
+    ax.set_title(f"Relaxation vs q ({fits.method} {fits.model} fits; power law {law})")
+    ax.legend(loc="best")
+    return fig
