@@ -1,6 +1,7 @@
 """Figures and tables of wedge/ring ROI profiles (I(q) of q-wedges, I(phi) of phi-rings).
 
-No Qt; matplotlib through the Agg canvas of :func:`xpcsviewer.export.figures.new_figure`.
+No Qt; matplotlib through the Agg canvas of :func:`xpcsviewer.export.figures.new_figure`
+(the figure helpers of :mod:`xpcsviewer.export._fig_common`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def roi_profiles_table(profiles: Sequence[Any], source: str = ""
 def roi_profiles_figure(profiles: Sequence[Any], title: str = "", log_x: bool = True,
                         log_y: bool = True) -> Any:
     """I(q) of the wedges (left) and I(phi) of the rings (right), as present."""
-    from xpcsviewer.export.figures import _colors, new_figure
+    from xpcsviewer.export._fig_common import _colors, new_figure
 
     wedges = [p for p in profiles if p.roi.kind == "wedge"]
     rings = [p for p in profiles if p.roi.kind == "ring"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt, QTimer
+from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
@@ -393,8 +393,8 @@ def _big_result(path: Path, shape=(1676, 2100)) -> Path:
 
 @pytest.mark.slow
 def test_no_gui_stall_partitioning_a_large_detector(qtbot, tmp_path):
-    """Partitioning (and masking) a 1676 x 2100 detector: a 10 ms heartbeat on the GUI
-    thread never waits more than 1 s (measured: max gap in the test output)."""
+    """Showing, partitioning and masking a 1676 x 2100 detector: a 10 ms heartbeat on
+    the GUI thread never waits more than 1 s (the longest wait is printed)."""
     from xpcsviewer.gui.context import AppContext
     from xpcsviewer.gui.panels.detector import DetectorPanel
     from xpcsviewer.io import read_result
@@ -405,16 +405,14 @@ def test_no_gui_stall_partitioning_a_large_detector(qtbot, tmp_path):
     qtbot.addWidget(p)
     p.resize(1200, 800)
     p.show()
+    from xpcsviewer.gui.heartbeat import Heartbeat
+
+    beat = Heartbeat(10).start()
+    t0 = time.monotonic()
     with qtbot.waitSignal(p.sigUpdated, timeout=120000):
-        p.set_results([res])  # image read and first partition, in workers
+        p.set_results([res])  # image read (and shown) and first partition, in workers
     assert ctx.runner.wait_until_idle(120000)
     p.tabs.setCurrentWidget(p.editor)
-    ticks: list[float] = []
-    timer = QTimer()
-    timer.setInterval(10)
-    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
-    timer.start()
-    t0 = time.monotonic()
     with qtbot.waitSignal(p.sigUpdated, timeout=120000):
         p.editor.mode_combo.setCurrentIndex(p.editor.mode_combo.findData("qphi"))
         p.editor.dp.setValue(12)
@@ -427,12 +425,12 @@ def test_no_gui_stall_partitioning_a_large_detector(qtbot, tmp_path):
     with qtbot.waitSignal(p.sigUpdated, timeout=120000):
         p.mask_tools._on_threshold()
     t1 = time.monotonic()
-    qtbot.waitUntil(lambda: len(ticks) > 3 and ticks[-1] > t1, timeout=5000)
-    timer.stop()
+    qtbot.waitUntil(lambda: beat.beats[-1] > t1, timeout=5000)
+    beat.stop()
     assert ctx.runner.wait_until_idle(60000)
-    gaps = np.diff([t0, *[x for x in ticks if x <= t1 + 0.05]])
-    print(f"partition + mask of 1676x2100 in {t1 - t0:.2f} s; heartbeat gaps: max "
-          f"{gaps.max() * 1000:.0f} ms, 99th percentile {np.percentile(gaps, 99) * 1000:.0f} ms")
+    stall = beat.max_gap(t0, t1)
+    print(f"partition + mask of 1676x2100 in {t1 - t0:.2f} s; longest GUI stall "
+          f"{stall * 1000:.0f} ms")
     assert p.preview.qmap.dynamic_num_pts == (12, 12)
     assert p.history().n_masked > 100_000
-    assert gaps.max() < 1.0
+    assert stall < 1.0
