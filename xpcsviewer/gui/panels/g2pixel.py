@@ -91,12 +91,19 @@ class G2PixelPanel(BasePanel):
                                    enabled=False)
         self.mask_check = QCheckBox("Detector mask", checked=True,
                                     toolTip="Show the Detector tab's mask on top")
-        for w in (QLabel("File"), self.file_selector, self.target_combo, self.cmap_combo,
-                  self.auto_check, QLabel("min"), self.vmin, QLabel("max"), self.vmax,
-                  self.mask_check):
+        for spin in (self.vmin, self.vmax):
+            spin.setMaximumWidth(120)
+        # two short rows: the tab must fit a 1280-pixel window next to the file list
+        for w in (QLabel("File"), self.file_selector, self.target_combo, self.cmap_combo):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
+        bar2 = QHBoxLayout()
+        for w in (self.auto_check, QLabel("min"), self.vmin, QLabel("max"), self.vmax,
+                  self.mask_check):
+            bar2.addWidget(w)
+        bar2.addStretch(1)
+        lay.addLayout(bar2)
         row = QHBoxLayout()
         self.slider = QSlider(Qt.Orientation.Horizontal, minimum=0, maximum=0)
         self.delay_spin = QSpinBox(minimum=0, maximum=0, toolTip="Delay index")
@@ -158,14 +165,14 @@ class G2PixelPanel(BasePanel):
                                     toolTip="Write the regrouped result to a new file")
         g.addWidget(QLabel("partition"), 0, 0)
         g.addWidget(self.own_radio, 0, 1)
-        g.addWidget(self.file_radio, 0, 2)
-        g.addWidget(self.qmap_edit, 0, 3)
-        g.addWidget(self.qmap_browse, 0, 4)
-        g.addWidget(self.drawn_radio, 0, 5)
-        g.addWidget(self.use_mask_check, 1, 1, 1, 2)
-        g.addWidget(self.regroup_btn, 1, 3)
-        g.addWidget(self.save_btn, 1, 5)
-        g.setColumnStretch(3, 1)
+        g.addWidget(self.drawn_radio, 0, 2)
+        g.addWidget(self.file_radio, 1, 1)
+        g.addWidget(self.qmap_edit, 1, 2)
+        g.addWidget(self.qmap_browse, 1, 3)
+        g.addWidget(self.use_mask_check, 2, 1)
+        g.addWidget(self.regroup_btn, 2, 2)
+        g.addWidget(self.save_btn, 2, 3)
+        g.setColumnStretch(2, 1)
         self.regroup_btn.clicked.connect(lambda: self.regroup())
         self.save_btn.clicked.connect(self._on_save_as)
         return box
