@@ -242,6 +242,10 @@ def test_g2_tab_shows_per_pixel_g2_at_the_chosen_delay(qtbot, sync_context, g01)
     p.vmin.setValue(0.1)
     p.vmax.setValue(0.9)
     assert p.image_view.getLevels() == pytest.approx((0.1, 0.9))
+    # manual levels belong to IP: g2 comes back with its own (auto) levels, still manual
+    p.target_combo.setCurrentIndex(p.target_combo.findData("g2"))
+    assert p.image_view.getLevels() == pytest.approx(p.plane["levels"], abs=1e-4)  # 4 decimals
+    assert not p.auto_check.isChecked() and p.plane["levels"][0] > 0.5
     p.cmap_combo.setCurrentText("magma")
     assert p.get_settings()["cmap"] == "magma"
     others = [r for r in [g01] if r.multitau.has_unnormalized_G2]

@@ -73,6 +73,7 @@ class G2PixelPanel(BasePanel):
         self.regrouped: dict | None = None
         #: folder of regrouped files (None: a per-user temporary folder)
         self.regroup_dir: str | None = None
+        self._levels_for: str | None = None  # the quantity the manual levels were set for
         self._last_shape: tuple | None = None
         self._n_delays = 0
         lay = QVBoxLayout(self)
@@ -140,7 +141,7 @@ class G2PixelPanel(BasePanel):
             lambda t: self.image_view.setColorMap(colormap(t)))
         self.auto_check.toggled.connect(self._on_auto_toggled)
         for s in (self.vmin, self.vmax):
-            s.valueChanged.connect(lambda _v: self._apply_levels())
+            s.valueChanged.connect(self._on_levels_edited)
         self.mask_check.toggled.connect(lambda _b: self._show_mask())
         context.sigSharedChanged.connect(self._on_shared)
         self.image_view.setColorMap(colormap(self.cmap_combo.currentText()))
@@ -249,7 +250,10 @@ class G2PixelPanel(BasePanel):
         self.image_view.setImage(img, autoRange=not keep, autoLevels=False,
                                  levels=plane["levels"], autoHistogramRange=True)
         self._last_shape = img.shape
-        if self.auto_check.isChecked():
+        # manual levels belong to one quantity (g2 near 1, IP in counts): another
+        # quantity starts from its own auto levels
+        if self.auto_check.isChecked() or self._levels_for != plane["target"]:
+            self._levels_for = None if self.auto_check.isChecked() else plane["target"]
             with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
                 self.vmin.setValue(plane["levels"][0])
                 self.vmax.setValue(plane["levels"][1])
@@ -262,6 +266,14 @@ class G2PixelPanel(BasePanel):
             self.status.setText(" ")
         self.sigUpdated.emit()
 
+    def _shown_target(self) -> str | None:
+        # levels are set on the image shown (its plane may lag the combo by a read)
+        return self.plane["target"] if self.plane is not None else self.target_combo.currentData()
+
+    def _on_levels_edited(self, _v: float) -> None:
+        self._levels_for = self._shown_target()
+        self._apply_levels()
+
     def _apply_levels(self) -> None:
         if self.plane is None:
             return
@@ -271,6 +283,7 @@ class G2PixelPanel(BasePanel):
     def _on_auto_toggled(self, on: bool) -> None:
         self.vmin.setEnabled(not on)
         self.vmax.setEnabled(not on)
+        self._levels_for = None if on else self._shown_target()
         if on and self.plane is not None:
             with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
                 self.vmin.setValue(self.plane["levels"][0])
