@@ -160,3 +160,75 @@ def test_threshold_and_history():
                                   shapes[0].select((3, 4)) | shapes[1].select((3, 4)))
     with pytest.raises(ValueError, match="unknown shape"):
         masking.Shape("star").select((3, 4))
+
+
+def test_integrate_rois_uses_the_files_geometry_and_mask(maps):
+    """The worker job integrate_rois: q and phi from a QMap's geometry, its mask applied."""
+    from types import SimpleNamespace
+
+    from xpcsviewer.compute.roi import integrate_rois
+
+    q, phi, img, mask = maps
+    qm = SimpleNamespace(energy_kev=10.0, detector_distance=5.0, pixel_size=150e-6,
+                         beam_center_x=BCX, beam_center_y=BCY, mask=mask)
+    rois = [SectorRoi("wedge", 5.0, 40.0, -30.0, 60.0, 12, "W1"),
+            SectorRoi("ring", 10.0, 22.5, n_bins=24, name="R2")]
+    got = integrate_rois(img, rois, qm)
+    for g, roi in zip(got, rois, strict=True):
+        ref = integrate_roi(img, roi, q, phi, BCX, BCY, mask)
+        np.testing.assert_allclose(g.intensity, ref.intensity, equal_nan=True)
+        np.testing.assert_array_equal(g.counts, ref.counts)
+    with pytest.raises(ValueError, match="energy"):
+        integrate_rois(img, rois, SimpleNamespace(**{**vars(qm), "energy_kev": None}))
+
+
+def test_roi_profiles_table_and_figure(maps, tmp_path):
+    from xpcsviewer.export.roi_profiles import write_roi_figure, write_roi_table
+
+    q, phi, img, mask = maps
+    rois = [SectorRoi("wedge", 5.0, 40.0, -30.0, 60.0, 12, "W1"),
+            SectorRoi("ring", 10.0, 22.5, n_bins=24, name="R2")]
+    profiles = [integrate_roi(img, r, q, phi, BCX, BCY, mask) for r in rois]
+    csv = write_roi_table(tmp_path / "rois.csv", profiles, "demo")
+    lines = [ln for ln in open(csv).read().splitlines() if not ln.startswith("#")]
+    head = lines[0].split(",")
+    assert "W1: q (1/A)" in head and "R2: phi (deg)" in head and "W1: I" in head
+    data = np.genfromtxt(lines[1:], delimiter=",")
+    col = head.index("R2: I")
+    np.testing.assert_allclose(data[:24, col], profiles[1].intensity, equal_nan=True)
+    png = write_roi_figure(tmp_path / "rois.png", profiles, "demo")
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_mask_file_round_trip_and_no_overwrite(tmp_path):
+    import h5py
+
+    from xpcsviewer.io.masks import read_mask, write_mask_file
+
+    m = np.random.default_rng(3).random((9, 13)) > 0.3
+    p = write_mask_file(tmp_path / "mask.hdf", m, source="x_results.hdf")
+    np.testing.assert_array_equal(read_mask(p, (9, 13)), m)
+    with h5py.File(p, "r") as f:  # pySimpleMask's key, uint8, 1 = valid
+        assert f["qmap/mask"].dtype == np.uint8
+        np.testing.assert_array_equal(f["qmap/mask"][()], m.astype(np.uint8))
+        np.testing.assert_array_equal(f["mask"][()], m.astype(np.uint8))
+    with pytest.raises(FileExistsError):
+        write_mask_file(p, ~m)
+    np.testing.assert_array_equal(read_mask(p, (9, 13)), m)
+
+
+def test_history_commit_of_a_worker_step_is_refused_when_stale():
+    init = np.ones((4, 5), bool)
+    h = masking.MaskHistory(init)
+    v0 = h.version
+    packed = np.packbits(h.current, axis=None).tobytes()
+    new = init.copy()
+    new[1, 1:3] = False
+    other = init.copy()
+    other[3, 4] = False
+    assert h.exclude(~other)  # the user masked something else meanwhile
+    assert not h.commit(new, packed, v0)  # the worker's step is stale
+    assert h.n_masked == 1
+    packed = np.packbits(h.current, axis=None).tobytes()
+    assert h.commit(new & other, packed, h.version)
+    assert h.n_masked == 3 and h.undo() and h.n_masked == 1

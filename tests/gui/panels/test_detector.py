@@ -12,11 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt
-from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
 
-from xpcsviewer.compute import masking
+pytest.importorskip("pytestqt")  # the headless run (no PySide6) skips this module
+
+from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from xpcsviewer.compute import masking  # noqa: E402
 
 pytestmark = pytest.mark.gui
 
