@@ -30,10 +30,11 @@ __all__ = [
     "save_regrouped_job",
 ]
 
-#: colours of the partition preview (tab20), one per bin modulo 20; alpha 150
+#: colours of the partition preview (tab20 without its reds: red is the user's mask),
+#: one per bin modulo 18; alpha 150
 _PALETTE = np.array([
     (31, 119, 180), (174, 199, 232), (255, 127, 14), (255, 187, 120), (44, 160, 44),
-    (152, 223, 138), (214, 39, 40), (255, 152, 150), (148, 103, 189), (197, 176, 213),
+    (152, 223, 138), (148, 103, 189), (197, 176, 213),
     (140, 86, 75), (196, 156, 148), (227, 119, 194), (247, 182, 210), (127, 127, 127),
     (199, 199, 199), (188, 189, 34), (219, 219, 141), (23, 190, 207), (158, 218, 229)],
     dtype=np.uint8)
