@@ -22,6 +22,8 @@ Actions (goal: every stall < 100 ms on 2 cores):
 * ``intensity_tab_11x100k``: the Intensity-Time tab on 11 x 100,000 frames;
 * ``first_nuts_compile``: whether "compiling (first run only)" is shown while the
   first NUTS program compiles.
+* ``detector_tab_3mpx`` / ``detector_partition_3mpx`` / ``detector_polygon_3mpx``: the
+  Detector tab on the 1676 x 2100 file, a q x phi partition, and a polygon mask applied.
 """
 
 from __future__ import annotations
@@ -210,6 +212,39 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
         d.open(inputs["long"], None)
         gap, wall = d.measure(lambda: win.select_tab("intensity"))
         report("intensity_tab_11x100k", gap, wall)
+    if any(want(n) for n in ("detector_tab_3mpx", "detector_partition_3mpx",
+                             "detector_polygon_3mpx")):
+        d.open(inputs["rigaku"], None)
+        gap, wall = d.measure(lambda: win.select_tab("detector"))
+        report("detector_tab_3mpx", gap, wall)
+        det = win.panels["detector"]
+        ed = det.editor
+
+        def qphi() -> None:
+            det.tabs.setCurrentWidget(ed)
+            ed.mode_combo.setCurrentIndex(ed.mode_combo.findData("qphi"))
+            ed.dp.setValue(12)
+            ed.sp.setValue(36)
+
+        gap, wall = d.measure(qphi)
+        report("detector_partition_3mpx", gap, wall, "q x phi, 24 x 12 bins")
+
+        def polygon() -> None:
+            det.mask_tools.add_polygon([(200, 200), (1500, 250), (1400, 1200), (300, 1000)])
+            det.mask_tools.apply()  # masks in a worker, then re-partitions
+
+        d.settle()
+        t0 = time.monotonic()
+        polygon()
+        for _ in range(2):  # the mask job, then the re-partition after its 300 ms debounce
+            d.settle()
+            t_end = time.monotonic() + 0.4
+            while time.monotonic() < t_end:
+                d.app.processEvents()
+        d.settle()
+        t1 = time.monotonic()
+        report("detector_polygon_3mpx", d.beat.max_gap(t0, t1), t1 - t0,
+               f"{det.history().n_masked:,} px masked, re-partitioned")
     d.beat.stop()
     win.close()
     return out

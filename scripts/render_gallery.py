@@ -34,6 +34,8 @@ FILES = {
     "g2map": ["A02"],
     "average": ["F01", "F02", "F03", "F04"],
     "qmap": ["B01"],
+    "g2pixel": ["G01"],
+    "detector": ["G01"],
     "metadata": ["A01"],
 }
 

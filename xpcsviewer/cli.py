@@ -47,6 +47,7 @@ SUBCOMMANDS = (
     "info",
     "correlate",
     "qmap",
+    "regroup",
     "fit",
     "export",
     "average",
@@ -76,8 +77,10 @@ TABS = (
     "twotime",
     "g2stability",
     "g2map",
+    "g2pixel",
     "average",
     "qmap",
+    "detector",
     "metadata",
 )
 
@@ -154,6 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--num-partial-g2", type=int, default=0, metavar="P",
         help="also store P cumulative g2 snapshots (g2 stability)",
     )
+    p.add_argument(
+        "--save-g2-pixel", action="store_true",
+        help="also store the per-pixel G2/IP/IF stack in OUT_G2.hdf (linked from OUT.hdf)",
+    )
 
     p = add("qmap", "compute a q x phi partition file")
     p.add_argument("--shape", nargs=2, type=int, metavar=("H", "W"), required=True)
@@ -169,6 +176,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sp-num", type=int, default=1)
     p.add_argument("-o", "--output", required=True, metavar="QMAP.hdf")
     p.add_argument("--overwrite", action="store_true", help="replace an existing QMAP.hdf")
+
+    p = add("regroup", "re-bin a file's per-pixel G2 stack with another partition or mask")
+    p.add_argument("file", metavar="FILE", help="result file with a per-pixel G2 stack")
+    p.add_argument("--qmap", default=None, metavar="QMAP.hdf",
+                   help="partition file (/qmap or a result's /xpcs/qmap; default: FILE's own)")
+    p.add_argument("--mask", default=None, metavar="MASK.hdf",
+                   help="mask image (hdf, npy or tiff; nonzero = valid pixel)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
 
     p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)")
     p.add_argument("files", nargs="+", metavar="FILE")

@@ -24,7 +24,7 @@ def demo_dir(tmp_path_factory):
 
 
 def test_demo_then_info_json(demo_dir, capsys):
-    files = sorted(demo_dir.glob("*.hdf"))
+    files = sorted(demo_dir.glob("*_results.hdf"))
     assert len(files) >= 6
     capsys.readouterr()
     assert main(["info", "--json", *map(str, files)]) == 0
@@ -66,7 +66,7 @@ def test_demo_then_info_json(demo_dir, capsys):
 def test_info_bad_files_exit_3_good_still_reported(demo_dir, tmp_path, capsys):
     bad = tmp_path / "bad.hdf"
     bad.write_bytes(b"nonsense")
-    good = sorted(demo_dir.glob("*.hdf"))[0]
+    good = sorted(demo_dir.glob("*_results.hdf"))[0]
     capsys.readouterr()
     rc = main(["info", str(bad), str(good)])
     out, err = capsys.readouterr()

@@ -24,7 +24,7 @@ TAU = "\u03c4 (s)"
 @pytest.fixture(scope="module")
 def demo(demo_set_dir):
     return {
-        p.name.split("_")[0]: read_result(p) for p in sorted(demo_set_dir.glob("*.hdf"))
+        p.name.split("_")[0]: read_result(p) for p in sorted(demo_set_dir.glob("*_results.hdf"))
     }
 
 

@@ -60,7 +60,7 @@ def demo_dir(demo_set_dir) -> Path:
 @pytest.fixture(scope="session")
 def demo_files(demo_dir) -> list[Path]:
     """Paths of the demo result files, sorted by name."""
-    return sorted(demo_dir.glob("*.hdf"))
+    return sorted(demo_dir.glob("*_results.hdf"))
 
 
 @pytest.fixture(scope="session")

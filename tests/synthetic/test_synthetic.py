@@ -124,7 +124,7 @@ def test_speckle_ageing_slows_decay():
 
 
 def test_demo_deterministic_and_truth(demo_set_dir, tmp_path):
-    a = sorted(demo_set_dir.glob("*.hdf"))
+    a = sorted(demo_set_dir.glob("*_results.hdf"))
     assert len(a) == len(DEMO_SPECS) >= 6
     # re-simulating a subset gives the same numbers; another seed does not
     names = ["A01_silica_R100nm_water", "D01_silica_R250nm_both"]

@@ -11,6 +11,7 @@ memory of the multi-tau pass independent of the number of frames.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.outputs import check_output
+from xpcsviewer.io.outputs import OutputRefusedError, check_output
 
 RAW_FRAME_TIME = "/entry/instrument/detector_1/frame_time"
 RAW_COUNT_TIME = "/entry/instrument/detector_1/count_time"
@@ -104,6 +105,30 @@ def _checked_chunks(chunks: Any, used: np.ndarray, raw: Any, notes: list[str]) -
         notes.append(f"{masked} negative counts at masked pixels were set to 0")
 
 
+def _g2_side(args: argparse.Namespace) -> Path | None:
+    """The per-pixel G2 side file of ``--save-g2-pixel`` (checked like the output)."""
+    if not getattr(args, "save_g2_pixel", False):
+        return None
+    from xpcsviewer.io.g2stack import g2_side_path
+
+    if args.mode == "twotime":
+        raise OutputRefusedError("--save-g2-pixel needs --mode multitau or both "
+                                 "(the stack comes from the multi-tau pass)")
+    side = g2_side_path(args.output)
+    check_output(side, [args.raw, args.qmap], getattr(args, "overwrite", False))
+    return side
+
+
+def _stack_writer(side: Path | None, n_frames: int, shape: tuple[int, int]) -> Any:
+    """The side file's writer (atomic), or a no-op context without one."""
+    if side is None:
+        return contextlib.nullcontext(None)
+    from xpcsviewer.compute.multitau import delay_list
+    from xpcsviewer.io.g2stack import open_g2_stack_writer
+
+    return open_g2_stack_writer(side, delay_list(n_frames)[0].size, shape, overwrite=True)
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer correlate``; returns the exit code."""
     from xpcsviewer.backends import get_job_backend
@@ -116,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     quiet = bool(getattr(args, "quiet", False))
     raw_path = Path(args.raw)
     check_output(args.output, [args.raw, args.qmap], getattr(args, "overwrite", False))
+    side = _g2_side(args)
     qm = load_qmap(args.qmap)
     try:
         raw = RawFrames(raw_path, args.begin_frame, args.end_frame, args.stride_frame, args.avg_frame)
@@ -165,7 +191,9 @@ def run(args: argparse.Namespace) -> int:
         # the raw file's realpath goes into each config group (as the standard
         # correlator's config/raw)
         common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
-        with TextProgressBar("correlate", enabled=not quiet) as bar:
+        with TextProgressBar("correlate", enabled=not quiet) as bar, _stack_writer(
+            side, n, qm.shape
+        ) as sink:
             out_res = correlate_to_result(
                 lambda: _checked_chunks(
                     raw.iter_chunks(256 if mode == "twotime" else 128, reuse=True), used,
@@ -186,12 +214,19 @@ def run(args: argparse.Namespace) -> int:
                 raw_path=os.path.realpath(raw_path),
                 backend=be,
                 progress=bar,
+                g2_pixel_sink=sink,
             )
         result = out_res.result
         # overwrite: check_output above already applied the user's choice
-        out = write_result(
-            args.output, result, saxs_2d=out_res.saxs_2d, c2_maps=out_res.c2_maps, overwrite=True,
-        )
+        try:
+            out = write_result(
+                args.output, result, saxs_2d=out_res.saxs_2d, c2_maps=out_res.c2_maps,
+                overwrite=True, g2_stack_file=None if side is None else side.name,
+            )
+        except BaseException:
+            if side is not None:  # no side file without its result
+                side.unlink(missing_ok=True)
+            raise
     for note in dict.fromkeys(notes):
         print(f"xpcsviewer correlate: note: {note}", file=sys.stderr)
     if not quiet:

@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
         files = write_demo(out, seed=getattr(args, "seed", 0), progress=bar)
     print(f"wrote {len(files)} demo result files to {out.resolve()}")
     if getattr(args, "no_gui", False):
-        print(f"look at them with: xpcsviewer info {out}/*.hdf   or   xpcsviewer {out}")
+        print(f"look at them with: xpcsviewer info {out}/*_results.hdf   or   xpcsviewer {out}")
         return 0
     from xpcsviewer.commands._display import has_display
     from xpcsviewer.commands.gui import launch

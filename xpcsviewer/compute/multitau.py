@@ -34,18 +34,24 @@ compiled). The NumPy backend runs the same code eagerly and is the reference.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
-from xpcsviewer.compute._binning import PixelBins, kernel_cache, segment_sum_rows, select_pixels
+from xpcsviewer.compute._binning import PixelBins, kernel_cache, select_pixels
 from xpcsviewer.compute._multitau_cpu import CpuLevels
 from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
 from xpcsviewer.compute._multitau_cpu import worth_compiling
 from xpcsviewer.compute._scattering import ScatteringAccumulator, iter_array_chunks
+from xpcsviewer.compute.multitau_pixels import (
+    MIN_PAIRS,
+    combine_bin_sums,
+    finalize_kernel,
+    iter_pixel_planes,
+)
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
@@ -58,7 +64,6 @@ __all__ = [
     "iter_array_chunks",
 ]
 
-ZERO_DENOMINATOR = 1e8
 MIN_BLOCK = 8
 PIXEL_TILE = 8192
 
@@ -352,12 +357,7 @@ class MultitauCorrelator:
         g2 = np.full((t, nd), np.nan)
         err = np.full((t, nd), np.nan)
         g2s = np.full((t, ns), np.nan)
-        s_count = pb.static_count.astype(np.float64)
-        s_ok = s_count > 0
-        d_count = pb.dynamic_count.astype(np.float64)
-        n_s_in_d = np.bincount(pb.static_to_dynamic[s_ok], minlength=nd)[:nd].astype(np.float64)
-        s2d = np.where(s_ok, pb.static_to_dynamic, nd)  # empty static bins dropped
-        d_cnt_dev = be.asarray(d_count, device=self.device)
+        d_cnt_dev = be.asarray(pb.dynamic_count.astype(np.float64), device=self.device)
         row0 = 0
         for lvl, lv in enumerate(self._levels):
             n_here = int((self.levels == lvl).sum())
@@ -369,56 +369,21 @@ class MultitauCorrelator:
             # dynamics: such a delay is not a measurement.
             keep = [i for i, x in enumerate(lv.xs) if count - x >= MIN_PAIRS][:n_here]
             if keep:
-                fin = _finalize_kernel(be, self.buf, lv.xs)
+                fin = finalize_kernel(be, self.buf, lv.xs)
                 out = fin(hist, first, sumprod, total, count,
                           self._sid, self._did, d_cnt_dev, ns=ns, nd=nd)
-                sG2, sIP, sIF, dsum, dss = (ensure_numpy(o)[np.asarray(keep)] for o in out)
+                s_g2, s_ip, s_if, _dsum, dss = (ensure_numpy(o)[np.asarray(keep)] for o in out)
                 rows = row0 + np.arange(len(keep))
-                den = sIP * sIF
-                den = np.where(den == 0, ZERO_DENOMINATOR, den)
-                gs = s_count * sG2 / den
-                gs_sum = np.zeros((len(keep), nd + 1))
-                np.add.at(gs_sum.T, s2d, gs.T)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    g2[rows] = gs_sum[:, :nd] / n_s_in_d
-                    err[rows] = np.sqrt(dss / d_count) / np.sqrt(d_count)
-                g2s[rows] = np.where(s_ok, gs, np.nan)
+                g2[rows], err[rows], g2s[rows] = combine_bin_sums(
+                    s_g2, s_ip, s_if, dss, pb.static_count, pb.dynamic_count,
+                    pb.static_to_dynamic, nd)
             row0 += n_here
         return g2, err, g2s
 
-
-#: Fewest frame pairs (at the delay's level) for a delay to be reported.
-MIN_PAIRS = 2
-
-
-def _finalize_kernel(backend: Any, buf: int, xs: tuple[int, ...]) -> Any:
-    """Per-pixel G2/IP/IF of one level reduced to static and dynamic sums."""
-
-    def build() -> Any:
-        xp = backend.xp
-        xs_arr = np.asarray(xs)
-
-        def fin(hist, first, sumprod, total, count, sid, did, d_count, ns, nd):
-            norm = xp.maximum(count - xp.asarray(xs_arr), 1).astype(xp.float64)[:, None]
-            last = xp.cumsum(hist[::-1], axis=0)[xs_arr - 1]
-            firsts = xp.cumsum(first, axis=0)[xs_arr - 1]
-            g2 = sumprod / norm
-            ip = (total[None, :] - last) / norm
-            if_ = (total[None, :] - firsts) / norm
-            s_g2 = segment_sum_rows(backend, g2.T, sid, ns).T
-            s_ip = segment_sum_rows(backend, ip.T, sid, ns).T
-            s_if = segment_sum_rows(backend, if_.T, sid, ns).T
-            pden = ip * if_
-            pix = g2 / xp.where(pden == 0, ZERO_DENOMINATOR, pden)
-            dsum = segment_sum_rows(backend, pix.T, did, nd).T
-            dmean = dsum / xp.where(d_count > 0, d_count, 1.0)[None, :]
-            dev = pix - dmean[:, did]
-            dss = segment_sum_rows(backend, (dev * dev).T, did, nd).T
-            return s_g2, s_ip, s_if, dsum, dss
-
-        return backend.jit(fin, static_argnames=("ns", "nd"))
-
-    return kernel_cache(backend, ("multitau_finalize", buf, xs), build)
+    def pixel_planes(self):
+        """Per-pixel G2/IP/IF, one (3, H, W) float32 plane per delay (see
+        :func:`~xpcsviewer.compute.multitau_pixels.iter_pixel_planes`)."""
+        return iter_pixel_planes(self)
 
 
 @dataclass
@@ -448,6 +413,7 @@ def correlate_multitau(
     cancel: CancelToken | None = None,
     with_scattering: bool = False,
     engine: str = "auto",
+    pixel_sink: Callable[[int, np.ndarray], None] | None = None,
 ) -> MultitauResult | MultitauRun:
     """Multi-tau g2 of a frame stream on a static/dynamic partition.
 
@@ -485,6 +451,10 @@ def correlate_multitau(
         is installed and the job has at least ``COMPILED_MIN_WORK`` pixel-frames (smaller
         ones finish before numba would be loaded), NumPy's otherwise; on a GPU the jitted
         kernels are used. All agree to 1e-12 (tested); docs/correlators.md has the speeds.
+    pixel_sink : callable ``(k, plane)``, optional
+        Receives the per-pixel G2, IP, IF of every delay k as one (3, H, W) float32
+        plane once all frames are correlated (the ``unnormalized_G2`` stack), one
+        plane at a time so that the stack is never held whole.
 
     Returns
     -------
@@ -556,6 +526,12 @@ def correlate_multitau(
     if corr.n_processed != n_frames:
         raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
     g2, err, g2s = corr.result()
+    if pixel_sink is not None:
+        t = corr.delays.size
+        for k, plane in corr.pixel_planes():
+            report(progress, cancel, k, t, "per-pixel G2")
+            pixel_sink(k, plane)
+        report(progress, cancel, t, t, "per-pixel G2")
     res = MultitauResult(
         delay_frames=corr.delays.copy(),
         g2=g2,

@@ -15,6 +15,7 @@ Semantics follow the standard partition tool (result-file-format.md §4):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
@@ -32,6 +33,7 @@ __all__ = [
     "digitize_values",
     "fold_phi",
     "make_partition",
+    "restrict_partition",
 ]
 
 
@@ -218,6 +220,25 @@ def _phi_range(
             float(np.max(pf, where=valid, initial=-np.inf)))
 
 
+def _first_fold_centres(phi: np.ndarray, bins: np.ndarray, fallback: np.ndarray,
+                        offset: float, fold: int) -> np.ndarray:
+    """Folded phi bins labelled by the mean azimuth of their pixels in the first fold.
+
+    The standard tool's convention (result-file-format.md §4): the first fold is
+    ``0 <= phi - offset < 360 / n``; the label is the mean of the pixels' own phi
+    there. A bin without pixels in the first fold keeps its folded-axis centre
+    moved into the first fold.
+    """
+    n = len(fallback)
+    p = fold_phi(phi, offset)
+    unit = (p >= 0) & (p < 360.0 / fold) & (bins > 0)
+    ids = np.where(unit, bins, 0).ravel()
+    s = np.bincount(ids, weights=np.asarray(phi, dtype=np.float64).ravel(), minlength=n + 1)
+    c = np.bincount(ids, minlength=n + 1)
+    moved = fold_phi(np.mod(np.asarray(fallback) + 180.0, 360.0 / fold) + offset)
+    return np.where(c[1:] > 0, s[1:] / np.maximum(c[1:], 1), moved)
+
+
 def make_partition(
     q: np.ndarray,
     phi: np.ndarray,
@@ -253,7 +274,9 @@ def make_partition(
         the dynamic count so that static bins nest in dynamic bins.
     q_style : "linear" or "log"
     phi_offset, symmetry_fold :
-        See :func:`fold_phi`.
+        See :func:`fold_phi`. With n > 1 the phi bins hold every n-th sector
+        together and are labelled by the mean azimuth of their pixels in the first
+        fold (``0 <= phi - offset < 360 / n``), as the standard tool does.
     beam_center_x, beam_center_y, detector_distance, pixel_size, energy_kev :
         Geometry recorded in the returned QMap (pixels, metres, keV).
     content_hash : bool
@@ -278,6 +301,8 @@ def make_partition(
             f"mask shape {valid.shape} does not match the detector {q.shape}"
         )
     valid = valid & np.isfinite(q) & np.isfinite(phi)
+    if q_style == "log":
+        valid &= q > 0  # the beam-centre pixel (q = 0) has no place on a log axis
     if not valid.any():
         raise ValueError("the mask leaves no valid pixel")
     for name, n in (
@@ -309,6 +334,10 @@ def make_partition(
 
     bq_s = _digitize_fast(q, q_edges_s, valid, q_style)
     bp_s = valid.astype(np.intp) if one_phi else _digitize_fast(pf, p_edges_s, valid, "linear")
+    if symmetry_fold > 1 and not one_phi:
+        p_cent_s = _first_fold_centres(phi, bp_s, p_cent_s, phi_offset, symmetry_fold)
+        p_cent_d = _first_fold_centres(phi, (bp_s - 1) // rp + 1, p_cent_d, phi_offset,
+                                       symmetry_fold)
     n_s0, n_s1 = len(q_cent_s), len(p_cent_s)
     n_d0, n_d1 = len(q_cent_d), len(p_cent_d)
     s_roi, s_map = _compress(bq_s, bp_s, n_s1)
@@ -340,6 +369,59 @@ def make_partition(
     )
     if content_hash:
         qm.hash = qm.content_hash()
+    return qm
+
+
+def _recompress(roi: np.ndarray, keep: np.ndarray, mapping: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    # compressed values 1..N of the pixels kept, renumbered over the bins still present
+    r = np.where(keep, np.asarray(roi).astype(np.intp), 0)
+    counts = np.bincount(r.ravel(), minlength=len(mapping) + 1)
+    present = np.flatnonzero(counts[1:]) + 1
+    lut = np.zeros(counts.size, dtype=_uint_dtype(present.size))
+    lut[present] = np.arange(1, present.size + 1)
+    new_map = np.asarray(mapping)[present - 1]
+    return lut[r], _smallest_uint(new_map, int(new_map.max(initial=0)))
+
+
+def restrict_partition(qmap: QMap, keep: np.ndarray) -> QMap:
+    """The same bins over fewer pixels: ``qmap`` with every pixel outside ``keep`` excluded.
+
+    Bin edges, centres and grids stay as they are (so bins keep their q and phi);
+    bins left without pixels are dropped and the rest renumbered 1..N in natural
+    order, with index mappings to match, as the standard tool's compression does.
+
+    Parameters
+    ----------
+    qmap : QMap
+    keep : (H, W) bool
+        Pixels that may stay (e.g. a new mask, or the pixels a file correlated).
+
+    Returns
+    -------
+    QMap
+        A new partition (hash recomputed); ``qmap`` is not changed.
+
+    Raises
+    ------
+    ValueError
+        Shapes differ, or no pixel is left.
+    """
+    keep = np.asarray(keep) > 0
+    if keep.shape != qmap.shape:
+        raise ValueError(f"mask shape {keep.shape} does not match the partition {qmap.shape}")
+    keep = keep & (np.asarray(qmap.mask) > 0)
+    d_roi, d_map = _recompress(qmap.dynamic_roi_map, keep, qmap.dynamic_index_mapping)
+    s_roi, s_map = _recompress(qmap.static_roi_map, keep, qmap.static_index_mapping)
+    keep &= (d_roi > 0) & (s_roi > 0)
+    if not keep.any():
+        raise ValueError("the mask leaves no pixel of the partition")
+    d_roi = np.where(keep, d_roi, 0).astype(d_roi.dtype)
+    s_roi = np.where(keep, s_roi, 0).astype(s_roi.dtype)
+    qm = dataclasses.replace(
+        qmap, dynamic_roi_map=d_roi, static_roi_map=s_roi, mask=keep,
+        dynamic_index_mapping=d_map, static_index_mapping=s_map, hash="")
+    qm.hash = qm.content_hash()
     return qm
 
 

@@ -75,6 +75,7 @@ def correlate_to_result(
     device: Any = "auto",
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
+    g2_pixel_sink: Callable[[int, np.ndarray], None] | None = None,
 ) -> CorrelatedResult:
     """Correlate a frame stream on a partition into a result (nothing is written).
 
@@ -100,6 +101,9 @@ def correlate_to_result(
         The raw input, written as ``/xpcs/rawdata_path``.
     backend, device, progress, cancel :
         Passed to the correlators; ``progress`` messages name the pass.
+    g2_pixel_sink : callable ``(k, plane)``, optional
+        Receives the per-pixel G2/IP/IF stack of the multi-tau pass one delay at a
+        time, (3, H, W) float32 (e.g. :func:`xpcsviewer.io.g2stack.open_g2_stack_writer`).
 
     Returns
     -------
@@ -107,6 +111,8 @@ def correlate_to_result(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if g2_pixel_sink is not None and mode == "twotime":
+        raise ValueError("the per-pixel G2 stack comes from the multi-tau pass")
     if not frame_time > 0:
         raise ValueError(f"frame_time must be positive, got {frame_time}")
     t0 = float(frame_time) * int(stride_frame) * int(avg_frame)
@@ -131,6 +137,7 @@ def correlate_to_result(
             normalize_frame=normalize_frame,
             num_partial_g2=num_partial_g2,
             with_scattering=True,
+            pixel_sink=g2_pixel_sink,
             **kw,
         )
         r, scat = run.multitau, run.scattering

@@ -35,6 +35,8 @@ __all__ = ["RESULT_PATTERNS", "DataBrowser", "FileEntry", "filter_entries", "lis
            "sort_entries"]
 
 RESULT_PATTERNS = ("*.hdf", "*.h5", "*.hdf5", "*.nxs")
+#: per-pixel G2 side files (``X_results_G2.hdf``) belong to their result file
+SIDE_FILE_PATTERNS = ("*_results_g2.*",)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ def list_result_files(folder: str, progress=None, cancel=None) -> list[FileEntry
                 cancel.raise_if_cancelled()
             if de.name.startswith(".") or not any(
                     fnmatch.fnmatch(de.name.lower(), p) for p in RESULT_PATTERNS):
+                continue
+            if any(fnmatch.fnmatch(de.name.lower(), p) for p in SIDE_FILE_PATTERNS):
                 continue
             try:
                 if not de.is_file():

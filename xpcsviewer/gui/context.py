@@ -144,6 +144,8 @@ class AppContext(QObject):
     """The target files changed: (list of XpcsResult)."""
     sigSelectedBin = Signal(int)
     """A panel picked a dynamic q-bin (1-based value, e.g. a click on the q-map): (int)."""
+    sigOpenFiles = Signal(list)
+    """A panel made files to add to the targets (e.g. regrouped g2): (list of str)."""
 
     _sigForeignError = Signal(object)
     """An exception raised in another thread, queued to the GUI thread: (BaseException)."""
@@ -220,6 +222,10 @@ class AppContext(QObject):
         """Publish ``value`` under ``key`` and emit :attr:`sigSharedChanged` (GUI thread)."""
         self.shared[key] = value
         self.sigSharedChanged.emit(key)
+
+    def open_files(self, paths: list[str]) -> None:
+        """Ask the window to add ``paths`` to the targets (GUI thread)."""
+        self.sigOpenFiles.emit([str(p) for p in paths])
 
     def set_targets(self, results: list[Any]) -> None:
         """Record the current targets and emit :attr:`sigTargetsChanged` (GUI thread)."""

@@ -178,6 +178,7 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         self.browser.sigTargetsChanged.connect(self._on_targets_changed)
         self.browser.sigCurrentChanged.connect(self._on_current_changed)
         self.browser.sigFolderChanged.connect(self._on_folder_opened)
+        self.context.sigOpenFiles.connect(self.browser.add_paths)  # e.g. regrouped g2
         self.browser.target_list.itemActivated.connect(lambda _i: self._replot_current())
 
     def _build_tabs(self) -> None:

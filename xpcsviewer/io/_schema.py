@@ -28,6 +28,12 @@ def _layout(f: h5py.File) -> str:
         return "nexus"
     if _exists(f, "/exchange") and _exists(f, "/xpcs/dqmap"):
         return "legacy"
+    if _exists(f, "/G2IPIF"):
+        raise XpcsFileError(
+            f.filename,
+            "is a per-pixel G2 side file (/G2IPIF), not a result file",
+            expected="the result file that links to it (…_results.hdf)",
+        )
     if _exists(f, "/qmap"):
         raise XpcsFileError(
             f.filename,

@@ -9,7 +9,7 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 
-__all__ = ["read_mask"]
+__all__ = ["MASK_FILE_PATHS", "read_mask", "write_mask_file"]
 
 _HDF_CANDIDATES = (
     "qmap/mask",
@@ -115,3 +115,28 @@ def read_mask(path: str | Path, shape: tuple[int, int] | None = None) -> np.ndar
             expected=f"the detector shape {tuple(shape)}",
         )
     return np.asarray(arr) > 0
+
+
+#: Where mask files are written: pySimpleMask's blemish key (``/qmap/mask``) and the
+#: plain ``/mask`` other tools (and our reader) look at; 1 = valid pixel.
+MASK_FILE_PATHS = ("/qmap/mask", "/mask")
+
+
+def write_mask_file(path: str | Path, mask: np.ndarray, *, source: str = "",
+                    overwrite: bool = False) -> Path:
+    """Write a mask as HDF5 (uint8, 1 = valid) at :data:`MASK_FILE_PATHS`, atomically.
+
+    ``source`` (e.g. the image it was drawn on) goes into the ``source_file`` attribute.
+    Raises ``FileExistsError`` for an existing file without ``overwrite``.
+    """
+    from xpcsviewer.io.writer import atomic_h5
+
+    m = (np.asarray(mask) > 0).astype(np.uint8)
+    if m.ndim != 2:
+        raise ValueError(f"a mask is a 2-D image, got shape {m.shape}")
+    with atomic_h5(path, overwrite=overwrite) as f:
+        for p in MASK_FILE_PATHS:
+            f.create_dataset(p, data=m, compression="gzip", chunks=True)
+        f.attrs["source_file"] = source
+        f.attrs["convention"] = "1 = valid pixel, 0 = masked"
+    return Path(path)

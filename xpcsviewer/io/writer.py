@@ -18,6 +18,7 @@ import h5py
 import numpy as np
 
 from xpcsviewer.io.errors import display_path
+from xpcsviewer.io.g2stack import link_g2_stack
 from xpcsviewer.io.model import QMap, XpcsResult
 from xpcsviewer.io.outputs import atomic_path
 
@@ -223,6 +224,7 @@ def write_result(
     | Callable[[], Iterable[np.ndarray]]
     | None = None,
     g2_stack: np.ndarray | None = None,
+    g2_stack_file: str | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write a complete result file in the APS-8IDI NeXus layout (§12), atomically.
@@ -247,6 +249,10 @@ def write_result(
         g2 from C2 (full and 5 segments) is computed here from the maps.
     g2_stack : (T, 3, H, W) array, optional
         Per-pixel G2, IP, IF written to ``/xpcs/multitau/unnormalized_G2``.
+    g2_stack_file : str, optional
+        Name of a side file (next to ``path``) holding the stack as ``/G2IPIF``
+        (:mod:`xpcsviewer.io.g2stack`); ``unnormalized_G2`` becomes an ExternalLink
+        to it. Not together with ``g2_stack``.
     overwrite : bool
         Replace an existing file.
 
@@ -256,6 +262,8 @@ def write_result(
     """
     qm = result.qmap
     h, w = qm.shape
+    if g2_stack is not None and g2_stack_file is not None:
+        raise ValueError("give the G2 stack as an array or as a side file, not both")
     with atomic_h5(path, overwrite=overwrite) as f:
         entry = f.create_group("entry")
         _put(entry, "start_time", result.start_time or "1970-01-01T00:00:00")
@@ -347,6 +355,8 @@ def write_result(
                         f"g2_stack must be (T, 3, {h}, {w}), got {stack.shape}"
                     )
                 _put(g, "unnormalized_G2", stack)
+            elif g2_stack_file is not None:
+                link_g2_stack(g, g2_stack_file)
 
         tt = result.twotime
         if tt is not None:

@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from xpcsviewer.compute.multitau import delay_list
+from xpcsviewer.io.g2stack import write_result_with_g2_stack
 from xpcsviewer.io.writer import write_result
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 from xpcsviewer.synthetic.simulated import simulate_result
@@ -176,6 +178,35 @@ DEMO_SPECS: list[dict[str, Any]] = [
         }
         for k in range(1, 5)
     ],
+    # The per-pixel G2 stack (side file), with a defect to find: a fan of static
+    # parasitic scattering from the beam-stop edge spoils the low-q bins (baseline above
+    # 1, tau too long) until it is masked and g2 regrouped (tests/compute/test_regroup.py).
+    {
+        "name": "G01_beamstop_fan_R250nm",
+        "description": "silica R = 250 nm in water; parasitic scattering from the beam-stop "
+                       "edge spoils the low-q bins",
+        "geometry": _GEOMETRY,
+        "beamstop_px": _BEAMSTOP,
+        "partition": {"dq_num": 10, "sq_num": 40, "q_min": 0.002, "q_max": 0.011},
+        "acquisition": {**_ACQ, "frame_time": 1.8e-5, "n_frames": 2500, "rate": 3.0},
+        "sample": {
+            "model": "brownian",
+            "radius_m": 250e-9,
+            "temperature_k": 298.15,
+            "contrast": 0.2,
+        },
+        "defect": {
+            "kind": "beamstop_fan",
+            "description": "static parasitic scattering from the beam-stop edge",
+            "angle_deg": -40.0,
+            "half_width_deg": 30.0,
+            "start_px": 8.0,
+            "end_px": 45.0,
+            "intensity": 1.5,
+        },
+        "save_g2_pixel": True,
+        "analysis": ("Multitau",),
+    },
 ]
 
 
@@ -223,9 +254,21 @@ def write_demo(
 
     def one(item: tuple[int, dict[str, Any]]) -> Path:
         i, spec = item
-        made = simulate_result(copy.deepcopy(spec), seed=seed * 1000 + i, cancel=cancel)
         path = out / f"{spec['name']}_results.hdf"
-        made.result.path = path
+
+        def produce(sink: Any = None) -> Any:
+            made = simulate_result(copy.deepcopy(spec), seed=seed * 1000 + i, cancel=cancel,
+                                   g2_pixel_sink=sink)
+            made.result.path = path
+            return made
+
+        if spec.get("save_g2_pixel"):
+            # as `xpcsviewer correlate --save-g2-pixel`: side file + ExternalLink
+            n_delays = delay_list(int(spec["acquisition"]["n_frames"]))[0].size
+            return write_result_with_g2_stack(
+                path, produce, n_delays, tuple(spec["geometry"]["shape"]), overwrite=overwrite
+            )[0]
+        made = produce()
         return write_result(
             path, made.result, saxs_2d=made.saxs_2d, c2_maps=made.c2_maps, overwrite=overwrite
         )

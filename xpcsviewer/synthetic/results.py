@@ -55,7 +55,7 @@ def spec_qmap(spec: dict[str, Any]) -> tuple[QMap, np.ndarray, np.ndarray]:
     geo = Geometry(**spec["geometry"])
     q, phi = geo.qmap()
     part = dict(spec.get("partition", {}))
-    mask = q > part.pop("q_min", 0.0)
+    mask = (q > part.pop("q_min", 0.0)) & (q < part.pop("q_max", np.inf))
     if spec.get("beamstop_px"):
         r = np.hypot(
             *np.meshgrid(

@@ -16,6 +16,7 @@ import numpy as np
 from xpcsviewer.compute.pipeline import CorrelatedResult, correlate_to_result
 from xpcsviewer.progress import CancelToken, ProgressCallback
 from xpcsviewer.synthetic.analytic import sphere_form_factor, stokes_einstein, water_viscosity
+from xpcsviewer.synthetic.defects import defect_field
 from xpcsviewer.synthetic.results import spec_qmap
 from xpcsviewer.synthetic.speckle import iter_frames
 
@@ -49,6 +50,14 @@ def sample_truth(spec: dict[str, Any]) -> dict[str, tuple[Any, str]]:
         truth["flow_angle"] = (float(smp.get("flow_angle_deg", 0.0)), "deg")
     if smp.get("ageing_time_s"):
         truth["ageing_time"] = (float(smp["ageing_time_s"]), "s")
+    d = spec.get("defect")
+    if d:
+        truth["defect"] = (str(d.get("description", d.get("kind", ""))), "")
+        for key, name, unit in (("angle_deg", "angle", "deg"),
+                                ("half_width_deg", "half_width", "deg"),
+                                ("start_px", "start", "pixel"), ("end_px", "end", "pixel"),
+                                ("intensity", "intensity", "photons/pixel/frame")):
+            truth[f"defect_{name}"] = (float(d[key]), unit)
     if smp.get("damage_time_s"):
         # Gamma(t) = Gamma0 (1 + t / damage_time); intensity exp(-t / intensity_decay_time)
         truth["damage_time"] = (float(smp["damage_time_s"]), "s")
@@ -61,13 +70,16 @@ def simulate_result(
     seed: int = 0,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
+    g2_pixel_sink: Any = None,
 ) -> CorrelatedResult:
     """Simulate the frames of a spec and correlate them into a result.
 
     Extra spec keys: ``acquisition.speckle_px`` (default 2),
     ``acquisition.normalize_frame`` (default True); ``analysis`` decides
     the mode ("Multitau", "Twotime" or both); ``twotime.bins`` the two-time bins;
-    samples with ``damage_time_s`` also store 5 partial g2 snapshots.
+    samples with ``damage_time_s`` also store 5 partial g2 snapshots; a ``defect``
+    entry plants a detector defect (:mod:`xpcsviewer.synthetic.defects`).
+    ``g2_pixel_sink`` receives the per-pixel G2/IP/IF stack (multi-tau only).
 
     Returns
     -------
@@ -96,6 +108,10 @@ def simulate_result(
         ageing = lambda t, td=float(td): 1.0 + t / td  # noqa: E731
         drift = lambda t, td=float(td): np.exp(-np.asarray(t) / (3.0 * td))  # noqa: E731
     rate = rate0 * (sphere_form_factor(q, radius) + float(acq.get("background", 0.02)))
+    static = defect_field(spec, q.shape)
+    if static is not None:
+        # relative to the local speckle intensity; only simulated pixels count
+        static = np.where(qm.mask & (rate > 0), static / np.where(rate > 0, rate, 1.0), 0.0)
     sim_kw = dict(
         beta=1.0 / truth["speckle_modes"][0],
         rate=rate,
@@ -109,6 +125,7 @@ def simulate_result(
         seed=seed,
         chunk=256,
         cancel=cancel,
+        static_field=static,
     )
     atype = tuple(spec.get("analysis", ("Multitau",)))
     mode = "both" if len(atype) == 2 else ("twotime" if "Twotime" in atype else "multitau")
@@ -145,6 +162,7 @@ def simulate_result(
         device="auto",
         progress=progress,
         cancel=cancel,
+        g2_pixel_sink=g2_pixel_sink,
     )
     out.result.sample = {k: v[0] for k, v in truth.items()}
     out.result.sample_units = {k: v[1] for k, v in truth.items() if v[1]}

@@ -77,6 +77,7 @@ def iter_frames(
     seed: int = 0,
     chunk: int = 256,
     dtype: type = np.uint16,
+    static_field: np.ndarray | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> Iterator[np.ndarray]:
@@ -116,6 +117,13 @@ def iter_frames(
         Frames per yielded block.
     dtype :
         Integer dtype of the counts.
+    static_field : (H, W) float, optional
+        Intensity of a static, coherent field at each pixel relative to the mean
+        speckle intensity there (0: none), e.g. parasitic scattering from a
+        beam-stop edge. It adds to every mode's field with a fixed random phase,
+        so the pixel's intensity is ``rate (1 + r)`` on average and mixes
+        heterodyne with the speckle: ``g2 - 1 = beta (|g1|^2 + 2 r g1) / (1 + r)^2``,
+        whose decay is partly at Gamma instead of 2 Gamma.
     """
     q = np.asarray(q_map, dtype=np.float64)
     if q.ndim != 2:
@@ -146,6 +154,7 @@ def iter_frames(
     # variance 1/2, so |E_m|^2 has mean 1.
     x = field_rng.standard_normal((2 * m, n_cell), dtype=_FIELD_DTYPE)
     x *= _FIELD_DTYPE(np.sqrt(0.5))
+    het, het_cell, het_amp = _static_amplitudes(static_field, q.shape, idx, of_cell, m, seq)
 
     def step(t_mid: float) -> tuple[np.ndarray, np.ndarray]:
         fac = 1.0 if ageing is None else float(ageing(t_mid))
@@ -153,6 +162,7 @@ def iter_frames(
         return rho.astype(_FIELD_DTYPE), np.sqrt(0.5 * (1.0 - rho**2)).astype(_FIELD_DTYPE)
 
     rho, sig = step(0.0)
+    inten_het = np.empty((min(chunk, n_frames), het.size))
     done = 0
     while done < n_frames:
         report(progress, cancel, done, n_frames, "simulating frames")
@@ -168,15 +178,36 @@ def iter_frames(
                 noise[i] *= sig
                 x += noise[i]
             inten[i] = np.einsum("ij,ij->j", x, x, dtype=np.float64)
+            if het.size:
+                y = x[:, het_cell] + het_amp
+                inten_het[i] = np.einsum("ij,ij->j", y, y, dtype=np.float64)
         t = (done + np.arange(c)) * frame_time
         fac = np.ones(c) if drift is None else np.asarray(drift(t), dtype=np.float64)
         inten_px = inten[:, of_cell] if sp > 1 else inten
+        if het.size:
+            inten_px[:, het] = inten_het[:c]
         inten_px *= lam0[None] * (fac / m)[:, None]
         frames = np.zeros((c, h * w), dtype=dtype)
         frames[:, idx] = count_rng.poisson(inten_px)
         yield frames.reshape(c, h, w)
         done += c
     report(progress, cancel, n_frames, n_frames, "simulating frames")
+
+
+def _static_amplitudes(static_field, shape, idx, of_cell, m, seq):
+    """Simulated pixels with a static field: their positions among the simulated
+    pixels, their speckle cells, and the field's (2M, k) real/imaginary parts."""
+    if static_field is None:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros((2 * m, 0), _FIELD_DTYPE)
+    r = np.broadcast_to(np.asarray(static_field, dtype=np.float64), shape).ravel()[idx]
+    if (r < 0).any() or not np.isfinite(r).all():
+        raise ValueError("static_field must be finite and >= 0")
+    het = np.flatnonzero(r > 0)
+    # its own stream (child 2 of the seed), so frames without it stay unchanged
+    phase = np.random.default_rng(seq.spawn(1)[0]).uniform(0.0, 2 * np.pi, (m, het.size))
+    amp = np.sqrt(r[het])[None, :]
+    parts = np.concatenate([amp * np.cos(phase), amp * np.sin(phase)])  # |A_m|^2 = r per mode
+    return het, of_cell[het], parts.astype(_FIELD_DTYPE)
 
 
 def simulate_frames(

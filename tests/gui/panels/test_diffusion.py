@@ -179,7 +179,7 @@ def test_fits_from_another_target_list_match_by_file(qtbot, panel, results, fake
 def demo_results(demo_set_dir):
     from xpcsviewer.io import read_result
 
-    return [read_result(p) for p in sorted(demo_set_dir.glob("*.hdf"))]
+    return [read_result(p) for p in sorted(demo_set_dir.glob("*_results.hdf"))]
 
 
 @pytest.mark.slow

@@ -243,7 +243,7 @@ def test_settings_roundtrip(qtbot, panel):
 def test_demo_files_plot(qtbot, panel, demo_set_dir):
     from xpcsviewer.io import read_result
 
-    res = [read_result(p) for p in sorted(demo_set_dir.glob("*.hdf"))]
+    res = [read_result(p) for p in sorted(demo_set_dir.glob("*_results.hdf"))]
     mt = [r for r in res if r.multitau is not None]
     panel.max_bins.setValue(4)
     with qtbot.waitSignal(panel.sigUpdated, timeout=30000):

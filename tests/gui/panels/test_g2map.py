@@ -17,7 +17,7 @@ from xpcsviewer.io import read_result
 
 @pytest.fixture(scope="module")
 def demo(demo_set_dir):
-    return [read_result(p) for p in sorted(demo_set_dir.glob("*.hdf"))]
+    return [read_result(p) for p in sorted(demo_set_dir.glob("*_results.hdf"))]
 
 
 @pytest.fixture

@@ -154,7 +154,7 @@ def test_export_figure_and_data(qtbot, panel, results, tmp_path):
 def test_demo_twotime_files(qtbot, panel, demo_set_dir):
     from xpcsviewer.io import read_result
 
-    res = [read_result(p) for p in sorted(demo_set_dir.glob("*.hdf"))]
+    res = [read_result(p) for p in sorted(demo_set_dir.glob("*_results.hdf"))]
     tt_files = [r for r in res if r.twotime is not None]
     assert tt_files
     panel.max_size.setValue(256)

@@ -20,8 +20,10 @@ PANELS: list[tuple[str, str]] = [
     ("twotime", "xpcsviewer.gui.panels.twotime:TwotimePanel"),
     ("g2stability", "xpcsviewer.gui.panels.g2stability:G2StabilityPanel"),
     ("g2map", "xpcsviewer.gui.panels.g2map:G2MapPanel"),
+    ("g2pixel", "xpcsviewer.gui.panels.g2pixel:G2PixelPanel"),
     ("average", "xpcsviewer.gui.panels.average:AveragePanel"),
     ("qmap", "xpcsviewer.gui.panels.qmap:QMapPanel"),
+    ("detector", "xpcsviewer.gui.panels.detector:DetectorPanel"),
     ("metadata", "xpcsviewer.gui.panels.metadata:MetadataPanel"),
 ]
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.export.saxs_data import NORMALIZATIONS, normalization_label, saxs1d_curves
+from xpcsviewer.gui.panels._sector_rois import SectorRoiCurves
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import curve_color, curve_pen, log_friendly_plot_widget, plain_axes
 
@@ -120,6 +121,7 @@ class Saxs1DPanel(BasePanel):
         self.legend_check.toggled.connect(lambda on: self.legend.setVisible(on))
         self.bkg_edit.editingFinished.connect(lambda: self.bkg_check.isChecked() and self.refresh())
         self._apply_axes()
+        self.roi_curves = SectorRoiCurves(self)  # SAXS-2D's wedge / ring ROIs (issue 13)
 
     def options(self) -> dict:
         """The curve options as passed to ``saxs1d_curves`` (GUI-thread snapshot)."""

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
+from xpcsviewer.gui.panels._sector_rois import SectorRoiTools
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
 
@@ -131,6 +132,7 @@ class Saxs2DPanel(BasePanel):
         self._proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=30,
                                      slot=self._on_mouse_moved)
         self._apply_cmap(self.cmap_combo.currentText())
+        self.rois = SectorRoiTools(self)  # wedge / ring ROIs (issue 13)
 
     # --------------------------------------------------------------- data
     def refresh(self) -> None:

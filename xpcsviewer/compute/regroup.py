@@ -1,0 +1,226 @@
+"""Regroup g2 from a file's per-pixel G2/IP/IF stack with another partition or mask.
+
+The stack (``/xpcs/multitau/unnormalized_G2``, read one delay at a time) holds, per
+pixel and delay, the unnormalised G2 and the past/future means IP, IF. Binning it
+with a partition is exactly the correlator's own reduction
+(:mod:`xpcsviewer.compute.multitau_pixels`: static smoothing by a ratio of sums,
+dynamic g2 = mean of the static g2 inside it, error = spread of the per-pixel
+``G2/(IP IF)`` / √n), so regrouping a file with its own partition gives back its
+g2 and errors (to the float32 precision of the stored stack).
+
+Only pixels the file correlated can be regrouped: a new partition is restricted to
+them (:func:`~xpcsviewer.compute.partition.restrict_partition`), and bins left
+without such pixels are dropped. Shared by ``xpcsviewer regroup`` and the G2 tab.
+Pure functions over NumPy float64; they may run off the GUI thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.backends import get_backend
+from xpcsviewer.compute._binning import select_pixels
+from xpcsviewer.compute.multitau_pixels import combine_bin_sums, reduce_pixel_terms
+from xpcsviewer.compute.partition import check_consistency, restrict_partition
+from xpcsviewer.io.model import Multitau, QMap, XpcsResult
+from xpcsviewer.progress import CancelToken, ProgressCallback, report
+
+__all__ = [
+    "Regrouped",
+    "correlated_pixels",
+    "regroup_file",
+    "regroup_g2",
+    "regrouped_result",
+    "write_regrouped",
+]
+
+PlaneReader = Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+@dataclass
+class Regrouped:
+    """Output of :func:`regroup_g2`.
+
+    Attributes
+    ----------
+    qmap : QMap
+        The partition actually used (restricted to the correlated pixels).
+    g2, g2_err : (T, Nd) float64
+        NaN where a bin has no pixel (cannot happen after the restriction) .
+    g2_static : (T, Ns) float64
+        Static-bin g2 (the smoothing step).
+    n_pixels : (Nd,) int
+        Pixels per dynamic bin.
+    """
+
+    qmap: QMap
+    g2: np.ndarray
+    g2_err: np.ndarray
+    g2_static: np.ndarray
+    n_pixels: np.ndarray
+
+
+def correlated_pixels(qmap: QMap) -> np.ndarray:
+    """(H, W) bool: the pixels a correlator with this partition correlated."""
+    return ((np.asarray(qmap.mask) > 0) & (np.asarray(qmap.dynamic_roi_map) > 0)
+            & (np.asarray(qmap.static_roi_map) > 0))
+
+
+def regroup_g2(
+    read_plane: PlaneReader,
+    n_delays: int,
+    qmap: QMap,
+    correlated: np.ndarray | None = None,
+    *,
+    backend: Any = None,
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> Regrouped:
+    """g2 and its error for every delay of a per-pixel stack, binned with ``qmap``.
+
+    Parameters
+    ----------
+    read_plane : callable ``k -> (G2, IP, IF)``
+        Each (H, W) float; called once per delay, in order.
+    n_delays : int
+        T.
+    qmap : QMap
+        The partition (its mask applies).
+    correlated : (H, W) bool, optional
+        Pixels that hold data (default: all); the partition is restricted to them.
+    backend : BackendProtocol, optional
+        For the bin reductions (default NumPy: one plane at a time is I/O-bound).
+    progress, cancel :
+        Reported / checked once per delay.
+
+    Returns
+    -------
+    Regrouped
+    """
+    be = backend if backend is not None else get_backend("numpy")
+    qm = qmap if correlated is None else restrict_partition(qmap, correlated)
+    problems = check_consistency(qm)
+    if problems:
+        raise ValueError("inconsistent partition: " + "; ".join(problems))
+    pb = select_pixels(qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
+                       qm.n_dynamic, qm.n_static)
+    nd, ns = pb.n_dynamic, pb.n_static
+    sid, did = be.asarray(pb.static_id), be.asarray(pb.dynamic_id)
+    d_count = be.asarray(pb.dynamic_count.astype(np.float64))
+    g2 = np.full((n_delays, nd), np.nan)
+    err = np.full((n_delays, nd), np.nan)
+    g2s = np.full((n_delays, ns), np.nan)
+    idx = pb.pixel_index
+    for k in range(int(n_delays)):
+        report(progress, cancel, k, n_delays, "regrouping g2")
+        planes = read_plane(k)
+        terms = [be.asarray(np.asarray(a, dtype=np.float64).reshape(-1)[idx][None, :])
+                 for a in planes]
+        out = reduce_pixel_terms(be, *terms, sid, did, d_count, ns, nd)
+        s_g2, s_ip, s_if, _dsum, dss = (np.asarray(be.to_numpy(o)) for o in out)
+        g2[k:k + 1], err[k:k + 1], g2s[k:k + 1] = combine_bin_sums(
+            s_g2, s_ip, s_if, dss, pb.static_count, pb.dynamic_count,
+            pb.static_to_dynamic, nd)
+    report(progress, cancel, n_delays, n_delays, "regrouping g2")
+    return Regrouped(qm, g2, err, g2s, pb.dynamic_count.copy())
+
+
+def regrouped_result(source: XpcsResult, reg: Regrouped, saxs_2d: np.ndarray,
+                     note: str = "") -> XpcsResult:
+    """A multi-tau result like ``source`` with the regrouped g2 and partition.
+
+    SAXS-1D is the static-bin mean of ``saxs_2d`` with the new partition (as the
+    correlator defines it); its time segments cannot be re-binned (the old ones are
+    per old static bin), so the file holds one segment, the whole run (the viewers
+    require the dataset). Partial g2 and two-time results belong to the old bins and
+    are left out. The config records where it came from.
+    """
+    from xpcsviewer.compute.saxs import static_bin_mean
+
+    mt0 = source.multitau
+    if mt0 is None:
+        raise ValueError(f"{source.label}: no multi-tau result to regroup")
+    qm = reg.qmap
+    cfg = dict(mt0.config)
+    cfg.update(regrouped_from=str(source.path), regroup_note=note or "regrouped g2")
+    mt = Multitau(
+        delay_frames=mt0.delay_frames.copy(), tau=mt0.tau.copy(),
+        g2=np.nan_to_num(reg.g2, nan=0.0), g2_err=np.nan_to_num(reg.g2_err, nan=0.0),
+        valid=np.isfinite(reg.g2) & ~((reg.g2 == 0) & (reg.g2_err == 0)),
+        t0_eff=mt0.t0_eff, stride_frame=mt0.stride_frame, avg_frame=mt0.avg_frame,
+        config=cfg,
+    )
+    saxs = static_bin_mean(np.asarray(saxs_2d, dtype=np.float64), qm.static_roi_map,
+                           qm.n_static, qm.mask, backend=get_backend("numpy"))
+    meta = {k: v for k, v in source.metadata.items() if not k.startswith("xpcs/")}
+    saxs = np.nan_to_num(saxs, nan=0.0)
+    return dataclasses.replace(
+        source, analysis_type=("Multitau",), layout="nexus", qmap=qm,
+        saxs_1d=saxs, saxs_1d_segments=saxs[None, :], multitau=mt,
+        twotime=None, metadata=meta, warnings=[])
+
+
+def regroup_file(
+    path: str | Path,
+    qmap: QMap | None = None,
+    mask: np.ndarray | None = None,
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> tuple[XpcsResult, np.ndarray]:
+    """Regroup a result file's per-pixel stack: the CLI's and the G2 tab's one entry.
+
+    Parameters
+    ----------
+    path : path
+        A multi-tau result file with ``unnormalized_G2`` (in-file or side file).
+    qmap : QMap, optional
+        The partition (default: the file's own).
+    mask : (H, W) bool, optional
+        Extra valid-pixel mask (True = keep), applied to the partition's bins.
+
+    Returns
+    -------
+    result : XpcsResult
+        Ready for :func:`xpcsviewer.io.writer.write_result`.
+    saxs_2d : (H, W) float64
+        The source image, for the writer.
+    """
+    from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d
+
+    src = read_result(path)
+    if src.multitau is None or not src.multitau.has_unnormalized_G2:
+        from xpcsviewer.io.errors import XpcsFileError
+
+        raise XpcsFileError(path, "no per-pixel G2 stack to regroup",
+                            dataset="/xpcs/multitau/unnormalized_G2",
+                            expected="a file written with --save-g2-pixel")
+    qm = src.qmap if qmap is None else qmap
+    if qm.shape != src.qmap.shape:
+        raise ValueError(f"partition of shape {qm.shape} for a {src.qmap.shape} detector")
+    notes = ["own partition" if qmap is None else "another partition"]
+    if mask is not None:
+        qm = restrict_partition(qm, mask)
+        notes.append(f"mask excludes {int((~np.asarray(mask, bool)).sum())} pixels")
+    reg = regroup_g2(lambda k: read_g2_stack_delay(path, k), src.multitau.delay_frames.size,
+                     qm, correlated_pixels(src.qmap), progress=progress, cancel=cancel)
+    img = read_saxs_2d(path)
+    return regrouped_result(src, reg, img, "; ".join(notes)), img
+
+
+def write_regrouped(out: str | Path, result: XpcsResult, saxs_2d: np.ndarray,
+                    inputs: list[str | Path], overwrite: bool = False) -> Path:
+    """Write a regrouped result under the one output rule (never an input; no
+    replacing without ``overwrite``), atomically. Returns the written path."""
+    from xpcsviewer.io.outputs import check_output
+    from xpcsviewer.io.writer import write_result
+
+    check_output(out, inputs, overwrite)
+    res = dataclasses.replace(result, path=Path(out))
+    return write_result(out, res, saxs_2d=saxs_2d, overwrite=True)

@@ -1,0 +1,414 @@
+"""Detector tab: mask editor and partition editor on the SAXS-2D image.
+
+*Mask*: draw rectangles, circles, ellipses, polygons, lines with a width, or erase
+(:mod:`~xpcsviewer.gui.panels._mask_tools`), threshold on intensity, undo / redo /
+reset, load and save masks (HDF5 ``/qmap/mask``, as pySimpleMask reads them). The
+mask starts as the file's own and is kept per file while the app runs.
+*Partition*: q, phi or q x phi bins, linear or log, phi offset and symmetry fold, with
+a live preview and the pixels per bin (:mod:`~xpcsviewer.gui.panels._partition_editor`);
+"Save q-map" writes the file ``xpcsviewer qmap`` writes (the same ``make_partition``).
+Both are offered to the G2 tab's regrouping (``context.shared["detector_mask"]`` and
+``["drawn_partition"]``). Rasterizing, thresholding, partitioning and writing run in
+workers; the GUI thread only swaps images.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from xpcsviewer.compute.masking import MaskHistory
+from xpcsviewer.export.saxs_data import pixel_info
+from xpcsviewer.gui.panels._detector_jobs import (
+    MaskStep,
+    PartitionPreview,
+    mask_step_job,
+    partition_job,
+    save_mask_job,
+    save_qmap_job,
+)
+from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox, mask_overlay
+from xpcsviewer.gui.panels._mask_tools import MaskTools
+from xpcsviewer.gui.panels._partition_editor import PartitionEditor
+from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.panels.saxs2d import prepare_saxs2d
+from xpcsviewer.gui.widgets import FileSelector, colormap
+
+__all__ = ["DetectorMask", "DetectorPanel", "DrawnPartition"]
+
+MASK_KEY = "detector_mask"
+PARTITION_KEY = "drawn_partition"
+
+
+@dataclass(frozen=True)
+class DetectorMask:
+    """The Detector tab's mask of one file (True = valid; read-only array)."""
+
+    path: str
+    mask: np.ndarray
+    n_masked: int
+
+
+@dataclass(frozen=True)
+class DrawnPartition:
+    """A partition made in the Detector tab (its mask included)."""
+
+    path: str
+    qmap: Any
+    settings: dict
+
+
+def _load_mask_job(path: str, shape: tuple[int, int], current: np.ndarray, version: int,
+                   progress=None, cancel=None) -> MaskStep:
+    from xpcsviewer.io.masks import read_mask
+
+    new = read_mask(path, shape)
+    return MaskStep(new, np.packbits(np.asarray(current, bool), axis=None).tobytes(),
+                    int(version), int((new != current).sum()), f"loaded {Path(path).name}")
+
+
+class DetectorPanel(BasePanel):
+    """Mask and partition editor on the time-averaged detector image."""
+
+    name = "detector"
+    title = "Detector"
+    uses_current = True
+
+    def __init__(self, context, parent=None) -> None:
+        super().__init__(context, parent)
+        self.data: dict | None = None
+        self.histories: dict[str, MaskHistory] = {}
+        self._pending_erase: list | None = None
+        self.preview: PartitionPreview | None = None
+        self._last_shape: tuple | None = None
+        outer = QHBoxLayout(self)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        outer.addWidget(split)
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        bar = QHBoxLayout()
+        self.file_selector = FileSelector()
+        self.file_selector.setMinimumContentsLength(12)
+        self.file_selector.sigIndexChosen.connect(self._on_file_chosen)
+        bar.addWidget(QLabel("File"))
+        bar.addWidget(self.file_selector)
+        bar.addStretch(1)
+        lv.addLayout(bar)
+        self.view = DrawViewBox()
+        self.view.invertY(True)
+        self.view.setAspectLocked(True)
+        self.plot_widget = pg.PlotWidget(viewBox=self.view)
+        self.plot = self.plot_widget.getPlotItem()
+        self.plot.setLabel("bottom", "column (pixel)")
+        self.plot.setLabel("left", "row (pixel)")
+        self.image_item = pg.ImageItem(autoDownsample=True)
+        self.image_item.setColorMap(colormap("viridis"))
+        # overlays at full resolution: pyqtgraph's autoDownsample averages the whole
+        # (H, W, 4) array on the GUI thread at every repaint (seconds at 3.5 Mpixel);
+        # uint8 images go through a lookup table once per change instead
+        self.preview_item = pg.ImageItem()
+        self.mask_item = pg.ImageItem()
+        self.mask_item.setLookupTable(MASK_LUT)
+        for z, it in enumerate((self.image_item, self.preview_item, self.mask_item)):
+            it.setZValue(z)
+            self.view.addItem(it)
+        # a plain "+" (a scatter point would take the clicks meant for the drawing tools)
+        self.center_item = pg.PlotCurveItem(pen=pg.mkPen("r", width=2), connect="pairs")
+        self.center_item.setZValue(5)
+        self.view.addItem(self.center_item)
+        lv.addWidget(self.plot_widget, 1)
+        self.readout = QLabel(" ")
+        lv.addWidget(self.readout)
+        split.addWidget(left)
+        self.tabs = QTabWidget()
+        self.mask_tools = MaskTools(self.view)
+        self.editor = PartitionEditor()
+        self.tabs.addTab(self.mask_tools, "Mask")
+        self.tabs.addTab(self.editor, "Partition")
+        self.tabs.setMinimumWidth(330)
+        self.tabs.setMaximumWidth(460)  # the image takes the rest
+        split.addWidget(self.tabs)
+        split.setStretchFactor(0, 1)
+        split.setSizes([1000, 380])
+        self.tabs.currentChanged.connect(lambda _i: self._show_preview())
+        mt = self.mask_tools
+        mt.install_shortcuts(self)
+        mt.sigApply.connect(self._on_apply_shapes)
+        mt.sigThreshold.connect(self._on_threshold)
+        mt.sigUndo.connect(lambda: self._history_action("undo"))
+        mt.sigRedo.connect(lambda: self._history_action("redo"))
+        mt.sigReset.connect(lambda: self._history_action("reset"))
+        mt.sigLoad.connect(self._on_load_mask)
+        mt.sigSave.connect(self._on_save_mask)
+        mt.sigShowMask.connect(self.mask_item.setVisible)
+        ed = self.editor
+        ed.sigSettingsChanged.connect(self.schedule_partition)
+        ed.sigShowChanged.connect(lambda _k: self._show_preview())
+        ed.sigUse.connect(self.use_partition)
+        ed.sigSave.connect(self._on_save_qmap)
+        ed.sigFromFile.connect(self._on_from_file)
+        self._partition_timer = QTimer(self, singleShot=True, interval=300)
+        self._partition_timer.timeout.connect(self.run_partition)
+        self._proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=30,
+                                     slot=self._on_mouse_moved)
+        self._update_history_state()
+
+    # ----------------------------------------------------------------- data
+    def history(self) -> MaskHistory | None:
+        """The mask history of the current file (None before its image is read)."""
+        res = self.current_result()
+        return None if res is None else self.histories.get(str(res.path))
+
+    def refresh(self) -> None:
+        res = self.current_result()
+        self.file_selector.set_labels([r.label for r in self.results], self.current_index)
+        if res is None:
+            return
+        self.submit("image", prepare_saxs2d, str(res.path), "log", on_result=self._on_image,
+                    description=f"Detector {res.label}")
+
+    def _on_file_chosen(self, i: int) -> None:
+        self.current_index = i
+        self.refresh()
+
+    def _on_image(self, data: dict) -> None:
+        res = self.current_result()
+        if res is None or str(res.path) != data["path"]:
+            return
+        self.data = data
+        img = data["image"]
+        self.image_item.setImage(img, levels=data["levels"])
+        if self._last_shape != img.shape:
+            self.view.autoRange()
+            self._last_shape = img.shape
+        cx, cy = res.qmap.beam_center_x + 0.5, res.qmap.beam_center_y + 0.5
+        arm = max(3.0, 0.03 * max(img.shape))
+        self.center_item.setData(np.array([cx - arm, cx + arm, cx, cx]),
+                                 np.array([cy, cy, cy - arm, cy + arm]))
+        key = str(res.path)
+        first = key not in self.histories
+        if first:
+            self.histories[key] = MaskHistory(np.asarray(res.qmap.mask, bool))
+            self._on_from_file(schedule=False)
+        self._mask_changed(publish=first)
+        self.schedule_partition()
+        self.sigUpdated.emit()
+
+    def clear_plots(self) -> None:
+        self.data = None
+        for it in (self.image_item, self.preview_item, self.mask_item):
+            it.clear()
+        self.center_item.clear()
+
+    # ----------------------------------------------------------------- mask
+    def _mask_changed(self, publish: bool = True) -> None:
+        h = self.history()
+        if h is None:
+            return
+        self.mask_item.setImage(mask_overlay(h.initial, h.current), levels=(0, 2))
+        self._update_history_state()
+        if publish:
+            res = self.current_result()
+            m = h.current
+            m.setflags(write=False)  # shared with the G2 tab: replaced, never changed
+            self.context.set_shared(MASK_KEY, DetectorMask(str(res.path), m, h.n_masked))
+            self.schedule_partition()
+
+    def _update_history_state(self) -> None:
+        h = self.history()
+        if h is None:
+            self.mask_tools.set_history_state(False, False, "No image yet")
+            return
+        n = h.n_masked
+        total = int(h.initial.sum())
+        self.mask_tools.set_history_state(
+            h.can_undo, h.can_redo,
+            f"{n:,} of {total:,} valid pixels masked ({100.0 * n / max(total, 1):.2f} %)")
+
+    def _submit_step(self, what: str, **kw) -> int | None:
+        h = self.history()
+        if h is None:
+            self.context.show_status("Detector: no image yet")
+            return None
+        return self.submit("mask", mask_step_job, h.current, h.initial, h.version, what,
+                           on_result=self._on_step, description=f"Detector: {what}", **kw)
+
+    def _on_apply_shapes(self, masks: list, erase: list) -> None:
+        if masks:
+            self._submit_step("mask shapes", shapes=masks)
+        if erase:
+            # after the masks (same job key would cancel them): chained on their result
+            self._pending_erase = erase
+            if not masks:
+                self._apply_pending_erase()
+
+    def _apply_pending_erase(self) -> None:
+        erase, self._pending_erase = self._pending_erase, None
+        if erase:
+            self._submit_step("eraser", shapes=erase, include=True)
+
+    def _on_threshold(self, low, high) -> None:
+        if self.data is None:
+            return
+        self._submit_step("threshold", image=self.data["raw"], low=low, high=high)
+
+    def _on_step(self, step: MaskStep) -> None:
+        h = self.history()
+        if h is None:
+            return
+        if not h.commit(step.mask, step.packed_previous, step.version):
+            self.context.show_status("Detector: the mask changed meanwhile; apply again")
+            return
+        self.context.show_status(f"Detector: {step.what}: {step.changed:,} pixels changed")
+        self._mask_changed()
+        self._apply_pending_erase()
+
+    def _history_action(self, what: str) -> None:
+        h = self.history()
+        if h is not None and getattr(h, what)():
+            self._mask_changed()
+
+    def load_mask(self, path: str) -> int | None:
+        """Replace the mask by a mask file's (worker; undoable)."""
+        h, res = self.history(), self.current_result()
+        if h is None:
+            return None
+        return self.submit("mask", _load_mask_job, path, h.shape, h.current, h.version,
+                           on_result=self._on_step, description=f"Loading {Path(path).name}")
+
+    def save_mask(self, path: str, overwrite: bool = False) -> int | None:
+        """Write the mask (HDF5 ``/qmap/mask`` and ``/mask``, 1 = valid) in a worker."""
+        h, res = self.history(), self.current_result()
+        if h is None:
+            return None
+        return self.submit("save-mask", save_mask_job, path, h.current, [str(res.path)],
+                           overwrite, str(res.path), on_result=self._on_exported,
+                           description=f"Saving {Path(path).name}")
+
+    def _on_load_mask(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load mask", "",
+                                              "Masks (*.hdf *.h5 *.hdf5 *.npy *.tif *.tiff)")
+        if path:
+            self.load_mask(path)
+
+    def _on_save_mask(self) -> None:
+        # the dialog asks before replacing a file
+        path, _ = QFileDialog.getSaveFileName(self, "Save mask", "mask.hdf", "HDF5 (*.hdf *.h5)")
+        if path:
+            self.save_mask(path, overwrite=True)
+
+    # ------------------------------------------------------------ partition
+    def _geometry(self) -> dict | None:
+        res = self.current_result()
+        if res is None:
+            return None
+        qm = res.qmap
+        return {"energy_kev": qm.energy_kev, "det_dist_m": qm.detector_distance,
+                "pixel_size_m": qm.pixel_size, "bcx": qm.beam_center_x,
+                "bcy": qm.beam_center_y}
+
+    def schedule_partition(self) -> None:
+        """Re-partition after a short pause (settings or mask changed)."""
+        self._partition_timer.start()
+
+    def run_partition(self) -> int | None:
+        """Partition the detector with the current settings and mask in a worker."""
+        h, geo = self.history(), self._geometry()
+        if h is None or geo is None:
+            return None
+        if geo["energy_kev"] is None:
+            self.context.report_error("Detector: the file states no X-ray energy")
+            return None
+        return self.submit("partition", partition_job, h.shape, geo, h.current,
+                           self.editor.settings(), on_result=self._on_partition,
+                           description="Detector: partition")
+
+    def _on_partition(self, prev: PartitionPreview) -> None:
+        self.preview = prev
+        self.editor.show_counts(prev.counts_dynamic, prev.qmap)
+        self._show_preview()
+        self.sigUpdated.emit()
+
+    def _show_preview(self) -> None:
+        which = self.editor.show_combo.currentData()
+        # the bins cover the image: shown while the partition editor is open
+        if self.preview is None or which == "none" or self.tabs.currentWidget() is not self.editor:
+            self.preview_item.clear()
+            return
+        rgba = self.preview.rgba_dynamic if which == "dynamic" else self.preview.rgba_static
+        self.preview_item.setImage(rgba, levels=(0, 255))
+
+    def _on_from_file(self, schedule: bool = True) -> None:
+        res = self.current_result()
+        if res is None:
+            return
+        self.editor.set_from_counts(res.qmap.dynamic_num_pts, res.qmap.static_num_pts)
+        if schedule:
+            self.schedule_partition()
+
+    def use_partition(self) -> None:
+        """Offer the previewed partition (with the mask in it) to the G2 tab."""
+        res = self.current_result()
+        if self.preview is None or res is None:
+            self.context.show_status("Detector: no partition yet")
+            return
+        self.context.set_shared(PARTITION_KEY, DrawnPartition(
+            str(res.path), self.preview.qmap, dict(self.preview.settings)))
+        self.context.show_status(
+            f"Detector: partition of {self.preview.qmap.n_dynamic} bins ready for regrouping")
+
+    def save_qmap(self, path: str, overwrite: bool = False) -> int | None:
+        """Write the previewed partition as a q-map file in a worker."""
+        res = self.current_result()
+        if self.preview is None or res is None:
+            self.context.report_error("Detector: no partition to save yet")
+            return None
+        return self.submit("save-qmap", save_qmap_job, path, self.preview.qmap,
+                           [str(res.path)], overwrite, str(res.path),
+                           on_result=self._on_exported, description=f"Saving {Path(path).name}")
+
+    def _on_save_qmap(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save q-map", "qmap.hdf", "HDF5 (*.hdf *.h5)")
+        if path:
+            self.save_qmap(path, overwrite=True)
+
+    # ---------------------------------------------------------------- hover
+    def _on_mouse_moved(self, evt) -> None:
+        res = self.current_result()
+        if self.data is None or res is None:
+            return
+        p = self.view.mapSceneToView(evt[0])
+        info = pixel_info(res.qmap, p.y(), p.x())
+        if not info.inside:
+            self.readout.setText(" ")
+            return
+        text = info.text(float(self.data["raw"][info.row, info.col]))
+        h = self.history()
+        if h is not None and not h.current[info.row, info.col]:
+            text += "  [masked]"
+        self.readout.setText(text)
+
+    # ------------------------------------------------------------- settings
+    def get_settings(self) -> dict:
+        return {"partition": self.editor.settings(),
+                "show": self.editor.show_combo.currentData()}
+
+    def set_settings(self, s: dict) -> None:
+        show = s.get("show")
+        i = self.editor.show_combo.findData(show)
+        if i >= 0:
+            self.editor.show_combo.setCurrentIndex(i)
