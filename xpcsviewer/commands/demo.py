@@ -21,7 +21,9 @@ def run(args: argparse.Namespace) -> int:
     from xpcsviewer.commands._display import has_display
     from xpcsviewer.commands.gui import launch
 
-    code = launch([str(out)])
+    # the folder, one file as the target, on the g2 tab with its fit
+    first = sorted(Path(f) for f in files if str(f).endswith("_results.hdf"))[0]
+    code = launch([str(out), str(first)], fit_tab="g2")
     # Without a screen the files are still written: that is a success (`make demo`
     # on a headless machine must not fail), launch() has printed why no window opened.
     return 0 if not has_display() else code

@@ -8,14 +8,14 @@ import sys
 from xpcsviewer.commands._display import NO_DISPLAY_HINT, has_display
 
 
-def launch(paths: list[str]) -> int:
+def launch(paths: list[str], fit_tab: str | None = None) -> int:
     """Open the GUI on ``paths`` (folder or files); exits cleanly without a display."""
     if not has_display():
         print(NO_DISPLAY_HINT, file=sys.stderr)
         return 1
     from xpcsviewer.gui.app import run_app
 
-    return run_app(paths)
+    return run_app(paths, fit_tab=fit_tab)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ like the official viewer's ``--label-style`` (``"2,-1"``: the second and the las
 
 from __future__ import annotations
 
-__all__ = ["parse_label_style", "short_labels"]
+__all__ = ["average_output_name", "parse_label_style", "short_labels"]
 
 #: Longer automatic labels are shortened in the middle.
 MAX_AUTO = 28
@@ -74,3 +74,27 @@ def short_labels(names: list[str], style: str = "") -> list[str]:
     for lab in out:
         seen[lab] = seen.get(lab, 0) + 1
     return [lab if seen[lab] == 1 or n == lab else n for lab, n in zip(out, names, strict=True)]
+
+
+def average_output_name(names: list[str]) -> str:
+    """File name for the average of ``names``: what they share, then the first and last
+    of what tells them apart ("F01_repeat_R250nm".."F04_repeat_R250nm" ->
+    "Average_repeat_R250nm_F01-F04.hdf"), so the name says which files it holds."""
+    import re
+
+    names = [str(n) for n in names]
+    if not names:
+        return "Average.hdf"
+    split = [n.split("_") for n in names]
+    common = set(split[0]).intersection(*map(set, split[1:]))
+    shared = [t for t in split[0] if t in common]
+    if len(names) == 1:
+        parts = [names[0]]
+    else:
+        distinct = ["_".join(t for t in s if t not in common) or n
+                    for s, n in zip(split, names, strict=True)]
+        parts = [*shared, f"{distinct[0]}-{distinct[-1]}"]
+        if len(names) > 2:
+            parts.append(f"{len(names)}files")
+    stem = re.sub(r"[^A-Za-z0-9._+-]+", "_", "_".join(p for p in parts if p)).strip("_")
+    return f"Average_{stem[:120]}.hdf"

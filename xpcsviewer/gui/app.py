@@ -74,8 +74,11 @@ def quiet_numerical_warnings() -> None:
     warnings.simplefilter("ignore", RuntimeWarning)
 
 
-def run_app(paths: list[str]) -> int:
-    """Open the main window on ``paths`` (folders and/or files) and run the event loop."""
+def run_app(paths: list[str], fit_tab: str | None = None) -> int:
+    """Open the main window on ``paths`` (folders and/or files) and run the event loop.
+
+    With ``fit_tab`` (the demo: "g2") the window shows that tab and fits the targets.
+    """
     from PySide6.QtWidgets import QApplication
 
     from xpcsviewer.gui.platform_check import display_problem
@@ -97,7 +100,9 @@ def run_app(paths: list[str]) -> int:
 
     win = MainWindow()
     install_error_hooks(win.context)
-    if paths:
+    if paths and fit_tab:
+        win.open_and_fit([str(p) for p in paths], fit_tab)
+    elif paths:
         win.open_paths([str(p) for p in paths])
     win.show()
     return int(app.exec())

@@ -58,6 +58,8 @@ SHORTCUTS = [
 
 #: How long closing the window waits for cancelled jobs to stop.
 CLOSE_WAIT_MS = 800
+#: Where files open when the preferred tab does not apply to them.
+TAB_PRIORITY = ("g2", "saxs2d", "twotime", "saxs1d", "intensity", "metadata")
 #: Contexts of closed windows whose cancelled jobs were still running.
 _DETACHED: list = []
 
@@ -185,6 +187,7 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.panels: dict[str, BasePanel] = {}
+        self.preferred_tab = "g2"  # the tab files open on, until the user picks another
         for name, _spec in PANELS:
             try:
                 cls = load_panel_class(name)
@@ -379,18 +382,37 @@ class MainWindow(WindowSessionMixin, QMainWindow):
             panel.set_results(self.results)
 
     def update_tab_states(self) -> None:
-        """Enable the tabs that apply to the targets; disabled tabs say why."""
-        for i in range(self.tabs.count()):
-            panel = self.panel_at(i)
-            try:
-                reason = panel.applies_to(self.results)
-            except Exception as exc:
-                reason = f"error: {exc}"
-            self.tabs.setTabEnabled(i, reason is None)
-            self.tabs.setTabToolTip(i, reason or "")
+        """Enable the tabs that apply to the targets; disabled tabs say why.
+
+        Qt moves off a tab that gets disabled (to Metadata, the one always enabled);
+        once files are open again the window goes back to the tab the user chose
+        (g2 at first start), or to the first of :data:`TAB_PRIORITY` that applies.
+        """
+        self._tabs_updating = True
+        try:
+            for i in range(self.tabs.count()):
+                panel = self.panel_at(i)
+                try:
+                    reason = panel.applies_to(self.results)
+                except Exception as exc:
+                    reason = f"error: {exc}"
+                self.tabs.setTabEnabled(i, reason is None)
+                self.tabs.setTabToolTip(i, reason or "")
+            if self.results:
+                for name in (self.preferred_tab, *TAB_PRIORITY):
+                    if name in self.panels and self.tabs.isTabEnabled(self.tab_index(name)):
+                        self.tabs.setCurrentIndex(self.tab_index(name))
+                        break
+        finally:
+            self._tabs_updating = False
+        self._on_tab_changed(self.tabs.currentIndex())
 
     def _on_tab_changed(self, _i: int) -> None:
+        if getattr(self, "_tabs_updating", False):
+            return
         panel = self.current_panel()
+        if panel is not None and self.results and self.tabs.isTabEnabled(self.tabs.currentIndex()):
+            self.preferred_tab = panel.name  # what the user looks at, kept across Clear
         if panel is not None:
             panel.ensure_fresh()
 
@@ -414,7 +436,8 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         return self.panel_at(self.tabs.currentIndex())
 
     def select_tab(self, name: str) -> None:
-        """Show the tab registered as ``name``."""
+        """Show the tab registered as ``name`` (and come back to it after Clear)."""
+        self.preferred_tab = name
         self.tabs.setCurrentIndex(self.tab_index(name))
 
     def select_tab_index(self, i: int) -> None:
@@ -430,6 +453,21 @@ class MainWindow(WindowSessionMixin, QMainWindow):
             if self.tabs.isTabEnabled(i):
                 self.tabs.setCurrentIndex(i)
                 return
+
+    def open_and_fit(self, paths: list[str], tab: str = "g2") -> None:
+        """Open ``paths``, show ``tab`` and, once its curves are drawn, fit them (least
+        squares): the first look of ``xpcsviewer demo`` shows what the app is for."""
+        panel = self.panels.get(tab)
+
+        def fit_once() -> None:
+            panel.sigUpdated.disconnect(fit_once)
+            if self.results and hasattr(panel, "run_fit"):
+                panel.run_fit()
+
+        if panel is not None and hasattr(panel, "run_fit"):
+            panel.sigUpdated.connect(fit_once)
+            self.select_tab(tab)
+        self.open_paths(paths)
 
     def open_paths(self, paths: list[str]) -> None:
         """Open a folder (first folder given) and/or add files as targets."""
@@ -548,7 +586,13 @@ class MainWindow(WindowSessionMixin, QMainWindow):
             description="compiling the fits (first run only)")
 
     def _on_warmup(self, out: dict) -> None:
+        import gc
+
         self.warmup_done = True
+        # What exists now (modules, JAX and Qt objects) lives as long as the app: keep it
+        # out of the collector's full passes, which hold the GIL and pause the window
+        # for a time that grows with the heap.
+        gc.freeze()
         self._describe_backend()
         logger.info("warm-up: %s", out.get("seconds"))
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
-__all__ = ["COLORMAPS", "FileSelector", "colormap", "curve_color", "curve_pen", "labeled",
+__all__ = ["COLORMAPS", "BinSpinBox", "FileSelector", "colormap", "curve_color", "curve_pen", "labeled",
            "log_friendly_plot_widget", "plain_axes"]
 
 COLORMAPS = ("viridis", "plasma", "magma", "inferno", "cividis", "turbo", "jet", "hot", "gray")
@@ -65,6 +65,37 @@ def labeled(text: str, widget: QWidget, tip: str = "") -> QWidget:
         w.setToolTip(tip)
         widget.setToolTip(tip)
     return w
+
+
+class BinSpinBox(QSpinBox):
+    """A q-bin picker that shows bins 1-based, as the file lists and tables do, while
+    its value stays the 0-based g2 column (``value()``, ``setValue``, ``setMaximum``)."""
+
+    def __init__(self, parent=None, **kwargs) -> None:
+        kwargs.setdefault("toolTip", "q-bin (numbered from 1, as in the bin lists)")
+        super().__init__(parent, **kwargs)
+        self.setMinimum(0)
+        self.setMaximum(0)
+
+    def textFromValue(self, value: int) -> str:  # noqa: N802 - Qt override
+        return str(int(value) + 1)
+
+    def valueFromText(self, text: str) -> int:  # noqa: N802 - Qt override
+        try:
+            return int(text.strip()) - 1
+        except ValueError:
+            return self.value()
+
+    def validate(self, text: str, pos: int):
+        from PySide6.QtGui import QValidator
+
+        t = text.strip()
+        if not t:
+            return QValidator.State.Intermediate, text, pos
+        if not t.isdigit():
+            return QValidator.State.Invalid, text, pos
+        ok = self.minimum() <= int(t) - 1 <= self.maximum()
+        return (QValidator.State.Acceptable if ok else QValidator.State.Intermediate), text, pos
 
 
 class FileSelector(QComboBox):

@@ -55,7 +55,7 @@ def test_average_tab_runs_through_worker(qtbot, panel, demo_dir, tmp_path):
     results = [read_result(p) for p in [*reps, other]]
     panel.set_results(results)
     assert panel.file_list.count() == 5
-    assert panel.output.text().endswith("Average_rep0.hdf")
+    assert panel.output.text().endswith("Average_rep0-outlier_5files.hdf")
     out = tmp_path / "avg.hdf"
     panel.output.setText(str(out))
     panel.method.setCurrentIndex(panel.method.findData("sem"))
@@ -175,3 +175,21 @@ def test_average_tab_export_figure(qtbot, panel, demo_dir, tmp_path):
     assert blocker.args == [str(out)]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in out.parent.iterdir()] == ["x.png"]
+
+
+def test_output_name_follows_targets_and_screening_is_on(qtbot, panel, demo_dir, tmp_path):
+    files = sorted(demo_dir.glob("F0*_results.hdf"))
+    assert len(files) == 4
+    assert panel.use_mad.isChecked() and panel.use_baseline.isChecked()
+    panel.set_results([read_result(p) for p in files[:2]])
+    qtbot.waitUntil(lambda: panel.run_btn.isEnabled(), timeout=60000)
+    assert panel.output.text().endswith("Average_repeat_R250nm_F01-F02.hdf")
+    panel.set_results([read_result(p) for p in files])
+    qtbot.waitUntil(lambda: panel.run_btn.isEnabled(), timeout=60000)
+    assert panel.output.text().endswith("Average_repeat_R250nm_F01-F04_4files.hdf")
+    own = str(tmp_path / "mine.hdf")
+    panel.output.setText(own)  # typed by the user: kept
+    panel.set_results([read_result(p) for p in files[1:]])
+    qtbot.waitUntil(lambda: panel.run_btn.isEnabled(), timeout=60000)
+    assert panel.output.text() == own
+    assert panel.progress.format() == "checked"

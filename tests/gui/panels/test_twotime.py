@@ -166,3 +166,19 @@ def test_demo_twotime_files(qtbot, panel, demo_set_dir):
     # Time axis: the per-analysis step times the stride, in seconds.
     assert panel.view.t0 == pytest.approx(first.t0 * panel.view.stride)
     assert panel.file_sel.count() == len(tt_files)
+
+
+def test_follows_up_down_in_the_target_list(window, demo_files, open_demo, wait_idle):
+    """Stepping through the targets steps through the two-time maps (A01 has none)."""
+    open_demo(window, demo_files, names=["A01", "C01", "D01"])
+    window.select_tab("twotime")
+    wait_idle(window, 60000)
+    panel = window.panels["twotime"]
+    rows = {Path(p).name.split("_")[0]: k for k, p in enumerate(window.browser.target_paths())}
+    seen = []
+    for name in ("D01", "A01", "C01", "D01"):
+        window.browser.target_list.setCurrentRow(rows[name])
+        wait_idle(window, 60000)
+        seen.append(panel.current().label.split("_")[0])
+        assert panel.file_sel.currentIndex() == panel._file_index
+    assert seen == ["D01", "D01", "C01", "D01"]

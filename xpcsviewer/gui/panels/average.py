@@ -47,6 +47,7 @@ from xpcsviewer.compute.averaging import (
     screen_files,
 )
 from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.export.labels import average_output_name
 from xpcsviewer.io.outputs import OutputRefusedError
 
 __all__ = ["AverageOutcome", "AveragePanel", "average_job"]
@@ -131,7 +132,9 @@ class AveragePanel(BasePanel):
         form.addRow("baseline q-bin", self.q_index)
         self.window = QSpinBox(minimum=1, maximum=10_000, value=10)
         form.addRow("baseline window", self.window)
-        self.use_baseline = QCheckBox("reject baseline outside")
+        # Robust screening is on by default: a damaged repeat must not be averaged in
+        # silently (turn both off to average everything, like --no-reject).
+        self.use_baseline = QCheckBox("reject baseline outside", checked=True)
         self.b_min = QDoubleSpinBox(
             decimals=3, minimum=-10, maximum=10, value=0.95, singleStep=0.01
         )
@@ -142,7 +145,7 @@ class AveragePanel(BasePanel):
         for w in (self.b_min, QLabel("\u2013"), self.b_max):
             row.addWidget(w)
         form.addRow(self.use_baseline, row)
-        self.use_mad = QCheckBox("reject above (MADs)")
+        self.use_mad = QCheckBox("reject above (MADs)", checked=True)
         self.mad = QDoubleSpinBox(decimals=1, minimum=0.5, maximum=100, value=5.0)
         form.addRow(self.use_mad, self.mad)
         self.saxs2d = QCheckBox("average SAXS 2-D", checked=True)
@@ -154,6 +157,7 @@ class AveragePanel(BasePanel):
             form.addRow(w)
         ll.addWidget(box)
         out_row = QHBoxLayout()
+        self._proposed = ""
         self.output = QLineEdit()
         self.output.setPlaceholderText("output .hdf")
         browse = QPushButton("Browse\u2026")
@@ -249,11 +253,12 @@ class AveragePanel(BasePanel):
         """Show the target files and propose an output name (GUI thread)."""
         self.file_list.clear()
         self.file_list.addItems([str(r.path) for r in self.results])
-        if self.results and not self.output.text().strip():
-            first = self.results[0]
-            self.output.setText(
-                str(Path(first.path).parent / f"Average_{first.label}.hdf")
-            )
+        text = self.output.text().strip()
+        if self.results and (not text or text == self._proposed):
+            # follow the targets until the user types a name of their own
+            name = average_output_name([r.label for r in self.results])
+            self._proposed = str(Path(self.results[0].path).parent / name)
+            self.output.setText(self._proposed)
         # Screening reads only the small arrays: run it at once so the statistics
         # plot is live as soon as the targets change.
         self.start(screen_only=True)
@@ -321,6 +326,7 @@ class AveragePanel(BasePanel):
     def cancel_jobs(self) -> None:
         super().cancel_jobs()
         self._set_running(False)
+        self._reset_progress("cancelled")
         self.summary_label.setText("cancelled")
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
@@ -328,13 +334,24 @@ class AveragePanel(BasePanel):
         self.progress.setValue(done)
         self.progress.setFormat(f"%p% {message}")
 
+    def _reset_progress(self, text: str = "") -> None:
+        # the bar's last message ("reading F03...") must not outlive its job
+        self.progress.setValue(0)
+        self.progress.setFormat(text or "%p%")
+
     def _on_error(self, info) -> None:
         self._set_running(False)
+        self._reset_progress("failed")
         self.summary_label.setText(f"failed: {info.message}")
         self.context.report_error(info)
 
     def _on_result(self, outcome: AverageOutcome) -> None:
         self._set_running(False)
+        if outcome.error:
+            self._reset_progress("nothing written")
+        else:
+            self.progress.setValue(self.progress.maximum())
+            self.progress.setFormat("checked" if outcome.screen_only else "written")
         self.outcome = outcome
         s = outcome.summary
         if outcome.error:

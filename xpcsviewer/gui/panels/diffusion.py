@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QGridLayout,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.export import g2_data
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
-from xpcsviewer.gui.widgets import curve_color, curve_pen
+from xpcsviewer.gui.widgets import curve_color, curve_pen, log_friendly_plot_widget, plain_axes
 
 __all__ = ["DiffusionFile", "DiffusionPanel", "diffusion_job"]
 
@@ -190,7 +190,7 @@ class DiffusionPanel(BasePanel):
         self.fits: g2_data.G2Fits | None = context.shared.get("g2_fits")
         self.files: list[DiffusionFile] = []
         lay = QVBoxLayout(self)
-        grid = QGridLayout()
+        grid = QVBoxLayout()
         self.quantity = QComboBox()
         self.quantity.addItem("\u03c4 vs q", "tau")
         self.quantity.addItem("\u0393 = 1/\u03c4 vs q", "gamma")
@@ -239,38 +239,27 @@ class DiffusionPanel(BasePanel):
         self.fit_now.setToolTip(
             "No fits yet: fit every bin of the targets (single exponential)"
         )
-        widgets0 = [
-            self.quantity,
-            self.logx,
-            self.logy,
-            self.q_check,
-            self.qmin,
-            self.qmax,
-            self.fit_exp,
-            self.exp_value,
-            self.joint,
-        ]
-        widgets1 = [
-            QLabel("offset"),
-            self.offset,
-            self.solvent,
-            QLabel("T"),
-            self.temperature,
-            QLabel("\u03b7"),
-            self.viscosity,
-            self.fit_now,
-        ]
-        for i, w in enumerate(widgets0):
-            grid.addWidget(w, 0, i)
-        for i, w in enumerate(widgets1):
-            grid.addWidget(w, 1, i)
+        # rows of their own (not one grid): a wide widget in one row must not widen a
+        # column of the other, so the tab fits a 1280-px window
+        rows = (
+            [self.quantity, self.logx, self.logy, self.q_check, self.qmin, self.qmax],
+            [self.fit_exp, self.exp_value, self.joint, QLabel("offset"), self.offset],
+            [self.solvent, QLabel("T"), self.temperature, QLabel("\u03b7"), self.viscosity,
+             self.fit_now],
+        )
+        for row in rows:
+            line = QHBoxLayout()
+            for w in row:
+                line.addWidget(w)
+            line.addStretch(1)
+            grid.addLayout(line)
         lay.addLayout(grid)
         self.status = QLabel("no g2 fits yet: fit in the g2 tab")
         self.status.setWordWrap(True)
         lay.addWidget(self.status)
         split = QSplitter(Qt.Orientation.Vertical)
-        self.pw = pg.PlotWidget()
-        self.plot = self.pw.getPlotItem()
+        self.pw = log_friendly_plot_widget()  # minor log ticks not all labelled
+        self.plot = plain_axes(self.pw.getPlotItem())  # no 'x0.001' axis scaling
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.legend = self.plot.addLegend(offset=(-10, 10))
         for ax in ("bottom", "left"):
@@ -280,9 +269,11 @@ class DiffusionPanel(BasePanel):
         self.table = QTableWidget(0, 0)
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setMinimumHeight(150)  # a few rows stay visible on a 760-px screen
         split.addWidget(self.table)
         split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 1)
+        split.setStretchFactor(1, 2)
+        split.setChildrenCollapsible(False)
         split.setSizes([520, 160])
         lay.addWidget(split, 1)
 

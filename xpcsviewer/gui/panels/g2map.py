@@ -11,13 +11,12 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
     QLabel,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
 )
 
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import FileSelector
+from xpcsviewer.gui.widgets import BinSpinBox, FileSelector
 
 __all__ = ["G2Map", "G2MapPanel", "prepare_g2_map"]
 
@@ -120,9 +119,7 @@ class G2MapPanel(BasePanel):
         bar = QHBoxLayout()
         self.file_selector = FileSelector()
         self.file_selector.sigIndexChosen.connect(self._on_file_chosen)
-        self.bin_spin = QSpinBox(
-            minimum=0, maximum=0, toolTip="q-bin (g2 column, 0-based)"
-        )
+        self.bin_spin = BinSpinBox()
         self.bin_spin.valueChanged.connect(lambda _v: self._draw_profile())
         self.normalize = QCheckBox("normalize by g2[0]")
         self.normalize.setToolTip(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
+from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout
 
 from xpcsviewer.fitting.stability import (
     StabilityFit,
@@ -24,7 +24,7 @@ from xpcsviewer.fitting.stability import (
 )
 from xpcsviewer.fitting.stability import drift_text as _drift_text
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import FileSelector
+from xpcsviewer.gui.widgets import BinSpinBox, FileSelector, log_friendly_plot_widget, plain_axes
 
 __all__ = ["G2StabilityPanel", "StabilityFit", "fit_partial_snapshots"]
 
@@ -44,9 +44,7 @@ class G2StabilityPanel(BasePanel):
         bar = QHBoxLayout()
         self.file_selector = FileSelector()
         self.file_selector.sigIndexChosen.connect(self._on_file_chosen)
-        self.bin_spin = QSpinBox(
-            minimum=0, maximum=0, toolTip="q-bin (g2 column, 0-based)"
-        )
+        self.bin_spin = BinSpinBox()
         self.bin_spin.valueChanged.connect(lambda _v: self._draw())
         self.threshold = QDoubleSpinBox(
             decimals=1,
@@ -79,8 +77,8 @@ class G2StabilityPanel(BasePanel):
         f.setBold(True)
         self.drift_label.setFont(f)
         lay.addWidget(self.drift_label)
-        self.pw = pg.PlotWidget()
-        self.plot = self.pw.getPlotItem()
+        self.pw = log_friendly_plot_widget()  # minor log ticks not all labelled
+        self.plot = plain_axes(self.pw.getPlotItem())  # no 'x0.001' axis scaling
         self.plot.setLogMode(x=True, y=False)
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.plot.setLabel("bottom", "\u03c4 (s)")

@@ -208,6 +208,22 @@ class TwotimePanel(BasePanel):
         self.context.sigSelectedBin.connect(self.select_dq_bin)
 
     # --------------------------------------------------------------- files
+    def set_current(self, index: int) -> None:
+        """Follow the current target (up/down in the target list) when it has a two-time map."""
+        index = max(0, int(index))
+        self.current_index = index
+        if not self.results:
+            return
+        target = self.results[min(index, len(self.results) - 1)]
+        tt = self.twotime_results()
+        pos = next((k for k, r in enumerate(tt) if r is target), None)
+        if pos is None or pos == self._file_index:
+            return  # a target without two-time data keeps the shown map
+        self._file_index = pos
+        self._dirty = True
+        if self.isVisible():
+            self._refresh_now()
+
     def twotime_results(self) -> list:
         """Targets with a two-time analysis."""
         return [r for r in self.results if getattr(r, "twotime", None) is not None]
