@@ -104,3 +104,19 @@ def test_run_app_opens_files_and_saves_session_on_close(qapp, demo_files, _confi
     assert run_app([str(demo_files[0]), str(demo_files[1])]) == 0
     assert seen == {"n": 2, "visible": True}
     assert (_config_dir / "session.json").exists()
+
+
+def test_titles_and_legends_follow_the_theme(window, demo_files, open_demo, wait_idle):
+    open_demo(window, demo_files, names=["A01", "D01"])
+    window.select_tab("g2")
+    wait_idle(window, 60000)
+    g2 = window.panels["g2"]
+    title = g2._plots[0].titleLabel
+    window.set_theme("dark")
+    assert pg.mkColor(title.opts["color"]).lightness() > 150
+    window.set_theme("light")  # titles made in the dark theme must not stay pale
+    assert pg.mkColor(title.opts["color"]).lightness() < 100
+    legend = g2._top_legend
+    _sample, label = legend.items[0]
+    assert pg.mkColor(label.opts["color"]).lightness() < 100
+    assert legend.brush().color().lightness() > 200

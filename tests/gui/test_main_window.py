@@ -99,11 +99,20 @@ def test_corrupt_file_reports_and_the_rest_loads(window, demo_files, tmp_path, w
     wait_idle(window)
     assert len(window.results) == 2
     assert any("Z99_broken" in e.message for e in window.errors)
-    assert "Z99_broken" in window.message_label.text()
+    text = window.message_label.text()
+    assert text.count("Z99_broken_results.hdf") == 1, text  # named once, by its name
+    assert "XpcsFileError" not in text and str(tmp_path) not in text
     assert window.details_btn.isVisible()
     box = window.show_error_details()
     assert box is not None and "Z99_broken" in box.text()
+    assert "XpcsFileError" not in box.informativeText()
     box.close()
+    # the unreadable target is marked in the list, the others are not
+    tl = window.browser.target_list
+    marked = [tl.item(i).text() for i in range(tl.count()) if tl.item(i).text().startswith("\u26a0")]
+    assert marked == ["\u26a0 Z99_broken_results.hdf"]
+    row = [tl.item(i).text() for i in range(tl.count())].index(marked[0])
+    assert "not opened" in tl.item(row).toolTip()
 
 
 def test_cancel_button_cancels_running_jobs(window, wait_idle):

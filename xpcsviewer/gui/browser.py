@@ -355,6 +355,25 @@ class DataBrowser(QWidget):
             if self.target_list.currentRow() < 0:
                 self.target_list.setCurrentRow(0)
 
+    def mark_targets(self, problems: dict[str, str]) -> None:
+        """Mark the targets that could not be opened (red, "\u26a0", the reason as tooltip);
+        the others are shown plain again."""
+        from PySide6.QtGui import QBrush, QColor
+
+        for i in range(self.target_list.count()):
+            it = self.target_list.item(i)
+            p = _from_qt(it.data(Qt.ItemDataRole.UserRole))
+            name = display_path(Path(p).name)
+            why = problems.get(p)
+            if why is None:
+                it.setText(name)
+                it.setToolTip(display_path(p))
+                it.setForeground(QBrush())
+            else:
+                it.setText(f"\u26a0 {name}")
+                it.setToolTip(f"{display_path(p)}\nnot opened: {why}")
+                it.setForeground(QBrush(QColor("#c0392b")))
+
     def set_targets(self, paths: list[str], current: int = 0) -> None:
         """Replace the targets."""
         self.target_list.blockSignals(True)

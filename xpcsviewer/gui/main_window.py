@@ -321,12 +321,20 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         self.load_errors = [(p, m) for p, m, _r in errors]
         waiting = [p for p, _m, r in errors if r]
         self._watch_for_retry(waiting)
+        marks = {}
         for path, msg, retry in errors:
+            name = display_path(Path(path).name)
+            # the message names the file once, by its name (the path is in the details)
+            msg = msg.replace(display_path(str(path)), name)
+            if name not in msg:
+                msg = f"{name}: {msg}"
             if retry:
                 msg = f"{msg}; it opens when the writer is done"
-            name = display_path(Path(path).name)
+            marks[str(path)] = msg
             self.context.report_error(ErrorInfo(
-                "FileBeingWritten" if retry else "XpcsFileError", f"{name}: {msg}", msg, -1))
+                "FileBeingWritten" if retry else "XpcsFileError", msg,
+                f"{display_path(str(path))}\n{msg}", -1))
+        self.browser.mark_targets(marks)
         self.results = list(results)
         self.context.set_targets(self.results)
         cur = self.current_index()
@@ -546,8 +554,13 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         last = self.errors[-1]
         box = QMessageBox(QMessageBox.Icon.Warning, "Errors", last.message,
                           QMessageBox.StandardButton.Close, self)
-        lines = [f"{e.kind}: {e.message}" for e in self.errors[-20:]]
-        box.setInformativeText("\n".join(lines[:-1][-10:]))
+        # earlier errors, each once (with a count), without Python class names
+        counts: dict[str, int] = {}
+        for e in self.errors[-50:-1]:
+            if e.message != last.message:
+                counts[e.message] = counts.get(e.message, 0) + 1
+        lines = [m if n == 1 else f"{m} (\u00d7{n})" for m, n in counts.items()]
+        box.setInformativeText("\n".join(lines[-10:]))
         box.setDetailedText(last.traceback_text or last.message)
         box.setModal(False)
         box.show()

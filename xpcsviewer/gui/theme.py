@@ -40,6 +40,8 @@ def apply_theme(root: QWidget, theme: str) -> None:
     if app is not None:
         app.setPalette(_dark_palette() if theme == "dark" else app.style().standardPalette())
     fg = pg.mkColor(t["foreground"])
+    bg = pg.mkColor(t["background"])
+    bg.setAlpha(220)
     for view in root.findChildren(pg.GraphicsView):
         view.setBackground(t["background"])
         scene = view.scene()
@@ -49,3 +51,11 @@ def apply_theme(root: QWidget, theme: str) -> None:
             if isinstance(it, pg.AxisItem):
                 it.setPen(fg)
                 it.setTextPen(fg)
+            elif isinstance(it, pg.LegendItem):
+                # legends keep the colours of the theme they were made in otherwise
+                it.setLabelTextColor(fg)
+                it.setBrush(pg.mkBrush(bg))
+                for _sample, label in it.items:
+                    label.setText(label.text, color=fg)
+            elif isinstance(it, pg.LabelItem) and it.text:
+                it.setText(it.text, color=fg)  # plot titles: pale after dark -> light
