@@ -115,10 +115,21 @@ class Driver:
     def measure(self, action) -> tuple[float, float]:
         """(longest GUI-thread gap s, wall time s) of ``action()`` and what follows."""
         self.settle()
+        prof = None
+        if os.environ.get("XPCS_STALL_PROFILE"):  # where the GUI thread spends the action
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
         t0 = time.monotonic()
         action()
         self.settle()
         t1 = time.monotonic()
+        if prof is not None:
+            import pstats
+
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(12)
         return self.beat.max_gap(t0, t1), t1 - t0
 
 

@@ -27,39 +27,30 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui import session as session_mod
+from xpcsviewer.gui._window_extras import WindowExtrasMixin
 from xpcsviewer.gui._window_session import WindowSessionMixin
+from xpcsviewer.gui._window_tabs import WindowTabsMixin
 from xpcsviewer.gui.browser import DataBrowser
 from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels import PANELS, load_panel_class
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.resources import app_icon, icon_pixmap
-from xpcsviewer.gui.theme import apply_theme
-from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, friendly_message, warmup_enabled
+from xpcsviewer.gui.resources import app_icon
+from xpcsviewer.gui.workers import (
+    ErrorInfo,
+    TaskRunner,
+    friendly_message,
+    warmup_enabled,
+)
 from xpcsviewer.io.errors import display_path
 
 __all__ = ["MainWindow", "UnavailablePanel", "load_targets", "warmup_enabled"]
 
 logger = logging.getLogger(__name__)
 
-SHORTCUTS = [
-    ("Ctrl+O", "Open folder"),
-    ("Ctrl+Shift+O", "Open files"),
-    ("F5", "Reload the folder"),
-    ("Ctrl+E", "Export the current tab's figure"),
-    ("Ctrl+Shift+E", "Export the current tab's data (CSV)"),
-    ("Ctrl+Tab / Ctrl+Shift+Tab", "Next / previous tab"),
-    ("Ctrl+1 \u2026 Ctrl+9", "Go to tab 1 \u2026 9"),
-    ("\u2191 / \u2193 in the target list", "Step through the target files"),
-    ("Del in the target list", "Remove the selected targets"),
-    ("Esc", "Cancel running jobs"),
-    ("Ctrl+Q", "Quit"),
-]
 
 
 #: How long closing the window waits for cancelled jobs to stop.
 CLOSE_WAIT_MS = 800
-#: Where files open when the preferred tab does not apply to them.
-TAB_PRIORITY = ("g2", "saxs2d", "twotime", "saxs1d", "intensity", "metadata")
 #: Contexts of closed windows whose cancelled jobs were still running.
 _DETACHED: list = []
 
@@ -111,7 +102,7 @@ _TITLES = {"saxs2d": "SAXS-2D", "saxs1d": "SAXS-1D", "stability": "Stability",
            "twotime": "Two-Time", "qmap": "Q-Map", "metadata": "Metadata"}
 
 
-class MainWindow(WindowSessionMixin, QMainWindow):
+class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWindow):
     """The XPCS Viewer window.
 
     Parameters
@@ -389,79 +380,6 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         if panel is not None:
             panel.set_results(self.results)
 
-    def update_tab_states(self) -> None:
-        """Enable the tabs that apply to the targets; disabled tabs say why.
-
-        Qt moves off a tab that gets disabled (to Metadata, the one always enabled);
-        once files are open again the window goes back to the tab the user chose
-        (g2 at first start), or to the first of :data:`TAB_PRIORITY` that applies.
-        """
-        self._tabs_updating = True
-        try:
-            for i in range(self.tabs.count()):
-                panel = self.panel_at(i)
-                try:
-                    reason = panel.applies_to(self.results)
-                except Exception as exc:
-                    reason = f"error: {exc}"
-                self.tabs.setTabEnabled(i, reason is None)
-                self.tabs.setTabToolTip(i, reason or "")
-            if self.results:
-                for name in (self.preferred_tab, *TAB_PRIORITY):
-                    if name in self.panels and self.tabs.isTabEnabled(self.tab_index(name)):
-                        self.tabs.setCurrentIndex(self.tab_index(name))
-                        break
-        finally:
-            self._tabs_updating = False
-        self._on_tab_changed(self.tabs.currentIndex())
-
-    def _on_tab_changed(self, _i: int) -> None:
-        if getattr(self, "_tabs_updating", False):
-            return
-        panel = self.current_panel()
-        if panel is not None and self.results and self.tabs.isTabEnabled(self.tabs.currentIndex()):
-            self.preferred_tab = panel.name  # what the user looks at, kept across Clear
-        if panel is not None:
-            panel.ensure_fresh()
-
-    def panel_at(self, i: int) -> BasePanel | None:
-        """The panel of tab ``i``."""
-        w = self.tabs.widget(i)
-        if isinstance(w, QScrollArea):
-            w = w.widget()
-        return w if isinstance(w, BasePanel) else None
-
-    def tab_index(self, name: str) -> int:
-        """Tab index of the panel registered as ``name``."""
-        panel = self.panels[name]
-        for i in range(self.tabs.count()):
-            if self.panel_at(i) is panel:
-                return i
-        raise KeyError(name)
-
-    def current_panel(self) -> BasePanel | None:
-        """The panel of the current tab."""
-        return self.panel_at(self.tabs.currentIndex())
-
-    def select_tab(self, name: str) -> None:
-        """Show the tab registered as ``name`` (and come back to it after Clear)."""
-        self.preferred_tab = name
-        self.tabs.setCurrentIndex(self.tab_index(name))
-
-    def select_tab_index(self, i: int) -> None:
-        """Show tab ``i`` if it is enabled."""
-        if 0 <= i < self.tabs.count() and self.tabs.isTabEnabled(i):
-            self.tabs.setCurrentIndex(i)
-
-    def _step_tab(self, step: int) -> None:
-        n = self.tabs.count()
-        i = self.tabs.currentIndex()
-        for _ in range(n):
-            i = (i + step) % n
-            if self.tabs.isTabEnabled(i):
-                self.tabs.setCurrentIndex(i)
-                return
-
     def open_and_fit(self, paths: list[str], tab: str = "g2") -> None:
         """Open ``paths``, show ``tab`` and, once its curves are drawn, fit them (least
         squares): the first look of ``xpcsviewer demo`` shows what the app is for."""
@@ -588,100 +506,6 @@ class MainWindow(WindowSessionMixin, QMainWindow):
         if self.context.runner.is_busy:
             self.context.runner.cancel_all()
             self.context.show_status("Cancelled")
-
-    # -------------------------------------------------------------- backend
-    def _start_warmup(self) -> None:
-        from xpcsviewer.fitting.warmup import precompile
-
-        self.context.runner.submit(
-            "warmup", precompile, on_result=self._on_warmup,
-            on_error=lambda info: self._describe_backend(),
-            description="compiling the fits (first run only)")
-
-    def _on_warmup(self, out: dict) -> None:
-        import gc
-
-        self.warmup_done = True
-        # What exists now (modules, JAX and Qt objects) lives as long as the app: keep it
-        # out of the collector's full passes, which hold the GIL and pause the window
-        # for a time that grows with the heap.
-        gc.freeze()
-        self._describe_backend()
-        logger.info("warm-up: %s", out.get("seconds"))
-
-    def _describe_backend(self) -> None:
-        from xpcsviewer.backends import get_backend, get_device_manager
-
-        try:
-            line = get_device_manager().describe()
-            if type(get_backend()).__name__.lower().startswith("numpy") and line.startswith("JAX"):
-                import numpy as np
-
-                line = f"NumPy {np.__version__}, CPU, float64"
-        except Exception as exc:
-            line = f"backend error: {exc}"
-        self.backend_label.setText(line)
-
-    def set_backend(self, name: str) -> None:
-        """Use ``"jax"``, ``"numpy"`` or ``"auto"`` for new jobs."""
-        from xpcsviewer.backends import set_backend
-
-        try:
-            set_backend(None if name == "auto" else name)
-        except Exception as exc:
-            self.context.report_error(exc)
-            self.backend_actions["auto"].setChecked(True)
-        self._describe_backend()
-
-    def set_device(self, name: str) -> None:
-        """Route new jobs to ``"auto"``, ``"cpu"`` or ``"gpu"`` (falls back if absent)."""
-        from xpcsviewer.backends import DeviceManager
-
-        os.environ["XPCS_DEVICE"] = name
-        DeviceManager.reset()
-        self._describe_backend()
-
-    # ----------------------------------------------------------------- view
-    def set_theme(self, theme: str) -> None:
-        """Apply ``"light"`` or ``"dark"`` to the window and every plot."""
-        self.theme = theme if theme in ("light", "dark") else "light"
-        apply_theme(self, self.theme)
-        if self.theme in self.theme_actions:
-            self.theme_actions[self.theme].setChecked(True)
-
-    def reset_layout(self) -> None:
-        """Dock and window layout back to the default."""
-        self.restoreState(self._default_state)
-        self.browser_dock.setVisible(True)
-        self.browser_dock.setFloating(False)
-
-    def show_shortcuts(self) -> QMessageBox:
-        """List the keyboard shortcuts (non-modal)."""
-        text = "\n".join(f"{k:28s} {v}" for k, v in SHORTCUTS)
-        box = QMessageBox(QMessageBox.Icon.Information, "Keyboard shortcuts", text,
-                          QMessageBox.StandardButton.Close, self)
-        box.setStyleSheet("QLabel { font-family: monospace; }")
-        box.setModal(False)
-        box.show()
-        self._shortcut_box = box
-        return box
-
-    def show_about(self) -> QMessageBox:
-        """About box (non-modal), with the application icon."""
-        from xpcsviewer import __version__
-
-        box = QMessageBox(self)
-        box.setWindowTitle("About XPCS Viewer")
-        box.setIconPixmap(icon_pixmap(96))
-        box.setText(f"<b>XPCS Viewer {__version__}</b>")
-        box.setInformativeText(
-            "X-ray photon correlation spectroscopy results: SAXS, g2 fits, diffusion, "
-            f"two-time maps.\n\nBackend: {self.backend_label.text()}")
-        box.setStandardButtons(QMessageBox.StandardButton.Close)
-        box.setModal(False)
-        box.show()
-        self._about_box = box
-        return box
 
     # ---------------------------------------------------------------- close
     def shutdown(self, msecs: int = 10000) -> bool:

@@ -11,7 +11,6 @@ posterior band), fills a results table and publishes the fits under
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
@@ -19,7 +18,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -35,13 +33,13 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.export import g2_data
 from xpcsviewer.gui.panels._g2_draw import G2DrawMixin
+from xpcsviewer.gui.panels._g2_fitrun import G2FitRunMixin
 from xpcsviewer.gui.panels._g2_jobs import (
     MODELS,
     bayes_job,
     fit_job,
     prepare_g2_job,
     wait_for_event_job,
-    write_fits_job,
 )
 from xpcsviewer.gui.panels._g2_params import FitParamsWidget
 from xpcsviewer.gui.panels._g2_results import FitResultsTable
@@ -64,7 +62,7 @@ LAYOUTS = [
 
 
 # -------------------------------------------------------------------- the panel
-class G2Panel(G2DrawMixin, BasePanel):
+class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
     """g2 curves of all targets with the fit side panel."""
 
     name = "g2"
@@ -421,151 +419,6 @@ class G2Panel(G2DrawMixin, BasePanel):
     def plot_widgets(self) -> list[pg.PlotItem]:
         """The pyqtgraph panels shown now (tests)."""
         return list(self._plots)
-
-    # ---------------------------------------------------------------- fits
-    def _fit_inputs(self):
-        if not self.blocks:
-            raise ValueError("no g2 curves shown to fit")
-        overrides = self.params.overrides()
-        opts = self.options()
-        t_range = None
-        if opts["tmin"] is not None and opts["tmax"] is not None:
-            t_range = (opts["tmin"], opts["tmax"])
-        return list(self.blocks), self.model(), overrides, t_range
-
-    def run_fit(self) -> int | None:
-        """Start the batched least-squares fit in a worker; returns the request id."""
-        try:
-            blocks, model, overrides, t_range = self._fit_inputs()
-        except ValueError as exc:
-            self.context.report_error(f"g2 fit: {exc}")
-            return None
-        self._set_busy("fit", True)
-        self.fit_status.setText(f"fitting {sum(b.n_bins for b in blocks)} curves\u2026")
-        return self.submit(
-            "fit",
-            fit_job,
-            blocks,
-            model,
-            overrides,
-            t_range,
-            on_result=self._on_fits,
-            on_error=self._on_fit_error,
-            description="g2: least-squares fit",
-        )
-
-    def run_bayes(self) -> int | None:
-        """Start the NUTS fit in a worker (progress + cancel); returns the request id."""
-        try:
-            blocks, model, overrides, t_range = self._fit_inputs()
-        except ValueError as exc:
-            self.context.report_error(f"g2 Bayesian fit: {exc}")
-            return None
-        sampler = {
-            "num_warmup": self.warmup.value(),
-            "num_samples": self.samples.value(),
-            "num_chains": self.chains.value(),
-        }
-        self._set_busy("bayes", True)
-        self.progress.setValue(0)
-        self.fit_status.setText("sampling (NUTS)\u2026")
-        rid = self.context.runner.submit(
-            self.job_key("bayes"),
-            bayes_job,
-            blocks,
-            model,
-            overrides,
-            t_range,
-            sampler,
-            on_result=self._on_fits,
-            on_error=self._on_fit_error,
-            on_progress=self._on_bayes_progress,
-            description="g2: Bayesian fit (NUTS)",
-        )
-        return rid
-
-    def cancel_fit(self) -> None:
-        """Cancel a running fit (least squares or NUTS)."""
-        for purpose in ("fit", "bayes"):
-            self.context.runner.cancel(self.job_key(purpose))
-        self.fit_status.setText("cancelling\u2026")
-
-    def _set_busy(self, purpose: str, busy: bool) -> None:
-        if busy:
-            self._busy_keys.add(self.job_key(purpose))
-        else:
-            self._busy_keys.discard(self.job_key(purpose))
-        any_busy = bool(self._busy_keys)
-        self.fit_btn.setEnabled(not any_busy)
-        self.bayes_btn.setEnabled(not any_busy)
-        self.cancel_btn.setEnabled(any_busy)
-
-    def _on_job_finished(self, key: str, request_id: int) -> None:
-        if key not in self._busy_keys:
-            return
-        if self.context.runner.latest_id(key) not in (None, request_id):
-            return  # a newer job under this key is still running
-        self._busy_keys.discard(key)
-        any_busy = bool(self._busy_keys)
-        self.fit_btn.setEnabled(not any_busy)
-        self.bayes_btn.setEnabled(not any_busy)
-        self.cancel_btn.setEnabled(any_busy)
-        if self.fit_status.text().startswith(("cancelling", "sampling", "fitting")):
-            self.fit_status.setText("cancelled")
-
-    def _on_bayes_progress(self, done: int, total: int, msg: str) -> None:
-        if total > 0:
-            self.progress.setValue(int(1000 * done / total))
-        self.fit_status.setText(f"sampling (NUTS): {msg}")
-
-    def _on_fit_error(self, info) -> None:
-        self.fit_status.setText(f"fit failed: {info.message}")
-        self.context.report_error(info)
-
-    def _on_fits(self, fits: g2_data.G2Fits) -> None:
-        from collections import Counter
-
-        # The fit is done when its result arrives (its "finished" signal comes
-        # later): the buttons are usable again now.
-        for purpose in ("fit", "bayes"):
-            self._set_busy(purpose, False)
-        self.fits = fits
-        counts = Counter(str(x) for x in fits.status)
-        order = ("converged", "unresolved", "at_bound", "poor_fit", "no_decay", "failed")
-        parts = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in order if counts[k])
-        self.fit_status.setText(f"{fits.method} {fits.model}, {fits.n_curves} curves: {parts}")
-        self.progress.setValue(1000)
-        self._fill_results_table()
-        self.export_fits_btn.setEnabled(True)
-        self.context.set_shared("g2_fits", fits)
-        self._pending_fits_signal = fits  # emitted once the curves are drawn
-        self._draw_fits()
-
-    def _fill_results_table(self) -> None:
-        self.results_table.show_fits(self.fits)
-        if self.fits is None:
-            self.export_fits_btn.setEnabled(False)
-
-    def export_fits(self, path: str) -> int | None:
-        """Write the fits to ``path`` (CSV, or JSON for ``.json``) in a worker."""
-        if self.fits is None:
-            self.context.report_error("g2: no fits to export")
-            return None
-        return self.submit(
-            "export-fits",
-            write_fits_job,
-            self.fits,
-            str(path),
-            on_result=self._on_exported,
-            description=f"Exporting {Path(path).name}",
-        )
-
-    def _on_export_fits(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export g2 fits", "g2_fits.csv", "CSV (*.csv);;JSON (*.json)"
-        )
-        if path:
-            self.export_fits(path)
 
     # -------------------------------------------------------------- export
     def figure_options(self) -> dict:

@@ -131,6 +131,15 @@ class IntensityPanel(BasePanel):
                     on_result=self._on_data, description="Intensity-Time")
 
     def _on_data(self, data: dict) -> None:
+        # one repaint for the whole update, not one per changed item
+        self.glw.setUpdatesEnabled(False)
+        try:
+            self._show_data(data)
+        finally:
+            self.glw.setUpdatesEnabled(True)
+        self.sigUpdated.emit()
+
+    def _show_data(self, data: dict) -> None:
         if self.shown_note():
             self.context.show_status(f"Intensity-Time: {len(data['traces'])} trace(s)"
                                      f"{self.shown_note()}")
@@ -175,7 +184,6 @@ class IntensityPanel(BasePanel):
                 self.region.setRegion((a, a + 0.05 * (hi - lo)))
             self.region.setBounds((lo, hi))
         self._on_region_changed()
-        self.sigUpdated.emit()
 
     def _on_region_changed(self) -> None:
         if self._syncing:

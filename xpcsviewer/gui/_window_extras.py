@@ -1,0 +1,127 @@
+"""The main window's backend, theme and help actions (a mixin)."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from PySide6.QtWidgets import QMessageBox
+
+from xpcsviewer.gui.resources import icon_pixmap
+from xpcsviewer.gui.theme import apply_theme
+
+__all__ = ["SHORTCUTS", "WindowExtrasMixin"]
+
+logger = logging.getLogger("xpcsviewer.gui.main_window")
+
+SHORTCUTS = [
+    ("Ctrl+O", "Open folder"),
+    ("Ctrl+Shift+O", "Open files"),
+    ("F5", "Reload the folder"),
+    ("Ctrl+E", "Export the current tab's figure"),
+    ("Ctrl+Shift+E", "Export the current tab's data (CSV)"),
+    ("Ctrl+Tab / Ctrl+Shift+Tab", "Next / previous tab"),
+    ("Ctrl+1 \u2026 Ctrl+9", "Go to tab 1 \u2026 9"),
+    ("\u2191 / \u2193 in the target list", "Step through the target files"),
+    ("Del in the target list", "Remove the selected targets"),
+    ("Esc", "Cancel running jobs"),
+    ("Ctrl+Q", "Quit"),
+]
+
+
+class WindowExtrasMixin:
+    """Backend warm-up and choice, theme, layout reset, shortcuts and About box."""
+
+    # -------------------------------------------------------------- backend
+    def _start_warmup(self) -> None:
+        from xpcsviewer.fitting.warmup import precompile
+
+        self.context.runner.submit(
+            "warmup", precompile, on_result=self._on_warmup,
+            on_error=lambda info: self._describe_backend(),
+            description="compiling the fits (first run only)")
+
+    def _on_warmup(self, out: dict) -> None:
+        import gc
+
+        self.warmup_done = True
+        # What exists now (modules, JAX and Qt objects) lives as long as the app: keep it
+        # out of the collector's full passes, which hold the GIL and pause the window
+        # for a time that grows with the heap.
+        gc.freeze()
+        self._describe_backend()
+        logger.info("warm-up: %s", out.get("seconds"))
+
+    def _describe_backend(self) -> None:
+        from xpcsviewer.backends import get_backend, get_device_manager
+
+        try:
+            line = get_device_manager().describe()
+            if type(get_backend()).__name__.lower().startswith("numpy") and line.startswith("JAX"):
+                import numpy as np
+
+                line = f"NumPy {np.__version__}, CPU, float64"
+        except Exception as exc:
+            line = f"backend error: {exc}"
+        self.backend_label.setText(line)
+
+    def set_backend(self, name: str) -> None:
+        """Use ``"jax"``, ``"numpy"`` or ``"auto"`` for new jobs."""
+        from xpcsviewer.backends import set_backend
+
+        try:
+            set_backend(None if name == "auto" else name)
+        except Exception as exc:
+            self.context.report_error(exc)
+            self.backend_actions["auto"].setChecked(True)
+        self._describe_backend()
+
+    def set_device(self, name: str) -> None:
+        """Route new jobs to ``"auto"``, ``"cpu"`` or ``"gpu"`` (falls back if absent)."""
+        from xpcsviewer.backends import DeviceManager
+
+        os.environ["XPCS_DEVICE"] = name
+        DeviceManager.reset()
+        self._describe_backend()
+
+    # ----------------------------------------------------------------- view
+    def set_theme(self, theme: str) -> None:
+        """Apply ``"light"`` or ``"dark"`` to the window and every plot."""
+        self.theme = theme if theme in ("light", "dark") else "light"
+        apply_theme(self, self.theme)
+        if self.theme in self.theme_actions:
+            self.theme_actions[self.theme].setChecked(True)
+
+    def reset_layout(self) -> None:
+        """Dock and window layout back to the default."""
+        self.restoreState(self._default_state)
+        self.browser_dock.setVisible(True)
+        self.browser_dock.setFloating(False)
+
+    def show_shortcuts(self) -> QMessageBox:
+        """List the keyboard shortcuts (non-modal)."""
+        text = "\n".join(f"{k:28s} {v}" for k, v in SHORTCUTS)
+        box = QMessageBox(QMessageBox.Icon.Information, "Keyboard shortcuts", text,
+                          QMessageBox.StandardButton.Close, self)
+        box.setStyleSheet("QLabel { font-family: monospace; }")
+        box.setModal(False)
+        box.show()
+        self._shortcut_box = box
+        return box
+
+    def show_about(self) -> QMessageBox:
+        """About box (non-modal), with the application icon."""
+        from xpcsviewer import __version__
+
+        box = QMessageBox(self)
+        box.setWindowTitle("About XPCS Viewer")
+        box.setIconPixmap(icon_pixmap(96))
+        box.setText(f"<b>XPCS Viewer {__version__}</b>")
+        box.setInformativeText(
+            "X-ray photon correlation spectroscopy results: SAXS, g2 fits, diffusion, "
+            f"two-time maps.\n\nBackend: {self.backend_label.text()}")
+        box.setStandardButtons(QMessageBox.StandardButton.Close)
+        box.setModal(False)
+        box.show()
+        self._about_box = box
+        return box
