@@ -79,3 +79,15 @@ def demo_set_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("demo_set")
     write_demo(out, seed=0)
     return out
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Collect on the main thread between tests once the GUI has switched automatic
+    collection off (gui.workers.gui_thread_gc): tests without an event loop would
+    otherwise never collect their reference cycles."""
+    import sys
+
+    workers = sys.modules.get("xpcsviewer.gui.workers")
+    gc_timer = getattr(workers, "_GUI_GC", None) if workers else None
+    if gc_timer is not None:
+        gc_timer.check()

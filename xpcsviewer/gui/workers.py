@@ -296,6 +296,27 @@ class _JobRelay(QObject):
         self._runner._on_finished(self._job)
 
 
+_GUI_GC: Any = None
+
+
+def gui_thread_gc() -> Any:
+    """Run Python's cyclic garbage collector on the GUI thread only (idempotent).
+
+    A collection that runs in a worker can free the last reference of a Qt wrapper;
+    its C++ destructor then takes Qt's connection lock and waits for the GIL, while
+    the GUI thread holds the GIL and waits for that lock: the window hangs for good
+    (seen in the Average tab's figure export). Automatic collection is therefore
+    switched off and pyqtgraph's collector does it from a GUI-thread timer, with the
+    usual generation thresholds. Call on the GUI thread.
+    """
+    global _GUI_GC
+    if _GUI_GC is None:
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        _GUI_GC = GarbageCollector(interval=0.25)
+    return _GUI_GC
+
+
 class TaskRunner(QObject):
     """One queue of keyed jobs over a ``QThreadPool``.
 
@@ -333,6 +354,7 @@ class TaskRunner(QObject):
         self._latest: dict[str, int] = {}
         self._jobs: dict[int, _Job] = {}
         _LIVE_RUNNERS.add(self)
+        gui_thread_gc()  # before the first job can run in a worker
 
     # ------------------------------------------------------------------ API
     @property
