@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -138,13 +139,22 @@ class DiffusionPanel(BasePanel):
             grid.addLayout(line)
         lay.addLayout(grid)
         self.status = QLabel("no g2 fits yet: fit in the g2 tab")
-        self.status.setWordWrap(True)
+        # one line, clipped, not word-wrapped: a wrapped label makes the scroll area size
+        # the whole tab by preferred heights (height-for-width), pushing the table off-screen
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         lay.addWidget(self.status)
         split = QSplitter(Qt.Orientation.Vertical)
         self.pw = log_friendly_plot_widget()  # minor log ticks not all labelled
         self.plot = plain_axes(self.pw.getPlotItem())  # no 'x0.001' axis scaling
         self.plot.showGrid(x=True, y=True, alpha=0.3)
-        self.legend = self.plot.addLegend(offset=(-10, 10))
+        # the legend right of the data, never over it
+        self.legend = pg.LegendItem(labelTextSize="8pt", brush=pg.mkBrush(
+            pg.getConfigOption("background")), labelTextColor=pg.getConfigOption("foreground"))
+        self.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        self.plot.layout.addItem(self.legend, 2, 3)
+        self.plot.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
+        self.plot.legend = self.legend  # items named at creation are listed in it
+        self.pw.setMinimumHeight(220)
         for ax in ("bottom", "left"):
             # Plain units: an SI prefix would turn "(s)" into "(s) (x0.001)".
             self.plot.getAxis(ax).enableAutoSIPrefix(False)
