@@ -8,7 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 __all__ = ["COLORMAPS", "BinSpinBox", "FileSelector", "colormap", "curve_color", "curve_pen", "labeled",
-           "log_friendly_plot_widget", "plain_axes"]
+           "log_friendly_plot_widget", "plain_axes", "side_legend"]
 
 COLORMAPS = ("viridis", "plasma", "magma", "inferno", "cividis", "turbo", "jet", "hot", "gray")
 
@@ -127,6 +127,21 @@ def plain_axes(plot: pg.PlotItem) -> pg.PlotItem:
         if ax is not None:
             ax.enableAutoSIPrefix(False)
     return plot
+
+
+def side_legend(plot: pg.PlotItem, text_size: str = "8pt") -> pg.LegendItem:
+    """A legend in the plot's layout right of the data (never over it); items named
+    at creation are listed in it, as with ``addLegend``."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QSizePolicy
+
+    legend = pg.LegendItem(labelTextSize=text_size, brush=pg.mkBrush(pg.getConfigOption("background")),
+                           labelTextColor=pg.getConfigOption("foreground"))
+    legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+    plot.layout.addItem(legend, 2, 3)
+    plot.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop)
+    plot.legend = legend
+    return legend
 
 
 class SparseLogAxis(pg.AxisItem):

@@ -124,8 +124,8 @@ def test_fit_through_worker_fills_table_and_publishes(qtbot, panel, results, fak
     assert t.rowCount() == 12
     assert t.horizontalHeaderItem(0).text() == "status"
     assert {t.item(r, 0).text() for r in range(12)} == {"converged"}
-    assert t.horizontalHeaderItem(4).text() == "tau (s)"
-    assert "\u00b1" in t.item(0, 4).text()  # tau value +- error
+    assert t.horizontalHeaderItem(3).text() == "tau (s)"
+    assert "\u00b1" in t.item(0, 3).text()  # tau value +- error
     assert "12 converged" in panel.fit_status.text()
     np.testing.assert_allclose(
         fits.params["tau"], 1 / (fake.D_TRUE * fits.q**2), rtol=0.1

@@ -29,6 +29,8 @@ STATUS_COLORS = {
 }
 
 
+_FILE_COLUMN = 6  # after the numbers (see FitResultsTable.show_fits)
+
 class FitResultsTable(QTableWidget):
     """One row per fitted curve, status first, coloured by status; sortable."""
 
@@ -54,8 +56,9 @@ class FitResultsTable(QTableWidget):
         tname = "tau" if "tau" in names else "tau1"
         others = [n for n in names if n not in (tname, "contrast")]
         bayes = fits.diagnostics is not None
-        head = ["status", "file", "bin", "q (\u00c5\u207b\u00b9)", f"{tname} (s)", "contrast",
-                "\u03c7\u00b2\u1d63"]
+        # the verdict and the key numbers first: the panel is narrow
+        head = ["status", "bin", "q (\u00c5\u207b\u00b9)", f"{tname} (s)", "contrast",
+                "\u03c7\u00b2\u1d63", "file"]
         head += [f"{n} (s)" if n.startswith("tau") else n for n in others]
         if bayes:
             head += ["r\u0302", "ESS", "div.", "BFMI"]
@@ -69,12 +72,12 @@ class FitResultsTable(QTableWidget):
             tau_txt = fits.limit_text(b).replace(f"{tname} ", "") or _pm(tau_v[b], tau_e[b])
             cells: list[tuple[str, float | None]] = [
                 (st, None),
-                (fits.file_labels[b], None),
                 (str(int(fits.columns[b]) + 1), float(fits.columns[b]) + 1),
                 (f"{fits.q[b]:.5f}", float(fits.q[b])),
                 (tau_txt, float(tau_v[b]) if np.isfinite(tau_v[b]) else None),
                 (_pm(fits.params["contrast"][b], fits.errors["contrast"][b]), None),
                 (_fmt(fits.chi2_red[b]), float(fits.chi2_red[b])),
+                (fits.file_labels[b], None),
             ]
             cells += [(_pm(fits.params[n][b], fits.errors[n][b]), None) for n in others]
             if bayes:
@@ -105,7 +108,7 @@ class FitResultsTable(QTableWidget):
             self.resizeColumnsToContents()
         # File names are long and alike: show their distinguishing end, full in a tooltip.
         self.setTextElideMode(Qt.TextElideMode.ElideLeft)
-        self.setColumnWidth(1, min(self.columnWidth(1), 110))
+        self.setColumnWidth(_FILE_COLUMN, min(self.columnWidth(_FILE_COLUMN), 110))
         for b in range(fits.n_curves):
-            self.item(b, 1).setToolTip(fits.file_labels[b])
+            self.item(b, _FILE_COLUMN).setToolTip(fits.file_labels[b])
         self.setSortingEnabled(True)

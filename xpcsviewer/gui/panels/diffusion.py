@@ -42,6 +42,7 @@ from xpcsviewer.gui.widgets import (
     curve_pen,
     log_friendly_plot_widget,
     plain_axes,
+    side_legend,
 )
 
 __all__ = ["DiffusionFile", "DiffusionPanel", "diffusion_job"]
@@ -147,13 +148,7 @@ class DiffusionPanel(BasePanel):
         self.pw = log_friendly_plot_widget()  # minor log ticks not all labelled
         self.plot = plain_axes(self.pw.getPlotItem())  # no 'x0.001' axis scaling
         self.plot.showGrid(x=True, y=True, alpha=0.3)
-        # the legend right of the data, never over it
-        self.legend = pg.LegendItem(labelTextSize="8pt", brush=pg.mkBrush(
-            pg.getConfigOption("background")), labelTextColor=pg.getConfigOption("foreground"))
-        self.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
-        self.plot.layout.addItem(self.legend, 2, 3)
-        self.plot.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
-        self.plot.legend = self.legend  # items named at creation are listed in it
+        self.legend = side_legend(self.plot)
         self.pw.setMinimumHeight(220)
         for ax in ("bottom", "left"):
             # Plain units: an SI prefix would turn "(s)" into "(s) (x0.001)".

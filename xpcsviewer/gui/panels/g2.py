@@ -143,6 +143,7 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
             "Points whose stated error is below half their neighbours' (typically the "
             "lone last delay) are drawn as grey x and left out of fits"
         )
+        # four short rows: the tab, its fit panel and the data panel fit in 1280 px
         rows = [
             [QLabel("layout"), self.layout_combo, self.q_check, self.qmin, self.qmax],
             [
@@ -154,7 +155,15 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
                 self.legend_check,
                 QLabel("labels"),
                 self.label_style,
+            ],
+            [
                 self.suspect_check,
+                QLabel("marker"),
+                self.marker,
+                QLabel("max files"),
+                self.max_files,
+                QLabel("max panels"),
+                self.max_panels,
             ],
             [
                 QLabel("offset"),
@@ -167,12 +176,6 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
                 self.page,
                 self.next_btn,
                 self.page_label,
-                QLabel("max files"),
-                self.max_files,
-                QLabel("max panels"),
-                self.max_panels,
-                QLabel("marker"),
-                self.marker,
             ],
         ]
         for r, row in enumerate(rows):

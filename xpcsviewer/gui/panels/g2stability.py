@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout
+from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout
 
 from xpcsviewer.fitting.stability import (
     StabilityFit,
@@ -24,7 +24,13 @@ from xpcsviewer.fitting.stability import (
 )
 from xpcsviewer.fitting.stability import drift_text as _drift_text
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import BinSpinBox, FileSelector, log_friendly_plot_widget, plain_axes
+from xpcsviewer.gui.widgets import (
+    BinSpinBox,
+    FileSelector,
+    log_friendly_plot_widget,
+    plain_axes,
+    side_legend,
+)
 
 __all__ = ["G2StabilityPanel", "StabilityFit", "fit_partial_snapshots"]
 
@@ -76,6 +82,8 @@ class G2StabilityPanel(BasePanel):
         f.setPointSizeF(f.pointSizeF() * 1.6)
         f.setBold(True)
         self.drift_label.setFont(f)
+        # two fixed lines, clipped: a long verdict must not widen the tab past the window
+        self.drift_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         lay.addWidget(self.drift_label)
         self.pw = log_friendly_plot_widget()  # minor log ticks not all labelled
         self.plot = plain_axes(self.pw.getPlotItem())  # no 'x0.001' axis scaling
@@ -83,7 +91,7 @@ class G2StabilityPanel(BasePanel):
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.plot.setLabel("bottom", "\u03c4 (s)")
         self.plot.setLabel("left", "g2")
-        self.legend = self.plot.addLegend(offset=(-10, 10))
+        self.legend = side_legend(self.plot)
         lay.addWidget(self.pw, 1)
         self.context.sigSelectedBin.connect(self.select_dq_bin)
 
@@ -187,7 +195,7 @@ class G2StabilityPanel(BasePanel):
         if not np.isfinite(fit.drift_median):
             verdict = ""
         self.drift_label.setText(
-            f"{self.drift_text()} \u2014 {verdict}" if verdict else self.drift_text()
+            f"{verdict}\n{self.drift_text()}" if verdict else self.drift_text()
         )
         self.drift_label.setStyleSheet(f"color: {'#c0392b' if flagged else '#1e8449'};")
         self.sigUpdated.emit()
