@@ -45,8 +45,12 @@ def _no_temps(folder: Path) -> None:
 # ------------------------------------------------------------------- serial vs workers
 @pytest.fixture(scope="module")
 def serial_fit(result_files, tmp_path_factory) -> bytes:
+    # A process of its own without the compilation cache, as a user runs it: a
+    # cached executable would hide a worker compiled with other XLA options.
     out = tmp_path_factory.mktemp("fit_serial") / "fits.json"
-    assert _fit(result_files, out) == 0
+    subprocess.run([sys.executable, "-m", "xpcsviewer", "fit", *map(str, result_files),
+                    "-o", str(out), "--quiet"], check=True,
+                   env={**os.environ, "XPCS_JAX_CACHE_DIR": "off"})
     return out.read_bytes()
 
 
@@ -58,7 +62,9 @@ def serial_corr(raw_set, tmp_path_factory) -> Path:
     return out
 
 
-def test_fit_workers2_same_json_bytes_as_serial(result_files, serial_fit, tmp_path, capsys):
+def test_fit_workers2_same_json_bytes_as_serial(result_files, serial_fit, tmp_path, capsys,
+                                                monkeypatch):
+    monkeypatch.setenv("XPCS_JAX_CACHE_DIR", "off")  # the workers compile for themselves
     out = tmp_path / "fits.json"
     assert _fit(result_files, out, "--workers", "2", quiet=False) == 0
     assert "(LocalCluster of 2 worker processes" in capsys.readouterr().err

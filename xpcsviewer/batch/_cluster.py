@@ -59,22 +59,18 @@ def where_from_args(args: Any) -> Where:
 
 
 def worker_env(n_workers: int) -> dict[str, str]:
-    """Environment of LocalCluster workers: cores shared out, no oversubscription.
+    """Environment of LocalCluster workers: BLAS/OpenMP threads shared out.
 
-    Each worker process runs one task at a time; its BLAS/OpenMP/XLA threads
+    Each worker process runs one task at a time; its BLAS/OpenMP/Numba threads
     get ``cores // n_workers`` (at least 1) so N workers never ask for more
-    threads than the machine has.
+    threads than the machine has. XLA keeps its own default: turning its Eigen
+    threading off (``--xla_cpu_multi_thread_eigen=false``) changes the last bits
+    of a fit, and a batch must give the in-process run's numbers exactly.
     """
     cores = os.cpu_count() or 1
     per = max(1, cores // max(1, n_workers))
-    env = {k: str(per) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                 "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
-    flags = os.environ.get("XLA_FLAGS", "")
-    if per == 1 and "xla_cpu_multi_thread_eigen" not in flags:
-        flags = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
-    if flags:
-        env["XLA_FLAGS"] = flags
-    return env
+    return {k: str(per) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                  "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
 
 
 @contextlib.contextmanager
