@@ -102,6 +102,7 @@ def open_client(where: Where) -> Iterator[Any]:
             cluster = LocalCluster(
                 n_workers=where.workers, threads_per_worker=1, processes=True,
                 host="127.0.0.1", dashboard_address=None,
+                preload=["xpcsviewer.batch._worker"],
                 silence_logs=logging.ERROR if quiet else logging.WARNING,
             )
         client = Client(cluster)
