@@ -165,52 +165,57 @@ def run_batch(
 
 
 def _run_dask(task, items, take, check, where: Where, chunk: int | None) -> None:
-    from distributed import as_completed
-
     with open_client(where) as client:
-        n_workers = max(1, sum(client.nthreads().values()))
-        size = _chunk_size(len(items), n_workers, chunk)
-        chunks = [list(enumerate(items))[k: k + size] for k in range(0, len(items), size)]
-        tag = uuid.uuid4().hex[:8]
-        window = 4 * n_workers  # chunks submitted but not yet handed on
-        ready: dict[int, list[ItemOutcome]] = {}
-        pending: dict[Any, int] = {}
-        ac = as_completed()
-        next_submit = next_emit = 0
+        run_on_client(client, task, items, take, check, chunk)
 
-        def submit_more() -> None:
-            nonlocal next_submit
-            while next_submit < len(chunks) and next_submit - next_emit < window:
-                fut = client.submit(run_chunk, task, chunks[next_submit], pure=False,
-                                    key=f"xpcs-batch-{tag}-{next_submit}")
-                pending[fut] = next_submit
-                ac.add(fut)
-                next_submit += 1
 
-        try:
+def run_on_client(client: Any, task, items, take, check, chunk: int | None) -> None:
+    """The Dask loop on a connected ``distributed.Client`` (see :func:`run_batch`)."""
+    from distributed import wait
+
+    n_workers = max(1, sum(client.nthreads().values()))
+    size = _chunk_size(len(items), n_workers, chunk)
+    indexed = list(enumerate(items))
+    chunks = [indexed[k: k + size] for k in range(0, len(indexed), size)]
+    tag = uuid.uuid4().hex[:8]
+    window = 4 * n_workers  # chunks submitted but not yet handed on
+    ready: dict[int, list[ItemOutcome]] = {}
+    pending: dict[Any, int] = {}
+    next_submit = next_emit = 0
+
+    def submit_more() -> None:
+        nonlocal next_submit
+        while next_submit < len(chunks) and next_submit - next_emit < window:
+            fut = client.submit(run_chunk, task, chunks[next_submit], pure=False,
+                                key=f"xpcs-batch-{tag}-{next_submit}")
+            pending[fut] = next_submit
+            next_submit += 1
+
+    try:
+        submit_more()
+        while next_emit < len(chunks):
+            check()
+            try:  # wake up now and then for Ctrl-C and the cancel button
+                done, _ = wait(list(pending), timeout=0.25, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                continue
+            for fut in done:
+                k = pending.pop(fut)
+                try:
+                    ready[k] = fut.result()
+                except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker
+                    why = f"worker lost ({type(exc).__name__})"
+                    ready[k] = [ItemOutcome(i, error=f"{_label(it)}: {why}", kind=ERROR)
+                                for i, it in chunks[k]]
+                fut.release()
+            while next_emit in ready:
+                for out in ready.pop(next_emit):
+                    take(out)
+                next_emit += 1
             submit_more()
-            while next_emit < len(chunks):
-                check()
-                if not ac.has_ready():
-                    time.sleep(0.01)
-                    continue
-                for fut in ac.next_batch(block=False):
-                    k = pending.pop(fut)
-                    try:
-                        ready[k] = fut.result()
-                    except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker
-                        why = f"worker lost ({type(exc).__name__})"
-                        ready[k] = [ItemOutcome(i, error=f"{_label(it)}: {why}", kind=ERROR)
-                                    for i, it in chunks[k]]
-                    fut.release()
-                while next_emit in ready:
-                    for out in ready.pop(next_emit):
-                        take(out)
-                    next_emit += 1
-                submit_more()
-        finally:
-            if pending:
-                client.cancel(list(pending))
+    finally:
+        if pending:
+            client.cancel(list(pending))
 
 
 def relabel(message: str, item: Any) -> str:
