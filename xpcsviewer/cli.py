@@ -239,9 +239,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-window", type=int, default=10, metavar="W",
                    help="number of last delays in the baseline (default 10)")
     p.add_argument("--baseline-range", nargs=2, type=float, metavar=("MIN", "MAX"),
-                   help="reject files whose baseline is outside [MIN, MAX]")
-    p.add_argument("--mad-threshold", type=float, metavar="K",
-                   help="reject files more than K MADs off in g2 curve or mean intensity")
+                   default=(0.95, 1.05),
+                   help="reject files whose baseline is outside [MIN, MAX] (default 0.95 1.05)")
+    p.add_argument("--mad-threshold", type=float, metavar="K", default=5.0,
+                   help="reject files more than K MADs off in g2 curve or mean intensity "
+                        "(default 5; needs at least 3 files)")
+    p.add_argument("--no-reject", action="store_true",
+                   help="average every file: no baseline or MAD screening")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
 
     p = add("snapshot", "render a GUI tab offscreen to PNG")

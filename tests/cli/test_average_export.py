@@ -96,6 +96,30 @@ def test_average_cli_rejects_with_reason(tmp_path, repeats, capsys):
     assert f"rejected {bad2}: baseline" in text
 
 
+def test_average_cli_screens_by_default_and_no_reject_switches_it_off(tmp_path, repeats, capsys):
+    res, extra = build_result(_spec(), seed=9)
+    res.multitau.g2 = res.multitau.g2 + 0.5  # a damaged repeat: baseline near 1.5
+    bad = tmp_path / "damaged_results.hdf"
+    res.path = bad
+    write_result(bad, res, saxs_2d=extra["saxs_2d"])
+    files = [*map(str, repeats), str(bad)]
+
+    rc = main(["average", *files, "-o", str(tmp_path / "a.hdf"), "--quiet"])
+    captured = capsys.readouterr()
+    assert rc == 0
+    assert "screening: reject a file whose baseline" in captured.out and "5 MADs" in captured.out
+    assert "accepted 4 of 5" in captured.out
+    assert f"rejected {bad}:" in captured.out
+    ref = np.mean([read_result(p).multitau.g2 for p in repeats], axis=0)
+    assert np.abs(read_result(tmp_path / "a.hdf").multitau.g2 - ref).max() < 0.05
+
+    rc = main(["average", *files, "-o", str(tmp_path / "b.hdf"), "--no-reject", "--quiet"])
+    captured = capsys.readouterr()
+    assert rc == 0
+    assert "screening: off" in captured.out
+    assert "accepted 5 of 5" in captured.out
+
+
 def test_average_cli_bad_inputs(tmp_path, repeats, capsys):
     junk = tmp_path / "junk.hdf"
     junk.write_bytes(b"nope")

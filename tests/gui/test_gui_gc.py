@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import threading
-import weakref
 
 import pytest
 
@@ -20,52 +19,43 @@ class _Cycle:
         self.me = self
 
 
-def test_runner_switches_collection_to_the_gui_thread(qtbot):
+@pytest.fixture
+def collections():
+    """Names of the threads in which a collection started during the test."""
+    seen: list[str] = []
+
+    def watch(phase: str, info: dict) -> None:
+        if phase == "start":
+            seen.append(threading.current_thread().name)
+
+    gc.callbacks.append(watch)
+    yield seen
+    gc.callbacks.remove(watch)
+
+
+def test_runner_switches_collection_to_the_gui_thread(qtbot, collections):
     from xpcsviewer.gui.workers import TaskRunner
 
     TaskRunner()
     assert not gc.isenabled()  # no automatic pass can start inside a worker
-
-    collected_in: list[str] = []
-
-    def watch(phase: str, info: dict) -> None:
-        if phase == "start":
-            collected_in.append(threading.current_thread().name)
-
-    obj = _Cycle()
-    ref = weakref.ref(obj)
-    del obj
-    gc.callbacks.append(watch)
-    try:
-        # enough allocations to pass the generation-0 threshold
-        junk = [_Cycle() for _ in range(gc.get_threshold()[0] + 100)]
-        del junk
-        qtbot.waitUntil(lambda: ref() is None, timeout=3000)
-    finally:
-        gc.callbacks.remove(watch)
-    assert collected_in and set(collected_in) == {threading.main_thread().name}
+    for _ in range(2 * gc.get_threshold()[0]):  # cyclic garbage past the gen-0 threshold
+        _Cycle()
+    qtbot.waitUntil(lambda: len(collections) > 0, timeout=3000)  # the timer collects
+    assert set(collections) == {threading.main_thread().name}
 
 
-def test_worker_allocations_do_not_trigger_a_collection(qtbot):
+def test_worker_allocations_do_not_trigger_a_collection(qtbot, collections):
     from xpcsviewer.gui.workers import TaskRunner
 
     runner = TaskRunner()
-    threads: list[str] = []
-
-    def watch(phase: str, info: dict) -> None:
-        if phase == "start":
-            threads.append(threading.current_thread().name)
+    n = 20 * gc.get_threshold()[0]
 
     def job(progress=None, cancel=None) -> int:
-        junk = [_Cycle() for _ in range(20 * gc.get_threshold()[0])]
+        junk = [_Cycle() for _ in range(n)]
         return len(junk)
 
     done: list[int] = []
-    gc.callbacks.append(watch)
-    try:
-        with qtbot.waitSignal(runner.sigIdle, timeout=10000):
-            runner.submit("junk", job, on_result=done.append)
-    finally:
-        gc.callbacks.remove(watch)
-    assert done == [20 * gc.get_threshold()[0]]
-    assert set(threads) <= {threading.main_thread().name}
+    with qtbot.waitSignal(runner.sigIdle, timeout=10000):
+        runner.submit("junk", job, on_result=done.append)
+    assert done == [n]
+    assert set(collections) <= {threading.main_thread().name}

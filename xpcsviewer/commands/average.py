@@ -27,14 +27,33 @@ PROG = "xpcsviewer average"
 def options_from_args(args: argparse.Namespace) -> AverageOptions:
     """The :class:`AverageOptions` of the parsed command line."""
     rng = getattr(args, "baseline_range", None)
+    mad = getattr(args, "mad_threshold", None)
+    if getattr(args, "no_reject", False):
+        rng = mad = None
     return AverageOptions(
         error_method=getattr(args, "error_method", "weighted"),
         baseline_q_index=int(getattr(args, "baseline_q_index", 0)),
         baseline_window=int(getattr(args, "baseline_window", 10)),
         baseline_range=None if rng is None else (float(rng[0]), float(rng[1])),
-        mad_threshold=getattr(args, "mad_threshold", None),
+        mad_threshold=mad,
         overwrite=bool(getattr(args, "overwrite", False)),
     )
+
+
+def screening_text(opts: AverageOptions) -> str:
+    """One line saying which files will be rejected, so a reader of the log knows the rule."""
+    rules = []
+    if opts.baseline_range is not None:
+        lo, hi = opts.baseline_range
+        rules.append(
+            f"baseline of q-bin {opts.baseline_q_index} (last {opts.baseline_window} delays) "
+            f"outside [{lo:g}, {hi:g}]"
+        )
+    if opts.mad_threshold is not None:
+        rules.append(f"g2 curve or mean intensity more than {opts.mad_threshold:g} MADs off")
+    if not rules:
+        return "screening: off (--no-reject): every readable file is averaged"
+    return "screening: reject a file whose " + "; or whose ".join(rules) + " (--no-reject: off)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         return 3
     except NoFilesAcceptedError as exc:
         print(f"{PROG}: nothing written, every file was rejected", file=sys.stderr)
+        print(screening_text(opts), file=sys.stderr)
         print(exc.summary.text(), file=sys.stderr)
         return 1
     except FileExistsError as exc:
@@ -74,5 +94,6 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    print(screening_text(opts))
     print(summary.text())
     return 0
