@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true",
                    help="replace existing figures of the same names in DIR")
 
-    p = add("average", "average repeated measurements into one result file")
+    p = add("average", "average repeated measurements into one result file", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
     p.add_argument("--error-method", choices=("weighted", "sem"), default="weighted",

@@ -281,3 +281,23 @@ def test_plain_commands_do_not_import_dask(result_files):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "XPCS_SCHEDULER": ""})
     assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+# ------------------------------------------------------------------- average screening
+def test_average_screening_on_a_cluster_same_file_and_messages(result_files, corrupt_file,
+                                                               scheduler, tmp_path, capsys):
+    a, b = tmp_path / "serial.hdf", tmp_path / "dask.hdf"
+    assert main(["average", *map(str, result_files), "-o", str(a), "--quiet"]) == 0
+    assert main(["average", *map(str, result_files), "-o", str(b), "--quiet",
+                 "--scheduler", scheduler]) == 0
+    ref = datasets(a)
+    for k, v in datasets(b).items():
+        np.testing.assert_array_equal(v, ref[k], err_msg=k)
+    files = [*map(str, result_files[:2]), str(corrupt_file)]
+    capsys.readouterr()
+    assert main(["average", *files, "-o", str(tmp_path / "x.hdf"), "--quiet"]) == 3
+    serial_err = capsys.readouterr().err
+    assert main(["average", *files, "-o", str(tmp_path / "x.hdf"), "--quiet",
+                 "--scheduler", scheduler]) == 3
+    assert capsys.readouterr().err == serial_err
+    assert str(corrupt_file) in serial_err
