@@ -7,7 +7,13 @@ with ``--workers N``, or on an existing cluster with ``--scheduler tcp://HOST:PO
 """
 
 from xpcsviewer.batch._cluster import SCHEDULER_ENV, Where, open_client, where_from_args
-from xpcsviewer.batch._engine import BatchSummary, ItemOutcome, relabel, run_batch, run_chunk
+from xpcsviewer.batch._engine import (
+    BatchSummary,
+    ItemOutcome,
+    relabel,
+    run_batch,
+    run_chunk,
+)
 from xpcsviewer.batch._prefetch import Prefetcher
 from xpcsviewer.batch._report import BatchBar, file_items, print_failures
 
