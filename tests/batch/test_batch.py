@@ -301,3 +301,13 @@ def test_average_screening_on_a_cluster_same_file_and_messages(result_files, cor
                  "--scheduler", scheduler]) == 3
     assert capsys.readouterr().err == serial_err
     assert str(corrupt_file) in serial_err
+
+
+def test_gui_fit_of_all_files_reports_files_done_and_failed(result_files):
+    from xpcsviewer.export.g2_data import fit_g2_blocks, g2_blocks
+    from xpcsviewer.io import read_result
+
+    seen = []
+    fit_g2_blocks(g2_blocks([read_result(p) for p in result_files[:3]]), "single",
+                  progress=lambda d, t, m="": seen.append(m))
+    assert seen[0] == "0/3 files: fitting 3" and seen[-1] == "3/3 files, 0 failed"
