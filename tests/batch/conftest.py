@@ -1,8 +1,8 @@
 """Inputs and one shared Dask cluster for the batch tests.
 
 The cluster (2 worker processes on 127.0.0.1, as ``--workers 2`` starts them)
-is shared by the whole folder through its scheduler address: starting one
-costs seconds on 2 cores.
+is shared by a test module through its scheduler address: starting one costs
+seconds on 2 cores. Closing it restores the environment the nanny changed.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def raw_set(tmp_path_factory) -> tuple[Path, list[Path]]:
     return qpath, raws
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def scheduler():
     """``tcp://127.0.0.1:PORT`` of a 2-worker LocalCluster started here."""
     import dask
