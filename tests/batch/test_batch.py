@@ -160,7 +160,8 @@ def test_corrupt_raw_named_others_written(raw_set, serial_corr, corrupt_file, sc
 def _kill_once_then(task):
     def wrapped(options, item):
         # the task of KILL_NAME dies with its worker once, half-way through a write
-        if not item["path"].endswith(KILL_NAME):
+        paths = [i["path"] for i in item] if isinstance(item, list) else [item["path"]]
+        if not any(p.endswith(KILL_NAME) for p in paths):
             return task(options, item)
         try:
             fd = os.open(KILL_MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -169,7 +170,7 @@ def _kill_once_then(task):
         os.close(fd)
         from xpcsviewer.io.outputs import atomic_path
 
-        if "output" not in item:  # a fit task writes nothing: just die
+        if isinstance(item, list):  # a fit task writes nothing: just die
             os.kill(os.getpid(), signal.SIGKILL)
         with atomic_path(item["output"]) as tmp:
             tmp.write_bytes(b"half a file")
@@ -205,7 +206,7 @@ def test_worker_killed_during_fit_same_json(result_files, serial_fit, scheduler,
     global KILL_MARKER, KILL_NAME
     KILL_MARKER = str(tmp_path / "killed")
     KILL_NAME = result_files[1].name
-    monkeypatch.setattr(fit_cmd, "fit_file", _kill_once_then(fit_cmd.fit_file))
+    monkeypatch.setattr(fit_cmd, "fit_files", _kill_once_then(fit_cmd.fit_files))
     out = tmp_path / "fits.json"
     assert _fit(result_files, out, "--scheduler", scheduler) == 0
     assert Path(KILL_MARKER).exists()

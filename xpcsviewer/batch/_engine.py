@@ -26,7 +26,15 @@ from xpcsviewer.progress import (
     check_interrupted,
 )
 
-__all__ = ["BatchSummary", "ItemOutcome", "relabel", "run_batch", "run_chunk"]
+__all__ = [
+    "BatchSummary",
+    "ItemOutcome",
+    "PerChunk",
+    "outcome_of",
+    "relabel",
+    "run_batch",
+    "run_chunk",
+]
 
 BAD_INPUT, REFUSED, ERROR = "bad_input", "refused", "error"
 
@@ -85,9 +93,37 @@ def _one(task: Callable[[Any], Any], index: int, item: Any) -> ItemOutcome:
                            kind=ERROR)
 
 
-def run_chunk(task: Callable[[Any], Any], chunk: Sequence[tuple[int, Any]]) -> list[ItemOutcome]:
+class PerChunk:
+    """A task that takes a whole chunk: ``fn(items) -> [ItemOutcome, ...]`` (one per item).
+
+    For work that is cheaper done for several files at once (one batched fit
+    solve). Such a batch always runs in chunks of the same fixed size, in-process
+    and on Dask alike, so a chunk holds the same files wherever it runs.
+    """
+
+    def __init__(self, fn: Callable[[list[Any]], list[ItemOutcome]], size: int) -> None:
+        self.fn = fn
+        self.size = size
+
+
+def outcome_of(fn: Callable[[Any], Any], item: Any) -> ItemOutcome:
+    """``fn(item)`` as an outcome (index 0): a failure becomes a value, by kind."""
+    return _one(fn, 0, item)
+
+
+def run_chunk(task: Callable[[Any], Any] | PerChunk,
+              chunk: Sequence[tuple[int, Any]]) -> list[ItemOutcome]:
     """Run ``task`` on each ``(index, item)``; the unit shipped to a Dask worker."""
-    return [_one(task, i, item) for i, item in chunk]
+    if not isinstance(task, PerChunk):
+        return [_one(task, i, item) for i, item in chunk]
+    whole = _one(task.fn, 0, [item for _, item in chunk])
+    if not whole.ok:  # the chunk as a whole failed: each of its files says why
+        return [ItemOutcome(i, error=f"{_label(item)}: {whole.error}", kind=whole.kind)
+                for i, item in chunk]
+    outs = whole.value
+    for (i, _), out in zip(chunk, outs, strict=True):
+        out.index = i
+    return outs
 
 
 def _chunk_size(n: int, n_workers: int, chunk: int | None) -> int:
@@ -126,7 +162,8 @@ def run_batch(
     cancel : CancelToken, optional
         Checked between outcomes (Ctrl-C too); pending tasks are cancelled.
     chunk : int, optional
-        Files per Dask task (default: from the batch size).
+        Files per Dask task (default: from the batch size); a :class:`PerChunk`
+        task always uses its own size, in-process too.
 
     Raises
     ------
@@ -154,10 +191,15 @@ def run_batch(
 
     if progress is not None:
         progress(0, summary.total, f"0/{summary.total} files")
+    if isinstance(task, PerChunk):
+        chunk = task.size
     if not where.distributed:
-        for i, item in enumerate(items):
+        step = chunk if isinstance(task, PerChunk) else 1
+        for k in range(0, len(items), step):
             check()
-            take(_one(task, i, item))
+            for out in run_chunk(task, [(i, items[i]) for i in range(k, min(k + step,
+                                                                           len(items)))]):
+                take(out)
     else:
         _run_dask(task, items, take, check, where, chunk)
     summary.seconds = time.perf_counter() - t0
