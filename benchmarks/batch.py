@@ -13,7 +13,12 @@ Inputs are written to a temporary folder that is removed at the end. Every
 command runs as its own process, as a user runs it (the JAX compilation cache
 off, so each process compiles as on a fresh machine).
 
-Usage: ``python benchmarks/batch.py [--n-fit N] [--n-raw N] [--frames N] [--workers N]``
+``--baseline-src DIR`` also runs the in-process ``fit`` with the package from another
+source tree (e.g. an export of main: ``git archive main | tar -x -C DIR``), for the
+before/after of the serial path.
+
+Usage: ``python benchmarks/batch.py [--n-fit N] [--n-raw N] [--frames N] [--workers N]
+[--baseline-src DIR] [--no-correlate]``
 """
 
 from __future__ import annotations
@@ -139,6 +144,8 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=4000)
     ap.add_argument("--n-noop", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--baseline-src", default=None, metavar="DIR")
+    ap.add_argument("--no-correlate", action="store_true")
     args = ap.parse_args()
     w = str(args.workers)
     print(f"{os.cpu_count()} cores, load at start {_load()}")
@@ -152,18 +159,30 @@ def main() -> None:
         d = _run(_cli("fit", *map(str, files), "-o", str(tmp / "dask.json"), "--workers", w))
         same = (tmp / "serial.json").read_bytes() == (tmp / "dask.json").read_bytes()
         rows.append((f"fit {len(files)} files", s, d, "identical JSON" if same else "DIFFER"))
+        if args.baseline_src:
+            code = (f"import sys; sys.path.insert(0, {args.baseline_src!r}); "
+                    "from xpcsviewer.cli import main; sys.exit(main())")
+            b = _run([sys.executable, "-c", code, "fit", *map(str, files), "-o",
+                      str(tmp / "base.json"), "--quiet"])
+            same = (tmp / "base.json").read_bytes() == (tmp / "serial.json").read_bytes()
+            rows.append((f"fit {len(files)} files: baseline source in-process vs ours "
+                         f"--workers {w}", b, d,
+                         "same JSON as ours" if same else "JSON differs from ours"))
         for f in files:
             f.unlink()
 
         t0 = time.perf_counter()
+        if args.no_correlate:
+            args.n_raw = 0
         qpath, raws = write_raws(tmp, args.n_raw, args.frames)
         print(f"wrote {len(raws)} raw sets of {args.frames} frames in "
               f"{time.perf_counter() - t0:.0f} s")
         common = ["--qmap", str(qpath), "--backend", "numpy"]
-        s = _run(_cli("correlate", *map(str, raws), *common, "-o", str(tmp / "cs")))
-        d = _run(_cli("correlate", *map(str, raws), *common, "-o", str(tmp / "cd"),
-                      "--workers", w))
-        rows.append((f"correlate {len(raws)} raw sets", s, d, ""))
+        if raws:
+            s = _run(_cli("correlate", *map(str, raws), *common, "-o", str(tmp / "cs")))
+            d = _run(_cli("correlate", *map(str, raws), *common, "-o", str(tmp / "cd"),
+                          "--workers", w))
+            rows.append((f"correlate {len(raws)} raw sets", s, d, ""))
 
         one, chunked = task_overhead(args.n_noop, args.workers)
     finally:
