@@ -312,3 +312,11 @@ def test_gui_fit_of_all_files_reports_files_done_and_failed(result_files):
     fit_g2_blocks(g2_blocks([read_result(p) for p in result_files[:3]]), "single",
                   progress=lambda d, t, m="": seen.append(m))
     assert seen[0] == "0/3 files: fitting 3" and seen[-1] == "3/3 files, 0 failed"
+
+
+@pytest.mark.parametrize("bad", [["--workers", "0"], ["--workers", "2", "--scheduler",
+                                                       "tcp://127.0.0.1:1"]])
+def test_bad_batch_options_are_usage_errors(result_files, tmp_path, bad, capsys):
+    assert _fit(result_files[:1], tmp_path / "f.json", *bad) == 2
+    assert "--workers" in capsys.readouterr().err
+    assert not (tmp_path / "f.json").exists()
