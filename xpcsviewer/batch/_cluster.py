@@ -89,7 +89,11 @@ def open_client(where: Where) -> Iterator[Any]:
         for name in ("distributed", "tornado"):
             logging.getLogger(name).setLevel(logging.ERROR)
     if where.scheduler:
-        client = Client(where.scheduler, timeout="20s")
+        try:
+            client = Client(where.scheduler, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise RuntimeError(f"cannot reach the Dask scheduler {where.scheduler} "
+                               f"({type(exc).__name__}: {exc})") from exc
         try:
             yield client
         finally:
