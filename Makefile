@@ -38,6 +38,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/fit.py
 	$(BIN)/python benchmarks/correlate.py
 	$(BIN)/python benchmarks/jobs.py
+	$(BIN)/python benchmarks/batch.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/gui_scale.py
 
 # The established tools, each in its own venv (never in the app's): see

@@ -35,6 +35,7 @@ def _loaded_after(code: str) -> set[str]:
         "xpcsviewer.fitting",
         "xpcsviewer.export",
         "xpcsviewer.synthetic",
+        "xpcsviewer.batch",
         "xpcsviewer.cli",
     ],
 )
@@ -43,7 +44,9 @@ def test_engine_imports_load_no_qt(module):
     assert not loaded & set(QT), f"{module} loaded {loaded & set(QT)}"
 
 
-@pytest.mark.parametrize("module", ["xpcsviewer.backends", "xpcsviewer.io", "xpcsviewer.compute"])
+@pytest.mark.parametrize(
+    "module", ["xpcsviewer.backends", "xpcsviewer.io", "xpcsviewer.compute", "xpcsviewer.batch"]
+)
 def test_engine_imports_load_no_jax(module):
     # JAX is loaded on first use of the JAX backend, not on import.
     assert "jax" not in _loaded_after(f"import {module}")

@@ -106,6 +106,22 @@ def _common(top: bool) -> argparse.ArgumentParser:
     return p
 
 
+def _batch(skip_existing: bool) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("batch options (docs/batch.md)")
+    g.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="run the files on a local Dask cluster of N worker processes "
+                        "(default: in this process)")
+    g.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                   help="run the files on an existing Dask cluster "
+                        "(default: XPCS_SCHEDULER if set)")
+    if skip_existing:
+        g.add_argument("--skip-existing", action="store_true",
+                       help="skip files whose outputs exist and are complete "
+                            "(resume an interrupted batch)")
+    return p
+
+
 def _pair(kind: type) -> dict:
     return {"nargs": 2, "type": kind, "metavar": ("A", "B")}
 
@@ -121,10 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"xpcsviewer {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def add(name: str, help_: str) -> argparse.ArgumentParser:
+    def add(name: str, help_: str, *extra: argparse.ArgumentParser) -> argparse.ArgumentParser:
         if not _available(name):
             help_ += " [not available yet]"
-        return sub.add_parser(name, help=help_, description=help_, parents=[common])
+        return sub.add_parser(name, help=help_, description=help_, parents=[common, *extra])
 
     p = add("gui", "open the GUI on a folder or files (the default command)")
     p.add_argument("paths", nargs="*", metavar="PATH")
@@ -134,15 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-gui", action="store_true", help="only write the files")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
-    p = add("info", "summary of result files")
+    p = add("info", "summary of result files", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--json", action="store_true", help="print JSON")
 
-    p = add("correlate", "multi-tau and/or two-time correlation of raw frames")
-    p.add_argument("raw", metavar="RAW", help="raw frames: HDF5 /entry/data/data or .npy")
+    p = add("correlate", "multi-tau and/or two-time correlation of raw frames", _batch(True))
+    p.add_argument("raw", metavar="RAW", nargs="+",
+                   help="raw frames: HDF5 /entry/data/data or .npy (several: -o is a folder)")
     p.add_argument("--qmap", required=True, help="partition file (/qmap or /xpcs/qmap)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf|DIR",
+                   help="the result file; with several RAW a folder that gets "
+                        "RAWNAME_results.hdf for each")
+    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     p.add_argument("--mode", choices=("multitau", "twotime", "both"), default="multitau")
     p.add_argument("--frame-time", type=float, default=None, help="seconds per frame")
     p.add_argument("--begin-frame", type=int, default=0)
@@ -186,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
 
-    p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)")
+    p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--model", choices=("single", "double", "stretched"), default="single")
     p.add_argument("--q-range", **_pair(float))
@@ -202,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="OUT.json|.csv")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
-    p = add("export", "render figures of result files off-screen")
+    p = add("export", "render figures of result files off-screen", _batch(True))
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--plot", choices=PLOTS, required=True, action="append")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png")
@@ -210,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true",
                    help="replace existing figures of the same names in DIR")
 
-    p = add("average", "average repeated measurements into one result file")
+    p = add("average", "average repeated measurements into one result file", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
     p.add_argument("--error-method", choices=("weighted", "sem"), default="weighted",

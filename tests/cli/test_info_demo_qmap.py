@@ -73,7 +73,8 @@ def test_info_bad_files_exit_3_good_still_reported(demo_dir, tmp_path, capsys):
     assert rc == 3
     assert good.name in out and "Multitau" in out
     lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1 and str(bad) in lines[0] and "not an HDF5 file" in lines[0]
+    assert len(lines) == 2 and str(bad) in lines[0] and "not an HDF5 file" in lines[0]
+    assert lines[1] == "xpcsviewer info: 1 of 2 file(s) failed"  # the batch's closing count
     assert "Traceback" not in err
 
 

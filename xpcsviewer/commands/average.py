@@ -10,7 +10,11 @@ file rejected, or anything else.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 from xpcsviewer.compute.averaging import (
     AverageOptions,
@@ -56,8 +60,63 @@ def screening_text(opts: AverageOptions) -> str:
     return "screening: reject a file whose " + "; or whose ".join(rules) + " (--no-reject: off)"
 
 
+def read_for_screening(item: dict[str, Any]) -> Any:
+    """A batch task: the file read on a worker, or why it cannot be (a tuple).
+
+    Errors come back as values so the screening pass reports them exactly as
+    when it reads the file itself.
+    """
+    from xpcsviewer.io import read_result
+    from xpcsviewer.io.errors import XpcsFileError
+
+    try:
+        res = read_result(item["path"])
+    except XpcsFileError as exc:
+        return ("xpcs", exc.problem, exc.dataset, exc.expected)
+    except OSError as exc:
+        return ("os", str(exc))
+    res.path = Path(item["shown"])
+    return res
+
+
+@contextlib.contextmanager
+def _screen_reader(files: list[str], where: Any) -> Iterator[Any]:
+    """A ``reader(path)`` fed by the files read on Dask, in order; None in-process."""
+    if not where.distributed:
+        yield None
+        return
+    from xpcsviewer.batch import Prefetcher, file_items
+    from xpcsviewer.io.errors import XpcsFileError
+
+    with Prefetcher(read_for_screening, file_items(files), where) as pre:
+
+        def reader(path: Any) -> Any:
+            out = pre.next()
+            if not out.ok:  # a worker lost: say so for this file
+                raise XpcsFileError(path, out.error.split(": ", 1)[-1])
+            v = out.value
+            if isinstance(v, tuple):
+                if v[0] == "os":
+                    raise OSError(v[1])
+                raise XpcsFileError(path, v[1], v[2], v[3])
+            return v
+
+        yield reader
+
+
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``xpcsviewer average``; returns the exit code."""
+    """Handler of ``xpcsviewer average``; returns the exit code.
+
+    With ``--workers``/``--scheduler`` the screening pass reads the files on Dask
+    (the reads are most of its time); the averaging pass runs here.
+    """
+    from xpcsviewer.batch import where_from_args
+
+    try:
+        where = where_from_args(args)
+    except ValueError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
     opts = options_from_args(args)
     if opts.baseline_window < 1:
         print(f"{PROG}: --baseline-window must be at least 1", file=sys.stderr)
@@ -74,8 +133,9 @@ def run(args: argparse.Namespace) -> int:
     quiet = bool(getattr(args, "quiet", False))
     bar = TextProgressBar("average", enabled=not quiet)
     try:
-        with bar:
-            summary = average_files(args.files, args.output, opts, progress=bar)
+        with bar, _screen_reader(list(args.files), where) as reader:
+            summary = average_files(args.files, args.output, opts, progress=bar,
+                                    screen_reader=reader)
     except UnreadableFilesError as exc:
         for err in exc.errors:
             print(f"{PROG}: {err.one_line()}", file=sys.stderr)

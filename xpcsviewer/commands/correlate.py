@@ -105,7 +105,7 @@ def _checked_chunks(chunks: Any, used: np.ndarray, raw: Any, notes: list[str]) -
         notes.append(f"{masked} negative counts at masked pixels were set to 0")
 
 
-def _g2_side(args: argparse.Namespace) -> Path | None:
+def _g2_side(args: argparse.Namespace, raw: str, output: str, check: bool = True) -> Path | None:
     """The per-pixel G2 side file of ``--save-g2-pixel`` (checked like the output)."""
     if not getattr(args, "save_g2_pixel", False):
         return None
@@ -114,8 +114,9 @@ def _g2_side(args: argparse.Namespace) -> Path | None:
     if args.mode == "twotime":
         raise OutputRefusedError("--save-g2-pixel needs --mode multitau or both "
                                  "(the stack comes from the multi-tau pass)")
-    side = g2_side_path(args.output)
-    check_output(side, [args.raw, args.qmap], getattr(args, "overwrite", False))
+    side = g2_side_path(output)
+    if check:
+        check_output(side, [raw, args.qmap], getattr(args, "overwrite", False))
     return side
 
 
@@ -129,8 +130,15 @@ def _stack_writer(side: Path | None, n_frames: int, shape: tuple[int, int]) -> A
     return open_g2_stack_writer(side, delay_list(n_frames)[0].size, shape, overwrite=True)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Handler of ``xpcsviewer correlate``; returns the exit code."""
+def correlate_one(
+    args: argparse.Namespace, raw_arg: str, output: str, *, quiet: bool,
+    say: Any, progress: bool = True, checked: bool = False,
+) -> int:
+    """Correlate one RAW into ``output`` (atomic); messages go to ``say(text)``.
+
+    ``checked``: the output rule was already applied by the caller (a batch).
+    Returns 0, or 1/2 after saying why; bad input data raises XpcsFileError.
+    """
     from xpcsviewer.backends import get_job_backend
     from xpcsviewer.compute.pipeline import correlate_to_result
     from xpcsviewer.compute.twotime import parse_bins
@@ -138,15 +146,15 @@ def run(args: argparse.Namespace) -> int:
     from xpcsviewer.io.writer import write_result
     from xpcsviewer.progress import TextProgressBar
 
-    quiet = bool(getattr(args, "quiet", False))
-    raw_path = Path(args.raw)
-    check_output(args.output, [args.raw, args.qmap], getattr(args, "overwrite", False))
-    side = _g2_side(args)
+    raw_path = Path(raw_arg)
+    if not checked:
+        check_output(output, [raw_arg, args.qmap], getattr(args, "overwrite", False))
+    side = _g2_side(args, raw_arg, output, check=not checked)
     qm = load_qmap(args.qmap)
     try:
         raw = RawFrames(raw_path, args.begin_frame, args.end_frame, args.stride_frame, args.avg_frame)
     except ValueError as exc:
-        print(f"xpcsviewer correlate: {exc}", file=sys.stderr)
+        say(f"xpcsviewer correlate: {exc}")
         return 2
     with raw:
         if raw.frame_shape != qm.shape:
@@ -158,32 +166,32 @@ def run(args: argparse.Namespace) -> int:
         if args.frame_time is not None and not (
             args.frame_time > 0 and math.isfinite(args.frame_time)
         ):
-            print("xpcsviewer correlate: --frame-time must be a positive finite number "
-                  f"(got {args.frame_time})", file=sys.stderr)
+            say("xpcsviewer correlate: --frame-time must be a positive finite number "
+                f"(got {args.frame_time})")
             return 2
         ft_raw, ct_raw = _raw_times(raw_path)
         frame_time = args.frame_time if args.frame_time is not None else ft_raw
         if frame_time is None:
             frame_time = 1.0
             if not quiet:
-                print("xpcsviewer correlate: no --frame-time and none in the raw file; "
-                      "using 1 s per frame (delays in frames)", file=sys.stderr)
+                say("xpcsviewer correlate: no --frame-time and none in the raw file; "
+                    "using 1 s per frame (delays in frames)")
         if getattr(args, "num_partial_g2", 0) < 0:
-            print("xpcsviewer correlate: --num-partial-g2 must be >= 0", file=sys.stderr)
+            say("xpcsviewer correlate: --num-partial-g2 must be >= 0")
             return 2
         mode = args.mode
         try:
             bins = parse_bins(args.dq, qm.n_dynamic) if mode in ("twotime", "both") else None
         except ValueError as exc:
-            print(f"xpcsviewer correlate: --dq: {exc}", file=sys.stderr)
+            say(f"xpcsviewer correlate: --dq: {exc}")
             return 2
         n = raw.n_frames
         need, have = _memory_needed(n, qm, mode, 0 if bins is None else len(bins)), \
             _memory_available()
         if have is not None and need > have:
-            print(f"xpcsviewer correlate: {n} frames need about {need / 2**30:.1f} GiB, "
-                  f"{have / 2**30:.1f} GiB are available; correlate fewer frames "
-                  "(--end-frame, --stride-frame, --avg-frame)", file=sys.stderr)
+            say(f"xpcsviewer correlate: {n} frames need about {need / 2**30:.1f} GiB, "
+                f"{have / 2**30:.1f} GiB are available; correlate fewer frames "
+                "(--end-frame, --stride-frame, --avg-frame)")
             return 1
         be = get_job_backend()  # NumPy when no accelerator is possible: JAX never loads
         used = (np.asarray(qm.dynamic_roi_map) > 0) | (np.asarray(qm.static_roi_map) > 0)
@@ -191,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         # the raw file's realpath goes into each config group (as the standard
         # correlator's config/raw)
         common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
-        with TextProgressBar("correlate", enabled=not quiet) as bar, _stack_writer(
+        with TextProgressBar("correlate", enabled=progress and not quiet) as bar, _stack_writer(
             side, n, qm.shape
         ) as sink:
             out_res = correlate_to_result(
@@ -210,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
                 num_partial_g2=int(getattr(args, "num_partial_g2", 0)),
                 count_time=ct_raw,
                 config=common_cfg,
-                path=Path(args.output),
+                path=Path(output),
                 raw_path=os.path.realpath(raw_path),
                 backend=be,
                 progress=bar,
@@ -220,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
         # overwrite: check_output above already applied the user's choice
         try:
             out = write_result(
-                args.output, result, saxs_2d=out_res.saxs_2d, c2_maps=out_res.c2_maps,
+                output, result, saxs_2d=out_res.saxs_2d, c2_maps=out_res.c2_maps,
                 overwrite=True, g2_stack_file=None if side is None else side.name,
             )
         except BaseException:
@@ -228,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
                 side.unlink(missing_ok=True)
             raise
     for note in dict.fromkeys(notes):
-        print(f"xpcsviewer correlate: note: {note}", file=sys.stderr)
+        say(f"xpcsviewer correlate: note: {note}")
     if not quiet:
         mt, tt = result.multitau, result.twotime
         parts = []
@@ -236,5 +244,142 @@ def run(args: argparse.Namespace) -> int:
             parts.append(f"multi-tau {mt.g2.shape[0]} delays x {mt.g2.shape[1]} bins")
         if tt is not None:
             parts.append(f"two-time {len(tt.processed_bins)} bins of {n}x{n}")
-        print(f"wrote {out}: {n} frames, " + ", ".join(parts), file=sys.stderr)
+        say(f"wrote {out}: {n} frames, " + ", ".join(parts))
     return 0
+
+
+def _say_stderr(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def output_name(raw: str | Path) -> str:
+    """``RAWNAME_results.hdf``: the output of one RAW in a batch's folder."""
+    name = Path(raw).name
+    for suffix in (".h5", ".hdf5", ".hdf", ".nxs", ".npy"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return f"{name}_results.hdf"
+
+
+def output_complete(output: str | Path, mode: str, side: Path | None = None) -> bool:
+    """True when ``output`` is a readable result with what ``mode`` writes.
+
+    Outputs are written atomically, so one at its final name is complete unless
+    something else wrote it; this checks that it reads as a result of the mode.
+    """
+    from xpcsviewer.io.reader import read_result
+
+    if not Path(output).is_file() or (side is not None and not side.is_file()):
+        return False
+    try:
+        res = read_result(output)
+    except (XpcsFileError, OSError):
+        return False
+    if mode in ("multitau", "both") and res.multitau is None:
+        return False
+    return not (mode in ("twotime", "both") and res.twotime is None)
+
+
+def correlate_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """One RAW of a batch (any worker): ``{"output", "bytes", "notes", "skipped"}``.
+
+    Raises
+    ------
+    XpcsFileError
+        Bad raw frames; ValueError for options this file cannot take.
+    """
+    args = argparse.Namespace(**options)
+    out = item["output"]
+    side = _g2_side(args, item["path"], out, check=False)
+    if options.get("skip_existing") and Path(out).exists():
+        if output_complete(out, args.mode, side):
+            return {"output": out, "bytes": os.path.getsize(out), "notes": [],
+                    "skipped": True}
+        if not options.get("overwrite"):
+            raise OutputRefusedError(
+                f"{item['shown_output']}: exists but is not a complete result of this "
+                "mode; refusing to replace it (use --overwrite)")
+    notes: list[str] = []
+    code = correlate_one(args, item["path"], out, quiet=True, say=notes.append,
+                         progress=False, checked=True)
+    if code:
+        raise ValueError("; ".join(n.removeprefix("xpcsviewer correlate: ") for n in notes))
+    return {"output": out, "bytes": os.path.getsize(out), "notes": notes, "skipped": False}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``xpcsviewer correlate``; returns the exit code."""
+    from xpcsviewer.batch import BatchBar, print_failures, run_batch, where_from_args
+    from xpcsviewer.io.outputs import display_path
+
+    raws = [args.raw] if isinstance(args.raw, (str, os.PathLike)) else list(args.raw)
+    quiet = bool(getattr(args, "quiet", False))
+    try:
+        where = where_from_args(args)
+    except ValueError as exc:
+        print(f"xpcsviewer correlate: error: {exc}", file=sys.stderr)
+        return 2
+    skip = bool(getattr(args, "skip_existing", False))
+    if len(raws) == 1 and not where.distributed and not skip:
+        return correlate_one(args, raws[0], args.output, quiet=quiet, say=_say_stderr)
+    if len(raws) == 1:
+        outputs = [Path(args.output)]
+    else:
+        folder = Path(args.output)
+        if folder.exists() and not folder.is_dir():
+            raise OutputRefusedError(f"{display_path(folder)}: is a file; with several RAW "
+                                     "files -o names a folder")
+        outputs = [folder / output_name(r) for r in raws]
+        seen: dict[Path, str] = {}
+        for r, o in zip(raws, outputs, strict=True):
+            if o in seen:
+                raise OutputRefusedError(f"{display_path(r)} and {display_path(seen[o])} "
+                                         f"would both write {display_path(o)}")
+            seen[o] = r
+        folder.mkdir(parents=True, exist_ok=True)
+    overwrite = bool(getattr(args, "overwrite", False))
+    for o in outputs:
+        check_output(o, [*raws, args.qmap], overwrite or (skip and o.exists()))
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("raw", "output", "workers", "scheduler", "func")}
+    options["qmap"] = os.path.abspath(args.qmap)
+    items = [{"path": os.path.abspath(r), "shown": os.fspath(r),
+              "output": os.path.abspath(o), "shown_output": display_path(o)}
+             for r, o in zip(raws, outputs, strict=True)]
+    notes: dict[str, None] = {}
+    written = skipped = 0
+
+    def take(o: Any) -> None:
+        nonlocal written, skipped
+        if o.ok:
+            skipped += o.value["skipped"]
+            written += not o.value["skipped"]
+            notes.update(dict.fromkeys(o.value["notes"]))
+
+    from functools import partial
+
+    with BatchBar("correlate", enabled=not quiet) as bar:
+        summary = run_batch(partial(correlate_task, options), items, take, where=where,
+                            progress=bar, chunk=1)
+    _sweep({Path(o).parent for o in outputs})
+    if not quiet:
+        for n in notes:
+            if not n.startswith("wrote "):
+                print(n, file=sys.stderr)
+    print_failures("xpcsviewer correlate", summary)
+    if not quiet:
+        where_to = display_path(args.output)
+        extra = f", skipped {skipped} complete" if skipped else ""
+        print(f"wrote {written} result file(s) to {where_to}{extra} "
+              f"({where.describe()}, {summary.seconds:.1f} s)", file=sys.stderr)
+    return summary.exit_code
+
+
+def _sweep(folders: set[Path]) -> None:
+    # A worker killed mid-write leaves its temporary behind (kill -9 cannot be
+    # caught); its process is gone now, so the temporary goes.
+    from xpcsviewer.io.outputs import sweep_stale_temps
+
+    for f in folders:
+        sweep_stale_temps(f, force=True)

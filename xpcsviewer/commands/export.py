@@ -252,26 +252,165 @@ def _probe(kind: str, res: Any, cancel: CancelToken | None) -> None:
         fig.clear()
 
 
+def figure_complete(path: Path, fmt: str) -> bool:
+    """True when ``path`` is a whole figure of ``fmt`` (start and end markers)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+            fh.seek(max(0, size - 64))
+            tail = fh.read()
+    except OSError:
+        return False
+    if fmt == "png":
+        return head.startswith(b"\x89PNG") and b"IEND" in tail
+    if fmt == "pdf":
+        return head.startswith(b"%PDF") and b"%%EOF" in tail
+    return head.lstrip().startswith((b"<svg", b"<?xml")) and b"</svg>" in tail
+
+
+def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str, list[str]]:
+    """The per-file figures of one file (a batch task; any worker).
+
+    Returns the lists of :class:`ExportReport` (``written`` as path strings)
+    plus ``kept``: figures left as they were (``--skip-existing``).
+
+    Raises
+    ------
+    XpcsFileError
+        The file cannot be read.
+    """
+    from xpcsviewer.export import make_figure, save_figure
+    from xpcsviewer.io import read_result
+
+    out, fmt, lab = Path(options["out"]), options["fmt"], item["label"]
+    rep: dict[str, list[str]] = {k: [] for k in ("written", "skipped", "undrawable",
+                                                 "refused", "kept")}
+    targets = {k: out / f"{lab}_{k}.{fmt}" for k in options["kinds"]}
+    if options["skip_existing"] and all(figure_complete(t, fmt) for t in targets.values()):
+        rep["kept"] = [str(t) for t in targets.values()]  # not even read
+        return rep
+    res = read_result(item["path"])
+    shown = display_path(item["shown"])
+    for kind, target in targets.items():
+        why = _needs(kind, res)
+        if why is not None:
+            rep["skipped"].append(f"{kind}: {shown}: {why}")
+            continue
+        if options["skip_existing"] and figure_complete(target, fmt):
+            rep["kept"].append(str(target))
+            continue
+        try:
+            check_output(target, options["inputs"], options["overwrite"]
+                         or (options["skip_existing"] and target.exists()))
+        except OutputRefusedError as exc:
+            rep["refused"].append(str(exc))
+            continue
+        try:
+            fig = make_figure(kind, [res])
+            try:
+                rep["written"].append(str(save_figure(fig, target)))
+            finally:
+                fig.clear()
+        except XpcsFileError as exc:
+            raise XpcsFileError(shown, exc.problem, exc.dataset, exc.expected) from exc
+        except (Cancelled, KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - degenerate data of this file
+            rep["undrawable"].append(f"{kind}: {shown}: cannot be drawn ({_why(exc)})")
+    return rep
+
+
+def _unique_path_labels(files: Sequence[str | Path]) -> list[str]:
+    from xpcsviewer.io.model import path_label
+
+    class _Named:
+        def __init__(self, p: str | Path) -> None:
+            self.label = path_label(p)
+
+    return _unique_labels([_Named(p) for p in files])
+
+
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``xpcsviewer export``; returns the exit code."""
+    """Handler of ``xpcsviewer export``; returns the exit code.
+
+    Per-file figures are one batch task per file (:mod:`xpcsviewer.batch`);
+    the combined figures (all files in one plot) are drawn here afterwards.
+    """
+    import os
+    from functools import partial
+
+    from xpcsviewer.batch import BatchBar, print_failures, run_batch, where_from_args
+    from xpcsviewer.batch._engine import BatchSummary
+
     quiet = bool(getattr(args, "quiet", False))
-    with TextProgressBar("export", enabled=not quiet) as bar:
-        rep = export_figures(
-            args.files,
-            args.plot,
-            args.output,
-            args.format,
-            overwrite=bool(getattr(args, "overwrite", False)),
-            progress=bar,
-        )
-    for line in rep.errors:
-        print(f"{PROG}: {line}", file=sys.stderr)
+    try:
+        where = where_from_args(args)
+    except ValueError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    skip = bool(getattr(args, "skip_existing", False))
+    overwrite = bool(getattr(args, "overwrite", False))
+    kinds = list(dict.fromkeys(args.plot))
+    per_file = [k for k in kinds if k not in COMBINED_KINDS]
+    combined = [k for k in kinds if k in COMBINED_KINDS]
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise OutputRefusedError(f"{display_path(out)}: is a file, not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    rep = ExportReport()
+    kept = 0
+    summary = BatchSummary(total=len(args.files))
+    if per_file:
+        options = {"out": os.path.abspath(out), "fmt": args.format, "kinds": per_file,
+                   "skip_existing": skip, "overwrite": overwrite,
+                   "inputs": [os.path.abspath(p) for p in args.files]}
+        items = [{"path": os.path.abspath(p), "shown": os.fspath(p), "label": lab}
+                 for p, lab in zip(args.files, _unique_path_labels(args.files), strict=True)]
+
+        def take(o: Any) -> None:
+            nonlocal kept
+            if o.ok:
+                v = o.value
+                rep.written += [Path(p) for p in v["written"]]
+                rep.skipped += v["skipped"]
+                rep.undrawable += v["undrawable"]
+                rep.refused += v["refused"]
+                kept += len(v["kept"])
+
+        with BatchBar("export", enabled=not quiet) as bar:
+            summary = run_batch(partial(export_file_task, options), items, take,
+                                where=where, progress=bar)
+        from xpcsviewer.io.outputs import sweep_stale_temps
+
+        sweep_stale_temps(out, force=True)
+    if combined:
+        todo = [k for k in combined
+                if not (skip and figure_complete(out / f"combined_{k}.{args.format}",
+                                                 args.format))]
+        kept += len(combined) - len(todo)
+        bad = {f.index for f in summary.failures}
+        files = [p for i, p in enumerate(args.files) if i not in bad]
+        if todo and files:
+            with TextProgressBar("export (combined)", enabled=not quiet) as bar:
+                crep = export_figures(files, todo, out, args.format, overwrite=overwrite,
+                                      progress=bar)
+            rep.written += crep.written
+            rep.errors += [e for e in crep.errors if e not in rep.errors]
+            rep.skipped += crep.skipped
+            rep.undrawable += crep.undrawable
+            rep.refused += crep.refused
     for line in rep.refused:
         print(f"{PROG}: {line}", file=sys.stderr)
     for line in rep.undrawable:
         print(f"{PROG}: skipped {line}", file=sys.stderr)
     for line in rep.skipped:
         print(f"{PROG}: skipped {line}", file=sys.stderr)
+    for line in rep.errors:
+        print(f"{PROG}: {line}", file=sys.stderr)
+    print_failures(PROG, summary)
     if not quiet:
-        print(f"wrote {len(rep.written)} figure(s) to {display_path(args.output)}")
-    return rep.exit_code
+        extra = f", kept {kept} complete" if kept else ""
+        print(f"wrote {len(rep.written)} figure(s) to {display_path(args.output)}{extra}")
+    codes = [rep.exit_code, summary.exit_code]
+    return 2 if 2 in codes else max(codes)

@@ -9,11 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.io.errors import XpcsFileError, display_path
+from xpcsviewer.io.errors import display_path
 from xpcsviewer.io.model import XpcsResult
 from xpcsviewer.io.outputs import to_jsonable
 from xpcsviewer.io.reader import read_result
-from xpcsviewer.progress import check_interrupted
 
 EXIT_BAD_INPUT = 3
 
@@ -79,16 +78,27 @@ def _row(s: dict[str, Any]) -> list[str]:
     ]
 
 
+def summary_task(item: dict[str, Any]) -> dict[str, Any]:
+    """:func:`summary` of one file, named as given (a batch task; any worker)."""
+    rec = summary(read_result(item["path"]))
+    rec["path"] = display_path(item["shown"])
+    return rec
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer info``; exit 3 when any file was bad (good ones still shown)."""
-    records, bad = [], 0
-    for path in args.files:
-        check_interrupted()
-        try:
-            records.append(summary(read_result(path)))
-        except XpcsFileError as exc:
-            bad += 1
-            print(f"xpcsviewer info: {exc.one_line()}", file=sys.stderr)
+    from xpcsviewer.batch import file_items, print_failures, run_batch, where_from_args
+
+    try:
+        where = where_from_args(args)
+    except ValueError as exc:
+        print(f"xpcsviewer info: error: {exc}", file=sys.stderr)
+        return 2
+    records: list[dict[str, Any]] = []
+    # no bar: the table is the output and a file takes milliseconds
+    result = run_batch(summary_task, file_items(args.files),
+                       lambda o: records.append(o.value) if o.ok else None, where=where)
+    print_failures("xpcsviewer info", result)
     if args.json:
         out = []
         for r in records:
@@ -122,4 +132,4 @@ def run(args: argparse.Namespace) -> int:
         for s in records:
             for w in s["warnings"]:
                 print(f"note: {str(s['path']).rsplit('/', 1)[-1]}: {w}")
-    return EXIT_BAD_INPUT if bad else 0
+    return result.exit_code

@@ -632,6 +632,7 @@ def average_files(
     *,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
+    screen_reader: Callable[[str | os.PathLike], XpcsResult] | None = None,
 ) -> AverageSummary:
     """Screen, then average the accepted files into a new result file.
 
@@ -645,6 +646,9 @@ def average_files(
     progress, cancel
         Progress per file (and per delay of the G2 stack); cancel checked
         between files and between stack delays. A cancelled run writes nothing.
+    screen_reader : callable, optional
+        The screening pass's reader (default ``read_result``): the batch layer's,
+        which reads the files on Dask workers ahead of the screening.
 
     Returns
     -------
@@ -680,7 +684,7 @@ def average_files(
     summary = screen_files(
         paths,
         opts,
-        reader=read_result,
+        reader=screen_reader or read_result,
         progress=progress,
         cancel=cancel,
         _total=2 * n_in,

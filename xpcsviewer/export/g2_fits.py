@@ -285,9 +285,14 @@ def fit_g2_blocks(
     lo_lim, hi_lim = np.full(n_total, np.nan), np.full(n_total, np.nan)
     scaled = np.zeros(n_total, bool)
     offsets = np.cumsum([0] + [b.n_bins for b in blocks])
+    # the batch commands' wording (files done / total, failures): one solve fits
+    # a whole group of files, so files complete a group at a time
+    n_files = len({b.file_index for b in blocks})
+    files_done = 0
     for gi, g in enumerate(groups):
         report(
-            progress, cancel, gi, len(groups), f"fitting group {gi + 1}/{len(groups)}"
+            progress, cancel, gi, len(groups),
+            f"{files_done}/{n_files} files: fitting {len({blocks[i].file_index for i in g})}",
         )
         ref = blocks[g[0]]
         y = np.concatenate([blocks[i].g2.T for i in g], axis=0)
@@ -319,7 +324,11 @@ def fit_g2_blocks(
         chi2[rows] = res.chi2_red
         lo_lim[rows], hi_lim[rows] = res.tau_lower_limit, res.tau_upper_limit
         scaled[rows] = res.errors_scaled
-    report(progress, cancel, len(groups), len(groups), "done")
+        files_done += len({blocks[i].file_index for i in g})
+    failed = {b.file_index for b, lo, hi in zip(blocks, offsets[:-1], offsets[1:], strict=True)
+              if hi > lo and all(s == "failed" for s in status[lo:hi])}
+    report(progress, cancel, len(groups), len(groups),
+           f"{n_files}/{n_files} files, {len(failed)} failed")
     out = _assemble(blocks, model, "lsq", par, err, status, chi2, t_range)
     out.detail, out.tau_lower_limit, out.tau_upper_limit = detail, lo_lim, hi_lim
     out.errors_scaled = scaled

@@ -26,6 +26,7 @@ import numpy as np
 from xpcsviewer.fitting.lsq import ERROR_SCALING, G2FitResult
 
 __all__ = [
+    "FitJsonStream",
     "fit_record",
     "fit_results_to_csv",
     "fit_results_to_json",
@@ -210,6 +211,52 @@ def write_fit_json(path: str | os.PathLike, records: Sequence[dict[str, Any]],
     """Write :func:`fit_results_to_json` atomically."""
     text = fit_results_to_json(records, errors)
     _atomic_write(Path(path), lambda fh: fh.write(text + "\n"))
+
+
+class FitJsonStream:
+    """Write :func:`write_fit_json`'s bytes one record at a time (atomically).
+
+    A batch of many files then never holds its records: each is encoded as it
+    arrives into the temporary file, which becomes ``path`` only on a clean exit
+    of the ``with`` block. Byte-identical to :func:`write_fit_json` of the same
+    records and errors.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self._errors: list[dict] = []
+        self._n = 0
+
+    def __enter__(self) -> FitJsonStream:
+        from xpcsviewer.io.outputs import atomic_path
+
+        self._ctx = atomic_path(self.path)
+        tmp = self._ctx.__enter__()
+        self._fh = open(tmp, "w", encoding="utf-8", errors="replace", newline="")
+        self._fh.write('{\n  "files": [')
+        return self
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Append one file's record."""
+        text = json.dumps(record, indent=2, allow_nan=False).replace("\n", "\n    ")
+        self._fh.write(("," if self._n else "") + "\n    " + text)
+        self._n += 1
+
+    def set_errors(self, errors: Iterable[dict]) -> None:
+        """The unreadable files, written after the records."""
+        self._errors = list(errors)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool | None:
+        try:
+            if exc_type is None:
+                self._fh.write("\n  ]" if self._n else "]")
+                if self._errors:
+                    text = json.dumps(self._errors, indent=2, allow_nan=False)
+                    self._fh.write(',\n  "errors": ' + text.replace("\n", "\n  "))
+                self._fh.write("\n}\n")
+        finally:
+            self._fh.close()
+        return self._ctx.__exit__(exc_type, exc, tb)
 
 
 def write_fit_csv(path: str | os.PathLike, records: Sequence[dict[str, Any]]) -> None:

@@ -11,6 +11,7 @@ energy in keV.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -297,15 +298,20 @@ class XpcsResult:
     @property
     def label(self) -> str:
         """Short display name (file name without ``_results.hdf``), printable text."""
-        from xpcsviewer.io.errors import display_path
-
-        name = display_path(self.path.name)
-        for suffix in ("_results.hdf", "_results.h5", ".hdf", ".h5", ".hdf5", ".nxs"):
-            if name.endswith(suffix):
-                return name[: -len(suffix)]
-        return name
+        return path_label(self.path)
 
     @property
     def detector_shape(self) -> tuple[int, int]:
         """(H, W)."""
         return self.qmap.shape
+
+
+def path_label(path: str | os.PathLike) -> str:
+    """:attr:`XpcsResult.label` of a file at ``path``, without reading it."""
+    from xpcsviewer.io.errors import display_path
+
+    name = display_path(Path(path).name)
+    for suffix in ("_results.hdf", "_results.h5", ".hdf", ".h5", ".hdf5", ".nxs"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name

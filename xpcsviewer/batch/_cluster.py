@@ -1,0 +1,120 @@
+"""Where a batch runs: in-process, a LocalCluster for the job, or an existing scheduler.
+
+Dask is imported only here and only when a cluster is asked for, so plain
+commands and the GUI start as fast as without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["SCHEDULER_ENV", "Where", "open_client", "where_from_args", "worker_env"]
+
+SCHEDULER_ENV = "XPCS_SCHEDULER"
+
+
+@dataclass(frozen=True)
+class Where:
+    """``workers`` processes of a LocalCluster, or the cluster at ``scheduler``."""
+
+    workers: int = 1
+    scheduler: str | None = None
+
+    @property
+    def distributed(self) -> bool:
+        """True when the batch goes to Dask (a scheduler, or more than one worker)."""
+        return bool(self.scheduler) or self.workers > 1
+
+    def describe(self) -> str:
+        """One line for messages."""
+        if self.scheduler:
+            return f"Dask scheduler {self.scheduler}"
+        if self.workers > 1:
+            return f"LocalCluster of {self.workers} worker processes"
+        return "in-process"
+
+
+def where_from_args(args: Any) -> Where:
+    """``--workers`` / ``--scheduler`` (or ``XPCS_SCHEDULER``) of parsed arguments.
+
+    Raises
+    ------
+    ValueError
+        ``--workers`` below 1, or both options given.
+    """
+    workers = getattr(args, "workers", None)
+    scheduler = getattr(args, "scheduler", None)
+    if workers is not None and workers < 1:
+        raise ValueError("--workers must be at least 1")
+    if scheduler and workers is not None:
+        raise ValueError("give --workers or --scheduler, not both")
+    if not scheduler and workers is None:
+        scheduler = os.environ.get(SCHEDULER_ENV) or None
+    return Where(workers=workers or 1, scheduler=scheduler)
+
+
+def worker_env(n_workers: int) -> dict[str, str]:
+    """Environment of LocalCluster workers: BLAS/OpenMP threads shared out.
+
+    Each worker process runs one task at a time; its BLAS/OpenMP/Numba threads
+    get ``cores // n_workers`` (at least 1) so N workers never ask for more
+    threads than the machine has. XLA keeps its own default: turning its Eigen
+    threading off (``--xla_cpu_multi_thread_eigen=false``) changes the last bits
+    of a fit, and a batch must give the in-process run's numbers exactly.
+    """
+    cores = os.cpu_count() or 1
+    per = max(1, cores // max(1, n_workers))
+    return {k: str(per) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                  "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
+
+
+@contextlib.contextmanager
+def open_client(where: Where) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``where``; a LocalCluster is closed on exit.
+
+    The cluster is shut down also on Ctrl-C or an error. The nanny applies the
+    workers' environment to this process too before spawning (Dask's
+    pre-spawn-environ), so the client's environment is restored afterwards.
+    """
+    import dask
+    from distributed import Client, LocalCluster
+
+    quiet = logging.getLogger().getEffectiveLevel() > logging.INFO
+    if quiet:  # worker restarts and closing chatter are expected in a batch
+        for name in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    if where.scheduler:
+        try:
+            client = Client(where.scheduler, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise RuntimeError(f"cannot reach the Dask scheduler {where.scheduler} "
+                               f"({type(exc).__name__}: {exc})") from exc
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    saved = dict(os.environ)
+    cluster = client = None
+    try:
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_env(where.workers)}):
+            cluster = LocalCluster(
+                n_workers=where.workers, threads_per_worker=1, processes=True,
+                host="127.0.0.1", dashboard_address=None,
+                preload=["xpcsviewer.batch._worker"],
+                silence_logs=logging.ERROR if quiet else logging.WARNING,
+            )
+        client = Client(cluster)
+        yield client
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+        os.environ.clear()
+        os.environ.update(saved)
