@@ -51,3 +51,19 @@ def test_real_buffer_file_wild_points_masked(real_data_dir):
     mt = read_result(f).multitau
     assert mt.g2.max() > 300  # the file does hold the wild values...
     assert mt.g2[mt.valid].max() <= G2_MAX  # ...and none of them is valid
+
+
+def test_neighbour_median_equals_numpy_nanmedian():
+    import warnings
+
+    from xpcsviewer.io._analysis import _nanmedian_rows
+
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(4, 500))
+    a[rng.random(a.shape) < 0.35] = np.nan  # every count of values 0..4 occurs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref = np.nanmedian(a, axis=0)
+    assert set(np.isfinite(a).sum(axis=0)) == {0, 1, 2, 3, 4}
+    np.testing.assert_array_equal(np.isnan(_nanmedian_rows(a)), np.isnan(ref))
+    np.testing.assert_allclose(_nanmedian_rows(a), ref, rtol=0, atol=1e-15, equal_nan=True)
