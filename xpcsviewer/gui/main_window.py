@@ -216,6 +216,12 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         self.cancel_btn = QPushButton("Cancel", toolTip="Cancel running jobs (Esc)")
         self.cancel_btn.setVisible(False)
         self.cancel_btn.clicked.connect(self.cancel_jobs)
+        # their place is kept while hidden: showing them must not resize the status bar
+        # (and so every plot above it, a full repaint at each job start)
+        for w in (self.progress, self.cancel_btn):
+            pol = w.sizePolicy()
+            pol.setRetainSizeWhenHidden(True)
+            w.setSizePolicy(pol)
         self.backend_label = QLabel("backend: \u2026")
         self.backend_label.setToolTip("Array backend and device (Tools menu)")
         sb.addWidget(self.message_label, 1)

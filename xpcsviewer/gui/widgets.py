@@ -120,6 +120,38 @@ class FileSelector(QComboBox):
         self.blockSignals(False)
 
 
+def _opaque_grid_specs(self, p):
+    """Grid lines pre-blended onto the plot background: Qt's raster engine draws
+    semi-transparent lines ~10x slower, and a grid replays on every paint (a full g2
+    grid or Intensity-Time spent most of its paint time there). Same look."""
+    specs = pg.AxisItem._xpcs_plain_specs(self, p)
+    if specs is None or self.grid is False:
+        return specs
+    axis_spec, tick_specs, text_specs = specs
+    view = self.linkedView()
+    if view is not None and self.zValue() >= view.zValue():
+        # opaque lines must lie under the data, not over it (pyqtgraph draws the axes,
+        # and so the grid, above the view box)
+        self.setZValue(view.zValue() - 1)
+    bg = pg.mkColor(pg.getConfigOption("background"))
+    out = []
+    for pen, p1, p2 in tick_specs:
+        c = pen.color()
+        a = c.alphaF()
+        if a < 1.0:
+            pen = pg.QtGui.QPen(pen)
+            pen.setColor(pg.QtGui.QColor.fromRgbF(
+                a * c.redF() + (1 - a) * bg.redF(), a * c.greenF() + (1 - a) * bg.greenF(),
+                a * c.blueF() + (1 - a) * bg.blueF()))
+        out.append((pen, p1, p2))
+    return axis_spec, out, text_specs
+
+
+if not hasattr(pg.AxisItem, "_xpcs_plain_specs"):  # once per process
+    pg.AxisItem._xpcs_plain_specs = pg.AxisItem.generateDrawSpecs
+    pg.AxisItem.generateDrawSpecs = _opaque_grid_specs
+
+
 def plain_axes(plot: pg.PlotItem) -> pg.PlotItem:
     """Turn off pyqtgraph's SI-prefix rescaling ("x1e-06") so axes show the values."""
     for name in ("left", "bottom", "right", "top"):

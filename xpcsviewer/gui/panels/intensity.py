@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
 
 from xpcsviewer.export.decimate import envelope
 from xpcsviewer.export.saxs_data import intensity_fft, intensity_traces, sample_interval
+from xpcsviewer.gui.panels._g2_jobs import wait_for_event_job
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import curve_pen, plain_axes
+from xpcsviewer.gui.widgets import curve_pen, plain_axes, side_legend
 
 __all__ = ["IntensityPanel", "prepare_intensity", "zoom_view"]
 
@@ -66,6 +70,8 @@ class IntensityPanel(BasePanel):
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
         self.data = None
+        self._stage = 0  # the latest update; staged paints of older ones are dropped
+        self._staged: threading.Event | None = None
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         self.window = QSpinBox(minimum=1, maximum=9999, value=1,
@@ -91,7 +97,7 @@ class IntensityPanel(BasePanel):
         self._fft_items: list[pg.PlotDataItem] = []
         self._zoom_items: list[pg.PlotDataItem] = []
         self._legend_keys = None
-        self.legend = self.p_full.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 200))
+        self.legend = side_legend(self.p_full)  # beside the traces, never over them
         self.p_full.setLabel("left", "I (photons/pixel/frame)")
         self.p_zoom.setLabel("left", "I (photons/pixel/frame)")
         self.p_fft.setLabel("bottom", "frequency (Hz)")
@@ -131,13 +137,23 @@ class IntensityPanel(BasePanel):
                     on_result=self._on_data, description="Intensity-Time")
 
     def _on_data(self, data: dict) -> None:
-        # one repaint for the whole update, not one per changed item
-        self.glw.setUpdatesEnabled(False)
-        try:
-            self._show_data(data)
-        finally:
-            self.glw.setUpdatesEnabled(True)
-        self.sigUpdated.emit()
+        # The three plots are filled in three turns of the event loop, so that each
+        # paint covers one plot (a paint of all three at once stalled the window ~0.2 s).
+        self._show_data(data)
+        self._stage += 1
+        stage = self._stage
+        if getattr(self.context.runner, "synchronous", False):
+            self._show_spectra(data, stage, then=False)
+            self._show_zoom(data, stage)
+            return
+        if self._staged is not None:
+            self._staged.set()
+        # a placeholder job keeps the runner busy until the last stage is drawn, so
+        # "wait until idle" (snapshot, tests) waits for the whole picture
+        self._staged = threading.Event()
+        self.submit("draw", wait_for_event_job, self._staged,
+                    description="Intensity-Time: drawing")
+        QTimer.singleShot(5, lambda: self._show_spectra(data, stage))
 
     def _show_data(self, data: dict) -> None:
         if self.shown_note():
@@ -160,30 +176,56 @@ class IntensityPanel(BasePanel):
             for item, c in zip(full, data["traces"], strict=True):
                 self.legend.addItem(item, c.label)
             self._legend_keys = keys
-        lo, hi = np.inf, -np.inf
+        lo, hi, ylo, yhi = np.inf, -np.inf, np.inf, -np.inf
         for k, (c, (xe, ye), (fe, me)) in enumerate(zip(data["traces"], data["envelopes"],
                                                          data["fft_envelopes"], strict=True)):
             pen = curve_pen(c.index, 1.0)
             full[k].setData(xe, ye, pen=pen)
             zoom[k].setPen(pen)  # its data: _fill_zoom, for the region
-            if fe.size > 1:
-                fft[k].setData(fe, me, pen=pen)
-            else:
-                fft[k].setData(_EMPTY, _EMPTY)
+            fft[k].setPen(pen)  # its data: _show_spectra, a turn later
             if c.x.size:
                 lo, hi = min(lo, float(c.x[0])), max(hi, float(c.x[-1]))
-        self.p_fft.setLabel("bottom", "frequency (Hz)" if data["time_axis"]
-                            else "frequency (1/frame)")
+            if ye.size and np.isfinite(ye).any():
+                ylo, yhi = min(ylo, float(np.nanmin(ye))), max(yhi, float(np.nanmax(ye)))
+        if np.isfinite([lo, hi, ylo, yhi]).all() and hi > lo:
+            # a fixed range: auto-range would scan every curve at every paint
+            self.p_full.disableAutoRange()
+            self.p_full.setRange(xRange=(lo, hi), yRange=(ylo, yhi if yhi > ylo else ylo + 1),
+                                 padding=0.02)
         if self.region.scene() is None:
             self.p_full.addItem(self.region)
         if np.isfinite(lo) and hi > lo:
             reg = self.region.getRegion()
-            if first or not (lo <= reg[0] < reg[1] <= hi):
-                # Start at the golden-ratio point, 5 % wide, as users know it.
-                a = lo + 0.618 * (hi - lo)
-                self.region.setRegion((a, a + 0.05 * (hi - lo)))
-            self.region.setBounds((lo, hi))
+            self._syncing = True  # the zoom plot follows in its own stage
+            try:
+                if first or not (lo <= reg[0] < reg[1] <= hi):
+                    # Start at the golden-ratio point, 5 % wide, as users know it.
+                    a = lo + 0.618 * (hi - lo)
+                    self.region.setRegion((a, a + 0.05 * (hi - lo)))
+                self.region.setBounds((lo, hi))
+            finally:
+                self._syncing = False
+
+    def _show_spectra(self, data: dict, stage: int, then: bool = True) -> None:
+        if stage != self._stage or self.data is not data:
+            return  # a newer update came meanwhile
+        self.p_fft.setLabel("bottom", "frequency (Hz)" if data["time_axis"]
+                            else "frequency (1/frame)")
+        for item, (fe, me) in zip(self._fft_items, data["fft_envelopes"], strict=False):
+            if fe.size > 1:
+                item.setData(fe, me)
+            else:
+                item.setData(_EMPTY, _EMPTY)
+        if then:
+            QTimer.singleShot(5, lambda: self._show_zoom(data, stage))
+
+    def _show_zoom(self, data: dict, stage: int) -> None:
+        if stage != self._stage or self.data is not data:
+            return
         self._on_region_changed()
+        if self._staged is not None:
+            self._staged.set()
+        self.sigUpdated.emit()
 
     def _on_region_changed(self) -> None:
         if self._syncing:
