@@ -582,6 +582,13 @@ class TaskRunner(QObject):
         if job.on_result is not None:
             try:
                 job.on_result(result)
+            except RuntimeError as exc:
+                if "already deleted" not in str(exc):
+                    logger.exception("applying result of %s failed", job.key)
+                    self.sigError.emit(ErrorInfo.from_exception(exc, job.request_id))
+                    return
+                # the widget it was for was closed while the job ran: nothing to show
+                logger.debug("result of %s arrived after its widget was deleted", job.key)
             except Exception as exc:  # a bug in a panel's apply step: report, don't crash
                 logger.exception("applying result of %s failed", job.key)
                 self.sigError.emit(ErrorInfo.from_exception(exc, job.request_id))
