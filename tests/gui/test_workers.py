@@ -115,7 +115,7 @@ def test_progress_is_throttled(qtbot):
     assert r.wait_until_idle(5000)
     # 20,001 reports from the worker reach the GUI thread as a handful of updates,
     # in order, always including the final one
-    assert 1 <= len(seen) <= 30 and seen[-1] == 20_000
+    assert len(seen) <= 30 and seen[-1] == 20_000  # seen[-1]: at least the final one
     assert seen == sorted(seen)
 
 

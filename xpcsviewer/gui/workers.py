@@ -297,6 +297,16 @@ class _JobRelay(QObject):
         self._runner._on_finished(self._job)
 
 
+def wait_for_event_job(event, progress=None, cancel=None) -> None:
+    """Worker job that ends when ``event`` is set (a panel drawing in slices on
+    the GUI thread holds one, so "wait until idle" waits for the whole picture)."""
+    from xpcsviewer.progress import Cancelled
+
+    while not event.wait(0.05):
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled()
+
+
 class _GuiThreadCollector:
     """Python's cyclic garbage collection, run from a GUI-thread timer only.
 
@@ -582,13 +592,6 @@ class TaskRunner(QObject):
         if job.on_result is not None:
             try:
                 job.on_result(result)
-            except RuntimeError as exc:
-                if "already deleted" not in str(exc):
-                    logger.exception("applying result of %s failed", job.key)
-                    self.sigError.emit(ErrorInfo.from_exception(exc, job.request_id))
-                    return
-                # the widget it was for was closed while the job ran: nothing to show
-                logger.debug("result of %s arrived after its widget was deleted", job.key)
             except Exception as exc:  # a bug in a panel's apply step: report, don't crash
                 logger.exception("applying result of %s failed", job.key)
                 self.sigError.emit(ErrorInfo.from_exception(exc, job.request_id))

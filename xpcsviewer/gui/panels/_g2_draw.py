@@ -25,8 +25,8 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor
 
 from xpcsviewer.export import g2_data
-from xpcsviewer.gui.panels._g2_jobs import wait_for_event_job
 from xpcsviewer.gui.widgets import curve_color, curve_pen
+from xpcsviewer.gui.workers import wait_for_event_job
 
 __all__ = ["FIT_PEN_STYLE", "G2DrawMixin"]
 
@@ -354,21 +354,17 @@ class G2DrawMixin:
             vb = v.plot.getViewBox()
             if vb.autoRangeEnabled()[0] or vb.autoRangeEnabled()[1]:
                 vb.disableAutoRange()
-            xr = None
+            rng = {}
             if tall.size:
                 lo_t, hi_t = float(tall.min()), float(tall.max())
-                xr = ((np.log10(lo_t), np.log10(hi_t)) if log_x else (0.0, hi_t))
-            if xr is not None and ylim is not None:
-                # the padding of the old separate calls: 3 % in x, none in y
-                dx = 0.03 * (xr[1] - xr[0])
-                vb.setRange(xRange=(xr[0] - dx, xr[1] + dx), yRange=ylim, padding=0)
-            else:
-                if xr is not None:
-                    v.plot.setXRange(*xr, padding=0.03)
-                if ylim is not None:
-                    v.plot.setYRange(*ylim, padding=0)
-                else:
-                    vb.enableAutoRange(y=True)
+                x0, x1 = (np.log10(lo_t), np.log10(hi_t)) if log_x else (0.0, hi_t)
+                rng["xRange"] = (x0 - 0.03 * (x1 - x0), x1 + 0.03 * (x1 - x0))
+            if ylim is not None:
+                rng["yRange"] = ylim
+            if rng:
+                vb.setRange(padding=0, **rng)  # one range change for both axes
+            if ylim is None:
+                vb.enableAutoRange(y=True)
             yield
             for m, (bi, j) in enumerate(spec.members):
                 b = self.blocks[bi]

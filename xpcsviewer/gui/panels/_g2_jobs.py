@@ -13,7 +13,6 @@ __all__ = [
     "bayes_job",
     "fit_job",
     "prepare_g2_job",
-    "wait_for_event_job",
     "write_fits_job",
 ]
 
@@ -109,15 +108,6 @@ def bayes_job(
         cancel=cancel,
         **sampler,
     )
-
-
-def wait_for_event_job(event, progress=None, cancel=None) -> None:
-    """Worker job that ends when ``event`` is set (tracks GUI-thread drawing in the runner)."""
-    from xpcsviewer.progress import Cancelled
-
-    while not event.wait(0.05):
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled()
 
 
 def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:

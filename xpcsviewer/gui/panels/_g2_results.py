@@ -31,6 +31,7 @@ STATUS_COLORS = {
 
 _FILE_COLUMN = 6  # after the numbers (see FitResultsTable.show_fits)
 
+
 class FitResultsTable(QTableWidget):
     """One row per fitted curve, status first, coloured by status; sortable."""
 

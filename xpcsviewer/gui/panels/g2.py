@@ -39,11 +39,11 @@ from xpcsviewer.gui.panels._g2_jobs import (
     bayes_job,
     fit_job,
     prepare_g2_job,
-    wait_for_event_job,
 )
 from xpcsviewer.gui.panels._g2_params import FitParamsWidget
 from xpcsviewer.gui.panels._g2_results import FitResultsTable
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
+from xpcsviewer.gui.workers import wait_for_event_job
 
 __all__ = [
     "FitParamsWidget",

@@ -11,9 +11,9 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBo
 
 from xpcsviewer.export.decimate import envelope
 from xpcsviewer.export.saxs_data import intensity_fft, intensity_traces, sample_interval
-from xpcsviewer.gui.panels._g2_jobs import wait_for_event_job
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import curve_pen, plain_axes, side_legend
+from xpcsviewer.gui.workers import wait_for_event_job
 
 __all__ = ["IntensityPanel", "prepare_intensity", "zoom_view"]
 
