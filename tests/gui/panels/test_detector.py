@@ -340,7 +340,7 @@ def test_wedge_and_ring_rois_in_saxs2d_and_saxs1d(qtbot, sync_context, demo_resu
     a = (cx + r0.r_max * np.cos(mid), cy - r0.r_max * np.sin(mid))
     b = (cx + (r0.r_max + 8) * np.cos(mid), cy - (r0.r_max + 8) * np.sin(mid))
     view = s2.plot.getViewBox()
-    widget = s2.image_view.ui.graphicsView
+    widget = s2.image_view.graphics_view
     drag(widget, view, a, b)
     assert wedge.roi.r_max == pytest.approx(r0.r_max + 8, abs=1.0)
     assert wedge.roi.r_min == r0.r_min and wedge.roi.phi_start == r0.phi_start

@@ -20,6 +20,15 @@ def make(qtbot, context, cls):
     return panel
 
 
+def assert_pixels_for(pixels, values, levels):
+    """Colour index of each pixel: floor(255 (v - lo) / (hi - lo)) within 0..254."""
+    lo, hi = levels
+    want = np.clip(np.floor((np.asarray(values, np.float64) - lo) / (hi - lo) * 255), 0, 254)
+    # float32 display values: an index may sit one step off at a bin edge
+    assert np.mean(pixels == want) > 0.999
+    assert np.abs(pixels.astype(int) - want).max() <= 1
+
+
 def curves(panel):
     return [it for it in panel.plot_items() if isinstance(it, pg.PlotDataItem)]
 
@@ -34,10 +43,13 @@ def test_saxs2d_image_levels_marker_and_readout(qtbot, sync_context, demo_result
     raw = read_saxs_2d(res.path)
     images = [it for it in p.plot_items() if isinstance(it, pg.ImageItem)]
     assert len(images) == 1
-    np.testing.assert_allclose(images[0].image, sd.log_image(raw))
+    np.testing.assert_allclose(p.data["image"], sd.log_image(raw), rtol=1e-6)
     lo, hi = p.vmin.value(), p.vmax.value()
     assert lo < hi and lo >= sd.log_image(raw).min() - 1e-9
-    assert p.image_view.getLevels() == pytest.approx((lo, hi), abs=1e-4)
+    assert p.image_view.levels() == pytest.approx((lo, hi), abs=1e-4)
+    # the item holds colour indices for the levels shown, made by the worker
+    assert images[0].image.dtype == np.uint8
+    assert_pixels_for(images[0].image, sd.log_image(raw), p.image_view.levels())
     xs, ys = p.center_item.getData()
     assert (xs[0], ys[0]) == (res.qmap.beam_center_x + 0.5, res.qmap.beam_center_y + 0.5)
     text = p.readout_at(100.5, 60.2)
@@ -45,13 +57,24 @@ def test_saxs2d_image_levels_marker_and_readout(qtbot, sync_context, demo_result
     assert f"q={info.q:.5f}" in text and "x=60 y=100" in text
     assert f"I={raw[100, 60]:.4g}" in text
     p.scale_combo.setCurrentText("linear")
-    np.testing.assert_allclose(images[0].image, raw)
-    # manual levels survive a change of file
+    np.testing.assert_allclose(p.data["image"], raw, rtol=1e-6)
+    assert_pixels_for(images[0].image, raw, p.image_view.levels())
+    # manual levels: pixels re-made for them, and they survive a change of file
     p.auto_check.setChecked(False)
     p.vmin.setValue(0.001)
     p.vmax.setValue(0.5)
+    assert p.image_view.levels() == pytest.approx((0.001, 0.5))
+    assert p.image_view.pixels_current()
+    assert_pixels_for(images[0].image, raw, (0.001, 0.5))
     p.set_results([demo_results["A02"]])
-    assert p.image_view.getLevels() == pytest.approx((0.001, 0.5))
+    assert p.image_view.levels() == pytest.approx((0.001, 0.5))
+    assert_pixels_for(images[0].image, read_saxs_2d(demo_results["A02"].path), (0.001, 0.5))
+    # a drag on the levels bar becomes manual levels in the spin boxes
+    p.auto_check.setChecked(True)
+    p.image_view.histogram.region.setRegion((0.002, 0.3))
+    assert not p.auto_check.isChecked()
+    assert (p.vmin.value(), p.vmax.value()) == pytest.approx((0.002, 0.3), abs=1e-4)
+    assert p.image_view.pixels_current()
     s = p.get_settings()
     p2 = make(qtbot, sync_context, Saxs2DPanel)
     p2.set_settings(s)

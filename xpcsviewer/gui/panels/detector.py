@@ -44,6 +44,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
 from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox, mask_overlay
 from xpcsviewer.gui.panels._mask_tools import MaskTools
 from xpcsviewer.gui.panels._partition_editor import PartitionEditor
+from xpcsviewer.gui.image_view import colour_table
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.saxs2d import prepare_saxs2d
 from xpcsviewer.gui.widgets import FileSelector, colormap
@@ -115,8 +116,10 @@ class DetectorPanel(BasePanel):
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setLabel("bottom", "column (pixel)")
         self.plot.setLabel("left", "row (pixel)")
-        self.image_item = pg.ImageItem(autoDownsample=True)
-        self.image_item.setColorMap(colormap("viridis"))
+        # uint8 colour indices from the worker: shown through a 256-entry table, with
+        # no pass over the pixels on the GUI thread
+        self.image_item = pg.ImageItem()
+        self.image_item.setLookupTable(colour_table(colormap("viridis")))
         # overlays at full resolution: pyqtgraph's autoDownsample averages the whole
         # (H, W, 4) array on the GUI thread at every repaint (seconds at 3.5 Mpixel);
         # uint8 images go through a lookup table once per change instead
@@ -191,7 +194,7 @@ class DetectorPanel(BasePanel):
             return
         self.data = data
         img = data["image"]
-        self.image_item.setImage(img, levels=data["levels"])
+        self.image_item.setImage(data["pixels"], autoLevels=False, levels=None)
         if self._last_shape != img.shape:
             self.view.autoRange()
             self._last_shape = img.shape

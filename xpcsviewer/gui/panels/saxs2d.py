@@ -17,23 +17,24 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.export.display_image import image_histogram, quantize_image
 from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
+from xpcsviewer.gui.image_view import WorkerImageView
 from xpcsviewer.gui.panels._sector_rois import SectorRoiTools
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
 
-__all__ = ["Saxs2DPanel", "prepare_saxs2d", "rescale_saxs2d"]
+__all__ = ["Saxs2DPanel", "prepare_saxs2d", "quantize_saxs2d", "rescale_saxs2d"]
 
 
-def prepare_saxs2d(path: str, scale: str = "log", reader=None, progress=None,
+def prepare_saxs2d(path: str, scale: str = "log", levels=None, reader=None, progress=None,
                    cancel=None) -> dict:
     """Worker job: read the 2-D image of ``path`` and prepare it for display.
 
     Returns
     -------
     dict
-        ``raw`` (H, W) float64 counts/pixel/frame, ``image`` (log10 or linear),
-        ``levels`` (auto levels of ``image``).
+        ``raw`` (H, W) float64 counts/pixel/frame and what :func:`rescale_saxs2d` returns.
     """
     if reader is None:
         from xpcsviewer.io import read_saxs_2d as reader
@@ -42,26 +43,44 @@ def prepare_saxs2d(path: str, scale: str = "log", reader=None, progress=None,
     raw = np.asarray(reader(path), dtype=np.float64)
     if cancel is not None:
         cancel.raise_if_cancelled()
-    out = rescale_saxs2d(raw, scale)
+    out = rescale_saxs2d(raw, scale, levels)
     out.update(raw=raw, path=str(path))
     return out
 
 
-def rescale_saxs2d(raw: np.ndarray, scale: str, progress=None, cancel=None) -> dict:
-    """Worker job: the display image (float32: half the paint work) and its levels.
+def rescale_saxs2d(raw: np.ndarray, scale: str, levels=None, progress=None,
+                   cancel=None) -> dict:
+    """Worker job: the display values, their auto levels, histogram and display pixels.
 
-    The log of a 4-Mpixel image and its percentiles take ~0.3 s: never on the GUI
-    thread.
+    ``levels`` (display units) are the user's; None means the auto levels. The log of
+    a 4-Mpixel image, its percentiles and its quantization take ~0.3 s: never on the
+    GUI thread.
+
+    Returns
+    -------
+    dict
+        ``image`` (H, W) float32 values shown (log10 or linear), ``levels`` their auto
+        levels, ``scale``, and ``pixels`` / ``pixel_levels`` / ``histogram`` (see
+        :func:`quantize_saxs2d`).
     """
-    img = log_image(raw) if scale == "log" else raw
-    return {"image": np.asarray(img, dtype=np.float32), "levels": image_levels(raw, img),
-            "scale": scale}
+    img = np.asarray(log_image(raw) if scale == "log" else raw, dtype=np.float32)
+    auto = image_levels(raw, img)
+    out = {"image": img, "levels": auto, "scale": scale,
+           "histogram": image_histogram(img)}
+    out.update(quantize_saxs2d(img, auto if levels is None else levels))
+    return out
 
 
 def image_levels(raw: np.ndarray, img: np.ndarray) -> tuple[float, float]:
     """Auto levels from the pixels that saw photons (masked and empty pixels would
     otherwise pull the lower level down to the floor)."""
     return auto_levels(img, 1.0, 99.9, mask=np.isfinite(raw) & (raw > 0))
+
+
+def quantize_saxs2d(img: np.ndarray, levels, progress=None, cancel=None) -> dict:
+    """Worker job: uint8 colour indices of ``img`` for ``levels``."""
+    lo, hi = float(levels[0]), float(levels[1])
+    return {"pixels": quantize_image(img, lo, hi), "pixel_levels": (lo, hi)}
 
 
 class Saxs2DPanel(BasePanel):
@@ -76,7 +95,6 @@ class Saxs2DPanel(BasePanel):
         super().__init__(context, parent)
         self.data: dict | None = None
         self._last_shape: tuple | None = None
-        self._setting_levels = False
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         self.file_selector = FileSelector()
@@ -114,9 +132,7 @@ class Saxs2DPanel(BasePanel):
         self.plot = pg.PlotItem()
         self.plot.setLabel("bottom", "column (pixel)")
         self.plot.setLabel("left", "row (pixel)")
-        self.image_view = pg.ImageView(view=self.plot)
-        self.image_view.ui.roiBtn.hide()
-        self.image_view.ui.menuBtn.hide()
+        self.image_view = WorkerImageView(self.plot)
         self.plot.invertY(True)
         self.plot.setAspectLocked(True)
         self.center_item = pg.ScatterPlotItem(symbol="+", size=18, pen=pg.mkPen("r", width=2),
@@ -127,8 +143,7 @@ class Saxs2DPanel(BasePanel):
         self.readout = QLabel(" ")
         self.readout.setToolTip("Intensity, q, phi and pixel under the mouse")
         lay.addWidget(self.readout)
-        self.image_view.getHistogramWidget().item.sigLevelChangeFinished.connect(
-            self._on_hist_levels)
+        self.image_view.sigLevelsDragged.connect(self._on_hist_levels)
         self._proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=30,
                                      slot=self._on_mouse_moved)
         self._apply_cmap(self.cmap_combo.currentText())
@@ -141,7 +156,8 @@ class Saxs2DPanel(BasePanel):
         if res is None:
             return
         self.submit("image", prepare_saxs2d, str(res.path), self.scale_combo.currentText(),
-                    on_result=self._on_image, description=f"SAXS-2D {res.label}")
+                    self._manual_levels(), on_result=self._on_image,
+                    description=f"SAXS-2D {res.label}")
 
     def _on_file_chosen(self, i: int) -> None:
         self.current_index = i
@@ -152,7 +168,24 @@ class Saxs2DPanel(BasePanel):
             self.refresh()
             return
         self.submit("image", rescale_saxs2d, self.data["raw"], self.scale_combo.currentText(),
-                    on_result=self._on_rescaled, description="SAXS-2D scale")
+                    self._manual_levels(), on_result=self._on_rescaled,
+                    description="SAXS-2D scale")
+
+    def _manual_levels(self) -> tuple[float, float] | None:
+        if self.auto_check.isChecked():
+            return None
+        return self._spin_levels()
+
+    def _spin_levels(self) -> tuple[float, float]:
+        lo, hi = self.vmin.value(), self.vmax.value()
+        return (lo, hi) if hi > lo else (lo, lo + 1e-6)
+
+    def _levels_now(self) -> tuple[float, float]:
+        # auto levels exactly: the spin boxes show them rounded to 4 decimals
+        if self.auto_check.isChecked() and self.data is not None:
+            lo, hi = self.data["levels"]
+            return float(lo), float(hi)
+        return self._spin_levels()
 
     def _on_rescaled(self, out: dict) -> None:
         if self.data is not None:
@@ -169,12 +202,9 @@ class Saxs2DPanel(BasePanel):
         res = self.current_result()
         img = data["image"]
         keep_view = self._last_shape == img.shape
-        self._setting_levels = True
-        try:
-            self.image_view.setImage(img, autoRange=not keep_view, autoLevels=False,
-                                     levels=data["levels"], autoHistogramRange=True)
-        finally:
-            self._setting_levels = False
+        self._apply_cmap(self.cmap_combo.currentText())
+        self.image_view.show_pixels(data["pixels"], data["pixel_levels"], data["histogram"],
+                                    auto_range=not keep_view)
         self._last_shape = img.shape
         if self.auto_check.isChecked():
             lo, hi = data["levels"]
@@ -182,7 +212,6 @@ class Saxs2DPanel(BasePanel):
                 self.vmin.setValue(lo)
                 self.vmax.setValue(hi)
         self._apply_levels()
-        self._apply_cmap(self.cmap_combo.currentText())
         if res is not None:
             qm = res.qmap
             self.center_item.setData([qm.beam_center_x + 0.5], [qm.beam_center_y + 0.5])
@@ -191,23 +220,32 @@ class Saxs2DPanel(BasePanel):
             self.plot.getViewBox().setLimits(xMin=-w, xMax=2 * w, yMin=-h, yMax=2 * h,
                                              minXRange=4, minYRange=4)
         unit = "log\u2081\u2080 I" if self.scale_combo.currentText() == "log" else "I"
-        self.image_view.getHistogramWidget().item.axis.setLabel(unit)
+        self.image_view.histogram.axis.setLabel(unit)
         self.sigUpdated.emit()
 
     def _apply_levels(self) -> None:
+        """Show the spin boxes' levels: the colour table at once, exact pixels from a
+        worker."""
         if self.data is None:
             return
-        lo, hi = self.vmin.value(), self.vmax.value()
-        if hi <= lo:
-            hi = lo + 1e-6
-        self._setting_levels = True
-        try:
-            self.image_view.setLevels(lo, hi)
-        finally:
-            self._setting_levels = False
+        lo, hi = self._levels_now()
+        self.image_view.set_levels(lo, hi)
+        if tuple(self.data["pixel_levels"]) == (lo, hi):
+            return
+        img = self.data["image"]
+        self.submit("levels", quantize_saxs2d, img, (lo, hi),
+                    on_result=lambda out: self._on_pixels(out, img),
+                    description="SAXS-2D levels")
+
+    def _on_pixels(self, out: dict, img: np.ndarray) -> None:
+        if (self.data is None or self.data["image"] is not img
+                or self.image_view.levels() != out["pixel_levels"]):
+            return  # another image or other levels since: a newer job is on its way
+        self.data = dict(self.data, **out)
+        self.image_view.show_pixels(out["pixels"], out["pixel_levels"])
 
     def _apply_cmap(self, name: str) -> None:
-        self.image_view.setColorMap(colormap(name))
+        self.image_view.set_colormap(name, colormap(name))
 
     def _on_auto_toggled(self, on: bool) -> None:
         self.vmin.setEnabled(not on)
@@ -219,11 +257,10 @@ class Saxs2DPanel(BasePanel):
                 self.vmax.setValue(hi)
             self._apply_levels()
 
-    def _on_hist_levels(self, *_a) -> None:
-        # Dragging the histogram is a manual choice: keep it in the spin boxes.
-        if self._setting_levels or self.data is None:
+    def _on_hist_levels(self, lo: float, hi: float) -> None:
+        # Dragging the levels bar is a manual choice: keep it in the spin boxes.
+        if self.data is None:
             return
-        lo, hi = self.image_view.getHistogramWidget().item.getLevels()
         with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
             self.vmin.setValue(lo)
             self.vmax.setValue(hi)
@@ -232,6 +269,7 @@ class Saxs2DPanel(BasePanel):
                 self.auto_check.setChecked(False)
             self.vmin.setEnabled(True)
             self.vmax.setEnabled(True)
+        self._apply_levels()
 
     def clear_plots(self) -> None:
         self.data = None

@@ -1,0 +1,139 @@
+"""An image plot with a levels bar whose pixels come ready-made from a worker.
+
+``pg.ImageView`` keeps the float image in its ``ImageItem`` and rescales all of it at
+each render and histogram update (O(data) on the GUI thread). Here the worker sends
+uint8 colour indices (:func:`xpcsviewer.export.display_image.quantize_image`) and a
+histogram; the GUI thread only swaps a 256-entry colour table, for a new colour map
+or while the user drags the levels, until the re-quantized pixels arrive.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+from xpcsviewer.export.display_image import N_COLOURS, remap_table
+
+__all__ = ["WorkerImageView", "colour_table"]
+
+_BAR_STOPS = 16  # the levels bar's gradient: a 256-stop map would make 256 tick items
+
+
+def map_colours(cmap: pg.ColorMap) -> np.ndarray:
+    """The (255, 4) uint8 RGBA colours of indices 0..254."""
+    return cmap.getLookupTable(0.0, 1.0, N_COLOURS, alpha=True).astype(np.uint8)
+
+
+def colour_table(cmap: pg.ColorMap) -> np.ndarray:
+    """The 256-entry table for pixels from ``quantize_image`` shown at their own levels."""
+    return remap_table(map_colours(cmap), (0.0, 1.0), (0.0, 1.0))
+
+
+class WorkerImageView(QWidget):
+    """``plot`` showing quantized pixels, with a histogram / levels bar beside it.
+
+    Signals
+    -------
+    sigLevelsDragged(lo, hi)
+        The user finished dragging the levels on the bar.
+    """
+
+    sigLevelsDragged = Signal(float, float)
+
+    def __init__(self, plot: pg.PlotItem, parent=None) -> None:
+        super().__init__(parent)
+        self.plot = plot
+        self.graphics_view = pg.GraphicsView()
+        self.graphics_view.setCentralItem(plot)
+        self.image_item = pg.ImageItem()
+        plot.addItem(self.image_item)
+        self.bar = pg.HistogramLUTWidget(gradientPosition="right")
+        self.histogram = self.bar.item
+        grad = self.histogram.gradient
+        grad.showTicks(False)
+        grad.setAcceptedMouseButtons(Qt.MouseButton.NoButton)  # maps come from the combo
+        self.histogram.sigLevelsChanged.connect(self._on_region_moving)
+        self.histogram.sigLevelChangeFinished.connect(self._on_region_done)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.graphics_view, 1)
+        lay.addWidget(self.bar)
+        self._colours = np.zeros((N_COLOURS, 4), dtype=np.uint8)
+        self._cmap_name: str | None = None
+        self._quant_levels: tuple[float, float] | None = None
+        self._levels = (0.0, 1.0)
+        self._setting = False
+
+    # ---------------------------------------------------------------- state
+    def set_colormap(self, name: str, cmap: pg.ColorMap) -> None:
+        """Colour the pixels with ``cmap`` (no pass over the image)."""
+        if name == self._cmap_name:
+            return
+        self._cmap_name = name
+        self._colours = map_colours(cmap)
+        stops = np.linspace(0.0, 1.0, _BAR_STOPS)
+        self.histogram.gradient.setColorMap(pg.ColorMap(stops, cmap.map(stops)))
+        self._update_table()
+
+    def show_pixels(self, pixels: np.ndarray, quant_levels: tuple[float, float],
+                    histogram: tuple[np.ndarray, np.ndarray] | None = None,
+                    auto_range: bool = False) -> None:
+        """Show uint8 colour indices quantized for ``quant_levels`` (data units)."""
+        self._quant_levels = (float(quant_levels[0]), float(quant_levels[1]))
+        self.image_item.setImage(pixels, autoLevels=False, levels=None)
+        if histogram is not None:
+            x, y = histogram
+            self.histogram.plot.setData(x, y)
+            if len(x):
+                self.histogram.setHistogramRange(min(float(x[0]), self._quant_levels[0]),
+                                                 max(float(x[-1]), self._quant_levels[1]))
+        self.set_levels(*self._quant_levels)
+        if auto_range:
+            self.plot.getViewBox().autoRange()
+
+    def set_levels(self, lo: float, hi: float) -> None:
+        """Display levels in data units; until pixels quantized for them arrive the
+        colour table stands in (within one of 255 steps of the old levels)."""
+        self._levels = (float(lo), float(hi))
+        self._setting = True
+        try:
+            self.histogram.setLevels(lo, hi)
+        finally:
+            self._setting = False
+        self._update_table()
+
+    def levels(self) -> tuple[float, float]:
+        return self._levels
+
+    def pixels_current(self) -> bool:
+        """Whether the shown pixels were quantized for the levels now set."""
+        return self._quant_levels == self._levels
+
+    def clear(self) -> None:
+        self.image_item.clear()
+        self.histogram.plot.setData([], [])
+        self._quant_levels = None
+
+    # -------------------------------------------------------------- private
+    def _update_table(self) -> None:
+        if self._quant_levels is None:
+            return
+        self.image_item.setLookupTable(remap_table(self._colours, self._quant_levels,
+                                                   self._levels))
+
+    def _on_region_moving(self, *_a) -> None:
+        if self._setting:
+            return
+        self._levels = tuple(float(v) for v in self.histogram.getLevels())
+        self._update_table()
+
+    def _on_region_done(self, *_a) -> None:
+        if self._setting:
+            return
+        lo, hi = (float(v) for v in self.histogram.getLevels())
+        self._levels = (lo, hi)
+        self._update_table()
+        self.sigLevelsDragged.emit(lo, hi)
