@@ -115,7 +115,7 @@ def test_corrupt_file_reports_and_the_rest_loads(window, demo_files, tmp_path, w
     assert "not opened" in tl.item(row).toolTip()
 
 
-def test_cancel_button_cancels_running_jobs(window, wait_idle):
+def test_cancel_button_cancels_running_jobs(qtbot, window, wait_idle):
     started = threading.Event()
     cancelled_at = []
 
@@ -130,10 +130,15 @@ def test_cancel_button_cancels_running_jobs(window, wait_idle):
     wait_idle(window)
     window.context.runner.submit("test:long", long_job, description="long")
     assert started.wait(5)
-    assert window.cancel_btn.isVisible()
+    # the status bar follows on the next event-loop turn (a progress bar repaints
+    # synchronously: never inside a job's callback)
+    qtbot.waitUntil(window.cancel_btn.isVisible, timeout=2000)
+    assert window.progress.isVisible()
     window.cancel_btn.click()
     wait_idle(window, 5000)
-    assert cancelled_at and not window.cancel_btn.isVisible()
+    assert cancelled_at
+    qtbot.waitUntil(lambda: not window.cancel_btn.isVisible(), timeout=2000)
+    assert not window.progress.isVisible()
 
 
 def test_session_round_trip(qtbot, demo_files, _config_dir, wait_idle, open_demo):

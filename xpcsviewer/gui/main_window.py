@@ -147,6 +147,9 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         self._default_state = self.saveState()
         self.context.sigError.connect(self._on_error)
         self.context.sigStatus.connect(self._on_status)
+        self._progress_state: dict = {}
+        self._progress_timer = QTimer(self, singleShot=True, interval=0)
+        self._progress_timer.timeout.connect(self._apply_progress)
         self.context.runner.sigBusyChanged.connect(self._on_busy_changed)
         self.context.runner.sigProgress.connect(self._on_progress)
         self.update_tab_states()
@@ -492,20 +495,40 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         return box
 
     def _on_busy_changed(self, busy: bool) -> None:
-        self.progress.setVisible(busy)
-        self.cancel_btn.setVisible(busy)
-        if busy:
-            self.progress.setRange(0, 0)
-        else:
-            self.progress.setRange(0, 1)
-            self.progress.setValue(1)
+        self._progress_state["busy"] = busy
+        if not busy:
+            self._progress_state.pop("done", None)
+        self._schedule_progress()
 
     def _on_progress(self, key: str, done: int, total: int, message: str) -> None:
-        if total > 0:
+        self._progress_state.update(key=key, done=done, total=total, message=message)
+        self._schedule_progress()
+
+    def _schedule_progress(self) -> None:
+        # QProgressBar repaints synchronously, and with it every widget waiting for a
+        # paint (a whole plot grid): on a turn of its own it never adds to a job's
+        # callback on the GUI thread.
+        if not self._progress_timer.isActive():
+            self._progress_timer.start()
+
+    def _apply_progress(self) -> None:
+        st = self._progress_state
+        busy = st.get("busy", False)
+        self.progress.setVisible(busy)
+        self.cancel_btn.setVisible(busy)
+        if not busy:
+            self.progress.setRange(0, 1)
+            self.progress.setValue(1)
+            return
+        total = st.get("total", 0)
+        if "done" in st and total > 0:
             self.progress.setRange(0, total)
-            self.progress.setValue(min(done, total))
-        self.progress.setFormat(f"{key}: %p%")
-        self.progress.setToolTip(f"{key}: {message}")
+            self.progress.setValue(min(st["done"], total))
+        else:
+            self.progress.setRange(0, 0)
+        if "key" in st:
+            self.progress.setFormat(f"{st['key']}: %p%")
+            self.progress.setToolTip(f"{st['key']}: {st['message']}")
 
     def cancel_jobs(self) -> None:
         """Cancel every running job."""

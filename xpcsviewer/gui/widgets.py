@@ -8,7 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 
 __all__ = ["COLORMAPS", "BinSpinBox", "FileSelector", "colormap", "curve_color", "curve_pen", "labeled",
-           "log_friendly_plot_widget", "plain_axes", "side_legend"]
+           "log_friendly_plot_widget", "plain_axes", "prepare_axes", "side_legend"]
 
 COLORMAPS = ("viridis", "plasma", "magma", "inferno", "cividis", "turbo", "jet", "hot", "gray")
 
@@ -150,6 +150,26 @@ def _opaque_grid_specs(self, p):
 if not hasattr(pg.AxisItem, "_xpcs_plain_specs"):  # once per process
     pg.AxisItem._xpcs_plain_specs = pg.AxisItem.generateDrawSpecs
     pg.AxisItem.generateDrawSpecs = _opaque_grid_specs
+
+
+def prepare_axes(plot: pg.PlotItem) -> None:
+    """Make the axes' pictures now, as their paint would: measuring the tick labels
+    can resize an axis, and in a paint that re-lays the plot out and paints it twice."""
+    for name in ("left", "bottom", "right", "top"):
+        ax = plot.getAxis(name)
+        if ax is None or not ax.isVisible() or ax.picture is not None:
+            continue
+        picture = pg.QtGui.QPicture()
+        painter = pg.QtGui.QPainter(picture)
+        try:
+            if ax.style["tickFont"]:
+                painter.setFont(ax.style["tickFont"])
+            specs = ax.generateDrawSpecs(painter)
+            if specs is not None:
+                ax.drawPicture(painter, *specs)
+        finally:
+            painter.end()
+        ax.picture = picture
 
 
 def plain_axes(plot: pg.PlotItem) -> pg.PlotItem:

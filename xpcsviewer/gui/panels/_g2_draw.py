@@ -25,7 +25,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor
 
 from xpcsviewer.export import g2_data
-from xpcsviewer.gui.widgets import curve_color, curve_pen
+from xpcsviewer.gui.widgets import curve_color, curve_pen, prepare_axes
 from xpcsviewer.gui.workers import wait_for_event_job
 
 __all__ = ["FIT_PEN_STYLE", "G2DrawMixin"]
@@ -44,6 +44,7 @@ _SLICE_S = 0.025  # with one paint (~40-70 ms for a full grid) under 100 ms
 #: Legend entries per panel (more are unreadable; the rest are counted).
 MAX_LEGEND = 24
 _EMPTY = np.zeros(0)
+_TURN = object()  # yielded by a drawing step: end this slice now
 
 
 class _CurveSlot:
@@ -108,6 +109,9 @@ class _PanelView:
         p.setLabel("bottom", "\u03c4 (s)")
         p.getAxis("bottom").enableAutoSIPrefix(False)
         p.setLabel("left", "g\u2082")
+        # a fixed tick-label width: one measured at paint time re-lays the grid out and
+        # paints it a second time
+        p.getAxis("left").setWidth(46)
         p.showGrid(x=True, y=True, alpha=0.2)
         self.slots: list[_CurveSlot] = []
         self.legend: pg.LegendItem | None = None
@@ -244,10 +248,10 @@ class G2DrawMixin:
         nc = max(1, min(self.ncols.value(), len(specs)))
         self.status.setText(self._status_text(len(specs), n_all, note))
         self._draw_gen = self._grid_then_curves(specs, nc, layout, labels)
-        if self._start_slices():
-            return
         # One repaint at the end instead of one per slice (each repaints every panel).
         self.glw.setUpdatesEnabled(False)
+        if self._start_slices():
+            return
         # A placeholder job keeps the runner busy while drawing, so "wait until idle"
         # (snapshot, tests) waits for the finished picture.
         if self._draw_done is not None:
@@ -264,9 +268,30 @@ class G2DrawMixin:
         yield from self._fill_top_legend(layout, labels)
         yield
         yield from self._draw_steps(specs, layout)
+        # What the first paint would do, now: measured tick labels can resize axes, and
+        # new view transforms re-bound every item; in the paint both schedule a second
+        # full paint right after it.
+        for k, plot in enumerate(self._plots):
+            prepare_axes(plot)  # ~1-2 ms per plot
+            if k % 6 == 5:
+                yield
+        yield
+        self.glw.scene().prepareForPaint()
+        # bounds too (pyqtgraph drops them at each view change): ~0.1 ms per item
+        for v in self._views[: len(specs)]:
+            for k, slot in enumerate(v.slots):
+                if slot.key is not None:
+                    slot.points.scatter.boundingRect()
+                    if slot.left_out is not None:
+                        slot.left_out.scatter.boundingRect()
+                if k % 16 == 15:
+                    yield
+        yield _TURN  # the full repaint that follows the end of a draw: a turn of its own
 
     def _start_slices(self) -> bool:
-        """Run the first slice (all of it with a synchronous runner); True when done."""
+        """With a synchronous runner draw all now and return True; otherwise the
+        slices start on the next event-loop turn (so the paint of a newly shown
+        plot area and the first slice are two turns, not one stall)."""
         if getattr(self.context.runner, "synchronous", False):
             gen = self._draw_gen
             for _ in gen:
@@ -275,7 +300,7 @@ class G2DrawMixin:
                 self._draw_gen = None
                 self._finish_draw()
             return True
-        return self._run_slice()
+        return False
 
     def _status_text(self, n_shown: int, n_all: int, note: str) -> str:
         n_curves = sum(b.n_bins for b in self.blocks)
@@ -311,8 +336,8 @@ class G2DrawMixin:
         if gen is None:
             return True
         t_end = time.monotonic() + _SLICE_S
-        for _ in gen:
-            if time.monotonic() > t_end:
+        for step in gen:
+            if step is _TURN or time.monotonic() > t_end:
                 return False
         if gen is self._draw_gen:
             self._draw_gen = None
@@ -392,8 +417,10 @@ class G2DrawMixin:
                             symbolBrush=None)
         if self.err_check.isChecked() and t.size:
             # ErrorBarItem does not follow the plot's log mode: give it log10(t).
-            slot.error_item().setData(x=np.log10(t) if log_x else t, y=y + shift,
-                                      height=2 * e, pen=pg.mkPen(color, width=0.8))
+            err = slot.error_item()
+            err.setData(x=np.log10(t) if log_x else t, y=y + shift, height=2 * e,
+                        pen=pg.mkPen(color, width=0.8))
+            err.drawPath()  # its path, here rather than in the next paint
         elif slot.errors is not None:
             slot.errors.setData(x=_EMPTY, y=_EMPTY, height=_EMPTY)
         if b.excluded is not None and b.excluded[:, j].any():
@@ -405,6 +432,10 @@ class G2DrawMixin:
             slot.left_out.setData(_EMPTY, _EMPTY)
         slot.key = (b.file_index, int(b.columns[j]), ci, shift)
         self._show_fit(slot, b)
+        # symbol pixmaps are made at the first paint otherwise: all at once, in one paint
+        for it in (slot.points, slot.left_out):
+            if it is not None:
+                it.scatter.fragmentAtlas.pixmap  # noqa: B018 - builds the atlas now
 
     def _show_fit(self, slot: _CurveSlot, b) -> None:
         fits = self.fits
@@ -454,9 +485,9 @@ class G2DrawMixin:
                 yield
 
         self._draw_gen = steps()
+        self.glw.setUpdatesEnabled(False)
         if self._start_slices():
             return
-        self.glw.setUpdatesEnabled(False)
         if self._draw_done is not None:
             self._draw_done.set()
         self._draw_done = threading.Event()
