@@ -141,6 +141,28 @@ def test_cancel_button_cancels_running_jobs(qtbot, window, wait_idle):
     assert not window.progress.isVisible()
 
 
+def test_no_job_starts_or_lands_after_shutdown(qtbot, window, wait_idle):
+    """A job running at shutdown has its result dropped, and a timer firing after it
+    (the Detector's delayed re-partition) starts nothing: the widgets are going."""
+    release = threading.Event()
+    applied, ran = [], []
+
+    def slow(progress=None, cancel=None):
+        release.wait(5)
+        return 1
+
+    wait_idle(window)
+    runner = window.context.runner
+    runner.submit("test:slow", slow, on_result=applied.append)
+    threading.Timer(0.2, release.set).start()  # the job ends while shutdown waits
+    assert window.shutdown(5000)
+    assert applied == [] and runner.closed
+    rid = runner.submit("test:late", lambda progress=None, cancel=None: ran.append(1),
+                        on_result=applied.append)
+    qtbot.wait(50)
+    assert rid == -1 and ran == [] and applied == [] and not runner.is_busy
+
+
 def test_session_round_trip(qtbot, demo_files, _config_dir, wait_idle, open_demo):
     from xpcsviewer.gui.main_window import MainWindow
 

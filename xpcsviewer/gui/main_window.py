@@ -538,8 +538,9 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
 
     # ---------------------------------------------------------------- close
     def shutdown(self, msecs: int = 10000) -> bool:
-        """Cancel jobs and wait for the pool (GUI thread). True when all stopped."""
-        self.context.runner.cancel_all()
+        """Cancel jobs, start no new ones and wait for the pool (GUI thread; the end of
+        the window's work). True when all stopped."""
+        self.context.runner.close()
         return self.context.runner.wait_for_done(msecs)
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt override

@@ -463,6 +463,7 @@ class TaskRunner(QObject):
         self._next_id = 0
         self._latest: dict[str, int] = {}
         self._jobs: dict[int, _Job] = {}
+        self._closed = False
         _LIVE_RUNNERS.add(self)
         gui_thread_gc()  # before the first job can run in a worker
 
@@ -512,8 +513,13 @@ class TaskRunner(QObject):
         Returns
         -------
         int
-            The request id.
+            The request id; -1 once the runner is closed (nothing runs).
         """
+        if self._closed:
+            # A timer or a late result of a closed window asking for more work: its
+            # widgets are gone, so the result would have nowhere to go.
+            logger.debug("runner closed: %s not started", key)
+            return -1
         self.cancel(key)
         self._next_id += 1
         rid = self._next_id
@@ -549,6 +555,16 @@ class TaskRunner(QObject):
         for job in list(self._jobs.values()):
             job.worker.cancel()
         self._latest.clear()
+
+    def close(self) -> None:
+        """Cancel every job and start no new one (the window that owns the runner is
+        closing; results of running jobs are dropped)."""
+        self._closed = True
+        self.cancel_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def wait_for_done(self, msecs: int = 30000) -> bool:
         """Wait for the pool to finish, then deliver pending signals (GUI thread).
