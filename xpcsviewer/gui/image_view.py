@@ -51,6 +51,7 @@ class WorkerImageView(QWidget):
         plot.addItem(self.image_item)
         self.bar = pg.HistogramLUTWidget(gradientPosition="right")
         self.histogram = self.bar.item
+        self.histogram.axis.enableAutoSIPrefix(False)  # values as they are, no "(x0.001)"
         grad = self.histogram.gradient
         grad.showTicks(False)
         grad.setAcceptedMouseButtons(Qt.MouseButton.NoButton)  # maps come from the combo
@@ -76,6 +77,7 @@ class WorkerImageView(QWidget):
         self._colours = map_colours(cmap)
         stops = np.linspace(0.0, 1.0, _BAR_STOPS)
         self.histogram.gradient.setColorMap(pg.ColorMap(stops, cmap.map(stops)))
+        self.histogram.gradient.showTicks(False)  # new ticks are made visible
         self._update_table()
 
     def show_pixels(self, pixels: np.ndarray, quant_levels: tuple[float, float],

@@ -220,3 +220,24 @@ def test_qmap_click_publishes_the_dynamic_bin(qtbot, sync_context, demo_results)
     assert blocker.args == [3]
     r0, c0 = np.argwhere(roi == 0)[0]
     assert p.pick_bin(r0 + 0.5, c0 + 0.5) == 0
+
+
+def test_saxs2d_manual_levels_follow_the_scale(qtbot, sync_context, demo_results):
+    """Manual levels mean the same intensities after log <-> linear, and small linear
+    intensities keep their digits (4 significant, not 4 decimals)."""
+    from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
+    from xpcsviewer.io import read_saxs_2d
+
+    res = demo_results["A01"]
+    p = make(qtbot, sync_context, Saxs2DPanel)
+    p.set_results([res])
+    p.auto_check.setChecked(False)
+    p.vmin.setValue(-4.5)
+    p.vmax.setValue(-1.0)
+    p.scale_combo.setCurrentText("linear")
+    assert (p.vmin.value(), p.vmax.value()) == pytest.approx((10 ** -4.5, 0.1), rel=1e-6)
+    assert p.image_view.levels() == pytest.approx((10 ** -4.5, 0.1), rel=1e-6)
+    assert_pixels_for(p.image_view.image_item.image, read_saxs_2d(res.path),
+                      p.image_view.levels())
+    p.scale_combo.setCurrentText("log")
+    assert (p.vmin.value(), p.vmax.value()) == pytest.approx((-4.5, -1.0), abs=1e-9)

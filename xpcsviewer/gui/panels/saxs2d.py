@@ -11,7 +11,6 @@ from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
     QVBoxLayout,
@@ -108,8 +107,11 @@ class Saxs2DPanel(BasePanel):
         self.auto_check = QCheckBox("auto levels", checked=True)
         self.auto_check.setToolTip("Levels from the 0.5-99.5 percentiles; uncheck to set them")
         self.auto_check.toggled.connect(self._on_auto_toggled)
-        self.vmin = QDoubleSpinBox(decimals=4, minimum=-1e12, maximum=1e12, enabled=False)
-        self.vmax = QDoubleSpinBox(decimals=4, minimum=-1e12, maximum=1e12, enabled=False)
+        # 4 significant digits, not 4 decimals: linear intensities are often ~1e-5
+        self.vmin = pg.SpinBox(value=0.0, decimals=4, dec=True, step=0.1, compactHeight=False)
+        self.vmax = pg.SpinBox(value=1.0, decimals=4, dec=True, step=0.1, compactHeight=False)
+        for spin in (self.vmin, self.vmax):
+            spin.setEnabled(False)
         self.vmin.setToolTip("Lower level (log10 units on a log scale)")
         self.vmax.setToolTip("Upper level")
         self.vmin.valueChanged.connect(lambda _v: self._apply_levels())
@@ -164,12 +166,28 @@ class Saxs2DPanel(BasePanel):
         self.refresh()
 
     def _on_scale_changed(self) -> None:
+        if not self.auto_check.isChecked():
+            self._convert_manual_levels(self.scale_combo.currentText())
         if self.data is None:
             self.refresh()
             return
         self.submit("image", rescale_saxs2d, self.data["raw"], self.scale_combo.currentText(),
                     self._manual_levels(), on_result=self._on_rescaled,
                     description="SAXS-2D scale")
+
+    def _convert_manual_levels(self, scale: str) -> None:
+        """Keep the user's levels meaning the same intensities on the new scale."""
+        lo, hi = self.vmin.value(), self.vmax.value()
+        if scale == "linear":
+            lo, hi = 10.0 ** lo, 10.0 ** hi
+        elif hi > 0:
+            lo = math.log10(lo) if lo > 0 else math.log10(hi) - 3.0
+            hi = math.log10(hi)
+        else:
+            return
+        with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
+            self.vmin.setValue(lo)
+            self.vmax.setValue(hi)
 
     def _manual_levels(self) -> tuple[float, float] | None:
         if self.auto_check.isChecked():
