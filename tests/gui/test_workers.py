@@ -119,6 +119,28 @@ def test_progress_is_throttled(qtbot):
     assert seen == sorted(seen)
 
 
+def test_phase_start_gets_through_the_throttle(qtbot):
+    """A phase that starts right after another report ("compiling the sampler", then
+    seconds of silence) must reach the status bar, not be throttled away."""
+    r = TaskRunner()
+    seen = []
+    r.sigProgress.connect(lambda key, d, t, m: seen.append(m))
+    gate = threading.Event()
+
+    def phases(progress=None, cancel=None):
+        progress(0, 1, "preparing")
+        progress(0, 1, "compiling the sampler (first run only)")
+        gate.wait(5)  # the compile
+        progress(1, 1, "done")
+
+    r.submit("k", phases, description="nuts")
+    try:
+        qtbot.waitUntil(lambda: any("compiling" in m for m in seen), timeout=3000)
+    finally:
+        gate.set()
+        assert r.wait_until_idle(5000)
+
+
 def test_worker_emits_exactly_one_outcome_then_finished(qapp):
     for fn, expect in ((double, "result"), (fail, "error")):
         w = ComputeWorker(fn, 1) if fn is double else ComputeWorker(fn)

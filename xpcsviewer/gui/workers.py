@@ -225,7 +225,9 @@ class ComputeWorker(QRunnable):
     def _progress(self, done: int, total: int, message: str = "") -> None:
         now = time.monotonic()
         with self._progress_lock:
-            if done < total and now - self._last_progress < PROGRESS_INTERVAL_S:
+            # the start of a phase (done == 0: "compiling the sampler (first run
+            # only)", then seconds of silence) always gets through
+            if 0 < done < total and now - self._last_progress < PROGRESS_INTERVAL_S:
                 return
             self._last_progress = now
         try:
