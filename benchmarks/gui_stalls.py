@@ -24,6 +24,7 @@ Actions (goal: every stall < 100 ms on 2 cores):
   first NUTS program compiles.
 * ``detector_tab_3mpx`` / ``detector_partition_3mpx`` / ``detector_polygon_3mpx``: the
   Detector tab on the 1676 x 2100 file, a q x phi partition, and a polygon mask applied.
+* ``qmap_tab_3mpx``: the Q-Map tab on the 1676 x 2100 file, then each of its maps.
 """
 
 from __future__ import annotations
@@ -256,6 +257,14 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
         t1 = time.monotonic()
         report("detector_polygon_3mpx", d.beat.max_gap(t0, t1), t1 - t0,
                f"{det.history().n_masked:,} px masked, re-partitioned")
+    if want("qmap_tab_3mpx"):
+        d.open(inputs["rigaku"], None)
+        gap, wall = d.measure(lambda: win.select_tab("qmap"))
+        qm = win.panels["qmap"]
+        for target in ("scattering", "static", "dynamic"):
+            gap2, wall2 = d.measure(lambda t=target: qm.target_combo.setCurrentText(t))
+            gap, wall = max(gap, gap2), wall + wall2
+        report("qmap_tab_3mpx", gap, wall, "show, then scattering / static / dynamic")
     d.beat.stop()
     win.close()
     return out

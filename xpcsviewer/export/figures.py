@@ -69,7 +69,7 @@ from xpcsviewer.export._fig_saxs import (
 )
 from xpcsviewer.export._fig_twotime import _fig_twotime
 
-__all__ = ["AVERAGE_STATISTICS", "FIGURE_KINDS", "make_figure", "new_figure"]
+__all__ = ["AVERAGE_STATISTICS", "FIGURE_KINDS", "make_figure", "new_figure", "preload_plotting"]
 
 FIGURE_KINDS: dict[str, Callable[..., Any]] = {
     "saxs2d": _fig_saxs2d,
@@ -84,6 +84,17 @@ FIGURE_KINDS: dict[str, Callable[..., Any]] = {
     "g2map": _fig_g2map,
     "average": _fig_average,
 }
+
+
+def preload_plotting(progress=None, cancel=None) -> None:
+    """Worker job at GUI start-up: import matplotlib (colour maps, the Agg canvas) so
+    neither a colour map nor the first figure export imports it on the GUI thread
+    (~0.5 s)."""
+    import matplotlib
+    import matplotlib.figure  # noqa: F401
+    from matplotlib.backends import backend_agg  # noqa: F401
+
+    matplotlib.colormaps["viridis"]  # noqa: B018 - the registry loads lazily
 
 
 def make_figure(kind: str, results: list, **options: Any) -> Any:

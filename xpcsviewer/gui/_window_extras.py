@@ -34,8 +34,11 @@ class WindowExtrasMixin:
 
     # -------------------------------------------------------------- backend
     def _start_warmup(self) -> None:
+        from xpcsviewer.export.figures import preload_plotting
         from xpcsviewer.fitting.warmup import precompile
 
+        self.context.runner.submit("warmup:plotting", preload_plotting,
+                                   description="loading matplotlib")
         self.context.runner.submit(
             "warmup", precompile, on_result=self._on_warmup,
             on_error=lambda info: self._describe_backend(),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
@@ -32,17 +34,30 @@ def curve_color(i: int):
     return pg.mkColor(_COLOURS[i % len(_COLOURS)])
 
 
+@functools.lru_cache(maxsize=32)
 def colormap(name: str) -> pg.ColorMap:
-    """A pyqtgraph colour map by name (matplotlib names; 'jet'/'hot'/'gray' too)."""
+    """A pyqtgraph colour map by name (matplotlib names; 'jet'/'hot'/'gray' too).
+
+    Maps pyqtgraph does not ship come from ``matplotlib.colormaps``, never through
+    pyqtgraph's matplotlib source, which imports pyplot (~0.5 s on the GUI thread;
+    the start-up warm-up imports matplotlib in a worker). Cached: maps are not mutated.
+    """
     if name == "gray":
         return pg.ColorMap([0.0, 1.0], [(0, 0, 0), (255, 255, 255)])
-    for src in (None, "matplotlib"):
-        try:
-            cm = pg.colormap.get(name, source=src) if src else pg.colormap.get(name)
-            if cm is not None:
-                return cm
-        except Exception:
-            continue
+    try:
+        cm = pg.colormap.get(name)
+    except Exception:
+        cm = None
+    if cm is not None:
+        return cm
+    try:
+        import matplotlib
+
+        mcm = matplotlib.colormaps[name]
+        pos = np.linspace(0.0, 1.0, 256)
+        return pg.ColorMap(pos, np.round(mcm(pos) * 255).astype(np.uint8))
+    except Exception:
+        pass
     if name == "jet":
         return pg.ColorMap([0, 0.125, 0.375, 0.625, 0.875, 1.0],
                            [(0, 0, 128), (0, 0, 255), (0, 255, 255), (255, 255, 0),

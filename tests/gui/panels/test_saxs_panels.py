@@ -172,17 +172,25 @@ def test_qmap_roi_maps_and_hover_labels(qtbot, sync_context, demo_results):
     res = demo_results["B01"]
     p = make(qtbot, sync_context, QMapPanel)
     p.set_results([res])
-    img = p.image_view.getImageItem().image
+    img = p.data["image"]
     roi = res.qmap.dynamic_roi_map
     np.testing.assert_array_equal(np.isnan(img), roi == 0)
     np.testing.assert_array_equal(img[roi > 0], roi[roi > 0])
+    # shown as colour indices made in the worker; excluded pixels transparent
+    pixels = p.image_view.image_item.image
+    assert pixels.dtype == np.uint8
+    np.testing.assert_array_equal(pixels == 255, roi == 0)
+    assert_pixels_for(pixels[roi > 0], roi[roi > 0], p.image_view.levels())
+    # a drag on the levels bar: exact pixels for the new levels
+    p.image_view.histogram.region.setRegion((2.5, 6.5))
+    assert p.image_view.pixels_current()
+    assert_pixels_for(p.image_view.image_item.image[roi > 0], roi[roi > 0], (2.5, 6.5))
     r, c = np.argwhere(roi > 0)[0]
     v = int(roi[r, c])
     text = p.label_at(r + 0.5, c + 0.5)
     assert f"dynamic bin {v}: q={res.qmap.dynamic_q[v - 1]:.5f}" in text
     p.target_combo.setCurrentText("static")
-    np.testing.assert_array_equal(p.image_view.getImageItem().image[roi > 0],
-                                  res.qmap.static_roi_map[roi > 0])
+    np.testing.assert_array_equal(p.data["image"][roi > 0], res.qmap.static_roi_map[roi > 0])
     p.target_combo.setCurrentText("scattering")
     assert "I=" in p.label_at(r + 0.5, c + 0.5)
 

@@ -6,8 +6,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout
 
+from xpcsviewer.export.display_image import image_histogram, quantize_image
 from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
+from xpcsviewer.gui.image_view import WorkerImageView
 from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.panels.saxs2d import quantize_saxs2d
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
 
 __all__ = ["QMapPanel", "prepare_qmap_image"]
@@ -17,9 +20,10 @@ TARGETS = ("dynamic", "static", "scattering")
 
 def prepare_qmap_image(target: str, qmap, path: str, reader=None, progress=None,
                        cancel=None) -> dict:
-    """Worker job: the image to show for ``target`` and its levels.
+    """Worker job: the image to show for ``target``, its levels, histogram and display
+    pixels (uint8 colour indices, see :func:`quantize_image`).
 
-    ``dynamic``/``static``: the ROI map (0 = excluded shown as NaN);
+    ``dynamic``/``static``: the ROI map (0 = excluded shown as NaN, transparent);
     ``scattering``: log10 of the 2-D image (read from the file).
     """
     if target == "scattering":
@@ -27,11 +31,15 @@ def prepare_qmap_image(target: str, qmap, path: str, reader=None, progress=None,
             from xpcsviewer.io import read_saxs_2d as reader
         raw = np.asarray(reader(path), dtype=np.float64)
         img = log_image(raw)
-        return {"target": target, "image": img, "raw": raw, "levels": auto_levels(img, 2, 98)}
-    roi = np.asarray(qmap.dynamic_roi_map if target == "dynamic" else qmap.static_roi_map)
-    img = np.where(roi > 0, roi.astype(np.float64), np.nan)
-    n = int(roi.max()) if roi.size else 0
-    return {"target": target, "image": img, "raw": None, "levels": (0.5, max(1.0, n + 0.5))}
+        levels = auto_levels(img, 2, 98)
+    else:
+        raw = None
+        roi = np.asarray(qmap.dynamic_roi_map if target == "dynamic" else qmap.static_roi_map)
+        img = np.where(roi > 0, roi.astype(np.float64), np.nan)
+        n = int(roi.max()) if roi.size else 0
+        levels = (0.5, max(1.0, n + 0.5))
+    return {"target": target, "image": img, "raw": raw, "levels": levels,
+            "pixels": quantize_image(img, *levels), "histogram": image_histogram(img)}
 
 
 class QMapPanel(BasePanel):
@@ -63,9 +71,8 @@ class QMapPanel(BasePanel):
         self.plot = pg.PlotItem()
         self.plot.setLabel("bottom", "column (pixel)")
         self.plot.setLabel("left", "row (pixel)")
-        self.image_view = pg.ImageView(view=self.plot)
-        self.image_view.ui.roiBtn.hide()
-        self.image_view.ui.menuBtn.hide()
+        self.image_view = WorkerImageView(self.plot)
+        self.image_view.sigLevelsDragged.connect(self._on_levels_dragged)
         self.plot.invertY(True)
         self.plot.setAspectLocked(True)
         lay.addWidget(self.image_view, 1)
@@ -90,16 +97,32 @@ class QMapPanel(BasePanel):
     def _on_image(self, data: dict) -> None:
         same = self.data is not None and self.data["image"].shape == data["image"].shape
         self.data = data
-        self.image_view.setImage(data["image"], autoRange=not same, autoLevels=False)
-        self.image_view.setLevels(*data["levels"])
         self._apply_cmap()
+        self.image_view.show_pixels(data["pixels"], data["levels"], data["histogram"],
+                                    auto_range=not same)
         label = {"dynamic": "dynamic bin", "static": "static bin",
                  "scattering": "log\u2081\u2080 I"}[data["target"]]
-        self.image_view.getHistogramWidget().item.axis.setLabel(label)
+        self.image_view.histogram.axis.setLabel(label)
         self.sigUpdated.emit()
 
+    def _on_levels_dragged(self, lo: float, hi: float) -> None:
+        # the colour table stands in at once; exact pixels for the new levels follow
+        if self.data is None:
+            return
+        img = self.data["image"]
+        self.submit("levels", quantize_saxs2d, img, (lo, hi),
+                    on_result=lambda out: self._on_pixels(out, img),
+                    description="Q-Map levels")
+
+    def _on_pixels(self, out: dict, img: np.ndarray) -> None:
+        if (self.data is None or self.data["image"] is not img
+                or self.image_view.levels() != out["pixel_levels"]):
+            return
+        self.image_view.show_pixels(out["pixels"], out["pixel_levels"])
+
     def _apply_cmap(self) -> None:
-        self.image_view.setColorMap(colormap(self.cmap_combo.currentText()))
+        name = self.cmap_combo.currentText()
+        self.image_view.set_colormap(name, colormap(name))
 
     def label_at(self, row: float, col: float) -> str:
         """Hover text: bins with their q and phi, plus the pixel's own q and phi."""
