@@ -455,6 +455,9 @@ class G2DrawMixin:
         pen = (pg.mkPen(150, 150, 150, width=width, style=pen_style) if grey
                else curve_pen(ci, width, style=pen_style))
         slot.fit.setData(grid, yc, pen=pen)
+        # its path and bounds now, not in the paint that follows the draw
+        slot.fit.curve.getPath()
+        slot.fit.curve.boundingRect()
         band = None
         if self.show_band.isChecked() and str(fits.status[row]) != "no_decay":
             band = fits.band([row], grid)
@@ -483,6 +486,7 @@ class G2DrawMixin:
                     if m % 8 == 7:
                         yield
                 yield
+            yield _TURN  # the repaint after the fits: a turn of its own
 
         self._draw_gen = steps()
         self.glw.setUpdatesEnabled(False)
