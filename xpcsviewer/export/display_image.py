@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["N_COLOURS", "NO_VALUE", "image_histogram", "quantize_image", "remap_table"]
+__all__ = ["N_COLOURS", "NO_VALUE", "image_histogram", "quantize_image", "quantize_job",
+           "remap_table"]
 
 N_COLOURS = 255  # indices 0..254 carry values; the last index marks non-finite pixels
 NO_VALUE = 255
@@ -40,6 +41,12 @@ def quantize_image(img: np.ndarray, lo: float, hi: float) -> np.ndarray:
     out = scaled.astype(np.uint8)  # truncation = floor on the clipped, non-negative values
     out[~finite] = NO_VALUE
     return out
+
+
+def quantize_job(img: np.ndarray, levels, progress=None, cancel=None) -> dict:
+    """Worker job: ``{"pixels": quantize_image(img, *levels), "pixel_levels": levels}``."""
+    lo, hi = float(levels[0]), float(levels[1])
+    return {"pixels": quantize_image(img, lo, hi), "pixel_levels": (lo, hi)}
 
 
 def remap_table(colours: np.ndarray, quant_levels: tuple[float, float],

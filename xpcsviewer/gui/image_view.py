@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-from xpcsviewer.export.display_image import N_COLOURS, remap_table
+from xpcsviewer.export.display_image import N_COLOURS, quantize_job, remap_table
 
 __all__ = ["WorkerImageView", "colour_table"]
 
@@ -65,6 +65,7 @@ class WorkerImageView(QWidget):
         self._colours = np.zeros((N_COLOURS, 4), dtype=np.uint8)
         self._cmap_name: str | None = None
         self._quant_levels: tuple[float, float] | None = None
+        self._source: np.ndarray | None = None  # the values the pixels were made from
         self._levels = (0.0, 1.0)
         self._setting = False
 
@@ -82,8 +83,11 @@ class WorkerImageView(QWidget):
 
     def show_pixels(self, pixels: np.ndarray, quant_levels: tuple[float, float],
                     histogram: tuple[np.ndarray, np.ndarray] | None = None,
-                    auto_range: bool = False) -> None:
-        """Show uint8 colour indices quantized for ``quant_levels`` (data units)."""
+                    auto_range: bool = False, source: np.ndarray | None = None) -> None:
+        """Show uint8 colour indices quantized for ``quant_levels`` (data units) from
+        the values ``source`` (kept for :meth:`requantize`; None keeps the current)."""
+        if source is not None:
+            self._source = source
         self._quant_levels = (float(quant_levels[0]), float(quant_levels[1]))
         self.image_item.setImage(pixels, autoLevels=False, levels=None)
         if histogram is not None:
@@ -114,10 +118,25 @@ class WorkerImageView(QWidget):
         """Whether the shown pixels were quantized for the levels now set."""
         return self._quant_levels == self._levels
 
+    def requantize(self, submit, description: str) -> None:
+        """Have a worker make exact pixels for the levels now set (the colour table
+        stands in until then); ``submit`` is the panel's job submit."""
+        if self._source is None or self.pixels_current():
+            return
+        img, levels = self._source, self._levels
+        submit("levels", quantize_job, img, levels,
+               on_result=lambda out: self._on_requantized(out, img),
+               description=description)
+
+    def _on_requantized(self, out: dict, img: np.ndarray) -> None:
+        if img is not self._source or out["pixel_levels"] != self._levels:
+            return  # another image or other levels since: a newer job is on its way
+        self.show_pixels(out["pixels"], out["pixel_levels"])
+
     def clear(self) -> None:
         self.image_item.clear()
         self.histogram.plot.setData([], [])
-        self._quant_levels = None
+        self._quant_levels = self._source = None
 
     # -------------------------------------------------------------- private
     def _update_table(self) -> None:

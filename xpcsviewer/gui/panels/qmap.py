@@ -10,7 +10,6 @@ from xpcsviewer.export.display_image import image_histogram, quantize_image
 from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
 from xpcsviewer.gui.image_view import WorkerImageView
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.panels.saxs2d import quantize_saxs2d
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
 
 __all__ = ["QMapPanel", "prepare_qmap_image"]
@@ -72,7 +71,9 @@ class QMapPanel(BasePanel):
         self.plot.setLabel("bottom", "column (pixel)")
         self.plot.setLabel("left", "row (pixel)")
         self.image_view = WorkerImageView(self.plot)
-        self.image_view.sigLevelsDragged.connect(self._on_levels_dragged)
+        # a drag: the colour table stands in at once, exact pixels follow from a worker
+        self.image_view.sigLevelsDragged.connect(
+            lambda _lo, _hi: self.image_view.requantize(self.submit, "Q-Map levels"))
         self.plot.invertY(True)
         self.plot.setAspectLocked(True)
         lay.addWidget(self.image_view, 1)
@@ -99,26 +100,11 @@ class QMapPanel(BasePanel):
         self.data = data
         self._apply_cmap()
         self.image_view.show_pixels(data["pixels"], data["levels"], data["histogram"],
-                                    auto_range=not same)
+                                    auto_range=not same, source=data["image"])
         label = {"dynamic": "dynamic bin", "static": "static bin",
                  "scattering": "log\u2081\u2080 I"}[data["target"]]
         self.image_view.histogram.axis.setLabel(label)
         self.sigUpdated.emit()
-
-    def _on_levels_dragged(self, lo: float, hi: float) -> None:
-        # the colour table stands in at once; exact pixels for the new levels follow
-        if self.data is None:
-            return
-        img = self.data["image"]
-        self.submit("levels", quantize_saxs2d, img, (lo, hi),
-                    on_result=lambda out: self._on_pixels(out, img),
-                    description="Q-Map levels")
-
-    def _on_pixels(self, out: dict, img: np.ndarray) -> None:
-        if (self.data is None or self.data["image"] is not img
-                or self.image_view.levels() != out["pixel_levels"]):
-            return
-        self.image_view.show_pixels(out["pixels"], out["pixel_levels"])
 
     def _apply_cmap(self) -> None:
         name = self.cmap_combo.currentText()

@@ -16,14 +16,14 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.export.display_image import image_histogram, quantize_image
+from xpcsviewer.export.display_image import image_histogram, quantize_job
 from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
 from xpcsviewer.gui.image_view import WorkerImageView
 from xpcsviewer.gui.panels._sector_rois import SectorRoiTools
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
 
-__all__ = ["Saxs2DPanel", "prepare_saxs2d", "quantize_saxs2d", "rescale_saxs2d"]
+__all__ = ["Saxs2DPanel", "prepare_saxs2d", "rescale_saxs2d"]
 
 
 def prepare_saxs2d(path: str, scale: str = "log", levels=None, reader=None, progress=None,
@@ -60,13 +60,13 @@ def rescale_saxs2d(raw: np.ndarray, scale: str, levels=None, progress=None,
     dict
         ``image`` (H, W) float32 values shown (log10 or linear), ``levels`` their auto
         levels, ``scale``, and ``pixels`` / ``pixel_levels`` / ``histogram`` (see
-        :func:`quantize_saxs2d`).
+        :func:`~xpcsviewer.export.display_image.quantize_job`).
     """
     img = np.asarray(log_image(raw) if scale == "log" else raw, dtype=np.float32)
     auto = image_levels(raw, img)
     out = {"image": img, "levels": auto, "scale": scale,
            "histogram": image_histogram(img)}
-    out.update(quantize_saxs2d(img, auto if levels is None else levels))
+    out.update(quantize_job(img, auto if levels is None else levels))
     return out
 
 
@@ -74,12 +74,6 @@ def image_levels(raw: np.ndarray, img: np.ndarray) -> tuple[float, float]:
     """Auto levels from the pixels that saw photons (masked and empty pixels would
     otherwise pull the lower level down to the floor)."""
     return auto_levels(img, 1.0, 99.9, mask=np.isfinite(raw) & (raw > 0))
-
-
-def quantize_saxs2d(img: np.ndarray, levels, progress=None, cancel=None) -> dict:
-    """Worker job: uint8 colour indices of ``img`` for ``levels``."""
-    lo, hi = float(levels[0]), float(levels[1])
-    return {"pixels": quantize_image(img, lo, hi), "pixel_levels": (lo, hi)}
 
 
 class Saxs2DPanel(BasePanel):
@@ -222,7 +216,7 @@ class Saxs2DPanel(BasePanel):
         keep_view = self._last_shape == img.shape
         self._apply_cmap(self.cmap_combo.currentText())
         self.image_view.show_pixels(data["pixels"], data["pixel_levels"], data["histogram"],
-                                    auto_range=not keep_view)
+                                    auto_range=not keep_view, source=img)
         self._last_shape = img.shape
         if self.auto_check.isChecked():
             lo, hi = data["levels"]
@@ -246,21 +240,8 @@ class Saxs2DPanel(BasePanel):
         worker."""
         if self.data is None:
             return
-        lo, hi = self._levels_now()
-        self.image_view.set_levels(lo, hi)
-        if tuple(self.data["pixel_levels"]) == (lo, hi):
-            return
-        img = self.data["image"]
-        self.submit("levels", quantize_saxs2d, img, (lo, hi),
-                    on_result=lambda out: self._on_pixels(out, img),
-                    description="SAXS-2D levels")
-
-    def _on_pixels(self, out: dict, img: np.ndarray) -> None:
-        if (self.data is None or self.data["image"] is not img
-                or self.image_view.levels() != out["pixel_levels"]):
-            return  # another image or other levels since: a newer job is on its way
-        self.data = dict(self.data, **out)
-        self.image_view.show_pixels(out["pixels"], out["pixel_levels"])
+        self.image_view.set_levels(*self._levels_now())
+        self.image_view.requantize(self.submit, "SAXS-2D levels")
 
     def _apply_cmap(self, name: str) -> None:
         self.image_view.set_colormap(name, colormap(name))
