@@ -42,3 +42,60 @@ def test_panel_zoom_follows_region(qtbot, sync_context, demo_results):
     xs, ys = panel._zoom_items[0].getData()
     np.testing.assert_array_equal(xs, c.x[9:42])
     np.testing.assert_array_equal(ys, c.y[9:42])
+
+
+def test_async_draw_is_one_paint_of_the_whole_picture(window, demo_files, open_demo, wait_idle,
+                                                      qapp):
+    """Drawn in slices with the view's updates off, then painted once: no paint of a
+    half-drawn picture, and the view never left frozen (also when a newer update
+    takes over in the middle of a draw)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    from xpcsviewer.gui.panels.intensity import SCREEN_BINS
+
+    open_demo(window, demo_files, names=["A01", "A02", "D01"])
+    panel = window.panels["intensity"]
+    paints = []
+
+    class Count(QObject):
+        def eventFilter(self, obj, ev):  # noqa: N802 - Qt override
+            if ev.type() == QEvent.Type.Paint:
+                full = [it.xData is not None and it.xData.size > 0
+                        for it in (panel._full_items + panel._zoom_items) if it.isVisible()]
+                paints.append((panel.data is not None, all(full) and bool(full)))
+            return False
+
+    counter = Count()
+    panel.glw.viewport().installEventFilter(counter)
+    window.select_tab("intensity")
+    wait_idle(window, 60000)
+    for _ in range(20):
+        qapp.processEvents()
+    assert panel.glw.updatesEnabled()
+    with_data = [p for p in paints if p[0]]
+    # every paint after the data came shows the whole picture (traces and zoom)
+    assert with_data and all(complete for _, complete in with_data)
+    n = len(panel.data["traces"])
+    assert n == 3
+    for item, c in zip(panel._full_items, panel.data["traces"], strict=False):
+        xs, _ys = item.getData()
+        assert 0 < xs.size <= max(c.x.size, 2 * SCREEN_BINS)
+    # two updates in a row: the second wins, the view is live again
+    paints.clear()
+    panel.window.setValue(3)
+    panel.refresh()
+    panel.window.setValue(7)
+    panel.refresh()
+    wait_idle(window, 60000)
+    for _ in range(20):
+        qapp.processEvents()
+    assert panel.glw.updatesEnabled() and panel._draw_gen is None
+    assert panel.get_settings()["window"] == 7
+    np.testing.assert_allclose(panel.data["traces"][0].y[:50],
+                               _moving(panel.results[0].intensity_vs_time[1], 7)[:50])
+
+
+def _moving(y, w):
+    from xpcsviewer.export.saxs_data import moving_average
+
+    return moving_average(np.asarray(y, dtype=float), w)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pyqtgraph as pg
@@ -12,7 +13,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBo
 from xpcsviewer.export.decimate import envelope
 from xpcsviewer.export.saxs_data import intensity_fft, intensity_traces, sample_interval
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import curve_pen, plain_axes, side_legend
+from xpcsviewer.gui.widgets import curve_pen, plain_axes, prepare_axes, side_legend
 from xpcsviewer.gui.workers import wait_for_event_job
 
 __all__ = ["IntensityPanel", "prepare_intensity", "zoom_view"]
@@ -22,6 +23,9 @@ __all__ = ["IntensityPanel", "prepare_intensity", "zoom_view"]
 SCREEN_BINS = 800
 #: Runs per curve in the zoom plot (the data itself when the region holds fewer points).
 ZOOM_BINS = 500
+#: GUI-thread time per drawing slice (with the one paint at the end, under 100 ms)
+_SLICE_S = 0.025
+_TURN = object()  # yielded by a drawing step: end this slice now
 _EMPTY = np.zeros(0)
 
 
@@ -70,8 +74,9 @@ class IntensityPanel(BasePanel):
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
         self.data = None
-        self._stage = 0  # the latest update; staged paints of older ones are dropped
+        self._stage = 0  # the latest update; the draw of an older one is dropped
         self._staged: threading.Event | None = None
+        self._draw_gen = None
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         self.window = QSpinBox(minimum=1, maximum=9999, value=1,
@@ -126,34 +131,102 @@ class IntensityPanel(BasePanel):
     def refresh(self) -> None:
         if not self.results:
             return
-        # the curve items are made now, while the worker reads (one paint less to wait for)
-        n = len(self.shown_results())
-        for items, plot in ((self._full_items, self.p_full), (self._fft_items, self.p_fft),
-                            (self._zoom_items, self.p_zoom)):
-            while len(items) < n:
-                items.append(self._new_item(plot))
         self.submit("traces", prepare_intensity, self.shown_results(), self.window.value(),
                     self.xaxis.currentIndex() == 0, self.sampling.value(),
                     on_result=self._on_data, description="Intensity-Time")
 
     def _on_data(self, data: dict) -> None:
-        # The three plots are filled in three turns of the event loop, so that each
-        # paint covers one plot (a paint of all three at once stalled the window ~0.2 s).
-        self._show_data(data)
+        # Drawn in slices with the view's updates off, then painted once on a turn of
+        # its own. Painting each stage, with the work pyqtgraph defers to a paint
+        # (relayout after resized axes, auto ranges, tick labels, curve paths), chained
+        # two or three full paints into one stall of 60-110 ms.
         self._stage += 1
-        stage = self._stage
+        steps = self._draw_steps(data, self._stage)
         if getattr(self.context.runner, "synchronous", False):
-            self._show_spectra(data, stage, then=False)
-            self._show_zoom(data, stage)
+            for _ in steps:
+                pass
             return
         if self._staged is not None:
             self._staged.set()
-        # a placeholder job keeps the runner busy until the last stage is drawn, so
+        # a placeholder job keeps the runner busy until the picture is drawn, so
         # "wait until idle" (snapshot, tests) waits for the whole picture
         self._staged = threading.Event()
         self.submit("draw", wait_for_event_job, self._staged,
                     description="Intensity-Time: drawing")
-        QTimer.singleShot(5, lambda: self._show_spectra(data, stage))
+        self._draw_gen = steps
+        self.glw.setUpdatesEnabled(False)
+        QTimer.singleShot(5, self._draw_step)
+
+    def _draw_step(self) -> None:
+        gen = self._draw_gen
+        if gen is None:
+            return
+        t_end = time.monotonic() + _SLICE_S
+        try:
+            for step in gen:
+                if gen is not self._draw_gen:
+                    return  # a newer update took over
+                if step is _TURN or time.monotonic() > t_end:
+                    QTimer.singleShot(5, self._draw_step)
+                    return
+        except Exception:
+            self._end_draw()  # never leave the view frozen
+            raise
+        if gen is self._draw_gen:
+            self._draw_gen = None
+
+    def _end_draw(self) -> None:
+        self._draw_gen = None
+        self.glw.setUpdatesEnabled(True)
+        if self._staged is not None:
+            self._staged.set()
+
+    def _draw_steps(self, data: dict, stage: int):
+        """Generator: the picture of ``data``, in steps of a few ms each."""
+        n = len(data["traces"])
+        for items, plot in ((self._full_items, self.p_full), (self._fft_items, self.p_fft),
+                            (self._zoom_items, self.p_zoom)):
+            while len(items) < n:  # new curve items: ~1 ms each
+                items.append(self._new_item(plot))
+                if len(items) % 8 == 0:
+                    yield
+        self._show_data(data)
+        yield
+        self._show_spectra(data)
+        yield
+        self._show_zoom()
+        yield
+        scene = self.glw.scene()
+        plots = (self.p_full, self.p_fft, self.p_zoom)
+        # What the paint would do, now: auto ranges and view transforms; tick labels
+        # measured (they may resize an axis), so the layout settles before the paint.
+        for _ in range(3):
+            scene.prepareForPaint()
+            for p in plots:
+                prepare_axes(p)
+            if not self._activate_layouts():
+                break
+            yield
+        yield
+        for items in (self._full_items, self._fft_items, self._zoom_items):
+            for item in items:
+                if item.isVisible():
+                    item.curve.getPath()
+                    item.boundingRect()
+            yield
+        yield _TURN  # the paint of the whole picture: a turn of its own
+        if stage != self._stage:
+            return
+        self._end_draw()
+        self.sigUpdated.emit()
+
+    def _activate_layouts(self) -> bool:
+        """Lay out now what a size change has invalidated; True when a size changed."""
+        before = [p.vb.size() for p in (self.p_full, self.p_fft, self.p_zoom)]
+        self.glw.ci.layout.activate()
+        for p in (self.p_full, self.p_fft, self.p_zoom):
+            p.layout.activate()
+        return before != [p.vb.size() for p in (self.p_full, self.p_fft, self.p_zoom)]
 
     def _show_data(self, data: dict) -> None:
         if self.shown_note():
@@ -182,7 +255,7 @@ class IntensityPanel(BasePanel):
             pen = curve_pen(c.index, 1.0)
             full[k].setData(xe, ye, pen=pen)
             zoom[k].setPen(pen)  # its data: _fill_zoom, for the region
-            fft[k].setPen(pen)  # its data: _show_spectra, a turn later
+            fft[k].setPen(pen)  # its data: _show_spectra, the next step
             if c.x.size:
                 lo, hi = min(lo, float(c.x[0])), max(hi, float(c.x[-1]))
             if ye.size and np.isfinite(ye).any():
@@ -196,7 +269,7 @@ class IntensityPanel(BasePanel):
             self.p_full.addItem(self.region)
         if np.isfinite(lo) and hi > lo:
             reg = self.region.getRegion()
-            self._syncing = True  # the zoom plot follows in its own stage
+            self._syncing = True  # the zoom plot follows in its own step
             try:
                 if first or not (lo <= reg[0] < reg[1] <= hi):
                     # Start at the golden-ratio point, 5 % wide, as users know it.
@@ -206,9 +279,7 @@ class IntensityPanel(BasePanel):
             finally:
                 self._syncing = False
 
-    def _show_spectra(self, data: dict, stage: int, then: bool = True) -> None:
-        if stage != self._stage or self.data is not data:
-            return  # a newer update came meanwhile
+    def _show_spectra(self, data: dict) -> None:
         self.p_fft.setLabel("bottom", "frequency (Hz)" if data["time_axis"]
                             else "frequency (1/frame)")
         for item, (fe, me) in zip(self._fft_items, data["fft_envelopes"], strict=False):
@@ -216,16 +287,9 @@ class IntensityPanel(BasePanel):
                 item.setData(fe, me)
             else:
                 item.setData(_EMPTY, _EMPTY)
-        if then:
-            QTimer.singleShot(5, lambda: self._show_zoom(data, stage))
 
-    def _show_zoom(self, data: dict, stage: int) -> None:
-        if stage != self._stage or self.data is not data:
-            return
+    def _show_zoom(self) -> None:
         self._on_region_changed()
-        if self._staged is not None:
-            self._staged.set()
-        self.sigUpdated.emit()
 
     def _on_region_changed(self) -> None:
         if self._syncing:
@@ -272,6 +336,8 @@ class IntensityPanel(BasePanel):
         return items[:n]
 
     def clear_plots(self) -> None:
+        self._stage += 1
+        self._end_draw()
         self.data = None
         for items in (self._full_items, self._fft_items, self._zoom_items):
             for item in items:
