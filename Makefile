@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEMO   ?= demo_data
 
-.PHONY: demo test test-fast install bench bench-refs gallery lint clean
+.PHONY: demo test test-fast install bench bench-refs gallery clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is needed"'
