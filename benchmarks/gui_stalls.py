@@ -25,6 +25,9 @@ Actions (goal: every stall < 100 ms on 2 cores):
 * ``detector_tab_3mpx`` / ``detector_partition_3mpx`` / ``detector_polygon_3mpx``: the
   Detector tab on the 1676 x 2100 file, a q x phi partition, and a polygon mask applied.
 * ``qmap_tab_3mpx``: the Q-Map tab on the 1676 x 2100 file, then each of its maps.
+* ``g2pixel_tab_3mpx``: the G2 (per-pixel) tab on a 1676 x 2100 G2/IP/IF stack, then
+  three delays, IP instead of g2, and another colour map (the stack is written only
+  when this action runs).
 """
 
 from __future__ import annotations
@@ -72,6 +75,42 @@ def write_inputs(folder: Path) -> dict[str, list[Path]]:
     out["4mpx"] = [one("E4M", (2048, 2048), 1000, 2)]
     out["long"] = [one(f"L{i:02d}", (64, 64), 100_000, 10 + i, dq=8) for i in range(11)]
     return out
+
+
+def write_g2_stack(folder: Path) -> Path:
+    """A 1676 x 2100 result with a per-pixel G2/IP/IF side file (a smooth, coarsely
+    quantized pattern, so that the side file compresses to a few MB)."""
+    import types
+
+    import numpy as np
+
+    from xpcsviewer.io.g2stack import write_result_with_g2_stack
+    from xpcsviewer.synthetic.results import build_result
+
+    shape = (1676, 2100)
+    spec = {
+        "name": "P3M",
+        "geometry": {"shape": shape, "bcx": shape[1] / 2 + 7.3, "bcy": shape[0] / 3,
+                     "det_dist_m": 5.0},
+        "partition": {"dq_num": 24, "sq_num": 240, "dp_num": 1, "sp_num": 1},
+        "acquisition": {"frame_time": 1e-4, "n_frames": 300, "rate": 0.3},
+        "sample": {"radius_m": 150e-9, "contrast": 0.2},
+        "analysis": ("Multitau",),
+    }
+    res, extras = build_result(spec, seed=3)
+    n_delays = res.multitau.delay_frames.size
+    yy, xx = np.mgrid[0:shape[0], 0:shape[1]]
+    base = np.round(8 * (1.0 + 0.5 * np.sin(xx / 97.0) * np.cos(yy / 53.0))) / 8
+    base = base.astype(np.float32)
+
+    def produce(sink):
+        for k in range(n_delays):
+            sink(k, np.stack([(1 + 0.2 * np.exp(-k / 5)) * base * base, base, base]))
+        return types.SimpleNamespace(result=res, saxs_2d=extras["saxs_2d"], c2_maps=None)
+
+    path = folder / "P3M_results.hdf"
+    write_result_with_g2_stack(path, produce, n_delays, shape)
+    return path
 
 
 class Driver:
@@ -164,6 +203,8 @@ class StallSampler:
 
 
 def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None) -> dict:
+    from PySide6.QtCore import QSignalBlocker
+
     d = Driver()
     win = d.win
     out: dict = {}
@@ -265,6 +306,23 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
             gap2, wall2 = d.measure(lambda t=target: qm.target_combo.setCurrentText(t))
             gap, wall = max(gap, gap2), wall + wall2
         report("qmap_tab_3mpx", gap, wall, "show, then scattering / static / dynamic")
+    if want("g2pixel_tab_3mpx"):
+        d.open([write_g2_stack(Path(inputs["rigaku"][0]).parent)], None)
+        gap, wall = d.measure(lambda: win.select_tab("g2pixel"))
+        gp = win.panels["g2pixel"]
+
+        def delay(k: int) -> None:  # as the slider does, without its 120 ms debounce
+            with QSignalBlocker(gp.slider):
+                gp.slider.setValue(k)
+            gp.load_plane()
+
+        steps = [lambda k=k: delay(k) for k in (2, 5, 9)]
+        steps.append(lambda: gp.target_combo.setCurrentIndex(gp.target_combo.findData("IP")))
+        steps.append(lambda: gp.cmap_combo.setCurrentIndex(gp.cmap_combo.currentIndex() + 1))
+        for step in steps:
+            gap2, wall2 = d.measure(step)
+            gap, wall = max(gap, gap2), wall + wall2
+        report("g2pixel_tab_3mpx", gap, wall, "show, 3 delays, IP, colour map")
     d.beat.stop()
     win.close()
     return out

@@ -19,6 +19,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from tests.gui.panels.test_saxs_panels import assert_pixels_for  # noqa: E402
 from xpcsviewer.compute import masking  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -222,6 +223,7 @@ def test_partition_editor_preview_and_qmap_file_like_the_cli(qtbot, detector, g0
     assert p.context.shared["drawn_partition"].qmap is p.preview.qmap
 
 
+
 def test_g2_tab_shows_per_pixel_g2_at_the_chosen_delay(qtbot, sync_context, g01):
     from xpcsviewer.gui.panels.g2pixel import G2PixelPanel
     from xpcsviewer.io import read_g2_stack_delay
@@ -236,18 +238,38 @@ def test_g2_tab_shows_per_pixel_g2_at_the_chosen_delay(qtbot, sync_context, g01)
     with qtbot.waitSignal(p.sigUpdated, timeout=10000):
         p.slider.setValue(3)  # debounced read of delay 3
     g, ip, if_ = read_g2_stack_delay(g01.path, 3)
-    want = np.where(ip * if_ > 0, g / np.where(ip * if_ > 0, ip * if_, 1), 0)
-    np.testing.assert_allclose(p.image_view.image, want)
+    has = ip * if_ > 0
+    want = np.where(has, g / np.where(has, ip * if_, 1), 0)
+    np.testing.assert_allclose(p.plane["image"], want)
+    # shown: colour indices made in the worker for the auto levels; no data: transparent
+    pixels = p.image_view.image_item.image
+    assert pixels.dtype == np.uint8 and pixels.shape == want.shape
+    np.testing.assert_array_equal(pixels == 255, ~has)
+    assert p.image_view.levels() == pytest.approx(p.plane["levels"])
+    assert_pixels_for(pixels[has], want[has], p.plane["levels"])
     assert f"{g01.multitau.tau[3]:.3g}" in p.delay_label.text()
     p.target_combo.setCurrentIndex(p.target_combo.findData("IP"))
-    np.testing.assert_allclose(p.image_view.image, ip)
+    np.testing.assert_allclose(p.plane["image"], ip)
+    assert_pixels_for(p.image_view.image_item.image[has], ip[has], p.plane["levels"])
     p.auto_check.setChecked(False)
     p.vmin.setValue(0.1)
     p.vmax.setValue(0.9)
-    assert p.image_view.getLevels() == pytest.approx((0.1, 0.9))
+    assert p.image_view.levels() == pytest.approx((0.1, 0.9))
+    assert p.image_view.pixels_current()  # re-quantized for the levels typed
+    assert_pixels_for(p.image_view.image_item.image[has], ip[has], (0.1, 0.9))
+    # small levels stay readable (4 significant digits, not 4 decimals)
+    p.vmin.setValue(2.5e-4)
+    assert "0.0000" not in p.vmin.text() and p.levels()[0] == pytest.approx(2.5e-4)
+    p.vmin.setValue(0.1)
+    # a drag on the levels bar: manual levels of IP, exact pixels for them
+    p.auto_check.setChecked(True)
+    p.image_view.histogram.region.setRegion((0.2, 0.7))
+    assert not p.auto_check.isChecked()
+    assert (p.vmin.value(), p.vmax.value()) == pytest.approx((0.2, 0.7))
+    assert_pixels_for(p.image_view.image_item.image[has], ip[has], (0.2, 0.7))
     # manual levels belong to IP: g2 comes back with its own (auto) levels, still manual
     p.target_combo.setCurrentIndex(p.target_combo.findData("g2"))
-    assert p.image_view.getLevels() == pytest.approx(p.plane["levels"], abs=1e-4)  # 4 decimals
+    assert p.image_view.levels() == pytest.approx(p.plane["levels"])
     assert not p.auto_check.isChecked() and p.plane["levels"][0] > 0.5
     p.cmap_combo.setCurrentText("magma")
     assert p.get_settings()["cmap"] == "magma"

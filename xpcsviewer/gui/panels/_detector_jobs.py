@@ -163,9 +163,12 @@ def save_mask_job(path: str, mask: np.ndarray, inputs: list[str], overwrite: boo
 G2_TARGETS = ("g2", "G2", "IP", "IF")
 
 
-def g2_plane_job(path: str, k: int, target: str, progress=None, cancel=None) -> dict:
+def g2_plane_job(path: str, k: int, target: str, levels=None, progress=None,
+                 cancel=None) -> dict:
     """One delay of the per-pixel stack: ``g2`` = G2 / (IP IF) (0 where IP IF = 0),
-    or G2, IP, IF; with auto levels from the pixels that hold data."""
+    or G2, IP, IF; with auto levels from the pixels that hold data, and the display
+    pixels for ``levels`` (None: the auto levels; pixels without data transparent)."""
+    from xpcsviewer.export.display_image import image_histogram, quantize_job
     from xpcsviewer.export.saxs_data import auto_levels
     from xpcsviewer.io import read_g2_stack_delay
 
@@ -178,9 +181,12 @@ def g2_plane_job(path: str, k: int, target: str, progress=None, cancel=None) -> 
         np.divide(g2, den, out=img, where=has)
     else:
         img = {"G2": g2, "IP": ip, "IF": if_}[target]
-    levels = auto_levels(img, 1.0, 99.0, mask=has) if has.any() else (0.0, 1.0)
-    return {"image": img, "levels": levels, "k": int(k), "target": target, "path": str(path),
-            "has_data": has}
+    auto = auto_levels(img, 1.0, 99.0, mask=has) if has.any() else (0.0, 1.0)
+    display = np.where(has, img, np.float32(np.nan)).astype(np.float32, copy=False)
+    out = {"image": img, "levels": auto, "k": int(k), "target": target, "path": str(path),
+           "has_data": has, "display": display, "histogram": image_histogram(display)}
+    out.update(quantize_job(display, auto if levels is None else levels))
+    return out
 
 
 def _temp_dir() -> Path:

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QFileDialog,
     QGridLayout,
     QGroupBox,
@@ -44,6 +43,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
     save_regrouped_job,
 )
 from xpcsviewer.gui.panels._drawing import MASK_LUT, mask_overlay
+from xpcsviewer.gui.image_view import WorkerImageView
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.detector import MASK_KEY, PARTITION_KEY
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
@@ -87,13 +87,16 @@ class G2PixelPanel(BasePanel):
         self.cmap_combo = QComboBox(toolTip="Colour map")
         self.cmap_combo.addItems(COLORMAPS)
         self.auto_check = QCheckBox("auto levels", checked=True)
-        self.vmin = QDoubleSpinBox(decimals=4, minimum=-1e12, maximum=1e12, enabled=False)
-        self.vmax = QDoubleSpinBox(decimals=4, minimum=-1e12, maximum=1e12, value=2.0,
-                                   enabled=False)
+        # 4 significant digits, not 4 decimals: IP and IF are often ~1e-3 photons
+        self.vmin = pg.SpinBox(value=0.0, decimals=4, dec=True, step=0.1, compactHeight=False)
+        self.vmax = pg.SpinBox(value=2.0, decimals=4, dec=True, step=0.1, compactHeight=False)
+        self.vmin.setToolTip("Lower level")
+        self.vmax.setToolTip("Upper level")
         self.mask_check = QCheckBox("Detector mask", checked=True,
                                     toolTip="Show the Detector tab's mask on top")
         for spin in (self.vmin, self.vmax):
             spin.setMaximumWidth(120)
+            spin.setEnabled(False)
         # two short rows: the tab must fit a 1280-pixel window next to the file list
         for w in (QLabel("File"), self.file_selector, self.target_combo, self.cmap_combo):
             bar.addWidget(w)
@@ -118,9 +121,10 @@ class G2PixelPanel(BasePanel):
         self.iplot = pg.PlotItem()
         self.iplot.setLabel("bottom", "column (pixel)")
         self.iplot.setLabel("left", "row (pixel)")
-        self.image_view = pg.ImageView(view=self.iplot)
-        self.image_view.ui.roiBtn.hide()
-        self.image_view.ui.menuBtn.hide()
+        # pixels made in the worker: a 3-4 Mpixel float image rescaled at each render
+        # stalled the window (see gui/image_view.py)
+        self.image_view = WorkerImageView(self.iplot)
+        self.image_view.sigLevelsDragged.connect(self._on_hist_levels)
         self.iplot.invertY(True)
         self.iplot.setAspectLocked(True)
         self.mask_item = pg.ImageItem()  # no autoDownsample: see detector.py
@@ -137,14 +141,13 @@ class G2PixelPanel(BasePanel):
         self.slider.valueChanged.connect(self._on_slider)
         self.delay_spin.valueChanged.connect(self.slider.setValue)
         self.target_combo.currentIndexChanged.connect(lambda _i: self.load_plane())
-        self.cmap_combo.currentTextChanged.connect(
-            lambda t: self.image_view.setColorMap(colormap(t)))
+        self.cmap_combo.currentTextChanged.connect(lambda _t: self._apply_cmap())
         self.auto_check.toggled.connect(self._on_auto_toggled)
         for s in (self.vmin, self.vmax):
             s.valueChanged.connect(self._on_levels_edited)
         self.mask_check.toggled.connect(lambda _b: self._show_mask())
         context.sigSharedChanged.connect(self._on_shared)
-        self.image_view.setColorMap(colormap(self.cmap_combo.currentText()))
+        self._apply_cmap()
 
     def _build_regroup(self) -> QGroupBox:
         box = QGroupBox("Regroup g2 from the per-pixel stack")
@@ -232,8 +235,12 @@ class G2PixelPanel(BasePanel):
         if res is None:
             return None
         self._on_slider_label()
+        target = self.target_combo.currentData()
+        # pixels for the user's levels when they were set for this quantity
+        manual = (None if self.auto_check.isChecked() or self._levels_for != target
+                  else self._spin_levels())
         return self.submit("plane", g2_plane_job, str(res.path), self.delay_index(),
-                           self.target_combo.currentData(), on_result=self._on_plane,
+                           target, manual, on_result=self._on_plane,
                            description=f"G2 {res.label}")
 
     def _on_slider_label(self) -> None:
@@ -247,8 +254,9 @@ class G2PixelPanel(BasePanel):
         self.plane = plane
         img = plane["image"]
         keep = self._last_shape == img.shape
-        self.image_view.setImage(img, autoRange=not keep, autoLevels=False,
-                                 levels=plane["levels"], autoHistogramRange=True)
+        self._apply_cmap()
+        self.image_view.show_pixels(plane["pixels"], plane["pixel_levels"], plane["histogram"],
+                                    auto_range=not keep, source=plane["display"])
         self._last_shape = img.shape
         # manual levels belong to one quantity (g2 near 1, IP in counts): another
         # quantity starts from its own auto levels
@@ -258,7 +266,6 @@ class G2PixelPanel(BasePanel):
                 self.vmin.setValue(plane["levels"][0])
                 self.vmax.setValue(plane["levels"][1])
         self._apply_levels()
-        self.image_view.setColorMap(colormap(self.cmap_combo.currentText()))
         self._show_mask()
         if not plane["has_data"].any():
             self.status.setText("No pixel has data at this delay (beyond the measured range)")
@@ -274,11 +281,41 @@ class G2PixelPanel(BasePanel):
         self._levels_for = self._shown_target()
         self._apply_levels()
 
+    def _spin_levels(self) -> tuple[float, float]:
+        lo, hi = float(self.vmin.value()), float(self.vmax.value())
+        return lo, (hi if hi > lo else lo + 1e-9)
+
+    def levels(self) -> tuple[float, float]:
+        """The display levels of the image shown (the auto levels exactly when on)."""
+        if self.plane is not None and self._levels_for is None:
+            return tuple(float(v) for v in self.plane["levels"])
+        return self._spin_levels()
+
     def _apply_levels(self) -> None:
+        """The colour table at once, exact pixels from a worker."""
         if self.plane is None:
             return
-        lo, hi = self.vmin.value(), self.vmax.value()
-        self.image_view.setLevels(lo, hi if hi > lo else lo + 1e-9)
+        self.image_view.set_levels(*self.levels())
+        self.image_view.requantize(self.submit, "G2 levels")
+
+    def _apply_cmap(self) -> None:
+        name = self.cmap_combo.currentText()
+        self.image_view.set_colormap(name, colormap(name))
+
+    def _on_hist_levels(self, lo: float, hi: float) -> None:
+        # a drag on the levels bar is a manual choice: keep it in the spin boxes
+        if self.plane is None:
+            return
+        with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
+            self.vmin.setValue(lo)
+            self.vmax.setValue(hi)
+        if self.auto_check.isChecked():
+            with QSignalBlocker(self.auto_check):
+                self.auto_check.setChecked(False)
+            self.vmin.setEnabled(True)
+            self.vmax.setEnabled(True)
+        self._levels_for = self._shown_target()
+        self._apply_levels()
 
     def _on_auto_toggled(self, on: bool) -> None:
         self.vmin.setEnabled(not on)
