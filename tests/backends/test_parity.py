@@ -42,16 +42,27 @@ def test_x64_really_on(jb):
     assert jb.asarray(np.arange(3)).dtype == np.int64
 
 
+def close_sum(a, ref, abs_sum):
+    """A sum agrees in float64 when it is within 1e-12 of the sum of its terms' magnitudes:
+    the order of the additions is free (a GPU adds with atomics), and where terms cancel
+    a relative test on the result would demand more than float64 holds (measured on an
+    H200: 8.5e-16 off a bin sum of 5.2e-4, 1.6e-12 relative)."""
+    err = np.abs(ensure_numpy(a) - ref)
+    assert np.all(err <= 1e-12 * abs_sum), float(np.max(err / abs_sum))
+
+
 def test_segment_sum(nb, jb, rng):
     data = rng.normal(size=1000)
     ids = rng.integers(-2, 12, size=1000)  # out-of-range ids are dropped
     ref = np.array([data[ids == k].sum() for k in range(10)])
-    close(nb.segment_sum(data, ids, 10), ref)
-    close(jb.segment_sum(data, ids, 10), ref)
+    scale = np.array([np.abs(data[ids == k]).sum() for k in range(10)])
+    close_sum(nb.segment_sum(data, ids, 10), ref, scale)
+    close_sum(jb.segment_sum(data, ids, 10), ref, scale)
     data2 = rng.normal(size=(1000, 3))
     ref2 = np.stack([data2[ids == k].sum(axis=0) for k in range(10)])
-    close(nb.segment_sum(data2, ids, 10), ref2)
-    close(jb.segment_sum(data2, ids, 10), ref2)
+    scale2 = np.stack([np.abs(data2[ids == k]).sum(axis=0) for k in range(10)])
+    close_sum(nb.segment_sum(data2, ids, 10), ref2, scale2)
+    close_sum(jb.segment_sum(data2, ids, 10), ref2, scale2)
 
 
 def test_bincount(nb, jb, rng):
