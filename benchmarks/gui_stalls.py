@@ -46,27 +46,33 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
+def _simulated(name: str, shape, n_frames: int, seed: int, dq: int = 24):
+    """(result, extras) of a synthetic result file (xpcsviewer.synthetic.results)."""
+    from xpcsviewer.synthetic.results import build_result
+
+    spec = {
+        "name": name,
+        "geometry": {"shape": shape, "bcx": shape[1] / 2 + 7.3, "bcy": shape[0] / 3,
+                     "det_dist_m": 5.0},
+        "partition": {"dq_num": dq, "sq_num": 10 * dq, "dp_num": 1, "sp_num": 1},
+        "acquisition": {"frame_time": 1e-4, "n_frames": n_frames, "rate": 0.3},
+        "sample": {"radius_m": 150e-9, "contrast": 0.2},
+        "analysis": ("Multitau",),
+    }
+    return build_result(spec, seed=seed)
+
+
 def write_inputs(folder: Path) -> dict[str, list[Path]]:
     """The demo set and the large / long synthetic files."""
     from xpcsviewer.io.writer import write_result
     from xpcsviewer.synthetic.demo import write_demo
-    from xpcsviewer.synthetic.results import build_result
 
     out: dict[str, list[Path]] = {}
     demo = folder / "demo"
     out["demo"] = sorted(Path(p) for p in write_demo(demo, seed=0))
 
     def one(name: str, shape, n_frames: int, seed: int, dq: int = 24) -> Path:
-        spec = {
-            "name": name,
-            "geometry": {"shape": shape, "bcx": shape[1] / 2 + 7.3, "bcy": shape[0] / 3,
-                         "det_dist_m": 5.0},
-            "partition": {"dq_num": dq, "sq_num": 10 * dq, "dp_num": 1, "sp_num": 1},
-            "acquisition": {"frame_time": 1e-4, "n_frames": n_frames, "rate": 0.3},
-            "sample": {"radius_m": 150e-9, "contrast": 0.2},
-            "analysis": ("Multitau",),
-        }
-        res, extras = build_result(spec, seed=seed)
+        res, extras = _simulated(name, shape, n_frames, seed, dq)
         path = folder / f"{name}_results.hdf"
         write_result(path, res, saxs_2d=extras["saxs_2d"])
         return path
@@ -85,19 +91,9 @@ def write_g2_stack(folder: Path) -> Path:
     import numpy as np
 
     from xpcsviewer.io.g2stack import write_result_with_g2_stack
-    from xpcsviewer.synthetic.results import build_result
 
     shape = (1676, 2100)
-    spec = {
-        "name": "P3M",
-        "geometry": {"shape": shape, "bcx": shape[1] / 2 + 7.3, "bcy": shape[0] / 3,
-                     "det_dist_m": 5.0},
-        "partition": {"dq_num": 24, "sq_num": 240, "dp_num": 1, "sp_num": 1},
-        "acquisition": {"frame_time": 1e-4, "n_frames": 300, "rate": 0.3},
-        "sample": {"radius_m": 150e-9, "contrast": 0.2},
-        "analysis": ("Multitau",),
-    }
-    res, extras = build_result(spec, seed=3)
+    res, extras = _simulated("P3M", shape, 300, seed=3)
     n_delays = res.multitau.delay_frames.size
     yy, xx = np.mgrid[0:shape[0], 0:shape[1]]
     base = np.round(8 * (1.0 + 0.5 * np.sin(xx / 97.0) * np.cos(yy / 53.0))) / 8

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QWidget
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QWidget
 
 from xpcsviewer.export.display_image import N_COLOURS, quantize_job, remap_table
 
-__all__ = ["WorkerImageView", "colour_table"]
+__all__ = ["LevelBoxes", "WorkerImageView", "colour_table"]
 
 _BAR_STOPS = 16  # the levels bar's gradient: a 256-stop map would make 256 tick items
 
@@ -158,3 +158,51 @@ class WorkerImageView(QWidget):
         self._levels = (lo, hi)
         self._update_table()
         self.sigLevelsDragged.emit(lo, hi)
+
+
+class LevelBoxes:
+    """An image tab's "auto levels" box and its min / max level boxes.
+
+    The boxes show 4 significant digits, not 4 decimals (linear intensities and IP/IF
+    are often ~1e-5-1e-3), and are editable only with auto levels off. ``min_span``
+    keeps the upper level above the lower one.
+    """
+
+    def __init__(self, auto_tip: str, min_tip: str, max_tip: str, upper: float = 1.0,
+                 min_span: float = 1e-6) -> None:
+        self.auto_check = QCheckBox("auto levels", checked=True)
+        self.auto_check.setToolTip(auto_tip)
+        self.vmin = pg.SpinBox(value=0.0, decimals=4, dec=True, step=0.1, compactHeight=False)
+        self.vmax = pg.SpinBox(value=upper, decimals=4, dec=True, step=0.1, compactHeight=False)
+        for spin, tip in ((self.vmin, min_tip), (self.vmax, max_tip)):
+            spin.setToolTip(tip)
+            spin.setEnabled(False)
+            spin.setMaximumWidth(110)
+        self.min_span = min_span
+        self.auto_check.toggled.connect(self._enable_boxes)
+
+    def widgets(self) -> list[QWidget]:
+        """For a tool bar: the box, then the labelled level boxes."""
+        return [self.auto_check, QLabel("min"), self.vmin, QLabel("max"), self.vmax]
+
+    def values(self) -> tuple[float, float]:
+        lo, hi = float(self.vmin.value()), float(self.vmax.value())
+        return lo, (hi if hi > lo else lo + self.min_span)
+
+    def show(self, lo: float, hi: float) -> None:
+        """Show levels without emitting (auto levels, or levels converted by the tab)."""
+        with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
+            self.vmin.setValue(lo)
+            self.vmax.setValue(hi)
+
+    def take_drag(self, lo: float, hi: float) -> None:
+        """A drag on the levels bar is a manual choice: show it, auto levels off."""
+        self.show(lo, hi)
+        if self.auto_check.isChecked():
+            with QSignalBlocker(self.auto_check):
+                self.auto_check.setChecked(False)
+            self._enable_boxes(False)
+
+    def _enable_boxes(self, auto: bool) -> None:
+        self.vmin.setEnabled(not auto)
+        self.vmax.setEnabled(not auto)

@@ -43,7 +43,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
     save_regrouped_job,
 )
 from xpcsviewer.gui.panels._drawing import MASK_LUT, mask_overlay
-from xpcsviewer.gui.image_view import WorkerImageView
+from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.detector import MASK_KEY, PARTITION_KEY
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
@@ -86,25 +86,20 @@ class G2PixelPanel(BasePanel):
             self.target_combo.addItem(text, k)
         self.cmap_combo = QComboBox(toolTip="Colour map")
         self.cmap_combo.addItems(COLORMAPS)
-        self.auto_check = QCheckBox("auto levels", checked=True)
-        # 4 significant digits, not 4 decimals: IP and IF are often ~1e-3 photons
-        self.vmin = pg.SpinBox(value=0.0, decimals=4, dec=True, step=0.1, compactHeight=False)
-        self.vmax = pg.SpinBox(value=2.0, decimals=4, dec=True, step=0.1, compactHeight=False)
-        self.vmin.setToolTip("Lower level")
-        self.vmax.setToolTip("Upper level")
+        self.level_boxes = LevelBoxes("Levels from the 1-99 percentiles of the pixels with "
+                                      "data; uncheck to set them", "Lower level",
+                                      "Upper level", upper=2.0, min_span=1e-9)
+        self.auto_check = self.level_boxes.auto_check
+        self.vmin, self.vmax = self.level_boxes.vmin, self.level_boxes.vmax
         self.mask_check = QCheckBox("Detector mask", checked=True,
                                     toolTip="Show the Detector tab's mask on top")
-        for spin in (self.vmin, self.vmax):
-            spin.setMaximumWidth(120)
-            spin.setEnabled(False)
         # two short rows: the tab must fit a 1280-pixel window next to the file list
         for w in (QLabel("File"), self.file_selector, self.target_combo, self.cmap_combo):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
         bar2 = QHBoxLayout()
-        for w in (self.auto_check, QLabel("min"), self.vmin, QLabel("max"), self.vmax,
-                  self.mask_check):
+        for w in [*self.level_boxes.widgets(), self.mask_check]:
             bar2.addWidget(w)
         bar2.addStretch(1)
         lay.addLayout(bar2)
@@ -238,7 +233,7 @@ class G2PixelPanel(BasePanel):
         target = self.target_combo.currentData()
         # pixels for the user's levels when they were set for this quantity
         manual = (None if self.auto_check.isChecked() or self._levels_for != target
-                  else self._spin_levels())
+                  else self.level_boxes.values())
         return self.submit("plane", g2_plane_job, str(res.path), self.delay_index(),
                            target, manual, on_result=self._on_plane,
                            description=f"G2 {res.label}")
@@ -262,9 +257,7 @@ class G2PixelPanel(BasePanel):
         # quantity starts from its own auto levels
         if self.auto_check.isChecked() or self._levels_for != plane["target"]:
             self._levels_for = None if self.auto_check.isChecked() else plane["target"]
-            with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
-                self.vmin.setValue(plane["levels"][0])
-                self.vmax.setValue(plane["levels"][1])
+            self.level_boxes.show(*plane["levels"])
         self._apply_levels()
         self._show_mask()
         if not plane["has_data"].any():
@@ -281,15 +274,11 @@ class G2PixelPanel(BasePanel):
         self._levels_for = self._shown_target()
         self._apply_levels()
 
-    def _spin_levels(self) -> tuple[float, float]:
-        lo, hi = float(self.vmin.value()), float(self.vmax.value())
-        return lo, (hi if hi > lo else lo + 1e-9)
-
     def levels(self) -> tuple[float, float]:
         """The display levels of the image shown (the auto levels exactly when on)."""
         if self.plane is not None and self._levels_for is None:
             return tuple(float(v) for v in self.plane["levels"])
-        return self._spin_levels()
+        return self.level_boxes.values()
 
     def _apply_levels(self) -> None:
         """The colour table at once, exact pixels from a worker."""
@@ -303,28 +292,16 @@ class G2PixelPanel(BasePanel):
         self.image_view.set_colormap(name, colormap(name))
 
     def _on_hist_levels(self, lo: float, hi: float) -> None:
-        # a drag on the levels bar is a manual choice: keep it in the spin boxes
         if self.plane is None:
             return
-        with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
-            self.vmin.setValue(lo)
-            self.vmax.setValue(hi)
-        if self.auto_check.isChecked():
-            with QSignalBlocker(self.auto_check):
-                self.auto_check.setChecked(False)
-            self.vmin.setEnabled(True)
-            self.vmax.setEnabled(True)
+        self.level_boxes.take_drag(lo, hi)
         self._levels_for = self._shown_target()
         self._apply_levels()
 
     def _on_auto_toggled(self, on: bool) -> None:
-        self.vmin.setEnabled(not on)
-        self.vmax.setEnabled(not on)
         self._levels_for = None if on else self._shown_target()
         if on and self.plane is not None:
-            with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
-                self.vmin.setValue(self.plane["levels"][0])
-                self.vmax.setValue(self.plane["levels"][1])
+            self.level_boxes.show(*self.plane["levels"])
             self._apply_levels()
 
     def _detector_mask(self) -> np.ndarray | None:

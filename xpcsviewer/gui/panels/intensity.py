@@ -74,7 +74,6 @@ class IntensityPanel(BasePanel):
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
         self.data = None
-        self._stage = 0  # the latest update; the draw of an older one is dropped
         self._staged: threading.Event | None = None
         self._draw_gen = None
         lay = QVBoxLayout(self)
@@ -140,8 +139,7 @@ class IntensityPanel(BasePanel):
         # its own. Painting each stage, with the work pyqtgraph defers to a paint
         # (relayout after resized axes, auto ranges, tick labels, curve paths), chained
         # two or three full paints into one stall of 60-110 ms.
-        self._stage += 1
-        steps = self._draw_steps(data, self._stage)
+        steps = self._draw_steps(data)
         if getattr(self.context.runner, "synchronous", False):
             for _ in steps:
                 pass
@@ -181,7 +179,7 @@ class IntensityPanel(BasePanel):
         if self._staged is not None:
             self._staged.set()
 
-    def _draw_steps(self, data: dict, stage: int):
+    def _draw_steps(self, data: dict):
         """Generator: the picture of ``data``, in steps of a few ms each."""
         n = len(data["traces"])
         for items, plot in ((self._full_items, self.p_full), (self._fft_items, self.p_fft),
@@ -194,7 +192,7 @@ class IntensityPanel(BasePanel):
         yield
         self._show_spectra(data)
         yield
-        self._show_zoom()
+        self._on_region_changed()  # the zoom plot
         yield
         scene = self.glw.scene()
         plots = (self.p_full, self.p_fft, self.p_zoom)
@@ -215,8 +213,6 @@ class IntensityPanel(BasePanel):
                     item.boundingRect()
             yield
         yield _TURN  # the paint of the whole picture: a turn of its own
-        if stage != self._stage:
-            return
         self._end_draw()
         self.sigUpdated.emit()
 
@@ -288,9 +284,6 @@ class IntensityPanel(BasePanel):
             else:
                 item.setData(_EMPTY, _EMPTY)
 
-    def _show_zoom(self) -> None:
-        self._on_region_changed()
-
     def _on_region_changed(self) -> None:
         if self._syncing:
             return
@@ -336,7 +329,6 @@ class IntensityPanel(BasePanel):
         return items[:n]
 
     def clear_plots(self) -> None:
-        self._stage += 1
         self._end_draw()
         self.data = None
         for items in (self._full_items, self._fft_items, self._zoom_items):

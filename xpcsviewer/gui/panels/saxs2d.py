@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -18,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.export.display_image import image_histogram, quantize_job
 from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
-from xpcsviewer.gui.image_view import WorkerImageView
+from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView
 from xpcsviewer.gui.panels._sector_rois import SectorRoiTools
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
@@ -98,22 +97,16 @@ class Saxs2DPanel(BasePanel):
         self.cmap_combo = QComboBox(toolTip="Colour map")
         self.cmap_combo.addItems(COLORMAPS)
         self.cmap_combo.currentTextChanged.connect(self._apply_cmap)
-        self.auto_check = QCheckBox("auto levels", checked=True)
-        self.auto_check.setToolTip("Levels from the 0.5-99.5 percentiles; uncheck to set them")
+        self.level_boxes = LevelBoxes(
+            "Levels from the 0.5-99.5 percentiles; uncheck to set them",
+            "Lower level (log10 units on a log scale)", "Upper level")
+        self.auto_check = self.level_boxes.auto_check
+        self.vmin, self.vmax = self.level_boxes.vmin, self.level_boxes.vmax
         self.auto_check.toggled.connect(self._on_auto_toggled)
-        # 4 significant digits, not 4 decimals: linear intensities are often ~1e-5
-        self.vmin = pg.SpinBox(value=0.0, decimals=4, dec=True, step=0.1, compactHeight=False)
-        self.vmax = pg.SpinBox(value=1.0, decimals=4, dec=True, step=0.1, compactHeight=False)
-        for spin in (self.vmin, self.vmax):
-            spin.setEnabled(False)
-        self.vmin.setToolTip("Lower level (log10 units on a log scale)")
-        self.vmax.setToolTip("Upper level")
         self.vmin.valueChanged.connect(lambda _v: self._apply_levels())
         self.vmax.valueChanged.connect(lambda _v: self._apply_levels())
         self.center_check = QCheckBox("beam centre", checked=True)
         self.center_check.toggled.connect(lambda on: self.center_item.setVisible(on))
-        for spin in (self.vmin, self.vmax):
-            spin.setMaximumWidth(110)
         self.file_selector.setMinimumContentsLength(12)
         for w in (QLabel("File"), self.file_selector, self.scale_combo, self.cmap_combo,
                   self.center_check):
@@ -121,7 +114,7 @@ class Saxs2DPanel(BasePanel):
         bar.addStretch(1)
         lay.addLayout(bar)
         bar2 = QHBoxLayout()
-        for w in (self.auto_check, QLabel("min"), self.vmin, QLabel("max"), self.vmax):
+        for w in self.level_boxes.widgets():
             bar2.addWidget(w)
         bar2.addStretch(1)
         lay.addLayout(bar2)
@@ -179,25 +172,19 @@ class Saxs2DPanel(BasePanel):
             hi = math.log10(hi)
         else:
             return
-        with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
-            self.vmin.setValue(lo)
-            self.vmax.setValue(hi)
+        self.level_boxes.show(lo, hi)
 
     def _manual_levels(self) -> tuple[float, float] | None:
         if self.auto_check.isChecked():
             return None
-        return self._spin_levels()
-
-    def _spin_levels(self) -> tuple[float, float]:
-        lo, hi = self.vmin.value(), self.vmax.value()
-        return (lo, hi) if hi > lo else (lo, lo + 1e-6)
+        return self.level_boxes.values()
 
     def _levels_now(self) -> tuple[float, float]:
         # auto levels exactly: the spin boxes show them rounded to 4 decimals
         if self.auto_check.isChecked() and self.data is not None:
             lo, hi = self.data["levels"]
             return float(lo), float(hi)
-        return self._spin_levels()
+        return self.level_boxes.values()
 
     def _on_rescaled(self, out: dict) -> None:
         if self.data is not None:
@@ -219,10 +206,7 @@ class Saxs2DPanel(BasePanel):
                                     auto_range=not keep_view, source=img)
         self._last_shape = img.shape
         if self.auto_check.isChecked():
-            lo, hi = data["levels"]
-            with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
-                self.vmin.setValue(lo)
-                self.vmax.setValue(hi)
+            self.level_boxes.show(*data["levels"])
         self._apply_levels()
         if res is not None:
             qm = res.qmap
@@ -247,27 +231,14 @@ class Saxs2DPanel(BasePanel):
         self.image_view.set_colormap(name, colormap(name))
 
     def _on_auto_toggled(self, on: bool) -> None:
-        self.vmin.setEnabled(not on)
-        self.vmax.setEnabled(not on)
         if on and self.data is not None:
-            lo, hi = self.data["levels"]
-            with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
-                self.vmin.setValue(lo)
-                self.vmax.setValue(hi)
+            self.level_boxes.show(*self.data["levels"])
             self._apply_levels()
 
     def _on_hist_levels(self, lo: float, hi: float) -> None:
-        # Dragging the levels bar is a manual choice: keep it in the spin boxes.
         if self.data is None:
             return
-        with QSignalBlocker(self.vmin), QSignalBlocker(self.vmax):
-            self.vmin.setValue(lo)
-            self.vmax.setValue(hi)
-        if self.auto_check.isChecked():
-            with QSignalBlocker(self.auto_check):
-                self.auto_check.setChecked(False)
-            self.vmin.setEnabled(True)
-            self.vmax.setEnabled(True)
+        self.level_boxes.take_drag(lo, hi)
         self._apply_levels()
 
     def clear_plots(self) -> None:
