@@ -46,8 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def _simulated(name: str, shape, n_frames: int, seed: int, dq: int = 24):
-    """(result, extras) of a synthetic result file (xpcsviewer.synthetic.results)."""
+def simulated_result(name: str, shape, n_frames: int, seed: int, dq: int = 24):
+    """(result, extras) of a synthetic result (xpcsviewer.synthetic.results); also the
+    inputs of the lenient copy of these checks, tests/gui/test_stalls.py."""
     from xpcsviewer.synthetic.results import build_result
 
     spec = {
@@ -72,7 +73,7 @@ def write_inputs(folder: Path) -> dict[str, list[Path]]:
     out["demo"] = sorted(Path(p) for p in write_demo(demo, seed=0))
 
     def one(name: str, shape, n_frames: int, seed: int, dq: int = 24) -> Path:
-        res, extras = _simulated(name, shape, n_frames, seed, dq)
+        res, extras = simulated_result(name, shape, n_frames, seed, dq)
         path = folder / f"{name}_results.hdf"
         write_result(path, res, saxs_2d=extras["saxs_2d"])
         return path
@@ -93,7 +94,7 @@ def write_g2_stack(folder: Path) -> Path:
     from xpcsviewer.io.g2stack import write_result_with_g2_stack
 
     shape = (1676, 2100)
-    res, extras = _simulated("P3M", shape, 300, seed=3)
+    res, extras = simulated_result("P3M", shape, 300, seed=3)
     n_delays = res.multitau.delay_frames.size
     yy, xx = np.mgrid[0:shape[0], 0:shape[1]]
     base = np.round(8 * (1.0 + 0.5 * np.sin(xx / 97.0) * np.cos(yy / 53.0))) / 8

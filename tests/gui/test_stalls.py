@@ -17,19 +17,10 @@ BOUND_S = 1.0
 
 
 def _write(folder, name, shape, n_frames, seed, dq=24):
+    from benchmarks.gui_stalls import simulated_result
     from xpcsviewer.io.writer import write_result
-    from xpcsviewer.synthetic.results import build_result
 
-    spec = {
-        "name": name,
-        "geometry": {"shape": shape, "bcx": shape[1] / 2 + 7.3, "bcy": shape[0] / 3,
-                     "det_dist_m": 5.0},
-        "partition": {"dq_num": dq, "sq_num": 10 * dq, "dp_num": 1, "sp_num": 1},
-        "acquisition": {"frame_time": 1e-4, "n_frames": n_frames, "rate": 0.3},
-        "sample": {"radius_m": 150e-9, "contrast": 0.2},
-        "analysis": ("Multitau",),
-    }
-    res, extras = build_result(spec, seed=seed)
+    res, extras = simulated_result(name, shape, n_frames, seed, dq)
     path = folder / f"{name}_results.hdf"
     write_result(path, res, saxs_2d=extras["saxs_2d"])
     return path
