@@ -60,7 +60,7 @@ def _draw_g2_fit(
 ) -> None:
     if fits is None:
         return
-    row = fits.find(block.file_index, int(block.columns[j]))
+    row = fits.match(block, j)  # a fit of exactly this curve, or none
     if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
         return
     ls, lw, grey = FIT_STYLE.get(str(fits.status[row]), FIT_STYLE["failed"])

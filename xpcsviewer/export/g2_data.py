@@ -63,6 +63,8 @@ class G2Block:
     excluded : (T, B) bool or None
         Valid points left out of fits (their stated error is implausibly small, see
         :mod:`xpcsviewer.io.g2_quality`); they are still drawn.
+    source : str
+        Path of the file the curves were read from ("" when unknown).
     """
 
     file_index: int
@@ -78,6 +80,7 @@ class G2Block:
     delay_frames: np.ndarray
     t0: float
     excluded: np.ndarray | None = None
+    source: str = ""
 
     @property
     def n_bins(self) -> int:
@@ -88,6 +91,22 @@ class G2Block:
     def fit_valid(self) -> np.ndarray:
         """(T, B) bool: the points fits use (``valid`` without ``excluded``)."""
         return self.valid if self.excluded is None else self.valid & ~self.excluded
+
+    def curve_key(self, j: int) -> tuple[str, int, str]:
+        """What a fit of curve ``j`` was computed from: (file, g2 column, digest of the
+        fitted points).
+
+        The digest covers the delays, values and errors of the points a fit uses, so a
+        changed t range, point mask or file content gives another key: a fit is drawn
+        or exported only for the curve whose key it carries.
+        """
+        import hashlib
+
+        m = self.fit_valid[:, j]
+        h = hashlib.blake2b(digest_size=8)
+        for a in (self.tau[m], self.g2[m, j], self.g2_err[m, j]):
+            h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        return (self.source, int(self.columns[j]), h.hexdigest())
 
 
 def _ordered(lo: float | None, hi: float | None) -> tuple[float | None, float | None]:
@@ -180,6 +199,7 @@ def g2_blocks(
                 delay_frames=np.asarray(mt.delay_frames)[rows],
                 t0=float(mt.t0_eff),
                 excluded=excl,
+                source=str(getattr(res, "path", "") or ""),
             )
         )
     return out

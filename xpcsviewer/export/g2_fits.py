@@ -65,6 +65,9 @@ class G2Fits:
         NUTS only: the least-squares status of the starting fit.
     errors_scaled : (B,) bool
         Errors multiplied by sqrt(chi2_red) (chi2_red > 1).
+    curve_keys : list of (path, column, digest) or None
+        What each row was fitted from (:meth:`G2Block.curve_key`): a row belongs to
+        exactly that curve of that file with those points.
     """
 
     model: str
@@ -90,6 +93,9 @@ class G2Fits:
     diagnostics: dict[str, np.ndarray] | None = None
     status_lsq: np.ndarray | None = None
     errors_scaled: np.ndarray | None = None
+    curve_keys: list | None = None
+    #: (curve_keys it was made from, key -> row); see :meth:`match`
+    key_index: tuple = field(default=(None, {}), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n = int(np.asarray(self.q).size)
@@ -151,6 +157,83 @@ class G2Fits:
         """Row of (file, g2 column), or None."""
         hit = np.flatnonzero((self.file_index == file_index) & (self.columns == column))
         return int(hit[0]) if hit.size else None
+
+    @property
+    def sources(self) -> list[str]:
+        """Path of the file of each row ("" where unknown)."""
+        if self.curve_keys is None:
+            return [""] * self.n_curves
+        return [k[0] for k in self.curve_keys]
+
+    def match(self, block: G2Block, j: int) -> int | None:
+        """Row fitted from curve ``j`` of ``block`` as it is now, or None.
+
+        Without curve keys (fits made by hand) the row is found by file index and
+        column, as :meth:`find` does.
+        """
+        if self.curve_keys is None:
+            return self.find(block.file_index, int(block.columns[j]))
+        keys, index = self.key_index
+        if keys is not self.curve_keys:
+            index = {k: r for r, k in enumerate(self.curve_keys)}
+            self.key_index = (self.curve_keys, index)
+        return index.get(block.curve_key(j))
+
+    def for_blocks(self, blocks: list[G2Block]) -> G2Fits | None:
+        """The rows that belong to the curves of ``blocks`` (in their order, with their
+        file indices), or None when no row does.
+
+        A fit of other files, other bins, other points or other data is left out: the
+        view never draws, tabulates or exports a fit for a curve it was not made for.
+        """
+        rows, fidx = [], []
+        for b in blocks:
+            for j in range(b.n_bins):
+                r = self.match(b, j)
+                if r is not None:
+                    rows.append(r)
+                    fidx.append(b.file_index)
+        if not rows:
+            return None
+        return self.take(np.asarray(rows, np.int64), np.asarray(fidx, np.int64))
+
+    def take(self, rows: np.ndarray, file_index: np.ndarray | None = None) -> G2Fits:
+        """These rows as a fit of their own (posterior bands and caches kept)."""
+        rows = np.asarray(rows, np.int64)
+        new_of_old = np.full(self.n_curves, -1, np.int64)
+        new_of_old[rows] = np.arange(rows.size)
+
+        def pick(a):
+            return None if a is None else np.asarray(a)[rows]
+
+        bands = [(new_of_old[np.asarray(fr, np.int64)], res) for fr, res in self.bands]
+        return G2Fits(
+            model=self.model,
+            method=self.method,
+            file_index=self.file_index[rows] if file_index is None else file_index,
+            file_labels=[self.file_labels[r] for r in rows],
+            columns=self.columns[rows],
+            q=self.q[rows],
+            phi=self.phi[rows],
+            bin_labels=[self.bin_labels[r] for r in rows],
+            params={k: v[rows] for k, v in self.params.items()},
+            errors={k: v[rows] for k, v in self.errors.items()},
+            status=self.status[rows],
+            chi2_red=self.chi2_red[rows],
+            dt=self.dt[rows],
+            t_range=self.t_range,
+            bands=bands,
+            band_cache=self.band_cache,  # keyed by band index and grid: still valid
+            detail=pick(self.detail),
+            tau_lower_limit=pick(self.tau_lower_limit),
+            tau_upper_limit=pick(self.tau_upper_limit),
+            diagnostics=None if self.diagnostics is None
+            else {k: v[rows] for k, v in self.diagnostics.items()},
+            status_lsq=pick(self.status_lsq),
+            errors_scaled=pick(self.errors_scaled),
+            curve_keys=None if self.curve_keys is None
+            else [self.curve_keys[r] for r in rows],
+        )
 
     def curve(self, rows: Any, tau_grid: np.ndarray) -> np.ndarray:
         """Fitted g2 of ``rows`` on ``tau_grid`` (G,) -> (len(rows), G); NaN rows for no fit.
@@ -362,6 +445,7 @@ def _assemble(
         else np.zeros(0),
         t_range=t_range,
         bands=list(bands or []),
+        curve_keys=[b.curve_key(j) for b in blocks for j in range(b.n_bins)],
     )
 
 
@@ -486,6 +570,8 @@ def fits_table(fits: G2Fits) -> tuple[dict[str, np.ndarray], list[str]]:
             cols[k] = v
         if fits.status_lsq is not None:
             cols["status_lsq"] = fits.status_lsq
+    if fits.curve_keys is not None:
+        cols["path"] = np.array(fits.sources, dtype=object)  # labels can repeat
     header = [
         f"g2 fit: model {fits.model}, method {fits.method}; tau in s, q in 1/A",
         f"t_range: {fits.t_range}",
@@ -506,6 +592,7 @@ def fits_to_dict(fits: G2Fits) -> dict:
     for b in range(fits.n_curves):
         row = {
             "file": fits.file_labels[b],
+            "path": fits.sources[b] or None,
             "bin": int(fits.columns[b]) + 1,
             "q": float(fits.q[b]),
             "phi": float(fits.phi[b]),

@@ -211,3 +211,15 @@ def test_demo_brownian_files_give_truth(qtbot, panel, demo_results):
         assert r[res.label]["D"] == pytest.approx(truth, rel=0.1), res.label
         radius_nm = float(res.sample["radius"]) * 1e9
         assert r[res.label]["R_nm"] == pytest.approx(radius_nm, rel=0.1), res.label
+
+
+def test_only_the_targets_fits_are_shown(qtbot, panel, results, fits, fake, tmp_path):
+    # fits of C001 and C002; the targets are C002 and a namesake of C001 elsewhere
+    twin = fake.make_result(tmp_path / results[0].path.name, seed=9, kind="multitau")
+    panel.set_results([twin, results[1]])
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.context.set_shared("g2_fits", fits)
+    assert list(panel.readout()) == ["C002"]  # the twin's name is not its fit
+    assert panel.figure_options()["fits"].sources == [str(results[1].path)] * 6
+    panel.set_results([twin])
+    assert "no g2 fits" in panel.status.text() and panel.figure_options()["fits"] is None

@@ -253,3 +253,93 @@ def test_demo_files_plot(qtbot, panel, demo_set_dir):
     t_all = np.concatenate([r.multitau.tau for r in mt])
     assert min(c.xData.min() for c in curves) >= t_all.min() - 1e-15
     assert max(c.xData.max() for c in curves) <= t_all.max() + 1e-15
+
+
+# ---------------------------------------------------------------- stale fits
+def _fit_lines(panel):
+    """(file label, g2 column) of every fit line drawn now."""
+    out = []
+    for v in panel._views:
+        for slot in v.slots:
+            if slot.key is None or slot.fit.xData is None or slot.fit.xData.size == 0:
+                continue
+            fi, j, _ci, _shift = slot.key
+            b = next(b for b in panel.blocks if b.file_index == fi)
+            out.append((b.label, int(b.columns[j])))
+    return sorted(out)
+
+
+def _fitted(qtbot, panel):
+    with qtbot.waitSignal(panel.sigFitsReady, timeout=60000):
+        assert panel.run_fit() is not None
+    qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
+
+
+def test_fit_is_drawn_only_on_the_curves_it_was_made_from(qtbot, panel, results, tmp_path):
+    _load(qtbot, panel, results)
+    _fitted(qtbot, panel)
+    both = _fit_lines(panel)
+    assert len(both) == 12
+    # the second file alone: its own fits stay (now file 0), the first file's go
+    _load(qtbot, panel, results[1:])
+    assert _fit_lines(panel) == [x for x in both if x[0] == results[1].label]
+    assert panel.results_table.rowCount() == 6
+    assert set(panel.shown_fits.file_labels) == {results[1].label}
+    assert "6 fitted curves not shown" in panel.fit_status.text()
+    # the exported fits and figure are those of the shown curves only
+    with qtbot.waitSignal(panel.sigExported, timeout=10000):
+        panel.export_fits(str(tmp_path / "fits.json"))
+    d = json.loads((tmp_path / "fits.json").read_text())
+    assert {c["path"] for c in d["curves"]} == {str(results[1].path)}
+    assert panel.figure_options()["fits"].n_curves == 6
+
+
+def test_fit_of_other_files_is_never_drawn(qtbot, panel, results, fake, tmp_path):
+    _load(qtbot, panel, results[:1])
+    _fitted(qtbot, panel)
+    assert len(_fit_lines(panel)) == 6
+    # another file with the same name, bins and delays in another folder
+    other = fake.make_result(tmp_path / results[0].path.name, seed=7, kind="multitau")
+    _load(qtbot, panel, [other])
+    assert _fit_lines(panel) == []
+    assert panel.results_table.rowCount() == 0 and panel.shown_fits is None
+    assert "other curves" in panel.fit_status.text()
+    assert not panel.export_fits_btn.isEnabled()
+    assert panel.figure_options()["fits"] is None
+
+
+def test_fit_arriving_after_a_target_change_is_not_drawn(qtbot, panel, results):
+    from xpcsviewer.export import g2_data
+
+    _load(qtbot, panel, results[:1])
+    old = g2_data.fit_g2_blocks(g2_data.g2_blocks(results[:1]), "single")
+    _load(qtbot, panel, results[1:])  # the user moved on while the fit ran
+    with qtbot.waitSignal(panel.sigFitsReady, timeout=10000):
+        panel._on_fits(old)
+    qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
+    assert _fit_lines(panel) == []
+    assert panel.results_table.rowCount() == 0
+    assert "not drawn" in panel.fit_status.text()
+
+
+def test_fit_hidden_when_points_or_model_change(qtbot, panel, results):
+    _load(qtbot, panel, results[:1])
+    _fitted(qtbot, panel)
+    assert len(_fit_lines(panel)) == 6
+    # a t range that drops fitted delays: the fits were made from other points
+    panel.tmin.setText("0.002")
+    panel.tmax.setText("100")
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.t_check.setChecked(True)
+    assert _fit_lines(panel) == [] and panel.results_table.rowCount() == 0
+    with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
+        panel.t_check.setChecked(False)
+    assert len(_fit_lines(panel)) == 6  # the same points again: the fit is theirs
+    # another model: the single-exponential lines are not the stretched model's fit
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData("stretched"))
+    qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
+    assert _fit_lines(panel) == [] and panel.results_table.rowCount() == 0
+    assert "another model" in panel.fit_status.text()
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData("single"))
+    qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
+    assert len(_fit_lines(panel)) == 6 and panel.results_table.rowCount() == 6

@@ -86,6 +86,7 @@ def diffusion_job(
     exponent = opts.get("exponent")
     pts_all = g2_data.diffusion_points(fits, quantity)
     by_label = {r.label: r for r in results}
+    by_path = {str(getattr(r, "path", "")): r for r in results}
     out = []
     for k, pts in enumerate(pts_all):
         report(progress, cancel, k, len(pts_all), f"diffusion fit {pts.label}")
@@ -98,8 +99,9 @@ def diffusion_job(
         if not np.isfinite(power.prefactor):
             power = None
         joint = None
-        # The fits may come from another target list: find the file by its label.
-        res = by_label.get(pts.label)
+        # The fits may come from another target list: find the file by its path.
+        src = fits.sources[int(fits.rows_of(pts.file_index)[0])]
+        res = by_path.get(src) if src else by_label.get(pts.label)
         if opts.get("joint") and res is not None and verdict.diffusive:
             blocks = g2_data.g2_blocks([res], qmin, qmax)
             if blocks:

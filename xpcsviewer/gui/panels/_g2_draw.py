@@ -430,7 +430,7 @@ class G2DrawMixin:
                                          symbolPen=pg.mkPen(150, 150, 150, width=1.2))
         elif slot.left_out is not None:
             slot.left_out.setData(_EMPTY, _EMPTY)
-        slot.key = (b.file_index, int(b.columns[j]), ci, shift)
+        slot.key = (b.file_index, j, ci, shift)
         self._show_fit(slot, b)
         # symbol pixmaps are made at the first paint otherwise: all at once, in one paint
         for it in (slot.points, slot.left_out):
@@ -438,14 +438,15 @@ class G2DrawMixin:
                 it.scatter.fragmentAtlas.pixmap  # noqa: B018 - builds the atlas now
 
     def _show_fit(self, slot: _CurveSlot, b) -> None:
-        fits = self.fits
+        # only a fit made from exactly this curve (file, bin, points, model) is drawn
+        fits = self.shown_fits
         if slot.key is None:
             return
-        file_index, column, ci, shift = slot.key
+        _file_index, j, ci, shift = slot.key
         if fits is None or not self.show_fit.isChecked():
             slot.hide_fit()
             return
-        row = fits.find(file_index, column)
+        row = fits.match(b, j)
         if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
             slot.hide_fit()
             return

@@ -116,38 +116,66 @@ class G2FitRunMixin:
         self.context.report_error(info)
 
     def _on_fits(self, fits: g2_data.G2Fits) -> None:
-        from collections import Counter
-
         # The fit is done when its result arrives (its "finished" signal comes
         # later): the buttons are usable again now.
         for purpose in ("fit", "bayes"):
             self._set_busy(purpose, False)
         self.fits = fits
-        counts = Counter(str(x) for x in fits.status)
-        order = ("converged", "unresolved", "at_bound", "poor_fit", "no_decay", "failed")
-        parts = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in order if counts[k])
-        self.fit_status.setText(f"{fits.method} {fits.model}, {fits.n_curves} curves: {parts}")
         self.progress.setValue(1000)
-        self._fill_results_table()
-        self.export_fits_btn.setEnabled(True)
+        self._update_shown_fits()
         self.context.set_shared("g2_fits", fits)
         self._pending_fits_signal = fits  # emitted once the curves are drawn
         self._draw_fits()
 
-    def _fill_results_table(self) -> None:
-        self.results_table.show_fits(self.fits)
-        if self.fits is None:
-            self.export_fits_btn.setEnabled(False)
+    def _update_shown_fits(self) -> None:
+        """Keep of :attr:`fits` only what was fitted from the curves shown now with
+        the selected model; table, status line and export follow (GUI thread)."""
+        from collections import Counter
+
+        fits = self.fits
+        shown = None
+        if fits is not None and fits.model == self.model():
+            shown = fits.for_blocks(self.blocks)
+        self.shown_fits = shown
+        self.results_table.show_fits(shown)
+        self.export_fits_btn.setEnabled(shown is not None)
+        if self._busy_keys:
+            return  # "fitting…" / "sampling…" stays until the result arrives
+        if fits is None:
+            self.fit_status.setText("no fit yet")
+            return
+        what = f"{fits.method} {fits.model}"
+        if shown is None:
+            if fits.model != self.model():
+                why = f"the last fit ({what}) is of another model than {self.model()}"
+            else:
+                why = (f"the last fit ({what}, {fits.n_curves} curves) was of other "
+                       "curves (other files, bins, points or data)")
+            self.fit_status.setText(f"{why}: not drawn; press Fit or Bayesian")
+            self.progress.setValue(0)
+            return
+        counts = Counter(str(x) for x in shown.status)
+        order = ("converged", "unresolved", "at_bound", "poor_fit", "no_decay", "failed")
+        parts = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in order if counts[k])
+        text = f"{what}, {shown.n_curves} curves: {parts}"
+        n_other = fits.n_curves - shown.n_curves
+        if n_other:
+            text += f" ({n_other} fitted curves not shown now)"
+        n_unfitted = sum(b.n_bins for b in self.blocks) - shown.n_curves
+        if n_unfitted > 0:
+            text += f"; {n_unfitted} shown curves not fitted"
+        self.fit_status.setText(text)
 
     def export_fits(self, path: str) -> int | None:
-        """Write the fits to ``path`` (CSV, or JSON for ``.json``) in a worker."""
-        if self.fits is None:
-            self.context.report_error("g2: no fits to export")
+        """Write the fits of the shown curves to ``path`` (CSV, or JSON for ``.json``)
+        in a worker."""
+        if self.shown_fits is None:
+            self.context.report_error("g2: no fits of the shown curves to export")
             return None
         return self.submit(
             "export-fits",
             write_fits_job,
-            self.fits,
+            self.shown_fits,
             str(path),
             on_result=self._on_exported,
             description=f"Exporting {Path(path).name}",

@@ -220,11 +220,21 @@ class DiffusionPanel(BasePanel):
             "viscosity_Pa_s": self.viscosity.value() * 1e-3,
         }
 
-    def _fits_match_targets(self) -> bool:
-        if self.fits is None:
-            return False
-        labels = {r.label for r in self.results}
-        return bool(set(self.fits.file_labels) & labels)
+    def _target_fits(self) -> g2_data.G2Fits | None:
+        """The rows of the shared fits that belong to the targets (by file path; by
+        label for fits that carry no paths), or None."""
+        fits = self.fits
+        if fits is None:
+            return None
+        if fits.curve_keys is None:
+            labels = {r.label for r in self.results}
+            rows = [i for i, lab in enumerate(fits.file_labels) if lab in labels]
+        else:
+            paths = {str(r.path) for r in self.results}
+            rows = [i for i, src in enumerate(fits.sources) if src in paths]
+        if not rows:
+            return None
+        return fits if len(rows) == fits.n_curves else fits.take(np.asarray(rows))
 
     def refresh(self) -> None:
         if self.solvent.currentData() == "water":
@@ -234,7 +244,8 @@ class DiffusionPanel(BasePanel):
                 self.viscosity.setValue(water_viscosity(self.temperature.value()) * 1e3)
             except ValueError:
                 pass
-        if not self._fits_match_targets():
+        fits = self._target_fits()
+        if fits is None:
             self.files = []
             self._draw()
             self.status.setText(
@@ -245,7 +256,7 @@ class DiffusionPanel(BasePanel):
         self.submit(
             "fit",
             diffusion_job,
-            self.fits,
+            fits,
             list(self.results),
             self.options(),
             on_result=self._on_files,
@@ -448,7 +459,7 @@ class DiffusionPanel(BasePanel):
     def figure_options(self) -> dict:
         o = self.options()
         return {
-            "fits": self.fits,
+            "fits": self._target_fits(),
             "quantity": o["quantity"],
             "log_x": self.logx.isChecked(),
             "log_y": self.logy.isChecked(),

@@ -77,6 +77,10 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         self.blocks: list[g2_data.G2Block] = []
         self.defaults: dict[str, dict[str, tuple]] = {}
         self.fits: g2_data.G2Fits | None = None
+        """The last fit, as computed (it may be of curves no longer shown)."""
+        self.shown_fits: g2_data.G2Fits | None = None
+        """The rows of :attr:`fits` made from the curves shown now with the selected
+        model: all that is drawn, tabulated and exported."""
         self._targets_key: tuple = ()
         self._init_drawing()
         self.n_bins_in_range = 0
@@ -399,11 +403,7 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         # Parameter defaults are seeded once per target list, so manual edits survive replots.
         if new_targets or self.params.rowCount() == 0:
             self._fill_params(keep_edits=not new_targets)
-            if self.fits is not None:
-                self.fits = None
-                self._fill_results_table()
-                self.fit_status.setText("no fit yet")  # the old line spoke of other files
-                self.progress.setValue(0)
+        self._update_shown_fits()
         self._draw()
 
     def _fill_params(self, keep_edits: bool = True) -> None:
@@ -414,6 +414,10 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
     def _on_model_changed(self, _i: int) -> None:
         self.params.reset()
         self._fill_params(keep_edits=False)
+        # a fit of another model is not this model's fit: hidden until it is chosen again
+        if self.fits is not None:
+            self._update_shown_fits()
+            self._draw_fits()
 
     def _on_reset(self) -> None:
         self.params.reset()
@@ -434,7 +438,7 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
             ncols=self.ncols.value(),
             max_panels=self.max_panels.value(),
             legend=self.legend_check.isChecked(),
-            fits=self.fits if self.show_fit.isChecked() else None,
+            fits=self.shown_fits if self.show_fit.isChecked() else None,
             band=self.show_band.isChecked(),
             label_style=self.label_style.text(),
         )
