@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
+    QStackedWidget,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -32,6 +33,7 @@ from xpcsviewer.gui._window_session import WindowSessionMixin
 from xpcsviewer.gui._window_tabs import WindowTabsMixin
 from xpcsviewer.gui.browser import DataBrowser
 from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.empty_state import EmptyState
 from xpcsviewer.gui.panels import PANELS, load_panel_class
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.resources import app_icon
@@ -203,7 +205,19 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
             scroll.setWidget(panel)
             self.tabs.addTab(scroll, title)
         self.tabs.currentChanged.connect(self._on_tab_changed)
-        self.setCentralWidget(self.tabs)
+        # without targets the centre says what to do instead of greyed-out tabs
+        self.empty_state = EmptyState()
+        self.empty_state.sigOpenFolder.connect(self.browser._on_browse_clicked)
+        self.empty_state.sigOpenFirst.connect(self.open_first_file)
+        self.empty_state.sigPathsDropped.connect(self.open_paths)
+        self.central = QStackedWidget()
+        self.central.addWidget(self.empty_state)
+        self.central.addWidget(self.tabs)
+        self.setCentralWidget(self.central)
+        self.browser.sigScanned.connect(self._on_scanned)
+        self._listed_n: int | None = None  # files of the folder (None: being listed)
+        self._loading = False  # targets being opened
+        self.browser.sigFolderChanged.connect(self._on_folder_listing)
 
     def _build_status(self) -> None:
         sb = self.statusBar()
@@ -312,12 +326,15 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
 
     # ------------------------------------------------------------- targets
     def _on_targets_changed(self, paths: list[str]) -> None:
+        self._loading = True
         self.context.runner.submit(
             "window:load", load_targets, list(paths), self.context.load_result,
             on_result=self._on_targets_loaded, description="Opening files")
+        self._update_central()
 
     def _on_targets_loaded(self, out: tuple[list, list]) -> None:
         results, errors = out
+        self._loading = False
         self.load_errors = [(p, m) for p, m, _r in errors]
         waiting = [p for p, _m, r in errors if r]
         self._watch_for_retry(waiting)
@@ -342,8 +359,10 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
             panel.set_current(cur)
             panel.set_results(self.results)
         self.update_tab_states()
+        self._update_central()
+        note, self._open_note = getattr(self, "_open_note", ""), ""
         if results and not errors:
-            self.context.show_status(f"{len(results)} file(s) open")
+            self.context.show_status(f"{len(results)} file(s) open" + (f"; {note}" if note else ""))
         self.sigTargetsLoaded.emit(self.results)
 
     def _watch_for_retry(self, paths: list[str]) -> None:
@@ -405,17 +424,64 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         self.open_paths(paths)
 
     def open_paths(self, paths: list[str]) -> None:
-        """Open a folder (first folder given) and/or add files as targets."""
-        files = []
+        """Open a folder (first folder given) and/or add files as targets.
+
+        A folder alone opens with a target: the restored session's targets when they
+        lie in it, else the folder's first file (see :meth:`_on_scanned`).
+        """
+        files, folder = [], None
         for p in paths:
             if Path(p).is_dir():
-                self.browser.open_folder(str(p))
+                folder = str(p)
+                self.browser.open_folder(folder)
             else:
                 files.append(str(Path(p).resolve()))
         if files:
             if not self.browser.folder:
                 self.browser.open_folder(str(Path(files[0]).parent))
             self.browser.add_paths(files)
+        elif folder is not None:
+            self._first_file_of = str(Path(self.browser.folder).resolve())
+
+    def _on_folder_listing(self, _folder: str) -> None:
+        self._listed_n = None
+        self._update_central()
+
+    def _on_scanned(self, n: int) -> None:
+        self._listed_n = int(n)
+        folder, self._first_file_of = getattr(self, "_first_file_of", None), None
+        self._update_central()
+        if folder is None or str(Path(self.browser.folder).resolve()) != folder:
+            return
+        targets = self.browser.target_paths()
+        if targets and all(str(Path(t).resolve().parent) == folder for t in targets):
+            return  # the restored session's targets are in this folder
+        if self.open_first_file() and targets:
+            self._open_note = "the previous targets were in another folder"
+
+    def open_first_file(self) -> bool:
+        """Make the first listed file the only target (False when there is none)."""
+        entries = self.browser.visible_entries()
+        if not entries:
+            return False
+        self.browser.set_targets([entries[0].path])
+        return True
+
+    def _update_central(self) -> None:
+        """Tabs when files are open, else the page that says what to do next."""
+        if self.results:
+            self.central.setCurrentWidget(self.tabs)
+            return
+        b = self.browser
+        n_targets = len(b.target_paths())
+        if n_targets and self._loading:
+            self.empty_state.describe(b.folder, len(b.entries), n_targets)
+        elif n_targets and self.load_errors:
+            self.empty_state.describe(b.folder, len(b.entries), n_targets,
+                                      [f"{Path(p).name}: {m}" for p, m in self.load_errors])
+        else:
+            self.empty_state.describe(b.folder or None, self._listed_n)
+        self.central.setCurrentWidget(self.empty_state)
 
     def _on_open_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(
