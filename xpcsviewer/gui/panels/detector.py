@@ -44,7 +44,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
 from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox, mask_overlay
 from xpcsviewer.gui.panels._mask_tools import MaskTools
 from xpcsviewer.gui.panels._partition_editor import PartitionEditor
-from xpcsviewer.gui.image_view import colour_table
+from xpcsviewer.gui.image_view import colour_table, frame_image, frame_key
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.saxs2d import prepare_saxs2d
 from xpcsviewer.gui.widgets import FileSelector, colormap
@@ -95,7 +95,7 @@ class DetectorPanel(BasePanel):
         self.histories: dict[str, MaskHistory] = {}
         self._pending_erase: list | None = None
         self.preview: PartitionPreview | None = None
-        self._last_shape: tuple | None = None
+        self._frame: tuple | None = None  # frame_key of the image framed last
         outer = QHBoxLayout(self)
         split = QSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(split)
@@ -176,17 +176,35 @@ class DetectorPanel(BasePanel):
         res = self.current_result()
         return None if res is None else self.histories.get(str(res.path))
 
+    def shows_current(self) -> bool:
+        """Whether the image shown is the current target's (not the last file's while
+        the next one loads)."""
+        res = self.current_result()
+        return res is not None and self.data is not None and self.data["path"] == str(res.path)
+
     def refresh(self) -> None:
         res = self.current_result()
         self.file_selector.set_labels([r.label for r in self.results], self.current_index)
         if res is None:
             return
+        if not self.shows_current():
+            self._file_leaving(res)
         self.submit("image", prepare_saxs2d, str(res.path), "log", on_result=self._on_image,
                     description=f"Detector {res.label}")
 
     def _on_file_chosen(self, i: int) -> None:
         self.current_index = i
         self.refresh()
+
+    def _file_leaving(self, res) -> None:
+        # nothing of the last file may pass for the next one's (issue 22)
+        loading = f"Loading {res.label}\u2026"
+        self.mask_tools.set_history_state(False, False, loading)
+        self.editor.summary.setText(loading)
+        self.readout.setText(" ")
+        self.preview = None
+        self.preview_item.clear()
+        self.mask_item.clear()
 
     def _on_image(self, data: dict) -> None:
         res = self.current_result()
@@ -195,9 +213,10 @@ class DetectorPanel(BasePanel):
         self.data = data
         img = data["image"]
         self.image_item.setImage(data["pixels"], autoLevels=False, levels=None)
-        if self._last_shape != img.shape:
-            self.view.autoRange()
-            self._last_shape = img.shape
+        key = frame_key(res.qmap)
+        if key != self._frame:  # the same geometry keeps the user's zoom
+            frame_image(self.view, self.image_item)
+            self._frame = key
         cx, cy = res.qmap.beam_center_x + 0.5, res.qmap.beam_center_y + 0.5
         arm = max(3.0, 0.03 * max(img.shape))
         self.center_item.setData(np.array([cx - arm, cx + arm, cx, cx]),
@@ -244,7 +263,7 @@ class DetectorPanel(BasePanel):
 
     def _submit_step(self, what: str, **kw) -> int | None:
         h = self.history()
-        if h is None:
+        if h is None or not self.shows_current():
             self.context.show_status("Detector: no image yet")
             return None
         return self.submit("mask", mask_step_job, h.current, h.initial, h.version, what,
@@ -336,11 +355,16 @@ class DetectorPanel(BasePanel):
         if geo["energy_kev"] is None:
             self.context.report_error("Detector: the file states no X-ray energy")
             return None
+        path = str(self.current_result().path)
         return self.submit("partition", partition_job, h.shape, geo, h.current,
-                           self.editor.settings(), on_result=self._on_partition,
+                           self.editor.settings(),
+                           on_result=lambda prev: self._on_partition(prev, path),
                            description="Detector: partition")
 
-    def _on_partition(self, prev: PartitionPreview) -> None:
+    def _on_partition(self, prev: PartitionPreview, path: str | None = None) -> None:
+        res = self.current_result()
+        if path is not None and (res is None or str(res.path) != path):
+            return  # the last file's partition
         self.preview = prev
         self.editor.show_counts(prev.counts_dynamic, prev.qmap)
         self._show_preview()
@@ -392,7 +416,7 @@ class DetectorPanel(BasePanel):
     # ---------------------------------------------------------------- hover
     def _on_mouse_moved(self, evt) -> None:
         res = self.current_result()
-        if self.data is None or res is None:
+        if not self.shows_current():
             return
         p = self.view.mapSceneToView(evt[0])
         info = pixel_info(res.qmap, p.y(), p.x())

@@ -1,0 +1,155 @@
+"""Image tabs across files of other detector geometries (issue 22, parts 4 and 5).
+
+The view frames a new geometry whole and keeps the user's zoom for the same one; no
+per-file label, overlay or ROI of the last file passes for the next one's; the G2 tab
+names the file whose stack it shows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")  # the headless run (no PySide6) skips this module
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+LEFT = Qt.MouseButton.LeftButton
+
+
+def _synthetic(folder: Path, name: str, shape, bcx: float, bcy: float, seed: int = 0):
+    """A small result file of its own detector shape and beam centre."""
+    from xpcsviewer.io import read_result
+    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.synthetic.results import build_result
+
+    spec = {"name": name,
+            "geometry": {"shape": shape, "bcx": bcx, "bcy": bcy, "det_dist_m": 5.0},
+            "partition": {"dq_num": 8, "sq_num": 80, "dp_num": 1, "sp_num": 1},
+            "acquisition": {"frame_time": 1e-4, "n_frames": 1000, "rate": 0.3},
+            "sample": {"radius_m": 150e-9, "contrast": 0.2}, "analysis": ("Multitau",)}
+    res, extras = build_result(spec, seed=seed)
+    path = folder / f"{name}_results.hdf"
+    write_result(path, res, saxs_2d=extras["saxs_2d"])
+    return read_result(path)
+
+
+@pytest.fixture
+def three_files(demo_results, tmp_path):
+    """A 128x128 demo file, then two 150x260 files of one geometry."""
+    wide = [_synthetic(tmp_path, f"W{i}", (150, 260), 180.3, 40.0, seed=i) for i in (1, 2)]
+    return [demo_results["A02"], *wide]
+
+
+def _view(panel):
+    return panel.view if panel.name == "detector" else panel.plot.getViewBox()
+
+
+def _assert_framed(view, shape):
+    (x0, x1), (y0, y1) = view.viewRange()
+    h, w = shape
+    assert x0 <= 0.5 and x1 >= w - 0.5 and y0 <= 0.5 and y1 >= h - 0.5, view.viewRange()
+    # framed, not lost in a larger range: one axis spans about the image
+    assert min((x1 - x0) / w, (y1 - y0) / h) < 1.2, view.viewRange()
+
+
+@pytest.mark.parametrize("tab", ["saxs2d", "detector"])
+def test_a_new_geometry_is_framed_whole_and_the_same_keeps_the_zoom(qtbot, sync_context,
+                                                                    three_files, tab):
+    from xpcsviewer.gui.panels.detector import DetectorPanel
+    from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
+
+    p = (Saxs2DPanel if tab == "saxs2d" else DetectorPanel)(sync_context)
+    qtbot.addWidget(p)
+    p.resize(1100, 800)
+    p.show()
+    small, wide1, wide2 = three_files
+    p.set_results(three_files)
+    view = _view(p)
+    _assert_framed(view, small.qmap.shape)
+    view.setRange(xRange=(40, 70), yRange=(40, 70), padding=0)  # the user zooms in
+    # a larger detector: the whole of it (the limits left from 128x128 clipped it)
+    p.set_current(1)
+    assert p.data["path"] == str(wide1.path)
+    _assert_framed(view, wide1.qmap.shape)
+    # the same geometry keeps the zoom
+    view.setRange(xRange=(100, 160), yRange=(20, 80), padding=0)
+    zoom = np.array(view.viewRange())
+    p.set_current(2)
+    assert p.data["path"] == str(wide2.path)
+    np.testing.assert_allclose(view.viewRange(), zoom, atol=1e-6)
+    # back to the smaller one: framed on it, not on the last file's overlays
+    p.set_current(0)
+    _assert_framed(view, small.qmap.shape)
+
+
+def test_detector_labels_never_speak_of_the_last_file(qtbot, demo_results):
+    from xpcsviewer.gui.context import AppContext
+    from xpcsviewer.gui.panels.detector import DetectorPanel
+
+    ctx = AppContext()  # asynchronous: the next image arrives later
+    p = DetectorPanel(ctx)
+    qtbot.addWidget(p)
+    p.resize(1100, 800)
+    p.show()
+    g01, a02 = demo_results["G01"], demo_results["A02"]
+    with qtbot.waitSignal(p.sigUpdated, timeout=30000):
+        p.set_results([g01, a02])
+    assert ctx.runner.wait_until_idle(30000)
+    p.mask_tools.add_polygon([(10, 10), (60, 12), (50, 60)])
+    with qtbot.waitSignal(p.sigUpdated, timeout=30000):
+        p.mask_tools.apply()
+    assert ctx.runner.wait_until_idle(30000)
+    n = p.history().n_masked
+    assert n > 100 and f"{n:,} of" in p.mask_tools.status.text()
+    assert p.preview is not None
+    p.set_current(1)  # the image of A02 is still being read
+    assert f"{n:,}" not in p.mask_tools.status.text()
+    assert "Loading" in p.mask_tools.status.text()
+    assert "Loading" in p.editor.summary.text()
+    assert p.preview is None and p.mask_item.image is None
+    with qtbot.waitSignal(p.sigUpdated, timeout=30000):
+        pass
+    assert ctx.runner.wait_until_idle(30000)
+    assert p.data["path"] == str(a02.path)
+    assert p.mask_tools.status.text().startswith("0 of")
+
+
+def test_g2_tab_names_the_file_it_shows(qtbot, window, demo_files, open_demo, wait_idle,
+                                       tmp_path):
+    """C01 (no stack) before G01: the File box names G01, the file shown, at first
+    entry, after Regroup, and with a target without a stack current."""
+    open_demo(window, demo_files, ["C01", "G01"])
+    c01, g01 = window.results
+    assert not c01.multitau or not c01.multitau.has_unnormalized_G2
+    assert window.current_index() == 0
+    window.select_tab("g2pixel")
+    wait_idle(window)
+    gp = window.panels["g2pixel"]
+
+    def names_g01():
+        assert gp.plane["path"] == str(g01.path)
+        assert gp.file_selector.currentText() == g01.label
+        # only files with a stack are offered
+        assert [gp.file_selector.itemText(i) for i in range(gp.file_selector.count())] == \
+            [r.label for r in window.results
+             if r.multitau is not None and r.multitau.has_unnormalized_G2]
+
+    names_g01()
+    assert f"{c01.label} has no per-pixel stack" in gp.status.text()
+    gp.regroup_dir = str(tmp_path)
+    with qtbot.waitSignal(window.sigTargetsLoaded, timeout=120000):
+        QTest.mouseClick(gp.regroup_btn, LEFT)
+    wait_idle(window)
+    assert len(window.results) == 3
+    names_g01()
+    assert "Regrouped into" in gp.status.text()
+    for row in (2, 1, 0):  # the regrouped file, G01, C01 current in turn
+        window.browser.target_list.setCurrentRow(row)
+        wait_idle(window)
+        names_g01()
