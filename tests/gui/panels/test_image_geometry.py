@@ -120,6 +120,67 @@ def test_detector_labels_never_speak_of_the_last_file(qtbot, demo_results):
     assert p.mask_tools.status.text().startswith("0 of")
 
 
+def test_rois_stay_on_the_geometry_they_were_drawn_on(qtbot, sync_context, three_files):
+    from xpcsviewer.gui.panels._sector_rois import SHARED_KEY
+    from xpcsviewer.gui.panels.saxs1d import Saxs1DPanel
+    from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
+
+    small, wide1, wide2 = three_files
+    s2, s1 = Saxs2DPanel(sync_context), Saxs1DPanel(sync_context)
+    for w in (s2, s1):
+        qtbot.addWidget(w)
+        w.resize(1000, 750)
+        w.show()
+    status: list[str] = []
+    sync_context.sigStatus.connect(status.append)
+    s1.set_results([wide1, wide2])
+    s2.set_results([wide1, wide2, small])
+    QTest.mouseClick(s2.rois.add_wedge_btn, LEFT)
+    qtbot.waitUntil(lambda: len(s2.rois.profiles) == 1, timeout=5000)
+    assert sync_context.shared[SHARED_KEY].source == wide1.label
+    assert len(s1.roi_curves.curves()) == 1
+    # same geometry: carried, integrated on the new file
+    s2.set_current(1)
+    qtbot.waitUntil(lambda: sync_context.shared[SHARED_KEY].source == wide2.label,
+                    timeout=5000)
+    assert len(s2.rois.items) == 1
+    # another detector: not carried, not integrated there, a word in the status line
+    s2.set_current(2)
+    assert s2.rois.items == [] and s2.rois.roi_combo.count() == 0
+    assert sync_context.shared[SHARED_KEY].profiles == []
+    assert s1.roi_curves.curves() == []
+    assert any("ROIs of the 150x260 geometry not carried onto 128x128" in m for m in status)
+    QTest.qWait(300)  # the debounced integration must not bring them back
+    assert sync_context.shared[SHARED_KEY].profiles == []
+    # back on their geometry they come back
+    s2.set_current(0)
+    assert len(s2.rois.items) == 1
+    qtbot.waitUntil(lambda: sync_context.shared[SHARED_KEY].source == wide1.label,
+                    timeout=5000)
+    assert any("restored" in m for m in status)
+    assert len(s1.roi_curves.curves()) == 1
+    s1.set_results([wide2])  # SAXS-1D draws no ROI of a file it does not show
+    assert s1.roi_curves.curves() == []
+
+
+def test_rois_not_carried_to_another_beam_centre(qtbot, sync_context, tmp_path):
+    from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
+
+    a = _synthetic(tmp_path, "B1", (150, 260), 180.3, 40.0)
+    b = _synthetic(tmp_path, "B2", (150, 260), 120.0, 60.0)
+    s2 = Saxs2DPanel(sync_context)
+    qtbot.addWidget(s2)
+    s2.resize(1000, 750)
+    s2.show()
+    status: list[str] = []
+    sync_context.sigStatus.connect(status.append)
+    s2.set_results([a, b])
+    s2.rois.add("ring")
+    s2.set_current(1)
+    assert s2.rois.items == []
+    assert any("beam centre (180.3, 40)" in m and "not carried" in m for m in status)
+
+
 def test_g2_tab_names_the_file_it_shows(qtbot, window, demo_files, open_demo, wait_idle,
                                        tmp_path):
     """C01 (no stack) before G01: the File box names G01, the file shown, at first
