@@ -214,3 +214,88 @@ def test_g2_tab_names_the_file_it_shows(qtbot, window, demo_files, open_demo, wa
         window.browser.target_list.setCurrentRow(row)
         wait_idle(window)
         names_g01()
+
+
+def test_a_drawn_mask_survives_a_restart(qtbot, demo_files, _config_dir, wait_idle,
+                                         open_demo):
+    """Issue 22 (10): the mask drawn in the Detector tab is kept in the config folder
+    and put back at the next start, tied to its file's geometry."""
+    import json
+
+    from xpcsviewer.gui.main_window import MainWindow
+    from xpcsviewer.gui.panels.detector import MASK_KEY
+    from xpcsviewer.gui.session import drawn_mask_path
+
+    win = MainWindow(restore_session=False, save_session_on_close=True)
+    qtbot.addWidget(win)
+    win.show()
+    open_demo(win, demo_files, ["G01"])
+    g01 = win.results[0]
+    win.select_tab("detector")
+    wait_idle(win)
+    det = win.panels["detector"]
+    det.mask_tools.add_polygon([(10, 10), (60, 12), (50, 60)])
+    det.mask_tools.apply()
+    wait_idle(win)
+    drawn = det.history().current.copy()
+    n = det.history().n_masked
+    assert n > 100
+    kept = drawn_mask_path(g01.path)
+    assert kept.is_file()  # written by a worker after the change, not only at close
+    det.kept.clear()  # as if that write had not finished: the close writes it
+    kept.unlink()
+    win.close()
+    assert kept.is_file() and kept.parent == _config_dir / "masks"
+    data = json.loads((_config_dir / "session.json").read_text())
+    (entry,) = data["panels"]["detector"]["drawn_masks"]
+    assert entry["file"] == str(g01.path) and entry["n_masked"] == n
+
+    def start():
+        w = MainWindow(restore_session=True, save_session_on_close=True)
+        qtbot.addWidget(w)
+        said: list[str] = []
+        w.context.sigStatus.connect(said.append)
+        w.show()
+        wait_idle(w)
+        qtbot.waitUntil(lambda: any("mask drawn on" in m for m in said), timeout=10000)
+        wait_idle(w)
+        return w, said
+
+    win2, said = start()
+    det2 = win2.panels["detector"]
+    assert any(f"restored the mask drawn on {g01.label}" in m for m in said)
+    np.testing.assert_array_equal(det2.history().current, drawn)
+    assert win2.context.shared[MASK_KEY].n_masked == n  # what the G2 tab regroups with
+    assert det2.history().can_undo  # undo gives back the file's own mask
+    win2.close()
+    # another beam centre in the session: the mask is not put on that geometry
+    data = json.loads((_config_dir / "session.json").read_text())
+    data["panels"]["detector"]["drawn_masks"][0]["beam_centre"][0] += 5.0
+    (_config_dir / "session.json").write_text(json.dumps(data))
+    win3, said = start()
+    det3 = win3.panels["detector"]
+    assert any("not restored: the file's geometry changed" in m for m in said)
+    assert det3.history().n_masked == 0
+    wait_idle(win3)
+    assert not kept.exists()
+    win3.shutdown()
+
+
+def test_nothing_drawn_leaves_no_mask_file(qtbot, sync_context, demo_results):
+    from xpcsviewer.gui.panels.detector import DetectorPanel
+    from xpcsviewer.gui.session import drawn_mask_path
+
+    g01 = demo_results["G01"]
+    p = DetectorPanel(sync_context)
+    qtbot.addWidget(p)
+    p.resize(1000, 700)
+    p.show()
+    p.set_results([g01])
+    p.mask_tools.add_polygon([(10, 10), (60, 12), (50, 60)])
+    p.mask_tools.apply()
+    kept = drawn_mask_path(g01.path)
+    assert kept.is_file() and p.get_settings()["drawn_masks"]
+    QTest.mouseClick(p.mask_tools.reset_btn, LEFT)  # back to the file's own mask
+    assert not kept.exists() and p.get_settings()["drawn_masks"] == []
+    p.persist()
+    assert not kept.exists()
