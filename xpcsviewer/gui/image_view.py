@@ -16,9 +16,34 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QWidget
 
 from xpcsviewer.export.display_image import N_COLOURS, quantize_job, remap_table
 
-__all__ = ["LevelBoxes", "WorkerImageView", "colour_table"]
+__all__ = ["LevelBoxes", "WorkerImageView", "colour_table", "frame_image", "frame_key",
+           "shape_text"]
 
 _BAR_STOPS = 16  # the levels bar's gradient: a 256-stop map would make 256 tick items
+
+
+def frame_key(qmap) -> tuple:
+    """What decides an image's framing: the detector shape and the beam centre. Files
+    alike in these keep the user's zoom; another one is framed whole."""
+    return (tuple(qmap.shape), round(float(qmap.beam_center_x), 3),
+            round(float(qmap.beam_center_y), 3))
+
+
+def shape_text(shape) -> str:
+    """``"512x1024"`` (rows x columns)."""
+    return "x".join(str(int(n)) for n in shape)
+
+
+def frame_image(view: pg.ViewBox, item: pg.ImageItem, limits: bool = False) -> None:
+    """Frame ``item`` whole. Overlays (the last file's mask, ROIs, the beam-centre mark)
+    are left out of the bounds; with ``limits`` the zoom-out floor (a quarter of the
+    image) is set first, since limits left from a smaller image would clip the range."""
+    h, w = item.height() or 0, item.width() or 0
+    if not (h and w):
+        return
+    if limits:
+        view.setLimits(xMin=-w, xMax=2 * w, yMin=-h, yMax=2 * h, minXRange=4, minYRange=4)
+    view.autoRange(items=[item])
 
 
 def map_colours(cmap: pg.ColorMap) -> np.ndarray:
@@ -98,7 +123,7 @@ class WorkerImageView(QWidget):
                                                  max(float(x[-1]), self._quant_levels[1]))
         self.set_levels(*self._quant_levels)
         if auto_range:
-            self.plot.getViewBox().autoRange()
+            frame_image(self.plot.getViewBox(), self.image_item)
 
     def set_levels(self, lo: float, hi: float) -> None:
         """Display levels in data units; until pixels quantized for them arrive the

@@ -617,6 +617,11 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
             self.context.setParent(None)
             _DETACHED.append(self.context)
         if self.save_session_on_close:
+            for name, panel in self.panels.items():
+                try:
+                    panel.persist()
+                except Exception:  # the session is still saved
+                    logger.exception("persist of %s", name)
             self.save_session()
         super().closeEvent(event)
 

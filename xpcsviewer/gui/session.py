@@ -15,8 +15,8 @@ from typing import Any
 
 from xpcsviewer.export.files import atomic_write
 
-__all__ = ["MAX_RECENT", "SESSION_VERSION", "add_recent", "config_dir", "load_session",
-           "save_session", "session_path"]
+__all__ = ["MAX_RECENT", "SESSION_VERSION", "add_recent", "config_dir", "drawn_mask_path",
+           "load_session", "save_session", "session_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,16 @@ def config_dir() -> Path:
 def session_path() -> Path:
     """``<config_dir>/session.json``."""
     return config_dir() / "session.json"
+
+
+def drawn_mask_path(source: str | os.PathLike) -> Path:
+    """Where the mask drawn on the result file ``source`` is kept between sessions:
+    ``<config_dir>/masks/<stem>_<hash of the full path>.hdf``."""
+    import hashlib
+
+    source = str(Path(source).resolve())
+    digest = hashlib.sha1(source.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return config_dir() / "masks" / f"{Path(source).stem[:60]}_{digest}.hdf"
 
 
 def load_session(path: Path | None = None) -> tuple[dict[str, Any], str | None]:

@@ -159,6 +159,27 @@ def save_mask_job(path: str, mask: np.ndarray, inputs: list[str], overwrite: boo
     return str(write_mask_file(path, mask, source=source, overwrite=True))
 
 
+def keep_mask_job(dest: str, mask: np.ndarray | None, source: str, progress=None,
+                  cancel=None) -> str:
+    """Keep the mask drawn on ``source`` in ``dest`` for the next session (None: nothing
+    drawn, so no file)."""
+    from xpcsviewer.io.masks import write_mask_file
+
+    if mask is None:
+        Path(dest).unlink(missing_ok=True)
+    else:
+        write_mask_file(dest, mask, source=source, overwrite=True)
+    return dest
+
+
+def read_kept_mask_job(path: str, shape: tuple[int, int], progress=None,
+                       cancel=None) -> np.ndarray:
+    """The mask kept by :func:`keep_mask_job` (of the detector ``shape``)."""
+    from xpcsviewer.io.masks import read_mask
+
+    return read_mask(path, shape)
+
+
 # ----------------------------------------------------------------------- G2 tab
 G2_TARGETS = ("g2", "G2", "IP", "IF")
 

@@ -28,9 +28,10 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.compute.roi import SectorRoi, integrate_rois
+from xpcsviewer.gui.image_view import frame_key, shape_text
 from xpcsviewer.gui.panels._drawing import SectorItem
 
-__all__ = ["RoiSet", "SectorRoiCurves", "SectorRoiTools", "roi_color"]
+__all__ = ["RoiSet", "SectorRoiCurves", "SectorRoiTools", "roi_color", "roi_geometry"]
 
 SHARED_KEY = "saxs_rois"
 
@@ -45,12 +46,33 @@ def roi_color(name: str):
     return pg.mkColor(_ROI_COLOURS[i % len(_ROI_COLOURS)])
 
 
+def roi_geometry(qmap) -> tuple:
+    """What a ROI's pixels and q mean: the frame (shape, beam centre) and the q-map's
+    energy, detector distance and pixel size."""
+    def num(v):
+        return None if v is None else round(float(v), 9)
+
+    return frame_key(qmap) + (num(qmap.energy_kev), num(qmap.detector_distance),
+                              num(qmap.pixel_size))
+
+
+def _geometry_change(old: tuple, new: tuple) -> tuple[str, str]:
+    """("the 512x1024 geometry", "1676x2100"): what differs, in a few words."""
+    if old[0] != new[0]:
+        return f"the {shape_text(old[0])} geometry", shape_text(new[0])
+    if old[1:3] != new[1:3]:
+        return (f"the beam centre ({old[1]:g}, {old[2]:g})",
+                f"the beam centre ({new[1]:g}, {new[2]:g})")
+    return "another q-map (energy, distance or pixel size)", "this one"
+
+
 @dataclass(frozen=True)
 class RoiSet:
     """What SAXS-2D publishes: the profiles of its ROIs on one file's image."""
 
     source: str
     profiles: list
+    path: str = ""  # the file integrated
 
 
 class SectorRoiTools(QObject):
@@ -69,6 +91,10 @@ class SectorRoiTools(QObject):
         self.items: list[SectorItem] = []
         self.profiles: list = []
         self._count = 0
+        #: roi_geometry of the image the ROIs are on; ROIs of other geometries are kept
+        #: aside and come back with a file of theirs (issue 22)
+        self.geometry: tuple | None = None
+        self.parked: dict[tuple, list[SectorRoi]] = {}
         row = QHBoxLayout()
         self.add_wedge_btn = QPushButton("+ q-wedge", toolTip=(
             "Add a sector: I(q) of that sector. Drag its arcs, edges or inside to "
@@ -102,7 +128,7 @@ class SectorRoiTools(QObject):
 
     # -------------------------------------------------------------- items
     def _centre(self) -> tuple[float, float] | None:
-        res = self.panel.current_result()
+        res = self.panel.shown_result()
         if res is None:
             return None
         return res.qmap.beam_center_x + 0.5, res.qmap.beam_center_y + 0.5
@@ -114,6 +140,7 @@ class SectorRoiTools(QObject):
         if centre is None or data is None:
             self.panel.context.show_status("SAXS-2D: open a file before adding ROIs")
             return None
+        self.geometry = roi_geometry(self.panel.shown_result().qmap)
         self._count += 1
         if roi is None:
             h, w = data["raw"].shape
@@ -127,14 +154,18 @@ class SectorRoiTools(QObject):
                 r0 = (0.15 + 0.12 * n) * reach
                 roi = SectorRoi("ring", r0, r0 + 0.08 * reach, -180.0, 360.0,
                                 self.bins.value(), f"R{self._count}")
-        item = SectorItem(roi, centre, roi_color(roi.name))
+        item = self._add_item(roi)
+        self._update_buttons()
+        self._timer.start()
+        return item
+
+    def _add_item(self, roi: SectorRoi) -> SectorItem:
+        item = SectorItem(roi, self._centre(), roi_color(roi.name))
         item.sigChanged.connect(lambda _it: self._timer.start())
         self.panel.plot.addItem(item)
         self.items.append(item)
         self.roi_combo.addItem(roi.label)
         self.roi_combo.setCurrentIndex(len(self.items) - 1)
-        self._update_buttons()
-        self._timer.start()
         return item
 
     def remove_current(self) -> None:
@@ -164,35 +195,61 @@ class SectorRoiTools(QObject):
             w.setEnabled(have)
 
     def _on_image_shown(self) -> None:
-        centre = self._centre()
-        if centre is not None:
-            for it in self.items:
-                it.set_centre(centre)
+        res = self.panel.shown_result()
+        if res is None:
+            return
+        new = roi_geometry(res.qmap)
+        old, self.geometry = self.geometry, new
+        if old is None or old == new:
+            if self.items:
+                self._timer.start()
+            return
+        notes = []
         if self.items:
-            self._timer.start()
+            # a ROI drawn on one geometry means other pixels and q on another
+            self.parked[old] = [it.roi for it in self.items]
+            for it in self.items:
+                self.panel.plot.removeItem(it)
+            self.items = []
+            self.roi_combo.clear()
+            was, now = _geometry_change(old, new)
+            notes.append(f"ROIs of {was} not carried onto {now}")
+        back = self.parked.pop(new, [])
+        for roi in back:
+            self._add_item(roi)
+        if back:
+            notes.append(f"{len(back)} ROI(s) drawn on this geometry restored")
+        if notes:
+            self.panel.context.show_status(f"SAXS-2D: {'; '.join(notes)}")
+        self._update_buttons()
+        self.recompute()
 
     # ------------------------------------------------------------ profiles
     def recompute(self) -> None:
         """Integrate every ROI on the shown image in a worker (GUI thread: snapshot only)."""
-        res, data = self.panel.current_result(), self.panel.data
+        # the image shown and its own q-map, never the next file's while it loads
+        res, data = self.panel.shown_result(), self.panel.data
         for i, it in enumerate(self.items):
             self.roi_combo.setItemText(i, it.roi.label)
-        if res is None or data is None or not self.items:
+        if res is None or not self.items or roi_geometry(res.qmap) != self.geometry:
             self.profiles = []
             self.panel.context.set_shared(SHARED_KEY, RoiSet("", []))
             return
         rois = [it.roi for it in self.items]
         self.panel.submit("rois", integrate_rois, data["raw"], rois, res.qmap,
-                          on_result=lambda out, label=res.label: self._on_profiles(label, out),
+                          on_result=lambda out, r=res: self._on_profiles(r, out),
                           description="SAXS-2D ROIs")
 
-    def _on_profiles(self, source: str, profiles: list) -> None:
+    def _on_profiles(self, res: Any, profiles: list) -> None:
+        if self.panel.shown_result() is not res:
+            return  # another image since
         self.profiles = list(profiles)
-        self.panel.context.set_shared(SHARED_KEY, RoiSet(source, self.profiles))
+        self.panel.context.set_shared(SHARED_KEY, RoiSet(res.label, self.profiles,
+                                                         str(res.path)))
 
     # -------------------------------------------------------------- export
     def _source(self) -> str:
-        res = self.panel.current_result()
+        res = self.panel.shown_result()
         return "" if res is None else res.label
 
     def export_csv(self, path: str) -> int | None:
@@ -265,6 +322,9 @@ class SectorRoiCurves(QObject):
         self.items = []
         self.phi_plot.clear()
         profiles = [] if roi_set is None else roi_set.profiles
+        if roi_set is not None and roi_set.path and roi_set.path not in {
+                str(r.path) for r in self.panel.results}:
+            profiles = []  # the ROIs' file is no longer a target
         rings = 0
         for p in profiles:
             ok = np.isfinite(p.intensity) & (p.counts > 0)

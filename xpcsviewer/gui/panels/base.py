@@ -306,6 +306,10 @@ class BasePanel(QWidget):
     def set_settings(self, settings: dict) -> None:
         """Restore settings from :meth:`get_settings`; ignore unknown or bad values."""
 
+    def persist(self) -> None:
+        """Write the files the session refers to (GUI thread, at close, after the
+        workers stopped, before :meth:`get_settings`). The default writes nothing."""
+
     # --------------------------------------------------------------- tests
     def plot_items(self) -> list[Any]:
         """The visible pyqtgraph data items (curves, images, error bars) of this panel.

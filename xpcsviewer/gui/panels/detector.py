@@ -4,6 +4,9 @@
 (:mod:`~xpcsviewer.gui.panels._mask_tools`), threshold on intensity, undo / redo /
 reset, load and save masks (HDF5 ``/qmap/mask``, as pySimpleMask reads them). The
 mask starts as the file's own and is kept per file while the app runs.
+A drawn mask outlives the session: it is kept in the config folder (a worker writes it
+after each change; the window writes what is left at close) and put back, as one
+undoable step, when its file is opened again with the same geometry.
 *Partition*: q, phi or q x phi bins, linear or log, phi offset and symmetry fold, with
 a live preview and the pixels per bin (:mod:`~xpcsviewer.gui.panels._partition_editor`);
 "Save q-map" writes the file ``xpcsviewer qmap`` writes (the same ``make_partition``).
@@ -32,19 +35,22 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.compute.masking import MaskHistory
+from xpcsviewer.gui import session as session_mod
 from xpcsviewer.export.saxs_data import pixel_info
 from xpcsviewer.gui.panels._detector_jobs import (
     MaskStep,
     PartitionPreview,
+    keep_mask_job,
     mask_step_job,
     partition_job,
+    read_kept_mask_job,
     save_mask_job,
     save_qmap_job,
 )
 from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox, mask_overlay
 from xpcsviewer.gui.panels._mask_tools import MaskTools
 from xpcsviewer.gui.panels._partition_editor import PartitionEditor
-from xpcsviewer.gui.image_view import colour_table
+from xpcsviewer.gui.image_view import colour_table, frame_image, frame_key
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.saxs2d import prepare_saxs2d
 from xpcsviewer.gui.widgets import FileSelector, colormap
@@ -93,9 +99,14 @@ class DetectorPanel(BasePanel):
         super().__init__(context, parent)
         self.data: dict | None = None
         self.histories: dict[str, MaskHistory] = {}
+        self._geometry_of: dict[str, tuple] = {}  # path -> (shape, bcx, bcy) of its mask
+        #: path -> the history version kept in the config folder (see persist)
+        self.kept: dict[str, int] = {}
+        #: path -> a mask of the last session not yet put back (its file not opened yet)
+        self.to_restore: dict[str, dict] = {}
         self._pending_erase: list | None = None
         self.preview: PartitionPreview | None = None
-        self._last_shape: tuple | None = None
+        self._frame: tuple | None = None  # frame_key of the image framed last
         outer = QHBoxLayout(self)
         split = QSplitter(Qt.Orientation.Horizontal)
         outer.addWidget(split)
@@ -176,17 +187,35 @@ class DetectorPanel(BasePanel):
         res = self.current_result()
         return None if res is None else self.histories.get(str(res.path))
 
+    def shows_current(self) -> bool:
+        """Whether the image shown is the current target's (not the last file's while
+        the next one loads)."""
+        res = self.current_result()
+        return res is not None and self.data is not None and self.data["path"] == str(res.path)
+
     def refresh(self) -> None:
         res = self.current_result()
         self.file_selector.set_labels([r.label for r in self.results], self.current_index)
         if res is None:
             return
+        if not self.shows_current():
+            self._file_leaving(res)
         self.submit("image", prepare_saxs2d, str(res.path), "log", on_result=self._on_image,
                     description=f"Detector {res.label}")
 
     def _on_file_chosen(self, i: int) -> None:
         self.current_index = i
         self.refresh()
+
+    def _file_leaving(self, res) -> None:
+        # nothing of the last file may pass for the next one's (issue 22)
+        loading = f"Loading {res.label}\u2026"
+        self.mask_tools.set_history_state(False, False, loading)
+        self.editor.summary.setText(loading)
+        self.readout.setText(" ")
+        self.preview = None
+        self.preview_item.clear()
+        self.mask_item.clear()
 
     def _on_image(self, data: dict) -> None:
         res = self.current_result()
@@ -195,9 +224,10 @@ class DetectorPanel(BasePanel):
         self.data = data
         img = data["image"]
         self.image_item.setImage(data["pixels"], autoLevels=False, levels=None)
-        if self._last_shape != img.shape:
-            self.view.autoRange()
-            self._last_shape = img.shape
+        key = frame_key(res.qmap)
+        if key != self._frame:  # the same geometry keeps the user's zoom
+            frame_image(self.view, self.image_item)
+            self._frame = key
         cx, cy = res.qmap.beam_center_x + 0.5, res.qmap.beam_center_y + 0.5
         arm = max(3.0, 0.03 * max(img.shape))
         self.center_item.setData(np.array([cx - arm, cx + arm, cx, cx]),
@@ -205,9 +235,10 @@ class DetectorPanel(BasePanel):
         key = str(res.path)
         first = key not in self.histories
         if first:
-            self.histories[key] = MaskHistory(np.asarray(res.qmap.mask, bool))
+            self._new_history(res)
             self._on_from_file(schedule=False)
-        self._mask_changed(publish=first)
+        shared = self.context.shared.get(MASK_KEY)
+        self._mask_changed(publish=first or shared is None or shared.path != key)
         self.schedule_partition()
         self.sigUpdated.emit()
 
@@ -218,11 +249,19 @@ class DetectorPanel(BasePanel):
         self.center_item.clear()
 
     # ----------------------------------------------------------------- mask
+    def _new_history(self, res) -> MaskHistory:
+        key = str(res.path)
+        qm = res.qmap
+        self._geometry_of[key] = frame_key(qm)
+        h = self.histories[key] = MaskHistory(np.asarray(qm.mask, bool))
+        return h
+
     def _mask_changed(self, publish: bool = True) -> None:
         h = self.history()
         if h is None:
             return
-        self.mask_item.setImage(mask_overlay(h.initial, h.current), levels=(0, 2))
+        if self.shows_current():
+            self.mask_item.setImage(mask_overlay(h.initial, h.current), levels=(0, 2))
         self._update_history_state()
         if publish:
             res = self.current_result()
@@ -230,6 +269,100 @@ class DetectorPanel(BasePanel):
             m.setflags(write=False)  # shared with the G2 tab: replaced, never changed
             self.context.set_shared(MASK_KEY, DetectorMask(str(res.path), m, h.n_masked))
             self.schedule_partition()
+            self._keep_mask(str(res.path))
+
+    # ------------------------------------------------- masks across sessions
+    def _keep_mask(self, key: str) -> None:
+        """Write the mask drawn on ``key`` to the config folder (worker), or remove the
+        file when nothing is drawn: a restart must not lose it (issue 22)."""
+        h = self.histories.get(key)
+        if h is None or self.kept.get(key) == h.version:
+            return
+        if h.n_masked == 0 and key not in self.kept:
+            self.kept[key] = h.version  # never drawn on: nothing on disk
+            return
+        version = h.version
+        dest = str(session_mod.drawn_mask_path(key))
+        self.submit(f"keep:{Path(dest).stem}", keep_mask_job, dest,
+                    h.current if h.n_masked else None, key,
+                    on_result=lambda _d: self.kept.__setitem__(key, version),
+                    description="Detector: keeping the drawn mask")
+
+    def set_results(self, results: list[Any]) -> None:
+        super().set_results(results)
+        for res in self.results:
+            if str(res.path) in self.to_restore:
+                self._restore_mask(res)
+
+    def _restore_mask(self, res) -> None:
+        key = str(res.path)
+        h = self.histories.get(key)
+        if h is not None and h.version > 0:  # drawn on since: that mask wins
+            self.to_restore.pop(key)
+            return
+        entry = self.to_restore[key]
+        if frame_key(res.qmap) != entry["geometry"]:
+            self.to_restore.pop(key)
+            self.submit(f"keep:{Path(entry['mask']).stem}", keep_mask_job, entry["mask"],
+                        None, key, description="Detector: dropping a stale mask")
+            self.context.show_status(f"Detector: the mask drawn on {res.label} was not "
+                                     "restored: the file's geometry changed")
+            return
+        self.submit(f"restore:{Path(entry['mask']).stem}", read_kept_mask_job,
+                    entry["mask"], tuple(res.qmap.shape),
+                    on_result=lambda m: self._on_mask_restored(res, m),
+                    on_error=lambda info: self._on_restore_failed(res, info),
+                    description=f"Detector: restoring the mask of {res.label}")
+
+    def _on_mask_restored(self, res, mask: np.ndarray) -> None:
+        key = str(res.path)
+        if self.to_restore.pop(key, None) is None:
+            return
+        h = self.histories.get(key)
+        if h is None:
+            h = self._new_history(res)
+        elif h.version > 0:
+            return
+        if not h.set(mask):
+            return
+        self.kept[key] = h.version
+        self.context.show_status(f"Detector: restored the mask drawn on {res.label} "
+                                 f"({h.n_masked:,} pixels; Undo gives back the file's own)")
+        cur = self.current_result()
+        if cur is not None and str(cur.path) == key:
+            self._mask_changed()
+
+    def _on_restore_failed(self, res, info) -> None:
+        self.to_restore.pop(str(res.path), None)
+        self.context.report_error(f"Detector: the mask drawn on {res.label} could not be "
+                                  f"restored: {getattr(info, 'message', info)}")
+
+    def _mask_entries(self) -> dict[str, dict]:
+        entries = dict(self.to_restore)
+        for key, h in self.histories.items():
+            if h.n_masked:
+                shape, bcx, bcy = self._geometry_of[key]
+                entries[key] = {"file": key, "mask": str(session_mod.drawn_mask_path(key)),
+                                "shape": list(shape), "beam_centre": [bcx, bcy],
+                                "n_masked": h.n_masked}
+            else:
+                entries.pop(key, None)
+        return entries
+
+    def persist(self) -> None:
+        """Write the drawn masks a worker has not written yet, remove stale ones (at
+        close, workers stopped: masks are small, the window is going)."""
+        for key, h in self.histories.items():
+            if self.kept.get(key) != h.version:
+                keep_mask_job(str(session_mod.drawn_mask_path(key)),
+                              h.current if h.n_masked else None, key)
+                self.kept[key] = h.version
+        wanted = {Path(e["mask"]).name for e in self._mask_entries().values()}
+        folder = session_mod.config_dir() / "masks"
+        if folder.is_dir():
+            for f in folder.glob("*.hdf"):
+                if f.name not in wanted:
+                    f.unlink(missing_ok=True)
 
     def _update_history_state(self) -> None:
         h = self.history()
@@ -244,7 +377,7 @@ class DetectorPanel(BasePanel):
 
     def _submit_step(self, what: str, **kw) -> int | None:
         h = self.history()
-        if h is None:
+        if h is None or not self.shows_current():
             self.context.show_status("Detector: no image yet")
             return None
         return self.submit("mask", mask_step_job, h.current, h.initial, h.version, what,
@@ -336,11 +469,16 @@ class DetectorPanel(BasePanel):
         if geo["energy_kev"] is None:
             self.context.report_error("Detector: the file states no X-ray energy")
             return None
+        path = str(self.current_result().path)
         return self.submit("partition", partition_job, h.shape, geo, h.current,
-                           self.editor.settings(), on_result=self._on_partition,
+                           self.editor.settings(),
+                           on_result=lambda prev: self._on_partition(prev, path),
                            description="Detector: partition")
 
-    def _on_partition(self, prev: PartitionPreview) -> None:
+    def _on_partition(self, prev: PartitionPreview, path: str | None = None) -> None:
+        res = self.current_result()
+        if path is not None and (res is None or str(res.path) != path):
+            return  # the last file's partition
         self.preview = prev
         self.editor.show_counts(prev.counts_dynamic, prev.qmap)
         self._show_preview()
@@ -392,7 +530,7 @@ class DetectorPanel(BasePanel):
     # ---------------------------------------------------------------- hover
     def _on_mouse_moved(self, evt) -> None:
         res = self.current_result()
-        if self.data is None or res is None:
+        if not self.shows_current():
             return
         p = self.view.mapSceneToView(evt[0])
         info = pixel_info(res.qmap, p.y(), p.x())
@@ -408,9 +546,25 @@ class DetectorPanel(BasePanel):
     # ------------------------------------------------------------- settings
     def get_settings(self) -> dict:
         return {"partition": self.editor.settings(),
-                "show": self.editor.show_combo.currentData()}
+                "show": self.editor.show_combo.currentData(),
+                "drawn_masks": list(self._mask_entries().values())}
 
     def set_settings(self, s: dict) -> None:
+        masks = s.get("drawn_masks")
+        for e in masks if isinstance(masks, list) else []:
+            try:
+                key = str(e["file"])
+                shape = tuple(int(n) for n in e["shape"])
+                bcx, bcy = (float(v) for v in e["beam_centre"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            mask = session_mod.drawn_mask_path(key)  # never a path from the file
+            if len(shape) == 2 and mask.is_file():
+                self.to_restore[key] = {"file": key, "mask": str(mask), "shape": list(shape),
+                                        "beam_centre": [bcx, bcy],
+                                        # as frame_key of its file must give
+                                        "geometry": (shape, round(bcx, 3), round(bcy, 3)),
+                                        "n_masked": e.get("n_masked")}
         show = s.get("show")
         i = self.editor.show_combo.findData(show)
         if i >= 0:

@@ -43,7 +43,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
     save_regrouped_job,
 )
 from xpcsviewer.gui.panels._drawing import MASK_LUT, mask_overlay
-from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView
+from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView, frame_key
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.detector import MASK_KEY, PARTITION_KEY
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
@@ -74,7 +74,8 @@ class G2PixelPanel(BasePanel):
         #: folder of regrouped files (None: a per-user temporary folder)
         self.regroup_dir: str | None = None
         self._levels_for: str | None = None  # the quantity the manual levels were set for
-        self._last_shape: tuple | None = None
+        self._frame: tuple | None = None  # frame_key of the stack framed last
+        self._shown_path: str | None = None  # the file whose stack is shown
         self._n_delays = 0
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
@@ -129,6 +130,8 @@ class G2PixelPanel(BasePanel):
         lay.addWidget(self.image_view, 1)
         lay.addWidget(self._build_regroup())
         self.status = QLabel(" ")
+        self._file_note = ""  # which file is shown, when not the current target
+        self._message = ""
         self.status.setWordWrap(True)
         lay.addWidget(self.status)
         self._timer = QTimer(self, singleShot=True, interval=120)  # debounced slider
@@ -185,18 +188,34 @@ class G2PixelPanel(BasePanel):
                     "the demo file G01 has one)")
         return None
 
+    def _stacked(self) -> list[Any]:
+        """The targets with a per-pixel stack: the ones the File box offers."""
+        return [r for r in self.results
+                if r.multitau is not None and r.multitau.has_unnormalized_G2]
+
     def current_result(self) -> Any | None:
+        """The current target if it has a stack, else the file shown before (if still a
+        target with a stack), else the first target with one."""
+        stacked = self._stacked()
         res = super().current_result()
-        if res is not None and res.multitau is not None and res.multitau.has_unnormalized_G2:
+        if res is not None and any(r is res for r in stacked):
             return res
-        return next((r for r in self.results
-                     if r.multitau is not None and r.multitau.has_unnormalized_G2), None)
+        return next((r for r in stacked if str(r.path) == self._shown_path),
+                    stacked[0] if stacked else None)
 
     def refresh(self) -> None:
-        self.file_selector.set_labels([r.label for r in self.results], self.current_index)
+        stacked = self._stacked()
         res = self.current_result()
+        # the box lists only files with a stack and names the one shown (issue 22)
+        shown = next((i for i, r in enumerate(stacked) if r is res), 0)
+        self.file_selector.set_labels([r.label for r in stacked], shown)
         if res is None:
             return
+        self._shown_path = str(res.path)
+        cur = super().current_result()
+        self._file_note = (f"{cur.label} has no per-pixel stack; showing {res.label}."
+                           if cur is not None and cur is not res else "")
+        self._say(self._message)
         n = int(res.multitau.delay_frames.size)
         if n != self._n_delays:
             self._n_delays = n
@@ -206,8 +225,16 @@ class G2PixelPanel(BasePanel):
                     w.setValue(min(w.value(), n - 1))
         self.load_plane()
 
+    def _say(self, message: str) -> None:
+        """Show ``message`` in the status line, after the note on the file shown."""
+        self._message = message
+        self.status.setText(" ".join(t for t in (self._file_note, message) if t) or " ")
+
     def _on_file_chosen(self, i: int) -> None:
-        self.current_index = i
+        stacked = self._stacked()
+        if 0 <= i < len(stacked):
+            self.current_index = next(j for j, r in enumerate(self.results)
+                                      if r is stacked[i])
         self.refresh()
 
     def delay_index(self) -> int:
@@ -248,11 +275,13 @@ class G2PixelPanel(BasePanel):
     def _on_plane(self, plane: dict) -> None:
         self.plane = plane
         img = plane["image"]
-        keep = self._last_shape == img.shape
+        res = next((r for r in self.results if str(r.path) == plane["path"]), None)
+        key = frame_key(res.qmap) if res is not None else (img.shape,)
         self._apply_cmap()
+        # the same geometry keeps the user's zoom; another is framed whole
         self.image_view.show_pixels(plane["pixels"], plane["pixel_levels"], plane["histogram"],
-                                    auto_range=not keep, source=plane["display"])
-        self._last_shape = img.shape
+                                    auto_range=key != self._frame, source=plane["display"])
+        self._frame = key
         # manual levels belong to one quantity (g2 near 1, IP in counts): another
         # quantity starts from its own auto levels
         if self.auto_check.isChecked() or self._levels_for != plane["target"]:
@@ -261,9 +290,9 @@ class G2PixelPanel(BasePanel):
         self._apply_levels()
         self._show_mask()
         if not plane["has_data"].any():
-            self.status.setText("No pixel has data at this delay (beyond the measured range)")
-        elif self.status.text().startswith("No pixel"):
-            self.status.setText(" ")
+            self._say("No pixel has data at this delay (beyond the measured range)")
+        elif self._message.startswith("No pixel"):
+            self._say("")
         self.sigUpdated.emit()
 
     def _shown_target(self) -> str | None:
@@ -367,7 +396,7 @@ class G2PixelPanel(BasePanel):
                                    out_dir)
 
     def _start_regroup(self, res, qmap, mask, tag: str, out_dir: str | None) -> int:
-        self.status.setText(f"Regrouping {res.label} \u2026")
+        self._say(f"Regrouping {res.label} \u2026")
         return self.submit("regroup", regroup_job, str(res.path), qmap, mask, out_dir, tag,
                            on_result=self._on_regrouped, description=f"Regrouping {res.label}")
 
@@ -375,7 +404,7 @@ class G2PixelPanel(BasePanel):
         self.regrouped = out
         mt = out["result"].multitau
         self.save_btn.setEnabled(True)
-        self.status.setText(
+        self._say(
             f"Regrouped into {Path(out['path']).name}: {mt.g2.shape[1]} bins "
             f"({mt.config.get('regroup_note', '')}); opened as a target: see the g2 tab")
         self.context.open_files([out["path"]])

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.export.display_image import image_histogram, quantize_job
 from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
-from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView
+from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView, frame_image, frame_key
 from xpcsviewer.gui.panels._sector_rois import SectorRoiTools
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
@@ -86,7 +86,7 @@ class Saxs2DPanel(BasePanel):
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
         self.data: dict | None = None
-        self._last_shape: tuple | None = None
+        self._frame: tuple | None = None  # frame_key of the image framed last
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         self.file_selector = FileSelector()
@@ -196,25 +196,30 @@ class Saxs2DPanel(BasePanel):
         self.readout.setText(" ")  # the readout spoke of the previous file
         self._show()
 
+    def shown_result(self) -> Any | None:
+        """The target whose image is shown (None before one arrives)."""
+        if self.data is None:
+            return None
+        return next((r for r in self.results if str(r.path) == self.data["path"]), None)
+
     def _show(self) -> None:
         data = self.data
-        res = self.current_result()
+        res = self.shown_result()
         img = data["image"]
-        keep_view = self._last_shape == img.shape
         self._apply_cmap(self.cmap_combo.currentText())
         self.image_view.show_pixels(data["pixels"], data["pixel_levels"], data["histogram"],
-                                    auto_range=not keep_view, source=img)
-        self._last_shape = img.shape
+                                    source=img)
+        # the same geometry keeps the user's zoom; another is framed whole (issue 22)
+        key = frame_key(res.qmap) if res is not None else (img.shape,)
+        if key != self._frame:
+            frame_image(self.plot.getViewBox(), self.image_view.image_item, limits=True)
+            self._frame = key
         if self.auto_check.isChecked():
             self.level_boxes.show(*data["levels"])
         self._apply_levels()
         if res is not None:
             qm = res.qmap
             self.center_item.setData([qm.beam_center_x + 0.5], [qm.beam_center_y + 0.5])
-            h, w = img.shape
-            # Zoom-out floor: never smaller than a quarter of the image.
-            self.plot.getViewBox().setLimits(xMin=-w, xMax=2 * w, yMin=-h, yMax=2 * h,
-                                             minXRange=4, minYRange=4)
         unit = "log\u2081\u2080 I" if self.scale_combo.currentText() == "log" else "I"
         self.image_view.histogram.axis.setLabel(unit)
         self.sigUpdated.emit()
@@ -250,8 +255,8 @@ class Saxs2DPanel(BasePanel):
     # -------------------------------------------------------------- hover
     def readout_at(self, row: float, col: float) -> str:
         """The hover text for image pixel (row, col)."""
-        res = self.current_result()
-        if res is None or self.data is None:
+        res = self.shown_result()  # not the next file while its image loads
+        if res is None:
             return ""
         info = pixel_info(res.qmap, row, col)
         if not info.inside:
@@ -271,19 +276,20 @@ class Saxs2DPanel(BasePanel):
                                 "log": self.scale_combo.currentText() == "log",
                                 "cmap": self.cmap_combo.currentText(),
                                 "beam_center": self.center_check.isChecked()}
-        if self.data is not None:
+        if self.data is not None and self.shown_result() is self.current_result():
             opts["image"] = self.data["raw"]  # already read: no second read for the export
         if not self.auto_check.isChecked():
             opts["levels"] = (self.vmin.value(), self.vmax.value())
         return opts
 
     def data_columns(self):
-        if self.data is None:
+        res = self.shown_result()
+        if res is None:
             return None
         raw = self.data["raw"]
         rows, cols = np.indices(raw.shape)
         return ({"row": rows.ravel(), "col": cols.ravel(), "intensity": raw.ravel()},
-                [f"SAXS-2D of {self.current_result().label}",
+                [f"SAXS-2D of {res.label}",
                  "intensity: mean photons/pixel/frame"])
 
     # ---------------------------------------------------------- settings
