@@ -145,10 +145,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("gui", "open the GUI on a folder or files (the default command)")
     p.add_argument("paths", nargs="*", metavar="PATH")
 
-    p = add("demo", "write the built-in demo data set, then open the GUI on it")
+    p = add("demo", "write the built-in demo data set (reusing complete files), then open "
+                    "the GUI on it")
     p.add_argument("--out", default="demo_data", help="output folder (default: ./demo_data)")
     p.add_argument("--no-gui", action="store_true", help="only write the files")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="simulate the whole set again, replacing the files in --out "
+                        "(default: reuse complete demo files, simulate only missing ones, "
+                        "refuse to replace any other file)")
 
     p = add("info", "summary of result files", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")

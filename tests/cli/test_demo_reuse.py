@@ -1,0 +1,130 @@
+"""``xpcsviewer demo`` reuses a complete demo set and never replaces a file unasked.
+
+A three-file stand-in for DEMO_SPECS (24 x 24 pixels, 64 frames; multi-tau, both
+analyses, and a per-pixel G2 side file) keeps these tests well under a second each.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from xpcsviewer.cli import main
+from xpcsviewer.synthetic import demo as demo_mod
+
+_GEO = {"shape": (24, 24), "energy_kev": 10.0, "det_dist_m": 5.0, "pixel_size_m": 150e-6,
+        "bcx": 11.5, "bcy": 12.0}
+_BASE = {
+    "geometry": _GEO, "beamstop_px": 2, "partition": {"dq_num": 2, "sq_num": 4},
+    "acquisition": {"frame_time": 1e-4, "n_frames": 64, "rate": 1.0, "background": 0.05},
+    "sample": {"model": "brownian", "radius_m": 250e-9, "temperature_k": 298.15,
+               "contrast": 0.2},
+    "analysis": ("Multitau",), "description": "tiny",
+}
+TINY = [
+    {**copy.deepcopy(_BASE), "name": "T01_tiny"},
+    {**copy.deepcopy(_BASE), "name": "T02_tiny_both", "analysis": ("Multitau", "Twotime"),
+     "twotime": {"n_frames": 64, "bins": [1]}},
+    {**copy.deepcopy(_BASE), "name": "T03_tiny_g2", "save_g2_pixel": True},
+]
+NAMES = ["T01_tiny_results.hdf", "T02_tiny_both_results.hdf", "T03_tiny_g2_results.hdf",
+         "T03_tiny_g2_results_G2.hdf"]
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The tiny specs in place of the demo's; ``calls`` lists every simulated spec name."""
+    monkeypatch.setattr(demo_mod, "DEMO_SPECS", copy.deepcopy(TINY))
+    made: list[str] = []
+    real = demo_mod.simulate_result
+
+    def counting(spec, **kw):
+        made.append(spec["name"])
+        return real(spec, **kw)
+
+    monkeypatch.setattr(demo_mod, "simulate_result", counting)
+    return made
+
+
+def _demo(out, *extra):
+    return main(["demo", "--no-gui", "--quiet", "--out", str(out), *extra])
+
+
+def _state(out):
+    return {p.name: (p.stat().st_mtime_ns, p.stat().st_ino) for p in out.iterdir()}
+
+
+def test_second_run_reuses_the_complete_set(tmp_path, calls, capsys):
+    out = tmp_path / "demo"
+    assert _demo(out) == 0
+    assert sorted(calls) == ["T01_tiny", "T02_tiny_both", "T03_tiny_g2"]
+    assert sorted(p.name for p in out.iterdir()) == NAMES
+    before = _state(out)
+    calls.clear()
+    capsys.readouterr()
+    assert _demo(out) == 0
+    assert calls == []  # nothing simulated, nothing rewritten
+    assert _state(out) == before
+    assert "reused 3 complete demo files" in capsys.readouterr().out
+
+
+def test_missing_file_is_simulated_alone(tmp_path, calls, capsys):
+    out = tmp_path / "demo"
+    assert _demo(out) == 0
+    (out / NAMES[1]).unlink()
+    before = _state(out)
+    calls.clear()
+    capsys.readouterr()
+    assert _demo(out) == 0
+    assert calls == ["T02_tiny_both"]
+    after = _state(out)
+    assert {k: after[k] for k in before} == before  # the others untouched
+    assert "reused 2 complete demo file(s)" in capsys.readouterr().out
+    for i, spec in enumerate(demo_mod.DEMO_SPECS):
+        assert demo_mod.check_demo_file(out, spec, i, 0) is None
+
+
+@pytest.mark.parametrize("spoil", ["truncate", "foreign", "no_side", "orphan_side", "version",
+                                   "seed"])
+def test_damaged_or_foreign_file_refused_then_replaced_with_overwrite(
+        tmp_path, calls, capsys, monkeypatch, spoil):
+    out = tmp_path / "demo"
+    assert _demo(out) == 0
+    args: list[str] = []
+    if spoil == "truncate":
+        p = out / NAMES[0]
+        p.write_bytes(p.read_bytes()[:2000])
+        named, why = p, "cannot be opened as HDF5"
+    elif spoil == "foreign":
+        p = out / NAMES[1]
+        p.write_text("my own notes, not a demo file\n")
+        named, why = p, "cannot be opened as HDF5"
+    elif spoil == "no_side":
+        (out / NAMES[3]).unlink()
+        named, why = out / NAMES[2], "side file T03_tiny_g2_results_G2.hdf is missing"
+    elif spoil == "orphan_side":
+        (out / NAMES[2]).unlink()
+        named, why = out / NAMES[3], "a G2 side file without its result file"
+    elif spoil == "version":
+        monkeypatch.setattr(demo_mod, "DEMO_VERSION", demo_mod.DEMO_VERSION + 1)
+        named, why = out / NAMES[0], "another demo version"
+    else:
+        args = ["--seed", "1"]
+        named, why = out / NAMES[0], "another seed (0, expected 1)"
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    calls.clear()
+    capsys.readouterr()
+    assert _demo(out, *args) == 2
+    err = capsys.readouterr().err
+    assert f"{named}: " in err and why in err
+    assert "use --overwrite" in err and "Traceback" not in err
+    assert calls == []  # refused before anything was simulated
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    # asked: the whole set is simulated again and replaced
+    assert _demo(out, *args, "--overwrite") == 0
+    assert sorted(calls) == ["T01_tiny", "T02_tiny_both", "T03_tiny_g2"]
+    assert sorted(p.name for p in out.iterdir()) == NAMES
+    seed = 1 if spoil == "seed" else 0
+    for i, spec in enumerate(demo_mod.DEMO_SPECS):
+        assert demo_mod.check_demo_file(out, spec, i, seed) is None
