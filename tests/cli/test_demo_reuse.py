@@ -1,41 +1,24 @@
 """``xpcsviewer demo`` reuses a complete demo set and never replaces a file unasked.
 
-A three-file stand-in for DEMO_SPECS (24 x 24 pixels, 64 frames; multi-tau, both
-analyses, and a per-pixel G2 side file) keeps these tests well under a second each.
+The tiny three-file stand-in for DEMO_SPECS (``tiny_demo_specs`` in tests/conftest.py:
+multi-tau, both analyses, a per-pixel G2 side file) keeps these tests under a second each.
 """
 
 from __future__ import annotations
-
-import copy
 
 import pytest
 
 from xpcsviewer.cli import main
 from xpcsviewer.synthetic import demo as demo_mod
 
-_GEO = {"shape": (24, 24), "energy_kev": 10.0, "det_dist_m": 5.0, "pixel_size_m": 150e-6,
-        "bcx": 11.5, "bcy": 12.0}
-_BASE = {
-    "geometry": _GEO, "beamstop_px": 2, "partition": {"dq_num": 2, "sq_num": 4},
-    "acquisition": {"frame_time": 1e-4, "n_frames": 64, "rate": 1.0, "background": 0.05},
-    "sample": {"model": "brownian", "radius_m": 250e-9, "temperature_k": 298.15,
-               "contrast": 0.2},
-    "analysis": ("Multitau",), "description": "tiny",
-}
-TINY = [
-    {**copy.deepcopy(_BASE), "name": "T01_tiny"},
-    {**copy.deepcopy(_BASE), "name": "T02_tiny_both", "analysis": ("Multitau", "Twotime"),
-     "twotime": {"n_frames": 64, "bins": [1]}},
-    {**copy.deepcopy(_BASE), "name": "T03_tiny_g2", "save_g2_pixel": True},
-]
 NAMES = ["T01_tiny_results.hdf", "T02_tiny_both_results.hdf", "T03_tiny_g2_results.hdf",
          "T03_tiny_g2_results_G2.hdf"]
 
 
 @pytest.fixture
-def calls(monkeypatch):
+def calls(monkeypatch, tiny_demo_specs):
     """The tiny specs in place of the demo's; ``calls`` lists every simulated spec name."""
-    monkeypatch.setattr(demo_mod, "DEMO_SPECS", copy.deepcopy(TINY))
+    monkeypatch.setattr(demo_mod, "DEMO_SPECS", tiny_demo_specs)
     made: list[str] = []
     real = demo_mod.simulate_result
 
