@@ -68,8 +68,8 @@ def test_missing_file_is_simulated_alone(tmp_path, calls, capsys):
         assert demo_mod.check_demo_file(out, spec, i, 0) is None
 
 
-@pytest.mark.parametrize("spoil", ["truncate", "foreign", "no_side", "orphan_side", "version",
-                                   "seed"])
+@pytest.mark.parametrize("spoil", ["truncate", "foreign", "no_record", "no_side", "orphan_side",
+                                   "version", "seed"])
 def test_damaged_or_foreign_file_refused_then_replaced_with_overwrite(
         tmp_path, calls, capsys, monkeypatch, spoil):
     out = tmp_path / "demo"
@@ -83,6 +83,13 @@ def test_damaged_or_foreign_file_refused_then_replaced_with_overwrite(
         p = out / NAMES[1]
         p.write_text("my own notes, not a demo file\n")
         named, why = p, "cannot be opened as HDF5"
+    elif spoil == "no_record":  # an HDF5 result file, but not one the demo wrote
+        import h5py
+
+        p = out / NAMES[0]
+        with h5py.File(p, "r+") as f:
+            del f["xpcs/demo"]
+        named, why = p, "records no demo version (/xpcs/demo)"
     elif spoil == "no_side":
         (out / NAMES[3]).unlink()
         named, why = out / NAMES[2], "side file T03_tiny_g2_results_G2.hdf is missing"

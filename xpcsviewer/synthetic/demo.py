@@ -274,7 +274,8 @@ def check_demo_file(out_dir: str | Path, spec: dict[str, Any], index: int,
         try:
             rec = f.get(DEMO_RECORD)
             if not isinstance(rec, h5py.Group):
-                return f"records no demo version ({DEMO_RECORD}): not a demo file of this version"
+                return (f"records no demo version ({DEMO_RECORD}): not a demo file, or one "
+                        "written before demo files recorded it")
             got = {k: rec[k][()] for k in rec if isinstance(rec[k], h5py.Dataset)}
             got = {k: v.decode() if isinstance(v, bytes) else v for k, v in got.items()}
             want = _record(spec, index, seed)
