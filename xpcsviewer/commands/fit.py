@@ -333,9 +333,10 @@ def run(args: argparse.Namespace) -> int:
         with BatchBar("fit", enabled=not quiet) as bar:
             prog = _FitBar(bar, len(items))
             # a chunk's own progress cannot come back from a Dask worker: files only there
-            within = prog.within if not (quiet or where.distributed) else None
-            return run_batch(PerChunk(partial(fit_files, opts, progress=within), FILES_PER_TASK),
-                             items, take, where=where, progress=prog.files)
+            task = (partial(fit_files, opts) if quiet or where.distributed
+                    else partial(fit_files, opts, progress=prog.within))
+            return run_batch(PerChunk(task, FILES_PER_TASK), items, take, where=where,
+                             progress=prog.files)
 
     if suffix == ".json":
         with FitJsonStream(out) as stream:
