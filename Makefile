@@ -22,8 +22,9 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed-app
 
+# Reuses a complete demo set; `make demo DEMO_ARGS=--overwrite` simulates it again.
 demo: $(VENV)/.installed-app
-	$(BIN)/xpcsviewer demo --out $(DEMO)
+	$(BIN)/xpcsviewer demo --out $(DEMO) $(DEMO_ARGS)
 
 test: $(VENV)/.installed-test
 	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -81,6 +81,49 @@ def demo_set_dir(tmp_path_factory) -> Path:
     return out
 
 
+# A three-file stand-in for the demo's DEMO_SPECS (24 x 24 pixels, 64 frames: well
+# under a second): multi-tau, both analyses, and one with a per-pixel G2 side file.
+_TINY_GEO = {"shape": (24, 24), "energy_kev": 10.0, "det_dist_m": 5.0,
+             "pixel_size_m": 150e-6, "bcx": 11.5, "bcy": 12.0}
+_TINY_BASE = {
+    "geometry": _TINY_GEO, "beamstop_px": 2, "partition": {"dq_num": 2, "sq_num": 4},
+    "acquisition": {"frame_time": 1e-4, "n_frames": 64, "rate": 1.0, "background": 0.05},
+    "sample": {"model": "brownian", "radius_m": 250e-9, "temperature_k": 298.15,
+               "contrast": 0.2},
+    "analysis": ("Multitau",), "description": "tiny",
+}
+
+
+def _tiny_specs() -> list[dict]:
+    import copy
+
+    return [
+        {**copy.deepcopy(_TINY_BASE), "name": "T01_tiny"},
+        {**copy.deepcopy(_TINY_BASE), "name": "T02_tiny_both",
+         "analysis": ("Multitau", "Twotime"), "twotime": {"n_frames": 64, "bins": [1]}},
+        {**copy.deepcopy(_TINY_BASE), "name": "T03_tiny_g2", "save_g2_pixel": True},
+    ]
+
+
+@pytest.fixture
+def tiny_demo_specs() -> list[dict]:
+    """Specs of a tiny demo set (a fresh copy per test), to stand in for DEMO_SPECS."""
+    return _tiny_specs()
+
+
+@pytest.fixture(scope="session")
+def tiny_demo_dir(tmp_path_factory) -> Path:
+    """The tiny demo set written once (with T03's per-pixel G2 side file); read-only."""
+    from unittest import mock
+
+    from xpcsviewer.synthetic import demo as demo_mod
+
+    out = tmp_path_factory.mktemp("tiny_demo")
+    with mock.patch.object(demo_mod, "DEMO_SPECS", _tiny_specs()):
+        demo_mod.write_demo(out, seed=0)
+    return out
+
+
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Collect on the main thread between tests once the GUI has switched automatic
     collection off (gui.workers.gui_thread_gc): tests without an event loop would

@@ -145,10 +145,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("gui", "open the GUI on a folder or files (the default command)")
     p.add_argument("paths", nargs="*", metavar="PATH")
 
-    p = add("demo", "write the built-in demo data set, then open the GUI on it")
+    p = add("demo", "write the built-in demo data set (reusing complete files), then open "
+                    "the GUI on it")
     p.add_argument("--out", default="demo_data", help="output folder (default: ./demo_data)")
     p.add_argument("--no-gui", action="store_true", help="only write the files")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="simulate the whole set again, replacing the files in --out "
+                        "(default: reuse complete demo files, simulate only missing ones, "
+                        "refuse to replace any other file)")
 
     p = add("info", "summary of result files", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
@@ -207,10 +212,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--model", choices=("single", "double", "stretched"), default="single")
-    p.add_argument("--q-range", **_pair(float))
-    p.add_argument("--t-range", **_pair(float))
-    p.add_argument("--bayes", action="store_true", help="also run NumPyro NUTS")
+    p.add_argument("--model", choices=("single", "double", "stretched"), default="single",
+                   help="single: g2 = baseline + contrast exp(-2 t/tau) (default); "
+                        "stretched: exp(-2 (t/tau)^stretch), stretch fitted; double: two "
+                        "decays, baseline + contrast [f e^-(t/tau1)^s1 + (1-f) "
+                        "e^-(t/tau2)^s2]^2")
+    p.add_argument("--q-range", **_pair(float),
+                   help="fit only the q-bins with A <= q <= B, in 1/\u00c5 (default: all)")
+    p.add_argument("--t-range", **_pair(float),
+                   help="fit only the delays with A <= tau <= B, in s (default: all)")
+    p.add_argument("--bayes", action="store_true",
+                   help="also run NumPyro NUTS (4 chains x 1500 draws per q-bin)")
     p.add_argument("--include-suspect-errors", action="store_true",
                    help="also fit delay points whose stated error is below half their "
                         "neighbours' (left out by default; see `xpcsviewer info`)")
@@ -218,7 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sample temperature for the Stokes-Einstein radius (with --viscosity)")
     p.add_argument("--viscosity", type=float, metavar="PA_S",
                    help="solvent viscosity in Pa s for the Stokes-Einstein radius")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.json|.csv")
+    p.add_argument("-o", "--output", default=None, metavar="OUT.json|.csv|.h5",
+                   help="write the fits to a file (default: print a table)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
     p = add("export", "render figures of result files off-screen", _batch(True))

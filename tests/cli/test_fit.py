@@ -160,10 +160,95 @@ def test_refuses_to_write_into_input(two_files):
         save_fit_hdf5(two_files[0], [{"path": str(two_files[0])}])
 
 
+def test_fit_without_output_prints_a_table(two_files, tmp_path, capsys):
+    before = sorted(tmp_path.iterdir())
+    capsys.readouterr()
+    rc = main(["fit", *map(str, two_files), "--q-range", "0.005", "0.011", "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0  # was a usage error (-o required)
+    assert sorted(tmp_path.iterdir()) == before  # nothing written
+    lines = out.splitlines()
+    assert lines[0].split() == ["file", "bin", "q_1/A", "status", "tau_s", "contrast",
+                                "chi2_red"]
+    rows = [ln.split() for ln in lines[1:] if not ln.startswith("note:")]
+    assert len(rows) == 2 * 4
+    # the file's own bin numbers (q-range 0.005..0.011 keeps bins 2..5 of 6)
+    assert [r[1] for r in rows] == ["2", "3", "4", "5"] * 2
+    q = np.linspace(0.004, 0.012, N_Q)
+    for r in rows:
+        assert r[0] in ("a_results.hdf", "b_results.hdf") and r[3] == "converged"
+        assert float(r[2]) == pytest.approx(q[int(r[1]) - 1], rel=1e-3)
+        tau, pm, err = float(r[4]), r[5], float(r[6])
+        assert pm == "\u00b1" and 0 < err < tau
+        assert tau == pytest.approx(1 / (D_TRUE * float(r[2]) ** 2), rel=0.1)
+
+
+def test_fit_options_have_help():
+    from xpcsviewer.cli import build_parser
+
+    parser = build_parser()
+    fit = next(a for a in parser._subparsers._group_actions[0].choices.items()
+               if a[0] == "fit")[1]
+    helps = {a.dest: a.help or "" for a in fit._actions}
+    assert all(m in helps["model"] for m in ("single", "stretched", "double"))
+    assert "1/\u00c5" in helps["q_range"] and "in s" in helps["t_range"]
+    assert "table" in helps["output"]
+
+
+def test_fit_progress_moves_within_files(two_files, tmp_path, monkeypatch):
+    """Progress in units per file: reading and the solve move the bar, and with --bayes
+    the sampling does, shared among the files by their bins; never backwards."""
+    from xpcsviewer.batch import file_items
+    from xpcsviewer.commands.fit import UNITS, FitOptions, fit_files
+
+    def run(opts, items):
+        seen = []
+        outs = fit_files(opts, items, progress=lambda d, t, m="": seen.append((d, t, m)))
+        return seen, outs
+
+    items = file_items(two_files)
+    seen, outs = run(FitOptions(), items)
+    assert all(o.ok for o in outs)
+    done = [d for d, _, _ in seen]
+    assert done == sorted(done) and done[-1] == seen[-1][1] == 2 * UNITS
+    assert 0 < done[0] < UNITS  # the first file read already moves it
+
+    # a stand-in sampler: reports 4 blocks, then fails (the bar must still not go back)
+    import xpcsviewer.fitting.bayes as bayes_mod
+
+    def fake(tau, g2, *a, progress=None, **kw):
+        for k in range(5):
+            progress(k, 4, f"sampling {k}/4")
+        raise RuntimeError("stand-in sampler")
+
+    monkeypatch.setattr(bayes_mod, "fit_g2_bayes", fake)
+    items = file_items([two_files[0], _write(tmp_path / "c_results.hdf", 2)])
+    seen, outs = run(FitOptions(bayes=True, q_range=(0.0, 0.0065)), items)
+    done = [d for d, _, _ in seen]
+    assert done == sorted(done) and done[-1] == seen[-1][1] == 2 * UNITS
+    assert [o.ok for o in outs] == [False, False] and "stand-in sampler" in outs[0].error
+    spans = []
+    for name in ("a_results.hdf", "c_results.hdf"):
+        at = [d for d, _, m in seen if m.startswith(f"{name}: 2 bins x 4 chains x 1500 draws"
+                                                    ) and "sampling" in m]
+        assert len(at) == 5 and at == sorted(set(at))  # every block moves the bar
+        spans.append((at[0], at[-1]))
+    # sampling is 95 % of the work, shared by bins (2 and 2 here)
+    assert spans[0][1] <= spans[1][0]
+    assert spans[0][1] - spans[0][0] == pytest.approx(0.95 * UNITS, abs=2)
+    assert spans[1][1] - spans[1][0] == pytest.approx(0.95 * UNITS, abs=2)
+
+
 @pytest.mark.slow
-def test_fit_bayes_json(two_files, tmp_path):
+def test_fit_bayes_json(two_files, tmp_path, capsys):
     out = tmp_path / "fit.json"
-    assert main(["fit", str(two_files[0]), "--bayes", "-o", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(two_files[0]), "--bayes", "-o", str(out)]) == 0
+    # the bar moves while the one file is sampled (it sat at 0 % until the file was done)
+    bar = capsys.readouterr().err.split("\r")
+    pct = [float(x.split("]")[1].split("%")[0]) for x in bar if x.startswith("fit [")
+           and "chains" in x]
+    assert len({p for p in pct if 5 < p < 95}) >= 3
     rec = json.loads(out.read_text())["files"][0]
     for k in ("mean", "std", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail"):
         assert len(rec["tau"][k]) == N_Q

@@ -209,5 +209,30 @@ def test_demo_without_display_still_succeeds(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.platform", "linux")
     assert main(["demo", "--quiet", "--out", str(tmp_path / "d")]) == 0
     captured = capsys.readouterr()
-    assert "wrote" in captured.out and "No display" in captured.err
+    assert "simulated" in captured.out and "No display" in captured.err
     assert len(list((tmp_path / "d").glob("*.hdf"))) >= 6
+
+
+def test_info_describes_the_g2_side_file(tiny_demo_dir, capsys):
+    """`info DIR/*` of a folder with a per-pixel G2 side file: described, exit 0."""
+    files = sorted(tiny_demo_dir.iterdir())
+    side = tiny_demo_dir / "T03_tiny_g2_results_G2.hdf"
+    assert side in files
+    capsys.readouterr()
+    assert main(["info", *map(str, files)]) == 0  # was exit 3 for the side file
+    out, err = capsys.readouterr()
+    assert err == ""
+    note = next(ln for ln in out.splitlines() if "T03_tiny_g2_results_G2.hdf" in ln)
+    n_tau = len(read_result(tiny_demo_dir / "T03_tiny_g2_results.hdf").multitau.tau)
+    assert "per-pixel G2 side file of T03_tiny_g2_results.hdf" in note
+    assert f"{n_tau} delays x 24 x 24 pixels" in note
+    assert main(["info", "--json", *map(str, files)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["path"] for r in doc["files"]] == [str(f) for f in files if f != side]
+    (rec,) = doc["side_files"]
+    assert rec["path"] == str(side) and rec["stack_shape"] == [n_tau, 3, 24, 24]
+    assert rec["result_file"] == str(tiny_demo_dir / "T03_tiny_g2_results.hdf")
+    assert rec["linked_from_result"] is True and rec["channels"] == ["G2", "IP", "IF"]
+    # only the side file: still described, exit 0; a broken file is still exit 3
+    assert main(["info", str(side)]) == 0
+    assert "per-pixel G2 side file" in capsys.readouterr().out

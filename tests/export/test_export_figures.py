@@ -289,7 +289,33 @@ def test_g2_data_columns(fake_results):
     blocks = g2_data.g2_blocks(fake_results[:1])
     cols, header = g2_data.g2_data_columns(blocks)
     assert "A001:tau_s" in cols and np.isnan(cols["A001:bin1:g2"][-1])
-    assert len(cols) == 1 + 2 * 6 and header
+    assert len(cols) == 2 + 2 * 6 and header
+    b = blocks[0]
+    np.testing.assert_array_equal(cols["A001:delay_frames"], b.delay_frames)
+    np.testing.assert_allclose(cols["A001:tau_s"], b.tau, rtol=1e-12)
+
+
+def test_g2_csv_writes_delays_from_the_integer_lags(tmp_path):
+    """6 frames x 1e-5 s is written 6e-05, not the product's 6.000000000000001e-05."""
+    from xpcsviewer.export import write_csv
+
+    frames = np.array([1, 2, 3, 6, 7, 12, 24, 96, 1000])
+    t0 = 1e-5
+    assert repr(float(frames[3] * t0)) == "6.000000000000001e-05"  # what was written
+    n = frames.size
+    block = g2_data.G2Block(
+        file_index=0, label="X", tau=frames * t0, g2=np.ones((n, 1)),
+        g2_err=np.full((n, 1), 0.01), valid=np.ones((n, 1), bool), columns=np.array([0]),
+        q=np.array([0.01]), phi=np.array([0.0]), bin_labels=["q=0.01"],
+        delay_frames=frames, t0=t0)
+    cols, header = g2_data.g2_data_columns([block])
+    text = write_csv(tmp_path / "g2.csv", cols, header).read_text()
+    rows = [ln.split(",") for ln in text.splitlines() if not ln.startswith("#")]
+    assert rows[0][:2] == ["X:tau_s", "X:delay_frames"]
+    assert [r[0] for r in rows[1:]] == ["1e-05", "2e-05", "3e-05", "6e-05", "7e-05",
+                                        "0.00012", "0.00024", "0.00096", "0.01"]
+    assert [int(r[1]) for r in rows[1:]] == frames.tolist()
+    assert "0000000000" not in text
 
 
 def test_export_package_is_qt_and_jax_free():

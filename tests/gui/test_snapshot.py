@@ -32,3 +32,22 @@ def test_snapshot_missing_file_is_exit_3(qapp, tmp_path, capsys):
     assert rc == 3
     assert "nope.hdf" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_snapshot_skips_the_g2_side_file(qapp, tiny_demo_dir, tmp_path, capsys):
+    from xpcsviewer.cli import main
+
+    side = tiny_demo_dir / "T03_tiny_g2_results_G2.hdf"
+    files = sorted(tiny_demo_dir.iterdir())
+    assert side in files
+    out = tmp_path / "s.png"
+    capsys.readouterr()
+    assert main(["snapshot", *map(str, files), "--tab", "saxs1d", "-o", str(out),
+                 "--size", "400", "300"]) == 0  # was exit 3
+    err = capsys.readouterr().err
+    assert f"note: skipping {side}: a per-pixel G2 side file of " in err
+    assert out.stat().st_size > 0
+    # nothing but side files: nothing to show, exit 3 naming it
+    rc = main(["snapshot", str(side), "--tab", "saxs1d", "-o", str(tmp_path / "t.png")])
+    assert rc == 3 and str(side) in capsys.readouterr().err
+    assert not (tmp_path / "t.png").exists()

@@ -1,20 +1,49 @@
-"""``xpcsviewer demo [--out DIR] [--no-gui]``: write the demo data set, then open the GUI on it."""
+"""``xpcsviewer demo [--out DIR] [--no-gui] [--overwrite]``: the demo data set, then the GUI on it.
+
+A complete demo set in DIR (judged by what each file records, see
+:func:`xpcsviewer.synthetic.demo.check_demo_file`) is reused; only missing files are
+simulated. A file in the way that is not a complete demo file of this version and
+seed is refused (exit 2, one line per file) unless ``--overwrite`` is given, which
+simulates the whole set again.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from xpcsviewer.io.errors import display_path
 from xpcsviewer.progress import TextProgressBar
-from xpcsviewer.synthetic.demo import write_demo
+from xpcsviewer.synthetic.demo import DemoRefusedError, write_demo
+
+EXIT_USAGE = 2
 
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer demo``."""
     out = Path(args.out)
-    with TextProgressBar("demo", enabled=not getattr(args, "quiet", False)) as bar:
-        files = write_demo(out, seed=getattr(args, "seed", 0), progress=bar)
-    print(f"wrote {len(files)} demo result files to {out.resolve()}")
+    quiet = bool(getattr(args, "quiet", False))
+    try:
+        with TextProgressBar("demo", enabled=not quiet) as bar:
+            files = write_demo(out, seed=getattr(args, "seed", 0), progress=bar,
+                               overwrite=bool(getattr(args, "overwrite", False)))
+    except DemoRefusedError as exc:
+        for path, why in exc.problems:
+            print(f"xpcsviewer demo: {display_path(path)}: {why}", file=sys.stderr)
+        print(f"xpcsviewer demo: refusing to replace {len(exc.problems)} file(s) in "
+              f"{display_path(out)} (use --overwrite to simulate the demo set again, "
+              "or choose another --out)", file=sys.stderr)
+        return EXIT_USAGE
+    where = out.resolve()
+    if files.simulated and files.reused:
+        print(f"reused {len(files.reused)} complete demo file(s) in {where}; "
+              f"simulated the {len(files.simulated)} missing")
+    elif files.reused:
+        print(f"reused {len(files.reused)} complete demo files in {where} "
+              "(simulated 0; --overwrite simulates them again)")
+    else:
+        print(f"simulated {len(files.simulated)} demo result files into {where}")
     if getattr(args, "no_gui", False):
         print(f"look at them with: xpcsviewer info {out}/*_results.hdf   or   xpcsviewer {out}")
         return 0

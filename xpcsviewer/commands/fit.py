@@ -1,4 +1,4 @@
-"""``xpcsviewer fit FILE ... [--model] [--q-range A B] [--t-range A B] [--bayes] -o OUT``.
+"""``xpcsviewer fit FILE ... [--model] [--q-range A B] [--t-range A B] [--bayes] [-o OUT]``.
 
 Files go in chunks of :data:`FILES_PER_TASK` through :mod:`xpcsviewer.batch` (the
 same chunks in-process, with ``--workers N`` or ``--scheduler``); the q-bins of a
@@ -8,7 +8,7 @@ neither on the other files nor on where the task ran. Files that cannot be read 
 each, then the count) and the others are still fitted, with exit code 3. Output
 by extension: ``.json`` (ARCHITECTURE.md section 8; streamed as the records
 arrive), ``.csv`` (one row per file and q-bin) or ``.h5``/``.hdf``/``.hdf5`` (our
-own fit file).
+own fit file); without ``-o`` a table on stdout, as ``info`` prints.
 """
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ from typing import Any
 import numpy as np
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT = 0, 1, 3
+# NUTS settings of ``--bayes`` (fit_g2_bayes's defaults, named for the progress text).
+BAYES_WARMUP, BAYES_SAMPLES, BAYES_CHAINS = 500, 1000, 4
+# Progress units per file: the bar moves within a file, not only when one is done.
+UNITS = 1000
+# Shares of a file's units (measured orders): reading and least squares about
+# equal; with --bayes the sampling (bins x chains x draws) takes nearly all.
+_SHARES = {False: (0.5, 0.5, 0.0), True: (0.02, 0.03, 0.95)}  # read, lsq, sampling
 # Files per task, the same in-process and on Dask: one batched solve per chunk
 # amortises JAX's per-call cost, and a Dask task of 32 files (~0.6 s) its per-task cost.
 FILES_PER_TASK = 32
@@ -49,6 +56,7 @@ def _load(path: str, q_range: tuple[float, float] | None,
     valid = np.asarray(mt.valid if include_suspect else mt.fit_mask, dtype=bool)
     return {
         "path": display_path(path),
+        "bins": cols + 1,  # the file's own 1-based dynamic bin numbers
         "q": q[cols],
         "phi": phi[cols],
         "tau": np.asarray(mt.tau, dtype=np.float64),
@@ -96,26 +104,48 @@ class FitOptions:
     device: str = "auto"
 
 
-def fit_files(opts: FitOptions, items: list[dict[str, Any]]) -> list[Any]:
+def fit_files(opts: FitOptions, items: list[dict[str, Any]],
+              progress: Any = None) -> list[Any]:
     """Fit a chunk of files (a batch task; runs on any worker): one outcome per file.
 
     Files with the same delays share one batched least-squares solve (a curve's
     fit does not depend on the other curves of the solve; tested); a file that
     cannot be read is an outcome with its error, the others are still fitted.
+    ``progress(done, total, message)`` (in-process only) counts :data:`UNITS` per
+    file: reading, the least-squares solve, and with ``bayes`` the sampling, shared
+    among the files by their bins (the work is bins x chains x draws).
     """
     from xpcsviewer.batch import ItemOutcome, outcome_of
     from xpcsviewer.fitting import diffusion_from_fit, fit_g2
     from xpcsviewer.fitting.results import fit_record
     from xpcsviewer.io.errors import display_path
 
-    outs = [outcome_of(lambda it: _load(it["path"], opts.q_range, opts.include_suspect), it)
-            for it in items]
+    n_units = len(items) * UNITS
+    load_share, fit_share, sample_share = _SHARES[bool(opts.bayes)]
+    done = [0.0]
+
+    def tell(units: float, message: str) -> None:
+        if progress is not None:
+            progress(min(int(units), n_units), n_units, message)
+
+    def step(units: float, message: str) -> None:
+        done[0] += units
+        tell(done[0], message)
+
+    outs = []
+    for k, it in enumerate(items):
+        outs.append(outcome_of(
+            lambda it: _load(it["path"], opts.q_range, opts.include_suspect), it))
+        step(load_share * UNITS, f"read {k + 1}/{len(items)}")
     groups: dict[tuple, list[int]] = {}
     for k, o in enumerate(outs):
         if o.ok:
             d = o.value
             d["path"] = display_path(items[k]["shown"])
             groups.setdefault((d["tau"].shape, d["tau"].tobytes()), []).append(k)
+    # the sampling units of every file, by its bins
+    ok_bins = {k: outs[k].value["g2"].shape[0] for ks in groups.values() for k in ks}
+    per_bin = sample_share * n_units / max(1, sum(ok_bins.values()))
     for ks in groups.values():
         ds = [outs[k].value for k in ks]
 
@@ -128,6 +158,7 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]]) -> list[Any]:
                           model=opts.model, t_range=opts.t_range, device=opts.device)
 
         fit = outcome_of(solve, None)
+        step(fit_share * UNITS * len(ds), f"least squares: {sum(ok_bins[k] for k in ks)} curves")
         start = 0
         for k, d in zip(ks, ds, strict=True):
             nb = d["g2"].shape[0]
@@ -144,10 +175,24 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]]) -> list[Any]:
                 if opts.bayes:
                     from xpcsviewer.fitting.bayes import fit_g2_bayes
 
-                    bayes = fit_g2_bayes(d["tau"], d["g2"], d["g2_err"], d["valid"],
-                                         model=opts.model, init=sub, t_range=opts.t_range)
+                    base, share = done[0], per_bin * d["g2"].shape[0]
+                    what = (f"{Path(d['path']).name}: {d['g2'].shape[0]} bins x "
+                            f"{BAYES_CHAINS} chains x {BAYES_WARMUP + BAYES_SAMPLES} draws, ")
+
+                    def sub_progress(n: int, total: int, msg: str = "") -> None:
+                        tell(base + share * (n / total if total else 0.0), what + msg)
+
+                    try:
+                        bayes = fit_g2_bayes(
+                            d["tau"], d["g2"], d["g2_err"], d["valid"], model=opts.model,
+                            init=sub, t_range=opts.t_range, num_warmup=BAYES_WARMUP,
+                            num_samples=BAYES_SAMPLES, num_chains=BAYES_CHAINS,
+                            progress=sub_progress if progress else None)
+                    finally:  # a failed file's share is spent too: the bar never goes back
+                        step(share, what + "done")
                 rec = fit_record(d["path"], d["q"], d["phi"], sub, verdict, bayes,
                                  extra=_radius(verdict, d, opts))
+                rec["bins"] = [int(b) for b in d["bins"]]
                 rec["suspect_points_excluded"] = d["suspect_excluded"]
                 return rec
 
@@ -155,8 +200,74 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]]) -> list[Any]:
     return outs
 
 
+class _FitBar:
+    """One bar over the whole batch in :data:`UNITS` per file: the batch reports the
+    files done, the chunk being fitted reports its progress within (in-process)."""
+
+    def __init__(self, bar: Any, n_files: int) -> None:
+        self.bar, self.n, self.base = bar, n_files, 0
+
+    def files(self, done: int, total: int, message: str = "") -> None:
+        self.base = done
+        self.bar(done * UNITS, total * UNITS, message)
+
+    def within(self, units: int, _chunk_total: int, message: str = "") -> None:
+        self.bar(self.base * UNITS + units, self.n * UNITS,
+                 f"{self.base}/{self.n} files done; {message}")
+
+
+def _pm(v: Any, e: Any, fmt: str) -> str:
+    if v is None:
+        return "-"
+    return f"{v:{fmt}}" + ("" if e is None else f" \u00b1 {e:.2g}")
+
+
+def fit_table(records: list[dict[str, Any]]) -> list[str]:
+    """The fits as a text table: one line per file and q-bin (``fit`` without ``-o``)."""
+    if not records:
+        return []
+    taus = [n for n in ("tau", "tau1", "tau2") if n in records[0]]
+    more = [n for n in ("stretch", "fraction") if n in records[0]
+            and not records[0][n].get("fixed")]
+    two_d = any(len(set(r["phi"])) > 1 for r in records)
+    head = ["file", "bin", "q_1/A", *(["phi_deg"] if two_d else []), "status",
+            *(f"{n}_s" for n in taus), "contrast", *more, "chi2_red"]
+    rows = [head]
+    for r in records:
+        name = str(r["path"]).rsplit("/", 1)[-1]
+        bins = r.get("bins") or list(range(1, len(r["q"]) + 1))
+        for i in range(len(r["q"])):
+            lo, hi = r["tau_lower_limit"][i], r["tau_upper_limit"][i]
+            cells = [name, str(bins[i]), f"{r['q'][i]:.4g}"]
+            if two_d:
+                cells.append(f"{r['phi'][i]:.4g}")
+            cells.append(r["status"][i])
+            for n in taus:
+                v, e = r[n]["value"][i], r[n]["error"][i]
+                if v is None and lo is not None and n != "tau2":
+                    cells.append(f"> {lo:.3g}")
+                elif v is None and hi is not None and n != "tau2":
+                    cells.append(f"< {hi:.3g}")
+                else:
+                    cells.append(_pm(v, e, ".4g"))
+            cells.append(_pm(r["contrast"]["value"][i], r["contrast"]["error"][i], ".3f"))
+            cells += [_pm(r[n]["value"][i], r[n]["error"][i], ".3f") for n in more]
+            chi2 = r["chi2_red"][i]
+            cells.append("-" if chi2 is None else f"{chi2:.3g}")
+            rows.append(cells)
+    widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
+    lines = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()
+             for row in rows]
+    for r in records:
+        d = r.get("diffusion") or {}
+        if d.get("message"):
+            lines.append(f"note: {str(r['path']).rsplit('/', 1)[-1]}: {d['message']}")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
-    """Fit, write the output file, return 0 (or 3 when some input was unreadable)."""
+    """Fit, write the output file (or print a table without ``-o``); 0, or 3 when some
+    input was unreadable."""
     from xpcsviewer.batch import (
         BatchBar,
         PerChunk,
@@ -168,9 +279,9 @@ def run(args: argparse.Namespace) -> int:
     from xpcsviewer.fitting.results import FitJsonStream, save_fit_hdf5, write_fit_csv
     from xpcsviewer.io.outputs import check_output
 
-    out = Path(args.output)
-    suffix = out.suffix.lower()
-    if suffix not in (".json", ".csv", *_HDF):
+    out = Path(args.output) if getattr(args, "output", None) else None
+    suffix = out.suffix.lower() if out is not None else ""
+    if out is not None and suffix not in (".json", ".csv", *_HDF):
         print(f"xpcsviewer fit: error: output must end in .json, .csv or .h5 (got {out.name})",
               file=sys.stderr)
         return 2
@@ -183,7 +294,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"xpcsviewer fit: error: {exc}", file=sys.stderr)
         return 2
-    check_output(out, args.files, getattr(args, "overwrite", False))
+    if out is not None:
+        check_output(out, args.files, getattr(args, "overwrite", False))
     quiet = bool(getattr(args, "quiet", False))
     opts = FitOptions(
         model=args.model,
@@ -197,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
     )
     items = file_items(args.files)
     errors: list[dict[str, str]] = []
-    records: list[dict[str, Any]] = []  # CSV/HDF5 only: their layout needs every record
+    records: list[dict[str, Any]] = []  # CSV/HDF5/table only: their layout needs every record
     status_counts: Counter[str] = Counter()
     verdicts: Counter[str] = Counter()
     n_fitted = 0
@@ -219,8 +331,12 @@ def run(args: argparse.Namespace) -> int:
                 records.append(rec)
 
         with BatchBar("fit", enabled=not quiet) as bar:
-            return run_batch(PerChunk(partial(fit_files, opts), FILES_PER_TASK), items, take,
-                             where=where, progress=bar)
+            prog = _FitBar(bar, len(items))
+            # a chunk's own progress cannot come back from a Dask worker: files only there
+            task = (partial(fit_files, opts) if quiet or where.distributed
+                    else partial(fit_files, opts, progress=prog.within))
+            return run_batch(PerChunk(task, FILES_PER_TASK), items, take, where=where,
+                             progress=prog.files)
 
     if suffix == ".json":
         with FitJsonStream(out) as stream:
@@ -230,13 +346,17 @@ def run(args: argparse.Namespace) -> int:
         summary = run_all(None)
         if suffix == ".csv":
             write_fit_csv(out, records)
-        else:
+        elif out is not None:
             save_fit_hdf5(out, records)
+        else:
+            for line in fit_table(records):
+                print(line)
     print_failures("xpcsviewer fit", summary)
     if not quiet:
         n_all = sum(status_counts.values())
         parts = ", ".join(f"{n} {s}" for s, n in status_counts.most_common())
         vtxt = ", ".join(f"{n} {v}" for v, n in verdicts.most_common())
-        print(f"fitted {n_fitted} file(s), {n_all} curves: {parts}; diffusion: {vtxt} -> {out}"
+        dest = f" -> {out}" if out is not None else ""
+        print(f"fitted {n_fitted} file(s), {n_all} curves: {parts}; diffusion: {vtxt}{dest}"
               f" ({where.describe()}, {summary.seconds:.1f} s)", file=sys.stderr)
     return summary.exit_code

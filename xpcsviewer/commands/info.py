@@ -1,4 +1,9 @@
-"""``xpcsviewer info FILE... [--json]``: a summary of result files."""
+"""``xpcsviewer info FILE... [--json]``: a summary of result files.
+
+A per-pixel G2 side file (``X_results_G2.hdf``, written beside its result file by
+``correlate --save-g2-pixel`` and the demo) is described, not failed: the stack's
+shape and the result file it belongs to (JSON: ``"side_files"``, beside ``"files"``).
+"""
 
 from __future__ import annotations
 
@@ -78,9 +83,49 @@ def _row(s: dict[str, Any]) -> list[str]:
     ]
 
 
+def side_file_summary(path: str, shown: str) -> dict[str, Any] | None:
+    """The record of a per-pixel G2 side file (``side_file``: True), or None if not one."""
+    from xpcsviewer.io.g2stack import describe_g2_side_file
+
+    d = describe_g2_side_file(path)
+    if d is None:
+        return None
+    res = d["result_file"]
+    return {
+        "path": display_path(shown),
+        "side_file": True,
+        "kind": "per-pixel G2 side file (/G2IPIF: G2, IP, IF per delay and pixel)",
+        "stack_shape": d["stack_shape"],
+        "channels": d["channels"],
+        "result_file": None if res is None else display_path(res),
+        "linked_from_result": d["linked"],
+    }
+
+
+def _side_note(s: dict[str, Any]) -> str:
+    t, _, h, w = (s["stack_shape"] + [0, 0, 0, 0])[:4]
+    of = (f"of {s['result_file'].rsplit('/', 1)[-1]}" if s["result_file"]
+          else "whose result file is not beside it")
+    if s["result_file"] and not s["linked_from_result"]:
+        of += " (which does not link to it)"
+    return (f"note: {str(s['path']).rsplit('/', 1)[-1]}: per-pixel G2 side file {of}: "
+            f"G2/IP/IF stack of {t} delays x {h} x {w} pixels; not a result file "
+            "(its pixels are shown by the result file's g2pixel tab)")
+
+
 def summary_task(item: dict[str, Any]) -> dict[str, Any]:
-    """:func:`summary` of one file, named as given (a batch task; any worker)."""
-    rec = summary(read_result(item["path"]))
+    """:func:`summary` of one file, named as given (a batch task; any worker); a G2
+    side file gets :func:`side_file_summary` instead of a failure."""
+    from xpcsviewer.io.errors import XpcsFileError
+
+    try:
+        res = read_result(item["path"])
+    except XpcsFileError:
+        side = side_file_summary(item["path"], item["shown"])
+        if side is None:
+            raise
+        return side
+    rec = summary(res)
     rec["path"] = display_path(item["shown"])
     return rec
 
@@ -99,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_batch(summary_task, file_items(args.files),
                        lambda o: records.append(o.value) if o.ok else None, where=where)
     print_failures("xpcsviewer info", result)
+    sides = [r for r in records if r.get("side_file")]
+    records = [r for r in records if not r.get("side_file")]
     if args.json:
         out = []
         for r in records:
@@ -109,7 +156,10 @@ def run(args: argparse.Namespace) -> int:
                     f"{count[0]} values are NaN or Inf; written as null (JSON has no NaN)"
                 )
             out.append(r)
-        print(json.dumps({"files": out}, indent=2, ensure_ascii=False, allow_nan=False))
+        doc: dict[str, Any] = {"files": out}
+        if sides:
+            doc["side_files"] = sides
+        print(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
     elif records:
         head = [
             "file",
@@ -132,4 +182,7 @@ def run(args: argparse.Namespace) -> int:
         for s in records:
             for w in s["warnings"]:
                 print(f"note: {str(s['path']).rsplit('/', 1)[-1]}: {w}")
+    if not args.json:
+        for s in sides:
+            print(_side_note(s))
     return result.exit_code

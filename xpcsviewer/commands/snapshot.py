@@ -1,8 +1,10 @@
 """``xpcsviewer snapshot [FILE ...] --tab NAME -o OUT.png``: render a GUI tab offscreen.
 
 Every file is read first, as ``info`` does: a file that cannot be read stops the
-command with exit 3 and one line naming it (never a blank picture). The window
-size is bounded: a huge grab would exhaust memory inside Qt.
+command with exit 3 and one line naming it (never a blank picture). A per-pixel G2
+side file among the inputs (``X_results_G2.hdf``, e.g. from ``demo_data/*``) is
+skipped with a note: it belongs to its result file. The window size is bounded: a
+huge grab would exhaust memory inside Qt.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ MIN_SIDE, MAX_SIDE = 200, 8192
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer snapshot``; the Qt work lives in :mod:`xpcsviewer.gui.snapshot`."""
+    from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.g2stack import describe_g2_side_file
     from xpcsviewer.io.outputs import check_output, display_path
     from xpcsviewer.io.reader import read_result
 
@@ -27,10 +31,26 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    files = list(args.files)
-    check_output(args.output, files, getattr(args, "overwrite", False))
-    for f in files:
-        read_result(f)  # raises XpcsFileError: exit 3 with one line
+    given = list(args.files)
+    check_output(args.output, given, getattr(args, "overwrite", False))
+    files = []
+    for f in given:
+        try:
+            read_result(f)  # raises XpcsFileError: exit 3 with one line
+        except XpcsFileError:
+            side = describe_g2_side_file(f)
+            if side is None:
+                raise
+            of = side["result_file"]
+            print(f"xpcsviewer snapshot: note: skipping {display_path(f)}: a per-pixel G2 "
+                  f"side file{' of ' + display_path(of) if of else ''}, not a result file",
+                  file=sys.stderr)
+            continue
+        files.append(f)
+    if given and not files:
+        print(f"xpcsviewer snapshot: {display_path(given[0])}: no result file among the "
+              "inputs (only per-pixel G2 side files)", file=sys.stderr)
+        return 3
     from xpcsviewer.gui.snapshot import render_snapshot
 
     out = render_snapshot(files, args.tab, args.output, (w, h))

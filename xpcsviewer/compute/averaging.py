@@ -627,7 +627,7 @@ def _clean_metadata(meta: dict[str, Any]) -> dict[str, Any]:
 
 def average_files(
     paths: Sequence[str | os.PathLike],
-    output: str | os.PathLike,
+    output: str | os.PathLike | Callable[[list[str]], str | os.PathLike],
     options: AverageOptions | None = None,
     *,
     progress: ProgressCallback | None = None,
@@ -640,8 +640,11 @@ def average_files(
     ----------
     paths : sequence of path
         Result files of repeat measurements (same q-map, delays and frame time).
-    output : path
-        The new file; must not be one of the inputs. Written atomically.
+    output : path, or callable
+        The new file; must not be one of the inputs. Written atomically. A callable
+        gets the accepted paths and returns the name (a name that states what was
+        averaged, e.g. :func:`xpcsviewer.export.labels.average_output_name`); it is
+        checked after the screening.
     options : AverageOptions, optional
     progress, cancel
         Progress per file (and per delay of the G2 stack); cancel checked
@@ -677,7 +680,8 @@ def average_files(
 
     opts = options or AverageOptions()
     method = opts.method()
-    out = check_output(output, paths, opts.overwrite)
+    if not callable(output):
+        out = check_output(output, paths, opts.overwrite)
     check_distinct_inputs(paths)  # one file twice would shrink the errors by sqrt 2
 
     n_in = len(paths)
@@ -692,6 +696,8 @@ def average_files(
     accepted = summary.accepted
     if not accepted:
         raise NoFilesAcceptedError(summary)
+    if callable(output):
+        out = check_output(output(list(accepted)), paths, opts.overwrite)
     n_acc = len(accepted)
     # The G2 stack pass is counted up front; if it is dropped the bar jumps.
     total = n_in + n_acc * (2 if opts.include_g2_stack else 1)

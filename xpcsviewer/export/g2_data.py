@@ -23,6 +23,7 @@ __all__ = [
     "G2Fits",
     "apply_overrides",
     "c2_time_axis",
+    "delay_seconds",
     "diffusion_points",
     "fit_g2_blocks",
     "fit_g2_blocks_bayes",
@@ -356,15 +357,31 @@ def g2_tau_grid(tau: np.ndarray, n: int = 128) -> np.ndarray:
     return np.logspace(lo, hi, int(n))
 
 
-def g2_data_columns(blocks: list[G2Block]) -> tuple[dict[str, np.ndarray], list[str]]:
-    """CSV columns of the shown g2 data: per file ``tau``, then g2 and err per bin.
+def delay_seconds(seconds: np.ndarray) -> np.ndarray:
+    """Delays in s rounded to 12 significant digits, for text outputs.
 
+    ``delay_frames * t0`` carries the product's rounding (6 x 1e-5 is
+    6.000000000000001e-05); at 12 digits it is the delay as stated (6e-05), far
+    below any frame-time precision.
+    """
+    t = np.asarray(seconds, dtype=np.float64)
+    return np.array([float(f"{x:.12g}") for x in t.ravel()]).reshape(t.shape)
+
+
+def g2_data_columns(blocks: list[G2Block]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """CSV columns of the shown g2 data: per file ``tau`` and the integer delay, then
+    g2 and err per bin.
+
+    tau is ``delay_frames * t0`` from the integer lags (:func:`delay_seconds`).
     Invalid points are written as NaN.
     """
     cols: dict[str, np.ndarray] = {}
-    header = ["g2 data: tau in s; g2 and err dimensionless; invalid points are nan"]
+    header = ["g2 data: tau in s (= delay_frames x frame time); g2 and err dimensionless; "
+              "invalid points are nan"]
     for b in blocks:
-        cols[f"{b.label}:tau_s"] = b.tau
+        frames = np.asarray(b.delay_frames, dtype=np.int64)
+        cols[f"{b.label}:tau_s"] = delay_seconds(frames * float(b.t0))
+        cols[f"{b.label}:delay_frames"] = frames
         for j in range(b.n_bins):
             name = f"{b.label}:bin{b.columns[j] + 1}"
             cols[f"{name}:g2"] = np.where(b.valid[:, j], b.g2[:, j], np.nan)

@@ -22,6 +22,7 @@ from xpcsviewer.io.outputs import atomic_path
 __all__ = [
     "G2_SIDE_DATASET",
     "G2StackWriter",
+    "describe_g2_side_file",
     "g2_side_path",
     "link_g2_stack",
     "open_g2_stack_writer",
@@ -35,6 +36,42 @@ def g2_side_path(result_path: str | Path) -> Path:
     """The side file of a result file: ``X_results.hdf`` -> ``X_results_G2.hdf``."""
     p = Path(result_path)
     return p.with_name(f"{p.stem}_G2{p.suffix or '.hdf'}")
+
+
+def describe_g2_side_file(path: str | Path) -> dict[str, Any] | None:
+    """What a per-pixel G2 side file holds, or None when ``path`` is not one.
+
+    A side file holds ``/G2IPIF`` and no ``/xpcs/qmap``. Returns ``stack_shape``
+    (T, 3, H, W), ``channels``, ``result_file`` (``X_results.hdf`` for
+    ``X_results_G2.hdf``, None when the name says nothing or it is absent) and
+    ``linked`` (that result file's ``unnormalized_G2`` links to this file).
+    """
+    p = Path(path)
+    try:
+        with h5py.File(p, "r", locking=False) as f:
+            ds = f.get(G2_SIDE_DATASET)
+            if not isinstance(ds, h5py.Dataset) or "xpcs/qmap" in f:
+                return None
+            shape = [int(n) for n in ds.shape]
+            channels = [c.decode() if isinstance(c, bytes) else str(c)
+                        for c in ds.attrs.get("channels", [])]
+    except (OSError, KeyError, ValueError):
+        return None
+    result = None
+    if p.stem.endswith("_G2"):
+        cand = p.with_name(p.stem[:-3] + p.suffix)
+        result = cand if cand.is_file() else None
+    linked = False
+    if result is not None:
+        try:
+            with h5py.File(result, "r", locking=False) as f:
+                grp = f.get("xpcs/multitau")
+                link = grp.get("unnormalized_G2", getlink=True) if grp is not None else None
+                linked = isinstance(link, h5py.ExternalLink) and Path(link.filename).name == p.name
+        except (OSError, KeyError, ValueError):
+            linked = False
+    return {"stack_shape": shape, "channels": channels,
+            "result_file": None if result is None else str(result), "linked": linked}
 
 
 class G2StackWriter:

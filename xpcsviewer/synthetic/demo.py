@@ -6,25 +6,47 @@ counting speckle frames are simulated (:mod:`xpcsviewer.synthetic.speckle`) and 
 through our own multi-tau / two-time correlator
 (:func:`xpcsviewer.synthetic.simulated.simulate_result`); the truth is written under
 ``/entry/sample`` (D in Angstrom^2/s, radius, temperature, viscosity, contrast, model)
-so that fits can be checked against it.
+so that fits can be checked against it. Each file also records what it is under
+``/xpcs/demo`` (demo version, name, seeds, hash of its spec): a complete file of the
+same version, seed and spec is reused by the next run instead of simulated again.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import h5py
+
 from xpcsviewer.compute.multitau import delay_list
-from xpcsviewer.io.g2stack import write_result_with_g2_stack
+from xpcsviewer.io.errors import display_path
+from xpcsviewer.io.g2stack import G2_SIDE_DATASET, g2_side_path, write_result_with_g2_stack
+from xpcsviewer.io.outputs import OutputRefusedError
 from xpcsviewer.io.writer import write_result
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 from xpcsviewer.synthetic.simulated import simulate_result
 
-__all__ = ["DEMO_SPECS", "write_demo"]
+__all__ = [
+    "DEMO_SPECS",
+    "DEMO_VERSION",
+    "DemoFiles",
+    "DemoRefusedError",
+    "check_demo_file",
+    "write_demo",
+]
+
+#: Bump when the simulator or correlator changes what a demo file holds: files of
+#: another version are then not reused (``xpcsviewer demo`` asks for --overwrite).
+DEMO_VERSION = 1
+#: Where each demo file records what it is (version, name, seeds, spec hash).
+DEMO_RECORD = "/xpcs/demo"
 
 # A small detector (128 x 128 pixels of 150 um, e.g. a 2x2-binned 75 um detector)
 # 5 m from the sample at 10 keV: q from ~0.0006 to ~0.0137 1/Angstrom. Speckles
@@ -210,16 +232,139 @@ DEMO_SPECS: list[dict[str, Any]] = [
 ]
 
 
+def _spec_hash(spec: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _record(spec: dict[str, Any], index: int, seed: int) -> dict[str, Any]:
+    return {
+        "version": DEMO_VERSION,
+        "name": spec["name"],
+        "seed": int(seed),
+        "file_seed": int(seed) * 1000 + index,
+        "spec_sha256": _spec_hash(spec),
+    }
+
+
+def _paths(out: Path, spec: dict[str, Any]) -> list[Path]:
+    path = out / f"{spec['name']}_results.hdf"
+    return [path, g2_side_path(path)] if spec.get("save_g2_pixel") else [path]
+
+
+def _n_delays(spec: dict[str, Any]) -> int:
+    return int(delay_list(int(spec["acquisition"]["n_frames"]))[0].size)
+
+
+def check_demo_file(out_dir: str | Path, spec: dict[str, Any], index: int,
+                    seed: int = 0) -> str | None:
+    """Why the demo file of ``spec`` in ``out_dir`` is not complete, or None if it is.
+
+    Judged by what the file records under :data:`DEMO_RECORD` (demo version, name,
+    seeds, hash of the spec) and by the datasets it must hold; for a spec with a
+    per-pixel G2 stack, the side file must be there with the stack's full shape.
+    """
+    path, *side = _paths(Path(out_dir), spec)
+    if not path.is_file():
+        return "missing" if not path.exists() else "not a regular file"
+    try:
+        f = h5py.File(path, "r", locking=False)
+    except OSError as exc:
+        return f"cannot be opened as HDF5 ({str(exc).splitlines()[0]})"
+    with f:
+        try:
+            rec = f.get(DEMO_RECORD)
+            if not isinstance(rec, h5py.Group):
+                return (f"records no demo version ({DEMO_RECORD}): not a demo file, or one "
+                        "written before demo files recorded it")
+            got = {k: rec[k][()] for k in rec if isinstance(rec[k], h5py.Dataset)}
+            got = {k: v.decode() if isinstance(v, bytes) else v for k, v in got.items()}
+            want = _record(spec, index, seed)
+            for key in ("version", "name", "seed", "file_seed", "spec_sha256"):
+                if key not in got:
+                    return f"its demo record has no {key}"
+                if str(got[key]) != str(want[key]):
+                    what = {"version": "demo version", "spec_sha256": "demo spec"}.get(key, key)
+                    shown = str(got[key])[:12]
+                    return f"made with another {what} ({shown}, expected {str(want[key])[:12]})"
+            need = ["xpcs/qmap/dynamic_roi_map", "xpcs/temporal_mean/scattering_2d",
+                    "entry/sample/D"]
+            atype = tuple(spec.get("analysis", ("Multitau",)))
+            if "Multitau" in atype:
+                need += ["xpcs/multitau/delay_list", "xpcs/multitau/normalized_g2",
+                         "xpcs/multitau/normalized_g2_err"]
+            if "Twotime" in atype:
+                need += ["xpcs/twotime/normalized_g2", "xpcs/twotime/processed_bins"]
+            for name in need:
+                if not isinstance(f.get(name), h5py.Dataset):
+                    return f"dataset /{name} is missing"
+            if "Multitau" in atype:
+                g2 = f["xpcs/multitau/normalized_g2"][()]  # reads: a damaged chunk fails here
+                if g2.shape[0] != _n_delays(spec):
+                    return f"/xpcs/multitau/normalized_g2 has {g2.shape[0]} delays, " \
+                           f"expected {_n_delays(spec)}"
+            if "Twotime" in atype:
+                n_bins = f["xpcs/twotime/processed_bins"].size
+                cmap = f.get("xpcs/twotime/correlation_map")
+                if not isinstance(cmap, h5py.Group) or len(cmap) != n_bins:
+                    return "two-time correlation maps are missing"
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            return f"damaged ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+    for s in side:
+        if not s.is_file():
+            return f"its per-pixel G2 side file {s.name} is missing"
+        try:
+            with h5py.File(s, "r", locking=False) as g:
+                ds = g.get(G2_SIDE_DATASET)
+                shape = tuple(spec["geometry"]["shape"])
+                if not isinstance(ds, h5py.Dataset) or ds.shape != (_n_delays(spec), 3, *shape):
+                    return f"its side file {s.name} does not hold the full G2 stack"
+        except OSError as exc:
+            return f"its side file {s.name} cannot be opened ({str(exc).splitlines()[0]})"
+    return None
+
+
+class DemoRefusedError(OutputRefusedError):
+    """Files of the demo set are present but not complete: replaced only with ``overwrite``.
+
+    ``problems`` lists ``(path, why)`` for each.
+    """
+
+    def __init__(self, problems: list[tuple[Path, str]]) -> None:
+        self.problems = problems
+        p, why = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"{display_path(p)}: {why}; refusing to replace it{more} "
+                         "(use --overwrite to simulate the demo set again)")
+
+
+@dataclass
+class DemoFiles:
+    """What :func:`write_demo` did: every result file (spec order), reused or simulated."""
+
+    paths: list[Path] = field(default_factory=list)
+    reused: list[Path] = field(default_factory=list)
+    simulated: list[Path] = field(default_factory=list)
+
+    def __iter__(self):
+        return iter(self.paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, k: int) -> Path:
+        return self.paths[k]
+
+
 def write_demo(
     out_dir: str | Path,
     seed: int = 0,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
-    overwrite: bool = True,
+    overwrite: bool = False,
     names: Sequence[str] | None = None,
     workers: int | None = None,
-) -> list[Path]:
-    """Simulate, correlate and write the demo result files into ``out_dir``.
+) -> DemoFiles:
+    """Make the demo result files in ``out_dir``: reuse the complete ones, simulate the rest.
 
     Parameters
     ----------
@@ -230,7 +375,9 @@ def write_demo(
     progress, cancel :
         Reported per finished file; cancel is also checked between frame chunks.
     overwrite : bool
-        Replace existing demo files of the same name.
+        Simulate every file again and replace what is there (atomically). Without
+        it, complete files (:func:`check_demo_file`) are reused, missing ones are
+        simulated, and any other file in the way is refused.
     names : sequence of str, optional
         Only the specs with these names (default: all).
     workers : int, optional
@@ -239,11 +386,17 @@ def write_demo(
 
     Returns
     -------
-    list of Path
-        The written files, in the order of :data:`DEMO_SPECS`.
+    DemoFiles
+        The result files in the order of :data:`DEMO_SPECS` (iterable like a list),
+        with which were reused and which simulated.
+
+    Raises
+    ------
+    DemoRefusedError
+        Without ``overwrite``: a file of the set is present but incomplete, damaged,
+        of another demo version, seed or spec, or not a demo file. Nothing is written.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     todo = [
         (i, spec) for i, spec in enumerate(DEMO_SPECS) if names is None or spec["name"] in names
     ]
@@ -251,6 +404,27 @@ def write_demo(
         unknown = set(names) - {s["name"] for _, s in todo}
         if unknown:
             raise ValueError(f"unknown demo file(s): {sorted(unknown)}")
+    done = DemoFiles()
+    if not overwrite and out.is_dir():
+        keep, make, problems = [], [], []
+        for i, spec in todo:
+            why = check_demo_file(out, spec, i, seed)
+            if why is None:
+                keep.append(i)
+                continue
+            path, *side = _paths(out, spec)
+            present = [p for p in (path, *side) if p.exists() or p.is_symlink()]
+            if not present:
+                make.append((i, spec))
+            elif present[0] == path:
+                problems.append((path, why))
+            else:
+                problems.append((present[0], f"a G2 side file without its result file {path.name}"))
+        if problems:
+            raise DemoRefusedError(problems)
+        done.reused = [_paths(out, spec)[0] for i, spec in todo if i in keep]
+        todo = make
+    out.mkdir(parents=True, exist_ok=True)
 
     def one(item: tuple[int, dict[str, Any]]) -> Path:
         i, spec = item
@@ -260,13 +434,17 @@ def write_demo(
             made = simulate_result(copy.deepcopy(spec), seed=seed * 1000 + i, cancel=cancel,
                                    g2_pixel_sink=sink)
             made.result.path = path
+            # what the file is, so that the next run can reuse it (check_demo_file)
+            made.result.metadata.update(
+                {f"{DEMO_RECORD.strip('/')}/{k}": v for k, v in _record(spec, i, seed).items()}
+            )
             return made
 
         if spec.get("save_g2_pixel"):
             # as `xpcsviewer correlate --save-g2-pixel`: side file + ExternalLink
-            n_delays = delay_list(int(spec["acquisition"]["n_frames"]))[0].size
             return write_result_with_g2_stack(
-                path, produce, n_delays, tuple(spec["geometry"]["shape"]), overwrite=overwrite
+                path, produce, _n_delays(spec), tuple(spec["geometry"]["shape"]),
+                overwrite=overwrite,
             )[0]
         made = produce()
         return write_result(
@@ -274,11 +452,13 @@ def write_demo(
         )
 
     n = len(todo)
-    n_workers = max(1, min(workers or min(2, os.cpu_count() or 1), n))
-    report(progress, cancel, 0, n, "simulating frames and correlating")
-    paths: list[Path] = []
-    with ThreadPoolExecutor(n_workers) as pool:
-        for k, path in enumerate(pool.map(one, todo)):
-            paths.append(path)
-            report(progress, cancel, k + 1, n, path.name)
-    return paths
+    if n:
+        n_workers = max(1, min(workers or min(2, os.cpu_count() or 1), n))
+        report(progress, cancel, 0, n, "simulating frames and correlating")
+        with ThreadPoolExecutor(n_workers) as pool:
+            for k, path in enumerate(pool.map(one, todo)):
+                done.simulated.append(path)
+                report(progress, cancel, k + 1, n, path.name)
+    made = set(done.simulated) | set(done.reused)
+    done.paths = [p for p in (_paths(out, spec)[0] for spec in DEMO_SPECS) if p in made]
+    return done

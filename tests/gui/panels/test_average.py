@@ -186,10 +186,39 @@ def test_output_name_follows_targets_and_screening_is_on(qtbot, panel, demo_dir,
     assert panel.output.text().endswith("Average_repeat_R250nm_F01-F02.hdf")
     panel.set_results([read_result(p) for p in files])
     qtbot.waitUntil(lambda: panel.run_btn.isEnabled(), timeout=60000)
-    assert panel.output.text().endswith("Average_repeat_R250nm_F01-F04_4files.hdf")
+    # the check rejects the beam-damaged F04: the name says the 3 that will be averaged
+    assert [p for p, _ in panel.outcome.summary.rejected] == [str(files[3])]
+    assert panel.output.text().endswith("Average_repeat_R250nm_F01-F03_3files.hdf")
     own = str(tmp_path / "mine.hdf")
     panel.output.setText(own)  # typed by the user: kept
     panel.set_results([read_result(p) for p in files[1:]])
     qtbot.waitUntil(lambda: panel.run_btn.isEnabled(), timeout=60000)
     assert panel.output.text() == own
     assert panel.progress.format() == "checked"
+
+
+def test_output_name_states_the_files_averaged(qtbot, panel, demo_dir, tmp_path):
+    """The written file is named by the files actually averaged (after rejection), also
+    when the options changed after the check (issue 22: '_4files' for 3 averaged)."""
+    for p in sorted(demo_dir.glob("F0*_results.hdf")):
+        shutil.copy(p, tmp_path / p.name)
+    files = sorted(tmp_path.glob("F0*_results.hdf"))
+    panel.set_results([read_result(p) for p in files])
+    qtbot.waitUntil(lambda: panel.run_btn.isEnabled(), timeout=60000)
+    three = tmp_path / "Average_repeat_R250nm_F01-F03_3files.hdf"
+    assert panel.output.text() == str(three)
+    with qtbot.waitSignal(panel.sigFinished, timeout=60000) as blocker:
+        panel.start()
+    s = blocker.args[0].summary
+    assert s.output == three and len(s.accepted) == 3
+    with h5py.File(three, "r") as f:
+        assert int(f["entry/average/n_files"][()]) == 3
+    # screening off after the check: all 4 are averaged, and the name says so
+    panel.use_mad.setChecked(False)
+    panel.use_baseline.setChecked(False)
+    with qtbot.waitSignal(panel.sigFinished, timeout=60000) as blocker:
+        panel.start()
+    four = tmp_path / "Average_repeat_R250nm_F01-F04_4files.hdf"
+    assert blocker.args[0].summary.output == four and panel.output.text() == str(four)
+    with h5py.File(four, "r") as f:
+        assert int(f["entry/average/n_files"][()]) == 4

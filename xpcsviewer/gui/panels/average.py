@@ -9,6 +9,7 @@ threshold lines; the table lists every rejected file with its reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from xpcsviewer.compute.averaging import (
 )
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.export.labels import average_output_name
+from xpcsviewer.io.model import path_label
 from xpcsviewer.io.outputs import OutputRefusedError
 
 __all__ = ["AverageOutcome", "AveragePanel", "average_job"]
@@ -71,13 +73,16 @@ class AverageOutcome:
 
 def average_job(
     paths: list[str],
-    output: str,
+    output: str | Callable[[list[str]], str],
     options: AverageOptions,
     screen_only: bool = False,
     progress=None,
     cancel=None,
 ) -> AverageOutcome:
-    """Worker job: screen (``screen_only``) or average; bad input becomes ``error``."""
+    """Worker job: screen (``screen_only``) or average; bad input becomes ``error``.
+
+    ``output`` may be a callable naming the file from the accepted paths.
+    """
     try:
         if screen_only:
             return AverageOutcome(
@@ -253,15 +258,23 @@ class AveragePanel(BasePanel):
         """Show the target files and propose an output name (GUI thread)."""
         self.file_list.clear()
         self.file_list.addItems([str(r.path) for r in self.results])
-        text = self.output.text().strip()
-        if self.results and (not text or text == self._proposed):
-            # follow the targets until the user types a name of their own
-            name = average_output_name([r.label for r in self.results])
-            self._proposed = str(Path(self.results[0].path).parent / name)
-            self.output.setText(self._proposed)
+        self._propose([str(r.path) for r in self.results])
         # Screening reads only the small arrays: run it at once so the statistics
         # plot is live as soon as the targets change.
         self.start(screen_only=True)
+
+    def _auto_name(self) -> bool:
+        text = self.output.text().strip()
+        return not text or text == self._proposed
+
+    def _propose(self, paths: list[str]) -> None:
+        """Name the output after ``paths`` (the targets, then the files the check
+        accepts) until the user types a name of their own."""
+        if not self.results or not paths or not self._auto_name():
+            return
+        name = average_output_name([path_label(p) for p in paths])
+        self._proposed = str(Path(self.results[0].path).parent / name)
+        self.output.setText(self._proposed)
 
     def clear_plots(self) -> None:
         self.file_list.clear()
@@ -300,6 +313,12 @@ class AveragePanel(BasePanel):
         if not screen_only and not out:
             self.context.report_error("Average: choose an output file")
             return None
+        target: str | Callable[[list[str]], str] = out
+        if not screen_only and out == self._proposed:
+            # our own name: made from the files actually averaged (after rejection)
+            folder = Path(out).parent
+            target = lambda acc: str(  # noqa: E731
+                folder / average_output_name([path_label(p) for p in acc]))
         self.progress.setValue(0)
         self._set_running(True)
         self.summary_label.setText(
@@ -309,7 +328,7 @@ class AveragePanel(BasePanel):
             "run",
             average_job,
             paths,
-            out,
+            target,
             self.options(),
             screen_only,
             on_result=self._on_result,
@@ -354,6 +373,12 @@ class AveragePanel(BasePanel):
             self.progress.setFormat("checked" if outcome.screen_only else "written")
         self.outcome = outcome
         s = outcome.summary
+        if s is not None and [st.path for st in s.stats] == [str(r.path) for r in self.results]:
+            if s.output is not None and self._auto_name():
+                self._proposed = str(s.output)
+                self.output.setText(self._proposed)
+            else:
+                self._propose(s.accepted)
         if outcome.error:
             self.summary_label.setText(outcome.error)
         elif s is not None:

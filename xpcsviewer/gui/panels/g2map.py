@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.export.g2_data import delay_seconds
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import BinSpinBox, FileSelector
 
@@ -286,7 +287,8 @@ class G2MapPanel(BasePanel):
         j = min(self.bin_spin.value(), d.g2.shape[1] - 1)
         ok = d.valid[:, j]
         return (
-            {"tau_s": d.tau[ok], "g2": d.g2[ok, j], "g2_err": d.g2_err[ok, j]},
+            {"tau_s": delay_seconds(d.tau[ok]), "g2": d.g2[ok, j],
+             "g2_err": d.g2_err[ok, j]},
             [f"g2 profile of {d.labels[j]}"],
         )
 
