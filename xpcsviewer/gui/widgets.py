@@ -301,17 +301,59 @@ def side_legend(plot: pg.PlotItem, text_size: str = "8pt") -> pg.LegendItem:
 
 
 class SparseLogAxis(pg.AxisItem):
-    """An axis whose log-mode minor ticks are labelled only at 1, 2 and 5 x 10^n
-    (pyqtgraph labels every minor tick, and they overlap)."""
+    """An axis whose log-mode minor ticks are labelled as densely as the labels fit:
+    every 1..9 x 10^n on a short range, fewer (1, 2, 5 x 10^n; 1, 3 x 10^n) on longer
+    ones, or the decades alone. (pyqtgraph labels every minor tick and they overlap; 1, 2, 5
+    alone left a range such as 0.0006-0.003 with nothing labelled below 10^-3.)"""
+
+    #: Label sets, densest first, and the smallest gap between neighbours (decades).
+    _MANTISSAS = tuple((m, float(np.min(np.diff(np.log10([*m, 10])))))
+                       for m in ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 6, 8), (1, 2, 3, 5, 7),
+                                 (1, 2, 5), (1, 3), (1,)))
+
+    def _label_set(self, strings: list[str]) -> tuple[int, ...]:
+        """The densest mantissas whose labels do not overlap at this axis length."""
+        from PySide6.QtGui import QFontMetricsF
+
+        lo, hi = self.range  # log10 units in log mode
+        span = abs(hi - lo)
+        vertical = self.orientation in ("left", "right")
+        length = self.size().height() if vertical else self.size().width()
+        if span <= 0 or length <= 0:
+            return (1, 2, 5)
+        fm = QFontMetricsF(self.style["tickFont"] or self.font())
+        if vertical:
+            extent = 1.4 * fm.height()
+        else:
+            extent = max((fm.horizontalAdvance(t) for t in strings), default=0.0) + 10
+        per_decade = length / span
+        for mants, gap in self._MANTISSAS:
+            if gap * per_decade >= extent:
+                return mants
+        return (1,)
+
+    def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802, N803
+        # pyqtgraph repeats the decades among the minor ticks: their labels, drawn
+        # twice, counted twice against its text-crowding limit, which then dropped
+        # every minor label of a range of a few decades
+        levels = super().logTickValues(minVal, maxVal, size, stdTicks)
+        major = np.array([v for sp, vals in levels if sp is not None for v in vals])
+        out = []
+        for sp, vals in levels:
+            if sp is None and major.size:
+                vals = [v for v in vals if np.min(np.abs(major - v)) > 1e-6]
+            out.append((sp, vals))
+        return out
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
         strings = super().tickStrings(values, scale, spacing)
         if not self.logMode:
             return strings
+        keep_set = self._label_set(strings)
         out = []
         for v, s in zip(values, strings, strict=False):
             mant = 10 ** (v - np.floor(v + 1e-9))
-            keep = any(abs(mant - m) < 1e-6 * m for m in (1.0, 2.0, 5.0))
+            keep = any(abs(mant - m) < 1e-6 * m for m in keep_set)
             out.append(s if keep else "")
         return out
 
