@@ -134,3 +134,100 @@ def test_shortcuts_dialog_is_an_aligned_table(qtbot, window):
     assert t.horizontalScrollBar().maximum() == 0
     assert t.verticalScrollBar().maximum() == 0
     box.close()
+
+
+def test_g2_grid_and_legend_fit_a_1400_px_window(qtbot, window, demo_files, wait_idle,
+                                                 tmp_path):
+    import shutil
+
+    from xpcsviewer.gui.panels._g2_draw import LABEL_PX
+
+    # a series of real-looking names that differ only near the end
+    paths = [str(shutil.copyfile(demo_files[k], tmp_path / name))
+             for k, name in enumerate([*_SERIES, _SERIES[0].replace("00001", "00501")])]
+    window.resize(1400, 900)
+    window.browser.add_paths(paths)
+    wait_idle(window, 60000)
+    window.select_tab("g2")
+    wait_idle(window, 60000)
+    p = window.panels["g2"]
+    c = p._canvas("qbin")
+    assert c.nc == 3 and c.n > 3
+    # the default three columns fit the window beside the dock and the fit panel
+    assert c.scroll.horizontalScrollBar().maximum() == 0
+    assert c.glw.ci.geometry().width() <= c.glw.width() + 0.5
+    leg = c.top_legend
+    assert leg.isVisible() and len(leg.items) == 4
+    assert leg.sceneBoundingRect().right() <= c.glw.width()
+
+    # whole file names as labels: cut in the middle, in full as tooltips, still inside
+    p.label_style.setText("1,2,3,4,5,6,7,8,9,10")
+    p.label_style.editingFinished.emit()
+    wait_idle(window, 60000)
+    labels = [lab for _s, lab in leg.items]
+    assert all(lab.toolTip().startswith("Average_B0147") for lab in labels)
+    assert all("\u2026" in lab.text for lab in labels)
+    assert all(lab.minimumWidth() <= LABEL_PX["top"] + 12 for lab in labels)
+    assert leg.sceneBoundingRect().right() <= c.glw.width()
+    assert c.scroll.horizontalScrollBar().maximum() == 0
+
+    # one panel per file, legends beside the panels: wider than the window, so the
+    # grid scrolls sideways over all of it instead of cutting the last column off
+    p.layout_combo.setCurrentIndex(p.layout_combo.findData("file"))
+    wait_idle(window, 60000)
+    c = p._canvas("file")
+    assert c.glw.ci.geometry().width() <= c.glw.width() + 0.5
+
+
+def _drawn_labels(axis) -> list[str]:
+    from PySide6.QtGui import QImage, QPainter
+
+    img = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(img)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [t[2] for t in specs[2] if t[2]]
+
+
+@pytest.mark.parametrize(("lo", "hi", "n_below"), [(6e-4, 3e-3, 2), (2e-6, 2e-2, 4)])
+def test_log_axis_labels_below_a_decade(qtbot, lo, hi, n_below):
+    """tau from 0.6 to 3 ms had one label (0.001) and none below it; over four
+    decades the minor labels were all dropped (decades counted twice)."""
+    import numpy as np
+    import pyqtgraph as pg
+
+    from xpcsviewer.gui.widgets import log_friendly_plot_widget
+
+    pw = log_friendly_plot_widget()
+    qtbot.addWidget(pw)
+    pw.resize(700, 420)
+    pw.show()
+    plot = pw.getPlotItem()
+    plot.addItem(pg.PlotDataItem(np.geomspace(1e-3, 1e-2, 8), np.geomspace(lo, hi, 8)))
+    plot.setLogMode(x=True, y=True)
+    plot.autoRange()
+    qtbot.waitUntil(lambda: plot.getAxis("left").size().height() > 300)
+    for _ in range(2):  # the first paint widens the axis to its labels
+        pw.grab()
+        qtbot.wait(10)
+    labels = _drawn_labels(plot.getAxis("left"))
+
+    def value(s: str) -> float:
+        sup = str.maketrans("\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079",
+                            "-0123456789")
+        if "10" in s and not s.startswith("0"):
+            mant, _, exp = s.partition("10")
+            m = float(mant.rstrip("\u00b7") or 1)
+            return m * 10.0 ** int(exp.translate(sup))
+        return float(s)
+
+    vals = sorted(value(s) for s in labels)
+    assert len(vals) == len(set(vals))  # no label drawn twice
+    assert sum(v < 1e-3 for v in vals) >= n_below
+    # never crowded: neighbouring labels at least a text height apart
+    h = plot.getAxis("left").size().height()
+    span = np.diff(plot.getAxis("left").range)[0]
+    gaps = np.diff(np.log10(vals)) * h / span
+    assert gaps.min() >= pw.fontMetrics().height()
