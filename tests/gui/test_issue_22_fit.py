@@ -231,3 +231,42 @@ def test_log_axis_labels_below_a_decade(qtbot, lo, hi, n_below):
     span = np.diff(plot.getAxis("left").range)[0]
     gaps = np.diff(np.log10(vals)) * h / span
     assert gaps.min() >= pw.fontMetrics().height()
+
+
+def test_stability_shows_a_line_of_text_while_computing(qtbot, demo_results):
+    """The Stability tab painted empty axes for seconds while its job waited."""
+    from PySide6.QtCore import QThreadPool
+
+    from xpcsviewer.gui.context import AppContext
+    from xpcsviewer.gui.panels.stability import StabilityPanel
+    from xpcsviewer.gui.workers import TaskRunner, wait_for_event_job
+
+    pool = QThreadPool()
+    pool.setMaxThreadCount(1)
+    ctx = AppContext(runner=TaskRunner(pool=pool))
+    p = StabilityPanel(ctx)
+    qtbot.addWidget(p)
+    p.resize(900, 600)
+    p.show()
+    busy = threading.Event()
+    ctx.runner.submit("test:busy", wait_for_event_job, busy)  # e.g. the start-up compile
+    try:
+        p.set_results([demo_results["A01"], demo_results["E01"]])
+        assert p.plot_stack.currentWidget() is p.placeholder
+        assert not p.pw.isVisible()
+        assert "computing" in p.placeholder.text() and "A01" in p.placeholder.text()
+    finally:
+        busy.set()
+    qtbot.waitUntil(p.pw.isVisible, timeout=20000)
+    assert p.result is not None and p.plot_items()
+    # another file: its own line until its curves are there
+    busy = threading.Event()
+    ctx.runner.submit("test:busy", wait_for_event_job, busy)
+    try:
+        p.set_current(1)
+        assert p.plot_stack.currentWidget() is p.placeholder and "E01" in p.placeholder.text()
+    finally:
+        busy.set()
+    qtbot.waitUntil(p.pw.isVisible, timeout=20000)
+    assert p.result.flagged
+    ctx.runner.wait_for_done(10000)
