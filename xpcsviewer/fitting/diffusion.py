@@ -185,6 +185,10 @@ EXPONENT_ERR_MAX = 0.5
 #: length (on the simulated demo the lowest-q bin's tau is ~10 % high).
 EXPONENT_SIGMAS = 2.0
 EXPONENT_SYS = 0.05
+#: Symbols of the verdict messages (as in the GUI and the figures; the JSON "units"
+#: block stays ASCII for programs).
+PM = "\u00b1"
+D_UNIT = "\u00c5\u00b2/s"
 
 
 @dataclass
@@ -195,7 +199,8 @@ class DiffusionVerdict:
     ----------
     verdict : {"diffusive", "not_diffusive", "too_few_bins"}
     message : str
-        One line for people ("D = ... A^2/s", "not diffusive (b = -0.3 +- 0.2)", ...).
+        One line for people ("D = ... \u00c5\u00b2/s", "not diffusive (b = -0.3 \u00b1 0.2)",
+        ...), with the symbols the GUI and the figures use.
     free : DiffusionResult
         Power law with the exponent fitted (fitted first, always).
     fixed : DiffusionResult
@@ -274,18 +279,18 @@ def diffusion_verdict(
     if not (np.isfinite(be) and be <= EXPONENT_ERR_MAX):
         return DiffusionVerdict(
             "too_few_bins",
-            f"exponent undetermined (b = {b:.3g} +- {be:.2g}): too few good bins or too "
+            f"exponent undetermined (b = {b:.3g} {PM} {be:.2g}): too few good bins or too "
             "narrow a q range",
             free, fixed, n,
         )
     tol = EXPONENT_SIGMAS * math.hypot(be, EXPONENT_SYS)
     if abs(b + 2.0) > tol:
         return DiffusionVerdict(
-            "not_diffusive", f"not diffusive (b = {b:.3g} +- {be:.2g}, not -2)", free, fixed, n
+            "not_diffusive", f"not diffusive (b = {b:.3g} {PM} {be:.2g}, not -2)", free, fixed, n
         )
     return DiffusionVerdict(
         "diffusive",
-        f"D = {fixed.D:.4g} +- {fixed.D_err:.2g} A^2/s (b = {b:.3g} +- {be:.2g})",
+        f"D = {fixed.D:.4g} {PM} {fixed.D_err:.2g} {D_UNIT} (b = {b:.3g} {PM} {be:.2g})",
         free, fixed, n,
     )
 

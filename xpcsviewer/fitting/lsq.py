@@ -578,7 +578,7 @@ def _decide(b, names, fixed, has_fit, n_pts, n_free, finite, chi2_red,
                     if np.isfinite(rel) else f"{names[k]} error undetermined")
     if not fixed[ci] and not (contrast > CONTRAST_SIGMAS * contrast_err):
         return FitStatus.UNRESOLVED, (
-            f"contrast {contrast:.3g} +- {contrast_err:.2g} below {CONTRAST_SIGMAS:g} sigma")
+            f"contrast {contrast:.3g} \u00b1 {contrast_err:.2g} below {CONTRAST_SIGMAS:g} sigma")
     for k, n in enumerate(names):
         if fixed[k] or k in tau_cols:
             continue

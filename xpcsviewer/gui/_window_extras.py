@@ -9,8 +9,9 @@ from PySide6.QtWidgets import QMessageBox
 
 from xpcsviewer.gui.resources import icon_pixmap
 from xpcsviewer.gui.theme import apply_theme
+from xpcsviewer.gui.widgets import elide_words
 
-__all__ = ["SHORTCUTS", "WindowExtrasMixin"]
+__all__ = ["PROGRESS_WIDTH", "SHORTCUTS", "WindowExtrasMixin"]
 
 logger = logging.getLogger("xpcsviewer.gui.main_window")
 
@@ -29,8 +30,37 @@ SHORTCUTS = [
 ]
 
 
+#: Width of the status bar's progress bar (px); its label is cut between words to fit.
+PROGRESS_WIDTH = 260
+
+
 class WindowExtrasMixin:
-    """Backend warm-up and choice, theme, layout reset, shortcuts and About box."""
+    """Backend warm-up and choice, theme, layout reset, shortcuts and About box; the
+    status bar's progress label."""
+
+    # ------------------------------------------------------------- progress
+    def _on_job_finished(self, _key: str, _request_id: int) -> None:
+        # The bar shows the job that reported last. Once that one has ended (done,
+        # failed or cancelled) its "X: 0%" must not stay while other jobs run.
+        st = self._progress_state
+        if "key" in st and st["key"] not in self.context.runner.running_descriptions():
+            for k in ("key", "done", "total", "message"):
+                st.pop(k, None)
+            self._schedule_progress()
+
+    def _label_progress(self, st: dict) -> None:
+        """Text and tooltip of the busy progress bar (GUI thread)."""
+        bar = self.progress
+        if "key" not in st:
+            # no job reports progress now: a busy bar, its jobs in the tooltip
+            bar.setFormat("")
+            bar.setToolTip("\n".join(self.context.runner.running_descriptions()))
+            return
+        fm = bar.fontMetrics()
+        room = PROGRESS_WIDTH - fm.horizontalAdvance(": 100%") - 16
+        label = elide_words(fm, st["key"], room).replace("%", "%%")
+        bar.setFormat(f"{label}: %p%")
+        bar.setToolTip(f"{st['key']}: {st['message']}")
 
     # -------------------------------------------------------------- backend
     def _start_warmup(self) -> None:
@@ -101,12 +131,49 @@ class WindowExtrasMixin:
         self.browser_dock.setVisible(True)
         self.browser_dock.setFloating(False)
 
-    def show_shortcuts(self) -> QMessageBox:
-        """List the keyboard shortcuts (non-modal)."""
-        text = "\n".join(f"{k:28s} {v}" for k, v in SHORTCUTS)
-        box = QMessageBox(QMessageBox.Icon.Information, "Keyboard shortcuts", text,
-                          QMessageBox.StandardButton.Close, self)
-        box.setStyleSheet("QLabel { font-family: monospace; }")
+    def show_shortcuts(self):
+        """List the keyboard shortcuts (non-modal): a two-column table, sized to show
+        every row on one line (a message box wrapped the long lines out of line)."""
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import (
+            QAbstractItemView,
+            QDialog,
+            QDialogButtonBox,
+            QTableWidget,
+            QTableWidgetItem,
+            QVBoxLayout,
+        )
+
+        box = QDialog(self)
+        box.setWindowTitle("Keyboard shortcuts")
+        t = QTableWidget(len(SHORTCUTS), 2, box)
+        t.setHorizontalHeaderLabels(["Keys", "Action"])
+        t.verticalHeader().setVisible(False)
+        t.setWordWrap(False)
+        t.setShowGrid(False)
+        t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        t.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        t.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        for r, (keys, what) in enumerate(SHORTCUTS):
+            t.setItem(r, 0, QTableWidgetItem(keys))
+            t.setItem(r, 1, QTableWidgetItem(what))
+        t.resizeColumnsToContents()
+        t.resizeRowsToContents()
+        t.horizontalHeader().setStretchLastSection(True)
+        for bar in (t.setHorizontalScrollBarPolicy, t.setVerticalScrollBarPolicy):
+            bar(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        frame = 2 * t.frameWidth()
+        t.setMinimumSize(
+            sum(t.columnWidth(c) for c in range(2)) + frame + 24,
+            t.horizontalHeader().sizeHint().height()
+            + sum(t.rowHeight(r) for r in range(t.rowCount())) + frame,
+        )
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, box)
+        buttons.rejected.connect(box.close)
+        lay = QVBoxLayout(box)
+        lay.addWidget(t)
+        lay.addWidget(buttons)
+        box.table = t
         box.setModal(False)
         box.show()
         self._shortcut_box = box

@@ -115,6 +115,14 @@ def _from_qt(value) -> str:
     return str(value)
 
 
+def _elide_middle(view: QListWidget) -> None:
+    """Names cut in the middle, not at the end: series of result files differ near the
+    end of long names (``..._Rq0_00001_00200_results.hdf``), and a sideways scroll bar
+    would show only their common start. The tooltip holds the full name."""
+    view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+    view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+
 class _TargetList(QListWidget):
     """Target list accepting files dropped from the system file manager."""
 
@@ -219,6 +227,7 @@ class DataBrowser(QWidget):
         row.addWidget(self.filter_edit, 1)
         sl.addLayout(row)
         self.source_list = QListWidget()
+        _elide_middle(self.source_list)
         self.source_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.source_list.itemDoubleClicked.connect(lambda _i: self.add_selected())
         sl.addWidget(self.source_list)
@@ -242,6 +251,7 @@ class DataBrowser(QWidget):
         self.target_box = QGroupBox("Targets: 0")
         tl = QVBoxLayout(self.target_box)
         self.target_list = _TargetList()
+        _elide_middle(self.target_list)
         self.target_list.setToolTip(
             "Files shown in the tabs. \u2191/\u2193 step through them; drop files here.")
         self.target_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui import session as session_mod
-from xpcsviewer.gui._window_extras import WindowExtrasMixin
+from xpcsviewer.gui._window_extras import PROGRESS_WIDTH, WindowExtrasMixin
 from xpcsviewer.gui._window_session import WindowSessionMixin
 from xpcsviewer.gui._window_tabs import WindowTabsMixin
 from xpcsviewer.gui.browser import DataBrowser
@@ -227,7 +227,7 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         self.details_btn.setVisible(False)
         self.details_btn.clicked.connect(self.show_error_details)
         self.progress = QProgressBar()
-        self.progress.setMaximumWidth(220)
+        self.progress.setFixedWidth(PROGRESS_WIDTH)  # its label is cut to this width
         self.progress.setTextVisible(True)
         self.progress.setVisible(False)
         self.cancel_btn = QPushButton("Cancel", toolTip="Cancel running jobs (Esc)")
@@ -246,6 +246,7 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         sb.addPermanentWidget(self.progress)
         sb.addPermanentWidget(self.cancel_btn)
         sb.addPermanentWidget(self.backend_label)
+        self.context.runner.sigJobFinished.connect(self._on_job_finished)
 
     def _action(self, menu, text: str, slot, shortcut: str | QKeySequence | None = None,
                 tip: str = "") -> QAction:
@@ -592,9 +593,7 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
             self.progress.setValue(min(st["done"], total))
         else:
             self.progress.setRange(0, 0)
-        if "key" in st:
-            self.progress.setFormat(f"{st['key']}: %p%")
-            self.progress.setToolTip(f"{st['key']}: {st['message']}")
+        self._label_progress(st)
 
     def cancel_jobs(self) -> None:
         """Cancel every running job."""

@@ -6,11 +6,13 @@ import functools
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QFontMetrics, QPainter
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSpinBox, QWidget
 
-__all__ = ["COLORMAPS", "BinSpinBox", "FileSelector", "colormap", "curve_color", "curve_pen", "labeled",
-           "log_friendly_plot_widget", "plain_axes", "prepare_axes", "side_legend"]
+__all__ = ["COLORMAPS", "BinSpinBox", "ClippedLabel", "FileSelector", "colormap", "curve_color",
+           "curve_pen", "elide_words", "labeled", "log_friendly_plot_widget", "plain_axes",
+           "prepare_axes", "side_legend"]
 
 COLORMAPS = ("viridis", "plasma", "magma", "inferno", "cividis", "turbo", "jet", "hot", "gray")
 
@@ -135,6 +137,93 @@ class FileSelector(QComboBox):
         self.blockSignals(False)
 
 
+def elide_words(fm: QFontMetrics, text: str, width: float) -> str:
+    """``text`` cut after the last whole word that fits ``width`` pixels, with "\u2026"
+    (never mid-word, unless the first word alone is too wide)."""
+    if fm.horizontalAdvance(text) <= width:
+        return text
+    words = text.split(" ")
+    while len(words) > 1:
+        words.pop()
+        cut = " ".join(words).rstrip(" ,;:(\u2014-") + "\u2026"
+        if fm.horizontalAdvance(cut) <= width:
+            return cut
+    return fm.elidedText(text, Qt.TextElideMode.ElideRight, int(width))
+
+
+class ClippedLabel(QLabel):
+    """A label of ``lines`` fixed lines: the text wraps between words, and what does
+    not fit ends in "\u2026" with the whole text as tooltip.
+
+    Its height never follows the text (a label that grows re-lays out, and repaints,
+    the plots under it), and it never asks for more width than it gets (a long note
+    ran off the window's edge). ``text()`` is the whole text.
+    """
+
+    def __init__(self, text: str = "", lines: int = 1, parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self._lines = max(1, int(lines))
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self._fix_height()
+
+    def _fix_height(self) -> None:
+        m = self.contentsMargins()
+        lines = self._lines * self.fontMetrics().lineSpacing()
+        self.setFixedHeight(lines + m.top() + m.bottom() + 2)
+
+    def shown_lines(self) -> tuple[list[str], bool]:
+        """The lines painted at the current width, and whether the text was cut."""
+        fm = self.fontMetrics()
+        width = max(1, self.contentsRect().width())
+        out: list[str] = []
+        for para in self.text().split("\n"):
+            line = ""
+            for w in para.split(" "):
+                t = f"{line} {w}" if line else w
+                if line and fm.horizontalAdvance(t) > width:
+                    out.append(line)
+                    line = w
+                else:
+                    line = t
+            out.append(line)
+        cut = len(out) > self._lines
+        if cut:
+            out = out[: self._lines - 1] + [elide_words(fm, " ".join(out[self._lines - 1:]), width)]
+        for k, line in enumerate(out):
+            if fm.horizontalAdvance(line) > width:  # one word wider than the label
+                out[k] = fm.elidedText(line, Qt.TextElideMode.ElideMiddle, width)
+                cut = True
+        return out, cut
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+        super().setText(text)
+        self._update_tip()
+
+    def _update_tip(self) -> None:
+        self.setToolTip(self.text() if self.shown_lines()[1] else "")
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._update_tip()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fix_height()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+        painter = QPainter(self)
+        r = self.contentsRect()
+        step = self.fontMetrics().lineSpacing()
+        align = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        for k, line in enumerate(self.shown_lines()[0]):
+            rect = r.adjusted(0, k * step, 0, 0)
+            rect.setHeight(step)
+            self.style().drawItemText(painter, rect, align, self.palette(), self.isEnabled(),
+                                      line, self.foregroundRole())
+        painter.end()
+
+
 def _opaque_grid_specs(self, p):
     """Grid lines pre-blended onto the plot background: Qt's raster engine draws
     semi-transparent lines ~10x slower, and a grid replays on every paint (a full g2
@@ -212,17 +301,59 @@ def side_legend(plot: pg.PlotItem, text_size: str = "8pt") -> pg.LegendItem:
 
 
 class SparseLogAxis(pg.AxisItem):
-    """An axis whose log-mode minor ticks are labelled only at 1, 2 and 5 x 10^n
-    (pyqtgraph labels every minor tick, and they overlap)."""
+    """An axis whose log-mode minor ticks are labelled as densely as the labels fit:
+    every 1..9 x 10^n on a short range, fewer (1, 2, 5 x 10^n; 1, 3 x 10^n) on longer
+    ones, or the decades alone. (pyqtgraph labels every minor tick and they overlap; 1, 2, 5
+    alone left a range such as 0.0006-0.003 with nothing labelled below 10^-3.)"""
+
+    #: Label sets, densest first, and the smallest gap between neighbours (decades).
+    _MANTISSAS = tuple((m, float(np.min(np.diff(np.log10([*m, 10])))))
+                       for m in ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 6, 8), (1, 2, 3, 5, 7),
+                                 (1, 2, 5), (1, 3), (1,)))
+
+    def _label_set(self, strings: list[str]) -> tuple[int, ...]:
+        """The densest mantissas whose labels do not overlap at this axis length."""
+        from PySide6.QtGui import QFontMetricsF
+
+        lo, hi = self.range  # log10 units in log mode
+        span = abs(hi - lo)
+        vertical = self.orientation in ("left", "right")
+        length = self.size().height() if vertical else self.size().width()
+        if span <= 0 or length <= 0:
+            return (1, 2, 5)
+        fm = QFontMetricsF(self.style["tickFont"] or self.font())
+        if vertical:
+            extent = 1.4 * fm.height()
+        else:
+            extent = max((fm.horizontalAdvance(t) for t in strings), default=0.0) + 10
+        per_decade = length / span
+        for mants, gap in self._MANTISSAS:
+            if gap * per_decade >= extent:
+                return mants
+        return (1,)
+
+    def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802, N803
+        # pyqtgraph repeats the decades among the minor ticks: their labels, drawn
+        # twice, counted twice against its text-crowding limit, which then dropped
+        # every minor label of a range of a few decades
+        levels = super().logTickValues(minVal, maxVal, size, stdTicks)
+        major = np.array([v for sp, vals in levels if sp is not None for v in vals])
+        out = []
+        for sp, vals in levels:
+            if sp is None and major.size:
+                vals = [v for v in vals if np.min(np.abs(major - v)) > 1e-6]
+            out.append((sp, vals))
+        return out
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
         strings = super().tickStrings(values, scale, spacing)
         if not self.logMode:
             return strings
+        keep_set = self._label_set(strings)
         out = []
         for v, s in zip(values, strings, strict=False):
             mant = 10 ** (v - np.floor(v + 1e-9))
-            keep = any(abs(mant - m) < 1e-6 * m for m in (1.0, 2.0, 5.0))
+            keep = any(abs(mant - m) < 1e-6 * m for m in keep_set)
             out.append(s if keep else "")
         return out
 

@@ -111,6 +111,31 @@ def test_not_diffusive_file_gets_no_d(qtbot, panel, results, fits):
     assert "not diffusive" in panel.table.item(0, 9).text()
 
 
+def test_why_column_symbols_inside_the_table(qtbot, panel, results, fits):
+    """Issue 22 (10): the verdict wrote '+-' and 'A^2/s' (elsewhere \u00b1 and
+    \u00c5\u00b2/s) and the column was cut off at the table's right edge."""
+    from PySide6.QtCore import QRect, Qt
+
+    panel.resize(820, 700)
+    panel.set_results(results)
+    with qtbot.waitSignal(panel.sigComputed, timeout=60000):
+        panel.context.set_shared("g2_fits", fits)
+    t = panel.table
+    last = t.columnCount() - 1
+    assert t.horizontalHeaderItem(last).text() == "why"
+    why = t.item(0, last).text()
+    assert "+-" not in why and "A^2" not in why
+    assert "\u00b1" in why and "\u00c5\u00b2/s" in why
+    assert t.item(0, last).toolTip() == why
+    # the column ends inside the table and its text wraps to the row height
+    hh = t.horizontalHeader()
+    assert hh.sectionViewportPosition(last) + hh.sectionSize(last) <= t.viewport().width()
+    assert t.horizontalScrollBar().maximum() == 0
+    need = t.fontMetrics().boundingRect(
+        QRect(0, 0, hh.sectionSize(last) - 8, 10000), Qt.TextFlag.TextWordWrap, why)
+    assert need.height() <= t.rowHeight(0)
+
+
 def test_failed_fits_dropped_and_gamma(qtbot, panel, results, fits):
     f2 = g2_data.G2Fits(**{**fits.__dict__, "status": fits.status.copy()})
     f2.status[0] = "failed"

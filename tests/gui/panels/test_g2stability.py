@@ -92,3 +92,21 @@ def test_export_figure_uses_the_selected_file_and_bin(qtbot, panel, demo, tmp_pa
     assert blocker.args == [str(out)]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.png"]
+
+
+def test_opens_on_a_file_with_snapshots(qtbot, panel, demo):
+    """Issue 22 (10): the tab opened on the current target even when it had no
+    snapshots (only "no partial g2 snapshots" and empty axes)."""
+    with qtbot.waitSignal(panel.sigUpdated, timeout=60000):
+        panel.set_results([demo["A01"], demo["A02"], demo["E01"]])
+    assert panel.current_result() is demo["E01"] and panel.fit is not None
+    labels = [panel.file_selector.itemText(i) for i in range(panel.file_selector.count())]
+    assert labels[0].endswith("no snapshots") and labels[1].endswith("no snapshots")
+    assert "no snapshots" not in labels[2]
+    assert panel.file_selector.currentIndex() == 2
+    # a file chosen in the selector is shown as chosen, and says why it is empty
+    panel.file_selector.activated.emit(0)
+    assert panel.current_result() is demo["A01"] and panel.fit is None
+    assert "no partial g2 snapshots" in panel.drift_label.text()
+    # none has any: the tab is disabled, its tooltip says why
+    assert "No partial g2 snapshots" in panel.applies_to([demo["A01"], demo["A02"]])

@@ -15,6 +15,7 @@ the per-q layout, one to the right of each panel otherwise.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -43,6 +44,12 @@ FIT_PEN_STYLE = {
 _SLICE_S = 0.025  # with one paint (~40-70 ms for a full grid) under 100 ms
 #: Legend entries per panel (more are unreadable; the rest are counted).
 MAX_LEGEND = 24
+#: Narrowest column of the grid (px): the default 3 columns fit beside the data dock
+#: and the fit panel of a 1400-px window; panels with their legend beside need more.
+MIN_COLUMN_PX = {"qbin": 180, "file": 240, "combined": 240}
+#: Longest legend label (px, 8 pt), above the grid / beside a panel; longer ones are
+#: cut in the middle (file series differ near the end) with the full text as tooltip.
+LABEL_PX = {"top": 220, "side": 140}
 _EMPTY = np.zeros(0)
 _TURN = object()  # yielded by a drawing step: end this slice now
 
@@ -123,6 +130,67 @@ class _PanelView:
         return self.slots[m]
 
 
+@functools.cache
+def _label_metrics():
+    from PySide6.QtGui import QFont, QFontMetricsF
+
+    font = QFont()
+    font.setPointSizeF(8.0)  # the legends' labelTextSize
+    return QFontMetricsF(font)
+
+
+@functools.cache
+def _title_metrics():
+    from PySide6.QtGui import QFont, QFontMetricsF
+
+    font = QFont()
+    font.setPointSizeF(11.0)  # pyqtgraph's title size
+    return QFontMetricsF(font)
+
+
+def _title_pt(titles: list[str], col_px: float) -> float:
+    """Title size (pt) of a grid: 11, or less (down to 7) so that the longest title
+    fits its column (a title is a panel's minimum width: "q=0.0020059 \u00c5\u207b\u00b9,
+    \u03c6=-157\u00b0" made three columns too wide for a 1400-px window)."""
+    widest = max((_title_metrics().horizontalAdvance(t) for t in titles), default=0.0)
+    room = col_px - 70  # the left axis and the margins
+    return 11.0 if widest <= room else max(7.0, 11.0 * room / widest)
+
+
+def _add_entry(legend: pg.LegendItem, item, text: str, max_px: float) -> float:
+    """Add a legend entry cut to ``max_px`` (tooltip: the full text); its width (px)."""
+    fm = _label_metrics()
+    shown = fm.elidedText(text, Qt.TextElideMode.ElideMiddle, max_px)
+    legend.addItem(item, shown)
+    if shown != text:
+        legend.items[-1][1].setToolTip(text)
+    return fm.horizontalAdvance(shown)
+
+
+def _legend_columns(label_px: float, n: int, width: float) -> int:
+    """Columns of the legend above the grid that fit ``width`` px: an entry is its
+    label (+8 margin), a 20-px sample and 10 px of gaps; the legend and the grid have
+    margins of their own."""
+    return max(1, min(n, 8, int((width - 40) // (label_px + 40))))
+
+
+def _place_entries(legend: pg.LegendItem, cols: int) -> None:
+    """Lay the entries out in ``cols`` columns, row by row. (pyqtgraph's setColumnCount
+    places them from the grid's old column count, which a removal does not shrink:
+    after a change the entries landed in scattered cells.)"""
+    lay = legend.layout
+    for i in range(lay.count() - 1, -1, -1):
+        lay.removeAt(i)
+    for k, (sample, label) in enumerate(legend.items):
+        r, c = divmod(k, cols)
+        lay.addItem(sample, r, 2 * c, alignment=Qt.AlignmentFlag.AlignVCenter)
+        lay.addItem(label, r, 2 * c + 1)
+    legend.columnCount = cols
+    legend.rowCount = math.ceil(len(legend.items) / cols)
+    legend.updateSize()
+    legend.updateGeometry()
+
+
 def _legend(columns: int = 1) -> pg.LegendItem:
     fg = pg.getConfigOption("foreground")
     bg = pg.getConfigOption("background")
@@ -132,6 +200,20 @@ def _legend(columns: int = 1) -> pg.LegendItem:
     return legend
 
 
+class _GridWidget(pg.GraphicsLayoutWidget):
+    """The plot area; a new width re-fits the columns of the legend above the grid."""
+
+    def __init__(self, canvas: _Canvas) -> None:
+        super().__init__()
+        self._canvas = canvas
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(ev)
+        canvas = getattr(self, "_canvas", None)  # None while the base class is built
+        if canvas is not None:
+            canvas.fit_top_legend()
+
+
 class _Canvas:
     """The plots of one layout kind: its own scene, so switching kinds never removes
     (expensive) item trees from a scene."""
@@ -139,7 +221,7 @@ class _Canvas:
     def __init__(self) -> None:
         from PySide6.QtWidgets import QScrollArea
 
-        self.glw = pg.GraphicsLayoutWidget()
+        self.glw = _GridWidget(self)
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
         self.scroll.setWidget(self.glw)
@@ -147,6 +229,19 @@ class _Canvas:
         self.n = 0
         self.nc = 0
         self.top_legend: pg.LegendItem | None = None
+        self.top_label_px = 0.0  # its widest label
+
+    def fit_top_legend(self) -> None:
+        """As many legend columns as the width holds (a legend wider than the grid
+        was cut at the right edge)."""
+        leg = self.top_legend
+        if leg is None or not leg.items:
+            return
+        cols = _legend_columns(self.top_label_px, len(leg.items), self.glw.width())
+        if cols != leg.columnCount:
+            _place_entries(leg, cols)
+            # the layout does not shrink back by itself from a wider legend
+            self.glw.ci.setGeometry(self.glw.range)
 
 
 class G2DrawMixin:
@@ -225,8 +320,9 @@ class G2DrawMixin:
         c.n = n
         rows = math.ceil(n / nc) if n else 0
         c.glw.setMinimumHeight(max(300, 230 * rows + (40 if top else 0)))
-        # wide enough for every column: the scroll area scrolls sideways too
-        c.glw.setMinimumWidth(nc * (380 if layout != "qbin" else 300))
+        # columns share the width they get, down to a readable minimum (then the
+        # scroll area scrolls sideways)
+        c.glw.setMinimumWidth(nc * MIN_COLUMN_PX.get(layout, 240))
 
     # ------------------------------------------------------------------ draw
     def _draw(self) -> None:
@@ -268,6 +364,10 @@ class G2DrawMixin:
         yield from self._fill_top_legend(layout, labels)
         yield
         yield from self._draw_steps(specs, layout)
+        # Legends beside the panels can make the grid wider than its columns' minimum:
+        # then it scrolls sideways (the last column was cut off without a scroll bar).
+        need = self.glw.ci.layout.effectiveSizeHint(Qt.SizeHint.MinimumSize).width()
+        self.glw.setMinimumWidth(max(nc * MIN_COLUMN_PX.get(layout, 240), math.ceil(need)))
         # What the first paint would do, now: measured tick labels can resize axes, and
         # new view transforms re-bound every item; in the paint both schedule a second
         # full paint right after it.
@@ -323,12 +423,20 @@ class G2DrawMixin:
             return
         yield
         leg.setVisible(True)
-        for b in self.blocks:
+        c = self._canvas(layout)
+        fm = _label_metrics()
+        texts = [labels.get(b.file_index, b.label) for b in self.blocks]
+        # columns chosen before the entries go in: a legend wider than the grid is cut
+        c.top_label_px = max((min(fm.horizontalAdvance(t), LABEL_PX["top"]) for t in texts),
+                             default=0.0)
+        leg.setColumnCount(_legend_columns(c.top_label_px, len(texts), c.glw.width()))
+        for b, text in zip(self.blocks, texts, strict=True):
             sample = pg.PlotDataItem(pen=None, symbol=_SYMBOLS[b.file_index % 12],
                                      symbolPen=pg.mkPen(curve_color(b.file_index), width=1.2),
                                      symbolBrush=None)
-            leg.addItem(sample, labels.get(b.file_index, b.label))
+            _add_entry(leg, sample, text, LABEL_PX["top"])
             yield
+        _place_entries(leg, leg.columnCount)
 
     def _run_slice(self) -> bool:
         """Draw for one slice; True when the drawing is complete."""
@@ -355,9 +463,11 @@ class G2DrawMixin:
         msize = self.marker.value()
         off = self.offset.value()
         show_legend = self.legend_check.isChecked()
+        c = self._canvas(layout)
+        pt = _title_pt([sp.title for sp in specs], c.scroll.viewport().width() / max(1, c.nc))
         for k, spec in enumerate(specs):
             v = self._views[k]
-            v.plot.setTitle(spec.title)
+            v.plot.setTitle(spec.title, size=f"{pt:.1f}pt")
             v.plot.setLogMode(x=log_x, y=False)
             v.members = spec.members
             if v.legend is not None:
@@ -398,7 +508,7 @@ class G2DrawMixin:
                 slot = v.slot(m)
                 self._show_curve(slot, b, j, ci, shift, log_x, msize)
                 if v.legend is not None and layout != "qbin" and m < MAX_LEGEND:
-                    v.legend.addItem(slot.points, spec.labels[m])
+                    _add_entry(v.legend, slot.points, spec.labels[m], LABEL_PX["side"])
                 if m % 4 == 3:
                     yield
             if v.legend is not None and layout != "qbin" and len(spec.members) > MAX_LEGEND:

@@ -60,6 +60,10 @@ VERDICT_COLORS = {
 }
 
 
+#: Widest file-name column of the results table (px).
+FILE_COLUMN_PX = 240
+
+
 class DiffusionPanel(BasePanel):
     """tau(q) or Gamma(q) of every fitted file with power law, joint D and radius."""
 
@@ -424,10 +428,21 @@ class DiffusionPanel(BasePanel):
                 if color is not None and c < 3:
                     it.setBackground(color)
                     it.setForeground(QColor(0, 0, 0))
+                if c in (0, len(cells) - 1):  # the long texts, maybe cut: in full
+                    it.setToolTip(text)
                 t.setItem(r, c, it)
-        t.horizontalHeader().setSectionResizeMode(
-            QHeaderView.ResizeMode.ResizeToContents
-        )
+        hh = t.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # The "why" column was cut off at the right edge: it takes the width left and
+        # wraps, and long file names give it room (cut in the middle, where series of
+        # names are alike, at FILE_COLUMN_PX; the user can widen the column).
+        hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        t.resizeColumnToContents(0)
+        t.setColumnWidth(0, min(t.columnWidth(0), FILE_COLUMN_PX))
+        hh.setSectionResizeMode(len(head) - 1, QHeaderView.ResizeMode.Stretch)
+        t.setWordWrap(True)
+        t.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        t.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
 
     def clear_plots(self) -> None:
         self.files = []
@@ -488,7 +503,7 @@ class DiffusionPanel(BasePanel):
                 continue
             line = f"{f.label}: {v.verdict}: {v.message}"
             if math.isfinite(f.radius[0]):
-                line += (f"; R = {f.radius[0]:.4g} +- {f.radius[1]:.3g} nm "
+                line += (f"; R = {f.radius[0]:.4g} \u00b1 {f.radius[1]:.3g} nm "
                          f"({f.radius_source})")
             header.append(line)
         return cols, header

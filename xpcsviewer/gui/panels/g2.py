@@ -189,9 +189,12 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
             h.addStretch(1)
             grid.addLayout(h, r, 0)
         lv.addLayout(grid)
-        self.status = QLabel(" ")
-        # Status text must never resize the plot area: a resize repaints every panel.
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        from xpcsviewer.gui.widgets import ClippedLabel
+
+        # Status text must never resize the plot area (a resize repaints every panel):
+        # two fixed lines; a longer note (files with different partitions) ends in
+        # "\u2026" with the whole text as tooltip instead of running off the edge.
+        self.status = ClippedLabel(" ", lines=2)
         lv.addWidget(self.status)
         lv.addWidget(self.stack, 1)  # one scrolling plot area per layout kind
         split.addWidget(left)

@@ -35,6 +35,11 @@ from xpcsviewer.gui.widgets import (
 __all__ = ["G2StabilityPanel", "StabilityFit", "fit_partial_snapshots"]
 
 
+def _has_snapshots(res) -> bool:
+    mt = res.multitau
+    return mt is not None and mt.g2_partial is not None
+
+
 class G2StabilityPanel(BasePanel):
     """Overlay of the partial g2 snapshots of one q-bin, coloured early -> late."""
 
@@ -46,6 +51,7 @@ class G2StabilityPanel(BasePanel):
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
         self.fit: StabilityFit | None = None
+        self._chosen = False  # the file was picked in this tab's selector
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         self.file_selector = FileSelector()
@@ -110,10 +116,32 @@ class G2StabilityPanel(BasePanel):
             )
         return None
 
+    def set_results(self, results) -> None:
+        self._chosen = False  # a choice made among other targets
+        super().set_results(results)
+
+    def set_current(self, index: int) -> None:
+        self._chosen = False  # the window's current target: may move to one with snapshots
+        super().set_current(index)
+
     def refresh(self) -> None:
-        """Fit the snapshots of the current file (GUI thread; work in a worker)."""
+        """Fit the snapshots of the current file (GUI thread; work in a worker).
+
+        The tab opens on a file that has snapshots: when the window's current target
+        has none, the next one that has them (a file chosen in the selector is shown
+        as it is). Files without are marked in the selector; when none has any, the
+        window disables the tab and its tooltip says so (:meth:`applies_to`).
+        """
+        has = [_has_snapshots(r) for r in self.results]
+        if self.results:
+            i = min(self.current_index, len(self.results) - 1)
+            if not has[i] and not self._chosen and any(has):
+                order = list(range(i, len(has))) + list(range(i))
+                self.current_index = next(k for k in order if has[k])
         self.file_selector.set_labels(
-            [r.label for r in self.results], self.current_index
+            [r.label if h else f"{r.label} \u2014 no snapshots"
+             for r, h in zip(self.results, has, strict=True)],
+            self.current_index,
         )
         res = self.current_result()
         if res is None:
@@ -138,6 +166,7 @@ class G2StabilityPanel(BasePanel):
 
     def _on_file_chosen(self, i: int) -> None:
         self.current_index = i
+        self._chosen = True  # shown as chosen, snapshots or not
         self.refresh()
 
     def _on_result(self, fit: StabilityFit) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
+    QStackedWidget,
     QVBoxLayout,
 )
 
@@ -73,7 +75,15 @@ class StabilityPanel(BasePanel):
         self.plot = plain_axes(self.pw.getPlotItem())
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.legend = self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 200))
-        lay.addWidget(self.pw, 1)
+        # While the worker computes (seconds when the pool is busy, e.g. compiling the
+        # fits at start-up) a line of text stands in for the plot, not empty axes.
+        self.placeholder = QLabel(" ", alignment=Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setWordWrap(True)
+        self.plot_stack = QStackedWidget()
+        self.plot_stack.addWidget(self.placeholder)
+        self.plot_stack.addWidget(self.pw)
+        lay.addWidget(self.plot_stack, 1)
+        self._drawn_label: str | None = None  # the file whose curves the plot holds
         self.logx.toggled.connect(lambda _b: self._apply_axes())
         self.logy.toggled.connect(lambda _b: self._apply_axes())
         self.norm_combo.currentIndexChanged.connect(lambda _i: self._draw())
@@ -95,10 +105,23 @@ class StabilityPanel(BasePanel):
         if res.saxs_1d_segments is None:
             self.clear_plots()
             self.metric_label.setText(f"{res.label}: no segment data")
+            self._show_text(f"{res.label} has no time-segment I(q)")
             return
+        if self._drawn_label != res.label:  # the curves shown are of another file
+            self._show_text(f"computing I(q) per time segment of {res.label}\u2026")
         self.submit("segments", prepare_stability, res.saxs_1d_segments, res.qmap,
                     self.threshold.value() / 100.0, on_result=self._on_result,
-                    description=f"Stability {res.label}")
+                    on_error=self._on_error, description=f"Stability {res.label}")
+
+    def _show_text(self, text: str) -> None:
+        self.placeholder.setText(text)
+        self.plot_stack.setCurrentWidget(self.placeholder)
+
+    def _on_error(self, info) -> None:
+        self._show_text("no segment I(q): the computation failed (Details\u2026 in the "
+                        "status bar)")
+        self._drawn_label = None
+        self.context.report_error(info)
 
     def _on_file_chosen(self, i: int) -> None:
         self.current_index = i
@@ -106,7 +129,10 @@ class StabilityPanel(BasePanel):
 
     def _on_result(self, result) -> None:
         self.result = result
+        res = self.current_result()
+        self._drawn_label = res.label if res is not None else None
         self._draw()
+        self.plot_stack.setCurrentWidget(self.pw)
 
     def _draw(self) -> None:
         self.plot.clear()
@@ -141,9 +167,11 @@ class StabilityPanel(BasePanel):
 
     def clear_plots(self) -> None:
         self.result = None
+        self._drawn_label = None
         self.plot.clear()
         self.legend.clear()
         self.metric_label.setText(" ")
+        self._show_text(" ")
 
     def figure_options(self) -> dict:
         return {"file_index": self.current_index, "log_x": self.logx.isChecked(),
