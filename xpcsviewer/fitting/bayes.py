@@ -55,6 +55,7 @@ from xpcsviewer.fitting.bayes_diffusion import (  # noqa: E402
     diffusion_model,
     fit_diffusion_joint_bayes,
 )
+from xpcsviewer.fitting import numpyro_lock  # noqa: E402
 from xpcsviewer.fitting.lsq import G2FitResult, fit_g2, usable_errors  # noqa: E402
 from xpcsviewer.fitting.models import (  # noqa: E402
     LOG_PARAMS,
@@ -500,12 +501,14 @@ def _run_joint(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
     fields = ("diverging", "energy", "num_steps")
     total = n_blocks + 1
     report(progress, cancel, 0, total, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
-    mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
-                collect_warmup=False, **kwargs)
+    with numpyro_lock.hold(progress, cancel):
+        mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
+                    collect_warmup=False, **kwargs)
     report(progress, cancel, 1, total, "sampling")
     chunks, div, energy, steps = [], [], [], []
     for blk in range(n_blocks):
-        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
+        with numpyro_lock.hold(progress, cancel):
+            mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
         smp = mcmc.get_samples(group_by_chain=True)
         chunks.append({k: np.asarray(v) for k, v in smp.items()})
         extra = mcmc.get_extra_fields(group_by_chain=True)
@@ -695,22 +698,28 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
         (tuple(sorted(init_b)), tuple(sorted(fixed)), n_t),
         (first, {k: v[0] for k, v in init_b.items()}),
     )
-    misses = _per_bin_programs.cache_info().misses
-    init, run_block, post, unconstrain = _per_bin_programs(
-        model, unit_stretch, has_aux, int(num_warmup), float(target_accept_prob),
-        int(max_tree_depth), method, int(num_chains), example,
-    )
+    # Each step that may trace the model holds the process-wide NumPyro lock; the
+    # compiled programs then run while another thread waits its turn.
+    step = functools.partial(numpyro_lock.hold, progress, cancel)
+    with step():
+        misses = _per_bin_programs.cache_info().misses
+        init, run_block, post, unconstrain = _per_bin_programs(
+            model, unit_stretch, has_aux, int(num_warmup), float(target_accept_prob),
+            int(max_tree_depth), method, int(num_chains), example,
+        )
     if _per_bin_programs.cache_info().misses > misses:
         # new programs compile at their first call (tens of seconds without the
         # persistent cache): say so, or a user sees a stuck bar
         report(progress, cancel, 0, 1, "compiling the sampler (first run only)\u2026")
-    z0 = unconstrain(bin_args, init_b)
+    with step():
+        z0 = unconstrain(bin_args, init_b)
     keys = jax.random.split(jax.random.PRNGKey(int(seed)), num_chains * n_b).reshape(
         num_chains, n_b, 2
     )
     z0c = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (num_chains, *a.shape)), z0)
     report(progress, cancel, 0, 1, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
-    state = init(z0c, bin_args, keys)
+    with step():
+        state = init(z0c, bin_args, keys)
 
     n_wblocks = max(1, math.ceil(num_warmup / max(1, per_block))) if num_warmup else 0
     w_per = math.ceil(num_warmup / n_wblocks) if n_wblocks else 0
@@ -719,14 +728,16 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
     remaining = num_warmup
     while remaining > 0:
         n = min(w_per, remaining)
-        state, _ = run_block(state, bin_args, n)
+        with step():
+            state, _ = run_block(state, bin_args, n)
         state = jax.block_until_ready(state)  # dispatch is asynchronous: honest progress
         remaining -= n
         done += 1
         report(progress, cancel, done, total, "warm-up")
     zs, div, energy, steps = [], [], [], []
     for _ in range(n_blocks):
-        state, (z, d, e, ns) = run_block(state, bin_args, per_block)
+        with step():
+            state, (z, d, e, ns) = run_block(state, bin_args, per_block)
         zs.append(jax.device_get(z))
         div.append(np.asarray(d))
         energy.append(np.asarray(e))
@@ -735,7 +746,8 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
         report(progress, cancel, done, total, f"sampling {done - n_wblocks}/{n_blocks}")
     # (C, S, B, 1) unconstrained draws -> constrained, incl. deterministic sites (tau)
     z_all = {k: np.concatenate([z[k] for z in zs], axis=1) for k in zs[0]}
-    cons = post(bin_args, z_all)
+    with step():
+        cons = post(bin_args, z_all)
     draws = {k: np.asarray(v)[..., 0] for k, v in cons.items()}
     return (draws, np.concatenate(div, axis=1), np.concatenate(energy, axis=1),
             np.concatenate(steps, axis=1))

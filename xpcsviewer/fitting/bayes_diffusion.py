@@ -30,6 +30,7 @@ from xpcsviewer.fitting.bayes_diagnostics import (  # noqa: E402
     ess_bulk,
     ess_tail,
 )
+from xpcsviewer.fitting import numpyro_lock  # noqa: E402
 from xpcsviewer.fitting.lsq import usable_errors  # noqa: E402
 from xpcsviewer.progress import CancelToken, ProgressCallback, report  # noqa: E402
 
@@ -135,12 +136,15 @@ def fit_diffusion_joint_bayes(
     fields = ("diverging", "energy")
     total = n_blocks + 1
     report(progress, cancel, 0, total, "NUTS warm-up (joint diffusion)")
-    mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
-                collect_warmup=False, **kwargs)
+    # one NumPyro trace at a time in the process (numpyro_lock)
+    with numpyro_lock.hold(progress, cancel):
+        mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
+                    collect_warmup=False, **kwargs)
     report(progress, cancel, 1, total, "sampling")
     chunks, div, energy = [], [], []
     for blk in range(n_blocks):
-        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
+        with numpyro_lock.hold(progress, cancel):
+            mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
         smp = mcmc.get_samples(group_by_chain=True)
         chunks.append({k: np.asarray(smp[k]) for k in ("D", "alpha") if k in smp})
         extra = mcmc.get_extra_fields(group_by_chain=True)
