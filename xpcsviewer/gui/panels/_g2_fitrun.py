@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtWidgets import QFileDialog
 
 from xpcsviewer.export import g2_data
@@ -126,7 +127,14 @@ class G2FitRunMixin:
         counts = Counter(str(x) for x in fits.status)
         order = ("converged", "unresolved", "at_bound", "poor_fit", "no_decay", "failed")
         parts = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in order if counts[k])
-        self.fit_status.setText(f"{fits.method} {fits.model}, {fits.n_curves} curves: {parts}")
+        longer = ""
+        if fits.diagnostics is not None and fits.bands:
+            asked = min(res.num_samples for _, res in fits.bands)
+            n_long = int(np.sum(fits.diagnostics["draws"] > asked))
+            if n_long:  # the extension round (fitting.bayes): said, not hidden
+                longer = f"; {n_long} sampled longer"
+        self.fit_status.setText(
+            f"{fits.method} {fits.model}, {fits.n_curves} curves: {parts}{longer}")
         self.progress.setValue(1000)
         self._fill_results_table()
         self.export_fits_btn.setEnabled(True)
