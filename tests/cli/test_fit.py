@@ -254,6 +254,9 @@ def test_fit_bayes_json(two_files, tmp_path, capsys):
         assert len(rec["tau"][k]) == N_Q
     assert rec["divergences"] == [0] * N_Q
     assert all(r <= 1.01 for r in rec["tau"]["r_hat"])
+    # the ESS gate of the CLI's 4 chains, and how long each bin was sampled
+    assert rec["bayes"]["ess_min"] == 400 and len(rec["draws_per_chain"]) == N_Q
+    assert all(d >= rec["bayes"]["num_samples"] for d in rec["draws_per_chain"])
     lo, hi, v = (np.array(rec["tau"][k]) for k in ("hdi_low", "hdi_high", "value"))
     assert np.all((lo <= v) & (v <= hi))
 

@@ -38,3 +38,54 @@ def test_window_warms_up_in_a_worker(qtbot, monkeypatch, wait_idle):
     # the compilation ran in a worker: the GUI thread kept beating (lenient bound)
     assert beat.max_gap(t0) < 1.0
     beat.stop()
+
+
+def test_bayesian_clicked_during_the_warm_up_works(qtbot, monkeypatch, demo_files, wait_idle):
+    # Issue 22: Bayesian clicked while the start-up warm-up traced the sampler gave
+    # "all sites must have unique names" (NumPyro's handler stack is process-global).
+    import threading
+
+    from xpcsviewer.fitting import bayes
+    from xpcsviewer.gui.main_window import MainWindow
+
+    bayes._per_bin_programs.cache_clear()  # the warm-up has to trace the model
+    in_trace, go_on = threading.Event(), threading.Event()
+    real = bayes.g2_model
+
+    def model(*a, **k):
+        if not in_trace.is_set():  # the first trace: the warm-up's, before any click
+            in_trace.set()
+            go_on.wait(120)
+        return real(*a, **k)
+
+    monkeypatch.setattr(bayes, "g2_model", model)
+    monkeypatch.setenv("XPCS_GUI_WARMUP", "1")
+    win = MainWindow(restore_session=False, save_session_on_close=False)
+    qtbot.addWidget(win)
+    win.show()
+    try:
+        win.browser.open_folder(str(demo_files[0].parent))
+        qtbot.waitUntil(lambda: in_trace.is_set(), timeout=240000)
+        win.browser.add_paths([str(p) for p in demo_files if p.name.startswith("A01")])
+        win.select_tab("g2")
+        g2 = win.panels["g2"]
+        qtbot.waitUntil(lambda: bool(g2.blocks), timeout=60000)
+        g2.max_bins.setValue(2)
+        g2.max_bins.editingFinished.emit()
+        qtbot.waitUntil(lambda: sum(b.n_bins for b in g2.blocks) == 2, timeout=60000)
+        g2.warmup.setValue(40)
+        g2.samples.setValue(40)
+        g2.chains.setValue(1)
+        assert g2.bayes_btn.isEnabled() and not win.warmup_done
+        g2.bayes_btn.click()
+        # the user's fit waits for the warm-up's step, visibly
+        qtbot.waitUntil(lambda: "waiting for the sampler warm-up" in g2.fit_status.text(),
+                        timeout=120000)
+        with qtbot.waitSignal(g2.sigFitsReady, timeout=300000):
+            go_on.set()
+        wait_idle(win, 300000)
+    finally:
+        go_on.set()
+        win.shutdown(10000)
+    assert g2.fits.method == "bayes" and g2.fits.n_curves == 2
+    assert win.errors == [] and win.warmup_done

@@ -60,7 +60,8 @@ class G2Fits:
         One-sided 95 % limits of unresolved curves; NaN otherwise.
     diagnostics : dict name -> (B,) or None
         NUTS only: ``r_hat`` (worst free parameter), ``ess`` (smallest bulk/tail),
-        ``divergences``, ``bfmi`` (worst chain).
+        ``divergences``, ``bfmi`` (worst chain), ``noise_scale``, ``draws`` (per chain;
+        more than asked for where the extension round sampled a bin longer).
     status_lsq : (B,) or None
         NUTS only: the least-squares status of the starting fit.
     errors_scaled : (B,) bool
@@ -481,7 +482,7 @@ def fit_g2_blocks_bayes(
     chi2 = np.full(n_total, np.nan)
     lo_lim, hi_lim = np.full(n_total, np.nan), np.full(n_total, np.nan)
     diag = {k: np.full(n_total, np.nan) for k in ("r_hat", "ess", "divergences", "bfmi",
-                                                   "noise_scale")}
+                                                   "noise_scale", "draws")}
     bands = []
     offsets = np.cumsum([0] + [b.n_bins for b in blocks])
     n_blocks = len(blocks)
@@ -534,6 +535,7 @@ def fit_g2_blocks_bayes(
         diag["divergences"][rows] = d["divergences"]
         diag["bfmi"][rows] = d["bfmi"]
         diag["noise_scale"][rows] = res.noise_scale
+        diag["draws"][rows] = res.draws_per_chain
         bands.append((rows, res))
     out = _assemble(blocks, model, "bayes", par, err, status, chi2, t_range, bands)
     out.detail, out.tau_lower_limit, out.tau_upper_limit = detail, lo_lim, hi_lim

@@ -8,8 +8,10 @@ independent per-bin parameters under a ``bins`` plate. Priors (per bin):
   (the least-squares bounds); double: tau2 = tau1 * exp(d), d ~ U(0, log range), so
   tau1 < tau2 (no label switching);
 - contrast ~ U(0, c_max), c_max = the least-squares upper bound (1 unless the data
-  show more); baseline ~ Normal(1, 0.1); stretch ~ U(lower, upper) (0.2-2 by
-  default); fraction ~ U(0, 1); fixed parameters are constants;
+  show more), sampled sheared by the decay until the first delay in the one-tau
+  models (same prior, straighter posterior; see ``g2_model``); baseline ~ Normal(1,
+  0.1); stretch ~ U(lower, upper) (0.2-2 by default); fraction ~ U(0, 1); fixed
+  parameters are constants;
 - likelihood: Normal(model, s * g2_err) on the points the least squares uses, with
   the stated noise scale s = sqrt(max(1, chi2_red)) of the least-squares optimum, so
   that posterior widths match the least-squares errors when the scatter exceeds the
@@ -18,8 +20,9 @@ independent per-bin parameters under a ``bins`` plate. Priors (per bin):
 Chains start at the least-squares optimum, itself from the global grid start
 (``init_to_value``), and are sampled in blocks through the post-warm-up state so that
 progress and cancellation work between blocks. Each bin gets a status from the
-sampler diagnostics (split r-hat, ESS bulk/tail, divergences, BFMI) and the same
-physical checks as the least squares (:mod:`xpcsviewer.fitting.status`).
+sampler diagnostics (split r-hat, ESS bulk/tail >= 100 per chain, divergences, BFMI)
+and the same physical checks as the least squares (:mod:`xpcsviewer.fitting.status`);
+bins short of ESS or r-hat get one round of more draws (``extend``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from xpcsviewer.fitting.bayes_diagnostics import (  # noqa: E402
     HDI_PROB,
     bfmi,
     ess_bulk,
+    ess_min,
     ess_tail,
 )
 from xpcsviewer.fitting.bayes_diffusion import (  # noqa: E402
@@ -55,6 +59,7 @@ from xpcsviewer.fitting.bayes_diffusion import (  # noqa: E402
     diffusion_model,
     fit_diffusion_joint_bayes,
 )
+from xpcsviewer.fitting import numpyro_lock  # noqa: E402
 from xpcsviewer.fitting.lsq import G2FitResult, fit_g2, usable_errors  # noqa: E402
 from xpcsviewer.fitting.models import (  # noqa: E402
     LOG_PARAMS,
@@ -103,6 +108,7 @@ def g2_model(
     fixed: dict[str, Any],
     aux: tuple | None = None,
     unit_stretch: bool = False,
+    t_ref: Any = None,
 ) -> None:
     """NumPyro model of B g2 curves with independent per-bin parameters.
 
@@ -117,16 +123,22 @@ def g2_model(
     aux : (m (T,), dt) for ``single_avgcorr``
     unit_stretch : bool
         True when ``stretch`` is fixed at exactly 1 (the plain exponential).
+    t_ref : (B,) s, optional
+        First delay of each bin's data: with ``tau`` and ``contrast`` free (not for
+        ``double``), the contrast is sampled through :data:`SHEAR_SITE` (see there).
     """
     names = model_param_names(model)
     n_b = next(iter(lower.values())).shape[0]
     vals: dict[str, Any] = {}
     logs: dict[str, Any] = {}
+    shear = t_ref is not None and _sheared(model, fixed)
     with numpyro.plate("bins", n_b):
         for n in names:
             if n in fixed:
                 vals[n] = fixed[n]
                 continue
+            if n == "contrast" and shear:
+                continue  # after tau (and stretch), below
             if n == "tau2" and "tau1" not in fixed:
                 span = jnp.log(upper["tau2"]) - jnp.log(lower["tau1"])
                 d = numpyro.sample("log_tau_ratio", dist.Uniform(0.0, span))
@@ -143,6 +155,19 @@ def g2_model(
                 vals[n] = numpyro.sample(n, dist.Uniform(0.0, upper[n]))
             else:
                 vals[n] = numpyro.sample(n, dist.Uniform(lower[n], upper[n]))
+        if shear:
+            # z = logit(contrast / c_max) as NumPyro's own transform, sheared by the
+            # decay until the first delay: y = z - 2 (t_ref/tau)^stretch. The data fix
+            # roughly the amplitude at t_ref, so (log tau, y) is nearly uncorrelated
+            # where (log tau, contrast) is a curved ridge. The shear's Jacobian is 1,
+            # so the logistic density of z is exactly the uniform contrast prior.
+            st = vals.get("stretch", 1.0)
+            decay = 2.0 * jnp.exp(st * (jnp.log(t_ref) - logs["tau"]))
+            y = numpyro.sample(SHEAR_SITE, dist.ImproperUniform(dist.constraints.real, (), ()))
+            z = y + decay
+            numpyro.factor("contrast_prior", -jax.nn.softplus(z) - jax.nn.softplus(-z))
+            vals["contrast"] = numpyro.deterministic(
+                "contrast", upper["contrast"] * jax.nn.sigmoid(z))
         if model in (G2Model.SINGLE, G2Model.STRETCHED) and "tau" in logs:
             # Same model, cheaper gradient: work in log tau and skip the power when
             # the stretch is fixed at 1 (one exp per point instead of several).
@@ -159,6 +184,16 @@ def g2_model(
         numpyro.sample(
             "obs", dist.Normal(mean, sigma).mask(mask).to_event(1), obs=g2
         )
+
+
+#: The sampled site behind a free contrast of the one-tau models (see ``g2_model``).
+SHEAR_SITE = "contrast_shear"
+
+
+def _sheared(model: G2Model, fixed: dict) -> bool:
+    # the contrast-tau ridge the shear straightens exists with both free, one decay
+    return (model is not G2Model.DOUBLE and "contrast" not in fixed
+            and "tau" not in fixed)
 
 
 @dataclass
@@ -179,8 +214,13 @@ class BayesFitResult:
         Per bin (with ``sampler="joint"`` every bin shares the joint count).
     bfmi : (C, B) energy Bayesian fraction of missing information per chain and bin
     converged : (B,) bool
-        The sampler gates: r_hat <= 1.01, ESS bulk and tail >= 400 for every free
+        The sampler gates: r_hat <= 1.01, ESS bulk and tail >= 100 per chain
+        (:func:`~xpcsviewer.fitting.bayes_diagnostics.ess_min`) for every free
         parameter, no divergences in the bin, BFMI >= 0.2 in every chain.
+    draws_per_chain : (B,) int
+        Draws each chain ran after warm-up: ``num_samples``, or m x ``num_samples``
+        thinned by m for the bins of the extension round (``samples`` always holds
+        ``num_samples`` per chain).
     status, detail : (B,) FitStatus and the reason
         ``failed`` without data; ``poor_fit`` and ``no_decay`` (the least squares'
         decay test on the same data) first, since a sampler cannot mix on a model
@@ -232,6 +272,7 @@ class BayesFitResult:
     chi2_red: np.ndarray | None = None
     tau_lower_limit: np.ndarray | None = None
     tau_upper_limit: np.ndarray | None = None
+    draws_per_chain: np.ndarray | None = None
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -328,6 +369,7 @@ def fit_g2_bayes(
     max_tree_depth: int = 10,
     dense_mass: bool = False,
     sampler: str = "per_bin",
+    extend: bool = True,
 ) -> BayesFitResult:
     """NUTS posterior of B g2 curves (all q-bins of one file) in one sampling run.
 
@@ -356,6 +398,9 @@ def fit_g2_bayes(
         ``per_bin`` (default): NUTS vmapped over bins and chains, each bin with its own
         step size and dense mass matrix, in one compiled program. ``joint``: all bins
         as one NumPyro model through ``MCMC`` (``dense_mass`` applies there).
+    extend : bool
+        ``per_bin`` only: bins the least squares calls converged that miss only the
+        ESS or r-hat gate get one round of more draws (see ``draws_per_chain``).
 
     Returns
     -------
@@ -439,6 +484,14 @@ def fit_g2_bayes(
     y = np.where(mask, g2, 0.0)
     aux_j = None if aux is None else (jnp.asarray(aux[0], jnp.float64), float(aux[1]))
     t_safe = np.where(np.isfinite(tau) & (tau > 0), tau, 1.0)
+    t_ref = np.min(np.where(mask, t_safe[None, :], np.inf), axis=1)
+    t_ref = np.where(np.isfinite(t_ref), t_ref, np.min(t_safe))
+    if _sheared(model, fixed):
+        c_max = upper["contrast"]
+        z0 = np.log(start["contrast"] / (c_max - start["contrast"]))
+        st0 = start.get("stretch", np.asarray(fixed["stretch"]) if "stretch" in fixed else 1.0)
+        init_values.pop("contrast")
+        init_values[SHEAR_SITE] = jnp.asarray(z0 - 2.0 * (t_ref / start["tau"]) ** st0)
     unit_stretch = bool("stretch" in fixed and np.all(np.asarray(fixed["stretch"]) == 1.0))
     n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
     per_block = math.ceil(num_samples / n_blocks)
@@ -449,41 +502,102 @@ def fit_g2_bayes(
         draws, diverging, energies, steps = _run_joint(
             t_safe, y, sigma, mask, model, lower_j, upper_j, fixed, aux_j, unit_stretch,
             init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
-            target_accept_prob, max_tree_depth, dense_mass, progress, cancel,
+            target_accept_prob, max_tree_depth, dense_mass, progress, cancel, t_ref,
         )
     elif sampler == "per_bin":
         method = "parallel" if (chain_method == "parallel" or (
             chain_method == "auto" and num_chains > 1 and jax.local_device_count() >= num_chains
         )) else "vectorized"
-        draws, diverging, energies, steps = _run_per_bin_chunks(
+        draws, resume = _run_per_bin_chunks(
             t_safe, y, sigma, mask, model, lower_j, upper_j, fixed, aux_j, unit_stretch,
             init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
-            target_accept_prob, max_tree_depth, progress, cancel,
+            target_accept_prob, max_tree_depth, progress, cancel, t_ref,
         )
     else:
         raise ValueError(f"sampler must be 'per_bin' or 'joint', not {sampler!r}")
 
+    if sampler == "per_bin":
+        draws, diverging, energies, steps = draws  # see _run_per_bin_chunks
     samples: dict[str, np.ndarray] = {}
     for n in names:
         if n in fixed:
             v = np.asarray(fixed[n])
             samples[n] = np.broadcast_to(v, (num_chains, num_samples, n_b)).copy()
         else:
-            samples[n] = draws[n][:, :num_samples]
-    res = _summarise(
-        model, samples, diverging[:, :num_samples], energies[:, :num_samples], fixed,
-        num_chains, num_samples, num_warmup, seed, method, aux, init, joint=sampler == "joint",
-    )
+            samples[n] = draws[n][:, :num_samples].copy()
+    div_bin = np.sum(diverging[:, :num_samples], axis=(0, 1)).astype(np.int64)  # (B,)
+    # the joint sampler repeats its (shared) transitions for every bin
+    n_div = int(div_bin[0]) if sampler == "joint" else int(div_bin.sum())
+    bf = bfmi(energies[:, :num_samples])  # (C, B)
+    summary = (model, samples, div_bin, n_div, bf, fixed, num_chains, num_samples,
+               num_warmup, seed, method, aux, init)
+    res = _summarise(*summary)
     res.mean_tree_steps = float(np.mean(steps))
     res.sampler = sampler
     res.noise_scale = noise_scale
     _bayes_statuses(res, init, t_safe, y, sigma0, mask, aux, lower, upper)
+    more = _short_of_draws(res, init) if sampler == "per_bin" and extend else {}
+    if more:
+        # One extension round: the chains of these bins go on from where they stopped
+        # (same step size and mass matrix) to m x the draws, thinned by m: the stored
+        # draws keep num_samples per chain and about the ESS of the m-fold run.
+        m = max(more.values())
+        bins = sorted(more)
+        report(progress, cancel, 0, 1, f"{len(bins)} bins short of ESS "
+               f"{ess_min(num_chains):.0f}: {(m - 1) * num_samples} more draws per chain")
+        extra = resume(bins, (m - 1) * n_blocks, n_blocks, per_block)
+        for i, b in enumerate(bins):
+            for n in names:
+                if n not in fixed:
+                    both = np.concatenate([draws[n][:, :, b], extra[0][n][:, :, i]], axis=1)
+                    samples[n][:, :, b] = both[:, m - 1::m][:, :num_samples]
+            div_bin[b] = int(np.sum(diverging[:, :, b]) + np.sum(extra[1][:, :, i]))
+            bf[:, b] = bfmi(np.concatenate([energies[:, :, b], extra[2][:, :, i]], axis=1))
+        n_div = int(div_bin.sum())
+        summary = (model, samples, div_bin, n_div, bf, *summary[5:])
+        res = _summarise(*summary)
+        res.draws_per_chain[bins] = m * num_samples
+        res.mean_tree_steps = float(np.mean(steps))
+        res.sampler = sampler
+        res.noise_scale = noise_scale
+        _bayes_statuses(res, init, t_safe, y, sigma0, mask, aux, lower, upper)
     return res
+
+
+#: Most draws of the extension round, as a multiple of the draws asked for.
+EXTEND_MAX = 4
+#: Least-squares statuses of the bins the extension round may sample longer.
+EXTEND_LSQ = ("converged", "unresolved")
+
+
+def _short_of_draws(res: BayesFitResult, init: G2FitResult) -> dict[int, int]:
+    """Bins to sample longer: bin -> m (m x the draws asked for, thinned by m).
+
+    Those the least squares calls converged or unresolved (:data:`EXTEND_LSQ`) whose
+    posterior fails only the ESS or r-hat gate (more draws cannot cure divergences or a
+    low BFMI), with m set so that the ESS (linear in the draws) reaches 1.25 x the
+    gate; at most :data:`EXTEND_MAX`.
+    """
+    diag = res.diagnostics()
+    target = ess_min(res.num_chains)
+    lsq = [getattr(v, "value", str(v)) for v in init.status]
+    out: dict[int, int] = {}
+    for b in range(res.converged.shape[0]):
+        if (getattr(res.status[b], "value", str(res.status[b])) != "failed"
+                or lsq[b] not in EXTEND_LSQ
+                or diag["divergences"][b] > CONVERGENCE["divergences_max"]
+                or not diag["bfmi"][b] >= CONVERGENCE["bfmi_min"]):
+            continue
+        ess = min(diag["ess_bulk"][b], diag["ess_tail"][b])
+        if not ess > 0:
+            continue
+        out[b] = int(min(EXTEND_MAX, max(2, math.ceil(1.25 * target / ess))))
+    return out
 
 
 def _run_joint(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
                init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
-               target_accept_prob, max_tree_depth, dense_mass, progress, cancel):
+               target_accept_prob, max_tree_depth, dense_mass, progress, cancel, t_ref):
     """All bins as one NumPyro model (one step size and mass matrix for all)."""
     kernel = NUTS(
         g2_model,
@@ -496,16 +610,18 @@ def _run_joint(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
                 num_chains=num_chains, chain_method=method, progress_bar=False)
     args = (jnp.asarray(t), jnp.asarray(y), jnp.asarray(sigma), jnp.asarray(mask))
     kwargs = {"model": model, "lower": lower, "upper": upper, "fixed": fixed, "aux": aux,
-              "unit_stretch": unit_stretch}
+              "unit_stretch": unit_stretch, "t_ref": jnp.asarray(t_ref)}
     fields = ("diverging", "energy", "num_steps")
     total = n_blocks + 1
     report(progress, cancel, 0, total, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
-    mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
-                collect_warmup=False, **kwargs)
+    with numpyro_lock.hold(progress, cancel):
+        mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
+                    collect_warmup=False, **kwargs)
     report(progress, cancel, 1, total, "sampling")
     chunks, div, energy, steps = [], [], [], []
     for blk in range(n_blocks):
-        mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
+        with numpyro_lock.hold(progress, cancel):
+            mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
         smp = mcmc.get_samples(group_by_chain=True)
         chunks.append({k: np.asarray(v) for k, v in smp.items()})
         extra = mcmc.get_extra_fields(group_by_chain=True)
@@ -526,9 +642,10 @@ def _run_joint(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
 def _one_bin_model(model: G2Model, unit_stretch: bool, has_aux: bool):
     """A 1-bin NumPyro model taking all data as positional arguments (vmappable)."""
 
-    def one_bin(t, yb, sb, mb, lo, hi, fx, aux_m, aux_dt):
+    def one_bin(t, yb, sb, mb, lo, hi, fx, aux_m, aux_dt, t_ref):
         g2_model(t, yb, sb, mb, model=model, lower=lo, upper=hi, fixed=fx,
-                 aux=(aux_m, aux_dt) if has_aux else None, unit_stretch=unit_stretch)
+                 aux=(aux_m, aux_dt) if has_aux else None, unit_stretch=unit_stretch,
+                 t_ref=t_ref)
 
     return one_bin
 
@@ -624,7 +741,7 @@ def _pad_axis(a: Any, n: int, axis: int, value: float) -> Any:
 
 def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
                         init_values, num_warmup, per_block, n_blocks, num_chains, method,
-                        seed, target_accept_prob, max_tree_depth, progress, cancel):
+                        seed, target_accept_prob, max_tree_depth, progress, cancel, t_ref):
     """:func:`_run_per_bin` over chunks of :data:`BIN_CHUNK` bins with delays padded to
     a power of two (masked points add nothing to the likelihood)."""
     from xpcsviewer.fitting.lsq import bucket_delays
@@ -639,6 +756,7 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
         aux = (jnp.asarray(_pad_axis(np.asarray(aux[0]), t_pad, 0, 1.0)), aux[1])
     n_chunks = math.ceil(n_b / BIN_CHUNK)
     parts = []
+    kept = []  # per chunk: (final state, per-bin arguments, programs)
     for k in range(n_chunks):
         real = np.arange(k * BIN_CHUNK, min(n_b, (k + 1) * BIN_CHUNK))
         idx = np.concatenate([real, np.full(BIN_CHUNK - real.size, real[0])])
@@ -656,20 +774,66 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
             t, y[idx], sigma[idx], mask[idx], model, sub(lower), sub(upper), sub(fixed),
             aux, unit_stretch, sub(init_values), num_warmup, per_block, n_blocks,
             num_chains, method, int(seed) + 7919 * k, target_accept_prob, max_tree_depth,
-            chunk_progress if progress is not None else None, cancel,
+            chunk_progress if progress is not None else None, cancel, t_ref[idx],
         )
-        draws, div, energy, steps = out
+        draws, div, energy, steps, kept_k = out
+        kept.append(kept_k)
         m = real.size
         parts.append(({n: v[..., :m] for n, v in draws.items()}, div[..., :m],
                       energy[..., :m], steps[..., :m] if np.ndim(steps) >= 3 else steps))
     draws = {n: np.concatenate([p[0][n] for p in parts], axis=-1) for n in parts[0][0]}
     cat = (lambda i: np.concatenate([p[i] for p in parts], axis=-1))  # noqa: E731
-    return draws, cat(1), cat(2), cat(3)
+
+    def resume(bins: list[int], n_more: int, group: int, per: int):
+        """Go on sampling ``bins`` for ``n_more`` blocks of ``per`` draws from where
+        their chains stopped, in lanes of the same programs (post-processed ``group``
+        blocks at a time, the shape of the first run); draws (C, S', len(bins))."""
+        outs = []
+        for c0 in range(0, len(bins), BIN_CHUNK):
+            sel = bins[c0:c0 + BIN_CHUNK]
+            lanes = [(b // BIN_CHUNK, b % BIN_CHUNK) for b in sel]
+            lanes += [lanes[0]] * (BIN_CHUNK - len(lanes))
+
+            def gather(axis, pick):
+                return jax.tree_util.tree_map(
+                    lambda *leaves: np.stack([np.asarray(leaves[k]).take(j, axis=axis)
+                                              for k, j in lanes], axis=axis),
+                    *[pick(kk) for kk in kept])
+
+            state = gather(1, lambda kk: kk[0])  # (chains, lanes, ...)
+            args = gather(0, lambda kk: kk[1])  # (lanes, ...)
+            run_block, post, step = kept[0][2]
+            zs, div, energy, steps_ = [], [], [], []
+            for _ in range(n_more):
+                with step():
+                    state, (z, d, e, ns) = run_block(state, args, per)
+                zs.append(jax.device_get(z))
+                div.append(np.asarray(d))
+                energy.append(np.asarray(e))
+                steps_.append(np.asarray(ns))
+                report(progress, cancel, len(zs), n_more, f"more draws {len(zs)}/{n_more}")
+            parts_c = []
+            for g0 in range(0, n_more, group):
+                z_g = {k: np.concatenate([z[k] for z in zs[g0:g0 + group]], axis=1)
+                       for k in zs[0]}
+                with step():
+                    parts_c.append(post(args, z_g))
+            cons = {k: np.concatenate([np.asarray(c[k]) for c in parts_c], axis=1)
+                    for k in parts_c[0]}
+            m = len(sel)
+            outs.append(({k: v[..., 0][..., :m] for k, v in cons.items()},
+                         np.concatenate(div, axis=1)[..., :m],
+                         np.concatenate(energy, axis=1)[..., :m]))
+        return ({k: np.concatenate([o[0][k] for o in outs], axis=-1) for k in outs[0][0]},
+                np.concatenate([o[1] for o in outs], axis=-1),
+                np.concatenate([o[2] for o in outs], axis=-1))
+
+    return (draws, cat(1), cat(2), cat(3)), resume
 
 
 def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
                  init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
-                 target_accept_prob, max_tree_depth, progress, cancel):
+                 target_accept_prob, max_tree_depth, progress, cancel, t_ref):
     """NUTS vmapped over bins (and chains): each bin adapts its own step size and a
     dense 2-4 parameter mass matrix, so one badly conditioned bin does not shrink the
     others' step size; all in one compiled program."""
@@ -688,6 +852,7 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
         {k: jnp.asarray(v)[:, None] for k, v in fixed.items()},
         jnp.broadcast_to(aux_m, (n_b, n_t)),
         jnp.broadcast_to(aux_dt, (n_b,)),
+        jnp.asarray(t_ref, jnp.float64)[:, None],
     )
     init_b = {k: jnp.asarray(v)[:, None] for k, v in init_values.items()}
     first = jax.tree_util.tree_map(lambda a: a[0], bin_args)
@@ -695,22 +860,28 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
         (tuple(sorted(init_b)), tuple(sorted(fixed)), n_t),
         (first, {k: v[0] for k, v in init_b.items()}),
     )
-    misses = _per_bin_programs.cache_info().misses
-    init, run_block, post, unconstrain = _per_bin_programs(
-        model, unit_stretch, has_aux, int(num_warmup), float(target_accept_prob),
-        int(max_tree_depth), method, int(num_chains), example,
-    )
+    # Each step that may trace the model holds the process-wide NumPyro lock; the
+    # compiled programs then run while another thread waits its turn.
+    step = functools.partial(numpyro_lock.hold, progress, cancel)
+    with step():
+        misses = _per_bin_programs.cache_info().misses
+        init, run_block, post, unconstrain = _per_bin_programs(
+            model, unit_stretch, has_aux, int(num_warmup), float(target_accept_prob),
+            int(max_tree_depth), method, int(num_chains), example,
+        )
     if _per_bin_programs.cache_info().misses > misses:
         # new programs compile at their first call (tens of seconds without the
         # persistent cache): say so, or a user sees a stuck bar
         report(progress, cancel, 0, 1, "compiling the sampler (first run only)\u2026")
-    z0 = unconstrain(bin_args, init_b)
+    with step():
+        z0 = unconstrain(bin_args, init_b)
     keys = jax.random.split(jax.random.PRNGKey(int(seed)), num_chains * n_b).reshape(
         num_chains, n_b, 2
     )
     z0c = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (num_chains, *a.shape)), z0)
     report(progress, cancel, 0, 1, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
-    state = init(z0c, bin_args, keys)
+    with step():
+        state = init(z0c, bin_args, keys)
 
     n_wblocks = max(1, math.ceil(num_warmup / max(1, per_block))) if num_warmup else 0
     w_per = math.ceil(num_warmup / n_wblocks) if n_wblocks else 0
@@ -719,14 +890,16 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
     remaining = num_warmup
     while remaining > 0:
         n = min(w_per, remaining)
-        state, _ = run_block(state, bin_args, n)
+        with step():
+            state, _ = run_block(state, bin_args, n)
         state = jax.block_until_ready(state)  # dispatch is asynchronous: honest progress
         remaining -= n
         done += 1
         report(progress, cancel, done, total, "warm-up")
     zs, div, energy, steps = [], [], [], []
     for _ in range(n_blocks):
-        state, (z, d, e, ns) = run_block(state, bin_args, per_block)
+        with step():
+            state, (z, d, e, ns) = run_block(state, bin_args, per_block)
         zs.append(jax.device_get(z))
         div.append(np.asarray(d))
         energy.append(np.asarray(e))
@@ -735,14 +908,15 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
         report(progress, cancel, done, total, f"sampling {done - n_wblocks}/{n_blocks}")
     # (C, S, B, 1) unconstrained draws -> constrained, incl. deterministic sites (tau)
     z_all = {k: np.concatenate([z[k] for z in zs], axis=1) for k in zs[0]}
-    cons = post(bin_args, z_all)
+    with step():
+        cons = post(bin_args, z_all)
     draws = {k: np.asarray(v)[..., 0] for k, v in cons.items()}
     return (draws, np.concatenate(div, axis=1), np.concatenate(energy, axis=1),
-            np.concatenate(steps, axis=1))
+            np.concatenate(steps, axis=1), (state, bin_args, (run_block, post, step)))
 
 
-def _summarise(model, samples, diverging, energies, fixed, num_chains, num_samples,
-               num_warmup, seed, method, aux, init, joint=False) -> BayesFitResult:
+def _summarise(model, samples, div_bin, n_div, bf, fixed, num_chains, num_samples,
+               num_warmup, seed, method, aux, init) -> BayesFitResult:
     names = model_param_names(model)
     mean, std, med, lo, hi, rh, eb, et = ({} for _ in range(8))
     for n in names:
@@ -762,17 +936,13 @@ def _summarise(model, samples, diverging, energies, fixed, num_chains, num_sampl
             rh[n] = np.asarray(split_gelman_rubin(x))
         eb[n] = ess_bulk(x)
         et[n] = ess_tail(x)
-    div_bin = np.sum(diverging, axis=(0, 1)).astype(np.int64)  # (B,)
-    # The joint sampler repeats its (shared) transitions for every bin.
-    n_div = int(div_bin[0]) if joint else int(div_bin.sum())
-    bf = bfmi(energies)  # (C, B)
     free = [n for n in names if n not in fixed]
     n_b = samples[names[0]].shape[-1]
     conv = np.ones(n_b, dtype=bool)
     for n in free:
         conv &= np.nan_to_num(rh[n], nan=np.inf) <= CONVERGENCE["r_hat_max"]
-        conv &= np.nan_to_num(eb[n], nan=0.0) >= CONVERGENCE["ess_min"]
-        conv &= np.nan_to_num(et[n], nan=0.0) >= CONVERGENCE["ess_min"]
+        conv &= np.nan_to_num(eb[n], nan=0.0) >= ess_min(num_chains)
+        conv &= np.nan_to_num(et[n], nan=0.0) >= ess_min(num_chains)
     conv &= div_bin <= CONVERGENCE["divergences_max"]
     conv &= np.all(np.nan_to_num(bf, nan=0.0) >= CONVERGENCE["bfmi_min"], axis=0)
     used = np.asarray(init.n_points) > sum(1 for n in names if n not in fixed)
@@ -783,6 +953,7 @@ def _summarise(model, samples, diverging, energies, fixed, num_chains, num_sampl
         samples=samples, num_chains=num_chains, num_samples=num_samples,
         num_warmup=num_warmup, seed=int(seed), chain_method=method, aux=aux,
         fixed={n: n in fixed for n in names}, used_bins=used, divergences_per_bin=div_bin,
+        draws_per_chain=np.full(n_b, int(num_samples)),
     )
 
 
@@ -824,13 +995,14 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, a
             status[b], detail[b] = FitStatus.NO_DECAY, init.detail[b]
             continue
         bad = []
+        gate = ess_min(res.num_chains)
+        if not min(diag["ess_bulk"][b], diag["ess_tail"][b]) >= gate:
+            bad.append(f"ESS {min(diag['ess_bulk'][b], diag['ess_tail'][b]):.0f} < {gate:.0f}")
         if not diag["r_hat"][b] <= CONVERGENCE["r_hat_max"]:
-            bad.append(f"r_hat {diag['r_hat'][b]:.3g} > {CONVERGENCE['r_hat_max']}")
-        if not min(diag["ess_bulk"][b], diag["ess_tail"][b]) >= CONVERGENCE["ess_min"]:
-            bad.append(f"ESS {min(diag['ess_bulk'][b], diag['ess_tail'][b]):.0f} < "
-                       f"{CONVERGENCE['ess_min']:.0f}")
+            bad.append(f"r_hat {diag['r_hat'][b]:.4f} > {CONVERGENCE['r_hat_max']}")
         if diag["divergences"][b] > CONVERGENCE["divergences_max"]:
-            bad.append(f"{int(diag['divergences'][b])} divergences")
+            n_d = int(diag["divergences"][b])
+            bad.append(f"{n_d} divergence{'s' if n_d != 1 else ''}")
         if not diag["bfmi"][b] >= CONVERGENCE["bfmi_min"]:
             bad.append(f"BFMI {diag['bfmi'][b]:.2g} < {CONVERGENCE['bfmi_min']}")
         note = f" (sampler: {', '.join(bad)})" if bad else ""
@@ -851,7 +1023,10 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, a
                 detail[b] = f"{tname} < {hi_lim[b]:.3g} s (95 %){note}"
                 continue
         if bad:
-            status[b], detail[b] = FitStatus.FAILED, "sampler: " + ", ".join(bad)
+            longer = ""
+            if res.draws_per_chain is not None and res.draws_per_chain[b] > res.num_samples:
+                longer = f" ({res.draws_per_chain[b]} draws per chain, thinned)"
+            status[b], detail[b] = FitStatus.FAILED, "sampler: " + ", ".join(bad) + longer
             continue
         if free_tau:
             rel = res.std[tname][b] / res.mean[tname][b]

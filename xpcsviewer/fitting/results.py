@@ -8,7 +8,7 @@ fit also ``mean``, ``std``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``,
 ``tau_lower_limit``/``tau_upper_limit``, and ``diffusion`` with its ``verdict`` (``D``
 null unless diffusive). With a Bayesian fit ``status`` is the posterior's and the
 least-squares one is kept as ``status_lsq``; ``divergences``, ``bfmi``, ``converged``
-(the sampler gates) and ``noise_scale`` are per bin. Units: q in 1/A, phi in degrees,
+(the sampler gates), ``draws_per_chain`` and ``noise_scale`` are per bin. Units: q in 1/A, phi in degrees,
 times in s, D in A^2/s, radii in nm. Missing numbers are ``null``.
 """
 
@@ -110,6 +110,8 @@ def fit_record(
         block.update(extra or {})
         rec["diffusion"] = block
     if bayes is not None:
+        from xpcsviewer.fitting.bayes_diagnostics import ess_min
+
         rec["status_lsq"] = rec["status"]
         rec["status_lsq_detail"] = rec["status_detail"]
         rec["status"] = _strs(bayes.status)
@@ -122,6 +124,7 @@ def fit_record(
         rec["r_hat_max"] = _list(diag["r_hat"])
         rec["ess_min"] = _list(np.fmin(diag["ess_bulk"], diag["ess_tail"]))
         rec["converged"] = [bool(c) for c in bayes.converged]
+        rec["draws_per_chain"] = [int(v) for v in bayes.draws_per_chain]
         rec["noise_scale"] = _list(bayes.noise_scale)
         rec["bayes"] = {
             "num_chains": bayes.num_chains,
@@ -130,6 +133,8 @@ def fit_record(
             "seed": bayes.seed,
             "chain_method": bayes.chain_method,
             "sampler": bayes.sampler,
+            "ess_min": ess_min(bayes.num_chains),
+            "ess_rule": "bulk and tail ESS >= 100 per chain (Vehtari et al. 2021)",
             "noise_scale": "likelihood sigma = g2_err x sqrt(max(1, chi2_red of the "
                            "least squares))",
         }

@@ -38,7 +38,9 @@ def precompile(progress: ProgressCallback | None = None, cancel: CancelToken | N
                nuts: bool = True) -> dict[str, Any]:
     """Import JAX (and NumPyro) and compile the default fit programs.
 
-    Returns ``{"backend": description line, "seconds": {...}}``.
+    Returns ``{"backend": description line, "seconds": {...}}``, with
+    ``"nuts_yielded": True`` when a user's Bayesian fit started meanwhile and the
+    sampler part gave way to it (:mod:`xpcsviewer.fitting.numpyro_lock`).
     """
     from xpcsviewer.backends import get_backend, get_device_manager
 
@@ -60,12 +62,19 @@ def precompile(progress: ProgressCallback | None = None, cancel: CancelToken | N
     if nuts:
         t0 = time.monotonic()
         report(progress, cancel, 2, 3, "compiling the sampler (first run only)")
+        from xpcsviewer.fitting import numpyro_lock
         from xpcsviewer.fitting.bayes import fit_g2_bayes
 
         tau, y, err = _curves(_DELAYS[-1], n_b=2)
-        # one block of draws compiles the same block program as the full default run
-        fit_g2_bayes(tau, y, err, num_warmup=BAYES_DEFAULTS["num_warmup"], num_samples=250,
-                     num_chains=BAYES_DEFAULTS["num_chains"], cancel=cancel)
+        try:
+            # background work: a user's Bayesian fit takes the sampler at our next step
+            with numpyro_lock.background("the sampler warm-up"):
+                # one block of draws compiles the same block program as the full run
+                fit_g2_bayes(tau, y, err, num_warmup=BAYES_DEFAULTS["num_warmup"],
+                             num_samples=250, num_chains=BAYES_DEFAULTS["num_chains"],
+                             cancel=cancel)
+        except numpyro_lock.Yielded:
+            out["nuts_yielded"] = True
         out["seconds"]["nuts"] = time.monotonic() - t0
     report(progress, cancel, 3, 3, "fits ready")
     return out

@@ -190,14 +190,15 @@ def test_bayesian_fit_band(qtbot, panel, results):
     with qtbot.waitSignal(panel.sigUpdated, timeout=10000):
         panel.q_check.setChecked(True)
     panel.warmup.setValue(100)
-    panel.samples.setValue(100)
+    panel.samples.setValue(30)
     panel.chains.setValue(1)
     with qtbot.waitSignal(panel.sigFitsReady, timeout=180000):
         panel.run_bayes()
     fits = panel.fits
     assert fits.method == "bayes" and fits.n_curves == 1
     assert fits.params["tau"][0] == pytest.approx(1 / (1e5 * 0.005**2), rel=0.15)
-    # 100 draws of one chain cannot pass the ESS gate: said, with the figures shown
+    # 30 stored draws of one chain cannot reach ESS 100, even after the extension
+    # round (it thins to 30): said, with the figures shown
     assert fits.status[0] == "failed" and "ESS" in fits.detail[0]
     head = [panel.results_table.horizontalHeaderItem(c).text()
             for c in range(panel.results_table.columnCount())]
@@ -343,3 +344,36 @@ def test_fit_hidden_when_points_or_model_change(qtbot, panel, results):
     panel.model_combo.setCurrentIndex(panel.model_combo.findData("single"))
     qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
     assert len(_fit_lines(panel)) == 6 and panel.results_table.rowCount() == 6
+
+
+def test_a_failed_fit_shows_tau_and_its_reason_in_the_narrow_panel(qtbot, results):
+    # Issue 22: a failed bin's tau was "\u2014" and its reason in a column that needed
+    # sideways scrolling.
+    from xpcsviewer.export import fits_table, g2_data
+    from xpcsviewer.export.g2_fits import G2Fits
+    from xpcsviewer.gui.panels._g2_results import FitResultsTable
+
+    fits = g2_data.fit_g2_blocks(g2_data.g2_blocks(results[:1]), "single")
+    st, det = fits.status.copy(), fits.detail.copy()
+    st[2], det[2] = "failed", "sampler: ESS 180 < 200, r_hat 1.012 > 1.01"
+    failed = G2Fits(**{**fits.__dict__, "status": st, "detail": det})
+    table = FitResultsTable()
+    qtbot.addWidget(table)
+    table.resize(330, 300)  # the g2 tab's right column
+    table.show()
+    table.show_fits(failed)
+    row = next(r for r in range(table.rowCount())
+               if table.item(r, 0).text().startswith("failed"))
+    assert table.item(row, 0).text() == "failed\nESS 180 < 200"
+    assert "r_hat 1.012 > 1.01" in table.item(row, 0).toolTip()
+    assert table.item(row, 3).text() == (
+        f"{fits.params['tau'][2]:.4g} \u00b1 {fits.errors['tau'][2]:.2g}")
+    # status, its reason and tau readable without scrolling sideways
+    fm = table.fontMetrics()
+    assert table.columnWidth(0) >= fm.horizontalAdvance("ESS 180 < 200")
+    assert table.rowHeight(row) >= 2 * fm.lineSpacing()
+    right = table.columnViewportPosition(3) + table.columnWidth(3)
+    assert right <= table.viewport().width() - 20, (right, table.viewport().width())
+    # exports and the diffusion analysis never quote a failed tau
+    assert np.isnan(fits_table(failed)[0]["tau_s"][2])
+    assert np.isnan(failed.reported("tau")[0][2]) and not failed.ok[2]

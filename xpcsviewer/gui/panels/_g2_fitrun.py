@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtWidgets import QFileDialog
 
 from xpcsviewer.export import g2_data
@@ -158,6 +159,11 @@ class G2FitRunMixin:
         order = ("converged", "unresolved", "at_bound", "poor_fit", "no_decay", "failed")
         parts = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in order if counts[k])
         text = f"{what}, {shown.n_curves} curves: {parts}"
+        if shown.diagnostics is not None and "draws" in shown.diagnostics and shown.bands:
+            asked = min(res.num_samples for _, res in shown.bands)
+            n_long = int(np.sum(shown.diagnostics["draws"] > asked))
+            if n_long:  # the extension round (fitting.bayes): said, not hidden
+                text += f"; {n_long} sampled longer"
         n_other = fits.n_curves - shown.n_curves
         if n_other:
             text += f" ({n_other} fitted curves not shown now)"

@@ -1,8 +1,10 @@
 """The fit-results table of the g2 tab: status first, coloured by status.
 
-What a user must read first (status, file, bin, q, tau or its limit, contrast, chi2)
+What a user must read first (status, bin, q, tau or its limit, contrast, chi2, file)
 sits in the first columns; for NUTS the sampler diagnostics (r-hat, ESS, divergences,
-BFMI) follow.
+BFMI) follow. A failed fit's status cell carries its first reason on a second line
+("failed" / "ESS 180 < 200", the whole reason in its tooltip) and its tau the value
+behind the verdict: the panel is narrow, the "why" column far right.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ STATUS_COLORS = {
 
 
 _FILE_COLUMN = 6  # after the numbers (see FitResultsTable.show_fits)
+_STATUS_WIDTH = 110  # px: "ESS 180 < 200"; longer reasons elided, whole in the tooltip
+
+
+def status_text(status: str, detail: str) -> str:
+    """The status cell: a failed fit with its first reason below, "failed\nESS 180 < 200"."""
+    if status != "failed" or not detail:
+        return status
+    first = detail.removeprefix("sampler: ").split(", ")[0]
+    return f"failed\n{first}"
 
 
 class FitResultsTable(QTableWidget):
@@ -68,11 +79,15 @@ class FitResultsTable(QTableWidget):
         self.setHorizontalHeaderLabels(head)
         self.setRowCount(fits.n_curves)
         tau_v, tau_e = fits.reported(tname)
+        # a failed fit still shows what it found (exports and diffusion never quote it)
+        failed = np.array([str(x) == "failed" for x in fits.status], bool)
+        tau_v = np.where(failed, fits.params[tname], tau_v)
+        tau_e = np.where(failed, fits.errors[tname], tau_e)
         for b in range(fits.n_curves):
             st = str(fits.status[b])
             tau_txt = fits.limit_text(b).replace(f"{tname} ", "") or _pm(tau_v[b], tau_e[b])
             cells: list[tuple[str, float | None]] = [
-                (st, None),
+                (status_text(st, str(fits.detail[b])), None),
                 (str(int(fits.columns[b]) + 1), float(fits.columns[b]) + 1),
                 (f"{fits.q[b]:.5f}", float(fits.q[b])),
                 (tau_txt, float(tau_v[b]) if np.isfinite(tau_v[b]) else None),
@@ -101,6 +116,8 @@ class FitResultsTable(QTableWidget):
                     it.setForeground(QColor(0, 0, 0))
                 if c == len(cells) - 1:
                     it.setToolTip(text)
+                if c == 0 and fits.detail[b]:
+                    it.setToolTip(f"{st}: {fits.detail[b]}")
                 self.setItem(b, c, it)
         hdr = self.horizontalHeader()
         hdr.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -110,6 +127,9 @@ class FitResultsTable(QTableWidget):
         # File names are long and alike: show their distinguishing end, full in a tooltip.
         self.setTextElideMode(Qt.TextElideMode.ElideLeft)
         self.setColumnWidth(_FILE_COLUMN, min(self.columnWidth(_FILE_COLUMN), 110))
+        self.setColumnWidth(0, min(self.columnWidth(0), _STATUS_WIDTH))
+        for b in np.flatnonzero(failed):
+            self.resizeRowToContents(int(b))  # the reason's line
         for b in range(fits.n_curves):
             self.item(b, _FILE_COLUMN).setToolTip(fits.file_labels[b])
         self.setSortingEnabled(True)
