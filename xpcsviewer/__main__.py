@@ -2,6 +2,6 @@
 
 import sys
 
-from xpcsviewer.cli import main
+from xpcsviewer._entry import main
 
 sys.exit(main())
