@@ -99,11 +99,17 @@ def _jsonable_arg(a) -> object:
         return {"fsencoded": os.fsencode(s).hex()}
 
 
-def drive(runs: list[list], tmp_path: Path, timeout: float = 600) -> list[dict]:
-    """Run command lines through ``drive_cli.py`` in one subprocess; one dict each."""
+def drive(runs: list[list], tmp_path: Path, timeout: float = 600,
+          preexec_fn=None, env_extra: dict | None = None) -> list[dict]:
+    """Run command lines through ``drive_cli.py`` in one subprocess; one dict each.
+
+    ``preexec_fn`` runs in the child before Python starts (e.g. a file size limit);
+    the child must exit 0: a crash (a signal) fails the test.
+    """
     spec = tmp_path / "runs.json"
     spec.write_text(json.dumps([[_jsonable_arg(a) for a in r] for r in runs]))
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "JAX_PLATFORMS": "cpu",
+           **(env_extra or {})}
     proc = subprocess.run(
         [sys.executable, str(HERE / "drive_cli.py"), str(spec)],
         capture_output=True,
@@ -111,8 +117,9 @@ def drive(runs: list[list], tmp_path: Path, timeout: float = 600) -> list[dict]:
         timeout=timeout,
         env=env,
         cwd=tmp_path,
+        preexec_fn=preexec_fn,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     out = [
         json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")
