@@ -266,6 +266,7 @@ def correlate_one(
         # correlator's config/raw)
         common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
         nonfinite = _Masked(qm.shape)
+        in_use = used & (np.asarray(qm.mask) > 0)  # the pixels a NaN would spoil
         with TextProgressBar("correlate", enabled=progress and not quiet) as bar:
             while True:
                 qm_run = qm
@@ -300,7 +301,7 @@ def correlate_one(
                     break
                 except _NonFinite:
                     # Find every such pixel (a read-only pass), then correlate without them.
-                    nonfinite.pixels |= _nonfinite_pixels(raw, bar) & used
+                    nonfinite.pixels |= _nonfinite_pixels(raw, bar) & in_use
                     nonfinite.strict = False
                     left = _correlated(qm) & ~nonfinite.pixels
                     if not left.any():
@@ -310,7 +311,7 @@ def correlate_one(
         if nonfinite.pixels.any():
             k = int(nonfinite.pixels.sum())
             notes.append(f"{k} pixel(s) with NaN or Inf counts were masked "
-                         f"(of {int(_correlated(qm).sum())} the q-map uses)")
+                         f"(of {int(in_use.sum())} the q-map uses)")
         result = out_res.result
         # overwrite: check_output above already applied the user's choice
         try:
