@@ -52,10 +52,11 @@ def _on_signal(signum: int, _frame: object) -> None:
     _INTERRUPT.set()
 
 
-def early_interrupt_handlers() -> None:
+def early_interrupt_handlers(pending: int = 0) -> None:
     """Route SIGINT and SIGTERM to the interrupt flag from now on, before the
     command line is even imported (a Ctrl-C during the imports printed a
     traceback); :func:`interrupt_handlers` then keeps a signal already received.
+    ``pending``: a signal the entry point received before this (0: none).
     Only for the process's entry point: a library must not take over Ctrl-C.
     """
     if threading.current_thread() is not threading.main_thread():
@@ -63,6 +64,9 @@ def early_interrupt_handlers() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(ValueError, OSError):
             signal.signal(sig, _on_signal)
+    if pending:
+        _SIGNUM[0] = pending
+        _INTERRUPT.set()
     _EARLY[0] = True
 
 
