@@ -110,8 +110,8 @@ def _batch(skip_existing: bool) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("batch options (docs/batch.md)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="run the files on a local Dask cluster of N worker processes "
-                        "(default: in this process)")
+                   help="run the files on a local Dask cluster of N worker processes, "
+                        "at most one per usable core (default: in this process)")
     g.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                    help="run the files on an existing Dask cluster "
                         "(default: XPCS_SCHEDULER if set)")

@@ -123,7 +123,10 @@ def open_client(where: Where) -> Iterator[Any]:
     saved = dict(os.environ)
     cluster = client = None
     try:
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_env(where.workers),
+        env = worker_env(where.workers)
+        if quiet:
+            env["XPCS_DASK_QUIET"] = "1"  # see _worker.dask_setup
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": env,
                               # no dashboard and no HTTP routes: the scheduler's HTTP
                               # server binds a free loopback port and serves nothing
                               # (8787 taken printed a 3-line warning on every run)
