@@ -1,7 +1,8 @@
 """``python -m xpcsviewer``."""
 
-import sys
+from xpcsviewer._entry import main  # first: it catches Ctrl-C from its first line
 
-from xpcsviewer.cli import main
+if __name__ == "__main__":
+    import sys
 
-sys.exit(main())
+    sys.exit(main())

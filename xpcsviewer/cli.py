@@ -110,8 +110,8 @@ def _batch(skip_existing: bool) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("batch options (docs/batch.md)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="run the files on a local Dask cluster of N worker processes "
-                        "(default: in this process)")
+                   help="run the files on a local Dask cluster of N worker processes, "
+                        "at most one per usable core (default: in this process)")
     g.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                    help="run the files on an existing Dask cluster "
                         "(default: XPCS_SCHEDULER if set)")
@@ -316,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = "xpcsviewer"
     with interrupt_handlers():
         try:
+            if interrupted():  # Ctrl-C while Python imported the command line
+                raise KeyboardInterrupt
             args_list = list(sys.argv[1:] if argv is None else argv)
             parser = build_parser()
             args = parser.parse_args(_normalise_argv(args_list))
@@ -364,8 +366,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if not _available(name):
         print(f"xpcsviewer {name}: not available yet", file=sys.stderr)
         return EXIT_USAGE
-    from xpcsviewer.io.errors import XpcsFileError
-    from xpcsviewer.io.outputs import OutputRefusedError, display_path
+    from xpcsviewer.io.errors import XpcsFileError, one_line
+    from xpcsviewer.io.outputs import OutputRefusedError, OutputWriteError, display_path
     from xpcsviewer.progress import Cancelled
 
     prog = f"xpcsviewer {name}"
@@ -376,8 +378,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"{prog}: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OutputRefusedError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        print(f"{prog}: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    except OutputWriteError as exc:  # names the output; the old one is unchanged
+        print(f"{prog}: error: {one_line(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
     except (Cancelled, KeyboardInterrupt):
         return EXIT_INTERRUPTED
     except MemoryError:
@@ -386,7 +391,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     except Exception as exc:
         if args.verbose:
             raise
-        msg = display_path(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        msg = one_line(display_path(str(exc).splitlines()[0] if str(exc).strip()
+                                    else type(exc).__name__))
         if not isinstance(exc, (ValueError, ImportError, RuntimeError, OSError)):
             msg = f"{type(exc).__name__}: {msg} (run with -v for the details)"
         print(f"{prog}: error: {msg}", file=sys.stderr)

@@ -31,6 +31,7 @@ __all__ = [
     "ProgressCallback",
     "TextProgressBar",
     "check_interrupted",
+    "early_interrupt_handlers",
     "interrupt_handlers",
     "interrupted",
     "report",
@@ -38,6 +39,9 @@ __all__ = [
 
 _INTERRUPT = threading.Event()
 _SIGNUM = [0]
+#: Set by :func:`early_interrupt_handlers` (the ``xpcsviewer`` entry point): a
+#: signal received before ``main`` runs is kept for it, not cleared.
+_EARLY = [False]
 
 
 def _on_signal(signum: int, _frame: object) -> None:
@@ -48,16 +52,37 @@ def _on_signal(signum: int, _frame: object) -> None:
     _INTERRUPT.set()
 
 
+def early_interrupt_handlers(pending: int = 0) -> None:
+    """Route SIGINT and SIGTERM to the interrupt flag from now on, before the
+    command line is even imported (a Ctrl-C during the imports printed a
+    traceback); :func:`interrupt_handlers` then keeps a signal already received.
+    ``pending``: a signal the entry point received before this (0: none).
+    Only for the process's entry point: a library must not take over Ctrl-C.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, _on_signal)
+    if pending:
+        _SIGNUM[0] = pending
+        _INTERRUPT.set()
+    _EARLY[0] = True
+
+
 @contextlib.contextmanager
 def interrupt_handlers() -> Iterator[None]:
     """Route SIGINT and SIGTERM to the interrupt flag inside this block.
 
     Restores the previous handlers and clears the flag on exit (``main`` may
     run several times in one process, e.g. in tests). Only the main thread can
-    install handlers; elsewhere the block just clears the flag.
+    install handlers; elsewhere the block just clears the flag. After
+    :func:`early_interrupt_handlers` a signal received before the block is kept.
     """
-    _INTERRUPT.clear()
-    _SIGNUM[0] = 0
+    if not _EARLY[0]:
+        _INTERRUPT.clear()
+        _SIGNUM[0] = 0
+    _EARLY[0] = False
     old = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):

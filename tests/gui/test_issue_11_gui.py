@@ -121,17 +121,22 @@ def test_a_target_being_written_opens_when_it_is_complete(
 
     p = tmp_path / "live_results.hdf"
     write_result(p, res, saxs_2d=extras["saxs_2d"])
-    with h5py.File(p, "a") as f:  # the correlator has not written the results yet
-        del f["/xpcs/multitau"]
-    window.browser.add_paths([str(p)])
-    wait_idle(window)
-    assert window.results == [] and window.waiting_paths == [str(p)]
-    assert "being written" in window.errors[-1].message
-    assert window.errors[-1].kind == "FileBeingWritten"
-    with qtbot.waitSignal(window.sigTargetsLoaded, timeout=20000) as blocker:
-        tmp = tmp_path / ".live.tmp"
-        write_result(tmp, res, saxs_2d=extras["saxs_2d"])
-        os.replace(tmp, p)  # the finished file arrives
+    # the correlator holds the file open and has not written the results yet
+    writer = h5py.File(p, "a")
+    try:
+        del writer["/xpcs/multitau"]
+        writer.flush()
+        window.browser.add_paths([str(p)])
+        wait_idle(window)
+        assert window.results == [] and window.waiting_paths == [str(p)]
+        assert "being written" in window.errors[-1].message
+        assert window.errors[-1].kind == "FileBeingWritten"
+        with qtbot.waitSignal(window.sigTargetsLoaded, timeout=20000) as blocker:
+            tmp = tmp_path / ".live.tmp"
+            write_result(tmp, res, saxs_2d=extras["saxs_2d"])
+            os.replace(tmp, p)  # the finished file arrives
+    finally:
+        writer.close()
     assert len(blocker.args[0]) == 1 and window.waiting_paths == []
     wait_idle(window)
 

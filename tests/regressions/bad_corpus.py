@@ -333,6 +333,19 @@ def build_result_cases(d: Path, good: Path, stack_good: Path) -> list[Case]:
         _dangling(f"{MT}/delay_list", external=True),
     )
     add("dangling_mask_link", f"{QM}/mask", _dangling(f"{QM}/mask"))
+    # issue 24
+    loop = d / "loop_results.hdf"
+    if not loop.is_symlink():
+        os.symlink(loop.name, loop)  # a link to itself
+    add("symlink_loop", "symbolic link loop", path=loop)
+    nl = Path(os.fspath(d)) / "new\nline_results.hdf"
+    nl.write_text("a damaged file whose name holds a newline\n")
+    add("newline_name", "not an HDF5 file", path=nl)
+    p = d / "killed_truncated_results.hdf"
+    data = bytearray(good.read_bytes())
+    data[20:24] = (1).to_bytes(4, "little")  # HDF5's open-for-write flag, left set
+    p.write_bytes(bytes(data[: 2 * len(data) // 3]))
+    add("writer_killed_truncated", "truncated", path=p)
     return cases
 
 
@@ -454,6 +467,7 @@ def build_qmap_cases(d: Path, good_result: Path) -> tuple[Path, list[Case]]:
             "/qmap/mask",
             _huge("/qmap/mask", (10**6, 10**6), np.uint8),
         ),
+        ("zero_mask", "/qmap/mask", _fill("/qmap/mask", 0)),  # issue 24
     ):
         cases.append(
             Case(name, "qmap", _variant(good, d / f"qmap_{name}.hdf", edit), dataset)
@@ -489,6 +503,7 @@ def build_mask_cases(d: Path, shape: tuple[int, int]) -> list[Case]:
         "/qmap/mask",
         lambda f: f.__setitem__("/qmap/mask", h5py.SoftLink("/x")),
     )
+    add("all_zero", "all zero", lambda f: f.create_dataset("mask", data=np.zeros(shape)))
     p = d / "mask_wrong_shape.npy"
     np.save(p, np.ones((shape[0] + 1, shape[1])))
     cases.append(Case("wrong_shape", "mask", p, "shape"))

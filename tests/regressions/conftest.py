@@ -99,20 +99,37 @@ def _jsonable_arg(a) -> object:
         return {"fsencoded": os.fsencode(s).hex()}
 
 
-def drive(runs: list[list], tmp_path: Path, timeout: float = 600) -> list[dict]:
-    """Run command lines through ``drive_cli.py`` in one subprocess; one dict each."""
+#: Sets a file size limit (every write past it fails with EFBIG, as on a full
+#: disk), then becomes the command: no ``preexec_fn`` in a threaded pytest.
+_LIMITED = (
+    "import os, resource, signal, sys; "
+    "n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_FSIZE, (n, n)); "
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def drive(runs: list[list], tmp_path: Path, timeout: float = 600,
+          file_size_limit: int | None = None) -> list[dict]:
+    """Run command lines through ``drive_cli.py`` in one subprocess; one dict each.
+
+    ``file_size_limit``: bytes a file may have in the child (POSIX). The child must
+    exit 0: a crash (a signal) fails the test.
+    """
     spec = tmp_path / "runs.json"
     spec.write_text(json.dumps([[_jsonable_arg(a) for a in r] for r in runs]))
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "JAX_PLATFORMS": "cpu"}
+    cmd = [sys.executable, str(HERE / "drive_cli.py"), str(spec)]
+    if file_size_limit is not None:
+        cmd = [sys.executable, "-c", _LIMITED, str(file_size_limit), *cmd]
     proc = subprocess.run(
-        [sys.executable, str(HERE / "drive_cli.py"), str(spec)],
+        cmd,
         capture_output=True,
         text=True,
         timeout=timeout,
         env=env,
         cwd=tmp_path,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     out = [
         json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")

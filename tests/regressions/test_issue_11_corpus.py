@@ -33,7 +33,9 @@ def _record(rc: int, stderr: str, n_files: int = 1) -> None:
 
 
 def _lines_naming(stderr: str, path) -> list[str]:
-    name = os.fsdecode(path)
+    from xpcsviewer.io.errors import one_line
+
+    name = one_line(os.fsdecode(path))  # a newline in a name is shown escaped
     return [ln for ln in stderr.splitlines() if name in ln]
 
 

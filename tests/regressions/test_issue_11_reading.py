@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import h5py
@@ -91,9 +92,11 @@ def test_a_file_open_for_writing_is_being_written(
     assert read_result(p).multitau is not None  # complete once the writer closed it
 
 
-def test_recent_incomplete_file_is_being_written_old_one_is_bad(
+def test_incomplete_file_is_being_written_only_while_it_changes(
     corpus, tmp_path, monkeypatch
 ):
+    """Issue 24 item 7 (was: recent = being written): a gap in a file is damage
+    unless the file changes while it is read; its age alone decides nothing."""
     monkeypatch.setenv("XPCSVIEWER_WRITING_WINDOW_S", "60")
     p = shutil.copyfile(corpus.good, tmp_path / "half_results.hdf")
     with h5py.File(p, "a") as f:  # results not there yet; the g2 declared, not written
@@ -107,13 +110,24 @@ def test_recent_incomplete_file_is_being_written_old_one_is_bad(
             dtype="f4",
             chunks=(4, shape[1]),
         )
-    with pytest.raises(FileBeingWrittenError, match="never written.*retry"):
-        read_result(p)
-    old = time.time() - 3600
-    os.utime(p, (old, old))
-    with pytest.raises(XpcsFileError, match="never written") as ei:
+    with pytest.raises(XpcsFileError, match="never written") as ei:  # seconds old
         read_result(p)
     assert not ei.value.retry and ei.value.dataset == "/xpcs/multitau/normalized_g2"
+    stop = threading.Event()
+
+    def writer() -> None:  # another program at work on the file
+        while not stop.is_set():
+            os.utime(p)
+            time.sleep(0.01)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        with pytest.raises(FileBeingWrittenError, match="never written.*retry"):
+            read_result(p)
+    finally:
+        stop.set()
+        t.join()
 
 
 def test_permission_denied_is_not_called_not_hdf5(corpus, tmp_path, monkeypatch):

@@ -9,11 +9,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SCHEDULER_ENV", "Where", "open_client", "where_from_args", "worker_env"]
+__all__ = ["SCHEDULER_ENV", "Where", "open_client", "usable_cores", "where_from_args",
+           "worker_env"]
 
 SCHEDULER_ENV = "XPCS_SCHEDULER"
 
@@ -55,7 +57,23 @@ def where_from_args(args: Any) -> Where:
         raise ValueError("give --workers or --scheduler, not both")
     if not scheduler and workers is None:
         scheduler = os.environ.get(SCHEDULER_ENV) or None
+    cores = usable_cores()
+    if workers is not None and workers > cores:
+        # More worker processes than cores only queue: 64 on 2 cores did not
+        # finish in 300 s (each starts its own interpreter and JAX).
+        prog = f"xpcsviewer {args.command}" if getattr(args, "command", None) else "xpcsviewer"
+        print(f"{prog}: note: --workers {workers}: this machine runs {cores} processes at "
+              f"once; using {cores} workers", file=sys.stderr)
+        workers = cores
     return Where(workers=workers or 1, scheduler=scheduler)
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def worker_env(n_workers: int) -> dict[str, str]:
@@ -85,9 +103,12 @@ def open_client(where: Where) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     quiet = logging.getLogger().getEffectiveLevel() > logging.INFO
-    if quiet:  # worker restarts and closing chatter are expected in a batch
-        for name in ("distributed", "tornado"):
-            logging.getLogger(name).setLevel(logging.ERROR)
+    if quiet:
+        # Worker restarts, lost comms (CommClosedError) and closing chatter are
+        # Dask's business: the batch reports each file's outcome itself. Only
+        # -v shows them.
+        for name in ("distributed", "tornado", "asyncio", "bokeh"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     if where.scheduler:
         try:
             client = Client(where.scheduler, timeout="10s")
@@ -102,12 +123,21 @@ def open_client(where: Where) -> Iterator[Any]:
     saved = dict(os.environ)
     cluster = client = None
     try:
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_env(where.workers)}):
+        env = worker_env(where.workers)
+        if quiet:
+            env["XPCS_DASK_QUIET"] = "1"  # see _worker.dask_setup
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": env,
+                              # no dashboard and no HTTP routes: the scheduler's HTTP
+                              # server binds a free loopback port and serves nothing
+                              # (8787 taken printed a 3-line warning on every run)
+                              "distributed.scheduler.http.routes": [],
+                              "distributed.worker.http.routes": []}):
             cluster = LocalCluster(
                 n_workers=where.workers, threads_per_worker=1, processes=True,
                 host="127.0.0.1", dashboard_address=None,
+                scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                 preload=["xpcsviewer.batch._worker"],
-                silence_logs=logging.ERROR if quiet else logging.WARNING,
+                silence_logs=logging.CRITICAL if quiet else logging.WARNING,
             )
         client = Client(cluster)
         yield client

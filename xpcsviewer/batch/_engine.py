@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xpcsviewer.batch._cluster import Where, open_client
-from xpcsviewer.io.errors import XpcsFileError, display_path
+from xpcsviewer.io.errors import XpcsFileError, display_path, one_line
 from xpcsviewer.progress import (
     Cancelled,
     CancelToken,
@@ -30,6 +30,7 @@ __all__ = [
     "BatchSummary",
     "ItemOutcome",
     "PerChunk",
+    "UsageError",
     "outcome_of",
     "relabel",
     "run_batch",
@@ -74,19 +75,26 @@ class BatchSummary:
         return 3 if BAD_INPUT in kinds else 1
 
 
+class UsageError(ValueError):
+    """Options that cannot apply to a file (``fit --q-range`` selecting no q-bin):
+    reported per file, exit 2."""
+
+
 def _one(task: Callable[[Any], Any], index: int, item: Any) -> ItemOutcome:
-    from xpcsviewer.io.outputs import OutputRefusedError
+    from xpcsviewer.io.outputs import OutputRefusedError, OutputWriteError
 
     try:
         return ItemOutcome(index, value=task(item))
     except XpcsFileError as exc:
         return ItemOutcome(index, error=exc.one_line(), kind=BAD_INPUT)
-    except OutputRefusedError as exc:
-        return ItemOutcome(index, error=str(exc), kind=REFUSED)
+    except (OutputRefusedError, UsageError) as exc:
+        return ItemOutcome(index, error=one_line(str(exc)), kind=REFUSED)
     except (Cancelled, KeyboardInterrupt):
         raise
+    except OutputWriteError as exc:  # a full disk: not the input's fault
+        return ItemOutcome(index, error=one_line(str(exc)), kind=ERROR)
     except OSError as exc:  # unreadable, missing, permissions: bad input as in the reader
-        return ItemOutcome(index, error=display_path(str(exc)), kind=BAD_INPUT)
+        return ItemOutcome(index, error=one_line(display_path(str(exc))), kind=BAD_INPUT)
     except Exception as exc:  # noqa: BLE001 - reported per file, the batch goes on
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return ItemOutcome(index, error=f"{type(exc).__name__}: {display_path(text)}",
@@ -267,7 +275,7 @@ def relabel(message: str, item: Any) -> str:
     name the file as on the command line, as the in-process run always did.
     """
     if isinstance(item, dict) and item.get("path") and item.get("shown"):
-        full, shown = display_path(item["path"]), display_path(item["shown"])
+        full, shown = one_line(display_path(item["path"])), one_line(display_path(item["shown"]))
         if full != shown:
             message = message.replace(full, shown)
     return message

@@ -25,8 +25,10 @@ def file_items(paths: Sequence[str | os.PathLike], **extra: Any) -> list[dict[st
 def print_failures(prog: str, summary: BatchSummary, stream: TextIO | None = None) -> None:
     """One line per failed file (input order), then the count when any failed."""
     stream = stream if stream is not None else sys.stderr
+    from xpcsviewer.io.errors import one_line
+
     for f in summary.failures:
-        print(f"{prog}: {f.error}", file=stream)
+        print(f"{prog}: {one_line(f.error)}", file=stream)
     if summary.failures:
         print(f"{prog}: {len(summary.failures)} of {summary.total} file(s) failed",
               file=stream)

@@ -56,7 +56,8 @@ def screening_text(opts: AverageOptions) -> str:
     if opts.mad_threshold is not None:
         rules.append(f"g2 curve or mean intensity more than {opts.mad_threshold:g} MADs off")
     if not rules:
-        return "screening: off (--no-reject): every readable file is averaged"
+        return ("screening: off (--no-reject): every readable file with a valid g2 point "
+                "is averaged")
     return "screening: reject a file whose " + "; or whose ".join(rules) + " (--no-reject: off)"
 
 
@@ -130,6 +131,11 @@ def run(args: argparse.Namespace) -> int:
     ):
         print(f"{PROG}: --baseline-range MIN must not exceed MAX", file=sys.stderr)
         return 2
+    from xpcsviewer.commands._inputs import skip_side_files
+
+    args.files = skip_side_files(args.files, PROG)
+    if not args.files:
+        return 3
     quiet = bool(getattr(args, "quiet", False))
     bar = TextProgressBar("average", enabled=not quiet)
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import math
 import os
 import sys
@@ -42,7 +43,9 @@ def _raw_times(path: Path) -> tuple[float | None, float | None]:
     XpcsFileError
         A stored time that is not a positive finite number (names the dataset).
     """
-    if path.suffix.lower() == ".npy":
+    from xpcsviewer.io.raw import file_kind
+
+    if file_kind(path) != "hdf5":
         return None, None
     from xpcsviewer.io._h5 import _number, open_h5
 
@@ -74,16 +77,39 @@ def _memory_available() -> int | None:
     return None
 
 
-def _checked_chunks(chunks: Any, used: np.ndarray, raw: Any, notes: list[str]) -> Any:
+class _NonFinite(Exception):  # noqa: N818 - a signal between passes, not an error
+    """NaN or Inf counts at pixels the correlation uses: mask them and start again."""
+
+
+class _Masked:
+    """Pixels left out for non-finite counts; ``strict``: stop at a new one."""
+
+    def __init__(self, shape: tuple[int, int]) -> None:
+        self.pixels = np.zeros(shape, dtype=bool)
+        self.strict = True
+
+
+def _checked_chunks(chunks: Any, used: np.ndarray, raw: Any, notes: list[str],
+                    masked_px: _Masked | None = None) -> Any:
     """Pass frames through, refusing negative counts at pixels the q-map uses.
 
     Photon counts cannot be negative. Detectors mark dead pixels with negative
     values; where the q-map masks those pixels the values are set to 0 (with a
-    note), elsewhere the frames are refused.
+    note), elsewhere the frames are refused. NaN and Inf are set to 0; at a pixel
+    the correlation uses (``used``) they first stop the pass (:class:`_NonFinite`)
+    so that the pixel can be masked: one NaN would make every g2 point missing.
     """
     masked = 0
     start = 0
     for chunk in chunks:
+        if chunk.dtype.kind == "f":
+            nf = ~np.isfinite(chunk)
+            if nf.any():
+                px = nf.any(axis=0)
+                if (masked_px is not None and masked_px.strict
+                        and (px & used & ~masked_px.pixels).any()):
+                    raise _NonFinite
+                chunk = np.where(nf, 0, chunk)
         if chunk.dtype.kind in "if":
             neg = chunk < 0
             if neg.any():
@@ -103,6 +129,36 @@ def _checked_chunks(chunks: Any, used: np.ndarray, raw: Any, notes: list[str]) -
         yield chunk
     if masked:
         notes.append(f"{masked} negative counts at masked pixels were set to 0")
+
+
+def _nonfinite_pixels(raw: Any, bar: Any) -> np.ndarray:
+    """(H, W) bool: pixels with a NaN or Inf count in any selected frame (reads only)."""
+    bad = np.zeros(raw.frame_shape, dtype=bool)
+    done = 0
+    for chunk in raw.iter_chunks(128, reuse=True):
+        bad |= ~np.isfinite(chunk).all(axis=0)
+        done += chunk.shape[0]
+        bar(done, raw.n_frames, "finding NaN/Inf pixels")
+    return bad
+
+
+def _qmap_mask_dataset(path: str | Path) -> str:
+    """The mask dataset of a partition file (``/qmap``) or result file (``/xpcs/qmap``)."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r", locking=False) as f:
+            if "qmap" not in f and "xpcs/qmap" in f:
+                return "/xpcs/qmap/mask"
+    except (OSError, ValueError):
+        pass
+    return "/qmap/mask"
+
+
+def _correlated(qm: Any) -> np.ndarray:
+    """(H, W) bool: the pixels a correlation with this partition uses."""
+    return ((np.asarray(qm.mask) > 0) & (np.asarray(qm.dynamic_roi_map) > 0)
+            & (np.asarray(qm.static_roi_map) > 0))
 
 
 def _g2_side(args: argparse.Namespace, raw: str, output: str, check: bool = True) -> Path | None:
@@ -142,7 +198,7 @@ def correlate_one(
     from xpcsviewer.backends import get_job_backend
     from xpcsviewer.compute.pipeline import correlate_to_result
     from xpcsviewer.compute.twotime import parse_bins
-    from xpcsviewer.io.raw import RawFrames
+    from xpcsviewer.io.raw import MIN_FRAMES, RawFrames
     from xpcsviewer.io.writer import write_result
     from xpcsviewer.progress import TextProgressBar
 
@@ -151,12 +207,22 @@ def correlate_one(
         check_output(output, [raw_arg, args.qmap], getattr(args, "overwrite", False))
     side = _g2_side(args, raw_arg, output, check=not checked)
     qm = load_qmap(args.qmap)
+    if not _correlated(qm).any():  # all-zero mask, or no pixel in both kinds of bins
+        raise XpcsFileError(args.qmap, "the mask leaves no pixel inside the q-bins",
+                            _qmap_mask_dataset(args.qmap),
+                            "nonzero (valid) mask values where the bins are")
     try:
         raw = RawFrames(raw_path, args.begin_frame, args.end_frame, args.stride_frame, args.avg_frame)
     except ValueError as exc:
         say(f"xpcsviewer correlate: {exc}")
         return 2
     with raw:
+        if raw.n_frames < MIN_FRAMES:  # multi-tau and two-time alike: no delay
+            raise XpcsFileError(
+                raw_path, f"frame selection begin={args.begin_frame} end={args.end_frame} "
+                f"stride={args.stride_frame} avg={args.avg_frame} leaves {raw.n_frames} "
+                f"frame of {raw.raw_frames}", raw.dataset_path,
+                f"at least {MIN_FRAMES} frames to correlate")
         if raw.frame_shape != qm.shape:
             raise XpcsFileError(
                 raw_path, f"frames are {raw.frame_shape[0]}x{raw.frame_shape[1]} but the q-map "
@@ -199,31 +265,53 @@ def correlate_one(
         # the raw file's realpath goes into each config group (as the standard
         # correlator's config/raw)
         common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
-        with TextProgressBar("correlate", enabled=progress and not quiet) as bar, _stack_writer(
-            side, n, qm.shape
-        ) as sink:
-            out_res = correlate_to_result(
-                lambda: _checked_chunks(
-                    raw.iter_chunks(256 if mode == "twotime" else 128, reuse=True), used,
-                    raw, notes,
-                ),
-                qm,
-                n,
-                float(frame_time),
-                mode=mode,
-                dq_bins=bins,
-                stride_frame=raw.stride,
-                avg_frame=raw.avg,
-                normalize_frame=bool(getattr(args, "normalize_frame", False)),
-                num_partial_g2=int(getattr(args, "num_partial_g2", 0)),
-                count_time=ct_raw,
-                config=common_cfg,
-                path=Path(output),
-                raw_path=os.path.realpath(raw_path),
-                backend=be,
-                progress=bar,
-                g2_pixel_sink=sink,
-            )
+        nonfinite = _Masked(qm.shape)
+        in_use = used & (np.asarray(qm.mask) > 0)  # the pixels a NaN would spoil
+        with TextProgressBar("correlate", enabled=progress and not quiet) as bar:
+            while True:
+                qm_run = qm
+                if nonfinite.pixels.any():
+                    qm_run = dataclasses.replace(
+                        qm, mask=np.asarray(qm.mask, bool) & ~nonfinite.pixels, hash="")
+                use = used & (np.asarray(qm_run.mask) > 0)
+                try:
+                    with _stack_writer(side, n, qm.shape) as sink:
+                        out_res = correlate_to_result(
+                            lambda use=use: _checked_chunks(
+                                raw.iter_chunks(256 if mode == "twotime" else 128,
+                                                reuse=True), use, raw, notes, nonfinite,
+                            ),
+                            qm_run,
+                            n,
+                            float(frame_time),
+                            mode=mode,
+                            dq_bins=bins,
+                            stride_frame=raw.stride,
+                            avg_frame=raw.avg,
+                            normalize_frame=bool(getattr(args, "normalize_frame", False)),
+                            num_partial_g2=int(getattr(args, "num_partial_g2", 0)),
+                            count_time=ct_raw,
+                            config=common_cfg,
+                            path=Path(output),
+                            raw_path=os.path.realpath(raw_path),
+                            backend=be,
+                            progress=bar,
+                            g2_pixel_sink=sink,
+                        )
+                    break
+                except _NonFinite:
+                    # Find every such pixel (a read-only pass), then correlate without them.
+                    nonfinite.pixels |= _nonfinite_pixels(raw, bar) & in_use
+                    nonfinite.strict = False
+                    left = _correlated(qm) & ~nonfinite.pixels
+                    if not left.any():
+                        raise XpcsFileError(
+                            raw_path, "NaN or Inf counts at every pixel the q-map uses",
+                            raw.dataset_path, "finite counts") from None
+        if nonfinite.pixels.any():
+            k = int(nonfinite.pixels.sum())
+            notes.append(f"{k} pixel(s) with NaN or Inf counts were masked "
+                         f"(of {int(in_use.sum())} the q-map uses)")
         result = out_res.result
         # overwrite: check_output above already applied the user's choice
         try:
@@ -330,6 +418,12 @@ def run(args: argparse.Namespace) -> int:
         if folder.exists() and not folder.is_dir():
             raise OutputRefusedError(f"{display_path(folder)}: is a file; with several RAW "
                                      "files -o names a folder")
+        if not folder.exists() and folder.suffix.lower() in (".hdf", ".h5", ".hdf5",
+                                                             ".nxs"):
+            # a file name by mistake: a folder of that name would be made
+            raise OutputRefusedError(
+                f"{display_path(folder)}: with several RAW files -o names a folder "
+                "(each RAW gets RAWNAME_results.hdf in it), not a result file")
         outputs = [folder / output_name(r) for r in raws]
         seen: dict[Path, str] = {}
         for r, o in zip(raws, outputs, strict=True):

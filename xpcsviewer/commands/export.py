@@ -26,7 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.outputs import OutputRefusedError, check_output, display_path
+from xpcsviewer.io.outputs import (
+    OutputRefusedError,
+    OutputWriteError,
+    check_output,
+    display_path,
+)
 from xpcsviewer.progress import (
     Cancelled,
     CancelToken,
@@ -191,7 +196,7 @@ def export_figures(
         except XpcsFileError as exc:
             rep.errors.append(exc.one_line())
             continue
-        except (Cancelled, KeyboardInterrupt, MemoryError):
+        except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
             raise
         except Exception:  # noqa: BLE001 - find the files that cannot be drawn
             pass
@@ -200,7 +205,7 @@ def export_figures(
             try:
                 _probe(kind, r, cancel)
                 keep.append(r)
-            except (Cancelled, KeyboardInterrupt, MemoryError):
+            except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
                 raise
             except Exception as exc:  # noqa: BLE001 - degenerate data of one file
                 rep.undrawable.append(
@@ -209,7 +214,7 @@ def export_figures(
         if keep:
             try:
                 draw(kind, keep, f"combined_{kind}")
-            except (Cancelled, KeyboardInterrupt, MemoryError):
+            except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
                 raise
             except Exception as exc:  # noqa: BLE001 - only the combination fails
                 rep.undrawable.append(f"{kind}: the combined figure ({_why(exc)})")
@@ -225,7 +230,7 @@ def export_figures(
                 save(make_figure(kind, [res]), f"{lab}_{kind}")
             except XpcsFileError as exc:
                 rep.errors.append(exc.one_line())
-            except (Cancelled, KeyboardInterrupt, MemoryError):
+            except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
                 raise
             except Exception as exc:  # noqa: BLE001 - degenerate data of this file
                 rep.undrawable.append(
@@ -314,7 +319,7 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
                 fig.clear()
         except XpcsFileError as exc:
             raise XpcsFileError(shown, exc.problem, exc.dataset, exc.expected) from exc
-        except (Cancelled, KeyboardInterrupt, MemoryError):
+        except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
             raise
         except Exception as exc:  # noqa: BLE001 - degenerate data of this file
             rep["undrawable"].append(f"{kind}: {shown}: cannot be drawn ({_why(exc)})")
@@ -357,7 +362,16 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise OutputRefusedError(f"{display_path(out)}: is a file, not a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    from xpcsviewer.commands._inputs import skip_side_files
+
+    args.files = skip_side_files(args.files, PROG)
+    if not args.files:
+        return 3
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputWriteError(exc.errno, f"{display_path(out)}: cannot make the folder "
+                                          f"({exc.strerror}); nothing written") from None
     rep = ExportReport()
     kept = 0
     summary = BatchSummary(total=len(args.files))

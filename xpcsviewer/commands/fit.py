@@ -14,6 +14,7 @@ own fit file); without ``-o`` a table on stdout, as ``info`` prints.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -53,6 +54,12 @@ def _load(path: str, q_range: tuple[float, float] | None,
     if q_range is not None:
         lo, hi = sorted(q_range)
         cols = cols[(q >= lo) & (q <= hi)]
+        if cols.size == 0:  # nothing to fit: the option, not the file, is at fault
+            from xpcsviewer.batch import UsageError
+
+            raise UsageError(
+                f"{display_path(path)}: --q-range {lo:g} {hi:g} selects no q-bin "
+                f"(its q-bins span {np.nanmin(q):.4g} to {np.nanmax(q):.4g} 1/\u00c5)")
     valid = np.asarray(mt.valid if include_suspect else mt.fit_mask, dtype=bool)
     return {
         "path": display_path(path),
@@ -289,6 +296,12 @@ def run(args: argparse.Namespace) -> int:
         print("xpcsviewer fit: error: --temperature and --viscosity go together",
               file=sys.stderr)
         return 2
+    for opt in ("temperature", "viscosity"):  # checked before any fit, not after
+        v = getattr(args, opt, None)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            print(f"xpcsviewer fit: error: --{opt} must be a positive finite number "
+                  f"(got {v})", file=sys.stderr)
+            return 2
     try:
         where = where_from_args(args)
     except ValueError as exc:
@@ -296,6 +309,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if out is not None:
         check_output(out, args.files, getattr(args, "overwrite", False))
+    from xpcsviewer.commands._inputs import skip_side_files
+
+    files = skip_side_files(args.files, "xpcsviewer fit")
+    if not files:
+        return 3
+    args.files = files
     quiet = bool(getattr(args, "quiet", False))
     opts = FitOptions(
         model=args.model,

@@ -25,6 +25,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"xpcsviewer qmap: {exc}", file=sys.stderr)
         return 2
     mask = read_mask(args.mask, shape) if args.mask else None
+    if mask is not None and not mask.any():  # the file is at fault: name it
+        from xpcsviewer.io.errors import XpcsFileError
+
+        raise XpcsFileError(args.mask, "the mask marks no pixel valid (all zero)",
+                            expected="nonzero values at the valid pixels")
     try:
         qm = make_partition(
             q,

@@ -21,14 +21,14 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer regroup``; returns the exit code."""
     from xpcsviewer.compute.regroup import regroup_file, write_regrouped
     from xpcsviewer.io import read_qmap
-    from xpcsviewer.io.g2stack import g2_side_path
     from xpcsviewer.io.masks import read_mask
     from xpcsviewer.io.outputs import check_output
     from xpcsviewer.io.reader import read_result
     from xpcsviewer.progress import TextProgressBar
 
-    inputs = [args.file, g2_side_path(args.file)]
-    inputs += [p for p in (args.qmap, args.mask) if p]
+    # The stack's side file is an input too: check_output follows the link the
+    # file reads (a renamed result file still reads X_results_G2.hdf).
+    inputs = [p for p in (args.file, args.qmap, args.mask) if p]
     overwrite = bool(getattr(args, "overwrite", False))
     check_output(args.output, inputs, overwrite)  # refuse before any work
     shape = read_result(args.file).qmap.shape
@@ -40,7 +40,16 @@ def run(args: argparse.Namespace) -> int:
     mask = read_mask(args.mask, shape) if args.mask else None
     quiet = bool(getattr(args, "quiet", False))
     with TextProgressBar("regroup", enabled=not quiet) as bar:
-        result, img = regroup_file(args.file, qm, mask, progress=bar)
+        try:
+            result, img = regroup_file(args.file, qm, mask, progress=bar)
+        except ValueError as exc:
+            if "no pixel" not in str(exc):
+                raise
+            # the mask (or partition) is the input at fault: name it
+            raise XpcsFileError(args.mask or args.qmap or args.file,
+                                "leaves no pixel of the partition that the file correlated",
+                                expected="nonzero (valid) pixels inside the file's q-bins"
+                                ) from None
     out = write_regrouped(args.output, result, img, inputs, overwrite)
     if not quiet:
         mt = result.multitau

@@ -519,6 +519,10 @@ def screen_files(
         if mt is None:
             st.accepted, st.reason = False, "no multitau g2 to average"
             curves.append(None)
+        elif not (np.asarray(mt.valid, bool) & np.isfinite(mt.g2)).any():
+            # not a screening choice: such a file has nothing to add (--no-reject too)
+            st.accepted, st.reason = False, "g2 has no valid point (all NaN, Inf or masked)"
+            curves.append(None)
         else:
             st.baseline = baseline_value(
                 mt.g2, mt.valid, opts.baseline_q_index, opts.baseline_window
@@ -904,8 +908,9 @@ def _complete_output(
     import h5py
 
     from xpcsviewer.io.errors import display_path
+    from xpcsviewer.io.outputs import check_h5_output, open_h5_output
 
-    with h5py.File(path, "r+") as f:
+    with open_h5_output(path, "r+") as f:
         f.require_group("xpcs/average").create_dataset(
             "file_list",
             data=np.array([display_path(p) for p in inputs], dtype=object),
@@ -937,4 +942,5 @@ def _complete_output(
                 acc[1] += ip
                 acc[2] += if_
             ds[k] = (acc / len(inputs)).astype(np.float32)
+            check_h5_output(ds)
             on_delay(k)

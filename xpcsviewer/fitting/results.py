@@ -14,6 +14,7 @@ times in s, D in A^2/s, radii in nm. Missing numbers are ``null``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -259,9 +260,19 @@ class FitJsonStream:
                     text = json.dumps(self._errors, indent=2, allow_nan=False)
                     self._fh.write(',\n  "errors": ' + text.replace("\n", "\n  "))
                 self._fh.write("\n}\n")
+            self._fh.close()  # a full disk shows at the last flush
+        except BaseException as e:  # noqa: BLE001 - handed to the atomic write
+            if exc_type is None:
+                exc_type, exc, tb = type(e), e, e.__traceback__
         finally:
-            self._fh.close()
-        return self._ctx.__exit__(exc_type, exc, tb)
+            if not self._fh.closed:
+                with contextlib.suppress(OSError):
+                    self._fh.close()
+        if exc is not None:
+            # removes the temporary; raises the error naming the output, or returns
+            self._ctx.__exit__(exc_type, exc, tb)
+            raise exc
+        return self._ctx.__exit__(None, None, None)
 
 
 def write_fit_csv(path: str | os.PathLike, records: Sequence[dict[str, Any]]) -> None:
@@ -295,7 +306,9 @@ def save_fit_hdf5(path: str | os.PathLike, records: Sequence[dict[str, Any]]) ->
         return np.array([np.nan if x is None else x for x in v], dtype=np.float64)
 
     def write(tmp: str) -> None:
-        with h5py.File(tmp, "w") as f:
+        from xpcsviewer.io.outputs import open_h5_output  # a full disk: an OSError
+
+        with open_h5_output(tmp) as f:
             f.attrs["format"] = "xpcsviewer-fit"
             f.attrs["version"] = 1
             g = f.create_group("fits")

@@ -99,9 +99,18 @@ def _render(app, win, files, tab, output, size, theme, wait_ms, prepare) -> Path
     app.processEvents()
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+
+    # Encoded in memory, written by Python: a full disk is one OSError naming
+    # the output (libpng would print its own "Write Error" line).
+    data = QByteArray()
+    buf = QBuffer(data)
+    buf.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not win.grab().save(buf, "PNG"):
+        raise RuntimeError(f"could not encode the picture for {out}")
+    buf.close()
     with atomic_path(out) as tmp:
-        if not win.grab().save(str(tmp), "PNG"):
-            raise OSError(f"could not write {out}")
+        tmp.write_bytes(bytes(data))
     for err in win.errors:
         print(f"warning: {err.message}", file=sys.stderr)
     return out

@@ -22,7 +22,18 @@ def display_path(path: str | os.PathLike) -> str:
         return os.fsencode(s).decode("utf-8", errors="replace")
 
 
-__all__ = ["FileBeingWrittenError", "XpcsFileError", "display_path"]
+def one_line(text: str) -> str:
+    """``text`` on one line: control characters (a newline in a file name) are
+    shown escaped (``\\n``), so a message is always exactly one line."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
+__all__ = ["FileBeingWrittenError", "XpcsFileError", "display_path", "one_line"]
 
 
 class XpcsFileError(Exception):
@@ -67,7 +78,7 @@ class XpcsFileError(Exception):
         msg = ": ".join(parts) + f": {self.problem}"
         if self.expected:
             msg += f" (expected {self.expected})"
-        return msg
+        return one_line(msg)
 
 
 class FileBeingWrittenError(XpcsFileError):

@@ -17,7 +17,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io.outputs import atomic_path
+from xpcsviewer.io.outputs import atomic_path, check_h5_output, open_h5_output
 
 __all__ = [
     "G2_SIDE_DATASET",
@@ -97,6 +97,7 @@ class G2StackWriter:
         if not 0 <= k < self.shape[0]:
             raise IndexError(f"delay {k} outside 0..{self.shape[0] - 1}")
         self.dataset[k] = plane.astype(np.float32, copy=False)
+        check_h5_output(self.dataset)  # a full disk stops the stack here
         self.written += 1
 
 
@@ -129,7 +130,7 @@ def open_g2_stack_writer(
         raise FileExistsError(f"{side} exists (use overwrite=True)")
     h, w = int(shape[0]), int(shape[1])
     comp = {"compression": "lzf"} if "lzf" in h5py.filters.decode else {"compression": "gzip"}
-    with atomic_path(side) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(side) as tmp, open_h5_output(tmp) as f:
         ds = f.create_dataset(
             G2_SIDE_DATASET.lstrip("/"), shape=(int(n_delays), 3, h, w), dtype=np.float32,
             chunks=(1, 1, h, w), **comp,

@@ -69,12 +69,23 @@ def read_mask(path: str | Path, shape: tuple[int, int] | None = None) -> np.ndar
     shape : (H, W), optional
         Expected detector shape; a different shape raises ``XpcsFileError``.
     """
+    from xpcsviewer.io.raw import file_kind
+
     path = Path(path)
     suffix = path.suffix.lower()
     dataset = None
     if not path.is_file():
-        raise XpcsFileError(path, "mask file not found")
-    if suffix == ".npy":
+        from xpcsviewer.io._h5 import _missing_reason
+
+        raise XpcsFileError(path, "is a folder, not a mask file" if path.is_dir()
+                            else "mask " + _missing_reason(path))
+    kind = file_kind(path)  # the content decides: an HDF5 mask named .npy is HDF5
+    if kind == "hdf5":
+        arr, dataset = _read_hdf_mask(path)
+    elif suffix == ".npy" and kind != "npy":
+        raise XpcsFileError(path, "not a .npy array (no NumPy header)",
+                            expected="a mask image: .npy, .tif(f) or .hdf")
+    elif kind == "npy":
         try:
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError) as exc:
@@ -90,7 +101,7 @@ def read_mask(path: str | Path, shape: tuple[int, int] | None = None) -> np.ndar
             ) from None
         arr = np.asarray(tifffile.imread(path))
     elif suffix in (".hdf", ".h5", ".hdf5", ".nxs"):
-        arr, dataset = _read_hdf_mask(path)
+        arr, dataset = _read_hdf_mask(path)  # says "not an HDF5 file"
     else:
         raise XpcsFileError(
             path, f"unknown mask format {suffix!r}", expected=".npy, .tif(f) or .hdf"

@@ -12,12 +12,19 @@ name in the target folder, ``.NAME.xpcs-HOST-PID-RANDOM.tmp``, flushed to disk
 file. The temporary name carries the writer's host and process id: temporaries
 left behind by a killed writer (``kill -9`` cannot be caught) are removed at the
 next write into that folder once their process is gone.
+
+HDF5 outputs are written through :func:`open_h5_output`: HDF5 never sees a failed
+write (a full disk), which it cannot recover from (h5py's "Can't decrement id ref
+count ... No space left on device", then a segmentation fault at close); the
+error is raised from Python instead, naming the output.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import io
 import os
 import re
 import secrets
@@ -32,10 +39,14 @@ from xpcsviewer.progress import check_interrupted
 
 __all__ = [
     "OutputRefusedError",
+    "OutputWriteError",
     "atomic_path",
     "check_distinct_inputs",
+    "check_h5_output",
     "check_output",
     "display_path",
+    "linked_files",
+    "open_h5_output",
     "sweep_stale_temps",
     "to_jsonable",
 ]
@@ -45,11 +56,116 @@ class OutputRefusedError(ValueError):
     """An output path that must not be written; the CLI exits 2 with this one line."""
 
 
+class OutputWriteError(OSError):
+    """Writing an output failed (disk full, read-only, no permission): one line naming
+    the output, never the temporary file; the old output (if any) is unchanged."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
     except (OSError, ValueError):
         return False
+
+
+#: (path, device, inode, size, mtime) -> files an HDF5 input links to
+_LINK_CACHE: dict[tuple, tuple[Path, ...]] = {}
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _is_hdf5(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            for off in (0, 512, 1024, 2048, 4096):
+                fh.seek(off)
+                if fh.read(8) == _HDF5_SIGNATURE:
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def _link_targets(parent: Path, name: str) -> list[Path]:
+    """Where HDF5 may find the file of an external link (or a virtual dataset)."""
+    if name in ("", "."):
+        return []
+    target = Path(name)
+    dirs = [parent.parent, Path.cwd()]
+    for var in ("HDF5_EXT_PREFIX", "HDF5_VDS_PREFIX"):
+        dirs += [Path(d) for d in os.environ.get(var, "").split(":") if d]
+    out = [target] if target.is_absolute() else []
+    out += [d / target for d in dirs] if not target.is_absolute() else []
+    out += [d / target.name for d in dirs]  # HDF5 also tries the bare name there
+    return out
+
+
+def _direct_links(path: Path) -> tuple[Path, ...]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    key = (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _LINK_CACHE:
+        return _LINK_CACHE[key]
+    found: list[Path] = []
+    if _is_hdf5(path):
+        import h5py
+
+        def visit(name: str, link: object) -> None:
+            if isinstance(link, h5py.ExternalLink):
+                found.extend(_link_targets(path, link.filename))
+            elif isinstance(link, h5py.HardLink):
+                with contextlib.suppress(Exception):
+                    obj = f[name]
+                    if isinstance(obj, h5py.Dataset) and obj.is_virtual:
+                        for src in obj.virtual_sources():
+                            found.extend(_link_targets(path, src.file_name))
+
+        try:
+            with h5py.File(path, "r", locking=False) as f:
+                f.visititems_links(visit)
+        except Exception:  # noqa: BLE001 - unreadable: the reader says why
+            pass
+    out = tuple(dict.fromkeys(found))
+    if len(_LINK_CACHE) > 4096:
+        _LINK_CACHE.clear()
+    _LINK_CACHE[key] = out
+    return out
+
+
+def _links_of(inputs: Iterable[str | os.PathLike], depth: int) -> list[tuple[Path, Path]]:
+    """(linked file, the input that reads it) pairs, ``depth`` links deep."""
+    seen: set[str] = set()
+    out: list[tuple[Path, Path]] = []
+    todo = [(Path(p), Path(p)) for p in inputs]
+    for _ in range(depth):
+        nxt = []
+        for p, origin in todo:
+            for q in _direct_links(p):
+                k = os.fspath(q)
+                if k not in seen:
+                    seen.add(k)
+                    out.append((q, origin))
+                    if q.is_file():
+                        nxt.append((q, origin))
+        todo = nxt
+        if not todo:
+            break
+    return out
+
+
+def linked_files(inputs: Iterable[str | os.PathLike], depth: int = 4) -> list[Path]:
+    """Every file the HDF5 ``inputs`` read through external links and virtual
+    datasets (a result's per-pixel G2 side file, a raw master's data files), as the
+    paths HDF5 may resolve them to, followed ``depth`` links deep.
+
+    The side file is found from the link the file reads, not from its name:
+    a renamed result file still reads ``X_results_G2.hdf``.
+    """
+    return [q for q, _ in _links_of(inputs, depth)]
 
 
 def check_output(
@@ -64,7 +180,8 @@ def check_output(
     output : path
         The file about to be written.
     inputs : iterable of path
-        Every file the command reads.
+        Every file the command reads; the files HDF5 inputs link to (their
+        per-pixel G2 side files, say) are inputs too (:func:`linked_files`).
     overwrite : bool
         Replace an existing ``output`` (never an input, never a folder).
 
@@ -81,12 +198,21 @@ def check_output(
     """
     out = Path(output)
     shown = display_path(out)
+    inputs = list(inputs)
     for p in inputs:
         if _same_file(out, Path(p)):
             raise OutputRefusedError(
                 f"{shown}: is one of the input files ({display_path(p)}); "
                 "refusing to write over an input (choose a new output name)"
             )
+    if out.exists():  # only an existing file can be a linked input
+        for p, origin in _links_of(inputs, 4):
+            if _same_file(out, p):
+                raise OutputRefusedError(
+                    f"{shown}: is read by the input {display_path(origin)} (an HDF5 "
+                    "link to it); refusing to write over an input (choose a new "
+                    "output name)"
+                )
     if out.is_dir():
         raise OutputRefusedError(f"{shown}: is a folder (expected a file name)")
     if out.exists() or out.is_symlink():
@@ -184,6 +310,10 @@ def _umask() -> int:
     return mask
 
 
+#: Write errors that can only be about the output's place (an input is only read).
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+
+
 def _fsync_path(path: Path, directory: bool = False) -> None:
     flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
     try:
@@ -192,8 +322,11 @@ def _fsync_path(path: Path, directory: bool = False) -> None:
         return
     try:
         os.fsync(fd)
-    except OSError:
-        pass  # some file systems (and folders on some systems) cannot fsync
+    except OSError as exc:
+        # Network and delayed-allocation file systems report a full disk here.
+        if not directory and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise
+        # some file systems (and folders on some systems) cannot fsync
     finally:
         os.close(fd)
 
@@ -206,6 +339,27 @@ def _temp_name(path: Path) -> Path:
     return path.parent / f".{stem}.{tag}.tmp"
 
 
+def _write_error(path: Path, tmp: Path | None, exc: BaseException) -> OutputWriteError | None:
+    """``exc`` as an error naming the output, when it is about writing ``path``."""
+    text = str(exc)
+    code = getattr(exc, "errno", None)
+    about_tmp = tmp is not None and (
+        os.fspath(tmp) in text or getattr(exc, "filename", None) == os.fspath(tmp))
+    if isinstance(exc, OutputWriteError):  # from a nested write into our temporary
+        if not about_tmp:
+            return None
+        return OutputWriteError(code, text.replace(display_path(tmp), display_path(path)))
+    if not (about_tmp or code in _FULL_ERRNOS):
+        return None
+    if not isinstance(code, int):
+        code = errno.ENOSPC if "no space left" in text.lower() else errno.EIO
+    why = os.strerror(code)
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        why += " (the disk or quota is full)"
+    return OutputWriteError(code, f"{display_path(path)}: cannot write: {why}; "
+                                  "nothing written")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it becomes ``path``.
@@ -215,16 +369,26 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     ``0o666 & ~umask``, and renamed onto ``path`` (then the folder is fsynced).
     On any exception (Ctrl-C included) the temporary is removed and ``path`` is
     untouched. Stale temporaries of dead writers in the folder are swept first.
+    A missing output folder is created, as every writer does.
 
     Raises
     ------
-    FileNotFoundError
-        The target folder does not exist.
+    OutputWriteError
+        The folder cannot be made or written, the disk is full, ...: one line
+        naming ``path`` (never the temporary).
     """
     path = Path(path)
     folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputWriteError(
+            exc.errno or errno.EIO,
+            f"{display_path(path)}: cannot make its folder "
+            f"({exc.strerror or exc}); nothing written") from None
     if not folder.is_dir():
-        raise FileNotFoundError(f"{display_path(folder)}: output folder does not exist")
+        raise OutputWriteError(errno.ENOTDIR, f"{display_path(path)}: "
+                               f"{display_path(folder)} is not a folder; nothing written")
     sweep_stale_temps(folder)
     while True:
         tmp = _temp_name(path)
@@ -233,6 +397,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             break
         except FileExistsError:
             continue
+        except OSError as exc:
+            raise _write_error(path, tmp, exc) or exc from None
     os.close(fd)
     try:
         yield tmp
@@ -240,11 +406,161 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         _fsync_path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, (OSError, RuntimeError)):
+            err = _write_error(path, tmp, exc)
+            if err is not None:
+                raise err from None
         raise
     _fsync_path(folder, directory=True)
+
+
+# ----------------------------------------------------------------- HDF5 outputs
+#: Bytes of a failed file kept in memory after a write error, so that HDF5 can
+#: finish (and close) a file that is then thrown away.
+_OVERLAY_MAX = 64 << 20
+_H5_SINKS: dict[str, _SafeSink] = {}
+
+
+class _SafeSink(io.RawIOBase):
+    """The file under an HDF5 output (h5py's file-object driver).
+
+    A failed write (full disk, quota) is recorded and kept in memory instead of
+    being returned to HDF5; the writer raises it from Python
+    (:func:`check_h5_output`, and on closing :func:`open_h5_output`).
+    """
+
+    def __init__(self, path: Path, truncate: bool) -> None:
+        super().__init__()
+        flags = os.O_RDWR | (os.O_CREAT | os.O_TRUNC if truncate else 0)
+        self._fd = os.open(path, flags, 0o600)
+        self.name = os.fspath(path)
+        self._pos = 0
+        self.error: OSError | None = None
+        self._overlay: list[tuple[int, bytes]] = []
+        self._kept = 0
+
+    def __repr__(self) -> str:  # h5py names the file by this: messages show the path
+        return self.name
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def _end(self) -> int:
+        end = os.fstat(self._fd).st_size
+        for off, data in self._overlay:
+            end = max(end, off + len(data))
+        return end
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if whence == 0:
+            self._pos = pos
+        elif whence == 1:
+            self._pos += pos
+        else:
+            self._pos = self._end() + pos
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def readinto(self, b: Any) -> int:
+        mv = memoryview(b).cast("B")
+        n = os.preadv(self._fd, [mv], self._pos)
+        for off, data in self._overlay:  # bytes the disk did not take
+            lo, hi = max(off, self._pos), min(off + len(data), self._pos + len(mv))
+            if lo < hi:
+                if hi - self._pos > n:
+                    mv[n:hi - self._pos] = bytes(hi - self._pos - n)
+                    n = hi - self._pos
+                mv[lo - self._pos:hi - self._pos] = data[lo - off:hi - off]
+        self._pos += n
+        return n
+
+    def write(self, b: Any) -> int:
+        mv = memoryview(b).cast("B")
+        size = len(mv)
+        done = 0
+        if self.error is None:
+            try:
+                while done < size:
+                    done += os.pwrite(self._fd, mv[done:], self._pos + done)
+            except OSError as exc:
+                self.error = exc
+        if done < size and self._kept < _OVERLAY_MAX:
+            self._overlay.append((self._pos + done, bytes(mv[done:])))
+            self._kept += size - done
+        self._pos += size
+        return size
+
+    def truncate(self, size: int | None = None) -> int:
+        size = self._pos if size is None else size
+        if self.error is None:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError as exc:
+                self.error = exc
+        return size
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
+def check_h5_output(obj: Any) -> None:
+    """Raise the write error of an HDF5 output opened by :func:`open_h5_output`
+    (``obj``: the file or any group or dataset in it); call it between writes."""
+    try:
+        sink = _H5_SINKS.get(obj.file.filename)
+    except (AttributeError, ValueError, RuntimeError):
+        return
+    if sink is not None and sink.error is not None:
+        raise sink.error
+
+
+@contextlib.contextmanager
+def open_h5_output(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
+    """``h5py.File`` on ``path`` (a temporary of :func:`atomic_path`) that survives a
+    full disk: the write error is raised from Python when the block ends (or at a
+    :func:`check_h5_output`), never met by HDF5, so the file closes cleanly.
+
+    ``mode``: ``"w"`` (create, truncate) or ``"r+"`` (complete a file just written).
+    """
+    import h5py
+
+    if mode not in ("w", "r+"):
+        raise ValueError(f"mode must be 'w' or 'r+', got {mode!r}")
+    sink = _SafeSink(Path(path), truncate=(mode == "w"))
+    _H5_SINKS[sink.name] = sink
+    failure: BaseException | None = None
+    try:
+        f = h5py.File(sink, mode)
+        try:
+            yield f
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            failure = exc
+        finally:
+            f.close()
+    finally:
+        _H5_SINKS.pop(sink.name, None)
+        sink.close()
+    if sink.error is not None:  # the first write that failed is the cause
+        err = sink.error
+        raise OSError(err.errno, f"{err.strerror}: {sink.name}", sink.name) from None
+    if failure is not None:
+        raise failure
 
 
 def to_jsonable(x: Any, nonfinite: list[int] | None = None) -> Any:

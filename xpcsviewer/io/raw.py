@@ -20,9 +20,31 @@ import numpy as np
 from xpcsviewer.io._h5 import MAX_PIXELS
 from xpcsviewer.io.errors import XpcsFileError
 
-__all__ = ["RAW_DATASET", "RawFrames", "open_raw"]
+__all__ = ["MIN_FRAMES", "RAW_DATASET", "RawFrames", "file_kind", "open_raw"]
 
 RAW_DATASET = "/entry/data/data"
+#: Fewest processed frames a correlation needs (one delay), multi-tau and two-time alike.
+MIN_FRAMES = 2
+
+_NPY_MAGIC = b"\x93NUMPY"
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def file_kind(path: str | Path) -> str:
+    """``"npy"``, ``"hdf5"`` or ``"other"``, from the file's first bytes (its name
+    may say otherwise: an HDF5 file named ``.npy`` is read as HDF5)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if head.startswith(_NPY_MAGIC):
+                return "npy"
+            for off in (0, 512, 1024, 2048, 4096):
+                fh.seek(off)
+                if fh.read(8) == _HDF5_SIGNATURE:
+                    return "hdf5"
+    except OSError:
+        pass
+    return "other"
 
 
 class RawFrames:
@@ -61,13 +83,28 @@ class RawFrames:
         self.dataset_path = dataset
         self._h5 = None
         if not self.path.is_file():
-            raise XpcsFileError(self.path, "file not found")
-        if self.path.suffix.lower() == ".npy":
+            from xpcsviewer.io._h5 import _missing_reason
+
+            raise XpcsFileError(self.path, "is a folder, not a file" if self.path.is_dir()
+                                else _missing_reason(self.path))
+        if stride < 1 or avg < 1:
+            raise ValueError(f"stride and avg must be >= 1, got stride={stride}, avg={avg}")
+        if int(begin) < 0:
+            raise ValueError(f"--begin-frame must be >= 0 (got {begin}); frames count "
+                             "from the first")
+        if end is not None and int(end) < -1:
+            raise ValueError(f"--end-frame must be >= 0, or -1 for the last frame (got {end})")
+        kind = file_kind(self.path)  # the content decides: HDF5 named .npy is HDF5
+        if kind == "npy":
             self.dataset_path = None
             try:
                 self._data = np.load(self.path, mmap_mode="r", allow_pickle=False)
             except Exception as exc:  # noqa: BLE001 - any parse error is bad input
                 raise XpcsFileError(self.path, f"not a readable .npy array ({exc})") from None
+        elif kind == "other" and self.path.suffix.lower() == ".npy":
+            # numpy's own message here is advice to unpickle the file
+            raise XpcsFileError(self.path, "not a .npy array (no NumPy header)",
+                                expected="raw frames as .npy or HDF5 /entry/data/data")
         else:
             from xpcsviewer.io._h5 import _dataset, check_declared, open_h5_file
 
@@ -109,13 +146,8 @@ class RawFrames:
         self.raw_frames = int(shape[0])
         self.frame_shape = (int(shape[1]), int(shape[2]))
         self.dtype = dt
-        if stride < 1 or avg < 1:
-            self.close()
-            raise ValueError(f"stride and avg must be >= 1, got stride={stride}, avg={avg}")
         b = int(begin)
         e = self.raw_frames if end is None or int(end) < 0 else min(int(end), self.raw_frames)
-        if b < 0:
-            b = max(self.raw_frames + b, 0)
         self.begin, self.end, self.stride, self.avg = b, e, int(stride), int(avg)
         n_sel = len(range(b, e, self.stride))
         self.n_frames = n_sel // self.avg

@@ -34,7 +34,14 @@ from xpcsviewer.io._analysis import (
     g2_outliers,
 )
 from xpcsviewer.io._bigdata import C2View, read_c2, read_g2_stack_delay, read_saxs_2d
-from xpcsviewer.io._h5 import _array, _check_finite, _exists, _number, _scalar
+from xpcsviewer.io._h5 import (
+    _array,
+    _check_finite,
+    _exists,
+    _number,
+    _scalar,
+    not_closed_note,
+)
 from xpcsviewer.io._h5 import open_h5 as _open
 from xpcsviewer.io._qmap_read import (
     _dynamic_labels,
@@ -111,6 +118,9 @@ def read_result(path: str | Path) -> XpcsResult:
     p = Path(path)
     warnings: list[str] = []
     with _open(p) as f:
+        note = not_closed_note(f)
+        if note:
+            warnings.append(note)
         layout = _layout(f)
         atype = _analysis_type(f, layout)
         if layout == "nexus":

@@ -20,7 +20,7 @@ import numpy as np
 from xpcsviewer.io.errors import display_path
 from xpcsviewer.io.g2stack import link_g2_stack
 from xpcsviewer.io.model import QMap, XpcsResult
-from xpcsviewer.io.outputs import atomic_path
+from xpcsviewer.io.outputs import atomic_path, check_h5_output, open_h5_output
 
 __all__ = ["atomic_h5", "write_qmap_file", "write_qmap_group", "write_result"]
 
@@ -32,13 +32,13 @@ def atomic_h5(path: str | Path, overwrite: bool = False) -> Iterator[h5py.File]:
     """Open a temporary HDF5 file beside ``path``; rename it onto ``path`` on success.
 
     Raises ``FileExistsError`` when ``path`` exists and ``overwrite`` is False.
-    On any exception the temporary file is removed and ``path`` is untouched.
+    On any exception the temporary file is removed and ``path`` is untouched; a
+    full disk is an ``OSError`` naming ``path`` (HDF5 itself never sees it).
     """
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists (use overwrite=True)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path) as tmp, open_h5_output(tmp) as f:
         yield f
 
 
@@ -59,6 +59,7 @@ def _put(
     chunks: tuple[int, ...] | None = None,
 ) -> h5py.Dataset:
     """Write one dataset the way the standard correlator does (see module docstring)."""
+    check_h5_output(group)  # a full disk stops the write here
     if name in group:
         del group[name]
     if isinstance(value, str):
@@ -117,6 +118,7 @@ def _put_c2(group: h5py.Group, name: str, c2: np.ndarray) -> h5py.Dataset:
         blk = np.asarray(c2[r0:r1], dtype=np.float32)
         blk[cols[None, :] < np.arange(r0, r1)[:, None]] = 0.0  # lower triangle is zero
         ds[r0:r1] = blk
+        check_h5_output(ds)
     return ds
 
 
