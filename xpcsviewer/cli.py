@@ -207,7 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--model", choices=("single", "double", "stretched"), default="single")
+    p.add_argument("--model", choices=("auto", "single", "double", "stretched", "single_avgcorr"),
+                   default=None,
+                   help="g2 model; default auto: every candidate is fitted and one chosen "
+                        "per q-bin by AICc (single with --bayes, which samples one model)")
     p.add_argument("--q-range", **_pair(float))
     p.add_argument("--t-range", **_pair(float))
     p.add_argument("--bayes", action="store_true", help="also run NumPyro NUTS")
