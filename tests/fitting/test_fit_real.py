@@ -323,3 +323,24 @@ def test_real_last_delay_is_left_out(real_data_dir):
         out = has & ~mask[:, -1]
         assert np.all(err[out, -1] < 0.5 * prev[out] + 1e-12)
     assert n_out >= 0.85 * n_has, (n_out, n_has)
+
+
+@pytest.mark.realdata
+def test_real_issue_examples_with_the_suspect_last_point(real_data_dir):
+    # Average_B0147 ...01151_01250 with the lone last delay fitted (its stated error is
+    # 0.26-0.8x its neighbour's): bin 10 went 0.077 +- 0.025 s -> 0.485 +- 0.16 s and
+    # bin 8 0.47 +- 0.09 s -> 2.74 +- 1.2 s, both "converged" before.
+    f = next((real_data_dir / "aps8idi_llps_saxpcs").glob("*01151_01250_results.hdf"))
+    mt = read_result(f).multitau
+    out = fit_g2(mt.tau, mt.g2.T, mt.g2_err.T, mt.fit_mask.T)
+    both = fit_g2(mt.tau, mt.g2.T, mt.g2_err.T, mt.valid.T)
+    assert out.status[10].value == "converged" and out.params["tau"][10] == pytest.approx(0.0765, rel=0.01)
+    assert out.status[8].value == "converged" and out.params["tau"][8] == pytest.approx(0.47, rel=0.01)
+    # bin 10: the profile's short side reaches a factor ~3 (the curvature error said 33 %)
+    assert both.params["tau"][10] == pytest.approx(0.485, rel=0.01)
+    assert both.status[10].value == "unresolved" and "known only to a factor" in both.detail[10]
+    lo, hi = both.interval["tau"][10]
+    assert both.params["tau"][10] / lo > 2.5 and hi / both.params["tau"][10] < 2.1
+    # bin 8: 30 % of the decay left at the last delay: a lower limit only
+    assert both.status[8].value == "unresolved" and "no plateau" in both.detail[8]
+    assert 1.0 < both.tau_lower_limit[8] < 2.74 and np.isnan(both.reported("tau")[0][8])

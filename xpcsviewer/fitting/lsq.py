@@ -54,6 +54,7 @@ from xpcsviewer.fitting.status import (
     NO_DECAY_DCHI2,
     PLATEAU_LEFT_MAX,
     RUNS_Z_MAX,
+    TAU_FACTOR_MAX,
     TAU_REL_ERR_MAX,
     WINDOW_DROP,
     FitStatus,
@@ -895,6 +896,13 @@ def _late(core: _Core, chk: _Checks, data: _Data, b: int, on_lo, on_hi, to_top, 
                 return _Verdict(U, (
                     f"{names[k]} error {100 * rel:.0f} % >= {100 * TAU_REL_ERR_MAX:.0f} %"
                     if np.isfinite(rel) else f"{names[k]} error undetermined"))
+            # the curvature error can hide a long side of an asymmetric profile
+            lo, hi = chk.interval[names[k]][b]
+            factor = max(hi / p[k], p[k] / lo)
+            if not (factor <= TAU_FACTOR_MAX):
+                return _Verdict(U, (
+                    f"{names[k]} {p[k]:.3g} s known only to a factor {factor:.2g} (68 % "
+                    f"profile interval {lo:.2g}-{hi:.2g} s)"))
     ci = core.col("contrast")
     c, ce = p[ci], e[ci]
     if not fixed[ci] and not (c > CONTRAST_SIGMAS * ce):
@@ -953,6 +961,7 @@ def _finish(core: _Core, data: _Data, sel: np.ndarray, window_drop: int, max_ite
         core.prof.tau_grid, core.prof.profile, core.chi2, core.s_scale)
     with np.errstate(invalid="ignore"):
         t_min = np.where(data.mask, data.t, np.inf).min(axis=1)
+
     def structured(b: int) -> bool:
         return not np.isnan(chk.runs_z[b]) and not abs(chk.runs_z[b]) <= RUNS_Z_MAX
 

@@ -25,7 +25,8 @@ The first matching rule wins:
    a lower limit from the profile); tau moves beyond its 2-sigma profile interval when
    the last :data:`WINDOW_DROP` fitted delays are dropped ("tau decided by the last
    delays"); tau is below the first delay; the relative error of tau is >=
-   :data:`TAU_REL_ERR_MAX`; or the contrast is below :data:`CONTRAST_SIGMAS` sigma.
+   :data:`TAU_REL_ERR_MAX` or its 68 % profile interval reaches beyond a factor
+   :data:`TAU_FACTOR_MAX` of it; or the contrast is below :data:`CONTRAST_SIGMAS` sigma.
 6. ``at_bound``: another free parameter (baseline, stretch, fraction, contrast at its
    upper bound) ends on a bound.
 7. ``converged``: a resolved relaxation time.
@@ -52,6 +53,7 @@ __all__ = [
     "NO_DECAY_DCHI2",
     "PLATEAU_LEFT_MAX",
     "RUNS_Z_MAX",
+    "TAU_FACTOR_MAX",
     "TAU_REL_ERR_MAX",
     "WINDOW_DROP",
     "FitStatus",
@@ -62,6 +64,9 @@ CHI2_RED_MAX = 25.0
 CONTRAST_MAX = 1.0
 NO_DECAY_DCHI2 = 6.0
 TAU_REL_ERR_MAX = 0.5
+#: ... and the 68 % profile interval must lie within this factor of tau on both sides
+#: (a one-sided long profile, which the curvature error hides).
+TAU_FACTOR_MAX = 2.0
 CONTRAST_SIGMAS = 3.0
 #: The profile at a grid edge within 1 (scaled chi^2) of the minimum: the 1-sigma
 #: interval of tau reaches the edge of the grid.
