@@ -212,11 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--model", choices=("single", "double", "stretched"), default="single",
-                   help="single: g2 = baseline + contrast exp(-2 t/tau) (default); "
-                        "stretched: exp(-2 (t/tau)^stretch), stretch fitted; double: two "
-                        "decays, baseline + contrast [f e^-(t/tau1)^s1 + (1-f) "
-                        "e^-(t/tau2)^s2]^2")
+    p.add_argument("--model", choices=("auto", "single", "double", "stretched", "single_avgcorr"),
+                   default=None,
+                   help="g2 model; default auto: every candidate is fitted and one chosen "
+                        "per q-bin by AICc (single with --bayes, which samples one model); single: g2 = "
+                        "baseline + contrast exp(-2 t/tau); stretched: exp(-2 (t/tau)^stretch); "
+                        "double: two decays; single_avgcorr: single with the multi-tau "
+                        "frame-averaging correction")
     p.add_argument("--q-range", **_pair(float),
                    help="fit only the q-bins with A <= q <= B, in 1/\u00c5 (default: all)")
     p.add_argument("--t-range", **_pair(float),

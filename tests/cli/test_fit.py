@@ -67,13 +67,24 @@ def test_fit_json_keys_and_known_answer(two_files, tmp_path):
     doc = json.loads(out.read_text())
     assert len(doc["files"]) == 2
     for rec in doc["files"]:
-        assert rec["model"] == "single"
+        # the default is the automatic choice; single exponentials stay single
+        assert rec["model"] == "auto" and rec["models"] == ["single"] * N_Q
         assert len(rec["q"]) == N_Q and len(rec["phi"]) == N_Q
         for n in ("contrast", "tau", "stretch", "baseline"):
             assert len(rec[n]["value"]) == N_Q and len(rec[n]["error"]) == N_Q
+        assert rec["tau2"]["value"] == [None] * N_Q  # not the chosen model's parameter
         assert rec["status"] == ["converged"] * N_Q
         assert rec["status_detail"] == [""] * N_Q
         assert rec["error_scaling"].startswith("covariance errors x sqrt(chi2_red)")
+        # the profile interval brackets tau; the mean relaxation time is tau
+        tau, lo, hi = (np.array(rec["tau"][k]) for k in ("value", "lo", "hi"))
+        assert np.all((lo < tau) & (tau < hi))
+        assert np.all(np.array(rec["tau"]["lo2"]) < lo) and np.all(np.array(rec["tau"]["hi2"]) > hi)
+        np.testing.assert_allclose(rec["tau_mean"]["value"], tau)
+        assert all(abs(z) <= 3 for z in rec["runs_z"])
+        assert set(rec["aicc"]) == {"single", "single_avgcorr", "stretched", "double"}
+        assert all(d > -10 for d in rec["delta_aicc"])
+        assert "runs |z| > 3" in rec["rules"]
         d = rec["diffusion"]
         assert set(d) >= {"D", "D_err", "exponent", "exponent_err", "verdict", "message"}
         assert d["verdict"] == "diffusive"
@@ -133,6 +144,8 @@ def test_q_and_t_range_and_csv(two_files, tmp_path):
     assert header[:8] == ["path", "model", "bin", "q", "phi", "status", "status_detail",
                           "chi2_red"]
     assert "stretch_err" in header and "D" in header
+    assert {"runs_z", "delta_aicc", "tau_lo", "tau_hi", "tau_mean"} <= set(header)
+    assert {r.split(",")[1] for r in lines[1:]} == {"stretched"}
     qs = [float(r.split(",")[3]) for r in lines[1:]]
     assert len(qs) == 4 and min(qs) >= 0.005 and max(qs) <= 0.011
 
@@ -144,8 +157,10 @@ def test_hdf5_output_and_input_untouched(two_files, tmp_path):
     assert two_files[0].read_bytes() == before
     with h5py.File(out, "r") as f:
         g = f["fits/0000"]
-        assert g.attrs["model"] == "single"
-        assert g["tau/value"].shape == (N_Q,)
+        assert g.attrs["model"] == "auto"
+        assert list(g["models"].asstr()[()]) == ["single"] * N_Q
+        assert g["tau/value"].shape == (N_Q,) and g["tau/lo"].shape == (N_Q,)
+        assert g["aicc/double"].shape == (N_Q,)
         assert np.isfinite(g["diffusion"].attrs["D"])
         assert g["diffusion"].attrs["verdict"] == "diffusive"
         assert list(g["status_detail"].asstr()[()]) == [""] * N_Q
@@ -242,6 +257,9 @@ def test_fit_progress_moves_within_files(two_files, tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_fit_bayes_json(two_files, tmp_path, capsys):
     out = tmp_path / "fit.json"
+    # NUTS samples one model: single unless --model says otherwise, never auto
+    assert main(["fit", str(two_files[0]), "--bayes", "--model", "auto", "-o", str(out),
+                 "--quiet"]) == 2
     capsys.readouterr()
     assert main(["fit", str(two_files[0]), "--bayes", "-o", str(out)]) == 0
     # the bar moves while the one file is sampled (it sat at 0 % until the file was done)
@@ -250,6 +268,7 @@ def test_fit_bayes_json(two_files, tmp_path, capsys):
            and "chains" in x]
     assert len({p for p in pct if 5 < p < 95}) >= 3
     rec = json.loads(out.read_text())["files"][0]
+    assert rec["model"] == "single"
     for k in ("mean", "std", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail"):
         assert len(rec["tau"][k]) == N_Q
     assert rec["divergences"] == [0] * N_Q
@@ -267,21 +286,26 @@ def test_real_files_fit_honest_statuses(real_data_dir, tmp_path):
     out = tmp_path / "real.json"
     assert main(["fit", *map(str, files), "-o", str(out), "--quiet"]) == 0
     doc = json.loads(out.read_text())
-    allowed = {"converged", "no_decay", "unresolved", "poor_fit", "at_bound", "failed"}
-    # the late B0147 files resolve ~10 slow, low-contrast decays each (47 over the set)
+    allowed = {"converged", "no_decay", "unresolved", "misfit", "poor_fit", "at_bound",
+               "failed"}
+    # the late B0147 files decay slowly (tau ~ 1-2 s): most of those bins have not
+    # reached a plateau by the last delay (unresolved, with a limit), are two-step decays
+    # or their tau moves with the last delays; ~12 over the set hold
     n_conv = sum(rec["status"].count("converged") for rec in doc["files"])
-    assert n_conv >= 40
+    assert n_conv >= 8
     for rec in doc["files"]:
         assert set(rec["status"]) <= allowed
         assert rec["suspect_points_excluded"] > 0  # the lone last delay, at least
-        tau = np.array([np.nan if v is None else v for v in rec["tau"]["value"]])
-        for s, t, lo in zip(rec["status"], tau, rec["tau_lower_limit"], strict=True):
+        tm = np.array([np.nan if v is None else v for v in rec["tau_mean"]["value"]])
+        for i, s in enumerate(rec["status"]):
             if s == "no_decay":
-                assert np.isnan(t)  # no tau without a decay
+                assert np.isnan(tm[i])  # no tau without a decay
             if s == "converged":
-                assert 1e-6 < t < 100
-            if lo is not None:
-                assert s == "unresolved" and np.isnan(t)
+                assert 1e-6 < tm[i] < 100
+                assert abs(rec["runs_z"][i]) <= 3 and rec["decay_left"][i] <= 0.05
+            if rec["tau_lower_limit"][i] is not None:
+                name = rec["limit_param"][i]
+                assert s == "unresolved" and rec[name]["value"][i] is None
         d = rec["diffusion"]
         # nothing in this ageing series or its buffer is Brownian diffusion
         assert d["verdict"] in ("not_diffusive", "too_few_bins") and d["D"] is None

@@ -151,11 +151,19 @@ def test_demo_brownian_files_give_d_within_10_percent(demo_set_dir):
     # The Brownian files of three radii and the "both" file. Measured D/truth over demo
     # seeds 0-3 for every Brownian file (A01-A03, D01, F01-F03): 0.81-1.04, mean 0.95;
     # the simulated runs are short (tau biased ~5 % high), the repeats F01-F03 most.
+    # With the automatic model choice (the CLI and GUI default) A01's lowest-q bin is a
+    # stretched decay (AICc lower by 20; a misfit for the single exponential) whose mean
+    # time is 26 % high; the 10 % systematic per bin keeps it from setting the exponent.
+    from xpcsviewer.fitting import averaging_factors
+
     names = ["A01", "A02", "A03", "D01"]
     for name in names:
         path = next(demo_set_dir.glob(f"{name}_*_results.hdf"))
         res = read_result(path)
         mt = res.multitau
-        v = diffusion_from_fit(res.qmap.dynamic_q, fit_g2(mt.tau, mt.g2.T, mt.g2_err.T, mt.fit_mask.T))
-        assert v.verdict == "diffusive", (name, v.message)
-        assert v.D == pytest.approx(res.sample["D"], rel=0.10), (name, v.D, res.sample["D"])
+        aux = (averaging_factors(mt.delay_frames), mt.t0_eff)
+        for model in ("single", "auto"):
+            fit = fit_g2(mt.tau, mt.g2.T, mt.g2_err.T, mt.fit_mask.T, model=model, aux=aux)
+            v = diffusion_from_fit(res.qmap.dynamic_q, fit)
+            assert v.verdict == "diffusive", (name, model, v.message)
+            assert v.D == pytest.approx(res.sample["D"], rel=0.10), (name, model, v.D)

@@ -90,14 +90,24 @@ def test_default_params_from_data(delays):
     [
         ("stretched", (0.3, 2e-3, 0.7, 1.01)),
         ("double", (0.25, 1e-4, 0.9, 1e-2, 1.3, 0.35, 1.0)),
+        ("single_avgcorr", (0.2, 3e-4, 1.0)),  # tau of 30 frames: averaging matters
+        ("single_avgcorr", (0.2, 2e-6, 1.0)),  # tau below a frame: large x
+        ("single_avgcorr", (0.2, 5.0, 1.0)),  # slow: x -> 0
     ],
 )
 def test_analytic_jacobian_matches_finite_differences(model, p):
-    from xpcsviewer.fitting.models import LOG_PARAMS, evaluate_with_jacobian
+    from xpcsviewer.fitting.models import LOG_PARAMS, averaging_factors, evaluate_with_jacobian
 
     t = np.logspace(-6, 0, 40)
-    g, d = evaluate_with_jacobian(model, t, p)
-    np.testing.assert_allclose(g, evaluate_model(model, t, p), rtol=1e-15)
+    aux = None
+    if model == "single_avgcorr":  # the 8-ID-I layout, frame time 10 us
+        frames = np.array([1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48,
+                           56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512,
+                           640, 768, 896, 1024, 1280, 1536, 1792, 2048], float)
+        t = frames * 1e-5
+        aux = (averaging_factors(frames), 1e-5)
+    g, d = evaluate_with_jacobian(model, t, p, aux=aux)
+    np.testing.assert_allclose(g, evaluate_model(model, t, p, aux), rtol=1e-15)
     names = model_param_names(model)
     for k, n in enumerate(names):
         h = 1e-6
@@ -106,7 +116,8 @@ def test_analytic_jacobian_matches_finite_differences(model, p):
             up[k], dn[k] = p[k] * np.exp(h), p[k] * np.exp(-h)
         else:
             up[k], dn[k] = p[k] + h, p[k] - h
-        fd = (evaluate_model(model, t, tuple(up)) - evaluate_model(model, t, tuple(dn))) / (2 * h)
+        fd = (evaluate_model(model, t, tuple(up), aux)
+              - evaluate_model(model, t, tuple(dn), aux)) / (2 * h)
         np.testing.assert_allclose(d[k], fd, rtol=1e-6, atol=1e-9, err_msg=n)
 
 

@@ -67,6 +67,8 @@ def _load(path: str, q_range: tuple[float, float] | None,
         "q": q[cols],
         "phi": phi[cols],
         "tau": np.asarray(mt.tau, dtype=np.float64),
+        "delay_frames": np.asarray(mt.delay_frames, dtype=np.float64),
+        "t0": float(mt.t0_eff),
         "g2": np.asarray(mt.g2, dtype=np.float64)[:, cols].T,
         "g2_err": np.asarray(mt.g2_err, dtype=np.float64)[:, cols].T,
         "valid": valid[:, cols].T,
@@ -101,7 +103,7 @@ def _radius(verdict: Any, d: dict[str, Any], args: Any) -> dict[str, Any]:
 class FitOptions:
     """The per-file fit settings shipped with every task."""
 
-    model: str = "single"
+    model: str = "auto"
     q_range: tuple[float, float] | None = None
     t_range: tuple[float, float] | None = None
     bayes: bool = False
@@ -123,7 +125,7 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
     among the files by their bins (the work is bins x chains x draws).
     """
     from xpcsviewer.batch import ItemOutcome, outcome_of
-    from xpcsviewer.fitting import diffusion_from_fit, fit_g2
+    from xpcsviewer.fitting import averaging_factors, diffusion_from_fit, fit_g2
     from xpcsviewer.fitting.results import fit_record
     from xpcsviewer.io.errors import display_path
 
@@ -159,10 +161,14 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
         def solve(_: Any, ds: list = ds) -> Any:
             tau = ds[0]["tau"]
             g2 = np.concatenate([d["g2"] for d in ds], axis=0)
+            aux = None
+            if opts.model in ("auto", "single_avgcorr"):  # frames averaged per delay
+                aux = (averaging_factors(ds[0]["delay_frames"]),
+                       np.concatenate([np.full(d["g2"].shape[0], d["t0"]) for d in ds]))
             return fit_g2(np.broadcast_to(tau, g2.shape), g2,
                           np.concatenate([d["g2_err"] for d in ds], axis=0),
                           np.concatenate([d["valid"] for d in ds], axis=0),
-                          model=opts.model, t_range=opts.t_range, device=opts.device)
+                          model=opts.model, t_range=opts.t_range, device=opts.device, aux=aux)
 
         fit = outcome_of(solve, None)
         step(fit_share * UNITS * len(ds), f"least squares: {sum(ok_bins[k] for k in ks)} curves")
@@ -316,8 +322,12 @@ def run(args: argparse.Namespace) -> int:
         return 3
     args.files = files
     quiet = bool(getattr(args, "quiet", False))
+    model = args.model or ("single" if args.bayes else "auto")
+    if model == "auto" and args.bayes:
+        print("xpcsviewer fit: error: --bayes samples one model: give --model", file=sys.stderr)
+        return 2
     opts = FitOptions(
-        model=args.model,
+        model=model,
         q_range=tuple(args.q_range) if args.q_range else None,
         t_range=tuple(args.t_range) if args.t_range else None,
         bayes=bool(args.bayes),

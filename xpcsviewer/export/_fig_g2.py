@@ -44,6 +44,7 @@ FIT_STYLE = {
     "unresolved": (":", 1.0, False),
     "at_bound": (":", 1.0, False),
     "poor_fit": ("--", 0.9, False),
+    "misfit": ("--", 0.9, False),
     "no_decay": ("--", 0.8, True),
     "failed": ("-.", 0.8, True),  # e.g. NUTS that failed its gates
 }

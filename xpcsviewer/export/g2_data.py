@@ -423,12 +423,12 @@ class DiffusionPoints:
     n_dropped: int
 
 
-def _tau_name(fits: G2Fits) -> str:
-    return "tau" if "tau" in fits.params else "tau1"
-
-
 def diffusion_points(fits: G2Fits, quantity: str = "tau") -> list[DiffusionPoints]:
     """Per-file tau(q) or Gamma(q) from a fit; failed fits are dropped (counted).
+
+    tau is each converged row's mean relaxation time (:meth:`G2Fits.relaxation_time`:
+    tau of the single exponential, tau Gamma(1 + 1/stretch) of the stretched one,
+    f tau1 + (1 - f) tau2 of the double one), so Gamma = 1/tau whichever model a row has.
 
     Parameters
     ----------
@@ -438,12 +438,12 @@ def diffusion_points(fits: G2Fits, quantity: str = "tau") -> list[DiffusionPoint
     """
     if quantity not in ("tau", "gamma"):
         raise ValueError(f"quantity must be 'tau' or 'gamma', got {quantity!r}")
-    name = _tau_name(fits)
+    t_all, te_all = fits.relaxation_time()
     out = []
     for fi in np.unique(fits.file_index):
         rows = fits.rows_of(int(fi))
-        t = fits.params[name][rows]
-        te = fits.errors[name][rows]
+        t = t_all[rows]
+        te = te_all[rows]
         ok = fits.ok[rows] & np.isfinite(t) & (t > 0)
         r = rows[ok]
         tau, tau_err = t[ok], te[ok]

@@ -25,7 +25,8 @@ __all__ = [
 ]
 
 #: Table order: what needs a look first.
-STATUS_ORDER = ("converged", "unresolved", "at_bound", "poor_fit", "no_decay", "failed")
+STATUS_ORDER = ("converged", "unresolved", "at_bound", "misfit", "poor_fit", "no_decay",
+                "failed")
 
 
 @dataclass
@@ -35,7 +36,8 @@ class G2Fits:
     Attributes
     ----------
     model : str
-        g2 model name (``single``, ``stretched``, ``double``, ``single_avgcorr``).
+        g2 model name (``single``, ``stretched``, ``double``, ``single_avgcorr``), or
+        ``auto`` when one was chosen per curve (:attr:`models`).
     method : str
         ``"lsq"`` (least squares) or ``"bayes"`` (NUTS posterior mean ± std).
     file_index : (B,) int
@@ -46,9 +48,9 @@ class G2Fits:
     params, errors : dict name -> (B,) float64
         Values in natural units (tau in s); NaN where a curve has no fit.
     status : (B,) object array of str
-        ``converged``, ``no_decay``, ``unresolved``, ``poor_fit``, ``at_bound`` or
-        ``failed`` (:mod:`xpcsviewer.fitting.status`), for NUTS from the sampler gates
-        and the same physical checks.
+        ``converged``, ``no_decay``, ``unresolved``, ``misfit``, ``poor_fit``,
+        ``at_bound`` or ``failed`` (:mod:`xpcsviewer.fitting.status`), for NUTS from the
+        sampler gates and the same physical checks.
     detail : (B,) object array of str
         The reason for the status ("" for converged).
     chi2_red : (B,) float64
@@ -69,6 +71,17 @@ class G2Fits:
     curve_keys : list of (path, column, digest) or None
         What each row was fitted from (:meth:`G2Block.curve_key`): a row belongs to
         exactly that curve of that file with those points.
+    models : (B,) object array of str or None
+        The model of each row (``auto``); None when every row has :attr:`model`.
+    interval : dict name -> (B, 2) s
+        68 % profile-likelihood interval of each relaxation time (least squares).
+    tau_mean, tau_mean_err : (B,) s or None
+        Mean relaxation time of each row's model (what Diffusion uses as 1/Gamma).
+    runs_z, delta_aicc, decay_left : (B,) or None
+        Residual runs-test z; the chosen model's AICc margin (``auto``); fraction of
+        the decay left at the last fitted delay.
+    limit_name : (B,) object array of str or None
+        The relaxation time a limit is on ("" where none).
     """
 
     model: str
@@ -95,6 +108,14 @@ class G2Fits:
     status_lsq: np.ndarray | None = None
     errors_scaled: np.ndarray | None = None
     curve_keys: list | None = None
+    models: np.ndarray | None = None
+    interval: dict = field(default_factory=dict)
+    tau_mean: np.ndarray | None = None
+    tau_mean_err: np.ndarray | None = None
+    runs_z: np.ndarray | None = None
+    delta_aicc: np.ndarray | None = None
+    decay_left: np.ndarray | None = None
+    limit_name: np.ndarray | None = None
     #: (curve_keys it was made from, key -> row); see :meth:`match`
     key_index: tuple = field(default=(None, {}), repr=False, compare=False)
 
@@ -126,29 +147,87 @@ class G2Fits:
         """(B,) bool: fit converged."""
         return np.array([s == "converged" for s in self.status], dtype=bool)
 
+    def model_of(self, b: int) -> str:
+        """The model of row ``b``."""
+        return self.model if self.models is None else str(self.models[b])
+
+    def model_names(self) -> np.ndarray:
+        """(B,) object array: the model of every row."""
+        if self.models is None:
+            return np.array([self.model] * self.n_curves, dtype=object)
+        return np.asarray(self.models, dtype=object)
+
+    def tau_name(self, b: int) -> str:
+        """The row's headline relaxation time: ``tau``, or ``tau1`` of the double model."""
+        return "tau1" if self.model_of(b) == "double" else "tau"
+
+    def _limit_on(self, b: int) -> str:
+        if self.limit_name is not None and self.limit_name[b]:
+            return str(self.limit_name[b])
+        return self.tau_name(b) if self.models is not None else (
+            "tau" if "tau" in self.params else "tau1")
+
     def has_limit(self, b: int) -> bool:
         """Curve ``b`` has a one-sided limit instead of a relaxation time."""
         return bool(np.isfinite(self.tau_lower_limit[b]) or np.isfinite(self.tau_upper_limit[b]))
 
     def limit_text(self, b: int) -> str:
         """"tau > 2.1 s" / "tau < 3e-05 s" for curve ``b``, or ""."""
-        name = "tau" if "tau" in self.params else "tau1"
+        name = self._limit_on(b)
         if np.isfinite(self.tau_lower_limit[b]):
             return f"{name} > {self.tau_lower_limit[b]:.3g} s"
         if np.isfinite(self.tau_upper_limit[b]):
             return f"{name} < {self.tau_upper_limit[b]:.3g} s"
         return ""
 
+    def _quotable(self, name: str, v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        v, e = v.copy(), e.copy()
+        st = np.asarray([str(x) for x in self.status])
+        lim = np.isfinite(self.tau_lower_limit) | np.isfinite(self.tau_upper_limit)
+        on = np.array([name == "tau_mean" or self._limit_on(b) == name
+                       or (self.limit_name is None) for b in range(self.n_curves)], dtype=bool)
+        drop = (st == "no_decay") | (st == "failed") | ((st == "unresolved") & lim & on)
+        v[drop], e[drop] = np.nan, np.nan
+        return v, e
+
     def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(values, errors) that may be quoted: no relaxation time without a decay or
-        where only a limit exists (see ``G2FitResult.reported``)."""
-        v, e = self.params[name].copy(), self.errors[name].copy()
+        where only a limit exists on it (see ``G2FitResult.reported``)."""
         if name.startswith("tau"):
-            st = np.asarray([str(x) for x in self.status])
-            lim = np.isfinite(self.tau_lower_limit) | np.isfinite(self.tau_upper_limit)
-            drop = (st == "no_decay") | (st == "failed") | ((st == "unresolved") & lim)
-            v[drop], e[drop] = np.nan, np.nan
-        return v, e
+            return self._quotable(name, self.params[name], self.errors[name])
+        return self.params[name].copy(), self.errors[name].copy()
+
+    def relaxation_time(self) -> tuple[np.ndarray, np.ndarray]:
+        """(B,) mean relaxation time of each row's model and its error, as quotable.
+
+        A single exponential's is its tau (and error); a stretched or double one's
+        comes from the fit where it gave one (least squares: covariance errors),
+        otherwise (NUTS) from the posterior means, errors propagated without
+        correlations.
+        """
+        names = self.model_names()
+        single = np.isin(names, ("single", "single_avgcorr"))
+        if self.tau_mean is not None:
+            v = np.where(single, self.params.get("tau", np.nan), self.tau_mean)
+            e = np.where(single, self.errors.get("tau", np.nan), self.tau_mean_err)
+        else:
+            from xpcsviewer.fitting.models import mean_relaxation_time, model_param_names
+
+            v, e = np.full(self.n_curves, np.nan), np.full(self.n_curves, np.nan)
+            for m in dict.fromkeys(names):
+                rows = np.flatnonzero(names == m)
+                ps = {n: self.params[n][rows] for n in model_param_names(m)}
+                v[rows] = mean_relaxation_time(m, ps)
+                var = np.zeros(rows.size)
+                for n in ps:
+                    h = 1e-6 * np.maximum(np.abs(ps[n]), 1e-12)
+                    up, dn = dict(ps), dict(ps)
+                    up[n], dn[n] = ps[n] + h, ps[n] - h
+                    with np.errstate(invalid="ignore"):
+                        g = (mean_relaxation_time(m, up) - mean_relaxation_time(m, dn)) / (2 * h)
+                        var = var + np.nan_to_num(g * self.errors[n][rows]) ** 2
+                e[rows] = np.sqrt(var)
+        return self._quotable("tau_mean", np.asarray(v, float), np.asarray(e, float))
 
     def rows_of(self, file_index: int) -> np.ndarray:
         """Curve rows of file ``file_index``."""
@@ -234,6 +313,14 @@ class G2Fits:
             errors_scaled=pick(self.errors_scaled),
             curve_keys=None if self.curve_keys is None
             else [self.curve_keys[r] for r in rows],
+            models=pick(self.models),
+            interval={k: v[rows] for k, v in self.interval.items()},
+            tau_mean=pick(self.tau_mean),
+            tau_mean_err=pick(self.tau_mean_err),
+            runs_z=pick(self.runs_z),
+            delta_aicc=pick(self.delta_aicc),
+            decay_left=pick(self.decay_left),
+            limit_name=pick(self.limit_name),
         )
 
     def curve(self, rows: Any, tau_grid: np.ndarray) -> np.ndarray:
@@ -242,19 +329,22 @@ class G2Fits:
         The averaging-corrected model is drawn without the multi-tau correction on a
         smooth grid (m = 1), as ``G2FitResult.curve`` does.
         """
-        from xpcsviewer.fitting import evaluate_model
+        from xpcsviewer.fitting import evaluate_model, model_param_names
 
         rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
         t = np.asarray(tau_grid, dtype=np.float64)[None, :]
-        p = tuple(self.params[n][rows][:, None] for n in self.param_names)
-        aux = None
-        if self.model == "single_avgcorr":
-            aux = (np.ones_like(t), self.dt[rows][:, None])
-        with np.errstate(all="ignore"):
-            out = np.asarray(
-                evaluate_model(self.model, t, p, aux, np), dtype=np.float64
-            )
-        return np.broadcast_to(out, (rows.size, t.shape[1])).copy()
+        out = np.full((rows.size, t.shape[1]), np.nan)
+        names = self.model_names()[rows] if rows.size else np.zeros(0, object)
+        for m in dict.fromkeys(names):  # each row with its own model
+            k = np.flatnonzero(names == m)
+            sel = rows[k]
+            p = tuple(self.params[n][sel][:, None] for n in model_param_names(m))
+            aux = None
+            if m == "single_avgcorr":
+                aux = (np.ones_like(t), self.dt[sel][:, None])
+            with np.errstate(all="ignore"):
+                out[k] = np.asarray(evaluate_model(m, t, p, aux, np), dtype=np.float64)
+        return out
 
     def band(self, rows: Any, tau_grid: np.ndarray) -> np.ndarray | None:
         """Posterior band (lower, median, upper) of ``rows`` -> (len(rows), 3, G); None for LSQ."""
@@ -368,6 +458,11 @@ def fit_g2_blocks(
     chi2 = np.full(n_total, np.nan)
     lo_lim, hi_lim = np.full(n_total, np.nan), np.full(n_total, np.nan)
     scaled = np.zeros(n_total, bool)
+    models = np.array([model] * n_total, dtype=object)
+    limit_name = np.array([""] * n_total, dtype=object)
+    interval = {n: np.full((n_total, 2), np.nan) for n in names if n.startswith("tau")}
+    extra = {k: np.full(n_total, np.nan)
+             for k in ("tau_mean", "tau_mean_err", "runs_z", "delta_aicc", "decay_left")}
     offsets = np.cumsum([0] + [b.n_bins for b in blocks])
     # the batch commands' wording (files done / total, failures): one solve fits
     # a whole group of files, so files complete a group at a time
@@ -383,7 +478,7 @@ def fit_g2_blocks(
         e = np.concatenate([blocks[i].g2_err.T for i in g], axis=0)
         v = np.concatenate([blocks[i].fit_valid.T for i in g], axis=0)
         aux = None
-        if model == "single_avgcorr":
+        if model in ("single_avgcorr", "auto"):  # auto: the averaged model is a candidate
             aux = (averaging_factors(ref.delay_frames), ref.t0)
         kw = {"backend": backend} if backend is not None else {}
         specs = apply_overrides(model, ref.tau, y, v, overrides) or params
@@ -408,6 +503,12 @@ def fit_g2_blocks(
         chi2[rows] = res.chi2_red
         lo_lim[rows], hi_lim[rows] = res.tau_lower_limit, res.tau_upper_limit
         scaled[rows] = res.errors_scaled
+        models[rows] = res.model_names()
+        limit_name[rows] = res.limit_name
+        for n, iv in res.interval.items():
+            interval[n][rows] = iv
+        for k in extra:
+            extra[k][rows] = getattr(res, k)
         files_done += len({blocks[i].file_index for i in g})
     failed = {b.file_index for b, lo, hi in zip(blocks, offsets[:-1], offsets[1:], strict=True)
               if hi > lo and all(s == "failed" for s in status[lo:hi])}
@@ -416,6 +517,10 @@ def fit_g2_blocks(
     out = _assemble(blocks, model, "lsq", par, err, status, chi2, t_range)
     out.detail, out.tau_lower_limit, out.tau_upper_limit = detail, lo_lim, hi_lim
     out.errors_scaled = scaled
+    out.models = models if model == "auto" else None
+    out.limit_name, out.interval = limit_name, interval
+    for k, v in extra.items():
+        setattr(out, k, v)
     return out
 
 
@@ -472,6 +577,9 @@ def fit_g2_blocks_bayes(
     from xpcsviewer.fitting import averaging_factors, fit_g2, model_param_names
     from xpcsviewer.fitting.bayes import fit_g2_bayes
 
+    if model == "auto":
+        raise ValueError("NUTS samples one model: choose single, stretched, double or "
+                         "single_avgcorr (the automatic choice is made by least squares)")
     names = model_param_names(model)
     n_total = sum(b.n_bins for b in blocks)
     par = {n: np.full(n_total, np.nan) for n in names}
@@ -554,6 +662,7 @@ def fits_table(fits: G2Fits) -> tuple[dict[str, np.ndarray], list[str]]:
     cols: dict[str, np.ndarray] = {
         "status": fits.status,
         "status_detail": fits.detail,
+        "model": fits.model_names(),
         "file": np.array(fits.file_labels, dtype=object),
         "bin": fits.columns + 1,
         "q_invA": fits.q,
@@ -564,9 +673,18 @@ def fits_table(fits: G2Fits) -> tuple[dict[str, np.ndarray], list[str]]:
         v, e = fits.reported(n)
         cols[f"{n}{unit}"] = v
         cols[f"{n}{unit}_err"] = e
+        if n in fits.interval:  # 68 % profile interval where the value is quoted
+            keep = np.isfinite(v)
+            cols[f"{n}_lo{unit}"] = np.where(keep, fits.interval[n][:, 0], np.nan)
+            cols[f"{n}_hi{unit}"] = np.where(keep, fits.interval[n][:, 1], np.nan)
+    tm, tm_e = fits.relaxation_time()
+    cols["tau_mean_s"], cols["tau_mean_s_err"] = tm, tm_e
     cols["tau_lower_limit_s"] = fits.tau_lower_limit
     cols["tau_upper_limit_s"] = fits.tau_upper_limit
     cols["chi2_red"] = fits.chi2_red
+    for k in ("runs_z", "delta_aicc", "decay_left"):
+        if getattr(fits, k) is not None:
+            cols[k] = getattr(fits, k)
     if fits.diagnostics is not None:
         for k, v in fits.diagnostics.items():
             cols[k] = v
@@ -574,11 +692,15 @@ def fits_table(fits: G2Fits) -> tuple[dict[str, np.ndarray], list[str]]:
             cols["status_lsq"] = fits.status_lsq
     if fits.curve_keys is not None:
         cols["path"] = np.array(fits.sources, dtype=object)  # labels can repeat
+    from xpcsviewer.fitting.results import MEAN_TIME, RULES
+
     header = [
         f"g2 fit: model {fits.model}, method {fits.method}; tau in s, q in 1/A",
         f"t_range: {fits.t_range}",
         f"errors: {ERROR_SCALING}" if fits.method == "lsq" else
         "errors: posterior sd; likelihood sigma = g2_err x noise_scale",
+        f"tau_mean: {MEAN_TIME}",
+        f"rules: {RULES}",
     ]
     return cols, header
 
@@ -590,8 +712,18 @@ def fits_to_dict(fits: G2Fits) -> dict:
         x = float(x)
         return x if np.isfinite(x) else None
 
+    from xpcsviewer.fitting.models import model_param_names
+
     rows = []
+    rep = {n: fits.reported(n) for n in fits.param_names}
+    tm, tm_e = fits.relaxation_time()
+
+    def opt(key: str, b: int) -> float | None:
+        a = getattr(fits, key)
+        return None if a is None else num(a[b])
+
     for b in range(fits.n_curves):
+        own = model_param_names(fits.model_of(b))
         row = {
             "file": fits.file_labels[b],
             "path": fits.sources[b] or None,
@@ -599,21 +731,34 @@ def fits_to_dict(fits: G2Fits) -> dict:
             "q": float(fits.q[b]),
             "phi": float(fits.phi[b]),
             "label": fits.bin_labels[b],
+            "model": fits.model_of(b),
             "status": str(fits.status[b]),
             "status_detail": str(fits.detail[b]),
             "limit": fits.limit_text(b) or None,
-            "params": {n: num(fits.reported(n)[0][b]) for n in fits.param_names},
-            "errors": {n: num(fits.reported(n)[1][b]) for n in fits.param_names},
+            "params": {n: num(rep[n][0][b]) for n in own},
+            "errors": {n: num(rep[n][1][b]) for n in own},
+            "intervals": {n: [num(x) if np.isfinite(rep[n][0][b]) else None
+                              for x in fits.interval[n][b]]
+                          for n in own if n in fits.interval},
+            "tau_mean": num(tm[b]),
+            "tau_mean_err": num(tm_e[b]),
             "chi2_red": num(fits.chi2_red[b]),
+            "runs_z": opt("runs_z", b),
+            "delta_aicc": opt("delta_aicc", b),
+            "decay_left": opt("decay_left", b),
         }
         if fits.diagnostics is not None:
             row["diagnostics"] = {k: num(v[b]) for k, v in fits.diagnostics.items()}
             row["status_lsq"] = str(fits.status_lsq[b])
         rows.append(row)
+    from xpcsviewer.fitting.results import MEAN_TIME, RULES
+
     return {
         "model": fits.model,
         "method": fits.method,
         "t_range": list(fits.t_range) if fits.t_range else None,
         "units": {"tau": "s", "q": "1/A"},
+        "tau_mean": MEAN_TIME,
+        "rules": RULES,
         "curves": rows,
     }

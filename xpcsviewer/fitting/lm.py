@@ -15,7 +15,6 @@ import numpy as np
 from xpcsviewer.fitting.models import (
     LOG_PARAMS,
     G2Model,
-    evaluate_model,
     evaluate_with_jacobian,
     model_param_names,
 )
@@ -81,14 +80,8 @@ def _make_solver(
     def to_nat(x: Any) -> tuple:
         return tuple(xp.exp(x[k]) if is_log[k] else x[k] for k in range(n_par))
 
-    def residuals(x: Any, t: Any, y: Any, w: Any, mask: Any, aux: tuple) -> Any:
-        # x (..., P) -> r (..., T); masked points contribute exactly zero.
-        p = tuple(xk[..., None] for xk in to_nat(xp.moveaxis(x, -1, 0)))
-        g = evaluate_model(model, t, p, aux[:2], xp)
-        return xp.where(mask, (g - y) * w, 0.0)
-
-    analytic = model is not G2Model.SINGLE_AVGCORR
     simple = model in (G2Model.SINGLE, G2Model.STRETCHED)
+    avgcorr = model is G2Model.SINGLE_AVGCORR
 
     def single_fast(x: Any, t: Any, log_t: Any) -> tuple[Any, tuple]:
         # The (stretched) exponential in fitting coordinates (x[1] = log tau) with
@@ -114,23 +107,11 @@ def _make_solver(
             r0 = xp.where(mask, (g - y) * w, 0.0)
             jac = xp.stack([xp.where(mask, dk * w, 0.0) for dk in d], axis=-1)
             return r0, xp.where(free[None, :], jac, 0.0)
-        if analytic:
-            # Closed-form derivatives (in log tau): one model evaluation per step.
-            g, d = evaluate_with_jacobian(model, t, to_nat(x), xp)
-            r0 = xp.where(mask, (g - y) * w, 0.0)
-            jac = xp.stack([xp.where(mask, dk * w, 0.0) for dk in d], axis=-1)
-            return r0, xp.where(free[None, :], jac, 0.0)
-        # Central differences in internal coordinates; both backends, no autodiff.
-        h = 1e-6 * xp.maximum(1.0, xp.abs(x))
-        eye = xp.eye(n_par)
-        xs = xp.concatenate(
-            [x[None, :], x[None, :] + eye * h[None, :], x[None, :] - eye * h[None, :]], axis=0
-        )
-        r_all = residuals(xs, t, y, w, mask, aux)
-        r0 = r_all[0]
-        jac = (r_all[1 : n_par + 1] - r_all[n_par + 1 :]) / (2.0 * h[:, None])
-        jac = xp.where(free[:, None], jac, 0.0).T  # (T, P)
-        return r0, jac
+        # Closed-form derivatives (in log tau): one model evaluation per step.
+        g, d = evaluate_with_jacobian(model, t, to_nat(x), xp, aux[:2] if avgcorr else None)
+        r0 = xp.where(mask, (g - y) * w, 0.0)
+        jac = xp.stack([xp.where(mask, dk * w, 0.0) for dk in d], axis=-1)
+        return r0, xp.where(free[None, :], jac, 0.0)
 
     def step_direction(jac: Any, r: Any, lam: Any, free: Any, x: Any, lo: Any, hi: Any) -> Any:
         a = jac.T @ jac

@@ -8,6 +8,8 @@ One parameterisation everywhere (least squares, Bayesian, diffusion, GUI, CLI):
 - ``single_avgcorr``: ``single`` (stretch 1) times the multi-tau frame-averaging factor
   [sinh(m dt/tau) / (m sinh(dt/tau))]^2 on g2 - baseline, m = frames averaged at the
   delay's multi-tau level, dt = frame time.
+- ``auto``: not a model but a choice: every candidate model is fitted and one is chosen
+  per curve by AICc (:mod:`xpcsviewer.fitting.adequacy`).
 
 With stretch = 1, tau is the field-correlation time: g1(t) = exp(-t/tau), Gamma = 1/tau.
 The model functions are written against an array namespace ``xp`` and broadcast their
@@ -23,6 +25,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "AUTO_PARAMS",
     "MODEL_PARAMS",
     "G2Model",
     "ParamSpec",
@@ -30,6 +33,7 @@ __all__ = [
     "default_params",
     "evaluate_model",
     "evaluate_with_jacobian",
+    "mean_relaxation_time",
     "model_param_names",
 ]
 
@@ -41,6 +45,8 @@ class G2Model(str, enum.Enum):
     STRETCHED = "stretched"
     DOUBLE = "double"
     SINGLE_AVGCORR = "single_avgcorr"
+    #: Fit every candidate and choose one per curve (least squares only).
+    AUTO = "auto"
 
     @classmethod
     def parse(cls, value: G2Model | str) -> G2Model:
@@ -69,13 +75,57 @@ MODEL_PARAMS: dict[G2Model, tuple[str, ...]] = {
     G2Model.SINGLE_AVGCORR: ("contrast", "tau", "baseline"),
 }
 
+#: Columns of an ``auto`` fit: the union of the candidates' parameters (NaN where the
+#: chosen model lacks one).
+AUTO_PARAMS = ("contrast", "tau", "stretch", "tau1", "stretch1", "tau2", "stretch2",
+               "fraction", "baseline")
+
 # Relaxation times span decades: they are fitted (and sampled) in log space.
 LOG_PARAMS = frozenset({"tau", "tau1", "tau2"})
 
 
 def model_param_names(model: G2Model | str) -> tuple[str, ...]:
-    """Parameter names of ``model`` in their fixed order."""
-    return MODEL_PARAMS[G2Model.parse(model)]
+    """Parameter names of ``model`` in their fixed order (``auto``: the union)."""
+    m = G2Model.parse(model)
+    return AUTO_PARAMS if m is G2Model.AUTO else MODEL_PARAMS[m]
+
+
+def _log_gamma(x: Any) -> np.ndarray:
+    from math import lgamma
+
+    a = np.asarray(x, dtype=np.float64)
+    out = np.full(a.shape, np.nan)
+    ok = np.isfinite(a) & (a > 0)
+    out[ok] = [lgamma(v) for v in a[ok]]
+    return out
+
+
+def mean_relaxation_time(model: G2Model | str, p: dict[str, Any]) -> np.ndarray:
+    """The mean relaxation time of the field correlation, integral of g1(t) dt (s).
+
+    ``single``/``single_avgcorr``: tau; ``stretched``: tau Gamma(1 + 1/stretch) (the
+    mean time of a Kohlrausch decay, = tau/beta Gamma(1/beta)); ``double``: the
+    amplitude-weighted mean f tau1 Gamma(1 + 1/s1) + (1 - f) tau2 Gamma(1 + 1/s2) (f tau1
+    + (1 - f) tau2 at unit stretches). Diffusion uses it as 1/Gamma.
+
+    Parameters
+    ----------
+    model : a model other than ``auto``
+    p : dict name -> array (natural units)
+    """
+    m = G2Model.parse(model)
+    if m in (G2Model.SINGLE, G2Model.SINGLE_AVGCORR):
+        return np.asarray(p["tau"], dtype=np.float64) * 1.0
+    if m is G2Model.STRETCHED:
+        s = np.asarray(p["stretch"], dtype=np.float64)
+        return np.asarray(p["tau"], dtype=np.float64) * np.exp(_log_gamma(1.0 + 1.0 / s))
+    if m is G2Model.DOUBLE:
+        f = np.asarray(p["fraction"], dtype=np.float64)
+        g1 = np.exp(_log_gamma(1.0 + 1.0 / np.asarray(p["stretch1"], dtype=np.float64)))
+        g2 = np.exp(_log_gamma(1.0 + 1.0 / np.asarray(p["stretch2"], dtype=np.float64)))
+        return f * np.asarray(p["tau1"], np.float64) * g1 + (1.0 - f) * np.asarray(
+            p["tau2"], np.float64) * g2
+    raise ValueError(f"no single relaxation time for model {m.value!r}")
 
 
 @dataclass(frozen=True)
@@ -105,6 +155,11 @@ class ParamSpec:
 def _log_sinh(xp: Any, x: Any) -> Any:
     # log(sinh x) for x > 0 without overflow (large x) or cancellation (small x).
     return x + xp.log(-xp.expm1(-2.0 * x)) - np.log(2.0)
+
+
+def _x_coth(xp: Any, x: Any) -> Any:
+    # x coth x for x > 0: 2x / (1 - e^{-2x}) - x, exact to the last digits at both ends
+    return -2.0 * x / xp.expm1(-2.0 * x) - x
 
 
 def evaluate_model(
@@ -151,11 +206,11 @@ def evaluate_model(
         # [sinh(m x) / (m sinh x)]^2 in log space; equals 1 for m = 1.
         log_f = 2.0 * (_log_sinh(xp, m * x) - xp.log(m) - _log_sinh(xp, x))
         return baseline + contrast * xp.exp(-2.0 * t / tau + log_f)
-    raise ValueError(f"unhandled model {model}")  # pragma: no cover - enum is closed
+    raise ValueError(f"model {model.value!r} has no single g2 curve (auto is a choice)")
 
 
 def evaluate_with_jacobian(
-    model: G2Model | str, t: Any, p: tuple, xp: Any = np
+    model: G2Model | str, t: Any, p: tuple, xp: Any = np, aux: tuple | None = None
 ) -> tuple[Any, tuple] | None:
     """g2 and its analytic derivatives, or None where only numeric ones exist.
 
@@ -167,13 +222,27 @@ def evaluate_with_jacobian(
     model : G2Model or str
     t : (..., T) s
     p : tuple of arrays broadcastable with ``t``, in :func:`model_param_names` order
+    aux : (m, dt), for ``single_avgcorr``
 
     Returns
     -------
     (g, (dg/dp_0, dg/dp_1, ...)) with every array broadcast to ``g``'s shape, or None
-    for ``single_avgcorr``.
+    (``single_avgcorr`` without ``aux``).
     """
     model = G2Model.parse(model)
+    if model is G2Model.SINGLE_AVGCORR:
+        if aux is None:
+            return None
+        contrast, tau, baseline = p
+        m, dt = aux
+        x = dt / tau
+        log_f = 2.0 * (_log_sinh(xp, m * x) - xp.log(m) - _log_sinh(xp, x))
+        e = xp.exp(-2.0 * t / tau + log_f)
+        g = baseline + contrast * e
+        # d log f / d log tau = 2 (x coth x - m x coth(m x)); y coth y -> 1 as y -> 0
+        d_log_f = 2.0 * (_x_coth(xp, x) - _x_coth(xp, m * x))
+        return g, (e * xp.ones_like(g), contrast * e * (2.0 * t / tau + d_log_f),
+                   xp.ones_like(g))
     if model in (G2Model.SINGLE, G2Model.STRETCHED):
         contrast, tau, stretch, baseline = p
         u = t / tau
@@ -329,9 +398,14 @@ def default_params(
         Values are (B,) arrays (floats when ``g2`` is 1-D). Bounds: contrast
         [0, max(1, 2 c0)]; tau in [t_min/10, t_max*10] of the valid delays; stretch
         [0.2, 2] (fixed at 1 except for ``stretched``); fraction [0, 1]; baseline
-        [min(0.8, b0-0.1), max(1.2, b0+0.1)].
+        [min(0.8, b0-0.1), max(1.2, b0+0.1)]. For ``auto`` only contrast and baseline
+        (shared by every candidate).
     """
     model = G2Model.parse(model)
+    if model is G2Model.AUTO:
+        # the parameters every candidate shares (a user's setting applies to all)
+        both = default_params(G2Model.SINGLE, tau, g2, valid)
+        return {"contrast": both["contrast"], "baseline": both["baseline"]}
     g2a = np.asarray(g2, dtype=np.float64)
     one_d = g2a.ndim == 1
     g2a = np.atleast_2d(g2a)

@@ -1,12 +1,17 @@
 """Fit results as JSON, CSV and our own HDF5 file (never the input file).
 
-One record per result file (ARCHITECTURE.md section 8): ``path``, ``model``, ``q``,
-``phi``, per parameter ``{"value": [...], "error": [...]}`` (one entry per q-bin; a
-relaxation time is ``null`` where there is no decay or only a limit; with a Bayesian
-fit also ``mean``, ``std``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``,
-``ess_tail``), ``chi2_red``, ``status`` and ``status_detail`` per bin, the limits
-``tau_lower_limit``/``tau_upper_limit``, and ``diffusion`` with its ``verdict`` (``D``
-null unless diffusive). With a Bayesian fit ``status`` is the posterior's and the
+One record per result file (ARCHITECTURE.md section 8): ``path``, ``model`` (``auto``
+when one was chosen per bin), ``models`` (the model of each bin), ``q``, ``phi``, per
+parameter ``{"value": [...], "error": [...]}`` (one entry per q-bin; ``null`` where the
+bin's model lacks the parameter; a relaxation time is ``null`` where there is no decay
+or only a limit, and has ``lo``/``hi`` (68 % profile-likelihood interval), ``lo2``/``hi2``
+(2 sigma) and ``window`` (refitted without the last fitted delays); with a Bayesian fit
+also ``mean``, ``std``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``,
+``ess_tail``), ``tau_mean`` (the mean relaxation time Diffusion uses), ``chi2_red``,
+``runs_z``, ``decay_left``, ``aicc`` per candidate model and ``delta_aicc`` (the chosen
+model's margin), ``status`` and ``status_detail`` per bin, the limits
+``tau_lower_limit``/``tau_upper_limit`` (on ``limit_param``), and ``diffusion`` with
+its ``verdict`` (``D`` null unless diffusive). With a Bayesian fit ``status`` is the posterior's and the
 least-squares one is kept as ``status_lsq``; ``divergences``, ``bfmi``, ``converged``
 (the sampler gates), ``draws_per_chain`` and ``noise_scale`` are per bin. Units: q in 1/A, phi in degrees,
 times in s, D in A^2/s, radii in nm. Missing numbers are ``null``.
@@ -37,6 +42,23 @@ __all__ = [
 ]
 
 BAYES_KEYS = ("mean", "std", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail")
+MEAN_TIME = ("integral of g1: tau (single); tau Gamma(1 + 1/stretch) (stretched); "
+             "f tau1 + (1 - f) tau2 (double)")
+
+
+def _rules() -> str:
+    from xpcsviewer.fitting.adequacy import AICC_MARGIN
+    from xpcsviewer.fitting.status import PLATEAU_LEFT_MAX, RUNS_Z_MAX, WINDOW_DROP
+
+    return (f"misfit: residual runs |z| > {RUNS_Z_MAX:g}; unresolved: no plateau (more than "
+            f"{100 * PLATEAU_LEFT_MAX:g} % of the decay left at the last fitted delay, free "
+            f"baseline) or tau outside its 2-sigma profile interval without the last "
+            f"{WINDOW_DROP} fitted delays; auto: AICc, a more complex model needs a margin "
+            f"> {AICC_MARGIN:g} unless the simpler one misfits; intervals: profile "
+            "likelihood, Delta chi2 = 1 (lo/hi) and 4 (lo2/hi2) x max(1, chi2_red)")
+
+
+RULES = _rules()
 
 
 def _num(x: Any) -> float | None:
@@ -83,6 +105,7 @@ def fit_record(
     rec: dict[str, Any] = {
         "path": str(path),
         "model": fit.model.value,
+        "models": [str(m) for m in fit.model_names()],
         "q": _list(q),
         "phi": _list(phi),
     }
@@ -93,19 +116,37 @@ def fit_record(
             "error": _list(e),
             "fixed": bool(fit.fixed.get(n, False)),
         }
+        if n in fit.interval:
+            # the profile interval and the window refit go with the quotable value
+            keep = np.isfinite(v)
+            iv, iv2 = fit.interval[n], fit.interval2.get(n, np.full((v.size, 2), np.nan))
+            entry["lo"] = _list(np.where(keep, iv[:, 0], np.nan))
+            entry["hi"] = _list(np.where(keep, iv[:, 1], np.nan))
+            entry["lo2"] = _list(np.where(keep, iv2[:, 0], np.nan))
+            entry["hi2"] = _list(np.where(keep, iv2[:, 1], np.nan))
+            entry["window"] = _list(fit.window.get(n, np.full(v.size, np.nan)))
         if bayes is not None:
             for k in BAYES_KEYS:
                 entry[k] = _list(getattr(bayes, k)[n])
         rec[n] = entry
+    tm, tm_e = fit.relaxation_time()
+    rec["tau_mean"] = {"value": _list(tm), "error": _list(tm_e), "fixed": False,
+                       "definition": MEAN_TIME}
     rec["chi2_red"] = _list(fit.chi2_red)
     rec["n_points"] = [int(x) for x in fit.n_points]
     rec["status"] = _strs(fit.status)
     rec["status_detail"] = [str(d) for d in fit.detail]
     rec["tau_lower_limit"] = _list(fit.tau_lower_limit)
     rec["tau_upper_limit"] = _list(fit.tau_upper_limit)
+    rec["limit_param"] = [str(x) for x in fit.limit_name]
     rec["delta_chi2"] = _list(fit.delta_chi2)
+    rec["runs_z"] = _list(fit.runs_z)  # null: fewer than 10 points (or one sign only)
+    rec["decay_left"] = _list(fit.decay_left)
+    rec["aicc"] = {m: _list(a) for m, a in fit.aicc.items()}
+    rec["delta_aicc"] = _list(fit.delta_aicc)
     rec["errors_scaled"] = [bool(x) for x in fit.errors_scaled]
     rec["error_scaling"] = ERROR_SCALING
+    rec["rules"] = RULES
     if diffusion is not None:
         block = diffusion.to_dict()
         block.update(extra or {})
@@ -152,7 +193,8 @@ def fit_results_to_json(records: Sequence[dict[str, Any]], errors: Iterable[dict
 
 
 def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
-    """Rows (header first): one per (file, q-bin); status and key numbers first."""
+    """Rows (header first): one per (file, q-bin); status and key numbers first; ``model``
+    is the bin's own (the chosen one with ``auto``)."""
     params: list[str] = []
     bayes = any("divergences" in r for r in records)
     for r in records:
@@ -160,9 +202,12 @@ def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
             if isinstance(v, dict) and "value" in v and k not in params:
                 params.append(k)
     header = ["path", "model", "bin", "q", "phi", "status", "status_detail", "chi2_red",
-              "tau_lower_limit", "tau_upper_limit"]
+              "tau_lower_limit", "tau_upper_limit", "runs_z", "decay_left", "delta_aicc"]
+    with_iv = {n for r in records for n in params if isinstance(r.get(n), dict) and "lo" in r[n]}
     for n in params:
         header += [n, f"{n}_err"]
+        if n in with_iv:
+            header += [f"{n}_lo", f"{n}_hi"]
         if bayes:
             header += [f"{n}_{k}" for k in BAYES_KEYS]
     header += ["n_points", "errors_scaled", "verdict", "D", "D_err", "exponent", "exponent_err"]
@@ -178,15 +223,20 @@ def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
     for r in records:
         d = r.get("diffusion", {})
         for i in range(len(r["q"])):
-            row = [r["path"], r["model"], i, r["q"][i], r["phi"][i], r["status"][i],
+            model = at(r, "models", i) or r["model"]
+            row = [r["path"], model, i, r["q"][i], r["phi"][i], r["status"][i],
                    at(r, "status_detail", i), r["chi2_red"][i], at(r, "tau_lower_limit", i),
-                   at(r, "tau_upper_limit", i)]
+                   at(r, "tau_upper_limit", i), at(r, "runs_z", i), at(r, "decay_left", i),
+                   at(r, "delta_aicc", i)]
             for n in params:
                 e = r.get(n)
                 if e is None:
-                    row += [None, None] + ([None] * len(BAYES_KEYS) if bayes else [])
+                    row += [None, None] + ([None, None] if n in with_iv else []) + (
+                        [None] * len(BAYES_KEYS) if bayes else [])
                     continue
                 row += [e["value"][i], e["error"][i]]
+                if n in with_iv:
+                    row += [at(e, "lo", i), at(e, "hi", i)]
                 if bayes:
                     row += [at(e, k, i) for k in BAYES_KEYS]
             row += [at(r, "n_points", i), at(r, "errors_scaled", i), d.get("verdict"),
@@ -321,7 +371,12 @@ def save_fit_hdf5(path: str | os.PathLike, records: Sequence[dict[str, Any]]) ->
                 gi["chi2_red"] = arr(r["chi2_red"])
                 gi["status"] = np.array(r["status"], dtype=h5py.string_dtype())
                 for k, v in r.items():
-                    if isinstance(v, dict) and "value" in v:
+                    if isinstance(v, dict) and v and "value" not in v and all(
+                            isinstance(x, list) for x in v.values()):
+                        ga = gi.create_group(k)  # e.g. aicc per candidate model
+                        for kk, vv in v.items():
+                            ga[kk] = arr(vv)
+                    elif isinstance(v, dict) and "value" in v:
                         gp = gi.create_group(k)
                         gp.attrs["fixed"] = bool(v.get("fixed", False))
                         for kk, vv in v.items():

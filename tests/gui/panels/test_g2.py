@@ -127,6 +127,10 @@ def test_fit_through_worker_fills_table_and_publishes(qtbot, panel, results, fak
     assert t.horizontalHeaderItem(3).text() == "tau (s)"
     assert "\u00b1" in t.item(0, 3).text()  # tau value +- error
     assert "12 converged" in panel.fit_status.text()
+    # the default is the automatic model choice; each row names its model
+    assert panel.model() == "auto" and fits.model == "auto"
+    head = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
+    assert {t.item(r, head.index("model")).text() for r in range(12)} == {"single"}
     np.testing.assert_allclose(
         fits.params["tau"], 1 / (fake.D_TRUE * fits.q**2), rtol=0.1
     )
@@ -168,7 +172,7 @@ def test_export_fits_csv_json(qtbot, panel, results, tmp_path):
         for ln in (tmp_path / "fits.csv").read_text().splitlines()
         if not ln.startswith("#")
     ]
-    assert len(rows) == 13 and rows[0].startswith("status,status_detail,file,bin,q_invA")
+    assert len(rows) == 13 and rows[0].startswith("status,status_detail,model,file,bin,q_invA")
     d = json.loads((tmp_path / "fits.json").read_text())
     assert len(d["curves"]) == 12
     # Figure export through the base class uses this panel's options (with fits).
@@ -341,7 +345,8 @@ def test_fit_hidden_when_points_or_model_change(qtbot, panel, results):
     qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
     assert _fit_lines(panel) == [] and panel.results_table.rowCount() == 0
     assert "another model" in panel.fit_status.text()
-    panel.model_combo.setCurrentIndex(panel.model_combo.findData("single"))
+    # the fit was the automatic choice (the default): only that shows it again
+    panel.model_combo.setCurrentIndex(panel.model_combo.findData("auto"))
     qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
     assert len(_fit_lines(panel)) == 6 and panel.results_table.rowCount() == 6
 

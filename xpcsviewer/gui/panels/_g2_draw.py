@@ -38,6 +38,7 @@ FIT_PEN_STYLE = {
     "unresolved": (Qt.PenStyle.DotLine, 1.5, False),
     "at_bound": (Qt.PenStyle.DotLine, 1.5, False),
     "poor_fit": (Qt.PenStyle.DashLine, 1.2, False),
+    "misfit": (Qt.PenStyle.DashLine, 1.2, False),
     "no_decay": (Qt.PenStyle.DashLine, 1.0, True),
     "failed": (Qt.PenStyle.DashDotLine, 1.0, True),  # e.g. NUTS that failed its gates
 }

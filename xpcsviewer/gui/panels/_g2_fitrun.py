@@ -49,7 +49,12 @@ class G2FitRunMixin:
         )
 
     def run_bayes(self) -> int | None:
-        """Start the NUTS fit in a worker (progress + cancel); returns the request id."""
+        """Start the NUTS fit in a worker (progress + cancel); returns the request id.
+
+        NUTS samples one model: from the automatic choice it switches to ``single``.
+        """
+        if self.model() == "auto":
+            self.model_combo.setCurrentIndex(self.model_combo.findData("single"))
         try:
             blocks, model, overrides, t_range = self._fit_inputs()
         except ValueError as exc:
@@ -156,7 +161,8 @@ class G2FitRunMixin:
             self.progress.setValue(0)
             return
         counts = Counter(str(x) for x in shown.status)
-        order = ("converged", "unresolved", "at_bound", "poor_fit", "no_decay", "failed")
+        order = ("converged", "unresolved", "at_bound", "misfit", "poor_fit", "no_decay",
+                 "failed")
         parts = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in order if counts[k])
         text = f"{what}, {shown.n_curves} curves: {parts}"
         if shown.diagnostics is not None and "draws" in shown.diagnostics and shown.bands:

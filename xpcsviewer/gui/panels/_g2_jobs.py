@@ -17,6 +17,7 @@ __all__ = [
 ]
 
 MODELS = [
+    ("auto", "automatic (AICc)"),
     ("single", "single exp: b + a\u00b7exp(\u22122t/\u03c4)"),
     ("stretched", "stretched: b + a\u00b7exp(\u22122(t/\u03c4)^s)"),
     ("double", "double: b + a\u00b7[f\u00b7e\u2081 + (1\u2212f)\u00b7e\u2082]\u00b2"),
@@ -26,7 +27,7 @@ MODELS = [
 
 def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]]:
     """Table defaults per model: (value, lower, upper, fixed) from the median over curves."""
-    from xpcsviewer.fitting import default_params, model_param_names
+    from xpcsviewer.fitting import default_params
 
     out: dict[str, dict[str, tuple]] = {}
     if not blocks:
@@ -37,7 +38,7 @@ def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]
     for model, _ in MODELS:
         specs = default_params(model, tau, g, v)
         row = {}
-        for n in model_param_names(model):
+        for n in specs:  # auto: the parameters every candidate shares
             s = specs[n]
 
             def med(x, log=False):

@@ -26,6 +26,7 @@ STATUS_COLORS = {
     "unresolved": QColor(255, 240, 190),
     "at_bound": QColor(255, 240, 190),
     "poor_fit": QColor(255, 215, 170),
+    "misfit": QColor(240, 205, 240),
     "no_decay": QColor(225, 225, 225),
     "failed": QColor(255, 200, 200),
 }
@@ -43,6 +44,19 @@ def status_text(status: str, detail: str) -> str:
     return f"failed\n{first}"
 
 
+def _interval(fits: Any, name: str, b: int) -> str:
+    # "0.49 -0.1 +0.3": the profile-likelihood interval, asymmetric where the profile
+    # is; "v +- e" (the larger side) where the two sides differ by less than 10 %
+    iv = getattr(fits, "interval", {}).get(name)
+    v = fits.reported(name)[0][b]
+    if iv is None or not np.isfinite(v) or not np.isfinite(iv[b]).all():
+        return ""
+    lo, hi = v - iv[b, 0], iv[b, 1] - v
+    if abs(hi - lo) < 0.1 * max(lo, hi):
+        return f"{v:.4g} \u00b1 {max(lo, hi):.2g}"
+    return f"{v:.3g} \u2212{lo:.2g} +{hi:.2g}"
+
+
 class FitResultsTable(QTableWidget):
     """One row per fitted curve, status first, coloured by status; sortable."""
 
@@ -53,7 +67,8 @@ class FitResultsTable(QTableWidget):
         self.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.setToolTip(
             "converged: a resolved tau; unresolved: a decay but tau not pinned down (a "
-            "limit where the data only bound it); poor_fit: chi2_red > 25 or contrast > 1; "
+            "limit where the data only bound it); misfit: residual structure (runs test); "
+            "poor_fit: chi2_red > 25 or contrast > 1; "
             "no_decay: a constant fits as well; at_bound: a parameter on its bound"
         )
 
@@ -72,6 +87,7 @@ class FitResultsTable(QTableWidget):
         head = ["status", "bin", "q (\u00c5\u207b\u00b9)", f"{tname} (s)", "contrast",
                 "\u03c7\u00b2\u1d63", "file"]
         head += [f"{n} (s)" if n.startswith("tau") else n for n in others]
+        head += ["model", "\u0394AICc"]
         if bayes:
             head += ["r\u0302", "ESS", "div.", "BFMI"]
         head += ["why"]
@@ -85,7 +101,8 @@ class FitResultsTable(QTableWidget):
         tau_e = np.where(failed, fits.errors[tname], tau_e)
         for b in range(fits.n_curves):
             st = str(fits.status[b])
-            tau_txt = fits.limit_text(b).replace(f"{tname} ", "") or _pm(tau_v[b], tau_e[b])
+            tau_txt = fits.limit_text(b).replace(f"{tname} ", "") or _interval(fits, tname, b) or _pm(
+                tau_v[b], tau_e[b])
             cells: list[tuple[str, float | None]] = [
                 (status_text(st, str(fits.detail[b])), None),
                 (str(int(fits.columns[b]) + 1), float(fits.columns[b]) + 1),
@@ -96,6 +113,8 @@ class FitResultsTable(QTableWidget):
                 (fits.file_labels[b], None),
             ]
             cells += [(_pm(fits.params[n][b], fits.errors[n][b]), None) for n in others]
+            dA = fits.delta_aicc[b] if fits.delta_aicc is not None else np.nan
+            cells += [(fits.model_of(b), None), (f"{dA:.1f}" if np.isfinite(dA) else "", None)]
             if bayes:
                 d = fits.diagnostics
                 cells += [

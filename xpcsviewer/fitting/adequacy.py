@@ -1,0 +1,206 @@
+"""Does the model fit? Residual structure (runs test) and the model choice (AICc).
+
+- :func:`runs_test`: Wald-Wolfowitz runs test on the signs of the weighted residuals of
+  the fitted points in delay order. With n+ positive and n- negative residuals
+  (n = n+ + n-) and R runs, z = (R - mu) / sigma, mu = 2 n+ n- / n + 1,
+  sigma^2 = (mu - 1)(mu - 2) / (n - 1). A model that misses part of the curve leaves
+  long runs of one sign (z << 0). It uses the signs only, so errors stated too small
+  by a constant factor do not change it (that is what chi2_red sees).
+- :func:`aicc`: Akaike's criterion with the small-sample correction for a least-squares
+  fit whose error scale is estimated: AICc = n ln(chi2 / n) + 2K + 2K(K + 1) / (n - K - 1),
+  K = free parameters + 1 (the scale). Differences are then Delta chi2 / chi2_red to
+  first order: the same scaling as the errors, so a misfit scale does not by itself
+  favour the more complex model.
+- :func:`choose_models`: AICc compares the candidates that fit without residual
+  structure (all of them where none does): in order of complexity, a later one
+  replaces the current choice only when its AICc is lower by more than
+  :data:`AICC_MARGIN` (strong evidence; a margin of 2 would pick a stretched or double
+  model for ~5 % of true single exponentials by chance). A chosen model whose
+  residuals still have structure is reported as a misfit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "AICC_MARGIN",
+    "MODEL_LABELS",
+    "RUNS_MIN_POINTS",
+    "aicc",
+    "choose_models",
+    "strongest_run",
+    "misfit_region",
+    "runs_test",
+]
+
+#: A more complex candidate must lower AICc by more than this to be chosen.
+AICC_MARGIN = 10.0
+#: The runs test needs this many fitted points (below it z is NaN: not tested).
+RUNS_MIN_POINTS = 10
+
+#: Candidates that are variants of one model (the margin is reported against others).
+FAMILY = {"single_avgcorr": "single"}
+
+MODEL_LABELS = {
+    "single": "single exponential",
+    "stretched": "stretched exponential",
+    "double": "double exponential",
+    "single_avgcorr": "frame-averaged single exponential",
+}
+
+
+def _ordered_signs(resid: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # Signs of the usable residuals moved to the front of each row, in delay order;
+    # exact zeros (a point on the curve) carry no sign and are skipped.
+    r = np.atleast_2d(np.asarray(resid, dtype=np.float64))
+    ok = np.atleast_2d(np.asarray(mask, dtype=bool)) & np.isfinite(r) & (r != 0)
+    order = np.argsort(~ok, axis=1, kind="stable")
+    s = np.take_along_axis(np.sign(np.where(ok, r, 0.0)), order, axis=1)
+    return s, ok.sum(axis=1)
+
+
+def runs_test(resid: Any, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Wald-Wolfowitz runs test per curve.
+
+    Parameters
+    ----------
+    resid : (B, T) weighted residuals (data - model) / sigma, delays in order
+    mask : (B, T) bool, the fitted points
+
+    Returns
+    -------
+    z : (B,) float64
+        (R - mu) / sigma; NaN with fewer than :data:`RUNS_MIN_POINTS` signed points;
+        -inf when every residual has the same sign (one run).
+    runs : (B,) int
+    """
+    s, n = _ordered_signs(resid, mask)
+    cols = np.arange(s.shape[1])[None, :]
+    change = (s[:, 1:] != s[:, :-1]) & (cols[:, 1:] < n[:, None])
+    runs = np.where(n > 0, 1 + change.sum(axis=1), 0)
+    n_pos = (s > 0).sum(axis=1).astype(np.float64)
+    n_neg = (s < 0).sum(axis=1).astype(np.float64)
+    nn = n_pos + n_neg
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = 2.0 * n_pos * n_neg / nn + 1.0
+        var = (mu - 1.0) * (mu - 2.0) / (nn - 1.0)
+        z = (runs - mu) / np.sqrt(var)
+    z = np.where((n_pos == 0) | (n_neg == 0), -np.inf, z)
+    z = np.where(nn < RUNS_MIN_POINTS, np.nan, z)
+    return z, runs
+
+
+def strongest_run(resid: np.ndarray, mask: np.ndarray) -> tuple[int, int]:
+    """Column indices (first, last) of the run of one sign that deviates most.
+
+    Runs are ranked by |sum of residuals| / sqrt(length) (the run's own z for white
+    residuals): a long run of tiny residuals on the baseline ranks below a short run
+    of large ones where the model misses the decay.
+
+    Parameters
+    ----------
+    resid, mask : (T,) one curve
+    """
+    r = np.asarray(resid, dtype=np.float64)
+    cols = np.flatnonzero(np.asarray(mask, bool) & np.isfinite(r) & (r != 0))
+    if cols.size == 0:
+        return -1, -1
+    v = r[cols]
+    s = np.sign(v)
+    best, start, span = -1.0, 0, (0, 0)
+    for i in range(1, s.size + 1):
+        if i == s.size or s[i] != s[start]:
+            score = abs(v[start:i].sum()) / np.sqrt(i - start)
+            if score > best:
+                best, span = score, (start, i - 1)
+            start = i
+    return int(cols[span[0]]), int(cols[span[1]])
+
+
+def misfit_region(shape: np.ndarray) -> str:
+    """Which part of the curve a run of residuals lies in, from the fitted decay there.
+
+    ``shape`` is (g2 - baseline) / contrast of the fit at the run's points: 1 before the
+    decay, 0 on the baseline.
+    """
+    m = float(np.nanmean(shape)) if np.size(shape) else float("nan")
+    if not np.isfinite(m):
+        return "the curve"
+    if m >= 0.9:
+        return "the first delays (before the decay)"
+    if m >= 0.5:
+        return "the early decay"
+    if m >= 0.1:
+        return "the late decay"
+    return "the baseline (after the decay)"
+
+
+def aicc(chi2: Any, n_points: Any, n_free: int | Any) -> np.ndarray:
+    """AICc of least-squares fits with an estimated error scale; +inf where undefined.
+
+    Parameters
+    ----------
+    chi2 : (B,) weighted sum of squares at the optimum
+    n_points : (B,) fitted points
+    n_free : free parameters of the model (the scale is added here)
+    """
+    chi2 = np.asarray(chi2, dtype=np.float64)
+    n = np.asarray(n_points, dtype=np.float64)
+    k = np.asarray(n_free, dtype=np.float64) + 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = n * np.log(chi2 / n) + 2.0 * k + 2.0 * k * (k + 1.0) / (n - k - 1.0)
+    ok = np.isfinite(out) & (n - k - 1.0 > 0) & (chi2 > 0)
+    return np.where(ok, out, np.inf)
+
+
+def choose_models(
+    scores: dict[str, np.ndarray],
+    order: list[str],
+    margin: float = AICC_MARGIN,
+    runs_z: dict[str, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One model per curve from the candidates' AICc.
+
+    Parameters
+    ----------
+    scores : model name -> (B,) AICc (+inf where the model has no fit)
+    order : candidate names from the simplest; a later one replaces the current choice
+        only when its AICc is lower by more than ``margin``
+    margin : float
+    runs_z : model name -> (B,) runs-test z, optional
+        Where at least one candidate's residuals have no structure (|z| <=
+        :data:`~xpcsviewer.fitting.status.RUNS_Z_MAX`), the structured ones are not
+        eligible: AICc compares only models that fit.
+
+    Returns
+    -------
+    chosen : (B,) int index into ``order``
+    delta : (B,) AICc of the best other eligible candidate of another family minus
+        that of the chosen one (``single_avgcorr`` is the single exponential's family:
+        its AICc is nearly the same and says nothing about the choice); negative when
+        a more complex model is lower, though not by ``margin``; +inf when no other
+        candidate is eligible
+    """
+    from xpcsviewer.fitting.status import RUNS_Z_MAX
+
+    a = np.stack([np.asarray(scores[m], dtype=np.float64) for m in order])  # (M, B)
+    n_b = a.shape[1]
+    if runs_z is not None:
+        z = np.stack([np.asarray(runs_z[m], dtype=np.float64) for m in order])
+        fits = np.isfinite(a) & ~(~np.isnan(z) & ~(np.abs(z) <= RUNS_Z_MAX))
+        a = np.where(fits.any(axis=0)[None, :] & ~fits, np.inf, a)
+    chosen = np.zeros(n_b, dtype=np.int64)
+    cur = a[0].copy()
+    for k in range(1, len(order)):
+        better = (a[k] < cur - margin) | (~np.isfinite(cur) & np.isfinite(a[k]))
+        chosen = np.where(better, k, chosen)
+        cur = np.where(better, a[k], cur)
+    fam = np.array([FAMILY.get(m, m) for m in order])
+    others = np.where(fam[:, None] == fam[chosen][None, :], np.inf, a)
+    with np.errstate(invalid="ignore"):
+        delta = np.min(others, axis=0) - cur
+    delta = np.where(np.isfinite(cur), delta, np.nan)
+    return chosen, delta
