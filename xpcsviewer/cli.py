@@ -17,7 +17,6 @@ import argparse
 import importlib
 import importlib.util
 import logging
-import os
 import signal
 import sys
 import warnings
@@ -296,19 +295,13 @@ def _normalise_argv(argv: list[str]) -> list[str]:
 
 
 def _configure(args: argparse.Namespace) -> None:
+    """Logging, and the run configuration (flags over environment defaults) as a value
+    on ``args.config``: the command runs under it (``_main``), and hands it on."""
+    from xpcsviewer.backends import RunConfig
+
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    if args.device is not None:
-        from xpcsviewer.backends import parse_device
-
-        os.environ["XPCS_DEVICE"] = parse_device(args.device)
-    if args.backend is not None:
-        os.environ["XPCS_USE_JAX"] = "true" if args.backend == "jax" else "false"
-    if args.device is not None or args.backend is not None:
-        from xpcsviewer.backends import DeviceManager, set_backend
-
-        DeviceManager.reset()
-        set_backend(None)
+    args.config = RunConfig.from_env(backend=args.backend, device=args.device)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -337,30 +330,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    saved_env = {k: os.environ.get(k) for k in ("XPCS_DEVICE", "XPCS_USE_JAX")}
-    try:
-        try:
-            _configure(args)
-        except ValueError as exc:
-            print(f"xpcsviewer: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        with warnings.catch_warnings():
-            if not args.verbose:
-                # Numerical warnings (all-NaN slices, 0/0) are expected on bad
-                # data; the commands report what they mean instead.
-                warnings.simplefilter("ignore", RuntimeWarning)
-            return _dispatch(args)
-    finally:
-        # main() also runs in-process (tests, the GUI's snapshot): leave no trace.
-        if args.device is not None or args.backend is not None:
-            for k, v in saved_env.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-            from xpcsviewer.backends import DeviceManager
+    from xpcsviewer.backends import use_config
 
-            DeviceManager.reset()
+    try:
+        _configure(args)
+    except ValueError as exc:
+        print(f"xpcsviewer: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    with warnings.catch_warnings(), use_config(args.config):
+        if not args.verbose:
+            # Numerical warnings (all-NaN slices, 0/0) are expected on bad
+            # data; the commands report what they mean instead.
+            warnings.simplefilter("ignore", RuntimeWarning)
+        return _dispatch(args)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

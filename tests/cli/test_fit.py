@@ -183,8 +183,9 @@ def test_fit_without_output_prints_a_table(two_files, tmp_path, capsys):
     assert rc == 0  # was a usage error (-o required)
     assert sorted(tmp_path.iterdir()) == before  # nothing written
     lines = out.splitlines()
-    assert lines[0].split() == ["file", "bin", "q_1/A", "status", "tau_s", "contrast",
-                                "chi2_red"]
+    # the automatic choice names each row's model (single for these curves)
+    assert lines[0].split() == ["file", "bin", "q_1/A", "status", "model", "tau_s",
+                                "contrast", "chi2_red"]
     rows = [ln.split() for ln in lines[1:] if not ln.startswith("note:")]
     assert len(rows) == 2 * 4
     # the file's own bin numbers (q-range 0.005..0.011 keeps bins 2..5 of 6)
@@ -192,8 +193,9 @@ def test_fit_without_output_prints_a_table(two_files, tmp_path, capsys):
     q = np.linspace(0.004, 0.012, N_Q)
     for r in rows:
         assert r[0] in ("a_results.hdf", "b_results.hdf") and r[3] == "converged"
+        assert r[4] == "single"
         assert float(r[2]) == pytest.approx(q[int(r[1]) - 1], rel=1e-3)
-        tau, pm, err = float(r[4]), r[5], float(r[6])
+        tau, pm, err = float(r[5]), r[6], float(r[7])
         assert pm == "\u00b1" and 0 < err < tau
         assert tau == pytest.approx(1 / (D_TRUE * float(r[2]) ** 2), rel=0.1)
 

@@ -120,3 +120,24 @@ def test_titles_and_legends_follow_the_theme(window, demo_files, open_demo, wait
     _sample, label = legend.items[0]
     assert pg.mkColor(label.opts["color"]).lightness() < 100
     assert legend.brush().color().lightness() > 200
+
+
+def test_device_menu_is_a_value_the_jobs_run_under(window, wait_idle, monkeypatch):
+    import os
+
+    from xpcsviewer.backends import current_config
+
+    env = dict(os.environ)
+    window.set_device("cpu")
+    window.set_backend("numpy")
+    assert window.context.runner.config.device == "cpu"
+    assert window.backend_label.text().startswith("NumPy")
+    seen = []
+    window.context.runner.submit(
+        "test:cfg", lambda progress=None, cancel=None: current_config(),
+        on_result=seen.append)
+    wait_idle(window)
+    assert (seen[0].backend, seen[0].device) == ("numpy", "cpu")
+    assert dict(os.environ) == env  # the choice never went through the environment
+    window.set_backend("auto")
+    window.set_device("auto")

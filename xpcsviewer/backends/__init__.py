@@ -6,11 +6,11 @@ Importing this package does not import JAX: the JAX backend is loaded on first u
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 from xpcsviewer.backends._protocol import BackendProtocol
+from xpcsviewer.backends.config import RunConfig, current_config, use_config
 from xpcsviewer.backends.conversions import (
     TransferStats,
     ensure_numpy,
@@ -40,8 +40,10 @@ __all__ = [
     "DeviceKind",
     "DeviceManager",
     "NumpyBackend",
+    "RunConfig",
     "TransferStats",
     "accelerator_possible",
+    "current_config",
     "ensure_numpy",
     "get_backend",
     "get_device_manager",
@@ -55,6 +57,7 @@ __all__ = [
     "to_hdf5",
     "to_matplotlib",
     "to_pyqtgraph",
+    "use_config",
 ]
 
 _lock = threading.Lock()
@@ -88,9 +91,12 @@ def get_backend(name: str | None = None) -> Any:
     Returns
     -------
     BackendProtocol
-        ``set_backend`` wins; otherwise the DeviceManager's choice
-        (``XPCS_USE_JAX``: JAX when importable, else NumPy).
+        ``set_backend`` wins; then the job's RunConfig (``current_config()``);
+        for "auto" the DeviceManager's choice (JAX when importable, else NumPy).
     """
+    if name is None and _override is None:
+        want = current_config().backend
+        name = None if want == "auto" else want
     with _lock:
         if name is not None:
             return _make(name)
@@ -105,11 +111,10 @@ def get_job_backend() -> Any:
     A CPU job runs the NumPy/BLAS kernels on either backend (engine routing), so
     importing JAX would only add its start-up time and memory.
     """
+    cfg = current_config()
     with _lock:
-        auto = _override is None and os.environ.get("XPCS_USE_JAX", "auto").strip().lower() in (
-            "", "auto",
-        )
-    if auto and not accelerator_possible():
+        auto = _override is None and cfg.backend == "auto"
+    if auto and (cfg.device == "cpu" or not accelerator_possible()):
         return get_backend("numpy")
     return get_backend()
 

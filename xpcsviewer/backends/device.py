@@ -302,6 +302,11 @@ class DeviceManager:
             self._cpu = jax.devices("cpu")[0]
         return self._cpu
 
+    @property
+    def visible_accelerators(self) -> list:
+        """Every accelerator JAX sees (whatever the environment's default choice)."""
+        return list(self._accels)
+
     def accelerator_devices(self) -> list:
         """The accelerators in use (empty unless the choice is jax-gpu)."""
         return list(self._accels) if self.has_accelerator else []
@@ -318,7 +323,8 @@ class DeviceManager:
         return f"JAX {jax.__version__}, {plat}, float64"
 
     # --- routing ---------------------------------------------------------------
-    def resolve(self, device: Any = "auto", work: float | None = None) -> Any:
+    def resolve(self, device: Any = "auto", work: float | None = None,
+                threshold: int | None = None) -> Any:
         """Resolve a job's device once, at its entry.
 
         Parameters
@@ -327,6 +333,8 @@ class DeviceManager:
             The caller's request.
         work : float, optional
             The job's work score (elements touched). ``None``: unknown, treated as large.
+        threshold : int, optional
+            The job's routing threshold (its RunConfig's); default :attr:`threshold`.
 
         Returns
         -------
@@ -348,45 +356,69 @@ class DeviceManager:
                 raise RuntimeError("device='gpu' requested but no GPU is visible to JAX")
             logger.info("device='gpu' requested but no GPU is visible; using the CPU")
             return self.cpu_device()
-        # auto
-        if not self.has_accelerator:
+        # auto: by the work score wherever an accelerator is visible (the choice is
+        # the job's, not the environment's at start-up)
+        if not self._accels:
             return None
-        if work is not None and work < self.threshold:
+        thr = self.threshold if threshold is None else int(threshold)
+        if work is not None and work < thr:
             return self.cpu_device()
         return self._accels[0]
 
-    def info(self) -> dict:
-        """Facts for ``xpcsviewer device --json``."""
+    def info(self, config: Any = None) -> dict:
+        """Facts for ``xpcsviewer device --json``, for the job configuration ``config``
+        (a RunConfig; default: the current one)."""
+        from xpcsviewer.backends import get_backend
         from xpcsviewer.backends.cache import compilation_cache_dir
+        from xpcsviewer.backends.config import current_config, use_config
 
+        cfg = current_config() if config is None else config
+        with use_config(cfg):
+            backend = get_backend().name
+        accels = self._accels if backend == "jax" else []
+        on_gpu = bool(accels) and cfg.device != "cpu"
+        if backend == "numpy":
+            choice, description = DeviceKind.NUMPY, None
+        else:
+            choice = DeviceKind.JAX_GPU if on_gpu else DeviceKind.JAX_CPU
+            description = None
         out: dict[str, Any] = {
-            "backend": self.backend_name,
-            "choice": self.choice.kind.value,
-            "description": self.describe(),
+            "backend": backend,
+            "choice": choice.value,
+            "description": description,
             "jax_version": None,
             "devices": [],
             "chosen_device": "cpu",
-            "routing_threshold": self.threshold,
+            "requested_device": cfg.device,
+            "routing_threshold": cfg.routing_threshold(),
             "x64": None,
             "cache_dir": None,
             "jax_platforms": self.settings.jax_platforms,
             "downgrades": list(self.downgrades),
         }
-        if self.backend_name == "jax":
+        if cfg.device == "gpu" and not accels:
+            out["downgrades"].append("device gpu requested: none visible, the CPU is used")
+        if backend == "jax":
             import jax
             import jax.numpy as jnp
 
             out["jax_version"] = jax.__version__
             out["devices"] = [f"{d.platform}:{d.id}" for d in jax.devices()] + [
-                f"{d.platform}:{d.id}" for d in self._accels if d not in jax.devices()
+                f"{d.platform}:{d.id}" for d in accels if d not in jax.devices()
             ]
             out["x64"] = bool(jnp.zeros(0).dtype == jnp.float64)
-            if self.has_accelerator:
-                a = self._accels[0]
+            plat = "CPU"
+            if on_gpu:
+                a = accels[0]
                 out["chosen_device"] = f"{a.platform}:{a.id}"
+                plat = a.platform.upper()
+            out["description"] = f"JAX {jax.__version__}, {plat}, float64"
             cache = compilation_cache_dir()
             out["cache_dir"] = str(cache) if cache is not None else None
         else:
+            import numpy as np
+
+            out["description"] = f"NumPy {np.__version__}, CPU, float64"
             out["x64"] = True  # NumPy computes in float64 by construction here
         return out
 
@@ -425,5 +457,14 @@ def get_device_manager() -> DeviceManager:
 
 
 def resolve_device(device: Any = "auto", work: float | None = None) -> Any:
-    """Shortcut for ``get_device_manager().resolve(device, work)``."""
-    return get_device_manager().resolve(device, work)
+    """The device of a job of ``work``: ``device`` as given, or for ``"auto"`` (and a
+    :class:`~xpcsviewer.backends.config.RunConfig`) the choice and threshold of the
+    job's run configuration (:func:`~xpcsviewer.backends.config.current_config`)."""
+    from xpcsviewer.backends.config import RunConfig, current_config
+
+    cfg = device if isinstance(device, RunConfig) else None
+    if cfg is None and isinstance(device, str) and parse_device(device) == "auto":
+        cfg = current_config()
+    if cfg is None:
+        return get_device_manager().resolve(device, work)
+    return get_device_manager().resolve(cfg.device, work, threshold=cfg.threshold)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from xpcsviewer.backends.config import RunConfig, current_config, use_config
 from xpcsviewer.batch._cluster import Where, open_client
 from xpcsviewer.io.errors import XpcsFileError, display_path, one_line
 from xpcsviewer.progress import (
@@ -120,8 +121,16 @@ def outcome_of(fn: Callable[[Any], Any], item: Any) -> ItemOutcome:
 
 
 def run_chunk(task: Callable[[Any], Any] | PerChunk,
-              chunk: Sequence[tuple[int, Any]]) -> list[ItemOutcome]:
-    """Run ``task`` on each ``(index, item)``; the unit shipped to a Dask worker."""
+              chunk: Sequence[tuple[int, Any]],
+              config: RunConfig | None = None) -> list[ItemOutcome]:
+    """Run ``task`` on each ``(index, item)`` under the client's run configuration
+    (``config``, shipped with the chunk); the unit shipped to a Dask worker."""
+    with use_config(config):
+        return _run_chunk(task, chunk)
+
+
+def _run_chunk(task: Callable[[Any], Any] | PerChunk,
+               chunk: Sequence[tuple[int, Any]]) -> list[ItemOutcome]:
     if not isinstance(task, PerChunk):
         return [_one(task, i, item) for i, item in chunk]
     whole = _one(task.fn, 0, [item for _, item in chunk])
@@ -223,6 +232,7 @@ def run_on_client(client: Any, task, items, take, check, chunk: int | None) -> N
     """The Dask loop on a connected ``distributed.Client`` (see :func:`run_batch`)."""
     from distributed import wait
 
+    config = current_config()  # the workers run each chunk under the client's
     n_workers = max(1, sum(client.nthreads().values()))
     size = _chunk_size(len(items), n_workers, chunk)
     indexed = list(enumerate(items))
@@ -236,7 +246,7 @@ def run_on_client(client: Any, task, items, take, check, chunk: int | None) -> N
     def submit_more() -> None:
         nonlocal next_submit
         while next_submit < len(chunks) and next_submit - next_emit < window:
-            fut = client.submit(run_chunk, task, chunks[next_submit], pure=False,
+            fut = client.submit(run_chunk, task, chunks[next_submit], config, pure=False,
                                 key=f"xpcs-batch-{tag}-{next_submit}")
             pending[fut] = next_submit
             next_submit += 1

@@ -10,7 +10,7 @@ def run(args: argparse.Namespace) -> int:
     """Print backend, JAX version, devices, chosen device, threshold, x64, cache folder."""
     from xpcsviewer.backends import get_device_manager
 
-    info = get_device_manager().info()
+    info = get_device_manager().info(getattr(args, "config", None))
     if args.json:
         print(json.dumps(info, indent=2))
         return 0

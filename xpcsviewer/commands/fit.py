@@ -110,7 +110,6 @@ class FitOptions:
     include_suspect: bool = False
     temperature: float | None = None
     viscosity: float | None = None
-    device: str = "auto"
 
 
 def fit_files(opts: FitOptions, items: list[dict[str, Any]],
@@ -168,7 +167,7 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
             return fit_g2(np.broadcast_to(tau, g2.shape), g2,
                           np.concatenate([d["g2_err"] for d in ds], axis=0),
                           np.concatenate([d["valid"] for d in ds], axis=0),
-                          model=opts.model, t_range=opts.t_range, device=opts.device, aux=aux)
+                          model=opts.model, t_range=opts.t_range, aux=aux)
 
         fit = outcome_of(solve, None)
         step(fit_share * UNITS * len(ds), f"least squares: {sum(ok_bins[k] for k in ks)} curves")
@@ -235,36 +234,60 @@ def _pm(v: Any, e: Any, fmt: str) -> str:
     return f"{v:{fmt}}" + ("" if e is None else f" \u00b1 {e:.2g}")
 
 
+#: shape parameters in the table, and the model that fits each
+_SHAPE_OF = {"stretch": "stretched", "fraction": "double"}
+
+
+def _row_model(r: dict[str, Any], i: int) -> str:
+    models = r.get("models")
+    return str(models[i]) if models else str(r["model"])
+
+
 def fit_table(records: list[dict[str, Any]]) -> list[str]:
-    """The fits as a text table: one line per file and q-bin (``fit`` without ``-o``)."""
+    """The fits as a text table: one line per file and q-bin (``fit`` without ``-o``).
+
+    With the automatic choice each row names its model; ``tau_s`` is that model's
+    relaxation time (the fast one, ``tau1``, of a double exponential, whose slow one
+    has its own column)."""
     if not records:
         return []
-    taus = [n for n in ("tau", "tau1", "tau2") if n in records[0]]
-    more = [n for n in ("stretch", "fraction") if n in records[0]
-            and not records[0][n].get("fixed")]
+    row_models = {_row_model(r, i) for r in records for i in range(len(r["q"]))}
+    show_model = len(row_models) > 1 or any(r["model"] == "auto" for r in records)
+    has_tau2 = "double" in row_models
+    # the shape parameters of the models that fit them
+    more = [n for n, m in _SHAPE_OF.items() if m in row_models]
     two_d = any(len(set(r["phi"])) > 1 for r in records)
     head = ["file", "bin", "q_1/A", *(["phi_deg"] if two_d else []), "status",
-            *(f"{n}_s" for n in taus), "contrast", *more, "chi2_red"]
+            *(["model"] if show_model else []), "tau_s", *(["tau2_s"] if has_tau2 else []),
+            "contrast", *more, "chi2_red"]
     rows = [head]
     for r in records:
         name = str(r["path"]).rsplit("/", 1)[-1]
         bins = r.get("bins") or list(range(1, len(r["q"]) + 1))
         for i in range(len(r["q"])):
             lo, hi = r["tau_lower_limit"][i], r["tau_upper_limit"][i]
+            model = _row_model(r, i)
             cells = [name, str(bins[i]), f"{r['q'][i]:.4g}"]
             if two_d:
                 cells.append(f"{r['phi'][i]:.4g}")
             cells.append(r["status"][i])
-            for n in taus:
-                v, e = r[n]["value"][i], r[n]["error"][i]
-                if v is None and lo is not None and n != "tau2":
-                    cells.append(f"> {lo:.3g}")
-                elif v is None and hi is not None and n != "tau2":
-                    cells.append(f"< {hi:.3g}")
-                else:
-                    cells.append(_pm(v, e, ".4g"))
+            if show_model:
+                cells.append(model)
+            first = "tau1" if model == "double" else "tau"
+            v, e = r[first]["value"][i], r[first]["error"][i]
+            if v is None and lo is not None:
+                cells.append(f"> {lo:.3g}")
+            elif v is None and hi is not None:
+                cells.append(f"< {hi:.3g}")
+            else:
+                cells.append(_pm(v, e, ".4g"))
+            if has_tau2:
+                cells.append(_pm(r["tau2"]["value"][i], r["tau2"]["error"][i], ".4g")
+                             if model == "double" else "-")
             cells.append(_pm(r["contrast"]["value"][i], r["contrast"]["error"][i], ".3f"))
-            cells += [_pm(r[n]["value"][i], r[n]["error"][i], ".3f") for n in more]
+            cells += [_pm(r[n]["value"][i], r[n]["error"][i], ".3f")
+                      if n in r and model == m else "-"
+                      for n, m in zip(more, [_SHAPE_OF[n] for n in more], strict=True)]
             chi2 = r["chi2_red"][i]
             cells.append("-" if chi2 is None else f"{chi2:.3g}")
             rows.append(cells)
@@ -334,7 +357,6 @@ def run(args: argparse.Namespace) -> int:
         include_suspect=bool(getattr(args, "include_suspect_errors", False)),
         temperature=getattr(args, "temperature", None),
         viscosity=getattr(args, "viscosity", None),
-        device=getattr(args, "device", None) or "auto",
     )
     items = file_items(args.files)
     errors: list[dict[str, str]] = []

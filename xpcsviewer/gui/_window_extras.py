@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 
 from PySide6.QtWidgets import QMessageBox
 
@@ -86,24 +85,44 @@ class WindowExtrasMixin:
         logger.info("warm-up: %s", out.get("seconds"))
 
     def _describe_backend(self) -> None:
-        from xpcsviewer.backends import get_backend, get_device_manager
+        import numpy as np
 
+        from xpcsviewer.backends import get_backend, get_device_manager, use_config
+
+        cfg = self.run_config()
         try:
-            line = get_device_manager().describe()
-            if type(get_backend()).__name__.lower().startswith("numpy") and line.startswith("JAX"):
-                import numpy as np
-
+            with use_config(cfg):
+                be = get_backend()
+            if be.name == "numpy":
                 line = f"NumPy {np.__version__}, CPU, float64"
+            else:
+                import jax
+
+                accels = get_device_manager().visible_accelerators
+                where = "CPU" if cfg.device == "cpu" or not accels else accels[0].platform.upper()
+                if where != "CPU" and cfg.device == "auto":
+                    where += " (by job size)"
+                line = f"JAX {jax.__version__}, {where}, float64"
         except Exception as exc:
             line = f"backend error: {exc}"
         self.backend_label.setText(line)
 
+    def run_config(self):
+        """The RunConfig new jobs run under (the Tools menu's choice)."""
+        from xpcsviewer.backends import current_config
+
+        return self.context.runner.config or current_config()
+
     def set_backend(self, name: str) -> None:
         """Use ``"jax"``, ``"numpy"`` or ``"auto"`` for new jobs."""
-        from xpcsviewer.backends import set_backend
+        from dataclasses import replace
+
+        from xpcsviewer.backends import get_backend
 
         try:
-            set_backend(None if name == "auto" else name)
+            if name == "jax":
+                get_backend("jax")  # an absent JAX is said now, not at the next job
+            self.context.runner.config = replace(self.run_config(), backend=name)
         except Exception as exc:
             self.context.report_error(exc)
             self.backend_actions["auto"].setChecked(True)
@@ -111,10 +130,9 @@ class WindowExtrasMixin:
 
     def set_device(self, name: str) -> None:
         """Route new jobs to ``"auto"``, ``"cpu"`` or ``"gpu"`` (falls back if absent)."""
-        from xpcsviewer.backends import DeviceManager
+        from dataclasses import replace
 
-        os.environ["XPCS_DEVICE"] = name
-        DeviceManager.reset()
+        self.context.runner.config = replace(self.run_config(), device=name)
         self._describe_backend()
 
     # ----------------------------------------------------------------- view

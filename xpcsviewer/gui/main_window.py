@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -308,7 +307,14 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
             a.setCheckable(True)
             grp.addAction(a)
             self.backend_actions[key] = a
-        self.backend_actions["auto"].setChecked(True)
+        # the window's jobs run under the configuration it was opened with (the
+        # command line's flags over the environment); the menus change it
+        from xpcsviewer.backends import current_config
+
+        if self.context.runner.config is None:
+            self.context.runner.config = current_config()
+        cfg = self.context.runner.config
+        self.backend_actions[cfg.backend].setChecked(True)
         dm = m.addMenu("Device")
         grp = QActionGroup(self)
         self.device_actions = {}
@@ -317,9 +323,7 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
             a.setCheckable(True)
             grp.addAction(a)
             self.device_actions[key] = a
-        self.device_actions[os.environ.get("XPCS_DEVICE", "auto").lower()
-                            if os.environ.get("XPCS_DEVICE", "auto").lower() in self.device_actions
-                            else "auto"].setChecked(True)
+        self.device_actions[cfg.device].setChecked(True)
 
         m = mb.addMenu("&Help")
         self._action(m, "&Keyboard Shortcuts", self.show_shortcuts, "F1")

@@ -206,10 +206,11 @@ class ComputeWorker(QRunnable):
     """
 
     def __init__(self, fn: Callable[..., Any], *args: Any, request_id: int = -1,
-                 **kwargs: Any) -> None:
+                 config: Any = None, **kwargs: Any) -> None:
         super().__init__()
         self.setAutoDelete(False)
         self.fn = fn
+        self.config = config  # the RunConfig the job runs under (None: defaults)
         self.args = args
         self.kwargs = kwargs
         self.request_id = request_id
@@ -243,8 +244,12 @@ class ComputeWorker(QRunnable):
         try:
             if self.token.cancelled:
                 raise Cancelled()
-            out = self.fn(*self.args, progress=self._progress, cancel=self.token, **self.kwargs)
-            out = to_numpy_tree(out)
+            from xpcsviewer.backends import use_config
+
+            with use_config(self.config):
+                out = self.fn(*self.args, progress=self._progress, cancel=self.token,
+                              **self.kwargs)
+                out = to_numpy_tree(out)
         except (Cancelled, KeyboardInterrupt):  # Ctrl-C of a command (snapshot)
             sig.sigCancelled.emit()
         except Exception as exc:  # every failure goes to the error sink, never a crash
@@ -466,6 +471,9 @@ class TaskRunner(QObject):
         self._latest: dict[str, int] = {}
         self._jobs: dict[int, _Job] = {}
         self._closed = False
+        #: The RunConfig (backend, device) of the jobs submitted from now on; the
+        #: Tools menu replaces it. None: the environment's defaults.
+        self.config: Any = None
         _LIVE_RUNNERS.add(self)
         gui_thread_gc()  # before the first job can run in a worker
 
@@ -526,7 +534,7 @@ class TaskRunner(QObject):
         self._next_id += 1
         rid = self._next_id
         self._latest[key] = rid
-        worker = ComputeWorker(fn, *args, request_id=rid, **kwargs)
+        worker = ComputeWorker(fn, *args, request_id=rid, config=self.config, **kwargs)
         job = _Job(key, rid, worker, on_result, on_error, on_progress, description)
         was_busy = self.is_busy
         self._jobs[rid] = job
