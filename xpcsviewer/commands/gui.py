@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from xpcsviewer.commands._display import NO_DISPLAY_HINT, has_display
+from xpcsviewer.gui.platform_check import NO_DISPLAY_HINT, has_display
 
 
 def launch(paths: list[str], fit_tab: str | None = None) -> int:

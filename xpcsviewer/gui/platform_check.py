@@ -1,4 +1,5 @@
-"""Before Qt starts on Linux: are the system libraries of the X11 (xcb) plugin there?
+"""Before Qt starts: is there a screen, and on Linux are the system libraries of the X11
+(xcb) plugin there? (No Qt import: the command line asks too.)
 
 Without them Qt prints "could not load the Qt platform plugin "xcb"" and aborts the
 process. We ask the dynamic linker (``ldd``) which libraries of the plugin are not
@@ -14,7 +15,24 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["debian_package", "display_problem", "missing_libraries", "xcb_libraries_missing"]
+__all__ = ["NO_DISPLAY_HINT", "debian_package", "display_problem", "has_display",
+           "missing_libraries", "xcb_libraries_missing"]
+
+NO_DISPLAY_HINT = (
+    "No display found (DISPLAY and WAYLAND_DISPLAY are unset), so no window can open.\n"
+    "Run it on a desktop or over `ssh -X`, or render tabs offscreen instead:\n"
+    "  QT_QPA_PLATFORM=offscreen xpcsviewer snapshot FILE --tab g2 -o g2.png\n"
+    "or run under a virtual screen: xvfb-run xpcsviewer FOLDER"
+)
+
+
+def has_display() -> bool:
+    """True where Qt can show a window (or a platform plugin was chosen explicitly)."""
+    if os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 _NOT_FOUND = re.compile(r"^\s*(\S+)\s+=>\s+not found", re.MULTILINE)
 

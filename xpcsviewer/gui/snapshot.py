@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from xpcsviewer.commands._display import has_display
+from xpcsviewer.gui.platform_check import has_display
 
 __all__ = ["WAIT_MS", "render_snapshot"]
 
