@@ -11,15 +11,13 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.averaging import (
+from xpcsviewer.compute.averaging import PointAccumulator, baseline_value, robust_z
+from xpcsviewer.jobs.average import (
     AverageOptions,
     IncompatibleFilesError,
     NoFilesAcceptedError,
-    PointAccumulator,
     UnreadableFilesError,
     average_files,
-    baseline_value,
-    robust_z,
     screen_files,
 )
 from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d, write_result

@@ -12,7 +12,7 @@ import pytest
 from matplotlib.collections import QuadMesh
 from matplotlib.container import ErrorbarContainer
 
-from xpcsviewer.compute.averaging import AverageOptions, AverageSummary, FileStat
+from xpcsviewer.jobs.average import AverageOptions, AverageSummary, FileStat
 from xpcsviewer.export import FIGURE_KINDS, make_figure, save_figure
 from xpcsviewer.export.figures import AVERAGE_STATISTICS
 from xpcsviewer.fitting.stability import drift_text, fit_partial_snapshots

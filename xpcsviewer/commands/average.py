@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from xpcsviewer.compute.averaging import (
+from xpcsviewer.jobs.average import (
     AverageOptions,
     IncompatibleFilesError,
     NoFilesAcceptedError,

@@ -242,7 +242,7 @@ def _fig_average(
         raise ValueError(
             f"statistic must be one of {sorted(AVERAGE_STATISTICS)}, got {statistic!r}"
         )
-    from xpcsviewer.compute.averaging import (
+    from xpcsviewer.jobs.average import (
         AverageOptions,
         IncompatibleFilesError,
         screen_files,

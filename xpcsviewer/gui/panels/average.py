@@ -1,8 +1,8 @@
 """Average: screen repeat measurements for outliers and average them into a new file.
 
 The options are those of ``xpcsviewer average``; the work is
-:func:`xpcsviewer.compute.averaging.screen_files` ("Check") and
-:func:`~xpcsviewer.compute.averaging.average_files` ("Run"), in a worker with
+:func:`xpcsviewer.jobs.average.screen_files` ("Check") and
+:func:`~xpcsviewer.jobs.average.average_files` ("Run"), in a worker with
 progress and cancel. The plot shows the chosen per-file statistic with its
 threshold lines; the table lists every rejected file with its reason.
 """
@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from xpcsviewer.compute.averaging import (
+from xpcsviewer.jobs.average import (
     AverageOptions,
     AverageSummary,
     IncompatibleFilesError,
