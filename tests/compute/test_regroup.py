@@ -20,7 +20,8 @@ from xpcsviewer.compute.masking import polygon
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.partition import make_partition, restrict_partition
 from xpcsviewer.compute.qmap import compute_qmap
-from xpcsviewer.compute.regroup import correlated_pixels, regroup_file, regroup_g2
+from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2
+from xpcsviewer.jobs.regroup import regroup_file
 from xpcsviewer.fitting import fit_g2
 from xpcsviewer.io import read_g2_stack_delay, read_result
 from xpcsviewer.synthetic.defects import beamstop_fan

@@ -2,7 +2,7 @@
 
 Re-bins a file's per-pixel G2/IP/IF stack (written with ``correlate --save-g2-pixel``)
 with another partition and/or mask into a new result file; the source is never
-changed. The same code as the G2 tab (:mod:`xpcsviewer.compute.regroup`).
+changed. The same code as the G2 tab (:mod:`xpcsviewer.jobs.regroup`).
 Exit codes: 0 written; 2 a refused output; 3 unreadable inputs, no stack, or a
 partition or mask of another detector shape.
 """
@@ -19,7 +19,7 @@ PROG = "xpcsviewer regroup"
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer regroup``; returns the exit code."""
-    from xpcsviewer.compute.regroup import regroup_file, write_regrouped
+    from xpcsviewer.jobs.regroup import regroup_file, write_regrouped
     from xpcsviewer.io import read_qmap
     from xpcsviewer.io.masks import read_mask
     from xpcsviewer.io.outputs import check_output

@@ -10,8 +10,8 @@ g2 and errors (to the float32 precision of the stored stack).
 
 Only pixels the file correlated can be regrouped: a new partition is restricted to
 them (:func:`~xpcsviewer.compute.partition.restrict_partition`), and bins left
-without such pixels are dropped. Shared by ``xpcsviewer regroup`` and the G2 tab.
-Pure functions over NumPy float64; they may run off the GUI thread.
+without such pixels are dropped. Pure functions over NumPy float64; the file-level job
+shared by ``xpcsviewer regroup`` and the G2 tab is :mod:`xpcsviewer.jobs.regroup`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,10 +33,8 @@ from xpcsviewer.progress import CancelToken, ProgressCallback, report
 __all__ = [
     "Regrouped",
     "correlated_pixels",
-    "regroup_file",
     "regroup_g2",
     "regrouped_result",
-    "write_regrouped",
 ]
 
 PlaneReader = Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -164,63 +161,3 @@ def regrouped_result(source: XpcsResult, reg: Regrouped, saxs_2d: np.ndarray,
         source, analysis_type=("Multitau",), layout="nexus", qmap=qm,
         saxs_1d=saxs, saxs_1d_segments=saxs[None, :], multitau=mt,
         twotime=None, metadata=meta, warnings=[])
-
-
-def regroup_file(
-    path: str | Path,
-    qmap: QMap | None = None,
-    mask: np.ndarray | None = None,
-    *,
-    progress: ProgressCallback | None = None,
-    cancel: CancelToken | None = None,
-) -> tuple[XpcsResult, np.ndarray]:
-    """Regroup a result file's per-pixel stack: the CLI's and the G2 tab's one entry.
-
-    Parameters
-    ----------
-    path : path
-        A multi-tau result file with ``unnormalized_G2`` (in-file or side file).
-    qmap : QMap, optional
-        The partition (default: the file's own).
-    mask : (H, W) bool, optional
-        Extra valid-pixel mask (True = keep), applied to the partition's bins.
-
-    Returns
-    -------
-    result : XpcsResult
-        Ready for :func:`xpcsviewer.io.writer.write_result`.
-    saxs_2d : (H, W) float64
-        The source image, for the writer.
-    """
-    from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d
-
-    src = read_result(path)
-    if src.multitau is None or not src.multitau.has_unnormalized_G2:
-        from xpcsviewer.io.errors import XpcsFileError
-
-        raise XpcsFileError(path, "no per-pixel G2 stack to regroup",
-                            dataset="/xpcs/multitau/unnormalized_G2",
-                            expected="a file written with --save-g2-pixel")
-    qm = src.qmap if qmap is None else qmap
-    if qm.shape != src.qmap.shape:
-        raise ValueError(f"partition of shape {qm.shape} for a {src.qmap.shape} detector")
-    notes = ["own partition" if qmap is None else "another partition"]
-    if mask is not None:
-        qm = restrict_partition(qm, mask)
-        notes.append(f"mask excludes {int((~np.asarray(mask, bool)).sum())} pixels")
-    reg = regroup_g2(lambda k: read_g2_stack_delay(path, k), src.multitau.delay_frames.size,
-                     qm, correlated_pixels(src.qmap), progress=progress, cancel=cancel)
-    img = read_saxs_2d(path)
-    return regrouped_result(src, reg, img, "; ".join(notes)), img
-
-
-def write_regrouped(out: str | Path, result: XpcsResult, saxs_2d: np.ndarray,
-                    inputs: list[str | Path], overwrite: bool = False) -> Path:
-    """Write a regrouped result under the one output rule (never an input; no
-    replacing without ``overwrite``), atomically. Returns the written path."""
-    from xpcsviewer.io.outputs import check_output
-    from xpcsviewer.io.writer import write_result
-
-    check_output(out, inputs, overwrite)
-    res = dataclasses.replace(result, path=Path(out))
-    return write_result(out, res, saxs_2d=saxs_2d, overwrite=True)

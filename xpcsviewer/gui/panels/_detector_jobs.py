@@ -219,10 +219,10 @@ def _temp_dir() -> Path:
 
 def regroup_job(path: str, qmap: Any | None, mask: np.ndarray | None, out_dir: str | None,
                 tag: str, progress=None, cancel=None) -> dict:
-    """Regroup a file's stack (:func:`xpcsviewer.compute.regroup.regroup_file`) and write
+    """Regroup a file's stack (:func:`xpcsviewer.jobs.regroup.regroup_file`) and write
     the result to a new file in ``out_dir`` (default: a per-user temporary folder),
     so that every tab can open it like any file. Never writes over anything."""
-    from xpcsviewer.compute.regroup import regroup_file, write_regrouped
+    from xpcsviewer.jobs.regroup import regroup_file, write_regrouped
     from xpcsviewer.io.g2stack import g2_side_path
 
     result, img = regroup_file(path, qmap, mask, progress=progress, cancel=cancel)
@@ -242,7 +242,7 @@ def regroup_job(path: str, qmap: Any | None, mask: np.ndarray | None, out_dir: s
 def save_regrouped_job(dest: str, result: Any, saxs_2d: np.ndarray, inputs: list[str],
                        overwrite: bool, progress=None, cancel=None) -> str:
     """"Save as": the regrouped result in a new file (never an input)."""
-    from xpcsviewer.compute.regroup import write_regrouped
+    from xpcsviewer.jobs.regroup import write_regrouped
 
     report(progress, cancel, 0, 1, f"writing {Path(dest).name}")
     return str(write_regrouped(dest, result, saxs_2d, inputs, overwrite))

@@ -4,7 +4,7 @@ Shows per-pixel g2 = G2 / (IP IF), or G2, IP, IF, at the delay chosen with the s
 (one delay plane is read per view, in a worker), with levels and colour map, and the
 Detector tab's mask on top. *Regroup* re-bins g2 and its errors from the stack with
 the file's own partition, a q-map file, or the partition drawn in the Detector tab,
-optionally with the Detector tab's mask (:func:`xpcsviewer.compute.regroup.regroup_file`,
+optionally with the Detector tab's mask (:func:`xpcsviewer.jobs.regroup.regroup_file`,
 the code of ``xpcsviewer regroup``); the result is written to a new file in a
 temporary folder and added to the targets, so the g2 tab (and every other tab) shows
 and fits it like any file. *Save as* writes it where you choose (never over an input).
