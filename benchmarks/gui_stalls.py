@@ -91,7 +91,7 @@ def write_g2_stack(folder: Path) -> Path:
 
     import numpy as np
 
-    from xpcsviewer.io.g2stack import write_result_with_g2_stack
+    from xpcsviewer.io.writer import write_result_with_g2_stack
 
     shape = (1676, 2100)
     res, extras = simulated_result("P3M", shape, 300, seed=3)

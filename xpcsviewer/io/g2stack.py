@@ -10,7 +10,7 @@ result file links to it with a relative HDF5 ExternalLink at
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,6 @@ __all__ = [
     "g2_side_path",
     "link_g2_stack",
     "open_g2_stack_writer",
-    "write_result_with_g2_stack",
 ]
 
 G2_SIDE_DATASET = "/G2IPIF"
@@ -147,29 +146,3 @@ def link_g2_stack(group: h5py.Group, side_name: str) -> None:
     if "unnormalized_G2" in group:
         del group["unnormalized_G2"]
     group["unnormalized_G2"] = h5py.ExternalLink(side_name, G2_SIDE_DATASET)
-
-
-def write_result_with_g2_stack(path: str | Path, produce: Callable[[G2StackWriter], Any],
-                               n_delays: int, shape: tuple[int, int], *,
-                               overwrite: bool = False) -> tuple[Path, Any]:
-    """Make a result while streaming its G2 stack to the side file, then write both.
-
-    ``produce(sink)`` computes the result, calling ``sink(k, plane)`` for every delay,
-    and returns an object with ``result``, ``saxs_2d`` and ``c2_maps`` (e.g. a
-    :class:`~xpcsviewer.compute.pipeline.CorrelatedResult`). The side file is
-    complete (renamed) before the result file that links to it is written; if that
-    fails, the side file is removed too. Returns the result's path and what
-    ``produce`` returned.
-    """
-    from xpcsviewer.io.writer import write_result
-
-    side = g2_side_path(path)
-    with open_g2_stack_writer(side, n_delays, shape, overwrite=overwrite) as sink:
-        made = produce(sink)
-    try:
-        out = write_result(path, made.result, saxs_2d=made.saxs_2d, c2_maps=made.c2_maps,
-                           g2_stack_file=side.name, overwrite=overwrite)
-    except BaseException:
-        side.unlink(missing_ok=True)  # no side file without its result
-        raise
-    return out, made

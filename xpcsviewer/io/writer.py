@@ -18,11 +18,17 @@ import h5py
 import numpy as np
 
 from xpcsviewer.io.errors import display_path
-from xpcsviewer.io.g2stack import link_g2_stack
+from xpcsviewer.io.g2stack import (
+    G2StackWriter,
+    g2_side_path,
+    link_g2_stack,
+    open_g2_stack_writer,
+)
 from xpcsviewer.io.model import QMap, XpcsResult
 from xpcsviewer.io.outputs import atomic_path, check_h5_output, open_h5_output
 
-__all__ = ["atomic_h5", "write_qmap_file", "write_qmap_group", "write_result"]
+__all__ = ["atomic_h5", "write_qmap_file", "write_qmap_group", "write_result",
+           "write_result_with_g2_stack"]
 
 QMAP_VERSION = "xpcsviewer-1"
 
@@ -433,3 +439,27 @@ def write_result(
             if unit:
                 grp[name].attrs["units"] = unit
     return Path(path)
+
+
+def write_result_with_g2_stack(path: str | Path, produce: Callable[[G2StackWriter], Any],
+                               n_delays: int, shape: tuple[int, int], *,
+                               overwrite: bool = False) -> tuple[Path, Any]:
+    """Make a result while streaming its G2 stack to the side file, then write both.
+
+    ``produce(sink)`` computes the result, calling ``sink(k, plane)`` for every delay,
+    and returns an object with ``result``, ``saxs_2d`` and ``c2_maps`` (e.g. a
+    :class:`~xpcsviewer.compute.pipeline.CorrelatedResult`). The side file is
+    complete (renamed) before the result file that links to it is written; if that
+    fails, the side file is removed too. Returns the result's path and what
+    ``produce`` returned.
+    """
+    side = g2_side_path(path)
+    with open_g2_stack_writer(side, n_delays, shape, overwrite=overwrite) as sink:
+        made = produce(sink)
+    try:
+        out = write_result(path, made.result, saxs_2d=made.saxs_2d, c2_maps=made.c2_maps,
+                           g2_stack_file=side.name, overwrite=overwrite)
+    except BaseException:
+        side.unlink(missing_ok=True)  # no side file without its result
+        raise
+    return out, made
