@@ -126,7 +126,7 @@ def tiny_demo_dir(tmp_path_factory) -> Path:
 
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Collect on the main thread between tests once the GUI has switched automatic
-    collection off (gui.workers.gui_thread_gc): tests without an event loop would
+    collection off (gui.gui_gc.gui_thread_gc): tests without an event loop would
     otherwise never collect their reference cycles."""
     import sys
 

@@ -1,4 +1,4 @@
-"""Cyclic garbage is collected on the GUI thread only (gui.workers.gui_thread_gc).
+"""Cyclic garbage is collected on the GUI thread only (gui.gui_gc.gui_thread_gc).
 
 A collection in a worker thread could destroy a Qt wrapper there and deadlock against
 the GUI thread (seen: the Average tab's figure export hung the test run for good).

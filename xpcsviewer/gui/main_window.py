@@ -30,6 +30,7 @@ from xpcsviewer.gui import session as session_mod
 from xpcsviewer.gui._window_extras import PROGRESS_WIDTH, WindowExtrasMixin
 from xpcsviewer.gui._window_session import WindowSessionMixin
 from xpcsviewer.gui._window_tabs import WindowTabsMixin
+from xpcsviewer.gui._window_targets import WindowTargetsMixin, load_targets
 from xpcsviewer.gui.browser import DataBrowser
 from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.empty_state import EmptyState
@@ -39,10 +40,8 @@ from xpcsviewer.gui.resources import app_icon
 from xpcsviewer.gui.workers import (
     ErrorInfo,
     TaskRunner,
-    friendly_message,
     warmup_enabled,
 )
-from xpcsviewer.io.errors import display_path
 
 __all__ = ["MainWindow", "UnavailablePanel", "load_targets", "warmup_enabled"]
 
@@ -54,31 +53,6 @@ logger = logging.getLogger(__name__)
 CLOSE_WAIT_MS = 800
 #: Contexts of closed windows whose cancelled jobs were still running.
 _DETACHED: list = []
-
-
-def load_targets(paths: list[str], loader, progress=None, cancel=None) -> tuple[list, list]:
-    """Open result files one by one (worker job); failures are collected, not raised.
-
-    Returns
-    -------
-    results : list of XpcsResult
-        In the order of ``paths``, without the files that failed.
-    errors : list of (path, message, retry)
-        ``retry`` is True for a file another program is still writing.
-    """
-    results, errors = [], []
-    for i, p in enumerate(paths):
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        if progress is not None:
-            progress(i, len(paths), f"reading {display_path(Path(p).name)}")
-        try:
-            results.append(loader(p))
-        except Exception as exc:  # one bad file must not stop the others
-            errors.append((p, friendly_message(exc), bool(getattr(exc, "retry", False))))
-    if progress is not None:
-        progress(len(paths), len(paths), "done")
-    return results, errors
 
 
 class UnavailablePanel(BasePanel):
@@ -103,7 +77,8 @@ _TITLES = {"saxs2d": "SAXS-2D", "saxs1d": "SAXS-1D", "stability": "Stability",
            "twotime": "Two-Time", "qmap": "Q-Map", "metadata": "Metadata"}
 
 
-class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWindow):
+class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin,
+                 QMainWindow):
     """The XPCS Viewer window.
 
     Parameters
@@ -328,165 +303,6 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         m = mb.addMenu("&Help")
         self._action(m, "&Keyboard Shortcuts", self.show_shortcuts, "F1")
         self._action(m, "&About", self.show_about)
-
-    # ------------------------------------------------------------- targets
-    def _on_targets_changed(self, paths: list[str]) -> None:
-        self._loading = True
-        self.context.runner.submit(
-            "window:load", load_targets, list(paths), self.context.load_result,
-            on_result=self._on_targets_loaded, description="Opening files")
-        self._update_central()
-
-    def _on_targets_loaded(self, out: tuple[list, list]) -> None:
-        results, errors = out
-        self._loading = False
-        self.load_errors = [(p, m) for p, m, _r in errors]
-        waiting = [p for p, _m, r in errors if r]
-        self._watch_for_retry(waiting)
-        marks = {}
-        for path, msg, retry in errors:
-            name = display_path(Path(path).name)
-            # the message names the file once, by its name (the path is in the details)
-            msg = msg.replace(display_path(str(path)), name)
-            if name not in msg:
-                msg = f"{name}: {msg}"
-            if retry:
-                msg = f"{msg}; it opens when the writer is done"
-            marks[str(path)] = msg
-            self.context.report_error(ErrorInfo(
-                "FileBeingWritten" if retry else "XpcsFileError", msg,
-                f"{display_path(str(path))}\n{msg}", -1))
-        self.browser.mark_targets(marks)
-        self.results = list(results)
-        self.context.set_targets(self.results)
-        cur = self.current_index()
-        for panel in self.panels.values():
-            panel.set_current(cur)
-            panel.set_results(self.results)
-        self.update_tab_states()
-        self._update_central()
-        note, self._open_note = getattr(self, "_open_note", ""), ""
-        if results and not errors:
-            self.context.show_status(f"{len(results)} file(s) open" + (f"; {note}" if note else ""))
-        self.sigTargetsLoaded.emit(self.results)
-
-    def _watch_for_retry(self, paths: list[str]) -> None:
-        """Open these targets again when they (or their folders) change (GUI thread).
-
-        A correlator writes a result in place or renames a finished temporary
-        over it; either way the file or its folder changes.
-        """
-        self.waiting_paths = list(paths)
-        w = self._retry_watcher
-        for old in (*w.files(), *w.directories()):
-            w.removePath(old)
-        for p in paths:
-            w.addPath(str(p))
-            w.addPath(str(Path(p).parent))
-
-    def _on_waiting_changed(self, _path: str) -> None:
-        self._retry_timer.start()
-
-    def _retry_waiting(self) -> None:
-        if self.waiting_paths:
-            self._on_targets_changed(self.browser.target_paths())
-
-    def current_index(self) -> int:
-        """Index into :attr:`results` of the current target (0 if none is current)."""
-        paths = self.browser.target_paths()
-        row = self.browser.current_index()
-        if row < 0 or row >= len(paths):
-            return 0
-        loaded = [str(r.path) for r in self.results]
-        try:
-            return loaded.index(str(Path(paths[row])))
-        except ValueError:
-            return 0
-
-    def _on_current_changed(self, _row: int) -> None:
-        cur = self.current_index()
-        for panel in self.panels.values():
-            panel.set_current(cur)
-
-    def _replot_current(self) -> None:
-        panel = self.current_panel()
-        if panel is not None:
-            panel.set_results(self.results)
-
-    def open_and_fit(self, paths: list[str], tab: str = "g2") -> None:
-        """Open ``paths``, show ``tab`` and, once its curves are drawn, fit them (least
-        squares): the first look of ``xpcsviewer demo`` shows what the app is for."""
-        panel = self.panels.get(tab)
-
-        def fit_once() -> None:
-            panel.sigUpdated.disconnect(fit_once)
-            if self.results and hasattr(panel, "run_fit"):
-                panel.run_fit()
-
-        if panel is not None and hasattr(panel, "run_fit"):
-            panel.sigUpdated.connect(fit_once)
-            self.select_tab(tab)
-        self.open_paths(paths)
-
-    def open_paths(self, paths: list[str]) -> None:
-        """Open a folder (first folder given) and/or add files as targets.
-
-        A folder alone opens with a target: the restored session's targets when they
-        lie in it, else the folder's first file (see :meth:`_on_scanned`).
-        """
-        files, folder = [], None
-        for p in paths:
-            if Path(p).is_dir():
-                folder = str(p)
-                self.browser.open_folder(folder)
-            else:
-                files.append(str(Path(p).resolve()))
-        if files:
-            if not self.browser.folder:
-                self.browser.open_folder(str(Path(files[0]).parent))
-            self.browser.add_paths(files)
-        elif folder is not None:
-            self._first_file_of = str(Path(self.browser.folder).resolve())
-
-    def _on_folder_listing(self, _folder: str) -> None:
-        self._listed_n = None
-        self._update_central()
-
-    def _on_scanned(self, n: int) -> None:
-        self._listed_n = int(n)
-        folder, self._first_file_of = getattr(self, "_first_file_of", None), None
-        self._update_central()
-        if folder is None or str(Path(self.browser.folder).resolve()) != folder:
-            return
-        targets = self.browser.target_paths()
-        if targets and all(str(Path(t).resolve().parent) == folder for t in targets):
-            return  # the restored session's targets are in this folder
-        if self.open_first_file() and targets:
-            self._open_note = "the previous targets were in another folder"
-
-    def open_first_file(self) -> bool:
-        """Make the first listed file the only target (False when there is none)."""
-        entries = self.browser.visible_entries()
-        if not entries:
-            return False
-        self.browser.set_targets([entries[0].path])
-        return True
-
-    def _update_central(self) -> None:
-        """Tabs when files are open, else the page that says what to do next."""
-        if self.results:
-            self.central.setCurrentWidget(self.tabs)
-            return
-        b = self.browser
-        n_targets = len(b.target_paths())
-        if n_targets and self._loading:
-            self.empty_state.describe(b.folder, len(b.entries), n_targets)
-        elif n_targets and self.load_errors:
-            self.empty_state.describe(b.folder, len(b.entries), n_targets,
-                                      [f"{Path(p).name}: {m}" for p, m in self.load_errors])
-        else:
-            self.empty_state.describe(b.folder or None, self._listed_n)
-        self.central.setCurrentWidget(self.empty_state)
 
     def _on_open_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(

@@ -420,7 +420,7 @@ class DetectorPanel(BasePanel):
 
     def load_mask(self, path: str) -> int | None:
         """Replace the mask by a mask file's (worker; undoable)."""
-        h, res = self.history(), self.current_result()
+        h = self.history()
         if h is None:
             return None
         return self.submit("mask", _load_mask_job, path, h.shape, h.current, h.version,
