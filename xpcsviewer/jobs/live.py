@@ -460,6 +460,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
                 end = "stopped"
                 break
             st = fol.poll()
+            t_poll = time.monotonic()
             target = st.complete
             if st.expected:
                 target = min(target, st.expected)
@@ -472,11 +473,12 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
             if st.writer == "closed" and st.readable:
                 end = "closed"
                 break
+            # measured at the poll: time spent here (a slow first fit) is not the writer's
             if fol.last_growth is None:
-                if now - fol.t0 > opts.start_wait:
+                if t_poll - fol.t0 > opts.start_wait:
                     raise TimeoutError(f"no frame in {opts.start_wait:g} s "
                                        f"({st.note or 'no data'})")
-            elif now - fol.last_growth >= opts.idle:
+            elif t_poll - fol.last_growth >= opts.idle:
                 end = "idle"
                 break
             if now - fol.t_update >= opts.every:
