@@ -210,6 +210,8 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         self.empty_state.sigOpenFolder.connect(self.browser._on_browse_clicked)
         self.empty_state.sigOpenFirst.connect(self.open_first_file)
         self.empty_state.sigPathsDropped.connect(self.open_paths)
+        self.empty_state.sigLive.connect(self.show_live)
+        self._tabs_pinned = False  # the Live tab was asked for: tabs even without files
         self.central = QStackedWidget()
         self.central.addWidget(self.empty_state)
         self.central.addWidget(self.tabs)
@@ -300,6 +302,8 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         self.addAction(esc)
 
         m = mb.addMenu("&Tools")
+        self._action(m, "&Live Acquisition\u2026", self.show_live, "Ctrl+L",
+                     "Correlate an acquisition while the detector writes it")
         bm = m.addMenu("Backend")
         grp = QActionGroup(self)
         self.backend_actions = {}
@@ -460,6 +464,12 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         if self.open_first_file() and targets:
             self._open_note = "the previous targets were in another folder"
 
+    def show_live(self) -> None:
+        """Show the Live tab, with or without files open."""
+        self._tabs_pinned = True
+        self.central.setCurrentWidget(self.tabs)
+        self.select_tab("live")
+
     def open_first_file(self) -> bool:
         """Make the first listed file the only target (False when there is none)."""
         entries = self.browser.visible_entries()
@@ -469,8 +479,9 @@ class MainWindow(WindowTabsMixin, WindowExtrasMixin, WindowSessionMixin, QMainWi
         return True
 
     def _update_central(self) -> None:
-        """Tabs when files are open, else the page that says what to do next."""
-        if self.results:
+        """Tabs when files are open (or Live was asked for), else the page that says
+        what to do next."""
+        if self.results or self._tabs_pinned:
             self.central.setCurrentWidget(self.tabs)
             return
         b = self.browser

@@ -35,7 +35,7 @@ from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.live_source import RAW_DATASET, SourceNotReady, open_live_source
 from xpcsviewer.progress import CancelToken, Cancelled
 
-__all__ = ["LiveOptions", "LiveUpdate", "LiveView", "fit_output_path", "follow"]
+__all__ = ["LiveOptions", "LiveUpdate", "LiveView", "fit_output_path", "follow", "qmap_beside"]
 
 #: points of the intensity trace handed to a view (bucket means)
 TRACE_POINTS = 2000
@@ -519,3 +519,38 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         return final
     finally:
         src.close()
+
+
+def qmap_beside(source: str | os.PathLike) -> Path | None:
+    """A q-map (partition) file beside a raw source, or None.
+
+    Looks in the source's folder (a folder source: in it, then beside it) for HDF5 files
+    whose name says ``qmap``, ``partition`` or ``mask`` and that hold a ``/qmap`` group;
+    the newest wins.
+    """
+    import h5py
+
+    p = Path(source)
+    folders = [p] if p.is_dir() else []
+    folders.append(p.parent if p.name else p)
+    found: list[tuple[float, Path]] = []
+    for folder in dict.fromkeys(folders):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            low = name.lower()
+            if not low.endswith((".h5", ".hdf", ".hdf5")) or not any(
+                    w in low for w in ("qmap", "partition", "mask")):
+                continue
+            cand = folder / name
+            try:
+                with h5py.File(cand, "r", locking=False) as f:
+                    if "qmap" in f:
+                        found.append((cand.stat().st_mtime, cand))
+            except OSError:
+                continue
+        if found:
+            break
+    return max(found)[1] if found else None
