@@ -23,6 +23,8 @@ def test_live_json_events_fit_and_final(small_qmap, writer, tmp_path, tools, cap
     assert code == 0
     assert w.wait() == 0
     lines = [json.loads(x) for x in capfd.readouterr().out.splitlines() if x.strip()]
+    assert lines[0]["event"] == "ready" and lines[0]["fit"]
+    lines = lines[1:]
     assert lines and lines[-1]["event"] == "final"
     assert all(e["event"] == "update" and e["partial"] for e in lines[:-1])
     frames = [e["frames"] for e in lines]

@@ -5,7 +5,8 @@ frame-block files (:func:`xpcsviewer.jobs.live.follow`); every ``--every`` secon
 partial result is written atomically to OUT.hdf (``/xpcs/live/partial`` true) and, with
 ``--fit``, fitted by the ``fit`` command's own entry point (OUT_fit.json). The final
 file equals ``xpcsviewer correlate`` of the complete frames and is fitted.
-``--json-events`` prints one JSON line per update on stdout. Ctrl-C finishes with the
+``--json-events`` prints one JSON line per update on stdout (and a first ``ready`` line
+once the kernels and fits are loaded). Ctrl-C finishes with the
 frames read so far (the file keeps ``partial`` true; exit 130).
 """
 
@@ -69,9 +70,15 @@ def run(args: argparse.Namespace) -> int:
         elif not quiet:
             print(_status_line(up), file=sys.stderr, flush=True)
 
+    def on_ready(ev: dict) -> None:
+        if args.json_events:
+            print(json.dumps(ev), flush=True)
+        elif not quiet:
+            print(f"ready: following {ev['source']}", file=sys.stderr, flush=True)
+
     final = follow(args.source, qm, args.output, opts,
                    fitter=partial(fit_result_files, model=args.model) if args.fit else None,
-                   on_update=on_update, stop=lambda: bool(interrupted()))
+                   on_update=on_update, on_ready=on_ready, stop=lambda: bool(interrupted()))
     if not quiet:
         how = {"expected": "reached the expected frame count",
                "closed": "the writer closed the file", "idle": "no new frames",

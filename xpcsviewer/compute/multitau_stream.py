@@ -37,6 +37,11 @@ __all__ = ["GrowingMultitauCorrelator", "GrowingScattering", "StreamingMultitau"
 
 #: frames the state is first sized for when the caller cannot say
 DEFAULT_CAPACITY = 4096
+#: levels are allocated for this many frames from the start (detectors up to
+#: PREALLOC_MAX_PIXELS correlated pixels: ~4 MB of untouched zeros per level and array
+#: for 65536 pixels); larger detectors allocate as they grow
+PREALLOC_FRAMES = 1 << 20
+PREALLOC_MAX_PIXELS = 1 << 18
 
 
 class GrowingMultitauCorrelator(MultitauCorrelator):
@@ -51,7 +56,11 @@ class GrowingMultitauCorrelator(MultitauCorrelator):
                  cpu_kernel: bool = False) -> None:
         super().__init__(pixels, max(int(capacity), 2), delays_per_level, normalize_frame,
                          backend=get_backend("numpy"), device=None, cpu_kernel=cpu_kernel)
-        self._add_levels(max(len(self._levels), self.n_frames_expected.bit_length()))
+        # Levels for PREALLOC_FRAMES frames up front (zeros: pages are only mapped once
+        # frames reach a level), so a run rarely copies its state to grow.
+        pre = PREALLOC_FRAMES if pixels.n_pixels <= PREALLOC_MAX_PIXELS else 0
+        self._add_levels(max(len(self._levels), self.n_frames_expected.bit_length(),
+                             pre.bit_length()))
 
     def _add_levels(self, n_levels: int) -> None:
         have = len(self._levels)
@@ -161,6 +170,17 @@ class StreamingMultitau:
         self.chunk_size = int(chunk_size)
         idx = self.pixels.pixel_index
         self._all_pixels = idx.size == self.pixels.shape[0] * self.pixels.shape[1]
+
+    def warm(self, dtype: Any = np.uint16) -> None:
+        """Load the compiled kernels for frames of ``dtype`` now (numba's cache: ~1 s the
+        first time in a process), on a throwaway state, so the first frames do not wait."""
+        if self.engine != "compiled":
+            return
+        from xpcsviewer.compute._multitau_cpu import CpuLevels, frame_sums
+
+        tiny = np.zeros((2, 4), dtype=dtype)
+        CpuLevels(4, 2, self.delays_per_level).process(tiny)
+        frame_sums(tiny, np.zeros(4, np.int64), np.zeros((2, 2)), np.zeros(4))
 
     @property
     def n_frames(self) -> int:

@@ -223,6 +223,8 @@ class GrowingFileSource:
         self._rows_last_poll = -1
         self._seen_open = False
         self._open_seen_at = 0.0
+        self._changed_at = 0.0
+        self._file_sig: tuple = ()
         #: seconds a write lock must stay away before an old-format file counts as closed
         self.close_grace = CLOSE_GRACE_S
         self._state = SourceState()
@@ -280,10 +282,24 @@ class GrowingFileSource:
         if w == "closed":
             return "closed"
         if self._seen_open:
-            # a lock seen before and gone: closed, unless the writer opens the file
-            # anew for every block (then the lock comes back within the grace time)
-            return "closed" if now - self._open_seen_at >= self.close_grace else "open"
+            # a lock seen before and gone: closed once the file has also stayed unchanged
+            # for the grace time (a writer that opens the file anew for every block
+            # holds its lock only now and then, but keeps changing the file)
+            quiet = now - max(self._open_seen_at, self._changed_at)
+            return "closed" if quiet >= self.close_grace else "open"
         return "unknown"
+
+    def _note_change(self) -> float:
+        """The file's modification time; remembers when it last changed."""
+        try:
+            st = self.path.stat()
+            sig = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            return 0.0
+        if sig != self._file_sig:
+            self._file_sig = sig
+            self._changed_at = time.monotonic()
+        return sig[0] / 1e9
 
     def _first_look(self, ds: h5py.Dataset) -> None:
         if self.frame_shape is None:
@@ -355,11 +371,8 @@ class GrowingFileSource:
         XpcsFileError
             The dataset is not a (frames, rows, cols) array of counts.
         """
+        mtime = self._note_change()
         writer = self._writer()
-        try:
-            mtime = self.path.stat().st_mtime
-        except OSError:
-            mtime = 0.0
         try:
             ds = self._open()
             self._first_look(ds)
@@ -403,6 +416,7 @@ class GrowingFileSource:
         """The frames to finish with at the end (see the module notes); the file is
         opened afresh."""
         self.close()
+        self._note_change()
         writer = self._writer()
         try:
             ds = self._open()

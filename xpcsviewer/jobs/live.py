@@ -109,7 +109,7 @@ class LiveUpdate:
 
     ``frames``: frames correlated; ``frame_rate_hz``: frames correlated per second since
     the previous update; ``writer_rate_hz``: frames the writer completed per second over
-    the same time; ``lag_frames``: complete frames not correlated yet at the last poll,
+    the same time (the final update: both averaged from the first frame seen); ``lag_frames``: complete frames not correlated yet at the last poll,
     ``lag_s`` the same in writer time; ``bins``: per q-bin fit (``tau_s``, ``status``,
     ...; empty without ``fit``); ``latency_s`` (final only): from the source's last
     modification when its last frame was seen to the fitted result on disk;
@@ -132,6 +132,7 @@ class LiveUpdate:
     note: str = ""
     latency_s: float | None = None
     seen_to_result_s: float | None = None
+    interval_s: float | None = None
     view: LiveView | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -150,6 +151,7 @@ class LiveUpdate:
             "elapsed_s": num(self.elapsed_s), "frame_rate_hz": num(self.frame_rate_hz),
             "writer_rate_hz": num(self.writer_rate_hz), "lag_frames": self.lag_frames,
             "lag_s": num(self.lag_s), "output": self.output,
+            "interval_s": num(self.interval_s),
         }
         if self.fit_output is not None or self.bins or self.fit_error:
             out["fit_output"] = self.fit_output
@@ -204,11 +206,13 @@ class _Follower:
         self.seen = 0  # complete frames seen at the last poll
         self.seen_mtime = 0.0
         self.seen_at = self.t0
+        self.first_seen: float | None = None  # when complete frames were first seen
         self.last_growth: float | None = None  # last activity of a readable source
         self._sig: tuple = ()
         self.prev = (self.t0, 0, 0)  # (time, done, seen) at the previous update
         self.t_update = self.t0
         self.written = -1
+        self.interval = opts.every
         self.frame_time = opts.frame_time
         self.notes: list[str] = []
         self.updates = 0
@@ -240,16 +244,20 @@ class _Follower:
                                 f"the q-map is {self.qmap.shape[0]}x{self.qmap.shape[1]}",
                                 self.opts.dataset, "frames of the q-map's detector shape")
 
-    def _stream(self) -> Any:
-        if self.stream is None:
-            from xpcsviewer.compute.multitau_stream import StreamingMultitau
+    def prepare(self) -> None:
+        """The correlator's state and kernels, before the first frame arrives."""
+        from xpcsviewer.compute.multitau_stream import StreamingMultitau
 
+        qm = self.qmap
+        self.stream = StreamingMultitau(
+            qm.dynamic_roi_map, qm.static_roi_map, qm.mask, n_dynamic=qm.n_dynamic,
+            n_static=qm.n_static, normalize_frame=self.opts.normalize_frame,
+            expected_frames=self.opts.frames, engine=self.opts.engine)
+        self.stream.warm()
+
+    def _stream(self) -> Any:
+        if self.start_iso is None:
             self.check_shape()
-            qm = self.qmap
-            self.stream = StreamingMultitau(
-                qm.dynamic_roi_map, qm.static_roi_map, qm.mask, n_dynamic=qm.n_dynamic,
-                n_static=qm.n_static, normalize_frame=self.opts.normalize_frame,
-                expected_frames=self.src_expected(), engine=self.opts.engine)
             self.start_iso = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
             if self.frame_time is None:
                 self.frame_time = self.src.frame_time
@@ -278,10 +286,10 @@ class _Follower:
             self._stream().feed(self._checked(frames))
             self.done = b
             if progress is not None:
+                # a known end: a fraction; else a busy bar with the count
                 exp = self.src_expected()
-                progress(self.done, max(exp or 0, self.seen, self.done),
-                         f"{self.done} frames correlated")
-            if time.monotonic() - self.t_update >= self.opts.every:
+                progress(self.done, exp or 0, f"{self.done:,} frames correlated")
+            if time.monotonic() - self.t_update >= self.interval:
                 self.update(final=False)
 
     # --------------------------------------------------------------- updates
@@ -316,11 +324,15 @@ class _Follower:
             self.t_update = time.monotonic()
             return None
         partial = not final or end == "stopped"
+        t = time.monotonic()
         cres = self._result(partial, end)
         write_result(self.output, cres.result, saxs_2d=cres.saxs_2d, overwrite=True)
         self.written = self.done
         up = self._report(final, end, note, cres.result)
         self.t_update = time.monotonic()
+        # an update that costs much (a big detector, a slow fit, a loaded machine) comes
+        # less often: at most a quarter of the time goes to updates
+        self.interval = max(self.opts.every, 3.0 * (self.t_update - t))
         return up
 
     def _report(self, final: bool, end: str | None, note: str, res: Any) -> LiveUpdate:
@@ -329,6 +341,11 @@ class _Follower:
         dt = max(now - pt, 1e-9)
         rate = (self.done - pdone) / dt
         wrate = (self.seen - pseen) / dt
+        if final and self.first_seen is not None:
+            # the final says the averages over the acquisition
+            t1 = self.first_seen
+            rate = self.done / max(now - t1, 1e-9)
+            wrate = self.seen / max(self.seen_at - t1, 1e-9)
         self.prev = (now, self.done, self.seen)
         lag = max(0, self.seen - self.done)
         up = LiveUpdate(
@@ -336,6 +353,7 @@ class _Follower:
             writer_rate_hz=wrate, lag_frames=lag,
             lag_s=lag / wrate if wrate > 0 else (0.0 if lag == 0 else math.inf),
             output=str(self.output), expected=self.src_expected(), end=end,
+            interval_s=self.interval,
             note="; ".join(x for x in (*self.notes, note) if x))
         rec = None
         if self.opts.fit and self.fitter is not None:
@@ -388,6 +406,8 @@ class _Follower:
         st = self.src.poll()
         self.check_shape()
         now = time.monotonic()
+        if st.complete > 0 and self.first_seen is None:
+            self.first_seen = now
         if st.complete > self.seen:
             self.seen = st.complete
             self.seen_mtime = st.mtime
@@ -400,10 +420,37 @@ class _Follower:
         return st
 
 
+def _warmed(fitter: Callable[[list[str]], list[Any]]) -> Callable[[list[str]], list[Any]]:
+    """``fitter`` after JAX is loaded and the default fit programs are compiled.
+
+    The warm-up (:func:`xpcsviewer.fitting.warmup.precompile`, least squares only) starts
+    at once in a thread, while the first frames are awaited and correlated, so the first
+    fit does not pay for it; a fit waits for the warm-up to end (importing JAX from two
+    threads at once is not safe).
+    """
+    def warm() -> None:
+        try:
+            from xpcsviewer.fitting.warmup import precompile
+
+            precompile(nuts=False)
+        except Exception:  # noqa: BLE001 - the fit itself will say what is wrong
+            pass
+
+    th = threading.Thread(target=warm, name="xpcs-live-fit-warmup", daemon=True)
+    th.start()
+
+    def fit(paths: list[str], **kw: Any) -> list[Any]:
+        th.join()
+        return fitter(paths, **kw) if paths else []
+
+    return fit
+
+
 def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
            options: LiveOptions | None = None, *,
            fitter: Callable[[list[str]], list[Any]] | None = None,
            on_update: Callable[[LiveUpdate], None] | None = None,
+           on_ready: Callable[[dict[str, Any]], None] | None = None,
            stop: Callable[[], bool] | threading.Event | None = None,
            with_view: bool = False, progress: Any = None,
            cancel: CancelToken | None = None) -> LiveUpdate:
@@ -423,6 +470,9 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         (:func:`xpcsviewer.jobs.fitfile.fit_result_files` with the model bound).
     on_update : callable, optional
         Called with every :class:`LiveUpdate`, partial and final (in this thread).
+    on_ready : callable, optional
+        Called once the correlator's kernels (and, with ``fit``, the fit programs) are
+        loaded, before the first frame is read: ``{"event": "ready", ...}``.
     stop : callable or threading.Event, optional
         When it says so, finish now with the frames read (``end="stopped"``; the file
         keeps ``partial = True``).
@@ -450,9 +500,17 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
     else:
         stop_fn = stop or (lambda: False)
     src = open_live_source(source, opts.dataset, opts.frames)
+    if opts.fit and fitter is not None:
+        fitter = _warmed(fitter)
     fol = _Follower(src, qmap, Path(output), opts, fitter, on_update, with_view)
     end, note = None, ""
     try:
+        fol.prepare()
+        if fol.fitter is not None:
+            fol.fitter([])  # waits for the fit warm-up: fits are ready too
+        if on_ready is not None:
+            on_ready({"event": "ready", "source": src.describe(), "engine": fol.stream.engine,
+                      "fit": bool(opts.fit and fitter is not None)})
         while True:
             if cancel is not None and cancel.cancelled:
                 raise Cancelled()
@@ -481,7 +539,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
             elif t_poll - fol.last_growth >= opts.idle:
                 end = "idle"
                 break
-            if now - fol.t_update >= opts.every:
+            if now - fol.t_update >= fol.interval:
                 fol.update(final=False)
             left = opts.poll - (time.monotonic() - now)
             if left > 0:

@@ -134,6 +134,21 @@ class SeriesTable:
         """The q-bins present in any file, ascending."""
         return sorted({int(b["bin"]) for f in self.files for b in f.bins})
 
+    def default_bins(self, k: int = 4) -> list[int]:
+        """A first choice of ``k`` bins: those with the most converged fits (ties: spread
+        over q), in q order."""
+        bins = self.bin_numbers()
+        if len(bins) <= k:
+            return bins
+        conv = {b: 0 for b in bins}
+        for f in self.files:
+            for b in f.bins:
+                conv[int(b["bin"])] += b["status"] == "converged"
+        spread = {b: i for i, b in enumerate(bins)}
+        # most converged first; among equals, every other bin so the q range is covered
+        order = sorted(bins, key=lambda b: (-conv[b], spread[b] % 2, spread[b]))
+        return sorted(order[:k])
+
     def bin_q(self) -> dict[int, float]:
         out: dict[int, float] = {}
         for f in self.files:

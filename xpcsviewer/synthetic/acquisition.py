@@ -37,14 +37,18 @@ DATASET = "/entry/data/data"
 
 def frame_source(shape: tuple[int, int], n_frames: int, *, kind: str = "poisson",
                  frame_time: float = 1e-3, seed: int = 0, pool: int = 0,
-                 chunk: int = 256) -> Iterator[np.ndarray]:
+                 chunk: int = 256, tau_frames: float = 10.0,
+                 speckle_px: int = 1) -> Iterator[np.ndarray]:
     """uint16 frames in chunks: ``"poisson"`` (mean 3 counts, no dynamics, cheap) or
     ``"speckle"`` (:mod:`~xpcsviewer.synthetic.speckle`, the W1 physics: a 10 keV,
-    5 m geometry, D chosen so the q-range decays within a few hundred frames).
+    5 m geometry, contrast 0.2, 2 photons per pixel and frame, Brownian D chosen so that
+    tau at the median q of the detector is ``tau_frames`` frames).
 
-    ``pool`` > 0: simulate that many speckle frames once and cycle through them (a
-    writer faster than the simulation; delays beyond the pool length then see the
-    cycle, which the benchmark's rate measurement does not care about).
+    ``pool`` > 0: simulate that many speckle frames once and go through them back and
+    forth (:func:`pool_index`; a writer faster than the simulation). Pairs of frames near
+    the turning points are the same frames (shot noise included), which bends g2 by
+    ~1e-3: good for timing a reader, not for physics. ``speckle_px``: speckle size in
+    pixels (2 is common at beamlines and 4x cheaper to simulate).
     """
     if kind == "poisson":
         rng = np.random.default_rng(seed)
@@ -60,16 +64,16 @@ def frame_source(shape: tuple[int, int], n_frames: int, *, kind: str = "poisson"
                    bcx=w / 2, bcy=h / 2)
     q, _ = geo.qmap()
     qmid = float(np.median(q))
-    d = 1.0 / (20 * frame_time * qmid**2)  # tau(q_mid) = 1/(2 D q^2) ~ 10 frames
+    d = 1.0 / (2 * tau_frames * frame_time * qmid**2)  # tau(q_mid) = 1/(2 D q^2)
     gen_n = pool if pool > 0 else n_frames
-    it = iter_frames(q, gen_n, frame_time, d, beta=0.2, rate=2.0, seed=seed, chunk=chunk)
+    it = iter_frames(q, gen_n, frame_time, d, beta=0.2, rate=2.0, seed=seed, chunk=chunk,
+                     speckle_px=speckle_px)
     if pool <= 0:
         yield from it
         return
     frames = np.concatenate(list(it))
     for a in range(0, n_frames, chunk):
-        idx = (a + np.arange(min(chunk, n_frames - a))) % pool
-        yield frames[idx]
+        yield frames[pool_index(a + np.arange(min(chunk, n_frames - a)), pool)]
 
 
 def _frames_in_blocks(frames: Iterator[np.ndarray], block: int) -> Iterator[np.ndarray]:
@@ -207,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shape", type=int, nargs=2, default=(256, 256))
     p.add_argument("--kind", choices=("poisson", "speckle"), default="speckle")
     p.add_argument("--pool", type=int, default=0, help="cycle a pool of simulated frames")
+    p.add_argument("--pool-file", default=None,
+                   help="cycle the (n, H, W) frames of this .npy instead of simulating")
     p.add_argument("--mode", choices=("swmr", "plain"), default="swmr")
     p.add_argument("--block", type=int, default=50)
     p.add_argument("--chunk-frames", type=int, default=1)
@@ -224,8 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     shape = tuple(a.shape)
     ft = a.frame_time if a.frame_time is not None else 1.0 / a.rate
-    src = frame_source(shape, a.frames, kind=a.kind, frame_time=ft, seed=a.seed, pool=a.pool)
-    if a.pool:
+    if a.pool_file:
+        src = _cycle(np.load(a.pool_file, mmap_mode="r"), a.frames)
+    else:
+        src = frame_source(shape, a.frames, kind=a.kind, frame_time=ft, seed=a.seed, pool=a.pool)
+    if a.pool and not a.pool_file:
         first = next(src)  # the pool is simulated before the clock starts
         src = _chain(first, src)
     if a.ready:
@@ -242,6 +251,22 @@ def main(argv: list[str] | None = None) -> int:
     if a.stats:
         Path(a.stats).write_text(json.dumps(stats))
     return 0
+
+
+def pool_index(k: np.ndarray, n_pool: int) -> np.ndarray:
+    """Frame ``k`` of a run cycled from a pool: forwards, then backwards, then forwards...
+
+    Speckle dynamics are time-reversible, so the run stays stationary; a plain cycle
+    would repeat every frame after ``n_pool`` frames (g2 back at 1 + beta at that delay
+    for every pair), going back and forth only pairs near the turning points are close.
+    """
+    m = np.asarray(k) % (2 * n_pool)
+    return np.where(m < n_pool, m, 2 * n_pool - 1 - m)
+
+
+def _cycle(pool: np.ndarray, n: int, chunk: int = 256) -> Iterator[np.ndarray]:
+    for a in range(0, n, chunk):
+        yield pool[pool_index(a + np.arange(min(chunk, n - a)), pool.shape[0])]
 
 
 def _chain(first: np.ndarray, rest: Iterator[np.ndarray]) -> Iterator[np.ndarray]:

@@ -23,6 +23,10 @@ class UpdateSink:
         self._lock = threading.Lock()
         self._latest: Any = None
         self.count = 0
+        self.ready = False  # the kernels and fits are loaded; waiting for frames
+
+    def set_ready(self, _event: Any = None) -> None:
+        self.ready = True
 
     def put(self, update: Any) -> None:
         with self._lock:
@@ -47,7 +51,8 @@ def live_job(request: dict[str, Any], sink: UpdateSink, stop: threading.Event,
     opts = request["options"]
     fitter = partial(fit_result_files, model=opts.model) if opts.fit else None
     return follow(request["source"], qm, request["output"], opts, fitter=fitter,
-                  on_update=sink.put, stop=stop, with_view=True, progress=progress,
+                  on_update=sink.put, on_ready=sink.set_ready, stop=stop, with_view=True,
+                  progress=progress,
                   cancel=cancel)
 
 

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.gui.panels._live_jobs import UpdateSink, live_job, qmap_beside_job
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
-from xpcsviewer.gui.widgets import curve_color, curve_pen, plain_axes
+from xpcsviewer.gui.widgets import SparseLogAxis, curve_color, curve_pen, plain_axes
 
 __all__ = ["LivePanel"]
 
@@ -56,6 +56,10 @@ def _log_err(v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         low = np.clip(v - e, v * 1e-3, None)
         bottom = np.log10(v) - np.log10(low)
     return np.nan_to_num(top), np.nan_to_num(bottom)
+
+
+def _log_axes() -> dict:
+    return {"left": SparseLogAxis("left"), "bottom": SparseLogAxis("bottom")}
 
 
 class LivePanel(BasePanel):
@@ -132,17 +136,20 @@ class LivePanel(BasePanel):
         lay.addWidget(self.status)
         plots = pg.GraphicsLayoutWidget()
         self.plots = plots
-        self.g2_plot = plain_axes(plots.addPlot(row=0, col=0, title="partial g2"))
+        self.g2_plot = plain_axes(plots.addPlot(row=0, col=0, title="partial g2",
+                                               axisItems=_log_axes()))
         self.g2_plot.setLogMode(x=True, y=False)
         self.g2_plot.setLabel("bottom", "\u03c4 (s)")
         self.g2_plot.setLabel("left", "g2")
         self.g2_legend = self.g2_plot.addLegend(offset=(-10, 10),
                                                 brush=pg.mkBrush(255, 255, 255, 200))
-        self.tau_plot = plain_axes(plots.addPlot(row=0, col=1, title="\u03c4(q)"))
+        self.tau_plot = plain_axes(plots.addPlot(row=0, col=1, title="\u03c4(q)",
+                                               axisItems=_log_axes()))
         self.tau_plot.setLogMode(x=True, y=True)
         self.tau_plot.setLabel("bottom", "q (\u00c5\u207b\u00b9)")
         self.tau_plot.setLabel("left", "\u03c4 (s)")
-        self.contrast_plot = plain_axes(plots.addPlot(row=1, col=1, title="contrast"))
+        self.contrast_plot = plain_axes(plots.addPlot(row=1, col=1, title="contrast",
+                                               axisItems=_log_axes()))
         self.contrast_plot.setLogMode(x=True, y=False)
         self.contrast_plot.setLabel("bottom", "q (\u00c5\u207b\u00b9)")
         self.contrast_plot.setLabel("left", "contrast")
@@ -315,6 +322,9 @@ class LivePanel(BasePanel):
         up = self.sink.take()
         if up is not None:
             self._apply(up)
+        elif self.sink.ready and self.last_update is None and self.running:
+            src = Path(self.source_edit.text().strip()).name
+            self.status.setText(f"Ready: waiting for frames in {src}\u2026")
 
     # ----------------------------------------------------------- drawing
     def _clear_items(self) -> None:

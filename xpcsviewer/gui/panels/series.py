@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.gui.panels._live_jobs import fit_series_job, list_finished_job
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
-from xpcsviewer.gui.widgets import curve_color, curve_pen, plain_axes
+from xpcsviewer.gui.widgets import SparseLogAxis, curve_color, curve_pen, plain_axes
 
 __all__ = ["SeriesPanel", "export_series_figure_job"]
 
@@ -92,12 +92,15 @@ class SeriesPanel(BasePanel):
         self.bin_list.setToolTip("q-bins to draw (Ctrl/Shift-click for several)")
         body.addWidget(self.bin_list)
         plots = pg.GraphicsLayoutWidget()
-        self.tau_plot = plain_axes(plots.addPlot(row=0, col=0))
+        self.tau_plot = plain_axes(plots.addPlot(
+            row=0, col=0, axisItems={"left": SparseLogAxis("left"),
+                                     "bottom": SparseLogAxis("bottom")}))
         self.tau_plot.setLogMode(x=False, y=True)
         self.tau_plot.setLabel("left", "\u03c4 (s)")
-        self.tau_legend = self.tau_plot.addLegend(offset=(-10, 10),
+        self.tau_legend = self.tau_plot.addLegend(offset=(10, 10),
                                                   brush=pg.mkBrush(255, 255, 255, 200))
-        self.c_plot = plain_axes(plots.addPlot(row=1, col=0))
+        self.c_plot = plain_axes(plots.addPlot(row=1, col=0,
+                                               axisItems={"bottom": SparseLogAxis("bottom")}))
         self.c_plot.setLabel("left", "contrast")
         self.c_plot.setXLink(self.tau_plot)
         for p in (self.tau_plot, self.c_plot):
@@ -198,9 +201,8 @@ class SeriesPanel(BasePanel):
             it = QListWidgetItem(f"{b}: q={qs.get(b, float('nan')):.4g}")
             it.setData(Qt.ItemDataRole.UserRole, b)
             self.bin_list.addItem(it)
-        if not chosen & set(bins):  # a first look: four bins over the q range
-            idx = sorted({int(round(x)) for x in np.linspace(0, len(bins) - 1, min(4, len(bins)))})
-            chosen = {bins[i] for i in idx} if bins else set()
+        if not chosen & set(bins):
+            chosen = set(self.table.default_bins())
         for i in range(self.bin_list.count()):
             it = self.bin_list.item(i)
             it.setSelected(it.data(Qt.ItemDataRole.UserRole) in chosen)
@@ -234,7 +236,8 @@ class SeriesPanel(BasePanel):
         t = self.table
         n_ok = sum(f.error is None for f in t.files)
         errs = [f for f in t.files if f.error is not None]
-        msg = f"{n_ok} file(s) in the series, x = {t.x_label()}"
+        msg = (f"{n_ok} file(s) in the series, x = {t.x_label()}; filled: converged fits "
+               "(with errors), open: other statuses")
         if errs:
             msg += f"; {len(errs)} could not be fitted ({Path(errs[0].path).name}: {errs[0].error})"
         if self._pending:
@@ -249,19 +252,19 @@ class SeriesPanel(BasePanel):
             _, c, ce, _ = t.curve(b, "contrast")
             col = curve_color(k)
             conv = np.array([s == "converged" for s in st], bool)
-            ok = np.isfinite(x) & np.isfinite(tau) & (tau > 0)
-            if logx:
-                ok &= x > 0
+            fin = np.isfinite(x) & (x > 0 if logx else True)
+            ok = fin & np.isfinite(tau) & (tau > 0)
+            good = ok & conv
             name = f"q={qs.get(b, float('nan')):.4g}"
-            self.tau_plot.addItem(pg.PlotDataItem(x[ok], tau[ok], pen=curve_pen(k, 1.0),
-                                                  name=name))
+            # lines and error bars for converged fits; other statuses as open markers,
+            # without bars (their errors say nothing and would hide the series)
             self.tau_plot.addItem(pg.PlotDataItem(
-                x[ok & conv], tau[ok & conv], pen=None, symbol="o", symbolSize=7,
-                symbolBrush=col, symbolPen=col))
+                x[good], tau[good], pen=curve_pen(k, 1.0), symbol="o", symbolSize=7,
+                symbolBrush=col, symbolPen=col, name=name))
             self.tau_plot.addItem(pg.PlotDataItem(
                 x[ok & ~conv], tau[ok & ~conv], pen=None, symbol="o", symbolSize=7,
                 symbolBrush=None, symbolPen=col))
-            m = ok & np.isfinite(te)
+            m = good & np.isfinite(te)
             if m.any():
                 with np.errstate(invalid="ignore", divide="ignore"):
                     top = np.log10(tau[m] + te[m]) - np.log10(tau[m])
@@ -270,9 +273,7 @@ class SeriesPanel(BasePanel):
                 xx = np.log10(x[m]) if logx else x[m]
                 self.tau_plot.addItem(pg.ErrorBarItem(x=xx, y=np.log10(tau[m]), top=top,
                                                       bottom=bottom, pen=curve_pen(k, 1.0)))
-            okc = np.isfinite(x) & np.isfinite(c)
-            if logx:
-                okc &= x > 0
+            okc = fin & np.isfinite(c) & conv
             self.c_plot.addItem(pg.PlotDataItem(x[okc], c[okc], pen=curve_pen(k, 1.0),
                                                 symbol="s", symbolSize=6, symbolBrush=col))
             mc = okc & np.isfinite(ce)
