@@ -181,6 +181,24 @@ def _open_shared(path: Path, swmr: bool = False) -> h5py.File:
         raise SourceNotReady(f"cannot open it now ({_first_line(exc)})") from None
 
 
+#: bytes per HDF5 read call: h5py holds the GIL for a whole call, so a GUI thread
+#: waits at most about one piece's read (a few ms) for a frame read in a worker
+READ_PIECE_BYTES = 4 << 20
+
+
+def _read_pieces(ds: h5py.Dataset, a: int, b: int) -> np.ndarray:
+    """Frames ``[a, b)`` of ``ds`` read ``READ_PIECE_BYTES`` at a time into one array."""
+    frame_bytes = max(1, int(np.prod(ds.shape[1:])) * ds.dtype.itemsize)
+    step = max(1, READ_PIECE_BYTES // frame_bytes)
+    if b - a <= step:
+        return np.asarray(ds[a:b])
+    out = np.empty((b - a, *ds.shape[1:]), dtype=ds.dtype)
+    for s in range(a, b, step):
+        e = min(b, s + step)
+        ds.read_direct(out, np.s_[s:e], np.s_[s - a : e - a])
+    return out
+
+
 def _check_frames(path: Path, ds: h5py.Dataset, dataset: str) -> tuple[tuple[int, int], np.dtype]:
     shape = tuple(ds.shape)
     dt = np.dtype(ds.dtype)
@@ -461,14 +479,14 @@ class GrowingFileSource:
         ``complete``). Raises SourceNotReady when the file cannot be read now."""
         a, b = int(start), int(stop)
         try:
-            data = np.asarray(self._open()[a:b])
+            data = _read_pieces(self._open(), a, b)
             if not self._swmr:
                 # Without SWMR nothing orders the writer's metadata updates against
                 # our reads: a handle can mix old and new index nodes and read fill
                 # values or a moved chunk. The frames count only when a fresh handle
                 # reads the same bytes again.
                 self.close()
-                if not np.array_equal(data, np.asarray(self._open()[a:b])):
+                if not np.array_equal(data, _read_pieces(self._open(), a, b)):
                     self.close()
                     raise SourceNotReady("frames changed while being read")
             return data
@@ -664,8 +682,8 @@ class BlockFolderSource:
                 self.release()
                 self._handle = (p, _open_shared(p))
             try:
-                parts.append(np.asarray(
-                    self._handle[1][self.dataset][a - self._starts[k] : b - self._starts[k]]))
+                parts.append(_read_pieces(self._handle[1][self.dataset], a - self._starts[k],
+                                          b - self._starts[k]))
             except (OSError, RuntimeError, KeyError) as exc:
                 self.release()
                 raise SourceNotReady(f"{p.name}: read failed ({_first_line(exc)})") from None

@@ -133,6 +133,9 @@ class LivePanel(BasePanel):
         f.setPointSizeF(f.pointSizeF() * 1.25)
         f.setBold(True)
         self.status.setFont(f)
+        # a fixed height: a longer or shorter text must not re-lay out the plots below
+        self.status.setFixedHeight(self.status.fontMetrics().lineSpacing() * 3 + 6)
+        self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         lay.addWidget(self.status)
         plots = pg.GraphicsLayoutWidget()
         self.plots = plots
