@@ -31,7 +31,12 @@ from xpcsviewer.compute._binning import select_pixels
 from xpcsviewer.compute._multitau_cpu import COMPILED_MIN_WORK
 from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
 from xpcsviewer.compute._scattering import ScatteringAccumulator
-from xpcsviewer.compute.multitau import MultitauCorrelator, MultitauResult, _Level, delay_list
+from xpcsviewer.compute.multitau import (
+    MultitauCorrelator,
+    MultitauResult,
+    _Level,
+    delay_list,
+)
 
 __all__ = ["GrowingMultitauCorrelator", "GrowingScattering", "StreamingMultitau"]
 

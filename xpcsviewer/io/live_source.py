@@ -45,7 +45,6 @@ import re
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import h5py
 import numpy as np

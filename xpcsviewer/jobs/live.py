@@ -33,7 +33,7 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.live_source import RAW_DATASET, SourceNotReady, open_live_source
-from xpcsviewer.progress import CancelToken, Cancelled
+from xpcsviewer.progress import Cancelled, CancelToken
 
 __all__ = ["LiveOptions", "LiveUpdate", "LiveView", "fit_output_path", "follow", "qmap_beside"]
 
@@ -258,7 +258,7 @@ class _Follower:
     def _stream(self) -> Any:
         if self.start_iso is None:
             self.check_shape()
-            self.start_iso = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+            self.start_iso = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
             if self.frame_time is None:
                 self.frame_time = self.src.frame_time
             if self.frame_time is None:
@@ -294,7 +294,11 @@ class _Follower:
 
     # --------------------------------------------------------------- updates
     def _result(self, partial: bool, end: str | None) -> Any:
-        from xpcsviewer.compute.pipeline import CorrelatedResult, assemble_result, multitau_model
+        from xpcsviewer.compute.pipeline import (
+            CorrelatedResult,
+            assemble_result,
+            multitau_model,
+        )
 
         s = self.stream
         r = s.result()
@@ -308,7 +312,7 @@ class _Follower:
                               frame_time=t0, count_time=self.src.count_time,
                               start_time=self.start_iso, path=self.output, raw_path=raw)
         live = {"partial": bool(partial), "frames": int(n), "source": str(self.src.describe()),
-                "updated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+                "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
         if end is not None:
             live["end"] = end
         res.metadata["xpcs/live"] = live

@@ -46,7 +46,7 @@ def parse_time(text: Any) -> _dt.datetime | None:
         t = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=_dt.timezone.utc)
+    return t if t.tzinfo is not None else t.replace(tzinfo=_dt.UTC)
 
 
 def _scalar(v: Any) -> float | str | None:
@@ -140,7 +140,7 @@ class SeriesTable:
         bins = self.bin_numbers()
         if len(bins) <= k:
             return bins
-        conv = {b: 0 for b in bins}
+        conv = dict.fromkeys(bins, 0)
         for f in self.files:
             for b in f.bins:
                 conv[int(b["bin"])] += b["status"] == "converged"

@@ -138,7 +138,7 @@ def write_growing(path: str | os.PathLike, frames: Iterator[np.ndarray], *, rate
             f = h5py.File(path, "a")  # with HDF5's file lock: fails if a reader holds one
         d = f[DATASET]
         d.resize(n + k, axis=0)
-        if extend_first or die_after is not None and n + k > die_after:
+        if extend_first or (die_after is not None and n + k > die_after):
             f.flush()
         if die_after is not None and n + k > die_after:
             half = max(1, (die_after - n))
