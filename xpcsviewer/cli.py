@@ -45,6 +45,8 @@ SUBCOMMANDS = (
     "demo",
     "info",
     "correlate",
+    "live",
+    "series",
     "qmap",
     "regroup",
     "fit",
@@ -81,6 +83,8 @@ TABS = (
     "qmap",
     "detector",
     "metadata",
+    "live",
+    "series",
 )
 
 
@@ -184,6 +188,49 @@ def build_parser() -> argparse.ArgumentParser:
         "--save-g2-pixel", action="store_true",
         help="also store the per-pixel G2/IP/IF stack in OUT_G2.hdf (linked from OUT.hdf)",
     )
+
+    p = add("live", "correlate an acquisition while the detector writes it (docs/live.md)")
+    p.add_argument("source", metavar="SOURCE",
+                   help="a raw HDF5 file being written (SWMR or appended and flushed), a "
+                        "folder receiving frame-block files, or FOLDER/PATTERN")
+    p.add_argument("--qmap", required=True, help="partition file (/qmap or /xpcs/qmap)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf",
+                   help="the result file, rewritten atomically at every update")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
+    p.add_argument("--fit", action="store_true",
+                   help="fit every update as `fit` does (fits in OUT_fit.json)")
+    p.add_argument("--model", choices=("single", "double", "stretched"), default="single",
+                   help="fit model (as `fit --model`)")
+    p.add_argument("--every", type=float, default=2.0, metavar="SECONDS",
+                   help="seconds between partial results (default 2)")
+    p.add_argument("--frames", type=int, default=None, metavar="N",
+                   help="expected frames: the end (default: from the source, if it says)")
+    p.add_argument("--idle", type=float, default=10.0, metavar="SECONDS",
+                   help="end after this long without a new frame (default 10)")
+    p.add_argument("--start-wait", type=float, default=120.0, metavar="SECONDS",
+                   help="give up when no frame arrives within this time (default 120)")
+    p.add_argument("--poll", type=float, default=0.2, metavar="SECONDS",
+                   help="seconds between looks at the source (default 0.2)")
+    p.add_argument("--frame-time", type=float, default=None, help="seconds per frame")
+    p.add_argument("--dataset", default="/entry/data/data", help="frames inside the raw file(s)")
+    p.add_argument("--normalize-frame", action="store_true",
+                   help="normalise each frame by its mean intensity (as correlate)")
+    p.add_argument("--json-events", action="store_true",
+                   help="print one JSON line per update on stdout")
+
+    p = add("series", "relaxation time and contrast of a run of files against time, index "
+                      "or a metadata field")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-o", "--output", required=True, metavar="series.csv")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--x", default="start_time", metavar="start_time|index|FIELD",
+                   help="the abscissa: the file's start time (default; seconds since the "
+                        "first file), its index, or a metadata field (an HDF5 path such as "
+                        "/entry/sample/temperature, or a sample key)")
+    p.add_argument("--model", choices=("single", "double", "stretched"), default="single",
+                   help="fit model (as `fit --model`)")
+    p.add_argument("--q-range", **_pair(float),
+                   help="only the q-bins with A <= q <= B, in 1/\u00c5 (default: all)")
 
     p = add("qmap", "compute a q x phi partition file")
     p.add_argument("--shape", nargs=2, type=int, metavar=("H", "W"), required=True)

@@ -361,6 +361,10 @@ class MultitauCorrelator:
         row0 = 0
         for lvl, lv in enumerate(self._levels):
             n_here = int((self.levels == lvl).sum())
+            n_seen = int(self._cpu.count[lvl]) if self._cpu is not None else lv.count
+            if n_here == 0 or n_seen - min(lv.xs) < MIN_PAIRS:
+                row0 += n_here  # nothing to keep: no state to gather or finalise
+                continue
             if self._cpu is not None:
                 hist, first, sumprod, total, count = self._cpu.level_state(lvl, lv.xs)
             else:

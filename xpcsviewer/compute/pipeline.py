@@ -18,7 +18,8 @@ from xpcsviewer.compute.twotime import correlate_twotime, parse_bins
 from xpcsviewer.io.model import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
-__all__ = ["CorrelatedResult", "correlate_to_result", "multitau_segments"]
+__all__ = ["CorrelatedResult", "assemble_result", "correlate_to_result", "multitau_model",
+           "multitau_segments"]
 
 MODES = ("multitau", "twotime", "both")
 
@@ -141,23 +142,7 @@ def correlate_to_result(
             **kw,
         )
         r, scat = run.multitau, run.scattering
-        # Bins without photons have no g2: stored as 0 (the standard files' convention)
-        # and flagged invalid so nothing plots or fits them.
-        mt = Multitau(
-            delay_frames=r.delay_frames,
-            tau=r.delay_frames * t0,
-            g2=np.nan_to_num(r.g2, nan=0.0),
-            g2_err=np.nan_to_num(r.g2_err, nan=0.0),
-            valid=np.isfinite(r.g2),
-            t0_eff=t0,
-            stride_frame=int(stride_frame),
-            avg_frame=int(avg_frame),
-            config={**common, **r.config, "analysis_type": "multitau"},
-        )
-        if r.g2_partial is not None:
-            mt.g2_partial = np.nan_to_num(r.g2_partial, nan=0.0)
-            mt.g2_partial_err = np.nan_to_num(r.g2_partial_err, nan=0.0)
-            mt.g2_partial_labels = r.g2_partial_labels
+        mt = multitau_model(r, t0, stride_frame, avg_frame, common)
     segments = None
     if mode in ("twotime", "both"):
         bins = parse_bins(dq_bins, qmap.n_dynamic)
@@ -183,6 +168,44 @@ def correlate_to_result(
             avg_frame=int(avg_frame),
             config={**common, **r2.config, "analysis_type": "twotime"},
         )
+    result = assemble_result(qmap, scat, mt=mt, tt=tt, segments=segments,
+                             frame_time=frame_time, count_time=count_time,
+                             start_time=start_time, path=path, raw_path=raw_path)
+    return CorrelatedResult(result, scat.mean_image(), c2_maps)
+
+
+def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,
+                   common: dict[str, Any]) -> Multitau:
+    """The file model of a :class:`~xpcsviewer.compute.multitau.MultitauResult`.
+
+    Bins without photons have no g2: stored as 0 (the standard files' convention)
+    and flagged invalid so nothing plots or fits them. Shared by ``correlate`` and
+    the live job, so both write the same numbers.
+    """
+    mt = Multitau(
+        delay_frames=r.delay_frames,
+        tau=r.delay_frames * t0,
+        g2=np.nan_to_num(r.g2, nan=0.0),
+        g2_err=np.nan_to_num(r.g2_err, nan=0.0),
+        valid=np.isfinite(r.g2),
+        t0_eff=t0,
+        stride_frame=int(stride_frame),
+        avg_frame=int(avg_frame),
+        config={**common, **r.config, "analysis_type": "multitau"},
+    )
+    if r.g2_partial is not None:
+        mt.g2_partial = np.nan_to_num(r.g2_partial, nan=0.0)
+        mt.g2_partial_err = np.nan_to_num(r.g2_partial_err, nan=0.0)
+        mt.g2_partial_labels = r.g2_partial_labels
+    return mt
+
+
+def assemble_result(qmap: QMap, scat: Any, *, mt: Multitau | None, tt: Twotime | None,
+                    segments: np.ndarray | None, frame_time: float,
+                    count_time: float | None, start_time: str | None,
+                    path: str | Path, raw_path: str | None) -> XpcsResult:
+    """The result of the correlators' outputs and the means ``scat`` of the same frames
+    (``segments``: I(q) time segments; None: the multi-tau number of rows)."""
     if segments is None:
         segments = scat.saxs_1d_segments(multitau_segments(scat.count))
     itime = scat.intensity_vs_time()
@@ -204,4 +227,4 @@ def correlate_to_result(
     )
     if raw_path is not None:
         result.metadata["xpcs/rawdata_path"] = str(raw_path)
-    return CorrelatedResult(result, scat.mean_image(), c2_maps)
+    return result

@@ -24,6 +24,7 @@ SHORTCUTS = [
     ("Ctrl+1 \u2026 Ctrl+9", "Go to tab 1 \u2026 9"),
     ("\u2191 / \u2193 in the target list", "Step through the target files"),
     ("Del in the target list", "Remove the selected targets"),
+    ("Ctrl+L", "Live acquisition (the Live tab)"),
     ("Esc", "Cancel running jobs"),
     ("Ctrl+Q", "Quit"),
 ]

@@ -173,6 +173,12 @@ class WindowTargetsMixin:
         if self.open_first_file() and targets:
             self._open_note = "the previous targets were in another folder"
 
+    def show_live(self) -> None:
+        """Show the Live tab, with or without files open."""
+        self._tabs_pinned = True
+        self.central.setCurrentWidget(self.tabs)
+        self.select_tab("live")
+
     def open_first_file(self) -> bool:
         """Make the first listed file the only target (False when there is none)."""
         entries = self.browser.visible_entries()
@@ -182,8 +188,9 @@ class WindowTargetsMixin:
         return True
 
     def _update_central(self) -> None:
-        """Tabs when files are open, else the page that says what to do next."""
-        if self.results:
+        """Tabs when files are open (or Live was asked for), else the page that says
+        what to do next."""
+        if self.results or self._tabs_pinned:
             self.central.setCurrentWidget(self.tabs)
             return
         b = self.browser

@@ -27,6 +27,8 @@ class EmptyState(QWidget):
     """The user asked to open the first file of the listed folder: ()."""
     sigPathsDropped = Signal(list)
     """Files or folders were dropped here: (list of str)."""
+    sigLive = Signal()
+    """The user asked to follow an acquisition (the Live tab): ()."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -51,8 +53,12 @@ class EmptyState(QWidget):
         self.first_btn.clicked.connect(self.sigOpenFirst.emit)
         self.folder_btn = QPushButton("Open Folder\u2026")
         self.folder_btn.clicked.connect(self.sigOpenFolder.emit)
+        self.live_btn = QPushButton("Live acquisition\u2026",
+                                    toolTip="Correlate frames while the detector writes them")
+        self.live_btn.clicked.connect(self.sigLive.emit)
         row.addWidget(self.first_btn)
         row.addWidget(self.folder_btn)
+        row.addWidget(self.live_btn)
         row.addStretch(1)
         lay.addLayout(row)
         lay.addStretch(2)

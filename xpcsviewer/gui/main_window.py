@@ -184,6 +184,8 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.empty_state.sigOpenFolder.connect(self.browser._on_browse_clicked)
         self.empty_state.sigOpenFirst.connect(self.open_first_file)
         self.empty_state.sigPathsDropped.connect(self.open_paths)
+        self.empty_state.sigLive.connect(self.show_live)
+        self._tabs_pinned = False  # the Live tab was asked for: tabs even without files
         self.central = QStackedWidget()
         self.central.addWidget(self.empty_state)
         self.central.addWidget(self.tabs)
@@ -274,6 +276,8 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.addAction(esc)
 
         m = mb.addMenu("&Tools")
+        self._action(m, "&Live Acquisition\u2026", self.show_live, "Ctrl+L",
+                     "Correlate an acquisition while the detector writes it")
         bm = m.addMenu("Backend")
         grp = QActionGroup(self)
         self.backend_actions = {}

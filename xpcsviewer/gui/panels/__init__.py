@@ -25,6 +25,8 @@ PANELS: list[tuple[str, str]] = [
     ("qmap", "xpcsviewer.gui.panels.qmap:QMapPanel"),
     ("detector", "xpcsviewer.gui.panels.detector:DetectorPanel"),
     ("metadata", "xpcsviewer.gui.panels.metadata:MetadataPanel"),
+    ("live", "xpcsviewer.gui.panels.live:LivePanel"),
+    ("series", "xpcsviewer.gui.panels.series:SeriesPanel"),
 ]
 
 

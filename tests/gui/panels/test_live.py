@@ -1,0 +1,175 @@
+"""The Live tab follows a writer thread without stalling the window; the Series tab
+fits a run once per file and appends files as they are finished."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gui
+
+BOUND_S = 1.0  # as tests/gui/test_stalls.py: lenient for a loaded 2-core runner
+
+
+@pytest.fixture(scope="module")
+def qmap32(tmp_path_factory):
+    from xpcsviewer.cli import main
+
+    out = tmp_path_factory.mktemp("qmap") / "detector_qmap.hdf"
+    assert main(["qmap", "--shape", "32", "32", "--energy", "10", "--det-dist", "5",
+                 "--pixel-size", "75e-6", "--bcx", "16", "--bcy", "16", "--dq-num", "6",
+                 "--sq-num", "24", "-o", str(out), "--quiet"]) == 0
+    return out
+
+
+def _writer_thread(raw, n, rate, mode="plain", seed=0):
+    from xpcsviewer.synthetic.acquisition import frame_source, write_growing
+
+    frames = list(frame_source((32, 32), n, kind="speckle", frame_time=1.0 / rate, seed=seed))
+    stats = {}
+    th = threading.Thread(target=lambda: stats.update(write_growing(
+        raw, iter(frames), rate=rate, shape=(32, 32), mode=mode, block=50,
+        frame_time=1.0 / rate)))
+    return th, stats
+
+
+def test_live_tab_follows_a_writer_without_stalls(window, qtbot, tmp_path, qmap32, wait_idle):
+    import shutil
+
+    from xpcsviewer.gui.heartbeat import Heartbeat
+
+    raw = tmp_path / "scan.h5"
+    shutil.copy(qmap32, tmp_path / qmap32.name)  # a q-map beside the raw file
+    window.show_live()
+    panel = window.panels["live"]
+    assert window.current_panel() is panel and window.central.currentWidget() is window.tabs
+    panel.every.setValue(0.4)
+    panel.idle.setValue(2.0)
+    th, stats = _writer_thread(raw, 3000, 1000)
+    th.start()
+    qtbot.waitUntil(raw.exists, timeout=10000)
+    panel.set_source(str(raw))
+    qtbot.waitUntil(lambda: panel.qmap_edit.text() != "", timeout=10000)
+    assert panel.qmap_edit.text() == str(tmp_path / qmap32.name)  # found beside it
+    beat = Heartbeat(10).start()
+    t0 = time.monotonic()
+    panel.start()
+    assert panel.running and not panel.start_btn.isEnabled()
+    seen_partial = []
+    panel.sigUpdated.connect(
+        lambda: seen_partial.append(panel.last_update.frames) if not panel.last_update.final
+        else None)
+    qtbot.waitUntil(lambda: not panel.running, timeout=60000)
+    gap = beat.max_gap(t0)
+    beat.stop()
+    th.join()
+    wait_idle(window, 60000)
+    up = panel.final
+    assert up is not None and up.final and up.frames == 3000
+    assert seen_partial and min(seen_partial) < 3000  # drawn while the writer wrote
+    assert up.bins and sum(b["status"] == "converged" for b in up.bins) >= 4
+    assert panel.g2_items and all(it.xData.size for it in panel.g2_items.values())
+    assert panel.fit_items and panel.tau_item.xData.size >= 4
+    assert panel.trace_item.xData.size > 0
+    assert "Finished: 3,000 frames" in panel.status.text()
+    print(f"max GUI gap while following: {1000 * gap:.0f} ms")
+    assert gap < BOUND_S, f"the window stalled {gap:.2f} s while following"
+    assert max(stats["block_s"]) < 0.5  # the writer was never held up
+    # the result is a target like any other
+    assert str(tmp_path / "scan_results.hdf") in [str(r.path) for r in window.results]
+
+
+def test_live_tab_stop_keeps_a_partial_result(window, qtbot, tmp_path, qmap32):
+    import h5py
+
+    raw = tmp_path / "run.h5"
+    window.show_live()
+    panel = window.panels["live"]
+    panel.qmap_edit.setText(str(qmap32))
+    panel.fit_box.setChecked(False)
+    panel.every.setValue(0.3)
+    th, _ = _writer_thread(raw, 2400, 800, mode="swmr")
+    th.start()
+    qtbot.waitUntil(raw.exists, timeout=10000)
+    panel.set_source(str(raw))
+    panel.start()
+    qtbot.waitUntil(lambda: panel.last_update is not None, timeout=30000)
+    panel.stop()
+    qtbot.waitUntil(lambda: not panel.running, timeout=30000)
+    th.join()
+    up = panel.final
+    assert up.end == "stopped" and 2 <= up.frames < 2400
+    with h5py.File(up.output, "r") as f:
+        assert f["/xpcs/live/partial"][()]
+    qtbot.waitUntil(lambda: len(window.results) == 1, timeout=30000)
+
+
+def _run_files(tmp_path, qmap, n=3):
+    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.jobs.live import LiveOptions, follow
+    from xpcsviewer.synthetic.acquisition import frame_source, write_growing
+
+    out = []
+    for i in range(n):
+        raw = tmp_path / f"raw{i}.h5"
+        write_growing(raw, frame_source((32, 32), 800 + 200 * i, kind="speckle",
+                                        frame_time=1e-3, seed=i),
+                      rate=1e6, shape=(32, 32), mode="swmr", frame_time=1e-3)
+        p = tmp_path / "run" / f"s{i}_results.hdf"
+        p.parent.mkdir(exist_ok=True)
+        follow(raw, read_qmap(qmap), p, LiveOptions(idle=1))
+        out.append(p)
+        time.sleep(1.1)  # distinct start times (1 s resolution)
+    return out
+
+
+def test_series_tab_fits_each_file_once_and_follows_the_folder(window, qtbot, tmp_path, qmap32,
+                                                               wait_idle, monkeypatch):
+    from xpcsviewer.gui.panels import _live_jobs
+
+    files = _run_files(tmp_path, qmap32, 4)
+    calls = []
+    real = _live_jobs.fit_series_job
+
+    def counting(paths, *a, **k):
+        calls.append(list(paths))
+        return real(paths, *a, **k)
+
+    monkeypatch.setattr("xpcsviewer.gui.panels.series.fit_series_job", counting)
+    window.open_paths([str(p) for p in files[:2]])
+    wait_idle(window, 60000)
+    window.select_tab("series")
+    panel = window.panels["series"]
+    wait_idle(window, 60000)
+    assert [len(c) for c in calls] == [2]
+    assert len(panel.table.files) == 2 and len(panel.chosen_bins()) == 4
+    x = panel.table.x_values()
+    assert x[0] == 0 and x[1] >= 1  # seconds since the first start
+    # a new target: fitted alone, appended
+    window.browser.add_paths([str(files[2])])
+    wait_idle(window, 60000)
+    assert [len(c) for c in calls] == [2, 1] and len(panel.table.files) == 3
+    # follow the folder: a finished file that appears there is appended
+    panel.follow_box.setChecked(True)
+    qtbot.waitUntil(lambda: len(panel.table.files) == 4, timeout=30000)
+    assert calls[-1] == [str(files[3])]
+    panel.follow_box.setChecked(False)
+    items = [it for it in panel.tau_plot.listDataItems() if it.xData is not None
+             and it.xData.size]
+    assert items  # tau against time is drawn
+    # exports: figure and table
+    fig, csv = tmp_path / "series.png", tmp_path / "series.csv"
+    panel.export_figure(fig)
+    panel.export_data(csv)
+    wait_idle(window, 60000)
+    assert fig.stat().st_size > 10_000
+    rows = csv.read_text().splitlines()
+    assert any("tau_s" in r for r in rows[:3]) and len(rows) >= 4 * 6
+    # the x by index
+    panel.x_combo.setCurrentIndex(panel.x_combo.findData("index"))
+    wait_idle(window, 60000)
+    assert list(panel.table.x_values()) == [0.0, 1.0, 2.0, 3.0]
+    assert np.isfinite(panel.table.curve(panel.chosen_bins()[0], "tau_s")[1]).any()

@@ -1,0 +1,88 @@
+"""``xpcsviewer live SOURCE --qmap QMAP -o OUT.hdf``: correlate while the detector writes.
+
+Follows a growing raw HDF5 file (SWMR or a plain appending writer) or a folder of
+frame-block files (:func:`xpcsviewer.jobs.live.follow`); every ``--every`` seconds the
+partial result is written atomically to OUT.hdf (``/xpcs/live/partial`` true) and, with
+``--fit``, fitted by the ``fit`` command's own entry point (OUT_fit.json). The final
+file equals ``xpcsviewer correlate`` of the complete frames and is fitted.
+``--json-events`` prints one JSON line per update on stdout (and a first ``ready`` line
+once the kernels and fits are loaded). Ctrl-C finishes with the
+frames read so far (the file keeps ``partial`` true; exit 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+__all__ = ["run"]
+
+
+def _status_line(up: Any) -> str:
+    exp = f"/{up.expected}" if up.expected else ""
+    text = (f"{'final' if up.final else 'partial'}: {up.frames}{exp} frames, "
+            f"{up.frame_rate_hz:.0f} frames/s (writer {up.writer_rate_hz:.0f}/s), "
+            f"lag {up.lag_frames} frames")
+    if up.bins:
+        ok = sum(b["status"] == "converged" for b in up.bins)
+        text += f", {ok}/{len(up.bins)} bins converged"
+    if up.fit_error:
+        text += f", fit failed: {up.fit_error}"
+    if up.final and up.latency_s is not None:
+        text += f"; {up.latency_s:.2f} s after the last frame"
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``xpcsviewer live``; returns the exit code."""
+    from xpcsviewer.io.outputs import check_output
+    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.jobs.fitfile import fit_result_files
+    from xpcsviewer.jobs.live import LiveOptions, follow
+    from xpcsviewer.progress import interrupted
+
+    quiet = bool(getattr(args, "quiet", False))
+    for name in ("every", "idle", "poll"):
+        v = getattr(args, name)
+        if not v > 0:
+            print(f"xpcsviewer live: error: --{name} must be positive (got {v})", file=sys.stderr)
+            return 2
+    if args.frames is not None and args.frames < 2:
+        print("xpcsviewer live: error: --frames must be at least 2", file=sys.stderr)
+        return 2
+    if args.frame_time is not None and not args.frame_time > 0:
+        print("xpcsviewer live: error: --frame-time must be positive", file=sys.stderr)
+        return 2
+    check_output(args.output, [args.source, args.qmap], bool(getattr(args, "overwrite", False)))
+    qm = read_qmap(args.qmap)
+    opts = LiveOptions(every=args.every, fit=bool(args.fit), model=args.model,
+                       frames=args.frames, idle=args.idle, poll=args.poll,
+                       start_wait=args.start_wait, frame_time=args.frame_time,
+                       dataset=args.dataset, normalize_frame=bool(args.normalize_frame))
+
+    def on_update(up: Any) -> None:
+        if args.json_events:
+            print(json.dumps(up.to_json(), allow_nan=False), flush=True)
+        elif not quiet:
+            print(_status_line(up), file=sys.stderr, flush=True)
+
+    def on_ready(ev: dict) -> None:
+        if args.json_events:
+            print(json.dumps(ev), flush=True)
+        elif not quiet:
+            print(f"ready: following {ev['source']}", file=sys.stderr, flush=True)
+
+    final = follow(args.source, qm, args.output, opts,
+                   fitter=partial(fit_result_files, model=args.model) if args.fit else None,
+                   on_update=on_update, on_ready=on_ready, stop=lambda: bool(interrupted()))
+    if not quiet:
+        how = {"expected": "reached the expected frame count",
+               "closed": "the writer closed the file", "idle": "no new frames",
+               "stopped": "interrupted"}.get(final.end or "", final.end)
+        print(f"wrote {Path(args.output)}: {final.frames} frames ({how})"
+              + (f"; {final.note}" if final.note else ""), file=sys.stderr)
+    return 130 if final.end == "stopped" else 0

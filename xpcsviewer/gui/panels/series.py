@@ -1,0 +1,328 @@
+"""Series: tau(q) and contrast of a run of files against start time, index or a field.
+
+The targets (an ageing or temperature run) are fitted in a worker with the ``fit``
+command's entry point (:mod:`xpcsviewer.jobs.series`); each file is fitted once (kept by
+path, modification time, model and abscissa), so a file added later (a new target, the
+end of a Live acquisition, or with "follow folder" a finished file appearing in the open
+folder) is fitted alone and appended. Points carry the model's errors; hollow points are
+bins whose fit did not converge. Export: the figure (matplotlib) and the table (CSV, the
+columns of ``xpcsviewer series``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QVBoxLayout,
+)
+
+from xpcsviewer.gui.panels._live_jobs import fit_series_job, list_finished_job
+from xpcsviewer.gui.panels.base import BasePanel, apply_settings
+from xpcsviewer.gui.widgets import SparseLogAxis, curve_color, curve_pen, plain_axes
+
+__all__ = ["SeriesPanel", "export_series_figure_job"]
+
+FOLLOW_MS = 3000
+
+
+def export_series_figure_job(table, bins: list[int], path: str, progress=None,
+                             cancel=None) -> str:
+    """Worker job: the series figure (matplotlib, Agg), saved atomically."""
+    from xpcsviewer.export import save_figure
+    from xpcsviewer.export.series import series_figure
+
+    save_figure(series_figure(table, bins), path)
+    return str(path)
+
+
+class SeriesPanel(BasePanel):
+    """tau and contrast per q-bin against the file's start time, index or a field."""
+
+    name = "series"
+    title = "Series"
+
+    def __init__(self, context, parent=None) -> None:
+        super().__init__(context, parent)
+        from xpcsviewer.jobs.series import SeriesTable
+
+        self.table = SeriesTable("start_time")
+        self._cache: dict[tuple, object] = {}  # (path, mtime, model, x) -> FileFit
+        self.extra_paths: list[str] = []  # files found by "follow folder"
+        self._pending: set[str] = set()
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        self.x_combo = QComboBox()
+        self.x_combo.addItem("start time", "start_time")
+        self.x_combo.addItem("file index", "index")
+        self.x_combo.addItem("metadata field", "field")
+        self.field_edit = QLineEdit(placeholderText="/entry/sample/temperature",
+                                    toolTip="An HDF5 path, or a name under /entry/sample")
+        self.field_edit.setEnabled(False)
+        self.model_combo = QComboBox()
+        for m in ("single", "stretched", "double"):
+            self.model_combo.addItem(m, m)
+        self.follow_box = QCheckBox("Follow folder", toolTip=(
+            "Append result files that appear finished in the open folder (not the "
+            "partial results of a live run)"))
+        self.logx = QCheckBox("log x", checked=False)
+        for w in (QLabel("x"), self.x_combo, self.field_edit, QLabel("model"),
+                  self.model_combo, self.logx, self.follow_box):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        lay.addLayout(bar)
+        self.status = QLabel(" ")
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+        body = QHBoxLayout()
+        self.bin_list = QListWidget()
+        self.bin_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.bin_list.setMaximumWidth(160)
+        self.bin_list.setToolTip("q-bins to draw (Ctrl/Shift-click for several)")
+        body.addWidget(self.bin_list)
+        plots = pg.GraphicsLayoutWidget()
+        self.tau_plot = plain_axes(plots.addPlot(
+            row=0, col=0, axisItems={"left": SparseLogAxis("left"),
+                                     "bottom": SparseLogAxis("bottom")}))
+        self.tau_plot.setLogMode(x=False, y=True)
+        self.tau_plot.setLabel("left", "\u03c4 (s)")
+        self.tau_legend = self.tau_plot.addLegend(offset=(10, 10),
+                                                  brush=pg.mkBrush(255, 255, 255, 200))
+        self.c_plot = plain_axes(plots.addPlot(row=1, col=0,
+                                               axisItems={"bottom": SparseLogAxis("bottom")}))
+        self.c_plot.setLabel("left", "contrast")
+        self.c_plot.setXLink(self.tau_plot)
+        for p in (self.tau_plot, self.c_plot):
+            p.showGrid(x=True, y=True, alpha=0.3)
+        body.addWidget(plots, 1)
+        lay.addLayout(body, 1)
+        self.x_combo.currentIndexChanged.connect(self._on_x_changed)
+        self.field_edit.editingFinished.connect(self._refit)
+        self.model_combo.currentIndexChanged.connect(lambda _i: self._refit())
+        self.bin_list.itemSelectionChanged.connect(self._draw)
+        self.logx.toggled.connect(lambda _b: self._draw())
+        self.follow_timer = QTimer(self, interval=FOLLOW_MS)
+        self.follow_timer.timeout.connect(self._look_in_folder)
+        self.follow_box.toggled.connect(self._on_follow)
+
+    # ----------------------------------------------------------- settings
+    def x_name(self) -> str:
+        x = self.x_combo.currentData()
+        return (self.field_edit.text().strip() or "start_time") if x == "field" else x
+
+    def _key(self, path: str) -> tuple:
+        try:
+            mtime = Path(path).stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        return (path, mtime, self.model_combo.currentData(), self.x_name())
+
+    def _on_x_changed(self, _i: int) -> None:
+        self.field_edit.setEnabled(self.x_combo.currentData() == "field")
+        self._refit()
+
+    def _refit(self) -> None:
+        self._dirty = True
+        if self.isVisible():
+            self._refresh_now()
+
+    def _on_follow(self, on: bool) -> None:
+        if on:
+            self.follow_timer.start()
+            self._look_in_folder()
+        else:
+            self.follow_timer.stop()
+
+    # ------------------------------------------------------------ targets
+    def applies_to(self, results):
+        if not results and not self.extra_paths:
+            return "Select the files of a run (two or more) first"
+        return None
+
+    def series_paths(self) -> list[str]:
+        """The files of the series: the targets, then files found by following."""
+        paths = [str(r.path) for r in self.results]
+        return paths + [p for p in self.extra_paths if p not in paths]
+
+    def refresh(self) -> None:
+        """Fit the files not fitted yet (a worker), then draw the series."""
+        paths = self.series_paths()
+        todo = [p for p in paths if self._key(p) not in self._cache]
+        self._assemble()
+        if not todo:
+            self._draw()
+            return
+        self._pending = set(todo)
+        self.status.setText(f"fitting {len(todo)} file(s) of {len(paths)}\u2026")
+        keys = {p: self._key(p) for p in todo}
+        self.submit("fit", fit_series_job, todo, self.x_name(), self.model_combo.currentData(),
+                    on_result=lambda fits, keys=keys: self._on_fits(fits, keys),
+                    description=f"Series: fitting {len(todo)} file(s)")
+
+    def _on_fits(self, fits, keys: dict) -> None:
+        for f in fits:
+            self._cache[keys.get(f.path, self._key(f.path))] = f
+        self._pending.clear()
+        self._assemble()
+        self._draw()
+
+    def _assemble(self) -> None:
+        from xpcsviewer.jobs.series import SeriesTable
+
+        x = self.x_name()
+        table = SeriesTable(x)
+        table.extend([self._cache[k] for k in (self._key(p) for p in self.series_paths())
+                      if k in self._cache])
+        self.table = table
+        self._fill_bins()
+
+    def _fill_bins(self) -> None:
+        bins = self.table.bin_numbers()
+        have = [self.bin_list.item(i).data(Qt.ItemDataRole.UserRole)
+                for i in range(self.bin_list.count())]
+        if bins == have:
+            return
+        chosen = {it.data(Qt.ItemDataRole.UserRole) for it in self.bin_list.selectedItems()}
+        qs = self.table.bin_q()
+        self.bin_list.blockSignals(True)
+        self.bin_list.clear()
+        for b in bins:
+            it = QListWidgetItem(f"{b}: q={qs.get(b, float('nan')):.4g}")
+            it.setData(Qt.ItemDataRole.UserRole, b)
+            self.bin_list.addItem(it)
+        if not chosen & set(bins):
+            chosen = set(self.table.default_bins())
+        for i in range(self.bin_list.count()):
+            it = self.bin_list.item(i)
+            it.setSelected(it.data(Qt.ItemDataRole.UserRole) in chosen)
+        self.bin_list.blockSignals(False)
+
+    def chosen_bins(self) -> list[int]:
+        return sorted(it.data(Qt.ItemDataRole.UserRole) for it in self.bin_list.selectedItems())
+
+    # ------------------------------------------------------------ follow
+    def _look_in_folder(self) -> None:
+        browser = getattr(self.window(), "browser", None)
+        folder = getattr(browser, "folder", None)
+        if not folder:
+            return
+        self.submit("follow-folder", list_finished_job, str(folder), self.series_paths(),
+                    on_result=self._on_found, description="Series: looking for new files")
+
+    def _on_found(self, paths: list[str]) -> None:
+        new = [p for p in paths if p not in self.series_paths()]
+        if not new:
+            return
+        self.extra_paths.extend(new)
+        self.context.show_status(f"Series: {len(new)} new file(s) appended")
+        self._refit()
+
+    # ------------------------------------------------------------ drawing
+    def _draw(self) -> None:
+        self.tau_plot.clear()
+        self.c_plot.clear()
+        self.tau_legend.clear()
+        t = self.table
+        n_ok = sum(f.error is None for f in t.files)
+        errs = [f for f in t.files if f.error is not None]
+        msg = (f"{n_ok} file(s) in the series, x = {t.x_label()}; filled: converged fits "
+               "(with errors), open: other statuses")
+        if errs:
+            msg += f"; {len(errs)} could not be fitted ({Path(errs[0].path).name}: {errs[0].error})"
+        if self._pending:
+            msg += f"; fitting {len(self._pending)} more\u2026"
+        self.status.setText(msg)
+        logx = self.logx.isChecked()
+        self.tau_plot.setLogMode(x=logx, y=True)
+        self.c_plot.setLogMode(x=logx, y=False)
+        qs = t.bin_q()
+        for k, b in enumerate(self.chosen_bins()):
+            x, tau, te, st = t.curve(b, "tau_s")
+            _, c, ce, _ = t.curve(b, "contrast")
+            col = curve_color(k)
+            conv = np.array([s == "converged" for s in st], bool)
+            fin = np.isfinite(x) & (x > 0 if logx else True)
+            ok = fin & np.isfinite(tau) & (tau > 0)
+            good = ok & conv
+            name = f"q={qs.get(b, float('nan')):.4g}"
+            # lines and error bars for converged fits; other statuses as open markers,
+            # without bars (their errors say nothing and would hide the series)
+            self.tau_plot.addItem(pg.PlotDataItem(
+                x[good], tau[good], pen=curve_pen(k, 1.0), symbol="o", symbolSize=7,
+                symbolBrush=col, symbolPen=col, name=name))
+            self.tau_plot.addItem(pg.PlotDataItem(
+                x[ok & ~conv], tau[ok & ~conv], pen=None, symbol="o", symbolSize=7,
+                symbolBrush=None, symbolPen=col))
+            m = good & np.isfinite(te)
+            if m.any():
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    top = np.log10(tau[m] + te[m]) - np.log10(tau[m])
+                    low = np.clip(tau[m] - te[m], tau[m] * 1e-3, None)
+                    bottom = np.log10(tau[m]) - np.log10(low)
+                xx = np.log10(x[m]) if logx else x[m]
+                self.tau_plot.addItem(pg.ErrorBarItem(x=xx, y=np.log10(tau[m]), top=top,
+                                                      bottom=bottom, pen=curve_pen(k, 1.0)))
+            okc = fin & np.isfinite(c) & conv
+            self.c_plot.addItem(pg.PlotDataItem(x[okc], c[okc], pen=curve_pen(k, 1.0),
+                                                symbol="s", symbolSize=6, symbolBrush=col))
+            mc = okc & np.isfinite(ce)
+            if mc.any():
+                xx = np.log10(x[mc]) if logx else x[mc]
+                self.c_plot.addItem(pg.ErrorBarItem(x=xx, y=c[mc], height=2 * ce[mc],
+                                                    pen=curve_pen(k, 1.0)))
+        self.c_plot.setLabel("bottom", t.x_label())
+        self.sigUpdated.emit()
+
+    def clear_plots(self) -> None:
+        from xpcsviewer.jobs.series import SeriesTable
+
+        self.table = SeriesTable(self.x_name())
+        self.tau_plot.clear()
+        self.c_plot.clear()
+        self.tau_legend.clear()
+        self.bin_list.clear()
+        self.status.setText(" ")
+
+    # ------------------------------------------------------------- export
+    def export_figure(self, path):
+        if not self.table.files:
+            self.context.report_error(f"{self.title}: nothing to export")
+            return None
+        path = str(path)
+        return self.submit("export-figure", export_series_figure_job, self.table,
+                           self.chosen_bins(), path, on_result=self._on_exported,
+                           description=f"Exporting {Path(path).name}")
+
+    def data_columns(self):
+        rows = self.table.rows()
+        if len(rows) < 2:
+            return None
+        head, body = rows[0], rows[1:]
+        cols = {}
+        for j, name in enumerate(head):
+            vals = [r[j] for r in body]
+            if all(isinstance(v, (int, float)) or v is None for v in vals):
+                cols[name] = np.array([np.nan if v is None else v for v in vals], float)
+            else:
+                cols[name] = np.array(["" if v is None else str(v) for v in vals])
+        return cols, [f"Series of {len(self.table.files)} files, x = {self.table.x_label()}, "
+                      f"model {self.model_combo.currentData()}"]
+
+    def get_settings(self) -> dict:
+        return {"x": self.x_combo.currentData(), "field": self.field_edit.text(),
+                "model": self.model_combo.currentData(), "logx": self.logx.isChecked()}
+
+    def set_settings(self, s: dict) -> None:
+        apply_settings(s, combos=(("x", self.x_combo), ("model", self.model_combo)),
+                       checks=(("logx", self.logx),), edits=(("field", self.field_edit),))

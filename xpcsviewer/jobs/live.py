@@ -1,0 +1,618 @@
+"""Follow an acquisition: correlate frames as the detector writes them (``xpcsviewer live``).
+
+:func:`follow` polls a source (:mod:`xpcsviewer.io.live_source`: a growing HDF5 file,
+SWMR or not, or a folder of block files), reads only the frames that are new and
+complete, feeds them to the resumable multi-tau correlator
+(:class:`~xpcsviewer.compute.multitau_stream.StreamingMultitau`) and every ``every``
+seconds writes the partial result atomically (``/xpcs/live/partial = True``), fits it
+with the ``fit`` command's entry point when asked, and hands an update to
+``on_update``. The acquisition ends at the expected frame count, when the writer closes
+the file, or after ``idle`` seconds without a new frame (a writer that died: the job
+finishes with the frames that were complete and says so). The final file is the one
+``xpcsviewer correlate`` writes for the complete frames (same datasets; tested) with
+``partial = False``, and it is fitted.
+
+Multi-tau only: a two-time map needs every frame pair, so it cannot be shown growing
+cheaply; correlate the finished file with ``--mode twotime`` for it.
+Nothing here imports Qt; the GUI runs :func:`follow` in a worker.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.live_source import RAW_DATASET, SourceNotReady, open_live_source
+from xpcsviewer.progress import Cancelled, CancelToken
+
+__all__ = ["LiveOptions", "LiveUpdate", "LiveView", "fit_output_path", "follow", "qmap_beside"]
+
+#: points of the intensity trace handed to a view (bucket means)
+TRACE_POINTS = 2000
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    """Settings of one live run.
+
+    Attributes
+    ----------
+    every : float
+        Seconds between partial results (written, fitted, reported).
+    fit : bool
+        Fit each update with the ``fit`` command's entry point.
+    model : str
+        The fit model (as ``fit --model``).
+    frames : int or None
+        Expected frames (else from the source, if it says).
+    idle : float
+        Seconds without a new frame after which the acquisition counts as ended.
+    start_wait : float
+        Seconds to wait for the first frame.
+    poll : float
+        Seconds between polls of the source.
+    frame_time : float or None
+        Seconds per frame (else from the raw file, else 1 s with a note).
+    dataset : str
+        Frames inside the raw file(s).
+    normalize_frame : bool
+        As ``correlate --normalize-frame``.
+    read_chunk : int
+        Frames per read.
+    engine : str
+        Multi-tau engine (``auto``, ``compiled``, ``backend``).
+    """
+
+    every: float = 2.0
+    fit: bool = False
+    model: str = "single"
+    frames: int | None = None
+    idle: float = 10.0
+    start_wait: float = 120.0
+    poll: float = 0.2
+    frame_time: float | None = None
+    dataset: str = RAW_DATASET
+    normalize_frame: bool = False
+    read_chunk: int = 256
+    engine: str = "auto"
+
+
+@dataclass
+class LiveView:
+    """What a plot of the partial result needs (NumPy, small)."""
+
+    tau: np.ndarray
+    g2: np.ndarray
+    g2_err: np.ndarray
+    valid: np.ndarray
+    q: np.ndarray
+    phi: np.ndarray
+    trace_t: np.ndarray
+    trace_i: np.ndarray
+    fit_t: np.ndarray | None = None
+    fit_curves: dict[int, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class LiveUpdate:
+    """One update: a partial result or the final one.
+
+    ``frames``: frames correlated; ``frame_rate_hz``: frames correlated per second since
+    the previous update; ``writer_rate_hz``: frames the writer completed per second over
+    the same time (the final update: both averaged from the first frame seen); ``lag_frames``: complete frames not correlated yet at the last poll,
+    ``lag_s`` the same in writer time; ``bins``: per q-bin fit (``tau_s``, ``status``,
+    ...; empty without ``fit``); ``latency_s`` (final only): from the source's last
+    modification when its last frame was seen to the fitted result on disk;
+    ``end``: ``expected`` / ``closed`` / ``idle`` / ``stopped`` (final only).
+    """
+
+    final: bool
+    frames: int
+    elapsed_s: float
+    frame_rate_hz: float
+    writer_rate_hz: float
+    lag_frames: int
+    lag_s: float
+    output: str
+    fit_output: str | None = None
+    bins: list[dict[str, Any]] = field(default_factory=list)
+    fit_error: str | None = None
+    expected: int | None = None
+    end: str | None = None
+    note: str = ""
+    latency_s: float | None = None
+    seen_to_result_s: float | None = None
+    interval_s: float | None = None
+    view: LiveView | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json-events`` line (finite numbers or null)."""
+
+        def num(x: Any) -> Any:
+            if x is None:
+                return None
+            x = float(x)
+            return round(x, 6) if math.isfinite(x) else None
+
+        out: dict[str, Any] = {
+            "event": "final" if self.final else "update",
+            "partial": not self.final or self.end == "stopped",
+            "frames": self.frames, "expected_frames": self.expected,
+            "elapsed_s": num(self.elapsed_s), "frame_rate_hz": num(self.frame_rate_hz),
+            "writer_rate_hz": num(self.writer_rate_hz), "lag_frames": self.lag_frames,
+            "lag_s": num(self.lag_s), "output": self.output,
+            "interval_s": num(self.interval_s),
+        }
+        if self.fit_output is not None or self.bins or self.fit_error:
+            out["fit_output"] = self.fit_output
+            out["bins"] = [{k: (num(v) if isinstance(v, float) else v) for k, v in b.items()}
+                           for b in self.bins]
+            if self.fit_error:
+                out["fit_error"] = self.fit_error
+        if self.final:
+            out["end"] = self.end
+            out["latency_s"] = num(self.latency_s)
+            out["seen_to_result_s"] = num(self.seen_to_result_s)
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def fit_output_path(output: str | os.PathLike) -> Path:
+    """``OUT_fit.json`` beside ``OUT.hdf``: the fits of the live result."""
+    p = Path(output)
+    return p.with_name(p.stem + "_fit.json")
+
+
+def _decimate(y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(index centres, bucket means) of at most ``n`` points."""
+    if y.size <= n:
+        return np.arange(y.size, dtype=np.float64), y.astype(np.float64)
+    edges = np.linspace(0, y.size, n + 1).astype(np.int64)
+    sums = np.add.reduceat(y.astype(np.float64), edges[:-1])
+    cnt = np.diff(edges)
+    return 0.5 * (edges[:-1] + edges[1:] - 1), sums / cnt
+
+
+class _Follower:
+    """The state of one :func:`follow` run."""
+
+    def __init__(self, source: Any, qmap: Any, output: Path, opts: LiveOptions,
+                 fitter: Callable[[list[str]], list[Any]] | None,
+                 on_update: Callable[[LiveUpdate], None] | None, with_view: bool) -> None:
+        self.src = source
+        self.qmap = qmap
+        self.output = output
+        self.opts = opts
+        self.fitter = fitter
+        self.on_update = on_update
+        self.with_view = with_view
+        self.stream: Any = None
+        self.done = 0
+        self.t0 = time.monotonic()
+        self.start_iso = None
+        self.used = (np.asarray(qmap.dynamic_roi_map) > 0) | (np.asarray(qmap.static_roi_map) > 0)
+        self.negatives = 0
+        self.seen = 0  # complete frames seen at the last poll
+        self.seen_mtime = 0.0
+        self.seen_at = self.t0
+        self.first_seen: float | None = None  # when complete frames were first seen
+        self.last_growth: float | None = None  # last activity of a readable source
+        self._sig: tuple = ()
+        self.prev = (self.t0, 0, 0)  # (time, done, seen) at the previous update
+        self.t_update = self.t0
+        self.written = -1
+        self.interval = opts.every
+        self.frame_time = opts.frame_time
+        self.notes: list[str] = []
+        self.updates = 0
+
+    # ---------------------------------------------------------------- frames
+    def _checked(self, frames: np.ndarray) -> np.ndarray:
+        """Negative counts: refused where the q-map uses the pixel, else set to 0
+        (the rule of ``correlate``)."""
+        if frames.dtype.kind not in "if":
+            return frames
+        neg = frames < 0
+        if not neg.any():
+            return frames
+        bad = neg & self.used
+        if bad.any():
+            k, r, c = (int(v[0]) for v in np.nonzero(bad))
+            raise XpcsFileError(self.src.describe(), f"negative counts ({frames[k, r, c]!r} in "
+                                f"frame {self.done + k} at pixel ({r}, {c})) where the q-map "
+                                "uses the pixel", self.opts.dataset,
+                                "counts >= 0 (or mask those pixels in the q-map)")
+        self.negatives += int(neg.sum())
+        return np.where(neg, 0, frames)
+
+    def check_shape(self) -> None:
+        """Refuse frames of another shape than the q-map's as soon as the source says."""
+        shape = self.src.frame_shape
+        if shape is not None and tuple(shape) != tuple(self.qmap.shape):
+            raise XpcsFileError(self.src.describe(), f"frames are {shape[0]}x{shape[1]} but "
+                                f"the q-map is {self.qmap.shape[0]}x{self.qmap.shape[1]}",
+                                self.opts.dataset, "frames of the q-map's detector shape")
+
+    def prepare(self) -> None:
+        """The correlator's state and kernels, before the first frame arrives."""
+        from xpcsviewer.compute.multitau_stream import StreamingMultitau
+
+        qm = self.qmap
+        self.stream = StreamingMultitau(
+            qm.dynamic_roi_map, qm.static_roi_map, qm.mask, n_dynamic=qm.n_dynamic,
+            n_static=qm.n_static, normalize_frame=self.opts.normalize_frame,
+            expected_frames=self.opts.frames, engine=self.opts.engine)
+        self.stream.warm()
+
+    def _stream(self) -> Any:
+        if self.start_iso is None:
+            self.check_shape()
+            self.start_iso = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+            if self.frame_time is None:
+                self.frame_time = self.src.frame_time
+            if self.frame_time is None:
+                self.frame_time = 1.0
+                self.notes.append("no frame time given or in the raw file: 1 s per frame "
+                                  "(delays in frames)")
+        return self.stream
+
+    def src_expected(self) -> int | None:
+        return self.opts.frames or self.src.state.expected
+
+    def read_to(self, target: int, *, stop: Callable[[], bool],
+                cancel: CancelToken | None, progress: Any) -> None:
+        """Read and correlate complete frames up to ``target``; partial updates on time."""
+        while self.done < target:
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled()
+            if stop():
+                return
+            b = min(target, self.done + self.opts.read_chunk)
+            try:
+                frames = self.src.read(self.done, b)
+            except SourceNotReady:
+                return
+            self._stream().feed(self._checked(frames))
+            self.done = b
+            if progress is not None:
+                # a known end: a fraction; else a busy bar with the count
+                exp = self.src_expected()
+                progress(self.done, exp or 0, f"{self.done:,} frames correlated")
+            if time.monotonic() - self.t_update >= self.interval:
+                self.update(final=False)
+
+    # --------------------------------------------------------------- updates
+    def _result(self, partial: bool, end: str | None) -> Any:
+        from xpcsviewer.compute.pipeline import (
+            CorrelatedResult,
+            assemble_result,
+            multitau_model,
+        )
+
+        s = self.stream
+        r = s.result()
+        n = self.done
+        t0 = float(self.frame_time)
+        raw = os.path.realpath(self.src.describe())
+        common = {"raw": raw, "begin_frame": 0, "end_frame": n, "stride_frame": 1,
+                  "avg_frame": 1, "raw_frames": n, "n_frames": n, "backend": "numpy"}
+        mt = multitau_model(r, t0, 1, 1, common)
+        res = assemble_result(self.qmap, s.scat, mt=mt, tt=None, segments=None,
+                              frame_time=t0, count_time=self.src.count_time,
+                              start_time=self.start_iso, path=self.output, raw_path=raw)
+        live = {"partial": bool(partial), "frames": int(n), "source": str(self.src.describe()),
+                "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
+        if end is not None:
+            live["end"] = end
+        res.metadata["xpcs/live"] = live
+        return CorrelatedResult(res, s.scat.mean_image(), None)
+
+    def update(self, final: bool, end: str | None = None, note: str = "") -> LiveUpdate | None:
+        """Write (atomically), fit and report the result of the frames so far."""
+        from xpcsviewer.io.writer import write_result
+
+        if self.done < 2:
+            return None
+        if not final and self.done == self.written:
+            self.t_update = time.monotonic()
+            return None
+        partial = not final or end == "stopped"
+        t = time.monotonic()
+        cres = self._result(partial, end)
+        write_result(self.output, cres.result, saxs_2d=cres.saxs_2d, overwrite=True)
+        self.written = self.done
+        up = self._report(final, end, note, cres.result)
+        self.t_update = time.monotonic()
+        # an update that costs much (a big detector, a slow fit, a loaded machine) comes
+        # less often: at most a quarter of the time goes to updates
+        self.interval = max(self.opts.every, 3.0 * (self.t_update - t))
+        return up
+
+    def _report(self, final: bool, end: str | None, note: str, res: Any) -> LiveUpdate:
+        now = time.monotonic()
+        pt, pdone, pseen = self.prev
+        dt = max(now - pt, 1e-9)
+        rate = (self.done - pdone) / dt
+        wrate = (self.seen - pseen) / dt
+        if final and self.first_seen is not None:
+            # the final says the averages over the acquisition
+            t1 = self.first_seen
+            rate = self.done / max(now - t1, 1e-9)
+            wrate = self.seen / max(self.seen_at - t1, 1e-9)
+        self.prev = (now, self.done, self.seen)
+        lag = max(0, self.seen - self.done)
+        up = LiveUpdate(
+            final=final, frames=self.done, elapsed_s=now - self.t0, frame_rate_hz=rate,
+            writer_rate_hz=wrate, lag_frames=lag,
+            lag_s=lag / wrate if wrate > 0 else (0.0 if lag == 0 else math.inf),
+            output=str(self.output), expected=self.src_expected(), end=end,
+            interval_s=self.interval,
+            note="; ".join(x for x in (*self.notes, note) if x))
+        rec = None
+        if self.opts.fit and self.fitter is not None:
+            from xpcsviewer.fitting.results import write_fit_json
+            from xpcsviewer.jobs.fitfile import record_bins
+
+            outs = self.fitter([str(self.output)])
+            o = outs[0]
+            if o.ok:
+                rec = o.record
+                up.bins = record_bins(rec)
+                fo = fit_output_path(self.output)
+                write_fit_json(fo, [rec])
+                up.fit_output = str(fo)
+            else:
+                up.fit_error = o.error
+        if final:
+            done_wall = time.time()
+            up.latency_s = max(0.0, done_wall - self.seen_mtime) if self.seen_mtime else None
+            up.seen_to_result_s = time.monotonic() - self.seen_at
+        if self.with_view:
+            up.view = self._view(res, rec)
+        self.updates += 1
+        if self.on_update is not None:
+            self.on_update(up)
+        return up
+
+    def _view(self, res: Any, rec: dict[str, Any] | None) -> LiveView:
+        mt = res.multitau
+        it = np.asarray(res.intensity_vs_time[1])
+        x, y = _decimate(it, TRACE_POINTS)
+        view = LiveView(tau=np.asarray(mt.tau), g2=np.asarray(mt.g2), g2_err=np.asarray(mt.g2_err),
+                        valid=np.asarray(mt.valid), q=np.asarray(self.qmap.dynamic_q, float),
+                        phi=np.asarray(self.qmap.dynamic_phi, float),
+                        trace_t=x * float(self.frame_time), trace_i=y)
+        if rec is not None and mt.tau.size:
+            from xpcsviewer.jobs.fitfile import record_curve
+
+            t = np.geomspace(mt.tau[0], mt.tau[-1], 120)
+            view.fit_t = t
+            bins = rec.get("bins") or list(range(1, len(rec["q"]) + 1))
+            for i, b in enumerate(bins):
+                c = record_curve(rec, i, t)
+                if c is not None:
+                    view.fit_curves[int(b)] = np.asarray(c)
+        return view
+
+    # ----------------------------------------------------------------- poll
+    def poll(self) -> Any:
+        st = self.src.poll()
+        self.check_shape()
+        now = time.monotonic()
+        if st.complete > 0 and self.first_seen is None:
+            self.first_seen = now
+        if st.complete > self.seen:
+            self.seen = st.complete
+            self.seen_mtime = st.mtime
+            self.seen_at = now
+        # activity: new frames, a longer dataset or a newer file (a writer that flushes)
+        sig = (st.complete, st.extent, st.mtime)
+        if st.readable and sig != self._sig:
+            self._sig = sig
+            self.last_growth = now
+        return st
+
+
+def _warmed(fitter: Callable[[list[str]], list[Any]]) -> Callable[[list[str]], list[Any]]:
+    """``fitter`` after JAX is loaded and the default fit programs are compiled.
+
+    The warm-up (:func:`xpcsviewer.fitting.warmup.precompile`, least squares only) starts
+    at once in a thread, while the first frames are awaited and correlated, so the first
+    fit does not pay for it; a fit waits for the warm-up to end (importing JAX from two
+    threads at once is not safe).
+    """
+    def warm() -> None:
+        try:
+            from xpcsviewer.fitting.warmup import precompile
+
+            precompile(nuts=False)
+        except Exception:  # noqa: BLE001 - the fit itself will say what is wrong
+            pass
+
+    th = threading.Thread(target=warm, name="xpcs-live-fit-warmup", daemon=True)
+    th.start()
+
+    def fit(paths: list[str], **kw: Any) -> list[Any]:
+        th.join()
+        return fitter(paths, **kw) if paths else []
+
+    return fit
+
+
+def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
+           options: LiveOptions | None = None, *,
+           fitter: Callable[[list[str]], list[Any]] | None = None,
+           on_update: Callable[[LiveUpdate], None] | None = None,
+           on_ready: Callable[[dict[str, Any]], None] | None = None,
+           stop: Callable[[], bool] | threading.Event | None = None,
+           with_view: bool = False, progress: Any = None,
+           cancel: CancelToken | None = None) -> LiveUpdate:
+    """Follow ``source`` until the acquisition ends; returns the final update.
+
+    Parameters
+    ----------
+    source : path
+        A growing raw HDF5 file, a folder of block files, or ``folder/PATTERN``.
+    qmap : QMap
+        The partition (:func:`xpcsviewer.io.reader.read_qmap`).
+    output : path
+        The result file (rewritten atomically at every update).
+    options : LiveOptions
+    fitter : callable, optional
+        ``fitter([path]) -> [FitOutcome]``; with ``options.fit``
+        (:func:`xpcsviewer.jobs.fitfile.fit_result_files` with the model bound).
+    on_update : callable, optional
+        Called with every :class:`LiveUpdate`, partial and final (in this thread).
+    on_ready : callable, optional
+        Called once the correlator's kernels (and, with ``fit``, the fit programs) are
+        loaded, before the first frame is read: ``{"event": "ready", ...}``.
+    stop : callable or threading.Event, optional
+        When it says so, finish now with the frames read (``end="stopped"``; the file
+        keeps ``partial = True``).
+    with_view : bool
+        Attach a :class:`LiveView` to each update (the GUI's plots).
+    progress, cancel :
+        Progress ``(frames, expected or seen, message)``; a cancel abandons the run
+        (the last partial file stays).
+
+    Raises
+    ------
+    XpcsFileError
+        The frames do not fit the q-map, negative counts at used pixels, a bad dataset.
+    TimeoutError
+        No frame within ``options.start_wait`` seconds.
+    """
+    opts = options or LiveOptions()
+    if not (opts.every > 0 and opts.idle > 0 and opts.poll > 0):
+        raise ValueError("every, idle and poll must be positive")
+    if opts.frame_time is not None and not (opts.frame_time > 0 and math.isfinite(opts.frame_time)):
+        raise ValueError(f"frame time must be a positive finite number (got {opts.frame_time})")
+    if isinstance(stop, threading.Event):
+        ev = stop
+        stop_fn: Callable[[], bool] = ev.is_set
+    else:
+        stop_fn = stop or (lambda: False)
+    src = open_live_source(source, opts.dataset, opts.frames)
+    if opts.fit and fitter is not None:
+        fitter = _warmed(fitter)
+    fol = _Follower(src, qmap, Path(output), opts, fitter, on_update, with_view)
+    end, note = None, ""
+    try:
+        fol.prepare()
+        if fol.fitter is not None:
+            fol.fitter([])  # waits for the fit warm-up: fits are ready too
+        if on_ready is not None:
+            on_ready({"event": "ready", "source": src.describe(), "engine": fol.stream.engine,
+                      "fit": bool(opts.fit and fitter is not None)})
+        while True:
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled()
+            if stop_fn():
+                end = "stopped"
+                break
+            st = fol.poll()
+            t_poll = time.monotonic()
+            target = st.complete
+            if st.expected:
+                target = min(target, st.expected)
+            fol.read_to(target, stop=stop_fn, cancel=cancel, progress=progress)
+            src.release()
+            now = time.monotonic()
+            if st.expected and fol.done >= st.expected:
+                end = "expected"
+                break
+            if st.writer == "closed" and st.readable:
+                end = "closed"
+                break
+            # measured at the poll: time spent here (a slow first fit) is not the writer's
+            if fol.last_growth is None:
+                if t_poll - fol.t0 > opts.start_wait:
+                    raise TimeoutError(f"no frame in {opts.start_wait:g} s "
+                                       f"({st.note or 'no data'})")
+            elif t_poll - fol.last_growth >= opts.idle:
+                end = "idle"
+                break
+            if now - fol.t_update >= fol.interval:
+                fol.update(final=False)
+            left = opts.poll - (time.monotonic() - now)
+            if left > 0:
+                if isinstance(stop, threading.Event):
+                    stop.wait(left)
+                else:
+                    time.sleep(left)
+        if end != "stopped":
+            st = src.final()
+            if st.complete > fol.seen:
+                fol.seen, fol.seen_mtime, fol.seen_at = st.complete, st.mtime, time.monotonic()
+            target = min(st.complete, st.expected) if st.expected else st.complete
+            fol.read_to(target, stop=lambda: False, cancel=cancel, progress=progress)
+            if fol.done < target:  # unreadable now: finish with what was read
+                note = f"{target - fol.done} complete frames could not be read at the end"
+            if end == "idle":
+                note = "; ".join(x for x in (
+                    f"no new frame for {opts.idle:g} s: the writer stopped or died; "
+                    f"finished with the {fol.done} complete frames", note) if x)
+            if st.expected and fol.done < st.expected:
+                note = "; ".join(x for x in (note, f"{fol.done} of {st.expected} expected "
+                                                   "frames") if x)
+            if not st.readable and st.note:
+                note = "; ".join(x for x in (note, st.note) if x)
+        else:
+            note = f"stopped after {fol.done} frames (the result keeps partial = True)"
+        if fol.negatives:
+            fol.notes.append(f"{fol.negatives} negative counts at masked pixels were set to 0")
+        if fol.done < 2:
+            raise XpcsFileError(src.describe(), f"only {fol.done} complete frame(s) to correlate "
+                                f"({note or st.note or 'no data'})", opts.dataset,
+                                "at least 2 frames")
+        final = fol.update(final=True, end=end, note=note)
+        assert final is not None
+        return final
+    finally:
+        src.close()
+
+
+def qmap_beside(source: str | os.PathLike) -> Path | None:
+    """A q-map (partition) file beside a raw source, or None.
+
+    Looks in the source's folder (a folder source: in it, then beside it) for HDF5 files
+    whose name says ``qmap``, ``partition`` or ``mask`` and that hold a ``/qmap`` group;
+    the newest wins.
+    """
+    import h5py
+
+    p = Path(source)
+    folders = [p] if p.is_dir() else []
+    folders.append(p.parent if p.name else p)
+    found: list[tuple[float, Path]] = []
+    for folder in dict.fromkeys(folders):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            low = name.lower()
+            if not low.endswith((".h5", ".hdf", ".hdf5")) or not any(
+                    w in low for w in ("qmap", "partition", "mask")):
+                continue
+            cand = folder / name
+            try:
+                with h5py.File(cand, "r", locking=False) as f:
+                    if "qmap" in f:
+                        found.append((cand.stat().st_mtime, cand))
+            except OSError:
+                continue
+        if found:
+            break
+    return max(found)[1] if found else None
