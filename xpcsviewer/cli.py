@@ -199,8 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
     p.add_argument("--fit", action="store_true",
                    help="fit every update as `fit` does (fits in OUT_fit.json)")
-    p.add_argument("--model", choices=("single", "double", "stretched"), default="single",
-                   help="fit model (as `fit --model`)")
+    p.add_argument("--model", choices=("auto", "single", "double", "stretched", "single_avgcorr"),
+                   default="auto",
+                   help="fit model, as `fit --model` (default auto: one chosen per q-bin by AICc)")
     p.add_argument("--every", type=float, default=2.0, metavar="SECONDS",
                    help="seconds between partial results (default 2)")
     p.add_argument("--frames", type=int, default=None, metavar="N",
@@ -227,8 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the abscissa: the file's start time (default; seconds since the "
                         "first file), its index, or a metadata field (an HDF5 path such as "
                         "/entry/sample/temperature, or a sample key)")
-    p.add_argument("--model", choices=("single", "double", "stretched"), default="single",
-                   help="fit model (as `fit --model`)")
+    p.add_argument("--model", choices=("auto", "single", "double", "stretched", "single_avgcorr"),
+                   default="auto",
+                   help="fit model, as `fit --model` (default auto: one chosen per q-bin by AICc)")
     p.add_argument("--q-range", **_pair(float),
                    help="only the q-bins with A <= q <= B, in 1/\u00c5 (default: all)")
 

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
+from xpcsviewer.fitting.status import FitStatus
 
-STATUSES = {"converged", "unresolved", "no_decay", "at_bound", "poor_fit", "failed"}
+STATUSES = {s.value for s in FitStatus}
 
 
 def test_live_json_events_fit_and_final(small_qmap, writer, tmp_path, tools, capfd):

@@ -49,7 +49,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import MAX_PIXELS, _superblock_write_flags
+from xpcsviewer.io._h5 import MAX_PIXELS, read_superblock
 from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = [
@@ -142,7 +142,8 @@ def writer_state(path: str | os.PathLike) -> str:
     except OSError:
         return "none"
     if len(head) == 9 and head[:8] == b"\x89HDF\r\n\x1a\n" and head[8] >= 2:
-        return "open" if _superblock_write_flags(p) & 0x1 else "closed"
+        sb = read_superblock(p)
+        return "open" if sb is not None and sb.flags & 0x1 else "closed"
     locked = _write_locked(p)
     return "open" if locked else "none"
 
@@ -252,7 +253,8 @@ class GrowingFileSource:
         if not self.path.exists():
             raise SourceNotReady(f"waiting for {self.path.name} to appear")
         if self._fh is None:
-            flags = _superblock_write_flags(self.path)
+            sb = read_superblock(self.path)
+            flags = sb.flags if sb is not None else 0
             self._swmr = bool(flags & 0x4)
             self._fh = _open_shared(self.path, self._swmr)
         try:

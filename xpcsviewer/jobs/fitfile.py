@@ -29,7 +29,7 @@ class FitOutcome:
         return self.record is not None
 
 
-def fit_result_files(paths: Sequence[str], model: str = "single",
+def fit_result_files(paths: Sequence[str], model: str = "auto",
                      q_range: tuple[float, float] | None = None,
                      t_range: tuple[float, float] | None = None,
                      progress: Any = None) -> list[FitOutcome]:

@@ -75,7 +75,7 @@ class LiveOptions:
 
     every: float = 2.0
     fit: bool = False
-    model: str = "single"
+    model: str = "auto"
     frames: int | None = None
     idle: float = 10.0
     start_wait: float = 120.0

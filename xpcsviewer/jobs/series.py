@@ -199,7 +199,7 @@ class SeriesTable:
         return out
 
 
-def fit_series_files(paths: Sequence[str], x: str = "start_time", model: str = "single",
+def fit_series_files(paths: Sequence[str], x: str = "start_time", model: str = "auto",
                      q_range: tuple[float, float] | None = None,
                      fitter: Callable[..., list[Any]] | None = None,
                      progress: Any = None, cancel: Any = None) -> list[FileFit]:

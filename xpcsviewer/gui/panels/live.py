@@ -107,8 +107,9 @@ class LivePanel(BasePanel):
         self.fit_box = QCheckBox("Fit", checked=True,
                                  toolTip="Fit every update as `xpcsviewer fit` does")
         self.model_combo = QComboBox()
-        for m in ("single", "stretched", "double"):
-            self.model_combo.addItem(m, m)
+        for m, text in (("auto", "automatic (AICc)"), ("single", "single"),
+                        ("stretched", "stretched"), ("double", "double")):
+            self.model_combo.addItem(text, m)
         self.every = QDoubleSpinBox(decimals=1, minimum=0.2, maximum=600, value=2.0,
                                     suffix=" s", toolTip="Seconds between partial results")
         self.idle = QDoubleSpinBox(decimals=1, minimum=0.5, maximum=3600, value=10.0,

@@ -71,8 +71,9 @@ class SeriesPanel(BasePanel):
                                     toolTip="An HDF5 path, or a name under /entry/sample")
         self.field_edit.setEnabled(False)
         self.model_combo = QComboBox()
-        for m in ("single", "stretched", "double"):
-            self.model_combo.addItem(m, m)
+        for m, text in (("auto", "automatic (AICc)"), ("single", "single"),
+                        ("stretched", "stretched"), ("double", "double")):
+            self.model_combo.addItem(text, m)
         self.follow_box = QCheckBox("Follow folder", toolTip=(
             "Append result files that appear finished in the open folder (not the "
             "partial results of a live run)"))
