@@ -177,3 +177,15 @@ def test_no_frames_in_time(tmp_path, small_qmap):
     with pytest.raises(TimeoutError, match="no frame"):
         follow(tmp_path / "never.h5", read_qmap(small_qmap), tmp_path / "o.hdf",
                LiveOptions(start_wait=0.4, poll=0.05))
+
+
+def test_a_non_finite_count_at_a_used_pixel_is_refused_by_name(tmp_path, small_qmap):
+    from xpcsviewer.io.errors import XpcsFileError
+
+    frames = np.ones((20, 32, 32), np.float32)
+    frames[7, 16, 17] = np.nan  # inside the partition
+    raw = tmp_path / "raw.h5"
+    with h5py.File(raw, "w") as f:
+        f["/entry/data/data"] = frames
+    with pytest.raises(XpcsFileError, match=r"non-finite count in frame 7 at pixel \(16, 17\)"):
+        follow(raw, read_qmap(small_qmap), tmp_path / "o.hdf", LiveOptions(idle=0.5))

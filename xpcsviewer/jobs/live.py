@@ -220,9 +220,22 @@ class _Follower:
     # ---------------------------------------------------------------- frames
     def _checked(self, frames: np.ndarray) -> np.ndarray:
         """Negative counts: refused where the q-map uses the pixel, else set to 0
-        (the rule of ``correlate``)."""
+        (the rule of ``correlate``). Non-finite counts at a used pixel are refused too:
+        ``correlate`` masks such a pixel for the whole run, which frames already
+        correlated cannot follow (name it in the q-map's mask and start again)."""
         if frames.dtype.kind not in "if":
             return frames
+        if frames.dtype.kind == "f":
+            nf = ~np.isfinite(frames)
+            if nf.any():
+                bad = nf & self.used
+                if bad.any():
+                    k, r, c = (int(v[0]) for v in np.nonzero(bad))
+                    raise XpcsFileError(
+                        self.src.describe(), f"non-finite count in frame {self.done + k} at "
+                        f"pixel ({r}, {c}), where the q-map uses the pixel", self.opts.dataset,
+                        "finite counts (or mask that pixel in the q-map)")
+                frames = np.where(nf, 0, frames)
         neg = frames < 0
         if not neg.any():
             return frames
