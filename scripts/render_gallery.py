@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tab", action="append", help="only these tabs (repeatable)")
     args = ap.parse_args(argv)
 
-    from xpcsviewer.gui.snapshot import render_snapshot
     from xpcsviewer.gui.panels import panel_names
+    from xpcsviewer.gui.snapshot import render_snapshot
 
     try:
         from xpcsviewer.synthetic import write_demo

@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 from xpcsviewer.compute.averaging import PointAccumulator, baseline_value, robust_z
+from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d, write_result
+from xpcsviewer.io.model import Multitau, QMap, XpcsResult
+from xpcsviewer.io.outputs import OutputRefusedError
 from xpcsviewer.jobs.average import (
     AverageOptions,
     IncompatibleFilesError,
@@ -20,9 +23,6 @@ from xpcsviewer.jobs.average import (
     average_files,
     screen_files,
 )
-from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d, write_result
-from xpcsviewer.io.model import Multitau, QMap, XpcsResult
-from xpcsviewer.io.outputs import OutputRefusedError
 from xpcsviewer.progress import Cancelled, CancelToken
 
 H, W = 12, 16

@@ -8,7 +8,7 @@ import pytest
 from xpcsviewer.backends import get_backend
 from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
 from xpcsviewer.compute.multitau import correlate_multitau, delay_list
-from xpcsviewer.progress import CancelToken, Cancelled
+from xpcsviewer.progress import Cancelled, CancelToken
 
 BACKENDS = ["numpy", "jax"]
 # the backends' array kernels, and the compiled CPU kernel (numba) where installed

@@ -16,7 +16,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import check_consistency, make_partition, restrict_partition
+from xpcsviewer.compute.partition import (
+    check_consistency,
+    make_partition,
+    restrict_partition,
+)
 from xpcsviewer.compute.qmap import compute_qmap
 
 

@@ -21,9 +21,9 @@ from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.partition import make_partition, restrict_partition
 from xpcsviewer.compute.qmap import compute_qmap
 from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2
-from xpcsviewer.jobs.regroup import regroup_file
 from xpcsviewer.fitting import fit_g2
 from xpcsviewer.io import read_g2_stack_delay, read_result
+from xpcsviewer.jobs.regroup import regroup_file
 from xpcsviewer.synthetic.defects import beamstop_fan
 from xpcsviewer.synthetic.speckle import simulate_frames
 
@@ -116,8 +116,8 @@ def test_pixel_planes_stream_one_delay_at_a_time():
         peak["n"] = max(peak["n"], tracemalloc.get_traced_memory()[1])
         tracemalloc.reset_peak()
 
-    from xpcsviewer.compute.multitau import MultitauCorrelator
     from xpcsviewer.compute._binning import select_pixels
+    from xpcsviewer.compute.multitau import MultitauCorrelator
 
     corr = MultitauCorrelator(select_pixels(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
                               600, backend=get_backend("numpy"))

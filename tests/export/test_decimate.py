@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xpcsviewer.export.decimate import envelope
+from xpcsviewer.views.decimate import envelope
 
 
 def test_envelope_keeps_every_runs_extremes():

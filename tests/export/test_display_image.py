@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.export.display_image import (
+from xpcsviewer.views.display_image import (
     NO_VALUE,
     image_histogram,
     quantize_image,

@@ -12,11 +12,11 @@ import pytest
 from matplotlib.collections import QuadMesh
 from matplotlib.container import ErrorbarContainer
 
-from xpcsviewer.jobs.average import AverageOptions, AverageSummary, FileStat
 from xpcsviewer.export import FIGURE_KINDS, make_figure, save_figure
 from xpcsviewer.export.figures import AVERAGE_STATISTICS
 from xpcsviewer.fitting.stability import drift_text, fit_partial_snapshots
 from xpcsviewer.io import read_result
+from xpcsviewer.jobs.average import AverageOptions, AverageSummary, FileStat
 
 TAU = "\u03c4 (s)"
 

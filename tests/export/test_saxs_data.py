@@ -1,4 +1,4 @@
-"""saxs_data: the numbers behind the SAXS, stability, intensity and q-map views,
+"""views (saxs, intensity, display_image): the numbers behind the SAXS, stability, intensity and q-map views,
 checked against straightforward NumPy loops and closed forms."""
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from xpcsviewer.export import saxs_data as sd
+from xpcsviewer.export import files as sdf
+from xpcsviewer.views import display_image as sdi
+from xpcsviewer.views import intensity as sdt
+from xpcsviewer.views import saxs as sd
 
 
 def make_qmap(n0=6, n1=3, missing=(4,), energy=10.0):
@@ -147,18 +150,18 @@ def test_stability_metric_matches_grouped_loop(rng):
 def test_moving_average_centred_window_matches_loop(rng):
     y = rng.normal(size=23)
     for w in (1, 2, 3, 6):
-        out = sd.moving_average(y, w)
+        out = sdt.moving_average(y, w)
         for i in range(23):
             lo, hi = max(0, i - (w - 1) // 2), min(23, i + w // 2 + 1)
             assert out[i] == pytest.approx(y[lo:hi].mean(), rel=1e-12, abs=1e-15)
     with pytest.raises(ValueError):
-        sd.moving_average(y, 0)
+        sdt.moving_average(y, 0)
 
 
 def test_fft_of_a_sine_peaks_at_its_frequency():
     dt, n, f0, amp = 1e-3, 1000, 50.0, 3.0
     t = np.arange(n) * dt
-    freq, mag = sd.intensity_fft(7.0 + amp * np.sin(2 * np.pi * f0 * t), dt)
+    freq, mag = sdt.intensity_fft(7.0 + amp * np.sin(2 * np.pi * f0 * t), dt)
     k = int(np.argmax(mag))
     assert freq[k] == pytest.approx(f0)
     assert mag[k] == pytest.approx(amp / 2, rel=1e-9)
@@ -170,26 +173,26 @@ def test_intensity_traces_time_axis_and_smoothing():
     qm = make_qmap()
     it = np.vstack([np.arange(10.0), np.arange(10.0) ** 2])
     res = _result(qm, np.ones(17), it=it)
-    c = sd.intensity_traces([res], window=3, time_axis=True)[0]
+    c = sdt.intensity_traces([res], window=3, time_axis=True)[0]
     np.testing.assert_allclose(c.x, np.arange(10) * 0.5)
-    np.testing.assert_allclose(c.y, sd.moving_average(it[1], 3))
-    assert sd.intensity_traces([_result(qm, np.ones(17))]) == []
+    np.testing.assert_allclose(c.y, sdt.moving_average(it[1], 3))
+    assert sdt.intensity_traces([_result(qm, np.ones(17))]) == []
 
 
 def test_log_image_and_levels():
     img = np.array([[0.0, 1e-3], [10.0, -1.0]])
-    out = sd.log_image(img)
+    out = sdi.log_image(img)
     np.testing.assert_allclose(out, [[-3, -3], [1, -3]])
-    assert np.all(sd.log_image(np.zeros((2, 2))) == 0)
-    lo, hi = sd.auto_levels(np.arange(101.0), 1, 99)
+    assert np.all(sdi.log_image(np.zeros((2, 2))) == 0)
+    lo, hi = sdi.auto_levels(np.arange(101.0), 1, 99)
     assert (lo, hi) == (pytest.approx(1.0), pytest.approx(99.0))
-    assert sd.auto_levels(np.full(5, 2.0))[1] > 2.0
+    assert sdi.auto_levels(np.full(5, 2.0))[1] > 2.0
 
 
 def test_pixel_info_q_phi_from_geometry():
     qm = make_qmap(energy=12.398419843320026)  # wavelength 1 Angstrom
     row, col = 30, 45
-    info = sd.pixel_info(qm, row + 0.4, col + 0.9)  # inside the same pixel
+    info = sdi.pixel_info(qm, row + 0.4, col + 0.9)  # inside the same pixel
     dy, dx = row - qm.beam_center_y, col - qm.beam_center_x
     two_theta = math.atan(qm.pixel_size * math.hypot(dx, dy) / qm.detector_distance)
     assert info.q == pytest.approx(4 * math.pi * math.sin(two_theta / 2) / 1.0, rel=1e-12)
@@ -198,13 +201,13 @@ def test_pixel_info_q_phi_from_geometry():
     if info.dynamic_bin:
         assert info.dynamic_q == qm.dynamic_q[info.dynamic_bin - 1]
     assert "q=" in info.text(1.5) and "I=1.5" in info.text(1.5)
-    assert not sd.pixel_info(qm, -1, 3).inside
-    assert math.isnan(sd.pixel_info(make_qmap(energy=None), 3, 3).q)
+    assert not sdi.pixel_info(qm, -1, 3).inside
+    assert math.isnan(sdi.pixel_info(make_qmap(energy=None), 3, 3).q)
 
 
 def test_write_table_csv_ragged_atomic(tmp_path):
     out = tmp_path / "t.csv"
-    sd.write_table_csv(out, {"a": np.array([1.5, 2.0, 3.0]), "b": np.array([7.0])},
+    sdf.write_table_csv(out, {"a": np.array([1.5, 2.0, 3.0]), "b": np.array([7.0])},
                        header=["hello"])
     lines = out.read_text().splitlines()
     assert lines[0] == "# hello"

@@ -17,9 +17,9 @@ from xpcsviewer.fitting.adequacy import (
     AICC_MARGIN,
     aicc,
     choose_models,
-    strongest_run,
     misfit_region,
     runs_test,
+    strongest_run,
 )
 from xpcsviewer.fitting.models import G2Model, default_params, mean_relaxation_time
 from xpcsviewer.fitting.profile import crossing, drop_last, profile_offsets

@@ -13,7 +13,7 @@ from xpcsviewer.fitting.bayes import (  # noqa: E402
     ess_tail,
     fit_g2_bayes,
 )
-from xpcsviewer.progress import CancelToken, Cancelled  # noqa: E402
+from xpcsviewer.progress import Cancelled, CancelToken  # noqa: E402
 
 
 def _data(seed=0, n_b=3):

@@ -8,10 +8,10 @@ import pytest
 from xpcsviewer.fitting import (
     FitStatus,
     diffusion_from_fit,
+    diffusion_verdict,
     fit_diffusion,
     fit_diffusion_joint,
     fit_g2,
-    diffusion_verdict,
     hydrodynamic_radius,
     solvent_from_sample,
     water_viscosity,
@@ -146,8 +146,6 @@ def test_noise_only_file_has_no_d(rng):
 
 @pytest.mark.slow
 def test_demo_brownian_files_give_d_within_10_percent(demo_set_dir):
-    from xpcsviewer.io import read_result
-
     # The Brownian files of three radii and the "both" file. Measured D/truth over demo
     # seeds 0-3 for every Brownian file (A01-A03, D01, F01-F03): 0.81-1.04, mean 0.95;
     # the simulated runs are short (tau biased ~5 % high), the repeats F01-F03 most.
@@ -155,6 +153,7 @@ def test_demo_brownian_files_give_d_within_10_percent(demo_set_dir):
     # stretched decay (AICc lower by 20; a misfit for the single exponential) whose mean
     # time is 26 % high; the 10 % systematic per bin keeps it from setting the exponent.
     from xpcsviewer.fitting import averaging_factors
+    from xpcsviewer.io import read_result
 
     names = ["A01", "A02", "A03", "D01"]
     for name in names:

@@ -244,7 +244,7 @@ def test_curve_for_plotting(delays):
 
 
 def test_cancel_and_progress(delays):
-    from xpcsviewer.progress import CancelToken, Cancelled
+    from xpcsviewer.progress import Cancelled, CancelToken
 
     _, tau = delays
     y = 1 + 0.3 * np.exp(-2 * tau / 1e-3) * np.ones((3, 1))

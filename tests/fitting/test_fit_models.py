@@ -96,7 +96,11 @@ def test_default_params_from_data(delays):
     ],
 )
 def test_analytic_jacobian_matches_finite_differences(model, p):
-    from xpcsviewer.fitting.models import LOG_PARAMS, averaging_factors, evaluate_with_jacobian
+    from xpcsviewer.fitting.models import (
+        LOG_PARAMS,
+        averaging_factors,
+        evaluate_with_jacobian,
+    )
 
     t = np.logspace(-6, 0, 40)
     aux = None

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from xpcsviewer.fitting import numpyro_lock
-from xpcsviewer.progress import CancelToken, Cancelled
+from xpcsviewer.progress import Cancelled, CancelToken
 
 
 def _in_thread(fn):

@@ -8,13 +8,13 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.io.reader import _g2_valid, g2_outliers
 from xpcsviewer.io import (
     read_c2,
     read_result,
     read_saxs_2d,
     scan_folder,
 )
+from xpcsviewer.io.reader import _g2_valid, g2_outliers
 
 
 def _copy(src, tmp_path, name="v_results.hdf"):

@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "no_gui", False):
         print(f"look at them with: xpcsviewer info {out}/*_results.hdf   or   xpcsviewer {out}")
         return 0
-    from xpcsviewer.gui.platform_check import has_display
     from xpcsviewer.commands.gui import launch
+    from xpcsviewer.gui.platform_check import has_display
 
     # the folder, one file as the target, on the g2 tab with its fit
     first = sorted(Path(f) for f in files if str(f).endswith("_results.hdf"))[0]

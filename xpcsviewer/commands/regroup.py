@@ -19,11 +19,11 @@ PROG = "xpcsviewer regroup"
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer regroup``; returns the exit code."""
-    from xpcsviewer.jobs.regroup import regroup_file, write_regrouped
     from xpcsviewer.io import read_qmap
     from xpcsviewer.io.masks import read_mask
     from xpcsviewer.io.outputs import check_output
     from xpcsviewer.io.reader import read_result
+    from xpcsviewer.jobs.regroup import regroup_file, write_regrouped
     from xpcsviewer.progress import TextProgressBar
 
     # The stack's side file is an input too: check_output follows the link the

@@ -42,9 +42,8 @@ import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
 from xpcsviewer.compute._binning import PixelBins, kernel_cache, select_pixels
-from xpcsviewer.compute._multitau_cpu import CpuLevels
+from xpcsviewer.compute._multitau_cpu import CpuLevels, worth_compiling
 from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
-from xpcsviewer.compute._multitau_cpu import worth_compiling
 from xpcsviewer.compute._scattering import ScatteringAccumulator, iter_array_chunks
 from xpcsviewer.compute.multitau_pixels import (
     MIN_PAIRS,

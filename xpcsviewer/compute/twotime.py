@@ -39,7 +39,12 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
-from xpcsviewer.compute._binning import PixelBins, kernel_cache, segment_sum_rows, select_pixels
+from xpcsviewer.compute._binning import (
+    PixelBins,
+    kernel_cache,
+    segment_sum_rows,
+    select_pixels,
+)
 from xpcsviewer.compute.multitau import ScatteringAccumulator, iter_array_chunks
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 

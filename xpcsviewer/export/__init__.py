@@ -4,7 +4,7 @@
 (kinds in :data:`FIGURE_KINDS`), ``save_figure(fig, path)`` writes PNG/SVG/PDF
 atomically, ``write_csv`` / ``write_json`` write tables atomically. The data
 preparation shared with the GUI lives in :mod:`xpcsviewer.export.g2_data` and
-:mod:`xpcsviewer.export.saxs_data`.
+:mod:`xpcsviewer.views`.
 """
 
 from xpcsviewer.export.figures import FIGURE_KINDS, make_figure, new_figure

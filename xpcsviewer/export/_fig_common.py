@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 __all__ = ["INV_A", "new_figure"]
 
 INV_A = "\u00c5\u207b\u00b9"

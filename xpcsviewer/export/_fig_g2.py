@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.export import g2_data
-from xpcsviewer.export._fig_common import INV_A, _MARKERS, _colors, _no_data, new_figure
+from xpcsviewer.export._fig_common import _MARKERS, INV_A, _colors, _no_data, new_figure
+
 
 # -------------------------------------------------------------------------- g2
 def _draw_g2_curve(
@@ -97,7 +98,7 @@ def _fig_g2(
     bin_offset: int = 0,
     label_style: str = "",
 ) -> Any:
-    from xpcsviewer.export.labels import short_labels
+    from xpcsviewer.views.labels import short_labels
 
     if layout not in ("qbin", "file", "combined"):
         raise ValueError(f"layout must be 'qbin', 'file' or 'combined', got {layout!r}")

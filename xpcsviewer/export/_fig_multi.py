@@ -9,6 +9,7 @@ import numpy as np
 from xpcsviewer.export import g2_data
 from xpcsviewer.export._fig_common import _no_data, _pick, new_figure
 
+
 # ----------------------------------------------------------------- g2 stability
 def _fig_g2stability(
     results: list,

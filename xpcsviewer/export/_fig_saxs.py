@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export import saxs_data
 from xpcsviewer.export._fig_common import INV_A, _colors, _no_data, _pick, new_figure
+from xpcsviewer.views import display_image, intensity, saxs
+
 
 # ------------------------------------------------------------------------ SAXS
 def _fig_saxs2d(
@@ -30,8 +31,8 @@ def _fig_saxs2d(
     from xpcsviewer.backends import ensure_numpy
 
     img = np.asarray(ensure_numpy(image), dtype=np.float64)
-    shown = saxs_data.log_image(img) if log else img
-    lo, hi = levels if levels is not None else saxs_data.auto_levels(shown)
+    shown = display_image.log_image(img) if log else img
+    lo, hi = levels if levels is not None else display_image.auto_levels(shown)
     h, w = img.shape
     fig = new_figure(6.0, 5.0 * h / max(w, 1) + 0.6)
     ax = fig.add_subplot(1, 1, 1)
@@ -71,7 +72,7 @@ def _fig_saxs1d(
     sampling: int = 1,
     legend: bool = True,
 ) -> Any:
-    curves = saxs_data.saxs1d_curves(
+    curves = saxs.saxs1d_curves(
         results,
         phi_lines=phi_lines,
         norm=norm,
@@ -98,7 +99,7 @@ def _fig_saxs1d(
     ax.set_xscale("log" if log_x else "linear")
     ax.set_yscale("log" if log_y else "linear")
     ax.set_xlabel(f"q ({INV_A})")
-    ax.set_ylabel(saxs_data.normalization_label(norm))
+    ax.set_ylabel(saxs.normalization_label(norm))
     ax.set_title(
         "SAXS 1-D" + (" (background subtracted)" if background is not None else "")
     )
@@ -120,7 +121,7 @@ def _fig_stability(
     fig = new_figure()
     if res.saxs_1d_segments is None:
         return _no_data(fig, f"{res.label}: no time-segment profiles in the file")
-    st = saxs_data.stability_analysis(
+    st = saxs.stability_analysis(
         res.saxs_1d_segments, res.qmap, threshold, qmin, qmax
     )
     ax = fig.add_subplot(1, 1, 1)
@@ -128,7 +129,7 @@ def _fig_stability(
 
     cmap = colormaps["viridis"]
     n = st.profiles.shape[0]
-    keep = saxs_data.q_range_mask(st.q, qmin, qmax)
+    keep = saxs.q_range_mask(st.q, qmin, qmax)
     for s in range(n):
         y = st.profiles[s]
         ok = keep & np.isfinite(y) & ((y > 0) if log_y else True)
@@ -157,7 +158,7 @@ def _fig_intensity(
     fft: bool = False,
     sampling: int = 1,
 ) -> Any:
-    curves = saxs_data.intensity_traces(
+    curves = intensity.intensity_traces(
         results, window=window, time_axis=time_axis, sampling=sampling
     )
     fig = new_figure(7.0, 5.5 if fft else 4.0)
@@ -178,7 +179,7 @@ def _fig_intensity(
         for c in curves:
             res = results[c.index]
             dt = float(np.median(np.diff(c.x))) if (time_axis and c.x.size > 1) else 1.0
-            f, mag = saxs_data.intensity_fft(c.y, dt if dt > 0 else 1.0)
+            f, mag = intensity.intensity_fft(c.y, dt if dt > 0 else 1.0)
             ax2.plot(
                 f[1:],
                 mag[1:],

@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export import g2_data, saxs_data
+from xpcsviewer.export import g2_data
 from xpcsviewer.export._fig_common import _no_data, _pick, new_figure
+from xpcsviewer.views import display_image
+
 
 # --------------------------------------------------------------------- twotime
 def _fig_twotime(
@@ -44,7 +46,7 @@ def _fig_twotime(
 
     c2 = np.asarray(ensure_numpy(view.c2), dtype=np.float64)
     t = g2_data.c2_time_axis(c2.shape[0], float(view.t0))
-    lo, hi = levels if levels is not None else saxs_data.auto_levels(c2)
+    lo, hi = levels if levels is not None else display_image.auto_levels(c2)
     curves = g2_data.twotime_g2_curves(tt, int(bin_index)) if g2 else None
     fig = new_figure(11.0 if curves else 6.0, 4.8)
     ax = fig.add_subplot(1, 2 if curves else 1, 1)

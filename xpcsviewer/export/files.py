@@ -28,6 +28,7 @@ __all__ = [
     "save_figure",
     "write_csv",
     "write_json",
+    "write_table_csv",
 ]
 
 FIGURE_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -170,3 +171,40 @@ def write_json(path: str | os.PathLike, data: Any) -> Path:
         + "\n"
     )
     return atomic_write(path, lambda fh: fh.write(text), binary=False)
+
+
+def write_table_csv(path: str | os.PathLike, columns: dict[str, Any],
+                    header: list[str] | None = None) -> Path:
+    """Write named columns to a CSV file atomically.
+
+    Parameters
+    ----------
+    path : path
+        Output file; written to a temporary file in the same folder, then renamed.
+    columns : dict of name -> (n_i,) array
+        Columns may differ in length; short ones leave empty cells.
+    header : list of str, optional
+        Comment lines written first, each prefixed with ``# ``.
+
+    Returns
+    -------
+    Path
+    """
+    path = Path(path)
+    cols = {str(k): np.asarray(v).reshape(-1) for k, v in columns.items()}
+    n = max((c.size for c in cols.values()), default=0)
+    buf = io.StringIO()
+    for line in header or []:
+        buf.write(f"# {line}\n")
+    wr = csv.writer(buf, lineterminator="\n")
+    wr.writerow(list(cols))
+    for i in range(n):
+        row = []
+        for c in cols.values():
+            if i < c.size:
+                v = c[i]
+                row.append(repr(float(v)) if isinstance(v, (float, np.floating)) else str(v))
+            else:
+                row.append("")
+        wr.writerow(row)
+    return atomic_write(path, lambda fh: fh.write(buf.getvalue()), binary=False)

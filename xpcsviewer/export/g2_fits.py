@@ -211,7 +211,10 @@ class G2Fits:
             v = np.where(single, self.params.get("tau", np.nan), self.tau_mean)
             e = np.where(single, self.errors.get("tau", np.nan), self.tau_mean_err)
         else:
-            from xpcsviewer.fitting.models import mean_relaxation_time, model_param_names
+            from xpcsviewer.fitting.models import (
+                mean_relaxation_time,
+                model_param_names,
+            )
 
             v, e = np.full(self.n_curves, np.nan), np.full(self.n_curves, np.nan)
             for m in dict.fromkeys(names):

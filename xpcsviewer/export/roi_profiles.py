@@ -82,7 +82,7 @@ def write_roi_figure(path: str | os.PathLike, profiles: Sequence[Any], title: st
 def write_roi_table(path: str | os.PathLike, profiles: Sequence[Any], source: str = "",
                     progress=None, cancel=None) -> str:
     """Worker job: the CSV table, written atomically."""
-    from xpcsviewer.export.saxs_data import write_table_csv
+    from xpcsviewer.export.files import write_table_csv
 
     cols, header = roi_profiles_table(profiles, source)
     return str(write_table_csv(path, cols, header=header))

@@ -21,15 +21,6 @@ from xpcsviewer.fitting.diffusion import (
     water_viscosity,
 )
 from xpcsviewer.fitting.lsq import ERROR_SCALING, G2FitResult, fit_g2, usable_errors
-from xpcsviewer.fitting.status import FitStatus
-from xpcsviewer.fitting.results import (
-    fit_record,
-    fit_results_to_csv,
-    fit_results_to_json,
-    save_fit_hdf5,
-    write_fit_csv,
-    write_fit_json,
-)
 from xpcsviewer.fitting.models import (
     MODEL_PARAMS,
     G2Model,
@@ -39,6 +30,15 @@ from xpcsviewer.fitting.models import (
     evaluate_model,
     model_param_names,
 )
+from xpcsviewer.fitting.results import (
+    fit_record,
+    fit_results_to_csv,
+    fit_results_to_json,
+    save_fit_hdf5,
+    write_fit_csv,
+    write_fit_json,
+)
+from xpcsviewer.fitting.status import FitStatus
 
 __all__ = [
     "ERROR_SCALING",

@@ -46,6 +46,7 @@ import numpyro.distributions as dist  # noqa: E402
 from numpyro.diagnostics import hpdi, split_gelman_rubin  # noqa: E402
 from numpyro.infer import MCMC, NUTS, init_to_value  # noqa: E402
 
+from xpcsviewer.fitting import numpyro_lock  # noqa: E402
 from xpcsviewer.fitting.bayes_diagnostics import (  # noqa: E402
     CONVERGENCE,
     HDI_PROB,
@@ -59,7 +60,6 @@ from xpcsviewer.fitting.bayes_diffusion import (  # noqa: E402
     diffusion_model,
     fit_diffusion_joint_bayes,
 )
-from xpcsviewer.fitting import numpyro_lock  # noqa: E402
 from xpcsviewer.fitting.lsq import G2FitResult, fit_g2, usable_errors  # noqa: E402
 from xpcsviewer.fitting.models import (  # noqa: E402
     LOG_PARAMS,

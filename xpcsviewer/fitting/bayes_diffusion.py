@@ -23,6 +23,7 @@ import numpyro.distributions as dist  # noqa: E402
 from numpyro.diagnostics import hpdi, split_gelman_rubin  # noqa: E402
 from numpyro.infer import MCMC, NUTS, init_to_value  # noqa: E402
 
+from xpcsviewer.fitting import numpyro_lock  # noqa: E402
 from xpcsviewer.fitting.bayes_diagnostics import (  # noqa: E402
     CONVERGENCE,
     HDI_PROB,
@@ -31,7 +32,6 @@ from xpcsviewer.fitting.bayes_diagnostics import (  # noqa: E402
     ess_min,
     ess_tail,
 )
-from xpcsviewer.fitting import numpyro_lock  # noqa: E402
 from xpcsviewer.fitting.lsq import usable_errors  # noqa: E402
 from xpcsviewer.progress import CancelToken, ProgressCallback, report  # noqa: E402
 

@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.fitting.models import LOG_PARAMS, G2Model, evaluate_model, model_param_names
+from xpcsviewer.fitting.models import (
+    LOG_PARAMS,
+    G2Model,
+    evaluate_model,
+    model_param_names,
+)
 
 __all__ = ["GridProfile", "grid_points", "grid_scan"]
 

@@ -24,9 +24,9 @@ from xpcsviewer.fitting.adequacy import (
     MODEL_LABELS,
     aicc,
     choose_models,
-    strongest_run,
     misfit_region,
     runs_test,
+    strongest_run,
 )
 from xpcsviewer.fitting.grid import grid_scan
 from xpcsviewer.fitting.lm import CODE_MAX_ITER, lm_solve_batch

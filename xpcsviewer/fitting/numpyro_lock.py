@@ -22,7 +22,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-from xpcsviewer.progress import CancelToken, Cancelled, ProgressCallback
+from xpcsviewer.progress import Cancelled, CancelToken, ProgressCallback
 
 __all__ = ["Yielded", "background", "hold", "holder", "is_held"]
 

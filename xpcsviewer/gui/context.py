@@ -20,7 +20,12 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
-from xpcsviewer.gui.workers import ErrorInfo, TaskRunner, preload_backend, warmup_enabled
+from xpcsviewer.gui.workers import (
+    ErrorInfo,
+    TaskRunner,
+    preload_backend,
+    warmup_enabled,
+)
 
 __all__ = ["AppContext", "ResultCache", "SharedArrays"]
 

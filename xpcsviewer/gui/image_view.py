@@ -2,7 +2,7 @@
 
 ``pg.ImageView`` keeps the float image in its ``ImageItem`` and rescales all of it at
 each render and histogram update (O(data) on the GUI thread). Here the worker sends
-uint8 colour indices (:func:`xpcsviewer.export.display_image.quantize_image`) and a
+uint8 colour indices (:func:`xpcsviewer.views.display_image.quantize_image`) and a
 histogram; the GUI thread only swaps a 256-entry colour table, for a new colour map
 or while the user drags the levels, until the re-quantized pixels arrive.
 """
@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QWidget
 
-from xpcsviewer.export.display_image import N_COLOURS, quantize_job, remap_table
+from xpcsviewer.views.display_image import N_COLOURS, quantize_job, remap_table
 
 __all__ = ["LevelBoxes", "WorkerImageView", "colour_table", "frame_image", "frame_key",
            "shape_text"]

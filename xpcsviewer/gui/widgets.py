@@ -8,7 +8,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFontMetrics, QPainter
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSpinBox, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QSpinBox,
+    QWidget,
+)
 
 __all__ = ["COLORMAPS", "BinSpinBox", "ClippedLabel", "FileSelector", "colormap", "curve_color",
            "curve_pen", "elide_words", "labeled", "log_friendly_plot_widget", "plain_axes",

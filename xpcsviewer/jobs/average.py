@@ -114,7 +114,7 @@ def average_files(
     output : path, or callable
         The new file; must not be one of the inputs. Written atomically. A callable
         gets the accepted paths and returns the name (a name that states what was
-        averaged, e.g. :func:`xpcsviewer.export.labels.average_output_name`); it is
+        averaged, e.g. :func:`xpcsviewer.views.labels.average_output_name`); it is
         checked after the screening.
     options : AverageOptions, optional
     progress, cancel

@@ -15,7 +15,11 @@ import numpy as np
 
 from xpcsviewer.compute.pipeline import CorrelatedResult, correlate_to_result
 from xpcsviewer.progress import CancelToken, ProgressCallback
-from xpcsviewer.synthetic.analytic import sphere_form_factor, stokes_einstein, water_viscosity
+from xpcsviewer.synthetic.analytic import (
+    sphere_form_factor,
+    stokes_einstein,
+    water_viscosity,
+)
 from xpcsviewer.synthetic.defects import defect_field
 from xpcsviewer.synthetic.results import spec_qmap
 from xpcsviewer.synthetic.speckle import iter_frames

@@ -316,12 +316,14 @@ def test_regroup_from_the_tab_fixes_the_fit(qtbot, window, demo_files, open_demo
     wait_idle(window)
     fits = g2.fits
     truth = 1.0 / (src.sample["D"] * src.qmap.dynamic_q**2)
-    tau = fits.params["tau"]
+    tau = fits.relaxation_time()[0]  # each bin's chosen model (the fan: two decays)
     before = tau[(fits.file_index == 0)][np.argsort(fits.columns[fits.file_index == 0])]
     after = tau[(fits.file_index == 1)][np.argsort(fits.columns[fits.file_index == 1])]
     assert before.size == after.size == src.qmap.n_dynamic
     low = slice(0, 5)  # the bins the fan crosses
-    assert np.median(before[low] / truth[low]) > 1.3
+    # too slow where the fan lies (its lowest bin is a two-step decay whose slow time
+    # the window does not pin down: no time quoted there)
+    assert np.nanmedian(before[low] / truth[low]) > 1.3
     np.testing.assert_allclose(after / truth, 1.0, atol=0.1)
     # "save as" writes a new file; never over the source
     dest = tmp_path / "fixed_results.hdf"
@@ -336,8 +338,8 @@ def test_regroup_from_the_tab_fixes_the_fit(qtbot, window, demo_files, open_demo
 
 
 def test_wedge_and_ring_rois_in_saxs2d_and_saxs1d(qtbot, sync_context, demo_results, tmp_path):
-    from xpcsviewer.compute.roi import integrate_roi
     from xpcsviewer.compute.qmap import compute_qmap
+    from xpcsviewer.compute.roi import integrate_roi
     from xpcsviewer.gui.panels.saxs1d import Saxs1DPanel
     from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
 

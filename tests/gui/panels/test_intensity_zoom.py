@@ -96,6 +96,6 @@ def test_async_draw_is_one_paint_of_the_whole_picture(window, demo_files, open_d
 
 
 def _moving(y, w):
-    from xpcsviewer.export.saxs_data import moving_average
+    from xpcsviewer.views.intensity import moving_average
 
     return moving_average(np.asarray(y, dtype=float), w)

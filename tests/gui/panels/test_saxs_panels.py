@@ -7,7 +7,9 @@ import numpy as np
 import pyqtgraph as pg
 import pytest
 
-from xpcsviewer.export import saxs_data as sd
+from xpcsviewer.views import display_image as sdi
+from xpcsviewer.views import intensity as sdt
+from xpcsviewer.views import saxs as sd
 
 pytestmark = pytest.mark.gui
 
@@ -43,17 +45,17 @@ def test_saxs2d_image_levels_marker_and_readout(qtbot, sync_context, demo_result
     raw = read_saxs_2d(res.path)
     images = [it for it in p.plot_items() if isinstance(it, pg.ImageItem)]
     assert len(images) == 1
-    np.testing.assert_allclose(p.data["image"], sd.log_image(raw), rtol=1e-6)
+    np.testing.assert_allclose(p.data["image"], sdi.log_image(raw), rtol=1e-6)
     lo, hi = p.vmin.value(), p.vmax.value()
-    assert lo < hi and lo >= sd.log_image(raw).min() - 1e-9
+    assert lo < hi and lo >= sdi.log_image(raw).min() - 1e-9
     assert p.image_view.levels() == pytest.approx((lo, hi), abs=1e-4)
     # the item holds colour indices for the levels shown, made by the worker
     assert images[0].image.dtype == np.uint8
-    assert_pixels_for(images[0].image, sd.log_image(raw), p.image_view.levels())
+    assert_pixels_for(images[0].image, sdi.log_image(raw), p.image_view.levels())
     xs, ys = p.center_item.getData()
     assert (xs[0], ys[0]) == (res.qmap.beam_center_x + 0.5, res.qmap.beam_center_y + 0.5)
     text = p.readout_at(100.5, 60.2)
-    info = sd.pixel_info(res.qmap, 100, 60)
+    info = sdi.pixel_info(res.qmap, 100, 60)
     assert f"q={info.q:.5f}" in text and "x=60 y=100" in text
     assert f"I={raw[100, 60]:.4g}" in text
     p.scale_combo.setCurrentText("linear")
@@ -153,11 +155,11 @@ def test_intensity_traces_fft_and_linked_zoom(qtbot, sync_context, demo_results)
     x, y = full[1].getOriginalDataset()
     it = files[1].intensity_vs_time
     np.testing.assert_allclose(y, it[1])
-    np.testing.assert_allclose(x, it[0] * sd.sample_interval(files[1]))
+    np.testing.assert_allclose(x, it[0] * sdt.sample_interval(files[1]))
     p.window.setValue(5)
     p.refresh()
     np.testing.assert_allclose(p.p_full.listDataItems()[1].getOriginalDataset()[1],
-                               sd.moving_average(it[1], 5))
+                               sdt.moving_average(it[1], 5))
     t_end = min(float(d.getOriginalDataset()[0][-1]) for d in full)
     a, b, c, d = (f * t_end for f in (0.1, 0.2, 0.3, 0.4))
     p.region.setRegion((a, b))

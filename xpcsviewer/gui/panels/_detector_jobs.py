@@ -189,9 +189,12 @@ def g2_plane_job(path: str, k: int, target: str, levels=None, progress=None,
     """One delay of the per-pixel stack: ``g2`` = G2 / (IP IF) (0 where IP IF = 0),
     or G2, IP, IF; with auto levels from the pixels that hold data, and the display
     pixels for ``levels`` (None: the auto levels; pixels without data transparent)."""
-    from xpcsviewer.export.display_image import image_histogram, quantize_job
-    from xpcsviewer.export.saxs_data import auto_levels
     from xpcsviewer.io import read_g2_stack_delay
+    from xpcsviewer.views.display_image import (
+        auto_levels,
+        image_histogram,
+        quantize_job,
+    )
 
     report(progress, cancel, 0, 1, f"reading delay {k}")
     g2, ip, if_ = read_g2_stack_delay(path, int(k))
@@ -222,8 +225,8 @@ def regroup_job(path: str, qmap: Any | None, mask: np.ndarray | None, out_dir: s
     """Regroup a file's stack (:func:`xpcsviewer.jobs.regroup.regroup_file`) and write
     the result to a new file in ``out_dir`` (default: a per-user temporary folder),
     so that every tab can open it like any file. Never writes over anything."""
-    from xpcsviewer.jobs.regroup import regroup_file, write_regrouped
     from xpcsviewer.io.g2stack import g2_side_path
+    from xpcsviewer.jobs.regroup import regroup_file, write_regrouped
 
     result, img = regroup_file(path, qmap, mask, progress=progress, cancel=cancel)
     folder = Path(out_dir) if out_dir else _temp_dir()

@@ -38,6 +38,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.io.model import path_label
+from xpcsviewer.io.outputs import OutputRefusedError
 from xpcsviewer.jobs.average import (
     AverageOptions,
     AverageSummary,
@@ -47,10 +50,7 @@ from xpcsviewer.jobs.average import (
     average_files,
     screen_files,
 )
-from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.export.labels import average_output_name
-from xpcsviewer.io.model import path_label
-from xpcsviewer.io.outputs import OutputRefusedError
+from xpcsviewer.views.labels import average_output_name
 
 __all__ = ["AverageOutcome", "AveragePanel", "average_job"]
 

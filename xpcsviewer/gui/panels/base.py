@@ -93,7 +93,7 @@ def export_figure_job(kind: str, results: list, options: dict, path: str,
 def export_table_job(columns: dict, path: str, header: list[str] | None = None,
                      progress=None, cancel=None) -> str:
     """Worker job: write named columns to CSV atomically (see ``write_table_csv``)."""
-    from xpcsviewer.export.saxs_data import write_table_csv
+    from xpcsviewer.export.files import write_table_csv
 
     if cancel is not None:
         cancel.raise_if_cancelled()

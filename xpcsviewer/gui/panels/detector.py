@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.compute.masking import MaskHistory
 from xpcsviewer.gui import session as session_mod
-from xpcsviewer.export.saxs_data import pixel_info
+from xpcsviewer.gui.image_view import colour_table, frame_image, frame_key
 from xpcsviewer.gui.panels._detector_jobs import (
     MaskStep,
     PartitionPreview,
@@ -50,10 +50,10 @@ from xpcsviewer.gui.panels._detector_jobs import (
 from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox, mask_overlay
 from xpcsviewer.gui.panels._mask_tools import MaskTools
 from xpcsviewer.gui.panels._partition_editor import PartitionEditor
-from xpcsviewer.gui.image_view import colour_table, frame_image, frame_key
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.saxs2d import prepare_saxs2d
 from xpcsviewer.gui.widgets import FileSelector, colormap
+from xpcsviewer.views.display_image import pixel_info
 
 __all__ = ["DetectorMask", "DetectorPanel", "DrawnPartition"]
 

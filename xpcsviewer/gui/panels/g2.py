@@ -328,7 +328,7 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         self.refresh()
 
     def _on_label_style(self) -> None:
-        from xpcsviewer.export.labels import parse_label_style
+        from xpcsviewer.views.labels import parse_label_style
 
         try:
             parse_label_style(self.label_style.text())
@@ -339,7 +339,7 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
 
     def file_labels(self) -> dict[int, str]:
         """Short legend labels per target index (see ``export.labels.short_labels``)."""
-        from xpcsviewer.export.labels import short_labels
+        from xpcsviewer.views.labels import short_labels
 
         style = self.label_style.text()
         try:

@@ -37,13 +37,13 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView, frame_key
 from xpcsviewer.gui.panels._detector_jobs import (
     g2_plane_job,
     regroup_job,
     save_regrouped_job,
 )
 from xpcsviewer.gui.panels._drawing import MASK_LUT, mask_overlay
-from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView, frame_key
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.detector import MASK_KEY, PARTITION_KEY
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap

@@ -8,13 +8,20 @@ import time
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+)
 
-from xpcsviewer.export.decimate import envelope
-from xpcsviewer.export.saxs_data import intensity_fft, intensity_traces, sample_interval
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import curve_pen, plain_axes, prepare_axes, side_legend
 from xpcsviewer.gui.workers import wait_for_event_job
+from xpcsviewer.views.decimate import envelope
+from xpcsviewer.views.intensity import intensity_fft, intensity_traces, sample_interval
 
 __all__ = ["IntensityPanel", "prepare_intensity", "zoom_view"]
 

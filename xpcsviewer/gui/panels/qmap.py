@@ -6,11 +6,16 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout
 
-from xpcsviewer.export.display_image import image_histogram, quantize_image
-from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
 from xpcsviewer.gui.image_view import WorkerImageView
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
+from xpcsviewer.views.display_image import (
+    auto_levels,
+    image_histogram,
+    log_image,
+    pixel_info,
+    quantize_image,
+)
 
 __all__ = ["QMapPanel", "prepare_qmap_image"]
 

@@ -8,11 +8,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
-    QHBoxLayout,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
     QGridLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -21,10 +21,15 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.export.saxs_data import NORMALIZATIONS, normalization_label, saxs1d_curves
 from xpcsviewer.gui.panels._sector_rois import SectorRoiCurves
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import curve_color, curve_pen, log_friendly_plot_widget, plain_axes
+from xpcsviewer.gui.widgets import (
+    curve_color,
+    curve_pen,
+    log_friendly_plot_widget,
+    plain_axes,
+)
+from xpcsviewer.views.saxs import NORMALIZATIONS, normalization_label, saxs1d_curves
 
 __all__ = ["Saxs1DPanel", "prepare_saxs1d"]
 

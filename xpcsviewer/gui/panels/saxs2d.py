@@ -15,12 +15,22 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.export.display_image import image_histogram, quantize_job
-from xpcsviewer.export.saxs_data import auto_levels, log_image, pixel_info
-from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView, frame_image, frame_key
+from xpcsviewer.gui.image_view import (
+    LevelBoxes,
+    WorkerImageView,
+    frame_image,
+    frame_key,
+)
 from xpcsviewer.gui.panels._sector_rois import SectorRoiTools
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
+from xpcsviewer.views.display_image import (
+    auto_levels,
+    image_histogram,
+    log_image,
+    pixel_info,
+    quantize_job,
+)
 
 __all__ = ["Saxs2DPanel", "prepare_saxs2d", "rescale_saxs2d"]
 
@@ -59,7 +69,7 @@ def rescale_saxs2d(raw: np.ndarray, scale: str, levels=None, progress=None,
     dict
         ``image`` (H, W) float32 values shown (log10 or linear), ``levels`` their auto
         levels, ``scale``, and ``pixels`` / ``pixel_levels`` / ``histogram`` (see
-        :func:`~xpcsviewer.export.display_image.quantize_job`).
+        :func:`~xpcsviewer.views.display_image.quantize_job`).
     """
     img = np.asarray(log_image(raw) if scale == "log" else raw, dtype=np.float32)
     auto = image_levels(raw, img)

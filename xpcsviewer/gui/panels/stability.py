@@ -16,14 +16,14 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.export.saxs_data import (
+from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.widgets import FileSelector, log_friendly_plot_widget, plain_axes
+from xpcsviewer.views.saxs import (
     NORMALIZATIONS,
     apply_normalization,
     normalization_label,
     stability_analysis,
 )
-from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import FileSelector, log_friendly_plot_widget, plain_axes
 
 __all__ = ["StabilityPanel", "prepare_stability"]
 

@@ -28,9 +28,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.export import g2_data, saxs_data
+from xpcsviewer.export import g2_data
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap, curve_pen
+from xpcsviewer.views import display_image
 
 __all__ = ["TwotimePanel", "read_c2_job", "read_image_job"]
 
@@ -57,14 +58,14 @@ def read_c2_job(
     )
     if cancel is not None:
         cancel.raise_if_cancelled()
-    return view, saxs_data.auto_levels(np.asarray(view.c2))
+    return view, display_image.auto_levels(np.asarray(view.c2))
 
 
 def read_image_job(path: str, progress=None, cancel=None):
     """Worker job: log10 of the scattering image for the picker."""
     from xpcsviewer.io import read_saxs_2d
 
-    return saxs_data.log_image(read_saxs_2d(path))
+    return display_image.log_image(read_saxs_2d(path))
 
 
 class TwotimePanel(BasePanel):
@@ -317,7 +318,7 @@ class TwotimePanel(BasePanel):
                 return
             img = self._picker_image
             self.picker_img.setImage(
-                img, autoLevels=False, levels=saxs_data.auto_levels(img)
+                img, autoLevels=False, levels=display_image.auto_levels(img)
             )
             self.picker_img.setColorMap(colormap("viridis"))
         else:

@@ -1,19 +1,13 @@
-"""Data preparation for the SAXS-2D, SAXS-1D, Stability, Intensity-Time and Q-Map views.
+"""View data of the SAXS-1D and Stability tabs and their figures: I(q) curves of the
+static bins (φ lines, normalisations, background), per-segment stability.
 
-Pure NumPy functions shared by the GUI tabs and the exported figures, so that both
-show the same numbers. No Qt, no JAX. All values are float64.
-
-Units: q in 1/Angstrom, phi in degrees, intensity in photons/pixel/frame, time in s.
+Pure NumPy float64, shared by the GUI tabs and the exported figures so both show the
+same numbers. Units: q in 1/Angstrom, phi in degrees, intensity in photons/pixel/frame.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,25 +15,16 @@ import numpy as np
 __all__ = [
     "NORMALIZATIONS",
     "Curve",
-    "PixelInfo",
     "StabilityResult",
     "apply_normalization",
-    "auto_levels",
     "expand_static",
-    "intensity_fft",
-    "intensity_traces",
-    "log_image",
-    "moving_average",
     "normalization_label",
-    "pixel_info",
     "q_range_mask",
     "saxs1d_curves",
-    "sample_interval",
     "saxs1d_profiles",
     "segment_profiles",
     "stability_analysis",
     "subtract_background",
-    "write_table_csv",
 ]
 
 # Normalisation names -> y-axis label; "i0" is I divided by I at the first q point
@@ -51,7 +36,6 @@ NORMALIZATIONS: dict[str, str] = {
     "i0": "I / I(q\u2080)",
 }
 
-HC_KEV_ANGSTROM = 12.398419843320026  # h*c in keV*Angstrom
 
 
 @dataclass(frozen=True)
@@ -395,254 +379,3 @@ def stability_analysis(segments: np.ndarray, qmap: Any, threshold: float = 0.10,
     mx = float(np.nanmax(rel)) if np.isfinite(rel).any() else float("nan")
     return StabilityResult(q, prof, rel, mx, worst, float(threshold),
                            {"n_groups": int(n_groups), "n_q_used": int(idx.size)})
-
-
-# -------------------------------------------------------------- intensity-time
-def moving_average(y: np.ndarray, window: int) -> np.ndarray:
-    """Boxcar mean over ``window`` samples, same length as ``y``.
-
-    Each output point is the mean of the ``window`` samples centred on it; near the
-    ends the window shrinks to the samples that exist (no zero padding).
-
-    Parameters
-    ----------
-    y : (n,) float64
-    window : int >= 1
-
-    Returns
-    -------
-    (n,) float64
-    """
-    y = np.asarray(y, dtype=np.float64)
-    w = int(window)
-    if w < 1:
-        raise ValueError(f"moving-average window must be >= 1, got {window}")
-    if w == 1 or y.size == 0:
-        return y.copy()
-    c = np.concatenate([[0.0], np.cumsum(y)])
-    n = y.size
-    i = np.arange(n)
-    lo = np.clip(i - (w - 1) // 2, 0, n)
-    hi = np.clip(i + w // 2 + 1, 0, n)
-    return (c[hi] - c[lo]) / (hi - lo)
-
-
-def intensity_fft(y: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
-    """Magnitude spectrum of an intensity trace (mean removed).
-
-    Parameters
-    ----------
-    y : (n,) float64
-    dt : float
-        Sampling interval (s).
-
-    Returns
-    -------
-    freq : (n // 2 + 1,) float64
-        Hz, ``k / (n dt)``.
-    magnitude : (n // 2 + 1,) float64
-        ``|FFT(y - mean(y))| / n``; the DC term is therefore 0.
-    """
-    y = np.asarray(y, dtype=np.float64)
-    n = y.size
-    if n == 0:
-        return np.zeros(0), np.zeros(0)
-    spec = np.abs(np.fft.rfft(y - y.mean())) / n
-    freq = np.arange(spec.size, dtype=np.float64) / (n * float(dt))
-    return freq, spec
-
-
-def intensity_traces(results: list, *, window: int = 1, time_axis: bool = True,
-                     sampling: int = 1) -> list[Curve]:
-    """Intensity-vs-time traces of several files, optionally smoothed.
-
-    Parameters
-    ----------
-    results : list of XpcsResult
-        Files without ``intensity_vs_time`` are skipped.
-    window : int
-        Moving-average window (samples).
-    time_axis : bool
-        x in seconds (frame index x frame time x stride x avg) or frame index.
-    sampling : int
-        Keep every ``sampling``-th point (after smoothing).
-    """
-    out = []
-    step = max(1, int(sampling))
-    for i, res in enumerate(results):
-        it = res.intensity_vs_time
-        if it is None:
-            continue
-        it = np.asarray(it, dtype=np.float64)
-        x = it[0] * sample_interval(res) if time_axis else it[0].copy()
-        y = moving_average(it[1], window)
-        out.append(Curve(x[::step], y[::step], res.label, "trace", i))
-    return out
-
-
-def sample_interval(res: Any) -> float:
-    """Time per frame of the analysis (s): ``t0_eff`` of the multitau or two-time run,
-    else the frame time."""
-    mt = getattr(res, "multitau", None)
-    if mt is not None and mt.t0_eff:
-        return float(mt.t0_eff)
-    tt = getattr(res, "twotime", None)
-    if tt is not None and tt.t0:
-        return float(tt.t0)
-    return float(res.frame_time)
-
-
-# ----------------------------------------------------------------------- images
-def log_image(img: np.ndarray) -> np.ndarray:
-    """log10 of an image; non-positive and non-finite pixels take the smallest positive value.
-
-    Parameters
-    ----------
-    img : (H, W) array
-
-    Returns
-    -------
-    (H, W) float64
-        All finite. An image with no positive pixel gives all zeros.
-    """
-    a = np.asarray(img, dtype=np.float64)
-    pos = np.isfinite(a) & (a > 0)
-    if not pos.any():
-        return np.zeros_like(a)
-    floor = a[pos].min()
-    return np.log10(np.where(pos, a, floor))
-
-
-def auto_levels(img: np.ndarray, lo: float = 0.5, hi: float = 99.5,
-                mask: np.ndarray | None = None) -> tuple[float, float]:
-    """Display levels from percentiles of the finite (and masked-in) pixels.
-
-    Returns
-    -------
-    (low, high) : floats with ``low < high``.
-    """
-    a = np.asarray(img, dtype=np.float64)
-    sel = np.isfinite(a)
-    if mask is not None:
-        sel &= np.asarray(mask, dtype=bool)
-    v = a[sel]
-    if v.size == 0:
-        return 0.0, 1.0
-    low, high = (float(x) for x in np.percentile(v, [lo, hi]))
-    if not high > low:
-        high = low + (abs(low) * 1e-6 or 1.0)
-    return low, high
-
-
-@dataclass(frozen=True)
-class PixelInfo:
-    """What the hover readout shows for one pixel."""
-
-    row: int
-    col: int
-    inside: bool
-    q: float = math.nan  # 1/Angstrom, from the geometry
-    phi: float = math.nan  # deg, -atan2(row - bcy, col - bcx)
-    qx: float = math.nan
-    qy: float = math.nan
-    dynamic_bin: int = 0  # 1-based, 0 = excluded
-    static_bin: int = 0
-    dynamic_q: float = math.nan
-    dynamic_phi: float = math.nan
-    static_q: float = math.nan
-    static_phi: float = math.nan
-    valid: bool = False  # mask value
-
-    def text(self, intensity: float | None = None) -> str:
-        """One-line readout, e.g. ``"I=1.2e-3  q=0.00312 Å⁻¹  φ=-45.0°  x=10 y=20"``."""
-        if not self.inside:
-            return ""
-        parts = []
-        if intensity is not None:
-            parts.append(f"I={intensity:.4g}")
-        if math.isfinite(self.q):
-            parts.append(f"q={self.q:.5f} \u00c5\u207b\u00b9")
-        if math.isfinite(self.phi):
-            parts.append(f"\u03c6={self.phi:.1f}\u00b0")
-        parts.append(f"x={self.col} y={self.row}")
-        if self.dynamic_bin:
-            parts.append(f"dyn bin {self.dynamic_bin}")
-        if self.static_bin:
-            parts.append(f"static bin {self.static_bin}")
-        if not self.valid:
-            parts.append("(masked)")
-        return "  ".join(parts)
-
-
-def pixel_info(qmap: Any, row: float, col: float) -> PixelInfo:
-    """q, phi and bins of the detector pixel at (row, col).
-
-    q uses the exact scattering angle ``q = 2 k0 sin(alpha / 2)`` with
-    ``alpha = atan(r / D)``, ``r = pixel_size * hypot(row - bcy, col - bcx)`` and
-    ``k0 = 2 pi / lambda`` (needs ``qmap.energy_kev``; otherwise q is NaN).
-    phi = -atan2(row - bcy, col - bcx) in degrees (the existing viewers' convention).
-    """
-    h, w = qmap.shape
-    r_i, c_i = int(math.floor(row)), int(math.floor(col))
-    if not (0 <= r_i < h and 0 <= c_i < w):
-        return PixelInfo(r_i, c_i, False)
-    dy = r_i - float(qmap.beam_center_y)
-    dx = c_i - float(qmap.beam_center_x)
-    phi = -math.degrees(math.atan2(dy, dx))
-    q = qx = qy = math.nan
-    if qmap.energy_kev:
-        k0 = 2 * math.pi / (HC_KEV_ANGSTROM / float(qmap.energy_kev))
-        alpha = math.atan(float(qmap.pixel_size) * math.hypot(dy, dx)
-                          / float(qmap.detector_distance))
-        q = 2 * k0 * math.sin(alpha / 2)
-        qx = q * math.cos(math.radians(phi))
-        qy = q * math.sin(math.radians(phi))
-    d = int(qmap.dynamic_roi_map[r_i, c_i])
-    s = int(qmap.static_roi_map[r_i, c_i])
-    dq = dp = sq = sp = math.nan
-    if 0 < d <= qmap.n_dynamic:
-        dq, dp = float(qmap.dynamic_q[d - 1]), float(qmap.dynamic_phi[d - 1])
-    if 0 < s <= qmap.n_static:
-        sq, sp = float(qmap.static_q[s - 1]), float(qmap.static_phi[s - 1])
-    return PixelInfo(r_i, c_i, True, q, phi, qx, qy, d, s, dq, dp, sq, sp,
-                     bool(np.asarray(qmap.mask)[r_i, c_i]))
-
-
-# ---------------------------------------------------------------------- tables
-def write_table_csv(path: str | os.PathLike, columns: dict[str, Any],
-                    header: list[str] | None = None) -> Path:
-    """Write named columns to a CSV file atomically.
-
-    Parameters
-    ----------
-    path : path
-        Output file; written to a temporary file in the same folder, then renamed.
-    columns : dict of name -> (n_i,) array
-        Columns may differ in length; short ones leave empty cells.
-    header : list of str, optional
-        Comment lines written first, each prefixed with ``# ``.
-
-    Returns
-    -------
-    Path
-    """
-    path = Path(path)
-    cols = {str(k): np.asarray(v).reshape(-1) for k, v in columns.items()}
-    n = max((c.size for c in cols.values()), default=0)
-    buf = io.StringIO()
-    for line in header or []:
-        buf.write(f"# {line}\n")
-    wr = csv.writer(buf, lineterminator="\n")
-    wr.writerow(list(cols))
-    for i in range(n):
-        row = []
-        for c in cols.values():
-            if i < c.size:
-                v = c[i]
-                row.append(repr(float(v)) if isinstance(v, (float, np.floating)) else str(v))
-            else:
-                row.append("")
-        wr.writerow(row)
-    from xpcsviewer.export.files import atomic_write
-
-    return atomic_write(path, lambda fh: fh.write(buf.getvalue()), binary=False)
