@@ -11,15 +11,14 @@ from typing import Any
 from xpcsviewer.fitting.diffusion import (
     DiffusionResult,
     DiffusionVerdict,
-    JointDiffusionResult,
     diffusion_from_fit,
     diffusion_verdict,
     fit_diffusion,
-    fit_diffusion_joint,
     hydrodynamic_radius,
     solvent_from_sample,
     water_viscosity,
 )
+from xpcsviewer.fitting.diffusion_joint import JointDiffusionResult, fit_diffusion_joint
 from xpcsviewer.fitting.lsq import ERROR_SCALING, G2FitResult, fit_g2, usable_errors
 from xpcsviewer.fitting.models import (
     MODEL_PARAMS,

@@ -92,12 +92,12 @@ def fit_diffusion_joint_bayes(
 ) -> DiffusionBayesResult:
     """NUTS posterior of D and alpha directly from all g2 curves of one file.
 
-    Started from :func:`~xpcsviewer.fitting.diffusion.fit_diffusion_joint` (``init``,
+    Started from :func:`~xpcsviewer.fitting.diffusion_joint.fit_diffusion_joint` (``init``,
     computed when None); sampled in blocks with progress and cancellation like
     :func:`fit_g2_bayes`. Converged: r_hat <= 1.01 and ESS bulk/tail >= 100 per chain
     for D (and alpha), no divergences, BFMI >= 0.2.
     """
-    from xpcsviewer.fitting.diffusion import fit_diffusion_joint
+    from xpcsviewer.fitting.diffusion_joint import fit_diffusion_joint
 
     q = np.asarray(q, dtype=np.float64).ravel()
     tau = np.asarray(tau, dtype=np.float64).ravel()
