@@ -1,0 +1,170 @@
+"""What the live sources share: dataset names, the state of a poll, opening a file
+without its lock, reading frames in pieces, whether a writer holds a file (see
+:mod:`xpcsviewer.io.live_source`)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from xpcsviewer.io._h5 import MAX_PIXELS, read_superblock
+from xpcsviewer.io.errors import XpcsFileError
+
+__all__ = ["CLOSE_GRACE_S", "COUNTER_ATTR", "COUNTER_DATASET", "COUNT_TIME", "EIGER_FRAME_TIME",
+           "EIGER_NIMAGES", "EIGER_NTRIGGER", "FRAME_TIME", "RAW_DATASET", "SourceNotReady",
+           "SourceState", "writer_state"]
+
+
+RAW_DATASET = "/entry/data/data"
+COUNTER_ATTR = "frames_written"
+COUNTER_DATASET = "/entry/data/frames_written"
+FRAME_TIME = "/entry/instrument/detector_1/frame_time"
+COUNT_TIME = "/entry/instrument/detector_1/count_time"
+EIGER_FRAME_TIME = "/entry/instrument/detector/frame_time"
+EIGER_NIMAGES = "/entry/instrument/detector/detectorSpecific/nimages"
+EIGER_NTRIGGER = "/entry/instrument/detector/detectorSpecific/ntrigger"
+#: see GrowingFileSource.close_grace
+CLOSE_GRACE_S = 1.0
+_BLOCK_RE = re.compile(r"^(?P<prefix>.*?)(?P<num>\d+)\.(h5|hdf5|hdf|nxs)$", re.IGNORECASE)
+
+
+class SourceNotReady(Exception):
+    """The source cannot be read at this moment (being created, metadata mid-update);
+    poll again later."""
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """What a poll saw.
+
+    Attributes
+    ----------
+    complete : int
+        Frames that are safe to read now.
+    extent : int
+        Frames the source declares (dataset length, or frames of the blocks seen);
+        may include frames not written yet.
+    expected : int or None
+        Frames the acquisition will have (``--frames``, a fixed dataset length, an
+        Eiger master file), if known.
+    writer : str
+        ``"open"`` (a writer has the data open), ``"closed"`` (it closed it),
+        ``"unknown"``.
+    readable : bool
+        The last poll could read the source.
+    note : str
+        Why not, or what is awaited.
+    mtime : float
+        Modification time (s since the epoch) of the newest data seen.
+    """
+
+    complete: int = 0
+    extent: int = 0
+    expected: int | None = None
+    writer: str = "unknown"
+    readable: bool = False
+    note: str = "waiting for the source to appear"
+    mtime: float = 0.0
+
+
+def _write_locked(path: Path) -> bool | None:
+    """Whether some process holds a write lock on ``path`` (Linux ``/proc/locks``).
+
+    Reading ``/proc/locks`` takes no lock. None when it cannot be told (no such file).
+    """
+    try:
+        st = path.stat()
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
+    return any("WRITE" in line and key in line for line in text.splitlines())
+
+
+def writer_state(path: str | os.PathLike) -> str:
+    """``"open"`` / ``"closed"`` / ``"none"`` for an HDF5 file (see the module notes).
+
+    ``"none"``: an old-format file with no write lock held (closed, or a writer that
+    does not lock); the caller decides what that means.
+    """
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(9)
+    except OSError:
+        return "none"
+    if len(head) == 9 and head[:8] == b"\x89HDF\r\n\x1a\n" and head[8] >= 2:
+        sb = read_superblock(p)
+        return "open" if sb is not None and sb.flags & 0x1 else "closed"
+    locked = _write_locked(p)
+    return "open" if locked else "none"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+    return text
+
+
+def _positive_number(f: h5py.File, path: str) -> float | None:
+    try:
+        v = np.asarray(f[path][()], dtype=np.float64).ravel()
+    except (KeyError, TypeError, ValueError, OSError):
+        return None
+    if v.size != 1 or not np.isfinite(v[0]) or v[0] <= 0:
+        return None
+    return float(v[0])
+
+
+def _open_shared(path: Path, swmr: bool = False) -> h5py.File:
+    """Open read-only without taking the file lock (raises SourceNotReady).
+
+    A writer in this same process (a thread) holds the file through the same HDF5
+    library, which refuses a second open with other locking flags; the file is then
+    shared with it (no lock is taken: the library already has the file open).
+    """
+    try:
+        return h5py.File(path, "r", locking=False, swmr=swmr)
+    except OSError as exc:
+        if "locking flag" not in str(exc):
+            raise SourceNotReady(f"cannot open it now ({_first_line(exc)})") from None
+    try:
+        return h5py.File(path, "r", swmr=swmr)
+    except OSError as exc:
+        raise SourceNotReady(f"cannot open it now ({_first_line(exc)})") from None
+
+
+#: bytes per HDF5 read call: h5py holds the GIL for a whole call, so a GUI thread
+#: waits at most about one piece's read (a few ms) for a frame read in a worker
+READ_PIECE_BYTES = 4 << 20
+
+
+def _read_pieces(ds: h5py.Dataset, a: int, b: int) -> np.ndarray:
+    """Frames ``[a, b)`` of ``ds`` read ``READ_PIECE_BYTES`` at a time into one array."""
+    frame_bytes = max(1, int(np.prod(ds.shape[1:])) * ds.dtype.itemsize)
+    step = max(1, READ_PIECE_BYTES // frame_bytes)
+    if b - a <= step:
+        return np.asarray(ds[a:b])
+    out = np.empty((b - a, *ds.shape[1:]), dtype=ds.dtype)
+    for s in range(a, b, step):
+        e = min(b, s + step)
+        ds.read_direct(out, np.s_[s:e], np.s_[s - a : e - a])
+    return out
+
+
+def _check_frames(path: Path, ds: h5py.Dataset, dataset: str) -> tuple[tuple[int, int], np.dtype]:
+    shape = tuple(ds.shape)
+    dt = np.dtype(ds.dtype)
+    if len(shape) != 3:
+        raise XpcsFileError(path, f"raw frames have shape {shape}", dataset, "(frames, rows, cols)")
+    if not (np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.floating)) or dt == np.bool_:
+        raise XpcsFileError(path, f"raw frames have dtype {dt}", dataset, "integer or float counts")
+    if shape[1] * shape[2] > MAX_PIXELS:
+        raise XpcsFileError(path, f"raw frames of {shape[1]} x {shape[2]} pixels", dataset,
+                            f"a detector of at most {MAX_PIXELS} pixels")
+    return (int(shape[1]), int(shape[2])), dt
