@@ -239,9 +239,13 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
     """The fits as a text table: one line per file and q-bin (``fit`` without ``-o``)."""
     if not records:
         return []
-    taus = [n for n in ("tau", "tau1", "tau2") if n in records[0]]
-    more = [n for n in ("stretch", "fraction") if n in records[0]
-            and not records[0][n].get("fixed")]
+    from xpcsviewer.fitting.models import model_param_names
+
+    # the columns of the bins' own models (auto records carry every candidate's)
+    models = {m for r in records for m in (r.get("models") or [r["model"]])}
+    used = {n for m in models for n in model_param_names(m)}
+    taus = [n for n in ("tau", "tau1", "tau2") if n in used]
+    more = [n for n, m in (("stretch", "stretched"), ("fraction", "double")) if m in models]
     two_d = any(len(set(r["phi"])) > 1 for r in records)
     head = ["file", "bin", "q_1/A", *(["phi_deg"] if two_d else []), "status",
             *(f"{n}_s" for n in taus), "contrast", *more, "chi2_red"]
