@@ -950,6 +950,11 @@ class _Example:
 BIN_CHUNK = 8
 
 
+def _placed_like(new: Any, old: Any) -> Any:
+    sharding = getattr(old, "sharding", None)
+    return new if sharding is None else jax.device_put(new, sharding)
+
+
 def _pad_axis(a: Any, n: int, axis: int, value: float) -> Any:
     pad = n - a.shape[axis]
     if pad <= 0:
@@ -1019,8 +1024,12 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
                                               for k, j in lanes], axis=axis),
                     *[pick(kk) for kk in kept])
 
-            state = gather(1, lambda kk: kk[0])  # (chains, lanes, ...)
-            args = gather(0, lambda kk: kk[1])  # (lanes, ...)
+            # placed as the first run's arrays were: host arrays would make the
+            # programs compile again for their placement (5 s at the first extension)
+            state = jax.tree_util.tree_map(_placed_like, gather(1, lambda kk: kk[0]),
+                                           kept[0][0])  # (chains, lanes, ...)
+            args = jax.tree_util.tree_map(_placed_like, gather(0, lambda kk: kk[1]),
+                                          kept[0][1])  # (lanes, ...)
             run_block, post, step = kept[0][2]
             zs, div, energy, steps_ = [], [], [], []
             for _ in range(n_more):
