@@ -263,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=("auto", "single", "double", "stretched", "single_avgcorr"),
                    default=None,
                    help="g2 model; default auto: every candidate is fitted and one chosen "
-                        "per q-bin by AICc (single with --bayes, which samples one model); single: g2 = "
+                        "per q-bin by AICc (--bayes samples each bin's choice); single: g2 = "
                         "baseline + contrast exp(-2 t/tau); stretched: exp(-2 (t/tau)^stretch); "
                         "double: two decays; single_avgcorr: single with the multi-tau "
                         "frame-averaging correction")
@@ -272,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--t-range", **_pair(float),
                    help="fit only the delays with A <= tau <= B, in s (default: all)")
     p.add_argument("--bayes", action="store_true",
-                   help="also run NumPyro NUTS (4 chains x 1500 draws per q-bin)")
+                   help="also run NumPyro NUTS (4 chains x 1500 draws per q-bin that least "
+                        "squares finds decaying; the others keep its status)")
     p.add_argument("--include-suspect-errors", action="store_true",
                    help="also fit delay points whose stated error is below half their "
                         "neighbours' (left out by default; see `xpcsviewer info`)")

@@ -26,14 +26,19 @@ def _delays() -> np.ndarray:
     return np.array(frames)
 
 
-def _write(path: Path, seed: int = 0) -> Path:
+def _write(path: Path, seed: int = 0, stretch: dict | None = None) -> Path:
+    """Brownian single exponentials; ``stretch`` {bin: beta} makes bins Kohlrausch
+    decays (beta 0 for no decay at all)."""
     rng = np.random.default_rng(seed)
     frames = _delays()
     dt = 1e-5
     tau = frames * dt
     q = np.linspace(0.004, 0.012, N_Q)
     taus = 1.0 / (D_TRUE * q**2)
-    g2 = 1.0 + 0.2 * np.exp(-2.0 * tau[:, None] / taus[None, :])
+    beta = np.ones(N_Q)
+    for b, v in (stretch or {}).items():
+        beta[b] = v
+    g2 = 1.0 + 0.2 * (beta > 0) * np.exp(-2.0 * (tau[:, None] / taus[None, :]) ** beta)
     err = np.full_like(g2, 0.002)
     g2 = g2 + err * rng.standard_normal(g2.shape)
     h, w = 8, N_Q
@@ -257,28 +262,37 @@ def test_fit_progress_moves_within_files(two_files, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_fit_bayes_json(two_files, tmp_path, capsys):
+def test_fit_bayes_json(tmp_path, capsys):
+    # Issue 23: --bayes follows the automatic model choice (the default) and samples
+    # only the bins least squares finds decaying: bin 2 a Kohlrausch decay (beta 0.5),
+    # bin 4 flat
+    path = _write(tmp_path / "a_results.hdf", 0, stretch={2: 0.5, 4: 0.0})
     out = tmp_path / "fit.json"
-    # NUTS samples one model: single unless --model says otherwise, never auto
-    assert main(["fit", str(two_files[0]), "--bayes", "--model", "auto", "-o", str(out),
-                 "--quiet"]) == 2
-    capsys.readouterr()
-    assert main(["fit", str(two_files[0]), "--bayes", "-o", str(out)]) == 0
+    assert main(["fit", str(path), "--bayes", "--model", "auto", "-o", str(out)]) == 0
     # the bar moves while the one file is sampled (it sat at 0 % until the file was done)
     bar = capsys.readouterr().err.split("\r")
     pct = [float(x.split("]")[1].split("%")[0]) for x in bar if x.startswith("fit [")
            and "chains" in x]
     assert len({p for p in pct if 5 < p < 95}) >= 3
     rec = json.loads(out.read_text())["files"][0]
-    assert rec["model"] == "single"
+    assert rec["model"] == "auto"
+    assert rec["models"] == ["single", "single", "stretched", "single", "single", "single"]
+    assert rec["sampled"] == [True, True, True, True, False, True]
+    assert rec["status"][4] == rec["status_lsq"][4] == "no_decay"
+    assert rec["status_detail"][4].startswith("not sampled: ")
+    assert rec["divergences"][4] is None and rec["tau"]["r_hat"][4] is None
+    assert rec["stretch"]["std"][2] > 0 and rec["stretch"]["std"][0] == 0
+    assert abs(rec["stretch"]["mean"][2] - 0.5) < 4 * rec["stretch"]["std"][2]
     for k in ("mean", "std", "hdi_low", "hdi_high", "r_hat", "ess_bulk", "ess_tail"):
         assert len(rec["tau"][k]) == N_Q
-    assert rec["divergences"] == [0] * N_Q
-    assert all(r <= 1.01 for r in rec["tau"]["r_hat"])
+    on = [b for b in range(N_Q) if rec["sampled"][b]]
+    assert [rec["divergences"][b] for b in on] == [0] * len(on)
+    assert all(rec["tau"]["r_hat"][b] <= 1.01 for b in on)
+    assert [rec["status"][b] for b in on] == ["converged"] * len(on)
     # the ESS gate of the CLI's 4 chains, and how long each bin was sampled
     assert rec["bayes"]["ess_min"] == 400 and len(rec["draws_per_chain"]) == N_Q
-    assert all(d >= rec["bayes"]["num_samples"] for d in rec["draws_per_chain"])
-    lo, hi, v = (np.array(rec["tau"][k]) for k in ("hdi_low", "hdi_high", "value"))
+    assert all(rec["draws_per_chain"][b] >= rec["bayes"]["num_samples"] for b in on)
+    lo, hi, v = (np.array(rec["tau"][k], float)[on] for k in ("hdi_low", "hdi_high", "value"))
     assert np.all((lo <= v) & (v <= hi))
 
 

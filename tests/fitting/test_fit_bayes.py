@@ -168,8 +168,16 @@ def test_nuts_statuses_say_no_decay_and_limits():
     flat = 1.0 + err[0] * rng.standard_normal(tau.size)
     # decays visibly inside the window, but tau (30 s) is beyond 10 t_max: a limit only
     slow = 1 + 0.3 * np.exp(-2 * tau / 30.0) + err[1] * rng.standard_normal(tau.size)
-    r = fit_g2_bayes(tau, np.stack([flat, slow]), err, num_warmup=300, num_samples=600,
-                     num_chains=2, seed=2)
+    kw = dict(num_warmup=300, num_samples=600, num_chains=2, seed=2)
+    # least squares finds no decay in one and only a limit in the other: neither is
+    # sampled (issue 23), both keep the least-squares status and limit
+    r = fit_g2_bayes(tau, np.stack([flat, slow]), err, **kw)
+    assert not r.sampled.any() and np.isnan(r.mean["tau"]).all()
+    assert [s.value for s in r.status] == ["no_decay", "unresolved"]
+    assert r.detail[1].startswith("not sampled: tau > ")
+    assert np.isfinite(r.tau_lower_limit[1]) and 1.0 < r.tau_lower_limit[1] < 30.0
+    # sampled all the same, the posterior runs to the prior edge: a limit too
+    r = fit_g2_bayes(tau, np.stack([flat, slow]), err, sample_all=True, **kw)
     assert r.status[0].value == "no_decay"
     assert r.status[1].value == "unresolved", r.detail[1]
     assert np.isfinite(r.tau_lower_limit[1]) and 1.0 < r.tau_lower_limit[1] < 30.0
@@ -222,6 +230,97 @@ def test_sheared_contrast_is_the_same_posterior():
             assert float(v) == pytest.approx(float(u), rel=1e-10, abs=1e-8)
 
 
+def _sig(z):
+    return 1.0 / (1.0 + np.exp(-np.asarray(z)))
+
+
+def _double_setup(n_b=2):
+    import jax.numpy as jnp
+
+    tau, g2, err, _ = _data(n_b=n_b)
+    lo = {"contrast": jnp.zeros(n_b), "tau1": jnp.full(n_b, 1e-6), "tau2": jnp.full(n_b, 1e-6),
+          "fraction": jnp.zeros(n_b), "stretch1": jnp.full(n_b, 0.2),
+          "stretch2": jnp.full(n_b, 0.2), "baseline": jnp.full(n_b, 0.5)}
+    hi = {"contrast": jnp.full(n_b, 1.0), "tau1": jnp.full(n_b, 10.0),
+          "tau2": jnp.full(n_b, 10.0), "fraction": jnp.ones(n_b),
+          "stretch1": jnp.full(n_b, 2.0), "stretch2": jnp.full(n_b, 2.0),
+          "baseline": jnp.full(n_b, 1.5)}
+    fixed = {"stretch1": jnp.ones(n_b), "stretch2": jnp.ones(n_b)}
+    return tau, g2, err, lo, hi, fixed
+
+
+def _double_times(z_t1, z_v):
+    # NumPyro's unconstrained log_tau1 and tau2_position -> (log tau1, log tau2)
+    a, b = np.log(1e-6), np.log(10.0)
+    lt1 = a + (b - a) * _sig(z_t1)
+    return lt1, lt1 + _sig(z_v) * (b - lt1)
+
+
+def test_double_sheared_contrast_is_the_same_posterior():
+    # The double model's contrast is sheared by the field at the first delay: y =
+    # logit(c / c_max) + 2 log[f e^(-t_ref/tau1) + (1 - f) e^(-t_ref/tau2)] (Jacobian 1)
+    import jax.numpy as jnp
+    from numpyro.infer.util import potential_energy
+
+    from xpcsviewer.fitting import numpyro_lock
+    from xpcsviewer.fitting.bayes import SHEAR_SITE, TAU2_SITE, g2_model
+    from xpcsviewer.fitting.models import G2Model
+
+    tau, g2, err, lo, hi, fixed = _double_setup()
+    t_ref = np.array([2e-5, 5e-5])
+    kw = {"model": G2Model.DOUBLE, "lower": lo, "upper": hi, "fixed": fixed}
+    args = (jnp.asarray(tau), jnp.asarray(g2), jnp.asarray(err), jnp.ones(g2.shape, bool))
+    rng = np.random.default_rng(8)
+    for _ in range(4):
+        z_c, z_t1, z_v, z_f = (rng.normal(size=2) for _ in range(4))
+        plain = {"contrast": jnp.asarray(z_c), "log_tau1": jnp.asarray(z_t1),
+                 TAU2_SITE: jnp.asarray(z_v), "fraction": jnp.asarray(z_f),
+                 "baseline": jnp.asarray(1.0 + 0.01 * rng.normal(size=2))}
+        lt1, lt2 = _double_times(z_t1, z_v)
+        f = _sig(z_f)
+        g1 = f * np.exp(-t_ref / np.exp(lt1)) + (1 - f) * np.exp(-t_ref / np.exp(lt2))
+        sheared = {k: v for k, v in plain.items() if k != "contrast"}
+        sheared[SHEAR_SITE] = jnp.asarray(z_c + 2 * np.log(g1))
+        with numpyro_lock.hold():
+            u = potential_energy(g2_model, args, kw, plain)
+            v = potential_energy(g2_model, args, {**kw, "t_ref": jnp.asarray(t_ref)}, sheared)
+        assert float(v) == pytest.approx(float(u), rel=1e-10, abs=1e-8)
+
+
+def test_double_prior_is_flat_on_the_ordered_box():
+    # (log tau1, log tau2) uniform on lo < log tau1 < log tau2 < hi, as the least
+    # squares' bounds with its ordering: the potential without data plus the log
+    # Jacobian of the unconstrained sites is the same everywhere. Before, tau2 = tau1
+    # e^d with d ~ U(0, hi - lo) reached decades beyond hi (r-hat 3.6 on a real bin).
+    import jax.numpy as jnp
+    from numpyro.infer.util import potential_energy
+
+    from xpcsviewer.fitting import numpyro_lock
+    from xpcsviewer.fitting.bayes import TAU2_SITE, g2_model
+    from xpcsviewer.fitting.models import G2Model
+
+    tau, g2, err, lo, hi, fixed = _double_setup(n_b=1)
+    kw = {"model": G2Model.DOUBLE, "lower": lo, "upper": hi, "fixed": fixed}
+    args = (jnp.asarray(tau), jnp.asarray(g2[:1]), jnp.asarray(err[:1]),
+            jnp.zeros(g2[:1].shape, bool))  # no data: the prior alone
+    a, b = np.log(1e-6), np.log(10.0)
+    rng = np.random.default_rng(9)
+    seen = []
+    for _ in range(6):
+        z_t1, z_v = rng.normal(scale=2.0, size=1), rng.normal(scale=2.0, size=1)
+        point = {"contrast": jnp.zeros(1), "log_tau1": jnp.asarray(z_t1),
+                 TAU2_SITE: jnp.asarray(z_v), "fraction": jnp.zeros(1),
+                 "baseline": jnp.ones(1)}
+        lt1, lt2 = _double_times(z_t1, z_v)
+        assert a < lt1[0] < lt2[0] < b
+        s1, s2 = _sig(z_t1), _sig(z_v)
+        log_jac = np.log((b - a) * s1 * (1 - s1) * (b - lt1) * s2 * (1 - s2))
+        with numpyro_lock.hold():
+            u = float(potential_energy(g2_model, args, kw, point))
+        seen.append(u + float(log_jac[0]))
+    np.testing.assert_allclose(seen, seen[0], rtol=0, atol=1e-9)
+
+
 def test_ess_gate_is_100_per_chain():
     from xpcsviewer.fitting.bayes_diagnostics import ess_min
 
@@ -256,3 +355,56 @@ def test_bins_short_of_ess_are_sampled_longer_and_thinned():
     for b in range(2):
         if r.status[b] == "failed":
             assert "< 200" in r.detail[b]
+
+
+def _mixed(seed=0):
+    # a single exponential, a flat curve (no decay) and a Kohlrausch decay (beta 0.5)
+    rng = np.random.default_rng(seed)
+    tau = np.geomspace(1e-5, 1.0, 40)
+    err = np.full((3, tau.size), 0.004)
+    g2 = np.stack([1 + 0.3 * np.exp(-2 * tau / 1e-3), np.ones_like(tau),
+                   1 + 0.3 * np.exp(-2 * (tau / 1e-2) ** 0.5)])
+    return tau, g2 + err * rng.standard_normal(g2.shape), err
+
+
+@pytest.mark.slow
+def test_auto_samples_each_decaying_bin_with_its_model_reproducibly():
+    # Issue 23: NUTS follows the automatic model choice, and only where least squares
+    # finds a decay; a no_decay bin keeps its least-squares status, unsampled.
+    from xpcsviewer.fitting import fit_g2
+
+    tau, g2, err = _mixed()
+    lsq = fit_g2(tau, g2, err, model="auto")
+    assert list(lsq.model_names()[[0, 2]]) == ["single", "stretched"]
+    assert lsq.status[1].value == "no_decay"
+    kw = dict(model="auto", init=lsq, num_warmup=200, num_samples=200, num_chains=2, seed=5)
+    r = fit_g2_bayes(tau, g2, err, **kw)
+    assert list(r.model_names()) == list(lsq.model_names())
+    assert list(r.sampled) == [True, False, True]
+    assert r.status[1].value == "no_decay" and r.detail[1].startswith("not sampled: ")
+    assert np.isnan(r.mean["tau"][1]) and np.all(np.isnan(r.samples["tau"][:, :, 1]))
+    assert r.draws_per_chain[1] == 0 and r.divergences_per_bin[1] == 0
+    assert np.isnan(r.diagnostics()["r_hat"][1])
+    # each sampled bin with its own model: the stretch is free only in the stretched one
+    assert r.std["stretch"][0] == 0 and r.std["stretch"][2] > 0
+    assert abs(r.mean["stretch"][2] - 0.5) < 4 * r.std["stretch"][2]
+    assert r.status[0].value == "converged" and np.isnan(r.mean["tau1"]).all()
+    band = r.band(np.geomspace(1e-5, 1.0, 12))
+    assert np.isfinite(band[[0, 2]]).all() and np.isnan(band[1]).all()
+    # the same seed gives the same draws, model by model
+    again = fit_g2_bayes(tau, g2, err, **kw)
+    for n in ("tau", "stretch", "contrast", "baseline"):
+        np.testing.assert_array_equal(r.samples[n], again.samples[n])
+    # everything on request (the old behaviour): the flat bin is sampled and says so
+    every = fit_g2_bayes(tau, g2, err, **{**kw, "sample_all": True})
+    assert every.sampled.all() and every.status[1].value == "no_decay"
+    assert not every.detail[1].startswith("not sampled")
+
+
+def test_a_pinned_model_needs_its_own_least_squares_start():
+    from xpcsviewer.fitting import fit_g2
+
+    tau, g2, err = _mixed()
+    lsq = fit_g2(tau, g2, err, model="auto")
+    with pytest.raises(ValueError, match="not 'single'"):
+        fit_g2_bayes(tau, g2, err, model="single", init=lsq)

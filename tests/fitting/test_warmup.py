@@ -6,47 +6,72 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
-from xpcsviewer.fitting import fit_g2
-from xpcsviewer.fitting.grid import _kernel_cached
-from xpcsviewer.fitting.lm import _solver_cached
-from xpcsviewer.fitting.models import G2Model
-from xpcsviewer.fitting.warmup import precompile
+from xpcsviewer.fitting import averaging_factors, fit_g2, grid, lm
+from xpcsviewer.fitting.warmup import _curves, precompile
 
 
-def _jit_sizes():
-    solver = _solver_cached("jax", G2Model.SINGLE, 4, 200, True)
-    kernel = _kernel_cached("jax", G2Model.SINGLE, True)
-    return solver._cache_size(), kernel._cache_size()
+@pytest.fixture
+def programs(monkeypatch):
+    """Every compiled least-squares program handed out (solvers and grid kernels)."""
+    seen: dict[tuple, object] = {}
+    for mod, name in ((lm, "_solver_cached"), (grid, "_kernel_cached"),
+                      (grid, "_double_kernel_cached")):
+        real = getattr(mod, name)
+
+        def wrap(*key, _real=real, _name=name):
+            prog = _real(*key)
+            seen[(_name, *key)] = prog
+            return prog
+
+        monkeypatch.setattr(mod, name, wrap)
+
+    def sizes():
+        return {k: p._cache_size() for k, p in seen.items()}
+
+    return sizes
 
 
-def test_precompile_covers_other_curve_and_delay_counts():
+def test_precompile_covers_the_automatic_fit_of_other_files(programs):
+    # Issue 23: the default (auto) fits all four candidates; the warm-up compiled only
+    # the single exponential, so the first automatic fit compiled the other three
     get_backend("jax")
     out = precompile(nuts=False)
     assert out["backend"].startswith("JAX") and "lsq" in out["seconds"]
-    before = _jit_sizes()
+    before = programs()
+    assert {getattr(k[2], "value", k[2]) for k in before if k[0] == "_solver_cached"} == {
+        "single", "single_avgcorr", "stretched", "double"}
     rng = np.random.default_rng(1)
     for n_b, n_t in ((48, 38), (297, 61), (3, 20)):
-        tau = np.geomspace(1e-5, 1.0, n_t)
+        tau, _, _, frames = _curves(n_t)
         err = np.full((n_b, n_t), 0.003)
         y = 1 + 0.2 * np.exp(-2 * tau / 1e-3) + err * rng.standard_normal(err.shape)
-        res = fit_g2(tau, y, err, backend=get_backend("jax"))
-        assert res.n_curves == n_b
+        for model in ("auto", "single"):
+            aux = (averaging_factors(frames), 1e-5) if model == "auto" else None
+            res = fit_g2(tau, y, err, model=model, aux=aux, backend=get_backend("jax"))
+            assert res.n_curves == n_b
     # no new compiled program: the warm-up's shapes are the real fits' shapes
-    assert _jit_sizes() == before
+    assert programs() == before
 
 
 @pytest.mark.slow
 def test_precompile_with_the_sampler():
-    from xpcsviewer.fitting.bayes import _per_bin_programs
+    from xpcsviewer.fitting.bayes import _per_bin_programs, fit_g2_bayes
+    from xpcsviewer.fitting.warmup import BAYES_DEFAULTS
 
     precompile()
     misses = _per_bin_programs.cache_info().misses
-    from xpcsviewer.fitting.bayes import fit_g2_bayes
-    from xpcsviewer.fitting.warmup import BAYES_DEFAULTS
-
-    tau = np.geomspace(1e-5, 1.0, 45)
-    err = np.full((11, 45), 0.003)
-    y = 1 + 0.2 * np.exp(-2 * tau / 3e-3) + err * np.random.default_rng(2).standard_normal(err.shape)
-    fit_g2_bayes(tau, y, err, num_warmup=BAYES_DEFAULTS["num_warmup"], num_samples=500,
-                 num_chains=BAYES_DEFAULTS["num_chains"])
+    # a single exponential, a Kohlrausch and a two-step decay: three models sampled
+    tau, _, _, frames = _curves(45)
+    rng = np.random.default_rng(2)
+    err = np.full((3, tau.size), 0.003)
+    y = 1 + 0.2 * np.stack([np.exp(-2 * tau / 3e-4), np.exp(-2 * (tau / 1e-3) ** 0.5),
+                            (0.5 * np.exp(-tau / 1e-4) + 0.5 * np.exp(-tau / 5e-3)) ** 2])
+    y = y + err * rng.standard_normal(err.shape)
+    aux = (averaging_factors(frames), 1e-5)
+    lsq = fit_g2(tau, y, err, model="auto", aux=aux)
+    assert set(lsq.model_names()) == {"single", "stretched", "double"}
+    r = fit_g2_bayes(tau, y, err, model="auto", init=lsq, aux=aux,
+                     num_warmup=BAYES_DEFAULTS["num_warmup"], num_samples=500,
+                     num_chains=BAYES_DEFAULTS["num_chains"])
+    assert r.sampled.all()
     assert _per_bin_programs.cache_info().misses == misses

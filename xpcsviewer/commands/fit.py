@@ -194,10 +194,13 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
                     def sub_progress(n: int, total: int, msg: str = "") -> None:
                         tell(base + share * (n / total if total else 0.0), what + msg)
 
+                    aux = None
+                    if opts.model in ("auto", "single_avgcorr"):
+                        aux = (averaging_factors(d["delay_frames"]), d["t0"])
                     try:
                         bayes = fit_g2_bayes(
                             d["tau"], d["g2"], d["g2_err"], d["valid"], model=opts.model,
-                            init=sub, t_range=opts.t_range, num_warmup=BAYES_WARMUP,
+                            init=sub, t_range=opts.t_range, aux=aux, num_warmup=BAYES_WARMUP,
                             num_samples=BAYES_SAMPLES, num_chains=BAYES_CHAINS,
                             progress=sub_progress if progress else None)
                     finally:  # a failed file's share is spent too: the bar never goes back
@@ -345,10 +348,7 @@ def run(args: argparse.Namespace) -> int:
         return 3
     args.files = files
     quiet = bool(getattr(args, "quiet", False))
-    model = args.model or ("single" if args.bayes else "auto")
-    if model == "auto" and args.bayes:
-        print("xpcsviewer fit: error: --bayes samples one model: give --model", file=sys.stderr)
-        return 2
+    model = args.model or "auto"
     opts = FitOptions(
         model=model,
         q_range=tuple(args.q_range) if args.q_range else None,

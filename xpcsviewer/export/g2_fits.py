@@ -571,18 +571,20 @@ def fit_g2_blocks_bayes(
     cancel=None,
     overrides: dict | None = None,
 ) -> G2Fits:
-    """NUTS posterior of every curve, one sampling run per file (checks ``cancel`` between blocks).
+    """NUTS posterior of every curve, one sampling run per file and model (checks
+    ``cancel`` between blocks).
 
-    Values are posterior means, errors posterior standard deviations; ``status`` comes
-    from the sampler gates (r-hat, ESS, divergences, BFMI) and the physical checks,
-    ``diagnostics`` holds the per-curve figures behind it.
+    ``auto`` samples each curve with the model the least squares chose for it. Only
+    curves the least squares finds decaying are sampled
+    (:data:`~xpcsviewer.fitting.bayes.SAMPLED_LSQ`); the others keep the least-squares
+    status and numbers ("not sampled: ..."). Values are posterior means, errors
+    posterior standard deviations; ``status`` comes from the sampler gates (r-hat, ESS,
+    divergences, BFMI) and the physical checks, ``diagnostics`` holds the per-curve
+    figures behind it.
     """
     from xpcsviewer.fitting import averaging_factors, fit_g2, model_param_names
     from xpcsviewer.fitting.bayes import fit_g2_bayes
 
-    if model == "auto":
-        raise ValueError("NUTS samples one model: choose single, stretched, double or "
-                         "single_avgcorr (the automatic choice is made by least squares)")
     names = model_param_names(model)
     n_total = sum(b.n_bins for b in blocks)
     par = {n: np.full(n_total, np.nan) for n in names}
@@ -594,6 +596,9 @@ def fit_g2_blocks_bayes(
     lo_lim, hi_lim = np.full(n_total, np.nan), np.full(n_total, np.nan)
     diag = {k: np.full(n_total, np.nan) for k in ("r_hat", "ess", "divergences", "bfmi",
                                                    "noise_scale", "draws")}
+    models = np.array([model] * n_total, dtype=object)
+    limit_name = np.array([""] * n_total, dtype=object)
+    delta_aicc = np.full(n_total, np.nan)
     bands = []
     offsets = np.cumsum([0] + [b.n_bins for b in blocks])
     n_blocks = len(blocks)
@@ -605,9 +610,9 @@ def fit_g2_blocks_bayes(
                 frac = done / total if total else 0.0
                 progress(int(1000 * (_k + frac)), 1000 * n_blocks, f"{_b.label}: {msg}")
 
-        aux = (
+        aux = (  # auto: the averaged model is a candidate
             (averaging_factors(b.delay_frames), b.t0)
-            if model == "single_avgcorr"
+            if model in ("single_avgcorr", "auto")
             else None
         )
         fv = b.fit_valid.T
@@ -632,9 +637,13 @@ def fit_g2_blocks_bayes(
             aux=aux,
         )
         rows = np.arange(offsets[k], offsets[k + 1])
+        lsq_only = ~np.asarray(res.sampled, bool)  # keep the least squares' numbers
         for n in names:
-            par[n][rows] = np.asarray(res.mean[n], dtype=np.float64)
-            err[n][rows] = np.asarray(res.std[n], dtype=np.float64)
+            par[n][rows] = np.where(lsq_only, init.params[n], res.mean[n])
+            err[n][rows] = np.where(lsq_only, init.errors[n], res.std[n])
+        models[rows] = res.model_names()
+        limit_name[rows] = res.limit_name
+        delta_aicc[rows] = init.delta_aicc
         status[rows] = [getattr(x, "value", str(x)) for x in res.status]
         detail[rows] = list(res.detail)
         status_lsq[rows] = [getattr(x, "value", str(x)) for x in init.status]
@@ -643,14 +652,16 @@ def fit_g2_blocks_bayes(
         d = res.diagnostics()
         diag["r_hat"][rows] = d["r_hat"]
         diag["ess"][rows] = np.fmin(d["ess_bulk"], d["ess_tail"])
-        diag["divergences"][rows] = d["divergences"]
+        diag["divergences"][rows] = np.where(lsq_only, np.nan, d["divergences"])
         diag["bfmi"][rows] = d["bfmi"]
         diag["noise_scale"][rows] = res.noise_scale
-        diag["draws"][rows] = res.draws_per_chain
+        diag["draws"][rows] = np.where(lsq_only, np.nan, res.draws_per_chain)
         bands.append((rows, res))
     out = _assemble(blocks, model, "bayes", par, err, status, chi2, t_range, bands)
     out.detail, out.tau_lower_limit, out.tau_upper_limit = detail, lo_lim, hi_lim
     out.diagnostics, out.status_lsq = diag, status_lsq
+    out.models = models if model == "auto" else None
+    out.limit_name, out.delta_aicc = limit_name, delta_aicc
     for k, b in enumerate(blocks):  # the bands the g2 tab draws, made here in the worker
         out.band(np.arange(offsets[k], offsets[k + 1]), g2_tau_grid(b.tau))
     return out

@@ -5,11 +5,11 @@ The models are the least-squares ones (same parameter names and meaning, see
 independent per-bin parameters under a ``bins`` plate. Priors (per bin):
 
 - tau, tau1: log-uniform over [t_min/10, t_max*10] of the bin's valid delays
-  (the least-squares bounds); double: tau2 = tau1 * exp(d), d ~ U(0, log range), so
-  tau1 < tau2 (no label switching);
+  (the least-squares bounds); double: (log tau1, log tau2) flat on the ordered box
+  log lo < log tau1 < log tau2 < log hi (no label switching);
 - contrast ~ U(0, c_max), c_max = the least-squares upper bound (1 unless the data
-  show more), sampled sheared by the decay until the first delay in the one-tau
-  models (same prior, straighter posterior; see ``g2_model``); baseline ~ Normal(1,
+  show more), sampled sheared by the decay until the first delay (same prior,
+  straighter posterior; see ``g2_model``); baseline ~ Normal(1,
   0.1); stretch ~ U(lower, upper) (0.2-2 by default); fraction ~ U(0, 1); fixed
   parameters are constants;
 - likelihood: Normal(model, s * g2_err) on the points the least squares uses, with
@@ -17,8 +17,11 @@ independent per-bin parameters under a ``bins`` plate. Priors (per bin):
   that posterior widths match the least-squares errors when the scatter exceeds the
   stated errors (chi2_red > 1).
 
-Chains start at the least-squares optimum, itself from the global grid start
-(``init_to_value``), and are sampled in blocks through the post-warm-up state so that
+Only bins where least squares found a decay with a relaxation time are sampled
+(:data:`SAMPLED_LSQ`, :func:`to_sample`), each with its least-squares model (one run
+per model for ``auto``); the others keep the least-squares status. Chains start at
+the least-squares optimum, itself from the global grid start (``init_to_value``), and
+are sampled in blocks through the post-warm-up state so that
 progress and cancellation work between blocks. Each bin gets a status from the
 sampler diagnostics (split r-hat, ESS bulk/tail >= 100 per chain, divergences, BFMI)
 and the same physical checks as the least squares (:mod:`xpcsviewer.fitting.status`);
@@ -80,6 +83,7 @@ from xpcsviewer.progress import CancelToken, ProgressCallback, report  # noqa: E
 
 __all__ = [
     "CONVERGENCE",
+    "SAMPLED_LSQ",
     "BayesFitResult",
     "DiffusionBayesResult",
     "bfmi",
@@ -89,6 +93,7 @@ __all__ = [
     "fit_diffusion_joint_bayes",
     "fit_g2_bayes",
     "g2_model",
+    "to_sample",
 ]
 
 #: Posterior mass this close (in log tau) to a prior edge means the data do not bound
@@ -124,8 +129,8 @@ def g2_model(
     unit_stretch : bool
         True when ``stretch`` is fixed at exactly 1 (the plain exponential).
     t_ref : (B,) s, optional
-        First delay of each bin's data: with ``tau`` and ``contrast`` free (not for
-        ``double``), the contrast is sampled through :data:`SHEAR_SITE` (see there).
+        First delay of each bin's data: with the (first) relaxation time and the
+        contrast free, the contrast is sampled through :data:`SHEAR_SITE` (see there).
     """
     names = model_param_names(model)
     n_b = next(iter(lower.values())).shape[0]
@@ -136,13 +141,22 @@ def g2_model(
         for n in names:
             if n in fixed:
                 vals[n] = fixed[n]
+                if n in LOG_PARAMS:
+                    logs[n] = jnp.log(fixed[n])
                 continue
             if n == "contrast" and shear:
-                continue  # after tau (and stretch), below
+                continue  # after the times, stretches and fraction, below
             if n == "tau2" and "tau1" not in fixed:
-                span = jnp.log(upper["tau2"]) - jnp.log(lower["tau1"])
-                d = numpyro.sample("log_tau_ratio", dist.Uniform(0.0, span))
-                vals[n] = numpyro.deterministic("tau2", vals["tau1"] * jnp.exp(d))
+                # Ordered times, flat in (log tau1, log tau2) on lo < log tau1 < log tau2
+                # < hi (the least-squares box, ordered): log tau2 = log tau1 + v (hi -
+                # log tau1), v ~ U(0, 1), and the factor (hi - log tau1) makes the joint
+                # density flat. (tau1 e^d with d ~ U(0, hi - lo) let tau2 run decades
+                # beyond hi, where the model is flat: r-hat 3.6 on a real bin.)
+                room = jnp.maximum(jnp.log(upper["tau2"]) - logs["tau1"], 1e-12)
+                v = numpyro.sample(TAU2_SITE, dist.Uniform(0.0, 1.0))
+                numpyro.factor("tau_order_prior", jnp.log(room))
+                logs[n] = logs["tau1"] + v * room
+                vals[n] = numpyro.deterministic(n, jnp.exp(logs[n]))
             elif n in LOG_PARAMS:
                 lt = numpyro.sample(
                     f"log_{n}", dist.Uniform(jnp.log(lower[n]), jnp.log(upper[n]))
@@ -157,14 +171,13 @@ def g2_model(
                 vals[n] = numpyro.sample(n, dist.Uniform(lower[n], upper[n]))
         if shear:
             # z = logit(contrast / c_max) as NumPyro's own transform, sheared by the
-            # decay until the first delay: y = z - 2 (t_ref/tau)^stretch. The data fix
-            # roughly the amplitude at t_ref, so (log tau, y) is nearly uncorrelated
-            # where (log tau, contrast) is a curved ridge. The shear's Jacobian is 1,
-            # so the logistic density of z is exactly the uniform contrast prior.
-            st = vals.get("stretch", 1.0)
-            decay = 2.0 * jnp.exp(st * (jnp.log(t_ref) - logs["tau"]))
+            # decay until the first delay: y = z + 2 log g1(t_ref) (single: z - 2
+            # (t_ref/tau)^stretch). The data fix roughly the amplitude at t_ref, so
+            # (log tau, y) is nearly uncorrelated where (log tau, contrast) is a
+            # curved ridge. The shear's Jacobian is 1, so the logistic density of z is
+            # exactly the uniform contrast prior.
             y = numpyro.sample(SHEAR_SITE, dist.ImproperUniform(dist.constraints.real, (), ()))
-            z = y + decay
+            z = y - 2.0 * _log_g1(model, t_ref, vals, logs)
             numpyro.factor("contrast_prior", -jax.nn.softplus(z) - jax.nn.softplus(-z))
             vals["contrast"] = numpyro.deterministic(
                 "contrast", upper["contrast"] * jax.nn.sigmoid(z))
@@ -186,14 +199,30 @@ def g2_model(
         )
 
 
-#: The sampled site behind a free contrast of the one-tau models (see ``g2_model``).
+#: The sampled site behind a free contrast (see ``g2_model``).
 SHEAR_SITE = "contrast_shear"
+#: The sampled site behind tau2 of the double model: its place between tau1 and the
+#: top of its range, in log time (0-1).
+TAU2_SITE = "tau2_position"
 
 
 def _sheared(model: G2Model, fixed: dict) -> bool:
-    # the contrast-tau ridge the shear straightens exists with both free, one decay
-    return (model is not G2Model.DOUBLE and "contrast" not in fixed
-            and "tau" not in fixed)
+    # the contrast-tau ridge the shear straightens exists with both free
+    first = "tau1" if model is G2Model.DOUBLE else "tau"
+    return "contrast" not in fixed and first not in fixed
+
+
+def _log_g1(model: G2Model, t: Any, vals: dict, logs: dict) -> Any:
+    """log g1(t) (<= 0) of the field correlation at delays ``t`` (B,), in log times."""
+    def power(tn: str, sn: str) -> Any:
+        return jnp.exp(vals.get(sn, 1.0) * (jnp.log(t) - logs[tn]))
+
+    if model is G2Model.DOUBLE:
+        f = vals["fraction"]
+        # log(f e^-a + (1 - f) e^-b) without underflow when both decays are long gone
+        return jnp.logaddexp(jnp.log(f) - power("tau1", "stretch1"),
+                             jnp.log1p(-f) - power("tau2", "stretch2"))
+    return -power("tau", "stretch")
 
 
 @dataclass
@@ -203,9 +232,17 @@ class BayesFitResult:
     Attributes
     ----------
     model : G2Model
+        The sampled model, or ``G2Model.AUTO`` when each bin was sampled with the model
+        the least squares chose for it (:attr:`models`).
+    models : (B,) object array of G2Model, or None
+        The model of each bin (``auto``); None when all have :attr:`model`.
+    sampled : (B,) bool
+        Bins sampled (:func:`to_sample`); the others keep the least-squares status,
+        chi2_red and limits, with NaN posterior summaries.
     mean, std, hdi_low, hdi_high, median : dict name -> (B,)
         Posterior summaries (94% highest-density interval) per free parameter;
-        fixed parameters have std 0 and their value everywhere.
+        fixed parameters have std 0 and their value everywhere; NaN where a bin's
+        model lacks the parameter or the bin was not sampled.
     r_hat, ess_bulk, ess_tail : dict name -> (B,)
         NaN for fixed parameters.
     divergences : int
@@ -222,12 +259,15 @@ class BayesFitResult:
         thinned by m for the bins of the extension round (``samples`` always holds
         ``num_samples`` per chain).
     status, detail : (B,) FitStatus and the reason
-        ``failed`` without data; ``poor_fit`` and ``no_decay`` (the least squares'
-        decay test on the same data) first, since a sampler cannot mix on a model
-        that does not apply; ``unresolved`` with a limit when the posterior of tau
-        piles against a prior edge; ``failed`` when a sampler gate fails; then
-        ``unresolved`` (sd/mean >= 50 %, or contrast below 3 sd), else
-        ``converged``.
+        Not sampled: the least squares' ("not sampled: <its reason>"). Sampled:
+        ``failed`` without data; ``poor_fit``, ``no_decay`` (``sample_all`` only) and
+        ``misfit`` (runs test of the posterior-median residuals) first, since a
+        sampler cannot mix on a model that does not apply; ``unresolved`` with a
+        limit when the posterior of a time piles against a prior edge; ``failed``
+        when a sampler gate fails; then ``unresolved`` (below the first delay, no
+        plateau, decided by the last delays, sd/mean >= 50 % or known only to a
+        factor 2, contrast below 3 sd), ``at_bound`` (a stretch or fraction's HDI on
+        a bound), else ``converged`` (docs/fitting.md section 3).
     noise_scale : (B,)
         s in the likelihood sigma = s * g2_err: sqrt(max(1, chi2_red)) of the
         least-squares optimum.
@@ -235,7 +275,9 @@ class BayesFitResult:
         Of the posterior-median curve against the stated errors.
     tau_lower_limit, tau_upper_limit : (B,) s
         One-sided 95 % limits (5 %/95 % posterior quantiles) for ``unresolved`` bins
-        whose posterior runs to a prior edge; NaN otherwise.
+        whose posterior runs to a prior edge or that have no plateau; NaN otherwise.
+    limit_name : (B,) object array of str
+        The relaxation time a limit is on ("" where none).
     samples : dict name -> (C, S, B) natural-unit draws
     mean_tree_steps : float
         Mean leapfrog steps per draw (cost indicator).
@@ -273,55 +315,79 @@ class BayesFitResult:
     tau_lower_limit: np.ndarray | None = None
     tau_upper_limit: np.ndarray | None = None
     draws_per_chain: np.ndarray | None = None
+    models: np.ndarray | None = None
+    sampled: np.ndarray | None = None
+    limit_name: np.ndarray | None = None
 
     @property
     def param_names(self) -> tuple[str, ...]:
-        """Parameter names in model order."""
+        """Parameter names in model order (``auto``: the union of the models')."""
         return model_param_names(self.model)
+
+    def model_names(self) -> np.ndarray:
+        """(B,) object array: the model name of every bin."""
+        n_b = self.converged.shape[0]
+        if self.models is None:
+            return np.array([self.model.value] * n_b, dtype=object)
+        return np.array([G2Model.parse(m).value for m in self.models], dtype=object)
 
     def band(self, tau_grid: Any, max_draws: int = 400, prob: float = HDI_PROB) -> np.ndarray:
         """Posterior band of the model curve on ``tau_grid`` (G,) s -> (B, 3, G).
 
         Rows: lower (3%), median, upper (97%) of the model mean over up to
-        ``max_draws`` posterior draws (the band of the curve, not of new data).
+        ``max_draws`` posterior draws (the band of the curve, not of new data); each
+        bin with its own model, NaN for bins not sampled.
         """
         t = np.asarray(tau_grid, dtype=np.float64)
-        names = self.param_names
-        first = self.samples[names[0]]
-        c, s, b = first.shape
-        flat = {n: self.samples[n].reshape(c * s, b) for n in names}
+        first = self.samples[self.param_names[0]]
+        c, s, n_b = first.shape
+        out = np.full((n_b, 3, t.shape[-1]), np.nan)
         step = max(1, (c * s) // max_draws)
-        p = tuple(flat[n][::step][:, :, None] for n in names)  # (D, B, 1)
-        aux = self.aux
-        if aux is not None and np.shape(aux[0])[-1] != t.shape[-1]:
-            aux = (np.ones_like(t), aux[1])
-        with np.errstate(all="ignore"):
-            curves = evaluate_model(self.model, t[None, None, :], p, aux, np)  # (D, B, G)
+        models = self.model_names()
+        done = np.zeros(n_b, bool) if self.sampled is None else ~np.asarray(self.sampled, bool)
         lo_q, hi_q = (1.0 - prob) / 2.0, 1.0 - (1.0 - prob) / 2.0
-        curves = np.asarray(curves, dtype=np.float64)
-        # np.quantile is vectorised; nanquantile loops in Python over every (bin, delay)
-        quant = np.quantile if np.isfinite(curves).all() else np.nanquantile
-        q = quant(curves, [lo_q, 0.5, hi_q], axis=0)  # (3, B, G)
-        return np.moveaxis(q, 0, 1)
+        for name in dict.fromkeys(models[~done]):
+            rows = np.flatnonzero((models == name) & ~done)
+            p = tuple(self.samples[n][:, :, rows].reshape(c * s, rows.size)[::step][:, :, None]
+                      for n in model_param_names(name))  # (D, R, 1)
+            aux = self.aux
+            if aux is not None and np.shape(aux[0])[-1] != t.shape[-1]:
+                aux = (np.ones_like(t), aux[1])
+            with np.errstate(all="ignore"):
+                curves = np.asarray(evaluate_model(name, t[None, None, :], p, aux, np),
+                                    dtype=np.float64)  # (D, R, G)
+            # np.quantile is vectorised; nanquantile loops in Python over every (bin, delay)
+            quant = np.quantile if np.isfinite(curves).all() else np.nanquantile
+            q = quant(curves, [lo_q, 0.5, hi_q], axis=0)  # (3, R, G)
+            out[rows] = np.moveaxis(q, 0, 1)
+        return out
 
     def diagnostics(self) -> dict[str, np.ndarray]:
-        """Per bin: worst r-hat and ESS over the free parameters, divergences, worst BFMI."""
+        """Per bin: worst r-hat and ESS over the free parameters, divergences, worst
+        BFMI (NaN for bins not sampled)."""
         free = [n for n in self.param_names if not self.fixed.get(n, False)]
         n_b = self.converged.shape[0]
 
         def worst(d: dict, fn) -> np.ndarray:
+            out = np.full(n_b, np.nan)
             if not free:
-                return np.full(n_b, np.nan)
-            with np.errstate(all="ignore"):
-                return fn(np.stack([d[n] for n in free]), axis=0)
+                return out
+            a = np.stack([d[n] for n in free])
+            has = np.isfinite(a).any(axis=0)  # NaN: fixed, another model's, not sampled
+            out[has] = fn(a[:, has], axis=0)
+            return out
 
         div = self.divergences_per_bin
+        bf = np.atleast_2d(self.bfmi)
+        b_min = np.full(n_b, np.nan)
+        has = np.isfinite(bf).all(axis=0)
+        b_min[has] = np.min(bf[:, has], axis=0)
         return {
             "r_hat": worst(self.r_hat, np.nanmax),
             "ess_bulk": worst(self.ess_bulk, np.nanmin),
             "ess_tail": worst(self.ess_tail, np.nanmin),
             "divergences": np.zeros(n_b, np.int64) if div is None else np.asarray(div),
-            "bfmi": np.min(np.atleast_2d(self.bfmi), axis=0),
+            "bfmi": b_min,
         }
 
     def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -330,7 +396,9 @@ class BayesFitResult:
         if name in LOG_PARAMS and self.status is not None:
             st = np.array([getattr(x, "value", str(x)) for x in self.status])
             lim = np.isfinite(self.tau_lower_limit) | np.isfinite(self.tau_upper_limit)
-            drop = (st == "no_decay") | (st == "failed") | ((st == "unresolved") & lim)
+            on = np.ones(st.shape, bool) if self.limit_name is None else np.array(
+                [str(x) in (name, "") for x in self.limit_name], dtype=bool)
+            drop = (st == "no_decay") | (st == "failed") | ((st == "unresolved") & lim & on)
             v[drop], e[drop] = np.nan, np.nan
         return v, e
 
@@ -344,6 +412,18 @@ def _choose_chain_method(chain_method: str, num_chains: int) -> str:
     if num_chains > 1 and jax.local_device_count() >= num_chains:
         return "parallel"
     return "vectorized"
+
+
+#: Least-squares statuses of the bins NUTS samples: a decay beats a constant and the
+#: fit gives a relaxation time, though maybe unresolved, on a bound or misfitting. An
+#: ``unresolved`` bin only where its times have no one-sided limit and errors below
+#: ``TAU_REL_ERR_MAX`` (50 %): otherwise its posterior is as wide (NUTS calls it
+#: unresolved too) and runs towards a prior edge, where on the real files and the demo
+#: those bins had nearly all divergences and r-hat up to 3.6. ``poor_fit`` (scatter
+#: beyond 5x the stated errors), ``no_decay`` and ``failed`` keep their status too.
+SAMPLED_LSQ = ("converged", "unresolved", "at_bound", "misfit")
+#: Sampling order of the models of an automatic fit (one sampling run each).
+MODEL_ORDER = (G2Model.SINGLE, G2Model.SINGLE_AVGCORR, G2Model.STRETCHED, G2Model.DOUBLE)
 
 
 def fit_g2_bayes(
@@ -370,30 +450,37 @@ def fit_g2_bayes(
     dense_mass: bool = False,
     sampler: str = "per_bin",
     extend: bool = True,
+    sample_all: bool = False,
 ) -> BayesFitResult:
-    """NUTS posterior of B g2 curves (all q-bins of one file) in one sampling run.
+    """NUTS posterior of B g2 curves (all q-bins of one file), one sampling run per model.
 
-    May run off the main thread; checks ``cancel`` between warm-up and each block of
-    ``block_size`` draws (raises :class:`xpcsviewer.progress.Cancelled`).
+    Only the bins where least squares found a decay with a relaxation time are
+    sampled (:func:`to_sample`; all with ``sample_all``); the others keep the
+    least-squares status, with the reason "not sampled: ...". May run off the main
+    thread; checks ``cancel`` between warm-up
+    and each block of ``block_size`` draws (raises :class:`xpcsviewer.progress.Cancelled`).
 
     Parameters
     ----------
     tau : (T,) s
     g2, g2_err, valid : (B, T)
-    model : {"single", "stretched", "double", "single_avgcorr"}
+    model : {"single", "stretched", "double", "single_avgcorr", "auto"}
+        ``auto``: each bin is sampled with the model the least squares chose for it
+        (``init``'s per-bin models), one sampling run per model.
     init : G2FitResult, optional
-        Least-squares fit to start the chains from; computed when None.
+        Least-squares fit of ``model`` to start the chains from and to choose the bins
+        (and for ``auto`` their models); computed when None.
     num_warmup, num_samples, num_chains : int
         Draws per chain; chains run vectorised on one device, or in parallel when
         JAX has one host device per chain.
     seed : int
-        PRNG seed; the same seed gives the same draws.
+        PRNG seed; the same seed and data give the same draws.
     block_size : int
         Draws per block between progress reports.
     params : dict name -> ParamSpec, optional
         Bounds (prior ranges) and fixed values, as for ``fit_g2``.
     t_range : (lo, hi) s, optional
-    aux : (m (T,), dt), for ``single_avgcorr``
+    aux : (m (T,), dt), for ``single_avgcorr`` (and ``auto``, where it may be chosen)
     sampler : {"per_bin", "joint"}
         ``per_bin`` (default): NUTS vmapped over bins and chains, each bin with its own
         step size and dense mass matrix, in one compiled program. ``joint``: all bins
@@ -401,15 +488,15 @@ def fit_g2_bayes(
     extend : bool
         ``per_bin`` only: bins the least squares calls converged that miss only the
         ESS or r-hat gate get one round of more draws (see ``draws_per_chain``).
+    sample_all : bool
+        Sample every bin, whatever its least-squares status (for comparisons).
 
     Returns
     -------
     BayesFitResult
-        Bins without a usable least-squares start (no data, too few points) are
-        sampled from the prior-bounded start and flagged not converged.
+        Posterior summaries NaN for bins not sampled (``sampled``).
     """
     model = G2Model.parse(model)
-    names = model_param_names(model)
     tau = np.asarray(tau, dtype=np.float64).ravel()
     g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
     err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
@@ -423,16 +510,148 @@ def fit_g2_bayes(
     n_b = g2.shape[0]
     report(progress, cancel, 0, 1, "least-squares start")
     if init is None:
-        init = fit_g2(tau, g2, err, mask, model, params=params, aux=aux, backend=get_backend("jax"))
+        init = fit_g2(tau, g2, err, mask, model, params=params, aux=aux,
+                      backend=get_backend("jax"))
+    if init.model is not model and not (model is G2Model.AUTO and init.models is None):
+        raise ValueError(f"init is a fit of {init.model.value!r}, not {model.value!r}")
+    if sampler not in ("per_bin", "joint"):
+        raise ValueError(f"sampler must be 'per_bin' or 'joint', not {sampler!r}")
+    row_models = init.model_names()
+    sampled = np.ones(n_b, bool) if sample_all else to_sample(init)
     # The stated noise scale: posterior widths comparable with the least-squares
     # errors when the scatter exceeds the stated errors.
     chi2_lsq = np.asarray(init.chi2_red, float)
     with np.errstate(invalid="ignore"):
         s2 = np.where(weighted, np.fmax(1.0, chi2_lsq), chi2_lsq)
     noise_scale = np.sqrt(np.where(np.isfinite(s2) & (s2 > 0), s2, 1.0))
+    groups = [(m, np.flatnonzero(sampled & (row_models == m.value))) for m in MODEL_ORDER]
+    groups = [(m, r) for m, r in groups if r.size]
+    n_s = sum(r.size for _, r in groups)
+    parts = []
+    for m, rows in groups:
+        if m is G2Model.SINGLE_AVGCORR and aux is None:
+            raise ValueError("model 'single_avgcorr' needs aux=(m per delay, frame time)")
+        base = sum(r.size for r, _ in parts)
+
+        def sub_progress(d, t, msg="", _base=base, _n=rows.size, _m=m):
+            if len(groups) == 1:
+                progress(d, t, msg)
+            else:  # one bar over the models' runs, shared by their bins
+                frac = (_base + _n * (d / t if t else 0.0)) / n_s
+                progress(int(1000 * frac), 1000, f"{_m.value}, {_n} bins: {msg}")
+
+        res = _fit_model(
+            m, tau, g2[rows], sigma0[rows], mask[rows], noise_scale[rows],
+            init.select(rows), _spec_rows(params, rows, n_b), aux, num_warmup,
+            num_samples, num_chains, int(seed) + 7907 * MODEL_ORDER.index(m),
+            sub_progress if progress is not None else None, cancel, block_size,
+            chain_method, target_accept_prob, max_tree_depth, dense_mass, sampler, extend)
+        parts.append((rows, res))
+    return _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples,
+                  num_warmup, seed, chain_method, sampler, aux)
+
+
+def to_sample(init: G2FitResult) -> np.ndarray:
+    """(B,) bool: the bins NUTS samples, from their least-squares fit (see
+    :data:`SAMPLED_LSQ`)."""
+    lsq = np.array([getattr(s, "value", str(s)) for s in init.status], dtype=object)
+    limit = np.isfinite(init.tau_lower_limit) | np.isfinite(init.tau_upper_limit)
+    rel = np.zeros(lsq.shape)  # the worst relative error of the bin's times
+    for n in LOG_PARAMS & set(init.params):
+        p, e = np.asarray(init.params[n], float), np.asarray(init.errors[n], float)
+        with np.errstate(all="ignore"):
+            r = np.where(np.isfinite(e) & (p > 0), e / p, np.inf)
+        rel = np.fmax(rel, np.where(np.isfinite(p), r, 0.0))  # NaN: not the bin's model
+    loose = limit | ~(rel < TAU_REL_ERR_MAX)
+    return np.isin(lsq, SAMPLED_LSQ) & ~((lsq == "unresolved") & loose)
+
+
+def _spec_rows(params: dict | None, rows: np.ndarray, n_b: int) -> dict | None:
+    """The ParamSpecs of some curves (per-curve arrays indexed, scalars kept)."""
+    if params is None:
+        return None
+    from dataclasses import replace
+
+    def pick(v):
+        a = np.asarray(v)
+        return a[rows] if a.ndim == 1 and a.size == n_b and n_b > 1 else v
+
+    return {n: replace(s, value=pick(s.value), lower=pick(s.lower), upper=pick(s.upper))
+            for n, s in params.items()}
+
+
+def _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples, num_warmup,
+           seed, chain_method, sampler, aux) -> BayesFitResult:
+    """One result over all bins from the models' runs; bins not sampled keep the
+    least-squares status (and chi2_red and limits), their posterior summaries NaN."""
+    names = model_param_names(model)
+    n_b = sampled.shape[0]
+    stats = [{n: np.full(n_b, np.nan) for n in names} for _ in range(8)]
+    mean, std, med, lo, hi, rh, eb, et = stats
+    samples = {n: np.full((num_chains, num_samples, n_b), np.nan) for n in names}
+    div = np.zeros(n_b, np.int64)
+    bf = np.full((num_chains, n_b), np.nan)
+    conv = np.zeros(n_b, bool)
+    used = np.zeros(n_b, bool)
+    draws = np.zeros(n_b, np.int64)
+    lsq = [getattr(s, "value", str(s)) for s in init.status]
+    status = np.array([FitStatus(s) for s in lsq], dtype=object)
+    detail = np.array([f"not sampled: {d}" if d else f"not sampled: least squares {s}"
+                       for s, d in zip(lsq, init.detail, strict=True)], dtype=object)
+    chi2 = np.asarray(init.chi2_red, float).copy()
+    lo_lim = np.asarray(init.tau_lower_limit, float).copy()
+    hi_lim = np.asarray(init.tau_upper_limit, float).copy()
+    limit_name = np.array(init.limit_name, dtype=object).copy()
+    fixed_seen: dict[str, list[bool]] = {n: [] for n in names}
+    steps = []
+    method = parts[0][1].chain_method if parts else _choose_chain_method(chain_method, num_chains)
+    for rows, r in parts:
+        for n in r.param_names:
+            for dst, src in zip(stats, (r.mean, r.std, r.median, r.hdi_low, r.hdi_high,
+                                        r.r_hat, r.ess_bulk, r.ess_tail), strict=True):
+                dst[n][rows] = src[n]
+            samples[n][:, :, rows] = r.samples[n]
+            fixed_seen[n].append(bool(r.fixed.get(n, False)))
+        div[rows] = r.divergences_per_bin
+        bf[:, rows] = r.bfmi
+        conv[rows] = r.converged
+        used[rows] = r.used_bins
+        draws[rows] = r.draws_per_chain
+        status[rows], detail[rows], chi2[rows] = r.status, r.detail, r.chi2_red
+        lo_lim[rows], hi_lim[rows] = r.tau_lower_limit, r.tau_upper_limit
+        limit_name[rows] = r.limit_name
+        steps.append((rows.size, r.mean_tree_steps))
+    fixed = {n: (all(v) if v else bool(init.fixed.get(n, False))) for n, v in fixed_seen.items()}
+    n_steps = sum(k for k, _ in steps)
+    return BayesFitResult(
+        model=model, mean=mean, std=std, median=med, hdi_low=lo, hdi_high=hi, r_hat=rh,
+        ess_bulk=eb, ess_tail=et, divergences=sum(r.divergences for _, r in parts),
+        bfmi=bf, converged=conv,
+        samples=samples, num_chains=num_chains, num_samples=num_samples,
+        num_warmup=num_warmup, seed=int(seed), chain_method=method, aux=aux, fixed=fixed,
+        used_bins=used,
+        mean_tree_steps=(sum(k * s for k, s in steps) / n_steps) if n_steps else float("nan"),
+        sampler=sampler, divergences_per_bin=div, status=status, detail=detail,
+        noise_scale=noise_scale, chi2_red=chi2, tau_lower_limit=lo_lim,
+        tau_upper_limit=hi_lim, draws_per_chain=draws,
+        models=np.array([G2Model(m) for m in init.model_names()], dtype=object)
+        if model is G2Model.AUTO else None,
+        sampled=sampled.copy(), limit_name=limit_name,
+    )
+
+
+def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num_warmup,
+               num_samples, num_chains, seed, progress, cancel, block_size, chain_method,
+               target_accept_prob, max_tree_depth, dense_mass, sampler,
+               extend) -> BayesFitResult:
+    """One model's sampling run over its bins (all arrays already of those bins)."""
+    # aux only where the model uses it: the compiled programs are keyed by it
+    aux = aux if model is G2Model.SINGLE_AVGCORR else None
+    names = model_param_names(model)
+    n_b = g2.shape[0]
     specs = default_params(model, tau, g2, mask)
     if params is not None:
-        specs.update(params)
+        specs.update({n: s for n, s in params.items() if n in specs})
     lower = {n: np.broadcast_to(np.asarray(specs[n].lower, float), (n_b,)).copy() for n in names}
     upper = {n: np.broadcast_to(np.asarray(specs[n].upper, float), (n_b,)).copy() for n in names}
     fixed = {
@@ -465,16 +684,17 @@ def fit_g2_bayes(
             start["fraction"] = np.where(swap, 1.0 - start["fraction"], start["fraction"])
         if "stretch1" in start and "stretch2" in start:
             start["stretch1"], start["stretch2"] = np.where(swap, start["stretch2"], start["stretch1"]), np.where(swap, start["stretch1"], start["stretch2"])
-        ratio = np.log(start["tau2"] / start["tau1"])
-        span = np.log(upper["tau2"]) - np.log(lower["tau1"])
-        start["log_tau_ratio"] = np.clip(ratio, 1e-6, span - 1e-6)
-        start["tau2"] = start["tau1"] * np.exp(start["log_tau_ratio"])
+        room = np.log(upper["tau2"]) - np.log(start["tau1"])
+        with np.errstate(all="ignore"):
+            pos = np.log(start["tau2"] / start["tau1"]) / room
+        start[TAU2_SITE] = np.clip(np.nan_to_num(pos, nan=0.5), 1e-6, 1.0 - 1e-6)
+        start["tau2"] = start["tau1"] * np.exp(start[TAU2_SITE] * room)
     init_values: dict[str, Any] = {}
     for n, v in start.items():
-        if n == "log_tau_ratio":
+        if n == TAU2_SITE:
             init_values[n] = jnp.asarray(v)
         elif n in LOG_PARAMS:
-            if n == "tau2" and "log_tau_ratio" in start:
+            if n == "tau2" and TAU2_SITE in start:
                 continue
             init_values[f"log_{n}"] = jnp.asarray(np.log(v))
         else:
@@ -489,9 +709,10 @@ def fit_g2_bayes(
     if _sheared(model, fixed):
         c_max = upper["contrast"]
         z0 = np.log(start["contrast"] / (c_max - start["contrast"]))
-        st0 = start.get("stretch", np.asarray(fixed["stretch"]) if "stretch" in fixed else 1.0)
+        vals0 = {**{n: np.asarray(v) for n, v in fixed.items()}, **start}
+        logs0 = {n: np.log(vals0[n]) for n in names if n in LOG_PARAMS}
         init_values.pop("contrast")
-        init_values[SHEAR_SITE] = jnp.asarray(z0 - 2.0 * (t_ref / start["tau"]) ** st0)
+        init_values[SHEAR_SITE] = jnp.asarray(z0 + 2.0 * _log_g1(model, t_ref, vals0, logs0))
     unit_stretch = bool("stretch" in fixed and np.all(np.asarray(fixed["stretch"]) == 1.0))
     n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
     per_block = math.ceil(num_samples / n_blocks)
@@ -515,7 +736,6 @@ def fit_g2_bayes(
         )
     else:
         raise ValueError(f"sampler must be 'per_bin' or 'joint', not {sampler!r}")
-
     if sampler == "per_bin":
         draws, diverging, energies, steps = draws  # see _run_per_bin_chunks
     samples: dict[str, np.ndarray] = {}
@@ -545,7 +765,7 @@ def fit_g2_bayes(
         bins = sorted(more)
         report(progress, cancel, 0, 1, f"{len(bins)} bins short of ESS "
                f"{ess_min(num_chains):.0f}: {(m - 1) * num_samples} more draws per chain")
-        extra = resume(bins, (m - 1) * n_blocks, n_blocks, per_block)
+        extra = resume(bins, (m - 1) * n_blocks, per_block)
         for i, b in enumerate(bins):
             for n in names:
                 if n not in fixed:
@@ -730,6 +950,11 @@ class _Example:
 BIN_CHUNK = 8
 
 
+def _placed_like(new: Any, old: Any) -> Any:
+    sharding = getattr(old, "sharding", None)
+    return new if sharding is None else jax.device_put(new, sharding)
+
+
 def _pad_axis(a: Any, n: int, axis: int, value: float) -> Any:
     pad = n - a.shape[axis]
     if pad <= 0:
@@ -784,10 +1009,9 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
     draws = {n: np.concatenate([p[0][n] for p in parts], axis=-1) for n in parts[0][0]}
     cat = (lambda i: np.concatenate([p[i] for p in parts], axis=-1))  # noqa: E731
 
-    def resume(bins: list[int], n_more: int, group: int, per: int):
+    def resume(bins: list[int], n_more: int, per: int):
         """Go on sampling ``bins`` for ``n_more`` blocks of ``per`` draws from where
-        their chains stopped, in lanes of the same programs (post-processed ``group``
-        blocks at a time, the shape of the first run); draws (C, S', len(bins))."""
+        their chains stopped, in lanes of the same programs; draws (C, S', len(bins))."""
         outs = []
         for c0 in range(0, len(bins), BIN_CHUNK):
             sel = bins[c0:c0 + BIN_CHUNK]
@@ -800,8 +1024,12 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
                                               for k, j in lanes], axis=axis),
                     *[pick(kk) for kk in kept])
 
-            state = gather(1, lambda kk: kk[0])  # (chains, lanes, ...)
-            args = gather(0, lambda kk: kk[1])  # (lanes, ...)
+            # placed as the first run's arrays were: host arrays would make the
+            # programs compile again for their placement (5 s at the first extension)
+            state = jax.tree_util.tree_map(_placed_like, gather(1, lambda kk: kk[0]),
+                                           kept[0][0])  # (chains, lanes, ...)
+            args = jax.tree_util.tree_map(_placed_like, gather(0, lambda kk: kk[1]),
+                                          kept[0][1])  # (lanes, ...)
             run_block, post, step = kept[0][2]
             zs, div, energy, steps_ = [], [], [], []
             for _ in range(n_more):
@@ -813,11 +1041,9 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
                 steps_.append(np.asarray(ns))
                 report(progress, cancel, len(zs), n_more, f"more draws {len(zs)}/{n_more}")
             parts_c = []
-            for g0 in range(0, n_more, group):
-                z_g = {k: np.concatenate([z[k] for z in zs[g0:g0 + group]], axis=1)
-                       for k in zs[0]}
+            for z in zs:
                 with step():
-                    parts_c.append(post(args, z_g))
+                    parts_c.append(post(args, z))
             cons = {k: np.concatenate([np.asarray(c[k]) for c in parts_c], axis=1)
                     for k in parts_c[0]}
             m = len(sel)
@@ -906,11 +1132,14 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
         steps.append(np.asarray(ns))
         done += 1
         report(progress, cancel, done, total, f"sampling {done - n_wblocks}/{n_blocks}")
-    # (C, S, B, 1) unconstrained draws -> constrained, incl. deterministic sites (tau)
-    z_all = {k: np.concatenate([z[k] for z in zs], axis=1) for k in zs[0]}
-    with step():
-        cons = post(bin_args, z_all)
-    draws = {k: np.asarray(v)[..., 0] for k, v in cons.items()}
+    # (C, S, B, 1) unconstrained draws -> constrained, incl. deterministic sites (tau);
+    # block by block: one program shape whatever the number of draws (the warm-up's)
+    cons = []
+    for z in zs:
+        with step():
+            cons.append(post(bin_args, z))
+    draws = {k: np.concatenate([np.asarray(c[k]) for c in cons], axis=1)[..., 0]
+             for k in cons[0]}
     return (draws, np.concatenate(div, axis=1), np.concatenate(energy, axis=1),
             np.concatenate(steps, axis=1), (state, bin_args, (run_block, post, step)))
 
@@ -957,42 +1186,81 @@ def _summarise(model, samples, div_bin, n_div, bf, fixed, num_chains, num_sample
     )
 
 
-
+#: Quantiles of the posterior that stand for the least squares' profile intervals:
+#: 68 % (16-84 %) and 2 sigma (2.3-97.7 %), and the one-sided 95 % limits.
+_Q68 = (0.15866, 0.84134)
+_Q2S = (0.02275, 0.97725)
+#: A non-time parameter whose 94 % HDI reaches this fraction of its prior range from a
+#: bound is on that bound (``at_bound``), as a least-squares optimum on it would be.
+BOUND_FRACTION = 0.01
 
 
 def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, aux,
                     lower: dict, upper: dict) -> None:
     """Statuses from the sampler gates and the physical checks (see BayesFitResult)."""
+    from xpcsviewer.fitting.adequacy import misfit_region, runs_test, strongest_run
+    from xpcsviewer.fitting.status import RUNS_Z_MAX
+
     names = res.param_names
     n_b = res.converged.shape[0]
     med = tuple(np.asarray(res.median[n], float)[:, None] for n in names)
     with np.errstate(all="ignore"):
         curve = evaluate_model(res.model, t[None, :], med, aux, np)
-        r2 = np.where(mask, ((y - curve) / sigma) ** 2, 0.0)
+        resid = np.where(mask, (y - curve) / sigma, 0.0)
+    r2 = resid ** 2
     n_free = sum(1 for n in names if not res.fixed.get(n, False))
     dof = mask.sum(axis=1) - n_free
     chi2_red = np.where(dof > 0, r2.sum(axis=1) / np.maximum(dof, 1), np.nan)
+    runs_z, _ = runs_test(resid, mask)
+    # decay left at the last fitted delay, on the posterior-median curve
+    rr = np.arange(n_b)
+    last = mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)
+    c_med, b_med = res.median["contrast"], res.median["baseline"]
+    with np.errstate(all="ignore"):
+        left = np.where(mask.any(1) & (c_med > 0), (curve[rr, last] - b_med) / c_med, np.nan)
+        t_min = np.where(mask, t[None, :], np.inf).min(axis=1)
     diag = res.diagnostics()
     status = np.empty(n_b, dtype=object)
     detail = np.empty(n_b, dtype=object)
     lo_lim = np.full(n_b, np.nan)
     hi_lim = np.full(n_b, np.nan)
-    tname = "tau" if "tau" in names else "tau1"
-    free_tau = tname in res.samples and not res.fixed.get(tname, False)
+    limit_name = np.array([""] * n_b, dtype=object)
+    taus = [n for n in names if n in LOG_PARAMS and n in res.samples
+            and not res.fixed.get(n, False)]
     lsq_status = [getattr(v, "value", str(v)) for v in init.status]
+    U = FitStatus.UNRESOLVED
     for b in range(n_b):
+        def say(st, why, n="", lo=np.nan, hi=np.nan, _b=b):
+            status[_b], detail[_b] = st, why
+            if np.isfinite(lo) or np.isfinite(hi):
+                lo_lim[_b], hi_lim[_b], limit_name[_b] = lo, hi, n
+
         if res.used_bins is not None and not res.used_bins[b]:
-            status[b], detail[b] = FitStatus.FAILED, "too few points"
+            say(FitStatus.FAILED, "too few points")
             continue
         c_mean, c_sd = res.mean["contrast"][b], res.std["contrast"][b]
         if chi2_red[b] > CHI2_RED_MAX:
-            status[b], detail[b] = FitStatus.POOR_FIT, f"chi2_red {chi2_red[b]:.3g} > {CHI2_RED_MAX:g}"
+            say(FitStatus.POOR_FIT, f"chi2_red {chi2_red[b]:.3g} > {CHI2_RED_MAX:g}")
             continue
         if c_mean > CONTRAST_MAX:
-            status[b], detail[b] = FitStatus.POOR_FIT, f"contrast {c_mean:.3g} > {CONTRAST_MAX:g}"
+            say(FitStatus.POOR_FIT, f"contrast {c_mean:.3g} > {CONTRAST_MAX:g}")
             continue
-        if lsq_status[b] == "no_decay":
-            status[b], detail[b] = FitStatus.NO_DECAY, init.detail[b]
+        if lsq_status[b] == "no_decay":  # sampled only on request (sample_all)
+            say(FitStatus.NO_DECAY, init.detail[b])
+            continue
+        z = runs_z[b]
+        if not np.isnan(z) and not abs(z) <= RUNS_Z_MAX:
+            first, end = strongest_run(resid[b], mask[b])
+            where = "the curve"
+            if first >= 0:
+                sel = mask[b, first:end + 1]
+                with np.errstate(all="ignore"):
+                    shape = ((curve[b, first:end + 1] - b_med[b]) / c_med[b])[sel]
+                span = t[first:end + 1][sel]
+                where = (f"{misfit_region(shape)} ({int(sel.sum())} points of one sign at "
+                         f"{span.min():.2g}-{span.max():.2g} s)")
+            say(FitStatus.MISFIT, f"systematic misfit: residual runs z = {z:+.1f} (|z| > "
+                f"{RUNS_Z_MAX:g}) of the posterior-median curve: misses {where}")
             continue
         bad = []
         gate = ess_min(res.num_chains)
@@ -1006,38 +1274,99 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, a
         if not diag["bfmi"][b] >= CONVERGENCE["bfmi_min"]:
             bad.append(f"BFMI {diag['bfmi'][b]:.2g} < {CONVERGENCE['bfmi_min']}")
         note = f" (sampler: {', '.join(bad)})" if bad else ""
-        if free_tau:
+        logs = {n: np.log(res.samples[n][:, :, b].ravel()) for n in taus}
+        edge = None
+        for n in taus:
             # A posterior piled against a prior edge: a limit, even where the chains mix
             # slowly along the unbounded direction.
-            x = np.log(res.samples[tname][:, :, b].ravel())
-            q05, q95 = np.quantile(x, [0.05, 0.95])
-            top, bottom = np.log(upper[tname][b]), np.log(lower[tname][b])
-            if top - q95 < EDGE_LOG_TAU:
-                lo_lim[b] = math.exp(q05)
-                status[b] = FitStatus.UNRESOLVED
-                detail[b] = f"{tname} > {lo_lim[b]:.3g} s (95 %){note}"
-                continue
-            if q05 - bottom < EDGE_LOG_TAU:
-                hi_lim[b] = math.exp(q95)
-                status[b] = FitStatus.UNRESOLVED
-                detail[b] = f"{tname} < {hi_lim[b]:.3g} s (95 %){note}"
-                continue
+            q05, q95 = np.quantile(logs[n], [0.05, 0.95])
+            if np.log(upper[n][b]) - q95 < EDGE_LOG_TAU:
+                lim = math.exp(q05)
+                edge = (f"{n} > {lim:.3g} s (95 %){note}", n, lim, np.nan)
+            elif q05 - np.log(lower[n][b]) < EDGE_LOG_TAU:
+                lim = math.exp(q95)
+                edge = (f"{n} < {lim:.3g} s (95 %){note}", n, np.nan, lim)
+            if edge:
+                break
+        if edge:
+            say(U, edge[0], edge[1], edge[2], edge[3])
+            continue
         if bad:
             longer = ""
             if res.draws_per_chain is not None and res.draws_per_chain[b] > res.num_samples:
                 longer = f" ({res.draws_per_chain[b]} draws per chain, thinned)"
-            status[b], detail[b] = FitStatus.FAILED, "sampler: " + ", ".join(bad) + longer
+            say(FitStatus.FAILED, "sampler: " + ", ".join(bad) + longer)
             continue
-        if free_tau:
-            rel = res.std[tname][b] / res.mean[tname][b]
-            if not rel < TAU_REL_ERR_MAX:
-                status[b], detail[b] = FitStatus.UNRESOLVED, (
-                    f"{tname} sd {100 * rel:.0f} % >= {100 * TAU_REL_ERR_MAX:.0f} %")
-                continue
+        verdict = _posterior_checks(res, init, b, taus, logs, left[b], t_min[b], last[b], t)
+        if verdict is not None:
+            say(*verdict)
+            continue
         if not res.fixed.get("contrast", False) and not c_mean > CONTRAST_SIGMAS * c_sd:
-            status[b], detail[b] = FitStatus.UNRESOLVED, (
-                f"contrast {c_mean:.3g} +- {c_sd:.2g} below {CONTRAST_SIGMAS:g} sd")
+            say(U, f"contrast {c_mean:.3g} +- {c_sd:.2g} below {CONTRAST_SIGMAS:g} sd")
             continue
-        status[b], detail[b] = FitStatus.CONVERGED, ""
+        on = _on_bound(res, b, lower, upper)
+        if on:
+            say(FitStatus.AT_BOUND, on)
+            continue
+        say(FitStatus.CONVERGED, "")
     res.status, res.detail, res.chi2_red = status, detail, chi2_red
     res.tau_lower_limit, res.tau_upper_limit = lo_lim, hi_lim
+    res.limit_name = limit_name
+
+
+def _posterior_checks(res, init, b, taus, logs, left, t_min, last, t):
+    """unresolved by the least squares' rules, on the posterior: below the first delay,
+    no plateau, decided by the last delays, too wide; None when none applies."""
+    from xpcsviewer.fitting.status import PLATEAU_LEFT_MAX, TAU_FACTOR_MAX, WINDOW_DROP
+
+    U = FitStatus.UNRESOLVED
+    if not taus:
+        return None
+    k0 = taus[0]
+    m0 = res.median[k0][b]
+    if m0 < t_min:
+        return U, f"{k0} {m0:.3g} s below the first delay"
+    if not res.fixed.get("baseline", False) and left > PLATEAU_LEFT_MAX:
+        n = taus[-1]  # the slowest time: the one a plateau would pin
+        lim = math.exp(np.quantile(logs[n], 0.05))
+        return (U, f"no plateau: {100 * left:.0f} % of the decay left at the last fitted "
+                f"delay ({t[last]:.3g} s); {n} > {lim:.3g} s (95 %)", n, lim, np.nan)
+    for n in taus:
+        # the least squares' refit without the last delays, against the posterior's
+        # 2-sigma interval (a second sampling run would cost as much as the first)
+        tw = init.window[n][b] if n in init.window else np.nan
+        lo2, hi2 = np.exp(np.quantile(logs[n], _Q2S))
+        if np.isfinite(tw) and not lo2 <= tw <= hi2:
+            return U, (f"{n} decided by the last delays: {res.median[n][b]:.2g} -> "
+                       f"{tw:.2g} s without the last {WINDOW_DROP} fitted (least squares; "
+                       "beyond its 2-sigma posterior interval)")
+    for n in taus:
+        rel = res.std[n][b] / res.mean[n][b]
+        if not rel < TAU_REL_ERR_MAX:
+            return U, f"{n} sd {100 * rel:.0f} % >= {100 * TAU_REL_ERR_MAX:.0f} %"
+        lo, hi = np.exp(np.quantile(logs[n], _Q68))
+        mid = res.median[n][b]
+        factor = max(hi / mid, mid / lo)
+        if not factor <= TAU_FACTOR_MAX:
+            return U, (f"{n} {mid:.3g} s known only to a factor {factor:.2g} (68 % "
+                       f"posterior interval {lo:.2g}-{hi:.2g} s)")
+    return None
+
+
+def _on_bound(res, b, lower, upper) -> str:
+    """"stretch runs against its upper bound ..." where a free non-time parameter's
+    94 % HDI reaches a bound (the contrast only at the top: at 0 it is unresolved;
+    the baseline has a normal prior)."""
+    for n in res.param_names:
+        if n in LOG_PARAMS or n == "baseline" or res.fixed.get(n, False) or n not in lower:
+            continue
+        lo, hi = float(lower[n][b]), float(upper[n][b])
+        if n == "contrast":
+            lo = -np.inf
+        eps = BOUND_FRACTION * (hi - (0.0 if n == "contrast" else lo))
+        h_lo, h_hi = res.hdi_low[n][b], res.hdi_high[n][b]
+        if h_hi >= hi - eps:
+            return f"{n} runs against its upper bound {hi:.3g} (94 % HDI {h_lo:.3g}-{h_hi:.3g})"
+        if h_lo <= lo + eps:
+            return f"{n} runs against its lower bound {lo:.3g} (94 % HDI {h_lo:.3g}-{h_hi:.3g})"
+    return ""

@@ -13,7 +13,9 @@ model's margin), ``status`` and ``status_detail`` per bin, the limits
 ``tau_lower_limit``/``tau_upper_limit`` (on ``limit_param``), and ``diffusion`` with
 its ``verdict`` (``D`` null unless diffusive). With a Bayesian fit ``status`` is the posterior's and the
 least-squares one is kept as ``status_lsq``; ``divergences``, ``bfmi``, ``converged``
-(the sampler gates), ``draws_per_chain`` and ``noise_scale`` are per bin. Units: q in 1/A, phi in degrees,
+(the sampler gates), ``draws_per_chain``, ``noise_scale`` and ``sampled`` (False: the
+bin kept its least-squares status, see :data:`~xpcsviewer.fitting.bayes.SAMPLED_LSQ`)
+are per bin. Units: q in 1/A, phi in degrees,
 times in s, D in A^2/s, radii in nm. Missing numbers are ``null``.
 """
 
@@ -160,8 +162,13 @@ def fit_record(
         rec["status_detail"] = [str(d) for d in bayes.detail]
         rec["tau_lower_limit"] = _list(bayes.tau_lower_limit)
         rec["tau_upper_limit"] = _list(bayes.tau_upper_limit)
+        if bayes.limit_name is not None:
+            rec["limit_param"] = [str(x) for x in bayes.limit_name]
+        sampled = np.ones(len(rec["status"]), bool) if bayes.sampled is None else bayes.sampled
+        rec["sampled"] = [bool(x) for x in sampled]
         diag = bayes.diagnostics()
-        rec["divergences"] = [int(v) for v in diag["divergences"]]
+        rec["divergences"] = [int(v) if s else None
+                              for v, s in zip(diag["divergences"], sampled, strict=True)]
         rec["bfmi"] = _list(diag["bfmi"])  # worst chain per bin
         rec["r_hat_max"] = _list(diag["r_hat"])
         rec["ess_min"] = _list(np.fmin(diag["ess_bulk"], diag["ess_tail"]))
@@ -212,8 +219,8 @@ def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
             header += [f"{n}_{k}" for k in BAYES_KEYS]
     header += ["n_points", "errors_scaled", "verdict", "D", "D_err", "exponent", "exponent_err"]
     if bayes:
-        header += ["status_lsq", "converged", "r_hat_max", "ess_min", "divergences", "bfmi",
-                   "noise_scale"]
+        header += ["status_lsq", "sampled", "converged", "r_hat_max", "ess_min",
+                   "divergences", "bfmi", "noise_scale"]
     rows: list[list[Any]] = [header]
 
     def at(r: dict, key: str, i: int) -> Any:
@@ -242,8 +249,8 @@ def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
             row += [at(r, "n_points", i), at(r, "errors_scaled", i), d.get("verdict"),
                     d.get("D"), d.get("D_err"), d.get("exponent"), d.get("exponent_err")]
             if bayes:
-                row += [at(r, k, i) for k in ("status_lsq", "converged", "r_hat_max",
-                                              "ess_min", "divergences", "bfmi",
+                row += [at(r, k, i) for k in ("status_lsq", "sampled", "converged",
+                                              "r_hat_max", "ess_min", "divergences", "bfmi",
                                               "noise_scale")]
             rows.append(row)
     return rows

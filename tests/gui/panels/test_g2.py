@@ -196,9 +196,13 @@ def test_bayesian_fit_band(qtbot, panel, results):
     panel.warmup.setValue(100)
     panel.samples.setValue(30)
     panel.chains.setValue(1)
+    assert panel.model() == "auto"
     with qtbot.waitSignal(panel.sigFitsReady, timeout=180000):
         panel.run_bayes()
     fits = panel.fits
+    # issue 23: the automatic choice stays, each curve sampled with its chosen model
+    assert panel.model() == "auto" and fits.model == "auto"
+    assert list(fits.model_names()) == ["single"] and panel.shown_fits is not None
     assert fits.method == "bayes" and fits.n_curves == 1
     assert fits.params["tau"][0] == pytest.approx(1 / (1e5 * 0.005**2), rel=0.15)
     # 30 stored draws of one chain cannot reach ESS 100, even after the extension

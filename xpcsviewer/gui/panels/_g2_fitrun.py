@@ -51,10 +51,9 @@ class G2FitRunMixin:
     def run_bayes(self) -> int | None:
         """Start the NUTS fit in a worker (progress + cancel); returns the request id.
 
-        NUTS samples one model: from the automatic choice it switches to ``single``.
+        With the automatic choice each curve is sampled with the model the least
+        squares chose for it.
         """
-        if self.model() == "auto":
-            self.model_combo.setCurrentIndex(self.model_combo.findData("single"))
         try:
             blocks, model, overrides, t_range = self._fit_inputs()
         except ValueError as exc:

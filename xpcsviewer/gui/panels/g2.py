@@ -219,7 +219,8 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         )
         self.bayes_btn = QPushButton("Bayesian")
         self.bayes_btn.setToolTip(
-            "NUTS posterior for every shown bin (in a worker; cancellable)"
+            "NUTS posterior of every shown bin that least squares finds decaying, "
+            "with its model (in a worker; cancellable)"
         )
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setEnabled(False)
