@@ -221,7 +221,7 @@ def test_fit_progress_moves_within_files(two_files, tmp_path, monkeypatch):
     """Progress in units per file: reading and the solve move the bar, and with --bayes
     the sampling does, shared among the files by their bins; never backwards."""
     from xpcsviewer.batch import file_items
-    from xpcsviewer.commands.fit import UNITS, FitOptions, fit_files
+    from xpcsviewer.jobs.fit import UNITS, FitOptions, fit_files
 
     def run(opts, items):
         seen = []

@@ -1,9 +1,8 @@
 """Fit result files exactly as ``xpcsviewer fit`` does.
 
-The live job, the series view and ``xpcsviewer series`` call the entry point of the
-``fit`` command (:func:`xpcsviewer.commands.fit.fit_files`) rather than a copy of it, so
-they get its statuses, its model choice and whatever it learns later. This is the one
-place below ``commands`` that imports from it (lazily; the module is Qt-free).
+The live job, the series view and ``xpcsviewer series`` call the job behind the
+``fit`` command (:func:`xpcsviewer.jobs.fit.fit_files`) rather than a copy of it, so
+they get its statuses, its model choice and whatever it learns later.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ def fit_result_files(paths: Sequence[str], model: str = "auto",
                      t_range: tuple[float, float] | None = None,
                      progress: Any = None) -> list[FitOutcome]:
     """Fit ``paths`` with the ``fit`` command's entry point; one outcome per path."""
-    from xpcsviewer.commands.fit import FitOptions, fit_files
+    from xpcsviewer.jobs.fit import FitOptions, fit_files
 
     opts = FitOptions(model=model, q_range=q_range, t_range=t_range)
     items = [{"path": str(p), "shown": str(p)} for p in paths]

@@ -1,0 +1,203 @@
+"""Fit result files: read each file's multi-tau g2, fit it, tabulate the record.
+
+The file job behind ``xpcsviewer fit`` and the Series and Live fits
+(:mod:`xpcsviewer.jobs.fitfile`): a chunk of files is one batch task, and the
+q-bins of its files with the same delays share one batched least-squares solve,
+in which a curve's fit does not depend on the other curves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# NUTS settings of ``--bayes`` (fit_g2_bayes's defaults, named for the progress text).
+BAYES_WARMUP, BAYES_SAMPLES, BAYES_CHAINS = 500, 1000, 4
+# Progress units per file: the bar moves within a file, not only when one is done.
+UNITS = 1000
+# Shares of a file's units (measured orders): reading and least squares about
+# equal; with --bayes the sampling (bins x chains x draws) takes nearly all.
+_SHARES = {False: (0.5, 0.5, 0.0), True: (0.02, 0.03, 0.95)}  # read, lsq, sampling
+# Files per task, the same in-process and on Dask: one batched solve per chunk
+# amortises JAX's per-call cost, and a Dask task of 32 files (~0.6 s) its per-task cost.
+FILES_PER_TASK = 32
+
+
+def _load(path: str, q_range: tuple[float, float] | None,
+          include_suspect: bool = False) -> dict[str, Any]:
+    from xpcsviewer.io import XpcsFileError, read_result
+    from xpcsviewer.io.errors import display_path
+
+    res = read_result(path)
+    mt = res.multitau
+    if mt is None:
+        raise XpcsFileError(path, "no multi-tau g2 to fit", dataset="/xpcs/multitau/normalized_g2",
+                            expected="a multitau result file")
+    q = np.asarray(res.qmap.dynamic_q, dtype=np.float64)
+    phi = np.asarray(res.qmap.dynamic_phi, dtype=np.float64)
+    cols = np.arange(q.size)
+    if q_range is not None:
+        lo, hi = sorted(q_range)
+        cols = cols[(q >= lo) & (q <= hi)]
+        if cols.size == 0:  # nothing to fit: the option, not the file, is at fault
+            from xpcsviewer.batch import UsageError
+
+            raise UsageError(
+                f"{display_path(path)}: --q-range {lo:g} {hi:g} selects no q-bin "
+                f"(its q-bins span {np.nanmin(q):.4g} to {np.nanmax(q):.4g} 1/\u00c5)")
+    valid = np.asarray(mt.valid if include_suspect else mt.fit_mask, dtype=bool)
+    return {
+        "path": display_path(path),
+        "bins": cols + 1,  # the file's own 1-based dynamic bin numbers
+        "q": q[cols],
+        "phi": phi[cols],
+        "tau": np.asarray(mt.tau, dtype=np.float64),
+        "delay_frames": np.asarray(mt.delay_frames, dtype=np.float64),
+        "t0": float(mt.t0_eff),
+        "g2": np.asarray(mt.g2, dtype=np.float64)[:, cols].T,
+        "g2_err": np.asarray(mt.g2_err, dtype=np.float64)[:, cols].T,
+        "valid": valid[:, cols].T,
+        "suspect_excluded": int((np.asarray(mt.valid) & ~valid)[:, cols].sum()),
+        "sample": dict(res.sample),
+        "sample_units": dict(res.sample_units),
+    }
+
+
+def _radius(verdict: Any, d: dict[str, Any], args: Any) -> dict[str, Any]:
+    """Stokes-Einstein radius only for a diffusive file with a stated solvent."""
+    from xpcsviewer.fitting import hydrodynamic_radius, solvent_from_sample
+
+    if not verdict.diffusive:
+        return {}
+    t, eta = getattr(args, "temperature", None), getattr(args, "viscosity", None)
+    source = "command line"
+    if t is None or eta is None:
+        stated = solvent_from_sample(d["sample"], d["sample_units"])
+        if stated is None:
+            return {"radius_nm": None,
+                    "radius_note": "no radius: give --temperature and --viscosity "
+                                   "(the file states no solvent)"}
+        t, eta, source = stated[0], stated[1], "file /entry/sample"
+    r, r_err = hydrodynamic_radius(verdict.D, t, eta, verdict.D_err)
+    return {"radius_nm": r if np.isfinite(r) else None,
+            "radius_err_nm": r_err if np.isfinite(r_err) else None,
+            "solvent": {"temperature_K": t, "viscosity_Pa_s": eta, "source": source}}
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """The per-file fit settings shipped with every task."""
+
+    model: str = "auto"
+    q_range: tuple[float, float] | None = None
+    t_range: tuple[float, float] | None = None
+    bayes: bool = False
+    include_suspect: bool = False
+    temperature: float | None = None
+    viscosity: float | None = None
+
+
+def fit_files(opts: FitOptions, items: list[dict[str, Any]],
+              progress: Any = None) -> list[Any]:
+    """Fit a chunk of files (a batch task; runs on any worker): one outcome per file.
+
+    Files with the same delays share one batched least-squares solve (a curve's
+    fit does not depend on the other curves of the solve; tested); a file that
+    cannot be read is an outcome with its error, the others are still fitted.
+    ``progress(done, total, message)`` (in-process only) counts :data:`UNITS` per
+    file: reading, the least-squares solve, and with ``bayes`` the sampling, shared
+    among the files by their bins (the work is bins x chains x draws).
+    """
+    from xpcsviewer.batch import ItemOutcome, outcome_of
+    from xpcsviewer.fitting import averaging_factors, diffusion_from_fit, fit_g2
+    from xpcsviewer.fitting.results import fit_record
+    from xpcsviewer.io.errors import display_path
+
+    n_units = len(items) * UNITS
+    load_share, fit_share, sample_share = _SHARES[bool(opts.bayes)]
+    done = [0.0]
+
+    def tell(units: float, message: str) -> None:
+        if progress is not None:
+            progress(min(int(units), n_units), n_units, message)
+
+    def step(units: float, message: str) -> None:
+        done[0] += units
+        tell(done[0], message)
+
+    outs = []
+    for k, it in enumerate(items):
+        outs.append(outcome_of(
+            lambda it: _load(it["path"], opts.q_range, opts.include_suspect), it))
+        step(load_share * UNITS, f"read {k + 1}/{len(items)}")
+    groups: dict[tuple, list[int]] = {}
+    for k, o in enumerate(outs):
+        if o.ok:
+            d = o.value
+            d["path"] = display_path(items[k]["shown"])
+            groups.setdefault((d["tau"].shape, d["tau"].tobytes()), []).append(k)
+    # the sampling units of every file, by its bins
+    ok_bins = {k: outs[k].value["g2"].shape[0] for ks in groups.values() for k in ks}
+    per_bin = sample_share * n_units / max(1, sum(ok_bins.values()))
+    for ks in groups.values():
+        ds = [outs[k].value for k in ks]
+
+        def solve(_: Any, ds: list = ds) -> Any:
+            tau = ds[0]["tau"]
+            g2 = np.concatenate([d["g2"] for d in ds], axis=0)
+            aux = None
+            if opts.model in ("auto", "single_avgcorr"):  # frames averaged per delay
+                aux = (averaging_factors(ds[0]["delay_frames"]),
+                       np.concatenate([np.full(d["g2"].shape[0], d["t0"]) for d in ds]))
+            return fit_g2(np.broadcast_to(tau, g2.shape), g2,
+                          np.concatenate([d["g2_err"] for d in ds], axis=0),
+                          np.concatenate([d["valid"] for d in ds], axis=0),
+                          model=opts.model, t_range=opts.t_range, aux=aux)
+
+        fit = outcome_of(solve, None)
+        step(fit_share * UNITS * len(ds), f"least squares: {sum(ok_bins[k] for k in ks)} curves")
+        start = 0
+        for k, d in zip(ks, ds, strict=True):
+            nb = d["g2"].shape[0]
+            rows = slice(start, start + nb)
+            start += nb
+            if not fit.ok:
+                outs[k] = ItemOutcome(0, error=f"{d['path']}: {fit.error}", kind=fit.kind)
+                continue
+
+            def record(d: dict, rows: slice = rows, fit: Any = fit) -> dict[str, Any]:
+                sub = fit.value.select(rows)
+                verdict = diffusion_from_fit(d["q"], sub)
+                bayes = None
+                if opts.bayes:
+                    from xpcsviewer.fitting.bayes import fit_g2_bayes
+
+                    base, share = done[0], per_bin * d["g2"].shape[0]
+                    what = (f"{Path(d['path']).name}: {d['g2'].shape[0]} bins x "
+                            f"{BAYES_CHAINS} chains x {BAYES_WARMUP + BAYES_SAMPLES} draws, ")
+
+                    def sub_progress(n: int, total: int, msg: str = "") -> None:
+                        tell(base + share * (n / total if total else 0.0), what + msg)
+
+                    aux = None
+                    if opts.model in ("auto", "single_avgcorr"):
+                        aux = (averaging_factors(d["delay_frames"]), d["t0"])
+                    try:
+                        bayes = fit_g2_bayes(
+                            d["tau"], d["g2"], d["g2_err"], d["valid"], model=opts.model,
+                            init=sub, t_range=opts.t_range, aux=aux, num_warmup=BAYES_WARMUP,
+                            num_samples=BAYES_SAMPLES, num_chains=BAYES_CHAINS,
+                            progress=sub_progress if progress else None)
+                    finally:  # a failed file's share is spent too: the bar never goes back
+                        step(share, what + "done")
+                rec = fit_record(d["path"], d["q"], d["phi"], sub, verdict, bayes,
+                                 extra=_radius(verdict, d, opts))
+                rec["bins"] = [int(b) for b in d["bins"]]
+                rec["suspect_points_excluded"] = d["suspect_excluded"]
+                return rec
+
+            outs[k] = outcome_of(record, d)
+    return outs
