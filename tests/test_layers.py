@@ -58,3 +58,75 @@ def test_no_import_points_up_or_sideways():
             if _FLOOR[dst] <= _FLOOR[src] and not same_top:
                 wrong.append(f"{rel}:{line}: {src} -> {dst}")
     assert wrong == []
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports when it is imported (top-level
+    statements only: a lazy import inside a function does not tie modules together)."""
+    mods = {}
+    for p in PKG.rglob("*.py"):
+        parts = list(p.relative_to(PKG.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = p
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        for node in ast.parse(p.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods
+                           else node.module for a in node.names]
+            else:
+                continue
+            for t in targets:
+                if not t.startswith("xpcsviewer"):
+                    continue
+                while t not in mods:
+                    t = t.rsplit(".", 1)[0]
+                if t != m:
+                    graph[m].add(t)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_import_cycle():
+    # Issue 25: export.g2_data <-> export.g2_fits was held together by an import at
+    # the bottom of a file; no module may need another that needs it back.
+    assert _cycles(_module_graph()) == []

@@ -305,7 +305,8 @@ def test_average_screening_on_a_cluster_same_file_and_messages(result_files, cor
 
 
 def test_gui_fit_of_all_files_reports_files_done_and_failed(result_files):
-    from xpcsviewer.export.g2_data import fit_g2_blocks, g2_blocks
+    from xpcsviewer.fitting.block_fits import fit_g2_blocks
+    from xpcsviewer.fitting.blocks import g2_blocks
     from xpcsviewer.io import read_result
 
     seen = []

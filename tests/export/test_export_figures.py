@@ -13,13 +13,21 @@ import pytest
 
 from xpcsviewer.export import (
     FIGURE_KINDS,
-    fits_table,
-    fits_to_dict,
-    g2_data,
     make_figure,
     save_figure,
     write_csv,
     write_json,
+)
+from xpcsviewer.fitting.block_fits import fit_g2_blocks
+from xpcsviewer.fitting.blocks import G2Block, g2_blocks
+from xpcsviewer.fitting.results import fits_table, fits_to_dict
+from xpcsviewer.views.g2 import (
+    c2_time_axis,
+    diffusion_points,
+    g2_data_columns,
+    g2_points,
+    robust_ylim,
+    twotime_g2_curves,
 )
 
 SIGNATURES = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF-"}
@@ -31,8 +39,8 @@ def _digest(p: Path) -> str:
 
 @pytest.fixture(scope="module")
 def lsq_fits(fake_results):
-    blocks = g2_data.g2_blocks(fake_results)
-    return g2_data.fit_g2_blocks(blocks, model="single")
+    blocks = g2_blocks(fake_results)
+    return fit_g2_blocks(blocks, model="single")
 
 
 def _options(kind, fake, results, fits):
@@ -180,7 +188,7 @@ def test_write_json(tmp_path):
 # ------------------------------------------------------------------ data prep
 def test_g2_blocks_selection_and_invalid(fake_results):
     res = fake_results[0]
-    blocks = g2_data.g2_blocks(
+    blocks = g2_blocks(
         fake_results, qmin=0.0045, qmax=0.009, tmin=0.002, tmax=1.0
     )
     assert [b.file_index for b in blocks] == [0, 1]  # file 2 has no multitau
@@ -192,13 +200,13 @@ def test_g2_blocks_selection_and_invalid(fake_results):
     rows = np.flatnonzero((mt.tau >= 0.002) & (mt.tau <= 1.0))
     np.testing.assert_array_equal(b.g2, mt.g2[np.ix_(rows, [2, 3, 4])])
     # Inverted ranges are swapped.
-    b2 = g2_data.g2_blocks(fake_results, qmin=0.009, qmax=0.0045, tmin=1.0, tmax=0.002)[
+    b2 = g2_blocks(fake_results, qmin=0.009, qmax=0.0045, tmin=1.0, tmax=0.002)[
         0
     ]
     np.testing.assert_array_equal(b2.g2, b.g2)
     # Missing points (g2 == 0, err == 0) are never drawn.
-    full = g2_data.g2_blocks([res])[0]
-    t, y, _e = g2_data.g2_points(full, 0)
+    full = g2_blocks([res])[0]
+    t, y, _e = g2_points(full, 0)
     assert t.size == mt.tau.size - 3 and np.all(y != 0)
 
 
@@ -238,22 +246,22 @@ def test_diffusion_points_drop_failed_and_gamma(lsq_fits):
     saved = fits.status[1]
     fits.status[1] = "at_bound"
     try:
-        pts = g2_data.diffusion_points(fits, "tau")
+        pts = diffusion_points(fits, "tau")
         assert [p.n_dropped for p in pts] == [1, 0]
         assert pts[0].q.size == 5 and 0.004 not in pts[0].q
-        g = g2_data.diffusion_points(fits, "gamma")
+        g = diffusion_points(fits, "gamma")
         np.testing.assert_allclose(g[0].y, 1.0 / pts[0].y, rtol=1e-12)
         np.testing.assert_allclose(g[0].y_err, pts[0].y_err / pts[0].y ** 2, rtol=1e-12)
     finally:
         fits.status[1] = saved
     with pytest.raises(ValueError):
-        g2_data.diffusion_points(fits, "rate")
+        diffusion_points(fits, "rate")
 
 
 def test_diffusion_figure_reports_D_near_truth(fake, fake_results, lsq_fits):
     from xpcsviewer.fitting import fit_diffusion
 
-    pts = g2_data.diffusion_points(lsq_fits)
+    pts = diffusion_points(lsq_fits)
     dr = fit_diffusion(pts[0].q, pts[0].y, pts[0].y_err, exponent=-2.0)
     assert abs(dr.D / fake.D_TRUE - 1) < 0.05
     fig = make_figure("diffusion", fake_results, fits=lsq_fits, exponent=-2.0)
@@ -263,15 +271,15 @@ def test_diffusion_figure_reports_D_near_truth(fake, fake_results, lsq_fits):
 
 def test_twotime_g2_curves_and_axis(fake_results):
     res = fake_results[0]
-    t_full, g_full, t_seg, g_seg = g2_data.twotime_g2_curves(res.twotime, 1)
+    t_full, g_full, t_seg, g_seg = twotime_g2_curves(res.twotime, 1)
     n = res.twotime.n_frames
     np.testing.assert_allclose(t_full, np.arange(1, n) * res.twotime.t0)
     np.testing.assert_array_equal(g_full, res.twotime.g2_full[1, 1:])
     assert g_seg.shape == (5, n // 5 - 1) and t_seg.size == n // 5 - 1
-    np.testing.assert_allclose(g2_data.c2_time_axis(4, 0.5), [0, 0.5, 1.0, 1.5])
+    np.testing.assert_allclose(c2_time_axis(4, 0.5), [0, 0.5, 1.0, 1.5])
     with pytest.raises(IndexError):
-        g2_data.twotime_g2_curves(res.twotime, 3)
-    assert g2_data.twotime_g2_curves(None, 0) is None
+        twotime_g2_curves(res.twotime, 3)
+    assert twotime_g2_curves(None, 0) is None
 
 
 def test_twotime_figure_time_extent(fake, fake_results):
@@ -286,8 +294,8 @@ def test_twotime_figure_time_extent(fake, fake_results):
 
 
 def test_g2_data_columns(fake_results):
-    blocks = g2_data.g2_blocks(fake_results[:1])
-    cols, header = g2_data.g2_data_columns(blocks)
+    blocks = g2_blocks(fake_results[:1])
+    cols, header = g2_data_columns(blocks)
     assert "A001:tau_s" in cols and np.isnan(cols["A001:bin1:g2"][-1])
     assert len(cols) == 2 + 2 * 6 and header
     b = blocks[0]
@@ -303,12 +311,12 @@ def test_g2_csv_writes_delays_from_the_integer_lags(tmp_path):
     t0 = 1e-5
     assert repr(float(frames[3] * t0)) == "6.000000000000001e-05"  # what was written
     n = frames.size
-    block = g2_data.G2Block(
+    block = G2Block(
         file_index=0, label="X", tau=frames * t0, g2=np.ones((n, 1)),
         g2_err=np.full((n, 1), 0.01), valid=np.ones((n, 1), bool), columns=np.array([0]),
         q=np.array([0.01]), phi=np.array([0.0]), bin_labels=["q=0.01"],
         delay_frames=frames, t0=t0)
-    cols, header = g2_data.g2_data_columns([block])
+    cols, header = g2_data_columns([block])
     text = write_csv(tmp_path / "g2.csv", cols, header).read_text()
     rows = [ln.split(",") for ln in text.splitlines() if not ln.startswith("#")]
     assert rows[0][:2] == ["X:tau_s", "X:delay_frames"]
@@ -362,11 +370,11 @@ def test_robust_ylim_ignores_isolated_outliers():
     y = 1.0 + 0.8 * np.exp(-4 * t) + rng.normal(0, 0.002, 200)  # mostly baseline
     y_bad = y.copy()
     y_bad[[0, 50]] = [336.0, 217.0]  # what real files hold where a bin had no photons
-    lo, hi = g2_data.robust_ylim([y_bad])
+    lo, hi = robust_ylim([y_bad])
     # Every genuine point stays inside, the wild ones outside.
     good = np.delete(y_bad, [0, 50])
     span = good.max() - good.min()
     assert (lo, hi) == pytest.approx((good.min() - 0.05 * span, good.max() + 0.05 * span))
-    assert g2_data.robust_ylim([y]) == pytest.approx(
+    assert robust_ylim([y]) == pytest.approx(
         (y.min() - 0.05 * (y.max() - y.min()), y.max() + 0.05 * (y.max() - y.min())))
-    assert g2_data.robust_ylim([np.array([np.nan])]) is None
+    assert robust_ylim([np.array([np.nan])]) is None

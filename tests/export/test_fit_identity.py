@@ -7,17 +7,18 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from xpcsviewer.export import g2_data
+from xpcsviewer.fitting.block_fits import fit_g2_blocks
+from xpcsviewer.fitting.blocks import g2_blocks
 
 
 @pytest.fixture(scope="module")
 def blocks(fake_results):
-    return g2_data.g2_blocks(fake_results)
+    return g2_blocks(fake_results)
 
 
 @pytest.fixture(scope="module")
 def fits(blocks):
-    return g2_data.fit_g2_blocks(blocks, model="single")
+    return fit_g2_blocks(blocks, model="single")
 
 
 def test_keys_name_file_bin_and_points(blocks, fits):

@@ -134,7 +134,8 @@ def export_figures(
         is still exported.
     """
     from xpcsviewer.export import make_figure, save_figure
-    from xpcsviewer.export.g2_data import fit_g2_blocks, g2_blocks
+    from xpcsviewer.fitting.block_fits import fit_g2_blocks
+    from xpcsviewer.fitting.blocks import g2_blocks
     from xpcsviewer.io import read_result
 
     out = Path(out_dir)
@@ -245,7 +246,8 @@ def _probe(kind: str, res: Any, cancel: CancelToken | None) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from xpcsviewer.export import make_figure
-    from xpcsviewer.export.g2_data import fit_g2_blocks, g2_blocks
+    from xpcsviewer.fitting.block_fits import fit_g2_blocks
+    from xpcsviewer.fitting.blocks import g2_blocks
 
     opts: dict[str, Any] = {}
     if kind in ("g2", "diffusion"):

@@ -6,14 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export import g2_data
 from xpcsviewer.export._fig_common import _MARKERS, INV_A, _colors, _no_data, new_figure
+from xpcsviewer.fitting.blocks import G2Block, G2Fits, g2_blocks, g2_tau_grid
+from xpcsviewer.views.g2 import diffusion_points, g2_panels, g2_points, robust_ylim
 
 
 # -------------------------------------------------------------------------- g2
 def _draw_g2_curve(
     ax,
-    block: g2_data.G2Block,
+    block: G2Block,
     j: int,
     color,
     marker: str,
@@ -21,7 +22,7 @@ def _draw_g2_curve(
     errorbars: bool,
     label: str,
 ) -> None:
-    t, y, e = g2_data.g2_points(block, j)
+    t, y, e = g2_points(block, j)
     if errorbars:
         ax.errorbar(
             t,
@@ -53,8 +54,8 @@ FIT_STYLE = {
 
 def _draw_g2_fit(
     ax,
-    fits: g2_data.G2Fits | None,
-    block: g2_data.G2Block,
+    fits: G2Fits | None,
+    block: G2Block,
     j: int,
     color,
     shift: float,
@@ -66,7 +67,7 @@ def _draw_g2_fit(
     if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
         return
     ls, lw, grey = FIT_STYLE.get(str(fits.status[row]), FIT_STYLE["failed"])
-    grid = g2_data.g2_tau_grid(block.tau)
+    grid = g2_tau_grid(block.tau)
     y = fits.curve([row], grid)[0]
     ax.plot(grid, y + shift, ls, color="0.55" if grey else color, lw=lw)
     if band and str(fits.status[row]) != "no_decay":
@@ -89,7 +90,7 @@ def _fig_g2(
     offset: float = 0.0,
     log_x: bool = True,
     ncols: int = 4,
-    fits: g2_data.G2Fits | None = None,
+    fits: G2Fits | None = None,
     band: bool = True,
     legend: bool = True,
     ylim: tuple[float, float] | None = None,
@@ -102,7 +103,7 @@ def _fig_g2(
 
     if layout not in ("qbin", "file", "combined"):
         raise ValueError(f"layout must be 'qbin', 'file' or 'combined', got {layout!r}")
-    blocks = g2_data.g2_blocks(results, qmin, qmax, tmin, tmax, max_bins,
+    blocks = g2_blocks(results, qmin, qmax, tmin, tmax, max_bins,
                                exclude_suspect=exclude_suspect, bin_offset=bin_offset)
     if not blocks:
         return _no_data(
@@ -114,7 +115,7 @@ def _fig_g2(
     except ValueError:
         labs = short_labels([r.label for r in results])
     # Panels by q value, never by bin number (the same helper as the g2 tab).
-    panels, note = g2_data.g2_panels(blocks, layout, dict(enumerate(labs)))
+    panels, note = g2_panels(blocks, layout, dict(enumerate(labs)))
     n_all = len(panels)
     # Hundreds of subplots are unreadable (and slow): keep the first ones, say so.
     panels = panels[: max(1, int(max_panels))]
@@ -147,8 +148,8 @@ def _fig_g2(
         if ylim is not None:
             ax.set_ylim(*ylim)
         else:
-            auto = g2_data.robust_ylim(
-                [g2_data.g2_points(blocks[bi], j)[1] + s
+            auto = robust_ylim(
+                [g2_points(blocks[bi], j)[1] + s
                  for (bi, j), s in zip(spec.members, shifts, strict=True)])
             if auto is not None:
                 ax.set_ylim(*auto)
@@ -180,7 +181,7 @@ def _fig_g2(
 # ------------------------------------------------------------------- diffusion
 def _fig_diffusion(
     results: list,
-    fits: g2_data.G2Fits | None = None,
+    fits: G2Fits | None = None,
     quantity: str = "tau",
     log_x: bool = True,
     log_y: bool = True,
@@ -195,7 +196,7 @@ def _fig_diffusion(
     fig = new_figure()
     if fits is None or fits.n_curves == 0:
         return _no_data(fig, "no g2 fits: fit the g2 curves first")
-    pts = g2_data.diffusion_points(fits, quantity)
+    pts = diffusion_points(fits, quantity)
     ax = fig.add_subplot(1, 1, 1)
     colors = _colors(len(results) or len(pts))
     q_range = (

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export import g2_data
 from xpcsviewer.export._fig_common import _no_data, _pick, new_figure
+from xpcsviewer.views.g2 import robust_ylim
 
 
 # ----------------------------------------------------------------- g2 stability
@@ -78,7 +78,7 @@ def _fig_g2stability(
         if np.isfinite(fit.fit_tau[p, j]):
             ax.plot(fit.grid, fit.curves[p, j], "-", color=color, lw=1.0)
     ax.set_xscale("log")
-    auto = g2_data.robust_ylim(shown)
+    auto = robust_ylim(shown)
     if auto is not None:
         ax.set_ylim(*auto)
     ax.set_xlabel("\u03c4 (s)")
@@ -209,7 +209,7 @@ def _fig_g2map(
             capsize=0,
         )
         ax2.set_xscale("log")
-        auto = g2_data.robust_ylim([g2[ok, j]])
+        auto = robust_ylim([g2[ok, j]])
         if auto is not None:
             ax2.set_ylim(*auto)
         ax2.set_xlabel("\u03c4 (s)")

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export import g2_data
 from xpcsviewer.export._fig_common import _no_data, _pick, new_figure
 from xpcsviewer.views import display_image
+from xpcsviewer.views.g2 import c2_time_axis, twotime_g2_curves
 
 
 # --------------------------------------------------------------------- twotime
@@ -45,9 +45,9 @@ def _fig_twotime(
     from xpcsviewer.backends import ensure_numpy
 
     c2 = np.asarray(ensure_numpy(view.c2), dtype=np.float64)
-    t = g2_data.c2_time_axis(c2.shape[0], float(view.t0))
+    t = c2_time_axis(c2.shape[0], float(view.t0))
     lo, hi = levels if levels is not None else display_image.auto_levels(c2)
-    curves = g2_data.twotime_g2_curves(tt, int(bin_index)) if g2 else None
+    curves = twotime_g2_curves(tt, int(bin_index)) if g2 else None
     fig = new_figure(11.0 if curves else 6.0, 4.8)
     ax = fig.add_subplot(1, 2 if curves else 1, 1)
     step = float(view.t0)

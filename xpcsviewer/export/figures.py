@@ -3,7 +3,7 @@
 ``make_figure(kind, results, **options)`` returns a ``matplotlib.figure.Figure``
 (never registered with pyplot, so it is safe in worker threads); save it with
 :func:`xpcsviewer.export.save_figure`. The data preparation comes from
-:mod:`xpcsviewer.export.g2_data` and :mod:`xpcsviewer.views`, which the GUI
+:mod:`xpcsviewer.views` (the fits from :mod:`xpcsviewer.fitting.blocks`), which the GUI
 tabs also use, so the figure matches the screen.
 
 Kinds and their options

@@ -27,17 +27,22 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xpcsviewer.fitting.lsq import ERROR_SCALING, G2FitResult
+
+if TYPE_CHECKING:
+    from xpcsviewer.fitting.blocks import G2Fits
 
 __all__ = [
     "FitJsonStream",
     "fit_record",
     "fit_results_to_csv",
     "fit_results_to_json",
+    "fits_table",
+    "fits_to_dict",
     "save_fit_hdf5",
     "write_fit_csv",
     "write_fit_json",
@@ -409,3 +414,111 @@ def save_fit_hdf5(path: str | os.PathLike, records: Sequence[dict[str, Any]]) ->
                             gd.attrs[kk] = np.nan
 
     _atomic_write(out, write, by_name=True)
+
+
+# The tabulation of the g2 tab's fits (G2Fits): its table, CSV and JSON.
+
+
+def fits_table(fits: G2Fits) -> tuple[dict[str, np.ndarray], list[str]]:
+    """CSV columns of a fit: status and its reason first, then file, bin, q, phi,
+    value and error per parameter (relaxation times empty where only a limit exists),
+    the limits, chi2 and, for NUTS, the sampler diagnostics."""
+    cols: dict[str, np.ndarray] = {
+        "status": fits.status,
+        "status_detail": fits.detail,
+        "model": fits.model_names(),
+        "file": np.array(fits.file_labels, dtype=object),
+        "bin": fits.columns + 1,
+        "q_invA": fits.q,
+        "phi_deg": fits.phi,
+    }
+    for n in fits.param_names:
+        unit = "_s" if n.startswith("tau") else ""
+        v, e = fits.reported(n)
+        cols[f"{n}{unit}"] = v
+        cols[f"{n}{unit}_err"] = e
+        if n in fits.interval:  # 68 % profile interval where the value is quoted
+            keep = np.isfinite(v)
+            cols[f"{n}_lo{unit}"] = np.where(keep, fits.interval[n][:, 0], np.nan)
+            cols[f"{n}_hi{unit}"] = np.where(keep, fits.interval[n][:, 1], np.nan)
+    tm, tm_e = fits.relaxation_time()
+    cols["tau_mean_s"], cols["tau_mean_s_err"] = tm, tm_e
+    cols["tau_lower_limit_s"] = fits.tau_lower_limit
+    cols["tau_upper_limit_s"] = fits.tau_upper_limit
+    cols["chi2_red"] = fits.chi2_red
+    for k in ("runs_z", "delta_aicc", "decay_left"):
+        if getattr(fits, k) is not None:
+            cols[k] = getattr(fits, k)
+    if fits.diagnostics is not None:
+        for k, v in fits.diagnostics.items():
+            cols[k] = v
+        if fits.status_lsq is not None:
+            cols["status_lsq"] = fits.status_lsq
+    if fits.curve_keys is not None:
+        cols["path"] = np.array(fits.sources, dtype=object)  # labels can repeat
+    header = [
+        f"g2 fit: model {fits.model}, method {fits.method}; tau in s, q in 1/A",
+        f"t_range: {fits.t_range}",
+        f"errors: {ERROR_SCALING}" if fits.method == "lsq" else
+        "errors: posterior sd; likelihood sigma = g2_err x noise_scale",
+        f"tau_mean: {MEAN_TIME}",
+        f"rules: {RULES}",
+    ]
+    return cols, header
+
+
+def fits_to_dict(fits: G2Fits) -> dict:
+    """JSON-ready summary of a fit (one entry per curve)."""
+
+    def num(x: float) -> float | None:
+        x = float(x)
+        return x if np.isfinite(x) else None
+
+    from xpcsviewer.fitting.models import model_param_names
+
+    rows = []
+    rep = {n: fits.reported(n) for n in fits.param_names}
+    tm, tm_e = fits.relaxation_time()
+
+    def opt(key: str, b: int) -> float | None:
+        a = getattr(fits, key)
+        return None if a is None else num(a[b])
+
+    for b in range(fits.n_curves):
+        own = model_param_names(fits.model_of(b))
+        row = {
+            "file": fits.file_labels[b],
+            "path": fits.sources[b] or None,
+            "bin": int(fits.columns[b]) + 1,
+            "q": float(fits.q[b]),
+            "phi": float(fits.phi[b]),
+            "label": fits.bin_labels[b],
+            "model": fits.model_of(b),
+            "status": str(fits.status[b]),
+            "status_detail": str(fits.detail[b]),
+            "limit": fits.limit_text(b) or None,
+            "params": {n: num(rep[n][0][b]) for n in own},
+            "errors": {n: num(rep[n][1][b]) for n in own},
+            "intervals": {n: [num(x) if np.isfinite(rep[n][0][b]) else None
+                              for x in fits.interval[n][b]]
+                          for n in own if n in fits.interval},
+            "tau_mean": num(tm[b]),
+            "tau_mean_err": num(tm_e[b]),
+            "chi2_red": num(fits.chi2_red[b]),
+            "runs_z": opt("runs_z", b),
+            "delta_aicc": opt("delta_aicc", b),
+            "decay_left": opt("decay_left", b),
+        }
+        if fits.diagnostics is not None:
+            row["diagnostics"] = {k: num(v[b]) for k, v in fits.diagnostics.items()}
+            row["status_lsq"] = str(fits.status_lsq[b])
+        rows.append(row)
+    return {
+        "model": fits.model,
+        "method": fits.method,
+        "t_range": list(fits.t_range) if fits.t_range else None,
+        "units": {"tau": "s", "q": "1/A"},
+        "tau_mean": MEAN_TIME,
+        "rules": RULES,
+        "curves": rows,
+    }

@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from xpcsviewer.export import g2_data
+from xpcsviewer.fitting.block_fits import fit_g2_blocks
+from xpcsviewer.fitting.blocks import G2Fits, g2_blocks
 from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels.diffusion import DiffusionPanel
 from xpcsviewer.gui.workers import TaskRunner
@@ -38,7 +39,7 @@ def results(tmp_path_factory, fake):
 
 @pytest.fixture(scope="module")
 def fits(results):
-    return g2_data.fit_g2_blocks(g2_data.g2_blocks(results), "single")
+    return fit_g2_blocks(g2_blocks(results), "single")
 
 
 @pytest.fixture
@@ -97,7 +98,7 @@ def test_reads_published_fits_and_reports_D(qtbot, panel, results, fits, fake):
 
 def test_not_diffusive_file_gets_no_d(qtbot, panel, results, fits):
     # tau independent of q (an arrested sample): the verdict says so and no D is shown
-    f2 = g2_data.G2Fits(**{**fits.__dict__,
+    f2 = G2Fits(**{**fits.__dict__,
                            "params": {k: v.copy() for k, v in fits.params.items()},
                            "errors": {k: v.copy() for k, v in fits.errors.items()}})
     f2.params["tau"][:] = 0.01 * (fits.q / fits.q[0]) ** -0.2
@@ -137,7 +138,7 @@ def test_why_column_symbols_inside_the_table(qtbot, panel, results, fits):
 
 
 def test_failed_fits_dropped_and_gamma(qtbot, panel, results, fits):
-    f2 = g2_data.G2Fits(**{**fits.__dict__, "status": fits.status.copy()})
+    f2 = G2Fits(**{**fits.__dict__, "status": fits.status.copy()})
     f2.status[0] = "failed"
     panel.set_results(results)
     with qtbot.waitSignal(panel.sigComputed, timeout=60000):
@@ -187,7 +188,7 @@ def test_export_data(qtbot, panel, results, fits, tmp_path):
 
 def test_fits_from_another_target_list_match_by_file(qtbot, panel, results, fake):
     # Fitted with only the second file: its joint fit must use that file, not results[0].
-    f = g2_data.fit_g2_blocks(g2_data.g2_blocks(results[1:]), "single")
+    f = fit_g2_blocks(g2_blocks(results[1:]), "single")
     panel.set_results(results)
     with qtbot.waitSignal(panel.sigComputed, timeout=60000):
         panel.context.set_shared("g2_fits", f)

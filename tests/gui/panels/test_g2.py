@@ -318,10 +318,11 @@ def test_fit_of_other_files_is_never_drawn(qtbot, panel, results, fake, tmp_path
 
 
 def test_fit_arriving_after_a_target_change_is_not_drawn(qtbot, panel, results):
-    from xpcsviewer.export import g2_data
+    from xpcsviewer.fitting.block_fits import fit_g2_blocks
+    from xpcsviewer.fitting.blocks import g2_blocks
 
     _load(qtbot, panel, results[:1])
-    old = g2_data.fit_g2_blocks(g2_data.g2_blocks(results[:1]), "single")
+    old = fit_g2_blocks(g2_blocks(results[:1]), "single")
     _load(qtbot, panel, results[1:])  # the user moved on while the fit ran
     with qtbot.waitSignal(panel.sigFitsReady, timeout=10000):
         panel._on_fits(old)
@@ -358,11 +359,12 @@ def test_fit_hidden_when_points_or_model_change(qtbot, panel, results):
 def test_a_failed_fit_shows_tau_and_its_reason_in_the_narrow_panel(qtbot, results):
     # Issue 22: a failed bin's tau was "\u2014" and its reason in a column that needed
     # sideways scrolling.
-    from xpcsviewer.export import fits_table, g2_data
-    from xpcsviewer.export.g2_fits import G2Fits
+    from xpcsviewer.fitting.block_fits import fit_g2_blocks
+    from xpcsviewer.fitting.blocks import G2Fits, g2_blocks
+    from xpcsviewer.fitting.results import fits_table
     from xpcsviewer.gui.panels._g2_results import FitResultsTable
 
-    fits = g2_data.fit_g2_blocks(g2_data.g2_blocks(results[:1]), "single")
+    fits = fit_g2_blocks(g2_blocks(results[:1]), "single")
     st, det = fits.status.copy(), fits.detail.copy()
     st[2], det[2] = "failed", "sampler: ESS 180 < 200, r_hat 1.012 > 1.01"
     failed = G2Fits(**{**fits.__dict__, "status": st, "detail": det})

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export import g2_data
+from xpcsviewer.fitting.blocks import G2Fits, g2_blocks
+from xpcsviewer.views.g2 import DiffusionPoints, diffusion_points
 
 __all__ = ["DiffusionFile", "diffusion_job"]
 
@@ -22,7 +23,7 @@ class DiffusionFile:
 
     file_index: int
     label: str
-    points: g2_data.DiffusionPoints
+    points: DiffusionPoints
     power: Any  # DiffusionResult drawn (free, or the user's fixed exponent) or None
     joint: Any  # JointDiffusionResult or None
     radius: tuple[float, float]  # nm
@@ -60,7 +61,7 @@ def _solvent(opts: dict, res: Any) -> tuple[float, float, str] | None:
 
 
 def diffusion_job(
-    fits: g2_data.G2Fits, results: list, opts: dict, progress=None, cancel=None
+    fits: G2Fits, results: list, opts: dict, progress=None, cancel=None
 ):
     """Worker job: points, verdicts, power laws, joint fits and radii per file.
 
@@ -84,7 +85,7 @@ def diffusion_job(
         else (qmin if qmin is not None else 0.0, qmax if qmax is not None else math.inf)
     )
     exponent = opts.get("exponent")
-    pts_all = g2_data.diffusion_points(fits, quantity)
+    pts_all = diffusion_points(fits, quantity)
     by_label = {r.label: r for r in results}
     by_path = {str(getattr(r, "path", "")): r for r in results}
     out = []
@@ -103,7 +104,7 @@ def diffusion_job(
         src = fits.sources[int(fits.rows_of(pts.file_index)[0])]
         res = by_path.get(src) if src else by_label.get(pts.label)
         if opts.get("joint") and res is not None and verdict.diffusive:
-            blocks = g2_data.g2_blocks([res], qmin, qmax)
+            blocks = g2_blocks([res], qmin, qmax)
             if blocks:
                 b = blocks[0]
                 rows = fits.rows_of(pts.file_index)

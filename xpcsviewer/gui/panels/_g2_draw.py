@@ -8,7 +8,7 @@ per curve (points, error bars, points left out of fits, fit line, band) are kept
 updated with ``setData``; unused slots are hidden. A new fit only updates the fit
 items. Work left after a 40 ms slice continues on the next event-loop turn.
 
-Panels follow :func:`xpcsviewer.export.g2_data.g2_panels` (grouped by q value, never
+Panels follow :func:`xpcsviewer.export.g2_panels` (grouped by q value, never
 by bin number). Legends sit outside the data: one for the files above the grid in
 the per-q layout, one to the right of each panel otherwise.
 """
@@ -24,7 +24,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor
 
-from xpcsviewer.export import g2_data
+from xpcsviewer.fitting.blocks import g2_tau_grid
 from xpcsviewer.gui.panels._g2_canvas import (
     _EMPTY,
     LABEL_PX,
@@ -41,6 +41,7 @@ from xpcsviewer.gui.panels._g2_canvas import (
 )
 from xpcsviewer.gui.widgets import curve_color, curve_pen, prepare_axes
 from xpcsviewer.gui.workers import wait_for_event_job
+from xpcsviewer.views.g2 import G2Panel, g2_panels, g2_points, robust_ylim
 
 __all__ = ["FIT_PEN_STYLE", "G2DrawMixin"]
 
@@ -73,7 +74,7 @@ class G2DrawMixin:
         self._plots: list[pg.PlotItem] = []
         self._draw_gen = None
         self._draw_done: threading.Event | None = None
-        self.panel_specs: list[g2_data.G2Panel] = []
+        self.panel_specs: list[G2Panel] = []
 
     def _canvas(self, layout: str) -> _Canvas:
         c = self._canvases.get(layout)
@@ -155,7 +156,7 @@ class G2DrawMixin:
             return
         layout = self.layout_combo.currentData()
         labels = self.file_labels()
-        specs, note = g2_data.g2_panels(self.blocks, layout, labels)
+        specs, note = g2_panels(self.blocks, layout, labels)
         n_all = len(specs)
         specs = specs[: self.max_panels.value()]
         self.panel_specs = specs
@@ -298,9 +299,9 @@ class G2DrawMixin:
             for m, (bi, j) in enumerate(spec.members):
                 b = self.blocks[bi]
                 shift = off * (b.file_index if layout == "qbin" else m)
-                shifted.append(g2_data.g2_points(b, j)[1] + shift)
+                shifted.append(g2_points(b, j)[1] + shift)
             # Every panel scales its own y, robustly (isolated wild points stay off-scale).
-            ylim = g2_data.robust_ylim(shifted)
+            ylim = robust_ylim(shifted)
             taus = [self.blocks[bi].tau for bi, _j in spec.members]
             tall = np.concatenate(taus) if taus else _EMPTY
             tall = tall[np.isfinite(tall) & (tall > 0)]
@@ -338,7 +339,7 @@ class G2DrawMixin:
 
     def _show_curve(self, slot: _CurveSlot, b, j: int, ci: int, shift: float,
                     log_x: bool, msize: int) -> None:
-        t, y, e = g2_data.g2_points(b, j)
+        t, y, e = g2_points(b, j)
         color = curve_color(ci)
         slot.points.setData(t, y + shift, symbol=_SYMBOLS[b.file_index % 12],
                             symbolSize=msize, symbolPen=pg.mkPen(color, width=1.2),
@@ -379,7 +380,7 @@ class G2DrawMixin:
             slot.hide_fit()
             return
         pen_style, width, grey = FIT_PEN_STYLE.get(str(fits.status[row]), FIT_PEN_STYLE["failed"])
-        grid = g2_data.g2_tau_grid(b.tau)
+        grid = g2_tau_grid(b.tau)
         yc = fits.curve([row], grid)[0] + shift
         pen = (pg.mkPen(150, 150, 150, width=width, style=pen_style) if grey
                else curve_pen(ci, width, style=pen_style))

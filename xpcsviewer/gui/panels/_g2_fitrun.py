@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtWidgets import QFileDialog
 
-from xpcsviewer.export import g2_data
+from xpcsviewer.fitting.blocks import G2Fits
 from xpcsviewer.gui.panels._g2_jobs import bayes_job, fit_job, write_fits_job
 
 __all__ = ["G2FitRunMixin"]
@@ -120,7 +120,7 @@ class G2FitRunMixin:
         self.fit_status.setText(f"fit failed: {info.message}")
         self.context.report_error(info)
 
-    def _on_fits(self, fits: g2_data.G2Fits) -> None:
+    def _on_fits(self, fits: G2Fits) -> None:
         # The fit is done when its result arrives (its "finished" signal comes
         # later): the buttons are usable again now.
         for purpose in ("fit", "bayes"):

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from xpcsviewer.export import g2_data
+from xpcsviewer.fitting.block_fits import fit_g2_blocks, fit_g2_blocks_bayes
+from xpcsviewer.fitting.blocks import G2Block, bins_in_range, g2_blocks
 
 __all__ = [
     "MODELS",
@@ -25,7 +26,7 @@ MODELS = [
 ]
 
 
-def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]]:
+def _model_defaults(blocks: list[G2Block]) -> dict[str, dict[str, tuple]]:
     """Table defaults per model: (value, lower, upper, fixed) from the median over curves."""
     from xpcsviewer.fitting import default_params
 
@@ -62,7 +63,7 @@ def _model_defaults(blocks: list[g2_data.G2Block]) -> dict[str, dict[str, tuple]
 def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
     """Worker job: the shown g2 blocks, the fit-table defaults of every model and the
     number of bins in the q range (for paging)."""
-    blocks = g2_data.g2_blocks(
+    blocks = g2_blocks(
         results,
         opts.get("qmin"),
         opts.get("qmax"),
@@ -74,13 +75,13 @@ def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
     )
     if cancel is not None:
         cancel.raise_if_cancelled()
-    n_in_range = g2_data.bins_in_range(results, opts.get("qmin"), opts.get("qmax"))
+    n_in_range = bins_in_range(results, opts.get("qmin"), opts.get("qmax"))
     return blocks, _model_defaults(blocks), n_in_range
 
 
 def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):
     """Worker job: batched least squares of every shown curve (one ``fit_g2`` per delay grid)."""
-    return g2_data.fit_g2_blocks(
+    return fit_g2_blocks(
         blocks,
         model,
         overrides=overrides,
@@ -100,7 +101,7 @@ def bayes_job(
     cancel=None,
 ):
     """Worker job: NUTS posterior of every shown curve (cancellable between blocks)."""
-    return g2_data.fit_g2_blocks_bayes(
+    return fit_g2_blocks_bayes(
         blocks,
         model,
         overrides=overrides,
@@ -113,7 +114,8 @@ def bayes_job(
 
 def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:
     """Worker job: write fits to CSV (or JSON for a ``.json`` suffix), atomically."""
-    from xpcsviewer.export import fits_table, fits_to_dict, write_csv, write_json
+    from xpcsviewer.export import write_csv, write_json
+    from xpcsviewer.fitting.results import fits_table, fits_to_dict
 
     if str(path).lower().endswith(".json"):
         write_json(path, fits_to_dict(fits))

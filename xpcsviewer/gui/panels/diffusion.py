@@ -34,7 +34,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.export import g2_data
+from xpcsviewer.fitting.block_fits import fit_g2_blocks
+from xpcsviewer.fitting.blocks import G2Fits, g2_blocks
 from xpcsviewer.gui.panels._diffusion_jobs import DiffusionFile, _pm, diffusion_job
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import (
@@ -76,7 +77,7 @@ class DiffusionPanel(BasePanel):
 
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
-        self.fits: g2_data.G2Fits | None = context.shared.get("g2_fits")
+        self.fits: G2Fits | None = context.shared.get("g2_fits")
         self.files: list[DiffusionFile] = []
         lay = QVBoxLayout(self)
         grid = QVBoxLayout()
@@ -224,7 +225,7 @@ class DiffusionPanel(BasePanel):
             "viscosity_Pa_s": self.viscosity.value() * 1e-3,
         }
 
-    def _target_fits(self) -> g2_data.G2Fits | None:
+    def _target_fits(self) -> G2Fits | None:
         """The rows of the shared fits that belong to the targets (by file path; by
         label for fits that carry no paths), or None."""
         fits = self.fits
@@ -273,8 +274,8 @@ class DiffusionPanel(BasePanel):
             return None
 
         def job(results, progress=None, cancel=None):
-            blocks = g2_data.g2_blocks(results)
-            return g2_data.fit_g2_blocks(
+            blocks = g2_blocks(results)
+            return fit_g2_blocks(
                 blocks, "single", progress=progress, cancel=cancel
             )
 

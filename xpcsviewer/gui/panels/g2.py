@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from xpcsviewer.export import g2_data
+from xpcsviewer.fitting.blocks import G2Block, G2Fits
 from xpcsviewer.gui.panels._g2_draw import G2DrawMixin
 from xpcsviewer.gui.panels._g2_fitrun import G2FitRunMixin
 from xpcsviewer.gui.panels._g2_jobs import (
@@ -44,6 +44,7 @@ from xpcsviewer.gui.panels._g2_params import FitParamsWidget
 from xpcsviewer.gui.panels._g2_results import FitResultsTable
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.workers import wait_for_event_job
+from xpcsviewer.views.g2 import g2_data_columns
 
 __all__ = [
     "FitParamsWidget",
@@ -74,11 +75,11 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
 
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
-        self.blocks: list[g2_data.G2Block] = []
+        self.blocks: list[G2Block] = []
         self.defaults: dict[str, dict[str, tuple]] = {}
-        self.fits: g2_data.G2Fits | None = None
+        self.fits: G2Fits | None = None
         """The last fit, as computed (it may be of curves no longer shown)."""
-        self.shown_fits: g2_data.G2Fits | None = None
+        self.shown_fits: G2Fits | None = None
         """The rows of :attr:`fits` made from the curves shown now with the selected
         model: all that is drawn, tabulated and exported."""
         self._targets_key: tuple = ()
@@ -451,7 +452,7 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
     def data_columns(self):
         if not self.blocks:
             return None
-        return g2_data.g2_data_columns(self.blocks)
+        return g2_data_columns(self.blocks)
 
     # ------------------------------------------------------------ settings
     def get_settings(self) -> dict:

@@ -15,9 +15,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.export.g2_data import delay_seconds
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import BinSpinBox, FileSelector
+from xpcsviewer.views.g2 import delay_seconds
 
 __all__ = ["G2Map", "G2MapPanel", "prepare_g2_map"]
 

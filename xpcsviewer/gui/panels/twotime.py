@@ -28,10 +28,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.export import g2_data
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap, curve_pen
 from xpcsviewer.views import display_image
+from xpcsviewer.views.g2 import twotime_g2_curves
 
 __all__ = ["TwotimePanel", "read_c2_job", "read_image_job"]
 
@@ -436,7 +436,7 @@ class TwotimePanel(BasePanel):
         res = self.current()
         if res is None:
             return
-        curves = g2_data.twotime_g2_curves(res.twotime, self._bin_index)
+        curves = twotime_g2_curves(res.twotime, self._bin_index)
         if curves is None:
             return
         t_full, g_full, t_seg, g_seg = curves
@@ -484,7 +484,7 @@ class TwotimePanel(BasePanel):
         res = self.current()
         if res is None:
             return None
-        curves = g2_data.twotime_g2_curves(res.twotime, self._bin_index)
+        curves = twotime_g2_curves(res.twotime, self._bin_index)
         if curves is None:
             return None
         t_full, g_full, t_seg, g_seg = curves
