@@ -388,3 +388,25 @@ def test_a_failed_fit_shows_tau_and_its_reason_in_the_narrow_panel(qtbot, result
     # exports and the diffusion analysis never quote a failed tau
     assert np.isnan(fits_table(failed)[0]["tau_s"][2])
     assert np.isnan(failed.reported("tau")[0][2]) and not failed.ok[2]
+
+
+def test_a_fit_published_by_another_tab_is_shown_here(qtbot, panel, results):
+    # Issue 25: Diffusion's "Fit g2 now" published a fit the g2 tab never showed; its
+    # table kept the older fit. One board: the g2 tab takes the last fit from anyone.
+    from xpcsviewer.fitting.block_fits import fit_g2_blocks
+    from xpcsviewer.fitting.blocks import g2_blocks
+
+    _load(qtbot, panel, results)
+    _fitted(qtbot, panel)
+    mine = panel.fits
+    theirs = fit_g2_blocks(g2_blocks(results[1:]), panel.model())
+    panel.context.set_shared("g2_fits", theirs)
+    assert panel.fits is theirs and panel.fits is not mine
+    qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
+    assert _fit_lines(panel) == sorted(
+        (results[1].label, int(c)) for c in panel.blocks[1].columns)
+    assert panel.results_table.rowCount() == 6
+    assert "6 curves" in panel.fit_status.text()
+    # its own publication does not loop back
+    panel.context.set_shared("g2_fits", panel.fits)
+    assert panel.fits is theirs

@@ -127,7 +127,8 @@ class DiffusionPanel(BasePanel):
         self.temperature.setEnabled(False)
         self.fit_now = QPushButton("Fit g2 now")
         self.fit_now.setToolTip(
-            "No fits yet: fit every bin of the targets (single exponential)"
+            "Fit every bin of the targets by least squares with the automatic model choice "
+            "(as the g2 tab's Fit); the g2 tab shows the same fit"
         )
         # rows of their own (not one grid): a wide widget in one row must not widen a
         # column of the other, so the tab fits a 1280-px window
@@ -269,15 +270,13 @@ class DiffusionPanel(BasePanel):
         )
 
     def fit_g2_now(self) -> int | None:
-        """Least-squares single-exponential fit of every bin of the targets (worker)."""
+        """Least-squares fit of every bin of the targets with the g2 tab's default
+        (automatic) model choice (worker); the g2 tab shows the same fit."""
         if not self.results:
             return None
 
         def job(results, progress=None, cancel=None):
-            blocks = g2_blocks(results)
-            return fit_g2_blocks(
-                blocks, "single", progress=progress, cancel=cancel
-            )
+            return fit_g2_blocks(g2_blocks(results), "auto", progress=progress, cancel=cancel)
 
         return self.submit(
             "g2fit",

@@ -303,6 +303,7 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         self.cancel_btn.clicked.connect(self.cancel_fit)
         self.export_fits_btn.clicked.connect(self._on_export_fits)
         self.context.runner.sigJobFinished.connect(self._on_job_finished)
+        self.context.sigSharedChanged.connect(self._on_shared)
 
     # ------------------------------------------------------------- options
     def _t_value(self, edit: QLineEdit) -> float | None:
@@ -423,6 +424,18 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         if self.fits is not None:
             self._update_shown_fits()
             self._draw_fits()
+
+    def _on_shared(self, key: str) -> None:
+        # A fit published elsewhere (Diffusion's "Fit g2") is the last fit here too:
+        # one board, so the table, the lines and the export never show an older one.
+        if key != "g2_fits":
+            return
+        fits = self.context.shared.get("g2_fits")
+        if fits is None or fits is self.fits:
+            return
+        self.fits = fits
+        self._update_shown_fits()
+        self._draw_fits()
 
     def _on_reset(self) -> None:
         self.params.reset()
