@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import xpcsviewer.commands.correlate as correlate_cmd
+import xpcsviewer.jobs.correlate as correlate_job
 import xpcsviewer.commands.fit as fit_cmd
 from xpcsviewer.cli import main
 from xpcsviewer.fitting.results import FitJsonStream, write_fit_json
@@ -218,7 +219,7 @@ def test_worker_killed_during_fit_same_json(result_files, serial_fit, scheduler,
 def test_skip_existing_after_interrupt_does_only_the_missing(raw_set, serial_corr, tmp_path,
                                                              monkeypatch, capsys):
     qpath, raws = raw_set
-    real = correlate_cmd.correlate_one
+    real = correlate_job.correlate_one
     done: list[str] = []
 
     def interrupted_at_third(args, raw, output, **kw):
@@ -227,14 +228,14 @@ def test_skip_existing_after_interrupt_does_only_the_missing(raw_set, serial_cor
         done.append(Path(raw).name)
         return real(args, raw, output, **kw)
 
-    monkeypatch.setattr(correlate_cmd, "correlate_one", interrupted_at_third)
+    monkeypatch.setattr(correlate_job, "correlate_one", interrupted_at_third)
     out = tmp_path / "out"
     assert _correlate(qpath, raws, out) == 130
     assert sorted(p.name for p in out.iterdir()) == ["raw0_results.hdf", "raw1_results.hdf"]
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
 
     done.clear()
-    monkeypatch.setattr(correlate_cmd, "correlate_one",
+    monkeypatch.setattr(correlate_job, "correlate_one",
                         lambda args, raw, output, **kw: done.append(Path(raw).name)
                         or real(args, raw, output, **kw))
     assert _correlate(qpath, raws, out) == 2  # existing outputs are refused...
