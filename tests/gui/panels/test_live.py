@@ -173,3 +173,26 @@ def test_series_tab_fits_each_file_once_and_follows_the_folder(window, qtbot, tm
     wait_idle(window, 60000)
     assert list(panel.table.x_values()) == [0.0, 1.0, 2.0, 3.0]
     assert np.isfinite(panel.table.curve(panel.chosen_bins()[0], "tau_s")[1]).any()
+
+
+def test_live_contrast_shows_only_measured_contrasts(window):
+    # An early partial g2 (9 frames) gave fits with contrast 0 +- 4000 that set the
+    # contrast axis to +-4000: only fits that measured a contrast are drawn, filled
+    # where converged and open where tau is only a limit.
+    from types import SimpleNamespace
+
+    panel = window.panels["live"]
+
+    def b(q, status, c, ce):
+        return {"q": q, "status": status, "tau_s": 0.1, "tau_err_s": 0.01,
+                "contrast": c, "contrast_err": ce}
+
+    up = SimpleNamespace(bins=[b(0.001, "converged", 0.2, 0.01),
+                               b(0.002, "unresolved", 0.19, 0.02),
+                               b(0.003, "failed", 0.0, 4000.0),
+                               b(0.004, "no_decay", 1e-4, 3000.0),
+                               b(0.005, "poor_fit", 0.5, 2.0)])
+    panel._draw_bins(up)
+    np.testing.assert_allclose(panel.c_item.xData, [0.001])
+    np.testing.assert_allclose(panel.c_open.xData, [0.002])
+    np.testing.assert_allclose(panel.c_open.yData, [0.19])

@@ -175,9 +175,11 @@ class LivePanel(BasePanel):
             self.tau_plot.addItem(it)
         self.c_item = pg.PlotDataItem(pen=None, symbol="s", symbolSize=6,
                                       symbolBrush=curve_color(2))
+        self.c_open = pg.PlotDataItem(pen=None, symbol="s", symbolSize=6,
+                                      symbolBrush=None, symbolPen=curve_pen(1))
         self.c_err = pg.ErrorBarItem(pen=curve_pen(2, 1.0))
-        self.contrast_plot.addItem(self.c_err)
-        self.contrast_plot.addItem(self.c_item)
+        for it in (self.c_err, self.c_item, self.c_open):
+            self.contrast_plot.addItem(it)
         self.trace_item = pg.PlotDataItem(pen=curve_pen(6, 1.0))
         self.trace_plot.addItem(self.trace_item)
         self.timer = QTimer(self, interval=POLL_MS)
@@ -415,8 +417,13 @@ class LivePanel(BasePanel):
         c = np.array([np.nan if b["contrast"] is None else b["contrast"] for b in bins], float)
         ce = np.array([np.nan if b["contrast_err"] is None else b["contrast_err"] for b in bins],
                       float)
-        okc = np.isfinite(c) & (q > 0)
-        self.c_item.setData(q[okc], c[okc])
+        # contrast where a fit measured it (a failed, flat or poor fit's contrast with an
+        # error of thousands would set the axis); open where tau is only a limit
+        measured = np.array([b["status"] in ("converged", "unresolved", "at_bound")
+                             for b in bins])
+        okc = np.isfinite(c) & (q > 0) & measured
+        self.c_item.setData(q[okc & conv], c[okc & conv])
+        self.c_open.setData(q[okc & ~conv], c[okc & ~conv])
         mc = okc & np.isfinite(ce)
         self.c_err.setData(x=np.log10(q[mc]), y=c[mc], height=2 * ce[mc])
 
