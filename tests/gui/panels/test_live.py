@@ -175,7 +175,7 @@ def test_series_tab_fits_each_file_once_and_follows_the_folder(window, qtbot, tm
     assert np.isfinite(panel.table.curve(panel.chosen_bins()[0], "tau_s")[1]).any()
 
 
-def test_live_contrast_shows_only_measured_contrasts(window):
+def test_live_tau_and_contrast_show_only_measured_values(window):
     # An early partial g2 (9 frames) gave fits with contrast 0 +- 4000 that set the
     # contrast axis to +-4000: only fits that measured a contrast are drawn, filled
     # where converged and open where tau is only a limit.
@@ -196,3 +196,6 @@ def test_live_contrast_shows_only_measured_contrasts(window):
     np.testing.assert_allclose(panel.c_item.xData, [0.001])
     np.testing.assert_allclose(panel.c_open.xData, [0.002])
     np.testing.assert_allclose(panel.c_open.yData, [0.19])
+    # tau likewise: a failed or flat fit's tau is not drawn at all
+    np.testing.assert_allclose(panel.tau_item.xData, [0.001])
+    np.testing.assert_allclose(panel.tau_open.xData, [0.002])

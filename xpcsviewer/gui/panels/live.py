@@ -410,8 +410,10 @@ class LivePanel(BasePanel):
         conv = np.array([b["status"] == "converged" for b in bins])
         ok = np.isfinite(tau) & (tau > 0) & (q > 0)
         self.tau_item.setData(q[ok & conv], tau[ok & conv])
-        self.tau_open.setData(q[ok & ~conv], tau[ok & ~conv])
-        m = ok & np.isfinite(te)
+        # open: unresolved or at a bound; a failed, flat or poor fit's tau means nothing
+        rough = np.array([b["status"] in ("unresolved", "at_bound") for b in bins])
+        self.tau_open.setData(q[ok & rough], tau[ok & rough])
+        m = ok & conv & np.isfinite(te)
         top, bottom = _log_err(tau[m], te[m])
         self.tau_err.setData(x=np.log10(q[m]), y=np.log10(tau[m]), top=top, bottom=bottom)
         c = np.array([np.nan if b["contrast"] is None else b["contrast"] for b in bins], float)
@@ -419,9 +421,7 @@ class LivePanel(BasePanel):
                       float)
         # contrast where a fit measured it (a failed, flat or poor fit's contrast with an
         # error of thousands would set the axis); open where tau is only a limit
-        measured = np.array([b["status"] in ("converged", "unresolved", "at_bound")
-                             for b in bins])
-        okc = np.isfinite(c) & (q > 0) & measured
+        okc = np.isfinite(c) & (q > 0) & (conv | rough)
         self.c_item.setData(q[okc & conv], c[okc & conv])
         self.c_open.setData(q[okc & ~conv], c[okc & ~conv])
         mc = okc & np.isfinite(ce)

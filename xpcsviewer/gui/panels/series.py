@@ -238,7 +238,8 @@ class SeriesPanel(BasePanel):
         n_ok = sum(f.error is None for f in t.files)
         errs = [f for f in t.files if f.error is not None]
         msg = (f"{n_ok} file(s) in the series, x = {t.x_label()}; filled: converged fits "
-               "(with errors), open: other statuses")
+               "(with errors); open: unresolved or at a bound, \u25b2/\u25bc a 95 % lower/upper "
+               "limit of \u03c4; other statuses not drawn")
         if errs:
             msg += f"; {len(errs)} could not be fitted ({Path(errs[0].path).name}: {errs[0].error})"
         if self._pending:
@@ -262,9 +263,19 @@ class SeriesPanel(BasePanel):
             self.tau_plot.addItem(pg.PlotDataItem(
                 x[good], tau[good], pen=curve_pen(k, 1.0), symbol="o", symbolSize=7,
                 symbolBrush=col, symbolPen=col, name=name))
-            self.tau_plot.addItem(pg.PlotDataItem(
-                x[ok & ~conv], tau[ok & ~conv], pen=None, symbol="o", symbolSize=7,
-                symbolBrush=None, symbolPen=col))
+            # open: a tau that is only roughly known (unresolved, at a bound), or its 95 %
+            # limit; the tau of a failed, flat, poor or misfitting fit means nothing and
+            # spread the axis over seven decades
+            _, lo_lim, _, _ = t.curve(b, "tau_lower_limit_s")
+            _, hi_lim, _, _ = t.curve(b, "tau_upper_limit_s")
+            rough = fin & np.array([s in ("unresolved", "at_bound") for s in st], bool)
+            for sym, y in (("o", np.where(np.isfinite(lo_lim) | np.isfinite(hi_lim), np.nan,
+                                          tau)),
+                           ("t1", lo_lim), ("t", hi_lim)):
+                m_open = rough & np.isfinite(y) & (y > 0)
+                self.tau_plot.addItem(pg.PlotDataItem(
+                    x[m_open], y[m_open], pen=None, symbol=sym, symbolSize=7,
+                    symbolBrush=None, symbolPen=col))
             m = good & np.isfinite(te)
             if m.any():
                 with np.errstate(invalid="ignore", divide="ignore"):
@@ -283,6 +294,12 @@ class SeriesPanel(BasePanel):
                 self.c_plot.addItem(pg.ErrorBarItem(x=xx, y=c[mc], height=2 * ce[mc],
                                                     pen=curve_pen(k, 1.0)))
         self.c_plot.setLabel("bottom", t.x_label())
+        # the whole run on the axis: files with nothing to draw are part of the story
+        xs = t.x_values()
+        xs = xs[np.isfinite(xs) & (xs > 0 if logx else True)]
+        if xs.size:
+            lo, hi = (np.log10(xs.min()), np.log10(xs.max())) if logx else (xs.min(), xs.max())
+            self.tau_plot.setXRange(lo, hi, padding=0.04)
         self.sigUpdated.emit()
 
     def clear_plots(self) -> None:
