@@ -154,15 +154,15 @@ def test_two_concurrent_fits_do_not_share_the_handler_stack(monkeypatch):
     # Issue 22: the warm-up and a user's fit traced at once collided ("all sites must
     # have unique names but got `contrast` duplicated"). A barrier inside the model
     # makes the two traces overlap for certain wherever nothing serialises them.
-    from xpcsviewer.fitting import bayes
+    from xpcsviewer.fitting import bayes, bayes_run
 
     data = [_data(seed=1, tau0=1e-3), _data(seed=2, tau0=3e-2)]
     ref = [bayes.fit_g2_bayes(*d, **_KW, seed=5) for d in data]
-    bayes._per_bin_programs.cache_clear()  # both threads trace afresh
+    bayes_run._per_bin_programs.cache_clear()  # both threads trace afresh
 
     barrier = threading.Barrier(2, timeout=3.0)
     seen: set[int] = set()
-    real = bayes.g2_model
+    real = bayes_run.g2_model
 
     def model(*a, **k):
         me = threading.get_ident()
@@ -174,7 +174,7 @@ def test_two_concurrent_fits_do_not_share_the_handler_stack(monkeypatch):
                 pass  # serialised: the other thread cannot be inside a trace now
         return real(*a, **k)
 
-    monkeypatch.setattr(bayes, "g2_model", model)
+    monkeypatch.setattr(bayes_run, "g2_model", model)  # what the samplers call
     runs = [_in_thread(lambda d=d: bayes.fit_g2_bayes(*d, **_KW, seed=5)) for d in data]
     for t, _ in runs:
         t.join(600)
@@ -189,7 +189,7 @@ def test_every_numpyro_trace_holds_the_lock(monkeypatch):
     # sampler, its initialisation and post-processing) of all our samplers.
     from numpyro.primitives import Messenger
 
-    from xpcsviewer.fitting import bayes
+    from xpcsviewer.fitting import bayes, bayes_run
     from xpcsviewer.fitting.bayes_diffusion import fit_diffusion_joint_bayes
 
     held: list[bool] = []
@@ -200,7 +200,7 @@ def test_every_numpyro_trace_holds_the_lock(monkeypatch):
         return enter(self)
 
     monkeypatch.setattr(Messenger, "__enter__", spy)
-    bayes._per_bin_programs.cache_clear()
+    bayes_run._per_bin_programs.cache_clear()
     tau, y, err = _data(n_t=20)
     bayes.fit_g2_bayes(tau, y, err, **_KW)
     n_per_bin = len(held)

@@ -55,7 +55,8 @@ def test_precompile_covers_the_automatic_fit_of_other_files(programs):
 
 @pytest.mark.slow
 def test_precompile_with_the_sampler():
-    from xpcsviewer.fitting.bayes import _per_bin_programs, fit_g2_bayes
+    from xpcsviewer.fitting.bayes import fit_g2_bayes
+    from xpcsviewer.fitting.bayes_run import _per_bin_programs
     from xpcsviewer.fitting.warmup import BAYES_DEFAULTS
 
     precompile()

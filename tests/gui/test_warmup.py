@@ -45,12 +45,12 @@ def test_bayesian_clicked_during_the_warm_up_works(qtbot, monkeypatch, demo_file
     # "all sites must have unique names" (NumPyro's handler stack is process-global).
     import threading
 
-    from xpcsviewer.fitting import bayes
+    from xpcsviewer.fitting import bayes_run
     from xpcsviewer.gui.main_window import MainWindow
 
-    bayes._per_bin_programs.cache_clear()  # the warm-up has to trace the model
+    bayes_run._per_bin_programs.cache_clear()  # the warm-up has to trace the model
     in_trace, go_on = threading.Event(), threading.Event()
-    real = bayes.g2_model
+    real = bayes_run.g2_model
 
     def model(*a, **k):
         if not in_trace.is_set():  # the first trace: the warm-up's, before any click
@@ -58,7 +58,7 @@ def test_bayesian_clicked_during_the_warm_up_works(qtbot, monkeypatch, demo_file
             go_on.wait(120)
         return real(*a, **k)
 
-    monkeypatch.setattr(bayes, "g2_model", model)
+    monkeypatch.setattr(bayes_run, "g2_model", model)  # what the samplers call
     monkeypatch.setenv("XPCS_GUI_WARMUP", "1")
     win = MainWindow(restore_session=False, save_session_on_close=False)
     qtbot.addWidget(win)

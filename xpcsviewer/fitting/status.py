@@ -41,8 +41,13 @@ scale, asymmetric where the profile is).
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from xpcsviewer.fitting.adequacy import AICC_MARGIN, MODEL_LABELS
+from xpcsviewer.fitting.models import LOG_PARAMS, G2Model
 
 __all__ = [
     "CHI2_RED_MAX",
@@ -56,8 +61,19 @@ __all__ = [
     "TAU_FACTOR_MAX",
     "TAU_REL_ERR_MAX",
     "WINDOW_DROP",
+    "CurveFacts",
     "FitStatus",
+    "Verdict",
+    "bounds_hit",
+    "curve_status",
+    "early_status",
+    "late_status",
+    "misfit_text",
+    "preferred_tails",
     "profile_limits",
+    "run_where",
+    "structured",
+    "wants_preferred",
 ]
 
 CHI2_RED_MAX = 25.0
@@ -155,3 +171,253 @@ def profile_limits(
     for b in np.flatnonzero(to_bottom):
         upper[b] = _crossing(log_t[b], d[b], LIMIT_DCHI2, from_top=False)
     return to_top, to_bottom, lower, upper
+
+
+_NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class CurveFacts:
+    """What the status rules read of one curve's fit (one model's fit of curve b).
+
+    The fit's own numbers come first: all that :func:`early_status` reads. The checks'
+    measures after them keep their defaults until the checks ran (the fitter builds
+    the record again with them, ``dataclasses.replace``) for :func:`late_status`.
+    Arrays are the curve's rows in the model's parameter order (:attr:`names`).
+    """
+
+    n_pts: int  # fitted points
+    has_fit: bool  # more points than free parameters
+    finite: bool  # finite parameters and cost
+    n_free: int
+    chi2_red: float
+    delta: float  # (chi2_const - chi2) / s: the decay's evidence
+    names: tuple[str, ...]
+    fixed: np.ndarray  # (P,) bool
+    p: np.ndarray  # (P,) natural units
+    errors: np.ndarray  # (P,) scaled covariance errors
+    on_lo: np.ndarray  # (P,) bool: a free parameter on its lower bound
+    on_hi: np.ndarray  # (P,) bool: ... on its upper bound
+    to_top: bool = False  # the tau profile within EDGE_DCHI2 at the top grid edge
+    to_bottom: bool = False  # ... at the bottom grid edge
+    lower_limit: float = _NAN  # "tau > lower_limit" (95 %) when to_top
+    upper_limit: float = _NAN  # "tau < upper_limit" (95 %) when to_bottom
+    t_min: float = _NAN  # first fitted delay (s)
+    stopped: bool = False  # the solver stopped at its iteration limit
+    max_iter: int = 0
+    window_drop: int = WINDOW_DROP
+    # the checks
+    runs_z: float = _NAN  # residual runs test (NaN: not tested)
+    decay_left: float = _NAN  # fraction of the decay left at the last fitted delay
+    t_last: float = _NAN  # last fitted delay (s)
+    interval: Mapping[str, np.ndarray] = field(default_factory=dict)  # free tau -> (2,) 68 %
+    interval2: Mapping[str, np.ndarray] = field(default_factory=dict)  # ... 2 sigma
+    limit: Mapping[str, np.ndarray] = field(default_factory=dict)  # ... one-sided 95 % (lo, hi)
+    window: Mapping[str, float] = field(default_factory=dict)  # free tau refitted without
+    # the last ``window_drop`` fitted delays
+    misfit: str = ""  # misfit_text of the residuals (where structured)
+    preferred: str = ""  # the misfit reason's tail (preferred_tails)
+
+    def col(self, name: str) -> int:
+        return self.names.index(name)
+
+    @property
+    def contrast(self) -> float:
+        return self.p[self.col("contrast")]
+
+
+@dataclass
+class Verdict:
+    """A curve's status, why, and the one-sided limit of an ``unresolved`` one."""
+
+    status: FitStatus
+    why: str
+    limit_name: str = ""
+    lower: float = _NAN
+    upper: float = _NAN
+
+
+def bounds_hit(x: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B, P) bool: free parameters on their lower / upper bound (internal coordinates)."""
+    eps = 1e-7 * np.maximum(1.0, np.abs(hi - lo))
+    on_lo = free[None, :] & (x <= lo + eps)
+    on_hi = free[None, :] & (x >= hi - eps)
+    return on_lo, on_hi
+
+
+def structured(runs_z: float) -> bool:
+    """The residuals have structure: a runs test beyond :data:`RUNS_Z_MAX`."""
+    return not np.isnan(runs_z) and not abs(runs_z) <= RUNS_Z_MAX
+
+
+def run_where(region: str, n_run: int, t_lo: float, t_hi: float) -> str:
+    """Where a misfit is: the region of the decay and the strongest run of one sign."""
+    return f"{region} ({n_run} points of one sign at {t_lo:.2g}-{t_hi:.2g} s)"
+
+
+def misfit_text(runs_z: float, where: str) -> str:
+    """The reason of a systematic misfit (``where``: :func:`run_where` or "the curve")."""
+    return (f"systematic misfit: residual runs z = {runs_z:+.1f} (|z| > {RUNS_Z_MAX:g}): "
+            f"misses {where}")
+
+
+def preferred_tails(own: np.ndarray,
+                    others: list[tuple[G2Model, np.ndarray, np.ndarray]]) -> list[str]:
+    """The reason's tail for misfit curves: the best other candidate without structure.
+
+    ``own``: (R,) AICc of the curve's model; ``others``: (model, AICc (R,), runs z (R,)).
+    """
+    out = []
+    for r in range(own.size):
+        best = None
+        for m, sc, z in others:
+            if np.isfinite(sc[r]) and np.isfinite(z[r]) and abs(z[r]) <= RUNS_Z_MAX:
+                if best is None or sc[r] < best[1]:
+                    best = (m, sc[r])
+        if best is None:
+            out.append("; no candidate model fits without structure")
+            continue
+        d = own[r] - best[1]
+        label = MODEL_LABELS.get(best[0].value, best[0].value)
+        if d > AICC_MARGIN:
+            out.append(f"; {label} preferred (AICc lower by {d:.0f})")
+        else:
+            word = "lower" if d > 0 else "higher"
+            out.append(f"; {label} fits without structure (AICc {word} by {abs(d):.0f})")
+    return out
+
+
+def early_status(f: CurveFacts) -> tuple[FitStatus, str] | None:
+    """failed, poor_fit, no_decay; None when the curve goes on to the later checks."""
+    n_pts = f.n_pts
+    if n_pts == 0:
+        return FitStatus.FAILED, "no valid points"
+    if not f.has_fit:
+        return FitStatus.FAILED, f"{n_pts} points for {f.n_free} free parameters"
+    if not f.finite:
+        return FitStatus.FAILED, "non-finite result"
+    chi2_red = f.chi2_red
+    if chi2_red > CHI2_RED_MAX:
+        return FitStatus.POOR_FIT, f"chi2_red {chi2_red:.3g} > {CHI2_RED_MAX:g}"
+    ci = f.col("contrast")
+    contrast = f.p[ci]
+    if contrast > CONTRAST_MAX:
+        return FitStatus.POOR_FIT, f"contrast {contrast:.3g} > {CONTRAST_MAX:g}"
+    if not f.fixed[ci] and f.on_lo[ci]:
+        return FitStatus.NO_DECAY, "contrast at 0"
+    delta = f.delta
+    if np.isfinite(delta) and delta < NO_DECAY_DCHI2:
+        return FitStatus.NO_DECAY, (
+            f"a constant fits as well (the decay improves chi2 by {max(delta, 0.0):.2g} "
+            f"< {NO_DECAY_DCHI2:g})"
+        )
+    return None
+
+
+def wants_preferred(early: tuple[FitStatus, str] | None, runs_z: float) -> bool:
+    """The reason names the model that fits instead: structured residuals of a curve
+    that went on to the later checks, or of a poor fit by chi2_red."""
+    if not structured(runs_z):
+        return False
+    return early is None or (early[0] is FitStatus.POOR_FIT and early[1].startswith("chi2_red"))
+
+
+def late_status(f: CurveFacts) -> Verdict:
+    """misfit, unresolved, at_bound or converged (rules 4-7 above)."""
+    names, fixed, p, e = f.names, f.fixed, f.p, f.errors
+    on_lo, on_hi = f.on_lo, f.on_hi
+    if structured(f.runs_z):
+        return Verdict(FitStatus.MISFIT, f.misfit + f.preferred)
+    tau_cols = [k for k, n in enumerate(names) if n in LOG_PARAMS]
+    free_tau = [k for k in tau_cols if not fixed[k]]
+    tname = names[tau_cols[0]] if tau_cols else "tau"
+    U = FitStatus.UNRESOLVED
+    if free_tau:
+        if f.to_top:
+            lim = f.lower_limit
+            return Verdict(U, f"{tname} > {lim:.3g} s (95 %)" if np.isfinite(lim)
+                           else f"{tname} not bounded above", tname, lower=lim)
+        if f.to_bottom:
+            lim = f.upper_limit
+            return Verdict(U, f"{tname} < {lim:.3g} s (95 %)" if np.isfinite(lim)
+                           else f"{tname} not bounded below", tname, upper=lim)
+        for k in free_tau:
+            n = names[k]
+            iv, lim = f.interval[n], f.limit[n]
+            if not np.isfinite(iv[1]):
+                return Verdict(U, f"{n} > {lim[0]:.3g} s (95 %)" if np.isfinite(lim[0])
+                               else f"{n} not bounded above", n, lower=lim[0])
+            if not np.isfinite(iv[0]):
+                return Verdict(U, f"{n} < {lim[1]:.3g} s (95 %)" if np.isfinite(lim[1])
+                               else f"{n} not bounded below", n, upper=lim[1])
+        for k in free_tau:
+            if on_hi[k]:
+                return Verdict(U, f"{names[k]} at the top of its range")
+            if on_lo[k]:
+                return Verdict(U, f"{names[k]} at the bottom of its range")
+        k0 = free_tau[0]
+        if p[k0] < f.t_min:
+            return Verdict(U, f"{names[k0]} {p[k0]:.3g} s below the first delay")
+        left = f.decay_left
+        if not fixed[f.col("baseline")] and left > PLATEAU_LEFT_MAX:
+            n = names[free_tau[-1]]  # the slowest time: the one the plateau would pin
+            lo = f.limit[n][0]
+            why = (f"no plateau: {100 * left:.0f} % of the decay left at the last fitted delay "
+                   f"({f.t_last:.3g} s)")
+            if np.isfinite(lo):
+                return Verdict(U, f"{why}; {n} > {lo:.3g} s (95 %)", n, lower=lo)
+            return Verdict(U, why)
+        for k in free_tau:
+            n = names[k]
+            tw = f.window[n]
+            lo2, hi2 = f.interval2[n]
+            if np.isfinite(tw) and ((np.isfinite(lo2) and tw < lo2) or (np.isfinite(hi2) and tw > hi2)):
+                return Verdict(U, (
+                    f"{n} decided by the last delays: {p[k]:.2g} -> {tw:.2g} s without the "
+                    f"last {f.window_drop} fitted (beyond its 2-sigma interval)"))
+        for k in free_tau:
+            rel = e[k] / p[k] if p[k] > 0 else np.inf
+            if not (rel < TAU_REL_ERR_MAX):
+                return Verdict(U, (
+                    f"{names[k]} error {100 * rel:.0f} % >= {100 * TAU_REL_ERR_MAX:.0f} %"
+                    if np.isfinite(rel) else f"{names[k]} error undetermined"))
+            # the curvature error can hide a long side of an asymmetric profile
+            lo, hi = f.interval[names[k]]
+            factor = max(hi / p[k], p[k] / lo)
+            if not (factor <= TAU_FACTOR_MAX):
+                return Verdict(U, (
+                    f"{names[k]} {p[k]:.3g} s known only to a factor {factor:.2g} (68 % "
+                    f"profile interval {lo:.2g}-{hi:.2g} s)"))
+    ci = f.col("contrast")
+    c, ce = p[ci], e[ci]
+    if not fixed[ci] and not (c > CONTRAST_SIGMAS * ce):
+        return Verdict(U, f"contrast {c:.3g} \u00b1 {ce:.2g} below {CONTRAST_SIGMAS:g} sigma")
+    for k, n in enumerate(names):
+        if fixed[k] or k in tau_cols:
+            continue
+        if on_hi[k] or (on_lo[k] and k != ci):
+            return Verdict(FitStatus.AT_BOUND,
+                           f"{n} at its {'upper' if on_hi[k] else 'lower'} bound")
+    return Verdict(FitStatus.CONVERGED, "")
+
+
+def curve_status(f: CurveFacts, early: tuple[FitStatus, str] | None) -> Verdict:
+    """The curve's verdict: ``early`` (:func:`early_status` of ``f``) with the misfit
+    reason where :func:`wants_preferred`, else :func:`late_status`; a solver stopped at
+    its iteration limit says so, and is not ``converged``."""
+    note = f"no convergence in {f.max_iter} iterations"
+    if early is not None:
+        st, why = early
+        if wants_preferred(early, f.runs_z):
+            why = f"{why}; {f.misfit}{f.preferred}"
+        if st is not FitStatus.FAILED and f.stopped:
+            why = f"{why}; {note}"
+        return Verdict(st, why)
+    v = late_status(f)
+    if f.stopped:
+        # The best point found is still reported; only a converged claim needs a stop.
+        if v.status is FitStatus.CONVERGED:
+            return Verdict(FitStatus.UNRESOLVED, note)
+        return replace(v, why=f"{v.why}; {note}")
+    return v

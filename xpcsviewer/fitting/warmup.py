@@ -2,7 +2,7 @@
 
 Every least-squares fit runs through programs of fixed row counts (``lm.LM_ROWS``,
 ``grid.GRID_ROWS``) with delays padded to a power of two, and NUTS samples bins in
-chunks of ``bayes.BIN_CHUNK``: a tiny problem of the same shapes compiles exactly the
+chunks of ``bayes_run.BIN_CHUNK``: a tiny problem of the same shapes compiles exactly the
 programs a real file uses. With the persistent compilation cache the next start loads
 them instead of compiling. Qt-free; the GUI runs :func:`precompile` in a worker at
 start-up (``XPCS_GUI_WARMUP=0`` turns that off).
