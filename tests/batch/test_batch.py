@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import xpcsviewer.commands.correlate as correlate_cmd
-import xpcsviewer.jobs.correlate as correlate_job
 import xpcsviewer.commands.fit as fit_cmd
+import xpcsviewer.jobs.correlate as correlate_job
 from xpcsviewer.cli import main
 from xpcsviewer.fitting.results import FitJsonStream, write_fit_json
 
