@@ -28,7 +28,7 @@ import numpy as np
 
 os.environ.setdefault("XPCS_JAX_CACHE_DIR", "off")
 
-from xpcsviewer.backends import ensure_numpy, get_backend, get_device_manager  # noqa: E402
+from xpcsviewer.backends import ensure_numpy, get_backend, get_device_manager
 
 
 def _time(fn, repeats: int) -> float:

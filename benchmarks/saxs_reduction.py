@@ -58,7 +58,7 @@ def make_inputs(shape: tuple[int, int], seed: int = 0) -> tuple[np.ndarray, np.n
 
 def ours_job(spec: dict) -> dict:
     """A whole job in this (fresh) process: q-map, partition, one I(q)."""
-    import numpy as np  # noqa: F811 - the job's own import cost is part of it
+    import numpy as np  # the job's own import cost is part of it
 
     from xpcsviewer.backends import get_job_backend
     from xpcsviewer.compute.partition import geometry_partition

@@ -18,8 +18,8 @@ os.environ.setdefault("XPCS_GUI_WARMUP", "0")
 # Sessions and settings of the GUI must never touch the user's real config.
 os.environ.setdefault("XPCSVIEWER_CONFIG_DIR", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "config"))
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_REAL = REPO.parent / "shared" / "data" / "real"

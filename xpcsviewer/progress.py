@@ -109,7 +109,7 @@ def check_interrupted() -> None:
         raise KeyboardInterrupt
 
 
-class Cancelled(Exception):  # noqa: N818 - the name reads as an event
+class Cancelled(Exception):  # the name reads as an event
     """Raised by :meth:`CancelToken.raise_if_cancelled` when the user cancelled."""
 
 

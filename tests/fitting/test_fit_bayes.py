@@ -7,13 +7,13 @@ import pytest
 
 pytest.importorskip("numpyro")
 
-from xpcsviewer.fitting.bayes import (  # noqa: E402
+from xpcsviewer.fitting.bayes import (
     bfmi,
     ess_bulk,
     ess_tail,
     fit_g2_bayes,
 )
-from xpcsviewer.progress import Cancelled, CancelToken  # noqa: E402
+from xpcsviewer.progress import Cancelled, CancelToken
 
 
 def _data(seed=0, n_b=3):

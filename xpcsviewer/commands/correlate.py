@@ -77,7 +77,7 @@ def _memory_available() -> int | None:
     return None
 
 
-class _NonFinite(Exception):  # noqa: N818 - a signal between passes, not an error
+class _NonFinite(Exception):  # a signal between passes, not an error
     """NaN or Inf counts at pixels the correlation uses: mask them and start again."""
 
 

@@ -210,7 +210,7 @@ def assemble_result(qmap: QMap, scat: Any, *, mt: Multitau | None, tt: Twotime |
         segments = scat.saxs_1d_segments(multitau_segments(scat.count))
     itime = scat.intensity_vs_time()
     if start_time is None:
-        start_time = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        start_time = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     result = XpcsResult(
         path=Path(path),
         analysis_type=tuple(a for a, x in (("Multitau", mt), ("Twotime", tt)) if x is not None),

@@ -275,7 +275,7 @@ def saxs_1d(
     )
 
 
-class _quiet_nanmean:  # noqa: N801 - used as a context manager
+class _quiet_nanmean:  # used as a context manager
     """Silence 'Mean of empty slice' for all-NaN columns (empty q rings)."""
 
     def __enter__(self) -> None:

@@ -91,10 +91,10 @@ def preload_plotting(progress=None, cancel=None) -> None:
     neither a colour map nor the first figure export imports it on the GUI thread
     (~0.5 s)."""
     import matplotlib
-    import matplotlib.figure  # noqa: F401
+    import matplotlib.figure
     from matplotlib.backends import backend_agg  # noqa: F401
 
-    matplotlib.colormaps["viridis"]  # noqa: B018 - the registry loads lazily
+    matplotlib.colormaps["viridis"]  # the registry loads lazily
 
 
 def make_figure(kind: str, results: list, **options: Any) -> Any:

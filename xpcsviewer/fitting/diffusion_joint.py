@@ -34,8 +34,8 @@ class JointDiffusionResult:
     n_iter : int
     """
 
-    D: float  # noqa: N815
-    D_err: float  # noqa: N815
+    D: float
+    D_err: float
     alpha: float
     alpha_err: float
     contrast: np.ndarray

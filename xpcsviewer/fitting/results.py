@@ -323,7 +323,7 @@ class FitJsonStream:
                     self._fh.write(',\n  "errors": ' + text.replace("\n", "\n  "))
                 self._fh.write("\n}\n")
             self._fh.close()  # a full disk shows at the last flush
-        except BaseException as e:  # noqa: BLE001 - handed to the atomic write
+        except BaseException as e:  # handed to the atomic write
             if exc_type is None:
                 exc_type, exc, tb = type(e), e, e.__traceback__
         finally:

@@ -134,19 +134,19 @@ class _TargetList(QListWidget):
         self.setAcceptDrops(True)
         self.setDragDropMode(QAbstractItemView.DragDropMode.DropOnly)
 
-    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def dragEnterEvent(self, event) -> None:  # Qt override
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
         else:
             super().dragEnterEvent(event)
 
-    def dragMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def dragMoveEvent(self, event) -> None:  # Qt override
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
         else:
             super().dragMoveEvent(event)
 
-    def dropEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def dropEvent(self, event) -> None:  # Qt override
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
         paths = [u.toLocalFile() for u in urls if u.isLocalFile()]
         if paths:
@@ -432,7 +432,7 @@ class DataBrowser(QWidget):
         self.target_box.setTitle(f"Targets: {self.target_list.count()}")
         self.sigTargetsChanged.emit(self.target_paths())
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def keyPressEvent(self, event) -> None:  # Qt override
         if event.key() == Qt.Key.Key_Delete and self.target_list.hasFocus():
             self.remove_selected()
             return

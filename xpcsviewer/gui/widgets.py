@@ -101,10 +101,10 @@ class BinSpinBox(QSpinBox):
         self.setMinimum(0)
         self.setMaximum(0)
 
-    def textFromValue(self, value: int) -> str:  # noqa: N802 - Qt override
+    def textFromValue(self, value: int) -> str:  # Qt override
         return str(int(value) + 1)
 
-    def valueFromText(self, text: str) -> int:  # noqa: N802 - Qt override
+    def valueFromText(self, text: str) -> int:  # Qt override
         try:
             return int(text.strip()) - 1
         except ValueError:
@@ -202,23 +202,23 @@ class ClippedLabel(QLabel):
                 cut = True
         return out, cut
 
-    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+    def setText(self, text: str) -> None:  # Qt override
         super().setText(text)
         self._update_tip()
 
     def _update_tip(self) -> None:
         self.setToolTip(self.text() if self.shown_lines()[1] else "")
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event) -> None:  # Qt override
         super().resizeEvent(event)
         self._update_tip()
 
-    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def changeEvent(self, event) -> None:  # Qt override
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             self._fix_height()
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event) -> None:  # Qt override
         painter = QPainter(self)
         r = self.contentsRect()
         step = self.fontMetrics().lineSpacing()
@@ -339,7 +339,7 @@ class SparseLogAxis(pg.AxisItem):
                 return mants
         return (1,)
 
-    def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802, N803
+    def logTickValues(self, minVal, maxVal, size, stdTicks):
         # pyqtgraph repeats the decades among the minor ticks: their labels, drawn
         # twice, counted twice against its text-crowding limit, which then dropped
         # every minor label of a range of a few decades
@@ -352,7 +352,7 @@ class SparseLogAxis(pg.AxisItem):
             out.append((sp, vals))
         return out
 
-    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
+    def tickStrings(self, values, scale, spacing):  # pyqtgraph override
         strings = super().tickStrings(values, scale, spacing)
         if not self.logMode:
             return strings

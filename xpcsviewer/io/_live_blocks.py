@@ -231,7 +231,7 @@ class BlockFolderSource:
         if self._handle is not None:
             try:
                 self._handle[1].close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             self._handle = None
 

@@ -99,7 +99,7 @@ class RawFrames:
             self.dataset_path = None
             try:
                 self._data = np.load(self.path, mmap_mode="r", allow_pickle=False)
-            except Exception as exc:  # noqa: BLE001 - any parse error is bad input
+            except Exception as exc:  # any parse error is bad input
                 raise XpcsFileError(self.path, f"not a readable .npy array ({exc})") from None
         elif kind == "other" and self.path.suffix.lower() == ".npy":
             # numpy's own message here is advice to unpickle the file
@@ -177,7 +177,7 @@ class RawFrames:
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:
             self.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     # --- reading ------------------------------------------------------------
@@ -222,7 +222,7 @@ class RawFrames:
                 if got is not None:
                     return got
             return np.asarray(self._data[a:b : self.stride])
-        except Exception as exc:  # noqa: BLE001 - h5py raises many kinds on corrupt data
+        except Exception as exc:  # h5py raises many kinds on corrupt data
             text = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
             what = (
                 "compressed with an HDF5 filter that is not available"

@@ -16,8 +16,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["N_COLOURS", "NO_VALUE", "PixelInfo", "auto_levels", "image_histogram",
-           "log_image", "pixel_info", "quantize_image", "quantize_job", "remap_table"]
+__all__ = [
+    "NO_VALUE",
+    "N_COLOURS",
+    "PixelInfo",
+    "auto_levels",
+    "image_histogram",
+    "log_image",
+    "pixel_info",
+    "quantize_image",
+    "quantize_job",
+    "remap_table",
+]
 
 HC_KEV_ANGSTROM = 12.398419843320026  # h*c in keV*Angstrom
 N_COLOURS = 255  # indices 0..254 carry values; the last index marks non-finite pixels

@@ -424,7 +424,7 @@ class LivePanel(BasePanel):
         """The targets do not matter here: keep what is shown."""
 
     # ---------------------------------------------------------- lifecycle
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, event) -> None:  # Qt override
         if self.stop_event is not None:
             self.stop_event.set()
         super().closeEvent(event)
