@@ -184,7 +184,7 @@ class TextProgressBar:
                 return
             self._last = now
             frac = 0.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
-            fill = int(round(frac * self.width))
+            fill = round(frac * self.width)
             bar = "#" * fill + "-" * (self.width - fill)
             elapsed = now - self._t0
             line = (

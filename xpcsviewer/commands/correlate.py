@@ -212,7 +212,8 @@ def correlate_one(
                             _qmap_mask_dataset(args.qmap),
                             "nonzero (valid) mask values where the bins are")
     try:
-        raw = RawFrames(raw_path, args.begin_frame, args.end_frame, args.stride_frame, args.avg_frame)
+        raw = RawFrames(raw_path, args.begin_frame, args.end_frame, args.stride_frame,
+                        args.avg_frame)
     except ValueError as exc:
         say(f"xpcsviewer correlate: {exc}")
         return 2

@@ -118,15 +118,15 @@ def correlate_to_result(
         raise ValueError(f"frame_time must be positive, got {frame_time}")
     t0 = float(frame_time) * int(stride_frame) * int(avg_frame)
     common = dict(config or {})
-    kw: dict[str, Any] = dict(
-        n_frames=int(n_frames),
-        n_dynamic=qmap.n_dynamic,
-        n_static=qmap.n_static,
-        backend=backend,
-        device=device,
-        progress=progress,
-        cancel=cancel,
-    )
+    kw: dict[str, Any] = {
+        "n_frames": int(n_frames),
+        "n_dynamic": qmap.n_dynamic,
+        "n_static": qmap.n_static,
+        "backend": backend,
+        "device": device,
+        "progress": progress,
+        "cancel": cancel,
+    }
     maps = (qmap.dynamic_roi_map, qmap.static_roi_map, qmap.mask)
     mt = tt = None
     scat = None

@@ -262,7 +262,8 @@ class DataBrowser(QWidget):
 
     # --------------------------------------------------------------- folder
     def _on_browse_clicked(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Open folder", self.folder or str(Path.home()))
+        folder = QFileDialog.getExistingDirectory(self, "Open folder",
+                                                  self.folder or str(Path.home()))
         if folder:
             self.open_folder(folder)
 
@@ -304,7 +305,8 @@ class DataBrowser(QWidget):
 
     def visible_entries(self) -> list[FileEntry]:
         """Entries after filter and sort, in list order."""
-        shown = filter_entries(self.entries, self.filter_edit.text(), self.filter_mode.currentText())
+        shown = filter_entries(self.entries, self.filter_edit.text(),
+                               self.filter_mode.currentText())
         return sort_entries(shown, self.sort_combo.currentText())
 
     def _fill_source(self) -> None:

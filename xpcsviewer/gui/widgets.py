@@ -195,7 +195,7 @@ class ClippedLabel(QLabel):
             out.append(line)
         cut = len(out) > self._lines
         if cut:
-            out = out[: self._lines - 1] + [elide_words(fm, " ".join(out[self._lines - 1:]), width)]
+            out = [*out[: self._lines - 1], elide_words(fm, " ".join(out[self._lines - 1:]), width)]
         for k, line in enumerate(out):
             if fm.horizontalAdvance(line) > width:  # one word wider than the label
                 out[k] = fm.elidedText(line, Qt.TextElideMode.ElideMiddle, width)
@@ -298,7 +298,8 @@ def side_legend(plot: pg.PlotItem, text_size: str = "8pt") -> pg.LegendItem:
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QSizePolicy
 
-    legend = pg.LegendItem(labelTextSize=text_size, brush=pg.mkBrush(pg.getConfigOption("background")),
+    legend = pg.LegendItem(labelTextSize=text_size,
+                           brush=pg.mkBrush(pg.getConfigOption("background")),
                            labelTextColor=pg.getConfigOption("foreground"))
     legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
     plot.layout.addItem(legend, 2, 3)

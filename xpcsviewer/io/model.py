@@ -141,7 +141,8 @@ class QMap:
         qs, ps = self.static_q, self.static_phi
         one = int(self.static_num_pts[1]) == 1
         return [
-            self._format_value(0, float(q)) + ("" if one else ", " + self._format_value(1, float(p)))
+            self._format_value(0, float(q))
+            + ("" if one else ", " + self._format_value(1, float(p)))
             for q, p in zip(qs, ps, strict=True)
         ]
 

@@ -5,7 +5,8 @@ frames, then groups of ``avg`` consecutive selected frames are averaged (a trail
 incomplete group is dropped), giving N processed frames. Files are opened read-only;
 ``.npy`` files are read with plain file reads (the header through a memory map), HDF5
 files by hyperslabs, so only one chunk is in memory at a time; reading a mapped .npy
-would leave every touched page of the file in the process's resident memory. Only numpy and h5py are imported.
+would leave every touched page of the file in the process's resident memory. Only
+numpy and h5py are imported.
 """
 
 from __future__ import annotations
@@ -130,12 +131,14 @@ class RawFrames:
         if len(shape) != 3:
             self.close()
             raise XpcsFileError(
-                self.path, f"raw frames have shape {shape}", self.dataset_path, "(frames, rows, cols)"
+                self.path, f"raw frames have shape {shape}", self.dataset_path,
+                "(frames, rows, cols)",
             )
         if not (np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.floating)) or dt == np.bool_:
             self.close()
             raise XpcsFileError(
-                self.path, f"raw frames have dtype {dt}", self.dataset_path, "integer or float counts"
+                self.path, f"raw frames have dtype {dt}", self.dataset_path,
+                "integer or float counts",
             )
         if shape[1] * shape[2] > MAX_PIXELS:
             self.close()

@@ -209,7 +209,7 @@ def pixel_info(qmap: Any, row: float, col: float) -> PixelInfo:
     phi = -atan2(row - bcy, col - bcx) in degrees (the existing viewers' convention).
     """
     h, w = qmap.shape
-    r_i, c_i = int(math.floor(row)), int(math.floor(col))
+    r_i, c_i = math.floor(row), math.floor(col)
     if not (0 <= r_i < h and 0 <= c_i < w):
         return PixelInfo(r_i, c_i, False)
     dy = r_i - float(qmap.beam_center_y)

@@ -46,7 +46,7 @@ def _shown_bins(n: int, k: int = MAX_CURVES) -> list[int]:
     """0-based columns of at most ``k`` bins spread over ``n``."""
     if n <= k:
         return list(range(n))
-    return sorted({int(round(x)) for x in np.linspace(0, n - 1, k)})
+    return sorted({round(x) for x in np.linspace(0, n - 1, k)})
 
 
 def _log_err(v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
