@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEMO   ?= demo_data
 
-.PHONY: demo test test-fast install bench bench-refs gallery clean
+.PHONY: demo test test-fast lint install bench bench-refs gallery clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is needed"'
@@ -26,10 +26,18 @@ install: $(VENV)/.installed-app
 demo: $(VENV)/.installed-app
 	$(BIN)/xpcsviewer demo --out $(DEMO) $(DEMO_ARGS)
 
+# The linter (ruff, configured in pyproject.toml) runs first: a finding fails `make test`.
+LINT := $(BIN)/ruff check xpcsviewer tests benchmarks scripts
+
+lint: $(VENV)/.installed-test
+	$(LINT)
+
 test: $(VENV)/.installed-test
+	$(LINT)
 	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-test
+	$(LINT)
 	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # On demand, minutes each; tools missing from .bench-venvs/ are skipped with a message.
@@ -64,4 +72,4 @@ gallery: $(VENV)/.installed-test
 	QT_QPA_PLATFORM=offscreen $(BIN)/python scripts/render_gallery.py
 
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache
+	rm -rf $(VENV) $(DEMO) .pytest_cache .ruff_cache

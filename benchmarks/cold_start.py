@@ -66,8 +66,8 @@ def _run(args: list[str], env: dict[str, str]) -> float:
 
 
 def _median(xs: list[float]) -> str:
-    return f"{statistics.median(xs):6.2f} s" + (f" (of {len(xs)}: " + ", ".join(f"{x:.2f}" for x in xs) + ")"
-                                                 if len(xs) > 1 else "")
+    each = ", ".join(f"{x:.2f}" for x in xs)
+    return f"{statistics.median(xs):6.2f} s" + (f" (of {len(xs)}: {each})" if len(xs) > 1 else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             rows["--help"].append(_run([*EXE, "--help"], env))
             rows["info"].append(_run([*EXE, "info", f], env))
             rows["fit (least squares)"].append(
-                _run([*EXE, "fit", f, "-o", str(tmp_p / f"f{i}.json"), "--quiet", "--overwrite"], env))
+                _run([*EXE, "fit", f, "-o", str(tmp_p / f"f{i}.json"), "--quiet", "--overwrite"],
+                     env))
         for name, xs in rows.items():
             print(f"{name:34s} {_median(xs)}")
 

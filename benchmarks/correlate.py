@@ -136,7 +136,8 @@ def skbeam_worker(spec: dict) -> dict:
     n = frames.shape[0]
     levels = int(np.floor(np.log2(n / 8))) + 1
     t = time.perf_counter()
-    g2, lags = corr.multi_tau_auto_corr(levels, 8, dq, (np.asarray(f, dtype=np.float64) for f in frames))
+    g2, lags = corr.multi_tau_auto_corr(levels, 8, dq,
+                                        (np.asarray(f, dtype=np.float64) for f in frames))
     dt = time.perf_counter() - t
     np.savez(spec["dump"], delays=np.asarray(lags), g2=np.asarray(g2))
     return {"tool": "scikit-beam", "seconds": dt, "fps": n / dt, "peak_rss_mb": peak_rss_mb()}
@@ -213,7 +214,8 @@ def compare(ours: Path, ref: Path) -> tuple[int, float, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mt-size", type=int, default=512)
     ap.add_argument("--mt-frames", type=int, default=10000)
     ap.add_argument("--tt-size", type=int, default=128)
@@ -228,7 +230,8 @@ def main() -> int:
     ap.add_argument("--skbeam-worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--boost-worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    for name, fn in (("worker", worker), ("skbeam_worker", skbeam_worker), ("boost_worker", boost_worker)):
+    for name, fn in (("worker", worker), ("skbeam_worker", skbeam_worker),
+                     ("boost_worker", boost_worker)):
         val = getattr(args, name)
         if val:
             print(json.dumps(fn(json.loads(val))))
@@ -249,7 +252,8 @@ def main() -> int:
         pass
     res = record["results"]
     if "multitau" not in skip:
-        print(f"multi-tau {args.mt_size}x{args.mt_size} x {args.mt_frames} frames, chunk {args.chunk}")
+        print(f"multi-tau {args.mt_size}x{args.mt_size} x {args.mt_frames} frames, "
+              f"chunk {args.chunk}")
         for b in backends:
             r = run_sub({"kind": "multitau", "backend": b, "size": args.mt_size,
                          "frames": args.mt_frames, "chunk": args.chunk})
@@ -261,14 +265,15 @@ def main() -> int:
     if "twotime" not in skip:
         print(f"two-time {args.tt_size}x{args.tt_size} (one bin) x {args.tt_frames} frames")
         for b in backends:
-            r = run_sub({"kind": "twotime", "backend": b, "size": args.tt_size, "frames": args.tt_frames})
+            r = run_sub({"kind": "twotime", "backend": b, "size": args.tt_size,
+                         "frames": args.tt_frames})
             if r:
                 res.append(r)
                 print(f"  {b:6s} {r['fps']:9.1f} frames/s  {r['seconds']:8.2f} s  peak RSS "
                       f"{r['peak_rss_mb']:7.0f} MB")
     if "refs" not in skip:
-        print(f"reference tools: multi-tau {args.ref_size}x{args.ref_size} x {args.ref_frames} frames, "
-              "10 rings x 100 static rings")
+        print(f"reference tools: multi-tau {args.ref_size}x{args.ref_size} x "
+              f"{args.ref_frames} frames, 10 rings x 100 static rings")
         with tempfile.TemporaryDirectory() as tmp:
             npy = Path(tmp) / "frames.npy"
             np.save(npy, np.concatenate(list(frame_chunks(args.ref_size, args.ref_frames, 256))))
@@ -281,7 +286,8 @@ def main() -> int:
                     r["kind"] = "multitau-ref-size"
                     res.append(r)
                     ours[b] = r
-                    print(f"  ours/{b:6s} {r['fps']:9.1f} frames/s  peak RSS {r['peak_rss_mb']:6.0f} MB")
+                    print(f"  ours/{b:6s} {r['fps']:9.1f} frames/s  "
+                          f"peak RSS {r['peak_rss_mb']:6.0f} MB")
             best = min(ours, key=lambda k: ours[k]["seconds"]) if ours else None
             for tool, entry, venv in (("scikit-beam", "skbeam-worker", "skbeam"),
                                       ("boost-corr", "boost-worker", "boost")):
@@ -309,8 +315,10 @@ def main() -> int:
                     r.update(ratio_ours_faster=r["seconds"] / ours[best]["seconds"],
                              shared_delays=n_shared, max_abs_g2_diff=diff,
                              max_abs_g2_diff_same_level=diff_same, ours_backend=best)
-                    print(f"  {tool:11s} {r['fps']:9.1f} frames/s  peak RSS {r['peak_rss_mb']:6.0f} MB"
-                          f"  ours/{best} is {r['ratio_ours_faster']:.2f}x its speed; max |g2 diff| "
+                    print(f"  {tool:11s} {r['fps']:9.1f} frames/s  "
+                          f"peak RSS {r['peak_rss_mb']:6.0f} MB"
+                          f"  ours/{best} is {r['ratio_ours_faster']:.2f}x its speed; "
+                          "max |g2 diff| "
                           f"{diff_same:.1e} at delays computed on the same level "
                           f"({diff:.1e} over all {n_shared} shared delays)")
                 res.append(r)

@@ -28,7 +28,7 @@ import numpy as np
 
 os.environ.setdefault("XPCS_JAX_CACHE_DIR", "off")
 
-from xpcsviewer.backends import ensure_numpy, get_backend, get_device_manager  # noqa: E402
+from xpcsviewer.backends import ensure_numpy, get_backend, get_device_manager
 
 
 def _time(fn, repeats: int) -> float:
@@ -54,7 +54,8 @@ def _g2_case(jb, size: int, device):
         return 1.0 + p[:, 0:1] * xp.exp(-2.0 * t[None, :] / p[:, 1:2]) ** p[:, 2:3]
 
     def run():
-        return ensure_numpy(model(jb.asarray(params, device=device), jb.asarray(tau, device=device)))
+        return ensure_numpy(model(jb.asarray(params, device=device),
+                                  jb.asarray(tau, device=device)))
 
     return run, n_curves * n_points
 
@@ -63,7 +64,8 @@ def _segment_case(jb, size: int, device):
     side = max(8, int(np.sqrt(size)))
     rng = np.random.default_rng(1)
     image = rng.poisson(2.0, size=(side, side)).astype(np.float64).ravel()
-    labels = (np.hypot(*np.meshgrid(np.arange(side), np.arange(side))).ravel() % 360).astype(np.int64)
+    radius = np.hypot(*np.meshgrid(np.arange(side), np.arange(side))).ravel()
+    labels = (radius % 360).astype(np.int64)
     import jax
 
     @jax.jit
@@ -71,7 +73,8 @@ def _segment_case(jb, size: int, device):
         return jb.segment_sum(img, lab, 360)
 
     def run():
-        return ensure_numpy(reduce(jb.asarray(image, device=device), jb.asarray(labels, device=device)))
+        return ensure_numpy(reduce(jb.asarray(image, device=device),
+                                   jb.asarray(labels, device=device)))
 
     return run, side * side
 
@@ -128,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     if accels:
         crossover = 0
         for name in CASES:
-            rows = sorted((r for r in record["rows"] if r["kernel"] == name), key=lambda r: r["work"])
+            rows = sorted((r for r in record["rows"] if r["kernel"] == name),
+                          key=lambda r: r["work"])
             first = None
             for i, r in enumerate(rows):
                 if all(x["accel_s"] < x["cpu_s"] for x in rows[i:]):
@@ -136,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                     break
             crossover = max(crossover, first if first is not None else rows[-1]["work"] * 10)
         record["recommended_threshold"] = crossover
-        print(f"\nRecommended XPCS_DEVICE_THRESHOLD = {crossover:,} (current default {dm.threshold:,})")
+        print(f"\nRecommended XPCS_DEVICE_THRESHOLD = {crossover:,} "
+              f"(current default {dm.threshold:,})")
     else:
         record["recommended_threshold"] = None
     if args.json:

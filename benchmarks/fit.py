@@ -85,7 +85,8 @@ def time_scipy(tau, g2, err, limit: int | None):
     return out, time.perf_counter() - t0, n
 
 
-def time_nuts(n_bins: int, chain_method: str, num_chains: int = 4, sampler: str = "per_bin") -> dict:
+def time_nuts(n_bins: int, chain_method: str, num_chains: int = 4,
+              sampler: str = "per_bin") -> dict:
     from xpcsviewer.fitting import fit_g2
     from xpcsviewer.fitting.bayes import fit_g2_bayes
 
@@ -145,7 +146,7 @@ def main() -> int:
     print(f"{args.files} files x {args.bins} bins x {args.delays} delays = {n} curves")
     res_j, cold_j, warm_j = time_ours(tau, g2, err, "jax", args.repeats)
     print(f"ours (JAX)   cold {cold_j:8.3f} s   warm {warm_j:8.3f} s")
-    res_n, cold_n, _ = time_ours(tau, g2, err, "numpy", 0)
+    _res_n, cold_n, _ = time_ours(tau, g2, err, "numpy", 0)
     print(f"ours (NumPy)      {cold_n:8.3f} s")
     tau_s, t_scipy, n_s = time_scipy(tau, g2, err, args.scipy_limit)
     t_scipy_all = t_scipy * n / n_s
@@ -186,12 +187,14 @@ def main() -> int:
             print(f"NUTS {args.bins} bins, 4 chains x (500+1000), {tag}: "
                   f"{r['wall_s_first']:.1f} s first (with compilation), "
                   f"{r['wall_s_second']:.1f} s second; converged {r['converged_fraction']:.2f}, "
-                  f"min ESS(tau) {r['min_ess_bulk_tau']:.0f}, mean tree steps {r['mean_tree_steps']:.0f}")
+                  f"min ESS(tau) {r['min_ess_bulk_tau']:.0f}, "
+                  f"mean tree steps {r['mean_tree_steps']:.0f}")
 
         vec = time_nuts(args.bins, "vectorized")
         show("per-bin kernel, vectorised chains", vec)
         env = dict(os.environ)
-        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "")
+                            + " --xla_force_host_platform_device_count=4").strip()
         env.setdefault("JAX_PLATFORMS", "cpu")
         out = subprocess.run(
             [sys.executable, __file__, "--nuts-only", "parallel", "--bins", str(args.bins)],

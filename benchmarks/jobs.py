@@ -109,8 +109,8 @@ def mt_macs(n_frames: int, n_pix: int, m: int = 4) -> float:
     sys.path.insert(0, str(REPO))
     from xpcsviewer.compute.multitau import delay_list
 
-    d, lvl, x = delay_list(n_frames, m)
-    return float(sum((n_frames >> int(L)) - int(xx) for L, xx in zip(lvl, x))) * n_pix
+    _d, lvl, x = delay_list(n_frames, m)
+    return float(sum((n_frames >> int(L)) - int(xx) for L, xx in zip(lvl, x, strict=True))) * n_pix
 
 
 def dgemm_peak_macs() -> float:
@@ -138,7 +138,7 @@ def ours_warm_worker(spec: dict) -> dict:
     be = get_backend("numpy")
     out = {}
     for engine in spec["engines"]:
-        kw = dict(n_dynamic=qm.n_dynamic, n_static=qm.n_static, backend=be, engine=engine)
+        kw = {"n_dynamic": qm.n_dynamic, "n_static": qm.n_static, "backend": be, "engine": engine}
         correlate_multitau(frames[:256], qm.dynamic_roi_map, qm.static_roi_map, qm.mask, **kw)
         t, c = time.perf_counter(), time.process_time()
         res = correlate_multitau(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask, **kw)
@@ -178,7 +178,8 @@ def boost_worker(spec: dict) -> dict:
         dq = f["/qmap/dynamic_roi_map"][()].ravel().astype(int)
         sq = f["/qmap/static_roi_map"][()].ravel().astype(int)
     g = mt["G2"]
-    g = (g.numpy() if hasattr(g, "numpy") else np.asarray(g)).astype(np.float64).reshape(g.shape[0], 3, -1)
+    g = (g.numpy() if hasattr(g, "numpy") else np.asarray(g)).astype(np.float64)
+    g = g.reshape(g.shape[0], 3, -1)
     ns, nd = sq.max(), dq.max()
     sums = np.stack([[np.bincount(sq - 1, weights=g[t, c], minlength=ns) for c in range(3)]
                      for t in range(g.shape[0])])
@@ -243,8 +244,8 @@ def row_multitau(args, tmp: Path, rec: list) -> None:
     for _ in range(args.repeats):
         res["ours"].append(job(ours_cmd))
         if boost.exists():
-            res["boost"].append(job(worker_cmd(boost, "boost-worker",
-                                               {"raw": str(raw), "qmap": str(qpath), "warm": False})))
+            spec = {"raw": str(raw), "qmap": str(qpath), "warm": False}
+            res["boost"].append(job(worker_cmd(boost, "boost-worker", spec)))
     line = {k: (med([t for t, _, _ in v]), med([m for _, m, _ in v])) for k, v in res.items() if v}
     for k, (t, m) in line.items():
         print(f"  job  {k:11s} {t:7.2f} s  peak RSS {m:6.0f} MB")
@@ -268,7 +269,8 @@ def row_multitau(args, tmp: Path, rec: list) -> None:
           f"machine's DGEMM rate measured in the same process ({peak / 1e9:.0f} G/s; the "
           f"arithmetic alone would take {macs / peak:.2f} s at that rate)")
     if args.before:
-        print(f"  warm ours (NumPy kernels, before) {med([w['backend'] for w in warm]):7.2f} s wall, "
+        print("  warm ours (NumPy kernels, before) "
+              f"{med([w['backend'] for w in warm]):7.2f} s wall, "
               f"{med([w['backend_cpu'] for w in warm]):.2f} CPU-s")
     bw = []
     if boost.exists():
@@ -323,7 +325,8 @@ def row_twotime(args, tmp: Path, rec: list) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", default="multitau,twotime")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--mt-size", type=int, default=256)

@@ -89,7 +89,7 @@ def speckle_pool(work: Path, size: int, n: int, seed: int = 0) -> Path:
 
 
 def _writer(raw: Path, stats: Path, rate: float, n: int, size: int, pool: Path) -> subprocess.Popen:
-    block = max(1, int(round(rate * 0.02)))
+    block = max(1, round(rate * 0.02))
     return subprocess.Popen(
         [sys.executable, "-m", "xpcsviewer.synthetic.acquisition", str(raw), "--frames", str(n),
          "--rate", str(rate), "--shape", str(size), str(size), "--pool-file", str(pool),

@@ -58,7 +58,7 @@ def make_inputs(shape: tuple[int, int], seed: int = 0) -> tuple[np.ndarray, np.n
 
 def ours_job(spec: dict) -> dict:
     """A whole job in this (fresh) process: q-map, partition, one I(q)."""
-    import numpy as np  # noqa: F811 - the job's own import cost is part of it
+    import numpy as np  # the job's own import cost is part of it
 
     from xpcsviewer.backends import get_job_backend
     from xpcsviewer.compute.partition import geometry_partition
@@ -82,8 +82,9 @@ def pyfai_job(spec: dict) -> dict:
     ai = AzimuthalIntegrator(dist=g["det_dist_m"], poni1=(g["bcy"] + 0.5) * p,
                              poni2=(g["bcx"] + 0.5) * p, pixel1=p, pixel2=p,
                              wavelength=12.398 / g["energy_kev"] * 1e-10)
-    res = ai.integrate1d(d["img"], spec["bins"], unit="q_A^-1", method=("no", "histogram", "cython"),
-                         correctSolidAngle=False, polarization_factor=None, mask=~d["mask"])
+    res = ai.integrate1d(d["img"], spec["bins"], unit="q_A^-1",
+                         method=("no", "histogram", "cython"), correctSolidAngle=False,
+                         polarization_factor=None, mask=~d["mask"])
     return {"n": int(np.isfinite(res.intensity).sum())}
 
 
@@ -119,8 +120,14 @@ def pyfai_worker(spec: dict) -> dict:
     t = time.perf_counter()
     ai = AzimuthalIntegrator(dist=g["det_dist_m"], poni1=(g["bcy"] + 0.5) * p,
                              poni2=(g["bcx"] + 0.5) * p, pixel1=p, pixel2=p, wavelength=wl)
-    kw = dict(unit="q_A^-1", method=("no", "histogram", "cython"), correctSolidAngle=False,
-              polarization_factor=None, radial_range=(spec["qmin"], spec["qmax"]), mask=~mask)
+    kw = {
+        "unit": "q_A^-1",
+        "method": ("no", "histogram", "cython"),
+        "correctSolidAngle": False,
+        "polarization_factor": None,
+        "radial_range": (spec["qmin"], spec["qmax"]),
+        "mask": ~mask,
+    }
     res = ai.integrate1d(img, spec["bins"], **kw)
     first = time.perf_counter() - t
     rep = median_time(lambda: ai.integrate1d(img, spec["bins"], **kw), spec["reps"])
@@ -129,7 +136,8 @@ def pyfai_worker(spec: dict) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", type=int, nargs=2, default=(2167, 2070), help="image rows, columns")
     ap.add_argument("--job-repeats", type=int, default=3)
     ap.add_argument("--bins", type=int, default=500)
@@ -140,7 +148,8 @@ def main() -> int:
     ap.add_argument("--ours-job", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--pyfai-job", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    for name, fn in (("pyfai_worker", pyfai_worker), ("ours_job", ours_job), ("pyfai_job", pyfai_job)):
+    for name, fn in (("pyfai_worker", pyfai_worker), ("ours_job", ours_job),
+                     ("pyfai_job", pyfai_job)):
         if getattr(args, name):
             print(json.dumps(fn(json.loads(getattr(args, name)))))
             return 0
@@ -153,7 +162,7 @@ def main() -> int:
 
     shape = tuple(args.shape)
     img, mask, geom = make_inputs(shape)
-    q, phi = compute_qmap(shape, geom["energy_kev"], geom["det_dist_m"],
+    q, _phi = compute_qmap(shape, geom["energy_kev"], geom["det_dist_m"],
                           geom["pixel_size_m"], geom["bcx"], geom["bcy"])
     qmin, qmax = float(q[mask].min()), float(q[mask].max())
     npix = shape[0] * shape[1]
@@ -202,7 +211,10 @@ def main() -> int:
         rng = np.random.default_rng(1)
         others = [img + rng.random() for _ in range(3)]  # new images, same partition
         k = iter(range(10**9))
-        rep = median_time(lambda: binner.mean(others[next(k) % 3]), args.reps)
+        def one_image(binner=binner, others=others, k=k):
+            return binner.mean(others[next(k) % 3])
+
+        rep = median_time(one_image, args.reps)
         ours[b] = {"backend": b, "first_s": first, "median_s": rep, "iq": iq}
         record["results"].append({"tool": "ours", "backend": b, "first_s": first, "median_s": rep})
         print(f"  ours/{b:6s} first call {first * 1e3:8.1f} ms, then {rep * 1e3:7.2f} ms per image")

@@ -9,17 +9,21 @@ from pathlib import Path
 if not os.environ.get("XPCS_TEST_GPU"):
     os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ.setdefault("XPCS_JAX_CACHE_DIR", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax-cache"))
+os.environ.setdefault(
+    "XPCS_JAX_CACHE_DIR", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax-cache")
+)
 # Files made by a test are read at once: do not take them for files still being
 # written (tests of that detection set their own window).
 os.environ.setdefault("XPCSVIEWER_WRITING_WINDOW_S", "0")
 # The GUI's start-up compilation of the fits is tested on its own (tests/gui/test_warmup.py).
 os.environ.setdefault("XPCS_GUI_WARMUP", "0")
 # Sessions and settings of the GUI must never touch the user's real config.
-os.environ.setdefault("XPCSVIEWER_CONFIG_DIR", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "config"))
+os.environ.setdefault(
+    "XPCSVIEWER_CONFIG_DIR", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "config")
+)
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_REAL = REPO.parent / "shared" / "data" / "real"

@@ -109,7 +109,7 @@ def check_interrupted() -> None:
         raise KeyboardInterrupt
 
 
-class Cancelled(Exception):  # noqa: N818 - the name reads as an event
+class Cancelled(Exception):  # the name reads as an event
     """Raised by :meth:`CancelToken.raise_if_cancelled` when the user cancelled."""
 
 
@@ -184,7 +184,7 @@ class TextProgressBar:
                 return
             self._last = now
             frac = 0.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
-            fill = int(round(frac * self.width))
+            fill = round(frac * self.width)
             bar = "#" * fill + "-" * (self.width - fill)
             elapsed = now - self._t0
             line = (

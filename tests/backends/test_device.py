@@ -351,7 +351,8 @@ def test_host_devices_for_parallel_chains():
         "import jax; print(jax.local_device_count(), resolve_device('cpu'))"
     )
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    for setting, expect in (("1", "1"), ("3", "3"), ("auto", str(max(4, min(16, os.cpu_count() or 1))))):
+    auto = str(max(4, min(16, os.cpu_count() or 1)))
+    for setting, expect in (("1", "1"), ("3", "3"), ("auto", auto)):
         out = subprocess.run(
             [sys.executable, "-c", code], env={**env, "XPCS_HOST_DEVICES": setting,
                                                "JAX_PLATFORMS": "cpu"},

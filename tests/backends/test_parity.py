@@ -114,7 +114,8 @@ def test_fori_and_while(nb, jb):
     for b in (nb, jb):
         out = b.fori_loop(0, 10, lambda i, v: v + i * i, b.xp.asarray(0.0))
         close(out, sum(i * i for i in range(10)))
-        res = b.while_loop(lambda v: v[0] < 100.0, lambda v: (v[0] * 3.0, v[1] + 1), (b.xp.asarray(1.0), 0))
+        res = b.while_loop(lambda v: v[0] < 100.0, lambda v: (v[0] * 3.0, v[1] + 1),
+                           (b.xp.asarray(1.0), 0))
         close(res[0], 243.0)
         assert int(res[1]) == 5
 

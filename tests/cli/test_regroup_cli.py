@@ -29,8 +29,8 @@ def made(tmp_path_factory):
     q, phi = geo.qmap()
     mask = np.ones(q.shape, bool)
     mask[:3, :4] = False
-    kw = dict(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
-              beam_center_x=-3.0, beam_center_y=14.0)
+    kw = {"energy_kev": 10.0, "detector_distance": 5.0, "pixel_size": 75e-6,
+          "beam_center_x": -3.0, "beam_center_y": 14.0}
     qm = make_partition(q, phi, mask, 4, 12, **kw)
     qpath = write_qmap_file(d / "qmap.hdf", qm)
     # another partition of the same (correlated) pixels: q x phi, log q
@@ -63,7 +63,7 @@ def test_side_file_and_link(made):
     moved.mkdir()
     for p in (out, side):
         os.link(p, moved / p.name)
-    g, ip, if_ = read_g2_stack_delay(moved / out.name, 3)
+    g, ip, _if = read_g2_stack_delay(moved / out.name, 3)
     assert g.shape == (30, 36) and (ip[res.qmap.mask] > 0).any()
     # a side file opened by mistake says what it is
     with pytest.raises(Exception, match="side file"):
@@ -103,7 +103,7 @@ def test_regroup_own_partition_and_refusals(made, tmp_path, capsys):
 
 
 def test_regroup_other_partition_and_mask(made, tmp_path, capsys):
-    d, _raw, qpath, opath, out = made
+    _d, _raw, _qpath, opath, out = made
     mask = np.ones((30, 36), np.uint8)
     mask[10:20, 5:25] = 0
     mpath = tmp_path / "mask.hdf"

@@ -60,7 +60,8 @@ def _reference(frames, dq, sq, mask=None, dpl=4):
     for k, (lvl, x) in enumerate(per):
         m = n >> lvl
         a = flat[: m << lvl].reshape(m, 2**lvl, -1).mean(axis=1)
-        G2 = np.array([np.mean([a[t, p] * a[t + x, p] for t in range(m - x)]) for p in range(a.shape[1])])
+        G2 = np.array([np.mean([a[t, p] * a[t + x, p] for t in range(m - x)])
+                       for p in range(a.shape[1])])
         IP = a[: m - x].mean(axis=0)
         IF = a[x:].mean(axis=0)
         for j in range(1, nd + 1):
@@ -118,12 +119,13 @@ def test_matches_straightforward_reference(engine, rng):
 def test_backends_agree_to_1e12(other, rng):
     dq, sq = _partition()
     frames = rng.poisson(1.5, (150, *dq.shape)).astype(np.float64)
-    kw = dict(chunk_size=32, num_partial_g2=3, normalize_frame=True)
+    kw = {"chunk_size": 32, "num_partial_g2": 3, "normalize_frame": True}
     a = _run("numpy", frames, dq, sq, **kw)
     b = _run(other, frames, dq, sq, **kw)
     for name in ("g2", "g2_err", "g2_static", "g2_partial", "g2_partial_err"):
         # errors that are exactly zero in exact arithmetic differ by round-off only
-        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-14, err_msg=name)
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-14,
+                                   err_msg=name)
     assert np.array_equal(a.g2_partial_labels, b.g2_partial_labels)
 
 
@@ -288,7 +290,8 @@ def test_scattering_means_equal_plain_numpy(engine, rng):
     seg = acc.saxs_1d_segments(3)
     b = np.linspace(0, 37, 4).round().astype(int)
     for k in range(3):
-        ref_k = [flat[b[k] : b[k + 1], valid & (sq.ravel() == s)].mean() for s in range(1, sq.max() + 1)]
+        ref_k = [flat[b[k] : b[k + 1], valid & (sq.ravel() == s)].mean()
+                 for s in range(1, sq.max() + 1)]
         np.testing.assert_allclose(seg[k], ref_k, rtol=1e-13)
 
 
@@ -299,7 +302,7 @@ def test_single_pair_delays_are_not_reported(rng):
     frames = rng.poisson(2.0, size=(n, 6, 6)).astype(np.uint16)
     dq = np.ones((6, 6), np.int64)
     res = correlate_multitau(frames, dq, dq)
-    d, lvl, x = delay_list(n)
+    _d, lvl, x = delay_list(n)
     pairs = (n >> np.asarray(lvl)) - np.asarray(x)
     got = np.isfinite(res.g2[:, 0])
     np.testing.assert_array_equal(got, pairs >= 2)

@@ -48,7 +48,7 @@ def test_partition_matches_loop_reference(rng, dp, sp):
     # Pixels exactly on an edge could go either way in floating point; require near-total agreement.
     assert np.mean(qm.dynamic_roi_map != roi) < 0.01
     np.testing.assert_array_equal(qm.dynamic_index_mapping, mapping)
-    sroi, smap = _loop_partition(q, phi, mask, 18, sp)
+    sroi, _smap = _loop_partition(q, phi, mask, 18, sp)
     assert np.mean(qm.static_roi_map != sroi) < 0.01
     assert qm.dynamic_num_pts == (6, dp) and qm.static_num_pts == (18, sp)
     assert check_consistency(qm) == []

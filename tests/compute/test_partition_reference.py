@@ -85,7 +85,7 @@ def check(qm, q, phi, mask, dq, sq, dp, sp, **kw):
     return roi
 
 
-GEOMETRY = dict(energy_kev=10.0, det_dist_m=5.0, pixel_size_m=150e-6)
+GEOMETRY = {"energy_kev": 10.0, "det_dist_m": 5.0, "pixel_size_m": 150e-6}
 
 
 def _maps(shape=(61, 73), bcx=30.0, bcy=20.0):

@@ -47,7 +47,8 @@ def _reference_c2(frames, dq, sq, b, smooth="sqmap"):
     return c
 
 
-@pytest.mark.parametrize(("backend", "engine"), [("numpy", "auto"), ("jax", "auto"), ("jax", "backend")])
+@pytest.mark.parametrize(("backend", "engine"),
+                         [("numpy", "auto"), ("jax", "auto"), ("jax", "backend")])
 @pytest.mark.parametrize("smooth", ["sqmap", "dqmap"])
 def test_matches_straightforward_reference(backend, engine, smooth, rng):
     dq, sq = _partition()
@@ -111,7 +112,7 @@ def test_shuffling_pixels_within_static_bins_keeps_c2(rng):
     be = get_backend("numpy")
     a = correlate_twotime(frames, dq, sq, backend=be)
     b = correlate_twotime(flat[:, perm].reshape(frames.shape), dq, sq, backend=be)
-    for x, y in zip(a.c2, b.c2):
+    for x, y in zip(a.c2, b.c2, strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-12)
 
 
@@ -214,7 +215,8 @@ def test_diagonal_sums_of_an_upper_map_equal_traces(rng):
     flat = np.zeros(n * n + n)
     c = flat[: n * n].reshape(n, n)
     c[:] = np.triu(rng.random((n, n)))
-    np.testing.assert_allclose(_diagonal_sums(flat, n), [np.trace(c, k) for k in range(n)], rtol=1e-13)
+    np.testing.assert_allclose(_diagonal_sums(flat, n), [np.trace(c, k) for k in range(n)],
+                               rtol=1e-13)
     full = c + np.triu(c, 1).T
     g, seg = _map_g2(c, flat)
     np.testing.assert_allclose(g, c2_diagonal_mean(full), rtol=1e-13)

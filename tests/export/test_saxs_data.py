@@ -1,5 +1,5 @@
-"""views (saxs, intensity, display_image): the numbers behind the SAXS, stability, intensity and q-map views,
-checked against straightforward NumPy loops and closed forms."""
+"""views (saxs, intensity, display_image): the numbers behind the SAXS, stability,
+intensity and q-map views, checked against straightforward NumPy loops and closed forms."""
 
 from __future__ import annotations
 

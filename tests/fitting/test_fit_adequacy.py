@@ -7,6 +7,7 @@ fine tau grid (the single model is linear in contrast and baseline), SciPy fits.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -29,7 +30,7 @@ def _runs_reference(r):
     # Wald-Wolfowitz by hand: count runs in a plain loop
     s = [1 if v > 0 else -1 for v in r if v != 0]
     n1, n2 = s.count(1), s.count(-1)
-    runs = 1 + sum(1 for a, b in zip(s, s[1:]) if a != b)
+    runs = 1 + sum(1 for a, b in itertools.pairwise(s) if a != b)
     n = n1 + n2
     mu = 2 * n1 * n2 / n + 1
     var = (mu - 1) * (mu - 2) / (n - 1)
@@ -73,7 +74,7 @@ def test_strongest_run_and_region():
     m[3] = False  # a masked point does not break the run
     assert strongest_run(r, m) == (2, 5)
     # a short run of large residuals outranks a long one of small ones: 6/sqrt(2) > 2
-    r = np.array([3, 3, -0.5, 0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 1])
+    r = np.array([3, 3, -0.5, 0.5, *[-0.5] * 12, 1])
     assert strongest_run(r, np.ones(r.size, bool)) == (0, 1)
     assert "first delays" in misfit_region(np.array([0.99, 0.95]))
     assert "early decay" in misfit_region(np.array([0.8, 0.6]))

@@ -7,13 +7,13 @@ import pytest
 
 pytest.importorskip("numpyro")
 
-from xpcsviewer.fitting.bayes import (  # noqa: E402
+from xpcsviewer.fitting.bayes import (
     bfmi,
     ess_bulk,
     ess_tail,
     fit_g2_bayes,
 )
-from xpcsviewer.progress import Cancelled, CancelToken  # noqa: E402
+from xpcsviewer.progress import Cancelled, CancelToken
 
 
 def _data(seed=0, n_b=3):
@@ -28,7 +28,7 @@ def _data(seed=0, n_b=3):
 @pytest.mark.slow
 def test_nuts_converges_reproducible_and_covers_truth():
     tau, g2, err, taus = _data()
-    kw = dict(num_warmup=300, num_samples=1000, num_chains=4, seed=11, block_size=200)
+    kw = {"num_warmup": 300, "num_samples": 1000, "num_chains": 4, "seed": 11, "block_size": 200}
     seen = []
     a = fit_g2_bayes(tau, g2, err, progress=lambda d, t, m: seen.append((d, t)), **kw)
     assert all(np.all(a.r_hat[n] <= 1.01) for n in ("contrast", "tau", "baseline"))
@@ -78,11 +78,12 @@ def test_diagnostics_against_independent_draws(rng):
 @pytest.mark.slow
 def test_joint_sampler_agrees_with_per_bin():
     tau, g2, err, _ = _data(n_b=1)
-    kw = dict(num_warmup=200, num_samples=400, num_chains=2, seed=3)
+    kw = {"num_warmup": 200, "num_samples": 400, "num_chains": 2, "seed": 3}
     a = fit_g2_bayes(tau, g2, err, sampler="per_bin", **kw)
     b = fit_g2_bayes(tau, g2, err, sampler="joint", **kw)
     # same posterior: means agree within a few Monte-Carlo standard errors
-    mcse = np.hypot(a.std["tau"] / np.sqrt(a.ess_bulk["tau"]), b.std["tau"] / np.sqrt(b.ess_bulk["tau"]))
+    mcse = np.hypot(a.std["tau"] / np.sqrt(a.ess_bulk["tau"]),
+                    b.std["tau"] / np.sqrt(b.ess_bulk["tau"]))
     assert np.all(np.abs(a.mean["tau"] - b.mean["tau"]) < 5 * mcse)
     np.testing.assert_allclose(a.std["tau"], b.std["tau"], rtol=0.2)
 
@@ -168,7 +169,7 @@ def test_nuts_statuses_say_no_decay_and_limits():
     flat = 1.0 + err[0] * rng.standard_normal(tau.size)
     # decays visibly inside the window, but tau (30 s) is beyond 10 t_max: a limit only
     slow = 1 + 0.3 * np.exp(-2 * tau / 30.0) + err[1] * rng.standard_normal(tau.size)
-    kw = dict(num_warmup=300, num_samples=600, num_chains=2, seed=2)
+    kw = {"num_warmup": 300, "num_samples": 600, "num_chains": 2, "seed": 2}
     # least squares finds no decay in one and only a limit in the other: neither is
     # sampled (issue 23), both keep the least-squares status and limit
     r = fit_g2_bayes(tau, np.stack([flat, slow]), err, **kw)
@@ -334,7 +335,7 @@ def test_bins_short_of_ess_are_sampled_longer_and_thinned():
     # the least squares calls converged that misses only ESS / r-hat goes on sampling
     # from where its chains stopped; the stored draws are the long run thinned.
     tau, g2, err, _ = _data(seed=4, n_b=2)
-    kw = dict(num_warmup=100, num_chains=2, seed=4, block_size=50)
+    kw = {"num_warmup": 100, "num_chains": 2, "seed": 4, "block_size": 50}
     seen = []
     r = fit_g2_bayes(tau, g2, err, num_samples=100,
                      progress=lambda d, t, msg="": seen.append(msg), **kw)
@@ -377,7 +378,8 @@ def test_auto_samples_each_decaying_bin_with_its_model_reproducibly():
     lsq = fit_g2(tau, g2, err, model="auto")
     assert list(lsq.model_names()[[0, 2]]) == ["single", "stretched"]
     assert lsq.status[1].value == "no_decay"
-    kw = dict(model="auto", init=lsq, num_warmup=200, num_samples=200, num_chains=2, seed=5)
+    kw = {"model": "auto", "init": lsq, "num_warmup": 200, "num_samples": 200, "num_chains": 2,
+          "seed": 5}
     r = fit_g2_bayes(tau, g2, err, **kw)
     assert list(r.model_names()) == list(lsq.model_names())
     assert list(r.sampled) == [True, False, True]

@@ -13,7 +13,8 @@ from xpcsviewer.fitting.lsq import usable_errors
 # (model, true parameters, noise): single, stretched, double, noisy, nearly flat
 CATALOGUE = {
     "single": ("single", {"contrast": 0.3, "tau": 1e-3, "stretch": 1.0, "baseline": 1.0}, 0.002),
-    "stretched": ("stretched", {"contrast": 0.2, "tau": 5e-3, "stretch": 0.7, "baseline": 1.01}, 0.002),
+    "stretched": ("stretched", {"contrast": 0.2, "tau": 5e-3, "stretch": 0.7, "baseline": 1.01},
+                  0.002),
     "double": (
         "double",
         {"contrast": 0.3, "tau1": 1e-4, "stretch1": 1.0, "tau2": 1e-2, "stretch2": 1.0,
@@ -21,7 +22,8 @@ CATALOGUE = {
         0.001,
     ),
     "noisy": ("single", {"contrast": 0.15, "tau": 2e-2, "stretch": 1.0, "baseline": 1.0}, 0.02),
-    "nearly_flat": ("single", {"contrast": 0.03, "tau": 3e-2, "stretch": 1.0, "baseline": 1.0}, 0.003),
+    "nearly_flat": ("single", {"contrast": 0.03, "tau": 3e-2, "stretch": 1.0, "baseline": 1.0},
+                    0.003),
 }
 
 
@@ -36,9 +38,9 @@ def _scipy_fn(model, fixed):
                 p[n] = next(it)
         if model in ("single", "stretched"):
             return p["baseline"] + p["contrast"] * np.exp(-2 * (t / p["tau"]) ** p["stretch"])
-        s = p["fraction"] * np.exp(-((t / p["tau1"]) ** p["stretch1"])) + (1 - p["fraction"]) * np.exp(
-            -((t / p["tau2"]) ** p["stretch2"])
-        )
+        s1 = np.exp(-((t / p["tau1"]) ** p["stretch1"]))
+        s2 = np.exp(-((t / p["tau2"]) ** p["stretch2"]))
+        s = p["fraction"] * s1 + (1 - p["fraction"]) * s2
         return p["baseline"] + p["contrast"] * s**2
 
     return fn
@@ -57,7 +59,7 @@ def _make(rng, delays, case):
 
 @pytest.mark.parametrize("case", list(CATALOGUE))
 def test_scipy_parity_catalogue(rng, delays, case, backend):
-    model, truth, tau, y, err = _make(rng, delays, case)
+    model, _truth, tau, y, err = _make(rng, delays, case)
     res = fit_g2(tau, y, err, model=model, backend=backend)
     assert res.status[0] is FitStatus.CONVERGED, res.status[0]
     specs = default_params(model, tau, y)
@@ -87,7 +89,7 @@ def test_scipy_parity_catalogue(rng, delays, case, backend):
 def test_known_answer_within_stated_errors(delays, case):
     # Over independent noise draws the pull (fit - truth) / error is ~N(0, 1).
     rng = np.random.default_rng(7)
-    model, truth, noise = CATALOGUE[case]
+    model, truth, _noise = CATALOGUE[case]
     ys = []
     for _ in range(40):
         _, _, tau, y, err = _make(rng, delays, case)

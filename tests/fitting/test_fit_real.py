@@ -22,6 +22,7 @@ would also shrink them where the scatter is below the stated errors). A bin is
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -87,7 +88,7 @@ def runs_z(r):
     n1, n2 = s.count(1), s.count(-1)
     if n1 == 0 or n2 == 0:
         return -math.inf
-    runs = 1 + sum(1 for a, b in zip(s, s[1:]) if a != b)
+    runs = 1 + sum(1 for a, b in itertools.pairwise(s) if a != b)
     n = n1 + n2
     mu = 2 * n1 * n2 / n + 1
     return (runs - mu) / math.sqrt((mu - 1) * (mu - 2) / (n - 1))
@@ -221,7 +222,8 @@ def _compare(fits):
                 if st != "converged" or a_st != "converged":
                     counts["refused"] += 1
                 elif abs(single.params["tau"][i] / ref["p"][1] - 1) > 0.01 or (
-                        a_model == "single" and abs(auto.params["tau"][i] / ref["p"][1] - 1) > 0.01):
+                        a_model == "single"
+                        and abs(auto.params["tau"][i] / ref["p"][1] - 1) > 0.01):
                     counts["wrong"] += 1
                 else:
                     counts["recovered"] += 1
@@ -334,8 +336,10 @@ def test_real_issue_examples_with_the_suspect_last_point(real_data_dir):
     mt = read_result(f).multitau
     out = fit_g2(mt.tau, mt.g2.T, mt.g2_err.T, mt.fit_mask.T)
     both = fit_g2(mt.tau, mt.g2.T, mt.g2_err.T, mt.valid.T)
-    assert out.status[10].value == "converged" and out.params["tau"][10] == pytest.approx(0.0765, rel=0.01)
-    assert out.status[8].value == "converged" and out.params["tau"][8] == pytest.approx(0.47, rel=0.01)
+    assert out.status[10].value == "converged"
+    assert out.params["tau"][10] == pytest.approx(0.0765, rel=0.01)
+    assert out.status[8].value == "converged"
+    assert out.params["tau"][8] == pytest.approx(0.47, rel=0.01)
     # bin 10: the profile's short side reaches a factor ~3 (the curvature error said 33 %)
     assert both.params["tau"][10] == pytest.approx(0.485, rel=0.01)
     assert both.status[10].value == "unresolved" and "known only to a factor" in both.detail[10]

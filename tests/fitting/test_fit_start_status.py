@@ -112,7 +112,9 @@ def test_decay_faster_than_the_first_delay_is_not_converged(delays):
     y = _single(tau[None, :], 0.3, true[:, None], 1.0) + err * rng.standard_normal(err.shape)
     res = fit_g2(tau, y, err)
     st = {s.value for s in res.status}
-    assert st <= {"no_decay", "unresolved"}, [(s.value, d) for s, d in zip(res.status, res.detail, strict=True)]
+    assert st <= {"no_decay", "unresolved"}, [
+        (s.value, d) for s, d in zip(res.status, res.detail, strict=True)
+    ]
 
 
 def test_poor_fit_keeps_its_numbers(delays):

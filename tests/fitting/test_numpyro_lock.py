@@ -18,7 +18,7 @@ def _in_thread(fn):
     def run():
         try:
             out["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
+        except BaseException as exc:  # handed to the test
             out["error"] = exc
 
     t = threading.Thread(target=run, daemon=True)

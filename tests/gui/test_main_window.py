@@ -70,7 +70,8 @@ def test_filter_sort_add_remove_reorder(window, demo_files, wait_idle):
     assert window.results == [] and not window.tabs.isTabEnabled(0)
 
 
-def test_arrow_keys_step_through_targets_and_replot(window, demo_files, qtbot, wait_idle, open_demo):
+def test_arrow_keys_step_through_targets_and_replot(window, demo_files, qtbot, wait_idle,
+                                                    open_demo):
     open_demo(window, demo_files, names={"A01", "A02", "A03"})
     window.select_tab("metadata")
     wait_idle(window)
@@ -112,9 +113,10 @@ def test_corrupt_file_reports_and_the_rest_loads(window, demo_files, tmp_path, w
     box.close()
     # the unreadable target is marked in the list, the others are not
     tl = window.browser.target_list
-    marked = [tl.item(i).text() for i in range(tl.count()) if tl.item(i).text().startswith("\u26a0")]
+    texts = [tl.item(i).text() for i in range(tl.count())]
+    marked = [t for t in texts if t.startswith("\u26a0")]
     assert marked == ["\u26a0 Z99_broken_results.hdf"]
-    row = [tl.item(i).text() for i in range(tl.count())].index(marked[0])
+    row = texts.index(marked[0])
     assert "not opened" in tl.item(row).toolTip()
 
 
@@ -253,7 +255,8 @@ def test_refresh_picks_up_new_files(window, demo_files, tmp_path, wait_idle):
     assert len(window.browser.source_names()) == 2
 
 
-def test_export_figure_and_data_of_current_tab(window, demo_files, tmp_path, qtbot, wait_idle, open_demo):
+def test_export_figure_and_data_of_current_tab(window, demo_files, tmp_path, qtbot, wait_idle,
+                                               open_demo):
     open_demo(window, demo_files, names={"A01", "A02"})
     window.select_tab("saxs1d")
     wait_idle(window)

@@ -146,10 +146,10 @@ def test_worker_emits_exactly_one_outcome_then_finished(qapp):
         w = ComputeWorker(fn, 1) if fn is double else ComputeWorker(fn)
         order = []
         s = w.signals
-        s.sigResult.connect(lambda _v: order.append("result"))
-        s.sigError.connect(lambda _v: order.append("error"))
-        s.sigCancelled.connect(lambda: order.append("cancelled"))
-        s.sigFinished.connect(lambda: order.append("finished"))
+        s.sigResult.connect(lambda _v, order=order: order.append("result"))
+        s.sigError.connect(lambda _v, order=order: order.append("error"))
+        s.sigCancelled.connect(lambda order=order: order.append("cancelled"))
+        s.sigFinished.connect(lambda order=order: order.append("finished"))
         w.run()
         assert order == [expect, "finished"]
     w = ComputeWorker(double, 1)

@@ -1,4 +1,5 @@
-"""Every kind of bad input gives an XpcsFileError naming the file, the dataset and the expectation."""
+"""Every kind of bad input gives an XpcsFileError naming the file, the dataset and the
+expectation."""
 
 from __future__ import annotations
 

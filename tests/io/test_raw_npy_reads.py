@@ -8,7 +8,8 @@ import pytest
 from xpcsviewer.io.raw import RawFrames
 
 
-@pytest.mark.parametrize(("begin", "end", "stride", "avg"), [(0, -1, 1, 1), (3, 40, 3, 1), (1, 37, 2, 3)])
+@pytest.mark.parametrize(("begin", "end", "stride", "avg"),
+                         [(0, -1, 1, 1), (3, 40, 3, 1), (1, 37, 2, 3)])
 def test_npy_reads_equal_the_array(tmp_path, rng, begin, end, stride, avg):
     frames = rng.integers(0, 500, (41, 5, 7)).astype(np.uint16)
     path = tmp_path / "raw.npy"

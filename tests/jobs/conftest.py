@@ -32,7 +32,8 @@ class Writer:
     """A writer process (``python -m xpcsviewer.synthetic.acquisition``)."""
 
     def __init__(self, out: Path, stats: Path, args: list[str]) -> None:
-        env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        env = {**os.environ,
+               "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         env.pop("HDF5_USE_FILE_LOCKING", None)  # the writer locks as HDF5 does by default
         self.stats_path = stats
         self.proc = subprocess.Popen(

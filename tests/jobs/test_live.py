@@ -96,9 +96,9 @@ def test_counter_and_fixed_length_end_at_the_expected_count(small_qmap, tmp_path
     # a writer thread: frame counter dataset, dataset of fixed maximum length
     raw, out = tmp_path / "raw.h5", tmp_path / "live.hdf"
     th = threading.Thread(target=write_growing, args=(raw, frame_source((32, 32), 1500)),
-                          kwargs=dict(rate=3000, shape=(32, 32), mode="plain", block=25,
-                                      chunk_frames=8, counter=True, expected=1500,
-                                      frame_time=FT))
+                          kwargs={"rate": 3000, "shape": (32, 32), "mode": "plain", "block": 25,
+                                  "chunk_frames": 8, "counter": True, "expected": 1500,
+                                  "frame_time": FT})
     th.start()
     try:
         final = follow(raw, read_qmap(small_qmap), out, LiveOptions(every=0.2, idle=5))
@@ -111,8 +111,8 @@ def test_counter_and_fixed_length_end_at_the_expected_count(small_qmap, tmp_path
 def test_folder_of_block_files(small_qmap, tmp_path, tools):
     folder, out = tmp_path / "scan", tmp_path / "live.hdf"
     th = threading.Thread(target=write_blocks, args=(folder, frame_source((32, 32), 2000)),
-                          kwargs=dict(rate=3000, shape=(32, 32), block=150, name="scan",
-                                      frame_time=FT, master=2000))
+                          kwargs={"rate": 3000, "shape": (32, 32), "block": 150, "name": "scan",
+                                  "frame_time": FT, "master": 2000})
     th.start()
     ups = []
     try:
@@ -150,8 +150,8 @@ def test_stop_finishes_with_the_frames_read_and_keeps_partial(small_qmap, tmp_pa
     raw, out = tmp_path / "raw.h5", tmp_path / "live.hdf"
     stop = threading.Event()
     th = threading.Thread(target=write_growing, args=(raw, frame_source((32, 32), 3000)),
-                          kwargs=dict(rate=2000, shape=(32, 32), mode="swmr", frame_time=FT,
-                                      on_block=lambda n: n >= 600 and stop.set()))
+                          kwargs={"rate": 2000, "shape": (32, 32), "mode": "swmr", "frame_time": FT,
+                                  "on_block": lambda n: n >= 600 and stop.set()})
     th.start()
     try:
         final = follow(raw, read_qmap(small_qmap), out, LiveOptions(every=0.2), stop=stop)

@@ -57,7 +57,7 @@ def _child() -> int:
                 rc = cli_main([os.fsdecode(bytes.fromhex(a)) for a in job["args"]])
             except SystemExit as exc:
                 rc = exc.code if isinstance(exc.code, int) else 2
-            except BaseException:  # noqa: BLE001 - recorded
+            except BaseException:  # recorded
                 escaped = traceback.format_exc()
         for k, v in saved.items():
             if v is None:

@@ -37,7 +37,7 @@ def main() -> int:
                 rc = cli_main([_arg(a) for a in args])
             except SystemExit as exc:
                 rc = exc.code if isinstance(exc.code, int) else 2
-            except BaseException:  # noqa: BLE001 - recorded, the test fails on it
+            except BaseException:  # recorded, the test fails on it
                 escaped = traceback.format_exc()
         print(
             json.dumps({"rc": rc, "stderr": err.getvalue(), "escaped": escaped}),

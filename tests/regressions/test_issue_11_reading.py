@@ -82,7 +82,7 @@ def test_a_file_open_for_writing_is_being_written(
     p = shutil.copyfile(corpus.good, tmp_path / "open_results.hdf")
     proc = _writer(p, "hold", 0, libver)
     try:
-        with pytest.raises(FileBeingWrittenError, match="being written.*retry") as ei:
+        with pytest.raises(FileBeingWrittenError, match=r"being written.*retry") as ei:
             read_result(p)
         assert ei.value.retry and "truncated" not in str(ei.value)
         env_cli = issue11.cli(["info", p], tmp_path)
@@ -126,7 +126,7 @@ def test_incomplete_file_is_being_written_only_while_it_changes(
     t = threading.Thread(target=writer)
     t.start()
     try:
-        with pytest.raises(FileBeingWrittenError, match="never written.*retry"):
+        with pytest.raises(FileBeingWrittenError, match=r"never written.*retry"):
             read_result(p)
     finally:
         stop.set()

@@ -400,7 +400,7 @@ def test_raw_frames_nan_pixels_negative_begin_and_one_frame(corpus, tmp_path, is
         ["correlate", corpus.raw_good, *base, "-o", tmp_path / "t1.hdf", "--begin-frame",
          "63", "--mode", "twotime"],
     ]
-    nan, good, begin, one_mt, one_tt = issue11.drive(runs, tmp_path)
+    nan, _good, begin, one_mt, one_tt = issue11.drive(runs, tmp_path)
     assert nan["rc"] == 0, nan
     from xpcsviewer.io import read_qmap
 

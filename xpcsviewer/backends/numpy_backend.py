@@ -16,9 +16,9 @@ def _tree_map(fn: Callable, *trees: Any) -> Any:
     """Map over tuples, lists, dicts and NamedTuples; leaves are anything else."""
     first = trees[0]
     if isinstance(first, tuple) and hasattr(first, "_fields"):
-        return type(first)(*(_tree_map(fn, *parts) for parts in zip(*trees)))
+        return type(first)(*(_tree_map(fn, *parts) for parts in zip(*trees, strict=True)))
     if isinstance(first, tuple | list):
-        return type(first)(_tree_map(fn, *parts) for parts in zip(*trees))
+        return type(first)(_tree_map(fn, *parts) for parts in zip(*trees, strict=True))
     if isinstance(first, dict):
         return {k: _tree_map(fn, *(t[k] for t in trees)) for k in first}
     if first is None:
@@ -41,7 +41,7 @@ def _take(tree: Any, axes: Any, i: int) -> Any:
         return tree
     if isinstance(axes, int):
         return _tree_map(lambda a: np.take(a, i, axis=axes), tree)
-    return type(tree)(_take(t, a, i) for t, a in zip(tree, axes))
+    return type(tree)(_take(t, a, i) for t, a in zip(tree, axes, strict=True))
 
 
 class NumpyBackend:
@@ -80,7 +80,7 @@ class NumpyBackend:
                 raise ValueError("in_axes must have one entry per argument")
             sizes = {
                 np.shape(leaf)[ax]
-                for arg, ax in zip(args, axes)
+                for arg, ax in zip(args, axes, strict=True)
                 if ax is not None
                 for leaf in _tree_leaves(arg)
             }
@@ -88,7 +88,7 @@ class NumpyBackend:
                 raise ValueError(f"vmap: inconsistent batch sizes {sorted(sizes)}")
             n = sizes.pop()
             results = [
-                fn(*(_take(a, ax, i) for a, ax in zip(args, axes))) for i in range(n)
+                fn(*(_take(a, ax, i) for a, ax in zip(args, axes, strict=True))) for i in range(n)
             ]
             return _stack_trees(results)
 

@@ -1,9 +1,9 @@
 """Batch commands on many files: one task per file, in-process or on Dask (Qt-free).
 
 ``correlate``, ``fit``, ``export``, ``info`` and the screening pass of ``average``
-run their files through :func:`run_batch`: in-process by default, on a LocalCluster started for the job
-with ``--workers N``, or on an existing cluster with ``--scheduler tcp://HOST:PORT``
-(or ``XPCS_SCHEDULER``). See docs/batch.md.
+run their files through :func:`run_batch`: in-process by default, on a LocalCluster
+started for the job with ``--workers N``, or on an existing cluster with
+``--scheduler tcp://HOST:PORT`` (or ``XPCS_SCHEDULER``). See docs/batch.md.
 """
 
 from xpcsviewer.batch._cluster import SCHEDULER_ENV, Where, open_client, where_from_args

@@ -96,7 +96,7 @@ def _one(task: Callable[[Any], Any], index: int, item: Any) -> ItemOutcome:
         return ItemOutcome(index, error=one_line(str(exc)), kind=ERROR)
     except OSError as exc:  # unreadable, missing, permissions: bad input as in the reader
         return ItemOutcome(index, error=one_line(display_path(str(exc))), kind=BAD_INPUT)
-    except Exception as exc:  # noqa: BLE001 - reported per file, the batch goes on
+    except Exception as exc:  # reported per file, the batch goes on
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return ItemOutcome(index, error=f"{type(exc).__name__}: {display_path(text)}",
                            kind=ERROR)
@@ -263,7 +263,7 @@ def run_on_client(client: Any, task, items, take, check, chunk: int | None) -> N
                 k = pending.pop(fut)
                 try:
                     ready[k] = fut.result()
-                except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker
+                except Exception as exc:  # e.g. KilledWorker
                     why = f"worker lost ({type(exc).__name__})"
                     ready[k] = [ItemOutcome(i, error=f"{_label(it)}: {why}", kind=ERROR)
                                 for i, it in chunks[k]]

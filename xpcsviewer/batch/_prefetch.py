@@ -33,7 +33,7 @@ class Prefetcher:
     def _produce(self, task: Callable[[Any], Any], items: Sequence[Any], where: Where) -> None:
         try:
             run_batch(task, items, self._put, where=where, cancel=self._cancel)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+        except BaseException as exc:  # handed to the consumer
             self._put(exc)
 
     def _put(self, x: Any) -> None:

@@ -199,7 +199,7 @@ def export_figures(
             continue
         except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
             raise
-        except Exception:  # noqa: BLE001 - find the files that cannot be drawn
+        except Exception:  # find the files that cannot be drawn
             pass
         keep = []
         for r in usable:
@@ -208,7 +208,7 @@ def export_figures(
                 keep.append(r)
             except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
                 raise
-            except Exception as exc:  # noqa: BLE001 - degenerate data of one file
+            except Exception as exc:  # degenerate data of one file
                 rep.undrawable.append(
                     f"{kind}: {display_path(r.path)}: cannot be drawn ({_why(exc)})"
                 )
@@ -217,7 +217,7 @@ def export_figures(
                 draw(kind, keep, f"combined_{kind}")
             except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
                 raise
-            except Exception as exc:  # noqa: BLE001 - only the combination fails
+            except Exception as exc:  # only the combination fails
                 rep.undrawable.append(f"{kind}: the combined figure ({_why(exc)})")
     for kind in per_file:
         for res, lab in zip(results, labels, strict=True):
@@ -233,7 +233,7 @@ def export_figures(
                 rep.errors.append(exc.one_line())
             except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
                 raise
-            except Exception as exc:  # noqa: BLE001 - degenerate data of this file
+            except Exception as exc:  # degenerate data of this file
                 rep.undrawable.append(
                     f"{kind}: {display_path(res.path)}: cannot be drawn ({_why(exc)})"
                 )
@@ -323,7 +323,7 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
             raise XpcsFileError(shown, exc.problem, exc.dataset, exc.expected) from exc
         except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
             raise
-        except Exception as exc:  # noqa: BLE001 - degenerate data of this file
+        except Exception as exc:  # degenerate data of this file
             rep["undrawable"].append(f"{kind}: {shown}: cannot be drawn ({_why(exc)})")
     return rep
 

@@ -4,8 +4,9 @@ Files go in chunks of :data:`FILES_PER_TASK` through :mod:`xpcsviewer.batch` (th
 same chunks in-process, with ``--workers N`` or ``--scheduler``); the q-bins of a
 chunk's files with the same delays share one batched least-squares solve, in which
 a curve's fit does not depend on the other curves, so a file's numbers depend
-neither on the other files nor on where the task ran. Files that cannot be read are reported at the end (one line
-each, then the count) and the others are still fitted, with exit code 3. Output
+neither on the other files nor on where the task ran. Files that cannot be read are
+reported at the end (one line each, then the count) and the others are still
+fitted, with exit code 3. Output
 by extension: ``.json`` (ARCHITECTURE.md section 8; streamed as the records
 arrive), ``.csv`` (one row per file and q-bin) or ``.h5``/``.hdf``/``.hdf5`` (our
 own fit file); without ``-o`` a table on stdout, as ``info`` prints.

@@ -11,7 +11,7 @@ from numba import prange
 __all__ = ["frame_sums", "update"]
 
 # contract: fused multiply-adds (rounding differs from NumPy by ~1 ulp per product)
-_OPTS = dict(cache=True, boundscheck=False, nogil=True, fastmath={"contract"})
+_OPTS = {"cache": True, "boundscheck": False, "nogil": True, "fastmath": {"contract"}}
 
 
 @numba.njit(**_OPTS)

@@ -89,7 +89,8 @@ class ScatteringAccumulator:
         s = max(1, min(int(n_segments), n))
         bounds = np.linspace(0, n, s + 1).round().astype(np.int64)
         c = self.pixels.static_count.astype(np.float64)
-        cs = np.concatenate([np.zeros((1, self.pixels.n_static)), np.cumsum(self.static_sums[:n], axis=0)])
+        cs = np.concatenate([np.zeros((1, self.pixels.n_static)),
+                             np.cumsum(self.static_sums[:n], axis=0)])
         seg = cs[bounds[1:]] - cs[bounds[:-1]]
         with np.errstate(invalid="ignore", divide="ignore"):
             return seg / (c[None, :] * (bounds[1:] - bounds[:-1])[:, None])

@@ -67,7 +67,9 @@ MIN_BLOCK = 8
 PIXEL_TILE = 8192
 
 
-def delay_list(n_frames: int, delays_per_level: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def delay_list(
+    n_frames: int, delays_per_level: int = 4
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Multi-tau delays for ``n_frames`` processed frames.
 
     Parameters
@@ -110,7 +112,9 @@ def delay_list(n_frames: int, delays_per_level: int = 4) -> tuple[np.ndarray, np
     )
 
 
-def _level_kernel(backend: Any, buf: int, xs: tuple[int, ...], has_left: int, need_first: bool) -> Any:
+def _level_kernel(
+    backend: Any, buf: int, xs: tuple[int, ...], has_left: int, need_first: bool
+) -> Any:
     """One level's update for a padded block; returns new state and the next level's block.
 
     ``has_left`` (static, 0/1): the previous block left one unpaired frame; it is
@@ -131,7 +135,8 @@ def _level_kernel(backend: Any, buf: int, xs: tuple[int, ...], has_left: int, ne
                     b = block[:, s : s + PIXEL_TILE]
                     h = hist[:, s : s + PIXEL_TILE]
                     for k, x in enumerate(xs):
-                        v = np.einsum("ij,ij->j", b[: min(x, nb)], h[buf - x : buf - x + min(x, nb)])
+                        w = min(x, nb)
+                        v = np.einsum("ij,ij->j", b[:w], h[buf - x : buf - x + w])
                         if x < nb:
                             v += np.einsum("ij,ij->j", b[x:], b[: nb - x])
                         out[k, s : s + PIXEL_TILE] = v
@@ -290,14 +295,15 @@ class MultitauCorrelator:
             raise ValueError(f"need at least 2 frames to correlate, got {n_frames}")
         self.n_levels = int(self.levels.max()) + 1
         be, p = self.backend, pixels.n_pixels
-        self.device = None if be.name == "numpy" else resolve_device(device, work=float(p) * n_frames)
+        self.device = (None if be.name == "numpy"
+                       else resolve_device(device, work=float(p) * n_frames))
         self._cpu = CpuLevels(p, self.n_levels, self.m) if cpu_kernel else None
         if cpu_kernel and be.name != "numpy":
             raise ValueError("the compiled CPU kernel runs with the NumPy backend")
         z = lambda *s: be.asarray(np.zeros(s), device=self.device)  # noqa: E731
         self._levels: list[_Level] = []
         for lvl in range(self.n_levels):
-            xs = tuple(range(1, self.buf + 1)) if lvl == 0 else tuple(range(self.m + 1, self.buf + 1))
+            xs = tuple(range(1 if lvl == 0 else self.m + 1, self.buf + 1))
             self._levels.append(
                 _Level(xs, *(None,) * 4) if cpu_kernel
                 else _Level(xs, z(self.buf, p), z(self.buf, p), z(len(xs), p), z(p))
@@ -367,7 +373,8 @@ class MultitauCorrelator:
             if self._cpu is not None:
                 hist, first, sumprod, total, count = self._cpu.level_state(lvl, lv.xs)
             else:
-                hist, first, sumprod, total, count = lv.hist, lv.first, lv.sumprod, lv.total, lv.count
+                hist, first, sumprod = lv.hist, lv.first, lv.sumprod
+                total, count = lv.total, lv.count
             # One frame pair gives G2 = IP * IF exactly (g2 = 1, error 0) whatever the
             # dynamics: such a delay is not a measurement.
             keep = [i for i, x in enumerate(lv.xs) if count - x >= MIN_PAIRS][:n_here]
@@ -486,7 +493,9 @@ def correlate_multitau(
             raise ValueError("engine='compiled' needs numba")
         be, device = get_backend("numpy"), None
     compiled = engine == "compiled" or (
-        engine == "auto" and be.name == "numpy" and worth_compiling(float(pixels.n_pixels) * n_frames)
+        engine == "auto"
+        and be.name == "numpy"
+        and worth_compiling(float(pixels.n_pixels) * n_frames)
     )
     corr = MultitauCorrelator(pixels, n_frames, delays_per_level, normalize_frame, backend=be,
                               device=device, cpu_kernel=compiled)
@@ -497,7 +506,7 @@ def correlate_multitau(
     )
     snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
     marks = (
-        [int(round(n_frames * (i + 1) / num_partial_g2)) for i in range(num_partial_g2)]
+        [round(n_frames * (i + 1) / num_partial_g2) for i in range(num_partial_g2)]
         if num_partial_g2 > 0
         else []
     )
@@ -520,7 +529,8 @@ def correlate_multitau(
             block = part if all_pixels else np.take(part, idx, axis=1)
             corr.process(block)
             if acc is not None:
-                acc.add(part, block if be.name == "numpy" else be.asarray(block, dtype=np.float64, device=corr.device))
+                acc.add(part, block if be.name == "numpy"
+                        else be.asarray(block, dtype=np.float64, device=corr.device))
             a += take
             if corr.n_processed in marks and (not snaps or snaps[-1][0] != corr.n_processed):
                 g, e, _ = corr.result()
@@ -551,7 +561,8 @@ def correlate_multitau(
     if snaps:
         # consecutive identical snapshots are dropped, as the standard correlator does
         keep = [0] + [
-            i for i in range(1, len(snaps)) if not np.array_equal(snaps[i][1], snaps[i - 1][1], equal_nan=True)
+            i for i in range(1, len(snaps))
+            if not np.array_equal(snaps[i][1], snaps[i - 1][1], equal_nan=True)
         ]
         res.g2_partial = np.stack([snaps[i][1] for i in keep])
         res.g2_partial_err = np.stack([snaps[i][2] for i in keep])

@@ -28,10 +28,10 @@ from xpcsviewer.io.model import QMap
 
 __all__ = [
     "axis_edges",
-    "geometry_partition",
     "check_consistency",
     "digitize_values",
     "fold_phi",
+    "geometry_partition",
     "make_partition",
     "restrict_partition",
 ]

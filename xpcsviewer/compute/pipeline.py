@@ -118,15 +118,15 @@ def correlate_to_result(
         raise ValueError(f"frame_time must be positive, got {frame_time}")
     t0 = float(frame_time) * int(stride_frame) * int(avg_frame)
     common = dict(config or {})
-    kw: dict[str, Any] = dict(
-        n_frames=int(n_frames),
-        n_dynamic=qmap.n_dynamic,
-        n_static=qmap.n_static,
-        backend=backend,
-        device=device,
-        progress=progress,
-        cancel=cancel,
-    )
+    kw: dict[str, Any] = {
+        "n_frames": int(n_frames),
+        "n_dynamic": qmap.n_dynamic,
+        "n_static": qmap.n_static,
+        "backend": backend,
+        "device": device,
+        "progress": progress,
+        "cancel": cancel,
+    }
     maps = (qmap.dynamic_roi_map, qmap.static_roi_map, qmap.mask)
     mt = tt = None
     scat = None
@@ -210,7 +210,7 @@ def assemble_result(qmap: QMap, scat: Any, *, mt: Multitau | None, tt: Twotime |
         segments = scat.saxs_1d_segments(multitau_segments(scat.count))
     itime = scat.intensity_vs_time()
     if start_time is None:
-        start_time = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        start_time = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     result = XpcsResult(
         path=Path(path),
         analysis_type=tuple(a for a, x in (("Multitau", mt), ("Twotime", tt)) if x is not None),

@@ -14,6 +14,7 @@ compiled kernel, so each further 4-Mpixel image costs one transfer plus one scat
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -94,7 +95,8 @@ class StaticBinner:
         # excluded pixels get an out-of-range id, which segment_sum drops
         ids[ids < 0] = self.n_bins
         self.count = np.bincount(ids, minlength=self.n_bins + 1)[: self.n_bins].astype(np.float64)
-        self.device = None if self.backend.name == "numpy" else resolve_device(device, work=float(roi.size))
+        self.device = (None if self.backend.name == "numpy"
+                       else resolve_device(device, work=float(roi.size)))
         # On the CPU a bincount beats a jitted scatter-add (benchmarks/saxs_reduction.py):
         # JAX jobs that stay on the CPU bin with NumPy, accelerators with the kernel.
         if engine not in ("auto", "backend"):
@@ -275,7 +277,7 @@ def saxs_1d(
     )
 
 
-class _quiet_nanmean:  # noqa: N801 - used as a context manager
+class _quiet_nanmean:  # used as a context manager
     """Silence 'Mean of empty slice' for all-NaN columns (empty q rings)."""
 
     def __enter__(self) -> None:
@@ -327,7 +329,7 @@ def saxs_1d_segments(
         raise ValueError(f"frames must be (N, H, W), got shape {f.shape}")
     bounds = _segment_bounds(f.shape[0], n_segments)
     seg_images = np.stack(
-        [f[a:b].mean(axis=0, dtype=np.float64) for a, b in zip(bounds[:-1], bounds[1:])]
+        [f[a:b].mean(axis=0, dtype=np.float64) for a, b in itertools.pairwise(bounds)]
     )
     binner = StaticBinner(roi_map, n_bins, mask, backend=backend, device=device)
     return binner.mean(seg_images)

@@ -504,7 +504,8 @@ def correlate_twotime(
         # the scattering sums run on NumPy too: nothing of this job needs XLA
         be, dev = get_backend("numpy"), None
     store: np.ndarray | None = None
-    acc = ScatteringAccumulator(pixels, n_frames, backend=be, device=dev) if with_scattering else None
+    acc = (ScatteringAccumulator(pixels, n_frames, backend=be, device=dev)
+           if with_scattering else None)
     done = 0
     total_steps = n_frames + len(bins)
     report(progress, cancel, 0, total_steps, "two-time: reading")
@@ -533,7 +534,7 @@ def correlate_twotime(
     full = c2_format == "full"
     cpu = engine == "auto" and _cpu_engine(be, dev)
     flat = np.empty(n_frames * n_frames + n_frames)  # one float64 map buffer for all bins
-    for i, (a, b) in enumerate(zip(bounds, ends)):
+    for i, (a, b) in enumerate(zip(bounds, ends, strict=True)):
         c = _upper_map(store[:, a:b], sel_group[a:b], flat, block_rows=block_rows, backend=be,
                        device=dev, cpu=cpu)
         g2[:, i], g2_seg[:, :, i] = _map_g2(c, flat, 5)

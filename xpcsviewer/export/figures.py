@@ -21,7 +21,8 @@ Kinds and their options
 ``g2``
     layout="qbin" ("file", "combined"), qmin, qmax, tmin, tmax, max_bins=None,
     errorbars=True, offset=0.0 (per file in "qbin"/"combined", per bin in "file"),
-    log_x=True, ncols=4, fits=None (G2Fits), band=True, legend=True, ylim=None (default: 2-98 percentile of the points, padded),
+    log_x=True, ncols=4, fits=None (G2Fits), band=True, legend=True,
+    ylim=None (default: 2-98 percentile of the points, padded),
     max_panels=36 (more panels are left out; the title says so).
 ``diffusion``
     fits (G2Fits, required), quantity="tau" ("gamma"), log_x=True, log_y=True,
@@ -91,10 +92,10 @@ def preload_plotting(progress=None, cancel=None) -> None:
     neither a colour map nor the first figure export imports it on the GUI thread
     (~0.5 s)."""
     import matplotlib
-    import matplotlib.figure  # noqa: F401
+    import matplotlib.figure
     from matplotlib.backends import backend_agg  # noqa: F401
 
-    matplotlib.colormaps["viridis"]  # noqa: B018 - the registry loads lazily
+    matplotlib.colormaps["viridis"]  # the registry loads lazily
 
 
 def make_figure(kind: str, results: list, **options: Any) -> Any:

@@ -31,9 +31,9 @@ __all__ = [
     "RUNS_MIN_POINTS",
     "aicc",
     "choose_models",
-    "strongest_run",
     "misfit_region",
     "runs_test",
+    "strongest_run",
 ]
 
 #: A more complex candidate must lower AICc by more than this to be chosen.

@@ -371,11 +371,14 @@ def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num
     if model is G2Model.DOUBLE and "tau1" not in fixed and "tau2" not in fixed:
         # Order the components (tau1 < tau2) like the prior does.
         swap = start["tau1"] > start["tau2"]
-        start["tau1"], start["tau2"] = np.where(swap, start["tau2"], start["tau1"]), np.where(swap, start["tau1"], start["tau2"])
+        start["tau1"], start["tau2"] = (np.where(swap, start["tau2"], start["tau1"]),
+                                        np.where(swap, start["tau1"], start["tau2"]))
         if "fraction" in start:
             start["fraction"] = np.where(swap, 1.0 - start["fraction"], start["fraction"])
         if "stretch1" in start and "stretch2" in start:
-            start["stretch1"], start["stretch2"] = np.where(swap, start["stretch2"], start["stretch1"]), np.where(swap, start["stretch1"], start["stretch2"])
+            start["stretch1"], start["stretch2"] = (
+                np.where(swap, start["stretch2"], start["stretch1"]),
+                np.where(swap, start["stretch1"], start["stretch2"]))
         room = np.log(upper["tau2"]) - np.log(start["tau1"])
         with np.errstate(all="ignore"):
             pos = np.log(start["tau2"] / start["tau1"]) / room

@@ -122,7 +122,8 @@ def g2_model(
                 us = jnp.exp(col(vals["stretch"]) * (jnp.log(t)[None, :] - lt))
             mean = col(vals["baseline"]) + col(vals["contrast"]) * jnp.exp(-2.0 * us)
         else:
-            p = tuple(jnp.broadcast_to(jnp.asarray(vals[n], jnp.float64), (n_b,))[:, None] for n in names)
+            p = tuple(jnp.broadcast_to(jnp.asarray(vals[n], jnp.float64), (n_b,))[:, None]
+                      for n in names)
             mean = evaluate_model(model, t[None, :], p, aux, jnp)
         numpyro.sample(
             "obs", dist.Normal(mean, sigma).mask(mask).to_event(1), obs=g2

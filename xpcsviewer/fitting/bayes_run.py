@@ -226,7 +226,7 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
         real = np.arange(k * BIN_CHUNK, min(n_b, (k + 1) * BIN_CHUNK))
         idx = np.concatenate([real, np.full(BIN_CHUNK - real.size, real[0])])
 
-        def sub(d: dict) -> dict:
+        def sub(d: dict, idx: np.ndarray = idx) -> dict:
             return {n: jnp.asarray(np.asarray(v)[idx]) for n, v in d.items()}
 
         def chunk_progress(done, total, msg="", _k=k):
@@ -258,7 +258,7 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
             lanes = [(b // BIN_CHUNK, b % BIN_CHUNK) for b in sel]
             lanes += [lanes[0]] * (BIN_CHUNK - len(lanes))
 
-            def gather(axis, pick):
+            def gather(axis, pick, lanes=lanes):
                 return jax.tree_util.tree_map(
                     lambda *leaves: np.stack([np.asarray(leaves[k]).take(j, axis=axis)
                                               for k, j in lanes], axis=axis),

@@ -20,8 +20,8 @@ __all__ = [
     "BOLTZMANN",
     "DiffusionResult",
     "DiffusionVerdict",
-    "fit_diffusion",
     "diffusion_verdict",
+    "fit_diffusion",
     "hydrodynamic_radius",
     "solvent_from_sample",
     "water_viscosity",
@@ -55,8 +55,8 @@ class DiffusionResult:
     prefactor_err: float
     exponent: float
     exponent_err: float
-    D: float  # noqa: N815 - physics symbol
-    D_err: float  # noqa: N815
+    D: float  # physics symbol
+    D_err: float
     chi2_red: float
     n_points: int
     used: np.ndarray
@@ -225,12 +225,12 @@ class DiffusionVerdict:
         return self.verdict == "diffusive"
 
     @property
-    def D(self) -> float:  # noqa: N802 - physics symbol
+    def D(self) -> float:  # physics symbol
         """D in A^2/s, NaN unless diffusive."""
         return self.fixed.D if self.diffusive else float("nan")
 
     @property
-    def D_err(self) -> float:  # noqa: N802
+    def D_err(self) -> float:
         """Error of D, NaN unless diffusive."""
         return self.fixed.D_err if self.diffusive else float("nan")
 
@@ -325,7 +325,7 @@ def diffusion_from_fit(
     return diffusion_verdict(q, t, e, q_range)
 
 
-def water_viscosity(temperature_K: float) -> float:  # noqa: N803
+def water_viscosity(temperature_K: float) -> float:
     """Dynamic viscosity of liquid water (Pa s), Vogel equation.
 
     eta = 2.414e-5 * 10^(247.8 / (T - 140)); 8.90e-4 Pa s at 298.15 K, valid within a
@@ -338,10 +338,10 @@ def water_viscosity(temperature_K: float) -> float:  # noqa: N803
 
 
 def hydrodynamic_radius(
-    D: float,  # noqa: N803
-    temperature_K: float,  # noqa: N803
-    viscosity_Pa_s: float,  # noqa: N803
-    D_err: float | None = 0.0,  # noqa: N803
+    D: float,
+    temperature_K: float,
+    viscosity_Pa_s: float,
+    D_err: float | None = 0.0,
 ) -> tuple[float, float]:
     """Stokes-Einstein radius R = k T / (6 pi eta D).
 

@@ -34,8 +34,8 @@ class JointDiffusionResult:
     n_iter : int
     """
 
-    D: float  # noqa: N815
-    D_err: float  # noqa: N815
+    D: float
+    D_err: float
     alpha: float
     alpha_err: float
     contrast: np.ndarray
@@ -120,9 +120,11 @@ def fit_diffusion_joint(
     qs = q[idx]
     est = estimate_starts(tau, g2[idx], mask[idx])
     if init is not None and "tau" in init.params:
-        t_b = np.where(np.isfinite(init.params["tau"][idx]), init.params["tau"][idx], est["tau"])
-        c_b = np.where(np.isfinite(init.params["contrast"][idx]), init.params["contrast"][idx], est["contrast"])
-        b_b = np.where(np.isfinite(init.params["baseline"][idx]), init.params["baseline"][idx], est["baseline"])
+        def from_init(name):
+            v = init.params[name][idx]
+            return np.where(np.isfinite(v), v, est[name])
+
+        t_b, c_b, b_b = from_init("tau"), from_init("contrast"), from_init("baseline")
     else:
         t_b, c_b, b_b = est["tau"], est["contrast"], est["baseline"]
     c_b = np.clip(np.nan_to_num(c_b, nan=0.1), 1e-3, 2.0)
@@ -141,7 +143,8 @@ def fit_diffusion_joint(
     bin_of = np.repeat(np.arange(nb), n_t)
     x0 = np.concatenate([[log_d0, a0], c_b, b_b])
     lo = np.concatenate([[log_d0 - 30.0, 0.5], np.zeros(nb), np.minimum(0.5, b_b - 0.2)])
-    hi = np.concatenate([[log_d0 + 30.0, 4.0], np.maximum(2.0, 2 * c_b), np.maximum(1.5, b_b + 0.2)])
+    hi = np.concatenate([[log_d0 + 30.0, 4.0], np.maximum(2.0, 2 * c_b),
+                         np.maximum(1.5, b_b + 0.2)])
     free = np.ones(x0.size, bool)
     if alpha is not None:
         free[1] = False
@@ -244,7 +247,8 @@ def _joint_solve(t, y, sigma, mask, x0, lo, hi, free, qs, bin_of, max_iter):
         r_new, j_new = resid_jac(x_new)
         cost_new = 0.5 * r_new @ r_new
         accept = np.isfinite(cost_new) and cost_new <= cost
-        small = accept and (cost - cost_new) <= 1e-14 * cost and np.linalg.norm(x_new - x) <= 1e-12 * (np.linalg.norm(x) + 1e-12)
+        small = (accept and (cost - cost_new) <= 1e-14 * cost
+                 and np.linalg.norm(x_new - x) <= 1e-12 * (np.linalg.norm(x) + 1e-12))
         if accept:
             x, r, jac, cost = x_new, r_new, j_new, cost_new
             lam = max(lam / 3.0, 1e-12)

@@ -123,10 +123,12 @@ def grid_points(
         theta[:, :, col["fraction"]] = np.tile(fr, (1, n_pair))
         tau_index = np.repeat(i1, n_fr)
     else:
-        n_t = N_TAU_STRETCHED if (model is G2Model.STRETCHED and not fixed[col["stretch"]]) else N_TAU_1D
+        free_stretch = model is G2Model.STRETCHED and not fixed[col["stretch"]]
+        n_t = N_TAU_STRETCHED if free_stretch else N_TAU_1D
         tg = log_axis(col["tau"], n_t)
         if "stretch" in col:
-            st = lin_axis(col["stretch"], np.array([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.25, 1.6])[:N_STRETCH])
+            st = lin_axis(col["stretch"],
+                          np.array([0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.25, 1.6])[:N_STRETCH])
         else:
             st = np.ones((n_b, 1))
         n_tt, n_st = tg.shape[1], st.shape[1]
@@ -360,7 +362,9 @@ def grid_scan(
         aux_m = np.broadcast_to(np.asarray(aux[0], np.float64), (n_b, n_t))
         aux_dt = np.broadcast_to(np.asarray(aux[1], np.float64), (n_b,))
     unit_stretch = bool(
-        model is G2Model.SINGLE and fixed[col["stretch"]] and np.all(value[:, col["stretch"]] == 1.0)
+        model is G2Model.SINGLE
+        and fixed[col["stretch"]]
+        and np.all(value[:, col["stretch"]] == 1.0)
     )
     kernel = _kernel_cached(be.name, model, unit_stretch)
     fast_double = None
@@ -399,7 +403,7 @@ def grid_scan(
     chi2 = np.where(np.isfinite(chi2), chi2, np.inf)
     groups = _groups(tau_index, n_tau)
     # Profile over the tau grid: min over every other grid dimension.
-    prof, arg = _profile(chi2, groups)
+    prof, _arg = _profile(chi2, groups)
     # Starts: the best decaying grid points (contrast > 0) at distinct profile minima.
     masked = np.where(cc > 0, chi2, np.inf)
     prof_dec, arg_dec = _profile(masked, groups)
@@ -414,7 +418,8 @@ def grid_scan(
         start[have, m] = st[have]
 
     # First start: the global optimum among decaying points (any point if none decays).
-    k0 = np.where(np.isfinite(masked.min(axis=1)), np.argmin(masked, axis=1), np.argmin(chi2, axis=1))
+    k0 = np.where(np.isfinite(masked.min(axis=1)), np.argmin(masked, axis=1),
+                  np.argmin(chi2, axis=1))
     put(0, k0, np.ones(n_b, bool))
     # Further starts: the next-best local minima of the decaying profile.
     minima = _local_minima(prof_dec) & np.isfinite(prof_dec)

@@ -135,7 +135,8 @@ def _make_solver(
         x0 = xp.clip(x0, lo, hi)
         r0, j0 = jacobian(x0, free, t, y, w, mask, aux)
         cost0 = 0.5 * xp.sum(r0 * r0)
-        init = (x0, cost0, j0, r0, lam0, it0, xp.where(it0 >= max_iter, _CODE_MAX_ITER, _CODE_RUNNING))
+        code0 = xp.where(it0 >= max_iter, _CODE_MAX_ITER, _CODE_RUNNING)
+        init = (x0, cost0, j0, r0, lam0, it0, code0)
 
         def cond(s):
             return (s[6] == _CODE_RUNNING) & (s[5] < it_stop)
@@ -167,7 +168,7 @@ def _make_solver(
             )
             return (x, cost, jac, r, lam, it, code)
 
-        x, cost, jac, r, lam, it, code = backend.while_loop(cond, body, init)
+        x, cost, jac, _r, lam, it, code = backend.while_loop(cond, body, init)
         return x, cost, jac, lam, it, code
 
     batched = backend.vmap(solve_one, in_axes=(0, 0, 0, 0, 0, 0, 0, None, 0, 0, 0, 0, None))

@@ -181,7 +181,7 @@ def _candidates(aux: tuple | None) -> list[G2Model]:
     c = [G2Model.SINGLE]
     if aux is not None:
         c.append(G2Model.SINGLE_AVGCORR)
-    return c + [G2Model.STRETCHED, G2Model.DOUBLE]
+    return [*c, G2Model.STRETCHED, G2Model.DOUBLE]
 
 
 def fit_g2(
@@ -254,7 +254,7 @@ def fit_g2(
     if model is G2Model.SINGLE_AVGCORR and aux is None:
         raise ValueError("model 'single_avgcorr' needs aux=(m per delay, frame time)")
     be = backend if backend is not None else get_backend()
-    data, aux_b = _prepare(tau, g2, g2_err, valid, t_range, aux, be, device)
+    data, _aux_b = _prepare(tau, g2, g2_err, valid, t_range, aux, be, device)
     n_b = data.y.shape[0]
     auto = model is G2Model.AUTO
     cands = _candidates(aux) if auto else [model]

@@ -239,7 +239,8 @@ def _specs(model: G2Model, data: _Data, params: dict | None, strict: bool):
     is_log = np.array([n in LOG_PARAMS for n in names])
     for k in np.nonzero(is_log)[0]:
         if np.any(lower[:, k] <= 0) or (fixed[k] and np.any(value[:, k] <= 0)):
-            raise ValueError(f"{names[k]} must be bounded away from 0 (got lower {lower[:, k].min()})")
+            raise ValueError(
+                f"{names[k]} must be bounded away from 0 (got lower {lower[:, k].min()})")
     value = np.where(free, np.clip(value, lower, upper), value)
     lower = np.where(free, lower, value)
     upper = np.where(free, upper, value)

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-class G2Model(str, enum.Enum):
+class G2Model(enum.StrEnum):
     """The g2 models; the value is the name used by the CLI, JSON and GUI."""
 
     SINGLE = "single"
@@ -433,9 +433,11 @@ def default_params(
     specs: dict[str, ParamSpec] = {}
     specs["contrast"] = ParamSpec("contrast", out(c0), 0.0, out(c_hi))
     if model is G2Model.DOUBLE:
-        specs["tau1"] = ParamSpec("tau1", out(np.clip(t0 / 4.0, tau_lo, tau_hi)), out(tau_lo), out(tau_hi))
+        specs["tau1"] = ParamSpec("tau1", out(np.clip(t0 / 4.0, tau_lo, tau_hi)), out(tau_lo),
+                                  out(tau_hi))
         specs["stretch1"] = ParamSpec("stretch1", 1.0, 0.2, 2.0, fixed=True)
-        specs["tau2"] = ParamSpec("tau2", out(np.clip(t0 * 4.0, tau_lo, tau_hi)), out(tau_lo), out(tau_hi))
+        specs["tau2"] = ParamSpec("tau2", out(np.clip(t0 * 4.0, tau_lo, tau_hi)), out(tau_lo),
+                                  out(tau_hi))
         specs["stretch2"] = ParamSpec("stretch2", 1.0, 0.2, 2.0, fixed=True)
         specs["fraction"] = ParamSpec("fraction", 0.5, 0.0, 1.0)
     else:

@@ -11,12 +11,12 @@ also ``mean``, ``std``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``,
 ``runs_z``, ``decay_left``, ``aicc`` per candidate model and ``delta_aicc`` (the chosen
 model's margin), ``status`` and ``status_detail`` per bin, the limits
 ``tau_lower_limit``/``tau_upper_limit`` (on ``limit_param``), and ``diffusion`` with
-its ``verdict`` (``D`` null unless diffusive). With a Bayesian fit ``status`` is the posterior's and the
-least-squares one is kept as ``status_lsq``; ``divergences``, ``bfmi``, ``converged``
-(the sampler gates), ``draws_per_chain``, ``noise_scale`` and ``sampled`` (False: the
-bin kept its least-squares status, see :data:`~xpcsviewer.fitting.bayes.SAMPLED_LSQ`)
-are per bin. Units: q in 1/A, phi in degrees,
-times in s, D in A^2/s, radii in nm. Missing numbers are ``null``.
+its ``verdict`` (``D`` null unless diffusive). With a Bayesian fit ``status`` is the
+posterior's and the least-squares one is kept as ``status_lsq``; ``divergences``,
+``bfmi``, ``converged`` (the sampler gates), ``draws_per_chain``, ``noise_scale`` and
+``sampled`` (False: the bin kept its least-squares status, see
+:data:`~xpcsviewer.fitting.bayes.SAMPLED_LSQ`) are per bin. Units: q in 1/A, phi in
+degrees, times in s, D in A^2/s, radii in nm. Missing numbers are ``null``.
 """
 
 from __future__ import annotations
@@ -323,7 +323,7 @@ class FitJsonStream:
                     self._fh.write(',\n  "errors": ' + text.replace("\n", "\n  "))
                 self._fh.write("\n}\n")
             self._fh.close()  # a full disk shows at the last flush
-        except BaseException as e:  # noqa: BLE001 - handed to the atomic write
+        except BaseException as e:  # handed to the atomic write
             if exc_type is None:
                 exc_type, exc, tb = type(e), e, e.__traceback__
         finally:

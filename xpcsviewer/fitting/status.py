@@ -99,7 +99,7 @@ PLATEAU_LEFT_MAX = 0.05
 WINDOW_DROP = 2
 
 
-class FitStatus(str, enum.Enum):
+class FitStatus(str, enum.Enum):  # noqa: UP042 - str() and f-strings of a status are read as-is
     """Outcome of one curve's fit (the value is what JSON, CSV and the GUI show)."""
 
     CONVERGED = "converged"
@@ -372,7 +372,8 @@ def late_status(f: CurveFacts) -> Verdict:
             n = names[k]
             tw = f.window[n]
             lo2, hi2 = f.interval2[n]
-            if np.isfinite(tw) and ((np.isfinite(lo2) and tw < lo2) or (np.isfinite(hi2) and tw > hi2)):
+            outside = (np.isfinite(lo2) and tw < lo2) or (np.isfinite(hi2) and tw > hi2)
+            if np.isfinite(tw) and outside:
                 return Verdict(U, (
                     f"{n} decided by the last delays: {p[k]:.2g} -> {tw:.2g} s without the "
                     f"last {f.window_drop} fitted (beyond its 2-sigma interval)"))

@@ -134,19 +134,19 @@ class _TargetList(QListWidget):
         self.setAcceptDrops(True)
         self.setDragDropMode(QAbstractItemView.DragDropMode.DropOnly)
 
-    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def dragEnterEvent(self, event) -> None:  # Qt override
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
         else:
             super().dragEnterEvent(event)
 
-    def dragMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def dragMoveEvent(self, event) -> None:  # Qt override
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
         else:
             super().dragMoveEvent(event)
 
-    def dropEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def dropEvent(self, event) -> None:  # Qt override
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
         paths = [u.toLocalFile() for u in urls if u.isLocalFile()]
         if paths:
@@ -262,7 +262,8 @@ class DataBrowser(QWidget):
 
     # --------------------------------------------------------------- folder
     def _on_browse_clicked(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Open folder", self.folder or str(Path.home()))
+        folder = QFileDialog.getExistingDirectory(self, "Open folder",
+                                                  self.folder or str(Path.home()))
         if folder:
             self.open_folder(folder)
 
@@ -304,7 +305,8 @@ class DataBrowser(QWidget):
 
     def visible_entries(self) -> list[FileEntry]:
         """Entries after filter and sort, in list order."""
-        shown = filter_entries(self.entries, self.filter_edit.text(), self.filter_mode.currentText())
+        shown = filter_entries(self.entries, self.filter_edit.text(),
+                               self.filter_mode.currentText())
         return sort_entries(shown, self.sort_combo.currentText())
 
     def _fill_source(self) -> None:
@@ -432,7 +434,7 @@ class DataBrowser(QWidget):
         self.target_box.setTitle(f"Targets: {self.target_list.count()}")
         self.sigTargetsChanged.emit(self.target_paths())
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def keyPressEvent(self, event) -> None:  # Qt override
         if event.key() == Qt.Key.Key_Delete and self.target_list.hasFocus():
             self.remove_selected()
             return

@@ -108,11 +108,11 @@ class EmptyState(QWidget):
                 "<b>Add \u2193</b> (or double-click one, or type a filter and press Enter): "
                 "the tabs then show these targets.")
 
-    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def dragEnterEvent(self, event) -> None:  # Qt override
         if event.mimeData().hasUrls():
             event.acceptProposedAction()
 
-    def dropEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def dropEvent(self, event) -> None:  # Qt override
         paths = [_from_url(u) for u in event.mimeData().urls() if u.isLocalFile()]
         if paths:
             self.sigPathsDropped.emit(paths)

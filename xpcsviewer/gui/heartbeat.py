@@ -8,6 +8,7 @@ log stalls above 100 ms while it runs.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 
@@ -60,4 +61,4 @@ class Heartbeat(QObject):
         t1 = time.monotonic() if t1 is None else t1
         inside = [t for t in self.beats if t0 <= t <= t1]
         stamps = [t0, *inside, t1]
-        return max(b - a for a, b in zip(stamps[:-1], stamps[1:], strict=True))
+        return max(b - a for a, b in itertools.pairwise(stamps))

@@ -432,7 +432,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.context.runner.close()
         return self.context.runner.wait_for_done(msecs)
 
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, event) -> None:  # Qt override
         # Closing must not wait for a job that cannot stop at once (a JIT
         # compile, one long read): cancel, wait a moment, then let the shared
         # services outlive the window until their threads end.

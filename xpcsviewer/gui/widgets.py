@@ -101,10 +101,10 @@ class BinSpinBox(QSpinBox):
         self.setMinimum(0)
         self.setMaximum(0)
 
-    def textFromValue(self, value: int) -> str:  # noqa: N802 - Qt override
+    def textFromValue(self, value: int) -> str:  # Qt override
         return str(int(value) + 1)
 
-    def valueFromText(self, text: str) -> int:  # noqa: N802 - Qt override
+    def valueFromText(self, text: str) -> int:  # Qt override
         try:
             return int(text.strip()) - 1
         except ValueError:
@@ -195,30 +195,30 @@ class ClippedLabel(QLabel):
             out.append(line)
         cut = len(out) > self._lines
         if cut:
-            out = out[: self._lines - 1] + [elide_words(fm, " ".join(out[self._lines - 1:]), width)]
+            out = [*out[: self._lines - 1], elide_words(fm, " ".join(out[self._lines - 1:]), width)]
         for k, line in enumerate(out):
             if fm.horizontalAdvance(line) > width:  # one word wider than the label
                 out[k] = fm.elidedText(line, Qt.TextElideMode.ElideMiddle, width)
                 cut = True
         return out, cut
 
-    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+    def setText(self, text: str) -> None:  # Qt override
         super().setText(text)
         self._update_tip()
 
     def _update_tip(self) -> None:
         self.setToolTip(self.text() if self.shown_lines()[1] else "")
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event) -> None:  # Qt override
         super().resizeEvent(event)
         self._update_tip()
 
-    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def changeEvent(self, event) -> None:  # Qt override
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             self._fix_height()
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def paintEvent(self, event) -> None:  # Qt override
         painter = QPainter(self)
         r = self.contentsRect()
         step = self.fontMetrics().lineSpacing()
@@ -298,7 +298,8 @@ def side_legend(plot: pg.PlotItem, text_size: str = "8pt") -> pg.LegendItem:
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QSizePolicy
 
-    legend = pg.LegendItem(labelTextSize=text_size, brush=pg.mkBrush(pg.getConfigOption("background")),
+    legend = pg.LegendItem(labelTextSize=text_size,
+                           brush=pg.mkBrush(pg.getConfigOption("background")),
                            labelTextColor=pg.getConfigOption("foreground"))
     legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
     plot.layout.addItem(legend, 2, 3)
@@ -339,7 +340,7 @@ class SparseLogAxis(pg.AxisItem):
                 return mants
         return (1,)
 
-    def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802, N803
+    def logTickValues(self, minVal, maxVal, size, stdTicks):
         # pyqtgraph repeats the decades among the minor ticks: their labels, drawn
         # twice, counted twice against its text-crowding limit, which then dropped
         # every minor label of a range of a few decades
@@ -352,7 +353,7 @@ class SparseLogAxis(pg.AxisItem):
             out.append((sp, vals))
         return out
 
-    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
+    def tickStrings(self, values, scale, spacing):  # pyqtgraph override
         strings = super().tickStrings(values, scale, spacing)
         if not self.logMode:
             return strings

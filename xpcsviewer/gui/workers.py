@@ -344,7 +344,8 @@ class TaskRunner(QObject):
         self.synchronous = synchronous
         self._pool = pool if pool is not None else QThreadPool()
         if pool is None:
-            self._pool.setMaxThreadCount(max(2, min(4, QThreadPool.globalInstance().maxThreadCount())))
+            n_global = QThreadPool.globalInstance().maxThreadCount()
+            self._pool.setMaxThreadCount(max(2, min(4, n_global)))
         self._next_id = 0
         self._latest: dict[str, int] = {}
         self._jobs: dict[int, _Job] = {}

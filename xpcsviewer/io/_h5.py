@@ -25,6 +25,18 @@ from typing import Any
 import h5py
 import numpy as np
 
+from xpcsviewer.io._h5open import (  # noqa: F401 - the readers' one import place
+    NOT_CLOSED_NOTE,
+    RECENT_S,
+    Superblock,
+    _missing_reason,
+    _short,
+    not_closed_note,
+    open_h5,
+    open_h5_file,
+    read_superblock,
+    writing_window_s,
+)
 from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = [
@@ -53,18 +65,6 @@ MAX_DELAYS = 1 << 20
 MAX_ELEMENTS = 1 << 27
 #: Rows per read are chosen so that one read moves at most this many bytes.
 READ_BLOCK_BYTES = 32 << 20
-from xpcsviewer.io._h5open import (  # noqa: F401 - the readers' one import place
-    NOT_CLOSED_NOTE,
-    RECENT_S,
-    Superblock,
-    _missing_reason,
-    _short,
-    not_closed_note,
-    open_h5,
-    open_h5_file,
-    read_superblock,
-    writing_window_s,
-)
 
 
 # ---------------------------------------------------------------------- looking up

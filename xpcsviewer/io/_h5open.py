@@ -225,7 +225,7 @@ class _FlagsCleared(io.RawIOBase):
         head[11] = 0
         head[end:end + 4] = _lookup3(bytes(head[:end])).to_bytes(4, "little")
         self._patch, self._at = bytes(head[:end + 4]), sb.offset
-        self._fh = open(path, "rb", buffering=0)  # noqa: SIM115 - closed in close()
+        self._fh = open(path, "rb", buffering=0)  # closed in close()
 
     def __repr__(self) -> str:  # h5py names the file by this
         return self.name

@@ -144,7 +144,7 @@ class BlockFolderSource:
                     n = _positive_number(f, EIGER_NIMAGES)
                     t = _positive_number(f, EIGER_NTRIGGER) or 1.0
                     if n:
-                        self._master_expected = int(round(n * t))
+                        self._master_expected = round(n * t)
                     ft = _positive_number(f, EIGER_FRAME_TIME)
                     if ft and self.frame_time is None:
                         self.frame_time = ft
@@ -181,7 +181,8 @@ class BlockFolderSource:
                 pending = f"{files[i].name} not complete yet"
                 break
         complete = self._starts[-1]
-        extent = complete + (len(files) - len(self.blocks)) * (self.blocks[-1][1] if self.blocks else 0)
+        per_block = self.blocks[-1][1] if self.blocks else 0
+        extent = complete + (len(files) - len(self.blocks)) * per_block
         writer = "unknown"
         if files and len(self.blocks) < len(files):
             writer = "open"
@@ -231,7 +232,7 @@ class BlockFolderSource:
         if self._handle is not None:
             try:
                 self._handle[1].close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             self._handle = None
 

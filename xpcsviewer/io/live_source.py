@@ -147,7 +147,7 @@ class GrowingFileSource:
         if self._fh is not None:
             try:
                 self._fh.close()
-            except Exception:  # noqa: BLE001 - closing a file a writer damaged
+            except Exception:  # closing a file a writer damaged
                 pass
             self._fh = None
 

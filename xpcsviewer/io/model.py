@@ -58,12 +58,12 @@ class QMap:
     @property
     def n_dynamic(self) -> int:
         """Number of compressed dynamic bins (g2 columns)."""
-        return int(len(self.dynamic_index_mapping))
+        return len(self.dynamic_index_mapping)
 
     @property
     def n_static(self) -> int:
         """Number of compressed static bins."""
-        return int(len(self.static_index_mapping))
+        return len(self.static_index_mapping)
 
     def _grid_values(self, mapping: np.ndarray, v0: np.ndarray, v1: np.ndarray, n1: int):
         mapping = np.asarray(mapping, dtype=np.int64)
@@ -141,7 +141,8 @@ class QMap:
         qs, ps = self.static_q, self.static_phi
         one = int(self.static_num_pts[1]) == 1
         return [
-            self._format_value(0, float(q)) + ("" if one else ", " + self._format_value(1, float(p)))
+            self._format_value(0, float(q))
+            + ("" if one else ", " + self._format_value(1, float(p)))
             for q, p in zip(qs, ps, strict=True)
         ]
 
@@ -248,7 +249,7 @@ class Multitau:
     g2_partial_err: np.ndarray | None = None
     g2_partial_labels: np.ndarray | None = None  # (P,) frames accumulated
     config: dict[str, Any] = field(default_factory=dict)
-    has_unnormalized_G2: bool = False  # noqa: N815 - the file's own name
+    has_unnormalized_G2: bool = False  # the file's own name
     err_suspect: np.ndarray | None = None  # (T, Nd) bool
 
     @property

@@ -127,7 +127,7 @@ def _direct_links(path: Path) -> tuple[Path, ...]:
         try:
             with h5py.File(path, "r", locking=False) as f:
                 f.visititems_links(visit)
-        except Exception:  # noqa: BLE001 - unreadable: the reader says why
+        except Exception:  # unreadable: the reader says why
             pass
     out = tuple(dict.fromkeys(found))
     if len(_LINK_CACHE) > 4096:
@@ -549,7 +549,7 @@ def open_h5_output(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
         f = h5py.File(sink, mode)
         try:
             yield f
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
+        except BaseException as exc:  # re-raised below
             failure = exc
         finally:
             f.close()

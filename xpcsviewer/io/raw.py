@@ -5,7 +5,8 @@ frames, then groups of ``avg`` consecutive selected frames are averaged (a trail
 incomplete group is dropped), giving N processed frames. Files are opened read-only;
 ``.npy`` files are read with plain file reads (the header through a memory map), HDF5
 files by hyperslabs, so only one chunk is in memory at a time; reading a mapped .npy
-would leave every touched page of the file in the process's resident memory. Only numpy and h5py are imported.
+would leave every touched page of the file in the process's resident memory. Only
+numpy and h5py are imported.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class RawFrames:
             self.dataset_path = None
             try:
                 self._data = np.load(self.path, mmap_mode="r", allow_pickle=False)
-            except Exception as exc:  # noqa: BLE001 - any parse error is bad input
+            except Exception as exc:  # any parse error is bad input
                 raise XpcsFileError(self.path, f"not a readable .npy array ({exc})") from None
         elif kind == "other" and self.path.suffix.lower() == ".npy":
             # numpy's own message here is advice to unpickle the file
@@ -130,12 +131,14 @@ class RawFrames:
         if len(shape) != 3:
             self.close()
             raise XpcsFileError(
-                self.path, f"raw frames have shape {shape}", self.dataset_path, "(frames, rows, cols)"
+                self.path, f"raw frames have shape {shape}", self.dataset_path,
+                "(frames, rows, cols)",
             )
         if not (np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.floating)) or dt == np.bool_:
             self.close()
             raise XpcsFileError(
-                self.path, f"raw frames have dtype {dt}", self.dataset_path, "integer or float counts"
+                self.path, f"raw frames have dtype {dt}", self.dataset_path,
+                "integer or float counts",
             )
         if shape[1] * shape[2] > MAX_PIXELS:
             self.close()
@@ -177,7 +180,7 @@ class RawFrames:
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:
             self.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     # --- reading ------------------------------------------------------------
@@ -222,7 +225,7 @@ class RawFrames:
                 if got is not None:
                     return got
             return np.asarray(self._data[a:b : self.stride])
-        except Exception as exc:  # noqa: BLE001 - h5py raises many kinds on corrupt data
+        except Exception as exc:  # h5py raises many kinds on corrupt data
             text = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
             what = (
                 "compressed with an HDF5 filter that is not available"

@@ -1,10 +1,11 @@
 """Writers for result files (APS-8IDI NeXus layout) and partition (/qmap) files.
 
 Everything is written atomically (:func:`xpcsviewer.io.outputs.atomic_path`: a
-temporary file in the target folder, fsynced, then renamed), so a reader (or a crash) never sees a half-written file. The
-layout follows result-file-format.md §12 so that the existing viewers open our
-files: float results as float32, 1-D arrays stay 1-D, arrays over 8192 elements
-lzf-compressed (gzip when lzf is unavailable), c2 maps as upper triangles.
+temporary file in the target folder, fsynced, then renamed), so a reader (or a crash)
+never sees a half-written file. The layout follows result-file-format.md §12 so that
+the existing viewers open our files: float results as float32, 1-D arrays stay 1-D,
+arrays over 8192 elements lzf-compressed (gzip when lzf is unavailable), c2 maps as
+upper triangles.
 """
 
 from __future__ import annotations

@@ -87,10 +87,11 @@ class LiveUpdate:
 
     ``frames``: frames correlated; ``frame_rate_hz``: frames correlated per second since
     the previous update; ``writer_rate_hz``: frames the writer completed per second over
-    the same time (the final update: both averaged from the first frame seen); ``lag_frames``: complete frames not correlated yet at the last poll,
-    ``lag_s`` the same in writer time; ``bins``: per q-bin fit (``tau_s``, ``status``,
-    ...; empty without ``fit``); ``latency_s`` (final only): from the source's last
-    modification when its last frame was seen to the fitted result on disk;
+    the same time (the final update: both averaged from the first frame seen);
+    ``lag_frames``: complete frames not correlated yet at the last poll, ``lag_s`` the
+    same in writer time; ``bins``: per q-bin fit (``tau_s``, ``status``, ...; empty
+    without ``fit``); ``latency_s`` (final only): from the source's last modification
+    when its last frame was seen to the fitted result on disk;
     ``end``: ``expected`` / ``closed`` / ``idle`` / ``stopped`` (final only).
     """
 

@@ -76,7 +76,7 @@ def _memory_available() -> int | None:
     return None
 
 
-class _NonFinite(Exception):  # noqa: N818 - a signal between passes, not an error
+class _NonFinite(Exception):  # a signal between passes, not an error
     """NaN or Inf counts at pixels the correlation uses: mask them and start again."""
 
 
@@ -211,7 +211,8 @@ def correlate_one(
                             _qmap_mask_dataset(args.qmap),
                             "nonzero (valid) mask values where the bins are")
     try:
-        raw = RawFrames(raw_path, args.begin_frame, args.end_frame, args.stride_frame, args.avg_frame)
+        raw = RawFrames(raw_path, args.begin_frame, args.end_frame, args.stride_frame,
+                        args.avg_frame)
     except ValueError as exc:
         say(f"xpcsviewer correlate: {exc}")
         return 2

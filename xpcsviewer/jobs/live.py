@@ -310,7 +310,7 @@ def _warmed(fitter: Callable[[list[str]], list[Any]]) -> Callable[[list[str]], l
             from xpcsviewer.fitting.warmup import precompile
 
             precompile(nuts=False)
-        except Exception:  # noqa: BLE001 - the fit itself will say what is wrong
+        except Exception:  # the fit itself will say what is wrong
             pass
 
     th = threading.Thread(target=warm, name="xpcs-live-fit-warmup", daemon=True)

@@ -53,7 +53,9 @@ def _scalar(v: Any) -> float | str | None:
     a = np.asarray(v)
     if a.dtype.kind in "SUO":
         x = a.ravel()[0] if a.size else None
-        return x.decode("utf-8", "replace") if isinstance(x, bytes) else (None if x is None else str(x))
+        if isinstance(x, bytes):
+            return x.decode("utf-8", "replace")
+        return None if x is None else str(x)
     if a.size != 1 or a.dtype.kind not in "fiub":
         return None
     return float(a.ravel()[0])

@@ -161,7 +161,8 @@ DEMO_SPECS: list[dict[str, Any]] = [
     },
     {
         "name": "E01_beam_damage_R250nm",
-        "description": "silica R = 250 nm degrading in the beam: intensity falls and dynamics speed up",
+        "description": "silica R = 250 nm degrading in the beam: intensity falls and dynamics "
+                       "speed up",
         "geometry": _GEOMETRY,
         "beamstop_px": _BEAMSTOP,
         "partition": {"dq_num": 16, "sq_num": 64},

@@ -113,7 +113,7 @@ def build_result(
         with D in Angstrom^2/s) for :func:`xpcsviewer.io.writer.write_result`.
     """
     rng = np.random.default_rng(seed)
-    qm, q, phi = spec_qmap(spec)
+    qm, q, _phi = spec_qmap(spec)
     acq = spec.get("acquisition", {})
     frame_time = float(acq.get("frame_time", 1e-5))
     n_frames = int(acq.get("n_frames", 100_000))

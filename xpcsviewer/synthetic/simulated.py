@@ -37,7 +37,7 @@ def sample_truth(spec: dict[str, Any]) -> dict[str, tuple[Any, str]]:
     eta = float(smp.get("viscosity_pa_s", water_viscosity(temp)))
     radius = float(smp.get("radius_m", 100e-9))
     beta = float(smp.get("contrast", 0.2))
-    m = max(1, int(round(1.0 / beta)))
+    m = max(1, round(1.0 / beta))
     truth: dict[str, tuple[Any, str]] = {
         "model": (smp.get("model", "brownian"), ""),
         "D": (stokes_einstein(radius, temp, eta), "\u00c5^2/s"),
@@ -116,21 +116,21 @@ def simulate_result(
     if static is not None:
         # relative to the local speckle intensity; only simulated pixels count
         static = np.where(qm.mask & (rate > 0), static / np.where(rate > 0, rate, 1.0), 0.0)
-    sim_kw = dict(
-        beta=1.0 / truth["speckle_modes"][0],
-        rate=rate,
-        phi_map=phi,
-        flow_rate=float(smp.get("flow_rate", 0.0)),
-        flow_angle_deg=float(smp.get("flow_angle_deg", 0.0)),
-        ageing=ageing,
-        drift=drift,
-        mask=qm.mask,
-        speckle_px=int(acq.get("speckle_px", 2)),
-        seed=seed,
-        chunk=256,
-        cancel=cancel,
-        static_field=static,
-    )
+    sim_kw = {
+        "beta": 1.0 / truth["speckle_modes"][0],
+        "rate": rate,
+        "phi_map": phi,
+        "flow_rate": float(smp.get("flow_rate", 0.0)),
+        "flow_angle_deg": float(smp.get("flow_angle_deg", 0.0)),
+        "ageing": ageing,
+        "drift": drift,
+        "mask": qm.mask,
+        "speckle_px": int(acq.get("speckle_px", 2)),
+        "seed": seed,
+        "chunk": 256,
+        "cancel": cancel,
+        "static_field": static,
+    }
     atype = tuple(spec.get("analysis", ("Multitau",)))
     mode = "both" if len(atype) == 2 else ("twotime" if "Twotime" in atype else "multitau")
     if mode == "twotime":

@@ -132,7 +132,7 @@ def iter_frames(
         raise ValueError(f"beta must be in (0, 1], got {beta}")
     if n_frames < 1 or chunk < 1 or not frame_time > 0:
         raise ValueError("n_frames, chunk and frame_time must be positive")
-    m = max(1, int(round(1.0 / beta)))
+    m = max(1, round(1.0 / beta))
     h, w = q.shape
     active = np.ones(q.shape, bool) if mask is None else np.asarray(mask, bool)
     if active.shape != q.shape:
@@ -147,7 +147,8 @@ def iter_frames(
     cell = (rows // sp) * (-(-w // sp)) + cols // sp
     _, of_cell = np.unique(cell, return_inverse=True)
     n_cell = int(of_cell.max()) + 1 if idx.size else 0
-    gamma0 = np.bincount(of_cell, gamma_px, n_cell) / np.maximum(np.bincount(of_cell, minlength=n_cell), 1)
+    gamma0 = (np.bincount(of_cell, gamma_px, n_cell)
+              / np.maximum(np.bincount(of_cell, minlength=n_cell), 1))
     seq = np.random.SeedSequence(seed)
     field_rng, count_rng = (np.random.default_rng(s) for s in seq.spawn(2))
     # Each mode's real and imaginary parts are independent real AR(1) processes of

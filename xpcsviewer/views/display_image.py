@@ -16,8 +16,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["N_COLOURS", "NO_VALUE", "PixelInfo", "auto_levels", "image_histogram",
-           "log_image", "pixel_info", "quantize_image", "quantize_job", "remap_table"]
+__all__ = [
+    "NO_VALUE",
+    "N_COLOURS",
+    "PixelInfo",
+    "auto_levels",
+    "image_histogram",
+    "log_image",
+    "pixel_info",
+    "quantize_image",
+    "quantize_job",
+    "remap_table",
+]
 
 HC_KEV_ANGSTROM = 12.398419843320026  # h*c in keV*Angstrom
 N_COLOURS = 255  # indices 0..254 carry values; the last index marks non-finite pixels
@@ -199,7 +209,7 @@ def pixel_info(qmap: Any, row: float, col: float) -> PixelInfo:
     phi = -atan2(row - bcy, col - bcx) in degrees (the existing viewers' convention).
     """
     h, w = qmap.shape
-    r_i, c_i = int(math.floor(row)), int(math.floor(col))
+    r_i, c_i = math.floor(row), math.floor(col)
     if not (0 <= r_i < h and 0 <= c_i < w):
         return PixelInfo(r_i, c_i, False)
     dy = r_i - float(qmap.beam_center_y)

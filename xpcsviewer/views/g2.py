@@ -269,7 +269,8 @@ def diffusion_points(fits: G2Fits, quantity: str = "tau") -> list[DiffusionPoint
 
 # ---------------------------------------------------------------------- twotime
 def c2_time_axis(n: int, t0: float) -> np.ndarray:
-    """Times (s) of the rows/columns of an (n, n) C2 view whose step is ``t0`` (already x stride)."""
+    """Times (s) of the rows/columns of an (n, n) C2 view whose step is ``t0``
+    (already x stride)."""
     return np.arange(int(n), dtype=np.float64) * float(t0)
 
 

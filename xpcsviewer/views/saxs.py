@@ -88,9 +88,9 @@ def expand_static(values: np.ndarray, qmap: Any) -> np.ndarray:
             f"static data has {values.shape[-1]} bins but the q-map has {mapping.size}")
     if mapping.size and (mapping.min() < 0 or mapping.max() >= n0 * n1):
         raise ValueError("static_index_mapping points outside the static grid")
-    out = np.full(values.shape[:-1] + (n0 * n1,), np.nan)
+    out = np.full((*values.shape[:-1], n0 * n1), np.nan)
     out[..., mapping] = values
-    return out.reshape(values.shape[:-1] + (n0, n1))
+    return out.reshape((*values.shape[:-1], n0, n1))
 
 
 def _static_axes(qmap: Any) -> tuple[np.ndarray, np.ndarray]:

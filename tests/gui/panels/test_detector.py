@@ -15,12 +15,12 @@ import pytest
 
 pytest.importorskip("pytestqt")  # the headless run (no PySide6) skips this module
 
-from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
-from tests.gui.panels.test_saxs_panels import assert_pixels_for  # noqa: E402
-from xpcsviewer.compute import masking  # noqa: E402
+from tests.gui.panels.test_saxs_panels import assert_pixels_for
+from xpcsviewer.compute import masking
 
 pytestmark = pytest.mark.gui
 

@@ -20,7 +20,8 @@ from xpcsviewer.io import read_result
 
 @pytest.fixture(scope="module")
 def demo(demo_set_dir):
-    return {p.name.split("_")[0]: read_result(p) for p in sorted(demo_set_dir.glob("*_results.hdf"))}
+    return {p.name.split("_")[0]: read_result(p)
+            for p in sorted(demo_set_dir.glob("*_results.hdf"))}
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("pytestqt")  # the headless run (no PySide6) skips this module
 
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 
 pytestmark = pytest.mark.gui
 

@@ -58,7 +58,7 @@ def test_async_draw_is_one_paint_of_the_whole_picture(window, demo_files, open_d
     paints = []
 
     class Count(QObject):
-        def eventFilter(self, obj, ev):  # noqa: N802 - Qt override
+        def eventFilter(self, obj, ev):  # Qt override
             if ev.type() == QEvent.Type.Paint:
                 full = [it.xData is not None and it.xData.size > 0
                         for it in (panel._full_items + panel._zoom_items) if it.isVisible()]

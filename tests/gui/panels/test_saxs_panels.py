@@ -121,7 +121,7 @@ def test_saxs1d_all_targets_norms_phi_lines_background(qtbot, sync_context, demo
     p.bkg_edit.setText(str(files[0].path))
     p.bkg_weight.setValue(0.25)
     p.bkg_check.setChecked(True)
-    q0, m0, _, _ = sd.saxs1d_profiles(files[0].saxs_1d, files[0].qmap)
+    _q0, m0, _, _ = sd.saxs1d_profiles(files[0].saxs_1d, files[0].qmap)
     np.testing.assert_allclose(curves(p)[0].getOriginalDataset()[1], 0.75 * m0)
     cols, header = p.data_columns()
     assert any(k.startswith("q[") for k in cols) and "weight 0.25" in header[1]
@@ -149,7 +149,7 @@ def test_intensity_traces_fft_and_linked_zoom(qtbot, sync_context, demo_results)
     files = [demo_results["A01"], demo_results["D01"]]
     p = make(qtbot, sync_context, IntensityPanel)
     p.set_results(files)
-    full = [it for it in p.p_full.listDataItems()]
+    full = list(p.p_full.listDataItems())
     assert len(full) == 2 and len(p.p_fft.listDataItems()) == 2
     assert len(p.p_zoom.listDataItems()) == 2
     x, y = full[1].getOriginalDataset()

@@ -31,12 +31,12 @@ class DiffusionFile:
     verdict: Any = None  # DiffusionVerdict
 
     @property
-    def D(self) -> float:  # noqa: N802 - physics symbol
+    def D(self) -> float:  # physics symbol
         """D (A^2/s) when diffusive, else NaN."""
         return self.verdict.D if self.verdict is not None else math.nan
 
     @property
-    def D_err(self) -> float:  # noqa: N802
+    def D_err(self) -> float:
         """Error of D, NaN unless diffusive."""
         return self.verdict.D_err if self.verdict is not None else math.nan
 

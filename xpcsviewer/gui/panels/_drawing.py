@@ -46,7 +46,7 @@ class DrawViewBox(pg.ViewBox):
         super().__init__(*args, **kwargs)
         self.drawing = False
 
-    def mouseDragEvent(self, ev, axis=None) -> None:  # noqa: N802 - Qt override
+    def mouseDragEvent(self, ev, axis=None) -> None:  # Qt override
         if self.drawing and ev.button() == Qt.MouseButton.LeftButton and axis is None:
             ev.accept()
             start = self.mapSceneToView(ev.buttonDownScenePos())
@@ -55,7 +55,7 @@ class DrawViewBox(pg.ViewBox):
             return
         super().mouseDragEvent(ev, axis)
 
-    def mouseClickEvent(self, ev) -> None:  # noqa: N802 - Qt override
+    def mouseClickEvent(self, ev) -> None:  # Qt override
         if self.drawing and ev.button() == Qt.MouseButton.LeftButton:
             ev.accept()
             self.sigDrawClick.emit(self.mapSceneToView(ev.scenePos()), bool(ev.double()))
@@ -172,11 +172,11 @@ class SectorItem(pg.GraphicsObject):
         self.label.setPos(self._point(self.roi.r_max, mid))
         self.update()
 
-    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+    def boundingRect(self) -> QRectF:  # Qt override
         pad = 4 * max(self.pixelWidth() or 0.0, self.pixelHeight() or 0.0, 1e-6)
         return self._path.boundingRect().adjusted(-pad, -pad, pad, pad)
 
-    def shape(self) -> QPainterPath:  # noqa: N802 - Qt override
+    def shape(self) -> QPainterPath:  # Qt override
         stroker = QPainterPathStroker()
         stroker.setWidth(8 * max(self.pixelWidth() or 0.0, 1e-6))
         return stroker.createStroke(self._path) | self._path
@@ -207,13 +207,13 @@ class SectorItem(pg.GraphicsObject):
         dist, mode = min(cands)
         return mode if dist <= tol else "move"
 
-    def hoverEvent(self, ev) -> None:  # noqa: N802 - Qt override
+    def hoverEvent(self, ev) -> None:  # Qt override
         hover = not ev.isExit() and ev.acceptDrags(Qt.MouseButton.LeftButton)
         if hover != self._hover:
             self._hover = hover
             self.update()
 
-    def mouseDragEvent(self, ev) -> None:  # noqa: N802 - Qt override
+    def mouseDragEvent(self, ev) -> None:  # Qt override
         if ev.button() != Qt.MouseButton.LeftButton:
             ev.ignore()
             return

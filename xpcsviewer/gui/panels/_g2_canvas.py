@@ -174,7 +174,7 @@ class _GridWidget(pg.GraphicsLayoutWidget):
         super().__init__()
         self._canvas = canvas
 
-    def resizeEvent(self, ev) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, ev) -> None:  # Qt override
         super().resizeEvent(ev)
         canvas = getattr(self, "_canvas", None)  # None while the base class is built
         if canvas is not None:

@@ -101,8 +101,8 @@ class FitResultsTable(QTableWidget):
         tau_e = np.where(failed, fits.errors[tname], tau_e)
         for b in range(fits.n_curves):
             st = str(fits.status[b])
-            tau_txt = fits.limit_text(b).replace(f"{tname} ", "") or _interval(fits, tname, b) or _pm(
-                tau_v[b], tau_e[b])
+            tau_txt = (fits.limit_text(b).replace(f"{tname} ", "")
+                       or _interval(fits, tname, b) or _pm(tau_v[b], tau_e[b]))
             cells: list[tuple[str, float | None]] = [
                 (status_text(st, str(fits.detail[b])), None),
                 (str(int(fits.columns[b]) + 1), float(fits.columns[b]) + 1),

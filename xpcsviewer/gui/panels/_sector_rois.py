@@ -52,8 +52,8 @@ def roi_geometry(qmap) -> tuple:
     def num(v):
         return None if v is None else round(float(v), 9)
 
-    return frame_key(qmap) + (num(qmap.energy_kev), num(qmap.detector_distance),
-                              num(qmap.pixel_size))
+    return (*frame_key(qmap), num(qmap.energy_kev), num(qmap.detector_distance),
+            num(qmap.pixel_size))
 
 
 def _geometry_change(old: tuple, new: tuple) -> tuple[str, str]:

@@ -231,7 +231,7 @@ class BasePanel(QWidget):
     def clear_plots(self) -> None:
         """Remove the shown data (targets do not apply). Subclasses override."""
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event) -> None:  # Qt override
         super().showEvent(event)
         self.ensure_fresh()
 

@@ -253,7 +253,7 @@ class IntensityPanel(BasePanel):
                 self.legend.addItem(item, c.label)
             self._legend_keys = keys
         lo, hi, ylo, yhi = np.inf, -np.inf, np.inf, -np.inf
-        for k, (c, (xe, ye), (fe, me)) in enumerate(zip(data["traces"], data["envelopes"],
+        for k, (c, (xe, ye), (_fe, _me)) in enumerate(zip(data["traces"], data["envelopes"],
                                                          data["fft_envelopes"], strict=True)):
             pen = curve_pen(c.index, 1.0)
             full[k].setData(xe, ye, pen=pen)

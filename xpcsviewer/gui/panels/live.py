@@ -46,7 +46,7 @@ def _shown_bins(n: int, k: int = MAX_CURVES) -> list[int]:
     """0-based columns of at most ``k`` bins spread over ``n``."""
     if n <= k:
         return list(range(n))
-    return sorted({int(round(x)) for x in np.linspace(0, n - 1, k)})
+    return sorted({round(x) for x in np.linspace(0, n - 1, k)})
 
 
 def _log_err(v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -431,7 +431,7 @@ class LivePanel(BasePanel):
         """The targets do not matter here: keep what is shown."""
 
     # ---------------------------------------------------------- lifecycle
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, event) -> None:  # Qt override
         if self.stop_event is not None:
             self.stop_event.set()
         super().closeEvent(event)

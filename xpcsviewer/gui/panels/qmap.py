@@ -65,7 +65,7 @@ class QMapPanel(BasePanel):
         self.target_combo.addItems(TARGETS)
         self.target_combo.currentTextChanged.connect(lambda _t: self.refresh())
         self.cmap_combo = QComboBox(toolTip="Colour map")
-        self.cmap_combo.addItems(("tab20b",) + COLORMAPS)
+        self.cmap_combo.addItems(("tab20b", *COLORMAPS))
         self.cmap_combo.currentTextChanged.connect(lambda _t: self._apply_cmap())
         for w in (QLabel("File"), self.file_selector, QLabel("show"), self.target_combo,
                   self.cmap_combo):
@@ -125,7 +125,8 @@ class QMapPanel(BasePanel):
             return ""
         parts = [f"x={info.col} y={info.row}"]
         if info.dynamic_bin:
-            parts.append(f"dynamic bin {info.dynamic_bin}: q={info.dynamic_q:.5f} \u00c5\u207b\u00b9"
+            parts.append(f"dynamic bin {info.dynamic_bin}: "
+                         f"q={info.dynamic_q:.5f} \u00c5\u207b\u00b9"
                          f", \u03c6={info.dynamic_phi:.1f}\u00b0")
         else:
             parts.append("not in a dynamic bin")

@@ -219,7 +219,8 @@ class Saxs1DPanel(BasePanel):
             cols[f"I[{c.label}]"] = c.y
         norm = self.norm_combo.currentData()
         return cols, [f"SAXS-1D profiles, normalisation: {normalization_label(norm)}",
-                      f"background: {self.bkg_edit.text() if self.bkg_check.isChecked() else 'none'}"
+                      "background: "
+                      f"{self.bkg_edit.text() if self.bkg_check.isChecked() else 'none'}"
                       f" weight {self.bkg_weight.value()}"]
 
     def get_settings(self) -> dict:
