@@ -257,3 +257,28 @@ def test_cancel_and_progress(delays):
     token.cancel()
     with pytest.raises(Cancelled):
         fit_g2(tau, y, np.full_like(y, 1e-3), cancel=token)
+
+
+def test_in_parallel_keeps_order_config_and_errors():
+    # The candidate models and profiles of a fit run in threads: results must come back
+    # in job order, each job must see the caller's RunConfig, and an error (a cancel)
+    # must reach the caller.
+    import time
+
+    from xpcsviewer.backends.config import RunConfig, current_config, use_config
+    from xpcsviewer.fitting.lsq_core import in_parallel
+
+    cfg = RunConfig(backend="numpy", device="cpu")
+    seen = []
+    with use_config(cfg):
+        out = in_parallel([lambda k=k: (time.sleep(0.02 * (3 - k)), current_config(), k)[1:]
+                           for k in range(4)], lambda i, k: seen.append(i))
+    assert [k for _c, k in out] == [0, 1, 2, 3]
+    assert all(c == cfg for c, _k in out)
+    assert sorted(seen) == [0, 1, 2, 3]
+
+    def boom():
+        raise KeyError("cancelled")
+
+    with pytest.raises(KeyError, match="cancelled"):
+        in_parallel([lambda: 1, boom])

@@ -42,6 +42,7 @@ from xpcsviewer.fitting.lsq_core import (
     _solve,
     _tau_mean,
     bucket_delays,
+    in_parallel,
     usable_errors,
 )
 from xpcsviewer.fitting.lsq_result import G2FitResult
@@ -262,9 +263,12 @@ def fit_g2(
     report(progress, cancel, 0, total,
            f"fitting {n_b} curves ({model.value}): grid start and refinement")
     cores: dict[G2Model, _Core] = {}
-    for i, m in enumerate(cands):
-        cores[m] = _solve(m, data, params, not auto, max_iter, n_starts, cancel)
-        report(progress, cancel, 2 * i + 2, total, f"{m.value} fitted")
+    solved = in_parallel(
+        [lambda m=m: _solve(m, data, params, not auto, max_iter, n_starts, cancel)
+         for m in cands],
+        lambda i, k: report(progress, cancel, 2 * k + 2, total, f"{cands[i].value} fitted"))
+    for m, core in zip(cands, solved, strict=True):
+        cores[m] = core
     n_pts = data.n_points
     scores = {m: aicc(np.where(c.has_fit & c.finite, c.chi2, np.nan), n_pts, c.n_free)
               for m, c in cores.items()}
@@ -318,6 +322,10 @@ def fit_g2(
     g_max = max(c.prof.tau_grid.shape[1] for c in cores.values())
     tau_grid, profile = np.full((n_b, g_max), np.nan), np.full((n_b, g_max), np.nan)
     models = np.empty(n_b, dtype=object)
+    todo = [i for i in range(len(cands)) if (chosen == i).any()]
+    finished = dict(zip(todo, in_parallel(
+        [lambda i=i: _finish(cores[cands[i]], data, chosen == i, window_drop, max_iter, cancel,
+                             alternatives_for(cands[i])) for i in todo]), strict=True))
     for i, m in enumerate(cands):
         core = cores[m]
         sel = chosen == i
@@ -325,7 +333,7 @@ def fit_g2(
             fixed_all[n].append(bool(core.fixed[k]))
         if not sel.any():
             continue
-        out = _finish(core, data, sel, window_drop, max_iter, cancel, alternatives_for(m))
+        out = finished[i]
         models[sel] = m
         for k, n in enumerate(core.names):
             P[n][sel] = out["params"][sel, k]

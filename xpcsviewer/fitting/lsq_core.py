@@ -394,6 +394,33 @@ class _Checks:
     window: dict[str, np.ndarray]
 
 
+def in_parallel(jobs: list, done: Any = None) -> list:
+    """Run independent solves in threads, results in order. XLA runs outside the GIL,
+    so independent batched solves (the candidate models of ``auto``, a model's tau
+    profiles and its window refit) share the cores; each job keeps the caller's run
+    configuration (a context variable). ``done(i, k)``: job i finished, the k-th."""
+    import contextvars
+    import os
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    n = min(len(jobs), os.cpu_count() or 1)
+    if n <= 1:
+        out = []
+        for i, job in enumerate(jobs):
+            out.append(job())
+            if done is not None:
+                done(i, i)
+        return out
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="xpcs-fit") as pool:
+        futs = {pool.submit(contextvars.copy_context().run, job): i
+                for i, job in enumerate(jobs)}
+        for k, fut in enumerate(as_completed(futs)):
+            fut.result()  # the first error (a cancel) is raised here
+            if done is not None:
+                done(futs[fut], k)
+        return [f.result() for f in sorted(futs, key=futs.get)]
+
+
 def _measure(core: _Core, data: _Data, rows: np.ndarray, window_drop: int, max_iter: int,
              cancel: CancelToken | None) -> _Checks:
     """Runs test (all curves), decay left at the last delay, and for ``rows`` the
@@ -424,7 +451,8 @@ def _measure(core: _Core, data: _Data, rows: np.ndarray, window_drop: int, max_i
     chi2 = core.chi2[rows]
     s = core.s_scale[rows]
     double = core.model is G2Model.DOUBLE
-    for k in taus:
+
+    def profile(k: int) -> None:
         name = core.names[k]
         with np.errstate(invalid="ignore", divide="ignore"):
             sig = core.errors[rows, k] / core.p[rows, k]
@@ -456,6 +484,7 @@ def _measure(core: _Core, data: _Data, rows: np.ndarray, window_drop: int, max_i
                              (limit, LIMIT_DCHI2)):
             store[name][rows, 0] = np.exp(lk + crossing(real, d, level, -1))
             store[name][rows, 1] = np.exp(lk + crossing(real, d, level, +1))
+
     # Window stability: the whole fit (grid start and LM, same bounds) again without
     # the last fitted delays; a local refit could stay in a minimum the data no longer
     # support.
@@ -463,7 +492,12 @@ def _measure(core: _Core, data: _Data, rows: np.ndarray, window_drop: int, max_i
                   sub.aux, be, dev)
     spec = (core.names, core.value[rows], core.lower[rows], core.upper[rows], core.fixed,
             core.is_log)
-    w = _solve(core.model, short, None, False, max_iter, 2, cancel, specs=spec)
+
+    def window_fit() -> _Core:
+        return _solve(core.model, short, None, False, max_iter, 2, cancel, specs=spec)
+
+    # each profile writes its own tau's rows; independent solves share the cores
+    *_, w = in_parallel([lambda k=k: profile(k) for k in taus] + [window_fit])
     for k in taus:
         ok = w.has_fit & w.finite
         window[core.names[k]][rows] = np.where(ok, w.p[:, k], np.nan)
