@@ -410,3 +410,39 @@ def test_a_fit_published_by_another_tab_is_shown_here(qtbot, panel, results):
     # its own publication does not loop back
     panel.context.set_shared("g2_fits", panel.fits)
     assert panel.fits is theirs
+
+
+def test_posterior_bands_go_with_their_fit(qtbot, panel, results, monkeypatch):
+    # Issue 22 seen again in a real window: after a Bayesian fit and a change of
+    # targets the fit lines went but the shaded posterior bands stayed on the new
+    # file's panels (pyqtgraph keeps a fill's path when its curves are emptied).
+    from xpcsviewer.fitting.block_fits import fit_g2_blocks
+    from xpcsviewer.fitting.blocks import G2Fits
+
+    def fake_band(self, rows, grid):
+        one = np.stack([np.full(grid.size, v) for v in (1.05, 1.1, 1.15)])
+        return np.stack([one] * len(rows))
+
+    _load(qtbot, panel, results[:1])
+    fits = fit_g2_blocks(panel.blocks, panel.model())
+    monkeypatch.setattr(G2Fits, "band", fake_band)
+    with qtbot.waitSignal(panel.sigFitsReady, timeout=10000):
+        panel._on_fits(fits)
+    qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
+
+    def fills():
+        return [s.band for v in panel._views[: len(panel.panel_specs)] for s in v.slots
+                if s.key is not None and s.band is not None and s.band.isVisible()
+                and not s.band.path().isEmpty()]
+
+    assert len(fills()) == 6
+    _load(qtbot, panel, results[1:])
+    qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
+    assert fills() == []
+    panel.show_band.setChecked(True)
+    _load(qtbot, panel, results[:1])  # back to the fitted file: its bands come back
+    qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
+    assert len(fills()) == 6
+    panel.show_band.setChecked(False)
+    qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
+    assert fills() == []

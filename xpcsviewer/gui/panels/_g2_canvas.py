@@ -69,9 +69,15 @@ class _CurveSlot:
 
     def hide_fit(self) -> None:
         self.fit.setData(_EMPTY, _EMPTY)
+        self.hide_band()
+
+    def hide_band(self) -> None:
+        # the fill keeps the path of its curves' last data when they are emptied
+        # (pyqtgraph hides an empty curve without clearing its path): hide it too
         if self.band is not None:
             self.band_lo.setData(_EMPTY, _EMPTY)
             self.band_hi.setData(_EMPTY, _EMPTY)
+            self.band.setVisible(False)
 
 
 class _PanelView:

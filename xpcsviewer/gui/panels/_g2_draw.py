@@ -398,9 +398,9 @@ class G2DrawMixin:
             c = QColor(curve_color(ci))
             c.setAlpha(60)
             fill.setBrush(pg.mkBrush(c))
-        elif slot.band is not None:
-            slot.band_lo.setData(_EMPTY, _EMPTY)
-            slot.band_hi.setData(_EMPTY, _EMPTY)
+            fill.setVisible(True)
+        else:
+            slot.hide_band()
 
     def _draw_fits(self) -> None:
         """New fits: update the fit items of the shown curves only."""
