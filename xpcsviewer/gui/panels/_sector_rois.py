@@ -138,7 +138,10 @@ class SectorRoiTools(QObject):
         centre = self._centre()
         data = self.panel.data
         if centre is None or data is None:
-            self.panel.context.show_status("SAXS-2D: open a file before adding ROIs")
+            # pressed while the image is still being read, or with no file at all
+            why = ("the image is still loading; add the ROI once it is shown"
+                   if self.panel.results else "open a file before adding ROIs")
+            self.panel.context.show_status(f"SAXS-2D: {why}")
             return None
         self.geometry = roi_geometry(self.panel.shown_result().qmap)
         self._count += 1
