@@ -1,0 +1,148 @@
+"""Temporal and spatial means of a photon stream (the sparse twin of ``_scattering``).
+
+:class:`SparseScattering` has the interface of
+:class:`~xpcsviewer.compute._scattering.ScatteringAccumulator` (``mean_image``, ``saxs_1d``,
+``saxs_1d_segments``, ``intensity_vs_time``, ``count``) but is fed hits, not frames: its
+cost grows with the hits, and the sums equal the dense accumulator's on the same frames
+(integer counts: exactly; averaged frames: to float64 round-off).
+
+``frame_group`` > 1 keeps the per-frame arrays per group of frames (a time-tag run has
+10^9 or more "frames" of one detector tick): ``intensity_vs_time`` and the I(q) segments
+are then means per frame over each group.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xpcsviewer.compute._binning import PixelBins
+
+__all__ = ["SparseScattering", "pixel_lookup"]
+
+
+def _sums(frame: np.ndarray, pixel: np.ndarray, value: np.ndarray, r0: int, group: int,
+          sid: np.ndarray, image: np.ndarray, static: np.ndarray) -> None:
+    """image += hits per pixel; static[row - r0, bin] += hits in static bins (compiled
+    when numba is there, else two bincounts)."""
+    from xpcsviewer.compute._multitau_cpu import available
+
+    if available():
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from xpcsviewer.compute._multitau_sparse_numba import hit_sums
+
+            hit_sums(np.ascontiguousarray(frame, dtype=np.int64),
+                     np.ascontiguousarray(pixel, dtype=np.int64), np.ascontiguousarray(value),
+                     r0, group, sid, static.shape[1], image, static)
+        return
+    v = np.asarray(value, dtype=np.float64)
+    px = np.asarray(pixel, dtype=np.int64)
+    image += np.bincount(px, weights=v, minlength=image.size)
+    s = sid[px]
+    ok = s >= 0
+    ns = static.shape[1]
+    row = np.asarray(frame, dtype=np.int64)[ok] // group - r0
+    static += np.bincount(row * ns + s[ok], weights=v[ok],
+                          minlength=static.size).reshape(static.shape)
+
+
+def pixel_lookup(pixels: PixelBins) -> np.ndarray:
+    """(H*W,) int32: the correlated-pixel number of each detector pixel, -1 elsewhere."""
+    h, w = pixels.shape
+    lut = np.full(h * w, -1, dtype=np.int32)
+    lut[pixels.pixel_index] = np.arange(pixels.n_pixels, dtype=np.int32)
+    return lut
+
+
+class SparseScattering:
+    """Running means over a stream of hits (see the module notes).
+
+    Parameters
+    ----------
+    pixels : PixelBins
+    n_frames : int
+        Processed frames the stream will have (a capacity; :meth:`grow` extends it).
+    frame_group : int
+        Frames per row of the per-frame arrays (1: one row per frame).
+    """
+
+    def __init__(self, pixels: PixelBins, n_frames: int, frame_group: int = 1) -> None:
+        self.pixels = pixels
+        self.group = max(1, int(frame_group))
+        h, w = pixels.shape
+        self.sum_image = np.zeros(h * w)
+        rows = -(-max(int(n_frames), 1) // self.group)
+        self.intensity = np.zeros(rows)  # sums over the correlated pixels, per row
+        self.static_sums = np.zeros((rows, pixels.n_static))
+        self._sid = np.full(h * w, -1, dtype=np.int64)
+        self._sid[pixels.pixel_index] = pixels.static_id
+        self.count = 0  # processed frames added
+
+    def grow(self, n_frames: int) -> None:
+        """Room for ``n_frames`` processed frames (a live stream; doubles)."""
+        rows = -(-int(n_frames) // self.group)
+        if rows <= self.intensity.shape[0]:
+            return
+        rows = max(rows, 2 * self.intensity.shape[0])
+        inten = np.zeros(rows)
+        inten[: self.intensity.shape[0]] = self.intensity
+        sums = np.zeros((rows, self.pixels.n_static))
+        sums[: self.static_sums.shape[0]] = self.static_sums
+        self.intensity, self.static_sums = inten, sums
+
+    def add_events(self, start: int, stop: int, frame: np.ndarray, pixel: np.ndarray,
+                   value: np.ndarray) -> None:
+        """Add the hits of processed frames ``[start, stop)`` (``start`` = frames so far)."""
+        if start != self.count:
+            raise ValueError(f"frames must come in order: expected {self.count}, got {start}")
+        self.grow(stop)
+        if np.asarray(frame).size:
+            r0 = start // self.group
+            r1 = (stop - 1) // self.group + 1
+            block = np.zeros((r1 - r0, self.pixels.n_static))
+            _sums(np.asarray(frame), np.asarray(pixel), np.asarray(value), r0, self.group,
+                  self._sid, self.sum_image, block)
+            self.static_sums[r0:r1] += block
+        self.count = int(stop)
+
+    # ------------------------------------------------------------ views
+    def _rows(self) -> tuple[int, np.ndarray]:
+        """(rows in use, frames in each row)."""
+        rows = -(-self.count // self.group)
+        frames = np.full(rows, float(self.group))
+        if rows:
+            frames[-1] = self.count - (rows - 1) * self.group
+        return rows, frames
+
+    def mean_image(self) -> np.ndarray:
+        """(H, W) mean counts per pixel per frame."""
+        return (self.sum_image / max(self.count, 1)).reshape(self.pixels.shape)
+
+    def saxs_1d(self) -> np.ndarray:
+        """(Ns,) mean counts per pixel per frame in each static bin (NaN if empty)."""
+        rows, _ = self._rows()
+        c = self.pixels.static_count.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.static_sums[:rows].sum(axis=0) / (c * max(self.count, 1))
+
+    def saxs_1d_segments(self, n_segments: int) -> np.ndarray:
+        """(S, Ns) per-segment means (boundaries round(linspace(0, rows, S+1)) in rows)."""
+        rows, frames = self._rows()
+        s = max(1, min(int(n_segments), rows))
+        bounds = np.linspace(0, rows, s + 1).round().astype(np.int64)
+        c = self.pixels.static_count.astype(np.float64)
+        cs = np.concatenate([np.zeros((1, self.pixels.n_static)),
+                             np.cumsum(self.static_sums[:rows], axis=0)])
+        fc = np.concatenate([[0.0], np.cumsum(frames)])
+        seg = cs[bounds[1:]] - cs[bounds[:-1]]
+        nf = fc[bounds[1:]] - fc[bounds[:-1]]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return seg / (c[None, :] * nf[:, None])
+
+    def intensity_vs_time(self) -> np.ndarray:
+        """(rows,) mean counts per correlated pixel and frame of each row."""
+        rows, frames = self._rows()
+        p = max(self.pixels.n_pixels, 1)
+        return self.static_sums[:rows].sum(axis=1) / (p * frames)

@@ -1,0 +1,274 @@
+"""Photon-sparse and event-mode raw sources: what every layout shares.
+
+A sparse source stores only the pixels that saw photons: per hit, the raw frame, the
+flat detector pixel (``row * W + col``) and the count. Each layout (Rigaku ``.bin``,
+ESRF CSR HDF5, ID11 ``nnz/row/col/intensity``, Timepix event lists) is a subclass that
+answers two questions about raw frames, cheaply and in frame order:
+
+- :meth:`SparseSource._raw_count` ``(a, b)``: how many stored hits raw frames ``[a, b)`` hold;
+- :meth:`SparseSource._raw_range` ``(a, b)``: those hits as (frame, pixel, count) arrays.
+
+Everything else is here and the same for every layout: the frame selection
+(``begin:end:stride``, then groups of ``avg`` frames averaged, exactly as
+:class:`~xpcsviewer.io.raw.RawFrames` does for dense frames), the event blocks the photon
+correlators read (:meth:`SparseSource.iter_events`), dense frames for everything that
+wants frames (:meth:`SparseSource.read`, :meth:`SparseSource.iter_chunks`: a sparse source
+works wherever a dense one does) and the description ``info`` prints. Only numpy (and
+h5py in the HDF5 layouts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.io.errors import XpcsFileError
+
+__all__ = ["EVENTS_PER_BLOCK", "EventBlock", "SparseSource"]
+
+#: events per block handed to the correlators (~100 MB of decoded events)
+EVENTS_PER_BLOCK = 1 << 22
+
+
+@dataclass(frozen=True)
+class EventBlock:
+    """The hits of processed frames ``[start, stop)``, in frame order.
+
+    Attributes
+    ----------
+    start, stop : int
+        Processed frames covered: every hit of these frames is here (empty frames too).
+    frame : (n,) int64
+        Processed frame of each hit, non-decreasing.
+    pixel : (n,) int64
+        Flat detector index ``row * W + col``.
+    value : (n,)
+        Counts: the stored integer dtype, or float64 means when frames are averaged.
+        A pixel may appear more than once in a frame (event lists): values add.
+    """
+
+    start: int
+    stop: int
+    frame: np.ndarray
+    pixel: np.ndarray
+    value: np.ndarray
+
+    @property
+    def n_events(self) -> int:
+        return int(self.frame.size)
+
+
+class SparseSource:
+    """Base of the sparse layouts (see the module notes).
+
+    Subclasses set, in ``__init__`` before calling :meth:`_select`:
+    ``path`` (Path), ``layout`` (short name), ``layout_text`` (what it is, for ``info``),
+    ``dataset_path`` (the field errors name, or None), ``raw_frames`` (int),
+    ``frame_shape`` ((H, W)), ``count_dtype`` (numpy dtype of the stored counts),
+    ``raw_events`` (stored hits in all raw frames), ``frame_time`` (s, or None when the
+    file has none); and implement :meth:`_raw_count`, :meth:`_raw_range`, :meth:`close`.
+    """
+
+    sparse = True
+    layout = "sparse"
+    layout_text = "photon-sparse frames"
+    dataset_path: str | None = None
+    frame_time: float | None = None
+    count_time: float | None = None
+    #: a list of files (module files, blocks) the source reads, for ``info``
+    files: tuple[Path, ...] = ()
+
+    # ------------------------------------------------------------ subclass API
+    def _raw_count(self, a: int, b: int) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _raw_range(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def close(self) -> None:
+        """Release file handles (idempotent)."""
+
+    # ------------------------------------------------------------ selection
+    def _select(self, begin: int = 0, end: int | None = -1, stride: int = 1,
+                avg: int = 1) -> None:
+        """Apply the frame selection (same rules and messages as ``RawFrames``)."""
+        if stride < 1 or avg < 1:
+            raise ValueError(f"stride and avg must be >= 1, got stride={stride}, avg={avg}")
+        if int(begin) < 0:
+            raise ValueError(f"--begin-frame must be >= 0 (got {begin}); frames count "
+                             "from the first")
+        if end is not None and int(end) < -1:
+            raise ValueError(f"--end-frame must be >= 0, or -1 for the last frame (got {end})")
+        b = int(begin)
+        e = self.raw_frames if end is None or int(end) < 0 else min(int(end), self.raw_frames)
+        self.begin, self.end, self.stride, self.avg = b, e, int(stride), int(avg)
+        n_sel = len(range(b, e, self.stride))
+        self.n_frames = n_sel // self.avg
+        if self.n_frames < 1:
+            self.close()
+            raise XpcsFileError(
+                self.path,
+                f"frame selection begin={begin} end={end} stride={stride} avg={avg} "
+                f"leaves no frame of {self.raw_frames}",
+                self.dataset_path, "a non-empty frame range")
+
+    def _raw_span(self, start: int, stop: int) -> tuple[int, int]:
+        """Raw frames ``[a, b)`` holding processed frames ``[start, stop)``."""
+        step = self.stride * self.avg
+        a = self.begin + start * step
+        b = self.begin + (stop - 1) * step + (self.avg - 1) * self.stride + 1
+        return a, b
+
+    def _processed(self, frame: np.ndarray, pixel: np.ndarray, count: np.ndarray,
+                   start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Raw hits -> hits of processed frames ``[start, stop)`` (selection applied)."""
+        frame = np.asarray(frame, dtype=np.int64)
+        if self.stride == 1 and self.avg == 1:
+            pf = frame - self.begin
+            keep = (pf >= start) & (pf < stop)
+            if keep.all():
+                return pf, np.asarray(pixel, dtype=np.int64), count
+            return pf[keep], np.asarray(pixel, dtype=np.int64)[keep], count[keep]
+        rel = frame - self.begin
+        sel, off = np.divmod(rel, self.stride)
+        pf = sel // self.avg
+        keep = (off == 0) & (rel >= 0) & (pf >= start) & (pf < stop)
+        pf = pf[keep]
+        px = np.asarray(pixel, dtype=np.int64)[keep]
+        c = count[keep]
+        if self.avg == 1:
+            return pf, px, c
+        # the mean of avg frames: integer counts summed first, then divided (as the
+        # dense reader's mean), so both give the same float64 values
+        npx = self.frame_shape[0] * self.frame_shape[1]
+        key = pf * npx + px
+        uk, inv = np.unique(key, return_inverse=True)
+        sums = np.bincount(inv, weights=c.astype(np.float64), minlength=uk.size)
+        return uk // npx, uk % npx, sums / self.avg
+
+    # ------------------------------------------------------------ events
+    @property
+    def n_events(self) -> int:
+        """Stored hits in the raw frames the selection spans."""
+        a, b = self._raw_span(0, self.n_frames)
+        return self._raw_count(a, b)
+
+    def iter_events(self, max_events: int = EVENTS_PER_BLOCK, start: int = 0,
+                    stop: int | None = None) -> Iterator[EventBlock]:
+        """Hits of processed frames ``[start, stop)`` in blocks of about ``max_events``.
+
+        Blocks never split a processed frame (so an averaged frame is whole).
+        """
+        stop = self.n_frames if stop is None else min(int(stop), self.n_frames)
+        f = max(0, int(start))
+        per_frame = max(self.n_events / max(self.n_frames, 1), 1e-9)
+        step = max(1, int(max_events / per_frame))
+        while f < stop:
+            g = min(stop, f + step)
+            a, b = self._raw_span(f, g)
+            n = self._raw_count(a, b)
+            while n > 2 * max_events and g - f > 1:
+                g = f + max(1, (g - f) // 2)
+                a, b = self._raw_span(f, g)
+                n = self._raw_count(a, b)
+            fr, px, c = self._raw_range(a, b)
+            pf, pp, pv = self._processed(fr, px, c, f, g)
+            yield EventBlock(f, g, pf, pp, pv)
+            f = g
+
+    # ------------------------------------------------------------ dense view
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(N, rows, cols) of the processed frames."""
+        return (self.n_frames, *self.frame_shape)
+
+    @property
+    def out_dtype(self) -> np.dtype:
+        """dtype of dense frames: the stored counts', or float64 when averaging."""
+        return np.dtype(self.count_dtype) if self.avg == 1 else np.dtype(np.float64)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.count_dtype)
+
+    def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Processed frames ``[start, stop)`` as dense (n, rows, cols) counts."""
+        start = max(0, int(start))
+        stop = min(self.n_frames, int(stop))
+        h, w = self.frame_shape
+        if stop <= start:
+            return np.empty((0, h, w), dtype=self.out_dtype)
+        a, b = self._raw_span(start, stop)
+        fr, px, c = self._raw_range(a, b)
+        pf, pp, pv = self._processed(fr, px, c, start, stop)
+        n = stop - start
+        dense = np.bincount((pf - start) * (h * w) + pp, weights=pv,
+                            minlength=n * h * w)[: n * h * w]
+        return dense.astype(self.out_dtype, copy=False).reshape(n, h, w)
+
+    def iter_chunks(self, chunk_size: int = 128, reuse: bool = False) -> Iterator[np.ndarray]:
+        """Dense (n <= chunk_size, rows, cols) processed frames, in order."""
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be >= 1")
+        for a in range(0, self.n_frames, chunk_size):
+            yield self.read(a, a + chunk_size)
+
+    # ------------------------------------------------------------ description
+    def describe(self) -> dict[str, Any]:
+        """Selection summary for the result file's config group."""
+        return {
+            "raw": str(self.path),
+            "raw_layout": self.layout,
+            "begin_frame": self.begin,
+            "end_frame": self.end,
+            "stride_frame": self.stride,
+            "avg_frame": self.avg,
+            "raw_frames": self.raw_frames,
+            "n_frames": self.n_frames,
+        }
+
+    def summary(self, count_photons: bool = True) -> dict[str, Any]:
+        """What ``info`` says of the source: layout, frames, events, occupancy,
+        photons per frame (a pass over the counts when ``count_photons``)."""
+        h, w = self.frame_shape
+        events = self._raw_count(0, self.raw_frames)
+        out: dict[str, Any] = {
+            "path": str(self.path),
+            "kind": "raw",
+            "layout": self.layout,
+            "layout_text": self.layout_text,
+            "sparse": True,
+            "detector_shape": [int(h), int(w)],
+            "n_frames": int(self.raw_frames),
+            "frame_time": self.frame_time,
+            "events": int(events),
+            "occupancy": events / max(1.0, float(self.raw_frames) * h * w),
+            "count_dtype": str(np.dtype(self.count_dtype)),
+            "files": [str(p) for p in self.files] or [str(self.path)],
+        }
+        if count_photons:
+            total = 0.0
+            step = max(1, int(EVENTS_PER_BLOCK / max(events / max(self.raw_frames, 1), 1e-9)))
+            for a in range(0, self.raw_frames, step):
+                _, _, c = self._raw_range(a, min(self.raw_frames, a + step))
+                total += float(np.sum(c, dtype=np.float64))
+            out["photons"] = total
+            out["photons_per_frame"] = total / max(self.raw_frames, 1)
+        return out
+
+    # ------------------------------------------------------------ context
+    def __enter__(self) -> SparseSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:
+            pass
