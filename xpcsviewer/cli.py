@@ -158,20 +158,35 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: reuse complete demo files, simulate only missing ones, "
                         "refuse to replace any other file)")
 
-    p = add("info", "summary of result files", _batch(False))
+    p = add("info", "summary of result files and raw sources (dense or photon-sparse)",
+            _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--qmap", default=None, metavar="QMAP",
+                   help="partition file giving the detector shape of raw layouts that "
+                        "store none (ESRF sparse, ImageD11, Timepix; docs/sparse-formats.md)")
 
     p = add("correlate", "multi-tau and/or two-time correlation of raw frames", _batch(True))
     p.add_argument("raw", metavar="RAW", nargs="+",
-                   help="raw frames: HDF5 /entry/data/data or .npy (several: -o is a folder)")
+                   help="a raw source, recognised by content: dense frames (HDF5 "
+                        "/entry/data/data, .npy), Rigaku .bin (a 3M: one of its .000-.005 "
+                        "module files), ESRF sparse HDF5 (a block or its folder), ImageD11 "
+                        "sparse, Timepix event list (docs/sparse-formats.md); several: -o "
+                        "is a folder")
     p.add_argument("--qmap", required=True, help="partition file (/qmap or /xpcs/qmap)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.hdf|DIR",
                    help="the result file; with several RAW a folder that gets "
                         "RAWNAME_results.hdf for each")
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     p.add_argument("--mode", choices=("multitau", "twotime", "both"), default="multitau")
-    p.add_argument("--frame-time", type=float, default=None, help="seconds per frame")
+    p.add_argument("--frame-time", type=float, default=None,
+                   help="seconds per frame (default: from the file; 1 s when it has none)")
+    p.add_argument("--path", choices=("auto", "sparse", "dense"), default="auto",
+                   help="correlate on photons (sparse) or on dense frames; auto (default) "
+                        "takes the cheaper by a measured cost of the whole job and says which")
+    p.add_argument("--bin-time", type=float, default=None, metavar="SECONDS",
+                   help="event lists (Timepix): frames of this length; without it the "
+                        "time-tag mode correlates the arrival times (multi-tau only)")
     p.add_argument("--begin-frame", type=int, default=0)
     p.add_argument("--end-frame", type=int, default=-1)
     p.add_argument("--stride-frame", type=int, default=1)

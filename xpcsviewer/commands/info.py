@@ -1,4 +1,11 @@
-"""``xpcsviewer info FILE... [--json]``: a summary of result files.
+"""``xpcsviewer info FILE... [--json] [--qmap QMAP]``: a summary of result files and raw
+sources.
+
+A raw source (dense frames or a photon-sparse / event-mode layout, told by its content:
+:func:`~xpcsviewer.io.raw.raw_layout`) is described from its ``summary()``: layout,
+detector shape, frames, frame time, events, occupancy, photons per frame (JSON: in
+``"files"`` with ``"kind": "raw"``). ``--qmap`` gives the detector shape of layouts that
+store none.
 
 A per-pixel G2 side file (``X_results_G2.hdf``, written beside its result file by
 ``correlate --save-g2-pixel`` and the demo) is described, not failed: the stack's
@@ -113,11 +120,46 @@ def _side_note(s: dict[str, Any]) -> str:
             "(its pixels are shown by the result file's g2pixel tab)")
 
 
+def raw_summary(path: str, shown: str, shape: Any = None) -> dict[str, Any] | None:
+    """The record of a raw source (``"kind": "raw"``), or None when ``path`` is not one."""
+    from xpcsviewer.io.raw import open_raw_source, raw_layout
+
+    if raw_layout(path) is None:
+        return None
+    shape = None if shape is None else tuple(int(v) for v in shape)
+    with open_raw_source(path, shape=shape) as src:
+        rec = src.summary(count_photons=True)
+    rec["path"] = display_path(shown)
+    rec["files"] = [display_path(f) for f in rec.get("files", [])]
+    rec.setdefault("warnings", [])
+    return rec
+
+
+def _raw_row(s: dict[str, Any]) -> list[str]:
+    def num(v: Any, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    return [
+        str(s["path"]).rstrip("/").rsplit("/", 1)[-1],
+        s["layout"],
+        "x".join(str(v) for v in s["detector_shape"]),
+        str(s["n_frames"]),
+        num(s["frame_time"], ".3g"),
+        num(s["events"], "d"),
+        num(s["occupancy"], ".3g"),
+        num(s.get("photons_per_frame"), ".4g"),
+    ]
+
+
 def summary_task(item: dict[str, Any]) -> dict[str, Any]:
-    """:func:`summary` of one file, named as given (a batch task; any worker); a G2
-    side file gets :func:`side_file_summary` instead of a failure."""
+    """:func:`summary` of one file, named as given (a batch task; any worker); a raw
+    source gets :func:`raw_summary`, a G2 side file :func:`side_file_summary` instead
+    of a failure."""
     from xpcsviewer.io.errors import XpcsFileError
 
+    raw = raw_summary(item["path"], item["shown"], item.get("shape"))
+    if raw is not None:
+        return raw
     try:
         res = read_result(item["path"])
     except XpcsFileError:
@@ -139,16 +181,27 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"xpcsviewer info: error: {exc}", file=sys.stderr)
         return 2
+    shape = None
+    if getattr(args, "qmap", None):
+        from xpcsviewer.io.errors import XpcsFileError
+        from xpcsviewer.io.reader import read_qmap
+
+        try:
+            shape = [int(v) for v in read_qmap(args.qmap).shape]
+        except XpcsFileError as exc:
+            print(f"xpcsviewer info: {exc.one_line()}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     records: list[dict[str, Any]] = []
     # no bar: the table is the output and a file takes milliseconds
-    result = run_batch(summary_task, file_items(args.files),
+    result = run_batch(summary_task, file_items(args.files, shape=shape),
                        lambda o: records.append(o.value) if o.ok else None, where=where)
     print_failures("xpcsviewer info", result)
     sides = [r for r in records if r.get("side_file")]
-    records = [r for r in records if not r.get("side_file")]
+    raws = [r for r in records if r.get("kind") == "raw"]
+    records = [r for r in records if not r.get("side_file") and r.get("kind") != "raw"]
     if args.json:
         out = []
-        for r in records:
+        for r in records + raws:
             count = [0]
             r = to_jsonable(r, count)
             if count[0]:
@@ -182,6 +235,20 @@ def run(args: argparse.Namespace) -> int:
         for s in records:
             for w in s["warnings"]:
                 print(f"note: {str(s['path']).rsplit('/', 1)[-1]}: {w}")
+    if raws and not args.json:
+        if records:
+            print()
+        head = ["raw file", "layout", "detector", "frames", "frame_time_s", "events",
+                "occupancy", "photons/frame"]
+        rows = [head] + [_raw_row(s) for s in raws]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        for r in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        for s in raws:
+            name = str(s["path"]).rstrip("/").rsplit("/", 1)[-1]
+            print(f"note: {name}: {s['layout_text']}")
+            for w in s["warnings"]:
+                print(f"note: {name}: {w}")
     if not args.json:
         for s in sides:
             print(_side_note(s))

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,13 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import OutputRefusedError, check_output
+from xpcsviewer.jobs._correlate_sparse import (
+    NonFiniteHit,
+    checked_events,
+    nonfinite_event_pixels,
+    plan_path,
+    scattering_group,
+)
 
 RAW_FRAME_TIME = "/entry/instrument/detector_1/frame_time"
 RAW_COUNT_TIME = "/entry/instrument/detector_1/count_time"
@@ -196,8 +204,9 @@ def correlate_one(
     """
     from xpcsviewer.backends import get_job_backend
     from xpcsviewer.compute.pipeline import correlate_to_result
+    from xpcsviewer.compute.pipeline_sparse import correlate_events_to_result
     from xpcsviewer.compute.twotime import parse_bins
-    from xpcsviewer.io.raw import MIN_FRAMES, RawFrames
+    from xpcsviewer.io.raw import MIN_FRAMES, open_raw_source
     from xpcsviewer.io.writer import write_result
     from xpcsviewer.progress import TextProgressBar
 
@@ -210,9 +219,14 @@ def correlate_one(
         raise XpcsFileError(args.qmap, "the mask leaves no pixel inside the q-bins",
                             _qmap_mask_dataset(args.qmap),
                             "nonzero (valid) mask values where the bins are")
+    bin_time = getattr(args, "bin_time", None)
+    if bin_time is not None and not (bin_time > 0 and math.isfinite(bin_time)):
+        say(f"xpcsviewer correlate: --bin-time must be a positive finite number (got {bin_time})")
+        return 2
     try:
-        raw = RawFrames(raw_path, args.begin_frame, args.end_frame, args.stride_frame,
-                        args.avg_frame)
+        raw = open_raw_source(raw_path, shape=qm.shape, bin_time=bin_time,
+                              begin=args.begin_frame, end=args.end_frame,
+                              stride=args.stride_frame, avg=args.avg_frame)
     except ValueError as exc:
         say(f"xpcsviewer correlate: {exc}")
         return 2
@@ -235,7 +249,8 @@ def correlate_one(
             say("xpcsviewer correlate: --frame-time must be a positive finite number "
                 f"(got {args.frame_time})")
             return 2
-        ft_raw, ct_raw = _raw_times(raw_path)
+        sparse = bool(getattr(raw, "sparse", False))
+        ft_raw, ct_raw = (raw.frame_time, raw.count_time) if sparse else _raw_times(raw_path)
         frame_time = args.frame_time if args.frame_time is not None else ft_raw
         if frame_time is None:
             frame_time = 1.0
@@ -252,7 +267,13 @@ def correlate_one(
             say(f"xpcsviewer correlate: --dq: {exc}")
             return 2
         n = raw.n_frames
-        need, have = _memory_needed(n, qm, mode, 0 if bins is None else len(bins)), \
+        try:
+            choice = plan_path(getattr(args, "path", "auto"), raw, qm, mode, bins)
+        except ValueError as exc:
+            say(f"xpcsviewer correlate: {exc}")
+            return 2
+        group = scattering_group(raw)
+        need, have = _memory_needed(-(-n // group), qm, mode, 0 if bins is None else len(bins)), \
             _memory_available()
         if have is not None and need > have:
             say(f"xpcsviewer correlate: {n} frames need about {need / 2**30:.1f} GiB, "
@@ -265,6 +286,12 @@ def correlate_one(
         # the raw file's realpath goes into each config group (as the standard
         # correlator's config/raw)
         common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
+        if sparse:
+            common_cfg.update(choice.as_config())
+            common_cfg["raw_events"] = int(raw.n_events)
+            if getattr(raw, "time_tag", False):
+                common_cfg.update(time_tag=True, tick_s=float(raw.tick_s))
+        photons = choice.path == "sparse"
         nonfinite = _Masked(qm.shape)
         in_use = used & (np.asarray(qm.mask) > 0)  # the pixels a NaN would spoil
         with TextProgressBar("correlate", enabled=progress and not quiet) as bar:
@@ -276,6 +303,18 @@ def correlate_one(
                 use = used & (np.asarray(qm_run.mask) > 0)
                 try:
                     with _stack_writer(side, n, qm.shape) as sink:
+                        if photons:
+                            out_res = correlate_events_to_result(
+                                lambda use=use: checked_events(
+                                    raw.iter_events(), use.ravel(), raw, notes, nonfinite),
+                                qm_run, n, float(frame_time), mode=mode, dq_bins=bins,
+                                stride_frame=raw.stride, avg_frame=raw.avg,
+                                normalize_frame=bool(getattr(args, "normalize_frame", False)),
+                                num_partial_g2=int(getattr(args, "num_partial_g2", 0)),
+                                count_time=ct_raw, config=common_cfg, path=Path(output),
+                                raw_path=os.path.realpath(raw_path), progress=bar,
+                                g2_pixel_sink=sink, scattering_group=group)
+                            break
                         out_res = correlate_to_result(
                             lambda use=use: _checked_chunks(
                                 raw.iter_chunks(256 if mode == "twotime" else 128,
@@ -299,9 +338,11 @@ def correlate_one(
                             g2_pixel_sink=sink,
                         )
                     break
-                except _NonFinite:
+                except (_NonFinite, NonFiniteHit):
                     # Find every such pixel (a read-only pass), then correlate without them.
-                    nonfinite.pixels |= _nonfinite_pixels(raw, bar) & in_use
+                    found = nonfinite_event_pixels(raw, bar) if photons else \
+                        _nonfinite_pixels(raw, bar)
+                    nonfinite.pixels |= found & in_use
                     nonfinite.strict = False
                     left = _correlated(qm) & ~nonfinite.pixels
                     if not left.any():
@@ -332,6 +373,8 @@ def correlate_one(
             parts.append(f"multi-tau {mt.g2.shape[0]} delays x {mt.g2.shape[1]} bins")
         if tt is not None:
             parts.append(f"two-time {len(tt.processed_bins)} bins of {n}x{n}")
+        if sparse:
+            parts.append(f"{choice.path} path ({choice.reason})")
         say(f"wrote {out}: {n} frames, " + ", ".join(parts))
     return 0
 
@@ -339,7 +382,9 @@ def correlate_one(
 def output_name(raw: str | Path) -> str:
     """``RAWNAME_results.hdf``: the output of one RAW in a batch's folder."""
     name = Path(raw).name
-    for suffix in (".h5", ".hdf5", ".hdf", ".nxs", ".npy"):
+    if re.search(r"\.00[0-5]$", name):  # a Rigaku 3M module file stands for the set
+        name = name[:-4]
+    for suffix in (".h5", ".hdf5", ".hdf", ".nxs", ".npy", ".bin"):
         if name.lower().endswith(suffix):
             name = name[: -len(suffix)]
             break

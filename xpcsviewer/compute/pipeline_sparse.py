@@ -1,0 +1,233 @@
+"""Hits to a complete result, and which path (photons or dense frames) a job takes.
+
+:func:`correlate_events_to_result` is :func:`~xpcsviewer.compute.pipeline.correlate_to_result`
+fed hits: the photon multi-tau (:mod:`~xpcsviewer.compute.multitau_sparse`) and two-time
+(:mod:`~xpcsviewer.compute.twotime_sparse`) correlators and the means of the same pass,
+assembled into the same result (the same datasets, equal values).
+
+:func:`choose_path` decides per job, from a cost model of whole jobs measured on the
+project's 2-core machines by ``benchmarks/sparse.py`` (docs/sparse.md has the figures):
+the photon path costs per hit of every level plus per hit read; the dense path per
+pixel-frame (frames are formed from the hits, then correlated). Where the coarse frames
+are dense from the start (high occupancy) the dense path wins; the choice and both
+estimates are recorded in the result (``config/path``) and printed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.compute.multitau_sparse import correlate_multitau_events, level_hits_estimate
+from xpcsviewer.compute.pipeline import (
+    CorrelatedResult,
+    assemble_result,
+    multitau_model,
+)
+from xpcsviewer.compute.twotime import parse_bins
+from xpcsviewer.io.model import QMap, Twotime
+from xpcsviewer.progress import CancelToken, ProgressCallback
+
+__all__ = ["PathChoice", "choose_path", "correlate_events_to_result"]
+
+#: seconds per hit of one level, photon multi-tau (2 cores, benchmarks/sparse.py)
+SPARSE_S_PER_LEVEL_HIT = 4e-9
+#: seconds per hit read, sorted by pixel and summed into the means (2 cores)
+SPARSE_S_PER_HIT = 12e-9
+#: seconds per pair of hits of one pixel, photon two-time (2 cores; 0.4-2 ns measured
+#: at 2-20 % occupancy)
+SPARSE_S_PER_PAIR = 1e-9
+#: seconds per pixel-frame of the dense multi-tau job, frames formed from hits included
+DENSE_S_PER_PIXEL_FRAME = 6e-9
+#: seconds per pixel and frame pair of the dense two-time (BLAS, 2 cores; 0.011-0.020
+#: ns measured)
+DENSE_S_PER_MAC = 0.015e-9
+#: seconds per pixel-frame to form dense frames from hits (two-time stores them)
+DENSE_S_PER_FORMED = 2e-9
+#: the photon path's frames are never formed: above this many pixel-frames the dense
+#: path is refused (a time-tag run has 10^9 frames of one detector tick)
+DENSE_MAX_PIXEL_FRAMES = 1e12
+
+
+@dataclass(frozen=True)
+class PathChoice:
+    """Which correlator path a job takes, and why.
+
+    Attributes
+    ----------
+    path : {"sparse", "dense"}
+    reason : str
+        One line for the user.
+    sparse_s, dense_s : float
+        Estimated seconds of each path (inf: not possible).
+    occupancy : float
+        Hits per pixel-frame of the processed frames (estimated).
+    """
+
+    path: str
+    reason: str
+    sparse_s: float
+    dense_s: float
+    occupancy: float
+
+    def as_config(self) -> dict[str, Any]:
+        return {"path": self.path, "path_reason": self.reason,
+                "path_sparse_s_est": self.sparse_s, "path_dense_s_est": self.dense_s,
+                "occupancy_est": self.occupancy}
+
+
+def estimate_costs(*, n_frames: int, detector_pixels: int, correlated_pixels: int,
+                   hits: float, mode: str, bin_pixels: Iterable[int] = (),
+                   sparse_ok: bool = True) -> tuple[float, float, float]:
+    """(sparse seconds, dense seconds, occupancy) of a job (see the module notes)."""
+    n = max(int(n_frames), 1)
+    occ = min(1.0, float(hits) / (float(detector_pixels) * n)) if detector_pixels else 0.0
+    sparse = dense = 0.0
+    dense += DENSE_S_PER_FORMED * detector_pixels * n
+    sparse += SPARSE_S_PER_HIT * hits
+    if mode in ("multitau", "both"):
+        sparse += SPARSE_S_PER_LEVEL_HIT * level_hits_estimate(n, correlated_pixels, occ)
+        dense += DENSE_S_PER_PIXEL_FRAME * correlated_pixels * n
+    if mode in ("twotime", "both"):
+        for pb in bin_pixels:
+            per_pixel = occ * n
+            sparse += SPARSE_S_PER_PAIR * pb * per_pixel * (per_pixel + 1) / 2
+            dense += DENSE_S_PER_MAC * pb * n * n / 2
+    if not sparse_ok:
+        sparse = math.inf
+    if float(detector_pixels) * n > DENSE_MAX_PIXEL_FRAMES:
+        dense = math.inf
+    return sparse, dense, occ
+
+
+def choose_path(requested: str, *, sparse_source: bool, time_tag: bool = False,
+                **costs: Any) -> PathChoice:
+    """The path of one job: ``requested`` "auto", "sparse" or "dense".
+
+    A dense source always takes the dense path; a time-tag run the photon path (its
+    frames are detector ticks). Otherwise "auto" takes the cheaper estimate.
+
+    Raises
+    ------
+    ValueError
+        A path that cannot run (photons of a dense file, dense frames of a time-tag run).
+    """
+    if requested not in ("auto", "sparse", "dense"):
+        raise ValueError(f"path must be auto, sparse or dense, got {requested!r}")
+    if not sparse_source:
+        if requested == "sparse":
+            raise ValueError("--path sparse needs a photon-sparse or event source; this one "
+                             "stores dense frames")
+        return PathChoice("dense", "dense frames", math.inf, math.nan, math.nan)
+    from xpcsviewer.compute.multitau_sparse import available
+
+    sp, de, occ = estimate_costs(sparse_ok=available(), **costs)
+    if time_tag:
+        if requested == "dense":
+            raise ValueError("--path dense cannot run in time-tag mode (frames are detector "
+                             "ticks); give --bin-time for a frame view")
+        if not available():
+            raise ValueError("time-tag correlation needs numba")
+        return PathChoice("sparse", "time-tag mode: photon arrival times", sp, de, occ)
+    if requested == "dense":
+        if math.isinf(de):
+            raise ValueError("--path dense: the frames are too many to form "
+                             f"({costs.get('n_frames')} x {costs.get('detector_pixels')} "
+                             "pixels)")
+        return PathChoice("dense", "asked for (--path dense)", sp, de, occ)
+    if requested == "sparse":
+        if math.isinf(sp):
+            raise ValueError("--path sparse needs numba")
+        return PathChoice("sparse", "asked for (--path sparse)", sp, de, occ)
+    if sp <= de:
+        why = (f"photons: occupancy {occ:.3%}, estimated {sp:.3g} s vs {de:.3g} s on dense "
+               "frames")
+        return PathChoice("sparse", why, sp, de, occ)
+    why = (f"dense frames: occupancy {occ:.3%} is high, estimated {de:.3g} s vs {sp:.3g} s "
+           "on photons")
+    return PathChoice("dense", why, sp, de, occ)
+
+
+def correlate_events_to_result(
+    blocks: Callable[[], Iterable[Any]],
+    qmap: QMap,
+    n_frames: int,
+    frame_time: float,
+    *,
+    mode: str = "multitau",
+    dq_bins: str | Iterable[int] | None = "all",
+    stride_frame: int = 1,
+    avg_frame: int = 1,
+    normalize_frame: bool = False,
+    num_partial_g2: int = 0,
+    count_time: float | None = None,
+    start_time: str | None = None,
+    config: dict[str, Any] | None = None,
+    path: str | Path = "result.hdf",
+    raw_path: str | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+    g2_pixel_sink: Callable[[int, np.ndarray], None] | None = None,
+    scattering_group: int = 1,
+) -> CorrelatedResult:
+    """Correlate a stream of hits into a result (nothing is written).
+
+    ``blocks`` is called once per pass (twice for ``mode="both"``) and returns the
+    hits of processed frames 0..n_frames-1 as EventBlocks; the other parameters are
+    those of :func:`~xpcsviewer.compute.pipeline.correlate_to_result`.
+    ``scattering_group``: frames per row of the per-frame means (time-tag runs).
+    """
+    if mode not in ("multitau", "twotime", "both"):
+        raise ValueError(f"mode must be multitau, twotime or both, got {mode!r}")
+    if g2_pixel_sink is not None and mode == "twotime":
+        raise ValueError("the per-pixel G2 stack comes from the multi-tau pass")
+    if not frame_time > 0:
+        raise ValueError(f"frame_time must be positive, got {frame_time}")
+    t0 = float(frame_time) * int(stride_frame) * int(avg_frame)
+    common = dict(config or {})
+    maps = (qmap.dynamic_roi_map, qmap.static_roi_map, qmap.mask)
+    kw: dict[str, Any] = {"n_frames": int(n_frames), "n_dynamic": qmap.n_dynamic,
+                          "n_static": qmap.n_static, "progress": progress, "cancel": cancel}
+    mt = tt = scat = c2_maps = segments = None
+    if mode in ("multitau", "both"):
+        run = correlate_multitau_events(
+            blocks(), *maps, normalize_frame=normalize_frame, num_partial_g2=num_partial_g2,
+            with_scattering=True, scattering_group=scattering_group,
+            pixel_sink=g2_pixel_sink, **kw)
+        r, scat = run.multitau, run.scattering
+        mt = multitau_model(r, t0, stride_frame, avg_frame, common)
+    if mode in ("twotime", "both"):
+        from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
+
+        bins = parse_bins(dq_bins, qmap.n_dynamic)
+        run_tt = correlate_twotime_events(blocks(), *maps, dq_bins=bins,
+                                          with_scattering=scat is None, c2_format="upper32",
+                                          **kw)
+        if scat is None:
+            r2, scat = run_tt.twotime, run_tt.scattering
+            segments = scat.saxs_1d_segments(10)
+        else:
+            r2 = run_tt
+        c2_maps = r2.c2
+        tt = Twotime(
+            processed_bins=r2.processed_bins,
+            map_names=[f"c2_{i + 1:05d}" for i in range(len(r2.processed_bins))],
+            n_frames=int(n_frames), t0=t0, g2_full=r2.g2_full.T,
+            g2_segments=r2.g2_segments.transpose(2, 1, 0), stride_frame=int(stride_frame),
+            avg_frame=int(avg_frame),
+            config={**common, **r2.config, "analysis_type": "twotime"},
+        )
+    result = assemble_result(qmap, scat, mt=mt, tt=tt, segments=segments,
+                             frame_time=frame_time, count_time=count_time,
+                             start_time=start_time, path=path, raw_path=raw_path)
+    if scattering_group > 1:
+        # one point per row of frames: the x axis of the trace is its first frame
+        itime = result.intensity_vs_time[1]
+        result.intensity_vs_time = np.vstack(
+            [np.arange(itime.size, dtype=np.float64) * scattering_group, itime])
+    return CorrelatedResult(result, scat.mean_image(), c2_maps)

@@ -1,0 +1,370 @@
+"""APS 8-ID-I Rigaku XSPA ``.bin`` photon lists: one module (500k) or the six of a 3M.
+
+A ``.bin`` file is a flat list of little-endian 64-bit words, one per hit, in frame order::
+
+    bits 40-63  frame   (24 bits, from 0)
+    bits 16-36  pixel   (flat index row * 1024 + col into the 512 x 1024 module)
+    bits  0-11  count
+    bits 12-15 and 37-39 are zero
+
+The number of frames is the last word's frame + 1 (frames after the last hit cannot be
+told from the file). The file holds no frame time. A frame's first word is found by a
+binary search over word positions (single 8-byte reads), and a frame range is read with
+one bounded read: the file is never memory-mapped nor read whole.
+
+The Rigaku 3M is six such module files ``NAME.bin.000`` ... ``NAME.bin.005`` (or
+``NAME.000`` ...) on a 3 x 2 canvas with gaps of 70 rows and 52 columns (1676 x 2100
+pixels); canvas position ``k`` (row ``k // 2``, column ``k % 2``) holds the module file
+with suffix ``.00{(5, 0, 4, 1, 3, 2)[k]}``.
+
+Pixel indices offset by 2**20: the 8-ID-I pipeline writes some module files with every
+pixel index offset by ``2**20`` (the module's number in the upper bits of the field). An
+index in ``[2**20, 2**20 + 512 * 1024)`` is folded back to ``index - 2**20``; anything
+else outside the module is an error naming the word.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.sparse import SparseSource
+
+__all__ = [
+    "MODULE_SHAPE",
+    "RIGAKU_3M_SHAPE",
+    "Rigaku3M",
+    "RigakuBin",
+    "looks_like_rigaku",
+    "rigaku_module_files",
+]
+
+MODULE_SHAPE = (512, 1024)
+MODULE_PIXELS = MODULE_SHAPE[0] * MODULE_SHAPE[1]
+#: rows and columns between modules of the 3M
+GAP_ROWS, GAP_COLS = 70, 52
+RIGAKU_3M_SHAPE = (3 * MODULE_SHAPE[0] + 2 * GAP_ROWS, 2 * MODULE_SHAPE[1] + GAP_COLS)
+#: module file suffix (.00N) at canvas position k (row k // 2, column k % 2)
+PLACEMENT = (5, 0, 4, 1, 3, 2)
+#: the 8-ID-I pipeline's offset of module pixel indices (folded back)
+PIXEL_OFFSET = 1 << 20
+
+_WORD = np.dtype("<u8")
+_FRAME_SHIFT = np.uint64(40)
+_PIXEL_SHIFT = np.uint64(16)
+_PIXEL_MASK = np.uint64((1 << 21) - 1)
+_COUNT_MASK = np.uint64(0xFFF)
+_RESERVED = (0xF << 12) | (0x7 << 37)
+_MODULE_RE = re.compile(r"\.00([0-5])$")
+_EXPECTED_WORD = "an APS Rigaku XSPA hit word (bits 12-15 and 37-39 zero)"
+
+
+def _decode_one(word: int) -> tuple[int, int, int]:
+    return word >> 40, (word >> 16) & ((1 << 21) - 1), word & 0xFFF
+
+
+def _plausible(word: int) -> bool:
+    _, pixel, _ = _decode_one(word)
+    return not word & _RESERVED and pixel < PIXEL_OFFSET + MODULE_PIXELS
+
+
+def looks_like_rigaku(path: str | Path) -> bool:
+    """True when the first and the last whole 8-byte words of ``path`` decode as Rigaku
+    hit words (reserved bits zero, pixel field within a module, or offset by 2**20).
+    Cheap: two reads. The caller has ruled out HDF5 and NumPy files. The frame order is
+    not looked at here: :class:`RigakuBin` says when frames go backwards."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < 8:
+                return False
+            first = int.from_bytes(fh.read(8), "little")
+            fh.seek((size // 8 - 1) * 8)
+            last = int.from_bytes(fh.read(8), "little")
+    except OSError:
+        return False
+    return _plausible(first) and _plausible(last)
+
+
+def rigaku_module_files(path: str | Path) -> list[Path] | None:
+    """The six module files ``STEM.000`` ... ``STEM.005`` that ``path`` belongs to (one of
+    them, or ``STEM`` itself), in suffix order; None when ``path`` is a lone file (no
+    ``.00N`` suffix and no ``STEM.000`` beside it, or no sibling module file exists)."""
+    p = Path(path)
+    m = _MODULE_RE.search(p.name)
+    stem = p.name[: m.start()] if m else p.name
+    files = [p.with_name(f"{stem}.00{k}") for k in range(6)]
+    others = [f for f in files if f.name != p.name]
+    if not any(f.exists() for f in others):
+        return None
+    return files
+
+
+class _ModuleFile:
+    """One ``.bin`` file: word reads, the frame search and checked range reads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = None
+        self._bounds: dict[int, int] = {}
+        if not path.is_file():
+            from xpcsviewer.io._h5 import _missing_reason
+
+            raise XpcsFileError(path, "is a folder, not a file" if path.is_dir()
+                                else _missing_reason(path))
+        try:
+            self._fh = open(path, "rb")  # kept open; closed by close()
+            size = os.fstat(self._fh.fileno()).st_size
+        except OSError as exc:
+            raise XpcsFileError(path, f"cannot be opened ({exc.strerror})") from None
+        if size == 0:
+            self.close()
+            raise XpcsFileError(path, "empty file (0 bytes)", None,
+                                "Rigaku hit words (8 bytes each)")
+        self.n_words = size // 8
+        if size % 8:
+            self.close()
+            raise XpcsFileError(
+                path, f"truncated last word: {size % 8} bytes after the last whole word",
+                f"word {self.n_words}", "a whole number of 8-byte words")
+        for i in (0, self.n_words - 1):
+            w = self._word(i)
+            if w & _RESERVED:
+                self.close()
+                raise XpcsFileError(path, f"reserved bits set in {w:#018x}", f"word {i}",
+                                    _EXPECTED_WORD)
+        first, last = self._frame(0), self._frame(self.n_words - 1)
+        if last < first:
+            self.close()
+            raise XpcsFileError(
+                path, f"frame numbers go backwards: the last word's frame {last} is "
+                f"before the first's ({first})", f"word {self.n_words - 1}",
+                "hit words in frame order")
+        self.raw_frames = last + 1
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def _word(self, i: int) -> int:
+        self._fh.seek(8 * i)
+        b = self._fh.read(8)
+        if len(b) != 8:
+            raise XpcsFileError(self.path, "shorter than when it was opened (truncated "
+                                "while being read)", f"word {i}")
+        return int.from_bytes(b, "little")
+
+    def _frame(self, i: int) -> int:
+        return self._word(i) >> 40
+
+    def lower_bound(self, frame: int) -> int:
+        """Index of the first word whose frame is >= ``frame`` (binary search)."""
+        if frame <= 0:
+            return 0
+        if frame >= self.raw_frames:
+            return self.n_words
+        hit = self._bounds.get(frame)
+        if hit is not None:
+            return hit
+        lo, hi = 0, self.n_words
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._frame(mid) < frame:
+                lo = mid + 1
+            else:
+                hi = mid
+        if len(self._bounds) > 4096:
+            self._bounds.clear()
+        self._bounds[frame] = lo
+        return lo
+
+    def count(self, a: int, b: int) -> int:
+        if b <= a:
+            return 0
+        return self.lower_bound(b) - self.lower_bound(a)
+
+    def _words(self, i0: int, i1: int) -> np.ndarray:
+        out = np.empty(i1 - i0, dtype=_WORD)
+        self._fh.seek(8 * i0)
+        got = self._fh.readinto(memoryview(out).cast("B"))
+        if got != out.nbytes:
+            raise XpcsFileError(self.path, "shorter than when it was opened (truncated "
+                                "while being read)", f"word {i0 + got // 8}")
+        return out
+
+    def read(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(frame, module pixel, count) of the hits of frames ``[a, b)``, checked."""
+        if b <= a:
+            i0 = i1 = 0
+        else:
+            i0, i1 = self.lower_bound(a), self.lower_bound(b)
+        # one word either side too: the order is checked across the range's edges
+        j0, j1 = max(0, i0 - 1), min(self.n_words, i1 + 1)
+        if i1 <= i0:
+            return (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16))
+        words = self._words(j0, j1)
+        frame = (words >> _FRAME_SHIFT).astype(np.int64)
+        back = np.flatnonzero(np.diff(frame) < 0)
+        if back.size:
+            k = int(back[0]) + 1
+            raise XpcsFileError(
+                self.path, f"frame numbers go backwards: frame {int(frame[k])} after "
+                f"frame {int(frame[k - 1])}", f"word {j0 + k}", "hit words in frame order")
+        words = words[i0 - j0: i1 - j0]
+        frame = frame[i0 - j0: i1 - j0]
+        pixel = ((words >> _PIXEL_SHIFT) & _PIXEL_MASK).astype(np.int64)
+        count = (words & _COUNT_MASK).astype(np.uint16)
+        folded = (pixel >= PIXEL_OFFSET) & (pixel < PIXEL_OFFSET + MODULE_PIXELS)
+        if folded.any():
+            pixel[folded] -= PIXEL_OFFSET
+        bad = pixel >= MODULE_PIXELS
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise XpcsFileError(
+                self.path, f"word {i0 + j} holds pixel index {int(pixel[j])}, outside the "
+                f"{MODULE_SHAPE[0]} x {MODULE_SHAPE[1]} module", "pixel field",
+                f"pixel indices in 0..{MODULE_PIXELS - 1} (or offset by 2**20)")
+        return frame, pixel, count
+
+
+class RigakuBin(SparseSource):
+    """One Rigaku XSPA module file (512 x 1024 pixels), see the module notes.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.bin`` file.
+    shape : (int, int), optional
+        Ignored: the module's shape is fixed (512 x 1024).
+    begin, end, stride, avg : int
+        Frame selection, as :class:`~xpcsviewer.io.raw.RawFrames`.
+
+    Raises
+    ------
+    XpcsFileError
+        Missing, empty or truncated file, reserved bits set, frames going backwards,
+        pixel outside the module (the last two when the words are read).
+    """
+
+    layout = "rigaku"
+
+    def __init__(self, path: str | Path, *, shape: tuple[int, int] | None = None,
+                 begin: int = 0, end: int | None = -1, stride: int = 1,
+                 avg: int = 1) -> None:
+        self.path = Path(path)
+        self._module: _ModuleFile | None = None
+        self._module = _ModuleFile(self.path)
+        self.layout_text = "APS Rigaku XSPA .bin photon list (one 512 x 1024 module)"
+        self.dataset_path = None
+        self.raw_frames = self._module.raw_frames
+        self.frame_shape = MODULE_SHAPE
+        self.count_dtype = np.dtype(np.uint16)
+        self.raw_events = self._module.n_words
+        self.frame_time = None
+        self.files = (self.path,)
+        self._select(begin, end, stride, avg)
+
+    def _raw_count(self, a: int, b: int) -> int:
+        return self._module.count(a, b)
+
+    def _raw_range(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._module.read(a, b)
+
+    def close(self) -> None:
+        if getattr(self, "_module", None) is not None:
+            self._module.close()
+
+
+class Rigaku3M(SparseSource):
+    """The six module files of a Rigaku 3M on one 1676 x 2100 canvas (module notes).
+
+    Parameters
+    ----------
+    path : str or Path
+        Any module file (``NAME.bin.00N`` or ``NAME.00N``) or their common stem
+        (``NAME.bin``).
+    shape : (int, int), optional
+        Ignored: the canvas shape is fixed (1676 x 2100).
+    begin, end, stride, avg : int
+        Frame selection, as :class:`~xpcsviewer.io.raw.RawFrames`.
+
+    Raises
+    ------
+    XpcsFileError
+        A missing module file, modules with different frame counts, or any module
+        error of :class:`RigakuBin`.
+    """
+
+    layout = "rigaku-3m"
+
+    def __init__(self, path: str | Path, *, shape: tuple[int, int] | None = None,
+                 begin: int = 0, end: int | None = -1, stride: int = 1,
+                 avg: int = 1) -> None:
+        self.path = Path(path)
+        self._modules: list[_ModuleFile] = []
+        m = _MODULE_RE.search(self.path.name)
+        stem = self.path.name[: m.start()] if m else self.path.name
+        files = [self.path.with_name(f"{stem}.00{k}") for k in range(6)]
+        for f in files:
+            if not f.exists():
+                self.close()
+                raise XpcsFileError(
+                    f, "module file missing: a Rigaku 3M is six module files "
+                    f"{stem}.000 ... {stem}.005", None, "all six module files")
+        try:
+            for f in files:
+                self._modules.append(_ModuleFile(f))
+        except XpcsFileError:
+            self.close()
+            raise
+        counts = [mod.raw_frames for mod in self._modules]
+        if len(set(counts)) > 1:
+            self.close()
+            listed = ", ".join(f"{f.name}: {n}" for f, n in zip(files, counts, strict=True))
+            raise XpcsFileError(self.path, f"modules have different frame counts ({listed})",
+                                "frame field", "the same number of frames in all six modules")
+        h, w = RIGAKU_3M_SHAPE
+        # canvas offset of module file .00N
+        self._offset = [0] * 6
+        for k, suffix in enumerate(PLACEMENT):
+            r0 = (k // 2) * (MODULE_SHAPE[0] + GAP_ROWS)
+            c0 = (k % 2) * (MODULE_SHAPE[1] + GAP_COLS)
+            self._offset[suffix] = r0 * w + c0
+        self.layout_text = ("APS Rigaku 3M: six XSPA .bin module files on a 3 x 2 canvas "
+                            f"({h} x {w} pixels with gaps)")
+        self.dataset_path = None
+        self.raw_frames = counts[0]
+        self.frame_shape = RIGAKU_3M_SHAPE
+        self.count_dtype = np.dtype(np.uint16)
+        self.raw_events = sum(mod.n_words for mod in self._modules)
+        self.frame_time = None
+        self.files = tuple(files)
+        self._select(begin, end, stride, avg)
+
+    def _raw_count(self, a: int, b: int) -> int:
+        return sum(mod.count(a, b) for mod in self._modules)
+
+    def _raw_range(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        w = RIGAKU_3M_SHAPE[1]
+        parts = []
+        for k, mod in enumerate(self._modules):
+            fr, px, c = mod.read(a, b)
+            if fr.size:
+                r, col = np.divmod(px, MODULE_SHAPE[1])
+                parts.append((fr, r * w + col + self._offset[k], c))
+        if not parts:
+            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16)
+        frame = np.concatenate([p[0] for p in parts])
+        pixel = np.concatenate([p[1] for p in parts])
+        count = np.concatenate([p[2] for p in parts])
+        order = np.argsort(frame, kind="stable")
+        return frame[order], pixel[order], count[order]
+
+    def close(self) -> None:
+        for mod in getattr(self, "_modules", ()):
+            mod.close()

@@ -1,0 +1,147 @@
+"""What the sparse readers share besides :class:`~xpcsviewer.io.sparse.SparseSource`:
+the detector shape (stored, given, or an error that asks for a q-map), the search for the
+group that holds a layout's datasets, and the messages for hits outside the detector.
+Only numpy and h5py.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from xpcsviewer.io._h5 import MAX_PIXELS
+from xpcsviewer.io.errors import XpcsFileError
+
+__all__ = [
+    "attr",
+    "check_pixels",
+    "detector_shape",
+    "find_groups",
+    "natural_key",
+    "shape_value",
+]
+
+#: groups searched for a layout's datasets: the file root and this many levels below
+GROUP_DEPTH = 2
+
+
+def natural_key(name: str) -> list[Any]:
+    """Sort key that orders ``"2.1"`` before ``"10.1"`` (digits compared as numbers)."""
+    return [(0, int(t), t) if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name)]
+
+
+def _text(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="replace")
+    if isinstance(v, np.ndarray) and v.dtype.kind in "OS":
+        return [_text(x) for x in v.ravel().tolist()]
+    if isinstance(v, np.ndarray) and v.size == 1 and v.ndim <= 2:
+        return v.reshape(())[()]
+    return v
+
+
+def attr(obj: h5py.HLObject, *names: str) -> Any:
+    """The first of the attributes ``names`` that ``obj`` has (decoded), or None."""
+    for n in names:
+        try:
+            if n in obj.attrs:
+                return _text(obj.attrs[n])
+        except (OSError, RuntimeError, KeyError, TypeError):  # unreadable attribute
+            continue
+    return None
+
+
+def shape_value(path: str | Path, value: Any, where: str | None) -> tuple[int, int]:
+    """A detector shape (rows, cols) from a file attribute or the caller, checked."""
+    try:
+        a = np.asarray(value).ravel()
+        if a.size != 2 or a.dtype.kind not in "iuf":
+            raise ValueError
+        h, w = (float(x) for x in a)
+        if not (h == int(h) and w == int(w) and h >= 1 and w >= 1):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise XpcsFileError(path, f"detector shape {value!r}", where,
+                            "two positive whole numbers (rows, cols)") from None
+    h, w = int(h), int(w)
+    if h * w > MAX_PIXELS:
+        raise XpcsFileError(path, f"detector shape {h} x {w}", where,
+                            f"a detector of at most {MAX_PIXELS} pixels")
+    return h, w
+
+
+def detector_shape(path: str | Path, stored: Any, stored_where: str | None,
+                   given: Any) -> tuple[int, int]:
+    """The file's own shape when it stores one, else the caller's (from the q-map).
+
+    Raises
+    ------
+    XpcsFileError
+        Neither: the shape is unknown, and the message says to give a q-map.
+    """
+    if stored is not None:
+        return shape_value(path, stored, stored_where)
+    if given is not None:
+        return shape_value(path, given, "detector shape given by the caller (q-map)")
+    raise XpcsFileError(
+        path, "the detector shape is unknown: the file stores none; give a q-map "
+        "(--qmap QMAP) of this detector for its shape", stored_where,
+        "a detector shape from the file or the q-map")
+
+
+def find_groups(f: h5py.File, names: tuple[str, ...],
+                depth: int = GROUP_DEPTH) -> list[str]:
+    """Paths of the groups (the root and ``depth`` levels down) that hold every one of
+    ``names`` as a dataset, in natural name order (the root first)."""
+    found: list[str] = []
+
+    def holds(g: h5py.Group) -> bool:
+        for n in names:
+            try:
+                link = g.get(n, getlink=True)
+                if link is None or not isinstance(g[n], h5py.Dataset):
+                    return False
+            except (KeyError, RuntimeError, OSError, ValueError):
+                return False
+        return True
+
+    def walk(g: h5py.Group, level: int) -> None:
+        if holds(g):
+            found.append(g.name)
+        if level >= depth:
+            return
+        try:
+            keys = list(g.keys())
+        except (RuntimeError, OSError):
+            return
+        for k in keys:
+            try:
+                if isinstance(g.get(k, getlink=True), h5py.HardLink) and isinstance(
+                        g[k], h5py.Group):
+                    walk(g[k], level + 1)
+            except (KeyError, RuntimeError, OSError, ValueError):
+                continue
+
+    walk(f, 0)
+    return sorted(found, key=lambda p: (p != "/", natural_key(p)))
+
+
+def check_pixels(path: str | Path, values: np.ndarray, limit: int, first: int,
+                 where: str, what: str, extent: str) -> None:
+    """Raise when any of ``values`` (entries ``first``, ``first + 1``, ...) is outside
+    ``[0, limit)``, naming the first such entry and its value."""
+    if values.size == 0:
+        return
+    if values.dtype.kind == "u":
+        bad = values >= limit
+    else:
+        bad = (values < 0) | (values >= limit)
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise XpcsFileError(
+            path, f"{what} {int(values[j])} of entry {first + j} is outside the {extent}",
+            where, f"each {what} in 0..{limit - 1}")
