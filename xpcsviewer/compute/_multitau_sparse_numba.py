@@ -20,142 +20,159 @@ from numba import njit, prange
 __all__ = ["count_hits", "levels_update", "scatter_hits"]
 
 
-@njit(cache=True, nogil=True)
-def count_hits(pixel, lut, cnt):  # pragma: no cover - compiled
-    """cnt[q] += hits of correlated pixel q (``lut``: detector pixel -> q or -1)."""
-    for e in range(pixel.shape[0]):
-        q = lut[pixel[e]]
-        if q >= 0:
-            cnt[q] += 1
+@njit(cache=True, parallel=True, nogil=True)
+def count_hits(pixel, lut, bands, cnt):  # pragma: no cover - compiled
+    """cnt[q] = hits of correlated pixel q (``lut``: detector pixel -> q or -1). Each
+    thread counts the pixels of its band (``bands``: correlated-pixel band edges) over all
+    hits: no two threads write one counter."""
+    nb = bands.shape[0] - 1
+    for b in prange(nb):
+        lo = bands[b]
+        hi = bands[b + 1]
+        for e in range(pixel.shape[0]):
+            q = lut[pixel[e]]
+            if q >= lo and q < hi:
+                cnt[q] += 1
 
 
-@njit(cache=True, nogil=True)
-def scatter_hits(frame, pixel, value, scale, f0, lut, off, out_t, out_v):  # pragma: no cover
-    """Hits into pixel order (stable); ``scale`` per frame (relative to f0), or empty."""
-    pos = off[:-1].copy()
+@njit(cache=True, parallel=True, nogil=True)
+def scatter_hits(frame, pixel, value, scale, f0, lut, off, bands, out_t, out_v):  # pragma: no cover
+    """Hits into pixel order (stable: each pixel's hits stay in frame order), times
+    relative to ``f0``; ``scale`` per frame (relative to f0), or empty. Banded like
+    :func:`count_hits`."""
     use_scale = scale.shape[0] > 0
-    for e in range(pixel.shape[0]):
-        q = lut[pixel[e]]
-        if q < 0:
-            continue
-        k = pos[q]
-        t = frame[e]
-        out_t[k] = t
-        v = np.float64(value[e])
-        if use_scale:
-            v = v * scale[t - f0]
-        out_v[k] = v
-        pos[q] = k + 1
+    nb = bands.shape[0] - 1
+    for b in prange(nb):
+        lo = bands[b]
+        hi = bands[b + 1]
+        pos = off[lo:hi].copy()
+        for e in range(pixel.shape[0]):
+            q = lut[pixel[e]]
+            if q < lo or q >= hi:
+                continue
+            k = pos[q - lo]
+            t = frame[e] - f0
+            out_t[k] = t
+            v = np.float64(value[e])
+            if use_scale:
+                v = v * scale[t]
+            out_v[k] = v
+            pos[q - lo] = k + 1
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _level(q, lvl, ta, va, na, tb, vb, rt, rv, rh, sp, first, tot0, cprev, cnew, xmin, nl):
-    """One level of one pixel: pairs, ring, first frames, totals; returns hits emitted
-    into (tb, vb) for level lvl + 1.
-
-    A hit's partners are the hits before it within B frames: first in this block's list
-    (``ta``), then, for the first hits only, in the ring of hits from earlier blocks. The
-    ring is written once at the end (its last B hits), not per hit.
-    """
+def _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0, cprev, cnew, xmin, nl):
     buf = rt.shape[2]
+    bm = buf - 1
+    pow2 = (buf & bm) == 0
+    dst = 1 - src
     h = rh[q, lvl]
-    pos = h % buf  # ring slot of the next hit; the newest is pos - 1
+    pos = (h & bm) if pow2 else (h % buf)
     nring = h if h < buf else buf
     nxt = lvl + 1 < nl
-    cnext = cnew[lvl + 1] if nxt else 0
-    cur_k = -1
-    cur_v = 0.0
-    if nxt and (cprev[lvl] & 1) == 1 and h > 0:
-        # the unpaired frame left by the previous block: the pixel's newest hit, if it
-        # is that frame (dense: hist[-1])
-        idx = pos - 1 if pos > 0 else buf - 1
-        if rt[q, lvl, idx] == cprev[lvl] - 1:
-            cur_k = (cprev[lvl] - 1) >> 1
-            cur_v = rv[q, lvl, idx]
-    nout = 0
-    acc = 0.0
+    # pairs: a hit's partners are the hits before it within B frames (this list, then
+    # the ring of earlier blocks for the first hits)
+    prev_t = -(1 << 62)
+    if nring > 0:
+        prev_t = rt[q, lvl, pos - 1 if pos > 0 else buf - 1]
     for i in range(na):
-        t = ta[i]
-        v = va[i]
-        j = i - 1
-        near = True
-        while j >= 0:
-            dt = t - ta[j]
-            if dt > buf:
-                near = False
-                break
-            if dt >= xmin:
-                sp[q, lvl, dt - 1] += v * va[j]
-            j -= 1
-        if near and nring > 0:
-            idx = pos
-            for _ in range(nring):
-                idx = idx - 1 if idx > 0 else buf - 1
-                dt = t - rt[q, lvl, idx]
+        t = tt[src, i]
+        if t - prev_t <= buf:
+            v = vv[src, i]
+            j = i - 1
+            near = True
+            while j >= 0:
+                dt = t - tt[src, j]
                 if dt > buf:
+                    near = False
                     break
                 if dt >= xmin:
-                    sp[q, lvl, dt - 1] += v * rv[q, lvl, idx]
-        if t < buf:
-            first[q, lvl, t] = v
-        acc += v
-        if nxt:
-            k = t >> 1
-            if k < cnext:
-                if k == cur_k:
-                    cur_v += v
-                else:
-                    if cur_k >= 0:
-                        tb[nout] = cur_k
-                        vb[nout] = 0.5 * cur_v
-                        nout += 1
-                    cur_k = k
-                    cur_v = v
-    if nxt and cur_k >= 0 and cur_k < cnext:
-        tb[nout] = cur_k
-        vb[nout] = 0.5 * cur_v
-        nout += 1
+                    sp[q, lvl, dt - 1] += v * vv[src, j]
+                j -= 1
+            if near and nring > 0:
+                idx = pos
+                for _ in range(nring):
+                    idx = idx - 1 if idx > 0 else buf - 1
+                    dt = t - rt[q, lvl, idx]
+                    if dt > buf:
+                        break
+                    if dt >= xmin:
+                        sp[q, lvl, dt - 1] += v * rv[q, lvl, idx]
+        prev_t = t
+    if cprev[lvl] < buf:
+        for i in range(na):
+            t = tt[src, i]
+            if t < buf:
+                first[q, lvl, t] = vv[src, i]
     if lvl == 0:
+        acc = 0.0
+        for i in range(na):
+            acc += vv[src, i]
         tot0[q] += acc
+    nout = 0
+    if nxt:
+        cnext = cnew[lvl + 1]
+        # coarse hits: consecutive level-L frames 2k, 2k+1 -> frame k of level L+1;
+        # only complete pairs (k < cnext): at most the last hit waits for its partner
+        o = -1
+        last = -1
+        if (cprev[lvl] & 1) == 1 and h > 0:
+            idx = pos - 1 if pos > 0 else buf - 1
+            if rt[q, lvl, idx] == cprev[lvl] - 1:
+                o = 0
+                last = (cprev[lvl] - 1) >> 1
+                tt[dst, 0] = last
+                vv[dst, 0] = rv[q, lvl, idx]
+        ncut = na
+        if na > 0 and (tt[src, na - 1] >> 1) >= cnext:
+            ncut = na - 1
+        for i in range(ncut):
+            k = tt[src, i] >> 1
+            v = vv[src, i]
+            new = k != last
+            o += 1 if new else 0
+            prevv = vv[dst, o]
+            tt[dst, o] = k
+            vv[dst, o] = v if new else prevv + v
+            last = k
+        nout = o + 1
+        for i in range(nout):
+            vv[dst, i] = 0.5 * vv[dst, i]
     i0 = na - buf if na > buf else 0
-    pos = (h + i0) % buf
+    pos = ((h + i0) & bm) if pow2 else ((h + i0) % buf)
     for i in range(i0, na):
-        rt[q, lvl, pos] = ta[i]
-        rv[q, lvl, pos] = va[i]
+        rt[q, lvl, pos] = tt[src, i]
+        rv[q, lvl, pos] = vv[src, i]
         pos = pos + 1 if pos + 1 < buf else 0
     rh[q, lvl] = h + na
     return nout
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def levels_update(off, ht, hv, rt, rv, rh, sp, first, tot0, cprev, cnew, m, maxn,
-                  n_threads):  # pragma: no cover - compiled
+def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cnew, m,
+                  maxn):  # pragma: no cover - compiled
     """Carry every pixel's hits of one block through all levels (see the module notes).
 
-    off (P+1,), ht/hv: pixel-ordered hits (frame, value); state arrays (P, NL, B) and
-    (P, NL); cprev/cnew (NL,): frames of each level before/after the block.
+    off (P+1,), ht/hv: pixel-ordered hits (frame - f0, value); bands: pixel band edges,
+    one band per task; state arrays (P, NL, B) and (P, NL); cprev/cnew (NL,): frames of
+    each level before/after the block.
     """
-    p = off.shape[0] - 1
     nl = rt.shape[1]
-    band = (p + n_threads - 1) // n_threads
-    for th in prange(n_threads):
-        lo = th * band
-        hi = min(p, lo + band)
-        ta = np.empty(maxn + 2, dtype=np.int64)
-        va = np.empty(maxn + 2, dtype=np.float64)
-        tb = np.empty(maxn + 2, dtype=np.int64)
-        vb = np.empty(maxn + 2, dtype=np.float64)
-        for q in range(lo, hi):
+    for b in prange(bands.shape[0] - 1):
+        tt = np.empty((2, maxn + 2), dtype=np.int64)
+        vv = np.empty((2, maxn + 2), dtype=np.float64)
+        for q in range(bands[b], bands[b + 1]):
             # level-0 hits of this pixel, hits of one frame merged (values add)
             na = 0
             for e in range(off[q], off[q + 1]):
-                t = ht[e]
-                if na > 0 and ta[na - 1] == t:
-                    va[na - 1] += hv[e]
+                t = ht[e] + f0
+                if na > 0 and tt[0, na - 1] == t:
+                    vv[0, na - 1] += hv[e]
                 else:
-                    ta[na] = t
-                    va[na] = hv[e]
+                    tt[0, na] = t
+                    vv[0, na] = hv[e]
                     na += 1
+            src = 0
             for lvl in range(nl):
                 if cnew[lvl] == cprev[lvl]:
                     break  # no new frame at this level or above
@@ -166,24 +183,35 @@ def levels_update(off, ht, hv, rt, rv, rh, sp, first, tot0, cprev, cnew, m, maxn
                     # nothing from this pixel either, unless they have a pending frame
                     nb = 0
                 else:
-                    nb = _level(q, lvl, ta, va, na, tb, vb, rt, rv, rh, sp, first, tot0,
+                    nb = _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0,
                                 cprev, cnew, xmin, nl)
-                ta, tb = tb, ta
-                va, vb = vb, va
+                src = 1 - src
                 na = nb
 
 
-@njit(cache=True, nogil=True)
-def hit_sums(frame, pixel, value, r0, group, sid, ns, image, static):  # pragma: no cover
-    """image[pixel] += value; static[(frame // group) - r0, sid[pixel]] += value for
-    pixels in a static bin (``sid`` >= 0): the scattering sums of a block of hits."""
-    for e in range(pixel.shape[0]):
-        px = pixel[e]
-        v = np.float64(value[e])
-        image[px] += v
-        s = sid[px]
-        if s >= 0:
-            static[frame[e] // group - r0, s] += v
+@njit(cache=True, parallel=True, nogil=True)
+def hit_sums(frame, pixel, value, r0, group, sid, image, static, pbands,
+             echunks):  # pragma: no cover - compiled
+    """image[pixel] += value; static[frame // group - r0, sid[pixel]] += value for pixels
+    in a static bin (``sid`` >= 0): the scattering sums of a block of hits. Tasks: the
+    image by detector-pixel bands (``pbands``), the static sums by runs of hits that
+    start on a new row (``echunks``), so no two tasks write one element."""
+    n_pb = pbands.shape[0] - 1
+    n_ec = echunks.shape[0] - 1
+    for task in prange(n_pb + n_ec):
+        if task < n_pb:
+            lo = pbands[task]
+            hi = pbands[task + 1]
+            for e in range(pixel.shape[0]):
+                px = pixel[e]
+                if px >= lo and px < hi:
+                    image[px] += np.float64(value[e])
+        else:
+            c = task - n_pb
+            for e in range(echunks[c], echunks[c + 1]):
+                s = sid[pixel[e]]
+                if s >= 0:
+                    static[frame[e] // group - r0, s] += np.float64(value[e])
 
 
 @njit(cache=True, nogil=True)

@@ -31,11 +31,20 @@ def _sums(frame: np.ndarray, pixel: np.ndarray, value: np.ndarray, r0: int, grou
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            import numba
+
             from xpcsviewer.compute._multitau_sparse_numba import hit_sums
 
-            hit_sums(np.ascontiguousarray(frame, dtype=np.int64),
-                     np.ascontiguousarray(pixel, dtype=np.int64), np.ascontiguousarray(value),
-                     r0, group, sid, static.shape[1], image, static)
+            nt = max(1, int(numba.get_num_threads()))
+            frame = np.ascontiguousarray(frame, dtype=np.int64)
+            rows = frame // group
+            cuts = np.searchsorted(rows, rows[np.linspace(0, rows.size, nt + 1)[1:-1]
+                                              .astype(np.int64)], side="left")
+            echunks = np.unique(np.concatenate([[0], cuts, [rows.size]])).astype(np.int64)
+            pbands = np.linspace(0, image.size, nt + 1).round().astype(np.int64)
+            hit_sums(frame, np.ascontiguousarray(pixel),
+                     np.ascontiguousarray(value), r0, group, sid, image, static, pbands,
+                     echunks)
         return
     v = np.asarray(value, dtype=np.float64)
     px = np.asarray(pixel, dtype=np.int64)

@@ -79,6 +79,20 @@ def _threads() -> int:
     return max(1, int(numba.get_num_threads()))
 
 
+def _bands(p: int, n: int) -> np.ndarray:
+    """Edges of ``n`` equal bands of ``p`` pixels."""
+    return np.linspace(0, p, max(1, min(n, p)) + 1).round().astype(np.int64)
+
+
+def _work_bands(off: np.ndarray, n: int) -> np.ndarray:
+    """Edges of about ``n`` pixel bands holding equal numbers of hits (plus a pixel's
+    worth of fixed work each), so that threads finish together."""
+    p = off.size - 1
+    work = off[1:] + np.arange(1, p + 1) * 4  # hits, plus per-pixel level overhead
+    cuts = np.searchsorted(work, np.linspace(0, work[-1] if p else 0, n + 1)[1:-1])
+    return np.unique(np.concatenate([[0], cuts, [p]])).astype(np.int64)
+
+
 class SparseLevels:
     """The per-pixel, per-level state of the photon correlator.
 
@@ -147,24 +161,28 @@ class SparseLevels:
         if stop == f0:
             return
         frame = np.ascontiguousarray(frame, dtype=np.int64)
-        pixel = np.ascontiguousarray(pixel, dtype=np.int64)
+        pixel = np.ascontiguousarray(pixel)
+        if pixel.dtype.kind not in "iu":
+            pixel = pixel.astype(np.int64)
         value = np.ascontiguousarray(value)
         if value.dtype.kind not in "fiu" or value.dtype.itemsize > 8:
             value = value.astype(np.float64)
         if frame.size and (frame[0] < f0 or frame[-1] >= stop):
             raise ValueError(f"hits outside frames [{f0}, {stop})")
+        nt = _threads()
         cnt = np.zeros(self.p, dtype=np.int64)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            k.count_hits(pixel, lut, cnt)
+            k.count_hits(pixel, lut, _bands(self.p, nt), cnt)
             off = np.zeros(self.p + 1, dtype=np.int64)
             np.cumsum(cnt, out=off[1:])
             n = int(off[-1])
-            ht = np.empty(n, dtype=np.int64)
+            # times relative to the block: 4 bytes a hit (blocks are far below 2^31 frames)
+            ht = np.empty(n, dtype=np.int32 if stop - f0 < (1 << 31) else np.int64)
             hv = np.empty(n, dtype=np.float64)
             sc = (np.zeros(0) if scale is None
                   else np.ascontiguousarray(scale, dtype=np.float64))
-            k.scatter_hits(frame, pixel, value, sc, f0, lut, off, ht, hv)
+            k.scatter_hits(frame, pixel, value, sc, f0, lut, off, _bands(self.p, nt), ht, hv)
             cprev = self.count.copy()
             cnew = np.empty_like(cprev)
             c = stop
@@ -172,9 +190,8 @@ class SparseLevels:
                 cnew[lvl] = c
                 c >>= 1
             maxn = int(cnt.max(initial=0))
-            k.levels_update(off, ht, hv, self.rt, self.rv, self.rh, self.sp, self.first,
-                            self.tot0, cprev, cnew, self.m, maxn,
-                            min(_threads(), max(1, self.p)))
+            k.levels_update(off, ht, hv, f0, _work_bands(off, 8 * nt), self.rt, self.rv,
+                            self.rh, self.sp, self.first, self.tot0, cprev, cnew, self.m, maxn)
         self.count = cnew
         self._totals = None
 
@@ -360,7 +377,9 @@ def correlate_multitau_events(
     snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
     events = 0
     report(progress, cancel, 0, n_frames, "multi-tau (photons)")
-    for block in blocks:
+    from xpcsviewer.io.sparse import prefetched
+
+    for block in prefetched(iter(blocks)):
         if block.start != corr.n_processed:
             raise ValueError(f"blocks must follow each other: at frame {corr.n_processed}, "
                              f"got a block from {block.start}")

@@ -305,11 +305,14 @@ class EsrfCsr(SparseSource):
                 val = _slice(f[f"{ESRF_GROUP}/intensity"], e0, e1)
                 frames.append(np.repeat(np.arange(la, lb, dtype=np.int64) + blk.start,
                                         np.diff(blk.ptr[la: lb + 1])))
-                pixels.append(idx.astype(np.int64, copy=False))
+                # the pixel index keeps its stored integer type (the consumers take any)
+                pixels.append(idx if idx.dtype.kind in "iu" else idx.astype(np.int64))
                 counts.append(val.astype(self.count_dtype, copy=False))
         if not frames:
             return (np.empty(0, np.int64), np.empty(0, np.int64),
                     np.empty(0, self.count_dtype))
+        if len(frames) == 1:
+            return frames[0], pixels[0], counts[0]
         return np.concatenate(frames), np.concatenate(pixels), np.concatenate(counts)
 
     def close(self) -> None:

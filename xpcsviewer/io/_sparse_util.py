@@ -136,10 +136,10 @@ def check_pixels(path: str | Path, values: np.ndarray, limit: int, first: int,
     ``[0, limit)``, naming the first such entry and its value."""
     if values.size == 0:
         return
-    if values.dtype.kind == "u":
-        bad = values >= limit
-    else:
-        bad = (values < 0) | (values >= limit)
+    # two reductions, no temporary mask: the common case (all inside) is one pass each
+    if values.max() < limit and (values.dtype.kind == "u" or values.min() >= 0):
+        return
+    bad = (values < 0) | (values >= limit)
     if bad.any():
         j = int(np.argmax(bad))
         raise XpcsFileError(

@@ -28,10 +28,11 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 
-__all__ = ["EVENTS_PER_BLOCK", "EventBlock", "SparseSource"]
+__all__ = ["EVENTS_PER_BLOCK", "EventBlock", "SparseSource", "prefetched"]
 
-#: events per block handed to the correlators (~100 MB of decoded events)
-EVENTS_PER_BLOCK = 1 << 22
+#: events per block handed to the correlators (~200 MB decoded): the correlator's fixed
+#: work per pixel and level is paid once per block, so blocks are large
+EVENTS_PER_BLOCK = 1 << 23
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,8 @@ class EventBlock:
         Processed frames covered: every hit of these frames is here (empty frames too).
     frame : (n,) int64
         Processed frame of each hit, non-decreasing.
-    pixel : (n,) int64
-        Flat detector index ``row * W + col``.
+    pixel : (n,) integer
+        Flat detector index ``row * W + col`` (int64, or the stored integer type).
     value : (n,)
         Counts: the stored integer dtype, or float64 means when frames are averaged.
         A pixel may appear more than once in a frame (event lists): values add.
@@ -60,6 +61,50 @@ class EventBlock:
     @property
     def n_events(self) -> int:
         return int(self.frame.size)
+
+
+def prefetched(blocks: Iterator[Any], depth: int = 1) -> Iterator[Any]:
+    """``blocks``, read ``depth`` ahead in a thread: the next block is read (file reads
+    and decoding) while the correlator works on this one (its kernels release the GIL).
+    An error of the reader is raised here, in order; closing the generator stops it."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=max(1, int(depth)))
+    stop = threading.Event()
+    done = object()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for b in blocks:
+                if not put(("ok", b)):
+                    return
+            put(("ok", done))
+        except BaseException as exc:  # handed to the consumer
+            put(("err", exc))
+
+    th = threading.Thread(target=run, name="xpcs-sparse-prefetch", daemon=True)
+    th.start()
+    try:
+        while True:
+            kind, item = q.get()
+            if kind == "err":
+                raise item
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        th.join(timeout=5)
 
 
 class SparseSource:
@@ -128,11 +173,9 @@ class SparseSource:
         """Raw hits -> hits of processed frames ``[start, stop)`` (selection applied)."""
         frame = np.asarray(frame, dtype=np.int64)
         if self.stride == 1 and self.avg == 1:
-            pf = frame - self.begin
-            keep = (pf >= start) & (pf < stop)
-            if keep.all():
-                return pf, np.asarray(pixel, dtype=np.int64), count
-            return pf[keep], np.asarray(pixel, dtype=np.int64)[keep], count[keep]
+            # _raw_span maps [start, stop) to exactly these raw frames: nothing to drop
+            pf = frame - self.begin if self.begin else frame
+            return pf, np.asarray(pixel), count
         rel = frame - self.begin
         sel, off = np.divmod(rel, self.stride)
         pf = sel // self.avg
