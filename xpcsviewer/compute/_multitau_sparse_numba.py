@@ -190,12 +190,14 @@ def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cn
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def hit_sums(frame, pixel, value, r0, group, sid, image, static, pbands,
-             echunks):  # pragma: no cover - compiled
-    """image[pixel] += value; static[frame // group - r0, sid[pixel]] += value for pixels
-    in a static bin (``sid`` >= 0): the scattering sums of a block of hits. Tasks: the
-    image by detector-pixel bands (``pbands``), the static sums by runs of hits that
-    start on a new row (``echunks``), so no two tasks write one element."""
+def hit_sums(frame, pixel, value, r0, group, sid, image, static, tot, segrow, per_task,
+             pbands, echunks):  # pragma: no cover - compiled
+    """The scattering sums of a block of hits: ``image[pixel] += value``; for pixels in a
+    static bin (``sid`` >= 0), ``tot[row] += value`` and ``static[task or 0,
+    segrow[row], sid] += value`` with ``row = frame // group - r0``. Tasks: the image by
+    detector-pixel bands (``pbands``), the rest by runs of hits that start on a new row
+    (``echunks``); ``per_task``: each run has its own static slab (rows shared by runs, as
+    segments are), else one slab whose rows the runs do not share."""
     n_pb = pbands.shape[0] - 1
     n_ec = echunks.shape[0] - 1
     for task in prange(n_pb + n_ec):
@@ -208,10 +210,14 @@ def hit_sums(frame, pixel, value, r0, group, sid, image, static, pbands,
                     image[px] += np.float64(value[e])
         else:
             c = task - n_pb
+            slab = c if per_task else 0
             for e in range(echunks[c], echunks[c + 1]):
                 s = sid[pixel[e]]
                 if s >= 0:
-                    static[frame[e] // group - r0, s] += np.float64(value[e])
+                    row = frame[e] // group - r0
+                    v = np.float64(value[e])
+                    tot[row] += v
+                    static[slab, segrow[row], s] += v
 
 
 @njit(cache=True, nogil=True)

@@ -21,9 +21,14 @@ __all__ = ["SparseScattering", "pixel_lookup"]
 
 
 def _sums(frame: np.ndarray, pixel: np.ndarray, value: np.ndarray, r0: int, group: int,
-          sid: np.ndarray, image: np.ndarray, static: np.ndarray) -> None:
-    """image += hits per pixel; static[row - r0, bin] += hits in static bins (compiled
-    when numba is there, else two bincounts)."""
+          sid: np.ndarray, image: np.ndarray, static: np.ndarray, tot: np.ndarray,
+          segrow: np.ndarray | None) -> None:
+    """image += hits per pixel; per row of frames ``tot`` += hits in static bins and
+    ``static[row or its segment, bin]`` += hits (compiled when numba is there, else
+    bincounts). ``segrow``: the segment of each row (``static`` then has a row per
+    segment), or None (a row of ``static`` per row of frames)."""
+    frame = np.ascontiguousarray(frame, dtype=np.int64)
+    rows = frame // group - r0
     from xpcsviewer.compute._multitau_cpu import available
 
     if available():
@@ -36,24 +41,29 @@ def _sums(frame: np.ndarray, pixel: np.ndarray, value: np.ndarray, r0: int, grou
             from xpcsviewer.compute._multitau_sparse_numba import hit_sums
 
             nt = max(1, int(numba.get_num_threads()))
-            frame = np.ascontiguousarray(frame, dtype=np.int64)
-            rows = frame // group
-            cuts = np.searchsorted(rows, rows[np.linspace(0, rows.size, nt + 1)[1:-1]
-                                              .astype(np.int64)], side="left")
+            picks = np.linspace(0, rows.size, nt + 1)[1:-1].astype(np.int64)
+            cuts = np.searchsorted(rows, rows[np.minimum(picks, rows.size - 1)], side="left")
             echunks = np.unique(np.concatenate([[0], cuts, [rows.size]])).astype(np.int64)
             pbands = np.linspace(0, image.size, nt + 1).round().astype(np.int64)
-            hit_sums(frame, np.ascontiguousarray(pixel),
-                     np.ascontiguousarray(value), r0, group, sid, image, static, pbands,
-                     echunks)
+            per_task = segrow is not None
+            slabs = np.zeros((echunks.size - 1 if per_task else 1, *static.shape))
+            ident = np.arange(tot.size, dtype=np.int64)
+            hit_sums(frame, np.ascontiguousarray(pixel), np.ascontiguousarray(value), r0,
+                     group, sid, image, slabs, tot, ident if segrow is None else segrow,
+                     per_task, pbands, echunks)
+            static += slabs.sum(axis=0) if per_task else slabs[0]
         return
     v = np.asarray(value, dtype=np.float64)
     px = np.asarray(pixel, dtype=np.int64)
     image += np.bincount(px, weights=v, minlength=image.size)
     s = sid[px]
     ok = s >= 0
+    r = rows[ok]
+    tot += np.bincount(r, weights=v[ok], minlength=tot.size)[: tot.size]
+    if segrow is not None:
+        r = segrow[r]
     ns = static.shape[1]
-    row = np.asarray(frame, dtype=np.int64)[ok] // group - r0
-    static += np.bincount(row * ns + s[ok], weights=v[ok],
+    static += np.bincount(r * ns + s[ok], weights=v[ok],
                           minlength=static.size).reshape(static.shape)
 
 
@@ -75,16 +85,30 @@ class SparseScattering:
         Processed frames the stream will have (a capacity; :meth:`grow` extends it).
     frame_group : int
         Frames per row of the per-frame arrays (1: one row per frame).
+    segments : int, optional
+        For a stream of known length ``n_frames``: keep the static-bin sums only per time
+        segment (the ``segments`` the result file stores) instead of per row, so memory
+        does not grow with the frames times the static bins (a 200,000-frame run with 360
+        static bins would hold 576 MB); :meth:`saxs_1d_segments` then answers only for
+        that number.
     """
 
-    def __init__(self, pixels: PixelBins, n_frames: int, frame_group: int = 1) -> None:
+    def __init__(self, pixels: PixelBins, n_frames: int, frame_group: int = 1,
+                 segments: int | None = None) -> None:
         self.pixels = pixels
         self.group = max(1, int(frame_group))
         h, w = pixels.shape
         self.sum_image = np.zeros(h * w)
         rows = -(-max(int(n_frames), 1) // self.group)
         self.intensity = np.zeros(rows)  # sums over the correlated pixels, per row
-        self.static_sums = np.zeros((rows, pixels.n_static))
+        self.n_segments = None if segments is None else max(1, min(int(segments), rows))
+        if self.n_segments is None:
+            self.static_sums = np.zeros((rows, pixels.n_static))
+            self._seg_bounds = None
+        else:
+            self.static_sums = np.zeros((self.n_segments, pixels.n_static))
+            self._seg_bounds = np.linspace(0, rows, self.n_segments + 1).round().astype(
+                np.int64)
         self._sid = np.full(h * w, -1, dtype=np.int64)
         self._sid[pixels.pixel_index] = pixels.static_id
         self.count = 0  # processed frames added
@@ -94,6 +118,8 @@ class SparseScattering:
         rows = -(-int(n_frames) // self.group)
         if rows <= self.intensity.shape[0]:
             return
+        if self._seg_bounds is not None:
+            raise ValueError("a stream with fixed time segments cannot grow")
         rows = max(rows, 2 * self.intensity.shape[0])
         inten = np.zeros(rows)
         inten[: self.intensity.shape[0]] = self.intensity
@@ -110,10 +136,18 @@ class SparseScattering:
         if np.asarray(frame).size:
             r0 = start // self.group
             r1 = (stop - 1) // self.group + 1
-            block = np.zeros((r1 - r0, self.pixels.n_static))
-            _sums(np.asarray(frame), np.asarray(pixel), np.asarray(value), r0, self.group,
-                  self._sid, self.sum_image, block)
-            self.static_sums[r0:r1] += block
+            tot = np.zeros(r1 - r0)
+            if self._seg_bounds is None:
+                block = np.zeros((r1 - r0, self.pixels.n_static))
+                _sums(frame, pixel, value, r0, self.group, self._sid, self.sum_image, block,
+                      tot, None)
+                self.static_sums[r0:r1] += block
+            else:
+                segrow = np.searchsorted(self._seg_bounds, np.arange(r0, r1),
+                                         side="right") - 1
+                _sums(frame, pixel, value, r0, self.group, self._sid, self.sum_image,
+                      self.static_sums, tot, np.minimum(segrow, self.n_segments - 1))
+            self.intensity[r0:r1] += tot
         self.count = int(stop)
 
     # ------------------------------------------------------------ views
@@ -131,21 +165,35 @@ class SparseScattering:
 
     def saxs_1d(self) -> np.ndarray:
         """(Ns,) mean counts per pixel per frame in each static bin (NaN if empty)."""
-        rows, _ = self._rows()
         c = self.pixels.static_count.astype(np.float64)
+        sums = (self.static_sums if self._seg_bounds is not None
+                else self.static_sums[: self._rows()[0]])
         with np.errstate(invalid="ignore", divide="ignore"):
-            return self.static_sums[:rows].sum(axis=0) / (c * max(self.count, 1))
+            return sums.sum(axis=0) / (c * max(self.count, 1))
 
     def saxs_1d_segments(self, n_segments: int) -> np.ndarray:
-        """(S, Ns) per-segment means (boundaries round(linspace(0, rows, S+1)) in rows)."""
+        """(S, Ns) per-segment means (boundaries round(linspace(0, rows, S+1)) in rows).
+
+        Raises
+        ------
+        ValueError
+            Per-segment sums were kept for another number of segments, or for a stream
+            that is not complete.
+        """
         rows, frames = self._rows()
         s = max(1, min(int(n_segments), rows))
-        bounds = np.linspace(0, rows, s + 1).round().astype(np.int64)
         c = self.pixels.static_count.astype(np.float64)
-        cs = np.concatenate([np.zeros((1, self.pixels.n_static)),
-                             np.cumsum(self.static_sums[:rows], axis=0)])
         fc = np.concatenate([[0.0], np.cumsum(frames)])
-        seg = cs[bounds[1:]] - cs[bounds[:-1]]
+        if self._seg_bounds is not None:
+            if s != self.n_segments or rows != self._seg_bounds[-1]:
+                raise ValueError(f"time segments were kept for {self.n_segments} segments "
+                                 f"of {self._seg_bounds[-1]} rows, asked for {s} of {rows}")
+            bounds, seg = self._seg_bounds, self.static_sums
+        else:
+            bounds = np.linspace(0, rows, s + 1).round().astype(np.int64)
+            cs = np.concatenate([np.zeros((1, self.pixels.n_static)),
+                                 np.cumsum(self.static_sums[:rows], axis=0)])
+            seg = cs[bounds[1:]] - cs[bounds[:-1]]
         nf = fc[bounds[1:]] - fc[bounds[:-1]]
         with np.errstate(invalid="ignore", divide="ignore"):
             return seg / (c[None, :] * nf[:, None])
@@ -154,4 +202,4 @@ class SparseScattering:
         """(rows,) mean counts per correlated pixel and frame of each row."""
         rows, frames = self._rows()
         p = max(self.pixels.n_pixels, 1)
-        return self.static_sums[:rows].sum(axis=1) / (p * frames)
+        return self.intensity[:rows] / (p * frames)

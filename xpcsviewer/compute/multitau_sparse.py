@@ -371,7 +371,13 @@ def correlate_multitau_events(
         raise ValueError("the photon correlator needs numba")
     pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
     corr = SparseMultitauCorrelator(pixels, n_frames, delays_per_level, normalize_frame)
-    acc = (SparseScattering(pixels, n_frames, scattering_group) if with_scattering else None)
+    acc = None
+    if with_scattering:
+        from xpcsviewer.compute.pipeline import multitau_segments
+
+        rows = -(-int(n_frames) // max(1, int(scattering_group)))
+        acc = SparseScattering(pixels, n_frames, scattering_group,
+                               segments=multitau_segments(rows))
     marks = ([round(n_frames * (i + 1) / num_partial_g2) for i in range(num_partial_g2)]
              if num_partial_g2 > 0 else [])
     snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
