@@ -46,11 +46,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 VENVS = REPO / ".bench-venvs"
-OURS = REPO / ".venv" / "bin" / "xpcsviewer"
 PY = REPO / ".venv" / "bin" / "python"
-if not PY.exists():
+if not PY.exists():  # e.g. a machine with the dependencies installed and PYTHONPATH=REPO
     PY = Path(sys.executable)
-    OURS = Path(sys.executable).with_name("xpcsviewer")
+OURS = [str(PY), "-m", "xpcsviewer"]
 
 
 def ring_qmap(path: Path, shape: tuple[int, int], n_dyn: int = 36, n_sta: int = 360) -> Path:
@@ -115,14 +114,18 @@ def write_csr(path: Path, shape: tuple[int, int], n: int, occ: float, seed: int 
     return total
 
 
-def job(cmd: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MB, stderr) of a whole process, via /usr/bin/time -v."""
+def job(cmd: list[str], threads: int | None = None) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MB, stderr) of a whole process, via /usr/bin/time -v;
+    ``threads``: NUMBA_NUM_THREADS for it."""
     tv = ["/usr/bin/time", "-v"] if Path("/usr/bin/time").exists() else []
+    env = dict(os.environ)
+    if threads:
+        env["NUMBA_NUM_THREADS"] = str(threads)
     t = time.perf_counter()
-    p = subprocess.run(tv + cmd, capture_output=True, text=True)
+    p = subprocess.run(tv + cmd, capture_output=True, text=True, env=env)
     dt = time.perf_counter() - t
     if p.returncode != 0:
-        raise RuntimeError(f"{cmd[:3]} failed:\n{p.stderr[-2000:]}")
+        raise RuntimeError(f"{cmd[:3]} failed:\n{p.stderr[-4000:]}")
     rss = float("nan")
     for line in p.stderr.splitlines():
         if "Maximum resident set size" in line:
@@ -130,10 +133,11 @@ def job(cmd: list[str]) -> tuple[float, float, str]:
     return dt, rss, p.stderr
 
 
-def correlate(raw: Path, qmap: Path, out: Path, path: str, frame_time: float = 1e-4
-              ) -> tuple[float, float, str]:
-    return job([str(OURS), "correlate", str(raw), "--qmap", str(qmap), "-o", str(out),
-                "--overwrite", "--frame-time", str(frame_time), "--path", path])
+def correlate(raw: Path, qmap: Path, out: Path, path: str, frame_time: float = 1e-4,
+              threads: int | None = None) -> tuple[float, float, str]:
+    return job(threads=threads,
+               cmd=[*OURS, "correlate", str(raw), "--qmap", str(qmap), "-o", str(out),
+                    "--overwrite", "--frame-time", str(frame_time), "--path", path, "--quiet"])
 
 
 def said_path(stderr: str) -> str:
@@ -196,25 +200,27 @@ def row_headline(args, tmp: Path, rec: dict) -> None:
     t0 = time.perf_counter()
     hits = write_csr(raw, (side, side), n, occ, seed=1)
     print(f"headline: wrote {hits:.3g} hits in {time.perf_counter() - t0:.0f} s", flush=True)
-    runs = [correlate(raw, q, tmp / "h.hdf", "sparse") for _ in range(args.repeats)]
-    ts = float(np.median([r[0] for r in runs]))
-    rss = max(r[1] for r in runs)
-    ev = hits * 6
-    dense_rate = np.median([r["dense_pixel_frames_per_s"] for r in rec.get("table", [])
-                            if r["side"] == side] or [float("nan")])
-    pf = side * side * n
-    r = {"side": side, "frames": n, "occupancy": occ, "hits": hits, "seconds": ts,
-         "all_seconds": [x[0] for x in runs], "hits_per_s": hits / ts,
-         "pixel_frames_per_s": pf / ts, "rss_mb": rss, "event_mb": ev / 2**20,
-         "rss_over_event_bytes": rss * 2**20 / ev,
-         "dense_pixel_frames_per_s": float(dense_rate),
-         "rate_ratio_vs_dense": (pf / ts) / float(dense_rate)}
-    rec["headline"] = r
-    print(f"headline 256x256 x {n} at 0.5 %: {ts:.2f} s (runs {r['all_seconds']}) = "
-          f"{hits / ts:.3g} hits/s (goal >= 2e7), {pf / ts:.3g} px-fr/s = "
-          f"{r['rate_ratio_vs_dense']:.0f}x the dense path's rate (goal >= 20x), peak "
-          f"{rss:.0f} MB = {r['rss_over_event_bytes']:.2f}x the event bytes (goal <= 3x)",
-          flush=True)
+    for threads in args.threads or [None]:
+        runs = [correlate(raw, q, tmp / "h.hdf", "sparse", threads=threads)
+                for _ in range(args.repeats)]
+        ts = float(np.median([r[0] for r in runs]))
+        rss = max(r[1] for r in runs)
+        ev = hits * 6
+        dense_rate = np.median([r["dense_pixel_frames_per_s"] for r in rec.get("table", [])
+                                if r["side"] == side] or [float("nan")])
+        pf = side * side * n
+        r = {"side": side, "frames": n, "occupancy": occ, "hits": hits, "seconds": ts,
+             "threads": threads or os.cpu_count(), "all_seconds": [x[0] for x in runs],
+             "hits_per_s": hits / ts, "pixel_frames_per_s": pf / ts, "rss_mb": rss,
+             "event_mb": ev / 2**20, "rss_over_event_bytes": rss * 2**20 / ev,
+             "dense_pixel_frames_per_s": float(dense_rate),
+             "rate_ratio_vs_dense": (pf / ts) / float(dense_rate)}
+        rec.setdefault("headline", []).append(r)
+        print(f"headline 256x256 x {n} at 0.5 %, {r['threads']} threads: {ts:.2f} s (runs "
+              f"{[round(x, 2) for x in r['all_seconds']]}) = {hits / ts:.3g} hits/s (goal >= "
+              f"2e7 on 2 cores), {pf / ts:.3g} px-fr/s = {r['rate_ratio_vs_dense']:.0f}x the "
+              f"dense path's rate (goal >= 20x), peak {rss:.0f} MB = "
+              f"{r['rss_over_event_bytes']:.2f}x the event bytes (goal <= 3x)", flush=True)
     raw.unlink()
 
 
@@ -225,20 +231,25 @@ t = time.perf_counter()
 from boost_corr.xpcs_aps_8idi.gpu_corr_multitau import solve_multitau_base
 # its whole multi-tau job on the CPU (reader, dense batches, correlator, normalisation),
 # results not written; max_memory 16 GB (smaller values fail in its queue sizing)
-solve_multitau_base(qmap=spec["qmap"], raw=spec["raw"], gpu_id=-1, save_results=False,
-                    verbose=False, num_loaders=2, max_memory=16.0)
-print(json.dumps({"seconds": time.perf_counter() - t}))
+kw = dict(qmap=spec["qmap"], raw=spec["raw"], gpu_id=spec["gpu"], save_results=False,
+          verbose=False, num_loaders=2, max_memory=16.0)
+solve_multitau_base(**kw)
+first = time.perf_counter() - t
+t = time.perf_counter()
+solve_multitau_base(**kw)  # warm: the second job in the same process
+print(json.dumps({"seconds": first, "warm_seconds": time.perf_counter() - t}), file=sys.stderr)
 """
 
 
 def row_boost(args, tmp: Path, rec: dict) -> None:
-    boost = VENVS / "boost" / "bin" / "python"
+    boost = Path(args.boost_python) if args.boost_python else VENVS / "boost" / "bin" / "python"
     if not boost.exists():
         print("boost-corr: not installed (.bench-venvs/boost; `make bench-refs`); skipped")
         return
     from xpcsviewer.synthetic.sparse_files import write_rigaku_bin
 
-    shape, n, occ = (512, 1024), (1000 if args.quick else 2000), 0.005
+    shape, occ = (512, 1024), 0.005
+    n = args.boost_frames or (1000 if args.quick else 2000)
     p = shape[0] * shape[1]
     rng = np.random.default_rng(3)
     frames, pixels = [], []
@@ -253,22 +264,29 @@ def row_boost(args, tmp: Path, rec: dict) -> None:
     raw = tmp / "rigaku.bin"
     write_rigaku_bin(raw, fr, px, np.ones(fr.size, np.int64))
     q = ring_qmap(tmp / "q_rigaku.hdf", shape)
-    ours, ours_rss, _ = correlate(raw, q, tmp / "r.hdf", "auto", 1e-5)
+    ours = [correlate(raw, q, tmp / "r.hdf", "auto", 1e-5) for _ in range(2)]
+    ours_s, ours_rss = min(o[0] for o in ours), max(o[1] for o in ours)
     script = tmp / "boost_rigaku.py"
     script.write_text(BOOST_SCRIPT)
     try:
-        t, brss, _out = job([str(boost), str(script),
-                             json.dumps({"raw": str(raw), "qmap": str(q)})])
+        t, brss, out = job([str(boost), str(script),
+                            json.dumps({"raw": str(raw), "qmap": str(q), "gpu": args.boost_gpu})])
     except RuntimeError as exc:
-        print(f"boost-corr: failed ({str(exc).splitlines()[-1][:200]})")
-        rec["boost"] = {"error": str(exc)[-500:]}
+        print("boost-corr: failed:\n" + "\n".join(str(exc).splitlines()[-25:]))
+        rec["boost"] = {"error": str(exc)[-2000:]}
         return
-    r = {"frames": n, "hits": int(fr.size), "ours_s": ours, "ours_rss_mb": ours_rss,
-         "boost_s": t, "boost_rss_mb": brss, "ratio_ours_over_boost": ours / t}
+    warm = next(json.loads(line) for line in reversed(out.splitlines())
+                if line.startswith('{"seconds"'))["warm_seconds"]
+    where = "CPU" if args.boost_gpu < 0 else f"GPU {args.boost_gpu}"
+    r = {"frames": n, "hits": int(fr.size), "ours_s": ours_s, "ours_rss_mb": ours_rss,
+         "boost_device": where, "boost_process_s": t, "boost_warm_s": warm,
+         "boost_rss_mb": brss, "ratio_ours_over_boost_warm": ours_s / warm,
+         "ours_pixel_frames_per_s": p * n / ours_s, "boost_warm_pixel_frames_per_s": p * n / warm}
     rec["boost"] = r
-    print(f"Rigaku .bin 512x1024 x {n} at 0.5 % ({fr.size:.3g} hits): ours {ours:.2f} s "
-          f"({ours_rss:.0f} MB), boost-corr CPU {t:.2f} s ({brss:.0f} MB): ratio "
-          f"{ours / t:.2f}", flush=True)
+    print(f"Rigaku .bin 512x1024 x {n} at 0.5 % ({fr.size:.3g} hits): ours (whole process) "
+          f"{ours_s:.2f} s ({ours_rss:.0f} MB, {p * n / ours_s:.3g} px-fr/s); boost-corr "
+          f"{where}: process {t:.2f} s ({brss:.0f} MB), warm job {warm:.2f} s "
+          f"({p * n / warm:.3g} px-fr/s); ours / boost warm = {ours_s / warm:.2f}", flush=True)
 
 
 def main() -> int:
@@ -278,6 +296,11 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dense-pixel-frames", type=float, default=1.2e9)
     ap.add_argument("--tmp", default=None, help="folder for the generated files")
+    ap.add_argument("--boost-python", default=None, help="python with boost_corr importable")
+    ap.add_argument("--boost-gpu", type=int, default=-1, help="boost-corr's GPU (-1: CPU)")
+    ap.add_argument("--boost-frames", type=int, default=0)
+    ap.add_argument("--threads", type=int, action="append",
+                    help="headline: NUMBA_NUM_THREADS of a run (repeatable)")
     args = ap.parse_args()
     rows = args.only or ["table", "headline", "boost"]
     rec: dict = {"host": platform.node(), "cpu_count": os.cpu_count(),

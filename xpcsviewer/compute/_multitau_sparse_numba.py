@@ -116,28 +116,30 @@ def _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0, cprev, cnew, xm
         # only complete pairs (k < cnext): at most the last hit waits for its partner
         o = -1
         last = -1
+        cur = 0.0
         if (cprev[lvl] & 1) == 1 and h > 0:
             idx = pos - 1 if pos > 0 else buf - 1
             if rt[q, lvl, idx] == cprev[lvl] - 1:
                 o = 0
                 last = (cprev[lvl] - 1) >> 1
+                cur = rv[q, lvl, idx]
                 tt[dst, 0] = last
-                vv[dst, 0] = rv[q, lvl, idx]
+                vv[dst, 0] = 0.5 * cur
         ncut = na
         if na > 0 and (tt[src, na - 1] >> 1) >= cnext:
             ncut = na - 1
+        # branch-free: the group's running sum stays in a register and its slot is
+        # rewritten each step (no load of the slot, no mispredicted branch)
         for i in range(ncut):
             k = tt[src, i] >> 1
             v = vv[src, i]
             new = k != last
             o += 1 if new else 0
-            prevv = vv[dst, o]
+            cur = v if new else cur + v
             tt[dst, o] = k
-            vv[dst, o] = v if new else prevv + v
+            vv[dst, o] = 0.5 * cur
             last = k
         nout = o + 1
-        for i in range(nout):
-            vv[dst, i] = 0.5 * vv[dst, i]
     i0 = na - buf if na > buf else 0
     pos = ((h + i0) & bm) if pow2 else ((h + i0) % buf)
     for i in range(i0, na):

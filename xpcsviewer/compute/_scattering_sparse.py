@@ -27,8 +27,7 @@ def _sums(frame: np.ndarray, pixel: np.ndarray, value: np.ndarray, r0: int, grou
     ``static[row or its segment, bin]`` += hits (compiled when numba is there, else
     bincounts). ``segrow``: the segment of each row (``static`` then has a row per
     segment), or None (a row of ``static`` per row of frames)."""
-    frame = np.ascontiguousarray(frame, dtype=np.int64)
-    rows = frame // group - r0
+    frame = np.ascontiguousarray(frame)
     from xpcsviewer.compute._multitau_cpu import available
 
     if available():
@@ -41,9 +40,12 @@ def _sums(frame: np.ndarray, pixel: np.ndarray, value: np.ndarray, r0: int, grou
             from xpcsviewer.compute._multitau_sparse_numba import hit_sums
 
             nt = max(1, int(numba.get_num_threads()))
-            picks = np.linspace(0, rows.size, nt + 1)[1:-1].astype(np.int64)
-            cuts = np.searchsorted(rows, rows[np.minimum(picks, rows.size - 1)], side="left")
-            echunks = np.unique(np.concatenate([[0], cuts, [rows.size]])).astype(np.int64)
+            # runs of hits cut where a row of frames begins (no temporary of the rows)
+            picks = np.linspace(0, frame.size, nt + 1)[1:-1].astype(np.int64)
+            starts = (np.asarray(frame[np.minimum(picks, frame.size - 1)], np.int64)
+                      // group) * group
+            cuts = np.searchsorted(frame, starts, side="left")
+            echunks = np.unique(np.concatenate([[0], cuts, [frame.size]])).astype(np.int64)
             pbands = np.linspace(0, image.size, nt + 1).round().astype(np.int64)
             per_task = segrow is not None
             slabs = np.zeros((echunks.size - 1 if per_task else 1, *static.shape))
@@ -53,6 +55,7 @@ def _sums(frame: np.ndarray, pixel: np.ndarray, value: np.ndarray, r0: int, grou
                      per_task, pbands, echunks)
             static += slabs.sum(axis=0) if per_task else slabs[0]
         return
+    rows = np.asarray(frame, dtype=np.int64) // group - r0
     v = np.asarray(value, dtype=np.float64)
     px = np.asarray(pixel, dtype=np.int64)
     image += np.bincount(px, weights=v, minlength=image.size)

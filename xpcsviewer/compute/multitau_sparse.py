@@ -140,6 +140,16 @@ class SparseLevels:
             new[:, :have] = a
         self.count[:have] = old[5]
 
+    def _buffers(self, n: int, tdtype: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Pixel-ordered hit buffers of ``n`` entries, kept from block to block (fresh
+        big arrays cost more in first-touch page faults than the sort itself)."""
+        bt, bv = getattr(self, "_bufs", (None, None))
+        if bt is None or bt.size < n or bt.dtype != tdtype:
+            cap = max(n, int(1.25 * n))
+            bt, bv = np.empty(cap, dtype=tdtype), np.empty(cap)
+            self._bufs = (bt, bv)
+        return bt[:n], bv[:n]
+
     @property
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.rt, self.rv, self.sp, self.first, self.rh,
@@ -160,7 +170,9 @@ class SparseLevels:
             raise ValueError(f"frames must come in order: at {f0}, asked to stop at {stop}")
         if stop == f0:
             return
-        frame = np.ascontiguousarray(frame, dtype=np.int64)
+        frame = np.ascontiguousarray(frame)
+        if frame.dtype.kind not in "iu":
+            frame = frame.astype(np.int64)
         pixel = np.ascontiguousarray(pixel)
         if pixel.dtype.kind not in "iu":
             pixel = pixel.astype(np.int64)
@@ -178,8 +190,7 @@ class SparseLevels:
             np.cumsum(cnt, out=off[1:])
             n = int(off[-1])
             # times relative to the block: 4 bytes a hit (blocks are far below 2^31 frames)
-            ht = np.empty(n, dtype=np.int32 if stop - f0 < (1 << 31) else np.int64)
-            hv = np.empty(n, dtype=np.float64)
+            ht, hv = self._buffers(n, np.int32 if stop - f0 < (1 << 31) else np.int64)
             sc = (np.zeros(0) if scale is None
                   else np.ascontiguousarray(scale, dtype=np.float64))
             k.scatter_hits(frame, pixel, value, sc, f0, lut, off, _bands(self.p, nt), ht, hv)

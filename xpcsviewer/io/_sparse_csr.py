@@ -303,7 +303,7 @@ class EsrfCsr(SparseSource):
                 check_pixels(blk.path, idx, h * w, e0, f"{ESRF_GROUP}/index", "pixel index",
                              f"{h} x {w} detector")
                 val = _slice(f[f"{ESRF_GROUP}/intensity"], e0, e1)
-                frames.append(np.repeat(np.arange(la, lb, dtype=np.int64) + blk.start,
+                frames.append(np.repeat(np.arange(la, lb, dtype=self._frame_dtype) + blk.start,
                                         np.diff(blk.ptr[la: lb + 1])))
                 # the pixel index keeps its stored integer type (the consumers take any)
                 pixels.append(idx if idx.dtype.kind in "iu" else idx.astype(np.int64))
@@ -426,7 +426,7 @@ class Id11Sparse(SparseSource):
         check_pixels(self.path, col, w, e0, self._names["col"], "column",
                      f"{h} x {w} detector")
         val = _slice(self._int, e0, e1)
-        frame = np.repeat(np.arange(a, b, dtype=np.int64), np.diff(self._ptr[a: b + 1]))
+        frame = np.repeat(np.arange(a, b, dtype=self._frame_dtype), np.diff(self._ptr[a: b + 1]))
         pixel = row.astype(np.int64) * w + col.astype(np.int64)
         return frame, pixel, val
 

@@ -208,7 +208,7 @@ class _ModuleFile:
         if i1 <= i0:
             return (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16))
         words = self._words(j0, j1)
-        frame = (words >> _FRAME_SHIFT).astype(np.int64)
+        frame = (words >> _FRAME_SHIFT).astype(np.int32)  # 24 bits
         back = np.flatnonzero(np.diff(frame) < 0)
         if back.size:
             k = int(back[0]) + 1
@@ -217,7 +217,7 @@ class _ModuleFile:
                 f"frame {int(frame[k - 1])}", f"word {j0 + k}", "hit words in frame order")
         words = words[i0 - j0: i1 - j0]
         frame = frame[i0 - j0: i1 - j0]
-        pixel = ((words >> _PIXEL_SHIFT) & _PIXEL_MASK).astype(np.int64)
+        pixel = ((words >> _PIXEL_SHIFT) & _PIXEL_MASK).astype(np.int32)  # 21 bits
         count = (words & _COUNT_MASK).astype(np.uint16)
         folded = (pixel >= PIXEL_OFFSET) & (pixel < PIXEL_OFFSET + MODULE_PIXELS)
         if folded.any():

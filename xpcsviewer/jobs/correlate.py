@@ -202,7 +202,7 @@ def correlate_one(
     ``checked``: the output rule was already applied by the caller (a batch).
     Returns 0, or 1/2 after saying why; bad input data raises XpcsFileError.
     """
-    from xpcsviewer.backends import get_job_backend
+    from xpcsviewer.backends import get_backend, get_job_backend
     from xpcsviewer.compute.pipeline import correlate_to_result
     from xpcsviewer.compute.pipeline_sparse import correlate_events_to_result
     from xpcsviewer.compute.twotime import parse_bins
@@ -280,7 +280,9 @@ def correlate_one(
                 f"{have / 2**30:.1f} GiB are available; correlate fewer frames "
                 "(--end-frame, --stride-frame, --avg-frame)")
             return 1
-        be = get_job_backend()  # NumPy when no accelerator is possible: JAX never loads
+        # NumPy when no accelerator is possible: JAX never loads. The photon path runs
+        # numba kernels on the CPU: it never needs JAX (nor a GPU started for nothing)
+        be = get_backend("numpy") if choice.path == "sparse" else get_job_backend()
         used = (np.asarray(qm.dynamic_roi_map) > 0) | (np.asarray(qm.static_roi_map) > 0)
         notes: list[str] = []
         # the raw file's realpath goes into each config group (as the standard
