@@ -1,7 +1,10 @@
 """``xpcsviewer live SOURCE --qmap QMAP -o OUT.hdf``: correlate while the detector writes.
 
 Follows a growing raw HDF5 file (SWMR or a plain appending writer) or a folder of
-frame-block files (:func:`xpcsviewer.jobs.live.follow`); every ``--every`` seconds the
+frame-block files, or a photon-sparse source (a Rigaku ``.bin`` being appended, a growing
+ESRF CSR file or a folder of its blocks, correlated on photons; the detector shape of a
+file that stores none is the q-map's), told apart by content
+(:func:`xpcsviewer.jobs.live.follow`); every ``--every`` seconds the
 partial result is written atomically to OUT.hdf (``/xpcs/live/partial`` true) and, with
 ``--fit``, fitted by the ``fit`` command's own entry point (OUT_fit.json). The final
 file equals ``xpcsviewer correlate`` of the complete frames and is fitted.
@@ -27,6 +30,8 @@ def _status_line(up: Any) -> str:
     text = (f"{'final' if up.final else 'partial'}: {up.frames}{exp} frames, "
             f"{up.frame_rate_hz:.0f} frames/s (writer {up.writer_rate_hz:.0f}/s), "
             f"lag {up.lag_frames} frames")
+    if up.hits is not None:
+        text += f", {up.hit_rate_hz or 0:.3g} hits/s"
     if up.bins:
         ok = sum(b["status"] == "converged" for b in up.bins)
         text += f", {ok}/{len(up.bins)} bins converged"

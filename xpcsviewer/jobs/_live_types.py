@@ -92,7 +92,9 @@ class LiveUpdate:
     same in writer time; ``bins``: per q-bin fit (``tau_s``, ``status``, ...; empty
     without ``fit``); ``latency_s`` (final only): from the source's last modification
     when its last frame was seen to the fitted result on disk;
-    ``end``: ``expected`` / ``closed`` / ``idle`` / ``stopped`` (final only).
+    ``end``: ``expected`` / ``closed`` / ``idle`` / ``stopped`` (final only);
+    ``hits``, ``hit_rate_hz`` (a photon-sparse source only): hits correlated, and per
+    second over the same time as ``frame_rate_hz``.
     """
 
     final: bool
@@ -113,6 +115,8 @@ class LiveUpdate:
     seen_to_result_s: float | None = None
     interval_s: float | None = None
     view: LiveView | None = None
+    hits: int | None = None
+    hit_rate_hz: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json-events`` line (finite numbers or null)."""
@@ -132,6 +136,9 @@ class LiveUpdate:
             "lag_s": num(self.lag_s), "output": self.output,
             "interval_s": num(self.interval_s),
         }
+        if self.hits is not None:
+            out["hits"] = int(self.hits)
+            out["hit_rate_hz"] = num(self.hit_rate_hz)
         if self.fit_output is not None or self.bins or self.fit_error:
             out["fit_output"] = self.fit_output
             out["bins"] = [{k: (num(v) if isinstance(v, float) else v) for k, v in b.items()}

@@ -3,7 +3,10 @@
 :func:`follow` polls a source (:mod:`xpcsviewer.io.live_source`: a growing HDF5 file,
 SWMR or not, or a folder of block files), reads only the frames that are new and
 complete, feeds them to the resumable multi-tau correlator
-(:class:`~xpcsviewer.compute.multitau_stream.StreamingMultitau`) and every ``every``
+(:class:`~xpcsviewer.compute.multitau_stream.StreamingMultitau`; for a photon-sparse
+source (a Rigaku ``.bin`` being appended, a growing ESRF CSR file or a folder of its
+blocks) the hits go to :class:`~xpcsviewer.compute.multitau_sparse.StreamingSparseMultitau`
+instead, :mod:`xpcsviewer.jobs._live_sparse`) and every ``every``
 seconds writes the partial result atomically (``/xpcs/live/partial = True``), fits it
 with the ``fit`` command's entry point when asked, and hands an update to
 ``on_update``. The acquisition ends at the expected frame count, when the writer closes
@@ -32,6 +35,12 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.live_source import SourceNotReady, open_live_source
+from xpcsviewer.jobs._live_sparse import (
+    checked_hits,
+    frames_per_read,
+    photon_stream,
+    warm_photons,
+)
 from xpcsviewer.jobs._live_types import (
     TRACE_POINTS,
     LiveOptions,
@@ -62,6 +71,7 @@ class _Follower:
         self.t0 = time.monotonic()
         self.start_iso = None
         self.used = (np.asarray(qmap.dynamic_roi_map) > 0) | (np.asarray(qmap.static_roi_map) > 0)
+        self.used_flat = self.used.ravel()
         self.negatives = 0
         self.seen = 0  # complete frames seen at the last poll
         self.seen_mtime = 0.0
@@ -76,6 +86,9 @@ class _Follower:
         self.frame_time = opts.frame_time
         self.notes: list[str] = []
         self.updates = 0
+        self.hits = 0  # hits correlated (a sparse source)
+        self.prev_hits = 0
+        self.photons = False  # the photon correlator can run (numba)
 
     # ---------------------------------------------------------------- frames
     def _checked(self, frames: np.ndarray) -> np.ndarray:
@@ -115,21 +128,52 @@ class _Follower:
         if shape is not None and tuple(shape) != tuple(self.qmap.shape):
             raise XpcsFileError(self.src.describe(), f"frames are {shape[0]}x{shape[1]} but "
                                 f"the q-map is {self.qmap.shape[0]}x{self.qmap.shape[1]}",
-                                self.opts.dataset, "frames of the q-map's detector shape")
+                                self.where, "frames of the q-map's detector shape")
 
     def prepare(self) -> None:
-        """The correlator's state and kernels, before the first frame arrives."""
+        """The correlator's state and kernels, before the first frame arrives (a source
+        whose layout is not known yet: the kernels of both correlators)."""
         from xpcsviewer.compute.multitau_stream import StreamingMultitau
 
         qm = self.qmap
+        sparse = getattr(self.src, "sparse", False)
+        if sparse is not False:
+            self.photons = warm_photons(getattr(self.src, "dtype", None))
+        if sparse and self.photons:
+            self.stream = photon_stream(qm, self.opts.normalize_frame, self.opts.frames)
+            return
         self.stream = StreamingMultitau(
             qm.dynamic_roi_map, qm.static_roi_map, qm.mask, n_dynamic=qm.n_dynamic,
             n_static=qm.n_static, normalize_frame=self.opts.normalize_frame,
             expected_frames=self.opts.frames, engine=self.opts.engine)
         self.stream.warm()
 
+    @property
+    def engine(self) -> str:
+        """The correlator's engine; ``"auto"`` while the source's layout is not known."""
+        return "auto" if getattr(self.src, "sparse", False) is None else self.stream.engine
+
+    @property
+    def sparse(self) -> bool:
+        return self.stream.engine == "sparse"
+
+    @property
+    def where(self) -> str | None:
+        """The field errors name: the dense dataset, or a sparse source's own."""
+        if getattr(self.src, "sparse", False):
+            return getattr(self.src, "dataset", None)
+        return self.opts.dataset
+
     def _stream(self) -> Any:
         if self.start_iso is None:
+            if getattr(self.src, "sparse", False) and not self.sparse and self.done == 0:
+                # a source that told its layout late: the photon correlator after all
+                if self.photons:
+                    self.stream = photon_stream(self.qmap, self.opts.normalize_frame,
+                                                self.opts.frames)
+                else:
+                    self.notes.append("photon correlator unavailable (needs numba): "
+                                      "the hits were correlated as dense frames")
             self.check_shape()
             self.start_iso = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
             if self.frame_time is None:
@@ -151,12 +195,24 @@ class _Follower:
                 raise Cancelled()
             if stop():
                 return
-            b = min(target, self.done + self.opts.read_chunk)
-            try:
-                frames = self.src.read(self.done, b)
-            except SourceNotReady:
-                return
-            self._stream().feed(self._checked(frames))
+            s = self._stream()
+            if self.sparse:
+                b = min(target, self.done + frames_per_read(self.hits, self.done))
+                try:
+                    block = self.src.read_events(self.done, b)
+                except SourceNotReady:
+                    return
+                block, neg = checked_hits(block, self.used_flat, self.src)
+                self.negatives += neg
+                s.feed_events(block)
+                self.hits += block.n_events
+            else:
+                b = min(target, self.done + self.opts.read_chunk)
+                try:
+                    frames = self.src.read(self.done, b)
+                except SourceNotReady:
+                    return
+                s.feed(self._checked(frames))
             self.done = b
             if progress is not None:
                 # a known end: a fraction; else a busy bar with the count
@@ -180,6 +236,10 @@ class _Follower:
         raw = os.path.realpath(self.src.describe())
         common = {"raw": raw, "begin_frame": 0, "end_frame": n, "stride_frame": 1,
                   "avg_frame": 1, "raw_frames": n, "n_frames": n, "backend": "numpy"}
+        if getattr(self.src, "sparse", False):
+            common.update(raw_layout=str(self.src.layout), raw_events=int(self.hits),
+                          path="sparse" if self.sparse else "dense",
+                          path_reason="live photon-sparse source")
         mt = multitau_model(r, t0, 1, 1, common)
         res = assemble_result(self.qmap, s.scat, mt=mt, tt=None, segments=None,
                               frame_time=t0, count_time=self.src.count_time,
@@ -224,6 +284,10 @@ class _Follower:
             rate = self.done / max(now - t1, 1e-9)
             wrate = self.seen / max(self.seen_at - t1, 1e-9)
         self.prev = (now, self.done, self.seen)
+        hit_rate = (self.hits - self.prev_hits) / dt
+        if final and self.first_seen is not None:
+            hit_rate = self.hits / max(now - self.first_seen, 1e-9)
+        self.prev_hits = self.hits
         lag = max(0, self.seen - self.done)
         up = LiveUpdate(
             final=final, frames=self.done, elapsed_s=now - self.t0, frame_rate_hz=rate,
@@ -232,6 +296,8 @@ class _Follower:
             output=str(self.output), expected=self.src_expected(), end=end,
             interval_s=self.interval,
             note="; ".join(x for x in (*self.notes, note) if x))
+        if self.sparse:
+            up.hits, up.hit_rate_hz = self.hits, hit_rate
         rec = None
         if self.opts.fit and self.fitter is not None:
             from xpcsviewer.fitting.results import write_fit_json
@@ -336,7 +402,11 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
     Parameters
     ----------
     source : path
-        A growing raw HDF5 file, a folder of block files, or ``folder/PATTERN``.
+        A growing raw HDF5 file, a folder of block files, or ``folder/PATTERN``; or a
+        photon-sparse one: a Rigaku ``.bin`` being appended, a growing ESRF CSR HDF5 file,
+        a folder of ESRF sparse blocks (chosen by content,
+        :func:`~xpcsviewer.io.live_source.open_live_source`; the detector shape of a
+        file that stores none is the q-map's).
     qmap : QMap
         The partition (:func:`xpcsviewer.io.reader.read_qmap`).
     output : path
@@ -376,7 +446,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         stop_fn: Callable[[], bool] = ev.is_set
     else:
         stop_fn = stop or (lambda: False)
-    src = open_live_source(source, opts.dataset, opts.frames)
+    src = open_live_source(source, opts.dataset, opts.frames, shape=tuple(qmap.shape))
     if opts.fit and fitter is not None:
         fitter = _warmed(fitter)
     fol = _Follower(src, qmap, Path(output), opts, fitter, on_update, with_view)
@@ -386,7 +456,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         if fol.fitter is not None:
             fol.fitter([])  # waits for the fit warm-up: fits are ready too
         if on_ready is not None:
-            on_ready({"event": "ready", "source": src.describe(), "engine": fol.stream.engine,
+            on_ready({"event": "ready", "source": src.describe(), "engine": fol.engine,
                       "fit": bool(opts.fit and fitter is not None)})
         while True:
             if cancel is not None and cancel.cancelled:
@@ -439,7 +509,8 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
             if st.expected and fol.done < st.expected:
                 note = "; ".join(x for x in (note, f"{fol.done} of {st.expected} expected "
                                                    "frames") if x)
-            if not st.readable and st.note:
+            if st.note and (not st.readable or getattr(src, "sparse", False)):
+                # (a sparse source says what it left out at the end: a partial word, ...)
                 note = "; ".join(x for x in (note, st.note) if x)
         else:
             note = f"stopped after {fol.done} frames (the result keeps partial = True)"
@@ -447,7 +518,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
             fol.notes.append(f"{fol.negatives} negative counts at masked pixels were set to 0")
         if fol.done < 2:
             raise XpcsFileError(src.describe(), f"only {fol.done} complete frame(s) to correlate "
-                                f"({note or st.note or 'no data'})", opts.dataset,
+                                f"({note or st.note or 'no data'})", fol.where,
                                 "at least 2 frames")
         final = fol.update(final=True, end=end, note=note)
         assert final is not None

@@ -199,3 +199,51 @@ def test_live_tau_and_contrast_show_only_measured_values(window):
     # tau likewise: a failed or flat fit's tau is not drawn at all
     np.testing.assert_allclose(panel.tau_item.xData, [0.001])
     np.testing.assert_allclose(panel.tau_open.xData, [0.002])
+
+
+def test_live_tab_follows_a_rigaku_bin_on_photons(window, qtbot, tmp_path):
+    """A Rigaku .bin being appended: the tab takes the photon correlator, draws partial
+    g2 and ends with a result whose config says so (issue 30)."""
+    import h5py
+
+    from xpcsviewer.cli import main
+
+    qmap = tmp_path / "rigaku_qmap.hdf"
+    assert main(["qmap", "--shape", "512", "1024", "--energy", "10", "--det-dist", "5",
+                 "--pixel-size", "75e-6", "--bcx", "20", "--bcy", "20", "--dq-num", "4",
+                 "--sq-num", "16", "-o", str(qmap), "--quiet"]) == 0
+    rng = np.random.default_rng(2)
+    n = 3000
+    hit = rng.random((n, 40, 40)) < 0.02
+    f, r, c = np.nonzero(hit)
+    words = ((f.astype(np.uint64) << np.uint64(40))
+             | ((r * 1024 + c).astype(np.uint64) << np.uint64(16)) | np.uint64(1))
+    raw = tmp_path / "scan.bin"
+
+    def write() -> None:
+        with open(raw, "wb") as fh:
+            for part in np.array_split(words.astype("<u8"), 15):
+                fh.write(part.tobytes())
+                fh.flush()
+                time.sleep(0.1)
+
+    th = threading.Thread(target=write)
+    th.start()
+    window.show_live()
+    panel = window.panels["live"]
+    panel.qmap_edit.setText(str(qmap))
+    panel.fit_box.setChecked(False)
+    panel.every.setValue(0.3)
+    panel.idle.setValue(3.0)
+    qtbot.waitUntil(raw.exists, timeout=10000)
+    panel.set_source(str(raw))
+    panel.start()
+    qtbot.waitUntil(lambda: not panel.running, timeout=60000)
+    th.join()
+    up = panel.final
+    assert up is not None and up.final and up.frames == n
+    assert panel.sink is None or panel.sink.engine in ("sparse", "auto")
+    assert panel.g2_items and all(it.xData.size for it in panel.g2_items.values())
+    with h5py.File(up.output, "r") as fh:
+        assert fh["/xpcs/multitau/config/path"][()] == b"sparse"
+        assert not fh["/xpcs/live/partial"][()]

@@ -24,8 +24,11 @@ class UpdateSink:
         self._latest: Any = None
         self.count = 0
         self.ready = False  # the kernels and fits are loaded; waiting for frames
+        self.engine = ""  # the correlator the job took ("sparse": on photons)
 
-    def set_ready(self, _event: Any = None) -> None:
+    def set_ready(self, event: Any = None) -> None:
+        if isinstance(event, dict):
+            self.engine = str(event.get("engine") or "")
         self.ready = True
 
     def put(self, update: Any) -> None:

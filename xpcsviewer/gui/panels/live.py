@@ -196,9 +196,10 @@ class LivePanel(BasePanel):
 
     # ------------------------------------------------------------ inputs
     def _browse_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Raw frames being written",
-                                              self.source_edit.text() or "",
-                                              "HDF5 (*.h5 *.hdf5 *.hdf *.nxs);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Raw data being written", self.source_edit.text() or "",
+            "Raw data: HDF5 frames or hits, Rigaku .bin (*.h5 *.hdf5 *.hdf *.nxs *.bin);;"
+            "All files (*)")
         if path:
             self.set_source(path)
 
@@ -330,7 +331,11 @@ class LivePanel(BasePanel):
             self._apply(up)
         elif self.sink.ready and self.last_update is None and self.running:
             src = Path(self.source_edit.text().strip()).name
-            self.status.setText(f"Ready: waiting for frames in {src}\u2026")
+            if self.sink.engine == "sparse":
+                self.status.setText(f"Ready (photon correlator): waiting for hits in "
+                                    f"{src}\u2026")
+            else:
+                self.status.setText(f"Ready: waiting for frames in {src}\u2026")
 
     # ----------------------------------------------------------- drawing
     def _clear_items(self) -> None:

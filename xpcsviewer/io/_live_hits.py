@@ -1,0 +1,125 @@
+"""What the photon live sources share (see :mod:`xpcsviewer.io._live_sparse` for the
+rules of each layout): the hits of complete frames handed out as EventBlocks, dense frames
+formed from them, checked pixel indices, bounded 1-D reads. Only numpy and h5py."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from xpcsviewer.io._live_common import (
+    CLOSE_GRACE_S,
+    READ_PIECE_BYTES,
+    SourceState,
+)
+from xpcsviewer.io._sparse_rigaku import MODULE_SHAPE
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.sparse import EventBlock
+
+__all__ = ["_LiveHits"]
+
+CSR_GROUP = "entry_0000/measurement/data"
+CSR_PTR = f"{CSR_GROUP}/frame_ptr"
+CSR_INDEX = f"{CSR_GROUP}/index"
+CSR_VALUE = f"{CSR_GROUP}/intensity"
+_PTR_EXPECTED = "frame_ptr[0] = 0, non-decreasing offsets (frames in order)"
+
+_MODULE_PIXELS = MODULE_SHAPE[0] * MODULE_SHAPE[1]
+_WORD = np.dtype("<u8")
+_EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64))
+
+
+class _LiveHits:
+    """What the sparse live sources share: state, change watch, dense frames."""
+
+    sparse = True
+    kind = "sparse"
+    layout = "sparse"
+    #: the field errors name (the counts' dataset), or None
+    dataset: str | None = None
+    count_time: float | None = None
+
+    def __init__(self, path: str | os.PathLike, expected: int | None,
+                 shape: tuple[int, int] | None) -> None:
+        self.path = Path(path)
+        self.expected_arg = int(expected) if expected else None
+        self.shape_arg = tuple(shape) if shape is not None else None
+        self.frame_shape: tuple[int, int] | None = None
+        self.dtype: np.dtype | None = None
+        self.frame_time: float | None = None
+        #: seconds without a change (or a writer's lock) before the writer counts as closed
+        self.close_grace = CLOSE_GRACE_S
+        self._sig: tuple = ()
+        self._changed_at = 0.0
+        self._state = SourceState()
+
+    @property
+    def state(self) -> SourceState:
+        """What the last poll saw."""
+        return self._state
+
+    def _note_change(self, path: Path | None = None) -> tuple[float, bool]:
+        """(modification time, changed since the previous look) of ``path``."""
+        try:
+            st = (path or self.path).stat()
+        except OSError:
+            return 0.0, False
+        sig = (st.st_mtime_ns, st.st_size)
+        changed = sig != self._sig
+        if changed:
+            self._sig = sig
+            self._changed_at = time.monotonic()
+        return sig[0] / 1e9, changed
+
+    def _empty_block(self, start: int, stop: int) -> EventBlock:
+        return EventBlock(start, stop, *_EMPTY, np.empty(0, self.dtype or np.uint16))
+
+    def read_events(self, start: int, stop: int) -> EventBlock:  # pragma: no cover
+        raise NotImplementedError
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Dense frames ``[start, stop)`` of the hits (for a frame-based consumer)."""
+        blk = self.read_events(start, stop)
+        h, w = self.frame_shape or (0, 0)
+        n = int(stop) - int(start)
+        dense = np.bincount((blk.frame - int(start)) * (h * w) + blk.pixel,
+                            weights=blk.value, minlength=n * h * w)[: n * h * w]
+        return dense.astype(self.dtype or np.uint16).reshape(n, h, w)
+
+    def release(self) -> None:
+        """Nothing held between polls by default."""
+
+    def close(self) -> None:
+        """Close what is open (idempotent)."""
+
+    def describe(self) -> str:
+        return str(self.path)
+
+
+def _check_index(path: Path, idx: np.ndarray, n_pixels: int, first: int,
+                 shape: tuple[int, int], where: str) -> None:
+    bad = (idx >= n_pixels) if idx.dtype.kind == "u" else ((idx < 0) | (idx >= n_pixels))
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise XpcsFileError(path, f"pixel index {int(idx[j])} of entry {first + j} is outside "
+                            f"the {shape[0]} x {shape[1]} detector", where,
+                            f"pixel indices in 0..{n_pixels - 1}")
+
+
+def _read_1d(ds: h5py.Dataset, a: int, b: int) -> np.ndarray:
+    """``ds[a:b]`` read ``READ_PIECE_BYTES`` at a time (h5py holds the GIL per call)."""
+    step = max(1, READ_PIECE_BYTES // max(1, ds.dtype.itemsize))
+    if b - a <= step:
+        return np.asarray(ds[a:b])
+    out = np.empty(b - a, dtype=ds.dtype)
+    for s in range(a, b, step):
+        e = min(b, s + step)
+        ds.read_direct(out, np.s_[s:e], np.s_[s - a: e - a])
+    return out
+
+
+# ---------------------------------------------------------------------------- Rigaku

@@ -1,0 +1,222 @@
+"""A Rigaku ``.bin`` being appended, followed live (the rules:
+:mod:`xpcsviewer.io._live_sparse`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from xpcsviewer.io._live_common import (
+    SourceNotReady,
+    SourceState,
+    _first_line,
+)
+from xpcsviewer.io._live_hits import (
+    _MODULE_PIXELS,
+    _WORD,
+    _LiveHits,
+)
+from xpcsviewer.io._sparse_rigaku import MODULE_SHAPE, PIXEL_OFFSET
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.sparse import EventBlock
+
+__all__ = ["GrowingRigakuSource"]
+
+
+class GrowingRigakuSource(_LiveHits):
+    """A Rigaku XSPA ``.bin`` photon list being appended (see the module notes).
+
+    Parameters
+    ----------
+    path : str or Path
+    expected : int, optional
+        Frames the acquisition will have.
+    shape : (int, int), optional
+        Ignored: a module is 512 x 1024.
+    """
+
+    kind = "rigaku"
+    layout = "rigaku"
+
+    def __init__(self, path: str | os.PathLike, expected: int | None = None,
+                 shape: tuple[int, int] | None = None) -> None:
+        super().__init__(path, expected, shape)
+        self.frame_shape = MODULE_SHAPE
+        self.dtype = np.dtype(np.uint16)
+        self._fd: int | None = None
+        self._ino = 0
+        self._size = 0  # bytes at the last look
+        self._words = 0  # whole words at the last look
+        self._last = -1  # frame of the last whole word at the last look
+        self._cursor = (0, 0)  # (frame f, index of its first word): where the next read starts
+
+    # ---------------------------------------------------------------- words
+    def _word(self, i: int) -> int:
+        b = os.pread(self._fd, 8, 8 * i)
+        if len(b) != 8:
+            raise XpcsFileError(self.path, "shorter than before (truncated while being "
+                                "followed)", f"word {i}", "a file that only grows")
+        return int.from_bytes(b, "little")
+
+    def _words_at(self, i0: int, i1: int) -> np.ndarray:
+        out = np.empty(i1 - i0, dtype=_WORD)
+        view = memoryview(out).cast("B")
+        got = 0
+        while got < out.nbytes:  # pread may return less than asked
+            n = os.preadv(self._fd, [view[got:]], 8 * i0 + got)
+            if n <= 0:
+                raise XpcsFileError(self.path, "shorter than before (truncated while being "
+                                    "followed)", f"word {i0 + got // 8}",
+                                    "a file that only grows")
+            got += n
+        return out
+
+    def _lower_bound(self, frame: int, lo: int, hi: int) -> int:
+        """First word in ``[lo, hi)`` whose frame is >= ``frame`` (binary search)."""
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._word(mid) >> 40 < frame:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def _look(self) -> tuple[float, bool]:
+        """Size, last whole word and its frame now (raises SourceNotReady / XpcsFileError)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise SourceNotReady(f"waiting for {self.path.name} to appear") from None
+        except OSError as exc:
+            raise SourceNotReady(f"cannot look at it now ({_first_line(exc)})") from None
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except OSError as exc:
+                raise SourceNotReady(f"cannot open it now ({_first_line(exc)})") from None
+            self._ino = os.fstat(self._fd).st_ino
+        elif st.st_ino != self._ino:
+            raise XpcsFileError(self.path, "was replaced by another file while being followed",
+                                None, "one file that only grows")
+        if st.st_size < self._size:
+            raise XpcsFileError(self.path, f"shorter than before ({st.st_size} bytes after "
+                                f"{self._size}): truncated or rewritten while being followed",
+                                f"word {st.st_size // 8}", "a file that only grows")
+        mtime, changed = self._note_change()
+        self._size = st.st_size
+        words = st.st_size // 8
+        if words > self._words:
+            i = words - 1
+            last = self._word(i) >> 40
+            if last < self._last:
+                raise XpcsFileError(self.path, f"frame numbers go backwards: frame {last} "
+                                    f"after frame {self._last}", f"word {i}",
+                                    "hit words in frame order")
+            self._words, self._last = words, last
+        return mtime, changed
+
+    def _writer(self) -> str:
+        if time.monotonic() - self._changed_at < self.close_grace:
+            return "open"
+        if self.expected_arg and self._last + 1 < self.expected_arg:
+            return "unknown"  # quiet before the expected end: paused or dead (idle decides)
+        return "closed"
+
+    def _tail_note(self) -> str:
+        extra = self._size % 8
+        return (f"{extra} bytes after the last whole word ignored (a partial word)"
+                if extra else "")
+
+    # ---------------------------------------------------------------- poll
+    def poll(self) -> SourceState:
+        """Look at the file now; never raises for a file that is being written.
+
+        Raises
+        ------
+        XpcsFileError
+            Frames going backwards, a file that shrinks or is replaced.
+        """
+        try:
+            mtime, changed = self._look()
+        except SourceNotReady as exc:
+            self._state = replace(self._state, readable=False, note=str(exc))
+            return self._state
+        writer = self._writer()
+        complete = max(0, self._last)
+        exp = self.expected_arg
+        if exp and self._last == exp - 1 and not changed:
+            complete = exp  # the last expected frame, unchanged for a poll interval
+        note = "" if self._words else f"{self.path.name}: no whole hit word yet"
+        complete = max(complete, self._state.complete)
+        self._state = SourceState(complete, self._last + 1, exp, writer, self._words > 0,
+                                  note, mtime)
+        return self._state
+
+    def final(self) -> SourceState:
+        """The frames to finish with: the last frame seen counts too."""
+        try:
+            mtime, _ = self._look()
+        except SourceNotReady as exc:
+            self._state = replace(self._state, readable=False,
+                                  note=f"unreadable at the end ({exc})")
+            return self._state
+        complete = max(self._last + 1, self._state.complete)
+        self._state = SourceState(complete, self._last + 1, self.expected_arg, self._writer(),
+                                  self._words > 0, self._tail_note(), mtime)
+        return self._state
+
+    # ---------------------------------------------------------------- read
+    def read_events(self, start: int, stop: int) -> EventBlock:
+        """The hits of frames ``[start, stop)`` (complete ones: within a poll's ``complete``).
+
+        Raises
+        ------
+        XpcsFileError
+            Frames going backwards or a pixel outside the module, naming the word.
+        """
+        a, b = int(start), int(stop)
+        if b <= a or self._words == 0:
+            return self._empty_block(a, max(a, b))
+        n = self._words
+        i0 = self._cursor[1] if self._cursor[0] == a else self._lower_bound(a, 0, n)
+        i1 = self._lower_bound(b, i0, n)
+        j0 = max(0, i0 - 1)  # one word before: the order is checked across reads
+        words = self._words_at(j0, i1)
+        u = np.uint64
+        frame = (words >> u(40)).view(np.int64)  # 24 bits: no copy needed
+        back = frame[1:] < frame[:-1]
+        if back.any():
+            k = int(np.argmax(back)) + 1
+            raise XpcsFileError(self.path, f"frame numbers go backwards: frame {int(frame[k])} "
+                                f"after frame {int(frame[k - 1])}", f"word {j0 + k}",
+                                "hit words in frame order")
+        words, frame = words[i0 - j0:], frame[i0 - j0:]
+        pixel = ((words >> u(16)) & u((1 << 21) - 1)).view(np.int64)
+        if pixel.size and int(pixel.max()) >= _MODULE_PIXELS:
+            raw = pixel.copy()
+            folded = raw >= PIXEL_OFFSET  # the 8-ID-I offset of module pixel indices
+            pixel[folded] -= PIXEL_OFFSET
+            bad = pixel >= _MODULE_PIXELS
+            if bad.any():
+                j = int(np.argmax(bad))
+                raise XpcsFileError(
+                    self.path, f"word {i0 + j} holds pixel index {int(raw[j])}, outside the "
+                    f"{MODULE_SHAPE[0]} x {MODULE_SHAPE[1]} module", "pixel field",
+                    f"pixel indices in 0..{_MODULE_PIXELS - 1} (or offset by 2**20)")
+        count = (words & u(0xFFF)).astype(np.uint16)
+        self._cursor = (b, i1)
+        return EventBlock(a, b, frame, pixel, count)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+
+# ---------------------------------------------------------------------------- CSR
