@@ -9,6 +9,11 @@ through our own multi-tau / two-time correlator
 so that fits can be checked against it. Each file also records what it is under
 ``/xpcs/demo`` (demo version, name, seeds, hash of its spec): a complete file of the
 same version, seed and spec is reused by the next run instead of simulated again.
+
+The set ends with one photon-sparse acquisition per raw layout
+(:mod:`xpcsviewer.synthetic.demo_sparse`): raw files and q-maps in ``raw/``, with
+``raw/truth.json``, and their results correlated on photons. Their result files also
+record the size and SHA-256 of each raw file, so a raw file changed since is not reused.
 """
 
 from __future__ import annotations
@@ -31,6 +36,16 @@ from xpcsviewer.io.g2stack import G2_SIDE_DATASET, g2_side_path
 from xpcsviewer.io.outputs import OutputRefusedError
 from xpcsviewer.io.writer import write_result, write_result_with_g2_stack
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
+from xpcsviewer.synthetic.demo_sparse import (
+    RAW_DIR,
+    TRUTH_FILE,
+    TRUTH_MARK,
+    file_digest,
+    make_sparse,
+    raw_paths,
+    truth_document,
+)
+from xpcsviewer.synthetic.demo_specs import DEMO_RECORD, DEMO_SPECS, DEMO_VERSION
 from xpcsviewer.synthetic.simulated import simulate_result
 
 __all__ = [
@@ -41,197 +56,6 @@ __all__ = [
     "check_demo_file",
     "write_demo",
 ]
-
-#: Bump when the simulator or correlator changes what a demo file holds: files of
-#: another version are then not reused (``xpcsviewer demo`` asks for --overwrite).
-DEMO_VERSION = 1
-#: Where each demo file records what it is (version, name, seeds, spec hash).
-DEMO_RECORD = "/xpcs/demo"
-
-# A small detector (128 x 128 pixels of 150 um, e.g. a 2x2-binned 75 um detector)
-# 5 m from the sample at 10 keV: q from ~0.0006 to ~0.0137 1/Angstrom. Speckles
-# are 2 x 2 pixels.
-_GEOMETRY = {
-    "shape": (128, 128),
-    "energy_kev": 10.0,
-    "det_dist_m": 5.0,
-    "pixel_size_m": 150e-6,
-    "bcx": 63.5,
-    "bcy": 65.0,
-}
-_ACQ = {"frame_time": 1e-4, "n_frames": 1000, "rate": 1.0, "background": 0.05}
-_BEAMSTOP = 8
-
-DEMO_SPECS: list[dict[str, Any]] = [
-    {
-        "name": "A01_silica_R100nm_water",
-        "description": "silica colloids, radius 100 nm, in water at 25 C (Brownian)",
-        "geometry": _GEOMETRY,
-        "beamstop_px": _BEAMSTOP,
-        "partition": {"dq_num": 16, "sq_num": 64},
-        "acquisition": {**_ACQ, "frame_time": 4e-5, "n_frames": 2000},
-        "sample": {
-            "model": "brownian",
-            "radius_m": 100e-9,
-            "temperature_k": 298.15,
-            "contrast": 0.22,
-        },
-        "analysis": ("Multitau",),
-    },
-    {
-        "name": "A02_silica_R250nm_water",
-        "description": "silica colloids, radius 250 nm, in water at 25 C (Brownian)",
-        "geometry": _GEOMETRY,
-        "beamstop_px": _BEAMSTOP,
-        "partition": {"dq_num": 16, "sq_num": 64},
-        "acquisition": {**_ACQ, "frame_time": 1e-4, "n_frames": 2000},
-        "sample": {
-            "model": "brownian",
-            "radius_m": 250e-9,
-            "temperature_k": 298.15,
-            "contrast": 0.22,
-        },
-        "analysis": ("Multitau",),
-    },
-    {
-        "name": "A03_silica_R500nm_water",
-        "description": "silica colloids, radius 500 nm, in water at 25 C (Brownian)",
-        "geometry": _GEOMETRY,
-        "beamstop_px": _BEAMSTOP,
-        "partition": {"dq_num": 16, "sq_num": 64},
-        "acquisition": {**_ACQ, "frame_time": 2e-4, "n_frames": 2000, "rate": 1.5},
-        "sample": {
-            "model": "brownian",
-            "radius_m": 500e-9,
-            "temperature_k": 298.15,
-            "contrast": 0.22,
-        },
-        "analysis": ("Multitau",),
-    },
-    {
-        "name": "B01_sheared_R100nm_qphi",
-        "description": "silica R = 100 nm under shear: faster decay along the flow (phi = 0)",
-        "geometry": _GEOMETRY,
-        "beamstop_px": _BEAMSTOP,
-        "partition": {"dq_num": 8, "sq_num": 32, "dp_num": 8, "sp_num": 16},
-        "acquisition": {**_ACQ, "frame_time": 2e-5, "rate": 3.0},
-        "sample": {
-            "model": "sheared",
-            "radius_m": 100e-9,
-            "temperature_k": 298.15,
-            "contrast": 0.2,
-            "flow_rate": 1e6,
-            "flow_angle_deg": 0.0,
-        },
-        "analysis": ("Multitau",),
-    },
-    {
-        "name": "C01_ageing_gel_twotime",
-        "description": "colloidal gel ageing: dynamics slow down with time (two-time)",
-        "geometry": _GEOMETRY,
-        "beamstop_px": _BEAMSTOP,
-        "partition": {"dq_num": 8, "sq_num": 64},
-        "acquisition": {**_ACQ, "frame_time": 0.02, "n_frames": 500, "rate": 3.0},
-        "sample": {
-            "model": "ageing",
-            "radius_m": 100e-9,
-            "temperature_k": 298.15,
-            "viscosity_pa_s": 2.0,
-            "contrast": 0.2,
-            "ageing_time_s": 2.0,
-        },
-        "analysis": ("Twotime",),
-        "twotime": {"n_frames": 500, "bins": [1, 2, 3, 4]},
-    },
-    {
-        "name": "D01_silica_R250nm_both",
-        "description": "silica R = 250 nm in water, multi-tau and two-time from the same run",
-        "geometry": _GEOMETRY,
-        "beamstop_px": _BEAMSTOP,
-        "partition": {"dq_num": 8, "sq_num": 64},
-        "acquisition": {**_ACQ, "frame_time": 1e-4, "n_frames": 500, "rate": 2.0},
-        "sample": {
-            "model": "brownian",
-            "radius_m": 250e-9,
-            "temperature_k": 298.15,
-            "contrast": 0.2,
-        },
-        "analysis": ("Multitau", "Twotime"),
-        "twotime": {"n_frames": 500, "bins": [1, 2, 3]},
-    },
-    {
-        "name": "E01_beam_damage_R250nm",
-        "description": "silica R = 250 nm degrading in the beam: intensity falls and dynamics "
-                       "speed up",
-        "geometry": _GEOMETRY,
-        "beamstop_px": _BEAMSTOP,
-        "partition": {"dq_num": 16, "sq_num": 64},
-        "acquisition": {**_ACQ, "frame_time": 1e-4, "rate": 4.0},
-        "sample": {
-            "model": "damage",
-            "radius_m": 250e-9,
-            "temperature_k": 298.15,
-            "contrast": 0.2,
-            "damage_time_s": 0.05,
-        },
-        "analysis": ("Multitau",),
-    },
-    # Four repeats of one measurement for the Average tab; the fourth was taken on a
-    # damaged spot (faster dynamics), so outlier rejection has something to find.
-    *[
-        {
-            "name": f"F0{k}_repeat_R250nm",
-            "description": (
-                "silica R = 250 nm in water, repeat "
-                f"{k} of 4{' (beam-damaged spot)' if k == 4 else ''}"
-            ),
-            "geometry": _GEOMETRY,
-            "beamstop_px": _BEAMSTOP,
-            "partition": {"dq_num": 16, "sq_num": 64},
-            "acquisition": {**_ACQ, "frame_time": 1e-4, "n_frames": 600, "rate": 2.0},
-            "sample": {
-                "model": "damage" if k == 4 else "brownian",
-                "radius_m": 250e-9,
-                "temperature_k": 298.15,
-                "contrast": 0.2,
-                **({"damage_time_s": 0.02} if k == 4 else {}),
-            },
-            "analysis": ("Multitau",),
-            "start_time": f"2026-01-01T00:{10 * k:02d}:00",
-        }
-        for k in range(1, 5)
-    ],
-    # The per-pixel G2 stack (side file), with a defect to find: a fan of static
-    # parasitic scattering from the beam-stop edge spoils the low-q bins (baseline above
-    # 1, tau too long) until it is masked and g2 regrouped (tests/compute/test_regroup.py).
-    {
-        "name": "G01_beamstop_fan_R250nm",
-        "description": "silica R = 250 nm in water; parasitic scattering from the beam-stop "
-                       "edge spoils the low-q bins",
-        "geometry": _GEOMETRY,
-        "beamstop_px": _BEAMSTOP,
-        "partition": {"dq_num": 10, "sq_num": 40, "q_min": 0.002, "q_max": 0.011},
-        "acquisition": {**_ACQ, "frame_time": 1.8e-5, "n_frames": 2500, "rate": 3.0},
-        "sample": {
-            "model": "brownian",
-            "radius_m": 250e-9,
-            "temperature_k": 298.15,
-            "contrast": 0.2,
-        },
-        "defect": {
-            "kind": "beamstop_fan",
-            "description": "static parasitic scattering from the beam-stop edge",
-            "angle_deg": -40.0,
-            "half_width_deg": 30.0,
-            "start_px": 8.0,
-            "end_px": 45.0,
-            "intensity": 1.5,
-        },
-        "save_g2_pixel": True,
-        "analysis": ("Multitau",),
-    },
-]
-
 
 def _spec_hash(spec: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
@@ -248,8 +72,18 @@ def _record(spec: dict[str, Any], index: int, seed: int) -> dict[str, Any]:
 
 
 def _paths(out: Path, spec: dict[str, Any]) -> list[Path]:
+    """The result file of a spec, then the files that belong to it (a G2 side file;
+    the raw files and q-map of a sparse acquisition)."""
     path = out / f"{spec['name']}_results.hdf"
+    if _sparse(spec):
+        files, qmap = raw_paths(out, spec)
+        return [path, *files, qmap]
     return [path, g2_side_path(path)] if spec.get("save_g2_pixel") else [path]
+
+
+def _sparse(spec: dict[str, Any]) -> bool:
+    """A photon-sparse acquisition of :mod:`~xpcsviewer.synthetic.demo_sparse`."""
+    return "layout" in spec
 
 
 def _n_delays(spec: dict[str, Any]) -> int:
@@ -262,31 +96,19 @@ def check_demo_file(out_dir: str | Path, spec: dict[str, Any], index: int,
 
     Judged by what the file records under :data:`DEMO_RECORD` (demo version, name,
     seeds, hash of the spec) and by the datasets it must hold; for a spec with a
-    per-pixel G2 stack, the side file must be there with the stack's full shape.
+    per-pixel G2 stack, the side file must be there with the stack's full shape; for a
+    sparse acquisition, its raw files and q-map must be there with the size and SHA-256
+    the result file recorded when they were written.
     """
+    if _sparse(spec):
+        return _check_sparse(Path(out_dir), spec, index, seed)
     path, *side = _paths(Path(out_dir), spec)
-    if not path.is_file():
-        return "missing" if not path.exists() else "not a regular file"
-    try:
-        f = h5py.File(path, "r", locking=False)
-    except OSError as exc:
-        return f"cannot be opened as HDF5 ({str(exc).splitlines()[0]})"
+    opened = _open_record(path, spec, index, seed)
+    if isinstance(opened, str):
+        return opened
+    f = opened[0]
     with f:
         try:
-            rec = f.get(DEMO_RECORD)
-            if not isinstance(rec, h5py.Group):
-                return (f"records no demo version ({DEMO_RECORD}): not a demo file, or one "
-                        "written before demo files recorded it")
-            got = {k: rec[k][()] for k in rec if isinstance(rec[k], h5py.Dataset)}
-            got = {k: v.decode() if isinstance(v, bytes) else v for k, v in got.items()}
-            want = _record(spec, index, seed)
-            for key in ("version", "name", "seed", "file_seed", "spec_sha256"):
-                if key not in got:
-                    return f"its demo record has no {key}"
-                if str(got[key]) != str(want[key]):
-                    what = {"version": "demo version", "spec_sha256": "demo spec"}.get(key, key)
-                    shown = str(got[key])[:12]
-                    return f"made with another {what} ({shown}, expected {str(want[key])[:12]})"
             need = ["xpcs/qmap/dynamic_roi_map", "xpcs/temporal_mean/scattering_2d",
                     "entry/sample/D"]
             atype = tuple(spec.get("analysis", ("Multitau",)))
@@ -322,6 +144,138 @@ def check_demo_file(out_dir: str | Path, spec: dict[str, Any], index: int,
         except OSError as exc:
             return f"its side file {s.name} cannot be opened ({str(exc).splitlines()[0]})"
     return None
+
+
+def _open_record(path: Path, spec: dict[str, Any], index: int,
+                 seed: int) -> tuple[h5py.File, dict[str, Any]] | str:
+    """(h5py file, its demo record as a dict) or the reason it is not a complete demo
+    file of this version, seed and spec (a str)."""
+    if not path.is_file():
+        return "missing" if not path.exists() else "not a regular file"
+    try:
+        f = h5py.File(path, "r", locking=False)
+    except OSError as exc:
+        return f"cannot be opened as HDF5 ({str(exc).splitlines()[0]})"
+    try:
+        rec = f.get(DEMO_RECORD)
+        if not isinstance(rec, h5py.Group):
+            f.close()
+            return (f"records no demo version ({DEMO_RECORD}): not a demo file, or one "
+                    "written before demo files recorded it")
+        got = {k: rec[k][()] for k in rec if isinstance(rec[k], h5py.Dataset)}
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        f.close()
+        return f"damaged ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+    got = {k: v.decode() if isinstance(v, bytes) else v for k, v in got.items()}
+    want = _record(spec, index, seed)
+    for key in ("version", "name", "seed", "file_seed", "spec_sha256"):
+        if key not in got:
+            f.close()
+            return f"its demo record has no {key}"
+        if str(got[key]) != str(want[key]):
+            f.close()
+            what = {"version": "demo version", "spec_sha256": "demo spec"}.get(key, key)
+            shown = str(got[key])[:12]
+            return f"made with another {what} ({shown}, expected {str(want[key])[:12]})"
+    return f, got
+
+
+def _check_sparse(out: Path, spec: dict[str, Any], index: int, seed: int) -> str | None:
+    """:func:`check_demo_file` of a sparse acquisition: the result file, then its raw
+    files and q-map against the sizes and SHA-256 it recorded."""
+    path, *others = _paths(out, spec)
+    opened = _open_record(path, spec, index, seed)
+    if isinstance(opened, str):
+        return opened
+    f, got = opened
+    with f:
+        try:
+            truth_key = "tau" if spec["layout"] == "timepix" else "D"
+            for name in ("xpcs/qmap/dynamic_roi_map", "xpcs/temporal_mean/scattering_2d",
+                         f"entry/sample/{truth_key}", "xpcs/multitau/delay_list",
+                         "xpcs/multitau/normalized_g2", "xpcs/multitau/normalized_g2_err",
+                         "xpcs/multitau/config/path"):
+                if not isinstance(f.get(name), h5py.Dataset):
+                    return f"dataset /{name} is missing"
+            corr = f["xpcs/multitau/config/path"][()]
+            corr = corr.decode() if isinstance(corr, bytes) else str(corr)
+            if corr != "sparse":
+                return f"/xpcs/multitau/config/path is {corr!r}, expected 'sparse'"
+            g2 = f["xpcs/multitau/normalized_g2"][()]  # reads: a damaged chunk fails here
+            if spec["layout"] != "timepix" and g2.shape[0] != _n_delays(spec):
+                return f"/xpcs/multitau/normalized_g2 has {g2.shape[0]} delays, " \
+                       f"expected {_n_delays(spec)}"
+            for key in ("raw_files", "truth_json"):
+                if key not in got:
+                    return f"its demo record has no {key}"
+            listed = json.loads(got["raw_files"])
+            if not isinstance(json.loads(got["truth_json"]), dict):
+                return "its demo record's truth_json is not an object"
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            return f"damaged ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+    names = [p.name for p in others]
+    if not (isinstance(listed, list) and all(isinstance(e, list) and len(e) == 3 for e in listed)
+            and [e[0] for e in listed] == names):
+        return "its demo record does not list the raw files of this acquisition"
+    for p, (_name, size, digest) in zip(others, listed, strict=True):
+        shown = f"{RAW_DIR}/{p.name}"
+        if not p.is_file():
+            return f"its raw file {shown} is missing"
+        try:
+            have = file_digest(p)
+        except OSError as exc:
+            return f"its raw file {shown} cannot be read ({exc.strerror})"
+        if have != (int(size), str(digest)):
+            return (f"its raw file {shown} is not the one it was correlated from (size "
+                    f"{have[0]}, recorded {size}, or different content)")
+    return None
+
+
+def _truth_path(out: Path) -> Path:
+    return out / RAW_DIR / TRUTH_FILE
+
+
+def _truth_problem(out: Path) -> str | None:
+    """Why ``raw/truth.json`` is not a truth file of the demo (None: it is, or absent)."""
+    p = _truth_path(out)
+    if not (p.exists() or p.is_symlink()):
+        return None
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return f"not a truth file of the demo ({type(exc).__name__})"
+    if not isinstance(doc, dict) or doc.get("written_by") != TRUTH_MARK:
+        return "not a truth file of the demo (it does not say it was written by it)"
+    return None
+
+
+def _write_truth(out: Path, seed: int) -> None:
+    """``raw/truth.json``: the entries the sparse result files in ``out`` recorded, in
+    spec order; rewritten only when its content changes."""
+    from xpcsviewer.io.outputs import atomic_path
+
+    entries = []
+    for spec in DEMO_SPECS:
+        if not _sparse(spec):
+            continue
+        path = _paths(out, spec)[0]
+        try:
+            with h5py.File(path, "r", locking=False) as f:
+                text = f[f"{DEMO_RECORD}/truth_json"][()]
+            entries.append(json.loads(text.decode() if isinstance(text, bytes) else text))
+        except (OSError, KeyError, ValueError):
+            continue
+    if not entries:
+        return
+    text = json.dumps(truth_document(entries, seed, DEMO_VERSION), indent=2) + "\n"
+    p = _truth_path(out)
+    try:
+        if p.read_text(encoding="utf-8") == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    with atomic_path(p) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 class DemoRefusedError(OutputRefusedError):
@@ -366,6 +320,9 @@ def write_demo(
     workers: int | None = None,
 ) -> DemoFiles:
     """Make the demo result files in ``out_dir``: reuse the complete ones, simulate the rest.
+
+    The sparse acquisitions (specs with a ``layout``) also write their raw files and
+    q-maps into ``out_dir/raw``, and ``raw/truth.json`` lists them with their truth.
 
     Parameters
     ----------
@@ -419,8 +376,15 @@ def write_demo(
                 make.append((i, spec))
             elif present[0] == path:
                 problems.append((path, why))
+            elif _sparse(spec):
+                problems.append((present[0], "a raw file of a demo acquisition without its "
+                                             f"result file {path.name}"))
             else:
                 problems.append((present[0], f"a G2 side file without its result file {path.name}"))
+        if any(_sparse(spec) for _, spec in todo):
+            why = _truth_problem(out)
+            if why is not None:
+                problems.append((_truth_path(out), why))
         if problems:
             raise DemoRefusedError(problems)
         done.reused = [_paths(out, spec)[0] for i, spec in todo if i in keep]
@@ -430,6 +394,11 @@ def write_demo(
     def one(item: tuple[int, dict[str, Any]]) -> Path:
         i, spec = item
         path = out / f"{spec['name']}_results.hdf"
+        if _sparse(spec):
+            # raw files and q-map in raw/, the result correlated on photons
+            return make_sparse(out, copy.deepcopy(spec), seed * 1000 + i,
+                               _record(spec, i, seed), DEMO_RECORD, cancel=cancel,
+                               overwrite=overwrite)
 
         def produce(sink: Any = None) -> Any:
             made = simulate_result(copy.deepcopy(spec), seed=seed * 1000 + i, cancel=cancel,
@@ -460,6 +429,8 @@ def write_demo(
             for k, path in enumerate(pool.map(one, todo)):
                 done.simulated.append(path)
                 report(progress, cancel, k + 1, n, path.name)
+    if any(_sparse(spec) for spec in DEMO_SPECS if names is None or spec["name"] in names):
+        _write_truth(out, seed)
     made = set(done.simulated) | set(done.reused)
     done.paths = [p for p in (_paths(out, spec)[0] for spec in DEMO_SPECS) if p in made]
     return done
