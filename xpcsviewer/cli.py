@@ -206,8 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("live", "correlate an acquisition while the detector writes it (docs/live.md)")
     p.add_argument("source", metavar="SOURCE",
-                   help="a raw HDF5 file being written (SWMR or appended and flushed), a "
-                        "folder receiving frame-block files, or FOLDER/PATTERN")
+                   help="recognised by content: a raw HDF5 file being written (SWMR or "
+                        "appended and flushed), a folder receiving frame-block files, or "
+                        "FOLDER/PATTERN; photon-sparse: a Rigaku .bin being appended, a "
+                        "growing ESRF ID10 sparse (CSR) HDF5 file, or a folder receiving "
+                        "its NAME_00000.h5 blocks (the detector shape: from the file, else "
+                        "the q-map)")
     p.add_argument("--qmap", required=True, help="partition file (/qmap or /xpcs/qmap)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.hdf",
                    help="the result file, rewritten atomically at every update")

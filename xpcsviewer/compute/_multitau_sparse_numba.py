@@ -61,7 +61,16 @@ def scatter_hits(frame, pixel, value, scale, f0, lut, off, bands, out_t, out_v):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0, cprev, cnew, xmin, nl):
+def _level(q, lvl, tt, vv, cc, src, na, nc, rt, rv, rh, sp, first, tot0, cprev, cnew,
+           xmin, nl):
+    """One level of one pixel: pairs, ring, first frames, totals; returns (hits, candidates)
+    emitted into row ``1 - src`` of (tt, vv, cc) for level lvl + 1.
+
+    ``cc[src, :nc]``: the candidates, the hits that may have a partner: those whose
+    previous hit is within B frames (the first hit always, for the ring). A hit whose
+    previous hit is farther has no partner at all, so the pairs are sought for candidates
+    only (at sparse levels a few per cent of the hits; the search is what costs).
+    """
     buf = rt.shape[2]
     bm = buf - 1
     pow2 = (buf & bm) == 0
@@ -72,33 +81,29 @@ def _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0, cprev, cnew, xm
     nxt = lvl + 1 < nl
     # pairs: a hit's partners are the hits before it within B frames (this list, then
     # the ring of earlier blocks for the first hits)
-    prev_t = -(1 << 62)
-    if nring > 0:
-        prev_t = rt[q, lvl, pos - 1 if pos > 0 else buf - 1]
-    for i in range(na):
+    for c in range(nc):
+        i = cc[src, c]
         t = tt[src, i]
-        if t - prev_t <= buf:
-            v = vv[src, i]
-            j = i - 1
-            near = True
-            while j >= 0:
-                dt = t - tt[src, j]
+        v = vv[src, i]
+        j = i - 1
+        near = True
+        while j >= 0:
+            dt = t - tt[src, j]
+            if dt > buf:
+                near = False
+                break
+            if dt >= xmin:
+                sp[q, lvl, dt - 1] += v * vv[src, j]
+            j -= 1
+        if near and nring > 0:
+            idx = pos
+            for _ in range(nring):
+                idx = idx - 1 if idx > 0 else buf - 1
+                dt = t - rt[q, lvl, idx]
                 if dt > buf:
-                    near = False
                     break
                 if dt >= xmin:
-                    sp[q, lvl, dt - 1] += v * vv[src, j]
-                j -= 1
-            if near and nring > 0:
-                idx = pos
-                for _ in range(nring):
-                    idx = idx - 1 if idx > 0 else buf - 1
-                    dt = t - rt[q, lvl, idx]
-                    if dt > buf:
-                        break
-                    if dt >= xmin:
-                        sp[q, lvl, dt - 1] += v * rv[q, lvl, idx]
-        prev_t = t
+                    sp[q, lvl, dt - 1] += v * rv[q, lvl, idx]
     if cprev[lvl] < buf:
         for i in range(na):
             t = tt[src, i]
@@ -110,12 +115,13 @@ def _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0, cprev, cnew, xm
             acc += vv[src, i]
         tot0[q] += acc
     nout = 0
+    nco = 0
     if nxt:
         cnext = cnew[lvl + 1]
         # coarse hits: consecutive level-L frames 2k, 2k+1 -> frame k of level L+1;
         # only complete pairs (k < cnext): at most the last hit waits for its partner
         o = -1
-        last = -1
+        last = -(1 << 62)
         cur = 0.0
         if (cprev[lvl] & 1) == 1 and h > 0:
             idx = pos - 1 if pos > 0 else buf - 1
@@ -129,7 +135,9 @@ def _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0, cprev, cnew, xm
         if na > 0 and (tt[src, na - 1] >> 1) >= cnext:
             ncut = na - 1
         # branch-free: the group's running sum stays in a register and its slot is
-        # rewritten each step (no load of the slot, no mispredicted branch)
+        # rewritten each step; a new group is a candidate of the next level when the
+        # group before it is within B frames (slot 0 of cc: the first group, always)
+        nco = 1
         for i in range(ncut):
             k = tt[src, i] >> 1
             v = vv[src, i]
@@ -138,8 +146,18 @@ def _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0, cprev, cnew, xm
             cur = v if new else cur + v
             tt[dst, o] = k
             vv[dst, o] = 0.5 * cur
+            cc[dst, nco] = o
+            nco += 1 if (new and k - last <= buf) else 0
             last = k
         nout = o + 1
+        cc[dst, 0] = 0
+        if nout == 0:
+            nco = 0
+        elif nco > 1 and cc[dst, 1] == 0:
+            # the first group was flagged too: keep it once
+            for c in range(1, nco - 1):
+                cc[dst, c] = cc[dst, c + 1]
+            nco -= 1
     i0 = na - buf if na > buf else 0
     pos = ((h + i0) & bm) if pow2 else ((h + i0) % buf)
     for i in range(i0, na):
@@ -147,7 +165,7 @@ def _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0, cprev, cnew, xm
         rv[q, lvl, pos] = vv[src, i]
         pos = pos + 1 if pos + 1 < buf else 0
     rh[q, lvl] = h + na
-    return nout
+    return nout, nco
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -160,12 +178,17 @@ def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cn
     each level before/after the block.
     """
     nl = rt.shape[1]
+    buf = rt.shape[2]
     for b in prange(bands.shape[0] - 1):
         tt = np.empty((2, maxn + 2), dtype=np.int64)
         vv = np.empty((2, maxn + 2), dtype=np.float64)
+        cc = np.empty((2, maxn + 3), dtype=np.int64)
         for q in range(bands[b], bands[b + 1]):
-            # level-0 hits of this pixel, hits of one frame merged (values add)
+            # level-0 hits of this pixel, hits of one frame merged (values add), and the
+            # candidates: the first hit and every hit within B frames of the one before
             na = 0
+            nc = 1
+            cc[0, 0] = 0
             for e in range(off[q], off[q + 1]):
                 t = ht[e] + f0
                 if na > 0 and tt[0, na - 1] == t:
@@ -173,7 +196,12 @@ def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cn
                 else:
                     tt[0, na] = t
                     vv[0, na] = hv[e]
+                    if na > 0:
+                        cc[0, nc] = na
+                        nc += 1 if t - tt[0, na - 1] <= buf else 0
                     na += 1
+            if na == 0:
+                nc = 0
             src = 0
             for lvl in range(nl):
                 if cnew[lvl] == cprev[lvl]:
@@ -184,9 +212,10 @@ def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cn
                     # nothing new here and no pending frame to pair: levels above get
                     # nothing from this pixel either, unless they have a pending frame
                     nb = 0
+                    nc = 0
                 else:
-                    nb = _level(q, lvl, tt, vv, src, na, rt, rv, rh, sp, first, tot0,
-                                cprev, cnew, xmin, nl)
+                    nb, nc = _level(q, lvl, tt, vv, cc, src, na, nc, rt, rv, rh, sp, first,
+                                    tot0, cprev, cnew, xmin, nl)
                 src = 1 - src
                 na = nb
 

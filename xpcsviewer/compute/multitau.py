@@ -396,6 +396,19 @@ class MultitauCorrelator:
         return iter_pixel_planes(self)
 
 
+def attach_snapshots(res: MultitauResult,
+                     snaps: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+    """Partial g2 ``(frames, g2, err)`` snapshots into ``res``; consecutive identical
+    snapshots are dropped, as the standard correlator does."""
+    if not snaps:
+        return
+    keep = [0] + [i for i in range(1, len(snaps))
+                  if not np.array_equal(snaps[i][1], snaps[i - 1][1], equal_nan=True)]
+    res.g2_partial = np.stack([snaps[i][1] for i in keep])
+    res.g2_partial_err = np.stack([snaps[i][2] for i in keep])
+    res.g2_partial_labels = np.asarray([snaps[i][0] for i in keep], dtype=np.int64)
+
+
 @dataclass
 class MultitauRun:
     """Multi-tau plus the scattering averages of the same pass."""
@@ -558,15 +571,7 @@ def correlate_multitau(
                 "backend": be.name,
         },
     )
-    if snaps:
-        # consecutive identical snapshots are dropped, as the standard correlator does
-        keep = [0] + [
-            i for i in range(1, len(snaps))
-            if not np.array_equal(snaps[i][1], snaps[i - 1][1], equal_nan=True)
-        ]
-        res.g2_partial = np.stack([snaps[i][1] for i in keep])
-        res.g2_partial_err = np.stack([snaps[i][2] for i in keep])
-        res.g2_partial_labels = np.asarray([snaps[i][0] for i in keep], dtype=np.int64)
+    attach_snapshots(res, snaps)
     if acc is not None:
         return MultitauRun(res, acc)
     return res

@@ -41,6 +41,7 @@ from xpcsviewer.compute.multitau import (
     MultitauResult,
     MultitauRun,
     _Level,
+    attach_snapshots,
     delay_list,
 )
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
@@ -52,6 +53,7 @@ __all__ = [
     "available",
     "correlate_multitau_events",
     "level_hits_estimate",
+    "level_work_estimate",
     "split_block",
 ]
 
@@ -430,12 +432,7 @@ def correlate_multitau_events(
                 "num_partial_g2": int(num_partial_g2), "backend": "numpy",
                 "path": "sparse", "events": int(events)},
     )
-    if snaps:
-        keep = [0] + [i for i in range(1, len(snaps))
-                      if not np.array_equal(snaps[i][1], snaps[i - 1][1], equal_nan=True)]
-        res.g2_partial = np.stack([snaps[i][1] for i in keep])
-        res.g2_partial_err = np.stack([snaps[i][2] for i in keep])
-        res.g2_partial_labels = np.asarray([snaps[i][0] for i in keep], dtype=np.int64)
+    attach_snapshots(res, snaps)
     if acc is not None:
         return MultitauRun(res, acc)
     return res
@@ -445,16 +442,25 @@ def level_hits_estimate(n_frames: int, n_pixels: int, occupancy: float,
                         n_levels: int | None = None) -> float:
     """Hits over all levels, ``sum_L P n_L (1 - (1 - o)^(2^L))``, for frames whose pixels
     are hit independently with probability ``o`` (the work of the photon correlator)."""
+    return level_work_estimate(n_frames, n_pixels, occupancy, n_levels=n_levels)[0]
+
+
+def level_work_estimate(n_frames: int, n_pixels: int, occupancy: float, buf: int = 8,
+                        n_levels: int | None = None) -> tuple[float, float]:
+    """(hits over all levels, partners sought over all levels) for independent hits of
+    probability ``o``: a level-L frame is hit with ``o_L = 1 - (1 - o)^(2^L)`` and a hit
+    finds about ``B o_L`` hits among the B frames before it."""
     n_levels = n_levels if n_levels is not None else max(1, int(n_frames).bit_length())
     o = min(max(float(occupancy), 0.0), 1.0)
-    total = 0.0
+    hits = pairs = 0.0
     for lvl in range(n_levels):
         n_l = int(n_frames) >> lvl
         if n_l < 2:
             break
         frac = 1.0 - math.exp(min(0.0, (2 ** lvl) * math.log1p(-o))) if o < 1 else 1.0
-        total += float(n_pixels) * n_l * frac
-    return total
+        hits += float(n_pixels) * n_l * frac
+        pairs += float(n_pixels) * n_l * frac * buf * frac
+    return hits, pairs
 
 
 class StreamingSparseMultitau:

@@ -19,7 +19,7 @@ from xpcsviewer.io.model import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["CorrelatedResult", "assemble_result", "correlate_to_result", "multitau_model",
-           "multitau_segments"]
+           "multitau_segments", "twotime_model"]
 
 MODES = ("multitau", "twotime", "both")
 
@@ -157,17 +157,7 @@ def correlate_to_result(
         else:
             r2 = run_tt
         c2_maps = r2.c2
-        tt = Twotime(
-            processed_bins=r2.processed_bins,
-            map_names=[f"c2_{i + 1:05d}" for i in range(len(r2.processed_bins))],
-            n_frames=int(n_frames),
-            t0=t0,
-            g2_full=r2.g2_full.T,
-            g2_segments=r2.g2_segments.transpose(2, 1, 0),
-            stride_frame=int(stride_frame),
-            avg_frame=int(avg_frame),
-            config={**common, **r2.config, "analysis_type": "twotime"},
-        )
+        tt = twotime_model(r2, n_frames, t0, stride_frame, avg_frame, common)
     result = assemble_result(qmap, scat, mt=mt, tt=tt, segments=segments,
                              frame_time=frame_time, count_time=count_time,
                              start_time=start_time, path=path, raw_path=raw_path)
@@ -198,6 +188,23 @@ def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,
         mt.g2_partial_err = np.nan_to_num(r.g2_partial_err, nan=0.0)
         mt.g2_partial_labels = r.g2_partial_labels
     return mt
+
+
+def twotime_model(r2: Any, n_frames: int, t0: float, stride_frame: int, avg_frame: int,
+                  common: dict[str, Any]) -> Twotime:
+    """The file model of a :class:`~xpcsviewer.compute.twotime.TwotimeResult` (shared by
+    the dense and the photon pipelines)."""
+    return Twotime(
+        processed_bins=r2.processed_bins,
+        map_names=[f"c2_{i + 1:05d}" for i in range(len(r2.processed_bins))],
+        n_frames=int(n_frames),
+        t0=t0,
+        g2_full=r2.g2_full.T,
+        g2_segments=r2.g2_segments.transpose(2, 1, 0),
+        stride_frame=int(stride_frame),
+        avg_frame=int(avg_frame),
+        config={**common, **r2.config, "analysis_type": "twotime"},
+    )
 
 
 def assemble_result(qmap: QMap, scat: Any, *, mt: Multitau | None, tt: Twotime | None,

@@ -23,32 +23,39 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.multitau_sparse import correlate_multitau_events, level_hits_estimate
+from xpcsviewer.compute.multitau_sparse import correlate_multitau_events, level_work_estimate
 from xpcsviewer.compute.pipeline import (
     CorrelatedResult,
     assemble_result,
     multitau_model,
+    twotime_model,
 )
 from xpcsviewer.compute.twotime import parse_bins
-from xpcsviewer.io.model import QMap, Twotime
+from xpcsviewer.io.model import QMap
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["PathChoice", "choose_path", "correlate_events_to_result"]
 
-#: seconds per hit of one level, photon multi-tau (2 cores, benchmarks/sparse.py)
-SPARSE_S_PER_LEVEL_HIT = 4e-9
-#: seconds per hit read, sorted by pixel and summed into the means (2 cores)
+# Whole-job costs on the project's 2-core machines (benchmarks/sparse.py, 256x256 and
+# 512x512 at 0.1-10 % occupancy; docs/correlators.md has the table). Fixed start-up is
+# the same for both paths and left out.
+#: photon multi-tau: seconds per hit read, sorted by pixel and summed into the means
 SPARSE_S_PER_HIT = 12e-9
-#: seconds per pair of hits of one pixel, photon two-time (2 cores; 0.4-2 ns measured
-#: at 2-20 % occupancy)
+#: ... per hit of each level (coarse hits formed, ring kept)
+SPARSE_S_PER_LEVEL_HIT = 3e-9
+#: ... per partner sought within B frames (the search is what costs at dense levels)
 SPARSE_S_PER_PAIR = 1e-9
-#: seconds per pixel-frame of the dense multi-tau job, frames formed from hits included
-DENSE_S_PER_PIXEL_FRAME = 6e-9
-#: seconds per pixel and frame pair of the dense two-time (BLAS, 2 cores; 0.011-0.020
-#: ns measured)
+#: either path: per correlated pixel and level, the state and its finalisation
+S_PER_PIXEL_LEVEL = 0.2e-6
+#: photon two-time: seconds per pair of hits of one pixel (0.4-2 ns measured at 2-20 %)
+SPARSE_S_PER_TT_PAIR = 1e-9
+#: dense multi-tau job on a sparse file: per pixel-frame, frames formed from the hits
+#: and correlated by the compiled CPU engine (3.2-4.4 ns measured)
+DENSE_S_PER_PIXEL_FRAME = 3.5e-9
+#: dense two-time: per pixel and frame pair (BLAS; 0.011-0.020 ns measured)
 DENSE_S_PER_MAC = 0.015e-9
-#: seconds per pixel-frame to form dense frames from hits (two-time stores them)
-DENSE_S_PER_FORMED = 2e-9
+#: frames formed from hits for the dense two-time: per pixel-frame
+DENSE_S_PER_FORMED = 1e-9
 #: the photon path's frames are never formed: above this many pixel-frames the dense
 #: path is refused (a time-tag run has 10^9 frames of one detector tick)
 DENSE_MAX_PIXEL_FRAMES = 1e12
@@ -87,16 +94,18 @@ def estimate_costs(*, n_frames: int, detector_pixels: int, correlated_pixels: in
     """(sparse seconds, dense seconds, occupancy) of a job (see the module notes)."""
     n = max(int(n_frames), 1)
     occ = min(1.0, float(hits) / (float(detector_pixels) * n)) if detector_pixels else 0.0
-    sparse = dense = 0.0
-    dense += DENSE_S_PER_FORMED * detector_pixels * n
-    sparse += SPARSE_S_PER_HIT * hits
+    sparse = SPARSE_S_PER_HIT * hits
+    dense = 0.0
     if mode in ("multitau", "both"):
-        sparse += SPARSE_S_PER_LEVEL_HIT * level_hits_estimate(n, correlated_pixels, occ)
-        dense += DENSE_S_PER_PIXEL_FRAME * correlated_pixels * n
+        lh, pairs = level_work_estimate(n, correlated_pixels, occ)
+        per_pixel = S_PER_PIXEL_LEVEL * correlated_pixels * max(1, n.bit_length())
+        sparse += SPARSE_S_PER_LEVEL_HIT * lh + SPARSE_S_PER_PAIR * pairs + per_pixel
+        dense += DENSE_S_PER_PIXEL_FRAME * detector_pixels * n + per_pixel
     if mode in ("twotime", "both"):
+        dense += DENSE_S_PER_FORMED * detector_pixels * n
         for pb in bin_pixels:
             per_pixel = occ * n
-            sparse += SPARSE_S_PER_PAIR * pb * per_pixel * (per_pixel + 1) / 2
+            sparse += SPARSE_S_PER_TT_PAIR * pb * per_pixel * (per_pixel + 1) / 2
             dense += DENSE_S_PER_MAC * pb * n * n / 2
     if not sparse_ok:
         sparse = math.inf
@@ -214,14 +223,7 @@ def correlate_events_to_result(
         else:
             r2 = run_tt
         c2_maps = r2.c2
-        tt = Twotime(
-            processed_bins=r2.processed_bins,
-            map_names=[f"c2_{i + 1:05d}" for i in range(len(r2.processed_bins))],
-            n_frames=int(n_frames), t0=t0, g2_full=r2.g2_full.T,
-            g2_segments=r2.g2_segments.transpose(2, 1, 0), stride_frame=int(stride_frame),
-            avg_frame=int(avg_frame),
-            config={**common, **r2.config, "analysis_type": "twotime"},
-        )
+        tt = twotime_model(r2, n_frames, t0, stride_frame, avg_frame, common)
     result = assemble_result(qmap, scat, mt=mt, tt=tt, segments=segments,
                              frame_time=frame_time, count_time=count_time,
                              start_time=start_time, path=path, raw_path=raw_path)

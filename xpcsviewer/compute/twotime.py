@@ -226,6 +226,20 @@ def _map_g2(c: np.ndarray, flat: np.ndarray, n_segments: int = 5) -> tuple[np.nd
     return full, seg
 
 
+def finish_map(c: np.ndarray, flat: np.ndarray, full: bool,
+               maps: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """g2 of an upper-triangular map (in the shared buffer ``flat``), and the map kept in
+    ``maps``: symmetric float64 (``full``) or the float32 upper triangle a file stores."""
+    g2 = _map_g2(c, flat, 5)
+    if full:
+        m = c.copy()
+        _mirror(m)
+        maps.append(m)
+    else:
+        maps.append(c.astype(np.float32))
+    return g2
+
+
 def _cpu_engine(backend: Any, device: Any) -> bool:
     """Blocks go to BLAS through NumPy unless a JAX job runs on an accelerator."""
     if backend.name == "numpy":
@@ -537,13 +551,7 @@ def correlate_twotime(
     for i, (a, b) in enumerate(zip(bounds, ends, strict=True)):
         c = _upper_map(store[:, a:b], sel_group[a:b], flat, block_rows=block_rows, backend=be,
                        device=dev, cpu=cpu)
-        g2[:, i], g2_seg[:, :, i] = _map_g2(c, flat, 5)
-        if full:
-            m = c.copy()
-            _mirror(m)
-            maps.append(m)
-        else:
-            maps.append(c.astype(np.float32))
+        g2[:, i], g2_seg[:, :, i] = finish_map(c, flat, full, maps)
         report(progress, cancel, n_frames + i + 1, total_steps, f"two-time: bin {bins[i]}")
     res = TwotimeResult(
         processed_bins=bins,

@@ -46,8 +46,7 @@ from xpcsviewer.compute._scattering_sparse import SparseScattering, pixel_lookup
 from xpcsviewer.compute.twotime import (
     TwotimeResult,
     TwotimeRun,
-    _map_g2,
-    _mirror,
+    finish_map,
     parse_bins,
 )
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
@@ -369,13 +368,7 @@ def correlate_twotime_events(
         _, g_local, g_count = np.unique(sel_group[a:b], return_inverse=True, return_counts=True)
         y = _normalise(t_b, v_h[s:e], g_local[pix_b], g_count, n, int(b - a))
         c = _gram(t_b, y, pix_b, ptr_b, flat, n, compiled)
-        g2[:, i], g2_seg[:, :, i] = _map_g2(c, flat, 5)
-        if full:
-            m = c.copy()
-            _mirror(m)
-            maps.append(m)
-        else:
-            maps.append(c.astype(np.float32))
+        g2[:, i], g2_seg[:, :, i] = finish_map(c, flat, full, maps)
         report(progress, cancel, n + i + 1, total_steps, f"two-time: bin {bins[i]}")
     res = TwotimeResult(
         processed_bins=bins,

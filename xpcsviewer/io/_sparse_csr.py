@@ -48,7 +48,9 @@ __all__ = [
 ESRF_GROUP = "entry_0000/measurement/data"
 ID11_NAMES = ("nnz", "row", "col", "intensity")
 _H5_EXT = (".h5", ".hdf5", ".hdf", ".nxs")
-_NUMBERED = re.compile(r"^(.*?)(\d+)(\.[^.]+)$")
+#: a block of a series: NAME_ then a zero-padded number of 4 digits or more (ESRF writes
+#: ``..._sparse_frame_0_00000.h5``); ``scan2.h5`` beside ``scan10.h5`` is not a series
+_NUMBERED = re.compile(r"^(.*_)(\d{4,})(\.[^.]+)$")
 #: block files kept open at once (a series can have hundreds)
 _OPEN_FILES = 4
 
@@ -67,11 +69,12 @@ def _series_of(path: Path) -> list[Path]:
     if m is None:
         return [path]
     prefix, digits, ext = m.groups()
-    pat = re.compile(re.escape(prefix) + r"(\d+)" + re.escape(ext) + "$")
+    width = r"(\d{" + str(len(digits)) + "})"
+    pat = re.compile(re.escape(prefix) + width + re.escape(ext) + "$")
     numbers: dict[int, Path] = {}
     for q in path.parent.iterdir():
         mq = pat.match(q.name)
-        if mq and q.is_file():
+        if mq and q.is_file() and (q == path or _is_esrf_block(q)):
             numbers.setdefault(int(mq.group(1)), q)
     if int(digits) not in numbers:
         numbers[int(digits)] = path

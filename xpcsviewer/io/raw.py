@@ -177,20 +177,10 @@ class RawFrames:
         self.frame_shape = (int(shape[1]), int(shape[2]))
         self.dtype = dt
         self.count_dtype = dt
-        b = int(begin)
-        e = self.raw_frames if end is None or int(end) < 0 else min(int(end), self.raw_frames)
-        self.begin, self.end, self.stride, self.avg = b, e, int(stride), int(avg)
-        n_sel = len(range(b, e, self.stride))
-        self.n_frames = n_sel // self.avg
-        if self.n_frames < 1:
-            self.close()
-            raise XpcsFileError(
-                self.path,
-                f"frame selection begin={begin} end={end} stride={stride} avg={avg} "
-                f"leaves no frame of {self.raw_frames}",
-                self.dataset_path,
-                "a non-empty frame range",
-            )
+        from xpcsviewer.io.sparse import select_frames
+
+        self.begin, self.end, self.stride, self.avg, self.n_frames = select_frames(
+            self, begin, end, stride, avg)
 
     # --- context management -------------------------------------------------
     def close(self) -> None:

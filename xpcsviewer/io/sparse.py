@@ -28,7 +28,7 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 
-__all__ = ["EVENTS_PER_BLOCK", "EventBlock", "SparseSource", "prefetched"]
+__all__ = ["EVENTS_PER_BLOCK", "EventBlock", "SparseSource", "prefetched", "select_frames"]
 
 #: events per block handed to the correlators: the correlator's fixed work per pixel and
 #: level is paid once per block, so blocks are large; but each array of a block stays
@@ -63,6 +63,38 @@ class EventBlock:
     @property
     def n_events(self) -> int:
         return int(self.frame.size)
+
+
+def select_frames(src: Any, begin: int, end: int | None, stride: int,
+                  avg: int) -> tuple[int, int, int, int, int]:
+    """(begin, end, stride, avg, processed frames) of a selection of ``src.raw_frames``
+    raw frames: ``begin:end:stride``, then groups of ``avg`` (a trailing partial group is
+    dropped); dense and sparse readers alike.
+
+    Raises
+    ------
+    ValueError
+        A stride, average or bound that makes no sense.
+    XpcsFileError
+        A selection that leaves no frame (``src`` is closed first).
+    """
+    if stride < 1 or avg < 1:
+        raise ValueError(f"stride and avg must be >= 1, got stride={stride}, avg={avg}")
+    if int(begin) < 0:
+        raise ValueError(f"--begin-frame must be >= 0 (got {begin}); frames count from the "
+                         "first")
+    if end is not None and int(end) < -1:
+        raise ValueError(f"--end-frame must be >= 0, or -1 for the last frame (got {end})")
+    raw = int(src.raw_frames)
+    b = int(begin)
+    e = raw if end is None or int(end) < 0 else min(int(end), raw)
+    n = len(range(b, e, int(stride))) // int(avg)
+    if n < 1:
+        src.close()
+        raise XpcsFileError(
+            src.path, f"frame selection begin={begin} end={end} stride={stride} avg={avg} "
+            f"leaves no frame of {raw}", src.dataset_path, "a non-empty frame range")
+    return b, e, int(stride), int(avg), n
 
 
 def prefetched(blocks: Iterator[Any], depth: int = 1) -> Iterator[Any]:
@@ -148,25 +180,8 @@ class SparseSource:
     def _select(self, begin: int = 0, end: int | None = -1, stride: int = 1,
                 avg: int = 1) -> None:
         """Apply the frame selection (same rules and messages as ``RawFrames``)."""
-        if stride < 1 or avg < 1:
-            raise ValueError(f"stride and avg must be >= 1, got stride={stride}, avg={avg}")
-        if int(begin) < 0:
-            raise ValueError(f"--begin-frame must be >= 0 (got {begin}); frames count "
-                             "from the first")
-        if end is not None and int(end) < -1:
-            raise ValueError(f"--end-frame must be >= 0, or -1 for the last frame (got {end})")
-        b = int(begin)
-        e = self.raw_frames if end is None or int(end) < 0 else min(int(end), self.raw_frames)
-        self.begin, self.end, self.stride, self.avg = b, e, int(stride), int(avg)
-        n_sel = len(range(b, e, self.stride))
-        self.n_frames = n_sel // self.avg
-        if self.n_frames < 1:
-            self.close()
-            raise XpcsFileError(
-                self.path,
-                f"frame selection begin={begin} end={end} stride={stride} avg={avg} "
-                f"leaves no frame of {self.raw_frames}",
-                self.dataset_path, "a non-empty frame range")
+        self.begin, self.end, self.stride, self.avg, self.n_frames = select_frames(
+            self, begin, end, stride, avg)
 
     def _raw_span(self, start: int, stop: int) -> tuple[int, int]:
         """Raw frames ``[a, b)`` holding processed frames ``[start, stop)``."""
