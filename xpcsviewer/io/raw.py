@@ -520,6 +520,8 @@ def open_raw_source(
             if layout is None:
                 if p.suffix.lower() == ".npy":
                     layout = "npy"  # RawFrames says what is wrong with it
+                elif p.suffix.lower() in (".h5", ".hdf5", ".hdf", ".nxs"):
+                    layout = "hdf5"  # named HDF5 but is none: the HDF5 opener says so
                 else:
                     raise unknown
     if bin_time is not None and layout != "timepix":
