@@ -264,3 +264,98 @@ def ring_hist(rt, rv, rh, lvl, count, hist):  # pragma: no cover - compiled
             j = rt[q, lvl, s] - base
             if j >= 0 and j < buf:
                 hist[j, q] = rv[q, lvl, s]
+
+
+@njit(cache=True, nogil=True)
+def ring_frame(rt, rv, rh, lvl, t, out):  # pragma: no cover - compiled
+    """out[q] = the value of level-``lvl`` frame ``t`` of pixel q (0 without a hit there)."""
+    buf = rt.shape[2]
+    for q in range(rt.shape[0]):
+        n = rh[q, lvl]
+        lim = n if n < buf else buf
+        v = 0.0
+        for s in range(lim):
+            if rt[q, lvl, s] == t:
+                v = rv[q, lvl, s]
+        out[q] = v
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def bin_sums(rt, rv, rh, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_count, bands,
+             s_g2, s_ip, s_if, dsum, dss):  # pragma: no cover - compiled
+    """The bin sums of every reported delay straight from the photon state (what
+    ``multitau_pixels.finalize_kernel`` computes from the dense state, level by level):
+    for row r (level ``row_lvl[r]``, delay ``row_x[r]`` in that level's frames), per pixel
+    G2 = sumprod / (n - x), IP = (sum - last x frames) / (n - x), IF = (sum - first x
+    frames) / (n - x), summed into static bins; the per-pixel G2 / (IP IF) summed and, in
+    a second pass about each bin's mean, its squared deviations summed into dynamic bins.
+    A level's sum is derived on the way up, ``(sum_{L-1} - [n_{L-1} odd] a(n_{L-1} - 1))
+    / 2``. Pixel by pixel, every level at once (a pixel's state is contiguous), over
+    pixel bands in parallel (each band sums into its own slab; ``s_*``, ``dsum``, ``dss``
+    are (bands, rows, bins))."""
+    buf = rt.shape[2]
+    nl = rt.shape[1]
+    nr = row_lvl.shape[0]
+    nb = bands.shape[0] - 1
+    for sweep in range(2):
+        if sweep == 1:
+            # the bins' means for the deviations: every band's sums
+            for b in range(1, nb):
+                for r in range(nr):
+                    for d in range(dsum.shape[2]):
+                        dsum[0, r, d] += dsum[b, r, d]
+                        dsum[b, r, d] = 0.0
+        for b in prange(nb):
+            lastx = np.zeros(buf + 1)
+            for q in range(bands[b], bands[b + 1]):
+                d = did[q]
+                st = sid[q]
+                tot = tot0[q]
+                r = 0
+                for lvl in range(nl):
+                    if lvl > 0:
+                        c = counts[lvl - 1]
+                        if (c & 1) == 1:
+                            n = rh[q, lvl - 1]
+                            lim = n if n < buf else buf
+                            for s in range(lim):
+                                if rt[q, lvl - 1, s] == c - 1:
+                                    tot -= rv[q, lvl - 1, s]
+                        tot = 0.5 * tot
+                    if r >= nr or row_lvl[r] != lvl:
+                        continue
+                    count = counts[lvl]
+                    n = rh[q, lvl]
+                    lim = n if n < buf else buf
+                    for x in range(buf + 1):
+                        lastx[x] = 0.0
+                    for s in range(lim):
+                        t = rt[q, lvl, s]
+                        if t < count and t >= count - buf:
+                            # frame t is among the last x frames for x >= count - t
+                            lastx[count - t] += rv[q, lvl, s]
+                    for x in range(1, buf + 1):
+                        lastx[x] += lastx[x - 1]
+                    fst = 0.0
+                    j = 0
+                    while r < nr and row_lvl[r] == lvl:
+                        x = row_x[r]
+                        while j < x:
+                            fst += first[q, lvl, j]
+                            j += 1
+                        norm = float(max(count - x, 1))
+                        g = sp[q, lvl, x - 1] / norm
+                        ip = (tot - lastx[x]) / norm
+                        if_ = (tot - fst) / norm
+                        den = ip * if_
+                        pk = g / (den if den != 0.0 else 1e8)
+                        if sweep == 0:
+                            s_g2[b, r, st] += g
+                            s_ip[b, r, st] += ip
+                            s_if[b, r, st] += if_
+                            dsum[b, r, d] += pk
+                        else:
+                            cd = d_count[d]
+                            dev = pk - dsum[0, r, d] / (cd if cd > 0 else 1.0)
+                            dss[b, r, d] += dev * dev
+                        r += 1

@@ -370,25 +370,33 @@ class MultitauCorrelator:
             if n_here == 0 or n_seen - min(lv.xs) < MIN_PAIRS:
                 row0 += n_here  # nothing to keep: no state to gather or finalise
                 continue
-            if self._cpu is not None:
-                hist, first, sumprod, total, count = self._cpu.level_state(lvl, lv.xs)
-            else:
-                hist, first, sumprod = lv.hist, lv.first, lv.sumprod
-                total, count = lv.total, lv.count
+            count = n_seen
             # One frame pair gives G2 = IP * IF exactly (g2 = 1, error 0) whatever the
             # dynamics: such a delay is not a measurement.
             keep = [i for i, x in enumerate(lv.xs) if count - x >= MIN_PAIRS][:n_here]
             if keep:
-                fin = finalize_kernel(be, self.buf, lv.xs)
-                out = fin(hist, first, sumprod, total, count,
-                          self._sid, self._did, d_cnt_dev, ns=ns, nd=nd)
-                s_g2, s_ip, s_if, _dsum, dss = (ensure_numpy(o)[np.asarray(keep)] for o in out)
+                s_g2, s_ip, s_if, dss = self._bin_sums(lvl, lv, keep, d_cnt_dev)
                 rows = row0 + np.arange(len(keep))
                 g2[rows], err[rows], g2s[rows] = combine_bin_sums(
                     s_g2, s_ip, s_if, dss, pb.static_count, pb.dynamic_count,
                     pb.static_to_dynamic, nd)
             row0 += n_here
         return g2, err, g2s
+
+    def _bin_sums(self, lvl: int, lv: _Level, keep: list[int],
+                  d_count: Any) -> tuple[np.ndarray, ...]:
+        """(s_g2, s_ip, s_if, dss) of the delays ``keep`` of level ``lvl`` (host arrays)."""
+        be, pb = self.backend, self.pixels
+        if self._cpu is not None:
+            hist, first, sumprod, total, count = self._cpu.level_state(lvl, lv.xs)
+        else:
+            hist, first, sumprod = lv.hist, lv.first, lv.sumprod
+            total, count = lv.total, lv.count
+        fin = finalize_kernel(be, self.buf, lv.xs)
+        out = fin(hist, first, sumprod, total, count, self._sid, self._did, d_count,
+                  ns=pb.n_static, nd=pb.n_dynamic)
+        s_g2, s_ip, s_if, _dsum, dss = (ensure_numpy(o)[np.asarray(keep)] for o in out)
+        return s_g2, s_ip, s_if, dss
 
     def pixel_planes(self):
         """Per-pixel G2/IP/IF, one (3, H, W) float32 plane per delay (see

@@ -44,6 +44,7 @@ from xpcsviewer.compute.multitau import (
     attach_snapshots,
     delay_list,
 )
+from xpcsviewer.compute.multitau_pixels import MIN_PAIRS, combine_bin_sums
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
@@ -225,10 +226,34 @@ class SparseLevels:
         while len(tots) <= lvl:
             below = len(tots) - 1
             t = tots[below].copy()
-            if int(self.count[below]) & 1:
-                t -= self._hist(below)[-1]
+            c = int(self.count[below])
+            if c & 1:
+                newest = np.empty(self.p)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    _kernels().ring_frame(self.rt, self.rv, self.rh, below, c - 1, newest)
+                t -= newest
             tots.append(0.5 * t)
         return tots[lvl]
+
+    def bin_sums(self, row_lvl: np.ndarray, row_x: np.ndarray, sid: np.ndarray,
+                 did: np.ndarray, d_count: np.ndarray, ns: int,
+                 nd: int) -> tuple[np.ndarray, ...]:
+        """(s_g2, s_ip, s_if, dss) of the rows (level, delay in level frames; levels
+        ascending) straight from this state, equal to the dense finalisation."""
+        nr = int(row_lvl.size)
+        bands = _bands(self.p, 4 * _threads())
+        nb = bands.size - 1
+        s_g2, s_ip, s_if = (np.zeros((nb, nr, ns)) for _ in range(3))
+        dsum, dss = np.zeros((nb, nr, nd)), np.zeros((nb, nr, nd))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _kernels().bin_sums(self.rt, self.rv, self.rh, self.sp, self.first, self.tot0,
+                                self.count, np.asarray(row_lvl, np.int64),
+                                np.asarray(row_x, np.int64), sid, did,
+                                np.asarray(d_count, np.float64), bands, s_g2, s_ip, s_if,
+                                dsum, dss)
+        return s_g2.sum(axis=0), s_ip.sum(axis=0), s_if.sum(axis=0), dss.sum(axis=0)
 
     def level_state(self, lvl: int, xs: tuple[int, ...]) -> tuple[Any, ...]:
         """(hist (B, P) oldest first, first (B, P), sumprod (len(xs), P), total (P), count)."""
@@ -299,6 +324,38 @@ class SparseMultitauCorrelator(MultitauCorrelator):
 
     def process(self, block: Any) -> None:  # pragma: no cover - guard
         raise TypeError("the photon correlator is fed hits: use process_events")
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Current (g2 (T, Nd), g2_err (T, Nd), g2_static (T, Ns)); unreachable delays NaN
+        (the dense correlator's rows and rules; the bin sums of every level in one pass
+        over the photon state)."""
+        pb = self.pixels
+        ns, nd = pb.n_static, pb.n_dynamic
+        t = self.delays.size
+        g2 = np.full((t, nd), np.nan)
+        err = np.full((t, nd), np.nan)
+        g2s = np.full((t, ns), np.nan)
+        rows, row_lvl, row_x = [], [], []
+        row0 = 0
+        for lvl, lv in enumerate(self._levels):
+            n_here = int((self.levels == lvl).sum())
+            count = int(self._cpu.count[lvl])
+            if n_here and count - min(lv.xs) >= MIN_PAIRS:
+                # one frame pair gives g2 = 1 whatever the dynamics: not a measurement
+                keep = [i for i, x in enumerate(lv.xs) if count - x >= MIN_PAIRS][:n_here]
+                rows += [row0 + i for i in range(len(keep))]
+                row_lvl += [lvl] * len(keep)
+                row_x += [lv.xs[i] for i in keep]
+            row0 += n_here
+        if rows:
+            s_g2, s_ip, s_if, dss = self._cpu.bin_sums(
+                np.asarray(row_lvl), np.asarray(row_x), self._sid, self._did,
+                pb.dynamic_count, ns, nd)
+            r = np.asarray(rows)
+            g2[r], err[r], g2s[r] = combine_bin_sums(
+                s_g2, s_ip, s_if, dss, pb.static_count, pb.dynamic_count,
+                pb.static_to_dynamic, nd)
+        return g2, err, g2s
 
     def frame_scale(self, start: int, stop: int, frame: np.ndarray, pixel: np.ndarray,
                     value: np.ndarray) -> np.ndarray:
