@@ -10,6 +10,7 @@ import errno
 import io
 import math
 import os
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -75,6 +76,51 @@ class Superblock:
         return self.eof is not None and self.size < self.eof
 
 
+class NotRegularFile(OSError):
+    """The path is a named pipe, a device or a socket: never opened for reading (a read
+    could wait forever, or read something that is not the user's data)."""
+
+
+def not_regular_reason(path: str | os.PathLike) -> str | None:
+    """Why ``path`` (symbolic links followed) is not a regular file, or None when it is
+    one or does not exist."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    what = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket"
+            if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file")
+    return f"is {what}, not a regular file: not read"
+
+
+def open_regular(path: str | os.PathLike, buffering: int = -1) -> io.BufferedReader | io.FileIO:
+    """``open(path, "rb")`` for regular files only, without blocking on a FIFO: opened
+    non-blocking, checked with ``fstat`` (no race with a swap of the path), then read as
+    usual.
+
+    Raises
+    ------
+    NotRegularFile
+        A FIFO, device or socket (the reason in its message).
+    OSError
+        As ``open``.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(not_regular_reason(path) or "not a regular file: not read")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return open(fd, "rb", buffering=buffering)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_superblock(path: str | os.PathLike) -> Superblock | None:
     """Parse the HDF5 superblock (versions 0-3), or None when there is none.
 
@@ -83,7 +129,7 @@ def read_superblock(path: str | os.PathLike) -> Superblock | None:
     end-of-file address tells a truncated file from a complete one.
     """
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             size = os.fstat(fh.fileno()).st_size
             for off in (0, 512, 1024, 2048, 4096, 8192):
                 fh.seek(off)
@@ -163,7 +209,10 @@ def _truncated(p: Path, sb: Superblock) -> XpcsFileError:
 
 
 def _missing_reason(p: Path) -> str:
-    """Why a path that does not exist as a file cannot be opened, in words."""
+    """Why a path that does not exist as a regular file cannot be opened, in words."""
+    odd = not_regular_reason(p)
+    if odd is not None:
+        return odd
     if p.is_symlink():
         try:
             os.stat(p)
@@ -191,7 +240,7 @@ def _open_error(p: Path, exc: OSError, sb: Superblock | None) -> XpcsFileError:
         return XpcsFileError(p, "permission denied (cannot open for reading)")
     if sb is None:
         try:
-            with open(p, "rb") as fh:
+            with open_regular(p) as fh:
                 fh.read(1)
         except PermissionError:
             return XpcsFileError(p, "permission denied (cannot open for reading)")
@@ -217,7 +266,7 @@ class _FlagsCleared(io.RawIOBase):
     def __init__(self, path: Path, sb: Superblock) -> None:
         super().__init__()
         self.name = os.fspath(path)
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             fh.seek(sb.offset)
             head = bytearray(fh.read(96))
         o = head[9]
@@ -225,7 +274,7 @@ class _FlagsCleared(io.RawIOBase):
         head[11] = 0
         head[end:end + 4] = _lookup3(bytes(head[:end])).to_bytes(4, "little")
         self._patch, self._at = bytes(head[:end + 4]), sb.offset
-        self._fh = open(path, "rb", buffering=0)  # closed in close()
+        self._fh = open_regular(path, buffering=0)  # closed in close()
 
     def __repr__(self) -> str:  # h5py names the file by this
         return self.name
@@ -373,6 +422,9 @@ def open_h5_file(path: str | os.PathLike) -> h5py.File:
         raise XpcsFileError(p, _missing_reason(p))
     if p.is_dir():
         raise XpcsFileError(p, "is a folder, not a result file")
+    odd = not_regular_reason(p)
+    if odd is not None:
+        raise XpcsFileError(p, odd, expected="an HDF5 file")
     try:
         size = p.stat().st_size
     except OSError as exc:

@@ -12,7 +12,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import MAX_PIXELS, read_superblock
+from xpcsviewer.io._h5 import MAX_PIXELS, open_regular, read_superblock
 from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = ["CLOSE_GRACE_S", "COUNTER_ATTR", "COUNTER_DATASET", "COUNT_TIME", "EIGER_FRAME_TIME",
@@ -95,7 +95,7 @@ def writer_state(path: str | os.PathLike) -> str:
     """
     p = Path(path)
     try:
-        with open(p, "rb") as fh:
+        with open_regular(p) as fh:
             head = fh.read(9)
     except OSError:
         return "none"

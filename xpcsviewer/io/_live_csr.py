@@ -12,7 +12,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import read_superblock
+from xpcsviewer.io._h5 import outside_problem, read_superblock
 from xpcsviewer.io._live_blocks import _numbered
 from xpcsviewer.io._live_common import (
     SourceNotReady,
@@ -48,6 +48,9 @@ def _csr_datasets(f: h5py.File, name: str) -> tuple[h5py.Dataset, h5py.Dataset, 
         ds = f.get(path)
         if not isinstance(ds, h5py.Dataset):
             raise SourceNotReady(f"{name}: no {path} yet")
+        why = outside_problem(f, path, ds)
+        if why is not None:
+            raise XpcsFileError(f.filename, why, path, f"1-D {what} in the file")
         if ds.ndim != 1 or ds.dtype.kind not in kinds:
             raise XpcsFileError(f.filename, f"has shape {ds.shape} and dtype {ds.dtype}", path,
                                 f"1-D {what}")

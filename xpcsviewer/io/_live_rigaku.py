@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from xpcsviewer.io._h5 import NotRegularFile, open_regular
 from xpcsviewer.io._live_common import (
     SourceNotReady,
     SourceState,
@@ -94,9 +95,13 @@ class GrowingRigakuSource(_LiveHits):
             raise SourceNotReady(f"cannot look at it now ({_first_line(exc)})") from None
         if self._fd is None:
             try:
-                self._fd = os.open(self.path, os.O_RDONLY)
+                fh = open_regular(self.path, buffering=0)  # a FIFO would block os.open
+            except NotRegularFile as exc:
+                raise XpcsFileError(self.path, str(exc), None, "a growing .bin file") from None
             except OSError as exc:
                 raise SourceNotReady(f"cannot open it now ({_first_line(exc)})") from None
+            self._fd = os.dup(fh.fileno())
+            fh.close()
             self._ino = os.fstat(self._fd).st_ino
         elif st.st_ino != self._ino:
             raise XpcsFileError(self.path, "was replaced by another file while being followed",

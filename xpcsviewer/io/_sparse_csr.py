@@ -31,7 +31,13 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import _dataset, _read_error, check_declared, open_h5_file, read_array
+from xpcsviewer.io._h5 import (
+    _read_error,
+    check_declared,
+    local_dataset,
+    open_h5_file,
+    read_array,
+)
 from xpcsviewer.io._sparse_util import attr, check_pixels, detector_shape, find_groups
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.sparse import SparseSource
@@ -132,7 +138,7 @@ def esrf_series(path: str | Path) -> list[Path]:
 
 
 def _int_dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:
-    ds = _dataset(f, path, expected)
+    ds = local_dataset(f, path, expected)
     if ds.ndim != 1:
         raise XpcsFileError(f.filename, f"has shape {ds.shape}", path, expected)
     if ds.dtype.kind not in "iu":
@@ -142,7 +148,7 @@ def _int_dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:
 
 
 def _num_dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:
-    ds = _dataset(f, path, expected)
+    ds = local_dataset(f, path, expected)
     if ds.ndim != 1:
         raise XpcsFileError(f.filename, f"has shape {ds.shape}", path, expected)
     if ds.dtype.kind not in "iuf":

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from xpcsviewer.io._h5 import open_regular
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.sparse import SparseSource
 
@@ -78,7 +79,7 @@ def looks_like_rigaku(path: str | Path) -> bool:
     Cheap: two reads. The caller has ruled out HDF5 and NumPy files. The frame order is
     not looked at here: :class:`RigakuBin` says when frames go backwards."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             size = os.fstat(fh.fileno()).st_size
             if size < 8:
                 return False
@@ -117,7 +118,7 @@ class _ModuleFile:
             raise XpcsFileError(path, "is a folder, not a file" if path.is_dir()
                                 else _missing_reason(path))
         try:
-            self._fh = open(path, "rb")  # kept open; closed by close()
+            self._fh = open_regular(path)  # kept open; closed by close()
             size = os.fstat(self._fh.fileno()).st_size
         except OSError as exc:
             raise XpcsFileError(path, f"cannot be opened ({exc.strerror})") from None

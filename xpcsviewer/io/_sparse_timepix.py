@@ -35,7 +35,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import _dataset, _read_error, check_declared, open_h5_file
+from xpcsviewer.io._h5 import _read_error, check_declared, local_dataset, open_h5_file
 from xpcsviewer.io._sparse_util import attr, check_pixels, detector_shape, find_groups
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.sparse import SparseSource
@@ -135,7 +135,7 @@ class TimepixEvents(SparseSource):
         self._names = {k: f"{base}/{k}" for k in ("x", "y", "toa", "tot")}
         ds = {}
         for k in TIMEPIX_NAMES:
-            d = _dataset(f, self._names[k], "1-D event data")
+            d = local_dataset(f, self._names[k], "1-D event data")
             want = "integers" if k != "toa" else "numbers"
             if d.ndim != 1 or d.dtype.kind not in ("iu" if k != "toa" else "iuf"):
                 raise XpcsFileError(self.path, f"has shape {d.shape} and dtype {d.dtype}",

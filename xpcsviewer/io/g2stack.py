@@ -46,6 +46,8 @@ def describe_g2_side_file(path: str | Path) -> dict[str, Any] | None:
     ``linked`` (that result file's ``unnormalized_G2`` links to this file).
     """
     p = Path(path)
+    if not p.is_file():  # a FIFO would block HDF5's open
+        return None
     try:
         with h5py.File(p, "r", locking=False) as f:
             ds = f.get(G2_SIDE_DATASET)

@@ -61,7 +61,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import read_superblock
+from xpcsviewer.io._h5 import NotRegularFile, open_regular, read_superblock
 from xpcsviewer.io._live_blocks import BlockFolderSource, _numbered
 from xpcsviewer.io._live_common import (
     CLOSE_GRACE_S,
@@ -85,6 +85,7 @@ from xpcsviewer.io._live_sparse import (
     GrowingCsrSource,
     GrowingRigakuSource,
 )
+from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = [
     "RAW_DATASET",
@@ -434,8 +435,11 @@ def live_layout(source: str | os.PathLike, dataset: str = RAW_DATASET) -> tuple[
     if not p.exists():
         return None, f"waiting for {p.name} to appear"
     try:
-        with open(p, "rb") as fh:
+        with open_regular(p) as fh:
             head = fh.read(8)
+    except NotRegularFile as exc:
+        raise XpcsFileError(p, str(exc), None, "a growing raw file or a folder of blocks") \
+            from None
     except OSError as exc:
         return None, f"{p.name}: cannot read it now ({_first_line(exc)})"
     if head == _HDF5_SIGNATURE:

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from xpcsviewer.io._h5open import open_regular
 from xpcsviewer.io.errors import display_path
 from xpcsviewer.progress import check_interrupted
 
@@ -78,7 +79,7 @@ _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 def _is_hdf5(path: Path) -> bool:
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             for off in (0, 512, 1024, 2048, 4096):
                 fh.seek(off)
                 if fh.read(8) == _HDF5_SIGNATURE:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.io._h5 import MAX_PIXELS
+from xpcsviewer.io._h5 import MAX_PIXELS, open_regular
 from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = [
@@ -49,7 +49,7 @@ def file_kind(path: str | Path) -> str:
     """``"npy"``, ``"hdf5"`` or ``"other"``, from the file's first bytes (its name
     may say otherwise: an HDF5 file named ``.npy`` is read as HDF5)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(8)
             if head.startswith(_NPY_MAGIC):
                 return "npy"
@@ -134,7 +134,7 @@ class RawFrames:
             raise XpcsFileError(self.path, "not a .npy array (no NumPy header)",
                                 expected="raw frames as .npy or HDF5 /entry/data/data")
         else:
-            from xpcsviewer.io._h5 import _dataset, check_declared, open_h5_file
+            from xpcsviewer.io._h5 import check_declared, local_dataset, open_h5_file
 
             self._h5 = open_h5_file(self.path)
             try:
@@ -143,7 +143,7 @@ class RawFrames:
                         self.path, "raw frames not found", dataset,
                         "a (frames, rows, cols) dataset",
                     )
-                self._data = _dataset(self._h5, dataset, "a (frames, rows, cols) dataset")
+                self._data = local_dataset(self._h5, dataset, "a (frames, rows, cols) dataset")
                 # A file can declare 1e9 frames and store none: check the chunks
                 # actually written before anything is sized by the frame count.
                 check_declared(

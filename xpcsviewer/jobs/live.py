@@ -282,7 +282,9 @@ class _Follower:
             # the final says the averages over the acquisition
             t1 = self.first_seen
             rate = self.done / max(now - t1, 1e-9)
-            wrate = self.seen / max(self.seen_at - t1, 1e-9)
+            # frames all seen at one poll: the writer's rate cannot be told (0)
+            span = self.seen_at - t1
+            wrate = self.seen / span if span > 1e-3 else 0.0
         self.prev = (now, self.done, self.seen)
         hit_rate = (self.hits - self.prev_hits) / dt
         if final and self.first_seen is not None:
