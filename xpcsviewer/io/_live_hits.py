@@ -4,6 +4,7 @@ formed from them, checked pixel indices, bounded 1-D reads. Only numpy and h5py.
 
 from __future__ import annotations
 
+import abc
 import os
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from xpcsviewer.io._live_common import (
 )
 from xpcsviewer.io._sparse_rigaku import MODULE_SHAPE
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.sparse import EventBlock
+from xpcsviewer.io.sparse import EventBlock, dense_frames
 
 __all__ = ["_LiveHits"]
 
@@ -33,7 +34,7 @@ _WORD = np.dtype("<u8")
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64))
 
 
-class _LiveHits:
+class _LiveHits(abc.ABC):
     """What the sparse live sources share: state, change watch, dense frames."""
 
     sparse = True
@@ -78,21 +79,22 @@ class _LiveHits:
     def _empty_block(self, start: int, stop: int) -> EventBlock:
         return EventBlock(start, stop, *_EMPTY, np.empty(0, self.dtype or np.uint16))
 
-    def read_events(self, start: int, stop: int) -> EventBlock:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def read_events(self, start: int, stop: int) -> EventBlock:
+        """The hits of complete frames ``[start, stop)`` (raises SourceNotReady when the
+        source cannot be read now)."""
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Dense frames ``[start, stop)`` of the hits (for a frame-based consumer)."""
         blk = self.read_events(start, stop)
-        h, w = self.frame_shape or (0, 0)
-        n = int(stop) - int(start)
-        dense = np.bincount((blk.frame - int(start)) * (h * w) + blk.pixel,
-                            weights=blk.value, minlength=n * h * w)[: n * h * w]
-        return dense.astype(self.dtype or np.uint16).reshape(n, h, w)
+        return dense_frames(start, stop, blk.frame, blk.pixel, blk.value,
+                            self.frame_shape or (0, 0), self.dtype or np.uint16)
 
+    @abc.abstractmethod
     def release(self) -> None:
-        """Nothing held between polls by default."""
+        """Let go of what need not be held between polls."""
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Close what is open (idempotent)."""
 

@@ -215,6 +215,9 @@ class GrowingRigakuSource(_LiveHits):
         self._cursor = (b, i1)
         return EventBlock(a, b, frame, pixel, count)
 
+    def release(self) -> None:
+        """The file stays open between polls: replacing it is then seen (its inode)."""
+
     def close(self) -> None:
         if self._fd is not None:
             try:

@@ -19,6 +19,7 @@ h5py in the HDF5 layouts).
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,8 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 
-__all__ = ["EVENTS_PER_BLOCK", "EventBlock", "SparseSource", "prefetched", "select_frames"]
+__all__ = ["EVENTS_PER_BLOCK", "EventBlock", "SparseSource", "dense_frames", "prefetched",
+           "select_frames"]
 
 #: events per block handed to the correlators: the correlator's fixed work per pixel and
 #: level is paid once per block, so blocks are large; but each array of a block stays
@@ -63,6 +65,18 @@ class EventBlock:
     @property
     def n_events(self) -> int:
         return int(self.frame.size)
+
+
+def dense_frames(start: int, stop: int, frame: np.ndarray, pixel: np.ndarray,
+                 value: np.ndarray, shape: tuple[int, int], dtype: Any) -> np.ndarray:
+    """Frames ``[start, stop)`` as dense (n, rows, cols) ``dtype`` counts from their hits
+    (hits of one pixel and frame add)."""
+    h, w = shape
+    n = int(stop) - int(start)
+    key = (np.asarray(frame, dtype=np.int64) - int(start)) * (h * w) + np.asarray(pixel,
+                                                                                 np.int64)
+    dense = np.bincount(key, weights=value, minlength=n * h * w)[: n * h * w]
+    return dense.astype(dtype, copy=False).reshape(n, h, w)
 
 
 def select_frames(src: Any, begin: int, end: int | None, stride: int,
@@ -141,7 +155,7 @@ def prefetched(blocks: Iterator[Any], depth: int = 1) -> Iterator[Any]:
         th.join(timeout=5)
 
 
-class SparseSource:
+class SparseSource(abc.ABC):
     """Base of the sparse layouts (see the module notes).
 
     Subclasses set, in ``__init__`` before calling :meth:`_select`:
@@ -162,12 +176,16 @@ class SparseSource:
     files: tuple[Path, ...] = ()
 
     # ------------------------------------------------------------ subclass API
-    def _raw_count(self, a: int, b: int) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _raw_count(self, a: int, b: int) -> int:
+        """Stored hits in raw frames ``[a, b)`` (from an index: never a pass over them)."""
 
+    @abc.abstractmethod
     def _raw_range(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """(frame, pixel, count) of the hits of raw frames ``[a, b)``, in frame order,
+        read with bounded memory (only that range)."""
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Release file handles (idempotent)."""
 
@@ -269,10 +287,7 @@ class SparseSource:
         a, b = self._raw_span(start, stop)
         fr, px, c = self._raw_range(a, b)
         pf, pp, pv = self._processed(fr, px, c, start, stop)
-        n = stop - start
-        key = (np.asarray(pf, dtype=np.int64) - start) * (h * w) + np.asarray(pp, np.int64)
-        dense = np.bincount(key, weights=pv, minlength=n * h * w)[: n * h * w]
-        return dense.astype(self.out_dtype, copy=False).reshape(n, h, w)
+        return dense_frames(start, stop, pf, pp, pv, (h, w), self.out_dtype)
 
     def iter_chunks(self, chunk_size: int = 128, reuse: bool = False) -> Iterator[np.ndarray]:
         """Dense (n <= chunk_size, rows, cols) processed frames, in order."""
