@@ -1,6 +1,7 @@
 """Live: follow an acquisition while the detector writes it (docs/live.md).
 
-Choose a source (a raw HDF5 file being written, or a folder receiving block files) and a
+Choose a source (a raw file being written: HDF5 frames, ESRF sparse HDF5 or a Rigaku
+``.bin``; or a folder receiving block files) and a
 q-map (found beside the source when there is one), press Start. A worker runs
 :func:`xpcsviewer.jobs.live.follow`; every update (frames seen and rate, the partial g2
 per q-bin with its fits, tau(q), contrast(q) and the intensity trace) goes into a sink
@@ -78,8 +79,8 @@ class LivePanel(BasePanel):
         self.updates_drawn = 0
         lay = QVBoxLayout(self)
         grid = QGridLayout()
-        self.source_edit = QLineEdit(placeholderText="raw HDF5 file being written, or a "
-                                                     "folder of block files")
+        self.source_edit = QLineEdit(placeholderText="raw file being written (HDF5 frames, "
+                                     "ESRF sparse HDF5, Rigaku .bin), or a folder of blocks")
         self.source_edit.editingFinished.connect(self._on_source_edited)
         file_btn = QPushButton("File\u2026")
         file_btn.clicked.connect(self._browse_file)
