@@ -404,6 +404,19 @@ class MultitauCorrelator:
         return iter_pixel_planes(self)
 
 
+def emit_pixel_planes(corr: Any, sink: Callable[[int, np.ndarray], None] | None,
+                      progress: ProgressCallback | None, cancel: CancelToken | None) -> None:
+    """Hand a finished correlator's per-pixel G2/IP/IF planes to ``sink``, one delay at a
+    time (nothing without a sink)."""
+    if sink is None:
+        return
+    t = corr.delays.size
+    for k, plane in corr.pixel_planes():
+        report(progress, cancel, k, t, "per-pixel G2")
+        sink(k, plane)
+    report(progress, cancel, t, t, "per-pixel G2")
+
+
 def attach_snapshots(res: MultitauResult,
                      snaps: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
     """Partial g2 ``(frames, g2, err)`` snapshots into ``res``; consecutive identical
@@ -560,12 +573,7 @@ def correlate_multitau(
     if corr.n_processed != n_frames:
         raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
     g2, err, g2s = corr.result()
-    if pixel_sink is not None:
-        t = corr.delays.size
-        for k, plane in corr.pixel_planes():
-            report(progress, cancel, k, t, "per-pixel G2")
-            pixel_sink(k, plane)
-        report(progress, cancel, t, t, "per-pixel G2")
+    emit_pixel_planes(corr, pixel_sink, progress, cancel)
     res = MultitauResult(
         delay_frames=corr.delays.copy(),
         g2=g2,

@@ -43,8 +43,10 @@ from xpcsviewer.compute.multitau import (
     _Level,
     attach_snapshots,
     delay_list,
+    emit_pixel_planes,
 )
 from xpcsviewer.compute.multitau_pixels import MIN_PAIRS, combine_bin_sums
+from xpcsviewer.compute.multitau_stream import snapshot_result
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
@@ -475,12 +477,7 @@ def correlate_multitau_events(
     if corr.n_processed != n_frames:
         raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
     g2, err, g2s = corr.result()
-    if pixel_sink is not None:
-        t = corr.delays.size
-        for k, plane in corr.pixel_planes():
-            report(progress, cancel, k, t, "per-pixel G2")
-            pixel_sink(k, plane)
-        report(progress, cancel, t, t, "per-pixel G2")
+    emit_pixel_planes(corr, pixel_sink, progress, cancel)
     res = MultitauResult(
         delay_frames=corr.delays.copy(), g2=g2, g2_err=err, g2_static=g2s,
         n_frames=corr.n_processed,
@@ -575,12 +572,5 @@ class StreamingSparseMultitau:
         ValueError
             Fewer than 2 frames.
         """
-        n = self.corr.n_processed
-        if n < 2:
-            raise ValueError(f"need at least 2 frames to correlate, got {n}")
-        delays, g2, err, g2s = self.corr.snapshot()
-        return MultitauResult(
-            delay_frames=delays.copy(), g2=g2, g2_err=err, g2_static=g2s, n_frames=n,
-            config={"delays_per_level": self.delays_per_level,
-                    "normalize_frame": self.normalize_frame, "num_partial_g2": 0,
-                    "backend": "numpy", "path": "sparse"})
+        return snapshot_result(self.corr, self.delays_per_level, self.normalize_frame,
+                               path="sparse")

@@ -38,7 +38,8 @@ from xpcsviewer.compute.multitau import (
     delay_list,
 )
 
-__all__ = ["GrowingMultitauCorrelator", "GrowingScattering", "StreamingMultitau"]
+__all__ = ["GrowingMultitauCorrelator", "GrowingScattering", "StreamingMultitau",
+           "snapshot_result"]
 
 #: frames the state is first sized for when the caller cannot say
 DEFAULT_CAPACITY = 4096
@@ -130,6 +131,25 @@ class GrowingScattering(ScatteringAccumulator):
         super().add(frames_flat, block)
 
 
+def snapshot_result(corr: Any, delays_per_level: int, normalize_frame: bool,
+                    **config: Any) -> MultitauResult:
+    """The result of a growing correlator's frames so far (its state is unchanged).
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 frames.
+    """
+    n = corr.n_processed
+    if n < 2:
+        raise ValueError(f"need at least 2 frames to correlate, got {n}")
+    delays, g2, err, g2s = corr.snapshot()
+    return MultitauResult(
+        delay_frames=delays.copy(), g2=g2, g2_err=err, g2_static=g2s, n_frames=n,
+        config={"delays_per_level": delays_per_level, "normalize_frame": normalize_frame,
+                "num_partial_g2": 0, "backend": "numpy", **config})
+
+
 class StreamingMultitau:
     """Multi-tau g2 plus the means of the same pass, fed chunk by chunk, any length.
 
@@ -214,12 +234,4 @@ class StreamingMultitau:
         ValueError
             Fewer than 2 frames.
         """
-        n = self.corr.n_processed
-        if n < 2:
-            raise ValueError(f"need at least 2 frames to correlate, got {n}")
-        delays, g2, err, g2s = self.corr.snapshot()
-        return MultitauResult(
-            delay_frames=delays.copy(), g2=g2, g2_err=err, g2_static=g2s, n_frames=n,
-            config={"delays_per_level": self.delays_per_level,
-                    "normalize_frame": self.normalize_frame, "num_partial_g2": 0,
-                    "backend": "numpy"})
+        return snapshot_result(self.corr, self.delays_per_level, self.normalize_frame)

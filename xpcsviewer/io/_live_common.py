@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,9 +16,21 @@ import numpy as np
 from xpcsviewer.io._h5 import MAX_PIXELS, open_regular, read_superblock
 from xpcsviewer.io.errors import XpcsFileError
 
-__all__ = ["CLOSE_GRACE_S", "COUNTER_ATTR", "COUNTER_DATASET", "COUNT_TIME", "EIGER_FRAME_TIME",
-           "EIGER_NIMAGES", "EIGER_NTRIGGER", "FRAME_TIME", "RAW_DATASET", "SourceNotReady",
-           "SourceState", "writer_state"]
+__all__ = [
+    "CLOSE_GRACE_S",
+    "COUNTER_ATTR",
+    "COUNTER_DATASET",
+    "COUNT_TIME",
+    "EIGER_FRAME_TIME",
+    "EIGER_NIMAGES",
+    "EIGER_NTRIGGER",
+    "FRAME_TIME",
+    "RAW_DATASET",
+    "HeldHdf5",
+    "SourceNotReady",
+    "SourceState",
+    "writer_state",
+]
 
 
 RAW_DATASET = "/entry/data/data"
@@ -168,3 +181,43 @@ def _check_frames(path: Path, ds: h5py.Dataset, dataset: str) -> tuple[tuple[int
         raise XpcsFileError(path, f"raw frames of {shape[1]} x {shape[2]} pixels", dataset,
                             f"a detector of at most {MAX_PIXELS} pixels")
     return (int(shape[1]), int(shape[2])), dt
+
+
+class HeldHdf5:
+    """The handle and writer-state rules a growing HDF5 source keeps (dense frames or
+    CSR hits): a SWMR file stays open between polls, any other is opened afresh for every
+    poll; the writer is open while HDF5's flags or a write lock say so, and counts as
+    closed once a lock seen before has gone and the file has stayed unchanged for the
+    grace time (a writer that opens the file anew for every block holds its lock only now
+    and then, but keeps changing the file).
+
+    Uses ``path``, ``_fh``, ``_swmr``, ``_seen_open``, ``_open_seen_at``, ``_changed_at``
+    and ``close_grace`` of the source.
+    """
+
+    def release(self) -> None:
+        """Close the handle of a non-SWMR file (it is opened afresh next poll)."""
+        if self._fh is not None and not self._swmr:
+            self.close()
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            except Exception:  # closing a file a writer damaged
+                pass
+            self._fh = None
+
+    def _writer(self) -> str:
+        w = writer_state(self.path)
+        now = time.monotonic()
+        if w == "open":
+            self._seen_open, self._open_seen_at = True, now
+            return "open"
+        if w == "closed":
+            return "closed"
+        if self._seen_open:
+            quiet = now - max(self._open_seen_at, self._changed_at)
+            return "closed" if quiet >= self.close_grace else "open"
+        return "unknown"

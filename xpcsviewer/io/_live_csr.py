@@ -4,7 +4,6 @@ followed live (the rules: :mod:`xpcsviewer.io._live_sparse`)."""
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import numpy as np
 from xpcsviewer.io._h5 import outside_problem, read_superblock
 from xpcsviewer.io._live_blocks import _numbered
 from xpcsviewer.io._live_common import (
+    HeldHdf5,
     SourceNotReady,
     SourceState,
     _first_line,
@@ -91,7 +91,7 @@ def _fill(ds: h5py.Dataset) -> Any:
         return 0
 
 
-class GrowingCsrSource(_LiveHits):
+class GrowingCsrSource(HeldHdf5, _LiveHits):
     """One ESRF ID10 sparse (CSR) HDF5 file that grows (see the module notes).
 
     Parameters
@@ -142,33 +142,6 @@ class GrowingCsrSource(_LiveHits):
         except (OSError, RuntimeError, KeyError, ValueError) as exc:
             self.close()
             raise SourceNotReady(f"metadata being updated ({_first_line(exc)})") from None
-
-    def release(self) -> None:
-        """Close the handle of a non-SWMR file (it is opened afresh next poll)."""
-        if self._fh is not None and not self._swmr:
-            self.close()
-
-    def close(self) -> None:
-        if self._fh is not None:
-            try:
-                self._fh.close()
-            except Exception:  # closing a file a writer damaged
-                pass
-            self._fh = None
-
-    def _writer(self) -> str:
-        """As :meth:`GrowingFileSource._writer`: flags, a lock, the grace time."""
-        w = writer_state(self.path)
-        now = time.monotonic()
-        if w == "open":
-            self._seen_open, self._open_seen_at = True, now
-            return "open"
-        if w == "closed":
-            return "closed"
-        if self._seen_open:
-            quiet = now - max(self._open_seen_at, self._changed_at)
-            return "closed" if quiet >= self.close_grace else "open"
-        return "unknown"
 
     # ------------------------------------------------------------ scan
     def _scan(self, at_end: bool) -> tuple[int, int, int | None, str]:

@@ -70,6 +70,7 @@ from xpcsviewer.io._live_common import (
     COUNTER_DATASET,
     FRAME_TIME,
     RAW_DATASET,
+    HeldHdf5,
     SourceNotReady,
     SourceState,
     _check_frames,
@@ -105,7 +106,7 @@ __all__ = [
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
-class GrowingFileSource:
+class GrowingFileSource(HeldHdf5):
     """One HDF5 file whose frame dataset grows (SWMR or a plain appending writer).
 
     Parameters
@@ -165,43 +166,12 @@ class GrowingFileSource:
             self.release()
             raise SourceNotReady(f"metadata being updated ({_first_line(exc)})") from None
 
-    def release(self) -> None:
-        """Close the handle of a non-SWMR file (it is opened afresh next poll)."""
-        if self._fh is not None and not self._swmr:
-            self.close()
-
-    def close(self) -> None:
-        """Close the file (idempotent)."""
-        if self._fh is not None:
-            try:
-                self._fh.close()
-            except Exception:  # closing a file a writer damaged
-                pass
-            self._fh = None
-
     @property
     def state(self) -> SourceState:
         """What the last poll saw."""
         return self._state
 
     # --------------------------------------------------------------- poll
-    def _writer(self) -> str:
-        w = writer_state(self.path)
-        now = time.monotonic()
-        if w == "open":
-            self._seen_open = True
-            self._open_seen_at = now
-            return "open"
-        if w == "closed":
-            return "closed"
-        if self._seen_open:
-            # a lock seen before and gone: closed once the file has also stayed unchanged
-            # for the grace time (a writer that opens the file anew for every block
-            # holds its lock only now and then, but keeps changing the file)
-            quiet = now - max(self._open_seen_at, self._changed_at)
-            return "closed" if quiet >= self.close_grace else "open"
-        return "unknown"
-
     def _note_change(self) -> float:
         """The file's modification time; remembers when it last changed."""
         try:

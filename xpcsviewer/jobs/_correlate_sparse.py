@@ -16,14 +16,16 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 
-__all__ = ["checked_events", "nonfinite_event_pixels", "plan_path", "scattering_group"]
+__all__ = ["NonFiniteCount", "checked_events", "nonfinite_event_pixels", "plan_path",
+           "scattering_group"]
 
 #: a time-tag run keeps its per-frame means in at most this many rows
 TRACE_ROWS = 100_000
 
 
-class NonFiniteHit(Exception):  # a signal between passes, not an error
-    """NaN or Inf at a pixel the correlation uses: mask it and start again."""
+class NonFiniteCount(Exception):  # a signal between passes, not an error
+    """NaN or Inf counts at a pixel the correlation uses (a frame or a hit): mask the
+    pixel and start again."""
 
 
 def checked_events(blocks: Iterator[Any], used: np.ndarray, raw: Any, notes: list[str],
@@ -48,7 +50,7 @@ def checked_events(blocks: Iterator[Any], used: np.ndarray, raw: Any, notes: lis
                     hit_used = used[px]
                     if masked is not None and masked.strict and (
                             hit_used & ~masked.pixels.ravel()[px]).any():
-                        raise NonFiniteHit
+                        raise NonFiniteCount
                     bad = nf
             if v.dtype.kind != "u":
                 neg = v < 0

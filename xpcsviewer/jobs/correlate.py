@@ -24,7 +24,7 @@ import numpy as np
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import OutputRefusedError, check_output
 from xpcsviewer.jobs._correlate_sparse import (
-    NonFiniteHit,
+    NonFiniteCount,
     checked_events,
     nonfinite_event_pixels,
     plan_path,
@@ -84,10 +84,6 @@ def _memory_available() -> int | None:
     return None
 
 
-class _NonFinite(Exception):  # a signal between passes, not an error
-    """NaN or Inf counts at pixels the correlation uses: mask them and start again."""
-
-
 class _Masked:
     """Pixels left out for non-finite counts; ``strict``: stop at a new one."""
 
@@ -103,7 +99,7 @@ def _checked_chunks(chunks: Any, used: np.ndarray, raw: Any, notes: list[str],
     Photon counts cannot be negative. Detectors mark dead pixels with negative
     values; where the q-map masks those pixels the values are set to 0 (with a
     note), elsewhere the frames are refused. NaN and Inf are set to 0; at a pixel
-    the correlation uses (``used``) they first stop the pass (:class:`_NonFinite`)
+    the correlation uses (``used``) they first stop the pass (:class:`NonFiniteCount`)
     so that the pixel can be masked: one NaN would make every g2 point missing.
     """
     masked = 0
@@ -115,7 +111,7 @@ def _checked_chunks(chunks: Any, used: np.ndarray, raw: Any, notes: list[str],
                 px = nf.any(axis=0)
                 if (masked_px is not None and masked_px.strict
                         and (px & used & ~masked_px.pixels).any()):
-                    raise _NonFinite
+                    raise NonFiniteCount
                 chunk = np.where(nf, 0, chunk)
         if chunk.dtype.kind in "if":
             neg = chunk < 0
@@ -340,7 +336,7 @@ def correlate_one(
                             g2_pixel_sink=sink,
                         )
                     break
-                except (_NonFinite, NonFiniteHit):
+                except NonFiniteCount:
                     # Find every such pixel (a read-only pass), then correlate without them.
                     found = nonfinite_event_pixels(raw, bar) if photons else \
                         _nonfinite_pixels(raw, bar)
