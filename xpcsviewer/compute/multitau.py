@@ -65,6 +65,9 @@ __all__ = [
 
 MIN_BLOCK = 8
 PIXEL_TILE = 8192
+#: ``compiled``: numba CPU kernel; ``xla``: one XLA program per job (CPU or GPU device);
+#: ``backend``: the backend's array kernels level by level (the reference on NumPy)
+ENGINES = ("auto", "compiled", "xla", "backend")
 
 
 def delay_list(
@@ -487,8 +490,11 @@ def correlate_multitau(
         Reported / checked between chunks.
     with_scattering : bool
         Also return the temporal/spatial means of the same pass (``MultitauRun``).
-    engine : {"auto", "backend", "compiled"}
-        ``"backend"`` runs the level updates on the given backend's array kernels.
+    engine : {"auto", "compiled", "xla", "backend"}
+        ``"xla"`` runs the whole job as one compiled XLA program per block
+        (:mod:`~xpcsviewer.compute._multitau_xla`: frames sent as stored, gathered,
+        converted and correlated through every level on the device; ``device`` picks
+        the CPU or the GPU). ``"backend"`` runs the level updates on the given backend's array kernels.
         ``"compiled"`` runs the compiled CPU kernel (``_multitau_cpu``, numba): all
         levels in one cache-resident pass per pixel tile. ``"auto"``: a job on the CPU
         (NumPy backend, or JAX routed to the CPU) uses the compiled kernel when numba
@@ -516,8 +522,14 @@ def correlate_multitau(
         chunks = frames
     pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
     be = backend if backend is not None else get_backend()
-    if engine not in ("auto", "backend", "compiled"):
-        raise ValueError(f"engine must be 'auto', 'backend' or 'compiled', got {engine!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "xla":
+        if pixel_sink is not None:
+            raise ValueError("engine='xla' does not write per-pixel G2; use 'compiled'")
+        return _correlate_xla(chunks, pixels, n_frames, delays_per_level, normalize_frame,
+                              num_partial_g2, chunk_size, device, progress, cancel,
+                              with_scattering)
     if engine == "auto" and be.name != "numpy":
         dev = resolve_device(device, work=float(pixels.n_pixels) * n_frames)
         if dev is None or getattr(dev, "platform", "cpu") == "cpu":
@@ -587,6 +599,75 @@ def correlate_multitau(
                 "backend": be.name,
         },
     )
+    attach_snapshots(res, snaps)
+    if acc is not None:
+        return MultitauRun(res, acc)
+    return res
+
+
+def _xla_device(device: Any) -> Any:
+    """A concrete JAX device for the XLA engine ("auto": the job's route)."""
+    get_backend("jax")
+    import jax
+
+    if device is None or device == "cpu":
+        return jax.devices("cpu")[0]
+    if isinstance(device, str):
+        if device == "gpu":
+            try:
+                return jax.devices("gpu")[0]
+            except RuntimeError:
+                return jax.devices("cpu")[0]
+        dev = resolve_device(device)
+        return dev if dev is not None else jax.devices("cpu")[0]
+    return device
+
+
+def _correlate_xla(chunks: Iterable[np.ndarray], pixels: Any, n_frames: int, m: int,
+                   normalize_frame: bool, num_partial_g2: int, chunk_size: int, device: Any,
+                   progress: ProgressCallback | None, cancel: CancelToken | None,
+                   with_scattering: bool) -> MultitauResult | MultitauRun:
+    """:func:`correlate_multitau` with the XLA engine: stored frames in, one program."""
+    from xpcsviewer.compute._multitau_xla import XlaMultitau
+
+    dev = _xla_device(device)
+    corr = XlaMultitau(pixels, n_frames, m, normalize_frame, device=dev)
+    npb = get_backend("numpy")
+    acc = (ScatteringAccumulator(pixels, n_frames, backend=npb, device=None,
+                                 compiled=worth_compiling(float(pixels.n_pixels) * n_frames))
+           if with_scattering else None)
+    marks = ([round(n_frames * (i + 1) / num_partial_g2) for i in range(num_partial_g2)]
+             if num_partial_g2 > 0 else [])
+    snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
+    idx = pixels.pixel_index
+    report(progress, cancel, 0, n_frames, "multi-tau")
+    step = max(int(chunk_size), 1)
+    for chunk in chunks:
+        flat = np.asarray(chunk).reshape(len(chunk), -1)
+        a = 0
+        while a < flat.shape[0]:
+            nxt_mark = next((k for k in marks if k > corr.n_processed), None)
+            take = min(flat.shape[0] - a, step)
+            if nxt_mark is not None:
+                take = min(take, nxt_mark - corr.n_processed)
+            part = flat[a: a + take]
+            corr.process(part)
+            if acc is not None:
+                acc.add(part, np.take(part, idx, axis=1))
+            a += take
+            if corr.n_processed in marks and (not snaps or snaps[-1][0] != corr.n_processed):
+                g, e, _ = corr.result()
+                snaps.append((corr.n_processed, g, e))
+            report(progress, cancel, corr.n_processed, n_frames, "multi-tau")
+    if corr.n_processed != n_frames:
+        raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
+    g2, err, g2s = corr.result()
+    res = MultitauResult(
+        delay_frames=corr.delays.copy(), g2=g2, g2_err=err, g2_static=g2s,
+        n_frames=corr.n_processed,
+        config={"delays_per_level": int(m), "normalize_frame": bool(normalize_frame),
+                "num_partial_g2": int(num_partial_g2), "backend": "jax",
+                "engine": "xla", "device": f"{dev.platform}:{dev.id}"})
     attach_snapshots(res, snaps)
     if acc is not None:
         return MultitauRun(res, acc)
