@@ -149,3 +149,23 @@ class JaxBackend:
 
     def block_until_ready(self, x: Any) -> Any:
         return jax.block_until_ready(x)
+
+
+# --- compile counting (issue 31: "one compiled program per job") ----------------------
+_COMPILE_EVENTS = {"lowered": 0, "compiled": 0}
+
+
+def _on_duration(event: str, duration: float, **_kw: Any) -> None:
+    if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+        _COMPILE_EVENTS["lowered"] += 1
+    elif event == "/jax/core/compile/backend_compile_duration":
+        _COMPILE_EVENTS["compiled"] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_duration)
+
+
+def compile_counts() -> dict[str, int]:
+    """Programs lowered (every jit cache miss, persistent-cache hits included) and
+    compiled by XLA (persistent-cache misses) in this process so far."""
+    return dict(_COMPILE_EVENTS)

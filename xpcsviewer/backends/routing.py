@@ -1,0 +1,278 @@
+"""Routing by whole-job cost: which device a job runs on (issue 31).
+
+A kernel-level crossover (``docs/device-routing.md``) does not hold for whole jobs: on a
+GPU machine every job was slower with the GPU because start-up, compilation, transfers
+and the host loop were not counted. Here a job's estimated wall time on each candidate
+device is
+
+    startup + compile + work * per_unit + bytes / bandwidth + steps * per_step
+
+with per-kind, per-device constants from a machine profile written by
+``xpcsviewer device --calibrate`` (conservative defaults without one: the CPU unless
+the job is large). ``route`` is called once at a job's entry, decided without importing
+JAX: a job routed to the CPU runs the CPU engines (numba/BLAS/NumPy) or JAX pinned to
+the CPU platform, so no GPU is initialised for it.
+
+Work units per kind:
+
+========== =========================================== =========================
+kind       work                                        bytes
+========== =========================================== =========================
+multitau   pixels x frames                             frames as stored
+twotime    pixels x frames**2 / 2 (multiply-adds)      frames as stored
+sparse     hits                                        hits x 10
+lsq        curves x points                             curves x points x 24
+nuts       curves x points x (warmup+samples) x chains curves x points x 24
+========== =========================================== =========================
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "KINDS",
+    "DeviceCost",
+    "MachineProfile",
+    "Route",
+    "estimate",
+    "gpu_present",
+    "load_profile",
+    "profile_path",
+    "route",
+    "save_profile",
+]
+
+KINDS = ("multitau", "twotime", "sparse", "lsq", "nuts")
+DEVICES = ("cpu", "gpu")
+PROFILE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class DeviceCost:
+    """Cost constants of one job kind on one device (seconds, bytes/s).
+
+    ``per_unit_s`` is None where the kind has no engine on that device.
+    """
+
+    startup_s: float = 0.0
+    compile_s: float = 0.0
+    per_unit_s: float | None = 0.0
+    bytes_per_s: float = float("inf")
+    per_step_s: float = 0.0
+
+    def seconds(self, work: float, nbytes: float = 0.0, steps: float = 0.0) -> float | None:
+        """Estimated wall time of a job, or None when the device cannot run it."""
+        if self.per_unit_s is None:
+            return None
+        move = 0.0 if self.bytes_per_s == float("inf") else nbytes / self.bytes_per_s
+        return (self.startup_s + self.compile_s + work * self.per_unit_s + move
+                + steps * self.per_step_s)
+
+
+def _defaults() -> dict[str, dict[str, DeviceCost]]:
+    # CPU: measured on the 2-core development machine (numba/BLAS engines, warm kernels;
+    # docs/device-routing.md). GPU: pessimistic start-up and compile figures from the
+    # H200 measurements of issue 26 (CUDA initialisation 2-3 s, XLA compiles) so that
+    # without a calibrated profile only large jobs leave the CPU.
+    gpu_start = 4.0
+    return {
+        "multitau": {"cpu": DeviceCost(per_unit_s=3.0e-9),
+                     "gpu": DeviceCost(gpu_start, 3.0, 2.0e-10, 1.0e10, 0.0)},
+        "twotime": {"cpu": DeviceCost(per_unit_s=6.0e-11),
+                    "gpu": DeviceCost(gpu_start, 4.0, 2.0e-12, 1.0e10, 0.0)},
+        "sparse": {"cpu": DeviceCost(per_unit_s=6.0e-8),
+                   "gpu": DeviceCost(per_unit_s=None)},
+        "lsq": {"cpu": DeviceCost(compile_s=1.0, per_unit_s=2.0e-6),
+                "gpu": DeviceCost(gpu_start, 2.0, 2.0e-7, 1.0e10, 0.0)},
+        "nuts": {"cpu": DeviceCost(compile_s=6.0, per_unit_s=4.0e-7),
+                 "gpu": DeviceCost(gpu_start, 8.0, 2.0e-6, 1.0e10, 0.0)},
+    }
+
+
+@dataclass(frozen=True)
+class MachineProfile:
+    """Per-kind, per-device cost constants of one machine."""
+
+    costs: Mapping[str, Mapping[str, DeviceCost]]
+    source: str = "defaults"
+    machine: Mapping[str, Any] = field(default_factory=dict)
+
+    def cost(self, kind: str, device: str) -> DeviceCost:
+        _check_kind(kind)
+        by_dev = self.costs.get(kind) or {}
+        got = by_dev.get(device)
+        return got if got is not None else DEFAULT_PROFILE.costs[kind][device]
+
+    def to_json(self) -> dict:
+        return {"version": PROFILE_VERSION, "source": self.source, "machine": dict(self.machine),
+                "costs": {k: {d: asdict(c) for d, c in v.items()} for k, v in self.costs.items()}}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], source: str) -> MachineProfile:
+        if obj.get("version") != PROFILE_VERSION:
+            raise ValueError(f"profile version {obj.get('version')!r}, expected {PROFILE_VERSION}")
+        costs: dict[str, dict[str, DeviceCost]] = {}
+        for kind, by_dev in dict(obj.get("costs", {})).items():
+            _check_kind(kind)
+            costs[kind] = {}
+            for dev, c in dict(by_dev).items():
+                if dev not in DEVICES:
+                    raise ValueError(f"unknown device {dev!r} in profile (use cpu, gpu)")
+                costs[kind][dev] = DeviceCost(**{k: (None if v is None else float(v))
+                                                 for k, v in dict(c).items()})
+        return cls(costs, source, dict(obj.get("machine", {})))
+
+
+DEFAULT_PROFILE = MachineProfile(_defaults())
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown job kind {kind!r}; use one of {', '.join(KINDS)}")
+
+
+def profile_path(env: Mapping[str, str] | None = None) -> Path:
+    """``XPCS_DEVICE_PROFILE`` or ``~/.cache/xpcsviewer/device-profile.json``."""
+    env = os.environ if env is None else env
+    raw = env.get("XPCS_DEVICE_PROFILE", "").strip()
+    if raw:
+        return Path(raw).expanduser()
+    base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "xpcsviewer" / "device-profile.json"
+
+
+def load_profile(path: Path | None = None) -> MachineProfile:
+    """The machine's calibrated profile, or the defaults (with a logged reason) when
+    there is none or it cannot be read."""
+    p = profile_path() if path is None else Path(path)
+    if not p.is_file():
+        return DEFAULT_PROFILE
+    try:
+        return MachineProfile.from_json(json.loads(p.read_text()), str(p))
+    except (OSError, ValueError, TypeError) as exc:
+        logger.warning("device profile %s not used (%s); using the defaults", p, exc)
+        return DEFAULT_PROFILE
+
+
+def save_profile(profile: MachineProfile, path: Path | None = None) -> Path:
+    """Write ``profile`` atomically (temporary file, then rename)."""
+    p = profile_path() if path is None else Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(profile.to_json(), indent=2))
+    os.replace(tmp, p)
+    return p
+
+
+def gpu_present(env: Mapping[str, str] | None = None) -> bool:
+    """Whether a GPU can be used, decided without importing JAX or initialising CUDA:
+    an accelerator plugin is installed and not pinned away, and the driver lists a GPU."""
+    from xpcsviewer.backends.device import accelerator_possible
+
+    if not accelerator_possible(env):
+        return False
+    nv = Path("/proc/driver/nvidia/gpus")
+    if nv.is_dir() and any(nv.iterdir()):
+        return True
+    return Path("/dev/nvidia0").exists() or Path("/dev/kfd").exists()
+
+
+@dataclass(frozen=True)
+class Route:
+    """A job's device and why: ``device`` is "cpu" or "gpu"."""
+
+    kind: str
+    device: str
+    reason: str
+    estimates: Mapping[str, float | None]
+    profile: str
+
+    def as_config(self) -> dict[str, Any]:
+        """Entries for a result file's config / a log line."""
+        out: dict[str, Any] = {"route_device": self.device, "route_reason": self.reason,
+                               "route_profile": self.profile}
+        for d, s in self.estimates.items():
+            if s is not None:
+                out[f"route_{d}_s_est"] = round(float(s), 4)
+        return out
+
+
+def estimate(kind: str, device: str, work: float, nbytes: float = 0.0, steps: float = 0.0,
+             profile: MachineProfile | None = None) -> float | None:
+    """Estimated seconds of a ``kind`` job on ``device`` (None: no engine there)."""
+    prof = load_profile() if profile is None else profile
+    return prof.cost(kind, device).seconds(float(work), float(nbytes), float(steps))
+
+
+def route(kind: str, *, work: float, nbytes: float = 0.0, steps: float = 0.0,
+          requested: str | None = None, profile: MachineProfile | None = None,
+          accelerators: Sequence[str] | bool | None = None) -> Route:
+    """Choose the device of one job.
+
+    Parameters
+    ----------
+    kind : {"multitau", "twotime", "sparse", "lsq", "nuts"}
+    work, nbytes, steps : float
+        The job's work units (see the module table), bytes it would move to a device,
+        and host-loop steps.
+    requested : {"auto", "cpu", "gpu"}, optional
+        The job's request; default the current RunConfig's device. An explicit device
+        wins (a GPU request without a GPU, or without a GPU engine for the kind, gives
+        the CPU with the reason).
+    profile : MachineProfile, optional
+        Default: :func:`load_profile`.
+    accelerators : bool or sequence, optional
+        Whether a GPU is present (tests inject it); default :func:`gpu_present`.
+
+    Returns
+    -------
+    Route
+    """
+    _check_kind(kind)
+    if requested is None:
+        from xpcsviewer.backends.config import current_config
+
+        requested = current_config().device
+    prof = load_profile() if profile is None else profile
+    has_gpu = gpu_present() if accelerators is None else bool(accelerators)
+    est = {d: prof.cost(kind, d).seconds(float(work), float(nbytes), float(steps))
+           for d in DEVICES}
+    if not has_gpu:
+        est["gpu"] = None
+    src = prof.source
+    if requested == "cpu":
+        return Route(kind, "cpu", "CPU requested", est, src)
+    if requested == "gpu":
+        if not has_gpu:
+            return Route(kind, "cpu", "GPU requested but none is present", est, src)
+        if est["gpu"] is None:
+            return Route(kind, "cpu", f"no GPU engine for {kind} jobs", est, src)
+        return Route(kind, "gpu", "GPU requested", est, src)
+    if not has_gpu:
+        return Route(kind, "cpu", "no GPU present", est, src)
+    if est["gpu"] is None:
+        return Route(kind, "cpu", f"no GPU engine for {kind} jobs", est, src)
+    cpu, gpu = est["cpu"], est["gpu"]
+    assert cpu is not None
+    if gpu < cpu:
+        why = f"GPU est. {gpu:.2f} s < CPU est. {cpu:.2f} s ({src})"
+        return Route(kind, "gpu", why, est, src)
+    return Route(kind, "cpu", f"CPU est. {cpu:.2f} s <= GPU est. {gpu:.2f} s ({src})", est, src)
+
+
+def timed(fn: Any) -> float:
+    """Wall seconds of ``fn()`` (for calibration)."""
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
