@@ -18,7 +18,10 @@ Rows (defaults are the issue's workloads):
   measured in the same process, as multiply-adds per second).
 - ``twotime``: 128x128 x 4,000 frames, 8 dynamic / 80 static rings. Job:
   ``xpcsviewer correlate --mode twotime`` (writes 8 float32 upper-triangle maps) vs
-  xpcs-correlator's ``correlator_dense_reference`` on the same frames and ROIs.
+  boost-corr's API job (``TwotimeCorrelator`` as its 8-ID-I driver uses it: float32
+  cache, static smoothing, maps and g2 written to HDF5) and xpcs-correlator's
+  ``correlator_dense_reference`` on the same frames and ROIs. Per-run ratios are
+  printed too (ours and theirs alternate, so each ratio pairs neighbouring runs).
 - SAXS-1D / q-map: ``benchmarks/saxs_reduction.py`` (pyFAI).
 
 Every job is a fresh process timed from the outside (wall clock, Python start-up and
@@ -195,6 +198,55 @@ def boost_worker(spec: dict) -> dict:
     return {"seconds": dt, "torch": torch.__version__}
 
 
+def boost_twotime_worker(spec: dict) -> dict:
+    """Runs inside .bench-venvs/boost: boost-corr's two-time API job.
+
+    What its 8-ID-I two-time driver does with the correlator, minus its own raw and
+    q-map readers: pixels sorted bin by bin (its ``qinfo``), every frame cached as
+    float32, static-bin smoothing, one float32 GEMM per bin, g2 by bincount, and each
+    map's upper triangle written to HDF5 as its result writer does (one lzf chunk).
+    """
+    import h5py
+    import torch
+    from boost_corr.twotime import TwotimeCorrelator
+
+    frames = np.load(spec["raw"], mmap_mode="r")
+    n, h, w = frames.shape
+    with h5py.File(spec["qmap"], "r") as f:
+        dq = f["/qmap/dynamic_roi_map"][()].ravel().astype(int)
+        sq = f["/qmap/static_roi_map"][()].ravel().astype(int)
+    info: dict = {"dq_slc": [], "sq_slc": [], "dq_idx": [], "sq_idx": []}
+    cols, start = [], 0
+    for d in np.unique(dq[dq > 0]):
+        d_start = start
+        for s in np.unique(sq[(dq == d) & (sq > 0)]):
+            pix = np.flatnonzero((dq == d) & (sq == s))
+            cols.append(pix)
+            info["sq_slc"].append(slice(start, start + pix.size))
+            info["sq_idx"].append(int(s))
+            start += pix.size
+        info["dq_idx"].append(int(d))
+        info["dq_slc"].append(slice(d_start, start))
+    idx = np.concatenate(cols)
+    crop = torch.zeros(h * w, dtype=torch.bool)
+    crop[torch.from_numpy(idx)] = True
+    tc = TwotimeCorrelator(info, frame_num=n, det_size=(h, w), method="normal",
+                           mask_crop=crop, window=1024, device="cpu")
+    for a in range(0, n, 128):
+        blk = np.asarray(frames[a : a + 128]).reshape(-1, h * w)[:, idx]
+        tc.process(torch.from_numpy(blk.astype(np.float32)))
+    tc.post_processing(smooth_method="sqmap")
+    with h5py.File(spec["out"], "w") as f:
+        for payload in tc.get_twotime_generator():
+            for key, val in payload.items():
+                val = np.asarray(val)
+                if val.ndim == 2 and val.size > 8192:
+                    f.create_dataset(key, data=val, compression="lzf", chunks=val.shape)
+                else:
+                    f.create_dataset(key, data=val)
+    return {"torch": torch.__version__}
+
+
 def xpcscorr_worker(spec: dict) -> dict:
     """Runs inside .bench-venvs/xpcscorr: the dense reference two-time correlator."""
     import h5py
@@ -302,26 +354,39 @@ def row_twotime(args, tmp: Path, rec: list) -> None:
     raw, qpath = write_inputs(tmp, size, n, 8, 80)
     out = tmp / "tt.hdf"
     xc = VENVS / "xpcscorr" / "bin" / "python"
+    boost = VENVS / "boost" / "bin" / "python"
     ours_cmd = [str(OURS), "-m", "xpcsviewer", "correlate", str(raw), "--qmap", str(qpath),
-                "-o", str(out), "--mode", "twotime", "--quiet"]
-    res: dict[str, list] = {"ours": [], "xpcs-correlator": []}
-    for _ in range(args.repeats):
+                "-o", str(out), "--mode", "twotime", "--quiet", "--overwrite"]
+    spec = {"raw": str(raw), "qmap": str(qpath), "out": str(tmp / "tt_boost.hdf")}
+    tools = [(name, py, entry) for name, py, entry in (
+        ("boost-corr", boost, "boost-twotime-worker"),
+        ("xpcs-correlator", xc, "xpcscorr-worker")) if py.exists()]
+    res: dict[str, list] = {"ours": [], **{name: [] for name, _, _ in tools}}
+    for _ in range(args.repeats):  # alternately, so that load changes hit every tool
         res["ours"].append(job(ours_cmd))
-        if xc.exists():
-            res["xpcs-correlator"].append(job(worker_cmd(xc, "xpcscorr-worker",
-                                                         {"raw": str(raw), "qmap": str(qpath)})))
+        for name, py, entry in tools:
+            res[name].append(job(worker_cmd(py, entry, spec)))
     line = {k: (med([t for t, _, _ in v]), med([m for _, m, _ in v])) for k, v in res.items() if v}
+    spread = {k: (min(t for t, _, _ in v), max(t for t, _, _ in v)) for k, v in res.items() if v}
     for k, (t, m) in line.items():
-        print(f"  job  {k:15s} {t:7.2f} s  {n / t:7.1f} frames/s  peak RSS {m:6.0f} MB")
-    if "xpcs-correlator" in line:
-        o, r = line["ours"], line["xpcs-correlator"]
-        print(f"  job  ratio ours / xpcs-correlator: time {o[0] / r[0]:.2f}, memory "
-              f"{o[1] / r[1]:.2f} (goal <= 1.0 both)")
-    else:
-        print("  xpcs-correlator: skipped (no .bench-venvs/xpcscorr; make bench-refs)")
+        lo, hi = spread[k]
+        print(f"  job  {k:15s} {t:7.2f} s ({lo:.2f}-{hi:.2f})  {n / t:7.1f} frames/s  "
+              f"peak RSS {m:6.0f} MB")
+    ratios = {}
+    for name, _, _ in tools:
+        o, r = line["ours"], line[name]
+        per_run = [a[0] / b[0] for a, b in zip(res["ours"], res[name], strict=True)]
+        ratios[name] = per_run
+        print(f"  job  ratio ours / {name}: time {o[0] / r[0]:.2f} (runs "
+              f"{', '.join(f'{x:.2f}' for x in per_run)}), memory {o[1] / r[1]:.2f} "
+              "(goal <= 1.0)")
+    for name in ("boost-corr", "xpcs-correlator"):
+        if name not in line:
+            print(f"  {name}: skipped (not in .bench-venvs/; make bench-refs)")
     macs = 0.5 * n * n * size * size
     print(f"  arithmetic: {macs:.2e} multiply-adds (half of X Xᵀ over all bins)")
-    rec.append({"row": "twotime", "size": size, "frames": n, "jobs": line})
+    rec.append({"row": "twotime", "size": size, "frames": n, "jobs": line,
+                "runs": {k: [t for t, _, _ in v] for k, v in res.items()}, "ratios": ratios})
 
 
 def main() -> int:
@@ -336,10 +401,12 @@ def main() -> int:
     ap.add_argument("--before", action="store_true",
                     help="also time the NumPy array kernels (the engine before the compiled one)")
     ap.add_argument("--json", default=None)
-    for name in ("ours-warm-worker", "boost-worker", "xpcscorr-worker"):
+    for name in ("ours-warm-worker", "boost-worker", "boost-twotime-worker",
+                 "xpcscorr-worker"):
         ap.add_argument(f"--{name}", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     for name, fn in (("ours_warm_worker", ours_warm_worker), ("boost_worker", boost_worker),
+                     ("boost_twotime_worker", boost_twotime_worker),
                      ("xpcscorr_worker", xpcscorr_worker)):
         val = getattr(args, name)
         if val:

@@ -231,3 +231,63 @@ def test_cpu_job_compiles_nothing(rng, monkeypatch):
     dq, sq = _partition()
     res = correlate_twotime(rng.poisson(1.0, (20, *dq.shape)), dq, sq, backend=get_backend("jax"))
     assert res.config["backend"] == "numpy"
+
+
+def test_cpu_scattering_equals_the_accumulator(rng):
+    # the CPU job's means come from its reading pass (static-bin runs of the store, the
+    # other bins' pixels, the image sum): equal to ScatteringAccumulator fed the frames
+    from xpcsviewer.compute._binning import select_pixels
+    from xpcsviewer.compute.multitau import ScatteringAccumulator
+
+    dq, sq = _partition()
+    mask = np.ones(dq.shape, bool)
+    mask[0, :3] = False
+    n = 37
+    frames = rng.poisson(2.0, (n, *dq.shape)).astype(np.uint16)
+    be = get_backend("numpy")
+    for bins in ("2", None):
+        run = correlate_twotime(frames, dq, sq, mask, dq_bins=bins, chunk_size=10,
+                                with_scattering=True, backend=be)
+        acc = ScatteringAccumulator(select_pixels(dq, sq, mask), n, backend=be, compiled=False)
+        for a in range(0, n, 10):
+            flat = frames[a : a + 10].reshape(-1, dq.size)
+            acc.add(flat, flat[:, acc.pixels.pixel_index].astype(np.float64))
+        got = run.scattering
+        assert got.count == n
+        np.testing.assert_allclose(got.mean_image(), acc.mean_image(), rtol=1e-14)
+        np.testing.assert_allclose(got.saxs_1d(), acc.saxs_1d(), rtol=1e-14)
+        np.testing.assert_allclose(got.saxs_1d_segments(4), acc.saxs_1d_segments(4), rtol=1e-14)
+        np.testing.assert_allclose(got.intensity_vs_time(), acc.intensity_vs_time(), rtol=1e-14)
+
+
+@pytest.mark.parametrize("smooth", ["sqmap", "dqmap"])
+def test_cpu_paths_equal_the_reference(smooth, rng, monkeypatch):
+    # a bin whose rows are held whole (factors from the reading pass's static-bin sums),
+    # and one wider than its map with no cache (tiles normalised again per block); an
+    # all-zero frame and an all-zero static bin in some frames
+    import xpcsviewer.compute.twotime as tt
+
+    dq, sq = _partition(6, 40)
+    dq[:, 4:] = 2  # bin 1: 24 pixels, bin 2: 216 pixels
+    sq[:, 4:] = 5 + (np.arange(6 * 36).reshape(6, 36) % 3)
+    n = 30
+    frames = rng.poisson(1.5, (n, *dq.shape)).astype(np.uint16)
+    frames[4] = 0
+    frames[7:9][:, sq == 6] = 0
+    monkeypatch.setattr(tt, "CACHE_BYTES", 0)
+    res = correlate_twotime(frames, dq, sq, smooth=smooth, block_rows=16, chunk_size=7,
+                            backend=get_backend("numpy"))
+    flat = frames.reshape(n, -1).astype(np.float64)
+    for i, b in enumerate(res.processed_bins):
+        pix = np.flatnonzero(dq.ravel() == b)
+        y = flat[:, pix].copy()
+        groups = sq.ravel()[pix] if smooth == "sqmap" else np.zeros(pix.size)
+        for g in np.unique(groups):
+            m = groups == g
+            mean = y[:, m].mean(axis=1, keepdims=True)
+            y[:, m] /= np.where(mean > 0, mean, 1.0)
+        den = np.outer(y.sum(axis=1), y.sum(axis=1))
+        ref = pix.size * (y @ y.T) / np.where(den > 0, den, 1.0)
+        np.testing.assert_allclose(res.c2[i], ref, rtol=1e-12, atol=1e-15)
+        assert not res.c2[i][4].any()
+        np.testing.assert_allclose(res.g2_full[:, i], c2_diagonal_mean(ref), rtol=1e-12)
