@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("jax")
 
-from xpcsviewer.backends import get_backend, get_transfer_stats, reset_transfer_stats  # noqa: E402
-from xpcsviewer.compute import _multitau_xla  # noqa: E402
-from xpcsviewer.compute.multitau import correlate_multitau  # noqa: E402
+from xpcsviewer.backends import get_backend, get_transfer_stats, reset_transfer_stats
+from xpcsviewer.compute import _multitau_xla
+from xpcsviewer.compute.multitau import correlate_multitau
 
 
 def _maps(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """The XLA engine of the multi-tau correlator: one compiled program per job.
 
 Why: the array-kernel engine (``engine="backend"``) compiled a kernel per block shape
-and level (22 XLA programs for a 256²×10k job), turned frames into float64 and gathered
+and level (22 XLA programs for a 256x256 x 10k job), turned frames into float64 and gathered
 them on the host, sent ~4x the frames' bytes, and ran the level loop in Python.
 
 Here a job compiles two programs, whatever its frame count:
@@ -30,8 +30,12 @@ import numpy as np
 from xpcsviewer.backends import get_backend
 from xpcsviewer.backends.conversions import count_host_to_device, ensure_numpy
 from xpcsviewer.compute._binning import PixelBins
-from xpcsviewer.compute.multitau_pixels import MIN_PAIRS, combine_bin_sums, pixel_terms, \
-    reduce_pixel_terms
+from xpcsviewer.compute.multitau_pixels import (
+    MIN_PAIRS,
+    combine_bin_sums,
+    pixel_terms,
+    reduce_pixel_terms,
+)
 
 __all__ = ["XlaMultitau"]
 
@@ -75,47 +79,70 @@ def _build_step(jax: Any, lay: _Layout, gather: bool, normalize: bool, mesh: Any
     buf, m, w = lay.buf, lay.m, lay.tile
     sizes = _level_sizes(lay.block, lay.n_levels)
     xs_of = [tuple(range(1, buf + 1))] + [tuple(range(m + 1, buf + 1))] * (lay.n_levels - 1)
-    tiles_per_shard = lay.n_tiles // lay.n_shards
 
-    def _products(ext, s, xs):
-        # sums of products for the delays xs, streamed over ROWS frames at a time: a
-        # window of buf + ROWS rows stays in registers/L1 (one fused multiply-reduce over
-        # the whole block with shifted slices ran 4-6x slower on XLA:CPU)
-        def body(i, acc):
+    def _products(ext, s, xs, width):
+        # Sums of products for the delays xs and the sum of the block's rows, streamed
+        # ROWS frames per loop step as row updates of a (buf, width) accumulator.
+        # XLA:CPU reduces over a major axis column by column (40x slower than NumPy
+        # measured for a (256, 65536) sum over frames), so no reduction over frames
+        # appears here.
+        k0 = xs[0]
+
+        def body(i, carry):
+            acc, tot = carry
             win = lax.dynamic_slice_in_dim(ext, i * ROWS, buf + ROWS)
-            blk = win[buf:]
-            return acc + jnp.stack([(blk * win[buf - k: buf - k + ROWS]).sum(axis=0)
-                                    for k in xs] + [jnp.zeros(w)] * (buf - len(xs)))
-        return lax.fori_loop(0, s // ROWS, body, jnp.zeros((buf, w)))
+            for r in range(ROWS):
+                row = win[buf + r]
+                # rows buf+r-k0, ..., buf+r-k_last (newest first)
+                lagged = win[buf + r - xs[-1]: buf + r - k0 + 1][::-1]
+                acc = acc + row[None, :] * lagged
+                tot = tot + row
+            return acc, tot
+
+        acc, tot = lax.fori_loop(0, s // ROWS, body,
+                                 (jnp.zeros((len(xs), width)), jnp.zeros(width)))
+        if len(xs) < buf:
+            acc = jnp.concatenate([acc, jnp.zeros((buf - len(xs), width))])
+        return acc, tot
+
+    def level(lv, x, h, f, sp, tt, nv, hl, cnt):
+        """One level's update; x (sizes[lv], width), state (rows, width)."""
+        s, width = sizes[lv], x.shape[1]
+        ext = jnp.concatenate([h, x], axis=0)  # (buf + s, width)
+        prods, tot = _products(ext, s, xs_of[lv], width)
+        new_h = lax.dynamic_slice_in_dim(ext, nv[lv], buf)
+        # first frames (for IF): rows count..count+nv of the level, while < buf
+        fidx = jnp.arange(buf) - (cnt[lv] - nv[lv])
+        ok = (fidx >= 0) & (fidx < nv[lv])
+        got = jnp.take(x, jnp.clip(fidx, 0, s - 1), axis=0)
+        new_f = jnp.where(ok[:, None], got, f)
+        nxt = None
+        if lv + 1 < lay.n_levels:
+            seg = lax.dynamic_slice_in_dim(ext, buf - hl[lv], s)
+            nxt = 0.5 * (seg[0::2] + seg[1::2])
+            keep = jnp.arange(s // 2) < (nv[lv] + hl[lv]) // 2
+            nxt = jnp.where(keep[:, None], nxt, 0.0)
+            if s // 2 < sizes[lv + 1]:
+                nxt = jnp.concatenate([nxt, jnp.zeros((sizes[lv + 1] - s // 2, width))])
+        return new_h, new_f, sp + prods, tt + tot, nxt
 
     def one_tile(x, hist, first, sumprod, total, nv, hl, cnt):
-        # x: (block, w) float64; state (levels, rows, w)
+        # every level of one tile: x (block, w); state (levels, rows, w)
         hs, fs, ss, ts = [], [], [], []
         for lv in range(lay.n_levels):
-            s = sizes[lv]
-            ext = jnp.concatenate([hist[lv], x], axis=0)  # (buf + s, w)
-            ss.append(sumprod[lv] + _products(ext, s, xs_of[lv]))
-            ts.append(total[lv] + x.sum(axis=0))
-            hs.append(lax.dynamic_slice_in_dim(ext, nv[lv], buf))
-            # first frames (for IF): rows count..count+nv of the level, while < buf
-            fidx = jnp.arange(buf) - (cnt[lv] - nv[lv])
-            ok = (fidx >= 0) & (fidx < nv[lv])
-            got = jnp.take(x, jnp.clip(fidx, 0, s - 1), axis=0)
-            fs.append(jnp.where(ok[:, None], got, first[lv]))
-            if lv + 1 < lay.n_levels:
-                seg = lax.dynamic_slice_in_dim(ext, buf - hl[lv], s)
-                nxt = 0.5 * seg.reshape(s // 2, 2, w).sum(axis=1)
-                keep = jnp.arange(s // 2) < (nv[lv] + hl[lv]) // 2
-                nxt = jnp.where(keep[:, None], nxt, 0.0)
-                if s // 2 < sizes[lv + 1]:
-                    nxt = jnp.concatenate([nxt, jnp.zeros((sizes[lv + 1] - s // 2, w))])
-                x = nxt
-        return jnp.stack(hs), jnp.stack(fs), jnp.stack(ss), jnp.stack(ts)
+            h, f, sp, tt, x = level(lv, x, hist[lv], first[lv], sumprod[lv], total[lv],
+                                    nv, hl, cnt)
+            hs.append(h)
+            fs.append(f)
+            ss.append(sp)
+            ts.append(tt)
+        return jnp.stack(hs), jnp.stack(fs), jnp.stack(ss), jnp.stack(ts), x
 
     def shard_body(hist, first, sumprod, total, raw, idx, nv, hl, hl_prev, cnt, scale):
         # hist etc.: (tiles_per_shard, levels, rows, w); raw: (block, pixels) stored
         # dtype; idx: (tiles_per_shard, w) pixel columns (-1: padding)
         del hl
+
         def tile_fn(args):
             t_idx, h, f, sp, tt = args
             cols = jnp.take(raw, jnp.clip(t_idx, 0, None), axis=1) if gather else \
@@ -126,7 +153,8 @@ def _build_step(jax: Any, lay: _Layout, gather: bool, normalize: bool, mesh: Any
             x = jnp.where((t_idx >= 0)[None, :], x, 0.0)
             return one_tile(x, h, f, sp, tt, nv, hl_prev, cnt)
 
-        return lax.map(tile_fn, (idx, hist, first, sumprod, total))
+        h, f, sp, tt, _ = lax.map(tile_fn, (idx, hist, first, sumprod, total))
+        return h, f, sp, tt
 
     if mesh is not None:
         from jax.sharding import PartitionSpec as Ps
@@ -149,7 +177,6 @@ def _build_step(jax: Any, lay: _Layout, gather: bool, normalize: bool, mesh: Any
             scale = jnp.ones(raw.shape[0])
         return body(hist, first, sumprod, total, raw, idx, nv, hl, hl_prev, cnt, scale)
 
-    del tiles_per_shard
     return jax.jit(step, donate_argnums=(0, 1, 2, 3))
 
 

@@ -494,7 +494,8 @@ def correlate_multitau(
         ``"xla"`` runs the whole job as one compiled XLA program per block
         (:mod:`~xpcsviewer.compute._multitau_xla`: frames sent as stored, gathered,
         converted and correlated through every level on the device; ``device`` picks
-        the CPU or the GPU). ``"backend"`` runs the level updates on the given backend's array kernels.
+        the CPU or the GPU). ``"backend"`` runs the level updates on the given
+        backend's array kernels.
         ``"compiled"`` runs the compiled CPU kernel (``_multitau_cpu``, numba): all
         levels in one cache-resident pass per pixel tile. ``"auto"``: a job on the CPU
         (NumPy backend, or JAX routed to the CPU) uses the compiled kernel when numba
