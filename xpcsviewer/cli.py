@@ -184,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", choices=("auto", "sparse", "dense"), default="auto",
                    help="correlate on photons (sparse) or on dense frames; auto (default) "
                         "takes the cheaper by a measured cost of the whole job and says which")
+    p.add_argument("--engine", choices=("auto", "compiled", "xla"), default="auto",
+                   help="dense correlators: compiled CPU kernels (numba/BLAS), or one XLA "
+                        "program per job on the routed device (--device); auto (default): "
+                        "the device by the job's estimated cost (device --calibrate), "
+                        "compiled on the CPU, XLA on a GPU")
     p.add_argument("--bin-time", type=float, default=None, metavar="SECONDS",
                    help="event lists (Timepix): frames of this length; without it the "
                         "time-tag mode correlates the arrival times (multi-tau only)")

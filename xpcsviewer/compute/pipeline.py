@@ -77,6 +77,7 @@ def correlate_to_result(
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
     g2_pixel_sink: Callable[[int, np.ndarray], None] | None = None,
+    engine: str = "auto",
 ) -> CorrelatedResult:
     """Correlate a frame stream on a partition into a result (nothing is written).
 
@@ -105,6 +106,9 @@ def correlate_to_result(
     g2_pixel_sink : callable ``(k, plane)``, optional
         Receives the per-pixel G2/IP/IF stack of the multi-tau pass one delay at a
         time, (3, H, W) float32 (e.g. :func:`xpcsviewer.io.g2stack.open_g2_stack_writer`).
+    engine : {"auto", "compiled", "xla"}
+        The dense correlators' engine (``"xla"``: one XLA program per job on
+        ``device``; two-time then runs the backend's jitted kernels on JAX).
 
     Returns
     -------
@@ -139,6 +143,7 @@ def correlate_to_result(
             num_partial_g2=num_partial_g2,
             with_scattering=True,
             pixel_sink=g2_pixel_sink,
+            engine=engine,
             **kw,
         )
         r, scat = run.multitau, run.scattering
@@ -147,9 +152,15 @@ def correlate_to_result(
     if mode in ("twotime", "both"):
         bins = parse_bins(dq_bins, qmap.n_dynamic)
         # float32 upper triangles: what the file stores, a quarter of the memory
+        kw_tt = dict(kw)
+        if engine == "xla":
+            from xpcsviewer.backends import get_backend
+
+            kw_tt["backend"] = get_backend("jax")
+            kw_tt["device"] = _xla_device(device)
         run_tt = correlate_twotime(
             chunks(), *maps, dq_bins=bins, with_scattering=scat is None,
-            c2_format="upper32", **kw
+            c2_format="upper32", engine="backend" if engine == "xla" else "auto", **kw_tt
         )
         if scat is None:
             r2, scat = run_tt.twotime, run_tt.scattering
@@ -162,6 +173,12 @@ def correlate_to_result(
                              frame_time=frame_time, count_time=count_time,
                              start_time=start_time, path=path, raw_path=raw_path)
     return CorrelatedResult(result, scat.mean_image(), c2_maps)
+
+
+def _xla_device(device: Any) -> Any:
+    from xpcsviewer.compute.multitau import _xla_device as dev
+
+    return dev(device)
 
 
 def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,

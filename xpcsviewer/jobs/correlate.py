@@ -23,6 +23,7 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import OutputRefusedError, check_output
+from xpcsviewer.jobs._correlate_route import plan_engine
 from xpcsviewer.jobs._correlate_sparse import (
     NonFiniteCount,
     checked_events,
@@ -198,7 +199,7 @@ def correlate_one(
     ``checked``: the output rule was already applied by the caller (a batch).
     Returns 0, or 1/2 after saying why; bad input data raises XpcsFileError.
     """
-    from xpcsviewer.backends import get_backend, get_job_backend
+    from xpcsviewer.backends import current_config, get_backend
     from xpcsviewer.compute.pipeline import correlate_to_result
     from xpcsviewer.compute.pipeline_sparse import correlate_events_to_result
     from xpcsviewer.compute.twotime import parse_bins
@@ -276,14 +277,22 @@ def correlate_one(
                 f"{have / 2**30:.1f} GiB are available; correlate fewer frames "
                 "(--end-frame, --stride-frame, --avg-frame)")
             return 1
-        # NumPy when no accelerator is possible: JAX never loads. The photon path runs
-        # numba kernels on the CPU: it never needs JAX (nor a GPU started for nothing)
-        be = get_backend("numpy") if choice.path == "sparse" else get_job_backend()
+        # The device by the job's estimated cost, decided before JAX loads: a job on
+        # the CPU runs the compiled kernels on the NumPy backend (no JAX, no GPU
+        # started for nothing); the photon path is a CPU engine.
+        itemsize = np.dtype(getattr(raw, "out_dtype", np.dtype(np.uint16))).itemsize
+        plan = plan_engine(getattr(args, "engine", "auto"), current_config().device, mode,
+                           qm, n, itemsize * qm.shape[0] * qm.shape[1], bins,
+                           photons=choice.path == "sparse")
+        be = get_backend("jax") if plan.needs_jax else get_backend("numpy")
+        if verbose_route(args, quiet):
+            say(f"xpcsviewer correlate: {plan.describe()}")
         used = (np.asarray(qm.dynamic_roi_map) > 0) | (np.asarray(qm.static_roi_map) > 0)
         notes: list[str] = []
         # the raw file's realpath goes into each config group (as the standard
         # correlator's config/raw)
-        common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name}
+        common_cfg = {**raw.describe(), "raw": os.path.realpath(raw_path), "backend": be.name,
+                      **plan.as_config()}
         if sparse:
             common_cfg.update(choice.as_config())
             common_cfg["raw_events"] = int(raw.n_events)
@@ -332,6 +341,8 @@ def correlate_one(
                             path=Path(output),
                             raw_path=os.path.realpath(raw_path),
                             backend=be,
+                            device=plan.device,
+                            engine=plan.engine,
                             progress=bar,
                             g2_pixel_sink=sink,
                         )
@@ -375,6 +386,13 @@ def correlate_one(
             parts.append(f"{choice.path} path ({choice.reason})")
         say(f"wrote {out}: {n} frames, " + ", ".join(parts))
     return 0
+
+
+def verbose_route(args: argparse.Namespace, quiet: bool) -> bool:
+    """Say the route when asked for (-v) or when a GPU or the XLA engine is involved."""
+    return not quiet and (bool(getattr(args, "verbose", False))
+                          or getattr(args, "engine", "auto") != "auto"
+                          or getattr(args, "device", None) not in (None, "auto"))
 
 
 def output_name(raw: str | Path) -> str:
