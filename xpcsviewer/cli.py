@@ -411,6 +411,10 @@ def _main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"xpcsviewer: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.command != "gui":
+        from xpcsviewer.backends.routing import set_one_shot
+
+        set_one_shot()
     with warnings.catch_warnings(), use_config(args.config):
         if not args.verbose:
             # Numerical warnings (all-NaN slices, 0/0) are expected on bad

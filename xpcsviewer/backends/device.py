@@ -215,6 +215,12 @@ class DeviceManager:
     def _detect_accelerators(self) -> list:
         if self.accelerators is not None:
             return list(self.accelerators)
+        from xpcsviewer.backends.routing import cpu_pinned, gpu_present
+
+        # asking JAX for GPUs starts every accelerator plugin (CUDA start-up: seconds):
+        # not where no GPU can be, nor in a process pinned to the CPU
+        if cpu_pinned() or not gpu_present(self.env):
+            return []
         import jax
 
         try:

@@ -46,6 +46,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
+from xpcsviewer.backends.routing import _apply_pending_pin  # noqa: E402
+
+_apply_pending_pin(jax)
 jax.config.update("jax_enable_x64", True)
 if jnp.zeros(0).dtype != jnp.float64:  # pragma: no cover - would be a JAX bug
     raise RuntimeError("JAX float64 (x64) could not be enabled; refusing to run in float32")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -45,12 +46,16 @@ __all__ = [
     "DeviceCost",
     "MachineProfile",
     "Route",
+    "cpu_pinned",
     "estimate",
     "gpu_present",
     "load_profile",
+    "pin_cpu",
     "profile_path",
     "route",
+    "route_and_pin",
     "save_profile",
+    "set_one_shot",
 ]
 
 KINDS = ("multitau", "twotime", "sparse", "lsq", "nuts")
@@ -276,3 +281,80 @@ def timed(fn: Any) -> float:
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t
+
+
+# --- one-shot processes: a job routed to the CPU never starts a GPU --------------------
+_STATE = {"one_shot": False, "pinned": False, "pin_pending": False}
+
+
+def set_one_shot(flag: bool = True) -> None:
+    """Mark this process as running one command (the command line, not the window):
+    a job routed to the CPU may then start JAX on the CPU platform only."""
+    _STATE["one_shot"] = bool(flag)
+
+
+def cpu_pinned() -> bool:
+    """Whether :func:`pin_cpu` took effect in this process."""
+    return _STATE["pinned"]
+
+
+def _jax_started() -> bool:
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src import xla_bridge
+
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):  # unknown JAX internals: assume started
+        return True
+
+
+def pin_cpu() -> bool:
+    """Start JAX on the CPU platform only, if it has not started and this is a one-shot
+    process: no GPU client is created and no accelerator plugin is imported (measured
+    on an H200: CUDA start-up made a CPU-routed fit of 100 files 6.1 s instead of 4.1 s).
+
+    Returns whether the pin is in force. In the window (not one-shot) nothing changes:
+    a later job there may want the GPU.
+    """
+    if _STATE["pinned"]:
+        return True
+    if not _STATE["one_shot"] or _jax_started() \
+            or "xpcsviewer.backends.jax_backend" in sys.modules:
+        return False
+    _STATE["pin_pending"] = True
+    from xpcsviewer.backends import get_backend
+
+    try:
+        get_backend("jax")  # its import applies the pin before JAX's backends start
+    except ImportError:  # no JAX: nothing can start a GPU
+        return False
+    finally:
+        _STATE["pin_pending"] = False
+    return _STATE["pinned"]
+
+
+def _apply_pending_pin(jax: Any) -> None:
+    """Called by the JAX backend's import between ``import jax`` and its first array."""
+    if not _STATE.get("pin_pending"):
+        return
+    jax.config.update("jax_platforms", "cpu")
+    try:
+        # JAX imports every installed accelerator plugin before it reads
+        # jax_platforms; marking discovery done keeps the CUDA plugin out of the process.
+        from jax._src import xla_bridge
+
+        if hasattr(xla_bridge, "_plugins_registered"):
+            xla_bridge._plugins_registered = True
+    except ImportError:  # pragma: no cover - JAX internals moved: the platform pin stays
+        pass
+    _STATE["pinned"] = True
+    logger.info("JAX pinned to the CPU for this process (job routed to the CPU)")
+
+
+def route_and_pin(kind: str, **kw: Any) -> Route:
+    """:func:`route`, then :func:`pin_cpu` when the job goes to the CPU."""
+    r = route(kind, **kw)
+    if r.device == "cpu":
+        pin_cpu()
+    return r
