@@ -225,9 +225,9 @@ def test_diagonal_sums_of_an_upper_map_equal_traces(rng):
 
 def test_cpu_job_compiles_nothing(rng, monkeypatch):
     # a JAX job on the CPU goes to BLAS through NumPy: no jitted kernel is built
-    import xpcsviewer.compute.twotime as tt
+    import xpcsviewer.compute._twotime_xla as tx
 
-    monkeypatch.setattr(tt, "_jax_kernels", lambda *a: pytest.fail("jitted kernels built"))
+    monkeypatch.setattr(tx, "upper_map_xla", lambda *a: pytest.fail("XLA engine used"))
     dq, sq = _partition()
     res = correlate_twotime(rng.poisson(1.0, (20, *dq.shape)), dq, sq, backend=get_backend("jax"))
     assert res.config["backend"] == "numpy"
@@ -291,3 +291,33 @@ def test_cpu_paths_equal_the_reference(smooth, rng, monkeypatch):
         np.testing.assert_allclose(res.c2[i], ref, rtol=1e-12, atol=1e-15)
         assert not res.c2[i][4].any()
         np.testing.assert_allclose(res.g2_full[:, i], c2_diagonal_mean(ref), rtol=1e-12)
+
+
+def test_xla_engine_matches_and_compiles_per_width_not_per_frames(rng):
+    """The XLA two-time engine (JAX on the CPU device) gives the CPU engine's maps, sends
+    each bin's frames once, and its programs do not depend on the frame count."""
+    import jax
+
+    from xpcsviewer.backends import get_transfer_stats, reset_transfer_stats
+    from xpcsviewer.backends.jax_backend import compile_counts
+    from xpcsviewer.compute import _twotime_xla
+
+    dq = np.ones((32, 32), int)
+    dq[:, 16:] = 2  # two bins of 512 pixels: no pixel padding
+    sq = (np.arange(32 * 32).reshape(32, 32) % 4) + 1 + 4 * (dq - 1)
+    cpu = jax.devices("cpu")[0]
+    lowered = []
+    for n in (48, 96):  # whole tiles of 16 frames: no frame padding
+        _twotime_xla._PROGRAMS.clear()
+        fr = rng.poisson(2.0, (n, *dq.shape)).astype(np.uint16)
+        ref = correlate_twotime(fr, dq, sq, backend=get_backend("numpy"))
+        before = compile_counts()["lowered"]
+        reset_transfer_stats()
+        got = correlate_twotime(fr, dq, sq, backend=get_backend("jax"), device=cpu,
+                                engine="backend", block_rows=16)
+        lowered.append(compile_counts()["lowered"] - before)
+        for a, b in zip(got.c2, ref.c2, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+        # frames sent once, as stored (uint16), plus the group tables
+        assert fr.nbytes <= get_transfer_stats().host_to_device_bytes <= 1.05 * fr.nbytes
+    assert lowered[0] == lowered[1] <= 2 * len(got.processed_bins)

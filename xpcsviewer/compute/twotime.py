@@ -38,11 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
+from xpcsviewer.backends import get_backend, resolve_device
 from xpcsviewer.compute._binning import (
     PixelBins,
-    kernel_cache,
-    segment_sum_rows,
     select_pixels,
 )
 from xpcsviewer.compute.multitau import ScatteringAccumulator, iter_array_chunks
@@ -99,39 +97,6 @@ TILE_BYTES = 64 << 20
 #: a bin's normalised frames are kept whole (each tile normalised once) up to this size
 #: or the size of its map, whichever is larger; beyond it tiles are recomputed
 CACHE_BYTES = 256 << 20
-
-
-def _jax_kernels(backend: Any) -> tuple[Any, Any]:
-    """Tile normalisation and block product for accelerators (one shape per job)."""
-
-    def build_norm() -> Any:
-        xp = backend.xp
-
-        def norm(x, sid, count, n_groups):
-            # x (r, pb) counts -> float64 values divided by their group's per-frame
-            # mean; S (r,) the per-frame sums after normalisation
-            x = x.astype(xp.float64)
-            gsum = segment_sum_rows(backend, x.T, sid, n_groups)  # (n_groups, r)
-            gmean = gsum / count[:, None]
-            gmean = xp.where(gmean > 0, gmean, 1.0)
-            y = x / gmean[sid].T
-            return y, y.sum(axis=1)
-
-        return backend.jit(norm, static_argnames="n_groups")
-
-    def build_gram() -> Any:
-        xp = backend.xp
-
-        def gram(yi, si, yj, sj, n_pix):
-            den = si[:, None] * sj[None, :]
-            return n_pix * (yi @ yj.T) / xp.where(den > 0, den, 1.0)
-
-        return backend.jit(gram)
-
-    return (
-        kernel_cache(backend, ("twotime_norm",), build_norm),
-        kernel_cache(backend, ("twotime_gram",), build_gram),
-    )
 
 
 def _group_layout(group_id: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -290,24 +255,9 @@ def _upper_map(
             if a0 > 0:
                 c[a0:a1, :a0] = 0.0
     else:
-        norm_k, gram = _jax_kernels(backend)
-        gid = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
-        sid = backend.asarray(gid, device=device)
-        cnt = backend.asarray(counts.astype(np.float64), device=device)
+        from xpcsviewer.compute._twotime_xla import upper_map_xla
 
-        def tile(a0: int, a1: int) -> tuple[Any, Any]:
-            # padded to ``rows`` frames so one shape serves the whole job
-            buf = np.zeros((rows, pb), dtype=np.float32)
-            buf[: a1 - a0] = x[a0:a1]
-            return norm_k(backend.asarray(buf, device=device), sid, cnt, n_groups=int(counts.size))
-
-        c[:] = 0.0
-        for i, (a0, a1) in enumerate(tiles):
-            yi, si = tile(a0, a1)
-            for b0, b1 in tiles[i:]:
-                yj, sj = (yi, si) if b0 == a0 else tile(b0, b1)
-                blk = ensure_numpy(gram(yi, si, yj, sj, float(pb)))[: a1 - a0, : b1 - b0]
-                c[a0:a1, b0:b1] = np.triu(blk) if b0 == a0 else blk
+        upper_map_xla(np.asarray(x), counts, c, rows, device)
     return c
 
 
