@@ -344,8 +344,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", nargs=2, type=int, default=(1400, 900), metavar=("W", "H"),
                    help="window size in pixels, each 200..8192 (default 1400 900)")
 
-    p = add("device", "backend, devices and routing threshold")
+    p = add("device", "backend, devices, routing and the machine's job-cost profile")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--calibrate", action="store_true",
+                   help="measure this machine's job costs per kind and device (about a "
+                        "minute on the CPU) and write the profile that routes jobs")
+    p.add_argument("--no-nuts", action="store_true",
+                   help="with --calibrate: skip the Bayesian (NUTS) rows")
+    p.add_argument("--profile", default=None, metavar="PATH",
+                   help="profile file (default: XPCS_DEVICE_PROFILE or "
+                        "~/.cache/xpcsviewer/device-profile.json)")
     return parser
 
 

@@ -1,0 +1,212 @@
+"""``xpcsviewer device --calibrate``: measure this machine's job costs (issue 31).
+
+Each job kind runs at two sizes on each device present (the CPU always, a GPU when one
+is), warm, and once cold; per device and kind the profile stores
+
+- ``per_unit_s`` = (t_large - t_small) / (work_large - work_small), warm;
+- ``compile_s`` = the fixed part of a job: the cold first call minus the warm one, plus
+  the warm intercept (whatever does not grow with the work);
+- for the GPU ``startup_s`` (a fresh process that starts the GPU minus one that starts
+  the CPU only) and ``bytes_per_s`` (host to device copies of 256 MiB).
+
+The figures are whole calls of the job functions, so they include transfers and the
+host loop. Written atomically to :func:`~xpcsviewer.backends.routing.profile_path`.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.backends.routing import DeviceCost, MachineProfile, gpu_present
+
+__all__ = ["calibrate"]
+
+
+def _best(fn: Callable[[], Any], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def _fit(cold: float, sizes: list[tuple[float, float]]) -> dict[str, float]:
+    """Per-unit slope and fixed part from warm (work, seconds) pairs and a cold call of
+    the smaller size."""
+    (w1, t1), (w2, t2) = sizes
+    slope = max((t2 - t1) / max(w2 - w1, 1.0), 1e-18)
+    fixed = max(0.0, t1 - slope * w1) + max(0.0, cold - t1)
+    return {"per_unit_s": slope, "compile_s": fixed}
+
+
+def _rings(h: int, w: int, n_dyn: int) -> tuple[np.ndarray, np.ndarray]:
+    yy, xx = np.mgrid[:h, :w]
+    r = np.hypot(yy - h / 2, xx - w / 2)
+    dq = np.clip((r / r.max() * n_dyn).astype(int) + 1, 1, n_dyn)
+    sq = (dq - 1) * 4 + np.clip((r / r.max() * n_dyn * 4).astype(int) % 4, 0, 3) + 1
+    return dq, sq
+
+
+def _multitau(device: str, repeats: int) -> dict[str, float]:
+    from xpcsviewer.compute.multitau import correlate_multitau
+
+    rng = np.random.default_rng(0)
+    engine = "compiled" if device == "cpu" else "xla"
+    out = []
+    cold = None
+    for side, n in ((64, 1024), (128, 2048)):
+        fr = rng.poisson(1.0, (n, side, side)).astype(np.uint16)
+        dq, sq = _rings(side, side, 8)
+
+        def job(fr=fr, dq=dq, sq=sq) -> Any:
+            return correlate_multitau(fr, dq, sq, None, engine=engine, device=device)
+
+        if cold is None:
+            cold = _best(job, 1)
+        out.append((float(side * side * n), _best(job, repeats)))
+    return _fit(cold, out)
+
+
+def _twotime(device: str, repeats: int) -> dict[str, float]:
+    from xpcsviewer.backends import get_backend
+    from xpcsviewer.compute.twotime import correlate_twotime
+
+    rng = np.random.default_rng(1)
+    be = get_backend("numpy") if device == "cpu" else get_backend("jax")
+    kw: dict[str, Any] = {"engine": "auto"} if device == "cpu" else {
+        "engine": "backend", "device": _jax_device(device)}
+    out = []
+    cold = None
+    for n in (512, 1024):
+        fr = rng.poisson(1.0, (n, 64, 64)).astype(np.uint16)
+        dq, sq = _rings(64, 64, 4)
+        pix = float((dq > 0).sum())
+
+        def job(fr=fr, dq=dq, sq=sq) -> Any:
+            return correlate_twotime(fr, dq, sq, backend=be, **kw)
+
+        if cold is None:
+            cold = _best(job, 1)
+        out.append((pix * n * n / 2.0, _best(job, repeats)))
+    return _fit(cold, out)
+
+
+def _curves(b: int, t: int = 60) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(2)
+    tau = np.geomspace(1e-5, 1.0, t)
+    rate = np.geomspace(10.0, 1e4, b)[:, None]
+    g2 = 1.0 + 0.2 * np.exp(-2 * rate * tau[None, :])
+    err = np.full_like(g2, 2e-3)
+    g2 = g2 + rng.normal(0, 2e-3, g2.shape)
+    return np.broadcast_to(tau, g2.shape), g2, err
+
+
+def _lsq(device: str, repeats: int) -> dict[str, float]:
+    from xpcsviewer.fitting import fit_g2
+
+    out = []
+    cold = None
+    for b in (36, 720):
+        tau, g2, err = _curves(b)
+
+        def job(tau=tau, g2=g2, err=err) -> Any:
+            return fit_g2(tau, g2, err, model="single", device=device)
+
+        if cold is None:
+            cold = _best(job, 1)
+        out.append((float(g2.size), _best(job, repeats)))
+    return _fit(cold, out)
+
+
+def _nuts(device: str) -> dict[str, float]:
+    from xpcsviewer.fitting.bayes import fit_g2_bayes
+
+    out = []
+    cold = None
+    warm, samples, chains = 150, 150, 2
+    for b in (2, 6):
+        tau, g2, err = _curves(b, 40)
+
+        def job(tau=tau, g2=g2, err=err) -> Any:
+            return fit_g2_bayes(tau, g2, err, model="single", num_warmup=warm,
+                                num_samples=samples, num_chains=chains, device=device)
+
+        if cold is None:
+            cold = _best(job, 1)
+        out.append((float(g2.size * (warm + samples) * chains), _best(job, 1)))
+    return _fit(cold, out)
+
+
+def _jax_device(device: str) -> Any:
+    from xpcsviewer.backends import get_backend
+
+    get_backend("jax")
+    import jax
+
+    return jax.devices("gpu")[0] if device == "gpu" else jax.devices("cpu")[0]
+
+
+def _gpu_startup() -> float:
+    """Seconds a fresh process spends starting the GPU beyond starting the CPU."""
+    code = ("import time; t = time.perf_counter(); import jax; jax.devices({!r}); "
+            "print(time.perf_counter() - t)")
+
+    def run(platform_: str, env: dict[str, str]) -> float:
+        got = subprocess.run([sys.executable, "-c", code.format(platform_)], env=env,
+                             capture_output=True, text=True, timeout=300, check=True)
+        return float(got.stdout.strip().splitlines()[-1])
+
+    env = dict(os.environ)
+    cpu_env = {**env, "JAX_PLATFORMS": "cpu"}
+    return max(0.0, min(run("gpu", env) for _ in range(2))
+               - min(run("cpu", cpu_env) for _ in range(2)))
+
+
+def _gpu_bandwidth() -> float:
+    dev = _jax_device("gpu")
+    import jax
+
+    host = np.ones(128 << 20, np.uint16)  # 256 MiB
+    t = _best(lambda: jax.block_until_ready(jax.device_put(host, dev)), 3)
+    return host.nbytes / t
+
+
+def calibrate(*, nuts: bool = True, repeats: int = 2,
+              say: Callable[[str], None] = print,
+              devices: tuple[str, ...] | None = None) -> MachineProfile:
+    """Measure every kind on every device present; returns the profile (not saved)."""
+    devs = devices if devices is not None else (("cpu", "gpu") if gpu_present() else ("cpu",))
+    kinds: list[tuple[str, Callable[[str], dict[str, float]]]] = [
+        ("multitau", lambda d: _multitau(d, repeats)),
+        ("twotime", lambda d: _twotime(d, repeats)),
+        ("lsq", lambda d: _lsq(d, repeats)),
+    ]
+    if nuts:
+        kinds.append(("nuts", _nuts))
+    costs: dict[str, dict[str, DeviceCost]] = {}
+    gpu_fixed: dict[str, float] = {}
+    if "gpu" in devs:
+        say("GPU start-up and transfer rate ...")
+        gpu_fixed = {"startup_s": _gpu_startup(), "bytes_per_s": _gpu_bandwidth()}
+        say(f"  start-up {gpu_fixed['startup_s']:.2f} s, "
+            f"{gpu_fixed['bytes_per_s'] / 1e9:.1f} GB/s host to device")
+    for kind, measure in kinds:
+        for dev in devs:
+            t = time.perf_counter()
+            got = measure(dev)
+            extra = gpu_fixed if dev == "gpu" else {}
+            costs.setdefault(kind, {})[dev] = DeviceCost(**got, **extra)
+            say(f"{kind:9s} {dev}: {got['per_unit_s']:.3g} s per unit, fixed "
+                f"{got['compile_s']:.2f} s  ({time.perf_counter() - t:.1f} s to measure)")
+    machine = {"host": platform.node(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
+               "devices": list(devs), "date": time.strftime("%Y-%m-%d %H:%M")}
+    return MachineProfile(costs, "calibrated", machine)
