@@ -59,6 +59,8 @@ __all__ = [
 ]
 
 KINDS = ("multitau", "twotime", "sparse", "lsq", "nuts")
+#: kinds whose engine runs on the CPU only (the photon correlator is numba)
+CPU_ONLY = frozenset({"sparse"})
 DEVICES = ("cpu", "gpu")
 PROFILE_VERSION = 1
 
@@ -253,17 +255,21 @@ def route(kind: str, *, work: float, nbytes: float = 0.0, steps: float = 0.0,
     has_gpu = gpu_present() if accelerators is None else bool(accelerators)
     est = {d: prof.cost(kind, d).seconds(float(work), float(nbytes), float(steps))
            for d in DEVICES}
-    if not has_gpu:
+    if not has_gpu or kind in CPU_ONLY:
         est["gpu"] = None
     src = prof.source
     if requested == "cpu":
         return Route(kind, "cpu", "CPU requested", est, src)
     if requested == "gpu":
+        if kind in CPU_ONLY:
+            return Route(kind, "cpu", f"no GPU engine for {kind} jobs", est, src)
         if not has_gpu:
             return Route(kind, "cpu", "GPU requested but none is present", est, src)
         if est["gpu"] is None:
             return Route(kind, "cpu", f"no GPU engine for {kind} jobs", est, src)
         return Route(kind, "gpu", "GPU requested", est, src)
+    if kind in CPU_ONLY:
+        return Route(kind, "cpu", f"no GPU engine for {kind} jobs", est, src)
     if not has_gpu:
         return Route(kind, "cpu", "no GPU present", est, src)
     if est["gpu"] is None:
