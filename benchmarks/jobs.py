@@ -162,8 +162,8 @@ def boost_worker(spec: dict) -> dict:
     n, h, w = frames.shape
 
     def run():
-        xb = MultitauCorrelator(det_size=(h, w), frame_num=n, device="cpu", queue_size=64,
-                                auto_queue=True, max_memory=2.0)
+        xb = MultitauCorrelator(det_size=(h, w), frame_num=n, device=spec.get("device", "cpu"),
+                                queue_size=64, auto_queue=True, max_memory=2.0)
         for a in range(0, n, 128):
             xb.process(torch.from_numpy(np.asarray(frames[a : a + 128], dtype=np.float32)
                                         .reshape(-1, h * w)))

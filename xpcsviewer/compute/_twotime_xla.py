@@ -19,7 +19,7 @@ import numpy as np
 
 from xpcsviewer.backends.conversions import count_host_to_device, ensure_numpy
 
-__all__ = ["upper_map_xla"]
+__all__ = ["DeviceStore", "upper_map_xla"]
 
 _PROGRAMS: dict[Any, Any] = {}
 
@@ -35,10 +35,12 @@ def _programs(jax: Any, n_pad: int, p_pad: int, g_pad: int, rows: int) -> tuple[
         return got
     jnp, lax = jax.numpy, jax.lax
 
-    def prep(raw, gid, count):
-        # raw (n_pad, p_pad) stored dtype; padded pixels sit in group g_pad - 1 with
-        # value 0, padded frames are 0 (their sums are 0 and their rows are not read)
-        x = raw.astype(jnp.float64)
+    def prep(store, start, gid, count):
+        # the bin's columns of the job's store (n_pad, P + extra); columns past the
+        # bin sit in group g_pad - 1 and are zeroed, padded frames are 0 (their sums
+        # are 0 and their rows are never read back)
+        raw = lax.dynamic_slice_in_dim(store, start, p_pad, axis=1)
+        x = jnp.where((gid < g_pad - 1)[None, :], raw.astype(jnp.float64), 0.0)
         gsum = jax.ops.segment_sum(x.T, gid, g_pad)  # (g_pad, n_pad)
         gmean = gsum / count[:, None]
         gmean = jnp.where(gmean > 0, gmean, 1.0)
@@ -58,9 +60,77 @@ def _programs(jax: Any, n_pad: int, p_pad: int, g_pad: int, rows: int) -> tuple[
     return got
 
 
+class DeviceStore:
+    """A job's selected-pixel frames on the device: sent once, as stored, then padded
+    there (frames to whole tiles, columns by the widest bin's bucket) by one program.
+
+    Parameters
+    ----------
+    store : (N, P) frames of the selected pixels, bin by bin, static groups in order
+    widths : the bins' pixel counts (sets the padding)
+    device : jax.Device
+    """
+
+    def __init__(self, store: np.ndarray, widths: list[int], device: Any,
+                 rows: int = 512) -> None:
+        from xpcsviewer.backends import get_backend
+
+        get_backend("jax")
+        import jax
+
+        self._jax = jax
+        n = store.shape[0]
+        n_tiles = -(-n // max(int(rows), 16))
+        per = -(-n // n_tiles)
+        self.rows = -(-per // 8) * 8  # even tiles: little frame padding
+        self.n = n
+        self.n_pad = n_tiles * self.rows
+        self.extra = max([_pow2(w, 256) for w in widths] + [256])
+        count_host_to_device(store.nbytes)
+        dev = jax.device_put(np.ascontiguousarray(store), device)
+        key = ("pad", store.shape, str(store.dtype), self.n_pad, self.extra)
+        pad = _PROGRAMS.get(key)
+        if pad is None:
+            n_pad, extra = self.n_pad, self.extra
+            pad = jax.jit(lambda a: jax.numpy.pad(a, ((0, n_pad - a.shape[0]), (0, extra))))
+            _PROGRAMS[key] = pad
+        self.array = pad(dev)
+        self.device = device
+
+    def upper_map(self, start: int, counts: np.ndarray, c: np.ndarray) -> None:
+        """The upper triangle of the map of the bin at columns ``start:start +
+        counts.sum()`` into ``c`` (N, N); lower triangle 0."""
+        jax = self._jax
+        pb = int(counts.sum())
+        p_pad = _pow2(pb, 256)
+        g_pad = _pow2(counts.size + 1, 8)
+        gid = np.full(p_pad, g_pad - 1, np.int32)
+        gid[:pb] = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
+        cnt = np.ones(g_pad, np.float64)
+        cnt[: counts.size] = counts
+        prep, gram = _programs(jax, self.n_pad, p_pad, g_pad, self.rows)
+        for a in (gid, cnt):
+            count_host_to_device(a.nbytes)
+        y, s = prep(self.array, np.int32(start), jax.device_put(gid, self.device),
+                    jax.device_put(cnt, self.device))
+        _fill(c, gram, y, s, self.n, self.rows, pb)
+
+
+def _fill(c: np.ndarray, gram: Any, y: Any, s: Any, n: int, rows: int, pb: int) -> None:
+    c[:] = 0.0
+    n_pix = np.float64(pb)
+    for a0 in range(0, n, rows):
+        a1 = min(n, a0 + rows)
+        for b0 in range(a0, n, rows):
+            b1 = min(n, b0 + rows)
+            blk = ensure_numpy(gram(y, s, np.int32(a0), np.int32(b0), n_pix))
+            blk = blk[: a1 - a0, : b1 - b0]
+            c[a0:a1, b0:b1] = np.triu(blk) if b0 == a0 else blk
+
+
 def upper_map_xla(x: np.ndarray, counts: np.ndarray, c: np.ndarray, rows: int,
                   device: Any) -> None:
-    """Upper triangle of a bin's two-time map into ``c`` (N, N); lower triangle 0.
+    """Upper triangle of one bin's two-time map into ``c`` (N, N); lower triangle 0.
 
     Parameters
     ----------
@@ -71,33 +141,4 @@ def upper_map_xla(x: np.ndarray, counts: np.ndarray, c: np.ndarray, rows: int,
         Tile rows.
     device : jax.Device
     """
-    from xpcsviewer.backends import get_backend
-
-    get_backend("jax")
-    import jax
-
-    n, pb = x.shape
-    rows = int(rows)
-    n_pad = -(-n // rows) * rows
-    p_pad = _pow2(pb, 256)
-    g_pad = _pow2(counts.size + 1, 8)
-    raw = np.zeros((n_pad, p_pad), dtype=x.dtype)
-    raw[:n, :pb] = x
-    gid = np.full(p_pad, g_pad - 1, np.int32)
-    gid[:pb] = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
-    cnt = np.ones(g_pad, np.float64)
-    cnt[: counts.size] = counts
-    prep, gram = _programs(jax, n_pad, p_pad, g_pad, rows)
-    for a in (raw, gid, cnt):
-        count_host_to_device(a.nbytes)
-    y, s = prep(jax.device_put(raw, device), jax.device_put(gid, device),
-                jax.device_put(cnt, device))
-    c[:] = 0.0
-    n_pix = np.float64(pb)
-    for a0 in range(0, n, rows):
-        a1 = min(n, a0 + rows)
-        for b0 in range(a0, n, rows):
-            b1 = min(n, b0 + rows)
-            blk = ensure_numpy(gram(y, s, np.int32(a0), np.int32(b0), n_pix))
-            blk = blk[: a1 - a0, : b1 - b0]
-            c[a0:a1, b0:b1] = np.triu(blk) if b0 == a0 else blk
+    DeviceStore(x, [x.shape[1]], device, rows).upper_map(0, counts, c)

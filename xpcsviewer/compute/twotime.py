@@ -677,7 +677,9 @@ def correlate_twotime(
                               block_rows=block_rows, progress=progress, cancel=cancel,
                               with_scattering=with_scattering, full=c2_format == "full")
     store: np.ndarray | None = None
-    acc = (ScatteringAccumulator(pixels, n_frames, backend=be, device=dev)
+    # the means are host sums of the frames being read: on the device they would send
+    # every frame again as float64 (4x a uint16 frame) and compile per chunk shape
+    acc = (ScatteringAccumulator(pixels, n_frames, backend=get_backend("numpy"), device=None)
            if with_scattering else None)
     done = 0
     total_steps = n_frames + len(bins)
@@ -694,7 +696,7 @@ def correlate_twotime(
             store = store.astype(np.float32)
         store[done : done + k] = flat[:, sel_index]
         if acc is not None:
-            acc.add(flat, be.asarray(flat[:, pixels.pixel_index], dtype=np.float64, device=dev))
+            acc.add(flat, flat[:, pixels.pixel_index])
         done += k
         report(progress, cancel, done, total_steps, "two-time: reading")
     if done != n_frames:
@@ -707,9 +709,22 @@ def correlate_twotime(
     full = c2_format == "full"
     cpu = engine == "auto" and _cpu_engine(be, dev)
     flat = np.empty(n_frames * n_frames + n_frames)  # one float64 map buffer for all bins
+    on_device = None
+    if not cpu and be.name == "jax":
+        from xpcsviewer.compute._twotime_xla import DeviceStore
+
+        # the store crosses once, as stored; each bin is a column range of it
+        on_device = DeviceStore(store, [int(b - a) for a, b in zip(bounds, ends, strict=True)],
+                                dev, rows=block_rows)
     for i, (a, b) in enumerate(zip(bounds, ends, strict=True)):
-        c = _upper_map(store[:, a:b], sel_group[a:b], flat, block_rows=block_rows, backend=be,
-                       device=dev, cpu=cpu)
+        order, _starts, counts = _group_layout(sel_group[a:b])
+        if on_device is not None and np.array_equal(order, np.arange(b - a)):
+            c = flat[: n_frames * n_frames].reshape(n_frames, n_frames)
+            flat[n_frames * n_frames:] = 0.0
+            on_device.upper_map(int(a), counts, c)
+        else:
+            c = _upper_map(store[:, a:b], sel_group[a:b], flat, block_rows=block_rows,
+                           backend=be, device=dev, cpu=cpu)
         g2[:, i], g2_seg[:, :, i] = finish_map(c, flat, full, maps)
         report(progress, cancel, n_frames + i + 1, total_steps, f"two-time: bin {bins[i]}")
     res = TwotimeResult(
