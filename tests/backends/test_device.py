@@ -360,3 +360,19 @@ def test_host_devices_for_parallel_chains():
         ).stdout.split()
         assert out[0] == expect, setting
         assert out[1] in ("cpu:0", "TFRT_CPU_0", "CpuDevice(id=0)"), out
+
+
+def test_job_kind_routes_by_estimated_job_cost(tmp_path, monkeypatch):
+    """With a kind, "auto" compares whole-job estimates (the machine profile), not the
+    kernel threshold: a fit stays on the CPU where the GPU's start-up would dominate."""
+    from xpcsviewer.backends.routing import KINDS, DeviceCost, MachineProfile, save_profile
+
+    gpu = FakeGpu()
+    m = DeviceManager(env={"XPCS_DEVICE_THRESHOLD": "0"}, accelerators=[gpu])
+    prof = MachineProfile({k: {"cpu": DeviceCost(per_unit_s=1e-6),
+                               "gpu": DeviceCost(5.0, 0.0, 1e-8)} for k in KINDS}, "t")
+    monkeypatch.setenv("XPCS_DEVICE_PROFILE", str(save_profile(prof, tmp_path / "p.json")))
+    assert m.resolve("auto", work=1e5) is gpu  # the threshold alone: the GPU
+    assert m.resolve("auto", work=1e5, kind="lsq").platform == "cpu"  # 0.1 s vs 5 s
+    assert m.resolve("auto", work=1e8, kind="lsq") is gpu  # 100 s vs 6 s
+    assert m.resolve("cpu", work=1e8, kind="lsq").platform == "cpu"

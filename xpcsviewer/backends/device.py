@@ -330,7 +330,7 @@ class DeviceManager:
 
     # --- routing ---------------------------------------------------------------
     def resolve(self, device: Any = "auto", work: float | None = None,
-                threshold: int | None = None) -> Any:
+                threshold: int | None = None, kind: str | None = None) -> Any:
         """Resolve a job's device once, at its entry.
 
         Parameters
@@ -341,6 +341,10 @@ class DeviceManager:
             The job's work score (elements touched). ``None``: unknown, treated as large.
         threshold : int, optional
             The job's routing threshold (its RunConfig's); default :attr:`threshold`.
+        kind : str, optional
+            A job kind of :mod:`xpcsviewer.backends.routing` ("lsq", "nuts", ...): "auto"
+            then compares the job's estimated wall time on each device (start-up,
+            compilation, work, transfers) instead of the threshold.
 
         Returns
         -------
@@ -366,6 +370,11 @@ class DeviceManager:
         # the job's, not the environment's at start-up)
         if not self._accels:
             return None
+        if kind is not None and work is not None:
+            from xpcsviewer.backends.routing import route
+
+            r = route(kind, work=float(work), requested="auto", accelerators=True)
+            return self._accels[0] if r.device == "gpu" else self.cpu_device()
         thr = self.threshold if threshold is None else int(threshold)
         if work is not None and work < thr:
             return self.cpu_device()
@@ -462,7 +471,8 @@ def get_device_manager() -> DeviceManager:
     return DeviceManager.get()
 
 
-def resolve_device(device: Any = "auto", work: float | None = None) -> Any:
+def resolve_device(device: Any = "auto", work: float | None = None,
+                   kind: str | None = None) -> Any:
     """The device of a job of ``work``: ``device`` as given, or for ``"auto"`` (and a
     :class:`~xpcsviewer.backends.config.RunConfig`) the choice and threshold of the
     job's run configuration (:func:`~xpcsviewer.backends.config.current_config`)."""
@@ -472,5 +482,5 @@ def resolve_device(device: Any = "auto", work: float | None = None) -> Any:
     if cfg is None and isinstance(device, str) and parse_device(device) == "auto":
         cfg = current_config()
     if cfg is None:
-        return get_device_manager().resolve(device, work)
-    return get_device_manager().resolve(cfg.device, work, threshold=cfg.threshold)
+        return get_device_manager().resolve(device, work, kind=kind)
+    return get_device_manager().resolve(cfg.device, work, threshold=cfg.threshold, kind=kind)

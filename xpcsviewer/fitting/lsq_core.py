@@ -199,7 +199,7 @@ def _prepare(tau, g2, g2_err, valid, t_range, aux, be, device) -> tuple[_Data, t
             mask &= (tau >= lo_t) & (tau <= hi_t)
     sigma, mask, weighted = usable_errors(err, mask)
     n_b, n_t = g2.shape
-    dev = resolve_device(device, work=float(n_b * n_t)) if be.name == "jax" else None
+    dev = resolve_device(device, work=float(n_b * n_t), kind="lsq") if be.name == "jax" else None
     y = np.where(mask, g2, 0.0)
     t_safe = np.where(mask, tau, 1.0)  # padded / invalid delays may be NaN
     aux_b = None
