@@ -1,0 +1,635 @@
+"""Compile the numba kernels ahead of use, into numba's on-disk cache.
+
+The compiled CPU correlators (:data:`KERNEL_MODULES`) are numba functions with
+``cache=True``: the first call for a set of argument types compiles the kernel (seconds:
+~5-8 s for the multi-tau update of one frame dtype on 2 cores) and stores the machine
+code in numba's cache; any later process loads it in milliseconds. A kernel is compiled
+per signature, so each frame dtype (uint8 ... float64) and each hit layout of the photon
+readers is a compile of its own. :func:`precompile_kernels` makes those first calls,
+on tiny inputs through the jobs' own code (the correlators and accumulators, never the
+kernels directly), so the cache holds exactly what the jobs ask for:
+
+- at install: ``make install`` / ``make test`` / ``make demo`` run
+  ``python -m xpcsviewer.compute.precompile`` after ``pip install`` and again whenever a
+  kernel module changes;
+- at the GUI's first start (a cleaned cache, a new version, another user of a read-only
+  install): the start-up warm-up runs :func:`ensure_kernels` in a worker; when
+  :func:`cache_status` says the cache is cold it fills it in a low-priority child process.
+  A job that needs a kernel meanwhile compiles just that one (:func:`guard_cache_writes`
+  keeps the two processes' index updates apart).
+
+Where the cache is: numba's choice, unchanged (``NUMBA_CACHE_DIR`` when set; else the
+``__pycache__`` folder beside the kernel modules when it is writable, as in the project's
+editable install; else numba's per-user folder, ``~/.cache/numba``). :func:`cache_dir`
+says which. Numba stamps each kernel's index with a hash of its module's source: an
+edited module starts with an empty index, which :func:`cache_status` reports as cold,
+so the same mechanism refills it. Entries are per CPU model, so a cache is not meant to
+be copied between machines.
+
+After a complete run a small record (``xpcsviewer-kernels.pyXY.json``, in the cache
+folder) lists the signatures each task produced; :func:`cache_status` checks them
+against numba's index files without loading any machine code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.progress import CancelToken, ProgressCallback, report
+
+__all__ = [
+    "DENSE_DTYPES",
+    "HIT_LAYOUTS",
+    "HIT_VALUES",
+    "KERNEL_MODULES",
+    "cache_dir",
+    "cache_status",
+    "ensure_kernels",
+    "guard_cache_writes",
+    "kernel_dispatchers",
+    "main",
+    "precompile_kernels",
+    "tasks",
+]
+
+#: The modules holding numba kernels (every ``numba.njit`` of the package is in one).
+KERNEL_MODULES = (
+    "xpcsviewer.compute._multitau_numba",
+    "xpcsviewer.compute._multitau_sparse_numba",
+    "xpcsviewer.compute._twotime_numba",
+)
+
+#: Frame dtypes of the dense correlators: the readers hand over the stored dtype
+#: (Eiger, Lambda, Rigaku dense views: uint8/16/32; Pilatus int32; processed files
+#: float32/64), float64 when frames are averaged.
+DENSE_DTYPES = ("uint16", "uint32", "uint8", "int32", "float32", "float64")
+
+#: (frame, pixel) dtypes of photon hits as the sparse readers hand them over: frame
+#: numbers int32 (int64 beyond 2^31 raw frames, with a stride or average, Timepix, live
+#: sources); pixel indices int32 (Rigaku), uint32 / int64 (Rigaku 3M, ESRF CSR, ImageD11),
+#: int64 once a stride or average selected the frames.
+HIT_LAYOUTS = (("int32", "int32"), ("int32", "uint32"), ("int32", "int64"),
+               ("int64", "int64"))
+#: Hit values: the stored count dtype (Timepix uint8, Rigaku uint16, CSR / ImageD11 any
+#: of these), float64 means when frames are averaged.
+HIT_VALUES = ("uint16", "uint8", "uint32", "int32", "float32", "float64")
+#: Values of time-tag runs (Timepix: a frame per detector tick), whose blocks of hits may
+#: span 2^31 ticks or more: the correlator's relative times are then int64.
+LONG_SPAN_VALUES = ("uint8", "float64")
+
+_RECORD = "xpcsviewer-kernels.py{}{}.json"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of precompilation: ``run()`` drives a job's code path on tiny inputs.
+
+    ``group``: the kernels it compiles belong to that group only (groups may run in
+    separate processes at once without two of them writing one kernel's cache index).
+    """
+
+    name: str
+    group: str
+    run: Callable[[], None]
+
+
+# ----------------------------------------------------------------------------- tasks
+def _tiny_pixels(h: int = 2, w: int = 4) -> Any:
+    from xpcsviewer.compute._binning import select_pixels
+
+    dyn = np.ones((h, w), dtype=np.int64)
+    sta = np.ones((h, w), dtype=np.int64)
+    sta[:, w // 2:] = 2
+    return select_pixels(dyn, sta)
+
+
+def _dense(dtype: str) -> None:
+    """The multi-tau update and the scattering sums, frames of ``dtype`` (what
+    ``correlate_multitau``, the two-time pass and the live stream call)."""
+    from xpcsviewer.backends import get_backend
+    from xpcsviewer.compute._multitau_cpu import CpuLevels
+    from xpcsviewer.compute._scattering import ScatteringAccumulator
+
+    pixels = _tiny_pixels()
+    x = np.zeros((3, pixels.n_pixels), dtype=dtype)
+    CpuLevels(pixels.n_pixels, 2, 4).process(x)
+    acc = ScatteringAccumulator(pixels, 3, backend=get_backend("numpy"), compiled=True)
+    acc.add(x, x)
+
+
+def _hits(frame: str, pixel: str, value: str, n: int = 3) -> tuple[np.ndarray, ...]:
+    f = np.arange(n).astype(frame)
+    p = (np.arange(n) % 8).astype(pixel)
+    v = np.ones(n, dtype=value)
+    return f, p, v
+
+
+def _photons(frame: str, pixel: str, value: str) -> None:
+    """The photon correlator's block update, hits of this layout."""
+    from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
+
+    f, p, v = _hits(frame, pixel, value)
+    SparseMultitauCorrelator(_tiny_pixels(), 8).process_events(3, f, p, v)
+
+
+def _photons_long(value: str) -> None:
+    """A block of hits spanning 2^31 frames or more (time-tag runs): int64 times."""
+    from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
+
+    span = 2**31 + 2
+    f = np.array([0, span - 1], dtype=np.int64)
+    p = np.array([0, 1], dtype=np.int64)
+    SparseMultitauCorrelator(_tiny_pixels(), span).process_events(span, f, p,
+                                                                  np.ones(2, value))
+
+
+def _photon_results() -> None:
+    """The photon correlator's bin sums and per-level state (result, pixel planes)."""
+    from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
+
+    c = SparseMultitauCorrelator(_tiny_pixels(), 64)
+    f, p, v = _hits("int32", "int32", "uint16", 5)
+    c.process_events(5, f, p, v)
+    c.result()
+    # level 1 of an odd count of level-0 frames: the newest frame's values (ring_frame)
+    for lvl in (0, 1):
+        c._cpu.level_state(lvl, (1, 2))
+
+
+def _photon_sums(frame: str, pixel: str, value: str) -> None:
+    """The scattering sums of hits (images, I(q), intensity), this layout."""
+    from xpcsviewer.compute._scattering_sparse import SparseScattering
+
+    f, p, v = _hits(frame, pixel, value)
+    SparseScattering(_tiny_pixels(), 8).add_events(0, 3, f, p, v)
+    SparseScattering(_tiny_pixels(), 8, segments=2).add_events(0, 3, f, p, v)
+
+
+def _twotime_photons() -> None:
+    """The sparse two-time kernels (their argument types do not depend on the hits')."""
+    from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
+    from xpcsviewer.io.sparse import EventBlock
+
+    pixels = _tiny_pixels()
+    h, w = pixels.shape
+    f = np.repeat(np.arange(4, dtype=np.int64), 2)
+    p = np.tile(np.array([0, 1], dtype=np.int64), 4)
+    block = EventBlock(0, 4, f, p, np.ones(f.size, np.uint16))
+    dyn = np.ones((h, w), dtype=np.int64)
+    with np.errstate(all="ignore"):
+        correlate_twotime_events([block], dyn, dyn, n_frames=4, engine="numba")
+
+
+def tasks() -> list[Task]:
+    """Every precompilation task, the common cases first (W1's uint16 frames, Rigaku
+    hits), so that a run cut short has done what is used most."""
+    out = [Task(f"dense {d}", "dense", lambda d=d: _dense(d)) for d in DENSE_DTYPES]
+    out.append(Task("photon results", "photons", _photon_results))
+    for v in HIT_VALUES:
+        for fr, px in HIT_LAYOUTS:
+            name = f"{fr}/{px}/{v}"
+            out.append(Task(f"photons {name}", "photons",
+                            lambda a=(fr, px, v): _photons(*a)))
+            out.append(Task(f"photon sums {name}", "photon-sums",
+                            lambda a=(fr, px, v): _photon_sums(*a)))
+    out += [Task(f"photons long span {v}", "photons", lambda v=v: _photons_long(v))
+            for v in LONG_SPAN_VALUES]
+    out.append(Task("two-time photons", "twotime", _twotime_photons))
+    return out
+
+
+# ----------------------------------------------------------------------------- numba
+def available() -> bool:
+    """Whether numba is installed (without it nothing is compiled: NumPy engines run)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def kernel_dispatchers() -> dict[str, Any]:
+    """``{"module.function": dispatcher}`` of every numba kernel of :data:`KERNEL_MODULES`
+    (importing them imports numba, not compiling anything)."""
+    from numba.core.registry import CPUDispatcher
+
+    out: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in KERNEL_MODULES:
+            mod = importlib.import_module(name)
+            for attr, obj in vars(mod).items():
+                if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == name:
+                    out[f"{name}.{attr}"] = obj
+    return out
+
+
+def _cache_of(disp: Any) -> Any:
+    """numba's per-function cache object (``None`` when caching is off)."""
+    cache = getattr(disp, "_cache", None)
+    return cache if hasattr(cache, "cache_path") else None
+
+
+def cache_dir() -> str | None:
+    """The folder numba keeps the kernels' cache in (None: caching unavailable)."""
+    if not available():
+        return None
+    for disp in kernel_dispatchers().values():
+        cache = _cache_of(disp)
+        if cache is not None:
+            return str(cache.cache_path)
+    return None
+
+
+def _record_path() -> Path | None:
+    d = cache_dir()
+    return None if d is None else Path(d) / _RECORD.format(*sys.version_info[:2])
+
+
+def _sources() -> dict[str, str]:
+    """sha256 of each kernel module's source (numba stamps its index the same way) and
+    of this module's (its tasks decide the signatures)."""
+    out = {}
+    for name in (*KERNEL_MODULES, "xpcsviewer.compute.precompile"):
+        spec = importlib.util.find_spec(name)
+        path = Path(spec.origin) if spec and spec.origin else None
+        out[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path else ""
+    return out
+
+
+def _cached_signatures(disp: Any) -> set[str] | None:
+    """Signatures (as ``str`` of the argument types) numba's index holds for ``disp`` on
+    this machine's CPU and for its current source; None when it cannot be read."""
+    cache = _cache_of(disp)
+    if cache is None:
+        return None
+    try:
+        # the key of any signature carries this CPU's codegen magic and the bytecode hash
+        probe = cache._index_key((), disp.targetctx.codegen())
+        index = cache._cache_file._load_index()
+    except Exception:  # numba internals moved: treat as unknown (cold)
+        return None
+    return {str(k[0]) for k in index if k[1:] == probe[1:]}
+
+
+def _identity() -> dict[str, Any]:
+    import numba
+
+    return {"numba": numba.__version__, "python": list(sys.version_info[:2]),
+            "sources": _sources()}
+
+
+def cache_status() -> dict[str, Any]:
+    """Whether the cache holds every kernel signature the jobs use, without loading any.
+
+    Returns ``{"warm": bool, "cache_dir": str | None, "missing": [task names],
+    "reason": str}``; ``missing`` lists every task when no complete precompilation of
+    the current kernel sources was recorded in this cache.
+    """
+    names = [t.name for t in tasks()]
+    if not available():
+        return {"warm": True, "cache_dir": None, "missing": [],
+                "reason": "numba is not installed (the NumPy engines run)"}
+    out: dict[str, Any] = {"warm": False, "cache_dir": cache_dir(), "missing": names}
+    path = _record_path()
+    if path is None:
+        return {**out, "reason": "numba's cache is unavailable for the kernels"}
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {**out, "reason": "no precompilation recorded in this cache"}
+    if {k: rec.get(k) for k in ("numba", "python", "sources")} != _identity():
+        return {**out, "reason": "the kernels, numba or Python changed since the last "
+                                 "precompilation"}
+    disps = kernel_dispatchers()
+    have = {name: _cached_signatures(d) for name, d in disps.items()}
+    missing = []
+    for task in names:
+        for kernel, sig in rec.get("tasks", {}).get(task, [[None, None]]):
+            if kernel not in have or have[kernel] is None or sig not in have[kernel]:
+                missing.append(task)
+                break
+    if missing:
+        return {**out, "missing": missing,
+                "reason": f"{len(missing)} of {len(names)} kernel sets are not cached"}
+    return {**out, "warm": True, "missing": [], "reason": "every kernel is cached"}
+
+
+def _signatures(disps: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(name, str(sig)) for name, d in disps.items() for sig in d.signatures}
+
+
+def _run_tasks(todo: list[Task], progress: ProgressCallback | None,
+               cancel: CancelToken | None, done0: int = 0,
+               total: int | None = None) -> dict[str, Any]:
+    """Run ``todo`` in this process: ``{"seconds": {task: s}, "tasks": {task: [[kernel,
+    signature], ...]}}`` (the signatures each task asked numba for)."""
+    disps = kernel_dispatchers()
+    total = len(todo) if total is None else total
+    secs: dict[str, float] = {}
+    sigs: dict[str, list[list[str]]] = {}
+    for i, task in enumerate(todo):
+        report(progress, cancel, done0 + i, total, f"compiling kernels: {task.name}")
+        before = _signatures(disps)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numba's notices about caching and threads
+            task.run()
+        secs[task.name] = round(time.perf_counter() - t0, 3)
+        # a signature loaded or compiled earlier in this process is not new: ask each
+        # kernel which of its signatures this task's argument types select
+        sigs[task.name] = sorted([k, s] for k, s in _signatures(disps) - before)
+    return {"seconds": secs, "tasks": sigs}
+
+
+def _write_record(task_sigs: dict[str, list[list[str]]]) -> None:
+    path = _record_path()
+    if path is None:
+        return
+    rec = {**_identity(), "tasks": task_sigs}
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(rec, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+#: Groups by their compile time, longest first (the dense update of six dtypes: ~45 %).
+_GROUP_ORDER = ("dense", "photons", "photon-sums", "twotime")
+
+
+def _run_groups(groups: list[list[Task]], jobs: int, quiet: bool) -> dict[str, Any]:
+    """Each group in a fresh process (``jobs`` at a time, the longest first): no two
+    processes compile the same kernel, so numba's index files see one writer each."""
+    import subprocess
+    import tempfile
+
+    rank = {g: i for i, g in enumerate(_GROUP_ORDER)}
+    pending = sorted((g[0].group for g in groups), key=lambda g: rank.get(g, len(rank)))
+    running: list[tuple[subprocess.Popen, str, Any]] = []
+    out: dict[str, Any] = {"seconds": {}, "tasks": {}}
+    failed: list[str] = []
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                group = pending.pop(0)
+                cmd = [sys.executable, "-m", "xpcsviewer.compute.precompile", "--json",
+                       "--group", group, "--force", "--no-record"]
+                sink = tempfile.TemporaryFile(mode="w+")  # no pipe to fill up
+                running.append((subprocess.Popen(cmd, stdout=sink), group, sink))
+            time.sleep(0.1)
+            for item in [r for r in running if r[0].poll() is not None]:
+                running.remove(item)
+                proc, group, sink = item
+                sink.seek(0)
+                text = sink.read()
+                sink.close()
+                if proc.returncode != 0:
+                    failed.append(group)
+                    continue
+                res = json.loads(text.strip().splitlines()[-1])
+                res["seconds"].pop("total", None)
+                out["seconds"].update(res["seconds"])
+                out["tasks"].update(res["tasks"])
+                if not quiet:
+                    print(f"  {group}: {len(res['seconds'])} kernel sets, "
+                          f"{sum(res['seconds'].values()):.1f} s", file=sys.stderr)
+    finally:
+        for proc, _, sink in running:  # interrupted: stop the others
+            proc.kill()
+            proc.wait()
+            sink.close()
+    if failed:
+        raise RuntimeError(f"precompiling the kernel groups {failed} failed")
+    return out
+
+
+_GUARD_LOCK = threading.Lock()
+_GUARDED: list[bool] = []
+
+
+def guard_cache_writes() -> bool:
+    """Serialise numba's cache index updates between processes (POSIX).
+
+    numba updates a kernel's index by read, add, write: two processes saving different
+    signatures of one kernel at the same moment could both take the same data-file
+    number. With this guard each update holds an advisory lock (``INDEX.nbi.lock``
+    beside the index); :func:`ensure_kernels` installs it in the process that starts
+    the background compile, which installs it too. Returns whether it is installed.
+    """
+    with _GUARD_LOCK:
+        if _GUARDED:
+            return _GUARDED[0]
+        try:
+            import fcntl
+
+            from numba.core.caching import IndexDataCacheFile
+            orig = IndexDataCacheFile.save
+        except (ImportError, AttributeError):
+            _GUARDED.append(False)
+            return False
+
+        @functools.wraps(orig)
+        def save(self: Any, key: Any, data: Any) -> Any:
+            index = getattr(self, "_index_path", None)
+            try:
+                fd = os.open(f"{index}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+            except (OSError, TypeError):
+                return orig(self, key, data)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                return orig(self, key, data)
+            finally:
+                os.close(fd)  # releases the lock
+
+        IndexDataCacheFile.save = save
+        _GUARDED.append(True)
+        return True
+
+
+def ensure_kernels(progress: ProgressCallback | None = None,
+                   cancel: CancelToken | None = None) -> dict[str, Any]:
+    """The GUI's start-up hook: when :func:`cache_status` finds the cache cold, fill it
+    in a child process at low priority (the window's process keeps its CPU, memory and
+    GIL; ``cancel`` stops the child at once). Progress lines are relayed.
+
+    Returns :func:`precompile_kernels`' dict (``"ran": []`` when the cache was warm).
+    """
+    import subprocess
+
+    t0 = time.monotonic()
+    if not available():
+        return precompile_kernels()
+    status = cache_status()
+    if status["warm"]:
+        return {"cache_dir": status["cache_dir"], "was_warm": True, "ran": [], "tasks": {},
+                "seconds": {"total": round(time.monotonic() - t0, 3)},
+                "reason": status["reason"]}
+    guard_cache_writes()
+    report(progress, cancel, 0, len(status["missing"]), "compiling the correlators "
+           "(first run only)")
+    cmd = [sys.executable, "-m", "xpcsviewer.compute.precompile", "--jobs", "1",
+           "--json", "--progress", "--nice"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    lines: list[str] = []
+
+    def relay() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if "progress" in msg and progress is not None:
+                done, total, name = msg["progress"]
+                progress(done, total, f"compiling the correlators: {name}")
+
+    reader = threading.Thread(target=relay, name="precompile-relay", daemon=True)
+    reader.start()
+    try:
+        while proc.poll() is None:
+            if cancel is not None and cancel.cancelled:
+                proc.kill()
+                proc.wait()
+                cancel.raise_if_cancelled()
+            time.sleep(0.2)
+    except BaseException:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        raise
+    reader.join(5.0)
+    if proc.returncode != 0:
+        raise RuntimeError(f"precompiling the kernels failed (exit {proc.returncode})")
+    out = json.loads(lines[-1])
+    out["seconds"]["total"] = round(time.monotonic() - t0, 3)
+    return out
+
+
+def precompile_kernels(progress: ProgressCallback | None = None,
+                       cancel: CancelToken | None = None, *, force: bool = False,
+                       jobs: int = 1, group: str | None = None,
+                       record: bool = True, quiet: bool = True) -> dict[str, Any]:
+    """Fill numba's cache with every kernel signature the jobs use.
+
+    Returns ``{"cache_dir", "was_warm", "ran": [task names], "seconds": {"total",
+    task: s}, "reason"}``: nothing runs when :func:`cache_status` finds the cache warm
+    (unless ``force``); else the missing tasks run (a task whose kernels are cached
+    only loads them). ``jobs`` > 1 runs the kernel groups in that many processes at
+    once (install time); ``group`` restricts to one group. Qt-free; safe in a worker
+    thread (numba compiles one kernel at a time per process).
+    """
+    t0 = time.monotonic()
+    if not available():
+        return {"cache_dir": None, "was_warm": True, "ran": [], "tasks": {},
+                "seconds": {"total": 0.0}, "reason": "numba is not installed"}
+    guard_cache_writes()
+    every = tasks()
+    status = cache_status()
+    out: dict[str, Any] = {"cache_dir": status["cache_dir"], "was_warm": status["warm"],
+                           "reason": status["reason"]}
+    todo = every if force else [t for t in every if t.name in set(status["missing"])]
+    if group is not None:
+        todo = [t for t in todo if t.group == group]
+    if not todo:
+        return {**out, "ran": [], "tasks": {},
+                "seconds": {"total": round(time.monotonic() - t0, 3)}}
+    if jobs > 1 and group is None:
+        by_group: dict[str, list[Task]] = {}
+        for t in todo:
+            by_group.setdefault(t.group, []).append(t)
+        report(progress, cancel, 0, 1, "compiling kernels")
+        res = _run_groups(list(by_group.values()), jobs, quiet)
+    else:
+        res = _run_tasks(todo, progress, cancel)
+    if record:
+        prev = {}
+        if not force and status.get("warm") is False and len(todo) < len(every):
+            prev = _previous_tasks()
+        merged = {**prev, **res["tasks"]}
+        if all(t.name in merged for t in every):
+            _write_record(merged)
+    report(progress, cancel, 1, 1, "kernels compiled")
+    return {**out, "ran": [t.name for t in todo], "tasks": res["tasks"],
+            "seconds": {"total": round(time.monotonic() - t0, 3), **res["seconds"]}}
+
+
+def _previous_tasks() -> dict[str, Any]:
+    path = _record_path()
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8")) if path else {}
+    except (OSError, ValueError):
+        return {}
+    return rec.get("tasks", {}) if {k: rec.get(k) for k in ("numba", "python", "sources")} \
+        == _identity() else {}
+
+
+# ----------------------------------------------------------------------------- command
+def main(argv: list[str] | None = None) -> int:
+    """``python -m xpcsviewer.compute.precompile``: fill the kernel cache (install step)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m xpcsviewer.compute.precompile",
+        description="compile xpcsviewer's numba kernels into numba's cache, so that no "
+                    "job waits for a compile")
+    ap.add_argument("--check", action="store_true",
+                    help="only say whether the cache is warm (exit 1 when it is not)")
+    ap.add_argument("--force", action="store_true", help="run every task, even when warm")
+    ap.add_argument("--jobs", type=int, default=0,
+                    help="processes compiling at once (default: the CPU count, at most 4)")
+    ap.add_argument("--group", help=argparse.SUPPRESS)
+    ap.add_argument("--no-record", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--progress", action="store_true",
+                    help="print a JSON line per kernel set (for a parent process)")
+    ap.add_argument("--nice", action="store_true",
+                    help="run at low CPU priority (a background fill)")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    if args.check:
+        st = cache_status()
+        print(json.dumps(st) if args.json else
+              f"{'warm' if st['warm'] else 'cold'}: {st['reason']} ({st['cache_dir']})")
+        return 0 if st["warm"] else 1
+    jobs = args.jobs if args.jobs > 0 else max(1, min(4, os.cpu_count() or 1))
+    if args.nice and hasattr(os, "nice"):
+        os.nice(10)
+
+    def lines(done: int, total: int, message: str = "") -> None:
+        name = message.split(": ", 1)[-1]
+        print(json.dumps({"progress": [done, total, name]}), flush=True)
+
+    try:
+        res = precompile_kernels(lines if args.progress else None, force=args.force,
+                                 jobs=jobs, group=args.group, record=not args.no_record,
+                                 quiet=args.quiet or args.json)
+    except Exception as exc:
+        print(f"xpcsviewer precompile: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(res))
+    elif not args.quiet:
+        if not res["ran"]:
+            print(f"numba kernels: cached already in {res['cache_dir']}", file=sys.stderr)
+        else:
+            print(f"numba kernels: {len(res['ran'])} kernel sets in "
+                  f"{res['seconds']['total']:.1f} s, cached in {res['cache_dir']}",
+                  file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
