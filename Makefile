@@ -20,10 +20,18 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed-app
 
-install: $(VENV)/.installed-app
+# numba's compiled correlators, compiled into its cache after installing and again when
+# a kernel module changes, so that no job, demo or test waits for the compiler
+# (docs/correlators.md, "Compiled kernels and their cache")
+KERNELS := $(wildcard xpcsviewer/compute/_*_numba.py) xpcsviewer/compute/precompile.py
+$(VENV)/.kernels: $(KERNELS) $(VENV)/.installed-app
+	$(BIN)/python -m xpcsviewer.compute.precompile
+	touch $@
+
+install: $(VENV)/.installed-app $(VENV)/.kernels
 
 # Reuses a complete demo set; `make demo DEMO_ARGS=--overwrite` simulates it again.
-demo: $(VENV)/.installed-app
+demo: $(VENV)/.installed-app $(VENV)/.kernels
 	$(BIN)/xpcsviewer demo --out $(DEMO) $(DEMO_ARGS)
 
 # The linter (ruff, configured in pyproject.toml) runs first: a finding fails `make test`.
@@ -33,10 +41,12 @@ lint: $(VENV)/.installed-test
 	$(LINT)
 
 test: $(VENV)/.installed-test
+	@$(MAKE) --no-print-directory $(VENV)/.kernels
 	$(LINT)
 	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-test
+	@$(MAKE) --no-print-directory $(VENV)/.kernels
 	$(LINT)
 	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
