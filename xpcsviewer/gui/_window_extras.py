@@ -73,6 +73,15 @@ class WindowExtrasMixin:
             "warmup", precompile, on_result=self._on_warmup,
             on_error=lambda info: self._describe_backend(),
             description="compiling the fits (first run only)")
+        # numba's correlators: a cold cache (new version, cleaned cache) is filled by a
+        # low-priority child process, so no correlate job waits for the compiler
+        from xpcsviewer.compute.precompile import ensure_kernels
+
+        self.context.runner.submit(
+            "warmup:kernels", ensure_kernels,
+            on_result=lambda out: logger.info("correlators: %s", out.get("reason")),
+            on_error=lambda info: logger.warning("correlators: %s", info.message),
+            description="correlators: checking the compiled kernels")
 
     def _on_warmup(self, out: dict) -> None:
         import gc
