@@ -321,3 +321,16 @@ def test_xla_engine_matches_and_compiles_per_width_not_per_frames(rng):
         # frames sent once, as stored (uint16), plus the group tables
         assert fr.nbytes <= get_transfer_stats().host_to_device_bytes <= 1.05 * fr.nbytes
     assert lowered[0] == lowered[1] <= 2 * len(got.processed_bins)
+
+
+def test_small_pages_arrays_are_fresh_zero_and_writable():
+    from xpcsviewer.compute.twotime import SMALL_PAGES_BYTES, _small_pages
+
+    big = _small_pages((SMALL_PAGES_BYTES // 4 + 3,), np.float32)
+    small = _small_pages((5, 2), np.uint16)
+    for a, dt in ((big, np.float32), (small, np.uint16)):
+        assert a.dtype == dt and a.flags.writeable and a.flags.c_contiguous
+        assert not a.any()
+        a.flat[-1] = 7
+        assert a.flat[-1] == 7
+    assert big.shape == (SMALL_PAGES_BYTES // 4 + 3,) and small.shape == (5, 2)
