@@ -201,13 +201,18 @@ def _reference_compress(b0, b1, n1):
 
 @pytest.mark.parametrize("style", ["linear", "log"])
 @pytest.mark.parametrize("refine", [1, 7])
-def test_fast_digitize_and_compress_equal_the_reference(rng, style, refine):
+@pytest.mark.parametrize("block", [1 << 16, 97])
+def test_fast_digitize_and_compress_equal_the_reference(rng, style, refine, block,
+                                                        monkeypatch):
+    import xpcsviewer.compute.partition as part
     from xpcsviewer.compute.partition import (
         _compress,
         _digitize_fast,
         axis_edges,
         digitize_values,
     )
+
+    monkeypatch.setattr(part, "BLOCK_PIXELS", block)  # one block, or many (and a tail)
 
     q, phi = compute_qmap((61, 47), 8.0, 2.0, 1e-4, 20.2, -3.0)
     valid = rng.random(q.shape) > 0.3

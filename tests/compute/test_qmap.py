@@ -76,3 +76,18 @@ def test_real_files_partition_reproduced(real_data_dir):
                 qm.dynamic_index_mapping, g["dynamic_index_mapping"][()]
             )
             assert check_consistency(qm) == []
+
+
+@pytest.mark.parametrize("block", [1, 5, 64, 1 << 16])
+def test_row_blocks_give_the_same_maps(block, monkeypatch):
+    # the maps are made in row blocks of ~BLOCK_PIXELS pixels: any block size gives the
+    # same values, bit for bit, as one block (and the scalar formula above)
+    import xpcsviewer.compute.qmap as qmod
+
+    args = ((23, 17), 9.0, 3.0, 1e-4, 6.4, 11.5)
+    ref = qmod.compute_qmap(*args)
+    monkeypatch.setattr(qmod, "BLOCK_PIXELS", block)
+    q, phi = qmod.compute_qmap(*args)
+    np.testing.assert_array_equal(q, ref[0])
+    np.testing.assert_array_equal(phi, ref[1])
+    assert q.flags.c_contiguous and phi.flags.c_contiguous

@@ -114,7 +114,9 @@ def _digitize_fast(
     The bin is read off the linear (or log) position. Wherever a value lies within
     ``EDGE_TOL`` of its bin's edges, or the guess is wrong, the rounded-value
     ``digitize`` of the reference is applied to those few pixels, so the result is
-    identical; elsewhere rounding to 12 decimals cannot change the bin.
+    identical; elsewhere rounding to 12 decimals cannot change the bin. The pixels are
+    taken in blocks of ``BLOCK_PIXELS``: the positions and masks of a block stay in the
+    CPU caches and the only large array made is the result.
     """
     n = len(edges) - 1
     er = np.round(np.asarray(edges, dtype=np.float64), 12)
@@ -127,54 +129,70 @@ def _digitize_fast(
     # error of a float32 position: the cast of v and lo plus the product, in bins
     pos_tol = 8 * float(np.finfo(np.float32).eps) * (max(abs(lo), abs(hi)) / (hi - lo) + 1) * n
     f32 = even and pos_tol < 0.05
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if style == "log" and lo > 0:
-            pos = np.maximum(v, lo)
-            pos /= lo
-            np.log(pos, out=pos)
-            pos *= n / np.log(hi / lo)
-        elif f32:
-            # float32 positions: only the bin and "near an edge" are read off them, and
-            # every value within their error of an edge is settled by the exact search
-            pos = np.subtract(v, lo, dtype=np.float32, casting="same_kind")
-            pos *= np.float32(n / (hi - lo))
+    log = style == "log" and lo > 0
+    tol = max(EDGE_TOL / width, pos_tol if f32 else 64 * float(np.finfo(float).eps) * n)
+    lo_e = np.concatenate([[-np.inf], er[1:-1], [np.inf]])  # bins 1 and n are open-ended
+    vf = np.ascontiguousarray(v).reshape(-1)
+    ok = np.ascontiguousarray(np.asarray(valid, dtype=bool)).reshape(-1)
+    out = np.empty(vf.size, dtype=np.intp)  # bincount and lookups take intp, uncopied
+    k = min(BLOCK_PIXELS, vf.size)
+    pos_buf = np.empty(k, dtype=np.float32 if f32 else np.float64)
+    frac_buf = np.empty(k, dtype=pos_buf.dtype)
+    bad_buf, tmp_buf = np.empty(k, dtype=bool), np.empty(k, dtype=bool)
+    near_parts = []
+    for a in range(0, vf.size, BLOCK_PIXELS):
+        x, m, b = vf[a : a + BLOCK_PIXELS], ok[a : a + BLOCK_PIXELS], out[a : a + BLOCK_PIXELS]
+        pos, bad, tmp = pos_buf[: x.size], bad_buf[: x.size], tmp_buf[: x.size]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if log:
+                np.maximum(x, lo, out=pos)
+                pos /= lo
+                np.log(pos, out=pos)
+                pos *= n / np.log(hi / lo)
+            elif f32:
+                # float32 positions: only the bin and "near an edge" are read off them,
+                # and every value within their error of an edge is settled exactly below
+                np.subtract(x, lo, out=pos, dtype=np.float32, casting="same_kind")
+                pos *= np.float32(n / (hi - lo))
+            else:
+                np.subtract(x, lo, out=pos)
+                pos *= n / (hi - lo)
+        np.logical_not(m, out=bad)
+        np.copyto(pos, 0.0, where=bad)  # NaN / excluded values: any bin, zeroed below
+        np.clip(pos, 0, n - 1, out=pos)
+        np.copyto(b, pos, casting="unsafe")  # truncation: the 0-based bin
+        if even:
+            # even edges: a value is near an edge when its position's fraction is
+            frac = np.subtract(pos, b, out=frac_buf[: x.size], casting="unsafe")
+            np.less(frac, tol, out=tmp)
+            tmp |= frac > 1 - tol
         else:
-            pos = v - lo
-            pos *= n / (hi - lo)
-    np.copyto(pos, 0.0, where=~valid)  # NaN / excluded values: any bin, zeroed below
-    np.clip(pos, 0, n - 1, out=pos)
-    b = pos.astype(np.intp)  # bincount and lookups take intp without a converted copy
-    if even:
-        # even edges: a value is near an edge when its position's fraction is; no gathers
-        pos -= b
-        tol = max(EDGE_TOL / width, pos_tol if f32 else 64 * float(np.finfo(float).eps) * n)
-        near_mask = pos < tol
-        near_mask |= pos > 1 - tol
-        near_mask &= valid
-        near = np.flatnonzero(near_mask)
-    else:
-        del pos
-        lo_e = np.concatenate([[-np.inf], er[1:-1], [np.inf]])  # bins 1 and n are open-ended
-        with np.errstate(invalid="ignore"):
-            inside = v - lo_e[b] > EDGE_TOL
-            inside &= lo_e[b + 1] - v > EDGE_TOL
-        inside |= ~valid
-        near = np.flatnonzero(~inside)
-    if near.size:
-        b.ravel()[near] = np.clip(np.digitize(np.round(v.ravel()[near], 12), er), 1, n) - 1
-    b += 1
-    b[~valid] = 0
-    return b
+            with np.errstate(invalid="ignore"):
+                np.less_equal(x - lo_e[b], EDGE_TOL, out=tmp)
+                tmp |= lo_e[b + 1] - x <= EDGE_TOL
+        tmp &= m
+        idx = np.flatnonzero(tmp)
+        if idx.size:
+            near_parts.append(idx + a)
+        b += 1
+        b[bad] = 0
+    if near_parts:
+        near = np.concatenate(near_parts)
+        out[near] = np.clip(np.digitize(np.round(vf[near], 12), er), 1, n)
+    return out.reshape(v.shape)
 
 
 #: values farther than this from a bin edge keep their bin when rounded to 12 decimals
 EDGE_TOL = 2e-12
+#: pixels per block of the per-pixel passes (a block's temporaries stay in the caches)
+BLOCK_PIXELS = 1 << 16
 
 
 
-def _compress(b0: np.ndarray, b1: np.ndarray, n1: int) -> tuple[np.ndarray, np.ndarray]:
+def _compress(b0: np.ndarray, b1: np.ndarray | None, n1: int) -> tuple[np.ndarray, np.ndarray]:
     # combined natural index + 1 (0 = excluded), compressed through a lookup table
-    # of the non-empty bins: the same as np.unique's inverse, in O(N)
+    # of the non-empty bins: the same as np.unique's inverse, in O(N); b1 is not read
+    # when n1 == 1
     if n1 == 1:
         combined = b0  # (b0 - 1) * 1 + 1, and 0 where excluded already
     else:
@@ -333,7 +351,8 @@ def make_partition(
     p_cent_d = 0.5 * (p_edges_d[:-1] + p_edges_d[1:])
 
     bq_s = _digitize_fast(q, q_edges_s, valid, q_style)
-    bp_s = valid.astype(np.intp) if one_phi else _digitize_fast(pf, p_edges_s, valid, "linear")
+    # one phi bin: the combined index is the q bin alone (``_compress`` with n1 = 1)
+    bp_s = None if one_phi else _digitize_fast(pf, p_edges_s, valid, "linear")
     if symmetry_fold > 1 and not one_phi:
         p_cent_s = _first_fold_centres(phi, bp_s, p_cent_s, phi_offset, symmetry_fold)
         p_cent_d = _first_fold_centres(phi, (bp_s - 1) // rp + 1, p_cent_d, phi_offset,

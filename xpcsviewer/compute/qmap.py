@@ -11,6 +11,9 @@ import numpy as np
 
 __all__ = ["HC_KEV_ANGSTROM", "compute_qmap", "wavelength_angstrom"]
 
+#: pixels per block of the per-pixel passes (the temporaries of a block stay in cache)
+BLOCK_PIXELS = 1 << 16
+
 #: h*c in keV*Angstrom (CODATA): lambda[Angstrom] = 12.3984 / E[keV]. The full value
 #: reproduces the bin centres of real partition files to 1.5e-7 1/Angstrom.
 HC_KEV_ANGSTROM = 12.398419843320026
@@ -63,23 +66,33 @@ def compute_qmap(
     lam = wavelength_angstrom(energy_kev)
     dy = (np.arange(h, dtype=np.float64) - float(bcy))[:, None]
     dx = (np.arange(w, dtype=np.float64) - float(bcx))[None, :]
-    # sin(atan(u) / 2) = u / sqrt(2 s (s + 1)) with s = sqrt(1 + u^2): no arctan or
-    # sine per pixel and no cancellation at small angles; s (s + 1) = 1 + u^2 + s, so
-    # two buffers suffice (fresh pages cost more than the arithmetic on our machines)
-    u2 = (dx * (float(pixel_size_m) / float(det_dist_m))) ** 2 + (
-        dy * (float(pixel_size_m) / float(det_dist_m))
-    ) ** 2
-    t = np.add(u2, 1.0)
-    np.sqrt(t, out=t)  # s
-    t += u2
-    t += 1.0
-    t *= 2.0  # 2 s (s + 1)
-    q = np.divide(u2, t, out=u2)
-    np.sqrt(q, out=q)
-    q *= 4.0 * np.pi / lam
-    del t
-    phi = np.arctan2(np.broadcast_to(dy, (h, w)), dx)
-    phi *= -180.0 / np.pi
-    # -atan2 gives [-180, 180); map the single value -180 onto +180 for (-180, 180].
-    phi[phi <= -180.0] += 360.0
+    ax = (dx * (float(pixel_size_m) / float(det_dist_m))) ** 2  # (1, W)
+    ay = (dy * (float(pixel_size_m) / float(det_dist_m))) ** 2  # (H, 1)
+    q = np.empty((h, w))
+    phi = np.empty((h, w))
+    kq = 4.0 * np.pi / lam
+    # row blocks of ~64 K pixels: the temporaries stay in the CPU caches, and the only
+    # large arrays are the two results (fresh pages cost more than the arithmetic)
+    rows = max(1, BLOCK_PIXELS // w)
+    t_buf = np.empty(rows * w)
+    for a in range(0, h, rows):
+        b = min(h, a + rows)
+        qb, pb = q[a:b], phi[a:b]
+        t = t_buf[: (b - a) * w].reshape(b - a, w)
+        # u^2; sin(atan(u) / 2) = u / sqrt(2 s (s + 1)) with s = sqrt(1 + u^2): no
+        # arctan or sine per pixel and no cancellation at small angles, and
+        # s (s + 1) = 1 + u^2 + s
+        u2 = np.add(ay[a:b], ax, out=qb)
+        np.add(u2, 1.0, out=t)
+        np.sqrt(t, out=t)  # s
+        t += u2
+        t += 1.0
+        t *= 2.0  # 2 s (s + 1)
+        np.divide(u2, t, out=qb)
+        np.sqrt(qb, out=qb)
+        qb *= kq
+        np.arctan2(np.broadcast_to(dy[a:b], (b - a, w)), dx, out=pb)
+        pb *= -180.0 / np.pi
+        # -atan2 gives [-180, 180); the single value -180 becomes +180: (-180, 180]
+        pb[pb <= -180.0] += 360.0
     return q, phi
