@@ -252,3 +252,29 @@ def test_fast_digitize_narrow_range_far_from_zero(rng):
     edges, _ = axis_edges(v.min(), v.max(), 1, "linear", 500)
     np.testing.assert_array_equal(_digitize_fast(v, edges, valid, "linear"),
                                   digitize_values(v, edges, valid))
+
+
+@pytest.mark.parametrize("kw", [{"dq_num": 1, "sq_num": 40},
+                                {"dq_num": 2, "sq_num": 10, "q_style": "log"},
+                                {"dq_num": 3, "sq_num": 9, "dp_num": 2, "sp_num": 4,
+                                 "symmetry_fold": 2, "phi_offset": 10.0}])
+def test_blockwise_passes_give_the_same_partition(kw, rng, monkeypatch):
+    # validity, ranges and bins are found block by block: small blocks (and an integer
+    # mask, a NaN q, the q = 0 pixel of a log axis) give the partition of one block
+    import dataclasses
+
+    import xpcsviewer.compute.partition as part
+
+    q, phi = compute_qmap((37, 41), 10.0, 3.0, 1e-4, 20.0, 18.0)
+    q[0, 0] = np.nan
+    mask = (rng.random(q.shape) * 3).astype(np.uint8)
+    ref = make_partition(q, phi, mask, **kw)
+    monkeypatch.setattr(part, "BLOCK_PIXELS", 29)
+    got = make_partition(q, phi, mask, **kw)
+    for f in dataclasses.fields(ref):
+        a, b = getattr(got, f.name), getattr(ref, f.name)
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b, err_msg=f.name)
+        else:
+            assert a == b, f.name
+    assert not got.mask[0, 0] and (kw.get("q_style") != "log" or not got.mask[18, 20])

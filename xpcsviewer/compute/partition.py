@@ -219,17 +219,57 @@ def _smallest_uint(values: np.ndarray, n_max: int) -> np.ndarray:
     return values.astype(_uint_dtype(n_max), copy=False)
 
 
+def _valid_and_ranges(
+    q: np.ndarray, phi: np.ndarray, mask: np.ndarray | None, positive: bool
+) -> tuple[np.ndarray, tuple[float, float], tuple[float, float]]:
+    """Valid pixels (mask > 0, finite q and phi, and q > 0 if ``positive``) and the
+    ranges of q and phi over them, in one blockwise pass (no full-size temporaries).
+
+    Returns
+    -------
+    valid (H, W) bool, (qmin, qmax), (phimin, phimax); the minima are +inf and the
+    maxima -inf when no pixel is valid.
+    """
+    qf = np.ascontiguousarray(q).reshape(-1)
+    pf = np.ascontiguousarray(phi).reshape(-1)
+    mf = None if mask is None else np.ascontiguousarray(mask).reshape(-1)
+    valid = np.empty(qf.size, dtype=bool)
+    tmp = np.empty(min(BLOCK_PIXELS, qf.size), dtype=bool)
+    qlo = plo = np.inf
+    qhi = phi_hi = -np.inf
+    for a in range(0, qf.size, BLOCK_PIXELS):
+        x, p, v = qf[a : a + BLOCK_PIXELS], pf[a : a + BLOCK_PIXELS], valid[a : a + BLOCK_PIXELS]
+        t = tmp[: x.size]
+        np.isfinite(x, out=v)
+        v &= np.isfinite(p, out=t)
+        if mf is not None:
+            v &= np.greater(mf[a : a + BLOCK_PIXELS], 0, out=t)
+        if positive:
+            with np.errstate(invalid="ignore"):
+                v &= np.greater(x, 0, out=t)
+        qlo = min(qlo, float(np.min(x, where=v, initial=np.inf)))
+        qhi = max(qhi, float(np.max(x, where=v, initial=-np.inf)))
+        plo = min(plo, float(np.min(p, where=v, initial=np.inf)))
+        phi_hi = max(phi_hi, float(np.max(p, where=v, initial=-np.inf)))
+    return valid.reshape(q.shape), (qlo, qhi), (plo, phi_hi)
+
+
 def _phi_range(
-    phi: np.ndarray, pf: np.ndarray | None, valid: np.ndarray, offset: float, fold: int
+    phi: np.ndarray, pf: np.ndarray | None, valid: np.ndarray, offset: float, fold: int,
+    raw: tuple[float, float] | None = None,
 ) -> tuple[float, float]:
     """Min and max of the folded azimuth over the valid pixels.
 
-    Without a folded map (one phi bin), the raw range is folded instead when that is
-    exact: with no offset and no symmetry fold, folding is monotonic on (-180, 180].
+    Without a folded map (one phi bin), the raw range (``raw`` when known) is folded
+    instead when that is exact: with no offset and no symmetry fold, folding is
+    monotonic on (-180, 180].
     """
     if pf is None:
-        lo = float(np.min(phi, where=valid, initial=np.inf))
-        hi = float(np.max(phi, where=valid, initial=-np.inf))
+        if raw is not None:
+            lo, hi = raw
+        else:
+            lo = float(np.min(phi, where=valid, initial=np.inf))
+            hi = float(np.max(phi, where=valid, initial=-np.inf))
         if offset == 0 and fold == 1 and lo > -180.0 and hi <= 180.0:
             f = fold_phi(np.array([lo, hi]))
             return float(f[0]), float(f[1])
@@ -313,16 +353,10 @@ def make_partition(
         raise ValueError(
             f"q and phi must be 2-D of the same shape, got {q.shape} and {phi.shape}"
         )
-    valid = np.ones(q.shape, bool) if mask is None else np.asarray(mask) > 0
-    if valid.shape != q.shape:
+    if mask is not None and np.shape(mask) != q.shape:
         raise ValueError(
-            f"mask shape {valid.shape} does not match the detector {q.shape}"
+            f"mask shape {np.shape(mask)} does not match the detector {q.shape}"
         )
-    valid = valid & np.isfinite(q) & np.isfinite(phi)
-    if q_style == "log":
-        valid &= q > 0  # the beam-centre pixel (q = 0) has no place on a log axis
-    if not valid.any():
-        raise ValueError("the mask leaves no valid pixel")
     for name, n in (
         ("dq_num", dq_num),
         ("sq_num", sq_num),
@@ -335,12 +369,15 @@ def make_partition(
     rp = -(-int(sp_num) // int(dp_num))
     # one phi bin needs only the folded range, not the folded map
     one_phi = rp * int(dp_num) == 1
+    # the log axis has no place for the beam-centre pixel (q = 0)
+    valid, (qmin, qmax), phi_raw = _valid_and_ranges(q, phi, mask, q_style == "log")
+    if not qmin <= qmax:
+        raise ValueError("the mask leaves no valid pixel")
     pf = None if one_phi else fold_phi(phi, phi_offset, symmetry_fold)
 
-    qmin = np.min(q, where=valid, initial=np.inf)
-    qmax = np.max(q, where=valid, initial=-np.inf)
     q_edges_s, q_cent_s = axis_edges(qmin, qmax, int(dq_num), q_style, rq)
-    p_edges_s, p_cent_s = axis_edges(*_phi_range(phi, pf, valid, phi_offset, symmetry_fold),
+    p_edges_s, p_cent_s = axis_edges(*_phi_range(phi, pf, valid, phi_offset, symmetry_fold,
+                                                 raw=phi_raw),
                                      int(dp_num), "linear", rp)
     q_edges_d, q_cent_d = q_edges_s[::rq], None
     p_edges_d = p_edges_s[::rp]
