@@ -170,7 +170,7 @@ def main() -> int:
                 sent = res["h2d_bytes"]
                 ratio = f"{sent / nbytes:.3f}x stored" if nbytes and sent else f"{sent} B"
                 print(f"  {name:4s} {col:8s} {res['seconds']:8.2f} s  "
-                      f"programs lowered {res['lowered']:3d} compiled {res['compiled']:3d}  "
+                      f"programs {res['compiled']:3d} (from cache {res.get('cache_hits', 0):3d})  "
                       f"sent {ratio}  JAX {'loaded' if res['jax'] else 'not loaded'}",
                       flush=True)
             boost = REPO / ".bench-venvs" / "boost" / "bin" / "python"
