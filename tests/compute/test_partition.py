@@ -278,3 +278,28 @@ def test_blockwise_passes_give_the_same_partition(kw, rng, monkeypatch):
         else:
             assert a == b, f.name
     assert not got.mask[0, 0] and (kw.get("q_style") != "log" or not got.mask[18, 20])
+
+
+@pytest.mark.parametrize("block", [1 << 16, 7])
+def test_check_consistency_in_blocks(block, monkeypatch):
+    # the same findings block by block; a negative label is reported, not an error
+    import xpcsviewer.compute.partition as part
+
+    monkeypatch.setattr(part, "BLOCK_PIXELS", block)
+    q, phi = compute_qmap((20, 20), 10.0, 5.0, 75e-6, 10, 10)
+    qm = make_partition(q, phi, None, 3, 9, 2, 4)
+    assert check_consistency(qm) == []
+    bad = make_partition(q, phi, None, 3, 9, 2, 4)
+    d = bad.dynamic_roi_map.copy()
+    r, c = np.argwhere(bad.static_roi_map == 2)[-1]
+    d[r, c] = 0  # the last pixel of static bin 2 leaves every dynamic bin
+    bad.dynamic_roi_map = d
+    found = check_consistency(bad)
+    assert "1 static bins span more than one dynamic bin" in found
+    assert "some static-bin pixels are outside every dynamic bin" in found
+    assert any(p.startswith("dynamic: 1 pixels where") for p in found)
+    neg = make_partition(q, phi, None, 3, 9)
+    s = neg.static_roi_map.astype(np.int32)
+    s[0, 0] = -1
+    neg.static_roi_map = s
+    assert "static: negative values in roi_map" in check_consistency(neg)
