@@ -33,7 +33,9 @@ job compiles two programs).
 from __future__ import annotations
 
 import mmap
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -356,18 +358,19 @@ class _RunSums:
             self.rest_sid = rsid[self.rest_starts]
             self.rest_sums = np.zeros((n_frames, self.rest_starts.size))
             h, w = pixels.shape
-            self.image = np.zeros(h * w)
+            self.images = [np.zeros(h * w), np.zeros(h * w)]  # one per reading thread
         self.rest_index = pixels.pixel_index[rest]
 
-    def add(self, rows: np.ndarray, flat: np.ndarray, a: int) -> None:
-        """Add the store rows ``rows`` (frames a..) and their full frames ``flat``."""
+    def add(self, rows: np.ndarray, flat: np.ndarray, a: int, slot: int = 0) -> None:
+        """Add the store rows ``rows`` (frames a..) and their full frames ``flat``
+        (``slot``: the image sum of this reading thread)."""
         k = rows.shape[0]
         if self.starts.size:
             acc = np.int64 if rows.dtype.kind in "ui" else np.float64
             self.sums[a : a + k] = np.add.reduceat(rows, self.starts, axis=1, dtype=acc)
         if not self.scattering:
             return
-        self.image += flat.sum(axis=0, dtype=_sum_dtype(flat.dtype, k))
+        self.images[slot] += flat.sum(axis=0, dtype=_sum_dtype(flat.dtype, k))
         if self.rest_starts.size:
             part = np.take(flat, self.rest_index, axis=1)
             acc = np.int64 if part.dtype.kind in "ui" else np.float64
@@ -378,7 +381,7 @@ class _RunSums:
         """The job's scattering means, as :class:`ScatteringAccumulator` holds them."""
         px = self.pixels
         acc = ScatteringAccumulator(px, count, backend=get_backend("numpy"), compiled=False)
-        acc.sum_image[:] = self.image
+        np.add(*self.images, out=acc.sum_image)
         acc.static_sums[:, self.sid] = self.sums[:count]
         if self.rest_starts.size:
             acc.static_sums[:, self.rest_sid] = self.rest_sums[:count]
@@ -513,6 +516,40 @@ class TwotimeRun:
     scattering: ScatteringAccumulator
 
 
+def _two_parts(pool: ThreadPoolExecutor | None, fn: Callable[[int, int, int], None], n: int,
+               split: int | None = None) -> None:
+    """``fn(lo, hi, slot)`` over [0, n): [0, split) on the pool's thread (slot 0) while
+    this thread does [split, n) (slot 1), or all here without a pool. NumPy releases
+    the GIL in these passes, so the second core works while BLAS is idle."""
+    h = n // 2 if split is None else int(split)
+    if pool is None or not 0 < h < n:
+        fn(0, n, 1)
+        return
+    fut = pool.submit(fn, 0, h, 0)
+    try:
+        fn(h, n, 1)
+    finally:
+        fut.result()
+
+
+def _finish_upper32(c: np.ndarray, flat: np.ndarray, maps: list[np.ndarray],
+                    pool: ThreadPoolExecutor | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`finish_map` for a float32 upper map, the cast shared by two threads (this
+    one also takes the diagonal sums: it casts the last third of the rows)."""
+    n = c.shape[0]
+    m = _small_pages(c.shape, np.float32)
+    g2: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def part(lo: int, hi: int, slot: int) -> None:
+        np.copyto(m[lo:hi], c[lo:hi], casting="same_kind")
+        if slot == 1:
+            g2.append(_map_g2(c, flat, 5))
+
+    _two_parts(pool, part, n, split=(2 * n) // 3)
+    maps.append(m)
+    return g2[0]
+
+
 def _correlate_cpu(
     chunks: Iterable[np.ndarray],
     n_frames: int,
@@ -536,9 +573,37 @@ def _correlate_cpu(
     """
     sel = np.flatnonzero(np.isin(pixels.dynamic_id, bins - 1))
     sel = sel[np.lexsort((pixels.static_id[sel], pixels.dynamic_id[sel]))]
+    sums = _RunSums(pixels, sel, n_frames, with_scattering)
+    # a second thread for the passes NumPy runs on one core (BLAS has both for products)
+    pool = ThreadPoolExecutor(1) if (os.cpu_count() or 1) > 1 else None
+    try:
+        return _correlate_cpu_pass(chunks, n_frames, pixels, bins, sel, sums, pool,
+                                   smooth=smooth, block_rows=block_rows, progress=progress,
+                                   cancel=cancel, with_scattering=with_scattering, full=full)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+def _correlate_cpu_pass(
+    chunks: Iterable[np.ndarray],
+    n_frames: int,
+    pixels: PixelBins,
+    bins: np.ndarray,
+    sel: np.ndarray,
+    sums: _RunSums,
+    pool: ThreadPoolExecutor | None,
+    *,
+    smooth: str,
+    block_rows: int,
+    progress: ProgressCallback | None,
+    cancel: CancelToken | None,
+    with_scattering: bool,
+    full: bool,
+) -> TwotimeResult | TwotimeRun:
+    """The body of :func:`_correlate_cpu` (``pool``: its second thread, or None)."""
     sel_index = pixels.pixel_index[sel]
     sel_dyn = pixels.dynamic_id[sel]
-    sums = _RunSums(pixels, sel, n_frames, with_scattering)
     store: np.ndarray | None = None
     done = 0
     total_steps = n_frames + len(bins)
@@ -553,12 +618,17 @@ def _correlate_cpu(
             store = _small_pages((n_frames, sel.size), _store_dtype(flat.dtype))
         elif not np.can_cast(flat.dtype, store.dtype, "safe"):
             store = store.astype(np.float32)
-        rows = store[done : done + k]
-        if flat.dtype == store.dtype:
-            np.take(flat, sel_index, axis=1, out=rows, mode="clip")  # indices are valid
-        else:
-            rows[...] = flat[:, sel_index]
-        sums.add(rows, flat, done)
+
+        def read(lo: int, hi: int, slot: int, store: np.ndarray = store, flat: np.ndarray = flat,
+                 a: int = done) -> None:
+            rows, part = store[a + lo : a + hi], flat[lo:hi]
+            if part.dtype == store.dtype:
+                np.take(part, sel_index, axis=1, out=rows, mode="clip")  # indices are valid
+            else:
+                rows[...] = part[:, sel_index]
+            sums.add(rows, part, a + lo, slot)
+
+        _two_parts(pool, read, k)
         done += k
         report(progress, cancel, done, total_steps, "two-time: reading")
     if done != n_frames or store is None:
@@ -590,14 +660,23 @@ def _correlate_cpu(
             v = _bin_factors(gsum, counts, pb)
             d = dbuf[: n * pb].reshape(n, pb)
             x = store[:, a:b]
-            for g, (s0, ln) in enumerate(zip(starts, counts, strict=True)):
-                np.multiply(x[:, s0 : s0 + ln], v[:, g : g + 1], out=d[:, s0 : s0 + ln])
+
+            def norm(lo: int, hi: int, _slot: int, x: np.ndarray = x, d: np.ndarray = d,
+                     v: np.ndarray = v, starts: Any = starts, counts: Any = counts) -> None:
+                for g, (s0, ln) in enumerate(zip(starts, counts, strict=True)):
+                    np.multiply(x[lo:hi, s0 : s0 + ln], v[lo:hi, g : g + 1],
+                                out=d[lo:hi, s0 : s0 + ln])
+
+            _two_parts(pool, norm, n)
             rows = max(16, min(int(block_rows), TILE_BYTES // max(8 * pb, 1)))
             _gram_upper(d, c, rows)
         else:
             _upper_map(store[:, a:b], group[a:b], flat_map, block_rows=block_rows,
                        backend=get_backend("numpy"), device=None, cpu=True)
-        g2[:, i], g2_seg[:, :, i] = finish_map(c, flat_map, full, maps)
+        if full:
+            g2[:, i], g2_seg[:, :, i] = finish_map(c, flat_map, full, maps)
+        else:
+            g2[:, i], g2_seg[:, :, i] = _finish_upper32(c, flat_map, maps, pool)
         report(progress, cancel, n_frames + i + 1, total_steps, f"two-time: bin {bins[i]}")
     res = TwotimeResult(
         processed_bins=bins,
