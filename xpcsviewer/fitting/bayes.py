@@ -47,9 +47,6 @@ from xpcsviewer.backends import get_backend
 # The JAX backend switches x64 on (and checks it) before NumPyro creates any array.
 get_backend("jax")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-
 from xpcsviewer.fitting.bayes_diagnostics import (  # noqa: E402
     CONVERGENCE,
     bfmi,
@@ -71,10 +68,11 @@ from xpcsviewer.fitting.bayes_model import (  # noqa: E402
 )
 from xpcsviewer.fitting.bayes_result import BayesFitResult  # noqa: E402
 from xpcsviewer.fitting.bayes_run import (  # noqa: E402
-    _choose_chain_method,
     _run_joint,
     _run_per_bin_chunks,
     _summarise,
+    chain_method_of,
+    nuts_devices,
 )
 from xpcsviewer.fitting.bayes_status import _bayes_statuses  # noqa: E402
 from xpcsviewer.fitting.lsq import G2FitResult, fit_g2, usable_errors  # noqa: E402
@@ -137,6 +135,7 @@ def fit_g2_bayes(
     t_range: tuple[float, float] | None = None,
     aux: tuple | None = None,
     chain_method: str = "auto",
+    device: str = "auto",
     target_accept_prob: float = 0.8,
     max_tree_depth: int = 10,
     dense_mass: bool = False,
@@ -163,8 +162,9 @@ def fit_g2_bayes(
         Least-squares fit of ``model`` to start the chains from and to choose the bins
         (and for ``auto`` their models); computed when None.
     num_warmup, num_samples, num_chains : int
-        Draws per chain; chains run vectorised on one device, or in parallel when
-        JAX has one host device per chain.
+        Draws per chain; chains run in parallel when there is a device per chain
+        (the host CPU devices, see :func:`~xpcsviewer.fitting.bayes_run.nuts_devices`),
+        otherwise vectorised on one device.
     seed : int
         PRNG seed; the same seed and data give the same draws.
     block_size : int
@@ -173,9 +173,14 @@ def fit_g2_bayes(
         Bounds (prior ranges) and fixed values, as for ``fit_g2``.
     t_range : (lo, hi) s, optional
     aux : (m (T,), dt), for ``single_avgcorr`` (and ``auto``, where it may be chosen)
+    chain_method : {"auto", "parallel", "vectorized"}
+    device : {"auto", "cpu", "gpu"}
+        Where the chains run (:func:`~xpcsviewer.fitting.bayes_run.nuts_devices`): the
+        host CPU devices unless the GPU is asked for (or, for ``auto``, chosen by the
+        whole-job router).
     sampler : {"per_bin", "joint"}
         ``per_bin`` (default): NUTS vmapped over bins and chains, each bin with its own
-        step size and dense mass matrix, in one compiled program. ``joint``: all bins
+        step size and dense mass matrix, through two compiled programs (start, block). ``joint``: all bins
         as one NumPyro model through ``MCMC`` (``dense_mass`` applies there).
     extend : bool
         ``per_bin`` only: bins the least squares calls converged that miss only the
@@ -219,6 +224,8 @@ def fit_g2_bayes(
     groups = [(m, np.flatnonzero(sampled & (row_models == m.value))) for m in MODEL_ORDER]
     groups = [(m, r) for m, r in groups if r.size]
     n_s = sum(r.size for _, r in groups)
+    devices = nuts_devices(num_chains, device, chain_method=chain_method,
+                           work=n_s * g2.shape[1] * (num_warmup + num_samples) * num_chains)
     parts = []
     for m, rows in groups:
         if m is G2Model.SINGLE_AVGCORR and aux is None:
@@ -237,10 +244,10 @@ def fit_g2_bayes(
             init.select(rows), _spec_rows(params, rows, n_b), aux, num_warmup,
             num_samples, num_chains, int(seed) + 7907 * MODEL_ORDER.index(m),
             sub_progress if progress is not None else None, cancel, block_size,
-            chain_method, target_accept_prob, max_tree_depth, dense_mass, sampler, extend)
+            devices, target_accept_prob, max_tree_depth, dense_mass, sampler, extend)
         parts.append((rows, res))
     return _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples,
-                  num_warmup, seed, chain_method, sampler, aux)
+                  num_warmup, seed, chain_method_of(devices), sampler, aux)
 
 
 def to_sample(init: G2FitResult) -> np.ndarray:
@@ -273,7 +280,7 @@ def _spec_rows(params: dict | None, rows: np.ndarray, n_b: int) -> dict | None:
 
 
 def _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples, num_warmup,
-           seed, chain_method, sampler, aux) -> BayesFitResult:
+           seed, method, sampler, aux) -> BayesFitResult:
     """One result over all bins from the models' runs; bins not sampled keep the
     least-squares status (and chi2_red and limits), their posterior summaries NaN."""
     names = model_param_names(model)
@@ -296,7 +303,6 @@ def _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples, nu
     limit_name = np.array(init.limit_name, dtype=object).copy()
     fixed_seen: dict[str, list[bool]] = {n: [] for n in names}
     steps = []
-    method = parts[0][1].chain_method if parts else _choose_chain_method(chain_method, num_chains)
     for rows, r in parts:
         for n in r.param_names:
             for dst, src in zip(stats, (r.mean, r.std, r.median, r.hdi_low, r.hdi_high,
@@ -333,7 +339,7 @@ def _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples, nu
 
 
 def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num_warmup,
-               num_samples, num_chains, seed, progress, cancel, block_size, chain_method,
+               num_samples, num_chains, seed, progress, cancel, block_size, devices,
                target_accept_prob, max_tree_depth, dense_mass, sampler,
                extend) -> BayesFitResult:
     """One model's sampling run over its bins (all arrays already of those bins)."""
@@ -347,7 +353,7 @@ def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num
     lower = {n: np.broadcast_to(np.asarray(specs[n].lower, float), (n_b,)).copy() for n in names}
     upper = {n: np.broadcast_to(np.asarray(specs[n].upper, float), (n_b,)).copy() for n in names}
     fixed = {
-        n: jnp.asarray(np.broadcast_to(np.asarray(specs[n].value, float), (n_b,)))
+        n: np.broadcast_to(np.asarray(specs[n].value, float), (n_b,)).copy()
         for n in names
         if specs[n].fixed
     }
@@ -387,17 +393,17 @@ def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num
     init_values: dict[str, Any] = {}
     for n, v in start.items():
         if n == TAU2_SITE:
-            init_values[n] = jnp.asarray(v)
+            init_values[n] = np.asarray(v, float)
         elif n in LOG_PARAMS:
             if n == "tau2" and TAU2_SITE in start:
                 continue
-            init_values[f"log_{n}"] = jnp.asarray(np.log(v))
+            init_values[f"log_{n}"] = np.log(v)
         else:
-            init_values[n] = jnp.asarray(v)
+            init_values[n] = np.asarray(v, float)
 
     sigma = sigma0 * noise_scale[:, None]
     y = np.where(mask, g2, 0.0)
-    aux_j = None if aux is None else (jnp.asarray(aux[0], jnp.float64), float(aux[1]))
+    aux_j = None if aux is None else (np.asarray(aux[0], np.float64), float(aux[1]))
     t_safe = np.where(np.isfinite(tau) & (tau > 0), tau, 1.0)
     t_ref = np.min(np.where(mask, t_safe[None, :], np.inf), axis=1)
     t_ref = np.where(np.isfinite(t_ref), t_ref, np.min(t_safe))
@@ -407,26 +413,21 @@ def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num
         vals0 = {**{n: np.asarray(v) for n, v in fixed.items()}, **start}
         logs0 = {n: np.log(vals0[n]) for n in names if n in LOG_PARAMS}
         init_values.pop("contrast")
-        init_values[SHEAR_SITE] = jnp.asarray(z0 + 2.0 * _log_g1(model, t_ref, vals0, logs0))
+        init_values[SHEAR_SITE] = z0 + 2.0 * _log_g1(model, t_ref, vals0, logs0, np)
     unit_stretch = bool("stretch" in fixed and np.all(np.asarray(fixed["stretch"]) == 1.0))
     n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
     per_block = math.ceil(num_samples / n_blocks)
-    lower_j = {n: jnp.asarray(v) for n, v in lower.items()}
-    upper_j = {n: jnp.asarray(v) for n, v in upper.items()}
+    method = chain_method_of(devices)
     if sampler == "joint":
-        method = _choose_chain_method(chain_method, num_chains)
         draws, diverging, energies, steps = _run_joint(
-            t_safe, y, sigma, mask, model, lower_j, upper_j, fixed, aux_j, unit_stretch,
-            init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
+            t_safe, y, sigma, mask, model, lower, upper, fixed, aux_j, unit_stretch,
+            init_values, num_warmup, per_block, n_blocks, num_chains, devices, seed,
             target_accept_prob, max_tree_depth, dense_mass, progress, cancel, t_ref,
         )
     elif sampler == "per_bin":
-        method = "parallel" if (chain_method == "parallel" or (
-            chain_method == "auto" and num_chains > 1 and jax.local_device_count() >= num_chains
-        )) else "vectorized"
         draws, resume = _run_per_bin_chunks(
-            t_safe, y, sigma, mask, model, lower_j, upper_j, fixed, aux_j, unit_stretch,
-            init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
+            t_safe, y, sigma, mask, model, lower, upper, fixed, aux_j, unit_stretch,
+            init_values, num_warmup, per_block, n_blocks, num_chains, devices, seed,
             target_accept_prob, max_tree_depth, progress, cancel, t_ref,
         )
     else:

@@ -14,8 +14,8 @@ from xpcsviewer.backends import get_backend
 # x64 on (and checked) before JAX creates any array.
 get_backend("jax")
 
-from jax.scipy.special import ndtri  # noqa: E402
 from numpyro.diagnostics import effective_sample_size  # noqa: E402
+from scipy.special import ndtri  # noqa: E402  (NumPy: no compiled JAX program)
 
 __all__ = ["CONVERGENCE", "HDI_PROB", "bfmi", "ess_bulk", "ess_min", "ess_tail"]
 

@@ -6,6 +6,7 @@ started from the least-squares joint fit and sampled in blocks (progress, cancel
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -32,17 +33,11 @@ from xpcsviewer.fitting.bayes_diagnostics import (  # noqa: E402
     ess_min,
     ess_tail,
 )
+from xpcsviewer.fitting.bayes_run import mcmc_chain_method, nuts_devices  # noqa: E402
 from xpcsviewer.fitting.lsq import usable_errors  # noqa: E402
 from xpcsviewer.progress import CancelToken, ProgressCallback, report  # noqa: E402
 
 __all__ = ["DiffusionBayesResult", "diffusion_model", "fit_diffusion_joint_bayes"]
-
-
-def _choose_chain_method(num_chains: int) -> str:
-    # one host device per chain: parallel; otherwise vectorised chains in one program
-    if num_chains > 1 and jax.local_device_count() >= num_chains:
-        return "parallel"
-    return "vectorized"
 
 
 def diffusion_model(t, q, g2=None, sigma=None, mask=None, *, log_d_range, c_max,
@@ -88,14 +83,15 @@ def fit_diffusion_joint_bayes(
     alpha: float | None = None, init: Any | None = None, num_warmup: int = 500,
     num_samples: int = 1000, num_chains: int = 4, seed: int = 0,
     progress: ProgressCallback | None = None, cancel: CancelToken | None = None,
-    block_size: int = 250,
+    block_size: int = 250, device: str = "auto",
 ) -> DiffusionBayesResult:
     """NUTS posterior of D and alpha directly from all g2 curves of one file.
 
     Started from :func:`~xpcsviewer.fitting.diffusion_joint.fit_diffusion_joint` (``init``,
     computed when None); sampled in blocks with progress and cancellation like
     :func:`fit_g2_bayes`. Converged: r_hat <= 1.01 and ESS bulk/tail >= 100 per chain
-    for D (and alpha), no divergences, BFMI >= 0.2.
+    for D (and alpha), no divergences, BFMI >= 0.2. Chains run on the host CPU devices
+    unless ``device`` asks for the GPU (:func:`~xpcsviewer.fitting.bayes_run.nuts_devices`).
     """
     from xpcsviewer.fitting.diffusion_joint import fit_diffusion_joint
 
@@ -121,30 +117,33 @@ def fit_diffusion_joint_bayes(
     c_max = np.maximum(1.0, 2.0 * c0)
     b0 = np.nan_to_num(init.baseline[use], nan=1.0)
     ld0 = float(np.log(init.D))
-    values = {"log_D": jnp.asarray(ld0), "contrast": jnp.asarray(np.minimum(c0, 0.999 * c_max)),
-              "baseline": jnp.asarray(b0)}
-    if alpha is None:
-        values["alpha"] = jnp.asarray(float(np.clip(init.alpha, 0.51, 3.99)))
+    devices = nuts_devices(num_chains, device,
+                           work=y.size * (num_warmup + num_samples) * num_chains)
+    home = devices[0]  # the chains' arrays are made there, not on the default device
+    put = functools.partial(jax.tree_util.tree_map, jnp.asarray)  # uncommitted: pmap-able
+    with jax.default_device(home):
+        values = put({"log_D": ld0, "contrast": np.minimum(c0, 0.999 * c_max), "baseline": b0})
+        if alpha is None:
+            values["alpha"] = put(float(np.clip(init.alpha, 0.51, 3.99)))
+        args = put((t_safe, q[use], y, sigma, mask))
+        kwargs = {"log_d_range": (ld0 - 10.0, ld0 + 10.0), "c_max": put(c_max),
+                  "alpha_fixed": None if alpha is None else float(alpha)}
     kernel = NUTS(diffusion_model, init_strategy=init_to_value(values=values), dense_mass=False)
     n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
     per_block = math.ceil(num_samples / n_blocks)
     mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=per_block, num_chains=num_chains,
-                chain_method=_choose_chain_method(num_chains), progress_bar=False)
-    args = (jnp.asarray(t_safe), jnp.asarray(q[use]), jnp.asarray(y), jnp.asarray(sigma),
-            jnp.asarray(mask))
-    kwargs = {"log_d_range": (ld0 - 10.0, ld0 + 10.0), "c_max": jnp.asarray(c_max),
-              "alpha_fixed": None if alpha is None else float(alpha)}
+                chain_method=mcmc_chain_method(devices), progress_bar=False)
     fields = ("diverging", "energy")
     total = n_blocks + 1
     report(progress, cancel, 0, total, "NUTS warm-up (joint diffusion)")
     # one NumPyro trace at a time in the process (numpyro_lock)
-    with numpyro_lock.hold(progress, cancel):
+    with numpyro_lock.hold(progress, cancel), jax.default_device(home):
         mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
                     collect_warmup=False, **kwargs)
     report(progress, cancel, 1, total, "sampling")
     chunks, div, energy = [], [], []
     for blk in range(n_blocks):
-        with numpyro_lock.hold(progress, cancel):
+        with numpyro_lock.hold(progress, cancel), jax.default_device(home):
             mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
         smp = mcmc.get_samples(group_by_chain=True)
         chunks.append({k: np.asarray(smp[k]) for k in ("D", "alpha") if k in smp})

@@ -143,14 +143,15 @@ def _sheared(model: G2Model, fixed: dict) -> bool:
     return "contrast" not in fixed and first not in fixed
 
 
-def _log_g1(model: G2Model, t: Any, vals: dict, logs: dict) -> Any:
-    """log g1(t) (<= 0) of the field correlation at delays ``t`` (B,), in log times."""
+def _log_g1(model: G2Model, t: Any, vals: dict, logs: dict, xp: Any = jnp) -> Any:
+    """log g1(t) (<= 0) of the field correlation at delays ``t`` (B,), in log times;
+    ``xp``: NumPy for the start values (no eager JAX operation), jax.numpy in the model."""
     def power(tn: str, sn: str) -> Any:
-        return jnp.exp(vals.get(sn, 1.0) * (jnp.log(t) - logs[tn]))
+        return xp.exp(vals.get(sn, 1.0) * (xp.log(t) - logs[tn]))
 
     if model is G2Model.DOUBLE:
         f = vals["fraction"]
         # log(f e^-a + (1 - f) e^-b) without underflow when both decays are long gone
-        return jnp.logaddexp(jnp.log(f) - power("tau1", "stretch1"),
-                             jnp.log1p(-f) - power("tau2", "stretch2"))
+        return xp.logaddexp(xp.log(f) - power("tau1", "stretch1"),
+                            xp.log1p(-f) - power("tau2", "stretch2"))
     return -power("tau", "stretch")

@@ -1,19 +1,25 @@
-"""The NUTS samplers of the Bayesian g2 fits and the summary of their draws.
+"""The NUTS samplers of the Bayesian g2 fits, where their chains run, and the summary
+of their draws.
 
-``per_bin`` (:func:`_run_per_bin_chunks`): NUTS vmapped over bins and chains in
-chunks of :data:`BIN_CHUNK` bins, through compiled programs cached per model and
-shape (:func:`_per_bin_programs`), resumable for the extension round; ``joint``
-(:func:`_run_joint`): all bins as one NumPyro model through ``MCMC``.
-:func:`_summarise` turns draws into a :class:`BayesFitResult` with the sampler gates.
-Every step that may trace a model holds :func:`xpcsviewer.fitting.numpyro_lock.hold`.
-Apart from :mod:`xpcsviewer.fitting.bayes`, which chooses the bins, starts and
-priors and assembles the result.
+:func:`nuts_devices` places the chains: host CPU devices by default (one per chain
+when there are enough, else one), the GPU only when asked for. ``per_bin``
+(:func:`_run_per_bin_chunks`): NUTS vectorised over bins and chains in chunks of
+:data:`BIN_CHUNK` bins through two compiled programs per model and setting (start,
+block of transitions; :class:`_PerBinSampler`, cached by :func:`_per_bin_programs`),
+traced without eager JAX operations and compiled at once in threads, resumable for
+the extension round; ``joint`` (:func:`_run_joint`): all bins as one NumPyro model
+through ``MCMC``. :func:`_summarise` turns draws into a :class:`BayesFitResult` with
+the sampler gates. Every step that may trace a model holds
+:func:`xpcsviewer.fitting.numpyro_lock.hold`. Apart from
+:mod:`xpcsviewer.fitting.bayes`, which chooses the bins, starts and priors and
+assembles the result.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -41,24 +47,97 @@ from xpcsviewer.fitting.bayes_result import BayesFitResult  # noqa: E402
 from xpcsviewer.fitting.models import G2Model, model_param_names  # noqa: E402
 from xpcsviewer.progress import report  # noqa: E402
 
-__all__ = ["BIN_CHUNK"]
+__all__ = ["BIN_CHUNK", "NUTS_DEVICES", "chain_method_of", "nuts_devices"]
 
 
-def _choose_chain_method(chain_method: str, num_chains: int) -> str:
-    if chain_method != "auto":
-        return chain_method
-    # "parallel" needs one device per chain (XLA host devices set before JAX starts);
-    # otherwise vectorised chains run in one program, which measured faster on CPU
-    # than sequential chains (docs/fitting.md).
-    if num_chains > 1 and jax.local_device_count() >= num_chains:
-        return "parallel"
+#: Where NUTS chains may run (``device`` of the Bayesian fits).
+NUTS_DEVICES = ("auto", "cpu", "gpu")
+
+
+def _platform_devices(platform: str | None) -> list:
+    try:
+        return list(jax.devices(platform))
+    except RuntimeError:  # no such platform in this process
+        return []
+
+
+def _routed(work: float | None) -> str:
+    try:
+        from xpcsviewer.backends.routing import route
+    except ImportError:  # no whole-job router in this installation: the host CPU
+        return "cpu"
+    return route("nuts", work=float(work or 0.0)).device
+
+
+def nuts_devices(num_chains: int, device: str = "auto", *, work: float | None = None,
+                 chain_method: str = "auto", available: Any = None) -> list:
+    """The devices the NUTS chains of one run go to: one per chain (chains in
+    parallel) or a single one (chains vectorised in one program).
+
+    Chains run on the host CPU devices by default, also where a GPU is visible: on an
+    H200 machine one file's 36 curves took 106 s on the GPU and 19 s on the CPU
+    (docs/fitting.md). The backends package starts JAX with several host CPU devices
+    (``--xla_force_host_platform_device_count``), so that chains run in parallel when
+    there is one CPU device per chain, otherwise vectorised on one CPU device.
+
+    Parameters
+    ----------
+    num_chains : int
+    device : {"auto", "cpu", "gpu"}
+        ``auto``: the whole-job router's choice (:func:`xpcsviewer.backends.routing.route`
+        for a ``nuts`` job of ``work`` units), the CPU without a router; ``gpu``: the
+        GPU, an error where there is none.
+    work : float, optional
+        curves x points x (warm-up + draws) x chains, for ``auto``.
+    chain_method : {"auto", "parallel", "vectorized"}
+        ``parallel`` needs one device per chain (an error otherwise); ``vectorized``
+        gives one device.
+    available : callable platform -> devices, optional
+        Default ``jax.devices(platform)`` (``[]`` for a platform JAX does not have);
+        tests pass fake device lists.
+    """
+    if device not in NUTS_DEVICES:
+        raise ValueError(f"device must be one of {', '.join(NUTS_DEVICES)}, not {device!r}")
+    if chain_method not in ("auto", "parallel", "vectorized"):
+        raise ValueError(f"chain_method must be 'auto', 'parallel' or 'vectorized', "
+                         f"not {chain_method!r}")
+    devices_of = _platform_devices if available is None else available
+    platform = _routed(work) if device == "auto" else device
+    pool = list(devices_of(platform)) if platform == "gpu" else []
+    if platform == "gpu" and not pool and device == "gpu":
+        raise ValueError("device='gpu': JAX sees no GPU in this process")
+    if not pool:  # the CPU, or a routed GPU that this process does not have
+        pool = list(devices_of("cpu"))
+    if not pool:  # a process started without the CPU platform (JAX_PLATFORMS)
+        pool = list(devices_of(None))
+    if not pool:
+        raise RuntimeError("JAX has no device for the NUTS chains")
+    if chain_method == "parallel" and len(pool) < num_chains:
+        raise ValueError(f"chain_method='parallel' needs a device per chain: {num_chains} "
+                         f"chains, {len(pool)} {pool[0].platform} devices")
+    if num_chains > 1 and chain_method != "vectorized" and len(pool) >= num_chains:
+        return pool[:num_chains]
+    return pool[:1]
+
+
+def chain_method_of(devices: list) -> str:
+    """``parallel`` (a device per chain) or ``vectorized`` (one device)."""
+    return "parallel" if len(devices) > 1 else "vectorized"
+
+
+def mcmc_chain_method(devices: list) -> Any:
+    """NumPyro ``MCMC``'s ``chain_method`` for chains on ``devices`` (its own
+    ``parallel`` maps over the default backend's devices, the GPU where there is one)."""
+    if len(devices) > 1:
+        return functools.partial(jax.pmap, devices=devices)
     return "vectorized"
 
 
 def _run_joint(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
-               init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
+               init_values, num_warmup, per_block, n_blocks, num_chains, devices, seed,
                target_accept_prob, max_tree_depth, dense_mass, progress, cancel, t_ref):
-    """All bins as one NumPyro model (one step size and mass matrix for all)."""
+    """All bins as one NumPyro model (one step size and mass matrix for all), chains on
+    ``devices`` (:func:`nuts_devices`)."""
     kernel = NUTS(
         g2_model,
         init_strategy=init_to_value(values=init_values),
@@ -66,21 +145,25 @@ def _run_joint(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
         max_tree_depth=max_tree_depth,
         dense_mass=dense_mass,
     )
-    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=per_block,
-                num_chains=num_chains, chain_method=method, progress_bar=False)
-    args = (jnp.asarray(t), jnp.asarray(y), jnp.asarray(sigma), jnp.asarray(mask))
-    kwargs = {"model": model, "lower": lower, "upper": upper, "fixed": fixed, "aux": aux,
-              "unit_stretch": unit_stretch, "t_ref": jnp.asarray(t_ref)}
+    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=per_block, num_chains=num_chains,
+                chain_method=mcmc_chain_method(devices), progress_bar=False)
+    home = devices[0]  # the chains' arrays are made there, not on the default device
+    put = functools.partial(jax.tree_util.tree_map, jnp.asarray)  # uncommitted: pmap-able
+    with jax.default_device(home):
+        args = (put(t), put(y), put(sigma), put(mask))
+        kwargs = {"model": model, "lower": put(lower), "upper": put(upper),
+                  "fixed": put(fixed), "aux": None if aux is None else (put(aux[0]), aux[1]),
+                  "unit_stretch": unit_stretch, "t_ref": put(t_ref)}
     fields = ("diverging", "energy", "num_steps")
     total = n_blocks + 1
     report(progress, cancel, 0, total, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
-    with numpyro_lock.hold(progress, cancel):
+    with numpyro_lock.hold(progress, cancel), jax.default_device(home):
         mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
                     collect_warmup=False, **kwargs)
     report(progress, cancel, 1, total, "sampling")
     chunks, div, energy, steps = [], [], [], []
     for blk in range(n_blocks):
-        with numpyro_lock.hold(progress, cancel):
+        with numpyro_lock.hold(progress, cancel), jax.default_device(home):
             mcmc.run(mcmc.post_warmup_state.rng_key, *args, extra_fields=fields, **kwargs)
         smp = mcmc.get_samples(group_by_chain=True)
         chunks.append({k: np.asarray(v) for k, v in smp.items()})
@@ -110,78 +193,251 @@ def _one_bin_model(model: G2Model, unit_stretch: bool, has_aux: bool):
     return one_bin
 
 
+def _signature(args: Any) -> tuple:
+    # what a compiled program is specialised to: structure, shapes and dtypes
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    return tree, tuple((tuple(np.shape(x)), np.dtype(x.dtype).str) for x in leaves)
+
+
+class _Program:
+    """One jitted program, compiled ahead of its first call (``jax.stages``) for each
+    argument signature it meets, so that several programs can compile at once
+    (:func:`_compile_all`): XLA compiles outside the GIL, on the other cores. A
+    signature being compiled is a future: a second fit waits for it instead of
+    compiling it again."""
+
+    def __init__(self, fn: Any, in_shardings: Any, out_shardings: Any) -> None:
+        self._jit = jax.jit(fn, in_shardings=in_shardings, out_shardings=out_shardings)
+        self._compiled: dict[tuple, Future] = {}
+
+    def missing(self, *args: Any) -> bool:
+        return _signature(args) not in self._compiled
+
+    def lower(self, *args: Any) -> tuple:
+        """Trace and lower for ``args`` (arrays or ShapeDtypeStructs) -> an item for
+        :func:`_compile_all`, which must follow; hold the NumPyro lock around this."""
+        key = _signature(args)
+        fut: Future = Future()
+        self._compiled[key] = fut
+        try:
+            return self, key, fut, self._jit.lower(*args)
+        except BaseException as exc:
+            _drop((self, key, fut, None), exc)
+            raise
+
+    def __call__(self, *args: Any) -> Any:
+        fut = self._compiled.get(_signature(args))
+        if fut is None:  # not prepared: trace, lower and compile now
+            item = self.lower(*args)
+            _compile_all([item])
+            fut = item[2]
+        return fut.result()(*args)
+
+
+def _drop(item: tuple, exc: BaseException) -> None:
+    prog, key, fut, _ = item
+    if prog._compiled.get(key) is fut:
+        del prog._compiled[key]
+    if not fut.done():
+        fut.set_exception(exc)
+
+
+def _compile_all(todo: list[tuple]) -> None:
+    """Compile lowered programs (:meth:`_Program.lower` items) at once, each in its own
+    thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(item: tuple) -> None:
+        try:
+            item[2].set_result(item[3].compile())
+        except BaseException as exc:
+            _drop(item, exc)
+            raise
+
+    if len(todo) <= 1:
+        for item in todo:
+            one(item)
+        return
+    with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="xpcs-nuts-xla") as pool:
+        for fut in [pool.submit(one, item) for item in todo]:
+            fut.result()
+
+
+class _PerBinSampler:
+    """The per-bin NUTS programs of one model and sampler setting on some devices.
+
+    ``init(values, args, key)``: constrained start values (B, 1) per site, the bins'
+    arguments and a PRNG key -> chain states (C, B, ...); ``block(state, args, n)``:
+    ``n`` <= ``steps`` NUTS transitions -> (state, (constrained draws incl.
+    deterministic sites (C, steps, B, 1), diverging, energy, num_steps (C, steps, B))),
+    of which the first ``n`` are real. One block program serves the warm-up, the
+    draws and the extension round, whatever their lengths. Chains are split over the
+    devices (``shard_map``: each device runs its own chains' loops, as ``pmap`` did),
+    bins vectorised within a device.
+    """
+
+    def __init__(self, one_bin: Any, num_warmup: int, target_accept_prob: float,
+                 max_tree_depth: int, num_chains: int, devices: tuple) -> None:
+        from jax.sharding import Mesh, NamedSharding
+        from jax.sharding import PartitionSpec as P
+        from numpyro.infer.hmc import hmc
+        from numpyro.infer.util import constrain_fn, potential_energy, unconstrain_fn
+
+        self.devices = devices
+        mesh = Mesh(np.array(devices), ("chain",))
+        self.chains = NamedSharding(mesh, P("chain"))
+        self.replicated = NamedSharding(mesh, P())
+
+        def potential(*args):  # the bins' data as arguments: one program for all data
+            return functools.partial(potential_energy, one_bin, args, {})
+
+        init_kernel, sample_kernel = hmc(potential_fn_gen=potential, algo="NUTS")
+
+        def sharded(fn, in_specs):  # each device runs fn on its own chains
+            return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=P("chain"),
+                                 check_vma=False)
+
+        # A device's chains x bins are one axis of lanes, each an independent sampler,
+        # vectorised by one vmap: nested vmaps (chains of bins) batch NUTS' nested
+        # while loops once more per level (20 s of tracing instead of 1 s).
+        def lanes(tree, n_c):  # (C', B, ...) -> (C' B, ...)
+            return jax.tree_util.tree_map(lambda a: a.reshape(n_c * a.shape[1], *a.shape[2:]),
+                                          tree)
+
+        def unlanes(tree, n_c, axis=0):  # (..., C' B, ...) -> (..., C', B, ...)
+            return jax.tree_util.tree_map(
+                lambda a: a.reshape(*a.shape[:axis], n_c, a.shape[axis] // n_c,
+                                    *a.shape[axis + 1:]), tree)
+
+        def tiled(args, n_c):  # the bins' arguments for every chain: (C' B, ...)
+            return jax.tree_util.tree_map(
+                lambda a: jnp.broadcast_to(a, (n_c, *a.shape)).reshape(-1, *a.shape[1:]), args)
+
+        def init_lane(zz, a, k):
+            return init_kernel(
+                zz, num_warmup, target_accept_prob=target_accept_prob,
+                max_tree_depth=max_tree_depth, dense_mass=True, model_args=a, rng_key=k,
+                inverse_mass_matrix=_start_metric(potential(*a), zz) if _START_METRIC
+                else None)
+
+        def init_local(z, args, keys):  # (C', B, ...) start points and keys
+            n_c = keys.shape[0]
+            return unlanes(jax.vmap(init_lane)(lanes(z, n_c), tiled(args, n_c),
+                                               lanes(keys, n_c)), n_c)
+
+        init_sharded = sharded(init_local, (P("chain"), P(), P("chain")))
+
+        def init(values, args, key):
+            z = jax.vmap(lambda a, v: unconstrain_fn(one_bin, a, {}, v))(args, values)
+            n_b = jax.tree_util.tree_leaves(args)[0].shape[0]
+            keys = jax.random.split(key, num_chains * n_b).reshape(num_chains, n_b, -1)
+            zc = jax.tree_util.tree_map(
+                lambda a: jnp.broadcast_to(a, (num_chains, *a.shape)), z)
+            return init_sharded(zc, args, keys)
+
+        step_lanes = jax.vmap(lambda st, a: sample_kernel(st, model_args=a))
+        post_lanes = jax.vmap(lambda a, z: constrain_fn(one_bin, a, {}, z,
+                                                        return_deterministic=True))
+        self._blocks: dict[int, _Program] = {}
+
+        def block_of(steps: int):
+            def block_local(state, args, n):
+                n_c = jax.tree_util.tree_leaves(state)[0].shape[0]
+                args_l = tiled(args, n_c)
+
+                def body(s, i):
+                    s = jax.lax.cond(i < n, lambda s: step_lanes(s, args_l), lambda s: s, s)
+                    return s, (post_lanes(args_l, s.z), s.diverging, s.energy, s.num_steps)
+
+                state, out = jax.lax.scan(body, lanes(state, n_c), jnp.arange(steps))
+                # (steps, C' B, ...) -> (C', steps, B, ...)
+                out = jax.tree_util.tree_map(lambda a: jnp.swapaxes(a, 0, 1),
+                                             unlanes(out, n_c, axis=1))
+                return unlanes(state, n_c), out
+
+            return _Program(sharded(block_local, (P("chain"), P(), P())),
+                            (self.chains, self.replicated, self.replicated),
+                            self.chains)
+
+        self._block_of = block_of
+        self.init = _Program(init, (self.replicated,) * 3, self.chains)
+
+    def block(self, steps: int) -> _Program:
+        if steps not in self._blocks:
+            self._blocks[steps] = self._block_of(steps)
+        return self._blocks[steps]
+
+    def missing(self, values: Any, args: Any, key: Any, steps: int) -> bool:
+        """Whether a run of ``steps``-long blocks needs a program not compiled yet."""
+        if self.init.missing(values, args, key):
+            return True
+        state = jax.eval_shape(self.init._jit, values, args, key)
+        return self.block(steps).missing(state, args, np.int32(steps))
+
+    def prepare(self, values: Any, args: Any, key: Any, steps: int) -> list:
+        """Lower the programs a run of ``steps``-long blocks needs and has not compiled
+        (the init first: it fixes the kernel's settings the block reads); hold the
+        NumPyro lock around this, then :func:`_compile_all` the result at once."""
+        todo: list[tuple] = []
+        try:
+            state = None
+            if self.init.missing(values, args, key):
+                todo.append(self.init.lower(values, args, key))
+                state = todo[-1][3].out_info
+            if state is None:
+                state = jax.eval_shape(self.init._jit, values, args, key)
+            block, n = self.block(steps), np.int32(steps)
+            if block.missing(state, args, n):
+                todo.append(block.lower(state, args, n))
+        except BaseException as exc:
+            for item in todo:
+                _drop(item, exc)
+            raise
+        return todo
+
+
+#: Start the warm-up from the curvature at the start point (see _start_metric).
+_START_METRIC = True
+
+
+def _start_metric(potential: Any, z: dict) -> Any:
+    """The inverse mass matrix the warm-up starts from: the inverse Hessian of the
+    potential at the start (the least-squares optimum, near the posterior mode; the
+    Laplace covariance of the unconstrained parameters), no wider than NumPyro's
+    identity in any direction (curvature below 1 and negative curvature give 1).
+
+    The windowed adaptation replaces it with the draws' covariance at the end of its
+    first window, as it replaces the identity; only the first window's trajectories
+    change: with the identity the scales of log tau (~0.1) and baseline (~1e-3) differ
+    by 100x and its trees ran to depth 10 (1023 steps), the most expensive part of a
+    cold fit.
+    """
+    from jax.flatten_util import ravel_pytree
+
+    flat, unravel = ravel_pytree(z)
+    h = jax.hessian(lambda f: potential(unravel(f)))(flat)
+    lam, vec = jnp.linalg.eigh(0.5 * (h + h.T))
+    inv = (vec / jnp.maximum(lam, 1.0)) @ vec.T
+    return jnp.where(jnp.all(jnp.isfinite(inv)), inv, jnp.eye(flat.size))
+
+
 @functools.lru_cache(maxsize=16)
 def _per_bin_programs(model: G2Model, unit_stretch: bool, has_aux: bool, num_warmup: int,
-                      target_accept_prob: float, max_tree_depth: int, method: str,
-                      num_chains: int, example: Any):
-    """Compiled init / block / post-processing programs, cached so that fitting the
-    next file of the same shape reuses them (no recompilation).
-
-    ``example`` is a hashable stand-in for the data structure (site names); the
-    potential is built with ``dynamic_args=True``, so it takes the data as arguments.
-    """
-    from numpyro.infer.hmc import hmc
-    from numpyro.infer.util import initialize_model, unconstrain_fn
-
-    one_bin = _one_bin_model(model, unit_stretch, has_aux)
-    first_args, first_init = example.value
-    info = initialize_model(jax.random.PRNGKey(0), one_bin,
-                            init_strategy=init_to_value(values=first_init),
-                            model_args=first_args, dynamic_args=True)
-    init_kernel, sample_kernel = hmc(potential_fn_gen=info.potential_fn, algo="NUTS")
-
-    def init_bins(z, args, keys):
-        return jax.vmap(lambda zz, a, k: init_kernel(
-            zz, num_warmup, target_accept_prob=target_accept_prob,
-            max_tree_depth=max_tree_depth, dense_mass=True, model_args=a, rng_key=k,
-        ))(z, args, keys)
-
-    def block(state, args, n_steps):
-        step_bins = jax.vmap(lambda st, a: sample_kernel(st, model_args=a))
-
-        def body(s, _):
-            s = step_bins(s, args)
-            return s, (s.z, s.diverging, s.energy, s.num_steps)
-
-        return jax.lax.scan(body, state, None, length=n_steps)
-
-    if method == "parallel":
-        devs = jax.local_devices()[:num_chains]
-        init = jax.pmap(init_bins, in_axes=(0, None, 0), devices=devs)
-        blocks: dict[int, Any] = {}
-
-        def run_block(st, args, n):
-            if n not in blocks:
-                blocks[n] = jax.pmap(lambda s, a: block(s, a, n), in_axes=(0, None), devices=devs)
-            return blocks[n](st, args)
-    else:
-        init = jax.jit(jax.vmap(init_bins, in_axes=(0, None, 0)))
-        blocks = {}
-
-        def run_block(st, args, n):
-            if n not in blocks:
-                blocks[n] = jax.jit(jax.vmap(lambda s, a: block(s, a, n), in_axes=(0, None)))
-            return blocks[n](st, args)
-
-    post = jax.jit(jax.vmap(jax.vmap(jax.vmap(
-        lambda a, z: info.postprocess_fn(*a)(z), in_axes=(0, 0)), in_axes=(None, 0)),
-        in_axes=(None, 0)))
-    unconstrain = jax.jit(jax.vmap(
-        lambda a, v: unconstrain_fn(one_bin, a, {}, v)
-    ))
-    return init, run_block, post, unconstrain
+                      target_accept_prob: float, max_tree_depth: int, num_chains: int,
+                      devices: tuple) -> _PerBinSampler:
+    """The per-bin sampler of a model and setting, cached so that fitting the next file
+    of the same shape reuses its compiled programs (no recompilation). Nothing runs or
+    compiles here: no eager operation traces the model before the programs do."""
+    return _PerBinSampler(_one_bin_model(model, unit_stretch, has_aux), num_warmup,
+                          target_accept_prob, max_tree_depth, num_chains, devices)
 
 
-class _Example:
-    # Hashable by structure only (site names, number of delays), carrying one value.
-    def __init__(self, key: tuple, value: Any) -> None:
-        self.key, self.value = key, value
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Example) and other.key == self.key
+def _key_data(seed: int) -> np.ndarray:
+    """``jax.random.PRNGKey(seed)``'s raw data, made without a JAX operation."""
+    seed = int(seed)
+    if 0 <= seed < 2 ** 63:
+        return np.array([(seed >> 32) & 0xFFFFFFFF, seed & 0xFFFFFFFF], np.uint32)
+    return np.asarray(jax.random.PRNGKey(seed))  # pragma: no cover - negative seeds
 
 
 #: Bins sampled together by the per-bin kernel. Every file's bins go through programs
@@ -205,10 +461,11 @@ def _pad_axis(a: Any, n: int, axis: int, value: float) -> Any:
 
 
 def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
-                        init_values, num_warmup, per_block, n_blocks, num_chains, method,
+                        init_values, num_warmup, per_block, n_blocks, num_chains, devices,
                         seed, target_accept_prob, max_tree_depth, progress, cancel, t_ref):
     """:func:`_run_per_bin` over chunks of :data:`BIN_CHUNK` bins with delays padded to
-    a power of two (masked points add nothing to the likelihood)."""
+    a power of two (masked points add nothing to the likelihood); chains on
+    ``devices`` (:func:`nuts_devices`)."""
     from xpcsviewer.fitting.lsq import bucket_delays
 
     n_b, n_t = y.shape
@@ -218,16 +475,16 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
     sigma = _pad_axis(sigma, t_pad, 1, 1.0)
     mask = _pad_axis(mask, t_pad, 1, False)
     if aux is not None:
-        aux = (jnp.asarray(_pad_axis(np.asarray(aux[0]), t_pad, 0, 1.0)), aux[1])
+        aux = (_pad_axis(np.asarray(aux[0], np.float64), t_pad, 0, 1.0), aux[1])
     n_chunks = math.ceil(n_b / BIN_CHUNK)
     parts = []
-    kept = []  # per chunk: (final state, per-bin arguments, programs)
+    kept = []  # per chunk: (final state, per-bin arguments, sampler, lock step)
     for k in range(n_chunks):
         real = np.arange(k * BIN_CHUNK, min(n_b, (k + 1) * BIN_CHUNK))
         idx = np.concatenate([real, np.full(BIN_CHUNK - real.size, real[0])])
 
         def sub(d: dict, idx: np.ndarray = idx) -> dict:
-            return {n: jnp.asarray(np.asarray(v)[idx]) for n, v in d.items()}
+            return {n: np.asarray(v, np.float64)[idx] for n, v in d.items()}
 
         def chunk_progress(done, total, msg="", _k=k):
             if progress is not None:
@@ -238,7 +495,7 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
         out = _run_per_bin(
             t, y[idx], sigma[idx], mask[idx], model, sub(lower), sub(upper), sub(fixed),
             aux, unit_stretch, sub(init_values), num_warmup, per_block, n_blocks,
-            num_chains, method, int(seed) + 7919 * k, target_accept_prob, max_tree_depth,
+            num_chains, devices, int(seed) + 7919 * k, target_accept_prob, max_tree_depth,
             chunk_progress if progress is not None else None, cancel, t_ref[idx],
         )
         draws, div, energy, steps, kept_k = out
@@ -264,28 +521,22 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
                                               for k, j in lanes], axis=axis),
                     *[pick(kk) for kk in kept])
 
-            # placed as the first run's arrays were: host arrays would make the
-            # programs compile again for their placement (5 s at the first extension)
+            # placed as the first run's arrays were (the compiled programs' placement)
             state = jax.tree_util.tree_map(_placed_like, gather(1, lambda kk: kk[0]),
                                            kept[0][0])  # (chains, lanes, ...)
             args = jax.tree_util.tree_map(_placed_like, gather(0, lambda kk: kk[1]),
                                           kept[0][1])  # (lanes, ...)
-            run_block, post, step = kept[0][2]
+            sampler, step = kept[0][2], kept[0][3]
             zs, div, energy, steps_ = [], [], [], []
             for _ in range(n_more):
                 with step():
-                    state, (z, d, e, ns) = run_block(state, args, per)
-                zs.append(jax.device_get(z))
-                div.append(np.asarray(d))
-                energy.append(np.asarray(e))
-                steps_.append(np.asarray(ns))
+                    state, (z, d, e, ns) = _block(sampler, state, args, per, per_block)
+                zs.append(z)
+                div.append(d)
+                energy.append(e)
+                steps_.append(ns)
                 report(progress, cancel, len(zs), n_more, f"more draws {len(zs)}/{n_more}")
-            parts_c = []
-            for z in zs:
-                with step():
-                    parts_c.append(post(args, z))
-            cons = {k: np.concatenate([np.asarray(c[k]) for c in parts_c], axis=1)
-                    for k in parts_c[0]}
+            cons = {k: np.concatenate([z[k] for z in zs], axis=1) for k in zs[0]}
             m = len(sel)
             outs.append(({k: v[..., 0][..., :m] for k, v in cons.items()},
                          np.concatenate(div, axis=1)[..., :m],
@@ -297,57 +548,63 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
     return (draws, cat(1), cat(2), cat(3)), resume
 
 
+def _block(sampler: _PerBinSampler, state: Any, args: Any, n: int, steps: int):
+    """``n`` transitions through the ``steps``-long block program; host arrays of
+    the first ``n`` (constrained draws, diverging, energy, num_steps)."""
+    state, (z, d, e, ns) = sampler.block(steps)(state, args, np.int32(n))
+    z, d, e, ns = jax.device_get((z, d, e, ns))
+    return state, ({k: v[:, :n] for k, v in z.items()}, d[:, :n], e[:, :n], ns[:, :n])
+
+
 def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
-                 init_values, num_warmup, per_block, n_blocks, num_chains, method, seed,
+                 init_values, num_warmup, per_block, n_blocks, num_chains, devices, seed,
                  target_accept_prob, max_tree_depth, progress, cancel, t_ref):
     """NUTS vmapped over bins (and chains): each bin adapts its own step size and a
     dense 2-4 parameter mass matrix, so one badly conditioned bin does not shrink the
-    others' step size; all in one compiled program."""
+    others' step size; two compiled programs (start, block of transitions)."""
     n_b, n_t = y.shape
     has_aux = aux is not None
-    aux_m = jnp.asarray(aux[0], jnp.float64) if has_aux else jnp.ones(n_t)
-    aux_dt = jnp.asarray(aux[1] if has_aux else 1.0, jnp.float64)
-    # Per-bin arguments with a leading bin axis; each bin is a 1-bin model.
+    aux_m = np.asarray(aux[0], np.float64) if has_aux else np.ones(n_t)
+    aux_dt = np.float64(aux[1] if has_aux else 1.0)
+
+    def col(v):
+        return np.asarray(v, np.float64)[:, None]
+
+    # Per-bin arguments with a leading bin axis; each bin is a 1-bin model. Host
+    # arrays, placed on the chains' devices in one transfer (no eager JAX operation).
     bin_args = (
-        jnp.broadcast_to(jnp.asarray(t), (n_b, n_t)),
-        jnp.asarray(y)[:, None, :],
-        jnp.asarray(sigma)[:, None, :],
-        jnp.asarray(mask)[:, None, :],
-        {k: v[:, None] for k, v in lower.items()},
-        {k: v[:, None] for k, v in upper.items()},
-        {k: jnp.asarray(v)[:, None] for k, v in fixed.items()},
-        jnp.broadcast_to(aux_m, (n_b, n_t)),
-        jnp.broadcast_to(aux_dt, (n_b,)),
-        jnp.asarray(t_ref, jnp.float64)[:, None],
+        np.broadcast_to(np.asarray(t, np.float64), (n_b, n_t)),
+        np.asarray(y, np.float64)[:, None, :],
+        np.asarray(sigma, np.float64)[:, None, :],
+        np.asarray(mask, bool)[:, None, :],
+        {k: col(v) for k, v in lower.items()},
+        {k: col(v) for k, v in upper.items()},
+        {k: col(v) for k, v in fixed.items()},
+        np.broadcast_to(aux_m, (n_b, n_t)),
+        np.broadcast_to(aux_dt, (n_b,)),
+        col(t_ref),
     )
-    init_b = {k: jnp.asarray(v)[:, None] for k, v in init_values.items()}
-    first = jax.tree_util.tree_map(lambda a: a[0], bin_args)
-    example = _Example(
-        (tuple(sorted(init_b)), tuple(sorted(fixed)), n_t),
-        (first, {k: v[0] for k, v in init_b.items()}),
-    )
+    values = {k: col(v) for k, v in init_values.items()}
+    key = _key_data(seed)
     # Each step that may trace the model holds the process-wide NumPyro lock; the
     # compiled programs then run while another thread waits its turn.
     step = functools.partial(numpyro_lock.hold, progress, cancel)
     with step():
-        misses = _per_bin_programs.cache_info().misses
-        init, run_block, post, unconstrain = _per_bin_programs(
+        sampler = _per_bin_programs(
             model, unit_stretch, has_aux, int(num_warmup), float(target_accept_prob),
-            int(max_tree_depth), method, int(num_chains), example,
+            int(max_tree_depth), int(num_chains), tuple(devices),
         )
-    if _per_bin_programs.cache_info().misses > misses:
-        # new programs compile at their first call (tens of seconds without the
-        # persistent cache): say so, or a user sees a stuck bar
-        report(progress, cancel, 0, 1, "compiling the sampler (first run only)\u2026")
+    bin_args, values, key = jax.device_put((bin_args, values, key), sampler.replicated)
     with step():
-        z0 = unconstrain(bin_args, init_b)
-    keys = jax.random.split(jax.random.PRNGKey(int(seed)), num_chains * n_b).reshape(
-        num_chains, n_b, 2
-    )
-    z0c = jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (num_chains, *a.shape)), z0)
+        if sampler.missing(values, bin_args, key, per_block):
+            # new programs (seconds without the persistent cache): say so, or a user
+            # sees a stuck bar
+            report(progress, cancel, 0, 1, "compiling the sampler (first run only)\u2026")
+        todo = sampler.prepare(values, bin_args, key, per_block)
+    _compile_all(todo)  # at once, each on its own core
     report(progress, cancel, 0, 1, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
     with step():
-        state = init(z0c, bin_args, keys)
+        state = sampler.init(values, bin_args, key)
 
     n_wblocks = max(1, math.ceil(num_warmup / max(1, per_block))) if num_warmup else 0
     w_per = math.ceil(num_warmup / n_wblocks) if n_wblocks else 0
@@ -357,7 +614,7 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
     while remaining > 0:
         n = min(w_per, remaining)
         with step():
-            state, _ = run_block(state, bin_args, n)
+            state, _ = sampler.block(per_block)(state, bin_args, np.int32(n))
         state = jax.block_until_ready(state)  # dispatch is asynchronous: honest progress
         remaining -= n
         done += 1
@@ -365,23 +622,17 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
     zs, div, energy, steps = [], [], [], []
     for _ in range(n_blocks):
         with step():
-            state, (z, d, e, ns) = run_block(state, bin_args, per_block)
-        zs.append(jax.device_get(z))
-        div.append(np.asarray(d))
-        energy.append(np.asarray(e))
-        steps.append(np.asarray(ns))
+            state, (z, d, e, ns) = _block(sampler, state, bin_args, per_block, per_block)
+        zs.append(z)
+        div.append(d)
+        energy.append(e)
+        steps.append(ns)
         done += 1
         report(progress, cancel, done, total, f"sampling {done - n_wblocks}/{n_blocks}")
-    # (C, S, B, 1) unconstrained draws -> constrained, incl. deterministic sites (tau);
-    # block by block: one program shape whatever the number of draws (the warm-up's)
-    cons = []
-    for z in zs:
-        with step():
-            cons.append(post(bin_args, z))
-    draws = {k: np.concatenate([np.asarray(c[k]) for c in cons], axis=1)[..., 0]
-             for k in cons[0]}
+    # (C, S, B, 1) constrained draws, deterministic sites (tau) included
+    draws = {k: np.concatenate([z[k] for z in zs], axis=1)[..., 0] for k in zs[0]}
     return (draws, np.concatenate(div, axis=1), np.concatenate(energy, axis=1),
-            np.concatenate(steps, axis=1), (state, bin_args, (run_block, post, step)))
+            np.concatenate(steps, axis=1), (state, bin_args, sampler, step))
 
 
 def _summarise(model, samples, div_bin, n_div, bf, fixed, num_chains, num_samples,

@@ -215,9 +215,11 @@ def fit_g2_blocks_bayes(
     progress=None,
     cancel=None,
     overrides: dict | None = None,
+    device: str = "auto",
 ) -> G2Fits:
     """NUTS posterior of every curve, one sampling run per file and model (checks
-    ``cancel`` between blocks).
+    ``cancel`` between blocks), chains on the host CPU devices unless ``device`` asks
+    for the GPU (:func:`~xpcsviewer.fitting.bayes_run.nuts_devices`).
 
     ``auto`` samples each curve with the model the least squares chose for it. Only
     curves the least squares finds decaying are sampled
@@ -280,6 +282,7 @@ def fit_g2_blocks_bayes(
             params=specs,
             t_range=t_range,
             aux=aux,
+            device=device,
         )
         rows = np.arange(offsets[k], offsets[k + 1])
         lsq_only = ~np.asarray(res.sampled, bool)  # keep the least squares' numbers

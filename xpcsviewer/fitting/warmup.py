@@ -20,7 +20,7 @@ from xpcsviewer.progress import CancelToken, ProgressCallback, report
 __all__ = ["BAYES_DEFAULTS", "precompile"]
 
 #: The GUI's Bayesian defaults (the g2 tab's warm-up / draws / chains boxes).
-BAYES_DEFAULTS = {"num_warmup": 500, "num_samples": 1000, "num_chains": 2}
+BAYES_DEFAULTS = {"num_warmup": 500, "num_samples": 1000, "num_chains": 2, "device": "auto"}
 #: Delay counts whose padded sizes cover the usual files (<= 32, <= 64 delays).
 _DELAYS = (30, 61)
 #: The samplers compiled ahead: the models the automatic choice picks on the real
@@ -95,7 +95,8 @@ def precompile(progress: ProgressCallback | None = None, cancel: CancelToken | N
                     fit_g2_bayes(tau, y, err, model=model,
                                  num_warmup=BAYES_DEFAULTS["num_warmup"], num_samples=250,
                                  num_chains=BAYES_DEFAULTS["num_chains"], cancel=cancel,
-                                 sample_all=True, extend=False)
+                                 sample_all=True, extend=False,
+                                 device=BAYES_DEFAULTS["device"])
                     out["seconds"][f"nuts_{model}"] = time.monotonic() - t_m
         except numpyro_lock.Yielded:
             out["nuts_yielded"] = True

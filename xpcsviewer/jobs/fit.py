@@ -98,6 +98,7 @@ class FitOptions:
     include_suspect: bool = False
     temperature: float | None = None
     viscosity: float | None = None
+    nuts_device: str = "auto"  # where --bayes chains run: host CPU devices unless "gpu"
 
 
 def fit_files(opts: FitOptions, items: list[dict[str, Any]],
@@ -190,7 +191,7 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
                             d["tau"], d["g2"], d["g2_err"], d["valid"], model=opts.model,
                             init=sub, t_range=opts.t_range, aux=aux, num_warmup=BAYES_WARMUP,
                             num_samples=BAYES_SAMPLES, num_chains=BAYES_CHAINS,
-                            progress=sub_progress if progress else None)
+                            device=opts.nuts_device, progress=sub_progress if progress else None)
                     finally:  # a failed file's share is spent too: the bar never goes back
                         step(share, what + "done")
                 rec = fit_record(d["path"], d["q"], d["phi"], sub, verdict, bayes,
