@@ -3,6 +3,7 @@
 Run on demand (not a test)::
 
     .venv/bin/python benchmarks/cold_start.py [--repeats 3] [--no-nuts] [--no-gui]
+    .venv/bin/python benchmarks/cold_start.py --breakdown [--repeats 3]
 
 Every row is a fresh process timed from the outside (wall clock, Python start-up and
 imports included), medians of ``--repeats``:
@@ -13,6 +14,13 @@ imports included), medians of ``--repeats``:
   filled: the difference is what the cache saves;
 - the GUI: process start to the first painted main window (offscreen), and to the
   end of the start-up warm-up (JAX imported, fits and NUTS compiled in a worker).
+
+``--breakdown``: where the time of a cold ``fit FILE --bayes`` goes, in fresh processes
+with an empty cache each: seconds per phase (imports, reading, the automatic least
+squares, NUTS tracing, XLA compilation, start, warm-up, draws, extension round,
+summaries), with the XLA programs compiled and their compile seconds per phase (from
+``jax.monitoring``; compile seconds of programs compiled at once add up beyond the
+wall time).
 
 The demo file is written to a temporary folder that is removed afterwards.
 """
@@ -56,6 +64,109 @@ win.shutdown(10000)
 """
 
 
+# The probe of --breakdown: the fit command in this process, its phases timed by
+# wrapping the functions that run them (the wrapped names are the fitting modules').
+_BREAKDOWN_PROBE = r"""
+import collections, contextlib, sys, time
+t_start = float(sys.argv[1])
+stack, wall, last = ["python start-up"], collections.Counter(), [t_start]
+comp = collections.defaultdict(lambda: [0, 0.0])
+def enter(name):
+    now = time.time(); wall[stack[-1]] += now - last[0]; last[0] = now; stack.append(name)
+def leave():
+    now = time.time(); wall[stack[-1]] += now - last[0]; last[0] = now; stack.pop()
+@contextlib.contextmanager
+def phase(name):
+    enter(name)
+    try:
+        yield
+    finally:
+        leave()
+def wrap(obj, attr, name):
+    f = getattr(obj, attr)
+    def w(*a, **k):
+        with phase(name() if callable(name) else name):
+            return f(*a, **k)
+    setattr(obj, attr, w)
+enter("imports (CLI, JAX, NumPyro)")
+import jax
+from jax import monitoring
+def on_event(event, seconds, **kw):
+    if event.endswith("backend_compile_duration"):
+        comp[stack[-1]][0] += 1; comp[stack[-1]][1] += seconds
+monitoring.register_event_duration_secs_listener(on_event)
+import numpy as np
+import xpcsviewer.fitting as FIT
+import xpcsviewer.fitting.bayes as B
+import xpcsviewer.fitting.bayes_run as R
+import xpcsviewer.fitting.results as RES
+import xpcsviewer.jobs.fit as J
+from xpcsviewer.cli import main
+leave()
+wrap(J, "_load", "read the file")
+wrap(FIT, "fit_g2", "least squares (automatic model choice)")
+wrap(RES, "fit_record", "record")
+for name in ("_summarise", "_bayes_statuses", "bfmi"):
+    wrap(B, name, "NUTS summaries and statuses")
+wrap(R._PerBinSampler, "prepare", "NUTS trace + lower")
+wrap(R, "_compile_all", "NUTS XLA compile")
+after = [False]
+chunks = B._run_per_bin_chunks
+def run_chunks(*a, **k):
+    try:
+        return chunks(*a, **k)
+    finally:
+        after[0] = True
+B._run_per_bin_chunks = run_chunks
+blk = R._block
+def block(*a, **k):
+    with phase("NUTS extension round" if after[0] else "NUTS draws"):
+        return jax.block_until_ready(blk(*a, **k))
+R._block = block
+call = R._Program.__call__
+def program(self, *a):
+    name = stack[-1]
+    if not name.startswith("NUTS draws") and not name.startswith("NUTS extension"):
+        name = "NUTS start" if str(getattr(a[2], "dtype", "")) == "uint32" else "NUTS warm-up"
+    with phase(name):
+        return jax.block_until_ready(call(self, *a))
+R._Program.__call__ = program
+with phase("rest of the command"):
+    rc = main(sys.argv[2:])
+now = time.time(); wall[stack[-1]] += now - last[0]
+for p, s in wall.items():
+    n, c = comp[p]
+    print(f"PHASE\t{p}\t{s:.3f}\t{n}\t{c:.3f}")
+print(f"PHASE\ttotal\t{now - t_start:.3f}\t{sum(v[0] for v in comp.values())}\t"
+      f"{sum(v[1] for v in comp.values()):.3f}")
+"""
+
+
+def _breakdown(f: str, tmp_p: Path, env: dict[str, str], repeats: int) -> None:
+    rows: dict[str, list[tuple[float, int, float]]] = {}
+    for i in range(repeats):
+        e = dict(env, XPCS_JAX_CACHE_DIR=str(tmp_p / f"breakdown-cache-{i}"))
+        load = os.getloadavg()[0]
+        out = subprocess.run([sys.executable, "-c", _BREAKDOWN_PROBE, repr(time.time()), "fit",
+                              f, "--bayes", "-o", str(tmp_p / f"bd{i}.json"), "--quiet",
+                              "--overwrite"], env=e, capture_output=True, text=True, cwd=REPO)
+        if out.returncode not in (0, 3):
+            raise RuntimeError(f"breakdown probe failed: {out.stderr[-600:]}")
+        print(f"run {i + 1}: load average at start {load:.2f}")
+        for line in out.stdout.splitlines():
+            if line.startswith("PHASE\t"):
+                _, name, s, n, c = line.split("\t")
+                rows.setdefault(name, []).append((float(s), int(n), float(c)))
+    print(f"{'phase (cold fit --bayes, medians)':42s} {'s':>7s} {'programs':>9s} {'XLA s':>7s}"
+          "   (s of each run)")
+    for name, xs in rows.items():
+        s = statistics.median(x[0] for x in xs)
+        n = statistics.median(x[1] for x in xs)
+        c = statistics.median(x[2] for x in xs)
+        each = ", ".join(f"{x[0]:.2f}" for x in xs)
+        print(f"{name:42s} {s:7.2f} {n:9.0f} {c:7.2f}   ({each})")
+
+
 def _run(args: list[str], env: dict[str, str]) -> float:
     t0 = time.perf_counter()
     proc = subprocess.run(args, env=env, capture_output=True, text=True, cwd=REPO)
@@ -75,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-nuts", action="store_true")
     ap.add_argument("--no-gui", action="store_true")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="only the phases of a cold fit --bayes (see the module docstring)")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="xpcs-cold-") as tmp:
@@ -87,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
         f = str(next((tmp_p / "demo").glob("A02_*_results.hdf")))
         print(f"load average at start: {os.getloadavg()[0]:.2f}  (2 cores shared: compare rows "
               "only within one run)")
+        if args.breakdown:
+            _breakdown(f, tmp_p, env, args.repeats)
+            return 0
 
         rows: dict[str, list[float]] = {"--help": [], "info": [], "fit (least squares)": []}
         _run([*EXE, "fit", f, "-o", str(tmp_p / "w.json"), "--quiet"], env)  # fill the cache
