@@ -112,6 +112,7 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
     file: reading, the least-squares solve, and with ``bayes`` the sampling, shared
     among the files by their bins (the work is bins x chains x draws).
     """
+    from xpcsviewer.backends.routing import route_and_pin
     from xpcsviewer.batch import ItemOutcome, outcome_of
     from xpcsviewer.fitting import averaging_factors, diffusion_from_fit, fit_g2
     from xpcsviewer.fitting.results import fit_record
@@ -140,6 +141,10 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
             d = o.value
             d["path"] = display_path(items[k]["shown"])
             groups.setdefault((d["tau"].shape, d["tau"].tobytes()), []).append(k)
+    # the device by the whole solve's estimated cost, before JAX starts: a fit on the
+    # CPU then never starts a GPU (routing.pin_cpu)
+    work = float(sum(outs[k].value["g2"].size for ks in groups.values() for k in ks))
+    lsq_device = route_and_pin("lsq", work=work, nbytes=24.0 * work).device
     # the sampling units of every file, by its bins
     ok_bins = {k: outs[k].value["g2"].shape[0] for ks in groups.values() for k in ks}
     per_bin = sample_share * n_units / max(1, sum(ok_bins.values()))
@@ -156,7 +161,8 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
             return fit_g2(np.broadcast_to(tau, g2.shape), g2,
                           np.concatenate([d["g2_err"] for d in ds], axis=0),
                           np.concatenate([d["valid"] for d in ds], axis=0),
-                          model=opts.model, t_range=opts.t_range, aux=aux)
+                          model=opts.model, t_range=opts.t_range, aux=aux,
+                          device=lsq_device)
 
         fit = outcome_of(solve, None)
         step(fit_share * UNITS * len(ds), f"least squares: {sum(ok_bins[k] for k in ks)} curves")
