@@ -180,8 +180,9 @@ def fit_g2_bayes(
         whole-job router).
     sampler : {"per_bin", "joint"}
         ``per_bin`` (default): NUTS vmapped over bins and chains, each bin with its own
-        step size and dense mass matrix, through two compiled programs (start, block). ``joint``: all bins
-        as one NumPyro model through ``MCMC`` (``dense_mass`` applies there).
+        step size and dense mass matrix, through two compiled programs (start, block).
+        ``joint``: all bins as one NumPyro model through ``MCMC`` (``dense_mass``
+        applies there).
     extend : bool
         ``per_bin`` only: bins the least squares calls converged that miss only the
         ESS or r-hat gate get one round of more draws (see ``draws_per_chain``).
