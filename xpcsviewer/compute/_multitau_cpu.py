@@ -1,6 +1,6 @@
 """Multi-tau level updates compiled for the CPU (numba), all levels in one pass.
 
-The array-at-a-time update (``multitau._level_kernel``) streams every block through
+The array-at-a-time update (``_multitau_backend.level_kernel``) streams every block through
 memory once per delay and per temporary; on a CPU that is memory-bound and far from
 the arithmetic. Here each thread takes tiles of pixels and carries each tile through
 every level: a level's block is its B history rows followed by its new frames, in one

@@ -22,12 +22,13 @@ level 0 are 1..2m, of level L >= 1 m+1..2m (rows padded to 2m).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from xpcsviewer.backends import get_backend
+from xpcsviewer.backends import get_backend, resolve_device
 from xpcsviewer.backends.conversions import count_host_to_device, ensure_numpy
 from xpcsviewer.compute._binning import PixelBins
 from xpcsviewer.compute.multitau_pixels import (
@@ -37,7 +38,7 @@ from xpcsviewer.compute.multitau_pixels import (
     reduce_pixel_terms,
 )
 
-__all__ = ["XlaMultitau"]
+__all__ = ["XlaMultitau", "correlate_xla", "xla_device"]
 
 MIN_BLOCK = 8
 ROWS = 8  # frames per inner step of the sums of products (divides every level size)
@@ -400,3 +401,60 @@ class XlaMultitau:
 
 
 _STEPS: dict[Any, Any] = {}
+
+
+def xla_device(device: Any) -> Any:
+    """A concrete JAX device for the XLA engines ("auto": the job's route)."""
+    get_backend("jax")
+    import jax
+
+    if device is None or device == "cpu":
+        return jax.devices("cpu")[0]
+    if isinstance(device, str):
+        if device == "gpu":
+            try:
+                return jax.devices("gpu")[0]
+            except RuntimeError:
+                return jax.devices("cpu")[0]
+        dev = resolve_device(device)
+        return dev if dev is not None else jax.devices("cpu")[0]
+    return device
+
+
+def correlate_xla(chunks: Iterable[np.ndarray], pixels: PixelBins, n_frames: int, m: int,
+                  normalize_frame: bool, num_partial_g2: int, chunk_size: int, device: Any,
+                  progress: Any, cancel: Any, with_scattering: bool) -> Any:
+    """:func:`~xpcsviewer.compute.multitau.correlate_multitau` with the XLA engine:
+    stored frames in, one program; the means are host sums of the same frames."""
+    from xpcsviewer.compute._multitau_cpu import worth_compiling
+    from xpcsviewer.compute.multitau import (
+        MultitauResult,
+        MultitauRun,
+        ScatteringAccumulator,
+        attach_snapshots,
+        feed_frames,
+    )
+
+    dev = xla_device(device)
+    corr = XlaMultitau(pixels, n_frames, m, normalize_frame, device=dev)
+    acc = (ScatteringAccumulator(pixels, n_frames, backend=get_backend("numpy"), device=None,
+                                 compiled=worth_compiling(float(pixels.n_pixels) * n_frames))
+           if with_scattering else None)
+    idx = pixels.pixel_index
+
+    def feed(part: np.ndarray) -> None:
+        corr.process(part)
+        if acc is not None:
+            acc.add(part, np.take(part, idx, axis=1))
+
+    snaps = feed_frames(chunks, corr, feed, n_frames, chunk_size, num_partial_g2,
+                        progress, cancel)
+    g2, err, g2s = corr.result()
+    res = MultitauResult(
+        delay_frames=corr.delays.copy(), g2=g2, g2_err=err, g2_static=g2s,
+        n_frames=corr.n_processed,
+        config={"delays_per_level": int(m), "normalize_frame": bool(normalize_frame),
+                "num_partial_g2": int(num_partial_g2), "backend": "jax",
+                "engine": "xla", "device": f"{dev.platform}:{dev.id}"})
+    attach_snapshots(res, snaps)
+    return MultitauRun(res, acc) if acc is not None else res

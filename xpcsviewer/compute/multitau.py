@@ -41,7 +41,13 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
-from xpcsviewer.compute._binning import PixelBins, kernel_cache, select_pixels
+from xpcsviewer.compute._binning import PixelBins, select_pixels
+from xpcsviewer.compute._multitau_backend import (
+    MIN_BLOCK,
+    level_kernel,
+    next_pow2,
+    normalize_kernel,
+)
 from xpcsviewer.compute._multitau_cpu import CpuLevels, worth_compiling
 from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
 from xpcsviewer.compute._scattering import ScatteringAccumulator, iter_array_chunks
@@ -63,8 +69,6 @@ __all__ = [
     "iter_array_chunks",
 ]
 
-MIN_BLOCK = 8
-PIXEL_TILE = 8192
 #: ``compiled``: numba CPU kernel; ``xla``: one XLA program per job (CPU or GPU device);
 #: ``backend``: the backend's array kernels level by level (the reference on NumPy)
 ENGINES = ("auto", "compiled", "xla", "backend")
@@ -113,99 +117,6 @@ def delay_list(
         np.asarray(out_l, dtype=np.int64),
         np.asarray(out_x, dtype=np.int64),
     )
-
-
-def _level_kernel(
-    backend: Any, buf: int, xs: tuple[int, ...], has_left: int, need_first: bool
-) -> Any:
-    """One level's update for a padded block; returns new state and the next level's block.
-
-    ``has_left`` (static, 0/1): the previous block left one unpaired frame; it is
-    always the last frame seen, i.e. ``hist[-1]``, so no extra state is needed.
-    ``need_first`` (static): fewer than ``buf`` frames seen, so the first-frames
-    buffer (for IF) is still filling.
-    """
-
-    def build() -> Any:
-        xp = backend.xp
-        if backend.name == "numpy":
-            def products(block, hist):
-                # einsum streams both operands without a temporary; pixel tiles keep
-                # the block in cache across the delays (2x faster measured)
-                nb, p = block.shape
-                out = np.empty((len(xs), p))
-                for s in range(0, p, PIXEL_TILE):
-                    b = block[:, s : s + PIXEL_TILE]
-                    h = hist[:, s : s + PIXEL_TILE]
-                    for k, x in enumerate(xs):
-                        w = min(x, nb)
-                        v = np.einsum("ij,ij->j", b[:w], h[buf - x : buf - x + w])
-                        if x < nb:
-                            v += np.einsum("ij,ij->j", b[x:], b[: nb - x])
-                        out[k, s : s + PIXEL_TILE] = v
-                return out
-        else:
-            def products(block, hist):
-                # XLA fuses multiply + reduce into one loop; an einsum would become a
-                # dot_general batched over the (huge) pixel axis, which is slow on CPU
-                nb = block.shape[0]
-                rows = []
-                for x in xs:
-                    inner = (block[x:] * block[: nb - x]).sum(axis=0) if x < nb else 0.0
-                    m = min(x, nb)
-                    rows.append(inner + (block[:m] * hist[buf - x : buf - x + m]).sum(axis=0))
-                return xp.stack(rows)
-
-        def kernel(hist, first, sumprod, total, block, n_valid, count):
-            nb, p = block.shape
-            # Sums of products without concatenating history and block: pairs that
-            # straddle the boundary use the last x history rows, the rest are shifted
-            # slices of the block. Padded (zero) rows sit at the end of the block and
-            # are only ever the later frame of a pair, so they add nothing.
-            prods = products(block, hist)
-            # new history = last buf valid frames of [hist, block]
-            idx = n_valid + xp.arange(buf)
-            from_hist = xp.take(hist, xp.clip(idx, 0, buf - 1), axis=0)
-            from_block = xp.take(block, xp.clip(idx - buf, 0, nb - 1), axis=0)
-            new_hist = xp.where((idx < buf)[:, None], from_hist, from_block)
-            if need_first:
-                fidx = xp.arange(buf) - count
-                ok = (fidx >= 0) & (fidx < n_valid)
-                got = xp.take(block, xp.clip(fidx, 0, nb - 1), axis=0)
-                first = xp.where(ok[:, None], got, first)
-            # pair consecutive frames into the next level's block (nb is even)
-            if has_left:
-                head = 0.5 * (hist[buf - 1 :] + block[:1])
-                nxt = xp.concatenate([head, 0.5 * (block[1 : nb - 1 : 2] + block[2:nb:2])], axis=0)
-            else:
-                nxt = 0.5 * (block[0::2] + block[1::2])
-            m = (n_valid + has_left) // 2
-            nxt = nxt * (xp.arange(nb // 2) < m)[:, None]
-            if nb // 2 < MIN_BLOCK:
-                # a floor on block sizes bounds the number of compiled shapes
-                nxt = xp.concatenate([nxt, xp.zeros((MIN_BLOCK - nb // 2, p))], axis=0)
-            return new_hist, first, sumprod + prods, total + block.sum(axis=0), nxt
-
-        return backend.jit(kernel)
-
-    return kernel_cache(backend, ("multitau_level", buf, xs, has_left, need_first), build)
-
-
-def _normalize_kernel(backend: Any) -> Any:
-    def build() -> Any:
-        xp = backend.xp
-
-        def kernel(block):
-            mean = block.mean(axis=1)
-            return block / xp.where(mean > 0, mean, 1.0)[:, None]
-
-        return backend.jit(kernel)
-
-    return kernel_cache(backend, ("frame_normalize",), build)
-
-
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, int(n - 1).bit_length())
 
 
 @dataclass
@@ -337,17 +248,17 @@ class MultitauCorrelator:
             self._cpu.process(block, scale)
             self.n_processed += n
             return
-        nb = max(_next_pow2(n), MIN_BLOCK)
+        nb = max(next_pow2(n), MIN_BLOCK)
         host = np.zeros((nb, block.shape[1]))
         host[:n] = ensure_numpy(block)
         x = be.asarray(host, device=self.device)
         if self.normalize_frame:
-            x = _normalize_kernel(be)(x)
+            x = normalize_kernel(be)(x)
         n_valid = n
         for lv in self._levels:
             if n_valid == 0:
                 break
-            kern = _level_kernel(be, self.buf, lv.xs, lv.has_left, lv.count < self.buf)
+            kern = level_kernel(be, self.buf, lv.xs, lv.has_left, lv.count < self.buf)
             lv.hist, lv.first, lv.sumprod, lv.total, nxt = kern(
                 lv.hist, lv.first, lv.sumprod, lv.total, x, n_valid, lv.count
             )
@@ -431,6 +342,37 @@ def attach_snapshots(res: MultitauResult,
     res.g2_partial = np.stack([snaps[i][1] for i in keep])
     res.g2_partial_err = np.stack([snaps[i][2] for i in keep])
     res.g2_partial_labels = np.asarray([snaps[i][0] for i in keep], dtype=np.int64)
+
+
+def feed_frames(chunks: Iterable[np.ndarray], corr: Any, feed: Callable[[np.ndarray], None],
+                n_frames: int, chunk_size: int, num_partial_g2: int,
+                progress: ProgressCallback | None, cancel: CancelToken | None
+                ) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Hand the frames to ``feed`` as (n, H*W) parts of at most ``chunk_size``, split at
+    the partial-g2 marks so each snapshot ``(frames, g2, err)`` is taken at an exact
+    frame count; checks that ``n_frames`` arrived. Shared by every engine."""
+    marks = ([round(n_frames * (i + 1) / num_partial_g2) for i in range(num_partial_g2)]
+             if num_partial_g2 > 0 else [])
+    snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
+    report(progress, cancel, 0, n_frames, "multi-tau")
+    for chunk in chunks:
+        chunk = np.asarray(chunk)
+        flat = chunk.reshape(chunk.shape[0], -1)
+        a = 0
+        while a < flat.shape[0]:
+            nxt_mark = next((m for m in marks if m > corr.n_processed), None)
+            take = min(flat.shape[0] - a, max(int(chunk_size), 1))
+            if nxt_mark is not None:
+                take = min(take, nxt_mark - corr.n_processed)
+            feed(flat[a: a + take])
+            a += take
+            if corr.n_processed in marks and (not snaps or snaps[-1][0] != corr.n_processed):
+                g, e, _ = corr.result()
+                snaps.append((corr.n_processed, g, e))
+            report(progress, cancel, corr.n_processed, n_frames, "multi-tau")
+    if corr.n_processed != n_frames:
+        raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
+    return snaps
 
 
 @dataclass
@@ -528,9 +470,11 @@ def correlate_multitau(
     if engine == "xla":
         if pixel_sink is not None:
             raise ValueError("engine='xla' does not write per-pixel G2; use 'compiled'")
-        return _correlate_xla(chunks, pixels, n_frames, delays_per_level, normalize_frame,
-                              num_partial_g2, chunk_size, device, progress, cancel,
-                              with_scattering)
+        from xpcsviewer.compute._multitau_xla import correlate_xla
+
+        return correlate_xla(chunks, pixels, n_frames, delays_per_level, normalize_frame,
+                             num_partial_g2, chunk_size, device, progress, cancel,
+                             with_scattering)
     if engine == "auto" and be.name != "numpy":
         dev = resolve_device(device, work=float(pixels.n_pixels) * n_frames)
         if dev is None or getattr(dev, "platform", "cpu") == "cpu":
@@ -551,40 +495,19 @@ def correlate_multitau(
         if with_scattering
         else None
     )
-    snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
-    marks = (
-        [round(n_frames * (i + 1) / num_partial_g2) for i in range(num_partial_g2)]
-        if num_partial_g2 > 0
-        else []
-    )
     idx = pixels.pixel_index
     all_pixels = idx.size == pixels.shape[0] * pixels.shape[1]
-    report(progress, cancel, 0, n_frames, "multi-tau")
-    for chunk in chunks:
-        chunk = np.asarray(chunk)
-        flat = chunk.reshape(chunk.shape[0], -1)
-        a = 0
-        while a < flat.shape[0]:
-            # split at snapshot marks so snapshots are taken at exact frame counts
-            nxt_mark = next((m for m in marks if m > corr.n_processed), None)
-            take = flat.shape[0] - a
-            if nxt_mark is not None:
-                take = min(take, nxt_mark - corr.n_processed)
-            take = min(take, chunk_size)
-            part = flat[a : a + take]
-            # every pixel valid: the frames themselves, no gather; np.take keeps C order
-            block = part if all_pixels else np.take(part, idx, axis=1)
-            corr.process(block)
-            if acc is not None:
-                acc.add(part, block if be.name == "numpy"
-                        else be.asarray(block, dtype=np.float64, device=corr.device))
-            a += take
-            if corr.n_processed in marks and (not snaps or snaps[-1][0] != corr.n_processed):
-                g, e, _ = corr.result()
-                snaps.append((corr.n_processed, g, e))
-            report(progress, cancel, corr.n_processed, n_frames, "multi-tau")
-    if corr.n_processed != n_frames:
-        raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
+
+    def feed(part: np.ndarray) -> None:
+        # every pixel valid: the frames themselves, no gather; np.take keeps C order
+        block = part if all_pixels else np.take(part, idx, axis=1)
+        corr.process(block)
+        if acc is not None:
+            acc.add(part, block if be.name == "numpy"
+                    else be.asarray(block, dtype=np.float64, device=corr.device))
+
+    snaps = feed_frames(chunks, corr, feed, n_frames, chunk_size, num_partial_g2,
+                        progress, cancel)
     g2, err, g2s = corr.result()
     emit_pixel_planes(corr, pixel_sink, progress, cancel)
     res = MultitauResult(
@@ -600,75 +523,6 @@ def correlate_multitau(
                 "backend": be.name,
         },
     )
-    attach_snapshots(res, snaps)
-    if acc is not None:
-        return MultitauRun(res, acc)
-    return res
-
-
-def _xla_device(device: Any) -> Any:
-    """A concrete JAX device for the XLA engine ("auto": the job's route)."""
-    get_backend("jax")
-    import jax
-
-    if device is None or device == "cpu":
-        return jax.devices("cpu")[0]
-    if isinstance(device, str):
-        if device == "gpu":
-            try:
-                return jax.devices("gpu")[0]
-            except RuntimeError:
-                return jax.devices("cpu")[0]
-        dev = resolve_device(device)
-        return dev if dev is not None else jax.devices("cpu")[0]
-    return device
-
-
-def _correlate_xla(chunks: Iterable[np.ndarray], pixels: Any, n_frames: int, m: int,
-                   normalize_frame: bool, num_partial_g2: int, chunk_size: int, device: Any,
-                   progress: ProgressCallback | None, cancel: CancelToken | None,
-                   with_scattering: bool) -> MultitauResult | MultitauRun:
-    """:func:`correlate_multitau` with the XLA engine: stored frames in, one program."""
-    from xpcsviewer.compute._multitau_xla import XlaMultitau
-
-    dev = _xla_device(device)
-    corr = XlaMultitau(pixels, n_frames, m, normalize_frame, device=dev)
-    npb = get_backend("numpy")
-    acc = (ScatteringAccumulator(pixels, n_frames, backend=npb, device=None,
-                                 compiled=worth_compiling(float(pixels.n_pixels) * n_frames))
-           if with_scattering else None)
-    marks = ([round(n_frames * (i + 1) / num_partial_g2) for i in range(num_partial_g2)]
-             if num_partial_g2 > 0 else [])
-    snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
-    idx = pixels.pixel_index
-    report(progress, cancel, 0, n_frames, "multi-tau")
-    step = max(int(chunk_size), 1)
-    for chunk in chunks:
-        flat = np.asarray(chunk).reshape(len(chunk), -1)
-        a = 0
-        while a < flat.shape[0]:
-            nxt_mark = next((k for k in marks if k > corr.n_processed), None)
-            take = min(flat.shape[0] - a, step)
-            if nxt_mark is not None:
-                take = min(take, nxt_mark - corr.n_processed)
-            part = flat[a: a + take]
-            corr.process(part)
-            if acc is not None:
-                acc.add(part, np.take(part, idx, axis=1))
-            a += take
-            if corr.n_processed in marks and (not snaps or snaps[-1][0] != corr.n_processed):
-                g, e, _ = corr.result()
-                snaps.append((corr.n_processed, g, e))
-            report(progress, cancel, corr.n_processed, n_frames, "multi-tau")
-    if corr.n_processed != n_frames:
-        raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
-    g2, err, g2s = corr.result()
-    res = MultitauResult(
-        delay_frames=corr.delays.copy(), g2=g2, g2_err=err, g2_static=g2s,
-        n_frames=corr.n_processed,
-        config={"delays_per_level": int(m), "normalize_frame": bool(normalize_frame),
-                "num_partial_g2": int(num_partial_g2), "backend": "jax",
-                "engine": "xla", "device": f"{dev.platform}:{dev.id}"})
     attach_snapshots(res, snaps)
     if acc is not None:
         return MultitauRun(res, acc)

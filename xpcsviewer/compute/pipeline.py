@@ -157,7 +157,9 @@ def correlate_to_result(
             from xpcsviewer.backends import get_backend
 
             kw_tt["backend"] = get_backend("jax")
-            kw_tt["device"] = _xla_device(device)
+            from xpcsviewer.compute._multitau_xla import xla_device
+
+            kw_tt["device"] = xla_device(device)
         run_tt = correlate_twotime(
             chunks(), *maps, dq_bins=bins, with_scattering=scat is None,
             c2_format="upper32", engine="backend" if engine == "xla" else "auto", **kw_tt
@@ -173,12 +175,6 @@ def correlate_to_result(
                              frame_time=frame_time, count_time=count_time,
                              start_time=start_time, path=path, raw_path=raw_path)
     return CorrelatedResult(result, scat.mean_image(), c2_maps)
-
-
-def _xla_device(device: Any) -> Any:
-    from xpcsviewer.compute.multitau import _xla_device as dev
-
-    return dev(device)
 
 
 def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,
