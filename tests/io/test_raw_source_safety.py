@@ -147,8 +147,11 @@ def test_a_growing_bin_truncated_or_replaced_is_refused(tmp_path, how):
     raw = tmp_path / "scan.bin"
     raw.write_bytes(_words(400))
 
+    seen = threading.Event()  # spoil only what the follower has read (not a race on load)
+
     def spoil() -> None:
-        time.sleep(0.6)
+        seen.wait(15)
+        time.sleep(0.1)
         if how == "truncated":
             os.truncate(raw, 8 * 300)
         else:
@@ -162,7 +165,8 @@ def test_a_growing_bin_truncated_or_replaced_is_refused(tmp_path, how):
     try:
         with pytest.raises(XpcsFileError, match=r"shorter than before|replaced"):
             follow(raw, read_qmap(q), tmp_path / "o.hdf",
-                   LiveOptions(idle=5, poll=0.05, every=0.2))
+                   LiveOptions(idle=5, poll=0.05, every=0.2),
+                   on_update=lambda _u: seen.set())
     finally:
         th.join()
     assert time.monotonic() - t < 20
