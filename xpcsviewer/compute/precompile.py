@@ -44,12 +44,8 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
@@ -68,150 +64,16 @@ __all__ = [
     "tasks",
 ]
 
-#: The modules holding numba kernels (every ``numba.njit`` of the package is in one).
-KERNEL_MODULES = (
-    "xpcsviewer.compute._multitau_numba",
-    "xpcsviewer.compute._multitau_sparse_numba",
-    "xpcsviewer.compute._twotime_numba",
+from xpcsviewer.compute._precompile_tasks import (
+    DENSE_DTYPES,
+    HIT_LAYOUTS,
+    HIT_VALUES,
+    KERNEL_MODULES,
+    Task,
+    tasks,
 )
 
-#: Frame dtypes of the dense correlators: the readers hand over the stored dtype
-#: (Eiger, Lambda, Rigaku dense views: uint8/16/32; Pilatus int32; processed files
-#: float32/64), float64 when frames are averaged.
-DENSE_DTYPES = ("uint16", "uint32", "uint8", "int32", "float32", "float64")
-
-#: (frame, pixel) dtypes of photon hits as the sparse readers hand them over: frame
-#: numbers int32 (int64 beyond 2^31 raw frames, with a stride or average, Timepix, live
-#: sources); pixel indices int32 (Rigaku), uint32 / int64 (Rigaku 3M, ESRF CSR, ImageD11),
-#: int64 once a stride or average selected the frames.
-HIT_LAYOUTS = (("int32", "int32"), ("int32", "uint32"), ("int32", "int64"),
-               ("int64", "int64"))
-#: Hit values: the stored count dtype (Timepix uint8, Rigaku uint16, CSR / ImageD11 any
-#: of these), float64 means when frames are averaged.
-HIT_VALUES = ("uint16", "uint8", "uint32", "int32", "float32", "float64")
-#: Values of time-tag runs (Timepix: a frame per detector tick), whose blocks of hits may
-#: span 2^31 ticks or more: the correlator's relative times are then int64.
-LONG_SPAN_VALUES = ("uint8", "float64")
-
 _RECORD = "xpcsviewer-kernels.py{}{}.json"
-
-
-@dataclass(frozen=True)
-class Task:
-    """One unit of precompilation: ``run()`` drives a job's code path on tiny inputs.
-
-    ``group``: the kernels it compiles belong to that group only (groups may run in
-    separate processes at once without two of them writing one kernel's cache index).
-    """
-
-    name: str
-    group: str
-    run: Callable[[], None]
-
-
-# ----------------------------------------------------------------------------- tasks
-def _tiny_pixels(h: int = 2, w: int = 4) -> Any:
-    from xpcsviewer.compute._binning import select_pixels
-
-    dyn = np.ones((h, w), dtype=np.int64)
-    sta = np.ones((h, w), dtype=np.int64)
-    sta[:, w // 2:] = 2
-    return select_pixels(dyn, sta)
-
-
-def _dense(dtype: str) -> None:
-    """The multi-tau update and the scattering sums, frames of ``dtype`` (what
-    ``correlate_multitau``, the two-time pass and the live stream call)."""
-    from xpcsviewer.backends import get_backend
-    from xpcsviewer.compute._multitau_cpu import CpuLevels
-    from xpcsviewer.compute._scattering import ScatteringAccumulator
-
-    pixels = _tiny_pixels()
-    x = np.zeros((3, pixels.n_pixels), dtype=dtype)
-    CpuLevels(pixels.n_pixels, 2, 4).process(x)
-    acc = ScatteringAccumulator(pixels, 3, backend=get_backend("numpy"), compiled=True)
-    acc.add(x, x)
-
-
-def _hits(frame: str, pixel: str, value: str, n: int = 3) -> tuple[np.ndarray, ...]:
-    f = np.arange(n).astype(frame)
-    p = (np.arange(n) % 8).astype(pixel)
-    v = np.ones(n, dtype=value)
-    return f, p, v
-
-
-def _photons(frame: str, pixel: str, value: str) -> None:
-    """The photon correlator's block update, hits of this layout."""
-    from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
-
-    f, p, v = _hits(frame, pixel, value)
-    SparseMultitauCorrelator(_tiny_pixels(), 8).process_events(3, f, p, v)
-
-
-def _photons_long(value: str) -> None:
-    """A block of hits spanning 2^31 frames or more (time-tag runs): int64 times."""
-    from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
-
-    span = 2**31 + 2
-    f = np.array([0, span - 1], dtype=np.int64)
-    p = np.array([0, 1], dtype=np.int64)
-    SparseMultitauCorrelator(_tiny_pixels(), span).process_events(span, f, p,
-                                                                  np.ones(2, value))
-
-
-def _photon_results() -> None:
-    """The photon correlator's bin sums and per-level state (result, pixel planes)."""
-    from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
-
-    c = SparseMultitauCorrelator(_tiny_pixels(), 64)
-    f, p, v = _hits("int32", "int32", "uint16", 5)
-    c.process_events(5, f, p, v)
-    c.result()
-    # level 1 of an odd count of level-0 frames: the newest frame's values (ring_frame)
-    for lvl in (0, 1):
-        c._cpu.level_state(lvl, (1, 2))
-
-
-def _photon_sums(frame: str, pixel: str, value: str) -> None:
-    """The scattering sums of hits (images, I(q), intensity), this layout."""
-    from xpcsviewer.compute._scattering_sparse import SparseScattering
-
-    f, p, v = _hits(frame, pixel, value)
-    SparseScattering(_tiny_pixels(), 8).add_events(0, 3, f, p, v)
-    SparseScattering(_tiny_pixels(), 8, segments=2).add_events(0, 3, f, p, v)
-
-
-def _twotime_photons() -> None:
-    """The sparse two-time kernels (their argument types do not depend on the hits')."""
-    from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
-    from xpcsviewer.io.sparse import EventBlock
-
-    pixels = _tiny_pixels()
-    h, w = pixels.shape
-    f = np.repeat(np.arange(4, dtype=np.int64), 2)
-    p = np.tile(np.array([0, 1], dtype=np.int64), 4)
-    block = EventBlock(0, 4, f, p, np.ones(f.size, np.uint16))
-    dyn = np.ones((h, w), dtype=np.int64)
-    with np.errstate(all="ignore"):
-        correlate_twotime_events([block], dyn, dyn, n_frames=4, engine="numba")
-
-
-def tasks() -> list[Task]:
-    """Every precompilation task, the common cases first (W1's uint16 frames, Rigaku
-    hits), so that a run cut short has done what is used most."""
-    out = [Task(f"dense {d}", "dense", lambda d=d: _dense(d)) for d in DENSE_DTYPES]
-    out.append(Task("photon results", "photons", _photon_results))
-    for v in HIT_VALUES:
-        for fr, px in HIT_LAYOUTS:
-            name = f"{fr}/{px}/{v}"
-            out.append(Task(f"photons {name}", "photons",
-                            lambda a=(fr, px, v): _photons(*a)))
-            out.append(Task(f"photon sums {name}", "photon-sums",
-                            lambda a=(fr, px, v): _photon_sums(*a)))
-    out += [Task(f"photons long span {v}", "photons", lambda v=v: _photons_long(v))
-            for v in LONG_SPAN_VALUES]
-    out.append(Task("two-time photons", "twotime", _twotime_photons))
-    return out
 
 
 # ----------------------------------------------------------------------------- numba
@@ -260,9 +122,10 @@ def _record_path() -> Path | None:
 
 def _sources() -> dict[str, str]:
     """sha256 of each kernel module's source (numba stamps its index the same way) and
-    of this module's (its tasks decide the signatures)."""
+    of the tasks' (they decide the signatures)."""
     out = {}
-    for name in (*KERNEL_MODULES, "xpcsviewer.compute.precompile"):
+    for name in (*KERNEL_MODULES, "xpcsviewer.compute.precompile",
+                 "xpcsviewer.compute._precompile_tasks"):
         spec = importlib.util.find_spec(name)
         path = Path(spec.origin) if spec and spec.origin else None
         out[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path else ""
