@@ -163,7 +163,7 @@ def fit_g2_bayes(
         (and for ``auto`` their models); computed when None.
     num_warmup, num_samples, num_chains : int
         Draws per chain; chains run in parallel when there is a device per chain
-        (the host CPU devices, see :func:`~xpcsviewer.fitting.bayes_run.nuts_devices`),
+        (the host CPU devices, see :func:`~xpcsviewer.fitting.bayes_devices.nuts_devices`),
         otherwise vectorised on one device.
     seed : int
         PRNG seed; the same seed and data give the same draws.
@@ -175,7 +175,7 @@ def fit_g2_bayes(
     aux : (m (T,), dt), for ``single_avgcorr`` (and ``auto``, where it may be chosen)
     chain_method : {"auto", "parallel", "vectorized"}
     device : {"auto", "cpu", "gpu"}
-        Where the chains run (:func:`~xpcsviewer.fitting.bayes_run.nuts_devices`): the
+        Where the chains run (:func:`~xpcsviewer.fitting.bayes_devices.nuts_devices`): the
         host CPU devices unless the GPU is asked for (or, for ``auto``, chosen by the
         whole-job router).
     sampler : {"per_bin", "joint"}

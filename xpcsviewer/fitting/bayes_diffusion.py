@@ -91,7 +91,7 @@ def fit_diffusion_joint_bayes(
     computed when None); sampled in blocks with progress and cancellation like
     :func:`fit_g2_bayes`. Converged: r_hat <= 1.01 and ESS bulk/tail >= 100 per chain
     for D (and alpha), no divergences, BFMI >= 0.2. Chains run on the host CPU devices
-    unless ``device`` asks for the GPU (:func:`~xpcsviewer.fitting.bayes_run.nuts_devices`).
+    unless ``device`` asks for the GPU (:func:`~xpcsviewer.fitting.bayes_devices.nuts_devices`).
     """
     from xpcsviewer.fitting.diffusion_joint import fit_diffusion_joint
 

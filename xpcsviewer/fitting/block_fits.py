@@ -219,7 +219,7 @@ def fit_g2_blocks_bayes(
 ) -> G2Fits:
     """NUTS posterior of every curve, one sampling run per file and model (checks
     ``cancel`` between blocks), chains on the host CPU devices unless ``device`` asks
-    for the GPU (:func:`~xpcsviewer.fitting.bayes_run.nuts_devices`).
+    for the GPU (:func:`~xpcsviewer.fitting.bayes_devices.nuts_devices`).
 
     ``auto`` samples each curve with the model the least squares chose for it. Only
     curves the least squares finds decaying are sampled
