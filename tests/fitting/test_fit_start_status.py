@@ -197,3 +197,26 @@ def test_double_grid_kernel_matches_the_general_one(delays, rng):
             G._axes = orig
         np.testing.assert_allclose(fast.profile, slow.profile, rtol=1e-10)
         np.testing.assert_allclose(fast.start, slow.start, rtol=1e-10)
+
+
+def test_one_quotable_rule_for_every_table():
+    # issue 32: the three tables used to build their own masks (only two dropped failed)
+    import numpy as np
+
+    from xpcsviewer.fitting.status import quotable
+
+    st = np.array(["converged", "failed", "no_decay", "unresolved", "unresolved", "misfit"],
+                  dtype=object)
+    lo = np.array([np.nan, np.nan, np.nan, 2.0, np.nan, np.nan])
+    hi = np.full(6, np.nan)
+    v = np.arange(1.0, 7.0)
+    got, _ = quotable("tau", v, v, st, lo, hi, np.array(["", "", "", "tau", "", ""]))
+    np.testing.assert_array_equal(np.isnan(got), [False, True, True, True, False, False])
+    # a limit on tau2 leaves tau quotable; tau_mean is never quoted under a limit
+    got, _ = quotable("tau1", v, v, st, lo, hi, np.array(["", "", "", "tau2", "", ""]))
+    assert np.isfinite(got[3])
+    got, _ = quotable("tau_mean", v, v, st, lo, hi, np.array(["", "", "", "tau2", "", ""]))
+    assert np.isnan(got[3])
+    # a contrast is always the fit's value
+    got, _ = quotable("contrast", v, v, st, lo, hi, None)
+    np.testing.assert_array_equal(got, v)

@@ -15,7 +15,6 @@ import numpy as np
 
 from xpcsviewer.fitting.bayes_diagnostics import HDI_PROB
 from xpcsviewer.fitting.models import (
-    LOG_PARAMS,
     G2Model,
     evaluate_model,
     model_param_names,
@@ -190,13 +189,11 @@ class BayesFitResult:
         }
 
     def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(posterior mean, sd) of ``name`` as they may be quoted (see G2FitResult.reported)."""
-        v, e = self.mean[name].copy(), self.std[name].copy()
-        if name in LOG_PARAMS and self.status is not None:
-            st = np.array([getattr(x, "value", str(x)) for x in self.status])
-            lim = np.isfinite(self.tau_lower_limit) | np.isfinite(self.tau_upper_limit)
-            on = np.ones(st.shape, bool) if self.limit_name is None else np.array(
-                [str(x) in (name, "") for x in self.limit_name], dtype=bool)
-            drop = (st == "no_decay") | (st == "failed") | ((st == "unresolved") & lim & on)
-            v[drop], e[drop] = np.nan, np.nan
-        return v, e
+        """(posterior mean, sd) of ``name`` as they may be quoted
+        (:func:`xpcsviewer.fitting.status.quotable`)."""
+        from xpcsviewer.fitting.status import quotable
+
+        if self.status is None:
+            return self.mean[name].copy(), self.std[name].copy()
+        return quotable(name, self.mean[name], self.std[name], self.status,
+                        self.tau_lower_limit, self.tau_upper_limit, self.limit_name)

@@ -375,21 +375,14 @@ class G2Fits:
         return ""
 
     def _quotable(self, name: str, v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        v, e = v.copy(), e.copy()
-        st = np.asarray([str(x) for x in self.status])
-        lim = np.isfinite(self.tau_lower_limit) | np.isfinite(self.tau_upper_limit)
-        on = np.array([name == "tau_mean" or self._limit_on(b) == name
-                       or (self.limit_name is None) for b in range(self.n_curves)], dtype=bool)
-        drop = (st == "no_decay") | (st == "failed") | ((st == "unresolved") & lim & on)
-        v[drop], e[drop] = np.nan, np.nan
-        return v, e
+        from xpcsviewer.fitting.status import quotable
+
+        return quotable(name, v, e, self.status, self.tau_lower_limit, self.tau_upper_limit,
+                        self.limit_name)
 
     def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(values, errors) that may be quoted: no relaxation time without a decay or
-        where only a limit exists on it (see ``G2FitResult.reported``)."""
-        if name.startswith("tau"):
-            return self._quotable(name, self.params[name], self.errors[name])
-        return self.params[name].copy(), self.errors[name].copy()
+        """(values, errors) that may be quoted (:func:`xpcsviewer.fitting.status.quotable`)."""
+        return self._quotable(name, self.params[name], self.errors[name])
 
     def relaxation_time(self) -> tuple[np.ndarray, np.ndarray]:
         """(B,) mean relaxation time of each row's model and its error, as quotable.

@@ -14,12 +14,11 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.fitting.models import (
-    LOG_PARAMS,
     G2Model,
     evaluate_model,
     model_param_names,
 )
-from xpcsviewer.fitting.status import FitStatus
+from xpcsviewer.fitting.status import FitStatus, quotable
 
 __all__ = ["G2FitResult"]
 
@@ -167,29 +166,13 @@ class G2FitResult:
         return np.array([s == FitStatus.CONVERGED for s in self.status], dtype=bool)
 
     def _quotable(self, name: str, v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # no relaxation time without a decay, nor where only a limit exists on it
-        v, e = v.copy(), e.copy()
-        st = np.array([getattr(s, "value", str(s)) for s in self.status])
-        limit = np.isfinite(self.tau_lower_limit) | np.isfinite(self.tau_upper_limit)
-        on = np.array([name == "tau_mean" or ln in (name, "") for ln in self.limit_name],
-                      dtype=bool)
-        drop = (st == FitStatus.NO_DECAY.value) | ((st == FitStatus.UNRESOLVED.value) & limit & on)
-        v[drop] = np.nan
-        e[drop] = np.nan
-        return v, e
+        return quotable(name, v, e, self.status, self.tau_lower_limit, self.tau_upper_limit,
+                        self.limit_name)
 
     def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(values, errors) of ``name`` as they may be quoted.
-
-        Relaxation times are NaN where there is no decay (``no_decay``) or only a limit
-        on them (``unresolved`` with ``tau_lower_limit``/``tau_upper_limit``);
-        everything else is the fit's value (``poor_fit``/``misfit`` numbers are kept,
-        and marked by the status).
-        """
-        v, e = self.params[name], self.errors[name]
-        if name in LOG_PARAMS:
-            return self._quotable(name, v, e)
-        return v.copy(), e.copy()
+        """(values, errors) of ``name`` as they may be quoted
+        (:func:`xpcsviewer.fitting.status.quotable`)."""
+        return self._quotable(name, self.params[name], self.errors[name])
 
     def relaxation_time(self) -> tuple[np.ndarray, np.ndarray]:
         """(B,) mean relaxation time and its error (s) as they may be quoted (NaN where

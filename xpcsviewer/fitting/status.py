@@ -71,6 +71,7 @@ __all__ = [
     "misfit_text",
     "preferred_tails",
     "profile_limits",
+    "quotable",
     "run_where",
     "structured",
     "wants_preferred",
@@ -235,6 +236,35 @@ class Verdict:
     limit_name: str = ""
     lower: float = _NAN
     upper: float = _NAN
+
+
+def quotable(name: str, values: np.ndarray, errors: np.ndarray, status: np.ndarray,
+             lower: np.ndarray, upper: np.ndarray, limit_name: np.ndarray | None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """(values, errors) of parameter ``name`` as they may be quoted: the one rule every
+    fit table, record, figure and tab reads.
+
+    A relaxation time (a name in LOG_PARAMS, or ``tau_mean``) is NaN where the fit
+    failed, where there is no decay, or where the curve is ``unresolved`` with a
+    one-sided limit on that time (``limit_name`` the time the limit is on; "" or None:
+    on every time). Everything else is the fit's value: ``poor_fit``/``misfit``
+    numbers are kept and marked by their status.
+    """
+    v = np.array(values, dtype=np.float64, copy=True)
+    e = np.array(errors, dtype=np.float64, copy=True)
+    if name != "tau_mean" and name not in LOG_PARAMS:
+        return v, e
+    st = np.array([getattr(x, "value", str(x)) for x in status], dtype=object)
+    has_limit = np.isfinite(lower) | np.isfinite(upper)
+    if limit_name is None:
+        on = np.ones(st.shape, bool)
+    else:
+        on = np.array([name == "tau_mean" or str(x) in (name, "") for x in limit_name],
+                      dtype=bool)
+    drop = ((st == FitStatus.NO_DECAY.value) | (st == FitStatus.FAILED.value)
+            | ((st == FitStatus.UNRESOLVED.value) & has_limit & on))
+    v[drop], e[drop] = np.nan, np.nan
+    return v, e
 
 
 def bounds_hit(x: np.ndarray, lo: np.ndarray, hi: np.ndarray,
