@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.export._fig_common import _MARKERS, INV_A, _colors, _no_data, new_figure
-from xpcsviewer.fitting.blocks import G2Block, G2Fits, g2_blocks, g2_tau_grid
+from xpcsviewer.fitting.blocks import G2Block, G2Fits, g2_blocks
 from xpcsviewer.views.g2 import diffusion_points, g2_panels, g2_points, robust_ylim
+from xpcsviewer.views.g2_fit import g2_fit_line
 
 
 # -------------------------------------------------------------------------- g2
@@ -40,16 +41,9 @@ def _draw_g2_curve(
         ax.plot(t, y + shift, marker, ms=3.5, mfc="none", color=color, label=label)
 
 
-#: How a fit curve is drawn by its status: (line style, width, grey).
-FIT_STYLE = {
-    "converged": ("-", 1.0, False),
-    "unresolved": (":", 1.0, False),
-    "at_bound": (":", 1.0, False),
-    "poor_fit": ("--", 0.9, False),
-    "misfit": ("--", 0.9, False),
-    "no_decay": ("--", 0.8, True),
-    "failed": ("-.", 0.8, True),  # e.g. NUTS that failed its gates
-}
+#: Matplotlib's line style and width of a fit's look (views.g2_fit.FIT_LOOK).
+_LINE = {"solid": "-", "dotted": ":", "dashed": "--", "dashdot": "-."}
+_WIDTH = (1.0, 0.9, 0.8)
 
 
 def _draw_g2_fit(
@@ -61,21 +55,13 @@ def _draw_g2_fit(
     shift: float,
     band: bool,
 ) -> None:
-    if fits is None:
+    fit = g2_fit_line(fits, block, j, shift, band)  # the g2 tab draws the same
+    if fit is None:
         return
-    row = fits.match(block, j)  # a fit of exactly this curve, or none
-    if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
-        return
-    ls, lw, grey = FIT_STYLE.get(str(fits.status[row]), FIT_STYLE["failed"])
-    grid = g2_tau_grid(block.tau)
-    y = fits.curve([row], grid)[0]
-    ax.plot(grid, y + shift, ls, color="0.55" if grey else color, lw=lw)
-    if band and str(fits.status[row]) != "no_decay":
-        b = fits.band([row], grid)
-        if b is not None and np.isfinite(b[0]).any():
-            ax.fill_between(
-                grid, b[0, 0] + shift, b[0, 2] + shift, color=color, alpha=0.25, lw=0
-            )
+    ax.plot(fit.grid, fit.curve, _LINE[fit.line], color="0.55" if fit.grey else color,
+            lw=_WIDTH[fit.weight])
+    if fit.band is not None:
+        ax.fill_between(fit.grid, fit.band[0], fit.band[1], color=color, alpha=0.25, lw=0)
 
 
 def _fig_g2(

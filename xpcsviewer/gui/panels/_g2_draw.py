@@ -24,7 +24,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor
 
-from xpcsviewer.fitting.blocks import g2_tau_grid
 from xpcsviewer.gui.panels._g2_canvas import (
     _EMPTY,
     LABEL_PX,
@@ -42,20 +41,15 @@ from xpcsviewer.gui.panels._g2_canvas import (
 from xpcsviewer.gui.widgets import curve_color, curve_pen, prepare_axes
 from xpcsviewer.gui.workers import wait_for_event_job
 from xpcsviewer.views.g2 import G2Panel, g2_panels, g2_points, robust_ylim
+from xpcsviewer.views.g2_fit import g2_fit_line
 
-__all__ = ["FIT_PEN_STYLE", "G2DrawMixin"]
+__all__ = ["G2DrawMixin"]
 
 _SYMBOLS = ["o", "s", "t", "d", "+", "x", "star", "p", "h", "t1", "t2", "t3"]
-#: Fit curves by status: (pen style, width, grey).
-FIT_PEN_STYLE = {
-    "converged": (Qt.PenStyle.SolidLine, 1.5, False),
-    "unresolved": (Qt.PenStyle.DotLine, 1.5, False),
-    "at_bound": (Qt.PenStyle.DotLine, 1.5, False),
-    "poor_fit": (Qt.PenStyle.DashLine, 1.2, False),
-    "misfit": (Qt.PenStyle.DashLine, 1.2, False),
-    "no_decay": (Qt.PenStyle.DashLine, 1.0, True),
-    "failed": (Qt.PenStyle.DashDotLine, 1.0, True),  # e.g. NUTS that failed its gates
-}
+#: Qt's pen style and width of a fit's look (views.g2_fit.FIT_LOOK).
+_PEN_LINE = {"solid": Qt.PenStyle.SolidLine, "dotted": Qt.PenStyle.DotLine,
+             "dashed": Qt.PenStyle.DashLine, "dashdot": Qt.PenStyle.DashDotLine}
+_PEN_WIDTH = (1.5, 1.2, 1.0)
 _SLICE_S = 0.025  # with one paint (~40-70 ms for a full grid) under 100 ms
 #: Narrowest column of the grid (px): the default 3 columns fit beside the data dock
 #: and the fit panel of a 1400-px window; panels with their legend beside need more.
@@ -375,26 +369,21 @@ class G2DrawMixin:
         if fits is None or not self.show_fit.isChecked():
             slot.hide_fit()
             return
-        row = fits.match(b, j)
-        if row is None or not np.isfinite(fits.params[fits.param_names[0]][row]):
+        fit = g2_fit_line(fits, b, j, shift, self.show_band.isChecked())  # as the figure
+        if fit is None:
             slot.hide_fit()
             return
-        pen_style, width, grey = FIT_PEN_STYLE.get(str(fits.status[row]), FIT_PEN_STYLE["failed"])
-        grid = g2_tau_grid(b.tau)
-        yc = fits.curve([row], grid)[0] + shift
-        pen = (pg.mkPen(150, 150, 150, width=width, style=pen_style) if grey
-               else curve_pen(ci, width, style=pen_style))
-        slot.fit.setData(grid, yc, pen=pen)
+        width, style = _PEN_WIDTH[fit.weight], _PEN_LINE[fit.line]
+        pen = (pg.mkPen(150, 150, 150, width=width, style=style) if fit.grey
+               else curve_pen(ci, width, style=style))
+        slot.fit.setData(fit.grid, fit.curve, pen=pen)
         # its path and bounds now, not in the paint that follows the draw
         slot.fit.curve.getPath()
         slot.fit.curve.boundingRect()
-        band = None
-        if self.show_band.isChecked() and str(fits.status[row]) != "no_decay":
-            band = fits.band([row], grid)
-        if band is not None and np.isfinite(band[0]).any():
+        if fit.band is not None:
             lo, hi, fill = slot.band_items()
-            lo.setData(grid, band[0, 0] + shift, pen=curve_pen(ci, 0.5, alpha=80))
-            hi.setData(grid, band[0, 2] + shift, pen=curve_pen(ci, 0.5, alpha=80))
+            lo.setData(fit.grid, fit.band[0], pen=curve_pen(ci, 0.5, alpha=80))
+            hi.setData(fit.grid, fit.band[1], pen=curve_pen(ci, 0.5, alpha=80))
             c = QColor(curve_color(ci))
             c.setAlpha(60)
             fill.setBrush(pg.mkBrush(c))
