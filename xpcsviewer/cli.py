@@ -21,6 +21,7 @@ import signal
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 from xpcsviewer import __version__
 
@@ -88,6 +89,20 @@ TABS = (
 )
 
 
+def _model_choices() -> tuple[str, ...]:
+    """``--model``'s choices from :mod:`xpcsviewer.fitting.vocabulary`, read without the
+    fitting package's ``__init__`` (NumPy and the fit modules: ~80 ms on every --help)."""
+    name = "xpcsviewer.fitting.vocabulary"
+    mod = sys.modules.get(name)
+    if mod is None:
+        path = Path(__file__).with_name("fitting") / "vocabulary.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # one module object, whoever imports it later
+        spec.loader.exec_module(mod)
+    return mod.MODEL_CHOICES
+
+
 def _available(name: str) -> bool:
     return importlib.util.find_spec(f"xpcsviewer.commands.{name}") is not None
 
@@ -132,6 +147,7 @@ def _pair(kind: type) -> dict:
 def build_parser() -> argparse.ArgumentParser:
     """The full parser (also used by the docs and the tests)."""
     common = _common(top=False)
+    models = _model_choices()
     parser = argparse.ArgumentParser(
         prog="xpcsviewer",
         description="XPCS Viewer: view, fit and export XPCS result files.",
@@ -223,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
     p.add_argument("--fit", action="store_true",
                    help="fit every update as `fit` does (fits in OUT_fit.json)")
-    p.add_argument("--model", choices=("auto", "single", "double", "stretched", "single_avgcorr"),
+    p.add_argument("--model", choices=models,
                    default="auto",
                    help="fit model, as `fit --model` (default auto: one chosen per q-bin by AICc)")
     p.add_argument("--every", type=float, default=2.0, metavar="SECONDS",
@@ -252,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the abscissa: the file's start time (default; seconds since the "
                         "first file), its index, or a metadata field (an HDF5 path such as "
                         "/entry/sample/temperature, or a sample key)")
-    p.add_argument("--model", choices=("auto", "single", "double", "stretched", "single_avgcorr"),
+    p.add_argument("--model", choices=models,
                    default="auto",
                    help="fit model, as `fit --model` (default auto: one chosen per q-bin by AICc)")
     p.add_argument("--q-range", **_pair(float),
@@ -284,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--model", choices=("auto", "single", "double", "stretched", "single_avgcorr"),
+    p.add_argument("--model", choices=models,
                    default=None,
                    help="g2 model; default auto: every candidate is fitted and one chosen "
                         "per q-bin by AICc (--bayes samples each bin's choice); single: g2 = "

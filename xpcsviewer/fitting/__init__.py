@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+# bound here too when the command line loaded it before this package (cli._model_choices)
+from xpcsviewer.fitting import vocabulary as vocabulary
 from xpcsviewer.fitting.diffusion import (
     DiffusionResult,
     DiffusionVerdict,

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from xpcsviewer.fitting.vocabulary import MODEL_LABELS
+
 __all__ = [
     "AICC_MARGIN",
     "MODEL_LABELS",
@@ -43,13 +45,6 @@ RUNS_MIN_POINTS = 10
 
 #: Candidates that are variants of one model (the margin is reported against others).
 FAMILY = {"single_avgcorr": "single"}
-
-MODEL_LABELS = {
-    "single": "single exponential",
-    "stretched": "stretched exponential",
-    "double": "double exponential",
-    "single_avgcorr": "frame-averaged single exponential",
-}
 
 
 def _ordered_signs(resid: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -8,6 +8,7 @@ import numpy as np
 from PySide6.QtWidgets import QFileDialog
 
 from xpcsviewer.fitting.blocks import G2Fits
+from xpcsviewer.fitting.vocabulary import STATUS_ORDER
 from xpcsviewer.gui.panels._g2_jobs import bayes_job, fit_job, write_fits_job
 
 __all__ = ["G2FitRunMixin"]
@@ -160,9 +161,8 @@ class G2FitRunMixin:
             self.progress.setValue(0)
             return
         counts = Counter(str(x) for x in shown.status)
-        order = ("converged", "unresolved", "at_bound", "misfit", "poor_fit", "no_decay",
-                 "failed")
-        parts = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in order if counts[k])
+        parts = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in STATUS_ORDER
+                          if counts[k])
         text = f"{what}, {shown.n_curves} curves: {parts}"
         if shown.diagnostics is not None and "draws" in shown.diagnostics and shown.bands:
             asked = min(res.num_samples for _, res in shown.bands)

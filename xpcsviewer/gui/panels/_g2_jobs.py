@@ -8,21 +8,13 @@ import numpy as np
 
 from xpcsviewer.fitting.block_fits import fit_g2_blocks, fit_g2_blocks_bayes
 from xpcsviewer.fitting.blocks import G2Block, bins_in_range, g2_blocks
+from xpcsviewer.fitting.vocabulary import MODEL_CHOICES
 
 __all__ = [
-    "MODELS",
     "bayes_job",
     "fit_job",
     "prepare_g2_job",
     "write_fits_job",
-]
-
-MODELS = [
-    ("auto", "automatic (AICc)"),
-    ("single", "single exp: b + a\u00b7exp(\u22122t/\u03c4)"),
-    ("stretched", "stretched: b + a\u00b7exp(\u22122(t/\u03c4)^s)"),
-    ("double", "double: b + a\u00b7[f\u00b7e\u2081 + (1\u2212f)\u00b7e\u2082]\u00b2"),
-    ("single_avgcorr", "single exp, frame-averaging corrected"),
 ]
 
 
@@ -36,7 +28,7 @@ def _model_defaults(blocks: list[G2Block]) -> dict[str, dict[str, tuple]]:
     tau = blocks[0].tau
     g = np.concatenate([b.g2.T for b in blocks if b.tau.shape == tau.shape], axis=0)
     v = np.concatenate([b.fit_valid.T for b in blocks if b.tau.shape == tau.shape], axis=0)
-    for model, _ in MODELS:
+    for model in MODEL_CHOICES:
         specs = default_params(model, tau, g, v)
         row = {}
         for n in specs:  # auto: the parameters every candidate shares

@@ -16,20 +16,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem
 
+from xpcsviewer.fitting.vocabulary import STATUS_COLORS as STATUS_HEX
 from xpcsviewer.gui.panels._g2_params import _fmt, _pm
 
 __all__ = ["STATUS_COLORS", "FitResultsTable"]
 
-#: Row colours by status (light backgrounds; text is drawn black on them).
-STATUS_COLORS = {
-    "converged": QColor(205, 240, 205),
-    "unresolved": QColor(255, 240, 190),
-    "at_bound": QColor(255, 240, 190),
-    "poor_fit": QColor(255, 215, 170),
-    "misfit": QColor(240, 205, 240),
-    "no_decay": QColor(225, 225, 225),
-    "failed": QColor(255, 200, 200),
-}
+#: Row colours by status (text is drawn black on them).
+STATUS_COLORS = {k: QColor(v) for k, v in STATUS_HEX.items()}
 
 
 _FILE_COLUMN = 6  # after the numbers (see FitResultsTable.show_fits)

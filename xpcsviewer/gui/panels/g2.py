@@ -32,10 +32,10 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.fitting.blocks import G2Block, G2Fits
+from xpcsviewer.fitting.vocabulary import MODEL_CHOICES, MODEL_MENU
 from xpcsviewer.gui.panels._g2_draw import G2DrawMixin
 from xpcsviewer.gui.panels._g2_fitrun import G2FitRunMixin
 from xpcsviewer.gui.panels._g2_jobs import (
-    MODELS,
     bayes_job,
     fit_job,
     prepare_g2_job,
@@ -204,8 +204,8 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         right = QWidget()
         rv = QVBoxLayout(right)
         self.model_combo = QComboBox()
-        for k, text in MODELS:
-            self.model_combo.addItem(text, k)
+        for k in MODEL_CHOICES:
+            self.model_combo.addItem(MODEL_MENU[k], k)
         rv.addWidget(QLabel("model"))
         rv.addWidget(self.model_combo)
         self.params = FitParamsWidget()

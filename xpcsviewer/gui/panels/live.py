@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 from xpcsviewer.gui.panels._live_jobs import UpdateSink, live_job, qmap_beside_job
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import SparseLogAxis, curve_color, curve_pen, plain_axes
@@ -417,7 +418,7 @@ class LivePanel(BasePanel):
         ok = np.isfinite(tau) & (tau > 0) & (q > 0)
         self.tau_item.setData(q[ok & conv], tau[ok & conv])
         # open: unresolved or at a bound; a failed, flat or poor fit's tau means nothing
-        rough = np.array([b["status"] in ("unresolved", "at_bound") for b in bins])
+        rough = np.array([b["status"] in ROUGH_STATUSES for b in bins])
         self.tau_open.setData(q[ok & rough], tau[ok & rough])
         m = ok & conv & np.isfinite(te)
         top, bottom = _log_err(tau[m], te[m])

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 from xpcsviewer.gui.panels._live_jobs import fit_series_job, list_finished_job
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import SparseLogAxis, curve_color, curve_pen, plain_axes
@@ -268,7 +269,7 @@ class SeriesPanel(BasePanel):
             # spread the axis over seven decades
             _, lo_lim, _, _ = t.curve(b, "tau_lower_limit_s")
             _, hi_lim, _, _ = t.curve(b, "tau_upper_limit_s")
-            rough = fin & np.array([s in ("unresolved", "at_bound") for s in st], bool)
+            rough = fin & np.array([s in ROUGH_STATUSES for s in st], bool)
             for sym, y in (("o", np.where(np.isfinite(lo_lim) | np.isfinite(hi_lim), np.nan,
                                           tau)),
                            ("t1", lo_lim), ("t", hi_lim)):
