@@ -1,5 +1,6 @@
 """Dependencies point one way, floor by floor (docs/decisions.md, ADR-7): a table of
-allowed imports, read from the source (lazy imports inside functions count too)."""
+allowed imports, read from the source (lazy imports inside functions count too, and
+``import_module`` / ``__import__`` of a named module)."""
 
 from __future__ import annotations
 
@@ -23,69 +24,151 @@ FLOORS = [
 _FLOOR = {name: k for k, floor in enumerate(FLOORS) for name in floor}
 
 
-def _package_of(rel: Path) -> str:
-    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
-
-
-def _imports(path: Path):
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "xpcsviewer":
-                yield (parts[1] if len(parts) > 1 else "__init__"), node.lineno
-
-
-def test_every_package_has_a_floor():
-    packages = {_package_of(p.relative_to(PKG)) for p in PKG.rglob("*.py")}
-    assert packages <= set(_FLOOR), packages - set(_FLOOR)
-
-
-def test_no_import_points_up_or_sideways():
-    wrong = []
-    for path in sorted(PKG.rglob("*.py")):
-        rel = path.relative_to(PKG)
-        src = _package_of(rel)
-        for dst, line in _imports(path):
-            if dst == src:
-                continue
-            same_top = _FLOOR[src] == _FLOOR[dst] == 0
-            if _FLOOR[dst] <= _FLOOR[src] and not same_top:
-                wrong.append(f"{rel}:{line}: {src} -> {dst}")
-    assert wrong == []
-
-
-def _module_graph() -> dict[str, set[str]]:
-    """Module -> the package modules it imports when it is imported (top-level
-    statements only: a lazy import inside a function does not tie modules together)."""
+def _modules() -> dict[str, Path]:
+    """Dotted name -> file of every module of the package (a package by its __init__)."""
     mods = {}
     for p in PKG.rglob("*.py"):
         parts = list(p.relative_to(PKG.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
         mods[".".join(parts)] = p
-    graph: dict[str, set[str]] = {m: set() for m in mods}
-    for m, p in mods.items():
-        for node in ast.parse(p.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods
-                           else node.module for a in node.names]
+    return mods
+
+
+def _floor_of(module: str) -> str:
+    """The floor-table name of a dotted module: ``xpcsviewer.gui.app`` -> ``gui``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _nodes(node: ast.AST, eager: bool = True):
+    """(node, eager) for every node; eager: run when the module is imported (any
+    statement outside a function body, under ``try``/``if``/``with`` too; not the body of
+    ``if TYPE_CHECKING:``)."""
+    yield node, eager
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        later = node.body if isinstance(node.body, list) else [node.body]
+        for c in ast.iter_child_nodes(node):  # decorators and defaults run now
+            yield from _nodes(c, eager and not any(c is b for b in later))
+    elif isinstance(node, ast.If) and _type_checking(node.test):
+        yield from _nodes(node.test, eager)
+        for c in node.body:
+            yield from _nodes(c, False)
+        for c in node.orelse:
+            yield from _nodes(c, eager)
+    else:
+        for c in ast.iter_child_nodes(node):
+            yield from _nodes(c, eager)
+
+
+_DYNAMIC = {"import_module", "__import__"}
+
+
+def _dynamic_target(call: ast.Call) -> str | None:
+    """The module an ``import_module(...)``/``__import__(...)`` call names: a string
+    literal, or the packages an f-string's constant start names ("xpcsviewer.commands."
+    of f"xpcsviewer.commands.{name}"); None for anything else."""
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    if name not in _DYNAMIC or not call.args:
+        return None
+    a = call.args[0]
+    if isinstance(a, ast.Constant) and isinstance(a.value, str):
+        return a.value
+    if isinstance(a, ast.JoinedStr) and a.values and isinstance(a.values[0], ast.Constant):
+        named = str(a.values[0].value).rpartition(".")[0]  # whole dotted parts only
+        # f"xpcsviewer.{x}" names no package: "?" has no floor, so it is reported
+        return f"{named}.?" if named == "xpcsviewer" else named or None
+    return None
+
+
+def _imports_of(source: str, module: str, known: set[str], is_pkg: bool = False):
+    """(target module, line, eager) of every package import in ``source`` of ``module``:
+    import statements (relative ones resolved), ``from xpcsviewer import gui`` as the
+    module ``xpcsviewer.gui``, and ``import_module``/``__import__`` with a literal
+    or f-string name (``xpcsviewer.?`` where an f-string names no package)."""
+    here = module if is_pkg else module.rpartition(".")[0]
+    for node, eager in _nodes(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                base = f"{base}.{node.module}" if node.module else base
             else:
+                base = node.module or ""
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                       for a in node.names]
+        elif isinstance(node, ast.Call):
+            t = _dynamic_target(node)
+            if t is None:
                 continue
-            for t in targets:
-                if not t.startswith("xpcsviewer"):
-                    continue
-                while t not in mods:
-                    t = t.rsplit(".", 1)[0]
-                if t != m:
-                    graph[m].add(t)
+            targets = [t]
+        else:
+            continue
+        for t in targets:
+            if t == "xpcsviewer" or t.startswith("xpcsviewer."):
+                yield t, node.lineno, eager
+
+
+def _floor_violations(module: str, source: str, known: set[str], is_pkg: bool = False):
+    """(line, own package, imported package) of each import that points up or
+    sideways, or whose package cannot be read (an f-string naming none)."""
+    src = _floor_of(module)
+    for target, line, _ in _imports_of(source, module, known, is_pkg):
+        dst = _floor_of(target)
+        if dst == src:
+            continue
+        if dst not in _FLOOR:
+            yield line, src, dst
+            continue
+        same_top = _FLOOR[src] == _FLOOR[dst] == 0
+        if _FLOOR[dst] <= _FLOOR[src] and not same_top:
+            yield line, src, dst
+
+
+def test_every_package_has_a_floor():
+    packages = {_floor_of(m) for m in _modules()}
+    assert packages <= set(_FLOOR), packages - set(_FLOOR)
+
+
+def test_no_import_points_up_or_sideways():
+    mods = _modules()
+    known = set(mods)
+    wrong = []
+    for m, path in sorted(mods.items()):
+        rel = path.relative_to(PKG)
+        src = path.read_text(encoding="utf-8")
+        for line, a, b in _floor_violations(m, src, known, path.name == "__init__.py"):
+            wrong.append(f"{rel}:{line}: {a} -> {b}")
+    assert wrong == []
+
+
+def _module_graph(sources: dict[str, str] | None = None) -> dict[str, set[str]]:
+    """Module -> the package modules it imports when it is imported (statements that
+    run on import, under try/if/with too: a lazy import inside a function does not tie
+    modules together). ``sources``: dotted name -> source (default: the package)."""
+    if sources is None:
+        paths = _modules()
+        sources = {m: p.read_text(encoding="utf-8") for m, p in paths.items()}
+        pkgs = {m for m, p in paths.items() if p.name == "__init__.py"}
+    else:
+        pkgs = set()
+    known = set(sources)
+    graph: dict[str, set[str]] = {m: set() for m in sources}
+    for m, src in sources.items():
+        for t, _, eager in _imports_of(src, m, known, m in pkgs):
+            if not eager:
+                continue
+            while t not in known and "." in t:
+                t = t.rsplit(".", 1)[0]
+            if t in known and t != m:
+                graph[m].add(t)
     return graph
 
 
@@ -130,3 +213,62 @@ def test_no_module_import_cycle():
     # Issue 25: export.g2_data <-> export.g2_fits was held together by an import at
     # the bottom of a file; no module may need another that needs it back.
     assert _cycles(_module_graph()) == []
+
+
+# ---------------------------------------------------------------- the checker's holes
+_KNOWN = set(_modules())
+
+
+def _wrong(source: str, module: str = "xpcsviewer.io.fake") -> list[tuple[str, str]]:
+    return [(a, b) for _, a, b in _floor_violations(module, source, _KNOWN)]
+
+
+def test_from_package_import_of_a_module_is_checked():
+    # the name imported from the package is a module: its floor counts, not __init__'s
+    assert _wrong("from xpcsviewer import gui\n") == [("io", "gui")]
+    assert _wrong("from xpcsviewer import export as ex, __version__\n") == [("io", "export")]
+    assert _wrong("from xpcsviewer import __version__\n") == []
+    # relative imports were skipped as well
+    assert _wrong("from .. import gui\n") == [("io", "gui")]
+    assert _wrong("from ...gui import app\n", "xpcsviewer.io.sub.fake") == [("io", "gui")]
+    assert _wrong("from . import errors\n") == []
+
+
+def test_import_module_with_a_literal_or_fstring_is_checked():
+    src = (
+        "import importlib\n"
+        "from importlib import import_module\n"
+        "def a():\n"
+        "    return importlib.import_module('xpcsviewer.gui.app')\n"
+        "def b(n):\n"
+        "    return import_module(f'xpcsviewer.export.{n}')\n"
+        "def c():\n"
+        "    return __import__('xpcsviewer.jobs')\n"
+        "def d(n):\n"
+        "    return import_module(f'xpcsviewer.{n}')\n"  # which package: unreadable
+        "def e(n):\n"
+        "    return import_module(n)\n"  # not a literal: not readable here
+    )
+    assert _wrong(src) == [("io", "gui"), ("io", "export"), ("io", "jobs"), ("io", "?")]
+    assert _wrong("import importlib\nimportlib.import_module('xpcsviewer.backends')\n") == []
+
+
+def test_imports_under_try_if_with_tie_modules_together():
+    b = "from xpcsviewer.io import a\n"
+    for wrapped in (
+        "try:\n    import xpcsviewer.io.b\nexcept ImportError:\n    pass\n",
+        "import sys\nif sys.platform:\n    import xpcsviewer.io.b\n",
+        "import contextlib\nwith contextlib.suppress(ImportError):\n"
+        "    from xpcsviewer.io import b\n",
+        "import importlib\nB = importlib.import_module('xpcsviewer.io.b')\n",
+        "class K:\n    from xpcsviewer.io import b\n",
+    ):
+        graph = _module_graph({"xpcsviewer.io.a": wrapped, "xpcsviewer.io.b": b})
+        assert _cycles(graph) == [["xpcsviewer.io.a", "xpcsviewer.io.b"]], wrapped
+    for lazy in (
+        "def f():\n    import xpcsviewer.io.b\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import xpcsviewer.io.b\n",
+    ):
+        assert _cycles(_module_graph({"xpcsviewer.io.a": lazy, "xpcsviewer.io.b": b})) == []
+    # a lazy import still counts for the floors
+    assert _wrong("def f():\n    import xpcsviewer.gui\n") == [("io", "gui")]
