@@ -269,6 +269,7 @@ def test_export_bad_file_reported_rest_exported(tmp_path, export_files, capsys):
 def test_export_fits_g2_before_drawing(tmp_path, export_files, monkeypatch):
     import xpcsviewer.export as export_pkg
     from xpcsviewer.commands.export import export_figures
+    from xpcsviewer.views.diffusion import diffusion_analysis
 
     seen = {}
     real = export_pkg.make_figure
@@ -282,9 +283,14 @@ def test_export_fits_g2_before_drawing(tmp_path, export_files, monkeypatch):
     assert rep.ok and len(rep.written) == 4
     n, opts = seen["g2"]
     fits = opts["fits"]
-    assert (
-        n == 2 and seen["diffusion"][1]["fits"] is fits
-    )  # one fit shared by both figures
+    # one fit shared by both figures: diffusion is handed its D(q) analysis
+    analysis = seen["diffusion"][1]["analysis"]
+    assert n == 2 and set(seen["diffusion"][1]) == {"analysis"}
+    want = diffusion_analysis(fits)
+    assert len(analysis.laws) == len(want.laws) == 2
+    for got, exp in zip(analysis.laws, want.laws, strict=True):
+        np.testing.assert_array_equal(got.points.q, exp.points.q)
+        np.testing.assert_array_equal(got.verdict.free.prefactor, exp.verdict.free.prefactor)
     assert fits.model == "single" and fits.method == "lsq"
     assert np.mean(np.isfinite(fits.params["tau"])) > 0.8
     assert "fits" not in seen["qmap"][1]

@@ -18,9 +18,11 @@ from xpcsviewer.export import (
     write_csv,
     write_json,
 )
+from xpcsviewer.export.inputs import average_screen
 from xpcsviewer.fitting.block_fits import fit_g2_blocks
 from xpcsviewer.fitting.blocks import G2Block, g2_blocks
 from xpcsviewer.fitting.results import fits_table, fits_to_dict
+from xpcsviewer.views.diffusion import diffusion_analysis
 from xpcsviewer.views.g2 import (
     c2_time_axis,
     diffusion_points,
@@ -50,9 +52,11 @@ def _options(kind, fake, results, fits):
     if kind == "g2":
         return {"fits": fits}
     if kind == "diffusion":
-        return {"fits": fits, "exponent": -2.0}
+        return {"analysis": diffusion_analysis(fits, exponent=-2.0)}
     if kind == "twotime":
         return {"view": fake.fake_read_c2(results[0], 1, max_size=64)}
+    if kind == "average":
+        return {"summary": average_screen(results)}
     return {}
 
 
@@ -264,7 +268,8 @@ def test_diffusion_figure_reports_D_near_truth(fake, fake_results, lsq_fits):
     pts = diffusion_points(lsq_fits)
     dr = fit_diffusion(pts[0].q, pts[0].y, pts[0].y_err, exponent=-2.0)
     assert abs(dr.D / fake.D_TRUE - 1) < 0.05
-    fig = make_figure("diffusion", fake_results, fits=lsq_fits, exponent=-2.0)
+    fig = make_figure("diffusion", fake_results,
+                      analysis=diffusion_analysis(lsq_fits, exponent=-2.0))
     texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any("D = " in t for t in texts)
 

@@ -14,6 +14,7 @@ from matplotlib.container import ErrorbarContainer
 
 from xpcsviewer.export import FIGURE_KINDS, make_figure, save_figure
 from xpcsviewer.export.figures import AVERAGE_STATISTICS
+from xpcsviewer.export.inputs import average_screen
 from xpcsviewer.fitting.stability import drift_text, fit_partial_snapshots
 from xpcsviewer.io import read_result
 from xpcsviewer.jobs.average import AverageOptions, AverageSummary, FileStat
@@ -186,9 +187,10 @@ def _points(ax, marker):
     return ln.get_data()
 
 
-def test_average_figure_screens_the_files(repeats, tmp_path):
+def test_average_figure_draws_the_screen_it_is_given(repeats, tmp_path):
     opts = AverageOptions(mad_threshold=5.0)
-    fig = make_figure("average", repeats, statistic="g2_z", options=opts)
+    fig = make_figure("average", repeats, statistic="g2_z", options=opts,
+                      summary=average_screen(repeats, opts))
     ax = fig.axes[0]
     xa, _ = _points(ax, "o")
     xr, yr = _points(ax, "x")
@@ -204,11 +206,13 @@ def test_average_figure_screens_the_files(repeats, tmp_path):
     assert labels[:2] == ["accepted (4)", "rejected (1)"]
     _check_formats(fig, tmp_path, "avg")
     # baseline: two limit lines, every file plotted
+    opts = AverageOptions(baseline_range=(0.9, 1.1))
     fig = make_figure(
         "average",
         repeats,
         statistic="baseline",
-        options=AverageOptions(baseline_range=(0.9, 1.1)),
+        options=opts,
+        summary=average_screen(repeats, opts),
     )
     lines = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
     assert sorted(ln.get_ydata()[0] for ln in lines) == [0.9, 1.1]
@@ -239,7 +243,7 @@ def test_average_figure_uses_a_given_summary():
 
 
 def test_average_figure_incompatible_files(demo):
-    fig = make_figure("average", [demo["A01"], demo["E01"]])
+    fig = make_figure("average", [], summary=average_screen([demo["A01"], demo["E01"]]))
     assert not any(ax.axison for ax in fig.axes)
     text = fig.axes[0].texts[0].get_text()
     assert "cannot average" in text and "E01_beam_damage" in text

@@ -174,15 +174,15 @@ def export_figures(
     fits: dict[tuple[int, ...], Any] = {}
 
     def draw(kind: str, usable: list[Any], name: str) -> None:
-        opts: dict[str, Any] = {}
+        g2_fits = None
         if kind in ("g2", "diffusion"):
             key = tuple(id(r) for r in usable)
             if key not in fits:  # g2 and diffusion of the same files share one fit
                 fits[key] = fit_g2_blocks(
                     g2_blocks(usable), model="single", cancel=cancel
                 )
-            opts["fits"] = fits[key]
-        save(make_figure(kind, usable, **opts), name)
+            g2_fits = fits[key]
+        save(make_figure(kind, usable, **_figure_inputs(kind, usable, g2_fits)), name)
 
     for kind in combined:
         report(progress, cancel, done, total, f"{kind} (all files)")
@@ -228,7 +228,7 @@ def export_figures(
                 rep.skipped.append(f"{kind}: {display_path(res.path)}: {why}")
                 continue
             try:
-                save(make_figure(kind, [res]), f"{lab}_{kind}")
+                save(make_figure(kind, [res], **_figure_inputs(kind, [res])), f"{lab}_{kind}")
             except XpcsFileError as exc:
                 rep.errors.append(exc.one_line())
             except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
@@ -241,6 +241,21 @@ def export_figures(
     return rep
 
 
+def _figure_inputs(kind: str, results: list[Any], g2_fits: Any = None) -> dict[str, Any]:
+    """What the figure of ``kind`` is handed: the g2 fits, their D(q) analysis (the
+    Diffusion tab's, with its defaults) or the averaging screen; figures compute none."""
+    from xpcsviewer.export.inputs import average_screen
+    from xpcsviewer.views.diffusion import diffusion_analysis
+
+    if kind == "g2":
+        return {"fits": g2_fits}
+    if kind == "diffusion":
+        return {"analysis": diffusion_analysis(g2_fits)}
+    if kind == "average":
+        return {"summary": average_screen(results)}
+    return {}
+
+
 def _probe(kind: str, res: Any, cancel: CancelToken | None) -> None:
     """Build (not save) ``kind`` for one file; raises what drawing it would raise."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -249,10 +264,10 @@ def _probe(kind: str, res: Any, cancel: CancelToken | None) -> None:
     from xpcsviewer.fitting.block_fits import fit_g2_blocks
     from xpcsviewer.fitting.blocks import g2_blocks
 
-    opts: dict[str, Any] = {}
+    g2_fits = None
     if kind in ("g2", "diffusion"):
-        opts["fits"] = fit_g2_blocks(g2_blocks([res]), model="single", cancel=cancel)
-    fig = make_figure(kind, [res], **opts)
+        g2_fits = fit_g2_blocks(g2_blocks([res]), model="single", cancel=cancel)
+    fig = make_figure(kind, [res], **_figure_inputs(kind, [res], g2_fits))
     try:
         FigureCanvasAgg(fig).draw()  # some errors only show when drawn
     finally:
@@ -314,7 +329,7 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
             rep["refused"].append(str(exc))
             continue
         try:
-            fig = make_figure(kind, [res])
+            fig = make_figure(kind, [res], **_figure_inputs(kind, [res]))
             try:
                 rep["written"].append(str(save_figure(fig, target)))
             finally:

@@ -8,7 +8,8 @@ import numpy as np
 
 from xpcsviewer.export._fig_common import _MARKERS, INV_A, _colors, _no_data, new_figure
 from xpcsviewer.fitting.blocks import G2Block, G2Fits, g2_blocks
-from xpcsviewer.views.g2 import diffusion_points, g2_panels, g2_points, robust_ylim
+from xpcsviewer.views.diffusion import DiffusionAnalysis
+from xpcsviewer.views.g2 import g2_panels, g2_points, robust_ylim
 from xpcsviewer.views.g2_fit import g2_fit_line
 
 
@@ -167,31 +168,20 @@ def _fig_g2(
 # ------------------------------------------------------------------- diffusion
 def _fig_diffusion(
     results: list,
-    fits: G2Fits | None = None,
-    quantity: str = "tau",
+    analysis: DiffusionAnalysis | None = None,
     log_x: bool = True,
     log_y: bool = True,
-    qmin: float | None = None,
-    qmax: float | None = None,
-    exponent: float | None = None,
     offset: float = 0.0,
     show_fit: bool = True,
 ) -> Any:
-    from xpcsviewer.fitting import diffusion_verdict, fit_diffusion
-
     fig = new_figure()
-    if fits is None or fits.n_curves == 0:
+    if analysis is None:
         return _no_data(fig, "no g2 fits: fit the g2 curves first")
-    pts = diffusion_points(fits, quantity)
+    quantity = analysis.quantity
     ax = fig.add_subplot(1, 1, 1)
-    colors = _colors(len(results) or len(pts))
-    q_range = (
-        None
-        if (qmin is None and qmax is None)
-        else (qmin if qmin is not None else 0.0, qmax if qmax is not None else np.inf)
-    )
-    lines = []
-    for n, p in enumerate(pts):
+    colors = _colors(len(results) or len(analysis.laws))
+    for n, law in enumerate(analysis.laws):
+        p, dr, verdict = law.points, law.power, law.verdict
         factor = 10.0 ** (offset * n)
         color = colors[p.file_index % len(colors)]
         ax.errorbar(
@@ -206,32 +196,26 @@ def _fig_diffusion(
             label=f"{p.label}"
             + (f" ({p.n_dropped} bins not converged)" if p.n_dropped else ""),
         )
-        if show_fit and p.q.size >= 2:
-            tau = p.y if quantity == "tau" else 1.0 / p.y
-            tau_err = p.y_err if quantity == "tau" else p.y_err * tau**2
-            verdict = diffusion_verdict(p.q, tau, tau_err, q_range)
-            dr = verdict.free if exponent is None else fit_diffusion(
-                p.q, tau, tau_err, q_range, exponent)
-            if np.isfinite(dr.prefactor):
-                sel = p.q[dr.used] if dr.used.any() else p.q
-                grid = np.geomspace(sel.min() / 1.1, sel.max() * 1.1, 128)
-                yfit = dr.curve(grid) if quantity == "tau" else 1.0 / dr.curve(grid)
-                txt = (
-                    f"b = {dr.exponent:g} (fixed)"
-                    if dr.exponent_fixed
-                    else f"b = {dr.exponent:.3f} \u00b1 {dr.exponent_err:.3f}"
-                )
-                if verdict.diffusive:
-                    txt += f", D = {verdict.D:.4g} \u00b1 {verdict.D_err:.2g} \u00c5\u00b2/s"
-                else:
-                    txt += f": {verdict.verdict.replace('_', ' ')}"
-                ax.plot(grid, yfit * factor, "-", color=color, lw=1.0, label=txt)
-                lines.append(txt)
+        if show_fit and p.q.size >= 2 and dr is not None:
+            sel = p.q[dr.used] if dr.used.any() else p.q
+            grid = np.geomspace(sel.min() / 1.1, sel.max() * 1.1, 128)
+            yfit = dr.curve(grid) if quantity == "tau" else 1.0 / dr.curve(grid)
+            txt = (
+                f"b = {dr.exponent:g} (fixed)"
+                if dr.exponent_fixed
+                else f"b = {dr.exponent:.3f} \u00b1 {dr.exponent_err:.3f}"
+            )
+            if verdict.diffusive:
+                txt += f", D = {verdict.D:.4g} \u00b1 {verdict.D_err:.2g} \u00c5\u00b2/s"
+            else:
+                txt += f": {verdict.verdict.replace('_', ' ')}"
+            ax.plot(grid, yfit * factor, "-", color=color, lw=1.0, label=txt)
     ax.set_xscale("log" if log_x else "linear")
     ax.set_yscale("log" if log_y else "linear")
     ax.set_xlabel(f"q ({INV_A})")
     ax.set_ylabel("\u03c4 (s)" if quantity == "tau" else "\u0393 (s\u207b\u00b9)")
     law = "\u03c4 = A q^b" if quantity == "tau" else "\u0393 = q^-b / A"
-    ax.set_title(f"Relaxation vs q ({fits.method} {fits.model} fits; power law {law})")
+    ax.set_title(
+        f"Relaxation vs q ({analysis.method} {analysis.model} fits; power law {law})")
     ax.legend(loc="best")
     return fig

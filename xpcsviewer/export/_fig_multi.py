@@ -243,36 +243,24 @@ def _fig_average(
         raise ValueError(
             f"statistic must be one of {sorted(AVERAGE_STATISTICS)}, got {statistic!r}"
         )
-    from xpcsviewer.jobs.average import (
-        AverageOptions,
-        IncompatibleFilesError,
-        screen_files,
-    )
+    from xpcsviewer.jobs.average import IncompatibleFilesError
 
     if summary is None:
-        if not results:
-            raise ValueError("no result files given")
-        by_path = {str(r.path): r for r in results}
-        try:
-            summary = screen_files(
-                [str(r.path) for r in results],
-                options if options is not None else AverageOptions(),
-                reader=lambda p: by_path[str(p)],
-            )
-        except IncompatibleFilesError as exc:
-            import textwrap
-            from pathlib import Path
+        raise ValueError("no screening given: pass summary= (export.inputs.average_screen)")
+    if isinstance(summary, IncompatibleFilesError):  # the screening refused the files
+        import textwrap
+        from pathlib import Path
 
-            why = [f"{Path(p).name}: {w}" for p, w in exc.mismatches.items()]
-            lines = [
-                f"cannot average: {len(why)} file(s) differ from "
-                f"{Path(exc.reference).name}:",
-                *why[:5],
-            ]
-            if len(why) > 5:
-                lines.append(f"(+{len(why) - 5} more)")
-            text = "\n".join(textwrap.fill(ln, 70) for ln in lines)
-            return _no_data(new_figure(), text)
+        why = [f"{Path(p).name}: {w}" for p, w in summary.mismatches.items()]
+        lines = [
+            f"cannot average: {len(why)} file(s) differ from "
+            f"{Path(summary.reference).name}:",
+            *why[:5],
+        ]
+        if len(why) > 5:
+            lines.append(f"(+{len(why) - 5} more)")
+        text = "\n".join(textwrap.fill(ln, 70) for ln in lines)
+        return _no_data(new_figure(), text)
     # Threshold lines from the options shown (as the tab draws them), else from
     # the options the screening used.
     limits = options if options is not None else summary

@@ -25,9 +25,9 @@ Kinds and their options
     ylim=None (default: 2-98 percentile of the points, padded),
     max_panels=36 (more panels are left out; the title says so).
 ``diffusion``
-    fits (G2Fits, required), quantity="tau" ("gamma"), log_x=True, log_y=True,
-    qmin, qmax, exponent=None (None fits it; -2 for Brownian), offset=0.0 (factor
-    10^(offset*n) per file), show_fit=True.
+    analysis (DiffusionAnalysis of :func:`xpcsviewer.views.diffusion.diffusion_analysis`,
+    which holds the quantity, q range and exponent; None: "no g2 fits"), log_x=True,
+    log_y=True, offset=0.0 (factor 10^(offset*n) per file), show_fit=True.
 ``twotime``
     file_index=0, bin_index=0 (index into the processed bins), max_size=1024,
     correct_diagonal=False, cmap="viridis", levels=None, view=None (a C2View-like object
@@ -42,10 +42,11 @@ Kinds and their options
     file_index=0, bin_index=0 (g2 column of the profile), normalize=False,
     cmap="viridis", levels=None ((lo, hi); default 1-99 percentile), profile=True.
 ``average``
-    statistic="baseline" ("g2_z", "intensity_z", "intensity"), summary=None
-    (AverageSummary; default: screen ``results`` with ``options``), options=None
-    (AverageOptions; also sets the threshold lines), max_names=24 (file names as
-    tick labels up to this many files).
+    statistic="baseline" ("g2_z", "intensity_z", "intensity"), summary (required:
+    the AverageSummary of a screening, e.g. :func:`xpcsviewer.export.inputs.average_screen`,
+    or the IncompatibleFilesError it returned, drawn as a note), options=None
+    (AverageOptions; sets the threshold lines, else the summary's), max_names=24 (file
+    names as tick labels up to this many files).
 """
 
 from __future__ import annotations

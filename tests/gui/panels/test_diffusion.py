@@ -248,6 +248,8 @@ def test_only_the_targets_fits_are_shown(qtbot, panel, results, fits, fake, tmp_
     with qtbot.waitSignal(panel.sigComputed, timeout=60000):
         panel.context.set_shared("g2_fits", fits)
     assert list(panel.readout()) == ["C002"]  # the twin's name is not its fit
-    assert panel.figure_options()["fits"].sources == [str(results[1].path)] * 6
+    laws = panel.figure_options()["analysis"].laws  # the figure is handed these
+    assert [law.label for law in laws] == ["C002"]
+    assert laws[0].points.q.size + laws[0].points.n_dropped == 6
     panel.set_results([twin])
-    assert "no g2 fits" in panel.status.text() and panel.figure_options()["fits"] is None
+    assert "no g2 fits" in panel.status.text() and panel.figure_options()["analysis"] is None

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.fitting.blocks import G2Fits, g2_blocks
-from xpcsviewer.views.g2 import DiffusionPoints, diffusion_points
+from xpcsviewer.views.diffusion import diffusion_analysis
+from xpcsviewer.views.g2 import DiffusionPoints
 
 __all__ = ["DiffusionFile", "diffusion_job"]
 
@@ -69,36 +70,21 @@ def diffusion_job(
     power law), joint (bool), solvent ("file" | "water" | "given"), temperature_K,
     viscosity_Pa_s.
     """
-    from xpcsviewer.fitting import (
-        diffusion_verdict,
-        fit_diffusion,
-        fit_diffusion_joint,
-        hydrodynamic_radius,
-    )
+    from xpcsviewer.fitting import fit_diffusion_joint, hydrodynamic_radius
     from xpcsviewer.progress import report
 
-    quantity = opts.get("quantity", "tau")
     qmin, qmax = opts.get("qmin"), opts.get("qmax")
-    q_range = (
-        None
-        if qmin is None and qmax is None
-        else (qmin if qmin is not None else 0.0, qmax if qmax is not None else math.inf)
-    )
-    exponent = opts.get("exponent")
-    pts_all = diffusion_points(fits, quantity)
+    # the power laws and verdicts as the exported figure draws them
+    analysis = diffusion_analysis(fits, opts.get("quantity", "tau"), qmin, qmax,
+                                  opts.get("exponent"))
+    laws = analysis.laws if analysis is not None else ()
+    q_range = analysis.q_range if analysis is not None else None
     by_label = {r.label: r for r in results}
     by_path = {str(getattr(r, "path", "")): r for r in results}
     out = []
-    for k, pts in enumerate(pts_all):
-        report(progress, cancel, k, len(pts_all), f"diffusion fit {pts.label}")
-        # The power law is always fitted to tau (s), whatever is shown.
-        tau = pts.y if quantity == "tau" else 1.0 / pts.y
-        tau_err = pts.y_err if quantity == "tau" else pts.y_err * tau**2
-        verdict = diffusion_verdict(pts.q, tau, tau_err, q_range)
-        power = verdict.free if exponent is None else fit_diffusion(
-            pts.q, tau, tau_err, q_range, exponent)
-        if not np.isfinite(power.prefactor):
-            power = None
+    for k, law in enumerate(laws):
+        pts, verdict, power = law.points, law.verdict, law.power
+        report(progress, cancel, k, len(laws), f"diffusion fit {pts.label}")
         joint = None
         # The fits may come from another target list: find the file by its path.
         src = fits.sources[int(fits.rows_of(pts.file_index)[0])]
@@ -129,7 +115,7 @@ def diffusion_job(
         out.append(
             DiffusionFile(pts.file_index, pts.label, pts, power, joint, radius, src, verdict)
         )
-    report(progress, cancel, len(pts_all), len(pts_all), "done")
+    report(progress, cancel, len(laws), len(laws), "done")
     return out
 
 

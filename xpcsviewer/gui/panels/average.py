@@ -450,10 +450,14 @@ class AveragePanel(BasePanel):
     def figure_options(self) -> dict:
         """The statistic shown, the last check's statistics and the options shown.
 
-        Before a check finished (or when it failed) the figure screens the files
-        itself with the options shown.
+        Before a check finished (or when it failed) the files are screened here with
+        the options shown.
         """
         s = self.outcome.summary if self.outcome is not None else None
+        if s is None:  # the loaded targets: no file is read again
+            from xpcsviewer.export.inputs import average_screen
+
+            s = average_screen(self.shown_results(), self.options())
         return {
             "statistic": self.stat_combo.currentData(),
             "summary": s,

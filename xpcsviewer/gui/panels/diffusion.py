@@ -472,15 +472,14 @@ class DiffusionPanel(BasePanel):
 
     # ------------------------------------------------------------- export
     def figure_options(self) -> dict:
+        from xpcsviewer.views.diffusion import diffusion_analysis
+
         o = self.options()
         return {
-            "fits": self._target_fits(),
-            "quantity": o["quantity"],
+            "analysis": diffusion_analysis(self._target_fits(), o["quantity"], o["qmin"],
+                                           o["qmax"], o["exponent"]),
             "log_x": self.logx.isChecked(),
             "log_y": self.logy.isChecked(),
-            "qmin": o["qmin"],
-            "qmax": o["qmax"],
-            "exponent": o["exponent"],
             "offset": self.offset.value(),
         }
 
