@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "STATUS_ORDER",
     "G2Block",
     "G2Fits",
     "bins_in_range",
@@ -216,11 +215,6 @@ def g2_tau_grid(tau: np.ndarray, n: int = 128) -> np.ndarray:
         return np.zeros(0)
     lo, hi = np.log10(t.min()) - 0.5, np.log10(t.max()) + 0.5
     return np.logspace(lo, hi, int(n))
-
-
-#: Table order: what needs a look first.
-STATUS_ORDER = ("converged", "unresolved", "at_bound", "misfit", "poor_fit", "no_decay",
-                "failed")
 
 
 @dataclass

@@ -8,6 +8,9 @@ constraints by projection in internal coordinates (log for relaxation times).
 from __future__ import annotations
 
 import functools
+import threading
+import weakref
+import zlib
 from typing import Any
 
 import numpy as np
@@ -188,6 +191,110 @@ def _solver_cached(
     return _make_solver(get_backend(backend_name), model, n_par, max_iter, unit_stretch)
 
 
+# ----------------------------------------------------------------------------------
+# The curves on the device: sent once, gathered there for every chunk of solve rows.
+# ----------------------------------------------------------------------------------
+
+_STORE_LOCK = threading.RLock()
+#: (id(host array), role, backend, device) -> (weakref to it, crc32, device blocks)
+_STORE: dict[tuple, tuple] = {}
+_CONST: dict[tuple, Any] = {}
+
+
+def _upload_blocks(be: Any, dev: Any, arr: np.ndarray) -> list:
+    # (N, ...) as ceil(N / LM_ROWS) device arrays of LM_ROWS rows (the last zero-padded):
+    # fixed shapes, so the gather program does not depend on N
+    n = arr.shape[0]
+    out = []
+    for s in range(0, max(n, 1), LM_ROWS):
+        blk = arr[s:s + LM_ROWS]
+        if blk.shape[0] < LM_ROWS:
+            pad = np.zeros((LM_ROWS - blk.shape[0], *arr.shape[1:]), arr.dtype)
+            blk = np.concatenate([blk, pad])
+        out.append(be.asarray(np.ascontiguousarray(blk), device=dev))
+    return out
+
+
+def _kept_blocks(be: Any, dev: Any, arr: np.ndarray, role: str, fn: Any = None) -> list:
+    """Device blocks of ``fn(arr)``, sent once while ``arr`` lives and is unchanged.
+
+    Keyed by the host array's identity (a fit's solves pass the same arrays) and checked
+    against its CRC, so an array changed in place is sent again; dropped with the array.
+    A live array of the same bytes (a copy of all the curves) shares its blocks.
+    """
+    key = (id(arr), role, be.name, dev)
+    raw = np.ascontiguousarray(arr).view(np.uint8)
+    crc = zlib.crc32(raw)
+    with _STORE_LOCK:
+        hit = _STORE.get(key)
+        if hit is not None and hit[0]() is arr and hit[1] == crc:
+            return hit[2]
+        blocks = None
+        for k2, (ref2, crc2, blocks2) in list(_STORE.items()):
+            other = ref2()
+            if (k2[1:] == key[1:] and crc2 == crc and other is not None
+                    and other.shape == arr.shape and other.dtype == arr.dtype
+                    and np.array_equal(np.ascontiguousarray(other).view(np.uint8), raw)):
+                blocks = blocks2
+                break
+        if blocks is None:
+            blocks = _upload_blocks(be, dev, fn(arr) if fn is not None else arr)
+        ref = weakref.ref(arr, lambda _r, k=key: _STORE.pop(k, None))
+        _STORE[key] = (ref, crc, blocks)
+        return blocks
+
+
+def _const(be: Any, dev: Any, value: Any, shape: tuple, dtype: Any) -> Any:
+    key = (be.name, dev, value, shape, np.dtype(dtype).str)
+    with _STORE_LOCK:
+        if key not in _CONST:
+            _CONST[key] = be.asarray(np.full(shape, value, dtype), device=dev)
+        return _CONST[key]
+
+
+@functools.lru_cache(maxsize=4)
+def _gather_cached(backend_name: str) -> Any:
+    from xpcsviewer.backends import get_backend
+
+    be = get_backend(backend_name)
+    xp = be.xp
+
+    def step(acc: tuple, block: tuple, gidx: Any, b: Any) -> tuple:
+        # rows of block b into their lanes; the other lanes keep acc
+        sel = (gidx // LM_ROWS) == b
+        local = gidx % LM_ROWS
+        return tuple(xp.where(sel.reshape((-1,) + (1,) * (a.ndim - 1)), blk[local], a)
+                     for a, blk in zip(acc, block, strict=True))
+
+    return be.jit(step)
+
+
+def _take(be: Any, dev: Any, tables: list[list], g: np.ndarray) -> tuple:
+    """Rows ``g`` (LM_ROWS,) of the block tables, gathered on the device."""
+    blk = g // LM_ROWS
+    ids = np.unique(blk)
+    first = [tab[ids[0]] for tab in tables]
+    if ids.size == 1 and np.array_equal(g, ids[0] * LM_ROWS + np.arange(LM_ROWS)):
+        return tuple(first)  # exactly one block, in order
+    step = _gather_cached(be.name)
+    gdev = be.asarray(g.astype(np.int32), device=dev)
+    acc = tuple(first)
+    for b in ids:
+        acc = step(acc, tuple(tab[b] for tab in tables), gdev,
+                   _const(be, dev, int(b), (), np.int32))
+    return acc
+
+
+def _runs(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # consecutive rows with bitwise equal bounds share one table row (a curve's starts
+    # or profile points): run index per row, and the table
+    bits = np.concatenate([np.ascontiguousarray(lo).view(np.uint64),
+                           np.ascontiguousarray(hi).view(np.uint64)], axis=1)
+    new = np.ones(lo.shape[0], bool)
+    new[1:] = (bits[1:] != bits[:-1]).any(axis=1)
+    return np.cumsum(new) - 1, lo[new], hi[new]
+
+
 def lm_solve_batch(
     model: G2Model,
     t: np.ndarray,
@@ -203,15 +310,20 @@ def lm_solve_batch(
     backend: Any = None,
     device: Any = "auto",
     cancel: CancelToken | None = None,
+    rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Run the LM kernel on B curves in internal coordinates.
+    """Run the LM kernel on B solve rows in internal coordinates.
 
     Parameters
     ----------
-    t : (T,) or (B, T) s; y, sigma : (B, T); mask : (B, T) bool
+    t : (T,) or (N, T) s; y, sigma : (N, T); mask : (N, T) bool
     x0, lo, hi : (B, P) internal coordinates (log for tau-like parameters)
     free : (P,) bool
-    aux : (m (T,) or (B, T), dt scalar or (B,)) or None
+    aux : (m (T,) or (N, T), dt scalar or (N,)) or None
+    rows : (B,) int, optional
+        The curve of each solve row (several starts or profile points per curve);
+        None: row b is curve b (N = B). On JAX the N curves go to the device once (kept
+        there while these host arrays live unchanged) and the rows are gathered there.
 
     Returns
     -------
@@ -220,29 +332,69 @@ def lm_solve_batch(
     from xpcsviewer.backends import get_backend, resolve_device
 
     be = backend if backend is not None else get_backend()
-    n_b, n_t = y.shape
-    n_par = x0.shape[1]
-    if aux is None:
-        aux_m, aux_dt = np.ones((n_b, n_t)), np.ones(n_b)
-    else:
-        aux_m = np.broadcast_to(np.asarray(aux[0], dtype=np.float64), (n_b, n_t)).copy()
-        aux_dt = np.broadcast_to(np.asarray(aux[1], dtype=np.float64), (n_b,)).copy()
-    dev = resolve_device(device, work=float(n_b * n_t)) if be.name == "jax" else None
+    jx = be.name == "jax"
+    n_c, n_t = y.shape
+    n_b, n_par = x0.shape
+    rows = np.arange(n_c) if rows is None else np.asarray(rows, np.int64)
+    if rows.shape != (n_b,):
+        raise ValueError(f"rows has shape {rows.shape}, expected ({n_b},)")
+    dev = resolve_device(device, work=float(n_b * n_t)) if jx else None
     # The plain exponential (stretch fixed at exactly 1) gets its own, cheaper kernel.
     unit_stretch = bool(
         model in (G2Model.SINGLE, G2Model.STRETCHED) and not free[2] and np.all(x0[:, 2] == 1.0)
     )
     solver = _solver_cached(be.name, model, n_par, int(max_iter), unit_stretch)
-    t_all = np.broadcast_to(np.asarray(t, np.float64), (n_b, n_t))
-    w_all = 1.0 / np.asarray(sigma, np.float64)
     lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    t = np.asarray(t, np.float64)
+    if t.ndim == 1:
+        t = np.ascontiguousarray(np.broadcast_to(t, (n_c, n_t)))
+    if aux is not None:
+        aux = (np.asarray(aux[0], np.float64), np.asarray(aux[1], np.float64))
+        if aux[0].shape != (n_c, n_t):
+            aux = (np.ascontiguousarray(np.broadcast_to(aux[0], (n_c, n_t))), aux[1])
+        if aux[1].shape != (n_c,):
+            aux = (aux[0], np.ascontiguousarray(np.broadcast_to(aux[1], (n_c,))))
     free_dev = be.asarray(np.asarray(free, bool), device=dev)
+    if jx:
+        def inv(s: np.ndarray) -> np.ndarray:
+            return 1.0 / np.asarray(s, np.float64)
+
+        curves = [_kept_blocks(be, dev, t, "t"), _kept_blocks(be, dev, y, "y"),
+                  _kept_blocks(be, dev, sigma, "w", inv), _kept_blocks(be, dev, mask, "mask")]
+        if aux is not None:
+            curves += [_kept_blocks(be, dev, aux[0], "m"), _kept_blocks(be, dev, aux[1], "dt")]
+        run_of, lo_u, hi_u = _runs(lo, hi)
+        bounds = [_upload_blocks(be, dev, lo_u), _upload_blocks(be, dev, hi_u)]
+    else:
+        w_all = 1.0 / np.asarray(sigma, np.float64)
+        aux_m = np.ones((n_c, n_t)) if aux is None else aux[0]
+        aux_dt = np.ones(n_c) if aux is None else aux[1]
+
+    def chunk_args(idx: np.ndarray, first: bool) -> list:
+        # t, y, w, mask, lo, hi, aux_m, aux_dt, free, x, lam, it for solve rows idx
+        if not jx:
+            c = rows[idx]
+            return [t[c], y[c], w_all[c], mask[c], lo[idx], hi[idx], aux_m[c], aux_dt[c],
+                    free_dev, x_cur[idx], lam[idx], it[idx]]
+        tc, yc, wc, mc, *ax = _take(be, dev, curves, rows[idx])
+        lo_c, hi_c = _take(be, dev, bounds, run_of[idx])
+        if not ax:
+            ax = [_const(be, dev, 1.0, (LM_ROWS, n_t), np.float64),
+                  _const(be, dev, 1.0, (LM_ROWS,), np.float64)]
+        if first:  # every row starts from lam = 1e-3, it = 0
+            lam_d = _const(be, dev, 1e-3, (LM_ROWS,), np.float64)
+            it_d = _const(be, dev, 0, (LM_ROWS,), np.int64)
+        else:
+            lam_d, it_d = be.asarray(lam[idx], device=dev), be.asarray(it[idx], device=dev)
+        return [tc, yc, wc, mc, lo_c, hi_c, *ax, free_dev,
+                be.asarray(x_cur[idx], device=dev), lam_d, it_d]
+
     # Fixed-size chunks of curves: one compiled program whatever the number of curves
     # (the GUI compiles it once at start-up), and a vmapped while-loop that waits for
     # its slowest lane only within a chunk. First 10 iterations for every curve, then
     # the rest for the unfinished ones.
-    rows_per_call = LM_ROWS if be.name == "jax" else n_b
-    first_pass = 10 if be.name == "jax" else int(max_iter)
+    rows_per_call = LM_ROWS if jx else n_b
+    first_pass = 10 if jx else int(max_iter)
     x_cur = np.asarray(x0, np.float64).copy()
     lam = np.full(n_b, 1e-3)
     it = np.zeros(n_b, np.int64)
@@ -250,24 +402,18 @@ def lm_solve_batch(
     cost = np.full(n_b, np.nan)
     jac = np.full((n_b, n_t, n_par), np.nan)
     active = np.arange(n_b)
-    for it_stop in (first_pass, int(max_iter)):
+    for n_pass, it_stop in enumerate((first_pass, int(max_iter))):
         for s in range(0, active.size, max(1, rows_per_call)):
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            rows = active[s:s + rows_per_call]
-            idx = np.concatenate([rows, np.full(max(0, rows_per_call - rows.size), rows[0])]) \
-                if be.name == "jax" else rows
-            args = [t_all[idx], y[idx], w_all[idx], mask[idx], lo[idx], hi[idx],
-                    aux_m[idx], aux_dt[idx]]
-            out = solver(
-                *(be.asarray(a, device=dev) for a in args), free_dev,
-                be.asarray(x_cur[idx], device=dev), be.asarray(lam[idx], device=dev),
-                be.asarray(it[idx], device=dev), np.int64(it_stop),
-            )
+            act = active[s:s + rows_per_call]
+            idx = np.concatenate([act, np.full(max(0, rows_per_call - act.size), act[0])]) \
+                if jx else act
+            out = solver(*chunk_args(idx, n_pass == 0), np.int64(it_stop))
             out = be.block_until_ready(out)
-            xs, cs, js, ls, its, codes = (be.to_numpy(o)[: rows.size] for o in out)
-            x_cur[rows], cost[rows], jac[rows] = xs, cs, js
-            lam[rows], it[rows], code[rows] = ls, its, codes
+            xs, cs, js, ls, its, codes = (be.to_numpy(o)[: act.size] for o in out)
+            x_cur[act], cost[act], jac[act] = xs, cs, js
+            lam[act], it[act], code[act] = ls, its, codes
         active = active[code[active] == _CODE_RUNNING]
         if not active.size:
             break

@@ -301,11 +301,9 @@ def _solve(model: G2Model, data: _Data, params: dict | None, strict: bool, max_i
                       value[curve_of])
     x0 = np.clip(_to_internal(x0_nat, is_log), lo_i[curve_of], hi_i[curve_of])
     x0 = np.where(free, x0, _to_internal(value[curve_of], is_log))
-    aux_rows = None if aux_b is None else (aux_b[0][curve_of], aux_b[1][curve_of])
     xs, cost_s, jac_s, it_s, code_s = lm_solve_batch(
-        model, t[curve_of], y[curve_of], sigma[curve_of], mask[curve_of], x0,
-        lo_i[curve_of], hi_i[curve_of], free, aux_rows, max_iter, be, dev, cancel,
-    )
+        model, t, y, sigma, mask, x0, lo_i[curve_of], hi_i[curve_of], free, aux_b, max_iter,
+        be, dev, cancel, rows=curve_of)
     best = np.full(n_b, -1)
     best_cost = np.full(n_b, np.inf)
     for r in range(curve_of.size):  # few rows per curve; keep the lowest finite cost
@@ -473,10 +471,9 @@ def _measure(core: _Core, data: _Data, rows: np.ndarray, window_drop: int, max_i
         free_k = core.free.copy()
         free_k[k] = False
         rep = np.repeat(np.arange(rows.size), n_k)
-        aux_p = None if aux_r is None else (aux_r[0][rep], aux_r[1][rep])
         _, cost_k, _, _, _ = lm_solve_batch(
-            core.model, sub.t[rep], sub.y[rep], sub.sigma[rep], sub.mask[rep], x0, lo_r, hi_r,
-            free_k, aux_p, max_iter, be, dev, cancel)
+            core.model, sub.t, sub.y, sub.sigma, sub.mask, x0, lo_r, hi_r, free_k, aux_r,
+            max_iter, be, dev, cancel, rows=rep)
         with np.errstate(invalid="ignore"):
             d = (2.0 * cost_k.reshape(rows.size, n_k) - chi2[:, None]) / s[:, None]
         lk = x[:, k]
