@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.fitting.blocks import G2Block, G2Fits, g2_tau_grid
+from xpcsviewer.fitting.fit_table import fill_bayes, fill_lsq
+from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 
-__all__ = ["apply_overrides", "fit_g2_blocks", "fit_g2_blocks_bayes"]
+__all__ = ["apply_overrides", "fit_curves", "fit_g2_blocks", "fit_g2_blocks_bayes"]
 
 
 def _group_blocks(blocks: list[G2Block]) -> list[list[int]]:
@@ -72,46 +74,85 @@ def apply_overrides(
     return specs
 
 
-def fit_g2_blocks(
-    blocks: list[G2Block],
-    model: str = "single",
-    params: dict | None = None,
-    t_range: tuple[float, float] | None = None,
-    progress=None,
-    cancel=None,
-    backend: Any = None,
-    overrides: dict | None = None,
-) -> G2Fits:
-    """Batched least-squares fit of every curve of every block.
-
-    Blocks with the same delays are fitted together in one ``fit_g2`` call (usually all
-    of them); ``params`` (name -> ParamSpec) applies to every curve; ``overrides``
-    (see :func:`apply_overrides`) replaces single fields of the per-curve defaults.
-    A curve's result does not depend on which other curves are fitted with it.
-
-    Returns
-    -------
-    G2Fits
-    """
-    from xpcsviewer.fitting import averaging_factors, fit_g2, model_param_names
-    from xpcsviewer.progress import report
+def _table(blocks: list[G2Block], model: str, method: str,
+           t_range: tuple[float, float] | None) -> G2Fits:
+    # every per-curve field the method fills, allocated "failed / not fitted"
+    from xpcsviewer.fitting import model_param_names
 
     names = model_param_names(model)
-    groups = _group_blocks(blocks)
-    n_total = sum(b.n_bins for b in blocks)
-    par = {n: np.full(n_total, np.nan) for n in names}
-    err = {n: np.full(n_total, np.nan) for n in names}
-    status = np.array(["failed"] * n_total, dtype=object)
-    detail = np.array(["not fitted"] * n_total, dtype=object)
-    chi2 = np.full(n_total, np.nan)
-    lo_lim, hi_lim = np.full(n_total, np.nan), np.full(n_total, np.nan)
-    scaled = np.zeros(n_total, bool)
-    models = np.array([model] * n_total, dtype=object)
-    limit_name = np.array([""] * n_total, dtype=object)
-    interval = {n: np.full((n_total, 2), np.nan) for n in names if n.startswith("tau")}
-    extra = {k: np.full(n_total, np.nan)
-             for k in ("tau_mean", "tau_mean_err", "runs_z", "delta_aicc", "decay_left")}
+    n = sum(b.n_bins for b in blocks)
+
+    def nan() -> np.ndarray:
+        return np.full(n, np.nan)
+
+    def strs(v: str) -> np.ndarray:
+        return np.array([v] * n, dtype=object)
+
+    out = G2Fits(
+        model=str(model),
+        method=method,
+        file_index=np.concatenate([np.full(b.n_bins, b.file_index) for b in blocks]
+                                  ).astype(np.int64) if blocks else np.zeros(0, np.int64),
+        file_labels=[b.label for b in blocks for _ in range(b.n_bins)],
+        columns=np.concatenate([b.columns for b in blocks]) if blocks
+        else np.zeros(0, np.int64),
+        q=np.concatenate([b.q for b in blocks]) if blocks else np.zeros(0),
+        phi=np.concatenate([b.phi for b in blocks]) if blocks else np.zeros(0),
+        bin_labels=[lab for b in blocks for lab in b.bin_labels],
+        params={k: nan() for k in names},
+        errors={k: nan() for k in names},
+        status=strs("failed"),
+        chi2_red=nan(),
+        dt=np.concatenate([np.full(b.n_bins, b.t0) for b in blocks]) if blocks
+        else np.zeros(0),
+        t_range=t_range,
+        curve_keys=[b.curve_key(j) for b in blocks for j in range(b.n_bins)],
+        detail=strs("not fitted"),
+        models=strs(model),
+        limit_name=strs(""),
+        delta_aicc=nan(),
+    )
+    if method == "lsq":
+        out.interval = {k: np.full((n, 2), np.nan) for k in names if k.startswith("tau")}
+        for k in ("tau_mean", "tau_mean_err", "runs_z", "decay_left", "delta_chi2"):
+            setattr(out, k, nan())
+        out.n_points = np.zeros(n, np.int64)
+    else:
+        out.status_lsq = strs("failed")
+        out.diagnostics = {k: nan() for k in ("r_hat", "ess", "divergences", "bfmi",
+                                               "noise_scale", "draws")}
+    return out
+
+
+def _rows(blocks: list[G2Block], g: list[int]) -> np.ndarray:
     offsets = np.cumsum([0] + [b.n_bins for b in blocks])
+    return np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in g]).astype(np.int64)
+
+
+def fit_curves(blocks: list[G2Block], fit: FitSpec, sampler: SamplerSpec | None = None,
+               *, start: G2Fits | None = None, progress: Any = None, cancel: Any = None,
+               backend: Any = None, device: str | None = None) -> G2Fits:
+    """Fit every curve of ``blocks``: the one fit loop of the GUI, the command line,
+    live and series.
+
+    Least squares (``sampler`` None): files with the same delays share one batched
+    solve. Bayesian (``sampler`` given): one NUTS run per file, started from the
+    least squares ``start`` (a table of these blocks from this function; solved here
+    when None). A curve's result does not depend on which other curves are fitted
+    with it.
+    """
+    if sampler is None:
+        return _fit_lsq(blocks, fit, progress, cancel, backend, device)
+    return _fit_bayes(blocks, fit, sampler, start, progress, cancel)
+
+
+def _fit_lsq(blocks, fit, progress, cancel, backend, device) -> G2Fits:
+    from xpcsviewer.fitting import averaging_factors, fit_g2
+    from xpcsviewer.progress import report
+
+    model = fit.model
+    groups = _group_blocks(blocks)
+    out = _table(blocks, model, "lsq", fit.t_range)
     # the batch commands' wording (files done / total, failures): one solve fits
     # a whole group of files, so files complete a group at a time
     n_files = len({b.file_index for b in blocks})
@@ -128,79 +169,77 @@ def fit_g2_blocks(
         aux = None
         if model in ("single_avgcorr", "auto"):  # auto: the averaged model is a candidate
             aux = (averaging_factors(ref.delay_frames), ref.t0)
-        kw = {"backend": backend} if backend is not None else {}
-        specs = apply_overrides(model, ref.tau, y, v, overrides) or params
-        res = fit_g2(
-            ref.tau,
-            y,
-            e,
-            v,
-            model=model,
-            params=specs,
-            t_range=t_range,
-            aux=aux,
-            cancel=cancel,
-            **kw,
-        )
-        rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in g])
-        for n in names:
-            par[n][rows] = res.params[n]
-            err[n][rows] = res.errors[n]
-        status[rows] = [getattr(s, "value", str(s)) for s in res.status]
-        detail[rows] = list(res.detail)
-        chi2[rows] = res.chi2_red
-        lo_lim[rows], hi_lim[rows] = res.tau_lower_limit, res.tau_upper_limit
-        scaled[rows] = res.errors_scaled
-        models[rows] = res.model_names()
-        limit_name[rows] = res.limit_name
-        for n, iv in res.interval.items():
-            interval[n][rows] = iv
-        for k in extra:
-            extra[k][rows] = getattr(res, k)
+        kw: dict[str, Any] = {"backend": backend} if backend is not None else {}
+        if device is not None:
+            kw["device"] = device
+        specs = apply_overrides(model, ref.tau, y, v, fit.overrides) or fit.params
+        res = fit_g2(ref.tau, y, e, v, model=model, params=specs, t_range=fit.t_range,
+                     aux=aux, cancel=cancel, **kw)
+        fill_lsq(out, _rows(blocks, g), res)
         files_done += len({blocks[i].file_index for i in g})
+    offsets = np.cumsum([0] + [b.n_bins for b in blocks])
     failed = {b.file_index for b, lo, hi in zip(blocks, offsets[:-1], offsets[1:], strict=True)
-              if hi > lo and all(s == "failed" for s in status[lo:hi])}
+              if hi > lo and all(s == "failed" for s in out.status[lo:hi])}
     report(progress, cancel, len(groups), len(groups),
            f"{n_files}/{n_files} files, {len(failed)} failed")
-    out = _assemble(blocks, model, "lsq", par, err, status, chi2, t_range)
-    out.detail, out.tau_lower_limit, out.tau_upper_limit = detail, lo_lim, hi_lim
-    out.errors_scaled = scaled
-    out.models = models if model == "auto" else None
-    out.limit_name, out.interval = limit_name, interval
-    for k, v in extra.items():
-        setattr(out, k, v)
+    if model != "auto":
+        out.models = None
     return out
 
 
-def _assemble(
-    blocks, model, method, par, err, status, chi2, t_range, bands=None
+def fit_g2_blocks(
+    blocks: list[G2Block],
+    model: str = "single",
+    params: dict | None = None,
+    t_range: tuple[float, float] | None = None,
+    progress=None,
+    cancel=None,
+    backend: Any = None,
+    overrides: dict | None = None,
 ) -> G2Fits:
-    return G2Fits(
-        model=str(model),
-        method=method,
-        file_index=np.concatenate(
-            [np.full(b.n_bins, b.file_index) for b in blocks]
-        ).astype(np.int64)
-        if blocks
-        else np.zeros(0, np.int64),
-        file_labels=[b.label for b in blocks for _ in range(b.n_bins)],
-        columns=np.concatenate([b.columns for b in blocks])
-        if blocks
-        else np.zeros(0, np.int64),
-        q=np.concatenate([b.q for b in blocks]) if blocks else np.zeros(0),
-        phi=np.concatenate([b.phi for b in blocks]) if blocks else np.zeros(0),
-        bin_labels=[lab for b in blocks for lab in b.bin_labels],
-        params=par,
-        errors=err,
-        status=status,
-        chi2_red=chi2,
-        dt=np.concatenate([np.full(b.n_bins, b.t0) for b in blocks])
-        if blocks
-        else np.zeros(0),
-        t_range=t_range,
-        bands=list(bands or []),
-        curve_keys=[b.curve_key(j) for b in blocks for j in range(b.n_bins)],
-    )
+    """Least squares of every curve of every block: :func:`fit_curves` with a
+    :class:`FitSpec` of these settings."""
+    return fit_curves(blocks, FitSpec(model, params, overrides, t_range),
+                      progress=progress, cancel=cancel, backend=backend)
+
+
+def _fit_bayes(blocks, fit, sampler, start, progress, cancel) -> G2Fits:
+    from xpcsviewer.fitting import averaging_factors
+    from xpcsviewer.fitting.bayes import fit_g2_bayes
+    from xpcsviewer.fitting.fit_table import lsq_start
+
+    model = fit.model
+    out = _table(blocks, model, "bayes", fit.t_range)
+    offsets = np.cumsum([0] + [b.n_bins for b in blocks])
+    n_blocks = len(blocks)
+    for k, b in enumerate(blocks):
+
+        def sub_progress(done, total, msg="", _k=k, _b=b):
+            if progress is not None:
+                frac = done / total if total else 0.0
+                progress(int(1000 * (_k + frac)), 1000 * n_blocks, f"{_b.label}: {msg}")
+
+        aux = (  # auto: the averaged model is a candidate
+            (averaging_factors(b.delay_frames), b.t0)
+            if model in ("single_avgcorr", "auto")
+            else None
+        )
+        fv = b.fit_valid.T
+        rows = np.arange(offsets[k], offsets[k + 1])
+        specs = apply_overrides(model, b.tau, b.g2.T, fv, fit.overrides) or fit.params
+        init = None if start is None else lsq_start(start, rows)
+        if init is None:
+            one = fit_curves([b], fit, cancel=cancel)
+            init = lsq_start(one, np.arange(b.n_bins))
+        res = fit_g2_bayes(b.tau, b.g2.T, b.g2_err.T, fv,
+                           fit=FitSpec(model, specs, None, fit.t_range), sampler=sampler,
+                           init=init, aux=aux, progress=sub_progress, cancel=cancel)
+        fill_bayes(out, rows, init, res)
+    if model != "auto":
+        out.models = None
+    for k, b in enumerate(blocks):  # the bands the g2 tab draws, made here in the worker
+        out.band(np.arange(offsets[k], offsets[k + 1]), g2_tau_grid(b.tau))
+    return out
 
 
 def fit_g2_blocks_bayes(
@@ -219,7 +258,8 @@ def fit_g2_blocks_bayes(
 ) -> G2Fits:
     """NUTS posterior of every curve, one sampling run per file and model (checks
     ``cancel`` between blocks), chains on the host CPU devices unless ``device`` asks
-    for the GPU (:func:`~xpcsviewer.fitting.bayes_devices.nuts_devices`).
+    for the GPU (:func:`~xpcsviewer.fitting.bayes_devices.nuts_devices`):
+    :func:`fit_curves` with these settings.
 
     ``auto`` samples each curve with the model the least squares chose for it. Only
     curves the least squares finds decaying are sampled
@@ -229,87 +269,7 @@ def fit_g2_blocks_bayes(
     divergences, BFMI) and the physical checks, ``diagnostics`` holds the per-curve
     figures behind it.
     """
-    from xpcsviewer.fitting import averaging_factors, fit_g2, model_param_names
-    from xpcsviewer.fitting.bayes import fit_g2_bayes
-
-    names = model_param_names(model)
-    n_total = sum(b.n_bins for b in blocks)
-    par = {n: np.full(n_total, np.nan) for n in names}
-    err = {n: np.full(n_total, np.nan) for n in names}
-    status = np.array(["failed"] * n_total, dtype=object)
-    detail = np.array(["not fitted"] * n_total, dtype=object)
-    status_lsq = np.array(["failed"] * n_total, dtype=object)
-    chi2 = np.full(n_total, np.nan)
-    lo_lim, hi_lim = np.full(n_total, np.nan), np.full(n_total, np.nan)
-    diag = {k: np.full(n_total, np.nan) for k in ("r_hat", "ess", "divergences", "bfmi",
-                                                   "noise_scale", "draws")}
-    models = np.array([model] * n_total, dtype=object)
-    limit_name = np.array([""] * n_total, dtype=object)
-    delta_aicc = np.full(n_total, np.nan)
-    bands = []
-    offsets = np.cumsum([0] + [b.n_bins for b in blocks])
-    n_blocks = len(blocks)
-
-    for k, b in enumerate(blocks):
-
-        def sub_progress(done, total, msg="", _k=k, _b=b):
-            if progress is not None:
-                frac = done / total if total else 0.0
-                progress(int(1000 * (_k + frac)), 1000 * n_blocks, f"{_b.label}: {msg}")
-
-        aux = (  # auto: the averaged model is a candidate
-            (averaging_factors(b.delay_frames), b.t0)
-            if model in ("single_avgcorr", "auto")
-            else None
-        )
-        fv = b.fit_valid.T
-        specs = apply_overrides(model, b.tau, b.g2.T, fv, overrides) or params
-        init = fit_g2(b.tau, b.g2.T, b.g2_err.T, fv, model=model, params=specs,
-                      t_range=t_range, aux=aux, cancel=cancel)
-        res = fit_g2_bayes(
-            b.tau,
-            b.g2.T,
-            b.g2_err.T,
-            fv,
-            model=model,
-            init=init,
-            num_warmup=num_warmup,
-            num_samples=num_samples,
-            num_chains=num_chains,
-            seed=seed,
-            progress=sub_progress,
-            cancel=cancel,
-            params=specs,
-            t_range=t_range,
-            aux=aux,
-            device=device,
-        )
-        rows = np.arange(offsets[k], offsets[k + 1])
-        lsq_only = ~np.asarray(res.sampled, bool)  # keep the least squares' numbers
-        for n in names:
-            par[n][rows] = np.where(lsq_only, init.params[n], res.mean[n])
-            err[n][rows] = np.where(lsq_only, init.errors[n], res.std[n])
-        models[rows] = res.model_names()
-        limit_name[rows] = res.limit_name
-        delta_aicc[rows] = init.delta_aicc
-        status[rows] = [getattr(x, "value", str(x)) for x in res.status]
-        detail[rows] = list(res.detail)
-        status_lsq[rows] = [getattr(x, "value", str(x)) for x in init.status]
-        chi2[rows] = res.chi2_red
-        lo_lim[rows], hi_lim[rows] = res.tau_lower_limit, res.tau_upper_limit
-        d = res.diagnostics()
-        diag["r_hat"][rows] = d["r_hat"]
-        diag["ess"][rows] = np.fmin(d["ess_bulk"], d["ess_tail"])
-        diag["divergences"][rows] = np.where(lsq_only, np.nan, d["divergences"])
-        diag["bfmi"][rows] = d["bfmi"]
-        diag["noise_scale"][rows] = res.noise_scale
-        diag["draws"][rows] = np.where(lsq_only, np.nan, res.draws_per_chain)
-        bands.append((rows, res))
-    out = _assemble(blocks, model, "bayes", par, err, status, chi2, t_range, bands)
-    out.detail, out.tau_lower_limit, out.tau_upper_limit = detail, lo_lim, hi_lim
-    out.diagnostics, out.status_lsq = diag, status_lsq
-    out.models = models if model == "auto" else None
-    out.limit_name, out.delta_aicc = limit_name, delta_aicc
-    for k, b in enumerate(blocks):  # the bands the g2 tab draws, made here in the worker
-        out.band(np.arange(offsets[k], offsets[k + 1]), g2_tau_grid(b.tau))
-    return out
+    return fit_curves(blocks, FitSpec(model, params, overrides, t_range),
+                      SamplerSpec(num_warmup=num_warmup, num_samples=num_samples,
+                                  num_chains=num_chains, seed=seed, device=device),
+                      progress=progress, cancel=cancel)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from xpcsviewer.fitting.lsq import ERROR_SCALING, G2FitResult
+from xpcsviewer.fitting.lsq import ERROR_SCALING
 
 if TYPE_CHECKING:
     from xpcsviewer.fitting.blocks import G2Fits
@@ -83,12 +83,9 @@ def _strs(a: Any) -> list[str]:
 
 def fit_record(
     path: str | os.PathLike,
-    q: Any,
-    phi: Any,
-    fit: G2FitResult,
+    fit: G2Fits,
     diffusion: Any | None = None,
-    bayes: Any | None = None,
-    rows: slice | None = None,
+    bayes: G2Fits | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """JSON-ready record of one file's fits.
@@ -96,25 +93,24 @@ def fit_record(
     Parameters
     ----------
     path : the result file
-    q, phi : (Nq,) bin centres (1/A, degrees)
-    fit : G2FitResult
-        May hold more curves than this file (all files in one batch); ``rows``
-        selects this file's curves.
+    fit : the least-squares table of this file's curves (its rows, in bin order)
     diffusion : DiffusionVerdict, optional
         From :func:`~xpcsviewer.fitting.diffusion.diffusion_from_fit`.
-    bayes : BayesFitResult, optional
-    rows : slice, optional
+    bayes : the NUTS table of the same curves, optional
     extra : dict, optional
         More keys for the diffusion block (e.g. the radius and its solvent).
     """
-    sl = rows if rows is not None else slice(None)
-    fit = fit.select(sl) if rows is not None else fit
+    post = None
+    if bayes is not None:
+        if len(bayes.bands) != 1:
+            raise ValueError("a file's record takes the NUTS run of that one file")
+        post = bayes.bands[0][1]
     rec: dict[str, Any] = {
         "path": str(path),
-        "model": fit.model.value,
+        "model": str(fit.model),
         "models": [str(m) for m in fit.model_names()],
-        "q": _list(q),
-        "phi": _list(phi),
+        "q": _list(fit.q),
+        "phi": _list(fit.phi),
     }
     for n in fit.param_names:
         v, e = fit.reported(n)
@@ -132,9 +128,9 @@ def fit_record(
             entry["lo2"] = _list(np.where(keep, iv2[:, 0], np.nan))
             entry["hi2"] = _list(np.where(keep, iv2[:, 1], np.nan))
             entry["window"] = _list(fit.window.get(n, np.full(v.size, np.nan)))
-        if bayes is not None:
+        if post is not None:
             for k in BAYES_KEYS:
-                entry[k] = _list(getattr(bayes, k)[n])
+                entry[k] = _list(getattr(post, k)[n])
         rec[n] = entry
     tm, tm_e = fit.relaxation_time()
     rec["tau_mean"] = {"value": _list(tm), "error": _list(tm_e), "fixed": False,
@@ -158,7 +154,8 @@ def fit_record(
         block = diffusion.to_dict()
         block.update(extra or {})
         rec["diffusion"] = block
-    if bayes is not None:
+    if post is not None:
+        bayes = post
         from xpcsviewer.fitting.bayes_diagnostics import ess_min
 
         rec["status_lsq"] = rec["status"]

@@ -1,8 +1,8 @@
 """Fit result files: read each file's multi-tau g2, fit it, tabulate the record.
 
 The file job behind ``xpcsviewer fit`` and the Series and Live fits
-(:mod:`xpcsviewer.jobs.fitfile`): a chunk of files is one batch task, and the
-q-bins of its files with the same delays share one batched least-squares solve,
+(:mod:`xpcsviewer.jobs.fitfile`): a chunk of files is one batch task, fitted by the
+one fit loop (:func:`xpcsviewer.fitting.block_fits.fit_curves`, as the g2 tab fits),
 in which a curve's fit does not depend on the other curves.
 """
 
@@ -100,6 +100,17 @@ class FitOptions:
     viscosity: float | None = None
     nuts_device: str = "auto"  # where --bayes chains run: host CPU devices unless "gpu"
 
+    def fit_spec(self) -> Any:
+        from xpcsviewer.fitting.spec import FitSpec
+
+        return FitSpec(model=self.model, t_range=self.t_range)
+
+    def sampler_spec(self) -> Any:
+        from xpcsviewer.fitting.spec import SamplerSpec
+
+        return SamplerSpec(num_warmup=BAYES_WARMUP, num_samples=BAYES_SAMPLES,
+                           num_chains=BAYES_CHAINS, device=self.nuts_device)
+
 
 def fit_files(opts: FitOptions, items: list[dict[str, Any]],
               progress: Any = None) -> list[Any]:
@@ -114,7 +125,8 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
     """
     from xpcsviewer.backends.routing import route_and_pin
     from xpcsviewer.batch import ItemOutcome, outcome_of
-    from xpcsviewer.fitting import averaging_factors, diffusion_from_fit, fit_g2
+    from xpcsviewer.fitting import diffusion_from_fit
+    from xpcsviewer.fitting.block_fits import fit_curves
     from xpcsviewer.fitting.results import fit_record
     from xpcsviewer.io.errors import display_path
 
@@ -135,76 +147,59 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
         outs.append(outcome_of(
             lambda it: _load(it["path"], opts.q_range, opts.include_suspect), it))
         step(load_share * UNITS, f"read {k + 1}/{len(items)}")
-    groups: dict[tuple, list[int]] = {}
-    for k, o in enumerate(outs):
-        if o.ok:
-            d = o.value
-            d["path"] = display_path(items[k]["shown"])
-            groups.setdefault((d["tau"].shape, d["tau"].tobytes()), []).append(k)
+    ok = [k for k, o in enumerate(outs) if o.ok]
+    for k in ok:
+        outs[k].value["path"] = display_path(items[k]["shown"])
+    blocks = [_block(outs[k].value, k) for k in ok]
+    spec = opts.fit_spec()
     # the device by the whole solve's estimated cost, before JAX starts: a fit on the
     # CPU then never starts a GPU (routing.pin_cpu)
-    work = float(sum(outs[k].value["g2"].size for ks in groups.values() for k in ks))
+    work = float(sum(outs[k].value["g2"].size for k in ok))
     lsq_device = route_and_pin("lsq", work=work, nbytes=24.0 * work).device
     # the sampling units of every file, by its bins
-    ok_bins = {k: outs[k].value["g2"].shape[0] for ks in groups.values() for k in ks}
+    ok_bins = {k: outs[k].value["g2"].shape[0] for k in ok}
     per_bin = sample_share * n_units / max(1, sum(ok_bins.values()))
-    for ks in groups.values():
-        ds = [outs[k].value for k in ks]
+    fit = outcome_of(lambda _: fit_curves(blocks, spec, device=lsq_device), None)
+    step(fit_share * UNITS * len(ok), f"least squares: {sum(ok_bins.values())} curves")
+    for k, b in zip(ok, blocks, strict=True):
+        d = outs[k].value
+        if not fit.ok:
+            outs[k] = ItemOutcome(0, error=f"{d['path']}: {fit.error}", kind=fit.kind)
+            continue
 
-        def solve(_: Any, ds: list = ds) -> Any:
-            tau = ds[0]["tau"]
-            g2 = np.concatenate([d["g2"] for d in ds], axis=0)
-            aux = None
-            if opts.model in ("auto", "single_avgcorr"):  # frames averaged per delay
-                aux = (averaging_factors(ds[0]["delay_frames"]),
-                       np.concatenate([np.full(d["g2"].shape[0], d["t0"]) for d in ds]))
-            return fit_g2(np.broadcast_to(tau, g2.shape), g2,
-                          np.concatenate([d["g2_err"] for d in ds], axis=0),
-                          np.concatenate([d["valid"] for d in ds], axis=0),
-                          model=opts.model, t_range=opts.t_range, aux=aux,
-                          device=lsq_device)
+        def record(d: dict, b: Any = b, fit: Any = fit) -> dict[str, Any]:
+            sub = fit.value.take(fit.value.rows_of(b.file_index))
+            verdict = diffusion_from_fit(d["q"], sub)
+            bayes = None
+            if opts.bayes:
+                base, share = done[0], per_bin * b.n_bins
+                what = (f"{Path(d['path']).name}: {b.n_bins} bins x "
+                        f"{BAYES_CHAINS} chains x {BAYES_WARMUP + BAYES_SAMPLES} draws, ")
 
-        fit = outcome_of(solve, None)
-        step(fit_share * UNITS * len(ds), f"least squares: {sum(ok_bins[k] for k in ks)} curves")
-        start = 0
-        for k, d in zip(ks, ds, strict=True):
-            nb = d["g2"].shape[0]
-            rows = slice(start, start + nb)
-            start += nb
-            if not fit.ok:
-                outs[k] = ItemOutcome(0, error=f"{d['path']}: {fit.error}", kind=fit.kind)
-                continue
+                def sub_progress(n: int, total: int, msg: str = "") -> None:
+                    tell(base + share * (n / total if total else 0.0), what + msg)
 
-            def record(d: dict, rows: slice = rows, fit: Any = fit) -> dict[str, Any]:
-                sub = fit.value.select(rows)
-                verdict = diffusion_from_fit(d["q"], sub)
-                bayes = None
-                if opts.bayes:
-                    from xpcsviewer.fitting.bayes import fit_g2_bayes
+                try:
+                    bayes = fit_curves([b], spec, opts.sampler_spec(), start=sub,
+                                       progress=sub_progress if progress else None)
+                finally:  # a failed file's share is spent too: the bar never goes back
+                    step(share, what + "done")
+            rec = fit_record(d["path"], sub, verdict, bayes, extra=_radius(verdict, d, opts))
+            rec["bins"] = [int(x) for x in d["bins"]]
+            rec["suspect_points_excluded"] = d["suspect_excluded"]
+            return rec
 
-                    base, share = done[0], per_bin * d["g2"].shape[0]
-                    what = (f"{Path(d['path']).name}: {d['g2'].shape[0]} bins x "
-                            f"{BAYES_CHAINS} chains x {BAYES_WARMUP + BAYES_SAMPLES} draws, ")
-
-                    def sub_progress(n: int, total: int, msg: str = "") -> None:
-                        tell(base + share * (n / total if total else 0.0), what + msg)
-
-                    aux = None
-                    if opts.model in ("auto", "single_avgcorr"):
-                        aux = (averaging_factors(d["delay_frames"]), d["t0"])
-                    try:
-                        bayes = fit_g2_bayes(
-                            d["tau"], d["g2"], d["g2_err"], d["valid"], model=opts.model,
-                            init=sub, t_range=opts.t_range, aux=aux, num_warmup=BAYES_WARMUP,
-                            num_samples=BAYES_SAMPLES, num_chains=BAYES_CHAINS,
-                            device=opts.nuts_device, progress=sub_progress if progress else None)
-                    finally:  # a failed file's share is spent too: the bar never goes back
-                        step(share, what + "done")
-                rec = fit_record(d["path"], d["q"], d["phi"], sub, verdict, bayes,
-                                 extra=_radius(verdict, d, opts))
-                rec["bins"] = [int(b) for b in d["bins"]]
-                rec["suspect_points_excluded"] = d["suspect_excluded"]
-                return rec
-
-            outs[k] = outcome_of(record, d)
+        outs[k] = outcome_of(record, d)
     return outs
+
+
+def _block(d: dict[str, Any], k: int) -> Any:
+    """One loaded file as the fitted curves (all its points as read: the mask chosen
+    by --include-suspect is ``valid``)."""
+    from xpcsviewer.fitting.blocks import G2Block
+
+    return G2Block(
+        file_index=k, label=Path(d["path"]).name, tau=d["tau"], g2=d["g2"].T,
+        g2_err=d["g2_err"].T, valid=d["valid"].T, columns=np.asarray(d["bins"]) - 1,
+        q=d["q"], phi=d["phi"], bin_labels=[str(x) for x in d["bins"]],
+        delay_frames=d["delay_frames"], t0=d["t0"], source=str(d["path"]))
