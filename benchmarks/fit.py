@@ -89,17 +89,18 @@ def time_nuts(n_bins: int, chain_method: str, num_chains: int = 4,
               sampler: str = "per_bin") -> dict:
     from xpcsviewer.fitting import fit_g2
     from xpcsviewer.fitting.bayes import fit_g2_bayes
+    from xpcsviewer.fitting.spec import SamplerSpec
 
     tau, g2, err, _ = make_problem(1, n_bins, 60, seed=1)
     init = fit_g2(tau, g2, err)
+    nuts = SamplerSpec(num_warmup=500, num_samples=1000, num_chains=num_chains, seed=0,
+                       chain_method=chain_method, sampler=sampler)
     t0 = time.perf_counter()
-    b = fit_g2_bayes(tau, g2, err, init=init, num_warmup=500, num_samples=1000,
-                     num_chains=num_chains, seed=0, chain_method=chain_method, sampler=sampler)
+    b = fit_g2_bayes(tau, g2, err, init=init, sampler=nuts)
     wall = time.perf_counter() - t0
     # second run: same shapes, shows what compilation cost
     t0 = time.perf_counter()
-    fit_g2_bayes(tau, g2, err, init=init, num_warmup=500, num_samples=1000,
-                 num_chains=num_chains, seed=1, chain_method=chain_method, sampler=sampler)
+    fit_g2_bayes(tau, g2, err, init=init, sampler=nuts.with_(seed=1))
     wall2 = time.perf_counter() - t0
     return {
         "sampler": sampler,

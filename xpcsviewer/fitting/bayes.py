@@ -30,7 +30,8 @@ bins short of ESS or r-hat get one round of more draws (``extend``).
 This module holds :func:`fit_g2_bayes` and what it decides (bins, starts, priors, the
 extension round, merging the models' runs); the model is in
 :mod:`~xpcsviewer.fitting.bayes_model`, the samplers in
-:mod:`~xpcsviewer.fitting.bayes_run`, the result in
+:mod:`~xpcsviewer.fitting.bayes_run` (given a :mod:`~xpcsviewer.fitting.bayes_problem`
+per run), the result in
 :mod:`~xpcsviewer.fitting.bayes_result` and the statuses in
 :mod:`~xpcsviewer.fitting.bayes_status`.
 """
@@ -38,6 +39,7 @@ extension round, merging the models' runs); the model is in
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -66,12 +68,12 @@ from xpcsviewer.fitting.bayes_model import (  # noqa: E402
     _sheared,
     g2_model,
 )
+from xpcsviewer.fitting.bayes_problem import _Problem, _Run  # noqa: E402
 from xpcsviewer.fitting.bayes_result import BayesFitResult  # noqa: E402
 from xpcsviewer.fitting.bayes_run import (  # noqa: E402
     _run_joint,
     _run_per_bin_chunks,
     _summarise,
-    chain_method_of,
     nuts_devices,
 )
 from xpcsviewer.fitting.bayes_status import _bayes_statuses  # noqa: E402
@@ -83,6 +85,7 @@ from xpcsviewer.fitting.models import (  # noqa: E402
     default_params,
     model_param_names,
 )
+from xpcsviewer.fitting.spec import FitSpec, SamplerSpec  # noqa: E402
 from xpcsviewer.fitting.status import TAU_REL_ERR_MAX, FitStatus  # noqa: E402
 from xpcsviewer.progress import CancelToken, ProgressCallback, report  # noqa: E402
 
@@ -114,6 +117,9 @@ __all__ = [
 SAMPLED_LSQ = ("converged", "unresolved", "at_bound", "misfit")
 #: Sampling order of the models of an automatic fit (one sampling run each).
 MODEL_ORDER = (G2Model.SINGLE, G2Model.SINGLE_AVGCORR, G2Model.STRETCHED, G2Model.DOUBLE)
+#: What :func:`fit_g2_bayes` is asked without ``fit`` / ``sampler``.
+SINGLE = FitSpec(model="single")
+NUTS_DEFAULTS = SamplerSpec()
 
 
 def fit_g2_bayes(
@@ -121,27 +127,13 @@ def fit_g2_bayes(
     g2: Any,
     g2_err: Any,
     valid: Any | None = None,
-    model: G2Model | str = "single",
+    *,
+    fit: FitSpec = SINGLE,
+    sampler: SamplerSpec = NUTS_DEFAULTS,
     init: G2FitResult | None = None,
-    num_warmup: int = 500,
-    num_samples: int = 1000,
-    num_chains: int = 4,
-    seed: int = 0,
+    aux: tuple | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
-    block_size: int = 250,
-    *,
-    params: dict[str, ParamSpec] | None = None,
-    t_range: tuple[float, float] | None = None,
-    aux: tuple | None = None,
-    chain_method: str = "auto",
-    device: str = "auto",
-    target_accept_prob: float = 0.8,
-    max_tree_depth: int = 10,
-    dense_mass: bool = False,
-    sampler: str = "per_bin",
-    extend: bool = True,
-    sample_all: bool = False,
 ) -> BayesFitResult:
     """NUTS posterior of B g2 curves (all q-bins of one file), one sampling run per model.
 
@@ -155,12 +147,23 @@ def fit_g2_bayes(
     ----------
     tau : (T,) s
     g2, g2_err, valid : (B, T)
-    model : {"single", "stretched", "double", "single_avgcorr", "auto"}
-        ``auto``: each bin is sampled with the model the least squares chose for it
-        (``init``'s per-bin models), one sampling run per model.
+    fit : FitSpec
+        ``model`` ("single" unless asked) {"single", "stretched", "double",
+        "single_avgcorr", "auto"}: ``auto`` samples each bin with the model the least
+        squares chose for it (``init``'s per-bin models), one sampling run per model.
+        ``params``: bounds (prior ranges) and fixed values, as for ``fit_g2``;
+        ``t_range``: (lo, hi) s, the delays fitted. ``overrides`` must be resolved into
+        ``params`` first (:func:`~xpcsviewer.fitting.block_fits.apply_overrides`);
+        ValueError otherwise.
+    sampler : SamplerSpec
+        The NUTS settings, below.
     init : G2FitResult, optional
         Least-squares fit of ``model`` to start the chains from and to choose the bins
         (and for ``auto`` their models); computed when None.
+    aux : (m (T,), dt), for ``single_avgcorr`` (and ``auto``, where it may be chosen)
+
+    Settings of ``sampler`` (:class:`~xpcsviewer.fitting.spec.SamplerSpec`):
+
     num_warmup, num_samples, num_chains : int
         Draws per chain; chains run in parallel when there is a device per chain
         (the host CPU devices, see :func:`~xpcsviewer.fitting.bayes_devices.nuts_devices`),
@@ -169,16 +172,12 @@ def fit_g2_bayes(
         PRNG seed; the same seed and data give the same draws.
     block_size : int
         Draws per block between progress reports.
-    params : dict name -> ParamSpec, optional
-        Bounds (prior ranges) and fixed values, as for ``fit_g2``.
-    t_range : (lo, hi) s, optional
-    aux : (m (T,), dt), for ``single_avgcorr`` (and ``auto``, where it may be chosen)
     chain_method : {"auto", "parallel", "vectorized"}
     device : {"auto", "cpu", "gpu"}
         Where the chains run (:func:`~xpcsviewer.fitting.bayes_devices.nuts_devices`): the
         host CPU devices unless the GPU is asked for (or, for ``auto``, chosen by the
         whole-job router).
-    sampler : {"per_bin", "joint"}
+    sampler.sampler : {"per_bin", "joint"}
         ``per_bin`` (default): NUTS vmapped over bins and chains, each bin with its own
         step size and dense mass matrix, through two compiled programs (start, block).
         ``joint``: all bins as one NumPyro model through ``MCMC`` (``dense_mass``
@@ -194,7 +193,10 @@ def fit_g2_bayes(
     BayesFitResult
         Posterior summaries NaN for bins not sampled (``sampled``).
     """
-    model = G2Model.parse(model)
+    if fit.overrides:
+        raise ValueError("fit_g2_bayes takes fit.params, not fit.overrides: resolve them "
+                         "first (block_fits.apply_overrides)")
+    model, params, t_range = G2Model.parse(fit.model), fit.params, fit.t_range
     tau = np.asarray(tau, dtype=np.float64).ravel()
     g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
     err = np.atleast_2d(np.asarray(g2_err, dtype=np.float64))
@@ -212,10 +214,10 @@ def fit_g2_bayes(
                       backend=get_backend("jax"))
     if init.model is not model and not (model is G2Model.AUTO and init.models is None):
         raise ValueError(f"init is a fit of {init.model.value!r}, not {model.value!r}")
-    if sampler not in ("per_bin", "joint"):
-        raise ValueError(f"sampler must be 'per_bin' or 'joint', not {sampler!r}")
+    if sampler.sampler not in ("per_bin", "joint"):
+        raise ValueError(f"sampler must be 'per_bin' or 'joint', not {sampler.sampler!r}")
     row_models = init.model_names()
-    sampled = np.ones(n_b, bool) if sample_all else to_sample(init)
+    sampled = np.ones(n_b, bool) if sampler.sample_all else to_sample(init)
     # The stated noise scale: posterior widths comparable with the least-squares
     # errors when the scatter exceeds the stated errors.
     chi2_lsq = np.asarray(init.chi2_red, float)
@@ -225,8 +227,10 @@ def fit_g2_bayes(
     groups = [(m, np.flatnonzero(sampled & (row_models == m.value))) for m in MODEL_ORDER]
     groups = [(m, r) for m, r in groups if r.size]
     n_s = sum(r.size for _, r in groups)
-    devices = nuts_devices(num_chains, device, chain_method=chain_method,
-                           work=n_s * g2.shape[1] * (num_warmup + num_samples) * num_chains)
+    devices = nuts_devices(sampler.num_chains, sampler.device,
+                           chain_method=sampler.chain_method,
+                           work=n_s * g2.shape[1] * sampler.draws * sampler.num_chains)
+    run = _Run(sampler, tuple(devices))
     parts = []
     for m, rows in groups:
         if m is G2Model.SINGLE_AVGCORR and aux is None:
@@ -240,15 +244,30 @@ def fit_g2_bayes(
                 frac = (_base + _n * (d / t if t else 0.0)) / n_s
                 progress(int(1000 * frac), 1000, f"{_m.value}, {_n} bins: {msg}")
 
-        res = _fit_model(
-            m, tau, g2[rows], sigma0[rows], mask[rows], noise_scale[rows],
-            init.select(rows), _spec_rows(params, rows, n_b), aux, num_warmup,
-            num_samples, num_chains, int(seed) + 7907 * MODEL_ORDER.index(m),
-            sub_progress if progress is not None else None, cancel, block_size,
-            devices, target_accept_prob, max_tree_depth, dense_mass, sampler, extend)
+        bins = _Bins(m, tau, g2[rows], sigma0[rows], mask[rows], noise_scale[rows],
+                     init.select(rows), _spec_rows(params, rows, n_b),
+                     aux if m is G2Model.SINGLE_AVGCORR else None)
+        res = _fit_model(bins, run.seeded(int(sampler.seed) + 7907 * MODEL_ORDER.index(m)),
+                         sub_progress if progress is not None else None, cancel)
         parts.append((rows, res))
-    return _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples,
-                  num_warmup, seed, chain_method_of(devices), sampler, aux)
+    return _merge(model, parts, init, sampled, noise_scale, run, aux)
+
+
+@dataclass(frozen=True, eq=False)  # arrays: no value equality
+class _Bins:
+    """One model's bins as :func:`_fit_model` samples them (arrays (B, T) or (B,) of
+    those bins); ``aux`` only where the model uses it (the compiled programs are keyed
+    by it)."""
+
+    model: G2Model
+    tau: np.ndarray
+    g2: np.ndarray
+    sigma0: np.ndarray
+    mask: np.ndarray
+    noise_scale: np.ndarray
+    init: G2FitResult
+    params: dict[str, ParamSpec] | None
+    aux: tuple | None
 
 
 def to_sample(init: G2FitResult) -> np.ndarray:
@@ -280,10 +299,11 @@ def _spec_rows(params: dict | None, rows: np.ndarray, n_b: int) -> dict | None:
             for n, s in params.items()}
 
 
-def _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples, num_warmup,
-           seed, method, sampler, aux) -> BayesFitResult:
+def _merge(model, parts, init, sampled, noise_scale, run: _Run, aux) -> BayesFitResult:
     """One result over all bins from the models' runs; bins not sampled keep the
     least-squares status (and chi2_red and limits), their posterior summaries NaN."""
+    spec = run.spec
+    num_chains, num_samples = spec.num_chains, spec.num_samples
     names = model_param_names(model)
     n_b = sampled.shape[0]
     stats = [{n: np.full(n_b, np.nan) for n in names} for _ in range(8)]
@@ -327,10 +347,11 @@ def _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples, nu
         ess_bulk=eb, ess_tail=et, divergences=sum(r.divergences for _, r in parts),
         bfmi=bf, converged=conv,
         samples=samples, num_chains=num_chains, num_samples=num_samples,
-        num_warmup=num_warmup, seed=int(seed), chain_method=method, aux=aux, fixed=fixed,
+        num_warmup=spec.num_warmup, seed=int(spec.seed), chain_method=run.method, aux=aux,
+        fixed=fixed,
         used_bins=used,
         mean_tree_steps=(sum(k * s for k, s in steps) / n_steps) if n_steps else float("nan"),
-        sampler=sampler, divergences_per_bin=div, status=status, detail=detail,
+        sampler=spec.sampler, divergences_per_bin=div, status=status, detail=detail,
         noise_scale=noise_scale, chi2_red=chi2, tau_lower_limit=lo_lim,
         tau_upper_limit=hi_lim, draws_per_chain=draws,
         models=np.array([G2Model(m) for m in init.model_names()], dtype=object)
@@ -339,13 +360,10 @@ def _merge(model, parts, init, sampled, noise_scale, num_chains, num_samples, nu
     )
 
 
-def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num_warmup,
-               num_samples, num_chains, seed, progress, cancel, block_size, devices,
-               target_accept_prob, max_tree_depth, dense_mass, sampler,
-               extend) -> BayesFitResult:
-    """One model's sampling run over its bins (all arrays already of those bins)."""
-    # aux only where the model uses it: the compiled programs are keyed by it
-    aux = aux if model is G2Model.SINGLE_AVGCORR else None
+def _problem(bins: _Bins) -> _Problem:
+    """The priors, start values and arrays of one model's sampling run."""
+    model, tau, g2, mask, init, params = (bins.model, bins.tau, bins.g2, bins.mask,
+                                          bins.init, bins.params)
     names = model_param_names(model)
     n_b = g2.shape[0]
     specs = default_params(model, tau, g2, mask)
@@ -402,8 +420,9 @@ def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num
         else:
             init_values[n] = np.asarray(v, float)
 
-    sigma = sigma0 * noise_scale[:, None]
+    sigma = bins.sigma0 * bins.noise_scale[:, None]
     y = np.where(mask, g2, 0.0)
+    aux = bins.aux
     aux_j = None if aux is None else (np.asarray(aux[0], np.float64), float(aux[1]))
     t_safe = np.where(np.isfinite(tau) & (tau > 0), tau, 1.0)
     t_ref = np.min(np.where(mask, t_safe[None, :], np.inf), axis=1)
@@ -416,25 +435,23 @@ def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num
         init_values.pop("contrast")
         init_values[SHEAR_SITE] = z0 + 2.0 * _log_g1(model, t_ref, vals0, logs0, np)
     unit_stretch = bool("stretch" in fixed and np.all(np.asarray(fixed["stretch"]) == 1.0))
-    n_blocks = max(1, math.ceil(num_samples / max(1, block_size)))
-    per_block = math.ceil(num_samples / n_blocks)
-    method = chain_method_of(devices)
+    return _Problem(t_safe, y, sigma, mask, model, lower, upper, fixed, aux_j, unit_stretch,
+                    init_values, t_ref)
+
+
+def _fit_model(bins: _Bins, run: _Run, progress, cancel) -> BayesFitResult:
+    """One model's sampling run over its bins."""
+    p = _problem(bins)
+    model, init, noise_scale, spec = bins.model, bins.init, bins.noise_scale, run.spec
+    num_chains, num_samples, sampler = spec.num_chains, spec.num_samples, spec.sampler
+    names, fixed, n_b = model_param_names(model), p.fixed, p.y.shape[0]
     if sampler == "joint":
-        draws, diverging, energies, steps = _run_joint(
-            t_safe, y, sigma, mask, model, lower, upper, fixed, aux_j, unit_stretch,
-            init_values, num_warmup, per_block, n_blocks, num_chains, devices, seed,
-            target_accept_prob, max_tree_depth, dense_mass, progress, cancel, t_ref,
-        )
+        draws, diverging, energies, steps = _run_joint(p, run, progress, cancel)
     elif sampler == "per_bin":
-        draws, resume = _run_per_bin_chunks(
-            t_safe, y, sigma, mask, model, lower, upper, fixed, aux_j, unit_stretch,
-            init_values, num_warmup, per_block, n_blocks, num_chains, devices, seed,
-            target_accept_prob, max_tree_depth, progress, cancel, t_ref,
-        )
+        (draws, diverging, energies, steps), resume = _run_per_bin_chunks(
+            p, run, progress, cancel)
     else:
         raise ValueError(f"sampler must be 'per_bin' or 'joint', not {sampler!r}")
-    if sampler == "per_bin":
-        draws, diverging, energies, steps = draws  # see _run_per_bin_chunks
     samples: dict[str, np.ndarray] = {}
     for n in names:
         if n in fixed:
@@ -443,41 +460,37 @@ def _fit_model(model, tau, g2, sigma0, mask, noise_scale, init, params, aux, num
         else:
             samples[n] = draws[n][:, :num_samples].copy()
     div_bin = np.sum(diverging[:, :num_samples], axis=(0, 1)).astype(np.int64)  # (B,)
-    # the joint sampler repeats its (shared) transitions for every bin
-    n_div = int(div_bin[0]) if sampler == "joint" else int(div_bin.sum())
     bf = bfmi(energies[:, :num_samples])  # (C, B)
-    summary = (model, samples, div_bin, n_div, bf, fixed, num_chains, num_samples,
-               num_warmup, seed, method, aux, init)
-    res = _summarise(*summary)
-    res.mean_tree_steps = float(np.mean(steps))
-    res.sampler = sampler
-    res.noise_scale = noise_scale
-    _bayes_statuses(res, init, t_safe, y, sigma0, mask, aux, lower, upper)
-    more = _short_of_draws(res, init) if sampler == "per_bin" and extend else {}
+
+    def summary(more_draws: dict | None = None) -> BayesFitResult:
+        res = _summarise(model, samples, div_bin, bf, fixed, init, run, bins.aux)
+        if more_draws:
+            res.draws_per_chain[list(more_draws)] = list(more_draws.values())
+        res.mean_tree_steps = float(np.mean(steps))
+        res.sampler = sampler
+        res.noise_scale = noise_scale
+        _bayes_statuses(res, init, p, bins.sigma0)
+        return res
+
+    res = summary()
+    more = _short_of_draws(res, init) if sampler == "per_bin" and spec.extend else {}
     if more:
         # One extension round: the chains of these bins go on from where they stopped
         # (same step size and mass matrix) to m x the draws, thinned by m: the stored
         # draws keep num_samples per chain and about the ESS of the m-fold run.
         m = max(more.values())
-        bins = sorted(more)
-        report(progress, cancel, 0, 1, f"{len(bins)} bins short of ESS "
+        bins_x = sorted(more)
+        report(progress, cancel, 0, 1, f"{len(bins_x)} bins short of ESS "
                f"{ess_min(num_chains):.0f}: {(m - 1) * num_samples} more draws per chain")
-        extra = resume(bins, (m - 1) * n_blocks, per_block)
-        for i, b in enumerate(bins):
+        extra = resume(bins_x, (m - 1) * run.n_blocks, run.per_block)
+        for i, b in enumerate(bins_x):
             for n in names:
                 if n not in fixed:
                     both = np.concatenate([draws[n][:, :, b], extra[0][n][:, :, i]], axis=1)
                     samples[n][:, :, b] = both[:, m - 1::m][:, :num_samples]
             div_bin[b] = int(np.sum(diverging[:, :, b]) + np.sum(extra[1][:, :, i]))
             bf[:, b] = bfmi(np.concatenate([energies[:, :, b], extra[2][:, :, i]], axis=1))
-        n_div = int(div_bin.sum())
-        summary = (model, samples, div_bin, n_div, bf, *summary[5:])
-        res = _summarise(*summary)
-        res.draws_per_chain[bins] = m * num_samples
-        res.mean_tree_steps = float(np.mean(steps))
-        res.sampler = sampler
-        res.noise_scale = noise_scale
-        _bayes_statuses(res, init, t_safe, y, sigma0, mask, aux, lower, upper)
+        res = summary(dict.fromkeys(bins_x, m * num_samples))
     return res
 
 

@@ -49,6 +49,7 @@ from xpcsviewer.fitting.bayes_diagnostics import (  # noqa: E402
     ess_tail,
 )
 from xpcsviewer.fitting.bayes_model import g2_model  # noqa: E402
+from xpcsviewer.fitting.bayes_problem import _Problem, _Run  # noqa: E402
 from xpcsviewer.fitting.bayes_result import BayesFitResult  # noqa: E402
 from xpcsviewer.fitting.models import G2Model, model_param_names  # noqa: E402
 from xpcsviewer.progress import report  # noqa: E402
@@ -56,32 +57,34 @@ from xpcsviewer.progress import report  # noqa: E402
 __all__ = ["BIN_CHUNK", "NUTS_DEVICES", "chain_method_of", "nuts_devices"]
 
 
-def _run_joint(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
-               init_values, num_warmup, per_block, n_blocks, num_chains, devices, seed,
-               target_accept_prob, max_tree_depth, dense_mass, progress, cancel, t_ref):
+def _run_joint(p: _Problem, run: _Run, progress, cancel):
     """All bins as one NumPyro model (one step size and mass matrix for all), chains on
-    ``devices`` (:func:`nuts_devices`)."""
+    ``run.devices`` (:func:`nuts_devices`)."""
+    spec, n_blocks, num_warmup, num_chains = (run.spec, run.n_blocks, run.spec.num_warmup,
+                                              run.spec.num_chains)
     kernel = NUTS(
         g2_model,
-        init_strategy=init_to_value(values=init_values),
-        target_accept_prob=target_accept_prob,
-        max_tree_depth=max_tree_depth,
-        dense_mass=dense_mass,
+        init_strategy=init_to_value(values=p.init_values),
+        target_accept_prob=spec.target_accept_prob,
+        max_tree_depth=spec.max_tree_depth,
+        dense_mass=spec.dense_mass,
     )
-    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=per_block, num_chains=num_chains,
-                chain_method=mcmc_chain_method(devices), progress_bar=False)
-    home = devices[0]  # the chains' arrays are made there, not on the default device
+    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=run.per_block,
+                num_chains=num_chains, chain_method=mcmc_chain_method(run.devices),
+                progress_bar=False)
+    home = run.devices[0]  # the chains' arrays are made there, not on the default device
     put = functools.partial(jax.tree_util.tree_map, jnp.asarray)  # uncommitted: pmap-able
     with jax.default_device(home):
-        args = (put(t), put(y), put(sigma), put(mask))
-        kwargs = {"model": model, "lower": put(lower), "upper": put(upper),
-                  "fixed": put(fixed), "aux": None if aux is None else (put(aux[0]), aux[1]),
-                  "unit_stretch": unit_stretch, "t_ref": put(t_ref)}
+        args = (put(p.t), put(p.y), put(p.sigma), put(p.mask))
+        kwargs = {"model": p.model, "lower": put(p.lower), "upper": put(p.upper),
+                  "fixed": put(p.fixed),
+                  "aux": None if p.aux is None else (put(p.aux[0]), p.aux[1]),
+                  "unit_stretch": p.unit_stretch, "t_ref": put(p.t_ref)}
     fields = ("diverging", "energy", "num_steps")
     total = n_blocks + 1
     report(progress, cancel, 0, total, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
     with numpyro_lock.hold(progress, cancel), jax.default_device(home):
-        mcmc.warmup(jax.random.PRNGKey(int(seed)), *args, extra_fields=fields,
+        mcmc.warmup(jax.random.PRNGKey(int(spec.seed)), *args, extra_fields=fields,
                     collect_warmup=False, **kwargs)
     report(progress, cancel, 1, total, "sampling")
     chunks, div, energy, steps = [], [], [], []
@@ -97,7 +100,7 @@ def _run_joint(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
         mcmc.post_warmup_state = mcmc.last_state
         report(progress, cancel, blk + 2, total, f"block {blk + 1}/{n_blocks}")
     draws = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in chunks[0]}
-    n_b = y.shape[0]
+    n_b = p.y.shape[0]
     # one joint density: every bin shares the transitions' divergences and energy
     d = np.concatenate(div, axis=1)
     e = np.concatenate(energy, axis=1)
@@ -383,22 +386,19 @@ def _pad_axis(a: Any, n: int, axis: int, value: float) -> Any:
     return np.pad(np.asarray(a), widths, constant_values=value)
 
 
-def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
-                        init_values, num_warmup, per_block, n_blocks, num_chains, devices,
-                        seed, target_accept_prob, max_tree_depth, progress, cancel, t_ref):
+def _run_per_bin_chunks(p: _Problem, run: _Run, progress, cancel):
     """:func:`_run_per_bin` over chunks of :data:`BIN_CHUNK` bins with delays padded to
     a power of two (masked points add nothing to the likelihood); chains on
-    ``devices`` (:func:`nuts_devices`)."""
+    ``run.devices`` (:func:`nuts_devices`)."""
     from xpcsviewer.fitting.lsq import bucket_delays
 
-    n_b, n_t = y.shape
+    n_b, n_t = p.y.shape
     t_pad = bucket_delays(n_t)
-    t = _pad_axis(np.asarray(t), t_pad, 0, 1.0)
-    y = _pad_axis(y, t_pad, 1, 0.0)
-    sigma = _pad_axis(sigma, t_pad, 1, 1.0)
-    mask = _pad_axis(mask, t_pad, 1, False)
-    if aux is not None:
-        aux = (_pad_axis(np.asarray(aux[0], np.float64), t_pad, 0, 1.0), aux[1])
+    aux = None if p.aux is None else (
+        _pad_axis(np.asarray(p.aux[0], np.float64), t_pad, 0, 1.0), p.aux[1])
+    p = p.with_(t=_pad_axis(np.asarray(p.t), t_pad, 0, 1.0), y=_pad_axis(p.y, t_pad, 1, 0.0),
+                sigma=_pad_axis(p.sigma, t_pad, 1, 1.0),
+                mask=_pad_axis(p.mask, t_pad, 1, False), aux=aux)
     n_chunks = math.ceil(n_b / BIN_CHUNK)
     parts = []
     kept = []  # per chunk: (final state, per-bin arguments, sampler, lock step)
@@ -415,19 +415,18 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
                     if n_chunks > 1 else ""
                 progress(_k * total + done, n_chunks * total, head + msg)
 
-        out = _run_per_bin(
-            t, y[idx], sigma[idx], mask[idx], model, sub(lower), sub(upper), sub(fixed),
-            aux, unit_stretch, sub(init_values), num_warmup, per_block, n_blocks,
-            num_chains, devices, int(seed) + 7919 * k, target_accept_prob, max_tree_depth,
-            chunk_progress if progress is not None else None, cancel, t_ref[idx],
-        )
+        chunk = p.with_(y=p.y[idx], sigma=p.sigma[idx], mask=p.mask[idx],
+                        lower=sub(p.lower), upper=sub(p.upper), fixed=sub(p.fixed),
+                        init_values=sub(p.init_values), t_ref=p.t_ref[idx])
+        out = _run_per_bin(chunk, run.seeded(int(run.spec.seed) + 7919 * k),
+                           chunk_progress if progress is not None else None, cancel)
         draws, div, energy, steps, kept_k = out
         kept.append(kept_k)
         m = real.size
         parts.append(({n: v[..., :m] for n, v in draws.items()}, div[..., :m],
                       energy[..., :m], steps[..., :m] if np.ndim(steps) >= 3 else steps))
-    draws = {n: np.concatenate([p[0][n] for p in parts], axis=-1) for n in parts[0][0]}
-    cat = (lambda i: np.concatenate([p[i] for p in parts], axis=-1))  # noqa: E731
+    draws = {n: np.concatenate([pt[0][n] for pt in parts], axis=-1) for n in parts[0][0]}
+    cat = (lambda i: np.concatenate([pt[i] for pt in parts], axis=-1))  # noqa: E731
 
     def resume(bins: list[int], n_more: int, per: int):
         """Go on sampling ``bins`` for ``n_more`` blocks of ``per`` draws from where
@@ -453,7 +452,7 @@ def _run_per_bin_chunks(t, y, sigma, mask, model, lower, upper, fixed, aux, unit
             zs, div, energy, steps_ = [], [], [], []
             for _ in range(n_more):
                 with step():
-                    state, (z, d, e, ns) = _block(sampler, state, args, per, per_block)
+                    state, (z, d, e, ns) = _block(sampler, state, args, per, run.per_block)
                 zs.append(z)
                 div.append(d)
                 energy.append(e)
@@ -479,16 +478,15 @@ def _block(sampler: _PerBinSampler, state: Any, args: Any, n: int, steps: int):
     return state, ({k: v[:, :n] for k, v in z.items()}, d[:, :n], e[:, :n], ns[:, :n])
 
 
-def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretch,
-                 init_values, num_warmup, per_block, n_blocks, num_chains, devices, seed,
-                 target_accept_prob, max_tree_depth, progress, cancel, t_ref):
+def _run_per_bin(p: _Problem, run: _Run, progress, cancel):
     """NUTS vmapped over bins (and chains): each bin adapts its own step size and a
     dense 2-4 parameter mass matrix, so one badly conditioned bin does not shrink the
     others' step size; two compiled programs (start, block of transitions)."""
-    n_b, n_t = y.shape
-    has_aux = aux is not None
-    aux_m = np.asarray(aux[0], np.float64) if has_aux else np.ones(n_t)
-    aux_dt = np.float64(aux[1] if has_aux else 1.0)
+    (n_b, n_t), spec = p.y.shape, run.spec
+    per_block, n_blocks, num_warmup = run.per_block, run.n_blocks, spec.num_warmup
+    has_aux = p.aux is not None
+    aux_m = np.asarray(p.aux[0], np.float64) if has_aux else np.ones(n_t)
+    aux_dt = np.float64(p.aux[1] if has_aux else 1.0)
 
     def col(v):
         return np.asarray(v, np.float64)[:, None]
@@ -496,27 +494,26 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
     # Per-bin arguments with a leading bin axis; each bin is a 1-bin model. Host
     # arrays, placed on the chains' devices in one transfer (no eager JAX operation).
     bin_args = (
-        np.broadcast_to(np.asarray(t, np.float64), (n_b, n_t)),
-        np.asarray(y, np.float64)[:, None, :],
-        np.asarray(sigma, np.float64)[:, None, :],
-        np.asarray(mask, bool)[:, None, :],
-        {k: col(v) for k, v in lower.items()},
-        {k: col(v) for k, v in upper.items()},
-        {k: col(v) for k, v in fixed.items()},
+        np.broadcast_to(np.asarray(p.t, np.float64), (n_b, n_t)),
+        np.asarray(p.y, np.float64)[:, None, :],
+        np.asarray(p.sigma, np.float64)[:, None, :],
+        np.asarray(p.mask, bool)[:, None, :],
+        {k: col(v) for k, v in p.lower.items()},
+        {k: col(v) for k, v in p.upper.items()},
+        {k: col(v) for k, v in p.fixed.items()},
         np.broadcast_to(aux_m, (n_b, n_t)),
         np.broadcast_to(aux_dt, (n_b,)),
-        col(t_ref),
+        col(p.t_ref),
     )
-    values = {k: col(v) for k, v in init_values.items()}
-    key = _key_data(seed)
+    values = {k: col(v) for k, v in p.init_values.items()}
+    key = _key_data(spec.seed)
     # Each step that may trace the model holds the process-wide NumPyro lock; the
     # compiled programs then run while another thread waits its turn.
     step = functools.partial(numpyro_lock.hold, progress, cancel)
     with step():
-        sampler = _per_bin_programs(
-            model, unit_stretch, has_aux, int(num_warmup), float(target_accept_prob),
-            int(max_tree_depth), int(num_chains), tuple(devices),
-        )
+        sampler = _per_bin_programs(p.model, p.unit_stretch, has_aux, int(num_warmup),
+                                    float(spec.target_accept_prob), int(spec.max_tree_depth),
+                                    int(spec.num_chains), tuple(run.devices))
     bin_args, values, key = jax.device_put((bin_args, values, key), sampler.replicated)
     with step():
         if sampler.missing(values, bin_args, key, per_block):
@@ -525,7 +522,7 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
             report(progress, cancel, 0, 1, "compiling the sampler (first run only)\u2026")
         todo = sampler.prepare(values, bin_args, key, per_block)
     _compile_all(todo)  # at once, each on its own core
-    report(progress, cancel, 0, 1, f"NUTS warm-up ({num_warmup} steps, {num_chains} chains)")
+    report(progress, cancel, 0, 1, f"NUTS warm-up ({num_warmup} steps, {spec.num_chains} chains)")
     with step():
         state = sampler.init(values, bin_args, key)
 
@@ -558,8 +555,11 @@ def _run_per_bin(t, y, sigma, mask, model, lower, upper, fixed, aux, unit_stretc
             np.concatenate(steps, axis=1), (state, bin_args, sampler, step))
 
 
-def _summarise(model, samples, div_bin, n_div, bf, fixed, num_chains, num_samples,
-               num_warmup, seed, method, aux, init) -> BayesFitResult:
+def _summarise(model, samples, div_bin, bf, fixed, init, run: _Run, aux) -> BayesFitResult:
+    """The summaries and sampler gates of one run's draws (C, S, B) per parameter."""
+    spec, num_chains, num_samples = run.spec, run.spec.num_chains, run.spec.num_samples
+    # the joint sampler repeats its (shared) transitions for every bin
+    n_div = int(div_bin[0]) if spec.sampler == "joint" else int(div_bin.sum())
     names = model_param_names(model)
     mean, std, med, lo, hi, rh, eb, et = ({} for _ in range(8))
     for n in names:
@@ -594,7 +594,7 @@ def _summarise(model, samples, div_bin, n_div, bf, fixed, num_chains, num_sample
         model=model, mean=mean, std=std, median=med, hdi_low=lo, hdi_high=hi,
         r_hat=rh, ess_bulk=eb, ess_tail=et, divergences=n_div, bfmi=bf, converged=conv,
         samples=samples, num_chains=num_chains, num_samples=num_samples,
-        num_warmup=num_warmup, seed=int(seed), chain_method=method, aux=aux,
+        num_warmup=spec.num_warmup, seed=int(spec.seed), chain_method=run.method, aux=aux,
         fixed={n: n in fixed for n in names}, used_bins=used, divergences_per_bin=div_bin,
         draws_per_chain=np.full(n_b, int(num_samples)),
     )

@@ -12,6 +12,7 @@ NumPy and the diagnostics' thresholds only.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from xpcsviewer.fitting.status import (
     FitStatus,
 )
 
+if TYPE_CHECKING:  # bayes_problem imports JAX; the statuses need NumPy only
+    from xpcsviewer.fitting.bayes_problem import _Problem
+
 __all__ = ["BOUND_FRACTION", "EDGE_LOG_TAU"]
 
 #: Posterior mass this close (in log tau) to a prior edge means the data do not bound
@@ -41,12 +45,13 @@ _Q2S = (0.02275, 0.97725)
 BOUND_FRACTION = 0.01
 
 
-def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, aux,
-                    lower: dict, upper: dict) -> None:
-    """Statuses from the sampler gates and the physical checks (see BayesFitResult)."""
+def _bayes_statuses(res: BayesFitResult, init: G2FitResult, p: _Problem, sigma) -> None:
+    """Statuses from the sampler gates and the physical checks (see BayesFitResult), on
+    the run's data ``p`` with the stated errors ``sigma`` (B, T) (no noise scale)."""
     from xpcsviewer.fitting.adequacy import misfit_region, runs_test, strongest_run
     from xpcsviewer.fitting.status import RUNS_Z_MAX
 
+    t, y, mask, aux, lower, upper = p.t, p.y, p.mask, p.aux, p.lower, p.upper
     names = res.param_names
     n_b = res.converged.shape[0]
     med = tuple(np.asarray(res.median[n], float)[:, None] for n in names)
@@ -143,7 +148,7 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, a
                 longer = f" ({res.draws_per_chain[b]} draws per chain, thinned)"
             say(FitStatus.FAILED, "sampler: " + ", ".join(bad) + longer)
             continue
-        verdict = _posterior_checks(res, init, b, taus, logs, left[b], t_min[b], last[b], t)
+        verdict = _posterior_checks(res, init, b, taus, logs, left[b], t_min[b], t[last[b]])
         if verdict is not None:
             say(*verdict)
             continue
@@ -160,7 +165,7 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, t, y, sigma, mask, a
     res.limit_name = limit_name
 
 
-def _posterior_checks(res, init, b, taus, logs, left, t_min, last, t):
+def _posterior_checks(res, init, b, taus, logs, left, t_min, t_last):
     """unresolved by the least squares' rules, on the posterior: below the first delay,
     no plateau, decided by the last delays, too wide; None when none applies."""
     from xpcsviewer.fitting.status import PLATEAU_LEFT_MAX, TAU_FACTOR_MAX, WINDOW_DROP
@@ -176,7 +181,7 @@ def _posterior_checks(res, init, b, taus, logs, left, t_min, last, t):
         n = taus[-1]  # the slowest time: the one a plateau would pin
         lim = math.exp(np.quantile(logs[n], 0.05))
         return (U, f"no plateau: {100 * left:.0f} % of the decay left at the last fitted "
-                f"delay ({t[last]:.3g} s); {n} > {lim:.3g} s (95 %)", n, lim, np.nan)
+                f"delay ({t_last:.3g} s); {n} > {lim:.3g} s (95 %)", n, lim, np.nan)
     for n in taus:
         # the least squares' refit without the last delays, against the posterior's
         # 2-sigma interval (a second sampling run would cost as much as the first)

@@ -81,6 +81,7 @@ def precompile(progress: ProgressCallback | None = None, cancel: CancelToken | N
         report(progress, cancel, 2, 3, "compiling the sampler (first run only)")
         from xpcsviewer.fitting import numpyro_lock
         from xpcsviewer.fitting.bayes import fit_g2_bayes
+        from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 
         try:
             # background work: a user's Bayesian fit takes the sampler at our next step
@@ -92,11 +93,13 @@ def precompile(progress: ProgressCallback | None = None, cancel: CancelToken | N
                     tau, y, err, _ = _curves(_DELAYS[-1], n_b=2, model=model)
                     # one block of draws compiles the programs of the full run (draws
                     # are post-processed block by block); every bin, whatever its fit
-                    fit_g2_bayes(tau, y, err, model=model,
-                                 num_warmup=BAYES_DEFAULTS["num_warmup"], num_samples=250,
-                                 num_chains=BAYES_DEFAULTS["num_chains"], cancel=cancel,
-                                 sample_all=True, extend=False,
-                                 device=BAYES_DEFAULTS["device"])
+                    spec = SamplerSpec(num_warmup=BAYES_DEFAULTS["num_warmup"],
+                                       num_samples=250,
+                                       num_chains=BAYES_DEFAULTS["num_chains"],
+                                       sample_all=True, extend=False,
+                                       device=BAYES_DEFAULTS["device"])
+                    fit_g2_bayes(tau, y, err, fit=FitSpec(model=model), sampler=spec,
+                                 cancel=cancel)
                     out["seconds"][f"nuts_{model}"] = time.monotonic() - t_m
         except numpyro_lock.Yielded:
             out["nuts_yielded"] = True

@@ -129,6 +129,7 @@ def _lsq(device: str, repeats: int) -> dict[str, float]:
 
 def _nuts(device: str) -> dict[str, float]:
     from xpcsviewer.fitting.bayes import fit_g2_bayes
+    from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 
     out = []
     cold = None
@@ -137,8 +138,9 @@ def _nuts(device: str) -> dict[str, float]:
         tau, g2, err = _curves(b, 40)
 
         def job(tau=tau, g2=g2, err=err) -> Any:
-            return fit_g2_bayes(tau, g2, err, model="single", num_warmup=warm,
-                                num_samples=samples, num_chains=chains, device=device)
+            return fit_g2_bayes(tau, g2, err, fit=FitSpec(model="single"),
+                                sampler=SamplerSpec(num_warmup=warm, num_samples=samples,
+                                                    num_chains=chains, device=device))
 
         if cold is None:
             cold = _best(job, 1)
