@@ -13,6 +13,7 @@ from xpcsviewer.fitting.bayes import (
     ess_tail,
     fit_g2_bayes,
 )
+from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 from xpcsviewer.progress import Cancelled, CancelToken
 
 
@@ -28,9 +29,9 @@ def _data(seed=0, n_b=3):
 @pytest.mark.slow
 def test_nuts_converges_reproducible_and_covers_truth():
     tau, g2, err, taus = _data()
-    kw = {"num_warmup": 300, "num_samples": 1000, "num_chains": 4, "seed": 11, "block_size": 200}
+    nuts = SamplerSpec(num_warmup=300, num_samples=1000, num_chains=4, seed=11, block_size=200)
     seen = []
-    a = fit_g2_bayes(tau, g2, err, progress=lambda d, t, m: seen.append((d, t)), **kw)
+    a = fit_g2_bayes(tau, g2, err, sampler=nuts, progress=lambda d, t, m: seen.append((d, t)))
     assert all(np.all(a.r_hat[n] <= 1.01) for n in ("contrast", "tau", "baseline"))
     assert a.divergences == 0 and np.all(a.divergences_per_bin == 0) and np.all(a.bfmi >= 0.2)
     assert np.all(a.ess_bulk["tau"] >= 400)
@@ -40,9 +41,9 @@ def test_nuts_converges_reproducible_and_covers_truth():
     assert np.all(a.std["stretch"] == 0) and np.all(a.mean["stretch"] == 1.0)
     assert seen[-1][0] == seen[-1][1] == 7  # 2 warm-up + 5 sampling blocks
     # same seed, same draws (the compiled programs are cached: this run is quick)
-    b = fit_g2_bayes(tau, g2, err, **kw)
+    b = fit_g2_bayes(tau, g2, err, sampler=nuts)
     np.testing.assert_array_equal(a.samples["tau"], b.samples["tau"])
-    c = fit_g2_bayes(tau, g2, err, **{**kw, "seed": 12})
+    c = fit_g2_bayes(tau, g2, err, sampler=nuts.with_(seed=12))
     assert not np.array_equal(a.samples["tau"], c.samples["tau"])
     band = a.band(np.geomspace(1e-5, 1, 20))
     assert band.shape == (3, 3, 20)
@@ -59,8 +60,9 @@ def test_nuts_cancel_between_blocks():
             token.cancel()
 
     with pytest.raises(Cancelled):
-        fit_g2_bayes(tau, g2, err, num_warmup=50, num_samples=100, num_chains=1,
-                     block_size=50, progress=prog, cancel=token)
+        fit_g2_bayes(tau, g2, err, sampler=SamplerSpec(num_warmup=50, num_samples=100,
+                                                       num_chains=1, block_size=50),
+                     progress=prog, cancel=token)
 
 
 def test_diagnostics_against_independent_draws(rng):
@@ -78,9 +80,9 @@ def test_diagnostics_against_independent_draws(rng):
 @pytest.mark.slow
 def test_joint_sampler_agrees_with_per_bin():
     tau, g2, err, _ = _data(n_b=1)
-    kw = {"num_warmup": 200, "num_samples": 400, "num_chains": 2, "seed": 3}
-    a = fit_g2_bayes(tau, g2, err, sampler="per_bin", **kw)
-    b = fit_g2_bayes(tau, g2, err, sampler="joint", **kw)
+    nuts = SamplerSpec(num_warmup=200, num_samples=400, num_chains=2, seed=3)
+    a = fit_g2_bayes(tau, g2, err, sampler=nuts.with_(sampler="per_bin"))
+    b = fit_g2_bayes(tau, g2, err, sampler=nuts.with_(sampler="joint"))
     # same posterior: means agree within a few Monte-Carlo standard errors
     mcse = np.hypot(a.std["tau"] / np.sqrt(a.ess_bulk["tau"]),
                     b.std["tau"] / np.sqrt(b.ess_bulk["tau"]))
@@ -133,7 +135,8 @@ def test_nuts_90_percent_intervals_cover_the_truth_in_90_percent():
     err = np.full((n, tau.size), 0.004)
     g2 = true_b[:, None] + true_c[:, None] * np.exp(-2 * tau[None, :] / true_tau[:, None])
     y = g2 + err * rng.standard_normal(g2.shape)
-    r = fit_g2_bayes(tau, y, err, num_warmup=300, num_samples=500, num_chains=4, seed=3)
+    r = fit_g2_bayes(tau, y, err, sampler=SamplerSpec(num_warmup=300, num_samples=500,
+                                                      num_chains=4, seed=3))
     for name, truth in (("tau", true_tau), ("contrast", true_c)):
         lo, hi = np.quantile(r.samples[name].reshape(-1, n), [0.05, 0.95], axis=0)
         coverage = np.mean((lo <= truth) & (truth <= hi))
@@ -154,8 +157,8 @@ def test_nuts_widths_follow_the_misfit_like_least_squares():
     err = np.full_like(y, 0.002)
     lsq = fit_g2(tau, y, err)
     assert np.all(lsq.chi2_red > 10)
-    r = fit_g2_bayes(tau, y, err, init=lsq, num_warmup=300, num_samples=600, num_chains=2,
-                     seed=1)
+    r = fit_g2_bayes(tau, y, err, init=lsq, sampler=SamplerSpec(
+        num_warmup=300, num_samples=600, num_chains=2, seed=1))
     np.testing.assert_allclose(r.noise_scale, np.sqrt(lsq.chi2_red))
     ratio = r.std["tau"] / lsq.errors["tau"]
     assert np.all((ratio > 0.7) & (ratio < 1.4)), ratio
@@ -169,16 +172,16 @@ def test_nuts_statuses_say_no_decay_and_limits():
     flat = 1.0 + err[0] * rng.standard_normal(tau.size)
     # decays visibly inside the window, but tau (30 s) is beyond 10 t_max: a limit only
     slow = 1 + 0.3 * np.exp(-2 * tau / 30.0) + err[1] * rng.standard_normal(tau.size)
-    kw = {"num_warmup": 300, "num_samples": 600, "num_chains": 2, "seed": 2}
+    nuts = SamplerSpec(num_warmup=300, num_samples=600, num_chains=2, seed=2)
     # least squares finds no decay in one and only a limit in the other: neither is
     # sampled (issue 23), both keep the least-squares status and limit
-    r = fit_g2_bayes(tau, np.stack([flat, slow]), err, **kw)
+    r = fit_g2_bayes(tau, np.stack([flat, slow]), err, sampler=nuts)
     assert not r.sampled.any() and np.isnan(r.mean["tau"]).all()
     assert [s.value for s in r.status] == ["no_decay", "unresolved"]
     assert r.detail[1].startswith("not sampled: tau > ")
     assert np.isfinite(r.tau_lower_limit[1]) and 1.0 < r.tau_lower_limit[1] < 30.0
     # sampled all the same, the posterior runs to the prior edge: a limit too
-    r = fit_g2_bayes(tau, np.stack([flat, slow]), err, sample_all=True, **kw)
+    r = fit_g2_bayes(tau, np.stack([flat, slow]), err, sampler=nuts.with_(sample_all=True))
     assert r.status[0].value == "no_decay"
     assert r.status[1].value == "unresolved", r.detail[1]
     assert np.isfinite(r.tau_lower_limit[1]) and 1.0 < r.tau_lower_limit[1] < 30.0
@@ -335,22 +338,22 @@ def test_bins_short_of_ess_are_sampled_longer_and_thinned():
     # the least squares calls converged that misses only ESS / r-hat goes on sampling
     # from where its chains stopped; the stored draws are the long run thinned.
     tau, g2, err, _ = _data(seed=4, n_b=2)
-    kw = {"num_warmup": 100, "num_chains": 2, "seed": 4, "block_size": 50}
+    nuts = SamplerSpec(num_warmup=100, num_samples=100, num_chains=2, seed=4, block_size=50)
     seen = []
-    r = fit_g2_bayes(tau, g2, err, num_samples=100,
-                     progress=lambda d, t, msg="": seen.append(msg), **kw)
+    r = fit_g2_bayes(tau, g2, err, sampler=nuts,
+                     progress=lambda d, t, msg="": seen.append(msg))
     longer = np.flatnonzero(r.draws_per_chain > 100)
     assert longer.size and any("more draws" in m for m in seen)
     m = int(r.draws_per_chain[longer[0]] // 100)
     assert 2 <= m <= 4 and np.all(r.draws_per_chain[longer] == 100 * m)
     assert r.samples["tau"].shape == (2, 100, 2)
-    plain = fit_g2_bayes(tau, g2, err, num_samples=100 * m, extend=False, **kw)
+    plain = fit_g2_bayes(tau, g2, err, sampler=nuts.with_(num_samples=100 * m, extend=False))
     for b in longer:  # exactly the chains of one long run, every m-th draw
         np.testing.assert_array_equal(r.samples["tau"][:, :, b],
                                       plain.samples["tau"][:, m - 1::m, b])
         np.testing.assert_array_equal(r.samples["contrast"][:, :, b],
                                       plain.samples["contrast"][:, m - 1::m, b])
-    short = fit_g2_bayes(tau, g2, err, num_samples=100, extend=False, **kw)
+    short = fit_g2_bayes(tau, g2, err, sampler=nuts.with_(extend=False))
     assert np.all(short.draws_per_chain == 100)
     # the gate is the one asked for with two chains
     for b in range(2):
@@ -378,9 +381,9 @@ def test_auto_samples_each_decaying_bin_with_its_model_reproducibly():
     lsq = fit_g2(tau, g2, err, model="auto")
     assert list(lsq.model_names()[[0, 2]]) == ["single", "stretched"]
     assert lsq.status[1].value == "no_decay"
-    kw = {"model": "auto", "init": lsq, "num_warmup": 200, "num_samples": 200, "num_chains": 2,
-          "seed": 5}
-    r = fit_g2_bayes(tau, g2, err, **kw)
+    nuts = SamplerSpec(num_warmup=200, num_samples=200, num_chains=2, seed=5)
+    kw = {"fit": FitSpec(model="auto"), "init": lsq}
+    r = fit_g2_bayes(tau, g2, err, sampler=nuts, **kw)
     assert list(r.model_names()) == list(lsq.model_names())
     assert list(r.sampled) == [True, False, True]
     assert r.status[1].value == "no_decay" and r.detail[1].startswith("not sampled: ")
@@ -394,11 +397,11 @@ def test_auto_samples_each_decaying_bin_with_its_model_reproducibly():
     band = r.band(np.geomspace(1e-5, 1.0, 12))
     assert np.isfinite(band[[0, 2]]).all() and np.isnan(band[1]).all()
     # the same seed gives the same draws, model by model
-    again = fit_g2_bayes(tau, g2, err, **kw)
+    again = fit_g2_bayes(tau, g2, err, sampler=nuts, **kw)
     for n in ("tau", "stretch", "contrast", "baseline"):
         np.testing.assert_array_equal(r.samples[n], again.samples[n])
     # everything on request (the old behaviour): the flat bin is sampled and says so
-    every = fit_g2_bayes(tau, g2, err, **{**kw, "sample_all": True})
+    every = fit_g2_bayes(tau, g2, err, sampler=nuts.with_(sample_all=True), **kw)
     assert every.sampled.all() and every.status[1].value == "no_decay"
     assert not every.detail[1].startswith("not sampled")
 
@@ -409,4 +412,11 @@ def test_a_pinned_model_needs_its_own_least_squares_start():
     tau, g2, err = _mixed()
     lsq = fit_g2(tau, g2, err, model="auto")
     with pytest.raises(ValueError, match="not 'single'"):
-        fit_g2_bayes(tau, g2, err, model="single", init=lsq)
+        fit_g2_bayes(tau, g2, err, fit=FitSpec(model="single"), init=lsq)
+
+
+def test_overrides_are_resolved_by_the_caller():
+    tau, g2, err, _ = _data(n_b=1)
+    fit = FitSpec(model="single", overrides={"baseline": {"fixed": True}})
+    with pytest.raises(ValueError, match="overrides"):
+        fit_g2_bayes(tau, g2, err, fit=fit)

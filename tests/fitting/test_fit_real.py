@@ -363,6 +363,7 @@ def _nuts_on_converged(fits, per_file=None):
     """NUTS (the g2 tab's chains, shorter runs) on the bins the automatic least squares
     calls converged, each with its chosen model: (divergences, draws, worst r-hat)."""
     from xpcsviewer.fitting.bayes import fit_g2_bayes
+    from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 
     data, _refs, _single, auto = fits
     groups: dict[bytes, list] = {}
@@ -378,8 +379,9 @@ def _nuts_on_converged(fits, per_file=None):
     for parts in groups.values():
         cat = [np.concatenate([p[k] for p in parts]) for k in (1, 2, 3, 4)]
         init = auto.select(cat[3])
-        r = fit_g2_bayes(parts[0][0], *cat[:3], model="auto", init=init, num_warmup=300,
-                         num_samples=500, num_chains=2, seed=0)
+        r = fit_g2_bayes(parts[0][0], *cat[:3], fit=FitSpec(model="auto"), init=init,
+                         sampler=SamplerSpec(num_warmup=300, num_samples=500, num_chains=2,
+                                             seed=0))
         assert r.sampled.all()
         div += int(r.divergences_per_bin.sum())
         draws += int(np.sum(r.draws_per_chain) * r.num_chains)

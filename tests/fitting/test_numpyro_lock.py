@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from xpcsviewer.fitting import numpyro_lock
+from xpcsviewer.fitting.spec import SamplerSpec
 from xpcsviewer.progress import Cancelled, CancelToken
 
 
@@ -147,6 +148,7 @@ def _data(n_b=3, n_t=24, seed=0, tau0=1e-3):
 
 
 _KW = {"num_warmup": 30, "num_samples": 30, "num_chains": 1, "block_size": 30}
+_NUTS = SamplerSpec(**_KW)
 
 
 @pytest.mark.slow
@@ -157,7 +159,7 @@ def test_two_concurrent_fits_do_not_share_the_handler_stack(monkeypatch):
     from xpcsviewer.fitting import bayes, bayes_run
 
     data = [_data(seed=1, tau0=1e-3), _data(seed=2, tau0=3e-2)]
-    ref = [bayes.fit_g2_bayes(*d, **_KW, seed=5) for d in data]
+    ref = [bayes.fit_g2_bayes(*d, sampler=_NUTS.with_(seed=5)) for d in data]
     bayes_run._per_bin_programs.cache_clear()  # both threads trace afresh
 
     barrier = threading.Barrier(2, timeout=3.0)
@@ -175,7 +177,8 @@ def test_two_concurrent_fits_do_not_share_the_handler_stack(monkeypatch):
         return real(*a, **k)
 
     monkeypatch.setattr(bayes_run, "g2_model", model)  # what the samplers call
-    runs = [_in_thread(lambda d=d: bayes.fit_g2_bayes(*d, **_KW, seed=5)) for d in data]
+    runs = [_in_thread(lambda d=d: bayes.fit_g2_bayes(*d, sampler=_NUTS.with_(seed=5)))
+            for d in data]
     for t, _ in runs:
         t.join(600)
     for (_, out), r in zip(runs, ref, strict=True):
@@ -202,9 +205,9 @@ def test_every_numpyro_trace_holds_the_lock(monkeypatch):
     monkeypatch.setattr(Messenger, "__enter__", spy)
     bayes_run._per_bin_programs.cache_clear()
     tau, y, err = _data(n_t=20)
-    bayes.fit_g2_bayes(tau, y, err, **_KW)
+    bayes.fit_g2_bayes(tau, y, err, sampler=_NUTS)
     n_per_bin = len(held)
-    bayes.fit_g2_bayes(tau, y, err, **_KW, sampler="joint")
+    bayes.fit_g2_bayes(tau, y, err, sampler=_NUTS.with_(sampler="joint"))
     n_joint = len(held) - n_per_bin
     q = np.array([0.004, 0.006, 0.008])
     g2 = 1 + 0.2 * np.exp(-2 * tau[None, :] * 1e5 * q[:, None] ** 2)

@@ -18,6 +18,7 @@ pytest.importorskip("numpyro")
 
 from xpcsviewer.fitting import bayes_run
 from xpcsviewer.fitting.bayes_run import chain_method_of, nuts_devices
+from xpcsviewer.fitting.spec import SamplerSpec
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,9 @@ def test_fits_pass_their_work_and_device_to_the_placement(monkeypatch):
     rng = np.random.default_rng(0)
     tau = np.geomspace(1e-5, 1.0, 24)
     g2 = 1 + 0.3 * np.exp(-2 * tau / 1e-3)[None, :] + 0.005 * rng.standard_normal((2, 24))
-    res = bayes.fit_g2_bayes(tau, g2, np.full_like(g2, 0.005), num_warmup=20, num_samples=20,
-                             num_chains=2, block_size=20, extend=False, device="gpu")
+    nuts = SamplerSpec(num_warmup=20, num_samples=20, num_chains=2, block_size=20,
+                       extend=False, device="gpu")
+    res = bayes.fit_g2_bayes(tau, g2, np.full_like(g2, 0.005), sampler=nuts)
     assert asked == [(2, "gpu", 2 * 24 * 40 * 2)]
     assert placed == [tuple(real(2, "cpu"))]
     assert res.chain_method == chain_method_of(real(2, "cpu"))  # "parallel" on >= 2 devices

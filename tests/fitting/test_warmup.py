@@ -57,6 +57,7 @@ def test_precompile_covers_the_automatic_fit_of_other_files(programs):
 def test_precompile_with_the_sampler():
     from xpcsviewer.fitting.bayes import fit_g2_bayes
     from xpcsviewer.fitting.bayes_run import _per_bin_programs
+    from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
     from xpcsviewer.fitting.warmup import BAYES_DEFAULTS
 
     precompile()
@@ -71,8 +72,8 @@ def test_precompile_with_the_sampler():
     aux = (averaging_factors(frames), 1e-5)
     lsq = fit_g2(tau, y, err, model="auto", aux=aux)
     assert set(lsq.model_names()) == {"single", "stretched", "double"}
-    r = fit_g2_bayes(tau, y, err, model="auto", init=lsq, aux=aux,
-                     num_warmup=BAYES_DEFAULTS["num_warmup"], num_samples=500,
-                     num_chains=BAYES_DEFAULTS["num_chains"])
+    nuts = SamplerSpec(num_warmup=BAYES_DEFAULTS["num_warmup"], num_samples=500,
+                       num_chains=BAYES_DEFAULTS["num_chains"])
+    r = fit_g2_bayes(tau, y, err, fit=FitSpec(model="auto"), sampler=nuts, init=lsq, aux=aux)
     assert r.sampled.all()
     assert _per_bin_programs.cache_info().misses == misses
