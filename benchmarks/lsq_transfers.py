@@ -11,6 +11,7 @@ call; ``data`` is tau, g2 and g2_err as (B, T) float64 (3 x B x T x 8 bytes).
     .venv/bin/python benchmarks/lsq_transfers.py --save r.npz         # results, to compare
     .venv/bin/python benchmarks/lsq_transfers.py --compare r.npz      # ... with a saved run
     .venv/bin/python benchmarks/lsq_transfers.py --breakdown          # bytes per call site
+    .venv/bin/python benchmarks/lsq_transfers.py --expand             # the old transfers
 
 ``--device`` is passed to ``fit_g2`` (``auto``, ``cpu``, ``gpu``).
 """
@@ -95,6 +96,60 @@ def _site_counter() -> Counter:
     return sites
 
 
+def old_lm_solve_batch(model, t, y, sigma, mask, x0, lo, hi, free, aux=None, max_iter=200,
+                       backend=None, device="auto", cancel=None, rows=None):
+    """``lm_solve_batch`` before the curves stayed on the device (commit d7b84a3): each
+    chunk's rows gathered on the host and sent, rows expanded per solve row."""
+    from xpcsviewer.backends import get_backend, resolve_device
+    from xpcsviewer.fitting import lm
+
+    if rows is not None:
+        t = np.broadcast_to(np.asarray(t, np.float64), y.shape)[rows]
+        y, sigma, mask = y[rows], sigma[rows], mask[rows]
+        aux = None if aux is None else (aux[0][rows], aux[1][rows])
+    be = backend if backend is not None else get_backend()
+    n_b, n_t = y.shape
+    n_par = x0.shape[1]
+    if aux is None:
+        aux_m, aux_dt = np.ones((n_b, n_t)), np.ones(n_b)
+    else:
+        aux_m = np.broadcast_to(np.asarray(aux[0], dtype=np.float64), (n_b, n_t)).copy()
+        aux_dt = np.broadcast_to(np.asarray(aux[1], dtype=np.float64), (n_b,)).copy()
+    dev = resolve_device(device, work=float(n_b * n_t)) if be.name == "jax" else None
+    unit_stretch = bool(model in (lm.G2Model.SINGLE, lm.G2Model.STRETCHED)
+                        and not free[2] and np.all(x0[:, 2] == 1.0))
+    solver = lm._solver_cached(be.name, model, n_par, int(max_iter), unit_stretch)
+    t_all = np.broadcast_to(np.asarray(t, np.float64), (n_b, n_t))
+    w_all = 1.0 / np.asarray(sigma, np.float64)
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    free_dev = be.asarray(np.asarray(free, bool), device=dev)
+    rpc = lm.LM_ROWS if be.name == "jax" else n_b
+    first_pass = 10 if be.name == "jax" else int(max_iter)
+    x_cur = np.asarray(x0, np.float64).copy()
+    lam, it = np.full(n_b, 1e-3), np.zeros(n_b, np.int64)
+    code = np.full(n_b, lm.CODE_RUNNING, np.int64)
+    cost, jac = np.full(n_b, np.nan), np.full((n_b, n_t, n_par), np.nan)
+    active = np.arange(n_b)
+    for it_stop in (first_pass, int(max_iter)):
+        for s in range(0, active.size, max(1, rpc)):
+            r = active[s:s + rpc]
+            idx = np.concatenate([r, np.full(max(0, rpc - r.size), r[0])]) \
+                if be.name == "jax" else r
+            args = [t_all[idx], y[idx], w_all[idx], mask[idx], lo[idx], hi[idx],
+                    aux_m[idx], aux_dt[idx]]
+            out = solver(*(be.asarray(a, device=dev) for a in args), free_dev,
+                         be.asarray(x_cur[idx], device=dev), be.asarray(lam[idx], device=dev),
+                         be.asarray(it[idx], device=dev), np.int64(it_stop))
+            out = be.block_until_ready(out)
+            xs, cs, js, ls, its, codes = (be.to_numpy(o)[: r.size] for o in out)
+            x_cur[r], cost[r], jac[r] = xs, cs, js
+            lam[r], it[r], code[r] = ls, its, codes
+        active = active[code[active] == lm.CODE_RUNNING]
+        if not active.size:
+            break
+    return x_cur, cost, jac, it, code
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=100)
@@ -106,7 +161,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--save", type=Path, help="write the warm fit's results (.npz)")
     ap.add_argument("--compare", type=Path, help="compare with results saved by --save")
     ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--expand", action="store_true",
+                    help="the transfers before: rows gathered on the host, sent per chunk")
     a = ap.parse_args(argv)
+    if a.expand:
+        import xpcsviewer.fitting.lsq_core as core
+
+        core.lm_solve_batch = old_lm_solve_batch
 
     from fit import make_problem
 
@@ -119,7 +180,7 @@ def main(argv: list[str] | None = None) -> dict:
     be = get_backend("jax")
     sites = _site_counter() if a.breakdown else None
     out: dict = {"curves": g2.shape[0], "delays": g2.shape[1], "model": a.model,
-                 "data_bytes": data_bytes}
+                 "data_bytes": data_bytes, "expand": a.expand, "device_arg": a.device}
     for run in ("cold", "warm"):
         if sites is not None:
             sites.clear()
