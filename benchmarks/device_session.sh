@@ -7,6 +7,7 @@
 #      transfers emulated, and on the CPU device), then a large case on the GPU
 #   4. benchmarks/device_jobs.py's rows (W1, W4, W2, W5, then W1L: what --large runs),
 #      one row per call so that a slow row loses only itself
+# in the order: 1, 2, LSQ 3600 new and old, W1 W4 W2 W5, LSQ large, W1L, LSQ on the CPU.
 # Every step has a timeout, capped by what is left of the deadline; results go to $OUT
 # (at most 8 files come back from the device machine): session.log, summary.json,
 # device.json, lsq.json, device_jobs.json.
@@ -122,7 +123,7 @@ FIRST=""
 if [ -z "$PY" ]; then
     for c in "$REPO/.venv/bin/python" python3; do
         command -v "$c" >/dev/null 2>&1 || continue
-        got=$(timeout 90 "$c" -c "$PROBE" 2>/dev/null | tail -1)
+        got=$(timeout 45 "$c" -c "$PROBE" 2>/dev/null | tail -1)
         [ -n "$got" ] || continue
         log "candidate $c: $got"
         [ -z "$FIRST" ] && FIRST=$c
@@ -135,7 +136,7 @@ if [ -z "$PY" ]; then
         "nothing can be installed without network"
     exit 1
 fi
-timeout 90 "$PY" -c "$PROBE" >"$WORK/env.json" 2>>"$LOG"
+timeout 45 "$PY" -c "$PROBE" >"$WORK/env.json" 2>>"$LOG"
 if ! grep -q '"gpus": \["' "$WORK/env.json"; then
     log "NOTE: JAX in $PY sees no GPU (jax[cuda] cannot be installed without network):" \
         "running the CPU parts only"
@@ -151,41 +152,42 @@ fi
 XV=("$PY" -m xpcsviewer)
 
 # --- 2. device, calibrate ---------------------------------------------------------
-step device_before 60 "${XV[@]}" device --json
+step device_before 40 "${XV[@]}" device --json
 cp "$WORK/device_before.out" "$WORK/device_before.json" 2>/dev/null
 if [ "$SMALL" = 1 ]; then
     step calibrate 120 "${XV[@]}" device --calibrate --no-nuts
 else
-    step calibrate 150 "${XV[@]}" device --calibrate
+    step calibrate 120 "${XV[@]}" device --calibrate
 fi
-step device_after 60 "${XV[@]}" device --json
+step device_after 30 "${XV[@]}" device --json
 cp "$WORK/device_after.out" "$WORK/device_after.json" 2>/dev/null
 
-# --- 3. the least-squares fit's transfers -------------------------------------------
+# --- 3, 4: the fit's transfers and whole jobs, most wanted first (the deadline skips
+# what does not fit: W1L and the CPU-device LSQ row come last) --------------------------
 LSQ=("$PY" benchmarks/lsq_transfers.py)
 if [ "$SMALL" = 1 ]; then
     SIZE=(--files 4 --bins 36) LARGE=(--files 12 --bins 36)
+    ROWS=(W4) LATE=() JOBFLAGS=(--cold)
 else
     SIZE=(--files 100 --bins 36) LARGE=(--files 1000 --bins 36)
+    ROWS=(W1 W4 W2 W5) LATE=(W1L) JOBFLAGS=()
 fi
 DEV=cpu
 [ "$GPU" = 1 ] && DEV=gpu
-step lsq_3600 90 "${LSQ[@]}" "${SIZE[@]}" --device "$DEV" --json "$WORK/lsq_3600_$DEV.json"
-step lsq_3600_expand 90 "${LSQ[@]}" "${SIZE[@]}" --device "$DEV" --expand \
+jobs_row() {
+    step "jobs_$1" "$2" "$PY" benchmarks/device_jobs.py --rows "$1" "${JOBFLAGS[@]}" \
+        --json "$WORK/jobs_$1.json"
+}
+step lsq_3600 60 "${LSQ[@]}" "${SIZE[@]}" --device "$DEV" --json "$WORK/lsq_3600_$DEV.json"
+step lsq_3600_expand 60 "${LSQ[@]}" "${SIZE[@]}" --device "$DEV" --expand \
     --json "$WORK/lsq_3600_${DEV}_expand.json"
-[ "$GPU" = 1 ] && step lsq_3600_cpu 60 "${LSQ[@]}" "${SIZE[@]}" --device cpu \
-    --json "$WORK/lsq_3600_cpu.json"
-step lsq_large 120 "${LSQ[@]}" "${LARGE[@]}" --device "$DEV" --json "$WORK/lsq_large_$DEV.json"
-
-# --- 4. whole jobs per device (device_jobs.py --large, row by row) -------------------
-if [ "$SMALL" = 1 ]; then
-    ROWS=(W4)
-    JOBFLAGS=(--cold)
-else
-    ROWS=(W1 W4 W2 W5 W1L)
-    JOBFLAGS=()
-fi
 for r in "${ROWS[@]}"; do
-    step "jobs_$r" 200 "$PY" benchmarks/device_jobs.py --rows "$r" "${JOBFLAGS[@]}" \
-        --json "$WORK/jobs_$r.json"
+    jobs_row "$r" 100
 done
+step lsq_large 90 "${LSQ[@]}" "${LARGE[@]}" --device "$DEV" --json "$WORK/lsq_large_$DEV.json"
+for r in "${LATE[@]}"; do
+    jobs_row "$r" 150
+done
+[ "$GPU" = 1 ] && step lsq_3600_cpu 45 "${LSQ[@]}" "${SIZE[@]}" --device cpu \
+    --json "$WORK/lsq_3600_cpu.json"
+exit 0
