@@ -48,8 +48,8 @@ BOUND_FRACTION = 0.01
 def _bayes_statuses(res: BayesFitResult, init: G2FitResult, p: _Problem, sigma) -> None:
     """Statuses from the sampler gates and the physical checks (see BayesFitResult), on
     the run's data ``p`` with the stated errors ``sigma`` (B, T) (no noise scale)."""
-    from xpcsviewer.fitting.adequacy import misfit_region, runs_test, strongest_run
-    from xpcsviewer.fitting.status import RUNS_Z_MAX
+    from xpcsviewer.fitting.adequacy import early_scan, misfit_region, runs_test, strongest_run
+    from xpcsviewer.fitting.status import RUNS_Z_MAX, misfit_text, structured, tested
 
     t, y, mask, aux, lower, upper = p.t, p.y, p.mask, p.aux, p.lower, p.upper
     names = res.param_names
@@ -63,6 +63,7 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, p: _Problem, sigma) 
     dof = mask.sum(axis=1) - n_free
     chi2_red = np.where(dof > 0, r2.sum(axis=1) / np.maximum(dof, 1), np.nan)
     runs_z, _ = runs_test(resid, mask)
+    scan, scan_k = early_scan(resid, mask, np.where(np.isfinite(chi2_red), chi2_red, 1.0))
     # decay left at the last fitted delay, on the posterior-median curve
     rr = np.arange(n_b)
     last = mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)
@@ -90,7 +91,10 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, p: _Problem, sigma) 
             say(FitStatus.FAILED, "too few points")
             continue
         c_mean, c_sd = res.mean["contrast"][b], res.std["contrast"][b]
-        if chi2_red[b] > CHI2_RED_MAX:
+        # as the least squares (status.early_status): a large chi2_red with white
+        # residuals is errors stated too small, not a poor fit
+        if chi2_red[b] > CHI2_RED_MAX and (structured(runs_z[b], scan[b])
+                                           or not tested(runs_z[b])):
             say(FitStatus.POOR_FIT, f"chi2_red {chi2_red[b]:.3g} > {CHI2_RED_MAX:g}")
             continue
         if c_mean > CONTRAST_MAX:
@@ -100,6 +104,12 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, p: _Problem, sigma) 
             say(FitStatus.NO_DECAY, init.detail[b])
             continue
         z = runs_z[b]
+        if not structured(z) and structured(z, scan[b]):
+            k = int(scan_k[b])
+            t_k = t[np.flatnonzero(mask[b])[k - 1]] if k else np.nan
+            say(FitStatus.MISFIT, misfit_text(z, "", scan[b], k, t_k)
+                + " (posterior-median curve)")
+            continue
         if not np.isnan(z) and not abs(z) <= RUNS_Z_MAX:
             first, end = strongest_run(resid[b], mask[b])
             where = "the curve"

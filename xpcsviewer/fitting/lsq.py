@@ -27,6 +27,7 @@ import numpy as np
 from xpcsviewer.fitting.adequacy import (
     aicc,
     choose_models,
+    early_scan,
     misfit_region,
     strongest_run,
 )
@@ -63,6 +64,7 @@ from xpcsviewer.fitting.status import (
     preferred_tails,
     profile_limits,
     run_where,
+    structured,
     wants_preferred,
 )
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
@@ -88,6 +90,10 @@ AUTO_CANDIDATES = (G2Model.SINGLE, G2Model.STRETCHED, G2Model.DOUBLE)
 def _misfit_text(core: _Core, chk: _Checks, data: _Data, b: int) -> str:
     # where the strongest run of one sign lies on the fitted decay
     z = chk.runs_z[b]
+    if not structured(z):  # the early scan saw it
+        k = int(chk.early_k[b])
+        t_k = data.t[b, np.flatnonzero(data.mask[b])[k - 1]] if k else float("nan")
+        return misfit_text(z, "", chk.early_scan[b], k, t_k)
     first, last = strongest_run(chk.resid[b], data.mask[b])
     ci, bi = core.col("contrast"), core.col("baseline")
     where = "the curve"
@@ -120,6 +126,10 @@ def _finish(core: _Core, data: _Data, sel: np.ndarray, window_drop: int, max_ite
     detail = np.array([""] * n_b, dtype=object)
     facts: dict[int, CurveFacts] = {}
     early = {}
+    # the residual tests come first: a large chi2_red is a poor fit only where the
+    # residuals have structure (status.early_status)
+    resid0, runs0 = core.runs(data)
+    scan0, _ = early_scan(resid0, data.mask, core.s_scale)
     for b in np.flatnonzero(sel):
         facts[b] = CurveFacts(
             n_pts=int(n_pts[b]), has_fit=core.has_fit[b], finite=core.finite[b],
@@ -128,11 +138,12 @@ def _finish(core: _Core, data: _Data, sel: np.ndarray, window_drop: int, max_ite
             on_lo=on_lo[b], on_hi=on_hi[b], to_top=to_top[b], to_bottom=to_bottom[b],
             lower_limit=lower_lim[b], upper_limit=upper_lim[b], t_min=t_min[b],
             stopped=core.code[b] == CODE_MAX_ITER, max_iter=max_iter,
-            window_drop=window_drop)
+            window_drop=window_drop, runs_z=runs0[b], early_scan=scan0[b])
         early[b] = early_status(facts[b])
     rows = np.array([b for b, v in early.items() if v is None], dtype=np.int64)
     chk = _measure(core, data, rows, window_drop, max_iter, cancel)
-    misfit = sorted(b for b in early if wants_preferred(early[b], chk.runs_z[b]))
+    misfit = sorted(b for b in early
+                    if wants_preferred(early[b], chk.runs_z[b], chk.early_scan[b]))
     tails = dict(zip(misfit, alternatives(np.array(misfit, np.int64), chk.runs_z), strict=True)) \
         if misfit else {}
     lim_lo, lim_hi = _nan(n_b), _nan(n_b)
@@ -144,6 +155,8 @@ def _finish(core: _Core, data: _Data, sel: np.ndarray, window_drop: int, max_ite
             interval2={n: v[b] for n, v in chk.interval2.items()},
             limit={n: v[b] for n, v in chk.limit.items()},
             window={n: v[b] for n, v in chk.window.items()},
+            window_err={n: v[b] for n, v in chk.window_err.items()},
+            early_scan=chk.early_scan[b],
             misfit=_misfit_text(core, chk, data, b) if b in tails else "",
             preferred=tails.get(b, ""))
         v = curve_status(f, early[b])
@@ -176,6 +189,36 @@ def _finish(core: _Core, data: _Data, sel: np.ndarray, window_drop: int, max_ite
         "tau_mean_err": tmean_err,
         "errors_scaled": data.weighted & (core.chi2_red > 1.0),
     }
+
+
+def _eligible(cores: dict, data: _Data, scores: dict, zs: dict, cands: list
+              ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """AICc and structure z of the candidates as ``choose_models`` weighs them.
+
+    A candidate with an excess at the first delays (early scan) counts as structured; a
+    stretched fit with its exponent on a bound is no candidate where another model fits
+    without structure (the bound, not the data, shapes it).
+    """
+    from xpcsviewer.fitting.status import EARLY_SCAN_MAX, RUNS_Z_MAX
+
+    z_eff = {}
+    for m, c in cores.items():
+        resid, _ = c.runs(data)
+        scan, _ = early_scan(resid, data.mask, c.s_scale)
+        z_eff[m] = np.where(scan > EARLY_SCAN_MAX, np.inf, zs[m])
+    sc = dict(scores)
+    st = cores.get(G2Model.STRETCHED)
+    if st is not None and not st.fixed[st.col("stretch")]:
+        k = st.col("stretch")
+        on_lo, on_hi = bounds_hit(st.x, st.lo_i, st.hi_i, st.free)
+        stuck = on_lo[:, k] | on_hi[:, k]
+        fits_else = np.zeros_like(stuck)
+        for m in cands:
+            if m is not G2Model.STRETCHED:
+                zz = z_eff[m]
+                fits_else |= np.isfinite(scores[m]) & ~(np.abs(zz) > RUNS_Z_MAX)
+        sc[G2Model.STRETCHED] = np.where(stuck & fits_else, np.inf, scores[G2Model.STRETCHED])
+    return {m.value: v for m, v in sc.items()}, {m.value: z for m, z in z_eff.items()}
 
 
 def _candidates(aux: tuple | None) -> list[G2Model]:
@@ -274,9 +317,8 @@ def fit_g2(
               for m, c in cores.items()}
     if auto:
         zs = {m: c.runs(data)[1] for m, c in cores.items()}
-        chosen, margin = choose_models({m.value: s for m, s in scores.items()},
-                                       [m.value for m in cands],
-                                       runs_z={m.value: z for m, z in zs.items()})
+        sc_e, z_e = _eligible(cores, data, scores, zs, cands)
+        chosen, margin = choose_models(sc_e, [m.value for m in cands], runs_z=z_e)
     else:
         zs = {}
         chosen, margin = np.zeros(n_b, np.int64), _nan(n_b)

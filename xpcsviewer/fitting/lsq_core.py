@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.fitting.adequacy import runs_test
+from xpcsviewer.fitting.adequacy import early_scan, runs_test
 from xpcsviewer.fitting.grid import grid_scan
 from xpcsviewer.fitting.lm import lm_solve_batch
 from xpcsviewer.fitting.models import (
@@ -390,6 +390,9 @@ class _Checks:
     interval2: dict[str, np.ndarray]  # name -> (B, 2) 2 sigma
     limit: dict[str, np.ndarray]  # name -> (B, 2) one-sided 95 % (lower, upper)
     window: dict[str, np.ndarray]
+    window_err: dict[str, np.ndarray]  # name -> (B,) the refit's scaled error
+    early_scan: np.ndarray  # (B,) adequacy.early_scan
+    early_k: np.ndarray  # (B,) the first delays it sums
 
 
 def in_parallel(jobs: list, done: Any = None) -> list:
@@ -437,7 +440,11 @@ def _measure(core: _Core, data: _Data, rows: np.ndarray, window_drop: int, max_i
     interval2 = {core.names[k]: np.full((n_b, 2), np.nan) for k in taus}
     limit = {core.names[k]: np.full((n_b, 2), np.nan) for k in taus}
     window = {core.names[k]: _nan(n_b) for k in taus}
-    out = _Checks(resid, z, left, t_last, interval, interval2, limit, window)
+    window_err = {core.names[k]: _nan(n_b) for k in taus}
+    scan, scan_k = early_scan(resid, data.mask, core.s_scale)
+    scan = np.where(core.has_fit & core.finite, scan, np.nan)
+    out = _Checks(resid, z, left, t_last, interval, interval2, limit, window, window_err,
+                  scan, scan_k)
     rows = np.asarray(rows, dtype=np.int64)
     if not rows.size or not taus:
         return out
@@ -498,5 +505,6 @@ def _measure(core: _Core, data: _Data, rows: np.ndarray, window_drop: int, max_i
     for k in taus:
         ok = w.has_fit & w.finite
         window[core.names[k]][rows] = np.where(ok, w.p[:, k], np.nan)
+        window_err[core.names[k]][rows] = np.where(ok, w.errors[:, k], np.nan)
     return out
 

@@ -55,12 +55,24 @@ MEAN_TIME = ("integral of g1: tau (single); tau Gamma(1 + 1/stretch) (stretched)
 
 def _rules() -> str:
     from xpcsviewer.fitting.adequacy import AICC_MARGIN
-    from xpcsviewer.fitting.status import PLATEAU_LEFT_MAX, RUNS_Z_MAX, WINDOW_DROP
+    from xpcsviewer.fitting.status import (
+        CHI2_RED_MAX,
+        EARLY_SCAN_MAX,
+        LIMIT_DCHI2_DECAY,
+        PLATEAU_LEFT_MAX,
+        RUNS_Z_MAX,
+        WINDOW_DROP,
+    )
 
-    return (f"misfit: residual runs |z| > {RUNS_Z_MAX:g}; unresolved: no plateau (more than "
-            f"{100 * PLATEAU_LEFT_MAX:g} % of the decay left at the last fitted delay, free "
-            f"baseline) or tau outside its 2-sigma profile interval without the last "
-            f"{WINDOW_DROP} fitted delays; auto: AICc, a more complex model needs a margin "
+    return (f"misfit: residual runs |z| > {RUNS_Z_MAX:g} or the first delays together > "
+            f"{EARLY_SCAN_MAX:g} sigma off the fit; poor_fit: chi2_red > {CHI2_RED_MAX:g} "
+            "with structured or untestable residuals (white: errors scaled); unresolved: no "
+            f"plateau (more than {100 * PLATEAU_LEFT_MAX:g} % of the decay left at the last "
+            "fitted delay, free baseline) or tau and its refit without the last "
+            f"{WINDOW_DROP} fitted delays outside each other's 2-sigma interval; limits "
+            f"only on a decay beating a constant by Delta chi2 >= {LIMIT_DCHI2_DECAY:g}; "
+            "stretch on a bound: at_bound, no limit; auto: AICc, a more complex model needs a "
+            "margin "
             f"> {AICC_MARGIN:g} unless the simpler one misfits; intervals: profile "
             "likelihood, Delta chi2 = 1 (lo/hi) and 4 (lo2/hi2) x max(1, chi2_red)")
 
