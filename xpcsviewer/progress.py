@@ -155,6 +155,15 @@ def report(
         progress(done, total, message)
 
 
+def _fit_text(message: str, room: int) -> str:
+    # the end of a progress message holds its newest detail ("ESS 400: 500 more draws"):
+    # a long one loses its middle, not its end
+    if len(message) <= room:
+        return message
+    keep = max(room - 1, 0)
+    return message[: keep // 3] + "\u2026" + message[len(message) - (keep - keep // 3):]
+
+
 class TextProgressBar:
     """A progress bar on stderr for the command line, at most ~10 redraws a second."""
 
@@ -187,10 +196,8 @@ class TextProgressBar:
             fill = round(frac * self.width)
             bar = "#" * fill + "-" * (self.width - fill)
             elapsed = now - self._t0
-            line = (
-                f"\r{self.label} [{bar}] {100 * frac:5.1f}% {elapsed:6.1f}s {message}"
-            )
-            self.stream.write(line[:160].ljust(80))
+            head = f"\r{self.label} [{bar}] {100 * frac:5.1f}% {elapsed:6.1f}s "
+            self.stream.write((head + _fit_text(message, 160 - len(head))).ljust(80))
             self.stream.flush()
             self._shown = True
 

@@ -251,8 +251,9 @@ def test_fit_progress_moves_within_files(two_files, tmp_path, monkeypatch):
     assert [o.ok for o in outs] == [False, False] and "stand-in sampler" in outs[0].error
     spans = []
     for name in ("a_results.hdf", "c_results.hdf"):
-        at = [d for d, _, m in seen if m.startswith(f"{name}: 2 bins x 4 chains x 1500 draws"
-                                                    ) and "sampling" in m]
+        # the text says how many bins are sampled (issue 32: it said all, sampled or not)
+        at = [d for d, _, m in seen if m.startswith(f"{name}: sampling 2 of 2 bins x 4 chains"
+                                                    " x 1500 draws") and "/4" in m]
         assert len(at) == 5 and at == sorted(set(at))  # every block moves the bar
         spans.append((at[0], at[-1]))
     # sampling is 95 % of the work, shared by bins (2 and 2 here)
@@ -274,6 +275,8 @@ def test_fit_bayes_json(tmp_path, capsys):
     pct = [float(x.split("]")[1].split("%")[0]) for x in bar if x.startswith("fit [")
            and "chains" in x]
     assert len({p for p in pct if 5 < p < 95}) >= 3
+    assert pct == sorted(pct)  # the extension round does not send the bar back (issue 32)
+    assert "Bayesian: 5 of 6 bins sampled" in "".join(bar)
     rec = json.loads(out.read_text())["files"][0]
     assert rec["model"] == "auto"
     assert rec["models"] == ["single", "single", "stretched", "single", "single", "single"]
@@ -326,3 +329,36 @@ def test_real_files_fit_honest_statuses(real_data_dir, tmp_path):
         # nothing in this ageing series or its buffer is Brownian diffusion
         assert d["verdict"] in ("not_diffusive", "too_few_bins") and d["D"] is None
         assert "radius_nm" not in d
+
+
+def test_bayes_table_shows_the_posterior():
+    # issue 32: `fit --bayes` printed the least-squares table; now the posterior values
+    # where a bin was sampled, with r-hat, ESS and divergences
+    from xpcsviewer.commands.fit import fit_table
+
+    def entry(v, e, mean, std):
+        return {"value": v, "error": e, "mean": mean, "std": std}
+
+    rec = {
+        "path": "x_results.hdf", "model": "single", "models": ["single", "single"],
+        "q": [0.001, 0.002], "phi": [0.0, 0.0], "bins": [1, 2],
+        "status": ["converged", "no_decay"], "chi2_red": [1.1, 0.9],
+        "tau_lower_limit": [None, None], "tau_upper_limit": [None, None],
+        "tau": entry([1.0e-3, None], [1e-5, None], [1.2e-3, None], [2e-5, None]),
+        "contrast": entry([0.2, 0.001], [0.01, 0.002], [0.21, None], [0.011, None]),
+        "sampled": [True, False], "r_hat_max": [1.002, None], "ess_min": [812.0, None],
+        "divergences": [0, None], "bayes": {"num_chains": 4},
+    }
+    head, row1, row2 = (line.split() for line in fit_table([rec])[:3])
+    assert head[-4:] == ["sampled", "r_hat", "ess", "div"]
+    assert "0.0012" in row1 and "0.001" not in row1[4:6]  # the posterior mean, not the LSQ
+    assert row1[-4:] == ["yes", "1.002", "812", "0"]
+    assert row2[-4:] == ["no", "-", "-", "-"]
+
+
+def test_progress_text_keeps_its_end():
+    from xpcsviewer.progress import _fit_text
+
+    msg = "0/1 files done; " + "a" * 150 + ": 6 bins short of ESS 400: 1000 more draws per chain"
+    out = _fit_text(msg, 120)
+    assert len(out) == 120 and out.endswith("ESS 400: 1000 more draws per chain")

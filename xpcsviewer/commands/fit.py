@@ -73,9 +73,13 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
     # the shape parameters of the models that fit them
     more = [n for n, m in _SHAPE_OF.items() if m in row_models]
     two_d = any(len(set(r["phi"])) > 1 for r in records)
+    bayes = any("bayes" in r for r in records)
+    # with --bayes the values are the posterior's (mean +- sd) where a bin was sampled,
+    # beside the sampler's diagnostics; a bin not sampled keeps its least squares
+    post = ["sampled", "r_hat", "ess", "div"] if bayes else []
     head = ["file", "bin", "q_1/A", *(["phi_deg"] if two_d else []), "status",
             *(["model"] if show_model else []), "tau_s", *(["tau2_s"] if has_tau2 else []),
-            "contrast", *more, "chi2_red"]
+            "contrast", *more, "chi2_red", *post]
     rows = [head]
     for r in records:
         name = str(r["path"]).rsplit("/", 1)[-1]
@@ -90,7 +94,19 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
             if show_model:
                 cells.append(model)
             first = "tau1" if model == "double" else "tau"
-            v, e = r[first]["value"][i], r[first]["error"][i]
+            sampled = bool(r.get("sampled", [False] * (i + 1))[i])
+
+            def val(n: str, i: int = i, r: dict = r, sampled: bool = sampled) -> tuple:
+                e = r[n]
+                if sampled and e.get("mean") is not None:
+                    # the posterior's own status and limits decide (status.quotable)
+                    quoted = not n.startswith("tau") or (
+                        r["status"][i] not in ("no_decay", "failed")
+                        and r["tau_lower_limit"][i] is None and r["tau_upper_limit"][i] is None)
+                    return (e["mean"][i], e["std"][i]) if quoted else (None, None)
+                return e["value"][i], e["error"][i]
+
+            v, e = val(first)
             if v is None and lo is not None:
                 cells.append(f"> {lo:.3g}")
             elif v is None and hi is not None:
@@ -98,14 +114,20 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
             else:
                 cells.append(_pm(v, e, ".4g"))
             if has_tau2:
-                cells.append(_pm(r["tau2"]["value"][i], r["tau2"]["error"][i], ".4g")
-                             if model == "double" else "-")
-            cells.append(_pm(r["contrast"]["value"][i], r["contrast"]["error"][i], ".3f"))
-            cells += [_pm(r[n]["value"][i], r[n]["error"][i], ".3f")
-                      if n in r and model == m else "-"
+                cells.append(_pm(*val("tau2"), ".4g") if model == "double" else "-")
+            cells.append(_pm(*val("contrast"), ".3f"))
+            cells += [_pm(*val(n), ".3f") if n in r and model == m else "-"
                       for n, m in zip(more, [_SHAPE_OF[n] for n in more], strict=True)]
             chi2 = r["chi2_red"][i]
             cells.append("-" if chi2 is None else f"{chi2:.3g}")
+            if bayes:
+                rh, es = r.get("r_hat_max", [None] * (i + 1))[i], r.get("ess_min",
+                                                                         [None] * (i + 1))[i]
+                dv = r.get("divergences", [None] * (i + 1))[i]
+                cells += ["yes" if sampled else "no",
+                          "-" if rh is None or not sampled else f"{rh:.3f}",
+                          "-" if es is None or not sampled else f"{es:.0f}",
+                          "-" if dv is None else str(dv)]
             rows.append(cells)
     widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
     lines = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()
@@ -177,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
     status_counts: Counter[str] = Counter()
     verdicts: Counter[str] = Counter()
     n_fitted = 0
+    n_sampled = [0, 0]  # bins sampled, bins (--bayes)
 
     def run_all(stream: Any) -> Any:
         def take(o: Any) -> None:
@@ -186,6 +209,9 @@ def run(args: argparse.Namespace) -> int:
                 return
             rec = o.value
             n_fitted += 1
+            if "sampled" in rec:
+                n_sampled[0] += sum(bool(x) for x in rec["sampled"])
+                n_sampled[1] += len(rec["sampled"])
             status_counts.update(rec["status"])
             if "diffusion" in rec:
                 verdicts[rec["diffusion"]["verdict"]] += 1
@@ -216,6 +242,10 @@ def run(args: argparse.Namespace) -> int:
             for line in fit_table(records):
                 print(line)
     print_failures("xpcsviewer fit", summary)
+    if not quiet and opts.bayes:
+        print(f"Bayesian: {n_sampled[0]} of {n_sampled[1]} bins sampled (the others keep "
+              "their least-squares status: no decay with a relaxation time to sample)",
+              file=sys.stderr)
     if not quiet:
         n_all = sum(status_counts.values())
         parts = ", ".join(f"{n} {s}" for s, n in status_counts.most_common())

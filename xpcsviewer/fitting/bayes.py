@@ -439,8 +439,28 @@ def _problem(bins: _Bins) -> _Problem:
                     init_values, t_ref)
 
 
+class _Phases:
+    """One bar over the sampling and its extension round that never goes back: the
+    sampling fills the first :data:`SAMPLING_SHARE`, the extension round (when there
+    is one) the rest."""
+
+    def __init__(self, progress: ProgressCallback) -> None:
+        self.progress, self.lo, self.hi, self.top = progress, 0.0, SAMPLING_SHARE, 0
+
+    def __call__(self, done: int, total: int, message: str = "") -> None:
+        f = self.lo + (self.hi - self.lo) * (done / total if total else 0.0)
+        self.top = max(self.top, int(1000 * f))
+        self.progress(self.top, 1000, message)
+
+
+#: Share of a sampling run's bar before a possible extension round.
+SAMPLING_SHARE = 0.85
+
+
 def _fit_model(bins: _Bins, run: _Run, progress, cancel) -> BayesFitResult:
     """One model's sampling run over its bins."""
+    phases = None if progress is None else _Phases(progress)
+    progress = phases
     p = _problem(bins)
     model, init, noise_scale, spec = bins.model, bins.init, bins.noise_scale, run.spec
     num_chains, num_samples, sampler = spec.num_chains, spec.num_samples, spec.sampler
@@ -480,6 +500,8 @@ def _fit_model(bins: _Bins, run: _Run, progress, cancel) -> BayesFitResult:
         # draws keep num_samples per chain and about the ESS of the m-fold run.
         m = max(more.values())
         bins_x = sorted(more)
+        if phases is not None:
+            phases.lo, phases.hi = SAMPLING_SHARE, 1.0
         report(progress, cancel, 0, 1, f"{len(bins_x)} bins short of ESS "
                f"{ess_min(num_chains):.0f}: {(m - 1) * num_samples} more draws per chain")
         extra = resume(bins_x, (m - 1) * run.n_blocks, run.per_block)
@@ -491,6 +513,9 @@ def _fit_model(bins: _Bins, run: _Run, progress, cancel) -> BayesFitResult:
             div_bin[b] = int(np.sum(diverging[:, :, b]) + np.sum(extra[1][:, :, i]))
             bf[:, b] = bfmi(np.concatenate([energies[:, :, b], extra[2][:, :, i]], axis=1))
         res = summary(dict.fromkeys(bins_x, m * num_samples))
+    if phases is not None:
+        phases.lo = phases.hi = 1.0
+        phases(1, 1, "sampled")
     return res
 
 

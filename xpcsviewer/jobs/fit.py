@@ -172,11 +172,18 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
             verdict = diffusion_from_fit(d["q"], sub)
             bayes = None
             if opts.bayes:
-                base, share = done[0], per_bin * b.n_bins
-                what = (f"{Path(d['path']).name}: {b.n_bins} bins x "
-                        f"{BAYES_CHAINS} chains x {BAYES_WARMUP + BAYES_SAMPLES} draws, ")
+                from xpcsviewer.fitting.bayes import to_sample
+                from xpcsviewer.fitting.fit_table import lsq_start
 
-                def sub_progress(n: int, total: int, msg: str = "") -> None:
+                base, share = done[0], per_bin * b.n_bins
+                n_s = int(to_sample(lsq_start(sub, np.arange(b.n_bins))).sum())
+                what = (f"{Path(d['path']).name}: sampling {n_s} of {b.n_bins} bins x "
+                        f"{BAYES_CHAINS} chains x {BAYES_WARMUP + BAYES_SAMPLES} draws: "
+                        if n_s else f"{Path(d['path']).name}: no bin to sample (none decays "
+                        "with a relaxation time in the least squares): ")
+
+                def sub_progress(n: int, total: int, msg: str = "", b: Any = b) -> None:
+                    msg = msg.removeprefix(f"{b.label}: ")  # ``what`` names the file
                     tell(base + share * (n / total if total else 0.0), what + msg)
 
                 try:
