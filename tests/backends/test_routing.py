@@ -215,3 +215,24 @@ def test_cpu_routed_fit_starts_no_gpu_and_imports_no_plugin(tmp_path, tiny_demo_
     line, mark = _run_fit(tmp_path, demo, "--device", "gpu")
     assert line.split()[2:] == ["False", "all"], line
     assert "imported" in mark and "initialized" in mark
+
+
+def test_nuts_route_counts_sequential_steps():
+    # issue 32's H200 session: a 36-curve fit --bayes (4 chains x 1500 draws) took 49.7 s
+    # on the GPU and 15.4 s on the CPU; the per-step latency decides, not the bins
+    from xpcsviewer.commands.device import WORKLOADS
+
+    kind, work, nbytes, steps = WORKLOADS["W5 NUTS 36 curves"]
+    r = route(kind, work=work, nbytes=nbytes, steps=steps, requested="auto",
+              profile=DEFAULT_PROFILE, accelerators=True)
+    assert r.device == "cpu"
+    assert r.estimates["gpu"] > 40 > 20 > r.estimates["cpu"]
+    # with a calibrated GPU whose bins are nearly free, thousands of curves and few
+    # draws go there, and the same curves with many draws do not
+    prof = _profile(DeviceCost(compile_s=6.0, per_unit_s=1.1e-6, per_step_s=1e-4),
+                    DeviceCost(0.6, 4.0, 1e-9, 8e9, 0.03))
+    many = 3000 * 60 * 4.0
+    assert route("nuts", work=many * 200, steps=200, requested="auto", profile=prof,
+                 accelerators=True).device == "gpu"
+    assert route("nuts", work=36 * 60 * 4.0 * 1500, steps=1500, requested="auto",
+                 profile=prof, accelerators=True).device == "cpu"

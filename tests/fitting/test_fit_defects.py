@@ -28,18 +28,19 @@ REAL = Path(__file__).resolve().parents[3] / "shared/data/real/aps8idi_llps_saxp
 def _facts(names=("contrast", "tau", "stretch", "baseline"), p=(0.2, 1e-3, 1.0, 1.0),
            e=(0.01, 1e-4, 0.0, 1e-4), fixed=(False, False, True, False), **kw) -> CurveFacts:
     n = len(names)
-    base = dict(
-        n_pts=60, has_fit=True, finite=True, n_free=int(n - sum(fixed)), chi2_red=1.0,
-        delta=400.0, names=tuple(names), fixed=np.array(fixed), p=np.array(p, float),
-        errors=np.array(e, float), on_lo=np.zeros(n, bool), on_hi=np.zeros(n, bool),
-        t_min=1e-5, runs_z=0.1, decay_left=0.0, t_last=1.0,
-        interval={x: np.array([0.9 * v, 1.1 * v]) for x, v in zip(names, p, strict=True)
-                  if x.startswith("tau")},
-        interval2={x: np.array([0.8 * v, 1.25 * v]) for x, v in zip(names, p, strict=True)
-                   if x.startswith("tau")},
-        limit={x: np.array([np.nan, np.nan]) for x in names if x.startswith("tau")},
-        window={x: v for x, v in zip(names, p, strict=True) if x.startswith("tau")},
-    )
+    base = {
+        "n_pts": 60, "has_fit": True, "finite": True, "n_free": int(n - sum(fixed)),
+        "chi2_red": 1.0, "delta": 400.0, "names": tuple(names), "fixed": np.array(fixed),
+        "p": np.array(p, float),
+        "errors": np.array(e, float), "on_lo": np.zeros(n, bool), "on_hi": np.zeros(n, bool),
+        "t_min": 1e-5, "runs_z": 0.1, "decay_left": 0.0, "t_last": 1.0,
+        "interval": {x: np.array([0.9 * v, 1.1 * v]) for x, v in zip(names, p, strict=True)
+                     if x.startswith("tau")},
+        "interval2": {x: np.array([0.8 * v, 1.25 * v]) for x, v in zip(names, p, strict=True)
+                      if x.startswith("tau")},
+        "limit": {x: np.array([np.nan, np.nan]) for x in names if x.startswith("tau")},
+        "window": {x: v for x, v in zip(names, p, strict=True) if x.startswith("tau")},
+    }
     base.update(kw)
     return CurveFacts(**base)
 

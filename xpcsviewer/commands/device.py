@@ -7,13 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-#: the issue-31 workloads: kind, work, bytes moved
+#: the issue-31 workloads: kind, work, bytes moved, sequential steps
 WORKLOADS = {
-    "W1 multi-tau 256x256x10k": ("multitau", 256 * 256 * 1e4, 256 * 256 * 1e4 * 2),
-    "W1L multi-tau 512x512x10k": ("multitau", 512 * 512 * 1e4, 512 * 512 * 1e4 * 2),
-    "W2 two-time 128x128x4k": ("twotime", 128 * 128 * 4e3 ** 2 / 2, 128 * 128 * 4e3 * 2),
-    "W4 fit 100 files": ("lsq", 100 * 36 * 60.0, 100 * 36 * 60 * 24.0),
-    "W5 NUTS 36 curves": ("nuts", 36 * 60 * 1500 * 2.0, 36 * 60 * 24.0),
+    "W1 multi-tau 256x256x10k": ("multitau", 256 * 256 * 1e4, 256 * 256 * 1e4 * 2, 0.0),
+    "W1L multi-tau 512x512x10k": ("multitau", 512 * 512 * 1e4, 512 * 512 * 1e4 * 2, 0.0),
+    "W2 two-time 128x128x4k": ("twotime", 128 * 128 * 4e3 ** 2 / 2, 128 * 128 * 4e3 * 2,
+                               0.0),
+    "W4 fit 100 files": ("lsq", 100 * 36 * 60.0, 100 * 36 * 60 * 24.0, 0.0),
+    # fit --bayes: 4 chains x (500 warm-up + 1000 draws)
+    "W5 NUTS 36 curves": ("nuts", 36 * 60 * 1500 * 4.0, 36 * 60 * 24.0, 1500.0),
 }
 
 
@@ -21,8 +23,8 @@ def _example_routes(prof: Any, accelerators: Any = None) -> dict[str, str]:
     from xpcsviewer.backends.routing import route
 
     out = {}
-    for name, (kind, work, nbytes) in WORKLOADS.items():
-        r = route(kind, work=work, nbytes=nbytes, requested="auto", profile=prof,
+    for name, (kind, work, nbytes, steps) in WORKLOADS.items():
+        r = route(kind, work=work, nbytes=nbytes, steps=steps, requested="auto", profile=prof,
                   accelerators=accelerators)
         out[name] = f"{r.device} ({r.reason})"
     return out

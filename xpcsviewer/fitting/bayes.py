@@ -229,7 +229,8 @@ def fit_g2_bayes(
     n_s = sum(r.size for _, r in groups)
     devices = nuts_devices(sampler.num_chains, sampler.device,
                            chain_method=sampler.chain_method,
-                           work=n_s * g2.shape[1] * sampler.draws * sampler.num_chains)
+                           work=n_s * g2.shape[1] * sampler.draws * sampler.num_chains,
+                           steps=sampler.draws)
     run = _Run(sampler, tuple(devices))
     parts = []
     for m, rows in groups:

@@ -26,16 +26,17 @@ def _platform_devices(platform: str | None) -> list:
         return []
 
 
-def _routed(work: float | None) -> str:
+def _routed(work: float | None, steps: float | None) -> str:
     try:
         from xpcsviewer.backends.routing import route
     except ImportError:  # no whole-job router in this installation: the host CPU
         return "cpu"
-    return route("nuts", work=float(work or 0.0)).device
+    return route("nuts", work=float(work or 0.0), steps=float(steps or 0.0)).device
 
 
 def nuts_devices(num_chains: int, device: str = "auto", *, work: float | None = None,
-                 chain_method: str = "auto", available: Any = None) -> list:
+                 steps: float | None = None, chain_method: str = "auto",
+                 available: Any = None) -> list:
     """The devices the NUTS chains of one run go to: one per chain (chains in
     parallel) or a single one (chains vectorised in one program).
 
@@ -54,6 +55,8 @@ def nuts_devices(num_chains: int, device: str = "auto", *, work: float | None = 
         GPU, an error where there is none.
     work : float, optional
         curves x points x (warm-up + draws) x chains, for ``auto``.
+    steps : float, optional
+        warm-up + draws per chain (sequential transitions), for ``auto``.
     chain_method : {"auto", "parallel", "vectorized"}
         ``parallel`` needs one device per chain (an error otherwise); ``vectorized``
         gives one device.
@@ -67,7 +70,7 @@ def nuts_devices(num_chains: int, device: str = "auto", *, work: float | None = 
         raise ValueError(f"chain_method must be 'auto', 'parallel' or 'vectorized', "
                          f"not {chain_method!r}")
     devices_of = _platform_devices if available is None else available
-    platform = _routed(work) if device == "auto" else device
+    platform = _routed(work, steps) if device == "auto" else device
     pool = list(devices_of(platform)) if platform == "gpu" else []
     if platform == "gpu" and not pool and device == "gpu":
         raise ValueError("device='gpu': JAX sees no GPU in this process")

@@ -128,24 +128,37 @@ def _lsq(device: str, repeats: int) -> dict[str, float]:
 
 
 def _nuts(device: str) -> dict[str, float]:
+    """NUTS cost: a part per unit of work (bins x points x draws x chains: the CPU's
+    share) and a part per sequential step (draw) whatever the bins (a GPU's: one
+    transition is a loop of small kernels). Measured at two bin counts and two draw
+    counts: with the draws held fixed the per-step time hid in the fixed part, and an
+    H200 routed a 36-curve, 1500-draw fit to the GPU (est. 11.5 s) that took 49.7 s
+    there against 15.4 s on the CPU (issue 32's device session)."""
     from xpcsviewer.fitting.bayes import fit_g2_bayes
     from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 
-    out = []
-    cold = None
-    warm, samples, chains = 150, 150, 2
-    for b in (2, 6):
+    chains = 2
+
+    def job(b: int, draws: int) -> Callable[[], Any]:
         tau, g2, err = _curves(b, 40)
+        spec = SamplerSpec(num_warmup=draws, num_samples=draws, num_chains=chains,
+                           device=device)
+        # the sampler takes one delay row
+        return lambda: fit_g2_bayes(tau[0], g2, err, fit=FitSpec(model="single"),
+                                    sampler=spec)
 
-        def job(tau=tau, g2=g2, err=err) -> Any:
-            return fit_g2_bayes(tau, g2, err, fit=FitSpec(model="single"),
-                                sampler=SamplerSpec(num_warmup=warm, num_samples=samples,
-                                                    num_chains=chains, device=device))
+    def units(b: int, draws: int) -> float:
+        return float(b * 40 * 2 * draws * chains)
 
-        if cold is None:
-            cold = _best(job, 1)
-        out.append((float(g2.size * (warm + samples) * chains), _best(job, 1)))
-    return _fit(cold, out)
+    cold = _best(job(2, 100), 1)
+    t1 = _best(job(2, 100), 1)
+    t2 = _best(job(8, 100), 1)
+    t3 = _best(job(2, 300), 1)
+    per_unit = max((t2 - t1) / (units(8, 100) - units(2, 100)), 1e-18)
+    steps = 2 * 300 - 2 * 100
+    per_step = max((t3 - t1 - per_unit * (units(2, 300) - units(2, 100))) / steps, 0.0)
+    fixed = max(0.0, t1 - per_unit * units(2, 100) - per_step * 200) + max(0.0, cold - t1)
+    return {"per_unit_s": per_unit, "compile_s": fixed, "per_step_s": per_step}
 
 
 def _jax_device(device: str) -> Any:
@@ -196,6 +209,14 @@ def calibrate(*, nuts: bool = True, repeats: int = 2,
         kinds.append(("nuts", _nuts))
     costs: dict[str, dict[str, DeviceCost]] = {}
     gpu_fixed: dict[str, float] = {}
+    if "cpu" in devs:
+        # an installed app has its numba kernels compiled (make's precompile step); a
+        # cold cache would put ~10 s of one-time compilation into every CPU job's
+        # estimate (an H200 host without it routed W1 to its GPU: 8.5 s vs 3.4 s)
+        from xpcsviewer.compute.precompile import ensure_kernels
+
+        say("numba kernels as installed ...")
+        ensure_kernels()
     if "gpu" in devs:
         say("GPU start-up and transfer rate ...")
         gpu_fixed = {"startup_s": _gpu_startup(), "bytes_per_s": _gpu_bandwidth()}
@@ -207,7 +228,8 @@ def calibrate(*, nuts: bool = True, repeats: int = 2,
             got = measure(dev)
             extra = gpu_fixed if dev == "gpu" else {}
             costs.setdefault(kind, {})[dev] = DeviceCost(**got, **extra)
-            say(f"{kind:9s} {dev}: {got['per_unit_s']:.3g} s per unit, fixed "
+            step = f", {got['per_step_s']:.3g} s per step" if "per_step_s" in got else ""
+            say(f"{kind:9s} {dev}: {got['per_unit_s']:.3g} s per unit{step}, fixed "
                 f"{got['compile_s']:.2f} s  ({time.perf_counter() - t:.1f} s to measure)")
     machine = {"host": platform.node(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
                "devices": list(devs), "date": time.strftime("%Y-%m-%d %H:%M")}
