@@ -103,6 +103,8 @@ def test_not_diffusive_file_gets_no_d(qtbot, panel, results, fits):
                            "errors": {k: v.copy() for k, v in fits.errors.items()}})
     f2.params["tau"][:] = 0.01 * (fits.q / fits.q[0]) ** -0.2
     f2.errors["tau"][:] = 0.02 * f2.params["tau"]
+    # the table's relaxation time is the solver's mean time (single: its tau)
+    f2.tau_mean, f2.tau_mean_err = f2.params["tau"].copy(), f2.errors["tau"].copy()
     panel.set_results(results)
     with qtbot.waitSignal(panel.sigComputed, timeout=60000):
         panel.context.set_shared("g2_fits", f2)
