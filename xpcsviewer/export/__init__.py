@@ -4,7 +4,7 @@
 (kinds in :data:`FIGURE_KINDS`), ``save_figure(fig, path)`` writes PNG/SVG/PDF
 atomically, ``write_csv`` / ``write_json`` write tables atomically. The data
 preparation shared with the GUI lives in :mod:`xpcsviewer.views`; the fits drawn come
-from :mod:`xpcsviewer.fitting` (:class:`~xpcsviewer.fitting.blocks.G2Fits`).
+from :mod:`xpcsviewer.fitting` (:class:`~xpcsviewer.fitting.fit_table.G2Fits`).
 """
 
 from xpcsviewer.export.figures import FIGURE_KINDS, make_figure, new_figure

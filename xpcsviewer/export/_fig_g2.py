@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.export._fig_common import _MARKERS, INV_A, _colors, _no_data, new_figure
-from xpcsviewer.fitting.blocks import G2Block, G2Fits, g2_blocks
+from xpcsviewer.fitting.blocks import G2Block, g2_blocks
+from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.views.diffusion import DiffusionAnalysis
 from xpcsviewer.views.g2 import g2_panels, g2_points, robust_ylim
 from xpcsviewer.views.g2_fit import g2_fit_line

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.fitting.blocks import G2Block, G2Fits, g2_tau_grid
-from xpcsviewer.fitting.fit_table import fill_bayes, fill_lsq
+from xpcsviewer.fitting.blocks import G2Block, g2_tau_grid
+from xpcsviewer.fitting.fit_table import G2Fits, fill_bayes, fill_lsq
 from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 
 __all__ = ["apply_overrides", "fit_curves", "fit_g2_blocks", "fit_g2_blocks_bayes"]

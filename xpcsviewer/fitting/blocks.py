@@ -1,10 +1,10 @@
-"""The g2 curves of the shown files and the fits of them, flat over curves (no Qt).
+"""The g2 curves of the shown files, flat over curves (no Qt).
 
 :class:`G2Block` is one file's curves inside a q range and a t range, with a key per
-curve of what a fit of it was computed from; :class:`G2Fits` holds the least-squares or
-NUTS fits of every shown curve (statuses of :mod:`xpcsviewer.fitting.status`, reasons,
-limits, sampler diagnostics). The fits are made by :mod:`xpcsviewer.fitting.block_fits`
-and tabulated by :mod:`xpcsviewer.fitting.results`; the tabs and figures draw them.
+curve of what a fit of it was computed from. Their fits are the one fit table,
+:class:`xpcsviewer.fitting.fit_table.G2Fits`, made by
+:func:`xpcsviewer.fitting.block_fits.fit_curves` and tabulated by
+:mod:`xpcsviewer.fitting.results`; the tabs and figures draw them.
 
 Units: tau and t in s, q in 1/Angstrom.
 """
@@ -15,11 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xpcsviewer.fitting.fit_table import G2Fits  # the table of these curves' fits
-
 __all__ = [
     "G2Block",
-    "G2Fits",
     "bins_in_range",
     "g2_blocks",
     "g2_tau_grid",

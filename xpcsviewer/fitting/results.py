@@ -34,7 +34,7 @@ import numpy as np
 from xpcsviewer.fitting.lsq import ERROR_SCALING
 
 if TYPE_CHECKING:
-    from xpcsviewer.fitting.blocks import G2Fits
+    from xpcsviewer.fitting.fit_table import G2Fits
 
 __all__ = [
     "FitJsonStream",

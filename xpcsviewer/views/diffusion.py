@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from xpcsviewer.fitting.blocks import G2Fits
+from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.views.g2 import DiffusionPoints, diffusion_points
 
 __all__ = ["DiffusionAnalysis", "DiffusionLaw", "diffusion_analysis"]

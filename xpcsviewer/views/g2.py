@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.fitting.blocks import G2Block, G2Fits
+from xpcsviewer.fitting.blocks import G2Block
+from xpcsviewer.fitting.fit_table import G2Fits
 
 __all__ = [
     "PHI_TOL_DEG",

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xpcsviewer.fitting.blocks import G2Block, G2Fits, g2_tau_grid
+from xpcsviewer.fitting.blocks import G2Block, g2_tau_grid
+from xpcsviewer.fitting.fit_table import G2Fits
 
 __all__ = ["FIT_LOOK", "G2FitLine", "g2_fit_line"]
 

@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from xpcsviewer.fitting.block_fits import fit_g2_blocks
-from xpcsviewer.fitting.blocks import G2Fits, g2_blocks
+from xpcsviewer.fitting.blocks import g2_blocks
+from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels.diffusion import DiffusionPanel
 from xpcsviewer.gui.workers import TaskRunner

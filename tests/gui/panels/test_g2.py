@@ -360,7 +360,8 @@ def test_a_failed_fit_shows_tau_and_its_reason_in_the_narrow_panel(qtbot, result
     # Issue 22: a failed bin's tau was "\u2014" and its reason in a column that needed
     # sideways scrolling.
     from xpcsviewer.fitting.block_fits import fit_g2_blocks
-    from xpcsviewer.fitting.blocks import G2Fits, g2_blocks
+    from xpcsviewer.fitting.blocks import g2_blocks
+    from xpcsviewer.fitting.fit_table import G2Fits
     from xpcsviewer.fitting.results import fits_table
     from xpcsviewer.gui.panels._g2_results import FitResultsTable
 
@@ -417,7 +418,7 @@ def test_posterior_bands_go_with_their_fit(qtbot, panel, results, monkeypatch):
     # targets the fit lines went but the shaded posterior bands stayed on the new
     # file's panels (pyqtgraph keeps a fill's path when its curves are emptied).
     from xpcsviewer.fitting.block_fits import fit_g2_blocks
-    from xpcsviewer.fitting.blocks import G2Fits
+    from xpcsviewer.fitting.fit_table import G2Fits
 
     def fake_band(self, rows, grid):
         one = np.stack([np.full(grid.size, v) for v in (1.05, 1.1, 1.15)])

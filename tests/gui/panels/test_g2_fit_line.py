@@ -45,7 +45,7 @@ def test_screen_and_figure_draw_the_same_fit_and_band(qtbot, results, monkeypatc
 
     from xpcsviewer.export import make_figure
     from xpcsviewer.fitting.block_fits import fit_g2_blocks
-    from xpcsviewer.fitting.blocks import G2Fits
+    from xpcsviewer.fitting.fit_table import G2Fits
     from xpcsviewer.views.g2_fit import g2_fit_line
 
     ctx = AppContext(runner=TaskRunner())

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.fitting.blocks import G2Fits, g2_blocks
+from xpcsviewer.fitting.blocks import g2_blocks
+from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.views.diffusion import diffusion_analysis
 from xpcsviewer.views.g2 import DiffusionPoints
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtWidgets import QFileDialog
 
-from xpcsviewer.fitting.blocks import G2Fits
+from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.fitting.vocabulary import STATUS_ORDER
 from xpcsviewer.gui.panels._g2_jobs import bayes_job, fit_job, write_fits_job
 

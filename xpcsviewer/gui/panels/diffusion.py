@@ -35,7 +35,8 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.fitting.block_fits import fit_g2_blocks
-from xpcsviewer.fitting.blocks import G2Fits, g2_blocks
+from xpcsviewer.fitting.blocks import g2_blocks
+from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.gui.panels._diffusion_jobs import DiffusionFile, _pm, diffusion_job
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import (

@@ -31,7 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from xpcsviewer.fitting.blocks import G2Block, G2Fits
+from xpcsviewer.fitting.blocks import G2Block
+from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.fitting.vocabulary import MODEL_CHOICES, MODEL_MENU
 from xpcsviewer.gui.panels._g2_draw import G2DrawMixin
 from xpcsviewer.gui.panels._g2_fitrun import G2FitRunMixin
