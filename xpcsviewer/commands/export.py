@@ -134,8 +134,9 @@ def export_figures(
         is still exported.
     """
     from xpcsviewer.export import make_figure, save_figure
-    from xpcsviewer.fitting.block_fits import fit_g2_blocks
+    from xpcsviewer.fitting.block_fits import fit_curves
     from xpcsviewer.fitting.blocks import g2_blocks
+    from xpcsviewer.fitting.spec import FitSpec
     from xpcsviewer.io import read_result
 
     out = Path(out_dir)
@@ -178,9 +179,7 @@ def export_figures(
         if kind in ("g2", "diffusion"):
             key = tuple(id(r) for r in usable)
             if key not in fits:  # g2 and diffusion of the same files share one fit
-                fits[key] = fit_g2_blocks(
-                    g2_blocks(usable), model="single", cancel=cancel
-                )
+                fits[key] = fit_curves(g2_blocks(usable), FitSpec("single"), cancel=cancel)
             g2_fits = fits[key]
         save(make_figure(kind, usable, **_figure_inputs(kind, usable, g2_fits)), name)
 
@@ -261,12 +260,13 @@ def _probe(kind: str, res: Any, cancel: CancelToken | None) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from xpcsviewer.export import make_figure
-    from xpcsviewer.fitting.block_fits import fit_g2_blocks
+    from xpcsviewer.fitting.block_fits import fit_curves
     from xpcsviewer.fitting.blocks import g2_blocks
+    from xpcsviewer.fitting.spec import FitSpec
 
     g2_fits = None
     if kind in ("g2", "diffusion"):
-        g2_fits = fit_g2_blocks(g2_blocks([res]), model="single", cancel=cancel)
+        g2_fits = fit_curves(g2_blocks([res]), FitSpec("single"), cancel=cancel)
     fig = make_figure(kind, [res], **_figure_inputs(kind, [res], g2_fits))
     try:
         FigureCanvasAgg(fig).draw()  # some errors only show when drawn

@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 
-from xpcsviewer.fitting.block_fits import fit_g2_blocks, fit_g2_blocks_bayes
+from xpcsviewer.fitting.block_fits import fit_curves
 from xpcsviewer.fitting.blocks import G2Block, bins_in_range, g2_blocks
+from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 from xpcsviewer.fitting.vocabulary import MODEL_CHOICES
 
 __all__ = [
@@ -72,15 +73,10 @@ def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
 
 
 def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):
-    """Worker job: batched least squares of every shown curve (one ``fit_g2`` per delay grid)."""
-    return fit_g2_blocks(
-        blocks,
-        model,
-        overrides=overrides,
-        t_range=t_range,
-        progress=progress,
-        cancel=cancel,
-    )
+    """Worker job: batched least squares of every shown curve (the one fit loop,
+    :func:`~xpcsviewer.fitting.block_fits.fit_curves`)."""
+    return fit_curves(blocks, FitSpec(model, None, overrides or None, t_range),
+                      progress=progress, cancel=cancel)
 
 
 def bayes_job(
@@ -93,15 +89,8 @@ def bayes_job(
     cancel=None,
 ):
     """Worker job: NUTS posterior of every shown curve (cancellable between blocks)."""
-    return fit_g2_blocks_bayes(
-        blocks,
-        model,
-        overrides=overrides,
-        t_range=t_range,
-        progress=progress,
-        cancel=cancel,
-        **sampler,
-    )
+    return fit_curves(blocks, FitSpec(model, None, overrides or None, t_range),
+                      SamplerSpec(**sampler), progress=progress, cancel=cancel)
 
 
 def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:

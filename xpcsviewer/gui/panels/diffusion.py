@@ -34,9 +34,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.fitting.block_fits import fit_g2_blocks
+from xpcsviewer.fitting.block_fits import fit_curves
 from xpcsviewer.fitting.blocks import g2_blocks
 from xpcsviewer.fitting.fit_table import G2Fits
+from xpcsviewer.fitting.spec import FitSpec
 from xpcsviewer.gui.panels._diffusion_jobs import DiffusionFile, _pm, diffusion_job
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import (
@@ -277,7 +278,8 @@ class DiffusionPanel(BasePanel):
             return None
 
         def job(results, progress=None, cancel=None):
-            return fit_g2_blocks(g2_blocks(results), "auto", progress=progress, cancel=cancel)
+            return fit_curves(g2_blocks(results), FitSpec("auto"), progress=progress,
+                              cancel=cancel)
 
         return self.submit(
             "g2fit",
