@@ -22,8 +22,6 @@ from xpcsviewer.fitting.status import (
     late_status,
 )
 
-REAL = Path(__file__).resolve().parents[3] / "shared/data/real/aps8idi_llps_saxpcs"
-
 
 def _facts(names=("contrast", "tau", "stretch", "baseline"), p=(0.2, 1e-3, 1.0, 1.0),
            e=(0.01, 1e-4, 0.0, 1e-4), fixed=(False, False, True, False), **kw) -> CurveFacts:
@@ -55,11 +53,8 @@ def _fit_files(files: list[Path], *extra: str) -> list[dict]:
         return json.loads(out.read_text())["files"]
 
 
-def _real(name: str) -> Path:
-    hits = sorted(REAL.glob(f"*{name}_results.hdf"))
-    if not hits:
-        pytest.skip("../shared real files absent")
-    return hits[0]
+def _real(root: Path, name: str) -> Path:
+    return sorted((root / "aps8idi_llps_saxpcs").glob(f"*{name}_results.hdf"))[0]
 
 
 # 1. the window check is two-sided ------------------------------------------------------
@@ -78,11 +73,11 @@ def test_tau_that_grows_with_the_window_is_not_converged():
 
 
 @pytest.mark.realdata
-def test_real_bin_that_moves_with_the_window_is_unresolved():
-    rec = _fit_files([_real("01051_01150")])[0]
+def test_real_bin_that_moves_with_the_window_is_unresolved(real_data_dir):
+    rec = _fit_files([_real(real_data_dir, "01051_01150")])[0]
     assert rec["status"][8] == "unresolved" and "last delays" in rec["status_detail"][8]
     # and no converged tau of the file moves beyond 2 sigma when the window ends at 0.98 s
-    short = _fit_files([_real("01051_01150")], "--t-range", "0", "0.98")[0]
+    short = _fit_files([_real(real_data_dir, "01051_01150")], "--t-range", "0", "0.98")[0]
     for b, st in enumerate(rec["status"]):
         if st == "converged" and short["status"][b] == "converged":
             n = "tau1" if rec["models"][b] == "double" else "tau"
@@ -104,8 +99,8 @@ def test_double_with_fast_tau1_is_not_refused_for_its_contrast():
 
 
 @pytest.mark.realdata
-def test_real_double_bin_6_not_refused_for_contrast():
-    rec = _fit_files([_real("01051_01150")])[0]
+def test_real_double_bin_6_not_refused_for_contrast(real_data_dir):
+    rec = _fit_files([_real(real_data_dir, "01051_01150")])[0]
     assert "contrast" not in rec["status_detail"][6], rec["status_detail"][6]
 
 
@@ -151,8 +146,8 @@ def test_no_limit_on_a_noise_level_decay():
 
 
 @pytest.mark.realdata
-def test_real_noise_level_bin_gets_no_limit():
-    rec = _fit_files([_real("00801_00950")])[0]
+def test_real_noise_level_bin_gets_no_limit(real_data_dir):
+    rec = _fit_files([_real(real_data_dir, "00801_00950")])[0]
     assert rec["tau_lower_limit"][6] is None and rec["tau_upper_limit"][6] is None
 
 
@@ -167,8 +162,8 @@ def test_structured_large_chi2_is_still_poor(delays):
 
 
 @pytest.mark.realdata
-def test_real_millisecond_decays_are_shown():
-    recs = _fit_files([_real("00651_00800"), _real("00801_00950")])
+def test_real_millisecond_decays_are_shown(real_data_dir):
+    recs = _fit_files([_real(real_data_dir, "00651_00800"), _real(real_data_dir, "00801_00950")])
     for rec, want in zip(recs, (0.029, 0.021), strict=True):
         assert rec["status"][10] == "converged", rec["status_detail"][10]
         assert rec["tau"]["value"][10] == pytest.approx(want, rel=0.25)
