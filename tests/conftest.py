@@ -26,7 +26,9 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_REAL = REPO.parent / "shared" / "data" / "real"
+#: the real production files: ../shared/data/real beside the checkout, or wherever
+#: XPCS_REAL_DATA points (a clone elsewhere skipped 17 tests with no hint, issue 33)
+SHARED_REAL = Path(os.environ.get("XPCS_REAL_DATA") or REPO.parent / "shared" / "data" / "real")
 
 
 def _has_gpu() -> bool:
@@ -59,7 +61,8 @@ def rng() -> np.random.Generator:
 def real_data_dir() -> Path:
     """``../shared/data/real``; the test is skipped when it is absent."""
     if not SHARED_REAL.is_dir():
-        pytest.skip("../shared/data/real is not present")
+        pytest.skip(f"real data not found at {SHARED_REAL}: set XPCS_REAL_DATA to the folder "
+                    "holding aps8idi_llps_saxpcs/")
     return SHARED_REAL
 
 

@@ -333,3 +333,14 @@ def test_auto_fit_agrees_between_backends_and_batches(delays, rng):
         alone = fit_g2(tau, y[k], err[k], model="auto", backend=get_backend("jax"))
         assert alone.model_of(0) is b.model_of(k) and alone.status[0] is b.status[k]
         np.testing.assert_allclose(alone.tau_mean[0], b.tau_mean[k], rtol=1e-6)
+
+
+def test_misfit_region_of_an_all_nan_run_is_quiet():
+    # issue 33 (8): a stray "RuntimeWarning: Mean of empty slice" on stderr
+    import warnings
+
+    from xpcsviewer.fitting.adequacy import misfit_region
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert misfit_region(np.array([np.nan, np.nan])) == "the curve"

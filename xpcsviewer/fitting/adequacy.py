@@ -157,7 +157,9 @@ def misfit_region(shape: np.ndarray) -> str:
     ``shape`` is (g2 - baseline) / contrast of the fit at the run's points: 1 before the
     decay, 0 on the baseline.
     """
-    m = float(np.nanmean(shape)) if np.size(shape) else float("nan")
+    shape = np.asarray(shape, dtype=np.float64)
+    fin = shape[np.isfinite(shape)]  # all-NaN (contrast 0) warned "Mean of empty slice"
+    m = float(fin.mean()) if fin.size else float("nan")
     if not np.isfinite(m):
         return "the curve"
     if m >= 0.9:
