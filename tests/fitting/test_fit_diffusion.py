@@ -166,3 +166,10 @@ def test_demo_brownian_files_give_d_within_10_percent(demo_set_dir):
             v = diffusion_from_fit(res.qmap.dynamic_q, fit)
             assert v.verdict == "diffusive", (name, model, v.message)
             assert v.D == pytest.approx(res.sample["D"], rel=0.10), (name, model, v.D)
+
+
+def test_d_reads_in_square_micrometres_per_second():
+    # issue 33 (8): "1.018e+08 Å²/s" reads as 1.018 µm²/s; files keep Å²/s
+    from xpcsviewer.fitting.diffusion import d_text
+
+    assert d_text(1.018e8, 7.1e6) == "1.018 \u00b1 0.071 \u00b5m\u00b2/s"

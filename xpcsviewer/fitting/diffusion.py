@@ -187,6 +187,15 @@ EXPONENT_SYS = 0.05
 #: block stays ASCII for programs).
 PM = "\u00b1"
 D_UNIT = "\u00c5\u00b2/s"
+#: What people read D in: µm²/s (1 µm²/s = 1e8 Å²/s; "1.018 µm²/s", not "1.018e+08
+#: Å²/s"); files keep Å²/s, the unit of q.
+D_SHOWN_UNIT = "\u00b5m\u00b2/s"
+D_SHOWN_PER_A2 = 1e-8
+
+
+def d_text(d: float, d_err: float) -> str:
+    """D and its error as people read them: "1.018 ± 0.071 µm²/s"."""
+    return (f"{d * D_SHOWN_PER_A2:.4g} {PM} {d_err * D_SHOWN_PER_A2:.2g} {D_SHOWN_UNIT}")
 #: Relative systematic error of a bin's relaxation time in the power law, added in
 #: quadrature: what "the" time of a non-exponential decay is (tau Gamma(1 + 1/beta) is
 #: 9 % above tau at beta = 0.85), q-smearing and the correlated noise of a finite run
@@ -301,7 +310,7 @@ def diffusion_verdict(
         )
     return DiffusionVerdict(
         "diffusive",
-        f"D = {fixed.D:.4g} {PM} {fixed.D_err:.2g} {D_UNIT} (b = {b:.3g} {PM} {be:.2g})",
+        f"D = {d_text(fixed.D, fixed.D_err)} (b = {b:.3g} {PM} {be:.2g})",
         free, fixed, n,
     )
 

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.fitting.block_fits import fit_curves
 from xpcsviewer.fitting.blocks import g2_blocks
+from xpcsviewer.fitting.diffusion import D_SHOWN_PER_A2, D_SHOWN_UNIT
 from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.fitting.spec import FitSpec
 from xpcsviewer.gui.panels._diffusion_jobs import DiffusionFile, _pm, diffusion_job
@@ -394,7 +395,7 @@ class DiffusionPanel(BasePanel):
         head = [
             "file",
             "verdict",
-            "D (\u00c5\u00b2/s)",
+            f"D ({D_SHOWN_UNIT})",
             "exponent b",
             "R\u2095 (nm)",
             "bins",
@@ -416,7 +417,7 @@ class DiffusionPanel(BasePanel):
             cells = [
                 f.label,
                 v.verdict.replace("_", " ") if v is not None else "\u2014",
-                _pm(f.D, f.D_err),
+                _pm(f.D * D_SHOWN_PER_A2, f.D_err * D_SHOWN_PER_A2),
                 _pm(fr.exponent, fr.exponent_err, ".3f") if fr is not None else "\u2014",
                 radius,
                 str(f.points.q.size),
