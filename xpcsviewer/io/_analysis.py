@@ -29,14 +29,43 @@ from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.g2_quality import SUSPECT_ERROR_RATIO, suspect_errors
 from xpcsviewer.io.model import Multitau, QMap, Twotime
 
-
 # --------------------------------------------------------------------------- metadata
+#: Units the APS 8-ID-I result format fixes for fields its files write without a
+#: ``units`` attribute (../shared/docs/result-file-format.md); a stated one wins.
+KNOWN_UNITS = {
+    "instrument/detector_1/distance": "m",
+    "instrument/detector_1/x_pixel_size": "m",
+    "instrument/detector_1/y_pixel_size": "m",
+    "instrument/detector_1/beam_center_x": "pixel",
+    "instrument/detector_1/beam_center_y": "pixel",
+    "instrument/detector_1/count_time": "s",
+    "instrument/detector_1/frame_time": "s",
+    "instrument/detector_1/rotation_x": "deg",
+    "instrument/detector_1/rotation_y": "deg",
+    "instrument/detector_1/rotation_z": "deg",
+    "instrument/detector_1/flightpath_swing": "deg",
+    "instrument/detector_1/flightpath_swing_vertical": "deg",
+    "instrument/incident_beam/incident_energy": "keV",
+    "multitau/config/bin_time_s": "s",
+    "twotime/config/bin_time_s": "s",
+}
+
+
+def _known_unit(key: str) -> str | None:
+    for tail, unit in KNOWN_UNITS.items():
+        if key.endswith("/" + tail):
+            return unit
+    return None
+
+
 def _flatten(group: h5py.Group, prefix: str, out: dict[str, Any]) -> None:
     def visit(name: str, obj: Any) -> None:
         if not isinstance(obj, h5py.Dataset):
             return
         key = f"{prefix}/{name}"
         units = obj.attrs.get("units", obj.attrs.get("unit"))
+        if units is None:
+            units = _known_unit(key)
         if units is not None:
             key += f" ({_decode(units)})"
         try:
