@@ -1,8 +1,9 @@
 """The series figure: tau and contrast per q-bin against time, index or a field.
 
-Drawn from a :class:`xpcsviewer.jobs.series.SeriesTable` (what the Series tab shows),
-with matplotlib's object API on Agg: converged fits as filled markers with their
-errors, the other statuses as open markers without bars (contrast: converged only).
+Drawn from a :class:`xpcsviewer.jobs.series.SeriesTable` with the Series tab's rule,
+:func:`xpcsviewer.views.series.series_drawing` (issue 33): converged fits filled with
+their errors, unresolved/at-bound open, 95 % limits as ▲/▼, the other statuses left
+out and counted in the title. Matplotlib's object API on Agg.
 """
 
 from __future__ import annotations
@@ -12,8 +13,31 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.export._fig_common import _STYLE, _colors, new_figure
+from xpcsviewer.views.series import not_drawn_text, series_drawing, x_span
 
-__all__ = ["series_figure"]
+__all__ = ["MPL_MARKERS", "series_figure"]
+
+#: Matplotlib markers of the open marker kinds (the tab's "o", "t1", "t").
+MPL_MARKERS = {"open": "o", "limit_up": "^", "limit_down": "v"}
+
+
+def _bars(p: Any) -> np.ndarray:
+    """(2, n) lower/upper bar lengths; 0 where a point has none."""
+    m = p.has_bars
+    return np.vstack([np.where(m, p.y - p.lo, 0.0), np.where(m, p.hi - p.y, 0.0)])
+
+
+def _key_handles() -> list:
+    """Black proxies of the marker kinds, for the legend."""
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], ls="none", marker="o", color="k", label="converged"),
+            Line2D([], [], ls="none", marker="o", mfc="none", color="k",
+                   label="unresolved / at bound"),
+            Line2D([], [], ls="none", marker="^", mfc="none", color="k",
+                   label="95 % lower limit"),
+            Line2D([], [], ls="none", marker="v", mfc="none", color="k",
+                   label="95 % upper limit")]
 
 
 def series_figure(table: Any, bins: list[int] | None = None, log_x: bool = False) -> Any:
@@ -21,36 +45,35 @@ def series_figure(table: Any, bins: list[int] | None = None, log_x: bool = False
     (default: :meth:`~xpcsviewer.jobs.series.SeriesTable.default_bins`)."""
     import matplotlib
 
-    all_bins = table.bin_numbers()
-    if not all_bins:
+    if not table.bin_numbers():
         raise ValueError("the series has no fitted q-bin")
-    if not bins:
-        bins = table.default_bins()
-    qs = table.bin_q()
+    bins = list(bins) if bins else table.default_bins()
+    drawings = series_drawing(table, bins, log_x=log_x)
     with matplotlib.rc_context(_STYLE):
-        fig = new_figure(6.4, 6.0)
+        fig = new_figure(6.4, 6.4)
         ax_t, ax_c = fig.subplots(2, 1, sharex=True)
-        for col, b in zip(_colors(len(bins)), bins, strict=False):
-            x, tau, te, st = table.curve(b, "tau_s")
-            _, c, ce, _ = table.curve(b, "contrast")
-            conv = np.array([s == "converged" for s in st], bool)
-            ok = np.isfinite(x) & np.isfinite(tau) & (tau > 0)
-            good = ok & conv
-            lab = f"q = {qs.get(b, float('nan')):.4g} \u00c5$^{{-1}}$"
-            ax_t.errorbar(x[good], tau[good],
-                          yerr=np.where(np.isfinite(te[good]), te[good], 0),
-                          color=col, fmt="o-", lw=0.8, label=lab)
-            ax_t.plot(x[ok & ~conv], tau[ok & ~conv], "o", mfc="none", color=col)
-            okc = np.isfinite(x) & np.isfinite(c) & conv
-            ax_c.errorbar(x[okc], c[okc], yerr=np.where(np.isfinite(ce[okc]), ce[okc], 0),
-                          color=col, fmt="s-", lw=0.8, ms=3)
+        for col, d in zip(_colors(len(drawings)), drawings, strict=False):
+            f = d.tau["filled"]
+            ax_t.errorbar(f.x, f.y, yerr=_bars(f), color=col, fmt="o-", lw=0.8,
+                          label=f"q = {d.q:.4g} \u00c5$^{{-1}}$")
+            for kind, mk in MPL_MARKERS.items():
+                p = d.tau[kind]
+                ax_t.plot(p.x, p.y, ls="none", marker=mk, mfc="none", color=col, ms=5)
+            c = d.contrast
+            ax_c.errorbar(c.x, c.y, yerr=_bars(c), color=col, fmt="s-", lw=0.8, ms=3)
         ax_t.set_yscale("log")
         if log_x:
             ax_t.set_xscale("log")
+        span = x_span(table, log_x)
+        if span is not None and span[1] > span[0]:
+            pad = (np.log10(span[1] / span[0]) if log_x else span[1] - span[0]) * 0.04
+            ax_t.set_xlim(*((span[0] / 10**pad, span[1] * 10**pad) if log_x
+                            else (span[0] - pad, span[1] + pad)))
         ax_t.set_ylabel("\u03c4 (s)")
         ax_c.set_ylabel("contrast")
         ax_c.set_xlabel(table.x_label())
-        ax_t.legend(loc="best")
-        ax_t.set_title(f"{len(table.files)} files; filled: converged (fit errors), "
-                       "open: other statuses")
+        handles, _ = ax_t.get_legend_handles_labels()
+        ax_t.legend(handles=handles + _key_handles(), loc="best", ncol=2)
+        ax_t.set_title(f"{len(table.files)} files; {not_drawn_text(drawings)}")
+        ax_c.set_title("contrast of converged fits", fontsize=8)
     return fig

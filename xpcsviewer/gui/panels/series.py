@@ -4,9 +4,9 @@ The targets (an ageing or temperature run) are fitted in a worker with the ``fit
 command's entry point (:mod:`xpcsviewer.jobs.series`); each file is fitted once (kept by
 path, modification time, model and abscissa), so a file added later (a new target, the
 end of a Live acquisition, or with "follow folder" a finished file appearing in the open
-folder) is fitted alone and appended. Points carry the model's errors; hollow points are
-bins whose fit did not converge. Export: the figure (matplotlib) and the table (CSV, the
-columns of ``xpcsviewer series``).
+folder) is fitted alone and appended. What is drawn, and what is left out, is
+:func:`xpcsviewer.views.series.series_drawing`, which the exported figure draws too.
+Export: the figure (matplotlib) and the table (CSV, the columns of ``xpcsviewer series``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 from xpcsviewer.gui.panels._live_jobs import fit_series_job, list_finished_job
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import SparseLogAxis, curve_color, curve_pen, plain_axes
@@ -36,15 +35,17 @@ from xpcsviewer.gui.widgets import SparseLogAxis, curve_color, curve_pen, plain_
 __all__ = ["SeriesPanel", "export_series_figure_job"]
 
 FOLLOW_MS = 3000
+#: pyqtgraph symbols of the open marker kinds ("t1" points up, "t" down).
+_SYMBOLS = {"open": "o", "limit_up": "t1", "limit_down": "t"}
 
 
-def export_series_figure_job(table, bins: list[int], path: str, progress=None,
-                             cancel=None) -> str:
+def export_series_figure_job(table, bins: list[int], path: str, log_x: bool = False,
+                             progress=None, cancel=None) -> str:
     """Worker job: the series figure (matplotlib, Agg), saved atomically."""
     from xpcsviewer.export import save_figure
     from xpcsviewer.export.series import series_figure
 
-    save_figure(series_figure(table, bins), path)
+    save_figure(series_figure(table, bins, log_x=log_x), path)
     return str(path)
 
 
@@ -232,76 +233,63 @@ class SeriesPanel(BasePanel):
 
     # ------------------------------------------------------------ drawing
     def _draw(self) -> None:
+        from xpcsviewer.views.series import KEY_TEXT, not_drawn_text, series_drawing, x_span
+
         self.tau_plot.clear()
         self.c_plot.clear()
         self.tau_legend.clear()
         t = self.table
+        logx = self.logx.isChecked()
+        drawings = series_drawing(t, self.chosen_bins(), log_x=logx)
         n_ok = sum(f.error is None for f in t.files)
         errs = [f for f in t.files if f.error is not None]
-        msg = (f"{n_ok} file(s) in the series, x = {t.x_label()}; filled: converged fits "
-               "(with errors); open: unresolved or at a bound, \u25b2/\u25bc a 95 % lower/upper "
-               "limit of \u03c4; other statuses not drawn")
+        msg = (f"{n_ok} file(s) in the series, x = {t.x_label()}; {KEY_TEXT}; "
+               f"{not_drawn_text(drawings)}")
         if errs:
             msg += f"; {len(errs)} could not be fitted ({Path(errs[0].path).name}: {errs[0].error})"
         if self._pending:
             msg += f"; fitting {len(self._pending)} more\u2026"
         self.status.setText(msg)
-        logx = self.logx.isChecked()
         self.tau_plot.setLogMode(x=logx, y=True)
         self.c_plot.setLogMode(x=logx, y=False)
-        qs = t.bin_q()
-        for k, b in enumerate(self.chosen_bins()):
-            x, tau, te, st = t.curve(b, "tau_s")
-            _, c, ce, _ = t.curve(b, "contrast")
-            col = curve_color(k)
-            conv = np.array([s == "converged" for s in st], bool)
-            fin = np.isfinite(x) & (x > 0 if logx else True)
-            ok = fin & np.isfinite(tau) & (tau > 0)
-            good = ok & conv
-            name = f"q={qs.get(b, float('nan')):.4g}"
-            # lines and error bars for converged fits; other statuses as open markers,
-            # without bars (their errors say nothing and would hide the series)
-            self.tau_plot.addItem(pg.PlotDataItem(
-                x[good], tau[good], pen=curve_pen(k, 1.0), symbol="o", symbolSize=7,
-                symbolBrush=col, symbolPen=col, name=name))
-            # open: a tau that is only roughly known (unresolved, at a bound), or its 95 %
-            # limit; the tau of a failed, flat, poor or misfitting fit means nothing and
-            # spread the axis over seven decades
-            _, lo_lim, _, _ = t.curve(b, "tau_lower_limit_s")
-            _, hi_lim, _, _ = t.curve(b, "tau_upper_limit_s")
-            rough = fin & np.array([s in ROUGH_STATUSES for s in st], bool)
-            for sym, y in (("o", np.where(np.isfinite(lo_lim) | np.isfinite(hi_lim), np.nan,
-                                          tau)),
-                           ("t1", lo_lim), ("t", hi_lim)):
-                m_open = rough & np.isfinite(y) & (y > 0)
-                self.tau_plot.addItem(pg.PlotDataItem(
-                    x[m_open], y[m_open], pen=None, symbol=sym, symbolSize=7,
-                    symbolBrush=None, symbolPen=col))
-            m = good & np.isfinite(te)
-            if m.any():
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    top = np.log10(tau[m] + te[m]) - np.log10(tau[m])
-                    low = np.clip(tau[m] - te[m], tau[m] * 1e-3, None)
-                    bottom = np.log10(tau[m]) - np.log10(low)
-                xx = np.log10(x[m]) if logx else x[m]
-                self.tau_plot.addItem(pg.ErrorBarItem(x=xx, y=np.log10(tau[m]), top=top,
-                                                      bottom=bottom, pen=curve_pen(k, 1.0)))
-            okc = fin & np.isfinite(c) & conv
-            self.c_plot.addItem(pg.PlotDataItem(x[okc], c[okc], pen=curve_pen(k, 1.0),
-                                                symbol="s", symbolSize=6, symbolBrush=col))
-            mc = okc & np.isfinite(ce)
-            if mc.any():
-                xx = np.log10(x[mc]) if logx else x[mc]
-                self.c_plot.addItem(pg.ErrorBarItem(x=xx, y=c[mc], height=2 * ce[mc],
-                                                    pen=curve_pen(k, 1.0)))
+        for k, d in enumerate(drawings):
+            self._draw_bin(k, d, logx)
         self.c_plot.setLabel("bottom", t.x_label())
-        # the whole run on the axis: files with nothing to draw are part of the story
-        xs = t.x_values()
-        xs = xs[np.isfinite(xs) & (xs > 0 if logx else True)]
-        if xs.size:
-            lo, hi = (np.log10(xs.min()), np.log10(xs.max())) if logx else (xs.min(), xs.max())
+        span = x_span(t, logx)
+        if span is not None:
+            lo, hi = (np.log10(span[0]), np.log10(span[1])) if logx else span
             self.tau_plot.setXRange(lo, hi, padding=0.04)
         self.sigUpdated.emit()
+
+    def _draw_bin(self, k: int, d, logx: bool) -> None:
+        """One q-bin of :func:`~xpcsviewer.views.series.series_drawing`: filled with a
+        line and bars, open circles, \u25b2/\u25bc limits (no bars: their errors say
+        nothing); contrast of converged fits."""
+        col = curve_color(k)
+        f = d.tau["filled"]
+        self.tau_plot.addItem(pg.PlotDataItem(
+            f.x, f.y, pen=curve_pen(k, 1.0), symbol="o", symbolSize=7, symbolBrush=col,
+            symbolPen=col, name=f"q={d.q:.4g}"))
+        for kind in ("open", "limit_up", "limit_down"):
+            p = d.tau[kind]
+            self.tau_plot.addItem(pg.PlotDataItem(
+                p.x, p.y, pen=None, symbol=_SYMBOLS[kind], symbolSize=7, symbolBrush=None,
+                symbolPen=col))
+        m = f.has_bars
+        if m.any():
+            y = np.log10(f.y[m])
+            xx = np.log10(f.x[m]) if logx else f.x[m]
+            self.tau_plot.addItem(pg.ErrorBarItem(
+                x=xx, y=y, top=np.log10(f.hi[m]) - y, bottom=y - np.log10(f.lo[m]),
+                pen=curve_pen(k, 1.0)))
+        c = d.contrast
+        self.c_plot.addItem(pg.PlotDataItem(c.x, c.y, pen=curve_pen(k, 1.0), symbol="s",
+                                            symbolSize=6, symbolBrush=col))
+        mc = c.has_bars
+        if mc.any():
+            xx = np.log10(c.x[mc]) if logx else c.x[mc]
+            self.c_plot.addItem(pg.ErrorBarItem(x=xx, y=c.y[mc], height=c.hi[mc] - c.lo[mc],
+                                                pen=curve_pen(k, 1.0)))
 
     def clear_plots(self) -> None:
         from xpcsviewer.jobs.series import SeriesTable
@@ -320,7 +308,8 @@ class SeriesPanel(BasePanel):
             return None
         path = str(path)
         return self.submit("export-figure", export_series_figure_job, self.table,
-                           self.chosen_bins(), path, on_result=self._on_exported,
+                           self.chosen_bins(), path, self.logx.isChecked(),
+                           on_result=self._on_exported,
                            description=f"Exporting {Path(path).name}")
 
     def data_columns(self):
