@@ -447,3 +447,10 @@ def test_posterior_bands_go_with_their_fit(qtbot, panel, results, monkeypatch):
     panel.show_band.setChecked(False)
     qtbot.waitUntil(lambda: panel._draw_gen is None, timeout=10000)
     assert fills() == []
+
+
+def test_parameter_table_says_start_not_value(qtbot, panel):
+    # issue 33 (8): an unedited start (contrast 0.029) read as a result beside fitted 0.2
+    t = panel.params
+    assert t.horizontalHeaderItem(1).text() == "start"
+    assert "results table" in t.horizontalHeaderItem(1).toolTip()

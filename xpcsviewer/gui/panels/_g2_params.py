@@ -22,10 +22,16 @@ class FitParamsWidget(QTableWidget):
     """The user changed a cell: ()."""
 
     HEAD = ("param", "value", "lower", "upper", "fix")
+    #: "start", not "value": beside fitted contrasts of 0.2 an unedited start of 0.03
+    #: read as a result (issue 33); the fitted values are in the results table
+    LABELS = ("param", "start", "lower", "upper", "fix")
 
     def __init__(self, parent=None) -> None:
         super().__init__(0, len(self.HEAD), parent)
-        self.setHorizontalHeaderLabels(list(self.HEAD))
+        self.setHorizontalHeaderLabels(list(self.LABELS))
+        self.horizontalHeaderItem(1).setToolTip(
+            "Where the fit starts (automatic rows: the first shown curve's data-driven "
+            "start; each curve gets its own). The fitted values are in the results table.")
         self.verticalHeader().setVisible(False)
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self._edited: dict[str, set[str]] = {}
