@@ -1,5 +1,6 @@
 """View data of the SAXS-1D and Stability tabs and their figures: I(q) curves of the
-static bins (φ lines, normalisations, background), per-segment stability.
+static bins (φ lines, normalisations, background), per-segment stability
+(views/stability.py).
 
 Pure NumPy float64, shared by the GUI tabs and the exported figures so both show the
 same numbers. Units: q in 1/Angstrom, phi in degrees, intensity in photons/pixel/frame.
@@ -7,7 +8,7 @@ same numbers. Units: q in 1/Angstrom, phi in degrees, intensity in photons/pixel
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,6 @@ import numpy as np
 __all__ = [
     "NORMALIZATIONS",
     "Curve",
-    "StabilityResult",
     "apply_normalization",
     "expand_static",
     "normalization_label",
@@ -23,7 +23,6 @@ __all__ = [
     "saxs1d_curves",
     "saxs1d_profiles",
     "segment_profiles",
-    "stability_analysis",
     "subtract_background",
 ]
 
@@ -298,84 +297,10 @@ def saxs1d_curves(results: list, *, phi_lines: bool = False, norm: str = "none",
     return curves
 
 
-# ------------------------------------------------------------------ stability
-@dataclass(frozen=True)
-class StabilityResult:
-    """I(q) per time segment and how much it changes.
+# Moved to views/stability.py; kept importable from here (lazily: no import cycle).
+def __getattr__(name: str):
+    if name in ("StabilityResult", "stability_analysis"):
+        from xpcsviewer.views import stability
 
-    Attributes
-    ----------
-    q : (n_q,) float64
-    profiles : (S, n_q) float64
-        Phi-averaged I(q) per segment.
-    rel_change : (S,) float64
-        Largest relative change of the q-group means against the first segment,
-        ``max_g |<I_s>_g - <I_0>_g| / <I_0>_g`` (0 for the first segment).
-    max_rel_change : float
-        ``max(rel_change)``: the beam-damage number.
-    worst_segment : int
-    threshold : float
-        Above this, :attr:`flagged` is True.
-    """
-
-    q: np.ndarray
-    profiles: np.ndarray
-    rel_change: np.ndarray
-    max_rel_change: float
-    worst_segment: int
-    threshold: float = 0.10
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def flagged(self) -> bool:
-        """True when the change suggests beam damage or sample evolution."""
-        return bool(self.max_rel_change > self.threshold)
-
-
-def stability_analysis(segments: np.ndarray, qmap: Any, threshold: float = 0.10,
-                       qmin: float | None = None, qmax: float | None = None,
-                       n_groups: int = 8) -> StabilityResult:
-    """Segment I(q) profiles and how much they change against the first segment.
-
-    Single q points of a short segment are dominated by photon noise, so the
-    comparison uses ``n_groups`` contiguous groups of q points (equal numbers of
-    points, over the q points finite in every segment and inside the q range):
-    ``rel_change[s] = max_g |mean_g(I_s) - mean_g(I_0)| / mean_g(I_0)``.
-
-    Parameters
-    ----------
-    segments : (S, Ns) array
-        ``saxs_1d_segments``. Only relative changes are used, so the 1/N scale of
-        multitau-written segments does not matter.
-    qmap : QMap
-    threshold : float
-        Relative change above which the file is flagged (default 10 %).
-    qmin, qmax : float, optional
-        Restrict the comparison to a q range.
-    n_groups : int
-        Number of q groups (fewer points than groups: one point per group).
-
-    Returns
-    -------
-    StabilityResult
-    """
-    q, prof = segment_profiles(segments, qmap)
-    keep = q_range_mask(q, qmin, qmax) & np.all(np.isfinite(prof), axis=0)
-    idx = np.flatnonzero(keep)
-    rel = np.zeros(prof.shape[0])
-    if idx.size == 0:
-        rel[:] = np.nan
-    else:
-        groups = [g for g in np.array_split(idx, min(int(n_groups), idx.size)) if g.size]
-        means = np.stack([prof[:, g].mean(axis=1) for g in groups], axis=1)  # (S, G)
-        ref = means[0]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            change = np.abs(means - ref) / np.abs(ref)
-        change[:, ref == 0] = np.nan
-        rel = np.where(np.isfinite(change).any(axis=1),
-                       np.nanmax(np.where(np.isfinite(change), change, -np.inf), axis=1),
-                       np.nan)
-    worst = int(np.nanargmax(rel)) if np.isfinite(rel).any() else 0
-    mx = float(np.nanmax(rel)) if np.isfinite(rel).any() else float("nan")
-    return StabilityResult(q, prof, rel, mx, worst, float(threshold),
-                           {"n_groups": int(n_groups), "n_q_used": int(idx.size)})
+        return getattr(stability, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

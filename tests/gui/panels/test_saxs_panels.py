@@ -10,6 +10,7 @@ import pytest
 from xpcsviewer.views import display_image as sdi
 from xpcsviewer.views import intensity as sdt
 from xpcsviewer.views import saxs as sd
+from xpcsviewer.views import stability as sst
 
 pytestmark = pytest.mark.gui
 
@@ -133,12 +134,13 @@ def test_stability_flags_beam_damage(qtbot, sync_context, demo_results):
     p = make(qtbot, sync_context, StabilityPanel)
     p.set_results([demo_results["A01"], demo_results["E01"]])
     n_seg = demo_results["A01"].saxs_1d_segments.shape[0]
-    assert len(curves(p)) == n_seg
+    assert len(curves(p)) == n_seg + 1  # the segments and the time mean (SAXS-1D)
     assert not p.result.flagged and "stable" in p.metric_label.text()
     p.set_current(1)  # E01: the beam-damage file
     assert p.result.flagged and p.result.max_rel_change > 0.3
-    assert f"{100 * p.result.max_rel_change:.2f} %" in p.metric_label.text()
-    ref = sd.stability_analysis(demo_results["E01"].saxs_1d_segments, demo_results["E01"].qmap)
+    e01 = demo_results["E01"]
+    ref = sst.stability_analysis(e01.saxs_1d_segments, e01.qmap, saxs_1d=e01.saxs_1d)
+    assert p.metric_label.text() == sst.stability_summary(ref, e01.label)
     np.testing.assert_allclose(p.result.rel_change, ref.rel_change)
     assert p.applies_to([]) is not None
 

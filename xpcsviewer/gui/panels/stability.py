@@ -1,4 +1,4 @@
-"""Stability: I(q) per time segment of one file and a beam-damage number."""
+"""Stability: I(q) per time segment of one file, on the SAXS-1D scale, and its drift."""
 
 from __future__ import annotations
 
@@ -18,19 +18,22 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import FileSelector, log_friendly_plot_widget, plain_axes
-from xpcsviewer.views.saxs import (
-    NORMALIZATIONS,
-    apply_normalization,
-    normalization_label,
+from xpcsviewer.views.saxs import NORMALIZATIONS, apply_normalization
+from xpcsviewer.views.stability import (
     stability_analysis,
+    stability_axis_label,
+    stability_scale_note,
+    stability_summary,
+    stability_tooltip,
 )
 
 __all__ = ["StabilityPanel", "prepare_stability"]
 
 
-def prepare_stability(segments, qmap, threshold: float, progress=None, cancel=None):
-    """Worker job: ``stability_analysis`` of one file's segments."""
-    return stability_analysis(segments, qmap, threshold=threshold)
+def prepare_stability(segments, qmap, threshold: float, saxs_1d=None, progress=None,
+                      cancel=None):
+    """Worker job: ``stability_analysis`` of one file's segments (on its SAXS-1D scale)."""
+    return stability_analysis(segments, qmap, threshold=threshold, saxs_1d=saxs_1d)
 
 
 class StabilityPanel(BasePanel):
@@ -61,16 +64,15 @@ class StabilityPanel(BasePanel):
         bar.addStretch(1)
         lay.addLayout(bar)
         self.metric_label = QLabel(" ")
-        self.metric_label.setToolTip(
-            "Largest relative change of I(q), averaged over 8 q groups, between any segment "
-            "and the first: how much the sample changes during the measurement "
-            "(beam damage, ageing)")
+        self.metric_label.setToolTip(stability_tooltip())
         self.metric_label.setWordWrap(True)
         f = self.metric_label.font()
         f.setPointSizeF(f.pointSizeF() * 1.6)
         f.setBold(True)
         self.metric_label.setFont(f)
         lay.addWidget(self.metric_label)
+        self.scale_label = QLabel(" ", wordWrap=True)
+        lay.addWidget(self.scale_label)
         self.pw = log_friendly_plot_widget()
         self.plot = plain_axes(self.pw.getPlotItem())
         self.plot.showGrid(x=True, y=True, alpha=0.3)
@@ -110,7 +112,7 @@ class StabilityPanel(BasePanel):
         if self._drawn_label != res.label:  # the curves shown are of another file
             self._show_text(f"computing I(q) per time segment of {res.label}\u2026")
         self.submit("segments", prepare_stability, res.saxs_1d_segments, res.qmap,
-                    self.threshold.value() / 100.0, on_result=self._on_result,
+                    self.threshold.value() / 100.0, res.saxs_1d, on_result=self._on_result,
                     on_error=self._on_error, description=f"Stability {res.label}")
 
     def _show_text(self, text: str) -> None:
@@ -148,17 +150,19 @@ class StabilityPanel(BasePanel):
             col = cmap.map(s / max(1, n - 1), mode="qcolor")
             self.plot.addItem(pg.PlotDataItem(r.q, prof[s], pen=pg.mkPen(col, width=1.5),
                                               name=f"segment {s + 1}", connect="finite"))
+        if r.mean_profile is not None:
+            self.plot.addItem(pg.PlotDataItem(
+                r.q, apply_normalization(r.q, r.mean_profile, norm), connect="finite",
+                pen=pg.mkPen("k", width=2, style=Qt.PenStyle.DashLine),
+                name="time mean (SAXS-1D)"))
         self.plot.setLabel("bottom", "q (\u00c5\u207b\u00b9)")
-        self.plot.setLabel("left", normalization_label(norm))
+        self.plot.setLabel("left", stability_axis_label(r, norm))
         res = self.current_result()
-        pct = 100 * r.max_rel_change
-        verdict = ("\u26a0 changes during the measurement (beam damage?)" if r.flagged
-                   else "\u2713 stable")
         colour = "#c0392b" if r.flagged else "#1e8449"
-        self.metric_label.setText(
-            f"{res.label if res else ''}: max relative change {pct:.2f} % "
-            f"(segment {r.worst_segment + 1} vs 1, {n} segments) \u2014 {verdict}")
+        self.metric_label.setText(stability_summary(r, res.label if res else ""))
+        self.metric_label.setToolTip(stability_tooltip(r))
         self.metric_label.setStyleSheet(f"color: {colour};")
+        self.scale_label.setText(stability_scale_note(r) or " ")
         self._apply_axes()
         self.sigUpdated.emit()
 
@@ -171,6 +175,7 @@ class StabilityPanel(BasePanel):
         self.plot.clear()
         self.legend.clear()
         self.metric_label.setText(" ")
+        self.scale_label.setText(" ")
         self._show_text(" ")
 
     def figure_options(self) -> dict:
@@ -184,10 +189,16 @@ class StabilityPanel(BasePanel):
         cols = {"q (1/A)": r.q}
         for s in range(r.profiles.shape[0]):
             cols[f"I_segment_{s + 1}"] = r.profiles[s]
+        if r.mean_profile is not None:
+            cols["I_time_mean"] = r.mean_profile
         cols["rel_change"] = r.rel_change
-        return cols, [f"Stability of {self.current_result().label}",
-                      f"max relative change {r.max_rel_change:.6g} "
-                      f"(segment {r.worst_segment + 1} vs 1)"]
+        drifts = ", ".join(f"q {a:.4g}-{b:.4g}: {100 * d:+.2f}+-{100 * e:.2f} %"
+                           for (a, b), d, e in zip(r.q_groups, r.drift, r.drift_err,
+                                                   strict=True))
+        return cols, [stability_summary(r, self.current_result().label),
+                      f"segments divided by {r.scale:.6g} (onto the SAXS-1D scale)",
+                      f"drift per q group: {drifts}",
+                      "rel_change: each segment against the first, in the group shown"]
 
     def get_settings(self) -> dict:
         return {"logx": self.logx.isChecked(), "logy": self.logy.isChecked(),
