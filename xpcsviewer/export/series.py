@@ -27,17 +27,15 @@ def _bars(p: Any) -> np.ndarray:
     return np.vstack([np.where(m, p.y - p.lo, 0.0), np.where(m, p.hi - p.y, 0.0)])
 
 
-def _key_handles() -> list:
-    """Black proxies of the marker kinds, for the legend."""
+def _key_handles(kinds: set[str]) -> list:
+    """Black proxies of the marker kinds drawn, for the legend."""
     from matplotlib.lines import Line2D
 
-    return [Line2D([], [], ls="none", marker="o", color="k", label="converged"),
-            Line2D([], [], ls="none", marker="o", mfc="none", color="k",
-                   label="unresolved / at bound"),
-            Line2D([], [], ls="none", marker="^", mfc="none", color="k",
-                   label="95 % lower limit"),
-            Line2D([], [], ls="none", marker="v", mfc="none", color="k",
-                   label="95 % upper limit")]
+    text = {"filled": "converged", "open": "unresolved / at bound",
+            "limit_up": "95 % lower limit", "limit_down": "95 % upper limit"}
+    return [Line2D([], [], ls="none", marker=MPL_MARKERS.get(k, "o"),
+                   mfc=None if k == "filled" else "none", color="k", label=text[k])
+            for k in text if k in kinds]
 
 
 def series_figure(table: Any, bins: list[int] | None = None, log_x: bool = False) -> Any:
@@ -72,8 +70,9 @@ def series_figure(table: Any, bins: list[int] | None = None, log_x: bool = False
         ax_t.set_ylabel("\u03c4 (s)")
         ax_c.set_ylabel("contrast")
         ax_c.set_xlabel(table.x_label())
+        kinds = {k for d in drawings for k, p in d.tau.items() if p.x.size}
         handles, _ = ax_t.get_legend_handles_labels()
-        ax_t.legend(handles=handles + _key_handles(), loc="best", ncol=2)
+        ax_t.legend(handles=handles + _key_handles(kinds), loc="best", ncol=2)
         ax_t.set_title(f"{len(table.files)} files; {not_drawn_text(drawings)}")
         ax_c.set_title("contrast of converged fits", fontsize=8)
     return fig

@@ -1,0 +1,64 @@
+"""Issue 33: the series figure draws what :func:`xpcsviewer.views.series.series_drawing`
+says (the Series tab's rule), on a hand-made table with every status."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xpcsviewer.jobs.series import FileFit, SeriesTable
+
+
+def _bin(status, tau, lo=None, hi=None, c=0.2):
+    return {"bin": 1, "q": 0.01, "phi": 0.0, "status": status, "tau_s": tau,
+            "tau_err_s": None if tau is None else 0.1 * tau, "tau_lower_limit_s": lo,
+            "tau_upper_limit_s": hi, "contrast": c, "contrast_err": 0.01, "model": "single"}
+
+
+@pytest.fixture
+def table():
+    rows = [_bin("converged", 0.5), _bin("unresolved", 0.8), _bin("unresolved", None, lo=2.0),
+            _bin("at_bound", None, hi=0.01), _bin("poor_fit", 2e-6), _bin("no_decay", 13.0),
+            _bin("misfit", 0.3), _bin("failed", None), _bin("unresolved", None)]
+    t = SeriesTable("index")
+    t.extend([FileFit(f"/f{i}.hdf", None, None, [b]) for i, b in enumerate(rows)])
+    return t
+
+
+def test_the_drawing_rule(table):
+    from xpcsviewer.views.series import left_out_counts, not_drawn_text, series_drawing
+
+    (d,) = series_drawing(table, [1])
+    got = {k: (list(p.x), list(p.y)) for k, p in d.tau.items()}
+    assert got == {"filled": ([0.0], [0.5]), "open": ([1.0], [0.8]),
+                   "limit_up": ([2.0], [2.0]), "limit_down": ([3.0], [0.01])}
+    np.testing.assert_allclose([d.tau["filled"].lo[0], d.tau["filled"].hi[0]], [0.45, 0.55])
+    assert list(d.contrast.x) == [0.0]
+    counts = left_out_counts([d])
+    assert list(counts) == ["unresolved", "misfit", "poor_fit", "no_decay", "failed"]
+    assert not_drawn_text([d]) == ("not drawn: 1 unresolved, 1 misfit, 1 poor fit, "
+                                   "1 no decay, 1 failed")
+    # log x leaves out x = 0 (and counts it)
+    (dl,) = series_drawing(table, [1], log_x=True)
+    assert dl.tau["filled"].x.size == 0 and dl.left_out["converged"] == 1
+
+
+def test_the_figure_draws_the_rule(table):
+    from xpcsviewer.export.series import series_figure
+
+    fig = series_figure(table, [1])
+    ax = fig.axes[0]
+    pts = {}
+    for ln in ax.get_lines():
+        mk = ln.get_marker()
+        if mk in ("o", "^", "v") and len(ln.get_xdata()):
+            kind = mk + ("" if mk != "o" or str(ln.get_markerfacecolor()) == "none" else "*")
+            pts.setdefault(kind, []).extend(zip(ln.get_xdata(), ln.get_ydata(), strict=True))
+    assert pts == {"o*": [(0.0, 0.5)], "o": [(1.0, 0.8)], "^": [(2.0, 2.0)],
+                   "v": [(3.0, 0.01)]}
+    # the y axis holds measured tau only (not 2e-6 .. 13 s)
+    lo, hi = ax.get_ylim()
+    assert lo > 1e-3 and hi < 10
+    assert "not drawn: 1 unresolved" in ax.get_title()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "95 % lower limit" in labels and "95 % upper limit" in labels
