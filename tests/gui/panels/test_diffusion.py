@@ -256,3 +256,15 @@ def test_only_the_targets_fits_are_shown(qtbot, panel, results, fits, fake, tmp_
     assert laws[0].points.q.size + laws[0].points.n_dropped == 6
     panel.set_results([twin])
     assert "no g2 fits" in panel.status.text() and panel.figure_options()["analysis"] is None
+
+
+def test_empty_plot_frames_the_files_q_span(qtbot, panel, results):
+    # issue 33 (8): with no fits the axes showed pyqtgraph's 1-10 ("q = 2 ... 9 1/A")
+    panel.set_results(results)
+    panel.refresh()
+    lo, hi = panel.empty_q_span()
+    (x0, x1), _ = panel.plot.getViewBox().viewRange()
+    if panel.logx.isChecked():
+        x0, x1 = 10 ** x0, 10 ** x1
+    assert x0 <= lo * 1.01 and hi <= x1 * 1.01 and x1 < 10 * hi
+    assert not panel.plot.getAxis("left").style["showValues"]

@@ -389,7 +389,33 @@ class DiffusionPanel(BasePanel):
         self.plot.setLabel(
             "left", "\u03c4 (s)" if quantity == "tau" else "\u0393 (s\u207b\u00b9)"
         )
+        self._frame_empty()
         self.sigUpdated.emit()
+
+    def empty_q_span(self) -> tuple[float, float] | None:
+        """The targets' dynamic q span, what an empty plot frames (None: no targets)."""
+        qs = [np.asarray(r.qmap.dynamic_q, float) for r in self.results
+              if getattr(r, "qmap", None) is not None]
+        qs = [q[np.isfinite(q) & (q > 0)] for q in qs]
+        qs = [q for q in qs if q.size]
+        if not qs:
+            return None
+        return float(min(q.min() for q in qs)), float(max(q.max() for q in qs))
+
+    def _frame_empty(self) -> None:
+        # An empty plot showed pyqtgraph's default 1-10 (q of "2 ... 9 1/A"): frame the
+        # targets' q span instead, with no tau values to read (issue 33)
+        has = any(f.points.q.size for f in self.files)
+        left = self.plot.getAxis("left")
+        left.setStyle(showValues=has)
+        if has:
+            return
+        span = self.empty_q_span()
+        if span is not None:
+            lo, hi = span
+            log = self.logx.isChecked()
+            self.plot.setXRange(np.log10(lo) if log else lo, np.log10(hi) if log else hi,
+                                padding=0.05)
 
     def _fill_table(self) -> None:
         head = [
@@ -453,6 +479,7 @@ class DiffusionPanel(BasePanel):
         self.plot.clear()
         self.legend.clear()
         self.table.setRowCount(0)
+        self._frame_empty()
 
     def readout(self) -> dict[str, dict[str, float]]:
         """Per file label: verdict, D, D_err (A^2/s; NaN unless diffusive), exponent,
