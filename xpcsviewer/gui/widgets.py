@@ -353,7 +353,41 @@ class SparseLogAxis(pg.AxisItem):
             out.append((sp, vals))
         return out
 
+    _fine = False  # the last tickValues fell back to ticks inside one mantissa step
+
+    def tickValues(self, minVal, maxVal, size):  # pyqtgraph override
+        levels = super().tickValues(minVal, maxVal, size)
+        self._fine = False
+        if not self.logMode or not np.isfinite(minVal) or not np.isfinite(maxVal):
+            return levels
+        lo, hi = sorted((minVal, maxVal))
+
+        def labelled(v: float) -> bool:
+            mant = 10 ** (v - np.floor(v + 1e-9))
+            return any(abs(mant - m) < 1e-6 * m for m in range(1, 10))
+
+        inside = {round(v, 9) for _, vals in levels for v in vals if lo <= v <= hi
+                  and labelled(v)}
+        if len(inside) >= 2:
+            return levels
+        # a range inside one mantissa step (tau 0.47-0.49 s) had no label at all, and
+        # one label does not give a scale: nice linear values, placed in log10
+        a, b = 10.0 ** lo, 10.0 ** hi
+        step = 10.0 ** np.floor(np.log10((b - a) / 3.0))
+        for m in (1, 2, 5, 10):
+            if (b - a) / (m * step) <= 5:
+                step *= m
+                break
+        vals = np.arange(np.ceil(a / step) * step, b + 1e-12 * b, step)
+        vals = vals[vals > 0]
+        if vals.size < 2:
+            return levels
+        self._fine = True
+        return [(None, list(np.log10(vals)))]
+
     def tickStrings(self, values, scale, spacing):  # pyqtgraph override
+        if self.logMode and self._fine:
+            return [f"{10 ** v:.3g}" for v in values]
         strings = super().tickStrings(values, scale, spacing)
         if not self.logMode:
             return strings
