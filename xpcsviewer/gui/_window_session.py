@@ -32,10 +32,19 @@ class WindowSessionMixin:
             except Exception:
                 logger.exception("settings of %s", name)
         current = self.current_panel()
+        # temporaries are removed at close: a session never refers to them
+        targets = self.browser.target_paths()
+        temp = getattr(self, "temporaries", set())
+        keep = [t for t in targets if t not in temp]
+        cur = self.browser.current_index()
+        if 0 <= cur < len(targets) and targets[cur] in keep:
+            cur = keep.index(targets[cur])
+        elif cur >= 0:
+            cur = 0 if keep else -1
         return {
             "folder": self.browser.folder,
-            "targets": self.browser.target_paths(),
-            "current_target": self.browser.current_index(),
+            "targets": keep,
+            "current_target": cur,
             "active_tab": current.name if current is not None else None,
             "geometry": bytes(self.saveGeometry().toBase64()).decode("ascii"),
             "window_state": bytes(self.saveState().toBase64()).decode("ascii"),

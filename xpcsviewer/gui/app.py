@@ -78,7 +78,10 @@ def run_app(paths: list[str], fit_tab: str | None = None) -> int:
     """Open the main window on ``paths`` (folders and/or files) and run the event loop.
 
     With ``fit_tab`` (the demo: "g2") the window shows that tab and fits the targets.
+    SIGINT and SIGTERM close the window as the user would and return 128 + signal
+    (:mod:`xpcsviewer.gui.shutdown`); 0 otherwise.
     """
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from xpcsviewer.gui.platform_check import display_problem
@@ -97,12 +100,38 @@ def run_app(paths: list[str], fit_tab: str | None = None) -> int:
     app.setWindowIcon(app_icon())
     configure_pyqtgraph()
     from xpcsviewer.gui.main_window import MainWindow
+    from xpcsviewer.gui.shutdown import (
+        SIGNAL_WAIT_S,
+        SignalCloser,
+        wait_for_workers,
+        write_ready_marker,
+    )
+    from xpcsviewer.progress import interrupted
 
     win = MainWindow()
     install_error_hooks(win.context)
-    if paths and fit_tab:
-        win.open_and_fit([str(p) for p in paths], fit_tab)
-    elif paths:
-        win.open_paths([str(p) for p in paths])
-    win.show()
-    return int(app.exec())
+    closer = SignalCloser(win)
+    try:
+        if sig := interrupted():  # Ctrl-C while the window was being built
+            win.save_session_on_close = False
+            win.close()
+            return 128 + sig
+        if paths and fit_tab:
+            win.open_and_fit([str(p) for p in paths], fit_tab)
+        elif paths:
+            win.open_paths([str(p) for p in paths])
+        win.show()
+        QTimer.singleShot(0, write_ready_marker)
+        code = int(app.exec())
+        if closer.signum:
+            code = 128 + closer.signum
+            # Cancelled jobs that cannot stop (a compile) must not keep the process:
+            # the session is saved and the window's temporaries are gone.
+            if not wait_for_workers(SIGNAL_WAIT_S, since=closer.signal_time):
+                logging.shutdown()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+    finally:
+        closer.restore()
+    return code

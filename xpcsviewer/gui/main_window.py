@@ -151,6 +151,8 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.browser.sigCurrentChanged.connect(self._on_current_changed)
         self.browser.sigFolderChanged.connect(self._on_folder_opened)
         self.context.sigOpenFiles.connect(self.browser.add_paths)  # e.g. regrouped g2
+        self.temporaries: set[str] = set()  # removed at close
+        self.context.sigOpenFiles.connect(self._note_temporaries)
         self.browser.target_list.itemActivated.connect(lambda _i: self._replot_current())
 
     def _build_tabs(self) -> None:
@@ -432,6 +434,27 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.context.runner.close()
         return self.context.runner.wait_for_done(msecs)
 
+    def _note_temporaries(self, paths: list[str]) -> None:
+        # files a tab wrote to the per-user temporary folder (a regrouped g2)
+        from xpcsviewer.gui.panels._detector_jobs import temp_dir_path
+
+        tmp = temp_dir_path()
+        for p in paths:
+            if Path(p).parent == tmp:
+                self.temporaries.add(str(p))
+
+    def remove_temporaries(self) -> list[str]:
+        """Delete the temporary files this window made; returns those removed."""
+        gone = []
+        for p in sorted(self.temporaries):
+            try:
+                Path(p).unlink(missing_ok=True)
+                gone.append(p)
+            except OSError as exc:
+                logger.warning("temporary %s not removed: %s", p, exc)
+        self.temporaries.clear()
+        return gone
+
     def closeEvent(self, event) -> None:  # Qt override
         # Closing must not wait for a job that cannot stop at once (a JIT
         # compile, one long read): cancel, wait a moment, then let the shared
@@ -446,6 +469,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
                 except Exception:  # the session is still saved
                     logger.exception("persist of %s", name)
             self.save_session()
+        self.remove_temporaries()
         super().closeEvent(event)
 
 

@@ -465,7 +465,11 @@ class TaskRunner(QObject):
         """
         from PySide6.QtCore import QCoreApplication
 
-        ok = self._pool.waitForDone(int(msecs))
+        # in slices: a Python signal handler (a second Ctrl-C) runs between them
+        deadline = time.monotonic() + msecs / 1000.0
+        while not (ok := self._pool.waitForDone(50)):
+            if time.monotonic() >= deadline:
+                break
         # Queued finished-signals still sit in the event loop: deliver them.
         deadline = time.monotonic() + 2.0
         while self._jobs and time.monotonic() < deadline:

@@ -28,6 +28,7 @@ __all__ = [
     "save_mask_job",
     "save_qmap_job",
     "save_regrouped_job",
+    "temp_dir_path",
 ]
 
 #: colours of the partition preview (tab20 without its reds: red is the user's mask),
@@ -213,9 +214,15 @@ def g2_plane_job(path: str, k: int, target: str, levels=None, progress=None,
     return out
 
 
-def _temp_dir() -> Path:
+def temp_dir_path() -> Path:
+    """The per-user temporary folder of regrouped files (the window removes the
+    files it made there when it closes)."""
     uid = os.getuid() if hasattr(os, "getuid") else 0  # one folder per user
-    d = Path(tempfile.gettempdir()) / f"xpcsviewer-regrouped-{uid}"
+    return Path(tempfile.gettempdir()) / f"xpcsviewer-regrouped-{uid}"
+
+
+def _temp_dir() -> Path:
+    d = temp_dir_path()
     d.mkdir(parents=True, exist_ok=True)
     return d
 
