@@ -79,6 +79,8 @@ class LiveView:
     trace_i: np.ndarray
     fit_t: np.ndarray | None = None
     fit_curves: dict[int, np.ndarray] = field(default_factory=dict)
+    #: "s", or "frames" where neither the user nor the raw file gave a frame time
+    time_unit: str = "s"
 
 
 @dataclass

@@ -84,6 +84,7 @@ class _Follower:
         self.written = -1
         self.interval = opts.every
         self.frame_time = opts.frame_time
+        self.time_unit = "s"
         self.notes: list[str] = []
         self.updates = 0
         self.hits = 0  # hits correlated (a sparse source)
@@ -180,6 +181,7 @@ class _Follower:
                 self.frame_time = self.src.frame_time
             if self.frame_time is None:
                 self.frame_time = 1.0
+                self.time_unit = "frames"
                 self.notes.append("no frame time given or in the raw file: 1 s per frame "
                                   "(delays in frames)")
         return self.stream
@@ -333,7 +335,8 @@ class _Follower:
         view = LiveView(tau=np.asarray(mt.tau), g2=np.asarray(mt.g2), g2_err=np.asarray(mt.g2_err),
                         valid=np.asarray(mt.valid), q=np.asarray(self.qmap.dynamic_q, float),
                         phi=np.asarray(self.qmap.dynamic_phi, float),
-                        trace_t=x * float(self.frame_time), trace_i=y)
+                        trace_t=x * float(self.frame_time), trace_i=y,
+                        time_unit=self.time_unit)
         if rec is not None and mt.tau.size:
             from xpcsviewer.jobs.fitfile import record_curve
 

@@ -74,7 +74,9 @@ def test_live_tab_follows_a_writer_without_stalls(window, qtbot, tmp_path, qmap3
     assert panel.g2_items and all(it.xData.size for it in panel.g2_items.values())
     assert panel.fit_items and panel.tau_item.xData.size >= 4
     assert panel.trace_item.xData.size > 0
-    assert "Finished: 3,000 frames" in panel.status.text()
+    # how it ended comes first (issue 33: it was hidden under the plots)
+    assert panel.status.text().startswith("Finished (") and ": 3,000 frames" in panel.status.text()
+    assert panel.g2_plot.getAxis("bottom").labelText == "\u03c4 (s)"  # the file's frame time
     print(f"max GUI gap while following: {1000 * gap:.0f} ms")
     assert gap < BOUND_S, f"the window stalled {gap:.2f} s while following"
     assert max(stats["block_s"]) < 0.5  # the writer was never held up
@@ -244,7 +246,22 @@ def test_live_tab_follows_a_rigaku_bin_on_photons(window, qtbot, tmp_path):
     assert up is not None and up.final and up.frames == n
     assert panel.sink is None or panel.sink.engine in ("sparse", "auto")
     assert panel.g2_items and all(it.xData.size for it in panel.g2_items.values())
+    # a .bin has no frame time: delays are frames and the axes say so (issue 33)
+    assert up.view.time_unit == "frames"
+    assert panel.g2_plot.getAxis("bottom").labelText == "\u03c4 (frames)"
+    assert panel.trace_plot.getAxis("bottom").labelText == "t (frames)"
+    assert panel.status.text().startswith("Finished (")
     # the window opens the result as a target (without the HDF5 lock): read it likewise
     with h5py.File(up.output, "r", locking=False) as fh:
         assert fh["/xpcs/multitau/config/path"][()] == b"sparse"
         assert not fh["/xpcs/live/partial"][()]
+
+
+def test_live_frame_time_field(window):
+    """Issue 33 (5): a frame time typed in goes to the run; empty means the raw file's."""
+    panel = window.panels["live"]
+    assert panel.frame_time() is None
+    panel.frame_time_edit.setText("2e-5")
+    assert panel.frame_time() == 2e-5
+    panel.frame_time_edit.setText("")
+    assert panel.frame_time() is None

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QDoubleValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -117,13 +118,21 @@ class LivePanel(BasePanel):
         self.idle = QDoubleSpinBox(decimals=1, minimum=0.5, maximum=3600, value=10.0,
                                    suffix=" s", toolTip="End after this long without a new "
                                                         "frame (a writer that stopped)")
+        # a raw file without a frame time was drawn in "seconds" that were frames
+        self.frame_time_edit = QLineEdit(placeholderText="from the raw file")
+        self.frame_time_edit.setValidator(QDoubleValidator(1e-12, 1e6, 12))
+        self.frame_time_edit.setMaximumWidth(130)
+        self.frame_time_edit.setToolTip(
+            "Seconds per frame, e.g. 2e-5. Empty: the raw file's frame time; where it has "
+            "none, delays are drawn in frames")
         self.start_btn = QPushButton("Start")
         self.start_btn.clicked.connect(self.start)
         self.stop_btn = QPushButton("Stop", enabled=False,
                                     toolTip="Finish now with the frames read so far")
         self.stop_btn.clicked.connect(self.stop)
         for w in (self.fit_box, QLabel("model"), self.model_combo, QLabel("every"),
-                  self.every, QLabel("idle end"), self.idle):
+                  self.every, QLabel("idle end"), self.idle, QLabel("frame time"),
+                  self.frame_time_edit, QLabel("s")):
             bar.addWidget(w)
         bar.addStretch(1)
         bar.addWidget(self.start_btn)
@@ -273,7 +282,8 @@ class LivePanel(BasePanel):
             self.status.setText("The output cannot be the source.")
             return
         opts = LiveOptions(every=self.every.value(), fit=self.fit_box.isChecked(),
-                           model=self.model_combo.currentData(), idle=self.idle.value())
+                           model=self.model_combo.currentData(), idle=self.idle.value(),
+                           frame_time=self.frame_time())
         self.sink = UpdateSink()
         self.stop_event = threading.Event()
         self.final = None
@@ -355,6 +365,10 @@ class LivePanel(BasePanel):
         exp = f" of {up.expected:,}" if up.expected else ""
         lag = f"{up.lag_s:.2f} s" if math.isfinite(up.lag_s) else "\u2014"
         head = ("Finished" if up.final else "Following") + f": {up.frames:,}{exp} frames"
+        if up.final:  # first: the label shows three lines, and how it ended matters most
+            how = {"expected": "expected frame count reached", "closed": "writer closed the file",
+                   "idle": "no new frames", "stopped": "stopped"}.get(up.end or "", up.end)
+            head = f"Finished ({how}): {up.frames:,}{exp} frames"
         text = (f"{head}, {up.frame_rate_hz:,.0f} frames/s (writer {up.writer_rate_hz:,.0f}/s), "
                 f"lag {up.lag_frames:,} frames ({lag})")
         if up.bins:
@@ -363,22 +377,36 @@ class LivePanel(BasePanel):
         if up.fit_error:
             text += f" \u2014 fit failed: {up.fit_error}"
         if up.final:
-            how = {"expected": "expected frame count reached", "closed": "writer closed the file",
-                   "idle": "no new frames", "stopped": "stopped"}.get(up.end or "", up.end)
-            text += f" \u2014 {how}"
             if up.latency_s is not None:
                 text += f"; fitted {up.latency_s:.1f} s after the last frame"
         if up.note:
             text += f"\n{up.note}"
         return text
 
+    def frame_time(self) -> float | None:
+        """The frame time typed in (s), or None: the raw file's."""
+        text = self.frame_time_edit.text().strip()
+        try:
+            v = float(text) if text else None
+        except ValueError:
+            return None
+        return v if v is not None and v > 0 and math.isfinite(v) else None
+
+    def _time_labels(self, unit: str) -> None:
+        self.g2_plot.setLabel("bottom", f"\u03c4 ({unit})")
+        self.tau_plot.setLabel("left", f"\u03c4 ({unit})")
+        self.trace_plot.setLabel("bottom", f"t ({unit})")
+
     def _apply(self, up) -> None:
         """Draw one update into the existing items (GUI thread; small arrays only)."""
         self.last_update = up
-        self.status.setText(self._status_text(up))
+        text = self._status_text(up)
+        self.status.setText(text)
+        self.status.setToolTip(text)
         v = up.view
         if v is None:
             return
+        self._time_labels(v.time_unit)
         nd = v.g2.shape[1] if v.g2.ndim == 2 else 0
         cols = _shown_bins(nd)
         fit_ok = v.fit_t is not None
