@@ -329,6 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--plot", choices=PLOTS, required=True, action="append")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png")
+    p.add_argument("--size", choices=("single", "double", "slide"), default="double",
+                   help="page: journal single column (3.4 in wide, 8 pt text), double "
+                        "column (7 in, 9 pt; default) or slide (10 x 5.6 in, 14 pt); g2 "
+                        "panels beyond a page go on more pages (PDF) or files _p1, _p2 ...")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.add_argument("--overwrite", action="store_true",
                    help="replace existing figures of the same names in DIR")

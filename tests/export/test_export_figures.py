@@ -270,7 +270,7 @@ def test_diffusion_figure_reports_D_near_truth(fake, fake_results, lsq_fits):
     assert abs(dr.D / fake.D_TRUE - 1) < 0.05
     fig = make_figure("diffusion", fake_results,
                       analysis=diffusion_analysis(lsq_fits, exponent=-2.0))
-    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]  # below the axes
     assert any("D = " in t for t in texts)
 
 

@@ -54,7 +54,7 @@ def test_diffusion_figure_draws_the_given_analysis(results, fits, monkeypatch):
     assert len(drawn) == 2  # one power law per file, the one in the analysis
     for ln, law in zip(drawn, analysis.laws, strict=True):
         np.testing.assert_allclose(ln.get_ydata(), 1.0 / law.power.curve(ln.get_xdata()))
-    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]  # below the axes
     assert sum("(fixed)" in t for t in texts) == 2
     assert "\u0393" in ax.get_ylabel()
     # none: the figure says so (it never fits)

@@ -15,6 +15,10 @@ the file and the plot, the rest is exported, and the exit code is 3. A file
 that lacks the data of a plot (two-time of a multitau-only file, partial g2
 snapshots for ``g2stability``) is skipped with a note and does not change the
 exit code. Existing figures are refused (exit 2) unless ``--overwrite``.
+
+``--size`` picks the page (:data:`xpcsviewer.export.SIZE_PRESETS`; default
+``double``, 7 in wide). A g2 figure with more panels than a page holds is a
+multi-page PDF, or numbered files ``combined_g2_p1.png``, ``_p2`` ... .
 """
 
 from __future__ import annotations
@@ -107,6 +111,7 @@ def export_figures(
     fmt: str = "png",
     *,
     overwrite: bool = False,
+    size: str | None = "double",
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> ExportReport:
@@ -123,6 +128,8 @@ def export_figures(
     overwrite : bool
         Replace figures that already exist in ``out_dir`` (else they are
         refused, see :func:`xpcsviewer.io.outputs.check_output`).
+    size : {"single", "double", "slide"} or None
+        Page preset (None: each figure's own size).
     progress, cancel
         One step per figure (plus one per file read); cancel checked between them.
 
@@ -133,7 +140,7 @@ def export_figures(
         left out of that plot with a note in ``undrawable``; everything else
         is still exported.
     """
-    from xpcsviewer.export import make_figure, save_figure
+    from xpcsviewer.export import make_figures
     from xpcsviewer.fitting.block_fits import fit_curves
     from xpcsviewer.fitting.blocks import g2_blocks
     from xpcsviewer.fitting.spec import FitSpec
@@ -163,14 +170,11 @@ def export_figures(
     total = n_files + len(combined) + len(per_file) * len(results)
     labels = _unique_labels(results)
 
-    def save(fig: Any, name: str) -> None:
+    def save(pages: list[Any], name: str) -> None:
         try:
-            target = check_output(out / f"{name}.{fmt}", files, overwrite)
-            rep.written.append(save_figure(fig, target))
+            rep.written += _save_pages(pages, out / f"{name}.{fmt}", files, overwrite)
         except OutputRefusedError as exc:
             rep.refused.append(str(exc))
-        finally:
-            fig.clear()
 
     fits: dict[tuple[int, ...], Any] = {}
 
@@ -181,7 +185,7 @@ def export_figures(
             if key not in fits:  # g2 and diffusion of the same files share one fit
                 fits[key] = fit_curves(g2_blocks(usable), FitSpec("single"), cancel=cancel)
             g2_fits = fits[key]
-        save(make_figure(kind, usable, **_figure_inputs(kind, usable, g2_fits)), name)
+        save(make_figures(kind, usable, size, **_figure_inputs(kind, usable, g2_fits)), name)
 
     for kind in combined:
         report(progress, cancel, done, total, f"{kind} (all files)")
@@ -227,7 +231,8 @@ def export_figures(
                 rep.skipped.append(f"{kind}: {display_path(res.path)}: {why}")
                 continue
             try:
-                save(make_figure(kind, [res], **_figure_inputs(kind, [res])), f"{lab}_{kind}")
+                save(make_figures(kind, [res], size, **_figure_inputs(kind, [res])),
+                     f"{lab}_{kind}")
             except XpcsFileError as exc:
                 rep.errors.append(exc.one_line())
             except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
@@ -238,6 +243,23 @@ def export_figures(
                 )
     report(progress, cancel, total, total, "done")
     return rep
+
+
+def _save_pages(pages: list[Any], target: Path, inputs: Sequence[str | Path],
+                overwrite: bool) -> list[Path]:
+    """Write the pages of one figure (refused as a whole if any page file is), then
+    clear them; returns the files written."""
+    from xpcsviewer.export import save_figure
+    from xpcsviewer.export.files import page_paths
+
+    try:
+        for p in page_paths(target, len(pages)):
+            check_output(p, inputs, overwrite)
+        save_figure(pages, target)
+        return page_paths(target, len(pages))
+    finally:
+        for f in pages:
+            f.clear()
 
 
 def _figure_inputs(kind: str, results: list[Any], g2_fits: Any = None) -> dict[str, Any]:
@@ -302,7 +324,7 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
     XpcsFileError
         The file cannot be read.
     """
-    from xpcsviewer.export import make_figure, save_figure
+    from xpcsviewer.export import make_figures
     from xpcsviewer.io import read_result
 
     out, fmt, lab = Path(options["out"]), options["fmt"], item["label"]
@@ -329,11 +351,10 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
             rep["refused"].append(str(exc))
             continue
         try:
-            fig = make_figure(kind, [res], **_figure_inputs(kind, [res]))
-            try:
-                rep["written"].append(str(save_figure(fig, target)))
-            finally:
-                fig.clear()
+            pages = make_figures(kind, [res], options.get("size", "double"),
+                                 **_figure_inputs(kind, [res]))
+            rep["written"] += [str(p) for p in _save_pages(pages, target, options["inputs"],
+                                                          True)]
         except XpcsFileError as exc:
             raise XpcsFileError(shown, exc.problem, exc.dataset, exc.expected) from exc
         except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
@@ -393,7 +414,9 @@ def run(args: argparse.Namespace) -> int:
     kept = 0
     summary = BatchSummary(total=len(args.files))
     if per_file:
+        size = getattr(args, "size", "double")
         options = {"out": os.path.abspath(out), "fmt": args.format, "kinds": per_file,
+                   "size": size,
                    "skip_existing": skip, "overwrite": overwrite,
                    "inputs": [os.path.abspath(p) for p in args.files]}
         items = [{"path": os.path.abspath(p), "shown": os.fspath(p), "label": lab}
@@ -425,7 +448,7 @@ def run(args: argparse.Namespace) -> int:
         if todo and files:
             with TextProgressBar("export (combined)", enabled=not quiet) as bar:
                 crep = export_figures(files, todo, out, args.format, overwrite=overwrite,
-                                      progress=bar)
+                                      size=getattr(args, "size", "double"), progress=bar)
             rep.written += crep.written
             rep.errors += [e for e in crep.errors if e not in rep.errors]
             rep.skipped += crep.skipped

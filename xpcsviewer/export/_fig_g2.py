@@ -6,12 +6,20 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export._fig_common import _MARKERS, INV_A, _colors, _no_data, new_figure
+from xpcsviewer.export._fig_common import (
+    _MARKERS,
+    INV_A,
+    _colors,
+    _no_data,
+    current_preset,
+    legend_below,
+    new_figure,
+)
 from xpcsviewer.fitting.blocks import G2Block, g2_blocks
 from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.views.diffusion import DiffusionAnalysis
 from xpcsviewer.views.g2 import g2_panels, g2_points, robust_ylim
-from xpcsviewer.views.g2_fit import g2_fit_line
+from xpcsviewer.views.g2_fit import FIT_LOOK, g2_fit_line
 
 
 # -------------------------------------------------------------------------- g2
@@ -56,14 +64,35 @@ def _draw_g2_fit(
     color,
     shift: float,
     band: bool,
-) -> None:
+) -> str | None:
+    """Draw the fit of curve ``j``; returns its status (None: no fit drawn)."""
     fit = g2_fit_line(fits, block, j, shift, band)  # the g2 tab draws the same
     if fit is None:
-        return
+        return None
     ax.plot(fit.grid, fit.curve, _LINE[fit.line], color="0.55" if fit.grey else color,
             lw=_WIDTH[fit.weight])
     if fit.band is not None:
         ax.fill_between(fit.grid, fit.band[0], fit.band[1], color=color, alpha=0.25, lw=0)
+    return fit.status
+
+
+def fit_key(statuses: set[str]) -> tuple[list, list[str]]:
+    """Legend handles and labels of the fit line styles drawn: one entry per look
+    (statuses sharing a look share the entry), in FIT_LOOK's order."""
+    from matplotlib.lines import Line2D
+
+    looks: dict[tuple, list[str]] = {}
+    known = [s for s in FIT_LOOK if s in statuses]
+    if statuses - set(FIT_LOOK):
+        known.append("failed")  # drawn as failed (views.g2_fit)
+    for s in dict.fromkeys(known):
+        looks.setdefault(FIT_LOOK[s], []).append(s.replace("_", " "))
+    handles, labels = [], []
+    for (line, weight, grey), names in looks.items():
+        handles.append(Line2D([], [], ls=_LINE[line], lw=_WIDTH[weight] * 1.3,
+                              color="0.55" if grey else "0.15"))
+        labels.append("fit: " + " / ".join(names))
+    return handles, labels
 
 
 def _fig_g2(
@@ -77,7 +106,7 @@ def _fig_g2(
     errorbars: bool = True,
     offset: float = 0.0,
     log_x: bool = True,
-    ncols: int = 4,
+    ncols: int | None = None,
     fits: G2Fits | None = None,
     band: bool = True,
     legend: bool = True,
@@ -86,6 +115,8 @@ def _fig_g2(
     exclude_suspect: bool = True,
     bin_offset: int = 0,
     label_style: str = "",
+    page: int = 0,
+    per_page: int | None = None,
 ) -> Any:
     from xpcsviewer.views.labels import short_labels
 
@@ -107,12 +138,30 @@ def _fig_g2(
     n_all = len(panels)
     # Hundreds of subplots are unreadable (and slow): keep the first ones, say so.
     panels = panels[: max(1, int(max_panels))]
+    preset = current_preset()
+    if per_page is None:
+        per_page = preset.g2_per_page if preset is not None else len(panels)
+    per_page = max(1, int(per_page))
+    n_pages = -(-len(panels) // per_page)
+    if not 0 <= int(page) < n_pages:
+        raise IndexError(f"page {page} outside 0..{n_pages - 1}")
+    first = int(page) * per_page
+    n_shown = len(panels)
+    panels = panels[first:first + per_page]
     n = len(panels)
-    nc = max(1, min(int(ncols), n))
+    if ncols is None:
+        ncols = preset.g2_cols if preset is not None else 4
+    nc = max(1, min(int(ncols), n if n_pages == 1 else int(ncols)))
     nr = int(np.ceil(n / nc))
-    fig = new_figure(min(3.2 * nc, 16.0), min(2.8 * nr + 0.4, 40.0))
+    if preset is not None:  # panels of the page width; rows as many as this page has
+        pw = preset.width / nc
+        fig = new_figure(preset.width, nr * (0.72 * pw + 0.25 * preset.font / 9) + 1.0)
+    else:
+        fig = new_figure(min(3.2 * nc, 16.0), min(2.8 * nr + 0.4, 40.0))
+    fig.xpcs_pages = n_pages
     axes = fig.subplots(nr, nc, squeeze=False)
     handles: dict[str, Any] = {}
+    statuses: set[str] = set()
     for k, spec in enumerate(panels):
         ax = axes[k // nc][k % nc]
         colors_b = _colors(len(spec.members))
@@ -131,7 +180,9 @@ def _fig_g2(
             if b.excluded is not None and b.excluded[:, j].any():
                 ex = b.excluded[:, j]  # drawn, but left out of the fit
                 ax.plot(b.tau[ex], b.g2[ex, j] + shift, "x", color="0.6", ms=4)
-            _draw_g2_fit(ax, fits, b, j, color, shift, band)
+            st = _draw_g2_fit(ax, fits, b, j, color, shift, band)
+            if st is not None:
+                statuses.add(st)
         ax.set_xscale("log" if log_x else "linear")
         if ylim is not None:
             ax.set_ylim(*ylim)
@@ -142,8 +193,11 @@ def _fig_g2(
             if auto is not None:
                 ax.set_ylim(*auto)
         ax.set_title(spec.title)
-        ax.set_xlabel("\u03c4 (s)")
-        ax.set_ylabel("g\u2082(q, \u03c4)")
+        # axis labels on the outer panels only: the inner ones repeat them
+        if k + nc >= n:
+            ax.set_xlabel("\u03c4 (s)")
+        if k % nc == 0:
+            ax.set_ylabel("g\u2082(q, \u03c4)")
         if legend:
             h, t = ax.get_legend_handles_labels()
             if layout == "qbin" and not spec.mixed_q:
@@ -153,16 +207,19 @@ def _fig_g2(
                           ncols=2 if len(t) > 12 else 1, frameon=False)
     for k in range(n, nr * nc):
         axes[k // nc][k % nc].set_axis_off()
-    if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-                   ncols=min(6, len(handles)), fontsize=7, frameon=False)
+    key_h, key_l = fit_key(statuses) if legend else ([], [])
+    if handles or key_l:
+        legend_below(fig, list(handles.values()) + key_h, list(handles) + key_l)
     head = f"g2 with {fits.method} fits ({fits.model} model)" if fits is not None else ""
-    if n_all > n:
-        head += ("; " if head else "") + f"first {n} of {n_all} panels"
+    if n_pages > 1:
+        head += ("; " if head else "") + (
+            f"panels {first + 1}-{first + n} of {n_shown}, page {int(page) + 1} of {n_pages}")
+    if n_all > n_shown:
+        head += ("; " if head else "") + f"first {n_shown} of {n_all} panels"
     if note:
         head += ("\n" if head else "") + note
     if head:
-        fig.suptitle(head, fontsize=9)
+        fig.suptitle(head, fontsize=9 if preset is None else preset.font)
     return fig
 
 
@@ -218,5 +275,8 @@ def _fig_diffusion(
     law = "\u03c4 = A q^b" if quantity == "tau" else "\u0393 = q^-b / A"
     ax.set_title(
         f"Relaxation vs q ({analysis.method} {analysis.model} fits; power law {law})")
-    ax.legend(loc="best")
+    # below the axes: a legend inside covers points of some file
+    h, t = ax.get_legend_handles_labels()
+    if t:
+        legend_below(fig, h, t)
     return fig

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export._fig_common import _no_data, _pick, new_figure
+from xpcsviewer.export._fig_common import _no_data, _pick, new_figure, side_by_side
 from xpcsviewer.views.g2 import robust_ylim
 
 
@@ -150,8 +150,9 @@ def _fig_g2map(
         lo, hi = (float(v) for v in np.percentile(finite, [1, 99]))
     else:
         lo, hi = None, None
-    fig = new_figure(11.5 if profile else 6.4, 5.0)
-    ax = fig.add_subplot(1, 2 if profile else 1, 1)
+    n_rows, n_cols = side_by_side(2) if profile else (1, 1)
+    fig = new_figure(5.75 * n_cols if profile else 6.4, 5.0 * n_rows)
+    ax = fig.add_subplot(n_rows, n_cols, 1)
     ax.set_facecolor("0.85")  # invalid points
     mesh = ax.pcolormesh(
         _log_edges(tau[keep]),
@@ -194,7 +195,7 @@ def _fig_g2map(
         f"{res.label}: g2 map" + (f" ({n_bad} invalid points grey)" if n_bad else "")
     )
     if profile:
-        ax2 = fig.add_subplot(1, 2, 2)
+        ax2 = fig.add_subplot(n_rows, n_cols, 2)
         ok = valid[:, j]
         e = np.where(np.isfinite(g2_err[ok, j]), g2_err[ok, j], 0.0)
         ax2.errorbar(

@@ -6,7 +6,14 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export._fig_common import INV_A, _colors, _no_data, _pick, new_figure
+from xpcsviewer.export._fig_common import (
+    INV_A,
+    _colors,
+    _no_data,
+    _pick,
+    new_figure,
+    place_legend,
+)
 from xpcsviewer.views import display_image, intensity, saxs
 
 
@@ -55,7 +62,8 @@ def _fig_saxs2d(
         ax.legend(loc="upper right")
     ax.set_xlabel("column (pixel)")
     ax.set_ylabel("row (pixel)")
-    ax.set_title(f"{res.label}: scattering image")
+    # over the whole figure: an axes title runs into the colour bar's top label
+    fig.suptitle(f"{res.label}: scattering image")
     return fig
 
 
@@ -104,7 +112,7 @@ def _fig_saxs1d(
         "SAXS 1-D" + (" (background subtracted)" if background is not None else "")
     )
     if legend and curves:
-        ax.legend(loc="best")
+        place_legend(fig, ax)
     return fig
 
 
@@ -147,7 +155,7 @@ def _fig_stability(
     ax.set_title(
         f"{res.label}: max relative change {100 * st.max_rel_change:.2f} % ({flag})"
     )
-    ax.legend(loc="best")
+    place_legend(fig, ax)
     return fig
 
 
@@ -173,7 +181,7 @@ def _fig_intensity(
     ax.set_title(
         "Intensity vs time" + (f" (moving average {window})" if window > 1 else "")
     )
-    ax.legend(loc="best")
+    place_legend(fig, ax)
     if fft:
         ax2 = fig.add_subplot(2, 1, 2)
         for c in curves:

@@ -6,7 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export._fig_common import _no_data, _pick, new_figure
+from xpcsviewer.export._fig_common import (
+    _no_data,
+    _pick,
+    new_figure,
+    place_legend,
+    side_by_side,
+)
 from xpcsviewer.views import display_image
 from xpcsviewer.views.g2 import c2_time_axis, twotime_g2_curves
 
@@ -48,8 +54,9 @@ def _fig_twotime(
     t = c2_time_axis(c2.shape[0], float(view.t0))
     lo, hi = levels if levels is not None else display_image.auto_levels(c2)
     curves = twotime_g2_curves(tt, int(bin_index)) if g2 else None
-    fig = new_figure(11.0 if curves else 6.0, 4.8)
-    ax = fig.add_subplot(1, 2 if curves else 1, 1)
+    rows, cols = side_by_side(2) if curves else (1, 1)
+    fig = new_figure(5.5 * cols if curves else 6.0, 4.8 * rows)
+    ax = fig.add_subplot(rows, cols, 1)
     step = float(view.t0)
     extent = (
         (t[0] - step / 2, t[-1] + step / 2, t[-1] + step / 2, t[0] - step / 2)
@@ -76,7 +83,7 @@ def _fig_twotime(
     )
     if curves:
         t_full, g_full, t_seg, g_seg = curves
-        ax2 = fig.add_subplot(1, 2, 2)
+        ax2 = fig.add_subplot(rows, cols, 2)
         ax2.plot(t_full, g_full, "k-", lw=2.0, label="full")
         from matplotlib import colormaps
 
@@ -94,5 +101,5 @@ def _fig_twotime(
         ax2.set_xlabel("\u03c4 (s)")
         ax2.set_ylabel("g\u2082 from C\u2082")
         ax2.set_title("g2 from the two-time map")
-        ax2.legend(loc="upper right")
+        place_legend(fig, ax2)
     return fig

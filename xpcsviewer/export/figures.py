@@ -21,9 +21,11 @@ Kinds and their options
 ``g2``
     layout="qbin" ("file", "combined"), qmin, qmax, tmin, tmax, max_bins=None,
     errorbars=True, offset=0.0 (per file in "qbin"/"combined", per bin in "file"),
-    log_x=True, ncols=4, fits=None (G2Fits), band=True, legend=True,
+    log_x=True, ncols=None (4; a preset's own), fits=None (G2Fits), band=True,
+    legend=True (files and, below them, a key of the fit line styles drawn),
     ylim=None (default: 2-98 percentile of the points, padded),
-    max_panels=36 (more panels are left out; the title says so).
+    max_panels=36 (more panels are left out; the title says so), page=0,
+    per_page=None (all panels; under a size preset 6, 12 or 8 per page).
 ``diffusion``
     analysis (DiffusionAnalysis of :func:`xpcsviewer.views.diffusion.diffusion_analysis`,
     which holds the quantity, q range and exponent; None: "no g2 fits"), log_x=True,
@@ -54,7 +56,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from xpcsviewer.export._fig_common import _STYLE, new_figure
+from xpcsviewer.export._fig_common import (
+    SIZE_PRESETS,
+    current_preset,
+    export_style,
+    new_figure,
+)
 from xpcsviewer.export._fig_g2 import _fig_diffusion, _fig_g2
 from xpcsviewer.export._fig_multi import (
     AVERAGE_STATISTICS,
@@ -70,8 +77,17 @@ from xpcsviewer.export._fig_saxs import (
     _fig_stability,
 )
 from xpcsviewer.export._fig_twotime import _fig_twotime
+from xpcsviewer.export._layout import tidy_figure
 
-__all__ = ["AVERAGE_STATISTICS", "FIGURE_KINDS", "make_figure", "new_figure", "preload_plotting"]
+__all__ = [
+    "AVERAGE_STATISTICS",
+    "FIGURE_KINDS",
+    "SIZE_PRESETS",
+    "make_figure",
+    "make_figures",
+    "new_figure",
+    "preload_plotting",
+]
 
 FIGURE_KINDS: dict[str, Callable[..., Any]] = {
     "saxs2d": _fig_saxs2d,
@@ -99,7 +115,7 @@ def preload_plotting(progress=None, cancel=None) -> None:
     matplotlib.colormaps["viridis"]  # the registry loads lazily
 
 
-def make_figure(kind: str, results: list, **options: Any) -> Any:
+def make_figure(kind: str, results: list, size: str | None = None, **options: Any) -> Any:
     """Build the publication figure of ``kind`` for ``results``.
 
     Parameters
@@ -107,6 +123,12 @@ def make_figure(kind: str, results: list, **options: Any) -> Any:
     kind : str
         One of :data:`FIGURE_KINDS` (see the module docstring for each kind's options).
     results : list of XpcsResult
+    size : {"single", "double", "slide"} or None
+        Page preset (:data:`SIZE_PRESETS`: 3.4 in, 7 in or 10 x 5.6 in wide, 8, 9 or
+        14 pt text); None: the preset of an enclosing
+        :func:`~xpcsviewer.export._fig_common.export_style`, else each figure's own
+        size and 10 pt text. With a preset
+        a g2 figure holds its first page only; :func:`make_figures` gives them all.
     **options
         Kind-specific options; unknown options raise ``TypeError``.
 
@@ -115,12 +137,29 @@ def make_figure(kind: str, results: list, **options: Any) -> Any:
     matplotlib.figure.Figure
         Not registered with pyplot; save with :func:`~xpcsviewer.export.save_figure`.
     """
-    import matplotlib
-
     fn = FIGURE_KINDS.get(kind)
     if fn is None:
         raise ValueError(
             f"unknown figure kind {kind!r}; use one of {sorted(FIGURE_KINDS)}"
         )
-    with matplotlib.rc_context(_STYLE):
-        return fn(list(results), **options)
+    with export_style(size if size is not None else current_preset()):
+        fig = fn(list(results), **options)
+        tidy_figure(fig)
+    return fig
+
+
+def make_figures(kind: str, results: list, size: str | None = None,
+                 **options: Any) -> list[Any]:
+    """Every page of the figure of ``kind`` (one, but for a g2 figure of more panels
+    than a page of the preset holds); see :func:`make_figure`.
+
+    Save them with :func:`~xpcsviewer.export.save_figure` (one multi-page PDF, or
+    numbered PNG/SVG files).
+    """
+    from xpcsviewer import export as xp  # looked up when called: wrappers see each page
+
+    with export_style(size if size is not None else current_preset()):
+        first = xp.make_figure(kind, results, **options)
+        n = int(getattr(first, "xpcs_pages", 1))
+        return [first] + [xp.make_figure(kind, results, page=k, **options)
+                          for k in range(1, n)]

@@ -25,6 +25,7 @@ from xpcsviewer.io.outputs import atomic_path, to_jsonable
 __all__ = [
     "FIGURE_FORMATS",
     "atomic_write",
+    "page_paths",
     "save_figure",
     "write_csv",
     "write_json",
@@ -82,38 +83,78 @@ def atomic_write(
     return path
 
 
+def page_paths(path: str | os.PathLike, n_pages: int) -> list[Path]:
+    """Where :func:`save_figure` writes ``n_pages`` pages: ``path`` itself for one page
+    or a PDF, else ``<stem>_p1<suffix>``, ``<stem>_p2<suffix>``, ..."""
+    path = Path(path)
+    if n_pages <= 1 or path.suffix.lower() == ".pdf":
+        return [path]
+    return [path.with_name(f"{path.stem}_p{k}{path.suffix}") for k in range(1, n_pages + 1)]
+
+
 def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 200) -> Path:
-    """Save a matplotlib ``Figure`` atomically; the format comes from the suffix.
+    """Save a matplotlib ``Figure`` (or a list of pages) atomically; the format comes
+    from the suffix.
+
+    Fonts are embedded as TrueType in PDF (never Type 3) and SVG text stays text
+    (:data:`xpcsviewer.export._fig_common.FONT_RC`), as journals ask.
 
     Parameters
     ----------
-    fig : matplotlib.figure.Figure
+    fig : matplotlib.figure.Figure or list of them
+        Several pages go into one multi-page PDF, or numbered PNG/SVG files
+        (:func:`page_paths`).
     path : path ending in ``.png``, ``.svg`` or ``.pdf``
     dpi : int
         Raster resolution (PNG only matters).
+
+    Returns
+    -------
+    Path
+        The file written (of several PNG/SVG pages: the first).
 
     Raises
     ------
     ValueError
         Unsupported suffix.
     """
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from xpcsviewer.export._fig_common import FONT_RC
+
     path = Path(path)
     fmt = FIGURE_FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(
             f"{path}: figure format must be one of {sorted(FIGURE_FORMATS)}"
         )
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    if fig.canvas is None or not hasattr(fig.canvas, "print_figure"):
-        FigureCanvasAgg(fig)
+    pages = list(fig) if isinstance(fig, (list, tuple)) else [fig]
+    if not pages:
+        raise ValueError("no figure to save")
+    for f in pages:
+        if f.canvas is None or not hasattr(f.canvas, "print_figure"):
+            FigureCanvasAgg(f)
     # Metadata without a date keeps SVG/PDF output reproducible.
     meta = {"Creator": "xpcsviewer"} if fmt in ("pdf",) else None
     if fmt == "svg":
         meta = {"Date": None}
-    return atomic_write(
-        path, lambda fh: fig.savefig(fh, format=fmt, dpi=dpi, metadata=meta)
-    )
+    with matplotlib.rc_context(FONT_RC):  # read when the file is written
+        if fmt == "pdf" and len(pages) > 1:
+            from matplotlib.backends.backend_pdf import PdfPages
+
+            def write_pdf(fh: Any) -> None:
+                with PdfPages(fh, metadata=meta) as pdf:
+                    for f in pages:
+                        pdf.savefig(f)
+
+            return atomic_write(path, write_pdf)
+        targets = page_paths(path, len(pages))
+        for f, target in zip(pages, targets, strict=True):
+            atomic_write(
+                target, lambda fh, f=f: f.savefig(fh, format=fmt, dpi=dpi, metadata=meta)
+            )
+    return targets[0]
 
 
 def _cell(v: Any) -> str:

@@ -1,0 +1,96 @@
+"""Last pass over a built figure so that no text runs into other text or off the page.
+
+The figure functions place things for a roomy page; on a narrow one (a single journal
+column) long titles and axis labels and dense tick labels collide. Each
+step measures the drawn text with the Agg renderer and changes only what collides.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from itertools import combinations
+from typing import Any
+
+__all__ = ["tidy_figure"]
+
+
+def _wrap(t: Any, room: float, renderer: Any) -> None:
+    text = t.get_text()
+    if not text or not t.get_visible() or room <= 0:
+        return
+    w = t.get_window_extent(renderer)
+    along = w.height if t.get_rotation() % 180 == 90 else w.width
+    if along <= room:
+        return
+    longest = max(len(s) for s in text.split("\n"))
+    chars = max(10, int(longest * room / along * 0.95))
+    t.set_text("\n".join(textwrap.fill(s, chars) for s in text.split("\n")))
+
+
+def _texts_and_room(fig: Any) -> list[tuple[Any, float]]:
+    fig_w = fig.bbox.width
+    items = []
+    if fig._suptitle is not None:
+        items.append((fig._suptitle, 0.96 * fig_w))
+    for ax in fig.axes:
+        w, h = ax.bbox.width, ax.bbox.height
+        for t in (ax.title, ax._left_title, ax._right_title):
+            items.append((t, max(w, 0.3 * fig_w)))
+        items.append((ax.xaxis.label, max(w, 0.2 * fig_w)))
+        items.append((ax.yaxis.label, h))
+    return items
+
+
+def _hit(a: Any, b: Any, tol: float = 0.5) -> bool:
+    return (min(a.x1, b.x1) - max(a.x0, b.x0) > tol
+            and min(a.y1, b.y1) - max(a.y0, b.y0) > tol)
+
+
+def _tick_boxes(axis: Any, renderer: Any) -> list:
+    out = []
+    for tick in axis._update_ticks():
+        for lab in (tick.label1, tick.label2):
+            if lab.get_visible() and lab.get_text().strip():
+                out.append(lab.get_window_extent(renderer))
+    return out
+
+
+def _crowded(axis: Any, renderer: Any) -> bool:
+    return any(_hit(a, b) for a, b in combinations(_tick_boxes(axis, renderer), 2))
+
+
+def _thin_ticks(axis: Any, step: int) -> None:
+    """Fewer tick labels on ``axis`` (``step``: how many times thinned before)."""
+    from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullFormatter
+
+    if axis.get_scale() == "log":
+        if step == 0:
+            axis.set_minor_formatter(NullFormatter())
+        else:
+            axis.set_major_locator(LogLocator(numticks=max(2, 6 - 2 * step)))
+        return
+    loc = axis.get_major_locator()
+    if isinstance(loc, FixedLocator):  # labelled rows (g2 map): keep every other one
+        ticks = list(axis.get_majorticklocs())
+        labels = [t.get_text() for t in axis.get_majorticklabels()]
+        if len(ticks) > 2:
+            axis.set_ticks(ticks[::2], labels=labels[::2] if len(labels) == len(ticks) else None)
+        return
+    axis.set_major_locator(MaxNLocator(nbins=max(2, 5 - step), steps=[1, 2, 2.5, 5, 10]))
+
+
+def tidy_figure(fig: Any) -> None:
+    """Wrap long titles and axis labels and thin colliding tick labels; the figure is
+    laid out again when drawn."""
+    fig.draw_without_rendering()  # constrained layout: the axes' real sizes
+    renderer = fig.canvas.get_renderer()
+    for t, room in _texts_and_room(fig):
+        _wrap(t, room, renderer)
+    for step in range(3):
+        fig.draw_without_rendering()
+        crowded = [axis for ax in fig.axes if ax.get_visible() and ax.axison
+                   for axis in (ax.xaxis, ax.yaxis) if _crowded(axis, renderer)]
+        if not crowded:
+            break
+        for axis in crowded:
+            _thin_ticks(axis, step)
