@@ -60,6 +60,7 @@ def test_progress_forgets_failed_job_and_cuts_between_words(qtbot, window, wait_
     # the failed job's "SAXS-2D ROIs: 0%" is gone at once; the runner is still busy
     assert runner.is_busy
     assert "SAXS-2D" not in window.progress.format()
+    assert "SAXS-2D" not in window.progress_label.text()
     assert "SAXS-2D" not in window.progress.toolTip()
     assert "background" in window.progress.toolTip()
 
@@ -70,12 +71,15 @@ def test_progress_forgets_failed_job_and_cuts_between_words(qtbot, window, wait_
         release.wait(10)
 
     runner.submit("test:long", reporting, description=long)
-    qtbot.waitUntil(lambda: "compiling" in window.progress.format(), timeout=3000)
-    fmt = window.progress.format()
-    label = fmt[: -len(": %p%")]
+    qtbot.waitUntil(lambda: "compiling" in window.progress_label.text(), timeout=3000)
+    label = window.progress_label.text()
     assert label.endswith("\u2026")
-    # whole words only, and the text fits the bar
+    # whole words only; the name fits its label and the bar holds only the percentage
+    # (issue 33: "compiling t|he fits" ran past the bar)
     assert long.startswith(label[:-1]) and long[len(label) - 1] == " "
+    fm = window.progress_label.fontMetrics()
+    assert fm.horizontalAdvance(label) <= window.progress_label.width()
+    assert window.progress.format() == "%p%"
     fm = window.progress.fontMetrics()
     assert fm.horizontalAdvance(window.progress.text()) < window.progress.width()
     assert window.progress.toolTip().startswith(long)
@@ -270,3 +274,17 @@ def test_stability_shows_a_line_of_text_while_computing(qtbot, demo_results):
     qtbot.waitUntil(p.pw.isVisible, timeout=20000)
     assert p.result.flagged
     ctx.runner.wait_for_done(10000)
+
+
+def test_backend_label_leaves_starting_once_jax_is_up(window, qtbot):
+    """Issue 33 (7): "JAX: starting..." stayed over 60 s, while the fits compiled long
+    after JAX was loaded; after the warm-up's first step the label names the backend."""
+    from xpcsviewer.gui._window_extras import WARMUP_DESCRIPTION
+
+    window.warmup_done = False
+    window.backend_label.setText("JAX: starting\u2026")
+    window._label_progress({"key": WARMUP_DESCRIPTION, "done": 1, "total": 3,
+                            "message": "compiling the fits (first run only)"})
+    text = window.backend_label.text()
+    assert "starting" not in text and "compiling fits" in text
+    assert text.startswith(("JAX", "NumPy"))

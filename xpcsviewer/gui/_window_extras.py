@@ -10,7 +10,7 @@ from xpcsviewer.gui.resources import icon_pixmap
 from xpcsviewer.gui.theme import apply_theme
 from xpcsviewer.gui.widgets import elide_words
 
-__all__ = ["PROGRESS_WIDTH", "SHORTCUTS", "WindowExtrasMixin"]
+__all__ = ["PROGRESS_BAR_WIDTH", "PROGRESS_WIDTH", "SHORTCUTS", "WindowExtrasMixin"]
 
 logger = logging.getLogger("xpcsviewer.gui.main_window")
 
@@ -32,6 +32,10 @@ SHORTCUTS = [
 
 #: Width of the status bar's progress bar (px); its label is cut between words to fit.
 PROGRESS_WIDTH = 260
+#: the warm-up job's name (also the progress label's key)
+WARMUP_DESCRIPTION = "compiling the fits (first run only)"
+#: the bar itself: room for "100%"; the job's name has the rest, in a label
+PROGRESS_BAR_WIDTH = 70
 
 
 class WindowExtrasMixin:
@@ -50,17 +54,26 @@ class WindowExtrasMixin:
 
     def _label_progress(self, st: dict) -> None:
         """Text and tooltip of the busy progress bar (GUI thread)."""
-        bar = self.progress
+        bar, lab = self.progress, self.progress_label
         if "key" not in st:
             # no job reports progress now: a busy bar, its jobs in the tooltip
             bar.setFormat("")
-            bar.setToolTip("\n".join(self.context.runner.running_descriptions()))
+            lab.setText("")
+            tip = "\n".join(self.context.runner.running_descriptions())
+            bar.setToolTip(tip)
+            lab.setToolTip(tip)
             return
-        fm = bar.fontMetrics()
-        room = PROGRESS_WIDTH - fm.horizontalAdvance(": 100%") - 16
-        label = elide_words(fm, st["key"], room).replace("%", "%%")
-        bar.setFormat(f"{label}: %p%")
-        bar.setToolTip(f"{st['key']}: {st['message']}")
+        fm = lab.fontMetrics()
+        room = lab.width() - 8  # the label's own font and width: it cannot run over
+        lab.setText(elide_words(fm, st["key"], room))
+        bar.setFormat("%p%")
+        tip = f"{st['key']}: {st['message']}"
+        bar.setToolTip(tip)
+        lab.setToolTip(tip)
+        if st["key"] == WARMUP_DESCRIPTION and st.get("done", 0) >= 1 and not self.warmup_done:
+            # JAX is up after the first step; the fits compile for a minute more: say
+            # what is loaded instead of "JAX: starting..." (issue 33)
+            self._describe_backend(pending="compiling fits\u2026")
 
     # -------------------------------------------------------------- backend
     def _start_warmup(self) -> None:
@@ -72,7 +85,7 @@ class WindowExtrasMixin:
         self.context.runner.submit(
             "warmup", precompile, on_result=self._on_warmup,
             on_error=lambda info: self._describe_backend(),
-            description="compiling the fits (first run only)")
+            description=WARMUP_DESCRIPTION)
         # numba's correlators: a cold cache (new version, cleaned cache) is filled by a
         # low-priority child process, so no correlate job waits for the compiler
         from xpcsviewer.compute.precompile import ensure_kernels
@@ -94,7 +107,7 @@ class WindowExtrasMixin:
         self._describe_backend()
         logger.info("warm-up: %s", out.get("seconds"))
 
-    def _describe_backend(self) -> None:
+    def _describe_backend(self, pending: str = "") -> None:
         import numpy as np
 
         from xpcsviewer.backends import get_backend, get_device_manager, use_config
@@ -115,7 +128,7 @@ class WindowExtrasMixin:
                 line = f"JAX {jax.__version__}, {where}, float64"
         except Exception as exc:
             line = f"backend error: {exc}"
-        self.backend_label.setText(line)
+        self.backend_label.setText(f"{line} \u00b7 {pending}" if pending else line)
 
     def run_config(self):
         """The RunConfig new jobs run under (the Tools menu's choice)."""

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui import session as session_mod
-from xpcsviewer.gui._window_extras import PROGRESS_WIDTH, WindowExtrasMixin
+from xpcsviewer.gui._window_extras import PROGRESS_BAR_WIDTH, PROGRESS_WIDTH, WindowExtrasMixin
 from xpcsviewer.gui._window_session import WindowSessionMixin
 from xpcsviewer.gui._window_tabs import WindowTabsMixin
 from xpcsviewer.gui._window_targets import WindowTargetsMixin, load_targets
@@ -204,8 +204,15 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.details_btn = QToolButton(text="Details\u2026", toolTip="Show the last error")
         self.details_btn.setVisible(False)
         self.details_btn.clicked.connect(self.show_error_details)
+        # the job's name in a label of its own, the bar only "66%": a name inside the
+        # bar ran past it ("compiling t|he fits", issue 33)
+        self.progress_label = QLabel()
+        self.progress_label.setFixedWidth(PROGRESS_WIDTH - PROGRESS_BAR_WIDTH)
+        self.progress_label.setAlignment(Qt.AlignmentFlag.AlignRight
+                                         | Qt.AlignmentFlag.AlignVCenter)
+        self.progress_label.setVisible(False)
         self.progress = QProgressBar()
-        self.progress.setFixedWidth(PROGRESS_WIDTH)  # its label is cut to this width
+        self.progress.setFixedWidth(PROGRESS_BAR_WIDTH)
         self.progress.setTextVisible(True)
         self.progress.setVisible(False)
         self.cancel_btn = QPushButton("Cancel", toolTip="Cancel running jobs (Esc)")
@@ -213,7 +220,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.cancel_btn.clicked.connect(self.cancel_jobs)
         # their place is kept while hidden: showing them must not resize the status bar
         # (and so every plot above it, a full repaint at each job start)
-        for w in (self.progress, self.cancel_btn):
+        for w in (self.progress_label, self.progress, self.cancel_btn):
             pol = w.sizePolicy()
             pol.setRetainSizeWhenHidden(True)
             w.setSizePolicy(pol)
@@ -221,6 +228,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.backend_label.setToolTip("Array backend and device (Tools menu)")
         sb.addWidget(self.message_label, 1)
         sb.addWidget(self.details_btn)
+        sb.addPermanentWidget(self.progress_label)
         sb.addPermanentWidget(self.progress)
         sb.addPermanentWidget(self.cancel_btn)
         sb.addPermanentWidget(self.backend_label)
@@ -408,6 +416,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         st = self._progress_state
         busy = st.get("busy", False)
         self.progress.setVisible(busy)
+        self.progress_label.setVisible(busy)
         self.cancel_btn.setVisible(busy)
         if not busy:
             self.progress.setRange(0, 1)
