@@ -286,3 +286,24 @@ def test_real_files_open_in_every_saxs_tab(window, real_data_dir, wait_idle):
     assert len(window.panels["saxs1d"].curves) == 2
     st = window.panels["stability"].result
     assert st.profiles.shape[0] == window.results[0].saxs_1d_segments.shape[0]
+
+
+def test_every_tab_in_sight_at_the_default_size(qtbot):
+    """Issue 33 (7): at 1389x868 Live and Series sat behind the tab bar's scroll arrows."""
+    from xpcsviewer.gui.main_window import MainWindow
+
+    win = MainWindow(restore_session=False, save_session_on_close=False)
+    qtbot.addWidget(win)
+    win.resize(1389, 868)
+    win.show()
+    win.show_live()
+    qtbot.wait(100)
+    tb = win.tabs.tabBar()
+    assert not tb.usesScrollButtons()
+    right = max(tb.tabRect(i).right() for i in range(tb.count()))
+    assert right <= tb.width()
+    fm = tb.fontMetrics()
+    short = [tb.tabText(i) for i in range(tb.count())
+             if tb.tabRect(i).width() < fm.horizontalAdvance(tb.tabText(i))]
+    assert not short, f"labels cut at the default size: {short}"
+    win.shutdown(5000)

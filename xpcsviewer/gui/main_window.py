@@ -73,7 +73,7 @@ class UnavailablePanel(BasePanel):
 
 
 _TITLES = {"saxs2d": "SAXS-2D", "saxs1d": "SAXS-1D", "stability": "Stability",
-           "intensity": "Intensity-Time", "g2": "g2", "diffusion": "Diffusion",
+           "intensity": "Intensity", "g2": "g2", "diffusion": "Diffusion",
            "twotime": "Two-Time", "qmap": "Q-Map", "metadata": "Metadata"}
 
 
@@ -158,6 +158,10 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
     def _build_tabs(self) -> None:
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
+        # every tab stays in sight: at the default size Live and Series sat behind the
+        # scroll arrows (issue 33); a narrow window shortens the labels instead
+        self.tabs.tabBar().setUsesScrollButtons(False)
+        self.tabs.tabBar().setElideMode(Qt.TextElideMode.ElideRight)
         self.panels: dict[str, BasePanel] = {}
         self.preferred_tab = "g2"  # the tab files open on, until the user picks another
         for name, _spec in PANELS:

@@ -75,7 +75,7 @@ class IntensityPanel(BasePanel):
     """Top: all traces with a draggable region; bottom-left: |FFT|; bottom-right: zoom."""
 
     name = "intensity"
-    title = "Intensity-Time"
+    title = "Intensity"  # vs time: the short name keeps every tab in sight (issue 33)
     figure_kind = "intensity"
 
     def __init__(self, context, parent=None) -> None:
