@@ -124,8 +124,9 @@ def test_fit_through_worker_fills_table_and_publishes(qtbot, panel, results, fak
     assert t.rowCount() == 12
     assert t.horizontalHeaderItem(0).text() == "status"
     assert {t.item(r, 0).text() for r in range(12)} == {"converged"}
-    assert t.horizontalHeaderItem(3).text() == "tau (s)"
-    assert "\u00b1" in t.item(0, 3).text()  # tau value +- error
+    head = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
+    assert head[1] == "file"  # several files: the file beside the status (issue 33)
+    assert "\u00b1" in t.item(0, head.index("tau (s)")).text()  # tau value +- error
     assert "12 converged" in panel.fit_status.text()
     # the default is the automatic model choice; each row names its model
     assert panel.model() == "auto" and fits.model == "auto"
@@ -454,3 +455,35 @@ def test_parameter_table_says_start_not_value(qtbot, panel):
     t = panel.params
     assert t.horizontalHeaderItem(1).text() == "start"
     assert "results table" in t.horizontalHeaderItem(1).toolTip()
+
+
+def test_results_table_names_the_file_of_each_row_and_keeps_tau_whole(qtbot):
+    # issue 33 (7): 48 rows of three files repeated bins 1-16 with the file column out
+    # of sight, and tau cells were cut
+    from xpcsviewer.fitting.fit_table import G2Fits
+    from xpcsviewer.gui.panels._g2_results import FitResultsTable, short_labels
+
+    assert short_labels(["A01_silica_R100nm_water", "A02_silica_R250nm_water"]) == [
+        "A01_silica_R100nm", "A02_silica_R250nm"]
+    n = 6
+    labels = ["A01_silica_R100nm_water"] * 3 + ["A02_silica_R250nm_water"] * 3
+    fits = G2Fits(
+        model="single", method="lsq", file_index=np.repeat([0, 1], 3), file_labels=labels,
+        columns=np.tile(np.arange(3), 2), q=np.linspace(0.001, 0.006, n), phi=np.zeros(n),
+        bin_labels=[str(i) for i in range(n)],
+        params={"contrast": np.full(n, 0.2), "tau": np.full(n, 1.234567e-3),
+                "stretch": np.ones(n), "baseline": np.ones(n)},
+        errors={"contrast": np.full(n, 0.01), "tau": np.full(n, 2.5e-5),
+                "stretch": np.zeros(n), "baseline": np.full(n, 1e-4)},
+        status=np.array(["converged"] * n, dtype=object), chi2_red=np.ones(n),
+        dt=np.full(n, 1e-5))
+    t = FitResultsTable()
+    qtbot.addWidget(t)
+    t.show_fits(fits)
+    head = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
+    assert head[:2] == ["status", "file"]
+    assert [t.item(r, 1).text() for r in range(n)] == ["A01_silica_R100nm"] * 3 + [
+        "A02_silica_R250nm"] * 3
+    tc = head.index("tau (s)")
+    fm = t.fontMetrics()
+    assert all(fm.horizontalAdvance(t.item(r, tc).text()) < t.columnWidth(tc) for r in range(n))

@@ -29,6 +29,36 @@ _FILE_COLUMN = 6  # after the numbers (see FitResultsTable.show_fits)
 _STATUS_WIDTH = 110  # px: "ESS 180 < 200"; longer reasons elided, whole in the tooltip
 
 
+def short_labels(labels: list[str]) -> list[str]:
+    """Each label by what tells it from the others: the common start and end (at
+    ``_``, ``-``, ``.`` or space) dropped; a label that would be empty stays whole."""
+    uniq = list(dict.fromkeys(labels))
+    if len(uniq) < 2:
+        return list(labels)
+    seps = "_-. "
+
+    def cut(prefix: str) -> int:
+        # back to the last separator, so a word is never split
+        k = len(prefix)
+        while k > 0 and prefix[k - 1] not in seps:
+            k -= 1
+        return k
+
+    def common(words: list[str]) -> str:  # character by character, as meant here
+        n = 0
+        while all(len(w) > n for w in words) and len({w[n] for w in words}) == 1:
+            n += 1
+        return words[0][:n]
+
+    head = cut(common(uniq))
+    tail = cut(common([u[::-1] for u in uniq]))
+    out = {}
+    for u in uniq:
+        mid = u[head:len(u) - tail] if tail else u[head:]
+        out[u] = mid.strip(seps) or u
+    return [out[x] for x in labels]
+
+
 def status_text(status: str, detail: str) -> str:
     """The status cell: a failed fit with its first reason below, "failed\nESS 180 < 200"."""
     if status != "failed" or not detail:
@@ -80,6 +110,13 @@ class FitResultsTable(QTableWidget):
         # the verdict and the key numbers first: the panel is narrow
         head = ["status", "bin", "q (\u00c5\u207b\u00b9)", f"{tname} (s)", "contrast",
                 "\u03c7\u00b2\u1d63", "file"]
+        # several files: the file beside the status, by the part that tells them apart
+        # (48 rows of three files repeated bins 1-16 with the file out of sight)
+        many = len(set(fits.file_labels)) > 1
+        file_col = 1 if many else _FILE_COLUMN
+        if many:
+            head.insert(1, head.pop(_FILE_COLUMN))
+        short = dict(zip(fits.file_labels, short_labels(fits.file_labels), strict=True))
         head += [f"{n} (s)" if n.startswith("tau") else n for n in others]
         head += ["model", "\u0394AICc"]
         if bayes:
@@ -105,8 +142,8 @@ class FitResultsTable(QTableWidget):
                 (tau_txt, float(tau_v[b]) if np.isfinite(tau_v[b]) else None),
                 (_pm(fits.params["contrast"][b], fits.errors["contrast"][b]), None),
                 (_fmt(fits.chi2_red[b]), float(fits.chi2_red[b])),
-                (fits.file_labels[b], None),
             ]
+            cells.insert(file_col, (short[fits.file_labels[b]], None))
             cells += [(_pm(fits.params[n][b], fits.errors[n][b]), None) for n in others]
             dA = fits.delta_aicc[b] if fits.delta_aicc is not None else np.nan
             cells += [(fits.model_of(b), None), (f"{dA:.1f}" if np.isfinite(dA) else "", None)]
@@ -140,10 +177,17 @@ class FitResultsTable(QTableWidget):
             self.resizeColumnsToContents()
         # File names are long and alike: show their distinguishing end, full in a tooltip.
         self.setTextElideMode(Qt.TextElideMode.ElideLeft)
-        self.setColumnWidth(_FILE_COLUMN, min(self.columnWidth(_FILE_COLUMN), 110))
+        self.setColumnWidth(file_col, min(self.columnWidth(file_col), 110))
         self.setColumnWidth(0, min(self.columnWidth(0), _STATUS_WIDTH))
+        # the relaxation time is the number read here: never cut, long tables too
+        tau_col = head.index(f"{tname} (s)")
+        fm = self.fontMetrics()
+        need = max((fm.horizontalAdvance(self.item(b, tau_col).text())
+                    for b in range(fits.n_curves)), default=0) + 16
+        need = max(need, fm.horizontalAdvance(head[tau_col]) + 24)
+        self.setColumnWidth(tau_col, max(self.columnWidth(tau_col), need))
         for b in np.flatnonzero(failed):
             self.resizeRowToContents(int(b))  # the reason's line
         for b in range(fits.n_curves):
-            self.item(b, _FILE_COLUMN).setToolTip(fits.file_labels[b])
+            self.item(b, file_col).setToolTip(fits.file_labels[b])
         self.setSortingEnabled(True)
