@@ -16,12 +16,17 @@ process. Printed:
 - with ``--gui``: the same acquisition followed by the Live tab (offscreen unless a
   display is set): the latency to the fitted result drawn on screen and the longest
   stall of the GUI thread while following (against an idle baseline on this machine);
-  ``--shots DIR`` saves screenshots during the acquisition.
+  ``--shots DIR`` saves screenshots during the acquisition;
+- with ``--repeats R``: the ``--frames`` run R times, each with the final update's
+  breakdown (last frame -> seen at a poll -> end detected -> last frames correlated ->
+  result assembled -> written -> fitted); ``--rates ''`` skips the sweep;
+- with ``--load N``: N busy processes (a pure-Python loop each) run beside the writer
+  and ``live`` the whole time, as other jobs on a shared machine.
 
 Run on demand (not a test)::
 
     .venv/bin/python benchmarks/live.py [--rates 500,1000,2000,3000] [--gui --shots DIR]
-        [--json out.json]
+        [--repeats 3] [--load 6] [--json out.json]
 
 The machine's load is printed with the table: timings on a shared machine are noisy.
 """
@@ -153,8 +158,30 @@ def run_cli(work: Path, tag: str, rate: float, n: int, size: int, qmap: Path, po
         "converged_bins": sum(b["status"] == "converged" for b in final.get("bins", [])),
         "bins": len(final.get("bins", [])),
         "raw": str(raw), "output": str(out), "live_start_to_ready_s": t_ready,
+        "stages": final.get("stages", {}),
     }
     return res
+
+
+def busy(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that each keep a core busy until killed."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def breakdown(r: dict) -> str:
+    """One row: last frame -> seen -> end -> read -> result -> write -> fit (s, each step)."""
+    st, fit = r["stages"], r["latency_fit_s"]
+    if not st or fit is None:
+        return f"| {fit} | (no stages) |"
+    seen = fit - st["fit"]  # the writer's last frame to the poll that saw it
+    order = ["end", "read", "result", "write", "fit"]
+    steps, prev = [], 0.0
+    for k in order:
+        v = st.get(k, prev)
+        steps.append(v - prev)
+        prev = v
+    cells = " | ".join(f"{x:.2f}" for x in (seen, *steps))
+    return f"| {fit:.2f} | {cells} | {st.get('fit_wait', 0.0):.2f} |"
 
 
 def final_vs_batch(work: Path, raw: str, live_out: str, qmap: Path) -> dict:
@@ -295,6 +322,10 @@ def main() -> int:
     ap.add_argument("--shots", default=None)
     ap.add_argument("--work", default=None, help="folder for the files (default: a temp dir)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--repeats", type=int, default=1, help="runs of the --frames acquisition")
+    ap.add_argument("--load", type=int, default=0, help="busy processes beside the run")
+    ap.add_argument("--no-compare", action="store_true",
+                    help="skip the comparison with `correlate` of the complete file")
     a = ap.parse_args()
     work = Path(a.work or tempfile.mkdtemp(prefix="xpcs_live_bench_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -302,10 +333,22 @@ def main() -> int:
     pool = speckle_pool(work, a.size, a.pool)
     full = speckle_pool(work, a.size, a.frames)
     host = {"python": platform.python_version(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "load_before": os.getloadavg()}
+            "cpus": os.cpu_count(), "load_before": os.getloadavg(), "busy": a.load}
+    hogs = busy(a.load)
+    try:
+        return _run(a, work, qmap, pool, full, host)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
+def _run(a: argparse.Namespace, work: Path, qmap: Path, pool: Path, full: Path,
+         host: dict) -> int:
     rows = []
     kept = None
-    for r in (float(x) for x in a.rates.split(",")):
+    rates = [float(x) for x in a.rates.split(",") if x.strip()]
+    for r in rates:
         n = int(r * a.duration)
         res = run_cli(work, f"rate{int(r)}", r, n, a.size, qmap, pool, a.every)
         res["kept_up"] = bool(res["exit"] == 0 and res["latency_fit_s"] is not None
@@ -320,9 +363,13 @@ def main() -> int:
             kept = r
         else:
             break
-    rate = a.latency_rate or kept or float(a.rates.split(",")[0])
-    lat = run_cli(work, "latency", rate, a.frames, a.size, qmap, full, a.every)
-    cmp = final_vs_batch(work, lat["raw"], lat["output"], qmap)
+    rate = a.latency_rate or kept or (rates[0] if rates else 1000.0)
+    lats = [run_cli(work, "latency", rate, a.frames, a.size, qmap, full, a.every)
+            for _ in range(max(1, a.repeats))]
+    lat = lats[-1]
+    cmp = ({"batch_correlate_s": float("nan"), "datasets_compared": 0,
+            "all_datasets_max_abs_diff": None} if a.no_compare
+           else final_vs_batch(work, lat["raw"], lat["output"], qmap))
     gui = run_gui(work, rate, a.frames, a.size, qmap, full, a.every,
                   Path(a.shots) if a.shots else None) if a.gui else None
     host["load_after"] = os.getloadavg()
@@ -344,11 +391,20 @@ def main() -> int:
               f"frame; GUI thread longest stall {gui['gui_max_stall_s'] * 1000:.0f} ms "
               f"(p99 beat gap {gui['gui_p99_beat_gap_s'] * 1000:.0f} ms; idle baseline "
               f"{gui['gui_idle_baseline_max_stall_s'] * 1000:.0f} ms)")
+    print(f"\n{a.frames} frames at {rate:.0f} fps, {a.load} busy processes: last frame -> "
+          "fitted result on disk (s), and its steps")
+    print("| total | last frame -> seen at a poll | -> end detected | -> last frames "
+          "correlated | -> result assembled | -> written | -> fitted | of which waiting "
+          "for a partial fit |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in lats:
+        print(breakdown(r))
     print(f"host: {host['cpus']} CPUs, load average {host['load_before'][0]:.1f} before, "
           f"{host['load_after'][0]:.1f} after")
     if a.json:
         Path(a.json).write_text(json.dumps({"host": host, "rates": rows, "latency": lat,
-                                            "final_vs_batch": cmp, "gui": gui}, indent=2))
+                                            "runs": lats, "final_vs_batch": cmp,
+                                            "gui": gui}, indent=2))
     return 0
 
 

@@ -95,6 +95,9 @@ class LiveUpdate:
     without ``fit``); ``latency_s`` (final only): from the source's last modification
     when its last frame was seen to the fitted result on disk;
     ``end``: ``expected`` / ``closed`` / ``idle`` / ``stopped`` (final only);
+    ``stages`` (final only): seconds from the poll that saw the last frame to the end
+    detected (``end``), the last frames correlated (``read``), the result assembled
+    (``result``), written (``write``) and fitted (``fit``);
     ``hits``, ``hit_rate_hz`` (a photon-sparse source only): hits correlated, and per
     second over the same time as ``frame_rate_hz``.
     """
@@ -119,6 +122,7 @@ class LiveUpdate:
     view: LiveView | None = None
     hits: int | None = None
     hit_rate_hz: float | None = None
+    stages: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json-events`` line (finite numbers or null)."""
@@ -151,6 +155,7 @@ class LiveUpdate:
             out["end"] = self.end
             out["latency_s"] = num(self.latency_s)
             out["seen_to_result_s"] = num(self.seen_to_result_s)
+            out["stages"] = {k: num(v) for k, v in self.stages.items()}
         if self.note:
             out["note"] = self.note
         return out

@@ -90,6 +90,7 @@ class _Follower:
         self.hits = 0  # hits correlated (a sparse source)
         self.prev_hits = 0
         self.photons = False  # the photon correlator can run (numba)
+        self.marks: dict[str, float] = {}  # the final update's stages (monotonic)
 
     # ---------------------------------------------------------------- frames
     def _checked(self, frames: np.ndarray) -> np.ndarray:
@@ -265,8 +266,12 @@ class _Follower:
         partial = not final or end == "stopped"
         t = time.monotonic()
         cres = self._result(partial, end)
+        if final:
+            self.marks["result"] = time.monotonic()
         write_result(self.output, cres.result, saxs_2d=cres.saxs_2d, overwrite=True)
         self.written = self.done
+        if final:
+            self.marks["write"] = time.monotonic()
         up = self._report(final, end, note, cres.result)
         self.t_update = time.monotonic()
         # an update that costs much (a big detector, a slow fit, a loaded machine) comes
@@ -320,7 +325,9 @@ class _Follower:
         if final:
             done_wall = time.time()
             up.latency_s = max(0.0, done_wall - self.seen_mtime) if self.seen_mtime else None
-            up.seen_to_result_s = time.monotonic() - self.seen_at
+            self.marks["fit"] = time.monotonic()
+            up.seen_to_result_s = self.marks["fit"] - self.seen_at
+            up.stages = {k: v - self.seen_at for k, v in self.marks.items()}
         if self.with_view:
             up.view = self._view(res, rec)
         self.updates += 1
@@ -499,6 +506,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
                     stop.wait(left)
                 else:
                     time.sleep(left)
+        fol.marks["end"] = time.monotonic()
         if end != "stopped":
             st = src.final()
             if st.complete > fol.seen:
@@ -525,6 +533,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
             raise XpcsFileError(src.describe(), f"only {fol.done} complete frame(s) to correlate "
                                 f"({note or st.note or 'no data'})", fol.where,
                                 "at least 2 frames")
+        fol.marks["read"] = time.monotonic()
         final = fol.update(final=True, end=end, note=note)
         assert final is not None
         return final
