@@ -219,6 +219,8 @@ class DataBrowser(QWidget):
         self.filter_mode = QComboBox(toolTip="How the filter matches file names")
         self.filter_mode.addItems(["contains", "prefix"])
         self.filter_edit = QLineEdit(placeholderText="filter (Enter adds matches)")
+        self.filter_edit.setToolTip("Show only files whose name matches; Enter adds the "
+                                    "matches as targets")
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.textChanged.connect(lambda _t: self._fill_source())
         self.filter_mode.currentTextChanged.connect(lambda _t: self._fill_source())

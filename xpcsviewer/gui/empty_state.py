@@ -50,8 +50,10 @@ class EmptyState(QWidget):
         row = QHBoxLayout()
         row.addStretch(1)
         self.first_btn = QPushButton("Open the first file")
+        self.first_btn.setToolTip("Show the first file of the folder (it becomes the only target)")
         self.first_btn.clicked.connect(self.sigOpenFirst.emit)
         self.folder_btn = QPushButton("Open Folder\u2026")
+        self.folder_btn.setToolTip("Choose a folder of result files (Ctrl+O)")
         self.folder_btn.clicked.connect(self.sigOpenFolder.emit)
         self.live_btn = QPushButton("Live acquisition\u2026",
                                     toolTip="Correlate frames while the detector writes them")

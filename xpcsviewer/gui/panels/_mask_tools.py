@@ -107,6 +107,7 @@ class MaskTools(QWidget):
         self.high_edit = QLineEdit(placeholderText="high",
                                    toolTip="Mask pixels above, e.g. hot pixels (empty: none)")
         self.threshold_btn = QPushButton("Mask outside")
+        self.threshold_btn.setToolTip("Mask the pixels below low or above high")
         for w in (self.low_edit, self.high_edit, self.threshold_btn):
             tl.addWidget(w)
         lay.addWidget(thr)
@@ -119,6 +120,7 @@ class MaskTools(QWidget):
         lay.addLayout(hist)
         files = QHBoxLayout()
         self.show_check = QCheckBox("show mask", checked=True)
+        self.show_check.setToolTip("Draw the mask over the image")
         self.load_btn = QPushButton("Load\u2026", toolTip="Load a mask (HDF5, npy, tiff)")
         self.save_btn = QPushButton("Save\u2026", toolTip="Save the mask (HDF5: /qmap/mask)")
         for w in (self.show_check, self.load_btn, self.save_btn):

@@ -50,6 +50,7 @@ class PartitionEditor(QWidget):
         box = QGroupBox("Bins")
         form = QFormLayout(box)
         self.mode_combo = QComboBox()
+        self.mode_combo.setToolTip("Bins by q (rings), by \u03c6 (sectors) or both")
         for k, text in MODES:
             self.mode_combo.addItem(text, k)
         self.style_combo = QComboBox(toolTip="q bins of equal width or equal ratio")

@@ -134,38 +134,52 @@ class AveragePanel(BasePanel):
         )
         form.addRow("errors", self.method)
         self.q_index = QSpinBox(minimum=0, maximum=10_000, value=0)
+        self.q_index.setToolTip("q-bin whose g2 baseline screens the files (default 0: the first)")
         form.addRow("baseline q-bin", self.q_index)
         self.window = QSpinBox(minimum=1, maximum=10_000, value=10)
+        self.window.setToolTip("Baseline: mean g2 of this many last delays (default 10)")
         form.addRow("baseline window", self.window)
         # Robust screening is on by default: a damaged repeat must not be averaged in
         # silently (turn both off to average everything, like --no-reject).
         self.use_baseline = QCheckBox("reject baseline outside", checked=True)
+        self.use_baseline.setToolTip("Leave out files whose g2 baseline lies outside this range")
         self.b_min = QDoubleSpinBox(
             decimals=3, minimum=-10, maximum=10, value=0.95, singleStep=0.01
         )
+        self.b_min.setToolTip("Lowest accepted g2 baseline (default 0.95)")
         self.b_max = QDoubleSpinBox(
             decimals=3, minimum=-10, maximum=10, value=1.05, singleStep=0.01
         )
+        self.b_max.setToolTip("Highest accepted g2 baseline (default 1.05)")
         row = QHBoxLayout()
         for w in (self.b_min, QLabel("\u2013"), self.b_max):
             row.addWidget(w)
         form.addRow(self.use_baseline, row)
         self.use_mad = QCheckBox("reject above (MADs)", checked=True)
+        self.use_mad.setToolTip("Leave out files whose g2 or intensity is further than this "
+                                "many MADs from the median")
         self.mad = QDoubleSpinBox(decimals=1, minimum=0.5, maximum=100, value=5.0)
+        self.mad.setToolTip("Rejection limit in median absolute deviations (default 5)")
         form.addRow(self.use_mad, self.mad)
         self.saxs2d = QCheckBox("average SAXS 2-D", checked=True)
+        self.saxs2d.setToolTip("Also average the 2-D scattering images")
         self.stack = QCheckBox(
             "average G2/IP/IF stack (if every file has it)", checked=True
         )
+        self.stack.setToolTip("Also average the per-pixel G2/IP/IF stacks; skipped if a file "
+                              "lacks them")
         self.overwrite = QCheckBox("replace an existing output file")
+        self.overwrite.setToolTip("Write over the output file if it exists (off: stop instead)")
         for w in (self.saxs2d, self.stack, self.overwrite):
             form.addRow(w)
         ll.addWidget(box)
         out_row = QHBoxLayout()
         self._proposed = ""
         self.output = QLineEdit()
+        self.output.setToolTip("Result file to write (.hdf); proposed from the first file's name")
         self.output.setPlaceholderText("output .hdf")
         browse = QPushButton("Browse\u2026")
+        browse.setToolTip("Choose the output file")
         browse.clicked.connect(self._on_browse_clicked)
         out_row.addWidget(self.output, 1)
         out_row.addWidget(browse)
@@ -176,7 +190,9 @@ class AveragePanel(BasePanel):
             "Compute the statistics and rejections without writing"
         )
         self.run_btn = QPushButton("Run")
+        self.run_btn.setToolTip("Screen the files and write the average of those kept")
         self.cancel_btn = QPushButton("Cancel", enabled=False)
+        self.cancel_btn.setToolTip("Stop the running check or average; nothing is written")
         self.check_btn.clicked.connect(lambda: self.start(screen_only=True))
         self.run_btn.clicked.connect(lambda: self.start(screen_only=False))
         self.cancel_btn.clicked.connect(self.cancel_jobs)
@@ -191,6 +207,7 @@ class AveragePanel(BasePanel):
         rl = QVBoxLayout(right)
         stat_row = QHBoxLayout()
         self.stat_combo = QComboBox()
+        self.stat_combo.setToolTip("Per-file statistic drawn; rejected files are marked")
         for k, v in STATISTICS.items():
             self.stat_combo.addItem(v, k)
         self.stat_combo.currentIndexChanged.connect(lambda _i: self._draw())

@@ -85,15 +85,25 @@ class DiffusionPanel(BasePanel):
         lay = QVBoxLayout(self)
         grid = QVBoxLayout()
         self.quantity = QComboBox()
+        self.quantity.setToolTip("Plot the relaxation time \u03c4 or the rate \u0393 = "
+                                 "1/\u03c4 against q")
         self.quantity.addItem("\u03c4 vs q", "tau")
         self.quantity.addItem("\u0393 = 1/\u03c4 vs q", "gamma")
         self.logx = QCheckBox("log q", checked=True)
+        self.logx.setToolTip("Logarithmic q axis (default on)")
         self.logy = QCheckBox("log y", checked=True)
+        self.logy.setToolTip("Logarithmic \u03c4 or \u0393 axis (default on)")
         self.q_check = QCheckBox("q range")
+        self.q_check.setToolTip("Fit the power law only to q inside the range on the right "
+                                "(\u00c5\u207b\u00b9)")
         self.qmin = QDoubleSpinBox(decimals=5, minimum=0, maximum=10, singleStep=0.0005)
+        self.qmin.setToolTip("Smallest q of the power-law fit (\u00c5\u207b\u00b9), with q "
+                             "range checked")
         self.qmax = QDoubleSpinBox(
             decimals=5, minimum=0, maximum=10, singleStep=0.0005, value=1.0
         )
+        self.qmax.setToolTip("Largest q of the power-law fit (\u00c5\u207b\u00b9), with q "
+                             "range checked")
         for w in (self.qmin, self.qmax):
             w.setSuffix(" \u00c5\u207b\u00b9")
         self.fit_exp = QCheckBox("fit exponent b", checked=True)
@@ -104,6 +114,8 @@ class DiffusionPanel(BasePanel):
         self.exp_value = QDoubleSpinBox(
             decimals=2, minimum=-6, maximum=0, singleStep=0.1, value=-2.0
         )
+        self.exp_value.setToolTip("Fixed exponent b of \u03c4 \u221d q^b when fit exponent b "
+                                  "is off (default \u22122: diffusion)")
         self.joint = QCheckBox("joint model", checked=True)
         self.joint.setToolTip(
             "Also fit D (and alpha) directly to all g2 curves of each file"
@@ -113,6 +125,7 @@ class DiffusionPanel(BasePanel):
         self.temperature = QDoubleSpinBox(
             decimals=2, minimum=250.1, maximum=399.9, value=298.15
         )
+        self.temperature.setToolTip("Sample temperature for Stokes-Einstein (K; default 298.15)")
         self.temperature.setSuffix(" K")
         self.solvent = QComboBox()
         for k, text in SOLVENTS:
@@ -125,6 +138,8 @@ class DiffusionPanel(BasePanel):
         self.viscosity = QDoubleSpinBox(
             decimals=4, minimum=1e-3, maximum=1e6, value=0.8900
         )
+        self.viscosity.setToolTip("Solvent viscosity for Stokes-Einstein (mPa\u00b7s; water at "
+                                  "25 \u00b0C: 0.89)")
         self.viscosity.setSuffix(" mPa\u00b7s")
         self.viscosity.setEnabled(False)
         self.temperature.setEnabled(False)

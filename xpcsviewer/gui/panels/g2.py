@@ -98,28 +98,40 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         lv = QVBoxLayout(left)
         grid = QGridLayout()
         self.layout_combo = QComboBox()
+        self.layout_combo.setToolTip("Plots: one panel per q-bin, one per file, or all curves "
+                                     "in one panel")
         for k, text in LAYOUTS:
             self.layout_combo.addItem(text, k)
         self.q_check = QCheckBox("q range")
+        self.q_check.setToolTip("Draw and fit only q-bins inside the range on the right "
+                                "(\u00c5\u207b\u00b9)")
         self.qmin = QDoubleSpinBox(decimals=5, minimum=0, maximum=10, singleStep=0.0005)
+        self.qmin.setToolTip("Smallest q drawn and fitted (\u00c5\u207b\u00b9), with q range "
+                             "checked")
         self.qmax = QDoubleSpinBox(
             decimals=5, minimum=0, maximum=10, singleStep=0.0005, value=1.0
         )
+        self.qmax.setToolTip("Largest q drawn and fitted (\u00c5\u207b\u00b9), with q range "
+                             "checked")
         for w in (self.qmin, self.qmax):
             w.setSuffix(" \u00c5\u207b\u00b9")
         self.t_check = QCheckBox("t range")
+        self.t_check.setToolTip("Delays drawn and fitted: only points inside this range (s)")
         self.tmin = QLineEdit("1e-6")
         self.tmax = QLineEdit("100")
         for w in (self.tmin, self.tmax):
             w.setMaximumWidth(80)
             w.setToolTip("delay in s")
         self.err_check = QCheckBox("error bars", checked=True)
+        self.err_check.setToolTip("Draw the g2 error bars (default on)")
         self.logx = QCheckBox("log t", checked=True)
+        self.logx.setToolTip("Logarithmic delay axis (default on)")
         self.offset = QDoubleSpinBox(decimals=3, minimum=-1, maximum=1, singleStep=0.01)
         self.offset.setToolTip(
             "Vertical offset per file (per bin in the per-file layout)"
         )
         self.ncols = QSpinBox(minimum=1, maximum=8, value=3)
+        self.ncols.setToolTip("Panels per row (default 3)")
         self.max_bins = QSpinBox(minimum=1, maximum=512, value=24)
         self.max_bins.setToolTip("q-bins per file on one page (page through the rest)")
         self.page = QSpinBox(minimum=1, maximum=1, value=1)
@@ -143,7 +155,9 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
             "Draw at most this many panels (the first in q order)"
         )
         self.marker = QSpinBox(minimum=1, maximum=15, value=5)
+        self.marker.setToolTip("Marker size in pixels (default 5)")
         self.legend_check = QCheckBox("legend", checked=True)
+        self.legend_check.setToolTip("Show the legend of file names")
         self.suspect_check = QCheckBox("leave out suspect errors", checked=True)
         self.suspect_check.setToolTip(
             "Points whose stated error is below half their neighbours' (typically the "
@@ -205,6 +219,8 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         right = QWidget()
         rv = QVBoxLayout(right)
         self.model_combo = QComboBox()
+        self.model_combo.setToolTip("g2 model for Fit and Bayesian; automatic picks by AICc "
+                                    "per curve")
         for k in MODEL_CHOICES:
             self.model_combo.addItem(MODEL_MENU[k], k)
         rv.addWidget(QLabel("model"))
@@ -225,14 +241,19 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
             "with its model (in a worker; cancellable)"
         )
         self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setToolTip("Stop the running fit; curves already fitted keep their "
+                                   "results")
         self.cancel_btn.setEnabled(False)
         for b in (self.fit_btn, self.bayes_btn, self.cancel_btn):
             bl.addWidget(b)
         rv.addLayout(bl)
         sl = QHBoxLayout()
         self.warmup = QSpinBox(minimum=10, maximum=20000, value=500)
+        self.warmup.setToolTip("NUTS warm-up (tuning) steps per chain, not kept (default 500)")
         self.samples = QSpinBox(minimum=10, maximum=50000, value=1000)
+        self.samples.setToolTip("NUTS draws kept per chain (default 1000)")
         self.chains = QSpinBox(minimum=1, maximum=8, value=2)
+        self.chains.setToolTip("Independent NUTS chains; R-hat compares them (default 2)")
         for lab, w in (
             ("warm-up", self.warmup),
             ("draws", self.samples),
@@ -246,7 +267,10 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         self.progress.setValue(0)
         rv.addWidget(self.progress)
         self.show_fit = QCheckBox("show fits", checked=True)
+        self.show_fit.setToolTip("Draw the fitted curves over the data")
         self.show_band = QCheckBox("posterior band", checked=True)
+        self.show_band.setToolTip("Shade the 94 % posterior band of the fitted curve (Bayesian "
+                                  "fits)")
         fl = QHBoxLayout()
         fl.addWidget(self.show_fit)
         fl.addWidget(self.show_band)
@@ -263,6 +287,8 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         )
         rv.addWidget(self.fit_status)
         self.export_fits_btn = QPushButton("Export fits (CSV/JSON)\u2026")
+        self.export_fits_btn.setToolTip("Write the fit results (parameters, errors, status) to "
+                                        "CSV or JSON")
         self.export_fits_btn.setEnabled(False)
         rv.addWidget(self.export_fits_btn)
         right.setMinimumWidth(280)

@@ -106,6 +106,8 @@ class G2PixelPanel(BasePanel):
         lay.addLayout(bar2)
         row = QHBoxLayout()
         self.slider = QSlider(Qt.Orientation.Horizontal, minimum=0, maximum=0)
+        self.slider.setToolTip("Delay shown (index into the delays; the value is shown at the "
+                               "right)")
         self.delay_spin = QSpinBox(minimum=0, maximum=0, toolTip="Delay index")
         self.delay_label = QLabel("\u03c4 = \u2013")
         self.delay_label.setMinimumWidth(150)
@@ -152,14 +154,20 @@ class G2PixelPanel(BasePanel):
         g = QGridLayout(box)
         self.src_group = QButtonGroup(self)
         self.own_radio = QRadioButton("the file's own partition", checked=True)
+        self.own_radio.setToolTip("Regroup with the q-bins stored in this result file")
         self.file_radio = QRadioButton("a q-map file")
+        self.file_radio.setToolTip("Regroup with the partition of another q-map file")
         self.drawn_radio = QRadioButton("the Detector tab's partition")
+        self.drawn_radio.setToolTip("Regroup with the partition made on the Detector tab")
         for i, b in enumerate((self.own_radio, self.file_radio, self.drawn_radio)):
             self.src_group.addButton(b, i)
         self.qmap_edit = QLineEdit(placeholderText="q-map file (/qmap or a result's /xpcs/qmap)")
+        self.qmap_edit.setToolTip("q-map file for a q-map file partition (HDF5: /qmap or a "
+                                  "result's /xpcs/qmap)")
         self.qmap_browse = QToolButton(text="\u2026", toolTip="Choose a q-map file")
         self.qmap_browse.clicked.connect(self._on_browse_qmap)
         self.use_mask_check = QCheckBox("apply the Detector tab's mask", checked=True)
+        self.use_mask_check.setToolTip("Leave out the pixels masked on the Detector tab")
         self.regroup_btn = QPushButton("Regroup")
         self.regroup_btn.setToolTip("Re-bin g2 and its errors; the result opens as a new target "
                                     "(g2 tab: plot and fit it)")

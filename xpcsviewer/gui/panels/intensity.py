@@ -91,6 +91,7 @@ class IntensityPanel(BasePanel):
         self.xaxis = QComboBox(toolTip="x axis")
         self.xaxis.addItems(["time (s)", "frame index"])
         self.fft_log = QCheckBox("log FFT", checked=True)
+        self.fft_log.setToolTip("Logarithmic power axis of the FFT plot (default on)")
         for w in (QLabel("moving average"), self.window, QLabel("sampling"), self.sampling,
                   QLabel("x"), self.xaxis, self.fft_log, QLabel("max files"),
                   self.max_files_box()):

@@ -83,17 +83,25 @@ class LivePanel(BasePanel):
         grid = QGridLayout()
         self.source_edit = QLineEdit(placeholderText="raw file being written (HDF5 frames, "
                                      "ESRF sparse HDF5, Rigaku .bin), or a folder of blocks")
+        self.source_edit.setToolTip("Raw file or folder being written: HDF5 frames, ESRF "
+                                    "sparse HDF5, Rigaku .bin")
         self.source_edit.editingFinished.connect(self._on_source_edited)
         file_btn = QPushButton("File\u2026")
+        file_btn.setToolTip("Choose a raw file")
         file_btn.clicked.connect(self._browse_file)
         folder_btn = QPushButton("Folder\u2026")
+        folder_btn.setToolTip("Choose a folder of frame blocks")
         folder_btn.clicked.connect(self._browse_folder)
         self.qmap_edit = QLineEdit(placeholderText="q-map (partition) file; found beside "
                                                    "the source when there is one")
+        self.qmap_edit.setToolTip("q-map (partition) file; empty: the one found beside the source")
         qmap_btn = QPushButton("\u2026")
+        qmap_btn.setToolTip("Choose the q-map file")
         qmap_btn.clicked.connect(self._browse_qmap)
         self.output_edit = QLineEdit(placeholderText="result file (default: beside the source)")
+        self.output_edit.setToolTip("Result file written at each update; empty: beside the source")
         out_btn = QPushButton("\u2026")
+        out_btn.setToolTip("Choose the result file")
         out_btn.clicked.connect(self._browse_output)
         grid.addWidget(QLabel("Source"), 0, 0)
         grid.addWidget(self.source_edit, 0, 1)
@@ -110,6 +118,8 @@ class LivePanel(BasePanel):
         self.fit_box = QCheckBox("Fit", checked=True,
                                  toolTip="Fit every update as `xpcsviewer fit` does")
         self.model_combo = QComboBox()
+        self.model_combo.setToolTip("g2 model fitted at each update; automatic picks by AICc "
+                                    "(default)")
         for m, text in (("auto", "automatic (AICc)"), ("single", "single"),
                         ("stretched", "stretched"), ("double", "double")):
             self.model_combo.addItem(text, m)
@@ -126,6 +136,7 @@ class LivePanel(BasePanel):
             "Seconds per frame, e.g. 2e-5. Empty: the raw file's frame time; where it has "
             "none, delays are drawn in frames")
         self.start_btn = QPushButton("Start")
+        self.start_btn.setToolTip("Start correlating the frames as they are written")
         self.start_btn.clicked.connect(self.start)
         self.stop_btn = QPushButton("Stop", enabled=False,
                                     toolTip="Finish now with the frames read so far")

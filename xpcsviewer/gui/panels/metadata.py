@@ -71,6 +71,7 @@ class MetadataPanel(BasePanel):
         self.file_selector = FileSelector()
         self.file_selector.sigIndexChosen.connect(self._on_file_chosen)
         self.search = QLineEdit(placeholderText="search names and values")
+        self.search.setToolTip("Show only entries whose name or value contains this text")
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self._apply_filter)
         self.count_label = QLabel(" ")

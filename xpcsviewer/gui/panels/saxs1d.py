@@ -62,28 +62,39 @@ class Saxs1DPanel(BasePanel):
         lay = QVBoxLayout(self)
         grid = QGridLayout()
         self.logx = QCheckBox("log q", checked=True)
+        self.logx.setToolTip("Logarithmic q axis (default on)")
         self.logy = QCheckBox("log I", checked=True)
+        self.logy.setToolTip("Logarithmic intensity axis (default on)")
         self.norm_combo = QComboBox(toolTip="Normalisation; I/I(q\u2080) divides by I at the "
                                             "first q of each curve")
         for k in NORMALIZATIONS:
             self.norm_combo.addItem(_NORM_TEXT[k], k)
         self.phi_check = QCheckBox("phi lines", toolTip="Also draw each phi sector")
         self.qrange_check = QCheckBox("q range")
+        self.qrange_check.setToolTip("Draw only q inside the range on the right "
+                                     "(\u00c5\u207b\u00b9); off: the whole profile")
         self.qmin = QDoubleSpinBox(decimals=5, minimum=0, maximum=100, singleStep=0.001)
+        self.qmin.setToolTip("Smallest q drawn (\u00c5\u207b\u00b9), with q range checked")
         self.qmax = QDoubleSpinBox(decimals=5, minimum=0, maximum=100, singleStep=0.001,
                                    value=1.0)
+        self.qmax.setToolTip("Largest q drawn (\u00c5\u207b\u00b9), with q range checked")
         self.qmin.setSuffix(" \u00c5\u207b\u00b9")
         self.qmax.setSuffix(" \u00c5\u207b\u00b9")
         self.sampling = QSpinBox(minimum=1, maximum=100, value=1, toolTip="Every k-th q point")
         self.marker = QSpinBox(minimum=0, maximum=20, value=4, toolTip="Marker size (0: none)")
         self.legend_check = QCheckBox("legend", checked=True)
+        self.legend_check.setToolTip("Show the legend of file names")
         self.bkg_check = QCheckBox("subtract background", toolTip="I \u2212 w\u00b7I_bkg")
         self.bkg_edit = QLineEdit(placeholderText="background result file")
+        self.bkg_edit.setToolTip("Result file whose I(q) is subtracted (weight w), with "
+                                 "subtract background checked")
         self.bkg_browse = QToolButton(text="\u2026", toolTip="Choose the background file")
         self.bkg_browse.clicked.connect(self._on_bkg_browse)
         self.bkg_weight = QDoubleSpinBox(decimals=4, minimum=0, maximum=1e3, value=1.0,
                                          singleStep=0.01, toolTip="Background weight w")
         self.apply_btn = QPushButton("Replot")
+        self.apply_btn.setToolTip("Read the profiles again with these settings (background "
+                                  "file, q range)")
         self.apply_btn.clicked.connect(self.refresh)
         self.export_btn = QPushButton("Export profiles\u2026",
                                       toolTip="Write the shown curves (q, I) to CSV")

@@ -116,6 +116,7 @@ class Saxs2DPanel(BasePanel):
         self.vmin.valueChanged.connect(lambda _v: self._apply_levels())
         self.vmax.valueChanged.connect(lambda _v: self._apply_levels())
         self.center_check = QCheckBox("beam centre", checked=True)
+        self.center_check.setToolTip("Mark the beam centre with a red +")
         self.center_check.toggled.connect(lambda on: self.center_item.setVisible(on))
         self.file_selector.setMinimumContentsLength(12)
         for w in (QLabel("File"), self.file_selector, self.scale_combo, self.cmap_combo,

@@ -66,6 +66,8 @@ class SeriesPanel(BasePanel):
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         self.x_combo = QComboBox()
+        self.x_combo.setToolTip("x axis: start time of each file, its place in the list, or a "
+                                "metadata value")
         self.x_combo.addItem("start time", "start_time")
         self.x_combo.addItem("file index", "index")
         self.x_combo.addItem("metadata field", "field")
@@ -73,6 +75,8 @@ class SeriesPanel(BasePanel):
                                     toolTip="An HDF5 path, or a name under /entry/sample")
         self.field_edit.setEnabled(False)
         self.model_combo = QComboBox()
+        self.model_combo.setToolTip("g2 model fitted to every file; automatic picks by AICc "
+                                    "(default)")
         for m, text in (("auto", "automatic (AICc)"), ("single", "single"),
                         ("stretched", "stretched"), ("double", "double")):
             self.model_combo.addItem(text, m)
@@ -80,6 +84,7 @@ class SeriesPanel(BasePanel):
             "Append result files that appear finished in the open folder (not the "
             "partial results of a live run)"))
         self.logx = QCheckBox("log x", checked=False)
+        self.logx.setToolTip("Logarithmic x axis (default off)")
         for w in (QLabel("x"), self.x_combo, self.field_edit, QLabel("model"),
                   self.model_combo, self.logx, self.follow_box):
             bar.addWidget(w)

@@ -52,8 +52,12 @@ class StabilityPanel(BasePanel):
         self.file_selector = FileSelector()
         self.file_selector.sigIndexChosen.connect(self._on_file_chosen)
         self.logx = QCheckBox("log q", checked=True)
+        self.logx.setToolTip("Logarithmic q axis (default on)")
         self.logy = QCheckBox("log I", checked=True)
+        self.logy.setToolTip("Logarithmic intensity axis (default on)")
         self.norm_combo = QComboBox()
+        self.norm_combo.setToolTip("Normalisation of the I(q) curves: I, I\u00b7q\u00b2, "
+                                   "I\u00b7q\u2074 or I / I(q\u2080)")
         for k in NORMALIZATIONS:
             self.norm_combo.addItem(k if k != "none" else "I", k)
         self.threshold = QDoubleSpinBox(decimals=1, minimum=0.1, maximum=100, value=10.0,

@@ -99,9 +99,12 @@ class TwotimePanel(BasePanel):
         self.bin_combo.setMinimumContentsLength(16)
         self.file_sel.setMinimumContentsLength(12)
         self.picker_kind = QComboBox()
+        self.picker_kind.setToolTip("Image to pick the q-bin on: the dynamic q-map or the "
+                                    "scattering image")
         self.picker_kind.addItem("dynamic q-map", "qmap")
         self.picker_kind.addItem("scattering image", "saxs")
         self.cmap_combo = QComboBox()
+        self.cmap_combo.setToolTip("Colour map of the two-time map")
         for name in COLORMAPS:
             self.cmap_combo.addItem(name)
         self.auto_check = QCheckBox("auto levels", checked=True)
@@ -109,9 +112,13 @@ class TwotimePanel(BasePanel):
         self.vmin = QDoubleSpinBox(
             decimals=3, minimum=-1e6, maximum=1e6, value=0.8, singleStep=0.05
         )
+        self.vmin.setToolTip("Lower colour level of C(t\u2081, t\u2082), with auto levels off "
+                             "(default 0.8)")
         self.vmax = QDoubleSpinBox(
             decimals=3, minimum=-1e6, maximum=1e6, value=2.2, singleStep=0.05
         )
+        self.vmax.setToolTip("Upper colour level of C(t\u2081, t\u2082), with auto levels off "
+                             "(default 2.2)")
         self.diag_check = QCheckBox("correct diagonal")
         self.diag_check.setToolTip(
             "Replace C(t, t) by the mean of its neighbours "
