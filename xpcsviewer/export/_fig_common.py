@@ -104,6 +104,8 @@ def new_figure(width: float = 6.4, height: float = 4.8) -> Any:
         height = max(height * preset.width / width, 0.6 * preset.width)
         width, height = preset.width, min(height, preset.max_height)
     fig = Figure(figsize=(width, height), layout="constrained")
+    if preset is not None:  # a margin: text at the edge stays on the page at any dpi
+        fig.get_layout_engine().set(w_pad=5 / 72, h_pad=5 / 72)
     FigureCanvasAgg(fig)
     return fig
 

@@ -213,7 +213,7 @@ def _fig_g2(
     head = f"g2 with {fits.method} fits ({fits.model} model)" if fits is not None else ""
     if n_pages > 1:
         head += ("; " if head else "") + (
-            f"panels {first + 1}-{first + n} of {n_shown}, page {int(page) + 1} of {n_pages}")
+            f"page {int(page) + 1}/{n_pages} (panels {first + 1}-{first + n} of {n_shown})")
     if n_all > n_shown:
         head += ("; " if head else "") + f"first {n_shown} of {n_all} panels"
     if note:

@@ -13,6 +13,7 @@ from xpcsviewer.export._fig_common import (
     _pick,
     new_figure,
     place_legend,
+    side_by_side,
 )
 from xpcsviewer.views import display_image, intensity, saxs
 
@@ -213,9 +214,10 @@ def _fig_qmap(results: list, file_index: int = 0, which: str = "both") -> Any:
         raise ValueError(f"which must be one of {sorted(kinds)}, got {which!r}")
     names = kinds[which]
     h, w = qm.shape
-    fig = new_figure(5.2 * len(names), 4.6 * h / max(w, 1) + 0.8)
+    n_rows, n_cols = side_by_side(len(names))
+    fig = new_figure(5.2 * n_cols, (4.6 * h / max(w, 1) + 0.8) * n_rows)
     for k, name in enumerate(names):
-        ax = fig.add_subplot(1, len(names), k + 1)
+        ax = fig.add_subplot(n_rows, n_cols, k + 1)
         roi = np.asarray(getattr(qm, f"{name}_roi_map"), dtype=np.float64)
         shown = np.where(roi > 0, roi, np.nan)
         im = ax.imshow(shown, origin="upper", cmap="tab20", interpolation="nearest")
