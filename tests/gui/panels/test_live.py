@@ -248,6 +248,7 @@ def test_live_tab_follows_a_rigaku_bin_on_photons(window, qtbot, tmp_path):
     assert panel.g2_items and all(it.xData.size for it in panel.g2_items.values())
     # a .bin has no frame time: delays are frames and the axes say so (issue 33)
     assert up.view.time_unit == "frames"
+    assert panel.g2_plot.getAxis("left").style["showValues"]  # numbers once data came
     assert panel.g2_plot.getAxis("bottom").labelText == "\u03c4 (frames)"
     assert panel.trace_plot.getAxis("bottom").labelText == "t (frames)"
     assert panel.status.text().startswith("Finished (")
@@ -265,3 +266,11 @@ def test_live_frame_time_field(window):
     assert panel.frame_time() == 2e-5
     panel.frame_time_edit.setText("")
     assert panel.frame_time() is None
+
+
+def test_live_empty_plots_show_no_numbers(window):
+    """Issue 33 (8): before any data the plots showed 1-10 'q' and 'tau' ranges."""
+    panel = window.panels["live"]
+    for p in (panel.g2_plot, panel.tau_plot, panel.contrast_plot, panel.trace_plot):
+        assert not p.getAxis("left").style["showValues"]
+        assert not p.getAxis("bottom").style["showValues"]

@@ -204,6 +204,7 @@ class LivePanel(BasePanel):
             self.contrast_plot.addItem(it)
         self.trace_item = pg.PlotDataItem(pen=curve_pen(6, 1.0))
         self.trace_plot.addItem(self.trace_item)
+        self._show_values(False)
         self.timer = QTimer(self, interval=POLL_MS)
         self.timer.timeout.connect(self._take_update)
         self._qmap_request = 0
@@ -371,6 +372,14 @@ class LivePanel(BasePanel):
             it.setData([], [])
         self.tau_err.setData(x=np.zeros(0), y=np.zeros(0), top=np.zeros(0), bottom=np.zeros(0))
         self.c_err.setData(x=np.zeros(0), y=np.zeros(0), height=np.zeros(0))
+        self._show_values(False)
+
+    def _show_values(self, on: bool) -> None:
+        # empty plots showed pyqtgraph's 0-1 and 1-10 ranges as if they were q and tau
+        # (issue 33): no numbers until there are data
+        for p in (self.g2_plot, self.tau_plot, self.contrast_plot, self.trace_plot):
+            for side in ("left", "bottom"):
+                p.getAxis(side).setStyle(showValues=on)
 
     def _status_text(self, up) -> str:
         exp = f" of {up.expected:,}" if up.expected else ""
@@ -418,6 +427,7 @@ class LivePanel(BasePanel):
         if v is None:
             return
         self._time_labels(v.time_unit)
+        self._show_values(True)
         nd = v.g2.shape[1] if v.g2.ndim == 2 else 0
         cols = _shown_bins(nd)
         fit_ok = v.fit_t is not None
