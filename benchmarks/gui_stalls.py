@@ -4,6 +4,14 @@ Run on demand (the test suite has a lenient version per action)::
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/gui_stalls.py [--json out.json]
         [--only NAME ...] [--real ../shared/data/real/aps8idi_llps_saxpcs]
+        [--load N [--repeat R]] [--trace]
+
+``--load N`` runs the actions in fresh processes twice (quiet, then while N busy
+processes spin at normal priority, as a user's other work would), ``--repeat`` times
+each, and prints a table: action, quiet max gap, loaded max gap (ranges over the
+repeats). ``--trace`` (or ``XPCS_STALL_TRACE=seconds``) prints, for each stall over
+50 ms, the GUI thread's top Python stacks and the other threads seen in Python
+(``xpcsviewer.gui.heartbeat.StallTrace``).
 
 A 10 ms QTimer beats on the GUI thread (``xpcsviewer.gui.heartbeat``); each action is
 started, the event loop runs until its jobs are done and the result is drawn, and the
@@ -14,7 +22,13 @@ temporary folder: the demo set, a 1676 x 2100 (Rigaku-like) and a 2048 x 2048
 
 Actions (goal: every stall < 100 ms on 2 cores):
 
+* ``bayes_during_warmup``: "Bayesian" clicked while the start-up warm-up (JAX, the fit
+  programs) still runs (in a process of its own with ``--load``);
 * ``first_bayes_click``: the first click on "Bayesian" in a fresh process;
+* ``stability_first_b0147``: the first show of the Stability tab on the real
+  B0147 00001-00200 file (when present);
+* ``live_follow``: the Live tab following a writer process (256 x 256 speckle frames,
+  500 frames/s, 3,000 frames);
 * ``saxs2d_log_toggle_3mpx`` / ``..._4mpx``: log <-> linear on the large images;
 * ``g2_layout_change``: per q-bin -> per file -> combined, demo set;
 * ``g2_redraw_after_fit``: the least-squares fit of 48 demo curves and its redraw;
@@ -63,14 +77,31 @@ def simulated_result(name: str, shape, n_frames: int, seed: int, dq: int = 24):
     return build_result(spec, seed=seed)
 
 
-def write_inputs(folder: Path) -> dict[str, list[Path]]:
-    """The demo set and the large / long synthetic files."""
+#: which inputs each action needs (so that a short run writes only those)
+NEEDS = {"demo": ("bayes_during_warmup", "first_bayes_click", "g2_layout_change",
+                  "g2_redraw_after_fit"),
+         "rigaku": ("saxs2d_log_toggle_3mpx", "detector_tab_3mpx", "detector_partition_3mpx",
+                    "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx"),
+         "4mpx": ("saxs2d_log_toggle_4mpx",), "long": ("intensity_tab_11x100k",)}
+ACTIONS = ["bayes_during_warmup", "first_bayes_click", "saxs2d_log_toggle_3mpx",
+           "saxs2d_log_toggle_4mpx", "g2_layout_change", "g2_redraw_after_fit", "g2_real_fit",
+           "intensity_tab_11x100k", "detector_tab_3mpx", "detector_partition_3mpx",
+           "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx",
+           "stability_first_b0147", "live_follow"]
+
+
+def write_inputs(folder: Path, only: list[str] | None = None) -> dict[str, list[Path]]:
+    """The demo set and the large / long synthetic files (those ``only`` needs)."""
     from xpcsviewer.io.writer import write_result
     from xpcsviewer.synthetic.demo import write_demo
 
+    def need(key: str) -> bool:
+        return only is None or any(a in only for a in NEEDS[key])
+
     out: dict[str, list[Path]] = {}
     demo = folder / "demo"
-    out["demo"] = sorted(Path(p) for p in write_demo(demo, seed=0))
+    if need("demo"):
+        out["demo"] = sorted(Path(p) for p in write_demo(demo, seed=0))
 
     def one(name: str, shape, n_frames: int, seed: int, dq: int = 24) -> Path:
         res, extras = simulated_result(name, shape, n_frames, seed, dq)
@@ -78,9 +109,12 @@ def write_inputs(folder: Path) -> dict[str, list[Path]]:
         write_result(path, res, saxs_2d=extras["saxs_2d"])
         return path
 
-    out["rigaku"] = [one("R3M", (1676, 2100), 1000, 1)]
-    out["4mpx"] = [one("E4M", (2048, 2048), 1000, 2)]
-    out["long"] = [one(f"L{i:02d}", (64, 64), 100_000, 10 + i, dq=8) for i in range(11)]
+    if need("rigaku"):
+        out["rigaku"] = [one("R3M", (1676, 2100), 1000, 1)]
+    if need("4mpx"):
+        out["4mpx"] = [one("E4M", (2048, 2048), 1000, 2)]
+    if need("long"):
+        out["long"] = [one(f"L{i:02d}", (64, 64), 100_000, 10 + i, dq=8) for i in range(11)]
     return out
 
 
@@ -113,11 +147,11 @@ def write_g2_stack(folder: Path) -> Path:
 class Driver:
     """The window, the heartbeat and a way to wait for the jobs of an action."""
 
-    def __init__(self) -> None:
+    def __init__(self, settle: bool = True) -> None:
         from PySide6.QtWidgets import QApplication
 
         from xpcsviewer.gui.app import configure_pyqtgraph
-        from xpcsviewer.gui.heartbeat import Heartbeat
+        from xpcsviewer.gui.heartbeat import Heartbeat, StallTrace
         from xpcsviewer.gui.main_window import MainWindow
 
         self.app = QApplication.instance() or QApplication(["gui-stalls"])
@@ -127,17 +161,21 @@ class Driver:
         self.win.show()
         self.runner = self.win.context.runner
         self.beat = Heartbeat(10).start()
-        self.sampler = None
+        self.trace = None
         if os.environ.get("XPCS_STALL_TRACE"):
-            self.sampler = StallSampler(self.beat, float(os.environ["XPCS_STALL_TRACE"]))
-        self.settle()
+            self.trace = StallTrace(self.beat, float(os.environ["XPCS_STALL_TRACE"])).start()
+        if settle:
+            self.settle()
 
-    def settle(self, timeout_s: float = 600.0) -> bool:
-        """Run the event loop until no job is left and the drawing is done."""
-        ok = self.runner.wait_until_idle(int(timeout_s * 1000))
-        t_end = time.monotonic() + 0.15  # let the last paints through
+    def spin(self, seconds: float) -> None:
+        t_end = time.monotonic() + seconds
         while time.monotonic() < t_end:
             self.app.processEvents()
+
+    def settle(self, timeout_s: float = 900.0) -> bool:
+        """Run the event loop until no job is left and the drawing is done."""
+        ok = self.runner.wait_until_idle(int(timeout_s * 1000))
+        self.spin(0.15)  # let the last paints through
         return ok
 
     def open(self, paths: list[Path], tab: str | None = None) -> None:
@@ -148,6 +186,11 @@ class Driver:
         if tab is not None:
             self.win.select_tab(tab)
         self.settle()
+
+    def traced(self, t0: float, t1: float) -> None:
+        if self.trace is not None:
+            for line in self.trace.report(t0, t1, above_s=self.trace.late_s):
+                print("   ", line, flush=True)
 
     def measure(self, action) -> tuple[float, float]:
         """(longest GUI-thread gap s, wall time s) of ``action()`` and what follows."""
@@ -167,47 +210,79 @@ class Driver:
 
             prof.disable()
             pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+        self.traced(t0, t1)
         return self.beat.max_gap(t0, t1), t1 - t0
 
 
-class StallSampler:
-    """Prints where the GUI thread is while a beat is late (XPCS_STALL_TRACE=seconds)."""
-
-    def __init__(self, beat, late_s: float) -> None:
-        import threading
-
-        self.beat, self.late_s = beat, late_s
-        self.gui_id = threading.get_ident()
-        self.seen: dict[str, int] = {}
-        threading.Thread(target=self._loop, daemon=True).start()
-
-    def _loop(self) -> None:
-        import traceback
-
-        while True:
-            time.sleep(0.02)
-            if not self.beat.beats or time.monotonic() - self.beat.beats[-1] < self.late_s:
-                continue
-            frame = sys._current_frames().get(self.gui_id)
-            if frame is None:
-                continue
-            stack = traceback.extract_stack(frame)[-8:]
-            key = " <- ".join(f"{Path(f.filename).name}:{f.lineno}:{f.name}"
-                              for f in reversed(stack))
-            self.seen[key] = self.seen.get(key, 0) + 1
-            if self.seen[key] in (1, 10, 50):
-                print(f"  [late {self.seen[key]}x] {key}", flush=True)
+WARMUP_JOBS = ("loading matplotlib", "compiling the fits (first run only)",
+               "correlators: checking the compiled kernels")
 
 
-def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None) -> dict:
-    from PySide6.QtCore import QSignalBlocker
-
-    d = Driver()
+def bayes_during_warmup(d: Driver, demo: Path) -> tuple[float, float, bool]:
+    """Open a file and click "Bayesian" while the warm-up runs: (gap, wall, was it still
+    running at the click)."""
     win = d.win
-    out: dict = {}
+    win.open_paths([str(demo)])
+    t_end = time.monotonic() + 300
+    while time.monotonic() < t_end:  # the file loaded; the warm-up may go on
+        d.spin(0.05)
+        if all(j in WARMUP_JOBS for j in d.runner.running_descriptions()):
+            break
+    win.select_tab("g2")
+    d.spin(0.3)
+    g2 = win.panels["g2"]
+    g2.warmup.setValue(50)
+    g2.samples.setValue(50)
+    g2.chains.setValue(1)
+    during = not win.warmup_done
+    t0 = time.monotonic()
+    g2.run_bayes()
+    d.settle()
+    t1 = time.monotonic()
+    d.traced(t0, t1)
+    return d.beat.max_gap(t0, t1), t1 - t0, during
+
+
+def live_follow(d: Driver, work: Path, rate: float = 500, n: int = 3000,
+                size: int = 256) -> tuple[float, float]:
+    """The Live tab follows a writer (benchmarks/live.py's): (longest gap, wall)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import live as lb
+
+    qmap = lb.prepare(work, size)
+    pool = lb.speckle_pool(work, size, 1000)
+    win = d.win
+    win.show_live()
+    d.settle()
+    panel = win.panels["live"]
+    raw, stats = work / "live.h5", work / "live.json"
+    panel.qmap_edit.setText(str(qmap))
+    panel.source_edit.setText(str(raw))
+    panel.start()  # before the detector, as at a beamline
+    while not (panel.sink.ready or not panel.running):
+        d.spin(0.01)
+    w = lb._writer(raw, stats, rate, n, size, pool)
+    t0 = time.monotonic()
+    while panel.running:
+        d.spin(0.05)
+    w.wait()
+    d.settle()
+    t1 = time.monotonic()
+    d.traced(t0, t1)
+    return d.beat.max_gap(t0, t1), t1 - t0
+
+
+def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None,
+        work: Path) -> dict:
+    from PySide6.QtCore import QSignalBlocker
 
     def want(name: str) -> bool:
         return only is None or name in only
+
+    warm_click = want("bayes_during_warmup")
+    d = Driver(settle=not warm_click)
+    win = d.win
+    out: dict = {}
 
     def report(name: str, gap: float, wall: float, extra: str = "") -> None:
         out[name] = {"stall_s": round(gap, 4), "wall_s": round(wall, 3)}
@@ -215,7 +290,13 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
         print(f"{name:28s} stall {1000 * gap:7.0f} ms   (action {wall:6.2f} s) {flag} {extra}",
               flush=True)
 
-    demo = {p.name.split("_")[0]: p for p in inputs["demo"]}
+    demo = {p.name.split("_")[0]: p for p in inputs.get("demo", [])}
+    if warm_click:  # first: the warm-up starts with the window
+        gap, wall, during = bayes_during_warmup(d, demo["A02"])
+        report("bayes_during_warmup", gap, wall,
+               "(warm-up still running at the click)" if during else "(warm-up was done)")
+        out["bayes_during_warmup"]["during_warmup"] = during
+        d.settle()
     if want("first_bayes_click"):
         d.open([demo["A02"]], "g2")
         g2 = win.panels["g2"]
@@ -320,9 +401,116 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
             gap2, wall2 = d.measure(step)
             gap, wall = max(gap, gap2), wall + wall2
         report("g2pixel_tab_3mpx", gap, wall, "show, 3 delays, IP, colour map")
+    b0147 = sorted(real.glob("*B0147*_00001_00200_results.hdf")) if real else []
+    if b0147 and want("stability_first_b0147"):
+        d.open(b0147, None)
+        gap, wall = d.measure(lambda: win.select_tab("stability"))
+        report("stability_first_b0147", gap, wall)
+    if want("live_follow"):
+        gap, wall = live_follow(d, work)
+        report("live_follow", gap, wall, "500 fps x 3,000 frames of 256 x 256")
     d.beat.stop()
+    if d.trace is not None:
+        d.trace.stop()
+    win.shutdown(5000)
     win.close()
     return out
+
+
+def _spin_load(seed: int) -> None:
+    """A busy process: pure-Python work with some small NumPy (a user's other work)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    a = rng.random((64, 64))
+    while True:
+        x = 0
+        for i in range(20_000):
+            x += i * i
+        a = np.tanh(a @ a.T / 64)
+
+
+def start_load(n: int) -> list:
+    """``n`` busy processes at the normal priority (nice 0)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    procs = []
+    for i in range(n):
+        p = ctx.Process(target=_spin_load, args=(i,), daemon=True)
+        p.start()
+        procs.append(p)
+    return procs
+
+
+def stop_load(procs: list) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(5)
+
+
+def _child(only: list[str], args, tag: str) -> dict:
+    """One fresh process over ``only``; its figures."""
+    import subprocess
+
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        js = Path(f.name)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--json", str(js), "--real", args.real]
+    for a in only:
+        cmd += ["--only", a]
+    env = dict(os.environ)
+    if args.trace:
+        env["XPCS_STALL_TRACE"] = "0.05"
+    print(f"--- {tag}: {' '.join(only)}", flush=True)
+    subprocess.run(cmd, env=env, check=False)
+    try:
+        return json.loads(js.read_text())
+    except (OSError, ValueError):
+        return {}
+    finally:
+        js.unlink(missing_ok=True)
+
+
+def compare(args) -> dict:
+    """Quiet and loaded passes (fresh processes, ``args.repeat`` each); the table."""
+    only = args.only or ACTIONS
+    groups = [g for g in ([a for a in only if a == "bayes_during_warmup"],
+                          [a for a in only if a != "bayes_during_warmup"]) if g]
+    figures: dict[str, dict[str, list]] = {"quiet": {}, "loaded": {}}
+    loads: dict[str, list] = {"quiet": [], "loaded": []}
+    for r in range(args.repeat):
+        for mode in ("quiet", "loaded"):
+            procs = start_load(args.load) if mode == "loaded" else []
+            try:
+                if procs:
+                    time.sleep(3)  # let the load average climb a little
+                for g in groups:
+                    out = _child(g, args, f"{mode} run {r + 1}")
+                    loads[mode].append(os.getloadavg()[0])
+                    for k, v in out.items():
+                        if isinstance(v, dict) and "stall_s" in v:
+                            figures[mode].setdefault(k, []).append(v["stall_s"])
+            finally:
+                stop_load(procs)
+
+    def cell(v: list) -> str:
+        if not v:
+            return "—"
+        lo, hi = min(v), max(v)
+        return f"{1000 * lo:.0f} ms" if len(v) == 1 else f"{1000 * lo:.0f}-{1000 * hi:.0f} ms"
+
+    la = {m: f"{min(v):.1f}-{max(v):.1f}" if v else "?" for m, v in loads.items()}
+    print(f"\n| action | quiet max gap (load {la['quiet']}) | --load {args.load} max gap "
+          f"(load {la['loaded']}) |")
+    print("|---|---|---|")
+    for a in ACTIONS:
+        if a in figures["quiet"] or a in figures["loaded"]:
+            print(f"| {a} | {cell(figures['quiet'].get(a, []))} | "
+                  f"{cell(figures['loaded'].get(a, []))} |")
+    print(f"({args.repeat} run(s) each, {os.cpu_count()} cores)")
+    return {"load": args.load, "repeat": args.repeat, "figures": figures,
+            "load_average": loads}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,13 +519,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", help="only these actions (repeatable)")
     ap.add_argument("--real", default=str(REPO.parent / "shared" / "data" / "real"
                                           / "aps8idi_llps_saxpcs"))
+    ap.add_argument("--load", type=int, default=0,
+                    help="also run under N busy processes; print quiet and loaded side by side")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each pass (with --load)")
+    ap.add_argument("--trace", action="store_true",
+                    help="print the GUI thread's stacks in each stall over 50 ms")
     args = ap.parse_args(argv)
+    if args.trace:
+        os.environ.setdefault("XPCS_STALL_TRACE", "0.05")
+    if args.load > 0:
+        out = compare(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=2))
+        return 0
     real = Path(args.real) if Path(args.real).is_dir() else None
     with tempfile.TemporaryDirectory(prefix="xpcs-stalls-") as tmp:
         t0 = time.monotonic()
-        inputs = write_inputs(Path(tmp))
+        inputs = write_inputs(Path(tmp), args.only)
         print(f"inputs written in {time.monotonic() - t0:.1f} s", flush=True)
-        out = run(inputs, args.only, real)
+        out = run(inputs, args.only, real, Path(tmp))
     out["load_average"] = os.getloadavg()[0]
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
