@@ -152,7 +152,9 @@ class StabilityPanel(BasePanel):
         cmap = pg.colormap.get("CET-D1")
         for s in range(n):
             col = cmap.map(s / max(1, n - 1), mode="qcolor")
-            self.plot.addItem(pg.PlotDataItem(r.q, prof[s], pen=pg.mkPen(col, width=1.5),
+            # width 1: Qt strokes a wider antialiased pen along these noisy curves
+            # ~25x slower (400 ms per paint of 12 x 270 points; issue 33)
+            self.plot.addItem(pg.PlotDataItem(r.q, prof[s], pen=pg.mkPen(col, width=1),
                                               name=f"segment {s + 1}", connect="finite"))
         if r.mean_profile is not None:
             self.plot.addItem(pg.PlotDataItem(
