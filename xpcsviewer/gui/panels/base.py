@@ -77,15 +77,17 @@ def export_figure_job(kind: str, results: list, options: dict, path: str,
                       progress=None, cancel=None) -> str:
     """Worker job: build the matplotlib figure ``kind`` and save it atomically.
 
-    Runs off the GUI thread (Agg, no Qt). Returns the written path.
+    Runs off the GUI thread (Agg, no Qt). Returns the written path (of several PNG/SVG
+    pages: the first).
     """
-    from xpcsviewer.export import make_figure, save_figure
+    from xpcsviewer.export import make_figures, save_figure
     from xpcsviewer.progress import report
 
     report(progress, cancel, 0, 2, "building figure")
-    fig = make_figure(kind, results, **options)
+    # a journal's double column; g2 panels beyond a page go on more pages (issue 33)
+    figs = make_figures(kind, results, "double", **options)
     report(progress, cancel, 1, 2, "writing")
-    save_figure(fig, path)
+    path = save_figure(figs, path)
     report(progress, cancel, 2, 2, "done")
     return str(path)
 
