@@ -93,3 +93,16 @@ def test_first_bayes_click(window, beat, demo_files, open_demo, wait_idle):
     g2.chains.setValue(1)
     assert _measure(window, beat, g2.run_bayes, wait_idle) < BOUND_S
     assert g2.fits is not None and g2.fits.method == "bayes"
+
+
+def test_stability_segments_cheap_to_paint(window, beat, demo_files, open_demo, wait_idle):
+    # 1.5-px antialiased pens along the noisy segment curves cost 250-400 ms per
+    # paint of the real B0147 file (issue 33); 1-px pens take ~8 ms
+    open_demo(window, demo_files, names=["A02"])
+    gap = _measure(window, beat, lambda: window.select_tab("stability"), wait_idle)
+    panel = window.panels["stability"]
+    segs = [it for it in panel.plot.listDataItems()
+            if str(it.name()).startswith("segment")]
+    assert segs
+    assert all(it.opts["pen"].widthF() <= 1.0 for it in segs)
+    assert gap < BOUND_S
