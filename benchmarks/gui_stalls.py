@@ -100,13 +100,15 @@ def write_inputs(folder: Path, only: list[str] | None = None) -> dict[str, list[
 
     out: dict[str, list[Path]] = {}
     demo = folder / "demo"
-    if need("demo"):
-        out["demo"] = sorted(Path(p) for p in write_demo(demo, seed=0))
+    if need("demo"):  # written once per folder (--inputs keeps them between runs)
+        done = sorted(demo.glob("*_results.hdf"))
+        out["demo"] = done or sorted(Path(p) for p in write_demo(demo, seed=0))
 
     def one(name: str, shape, n_frames: int, seed: int, dq: int = 24) -> Path:
-        res, extras = simulated_result(name, shape, n_frames, seed, dq)
         path = folder / f"{name}_results.hdf"
-        write_result(path, res, saxs_2d=extras["saxs_2d"])
+        if not path.exists():
+            res, extras = simulated_result(name, shape, n_frames, seed, dq)
+            write_result(path, res, saxs_2d=extras["saxs_2d"])
         return path
 
     if need("rigaku"):
@@ -155,6 +157,8 @@ class Driver:
         from xpcsviewer.gui.main_window import MainWindow
 
         self.app = QApplication.instance() or QApplication(["gui-stalls"])
+        if os.environ.get("XPCS_SWITCH_INTERVAL"):  # to measure the GIL's hand-over
+            sys.setswitchinterval(float(os.environ["XPCS_SWITCH_INTERVAL"]))
         configure_pyqtgraph()
         self.win = MainWindow(restore_session=False, save_session_on_close=False)
         self.win.resize(1600, 1000)
@@ -256,6 +260,7 @@ def live_follow(d: Driver, work: Path, rate: float = 500, n: int = 3000,
     d.settle()
     panel = win.panels["live"]
     raw, stats = work / "live.h5", work / "live.json"
+    lb._fresh(raw, stats, *work.glob("live_results*"))
     panel.qmap_edit.setText(str(qmap))
     panel.source_edit.setText(str(raw))
     panel.start()  # before the detector, as at a beamline
@@ -456,7 +461,8 @@ def _child(only: list[str], args, tag: str) -> dict:
 
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         js = Path(f.name)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--json", str(js), "--real", args.real]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--json", str(js), "--real", args.real,
+           "--inputs", args.inputs]
     for a in only:
         cmd += ["--only", a]
     env = dict(os.environ)
@@ -475,6 +481,11 @@ def _child(only: list[str], args, tag: str) -> dict:
 def compare(args) -> dict:
     """Quiet and loaded passes (fresh processes, ``args.repeat`` each); the table."""
     only = args.only or ACTIONS
+    if not args.inputs:
+        args.inputs = tempfile.mkdtemp(prefix="xpcs-stalls-")
+    t0 = time.monotonic()
+    write_inputs(Path(args.inputs), only)  # once, before the load starts
+    print(f"inputs written in {time.monotonic() - t0:.1f} s", flush=True)
     groups = [g for g in ([a for a in only if a == "bayes_during_warmup"],
                           [a for a in only if a != "bayes_during_warmup"]) if g]
     figures: dict[str, dict[str, list]] = {"quiet": {}, "loaded": {}}
@@ -522,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--load", type=int, default=0,
                     help="also run under N busy processes; print quiet and loaded side by side")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each pass (with --load)")
+    ap.add_argument("--inputs", help="folder for the inputs (kept; reused when there)")
     ap.add_argument("--trace", action="store_true",
                     help="print the GUI thread's stacks in each stall over 50 ms")
     args = ap.parse_args(argv)
@@ -534,10 +546,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     real = Path(args.real) if Path(args.real).is_dir() else None
     with tempfile.TemporaryDirectory(prefix="xpcs-stalls-") as tmp:
+        folder = Path(args.inputs) if args.inputs else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
-        inputs = write_inputs(Path(tmp), args.only)
+        inputs = write_inputs(folder, args.only)
         print(f"inputs written in {time.monotonic() - t0:.1f} s", flush=True)
-        out = run(inputs, args.only, real, Path(tmp))
+        out = run(inputs, args.only, real, folder)
     out["load_average"] = os.getloadavg()[0]
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
