@@ -308,11 +308,28 @@ def side_legend(plot: pg.PlotItem, text_size: str = "8pt") -> pg.LegendItem:
     return legend
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076"
+                                            "\u2077\u2078\u2079")
+
+
+def _superscript(n: int) -> str:
+    """An integer in superscript digits: -5 -> \u207b\u2075."""
+    return str(int(n)).translate(_SUPERSCRIPT)
+
+
 class SparseLogAxis(pg.AxisItem):
     """An axis whose log-mode minor ticks are labelled as densely as the labels fit:
     every 1..9 x 10^n on a short range, fewer (1, 2, 5 x 10^n; 1, 3 x 10^n) on longer
     ones, or the decades alone. (pyqtgraph labels every minor tick and they overlap; 1, 2, 5
-    alone left a range such as 0.0006-0.003 with nothing labelled below 10^-3.)"""
+    alone left a range such as 0.0006-0.003 with nothing labelled below 10^-3.)
+
+    One axis, one number format: plain decimals while every label lies in [10^-4, 10^4)
+    (0.0001 to 9000: at most four decimals or four digits), else every label as a power
+    of ten (pyqtgraph wrote "0.0001" beside "9e-05" as "9\u00b710\u207b\u2075", and "2"
+    beside "10\u00b9", on one axis)."""
+
+    #: labels of an axis are plain decimals while all of them lie in [lo, hi)
+    PLAIN_RANGE = (1e-4, 1e4)
 
     #: Label sets, densest first, and the smallest gap between neighbours (decades).
     _MANTISSAS = tuple((m, float(np.min(np.diff(np.log10([*m, 10])))))
@@ -354,10 +371,18 @@ class SparseLogAxis(pg.AxisItem):
         return out
 
     _fine = False  # the last tickValues fell back to ticks inside one mantissa step
+    _fine_step = 1.0  # their step (linear units)
+    _sci = False  # the last tickValues' labels are powers of ten (else plain decimals)
+
+    def _plain_fits(self, values) -> bool:
+        """Whether every value (linear units) prints as a plain decimal."""
+        lo, hi = self.PLAIN_RANGE
+        return all(lo * (1 - 1e-9) <= abs(x) < hi for x in values)
 
     def tickValues(self, minVal, maxVal, size):  # pyqtgraph override
         levels = super().tickValues(minVal, maxVal, size)
         self._fine = False
+        self._sci = False
         if not self.logMode or not np.isfinite(minVal) or not np.isfinite(maxVal):
             return levels
         lo, hi = sorted((minVal, maxVal))
@@ -369,6 +394,12 @@ class SparseLogAxis(pg.AxisItem):
         inside = {round(v, 9) for _, vals in levels for v in vals if lo <= v <= hi
                   and labelled(v)}
         if len(inside) >= 2:
+            # the format of the whole axis, from the labels tickStrings will keep
+            keep_set = self._label_set([self._plain(v, 1.0) for v in inside])
+            shown = [10.0 ** v for v in inside
+                     if any(abs(10 ** (v - np.floor(v + 1e-9)) - m) < 1e-6 * m
+                            for m in keep_set)]
+            self._sci = not self._plain_fits(shown)
             return levels
         # a range inside one mantissa step (tau 0.47-0.49 s) had no label at all, and
         # one label does not give a scale: nice linear values, placed in log10
@@ -383,14 +414,49 @@ class SparseLogAxis(pg.AxisItem):
         if vals.size < 2:
             return levels
         self._fine = True
+        self._fine_step = float(step)
+        self._sci = not self._plain_fits(vals)
         return [(None, list(np.log10(vals)))]
+
+    @staticmethod
+    def _plain(v: float, scale: float) -> str:
+        """log10 value ``v`` as a plain decimal: 0.002, 0.5, 30."""
+        x = 10.0 ** v * scale
+        n = int(np.floor(np.log10(x) + 1e-9))
+        mant = x / 10.0 ** n
+        if abs(mant - round(mant)) < 1e-6:
+            return f"{x:.{max(0, -n)}f}"
+        return f"{x:.3g}"
+
+    @staticmethod
+    def _power(v: float, scale: float) -> str:
+        """log10 value ``v`` as a power of ten: 10\u207b\u2075, 2\u00b710\u207b\u2075."""
+        x = 10.0 ** v * scale
+        n = int(np.floor(np.log10(x) + 1e-9))
+        mant = x / 10.0 ** n
+        m = f"{round(mant)}" if abs(mant - round(mant)) < 1e-6 else f"{mant:.3g}"
+        return ("" if m == "1" else f"{m}\u00b7") + "10" + _superscript(n)
+
+    def _fine_strings(self, values) -> list[str]:
+        """Labels of the linear ticks inside one mantissa step: as many decimals as the
+        step needs (0.996, 0.998, 1.000, not 1, 1, 1); powers of ten with one exponent
+        outside the plain range (1.20\u00b710\u207b\u2075)."""
+        xs = [10.0 ** v for v in values]
+        step = self._fine_step
+        if not self._sci:
+            d = max(0, -int(np.floor(np.log10(step) + 1e-9)))
+            return [f"{x:.{d}f}" for x in xs]
+        n = int(np.floor(np.log10(max(xs, default=1.0)) + 1e-9))
+        d = max(0, -int(np.floor(np.log10(step / 10.0 ** n) + 1e-9)))
+        return [f"{x / 10.0 ** n:.{d}f}\u00b710{_superscript(n)}" for x in xs]
 
     def tickStrings(self, values, scale, spacing):  # pyqtgraph override
         if self.logMode and self._fine:
-            return [f"{10 ** v:.3g}" for v in values]
-        strings = super().tickStrings(values, scale, spacing)
+            return self._fine_strings(values)
         if not self.logMode:
-            return strings
+            return super().tickStrings(values, scale, spacing)
+        fmt = self._power if self._sci else self._plain
+        strings = [fmt(v, scale) for v in values]
         keep_set = self._label_set(strings)
         out = []
         for v, s in zip(values, strings, strict=False):

@@ -253,3 +253,54 @@ def test_saxs2d_manual_levels_follow_the_scale(qtbot, sync_context, demo_results
                       p.image_view.levels())
     p.scale_combo.setCurrentText("log")
     assert (p.vmin.value(), p.vmax.value()) == pytest.approx((-4.5, -1.0), abs=1e-9)
+
+
+_SUPER = str.maketrans("\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079",
+                       "-0123456789")
+
+
+def _tick_labels(ax) -> list[str]:
+    """The labels an axis draws for its current range."""
+    a, b = sorted(ax.range)
+    size = ax.size().height() if ax.orientation in ("left", "right") else ax.size().width()
+    out = []
+    for sp, vals in ax.tickValues(a, b, size):
+        vis = [v for v in vals if a <= v <= b]
+        out += [s for s in ax.tickStrings(vis, ax.scale, sp or 1) if s]
+    return out
+
+
+def _label_value(s: str) -> float:
+    """'0.002' -> 0.002; '10\u207b\u2075' -> 1e-5; '2\u00b710\u00b9' -> 20."""
+    if "10" in s and s.translate(_SUPER) != s:
+        mant, _, power = s.rpartition("10")
+        mant = mant.rstrip("\u00b7") or "1"
+        return float(mant) * 10.0 ** int(power.translate(_SUPER))
+    return float(s)
+
+
+@pytest.mark.parametrize("lo, hi", [(None, None), (3e-5, 3e-3), (0.5, 50.0), (2e-6, 20.0),
+                                    (0.996, 1.004)])
+def test_saxs1d_axis_labels_share_one_format(qtbot, sync_context, demo_results, lo, hi):
+    """Issue 33 (8b): one log axis wrote "0.0001" beside "9\u00b710\u207b\u2075" and "2"
+    beside "10\u00b9": each axis now has one format, plain decimals or powers of ten."""
+    from xpcsviewer.gui.panels.saxs1d import Saxs1DPanel
+
+    p = make(qtbot, sync_context, Saxs1DPanel)
+    p.set_results([demo_results["A01"]])
+    if lo is not None:  # the demo's I(q) zoomed out (or in) across a format boundary
+        p.plot.setYRange(np.log10(lo), np.log10(hi), padding=0)
+    qtbot.wait(50)
+    for name in ("left", "bottom"):
+        labels = _tick_labels(p.plot.getAxis(name))
+        assert len(labels) >= 2, (name, labels)
+        powers = ["10" in s and s.translate(_SUPER) != s for s in labels]
+        assert all(powers) or not any(powers), (name, labels)
+        assert len(set(labels)) == len(labels), (name, labels)  # not 1, 1, 1 near 1
+        if name == "left" and lo is not None:
+            values = [_label_value(s) for s in labels]
+            assert all(lo * 0.999 <= v <= hi * 1.001 for v in values), labels
+    if lo is not None:
+        plain = hi < 1e4 and lo >= 1e-4
+        assert plain == (not any("10" in s and s.translate(_SUPER) != s
+                                 for s in _tick_labels(p.plot.getAxis("left"))))
