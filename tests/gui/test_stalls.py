@@ -106,3 +106,22 @@ def test_stability_segments_cheap_to_paint(window, beat, demo_files, open_demo, 
     assert segs
     assert all(it.opts["pen"].widthF() <= 1.0 for it in segs)
     assert gap < BOUND_S
+
+
+def test_live_update_keeps_axes_when_unchanged(window, monkeypatch):
+    # each Live update (4 a second) re-set the axis labels and tick styles, and each
+    # call re-laid out and redrew the axes on the GUI thread (issue 33)
+    import pyqtgraph as pg
+
+    calls = []
+    for name in ("setLabel", "setStyle"):
+        orig = getattr(pg.AxisItem, name)
+        monkeypatch.setattr(pg.AxisItem, name,
+                            lambda self, *a, _o=orig, _n=name, **k: (calls.append(_n),
+                                                                    _o(self, *a, **k))[1])
+    panel = window.panels["live"]
+    for _ in range(3):
+        panel._time_labels("ms")
+        panel._show_values(True)
+    assert calls.count("setLabel") == 3  # the three time axes, once
+    assert calls.count("setStyle") == 8  # four plots x two axes, once

@@ -377,6 +377,9 @@ class LivePanel(BasePanel):
     def _show_values(self, on: bool) -> None:
         # empty plots showed pyqtgraph's 0-1 and 1-10 ranges as if they were q and tau
         # (issue 33): no numbers until there are data
+        if getattr(self, "_values_shown", None) == on:
+            return  # setStyle re-lays out and redraws the axes: not at every update
+        self._values_shown = on
         for p in (self.g2_plot, self.tau_plot, self.contrast_plot, self.trace_plot):
             for side in ("left", "bottom"):
                 p.getAxis(side).setStyle(showValues=on)
@@ -413,6 +416,9 @@ class LivePanel(BasePanel):
         return v if v is not None and v > 0 and math.isfinite(v) else None
 
     def _time_labels(self, unit: str) -> None:
+        if getattr(self, "_unit_shown", None) == unit:
+            return  # setLabel re-lays out the text and the axis: only on a change
+        self._unit_shown = unit
         self.g2_plot.setLabel("bottom", f"\u03c4 ({unit})")
         self.tau_plot.setLabel("left", f"\u03c4 ({unit})")
         self.trace_plot.setLabel("bottom", f"t ({unit})")
