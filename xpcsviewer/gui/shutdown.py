@@ -174,7 +174,7 @@ def wait_for_workers(seconds: float, since: float | None = None) -> bool:
             except RuntimeError:  # deleted with its window
                 break
             if time.monotonic() >= deadline:
-                logger.warning("still running %.1f s after the signal: %s", seconds,
+                logger.warning("not finished %.1f s after the signal: %s", seconds,
                                ", ".join(runner.running_descriptions()) or "a pool thread")
                 return False
     return True

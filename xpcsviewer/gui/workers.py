@@ -470,8 +470,9 @@ class TaskRunner(QObject):
         while not (ok := self._pool.waitForDone(50)):
             if time.monotonic() >= deadline:
                 break
-        # Queued finished-signals still sit in the event loop: deliver them.
-        deadline = time.monotonic() + 2.0
+        # Queued finished-signals still sit in the event loop: deliver them (none
+        # come from a job still running: no point waiting for those).
+        deadline = time.monotonic() + (2.0 if ok else 0.0)
         while self._jobs and time.monotonic() < deadline:
             QCoreApplication.processEvents()
         return ok and not self._jobs
