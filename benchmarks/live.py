@@ -181,7 +181,7 @@ def breakdown(r: dict) -> str:
         steps.append(v - prev)
         prev = v
     cells = " | ".join(f"{x:.2f}" for x in (seen, *steps))
-    return f"| {fit:.2f} | {cells} | {st.get('fit_wait', 0.0):.2f} |"
+    return f"| {fit:.2f} | {cells} | {st.get('end_partial', 0.0):.2f} |"
 
 
 def final_vs_batch(work: Path, raw: str, live_out: str, qmap: Path) -> dict:
@@ -395,7 +395,7 @@ def _run(a: argparse.Namespace, work: Path, qmap: Path, pool: Path, full: Path,
           "fitted result on disk (s), and its steps")
     print("| total | last frame -> seen at a poll | -> end detected | -> last frames "
           "correlated | -> result assembled | -> written | -> fitted | of which waiting "
-          "for a partial fit |")
+          "for a partial update |")
     print("|---|---|---|---|---|---|---|---|")
     for r in lats:
         print(breakdown(r))

@@ -58,11 +58,16 @@ def _check_partials(snaps, raw, qmap, tmp_path, tools, n_check=2):
 
 def test_swmr_writer_process_partials_and_final_equal_batch(small_qmap, writer, tmp_path, tools):
     raw, out = tmp_path / "raw.h5", tmp_path / "live.hdf"
-    w = writer(raw, "--frames", "3000", "--rate", "2500", "--mode", "swmr", "--block", "40",
-               "--extend-first", "--frame-time", str(FT))
+    ws = []
+
+    def start(_event):  # the writer once the kernels are loaded (a loaded machine is slow)
+        ws.append(writer(raw, "--frames", "3000", "--rate", "2500", "--mode", "swmr",
+                         "--block", "40", "--extend-first", "--frame-time", str(FT)))
+
     snaps, take = _snapshots(out)
     final = follow(raw, read_qmap(small_qmap), out, LiveOptions(every=0.25, idle=5),
-                   on_update=take)
+                   on_update=take, on_ready=start)
+    w = ws[0]
     assert w.wait() == 0
     assert final.end == "closed" and final.frames == 3000 and final.final
     assert len(snaps) >= 2 and snaps[0][0] < 3000  # it followed, not read the end only

@@ -35,6 +35,7 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.live_source import SourceNotReady, open_live_source
+from xpcsviewer.jobs._live_report import _Reporting
 from xpcsviewer.jobs._live_sparse import (
     checked_hits,
     frames_per_read,
@@ -42,18 +43,16 @@ from xpcsviewer.jobs._live_sparse import (
     warm_photons,
 )
 from xpcsviewer.jobs._live_types import (
-    TRACE_POINTS,
     LiveOptions,
     LiveUpdate,
     LiveView,
-    _decimate,
     fit_output_path,
 )
 from xpcsviewer.progress import Cancelled, CancelToken
 
 __all__ = ["LiveOptions", "LiveUpdate", "LiveView", "fit_output_path", "follow", "qmap_beside"]
 
-class _Follower:
+class _Follower(_Reporting):
     """The state of one :func:`follow` run."""
 
     def __init__(self, source: Any, qmap: Any, output: Path, opts: LiveOptions,
@@ -91,6 +90,7 @@ class _Follower:
         self.prev_hits = 0
         self.photons = False  # the photon correlator can run (numba)
         self.marks: dict[str, float] = {}  # the final update's stages (monotonic)
+        self._init_reporting()
 
     # ---------------------------------------------------------------- frames
     def _checked(self, frames: np.ndarray) -> np.ndarray:
@@ -253,108 +253,6 @@ class _Follower:
             live["end"] = end
         res.metadata["xpcs/live"] = live
         return CorrelatedResult(res, s.scat.mean_image(), None)
-
-    def update(self, final: bool, end: str | None = None, note: str = "") -> LiveUpdate | None:
-        """Write (atomically), fit and report the result of the frames so far."""
-        from xpcsviewer.io.writer import write_result
-
-        if self.done < 2:
-            return None
-        if not final and self.done == self.written:
-            self.t_update = time.monotonic()
-            return None
-        partial = not final or end == "stopped"
-        t = time.monotonic()
-        cres = self._result(partial, end)
-        if final:
-            self.marks["result"] = time.monotonic()
-        write_result(self.output, cres.result, saxs_2d=cres.saxs_2d, overwrite=True)
-        self.written = self.done
-        if final:
-            self.marks["write"] = time.monotonic()
-        up = self._report(final, end, note, cres.result)
-        self.t_update = time.monotonic()
-        # an update that costs much (a big detector, a slow fit, a loaded machine) comes
-        # less often: at most a quarter of the time goes to updates
-        self.interval = max(self.opts.every, 3.0 * (self.t_update - t))
-        return up
-
-    def _report(self, final: bool, end: str | None, note: str, res: Any) -> LiveUpdate:
-        now = time.monotonic()
-        pt, pdone, pseen = self.prev
-        dt = max(now - pt, 1e-9)
-        rate = (self.done - pdone) / dt
-        wrate = (self.seen - pseen) / dt
-        if final and self.first_seen is not None:
-            # the final says the averages over the acquisition
-            t1 = self.first_seen
-            rate = self.done / max(now - t1, 1e-9)
-            # frames all seen at one poll: the writer's rate cannot be told (0)
-            span = self.seen_at - t1
-            wrate = self.seen / span if span > 1e-3 else 0.0
-        self.prev = (now, self.done, self.seen)
-        hit_rate = (self.hits - self.prev_hits) / dt
-        if final and self.first_seen is not None:
-            hit_rate = self.hits / max(now - self.first_seen, 1e-9)
-        self.prev_hits = self.hits
-        lag = max(0, self.seen - self.done)
-        up = LiveUpdate(
-            final=final, frames=self.done, elapsed_s=now - self.t0, frame_rate_hz=rate,
-            writer_rate_hz=wrate, lag_frames=lag,
-            lag_s=lag / wrate if wrate > 0 else (0.0 if lag == 0 else math.inf),
-            output=str(self.output), expected=self.src_expected(), end=end,
-            interval_s=self.interval,
-            note="; ".join(x for x in (*self.notes, note) if x))
-        if self.sparse:
-            up.hits, up.hit_rate_hz = self.hits, hit_rate
-        rec = None
-        if self.opts.fit and self.fitter is not None:
-            from xpcsviewer.fitting.results import write_fit_json
-            from xpcsviewer.jobs.fitfile import record_bins
-
-            outs = self.fitter([str(self.output)])
-            o = outs[0]
-            if o.ok:
-                rec = o.record
-                up.bins = record_bins(rec)
-                fo = fit_output_path(self.output)
-                write_fit_json(fo, [rec])
-                up.fit_output = str(fo)
-            else:
-                up.fit_error = o.error
-        if final:
-            done_wall = time.time()
-            up.latency_s = max(0.0, done_wall - self.seen_mtime) if self.seen_mtime else None
-            self.marks["fit"] = time.monotonic()
-            up.seen_to_result_s = self.marks["fit"] - self.seen_at
-            up.stages = {k: v - self.seen_at for k, v in self.marks.items()}
-        if self.with_view:
-            up.view = self._view(res, rec)
-        self.updates += 1
-        if self.on_update is not None:
-            self.on_update(up)
-        return up
-
-    def _view(self, res: Any, rec: dict[str, Any] | None) -> LiveView:
-        mt = res.multitau
-        it = np.asarray(res.intensity_vs_time[1])
-        x, y = _decimate(it, TRACE_POINTS)
-        view = LiveView(tau=np.asarray(mt.tau), g2=np.asarray(mt.g2), g2_err=np.asarray(mt.g2_err),
-                        valid=np.asarray(mt.valid), q=np.asarray(self.qmap.dynamic_q, float),
-                        phi=np.asarray(self.qmap.dynamic_phi, float),
-                        trace_t=x * float(self.frame_time), trace_i=y,
-                        time_unit=self.time_unit)
-        if rec is not None and mt.tau.size:
-            from xpcsviewer.jobs.fitfile import record_curve
-
-            t = np.geomspace(mt.tau[0], mt.tau[-1], 120)
-            view.fit_t = t
-            bins = rec.get("bins") or list(range(1, len(rec["q"]) + 1))
-            for i, b in enumerate(bins):
-                c = record_curve(rec, i, t)
-                if c is not None:
-                    view.fit_curves[int(b)] = np.asarray(c)
-        return view
 
     # ----------------------------------------------------------------- poll
     def poll(self) -> Any:
@@ -539,6 +437,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         return final
     finally:
         src.close()
+        fol.join_updates()
 
 
 def qmap_beside(source: str | os.PathLike) -> Path | None:
