@@ -242,3 +242,20 @@ def test_cli_size_gives_pages_of_the_preset(demo_files, tmp_path):
     assert rc == 0
     names = sorted(p.name for p in (tmp_path / "png").iterdir())
     assert names[0] == "combined_g2_p1.png" and len(names) >= 3
+
+
+@pytest.mark.parametrize("layout", ["qbin", "file", "combined"])
+@pytest.mark.parametrize("preset", PRESETS)
+def test_g2_layouts_and_a_wide_grid_fit_the_page(demo_files, preset, layout):
+    """The g2 tab's own column count (3) and its other layouts, on every page size."""
+    from xpcsviewer.export import make_figures
+    from xpcsviewer.fitting.block_fits import fit_curves
+    from xpcsviewer.fitting.blocks import g2_blocks
+    from xpcsviewer.fitting.spec import FitSpec
+    from xpcsviewer.io import read_result
+
+    res = [read_result(p) for p in demo_files[:2]]
+    fits = fit_curves(g2_blocks(res), FitSpec("single"))
+    for fig in make_figures("g2", res, preset, fits=fits, layout=layout, ncols=3):
+        assert fig.get_figwidth() == pytest.approx(WIDTH[preset], abs=0.05)
+        assert text_problems(fig) == []

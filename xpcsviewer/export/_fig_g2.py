@@ -151,6 +151,8 @@ def _fig_g2(
     n = len(panels)
     if ncols is None:
         ncols = preset.g2_cols if preset is not None else 4
+    if preset is not None:  # no more columns than the page's width holds
+        ncols = min(int(ncols), preset.g2_cols)
     nc = max(1, min(int(ncols), n if n_pages == 1 else int(ncols)))
     nr = int(np.ceil(n / nc))
     if preset is not None:  # panels of the page width; rows as many as this page has
@@ -200,17 +202,27 @@ def _fig_g2(
             ax.set_ylabel("g\u2082(q, \u03c4)")
         if legend:
             h, t = ax.get_legend_handles_labels()
-            if layout == "qbin" and not spec.mixed_q:
-                handles.update(zip(t, h, strict=True))  # one legend of the files, below
+            if (layout == "qbin" and not spec.mixed_q) or preset is not None:
+                # one legend below (a page has no room beside each panel)
+                handles.update(zip(t, h, strict=True))
             else:
                 ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6,
                           ncols=2 if len(t) > 12 else 1, frameon=False)
     for k in range(n, nr * nc):
         axes[k // nc][k % nc].set_axis_off()
     key_h, key_l = fit_key(statuses) if legend else ([], [])
-    if handles or key_l:
-        legend_below(fig, list(handles.values()) + key_h, list(handles) + key_l)
     head = f"g2 with {fits.method} fits ({fits.model} model)" if fits is not None else ""
+    if handles or key_l:
+        leg = legend_below(fig, list(handles.values()) + key_h, list(handles) + key_l)
+        if preset is not None:  # a taller page for a long legend, not smaller panels
+            r = fig.canvas.get_renderer()
+            if leg.get_window_extent(r).height / fig.dpi > 0.45 * preset.max_height:
+                leg.remove()  # it would crowd the panels off the page
+                head += ("; " if head else "") + f"{len(handles)} curves: no room for a legend"
+                leg = legend_below(fig, key_h, key_l) if key_l else None
+            w, h = fig.get_size_inches()
+            extra = 0.0 if leg is None else leg.get_window_extent(r).height / fig.dpi - 0.5
+            fig.set_size_inches(w, min(h + max(extra, 0.0), preset.max_height))
     if n_pages > 1:
         head += ("; " if head else "") + (
             f"page {int(page) + 1}/{n_pages} (panels {first + 1}-{first + n} of {n_shown})")
