@@ -422,13 +422,13 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
     return out
 
 
-def _spin_load(seed: int) -> None:
+def _spin_load(seed: int, parent: int) -> None:
     """A busy process: pure-Python work with some small NumPy (a user's other work)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     a = rng.random((64, 64))
-    while True:
+    while os.getppid() == parent:  # not left spinning if the benchmark is killed
         x = 0
         for i in range(20_000):
             x += i * i
@@ -442,7 +442,7 @@ def start_load(n: int) -> list:
     ctx = mp.get_context("spawn")
     procs = []
     for i in range(n):
-        p = ctx.Process(target=_spin_load, args=(i,), daemon=True)
+        p = ctx.Process(target=_spin_load, args=(i, os.getpid()), daemon=True)
         p.start()
         procs.append(p)
     return procs
@@ -491,7 +491,7 @@ def compare(args) -> dict:
     figures: dict[str, dict[str, list]] = {"quiet": {}, "loaded": {}}
     loads: dict[str, list] = {"quiet": [], "loaded": []}
     for r in range(args.repeat):
-        for mode in ("quiet", "loaded"):
+        for mode in args.passes.split(","):
             procs = start_load(args.load) if mode == "loaded" else []
             try:
                 if procs:
@@ -533,6 +533,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--load", type=int, default=0,
                     help="also run under N busy processes; print quiet and loaded side by side")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each pass (with --load)")
+    ap.add_argument("--passes", default="quiet,loaded",
+                    help="with --load: which passes (quiet, loaded or both)")
     ap.add_argument("--inputs", help="folder for the inputs (kept; reused when there)")
     ap.add_argument("--trace", action="store_true",
                     help="print the GUI thread's stacks in each stall over 50 ms")
