@@ -299,7 +299,6 @@ def test_every_tab_in_sight_at_the_default_size(qtbot):
     win.show_live()
     qtbot.wait(100)
     tb = win.tabs.tabBar()
-    assert not tb.usesScrollButtons()
     right = max(tb.tabRect(i).right() for i in range(tb.count()))
     assert right <= tb.width()
     fm = tb.fontMetrics()

@@ -158,11 +158,9 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
     def _build_tabs(self) -> None:
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        # every tab stays in sight: at the default size Live and Series sat behind the
-        # scroll arrows (issue 33); a narrow window shortens the labels instead
-        self.tabs.tabBar().setUsesScrollButtons(False)
-        self.tabs.tabBar().setElideMode(Qt.TextElideMode.ElideRight)
-        # Fusion's 12 px a side put 16 labels 55 px past a 1389 px window: 8 px fits them
+        # every tab in sight at the default size: Fusion's 12 px a side put the 16 labels
+        # 55 px past a 1389 px window, Live and Series behind the scroll arrows (issue
+        # 33); 8 px fits them. The arrows stay for narrower windows (no minimum width).
         self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 8px; }")
         self.panels: dict[str, BasePanel] = {}
         self.preferred_tab = "g2"  # the tab files open on, until the user picks another
