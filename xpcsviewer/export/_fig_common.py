@@ -119,16 +119,22 @@ def side_by_side(n: int = 2) -> tuple[int, int]:
 
 def legend_below(fig: Any, handles: list, labels: list[str], **kw: Any) -> Any:
     """A frameless figure legend below the axes (it can cover no data point), in as
-    many columns as fit the page."""
+    many columns as fit the page; under a size preset the page grows by its height."""
     renderer = fig.canvas.get_renderer()
     ncols = min(len(labels), 6)
     while True:
         leg = fig.legend(handles, labels, loc="outside lower center", ncols=ncols,
                          frameon=False, **kw)
         if ncols == 1 or leg.get_window_extent(renderer).width <= 0.97 * fig.bbox.width:
-            return leg
+            break
         leg.remove()
         ncols -= 1
+    preset = _PRESET.get()
+    if preset is not None:  # a taller page for a long legend, not flatter axes
+        w, h = fig.get_size_inches()
+        extra = leg.get_window_extent(renderer).height / fig.dpi - 0.3
+        fig.set_size_inches(w, min(h + max(extra, 0.0), preset.max_height))
+    return leg
 
 
 def place_legend(fig: Any, ax: Any, inside: int = 3, **kw: Any) -> Any:

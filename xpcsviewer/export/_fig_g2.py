@@ -213,16 +213,15 @@ def _fig_g2(
     key_h, key_l = fit_key(statuses) if legend else ([], [])
     head = f"g2 with {fits.method} fits ({fits.model} model)" if fits is not None else ""
     if handles or key_l:
+        size = fig.get_size_inches()
         leg = legend_below(fig, list(handles.values()) + key_h, list(handles) + key_l)
-        if preset is not None:  # a taller page for a long legend, not smaller panels
-            r = fig.canvas.get_renderer()
-            if leg.get_window_extent(r).height / fig.dpi > 0.45 * preset.max_height:
-                leg.remove()  # it would crowd the panels off the page
-                head += ("; " if head else "") + f"{len(handles)} curves: no room for a legend"
-                leg = legend_below(fig, key_h, key_l) if key_l else None
-            w, h = fig.get_size_inches()
-            extra = 0.0 if leg is None else leg.get_window_extent(r).height / fig.dpi - 0.5
-            fig.set_size_inches(w, min(h + max(extra, 0.0), preset.max_height))
+        if preset is not None and (leg.get_window_extent(fig.canvas.get_renderer()).height
+                                   / fig.dpi > 0.45 * preset.max_height):
+            leg.remove()  # it would crowd the panels off the page
+            fig.set_size_inches(size)
+            head += ("; " if head else "") + f"{len(handles)} curves: no room for a legend"
+            if key_l:
+                legend_below(fig, key_h, key_l)
     if n_pages > 1:
         head += ("; " if head else "") + (
             f"page {int(page) + 1}/{n_pages} (panels {first + 1}-{first + n} of {n_shown})")
