@@ -124,15 +124,21 @@ def _fig_stability(
     qmax: float | None = None,
     log_x: bool = True,
     log_y: bool = True,
-    threshold: float = 0.05,
+    threshold: float = 0.10,
 ) -> Any:
+    from xpcsviewer.views.stability import (
+        stability_analysis,
+        stability_axis_label,
+        stability_summary,
+    )
+
     res = _pick(results, file_index)
     fig = new_figure()
     if res.saxs_1d_segments is None:
         return _no_data(fig, f"{res.label}: no time-segment profiles in the file")
-    st = saxs.stability_analysis(
-        res.saxs_1d_segments, res.qmap, threshold, qmin, qmax
-    )
+    # the tab's analysis: segments on the SAXS-1D scale, the noise-aware drift verdict
+    st = stability_analysis(res.saxs_1d_segments, res.qmap, threshold, qmin, qmax,
+                            saxs_1d=getattr(res, "saxs_1d", None))
     ax = fig.add_subplot(1, 1, 1)
     from matplotlib import colormaps
 
@@ -146,16 +152,17 @@ def _fig_stability(
             st.q[ok],
             y[ok],
             color=cmap(s / max(n - 1, 1)),
-            label=f"segment {s + 1} ({100 * st.rel_change[s]:.1f} %)",
+            label=f"segment {s + 1} ({100 * st.rel_change[s]:+.1f} %)",
         )
+    if st.mean_profile is not None:
+        y = np.asarray(st.mean_profile, float)
+        ok = keep & np.isfinite(y) & ((y > 0) if log_y else True)
+        ax.plot(st.q[ok], y[ok], "k--", lw=1.0, label="time mean (SAXS-1D)")
     ax.set_xscale("log" if log_x else "linear")
     ax.set_yscale("log" if log_y else "linear")
     ax.set_xlabel(f"q ({INV_A})")
-    ax.set_ylabel("I (arb. units)")
-    flag = "FLAGGED" if st.flagged else "stable"
-    ax.set_title(
-        f"{res.label}: max relative change {100 * st.max_rel_change:.2f} % ({flag})"
-    )
+    ax.set_ylabel(stability_axis_label(st))
+    ax.set_title(stability_summary(st, res.label))
     place_legend(fig, ax)
     return fig
 
