@@ -175,9 +175,10 @@ class FitResultsTable(QTableWidget):
         if fits.n_curves <= 50:
             # Measuring every cell is slow for long tables; then keep the default widths.
             self.resizeColumnsToContents()
-        # File names are long and alike: show their distinguishing end, full in a tooltip.
-        self.setTextElideMode(Qt.TextElideMode.ElideLeft)
-        self.setColumnWidth(file_col, min(self.columnWidth(file_col), 110))
+        # File labels are already cut to what tells them apart (either end may hold it):
+        # shorten in the middle, full in a tooltip.
+        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.setColumnWidth(file_col, min(self.columnWidth(file_col), 130))
         self.setColumnWidth(0, min(self.columnWidth(0), _STATUS_WIDTH))
         # the relaxation time is the number read here: never cut, long tables too
         tau_col = head.index(f"{tname} (s)")
