@@ -125,3 +125,28 @@ def test_live_update_keeps_axes_when_unchanged(window, monkeypatch):
         panel._show_values(True)
     assert calls.count("setLabel") == 3  # the three time axes, once
     assert calls.count("setStyle") == 8  # four plots x two axes, once
+
+
+def _block_gui_thread(seconds):
+    time.sleep(seconds)
+
+
+def test_stall_trace_names_what_blocked(qapp):
+    from xpcsviewer.gui.heartbeat import Heartbeat, StallTrace
+
+    def spin(s):
+        t_end = time.monotonic() + s
+        while time.monotonic() < t_end:
+            qapp.processEvents()
+
+    hb = Heartbeat(10).start()
+    trace = StallTrace(hb, late_s=0.05).start()
+    t0 = time.monotonic()
+    spin(0.05)
+    _block_gui_thread(0.3)
+    spin(0.05)
+    lines = trace.report(t0)
+    trace.stop()
+    hb.stop()
+    assert lines and lines[0].startswith("stall ")
+    assert any("_block_gui_thread" in line for line in lines)
