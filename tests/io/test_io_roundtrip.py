@@ -75,7 +75,7 @@ def test_result_roundtrip(small_file, small_built):
     assert r.sample["D"] == pytest.approx(res.sample["D"], rel=1e-12)
     assert r.sample_units["D"] == "\u00c5^2/s"
     assert r.metadata["entry/sample/D (\u00c5^2/s)"] == pytest.approx(res.sample["D"])
-    assert r.metadata["entry/instrument/detector_1/frame_time"] == 1e-3
+    assert r.metadata["entry/instrument/detector_1/frame_time (s)"] == 1e-3  # the format's unit
     # two-time: bins, g2 from c2 computed by the writer = diagonal means of the map
     tt = r.twotime
     np.testing.assert_array_equal(tt.processed_bins, [1, 3, 5])
