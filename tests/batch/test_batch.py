@@ -19,8 +19,10 @@ import xpcsviewer.commands.fit as fit_cmd
 import xpcsviewer.jobs.correlate as correlate_job
 from xpcsviewer.cli import main
 from xpcsviewer.fitting.results import FitJsonStream, write_fit_json
+from xpcsviewer.io.writer import write_result
+from xpcsviewer.synthetic.results import build_result
 
-from .conftest import datasets
+from .conftest import _spec, datasets
 
 # Tasks defined here run on the cluster's workers: ship them by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -322,3 +324,46 @@ def test_bad_batch_options_are_usage_errors(result_files, tmp_path, bad, capsys)
     assert _fit(result_files[:1], tmp_path / "f.json", *bad) == 2
     assert "--workers" in capsys.readouterr().err
     assert not (tmp_path / "f.json").exists()
+
+
+def test_skip_existing_export_keeps_multi_page_figures(tmp_path):
+    """A g2 figure of several pages is written as ``_p1``, ``_p2``, ... and never as
+    the target name itself: --skip-existing must still find it whole."""
+    res, extra = build_result({**_spec(7), "partition": {"dq_num": 8, "sq_num": 16}}, seed=7)
+    res.path = tmp_path / "m_results.hdf"
+    write_result(res.path, res, saxs_2d=extra["saxs_2d"])
+    out = tmp_path / "figs"
+    args = ["export", str(res.path), "--plot", "g2", "--format", "svg",
+            "--size", "single", "-o", str(out), "--quiet"]
+    assert main(args) == 0
+    pages = sorted(out.glob("*g2_p*.svg"))
+    assert len(pages) >= 2 and not list(out.glob("*g2.svg"))
+    before = {p.name: p.stat().st_mtime_ns for p in pages}
+    assert main([*args, "--skip-existing"]) == 0
+    assert {p.name: p.stat().st_mtime_ns for p in pages} == before
+    pages[-1].write_text("<svg cut")  # a set with a page cut short is drawn again
+    assert main([*args, "--skip-existing", "--overwrite"]) == 0
+    assert pages[-1].read_text().rstrip().endswith("</svg>")
+    assert pages[0].stat().st_mtime_ns != before[pages[0].name]
+
+
+def test_figure_pages_are_written_first_page_last(tmp_path):
+    """The first page is written last, so its presence means the set is whole."""
+    import matplotlib.figure
+
+    from xpcsviewer.export.files import complete_pages, save_figure
+
+    order = []
+    pages = [matplotlib.figure.Figure() for _ in range(3)]
+    for k, f in enumerate(pages):
+        f.add_subplot().set_title(f"page {k}")
+        f.savefig = (lambda fh, _s=f.savefig, k=k, **kw: (order.append(k), _s(fh, **kw)))
+    save_figure(pages, tmp_path / "a.svg")
+    assert order == [2, 1, 0]
+    def whole(p):
+        return p.is_file() and p.stat().st_size > 0
+
+    done = complete_pages(tmp_path / "a.svg", whole)
+    assert [p.name for p in done] == ["a_p1.svg", "a_p2.svg", "a_p3.svg"]
+    (tmp_path / "a_p1.svg").unlink()
+    assert complete_pages(tmp_path / "a.svg", whole) is None

@@ -313,6 +313,13 @@ def figure_complete(path: Path, fmt: str) -> bool:
     return head.lstrip().startswith((b"<svg", b"<?xml")) and b"</svg>" in tail
 
 
+def _saved(target: Path, fmt: str) -> list[Path] | None:
+    """The whole files of an earlier export of ``target`` (pages included), or None."""
+    from xpcsviewer.export.files import complete_pages
+
+    return complete_pages(target, lambda p: figure_complete(p, fmt))
+
+
 def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str, list[str]]:
     """The per-file figures of one file (a batch task; any worker).
 
@@ -331,8 +338,10 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
     rep: dict[str, list[str]] = {k: [] for k in ("written", "skipped", "undrawable",
                                                  "refused", "kept")}
     targets = {k: out / f"{lab}_{k}.{fmt}" for k in options["kinds"]}
-    if options["skip_existing"] and all(figure_complete(t, fmt) for t in targets.values()):
-        rep["kept"] = [str(t) for t in targets.values()]  # not even read
+    saved = {k: _saved(t, fmt) if options["skip_existing"] else None
+             for k, t in targets.items()}
+    if all(v is not None for v in saved.values()):
+        rep["kept"] = [str(p) for v in saved.values() for p in v]  # not even read
         return rep
     res = read_result(item["path"])
     shown = display_path(item["shown"])
@@ -341,8 +350,8 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
         if why is not None:
             rep["skipped"].append(f"{kind}: {shown}: {why}")
             continue
-        if options["skip_existing"] and figure_complete(target, fmt):
-            rep["kept"].append(str(target))
+        if saved[kind] is not None:
+            rep["kept"] += [str(p) for p in saved[kind]]
             continue
         try:
             check_output(target, options["inputs"], options["overwrite"]
@@ -440,8 +449,7 @@ def run(args: argparse.Namespace) -> int:
         sweep_stale_temps(out, force=True)
     if combined:
         todo = [k for k in combined
-                if not (skip and figure_complete(out / f"combined_{k}.{args.format}",
-                                                 args.format))]
+                if not (skip and _saved(out / f"combined_{k}.{args.format}", args.format))]
         kept += len(combined) - len(todo)
         bad = {f.index for f in summary.failures}
         files = [p for i, p in enumerate(args.files) if i not in bad]

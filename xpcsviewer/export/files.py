@@ -92,6 +92,28 @@ def page_paths(path: str | os.PathLike, n_pages: int) -> list[Path]:
     return [path.with_name(f"{path.stem}_p{k}{path.suffix}") for k in range(1, n_pages + 1)]
 
 
+def complete_pages(path: str | os.PathLike,
+                   complete: Callable[[Path], bool]) -> list[Path] | None:
+    """The files of a figure saved at ``path`` (one file, or pages ``_p1``, ``_p2``, ...)
+    when all are whole by ``complete``, else None.
+
+    :func:`save_figure` writes the first page last, so a whole ``_p1`` means its run
+    wrote every page; the set is the unbroken run ``_p1``, ``_p2``, ... on disk.
+    """
+    path = Path(path)
+    if complete(path):
+        return [path]
+    pages: list[Path] = []
+    while True:
+        p = path.with_name(f"{path.stem}_p{len(pages) + 1}{path.suffix}")
+        if not p.exists():
+            break
+        if not complete(p):
+            return None
+        pages.append(p)
+    return pages or None
+
+
 def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 200) -> Path:
     """Save a matplotlib ``Figure`` (or a list of pages) atomically; the format comes
     from the suffix.
@@ -150,7 +172,9 @@ def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 200) -> Path:
 
             return atomic_write(path, write_pdf)
         targets = page_paths(path, len(pages))
-        for f, target in zip(pages, targets, strict=True):
+        # The first page last: its presence then says the whole set was written
+        # (see :func:`complete_pages`).
+        for f, target in reversed(list(zip(pages, targets, strict=True))):
             atomic_write(
                 target, lambda fh, f=f: f.savefig(fh, format=fmt, dpi=dpi, metadata=meta)
             )
