@@ -1,0 +1,419 @@
+"""Which pixels make a bin's g2 wrong: drop-one leverage and hot-pixel scores.
+
+From a per-pixel G2/IP/IF stack (the ``X_results_G2.hdf`` side file) and a partition,
+for every pixel of every dynamic bin:
+
+- **leverage**: the change of the bin's g2 at each delay when that one pixel is
+  dropped, computed exactly from the bin sums minus the pixel's own terms, for all
+  pixels at once. The bin g2 is the correlator's (:func:`combine_bin_sums`): per
+  static bin ``g2_s = n_s ΣG2 / (ΣIP ΣIF)``, dynamic g2 = mean of its static bins'
+  ``g2_s``. ``delta = g2(with) - g2(without)`` (positive: the pixel raises g2); the
+  scalar ``leverage`` is ``max_k |delta_k| / sigma_k`` (sigma the bin's stated error).
+- **hot pixels**: robust (median/MAD) z-scores of the pixel's mean intensity and of
+  its own plateau contrast ``G2/(IP IF) - 1`` against the other pixels of its
+  static (intensity) or dynamic (contrast) bin; across repeats of a run, the
+  pixel's relative intensity against the same pixel in the other files
+  (:func:`with_repeats`).
+
+One pass over the delays, one plane in memory at a time (plus a few (P,) vectors):
+a 3-megapixel stack streams through in bounded memory. Pure NumPy float64.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.compute._binning import select_pixels
+from xpcsviewer.compute.multitau_pixels import ZERO_DENOMINATOR
+from xpcsviewer.io.model import QMap
+from xpcsviewer.progress import CancelToken, ProgressCallback, report
+
+__all__ = [
+    "TABLE_HEADER",
+    "PixelAudit",
+    "audit_pixels",
+    "audit_table_rows",
+    "drop_one_delta",
+    "group_median_mad",
+    "ranked",
+    "with_repeats",
+]
+
+PlaneReader = Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+#: robust z above which a pixel is called hot
+HOT_Z = 6.0
+#: leverage (|delta g2| / error of the bin) above which a pixel is flagged
+LEVERAGE_FLAG = 1.0
+#: delays averaged for the plateau (the first ones: multi-tau level 0)
+N_PLATEAU = 3
+#: keep the per-delay deltas of all pixels up to this many numbers (64 MB)
+MAX_CURVE_VALUES = 8_000_000
+MAD_TO_SIGMA = 1.4826
+
+TABLE_HEADER = ["file", "bin", "row", "col", "q", "leverage", "z", "reason"]
+
+
+@dataclass
+class PixelAudit:
+    """Output of :func:`audit_pixels` (per-pixel vectors are over the P audited pixels).
+
+    Attributes
+    ----------
+    shape : (H, W)
+    pixel_index : (P,) flat detector index of each audited pixel
+    dynamic_id, static_id : (P,) 0-based bins
+    q : (Nd,) q of each dynamic bin
+    g2, g2_err : (T, Nd) the bins' g2 and error (as the correlator computes them)
+    delta : (T, P) float64 or None
+        g2(with) - g2(without the pixel) per delay; None above MAX_CURVE_VALUES.
+    leverage : (P,) max over delays of |delta| / g2_err; NaN where dropping the
+        pixel empties its bin
+    worst_delay : (P,) delay index of that maximum
+    delta_plateau : (P,) mean delta over the plateau delays
+    intensity : (P,) mean intensity (IP + IF) / 2 of the first delay
+    contrast : (P,) the pixel's own plateau g2 - 1
+    z_intensity, z_contrast : (P,) robust z within its static / dynamic bin
+    z_repeat : (P,) robust z against repeats (NaN without repeats)
+    hot, flagged : (P,) bool; hot = some z > hot_z; flagged = hot or leverage >
+        leverage_flag
+    hot_z, leverage_flag : the thresholds used
+    label : str, the file the stack came from (for tables)
+    """
+
+    shape: tuple[int, int]
+    pixel_index: np.ndarray
+    dynamic_id: np.ndarray
+    static_id: np.ndarray
+    q: np.ndarray
+    g2: np.ndarray
+    g2_err: np.ndarray
+    delta: np.ndarray | None
+    leverage: np.ndarray
+    worst_delay: np.ndarray
+    delta_plateau: np.ndarray
+    intensity: np.ndarray
+    contrast: np.ndarray
+    z_intensity: np.ndarray
+    z_contrast: np.ndarray
+    z_repeat: np.ndarray
+    hot: np.ndarray
+    flagged: np.ndarray
+    hot_z: float = HOT_Z
+    leverage_flag: float = LEVERAGE_FLAG
+    label: str = ""
+
+    @property
+    def rows(self) -> np.ndarray:
+        """(P,) detector row of each pixel."""
+        return self.pixel_index // self.shape[1]
+
+    @property
+    def cols(self) -> np.ndarray:
+        """(P,) detector column of each pixel."""
+        return self.pixel_index % self.shape[1]
+
+    def to_map(self, values: np.ndarray, fill: float = np.nan) -> np.ndarray:
+        """(H, W) float64 image of a per-pixel vector (``fill`` elsewhere)."""
+        out = np.full(self.shape[0] * self.shape[1], fill, dtype=np.float64)
+        out[self.pixel_index] = values
+        return out.reshape(self.shape)
+
+    def flagged_mask(self, top: int | None = None) -> np.ndarray:
+        """(H, W) bool: the flagged pixels (or the ``top`` ranked ones when given)."""
+        out = np.zeros(self.shape[0] * self.shape[1], dtype=bool)
+        sel = ranked(self, top) if top is not None else np.flatnonzero(self.flagged)
+        out[self.pixel_index[sel]] = True
+        return out.reshape(self.shape)
+
+    def relative_intensity(self) -> np.ndarray:
+        """(H, W) intensity / median of its static bin (NaN outside): for repeats."""
+        med, _ = group_median_mad(self.intensity, self.static_id, int(self.static_id.max(
+            initial=-1)) + 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = self.intensity / med[self.static_id]
+        return self.to_map(rel)
+
+
+def drop_one_delta(g: np.ndarray, a: np.ndarray, b: np.ndarray, sid: np.ndarray,
+                   did: np.ndarray, static_count: np.ndarray, n_dynamic: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Bin g2 and the exact change of it when each pixel alone is dropped, one delay.
+
+    Parameters
+    ----------
+    g, a, b : (P,) float64 per-pixel G2, IP, IF
+    sid, did : (P,) 0-based static / dynamic bin of each pixel
+    static_count : (Ns,) pixels per static bin
+    n_dynamic : Nd
+
+    Returns
+    -------
+    g2 : (Nd,) bin g2 (NaN for bins without pixels)
+    delta : (P,) g2(with) - g2(without pixel); NaN where the pixel is its bin's only one
+    """
+    ns = static_count.size
+    n_s = static_count.astype(np.float64)
+    sg = np.bincount(sid, weights=g, minlength=ns)
+    sa = np.bincount(sid, weights=a, minlength=ns)
+    sb = np.bincount(sid, weights=b, minlength=ns)
+    den = sa * sb
+    gs = n_s * sg / np.where(den == 0, ZERO_DENOMINATOR, den)
+    s_ok = static_count > 0
+    s2d = np.full(ns, n_dynamic, dtype=np.int64)
+    s2d[sid] = did
+    m = np.bincount(s2d[s_ok], minlength=n_dynamic + 1)[:n_dynamic].astype(np.float64)
+    gsum = np.bincount(s2d[s_ok], weights=gs[s_ok], minlength=n_dynamic + 1)[:n_dynamic]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g2 = gsum / m
+        # static bin without the pixel
+        den1 = (sa[sid] - a) * (sb[sid] - b)
+        n1 = n_s[sid] - 1.0
+        gs1 = n1 * (sg[sid] - g) / np.where(den1 == 0, ZERO_DENOMINATOR, den1)
+        md = m[did]
+        # the static bin keeps other pixels: its g2_s changes; else it leaves the mean
+        g_without = np.where(n1 > 0, g2[did] + (gs1 - gs[sid]) / md,
+                             (gsum[did] - gs[sid]) / (md - 1.0))
+    delta = g2[did] - g_without
+    delta[(n1 == 0) & (md <= 1)] = np.nan
+    return g2, delta
+
+
+def group_median_mad(values: np.ndarray, groups: np.ndarray, n_groups: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Median and MAD of ``values`` per group (vectorised; NaN values ignored).
+
+    Returns (n_groups,) arrays, NaN for groups without finite values.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    gr = np.asarray(groups, dtype=np.int64)
+    ok = np.isfinite(v)
+    v, gr = v[ok], gr[ok]
+
+    def med(x: np.ndarray) -> np.ndarray:
+        order = np.lexsort((x, gr))
+        xs = x[order]
+        counts = np.bincount(gr, minlength=n_groups)[:n_groups]
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        has = counts > 0
+        lo = np.where(has, starts + (counts - 1) // 2, 0)
+        hi = np.where(has, starts + counts // 2, 0)
+        out = np.full(n_groups, np.nan)
+        if xs.size:
+            out[has] = 0.5 * (xs[lo[has]] + xs[hi[has]])
+        return out
+
+    m = med(v)
+    mad = med(np.abs(v - m[gr])) if v.size else np.full(n_groups, np.nan)
+    return m, mad
+
+
+def _robust_z(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    m, mad = group_median_mad(values, groups, n_groups)
+    # a floor: identical pixels (MAD 0) must not turn rounding into huge z
+    scale = np.maximum(MAD_TO_SIGMA * mad, 1e-6 * np.abs(m) + 1e-300)
+    return (values - m[groups]) / scale[groups]
+
+
+def audit_pixels(
+    stack: np.ndarray | PlaneReader,
+    qmap: QMap,
+    n_delays: int | None = None,
+    correlated: np.ndarray | None = None,
+    *,
+    n_plateau: int = N_PLATEAU,
+    hot_z: float = HOT_Z,
+    leverage_flag: float = LEVERAGE_FLAG,
+    keep_curves: bool | None = None,
+    label: str = "",
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> PixelAudit:
+    """Leverage and hot-pixel scores of every pixel of a per-pixel G2 stack.
+
+    Parameters
+    ----------
+    stack : (T, 3, H, W) array or callable ``k -> (G2, IP, IF)``
+        The side file's ``/G2IPIF`` (channels G2, IP, IF), or a reader of one delay
+        (each (H, W)), called once per delay in order (bounded memory).
+    qmap : QMap
+        The partition and mask (the file's own, or the one to regroup with).
+    n_delays : int
+        T (required with a reader).
+    correlated : (H, W) bool, optional
+        Pixels that hold data (e.g. :func:`~xpcsviewer.compute.regroup.correlated_pixels`).
+    n_plateau : int
+        First delays averaged for ``delta_plateau`` and the pixel contrast.
+    hot_z, leverage_flag : float
+        Thresholds for ``hot`` and ``flagged``.
+    keep_curves : bool, optional
+        Keep ``delta`` (T, P); default: when T·P <= MAX_CURVE_VALUES.
+    progress, cancel :
+        Reported / checked once per delay.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match, no pixel in any bin, or a non-finite value in the
+        stack (naming the delay).
+    """
+    if callable(stack):
+        if n_delays is None:
+            raise ValueError("n_delays is required with a plane reader")
+        read = stack
+        t = int(n_delays)
+    else:
+        arr = np.asarray(stack)
+        if arr.ndim != 4 or arr.shape[1] != 3:
+            raise ValueError(f"per-pixel stack of shape {arr.shape}, expected (T, 3, H, W)")
+        t = arr.shape[0]
+        read = lambda k: (arr[k, 0], arr[k, 1], arr[k, 2])  # noqa: E731
+    mask = np.asarray(qmap.mask) > 0
+    if correlated is not None:
+        mask = mask & np.asarray(correlated, dtype=bool)
+    pb = select_pixels(qmap.dynamic_roi_map, qmap.static_roi_map, mask,
+                       qmap.n_dynamic, qmap.n_static)
+    if pb.n_pixels == 0:
+        raise ValueError("no pixel of the partition to audit (mask and q-bins exclude all)")
+    idx, sid, did, nd = pb.pixel_index, pb.static_id, pb.dynamic_id, pb.n_dynamic
+    p = idx.size
+    keep = (t * p <= MAX_CURVE_VALUES) if keep_curves is None else bool(keep_curves)
+    delta_all = np.zeros((t, p)) if keep else None
+    g2 = np.full((t, nd), np.nan)
+    err = np.full((t, nd), np.nan)
+    lev = np.zeros(p)
+    worst = np.zeros(p, dtype=np.int64)
+    plateau = np.zeros(p)
+    contrast = np.zeros(p)
+    intensity = np.zeros(p)
+    empties = np.zeros(p, dtype=bool)
+    d_count = pb.dynamic_count.astype(np.float64)
+    n_plat = max(1, min(int(n_plateau), t))
+    for k in range(t):
+        report(progress, cancel, k, t, "auditing pixels")
+        planes = read(k)
+        gk, ak, bk = (np.asarray(x, dtype=np.float64).reshape(-1)[idx] for x in planes)
+        for name, x in (("G2", gk), ("IP", ak), ("IF", bk)):
+            if not np.isfinite(x).all():
+                raise ValueError(f"non-finite {name} at delay index {k}")
+        g2k, dk = drop_one_delta(gk, ak, bk, sid, did, pb.static_count, nd)
+        pden = ak * bk
+        pix = gk / np.where(pden == 0, ZERO_DENOMINATOR, pden)
+        dsum = np.bincount(did, weights=pix, minlength=nd)[:nd]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dmean = dsum / d_count
+            dss = np.bincount(did, weights=(pix - dmean[did]) ** 2, minlength=nd)[:nd]
+            errk = np.sqrt(dss / d_count) / np.sqrt(d_count)
+        g2[k], err[k] = g2k, errk
+        empties |= ~np.isfinite(dk)
+        dk = np.nan_to_num(dk, nan=0.0)
+        if keep:
+            delta_all[k] = dk
+        sig = errk[did]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            score = np.where(sig > 0, np.abs(dk) / sig, 0.0)
+        better = score > lev
+        lev[better] = score[better]
+        worst[better] = k
+        if k < n_plat:
+            plateau += dk / n_plat
+            contrast += (pix - 1.0) / n_plat
+        if k == 0:
+            intensity = 0.5 * (ak + bk)
+    report(progress, cancel, t, t, "auditing pixels")
+    lev[empties] = np.nan
+    z_int = _robust_z(intensity, sid, pb.n_static)
+    z_con = _robust_z(contrast, did, nd)
+    hot = (z_int > hot_z) | (z_con > hot_z)
+    flagged = hot | (np.nan_to_num(lev, nan=0.0) > leverage_flag)
+    return PixelAudit(
+        shape=pb.shape, pixel_index=idx, dynamic_id=did, static_id=sid,
+        q=np.asarray(qmap.dynamic_q, dtype=np.float64)[:nd], g2=g2, g2_err=err,
+        delta=delta_all, leverage=lev, worst_delay=worst, delta_plateau=plateau,
+        intensity=intensity, contrast=contrast, z_intensity=z_int, z_contrast=z_con,
+        z_repeat=np.full(p, np.nan), hot=hot, flagged=flagged, hot_z=float(hot_z),
+        leverage_flag=float(leverage_flag), label=label)
+
+
+def with_repeats(audits: Sequence[PixelAudit]) -> list[PixelAudit]:
+    """The audits of repeats of one run, each with ``z_repeat`` against the others.
+
+    A pixel's relative intensity (its intensity over its static bin's median) is
+    compared with the median of the same pixel over all the files; the deviations
+    are scaled by their MAD over the file's pixels. A pixel hot in one repeat only
+    (a transient) shows here even when its neighbourhood is hot too. Needs at least
+    3 audits of one detector shape; otherwise they are returned unchanged.
+    """
+    if len(audits) < 3 or len({a.shape for a in audits}) != 1:
+        return list(audits)
+    rel = np.stack([a.relative_intensity() for a in audits])  # (F, H, W)
+    with warnings.catch_warnings():  # pixels outside every bin are NaN in all files
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref = np.nanmedian(rel, axis=0)
+    out = []
+    for a, r in zip(audits, rel, strict=True):
+        dev = (r - ref).reshape(-1)[a.pixel_index]
+        ok = np.isfinite(dev)
+        if ok.sum() < 2:
+            out.append(a)
+            continue
+        mad = np.median(np.abs(dev[ok] - np.median(dev[ok])))
+        scale = max(MAD_TO_SIGMA * mad, 1e-6)
+        z = np.where(ok, (dev - np.median(dev[ok])) / scale, np.nan)
+        hot = a.hot | (np.nan_to_num(z, nan=0.0) > a.hot_z)
+        flagged = a.flagged | hot
+        out.append(dataclasses.replace(a, z_repeat=z, hot=hot, flagged=flagged))
+    return out
+
+
+def ranked(audit: PixelAudit, top: int | None = None) -> np.ndarray:
+    """Pixel positions (into the P vectors) by leverage, largest first (NaN last)."""
+    lev = np.nan_to_num(audit.leverage, nan=-1.0)
+    order = np.argsort(-lev, kind="stable")
+    return order if top is None else order[: max(int(top), 0)]
+
+
+def _reasons(audit: PixelAudit, i: int) -> str:
+    r = []
+    if not np.isfinite(audit.leverage[i]):
+        r.append("only pixel of its bin")
+    elif audit.leverage[i] > audit.leverage_flag:
+        r.append(f"leverage {audit.leverage[i]:.3g} sigma at delay {int(audit.worst_delay[i])}")
+    if audit.z_intensity[i] > audit.hot_z:
+        r.append("intensity above its q-bin")
+    if audit.z_contrast[i] > audit.hot_z:
+        r.append("own contrast above its q-bin")
+    if np.isfinite(audit.z_repeat[i]) and audit.z_repeat[i] > audit.hot_z:
+        r.append("intensity above its repeats")
+    return "; ".join(r)
+
+
+def audit_table_rows(audit: PixelAudit, top: int | None = None,
+                     flagged_only: bool = False) -> list[list[Any]]:
+    """Rows of the ranked table (header :data:`TABLE_HEADER` first), by leverage.
+
+    ``z`` is the largest of the pixel's z-scores; ``bin`` the 0-based g2 column (as
+    in the fit tables); ``reason`` says why a row is flagged (empty otherwise).
+    """
+    order = ranked(audit)
+    if flagged_only:
+        order = order[audit.flagged[order]]
+    if top is not None:
+        order = order[: max(int(top), 0)]
+    zs = np.fmax(np.fmax(audit.z_intensity, audit.z_contrast),
+                 np.nan_to_num(audit.z_repeat, nan=-np.inf))
+    rows: list[list[Any]] = [list(TABLE_HEADER)]
+    rr, cc = audit.rows, audit.cols
+    for i in order:
+        lev = audit.leverage[i]
+        rows.append([audit.label, int(audit.dynamic_id[i]), int(rr[i]), int(cc[i]),
+                     float(audit.q[audit.dynamic_id[i]]),
+                     None if not np.isfinite(lev) else float(lev), float(zs[i]),
+                     _reasons(audit, i)])
+    return rows
