@@ -68,45 +68,66 @@ class WindowSessionMixin:
     def restore_session(self, data: dict | None = None) -> list[str]:
         """Restore from ``data`` (default: the session file). Returns the warnings.
 
-        Missing target files are skipped with a message; bad values are ignored.
+        Never raises: a broken or hostile session file is ignored with a message
+        naming it. Missing target files are skipped with a message; each bad value
+        is ignored on its own (the rest is restored).
         """
         warnings: list[str] = []
-        if data is None:
-            data, warn = session_mod.load_session()
-            if warn:
-                warnings.append(warn)
         try:
-            warnings += self._apply_session(data)
+            if data is None:
+                data, warn = session_mod.load_session()
+                if warn:
+                    warnings.append(warn)
+            warnings += self._apply_session(data if isinstance(data, dict) else {})
         except Exception as exc:  # a broken session must never stop the app
             logger.exception("session restore failed")
-            warnings.append(f"Session partly ignored: {exc}")
+            warnings.append(f"Session {session_mod.session_path()} partly ignored: "
+                            f"{type(exc).__name__}: {str(exc)[:200]}")
         for w in warnings:
             self.context.report_error(ErrorInfo("SessionWarning", w, "", -1))
         return warnings
 
     def _apply_session(self, data: dict) -> list[str]:
-        warnings = []
+        warnings: list[str] = []
         if not data:
             return warnings
+        for step in (self._restore_look, self._restore_browser, self._restore_panels,
+                     self._restore_files):
+            try:
+                warnings += step(data) or []
+            except Exception as exc:  # a wrong type in one part spoils only that part
+                logger.exception("session: %s", step.__name__)
+                warnings.append(f"Session {session_mod.session_path()}: "
+                                f"{step.__name__.removeprefix('_restore_')} part ignored "
+                                f"({type(exc).__name__}: {str(exc)[:200]})")
+        return warnings
+
+    def _restore_look(self, data: dict) -> None:
         rec = data.get("recent_folders")
         if isinstance(rec, list):
             self.recent = [r for r in rec if isinstance(r, str)][: session_mod.MAX_RECENT]
             self._fill_recent_menu()
         for key, attr in (("geometry", "restoreGeometry"), ("window_state", "restoreState")):
             val = data.get(key)
-            if isinstance(val, str) and val:
+            if isinstance(val, str) and val and val.isascii():
                 getattr(self, attr)(QByteArray.fromBase64(val.encode("ascii")))
         theme = data.get("theme")
         if theme in ("light", "dark"):
             self.set_theme(theme)
+
+    def _restore_browser(self, data: dict) -> None:
         br = data.get("browser") if isinstance(data.get("browser"), dict) else {}
-        if br.get("sort") in [self.browser.sort_combo.itemText(i)
-                              for i in range(self.browser.sort_combo.count())]:
-            self.browser.sort_combo.setCurrentText(br["sort"])
+        sort = br.get("sort")
+        if isinstance(sort, str) and sort in [self.browser.sort_combo.itemText(i)
+                                              for i in range(self.browser.sort_combo.count())]:
+            self.browser.sort_combo.setCurrentText(sort)
         if br.get("filter_mode") in ("contains", "prefix"):
             self.browser.filter_mode.setCurrentText(br["filter_mode"])
         if isinstance(br.get("watch"), bool):
             self.browser.watch_check.setChecked(br["watch"])
+
+    def _restore_panels(self, data: dict) -> list[str]:
+        warnings = []
         panels = data.get("panels")
         if isinstance(panels, dict):
             for name, st in panels.items():
@@ -115,6 +136,10 @@ class WindowSessionMixin:
                         self.panels[name].set_settings(st)
                     except Exception as exc:
                         warnings.append(f"Settings of tab {name} ignored: {exc}")
+        return warnings
+
+    def _restore_files(self, data: dict) -> list[str]:
+        warnings = []
         folder = data.get("folder")
         if isinstance(folder, str) and folder:
             if Path(folder).is_dir():
@@ -129,7 +154,8 @@ class WindowSessionMixin:
                 warnings.append(f"Skipped {len(missing)} missing target file(s): "
                                 + ", ".join(Path(m).name for m in missing[:5]))
             cur = data.get("current_target", 0)
-            self.browser.set_targets(keep, cur if isinstance(cur, int) else 0)
+            ok = isinstance(cur, int) and not isinstance(cur, bool) and 0 <= cur < len(keep)
+            self.browser.set_targets(keep, cur if ok else 0)
         tab = data.get("active_tab")
         if isinstance(tab, str) and tab in self.panels:
             self.select_tab(tab)
