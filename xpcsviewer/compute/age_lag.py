@@ -9,44 +9,23 @@ map has lags on a log grid and start times coarsened with the lag, so its size g
 as N log N. Two ways of cutting the map by time (Ragulskaya et al., J. Appl. Cryst.
 2024) read the same entries: at constant age, the midpoint of the two blocks
 (:func:`entry_ages`), or at constant first time (:func:`entry_t1`).
+
+Note (issue 35, correlator helper): ``AgeLagLevel`` and ``AgeLagMap`` are defined in
+:mod:`xpcsviewer.io.age_lag` (the reader returns them; ``io`` imports nothing from
+``compute``) and re-exported here unchanged; ``AgeLagMap`` gained an optional
+``config`` dict (points_per_level, smooth, entry). The file layout is there too:
+``read_age_lag(path)`` reads ``/xpcs/twotime/age_lag`` back into an ``AgeLagMap``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from xpcsviewer.io.age_lag import AgeLagLevel, AgeLagMap
+
 __all__ = ["AgeLagLevel", "AgeLagMap", "entry_ages", "entry_t1", "from_full_maps"]
-
-
-@dataclass(frozen=True)
-class AgeLagLevel:
-    """One level of an age x lag map (float64 arrays)."""
-
-    width: int  #: frames per block
-    t1: np.ndarray  #: (n_t,) first frame of each block
-    lag: np.ndarray  #: (n_lag,) lag in frames between the two blocks' first frames
-    c: np.ndarray  #: (n_bins, n_t, n_lag) normalised C; NaN where the pair leaves the run
-    weight: np.ndarray  #: (n_t, n_lag) frame pairs behind each entry; 0 where c is NaN
-
-    def __post_init__(self) -> None:
-        n_t, n_lag = self.t1.shape[0], self.lag.shape[0]
-        if self.c.ndim != 3 or self.c.shape[1:] != (n_t, n_lag):
-            raise ValueError(f"c has shape {self.c.shape}, expected (n_bins, {n_t}, {n_lag})")
-        if self.weight.shape != (n_t, n_lag):
-            raise ValueError(f"weight has shape {self.weight.shape}, expected ({n_t}, {n_lag})")
-
-
-@dataclass(frozen=True)
-class AgeLagMap:
-    """A two-time map as levels of (start time, lag) entries."""
-
-    bins: np.ndarray  #: (n_bins,) 1-based dynamic bins
-    n_frames: int
-    frame_time: float  #: seconds between frames (the analysis' t0)
-    levels: tuple[AgeLagLevel, ...]
 
 
 def entry_t1(level: AgeLagLevel) -> np.ndarray:

@@ -1,0 +1,182 @@
+"""The age x lag map of a two-time analysis: its data type and its place in a result file.
+
+The types :class:`AgeLagLevel` and :class:`AgeLagMap` live here, with the file layout,
+because the reader returns them and ``io`` imports nothing from ``compute``;
+:mod:`xpcsviewer.compute.age_lag` re-exports them (import them from there in compute
+code). Layout (docs/file-format-notes.md)::
+
+    /xpcs/twotime/age_lag                  attrs: version, n_frames, frame_time (s),
+                                                  n_levels, points_per_level, smooth,
+                                                  entry ("mean of the full map's pairs")
+        bins                               (n_bins,) int64, 1-based dynamic bins
+        level_00 .. level_LL               attrs: width (frames per block)
+            c                              (n_bins, n_t, n_lag) float32, NaN outside the run
+            t1                             (n_t,) int64, first frame of each block
+            lag                            (n_lag,) int64, lag in frames
+            weight                         (n_t, n_lag) int64, frame pairs behind each entry
+
+Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.writer`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from xpcsviewer.io._h5 import _array, _exists
+from xpcsviewer.io.errors import XpcsFileError
+
+__all__ = ["AGE_LAG_GROUP", "AgeLagLevel", "AgeLagMap", "has_age_lag", "read_age_lag",
+           "read_age_lag_group", "write_age_lag_group"]
+
+AGE_LAG_GROUP = "/xpcs/twotime/age_lag"
+VERSION = "xpcsviewer-age-lag-1"
+
+
+@dataclass(frozen=True)
+class AgeLagLevel:
+    """One level of an age x lag map (float64 arrays)."""
+
+    width: int  #: frames per block
+    t1: np.ndarray  #: (n_t,) first frame of each block
+    lag: np.ndarray  #: (n_lag,) lag in frames between the two blocks' first frames
+    c: np.ndarray  #: (n_bins, n_t, n_lag) normalised C; NaN where the pair leaves the run
+    weight: np.ndarray  #: (n_t, n_lag) frame pairs behind each entry; 0 where c is NaN
+
+    def __post_init__(self) -> None:
+        n_t, n_lag = self.t1.shape[0], self.lag.shape[0]
+        if self.c.ndim != 3 or self.c.shape[1:] != (n_t, n_lag):
+            raise ValueError(f"c has shape {self.c.shape}, expected (n_bins, {n_t}, {n_lag})")
+        if self.weight.shape != (n_t, n_lag):
+            raise ValueError(f"weight has shape {self.weight.shape}, expected ({n_t}, {n_lag})")
+
+
+@dataclass(frozen=True)
+class AgeLagMap:
+    """A two-time map as levels of (start time, lag) entries.
+
+    ``config`` (added for the multi-tau correlator; defaults to empty) records how the
+    map was made: ``points_per_level``, ``smooth``, ``entry``.
+    """
+
+    bins: np.ndarray  #: (n_bins,) 1-based dynamic bins
+    n_frames: int
+    frame_time: float  #: seconds between frames (the analysis' t0)
+    levels: tuple[AgeLagLevel, ...]
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def _compression() -> dict[str, Any]:
+    return {"compression": "lzf" if "lzf" in h5py.filters.decode else "gzip", "shuffle": True}
+
+
+def write_age_lag_group(parent: h5py.Group, amap: AgeLagMap) -> h5py.Group:
+    """Write ``amap`` as ``parent["age_lag"]`` (``parent``: the file's /xpcs/twotime)."""
+    if "age_lag" in parent:
+        del parent["age_lag"]
+    g = parent.create_group("age_lag")
+    cfg = dict(amap.config)
+    g.attrs["version"] = VERSION
+    g.attrs["n_frames"] = int(amap.n_frames)
+    g.attrs["frame_time"] = float(amap.frame_time)
+    g.attrs["n_levels"] = len(amap.levels)
+    g.attrs["points_per_level"] = int(cfg.get("points_per_level", 0))
+    g.attrs["smooth"] = str(cfg.get("smooth", ""))
+    g.attrs["entry"] = str(cfg.get("entry", "mean of the full map's pairs"))
+    g.create_dataset("bins", data=np.asarray(amap.bins, dtype=np.int64))
+    for li, lv in enumerate(amap.levels):
+        lg = g.create_group(f"level_{li:02d}")
+        lg.attrs["width"] = int(lv.width)
+        c = np.asarray(lv.c, dtype=np.float32)
+        kw = _compression() if c.size > 8192 else {}
+        if kw:
+            rows = max(1, min(c.shape[1], (1 << 15) // max(c.shape[2], 1)))
+            kw["chunks"] = (1, rows, max(c.shape[2], 1))
+        lg.create_dataset("c", data=c, **kw)
+        lg.create_dataset("t1", data=np.asarray(lv.t1, dtype=np.int64))
+        lg.create_dataset("lag", data=np.asarray(lv.lag, dtype=np.int64))
+        w = np.asarray(lv.weight, dtype=np.int64)
+        lg.create_dataset("weight", data=w, **(_compression() if w.size > 8192 else {}))
+    return g
+
+
+def has_age_lag(f: h5py.File) -> bool:
+    """Whether an open result file holds an age x lag map."""
+    return _exists(f, AGE_LAG_GROUP)
+
+
+def _attr(f: h5py.File, path: str, name: str, kind: type, expected: str) -> Any:
+    obj = f[path]
+    if name not in obj.attrs:
+        raise XpcsFileError(f.filename, f"attribute {name!r} missing", dataset=path,
+                            expected=expected)
+    v = obj.attrs[name]
+    try:
+        v = kind(np.asarray(v).reshape(()).item() if kind is not str else
+                 (v.decode() if isinstance(v, bytes) else v))
+    except (TypeError, ValueError):
+        raise XpcsFileError(f.filename, f"attribute {name!r} is {v!r}", dataset=path,
+                            expected=expected) from None
+    return v
+
+
+def read_age_lag_group(f: h5py.File) -> AgeLagMap:
+    """The age x lag map of an open result file (checked; errors name the dataset)."""
+    g = AGE_LAG_GROUP
+    if not has_age_lag(f):
+        raise XpcsFileError(f.filename, "no age x lag map", dataset=g,
+                            expected="a two-time age x lag map (correlate --twotime-ages)")
+    n_frames = _attr(f, g, "n_frames", int, "the number of frames")
+    frame_time = _attr(f, g, "frame_time", float, "seconds per frame")
+    n_levels = _attr(f, g, "n_levels", int, "the number of levels")
+    if n_frames < 1 or not (frame_time > 0 and np.isfinite(frame_time)) or n_levels < 0:
+        raise XpcsFileError(f.filename, f"n_frames={n_frames}, frame_time={frame_time}, "
+                            f"n_levels={n_levels}", dataset=g,
+                            expected="n_frames >= 1, frame_time > 0, n_levels >= 0")
+    bins = _array(f, f"{g}/bins", kinds="iu", ndim=1, expected="(n_bins,) dynamic bins",
+                  max_elements=1 << 20).astype(np.int64)
+    nb = bins.size
+    levels = []
+    for li in range(n_levels):
+        p = f"{g}/level_{li:02d}"
+        width = _attr(f, p, "width", int, "frames per block")
+        t1 = _array(f, f"{p}/t1", kinds="iu", ndim=1, expected="(n_t,) first frames",
+                    max_elements=n_frames).astype(np.float64)
+        lag = _array(f, f"{p}/lag", kinds="iu", ndim=1, expected="(n_lag,) lags in frames",
+                     max_elements=n_frames).astype(np.float64)
+        nt, nl = t1.size, lag.size
+        c = _array(f, f"{p}/c", kinds="f", shape=(nb, nt, nl),
+                   expected=f"(n_bins, n_t, n_lag) = ({nb}, {nt}, {nl}) floats",
+                   max_elements=max(1, nb * nt * nl)).astype(np.float64)
+        w = _array(f, f"{p}/weight", kinds="iuf", shape=(nt, nl),
+                   expected=f"(n_t, n_lag) = ({nt}, {nl}) pair counts",
+                   max_elements=max(1, nt * nl)).astype(np.float64)
+        if width < 1 or (nt and (t1.min() < 0 or t1.max() + width > n_frames)):
+            raise XpcsFileError(f.filename, f"width {width} with blocks starting at "
+                                f"{t1.min() if nt else '-'}..{t1.max() if nt else '-'}",
+                                dataset=p, expected=f"blocks inside 0..{n_frames - 1}")
+        levels.append(AgeLagLevel(width=width, t1=t1, lag=lag, c=c, weight=w))
+    cfg = {"points_per_level": _attr(f, g, "points_per_level", int, "an integer")
+           if "points_per_level" in f[g].attrs else 0,
+           "smooth": _attr(f, g, "smooth", str, "text") if "smooth" in f[g].attrs else "",
+           "entry": _attr(f, g, "entry", str, "text") if "entry" in f[g].attrs else ""}
+    return AgeLagMap(bins=bins, n_frames=n_frames, frame_time=frame_time,
+                     levels=tuple(levels), config=cfg)
+
+
+def read_age_lag(path: str | Path) -> AgeLagMap:
+    """The age x lag map of the result file ``path`` (read-only, unlocked).
+
+    Raises
+    ------
+    XpcsFileError
+        No map, or a dataset of the wrong kind or shape (the message names it).
+    """
+    from xpcsviewer.io._h5open import open_h5
+
+    with open_h5(path) as f:
+        return read_age_lag_group(f)
