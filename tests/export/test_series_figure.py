@@ -62,3 +62,15 @@ def test_the_figure_draws_the_rule(table):
     assert "not drawn: 1 unresolved" in ax.get_title()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "95 % lower limit" in labels and "95 % upper limit" in labels
+
+
+def test_the_figure_takes_a_journal_size(table):
+    """The GUI's Export Figure size choice reaches the series figure too."""
+    from xpcsviewer.export._fig_common import SIZE_PRESETS
+    from xpcsviewer.export.series import series_figure
+
+    for key in ("single", "slide"):
+        fig = series_figure(table, [1], size=key)
+        assert fig.get_size_inches()[0] == SIZE_PRESETS[key].width
+        fonts = {t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize"))}
+        assert max(fonts) <= SIZE_PRESETS[key].font + 1e-9

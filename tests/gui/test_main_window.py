@@ -306,3 +306,42 @@ def test_every_tab_in_sight_at_the_default_size(qtbot):
              if tb.tabRect(i).width() < fm.horizontalAdvance(tb.tabText(i))]
     assert not short, f"labels cut at the default size: {short}"
     win.shutdown(5000)
+
+
+def test_export_figure_dialog_offers_journal_sizes(window, demo_files, tmp_path, qtbot,
+                                                   wait_idle, open_demo, monkeypatch):
+    """The Export Figure dialog has a size row (the presets of `export --size`); the
+    chosen size sets the page width and is offered again next time (issue 33)."""
+    from PySide6.QtCore import Qt
+
+    from xpcsviewer.gui.export_dialog import FigureExportDialog
+
+    open_demo(window, demo_files, names={"A01"})
+    window.select_tab("saxs1d")
+    wait_idle(window)
+    seen = []
+
+    def fake_exec(dlg):
+        seen.append([dlg.size_combo.itemData(i) for i in range(dlg.size_combo.count())])
+        seen.append(dlg.chosen_size())
+        assert all(dlg.size_combo.itemData(i, Qt.ItemDataRole.ToolTipRole)
+                   for i in range(dlg.size_combo.count()))
+        dlg.size_combo.setCurrentIndex(dlg.size_combo.findData("single"))
+        dlg.selectFile(str(tmp_path / "single.png"))
+        return 1
+
+    monkeypatch.setattr(FigureExportDialog, "exec", fake_exec)
+    panel = window.panels["saxs1d"]
+    with qtbot.waitSignal(panel.sigExported, timeout=60000):
+        window._on_export_figure()
+    assert seen == [["double", "single", "slide"], "double"]
+    from PIL import Image
+
+    with Image.open(tmp_path / "single.png") as im:
+        assert im.size[0] == round(3.4 * 200)  # 3.4 in at the export's 200 dpi
+    seen.clear()
+    monkeypatch.setattr(FigureExportDialog, "exec", lambda dlg: seen.append(
+        dlg.chosen_size()) or 0)
+    window._on_export_figure()
+    assert seen == ["single"]  # remembered; a cancelled dialog writes nothing
+    wait_idle(window)

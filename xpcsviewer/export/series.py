@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export._fig_common import _STYLE, _colors, new_figure
+from xpcsviewer.export._fig_common import _colors, export_style, new_figure
 from xpcsviewer.views.series import not_drawn_text, series_drawing, x_span
 
 __all__ = ["MPL_MARKERS", "series_figure"]
@@ -38,16 +38,16 @@ def _key_handles(kinds: set[str]) -> list:
             for k in text if k in kinds]
 
 
-def series_figure(table: Any, bins: list[int] | None = None, log_x: bool = False) -> Any:
+def series_figure(table: Any, bins: list[int] | None = None, log_x: bool = False,
+                  size: str | None = None) -> Any:
     """Two stacked axes (tau, contrast) sharing the abscissa; ``bins``: q-bin numbers
-    (default: :meth:`~xpcsviewer.jobs.series.SeriesTable.default_bins`)."""
-    import matplotlib
-
+    (default: :meth:`~xpcsviewer.jobs.series.SeriesTable.default_bins`); ``size``: a
+    journal preset (as ``export --size``), None for the figure's own 6.4 in."""
     if not table.bin_numbers():
         raise ValueError("the series has no fitted q-bin")
     bins = list(bins) if bins else table.default_bins()
     drawings = series_drawing(table, bins, log_x=log_x)
-    with matplotlib.rc_context(_STYLE):
+    with export_style(size):
         fig = new_figure(6.4, 6.4)
         ax_t, ax_c = fig.subplots(2, 1, sharex=True)
         for col, d in zip(_colors(len(drawings)), drawings, strict=False):
@@ -74,5 +74,5 @@ def series_figure(table: Any, bins: list[int] | None = None, log_x: bool = False
         handles, _ = ax_t.get_legend_handles_labels()
         ax_t.legend(handles=handles + _key_handles(kinds), loc="best", ncol=2)
         ax_t.set_title(f"{len(table.files)} files; {not_drawn_text(drawings)}")
-        ax_c.set_title("contrast of converged fits", fontsize=8)
+        ax_c.set_title("contrast of converged fits")
     return fig

@@ -113,6 +113,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self._retry_watcher.directoryChanged.connect(self._on_waiting_changed)
         self._pending_current = 0
         self.recent: list[str] = []
+        self.figure_size = "double"  #: the Export Figure dialog's last size
         self.setWindowTitle("XPCS Viewer")
         self.setWindowIcon(app_icon())
         self.resize(1400, 900)
@@ -352,11 +353,19 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         panel = self.current_panel()
         if panel is None:
             return
+        from xpcsviewer.gui.export_dialog import FigureExportDialog
+
         base = Path(self.browser.folder or Path.home()) / f"{panel.name}.png"
-        path, _ = QFileDialog.getSaveFileName(self, "Export figure", str(base),
-                                              "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
+        dlg = FigureExportDialog(self, base, self.figure_size)
+        try:
+            if not dlg.exec():
+                return
+            path = dlg.chosen_path()
+            self.figure_size = dlg.chosen_size()
+        finally:
+            dlg.deleteLater()
         if path:
-            panel.export_figure(path)
+            panel.export_figure(path, size=self.figure_size)
 
     def _on_export_data(self) -> None:
         panel = self.current_panel()

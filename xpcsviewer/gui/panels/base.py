@@ -74,18 +74,18 @@ def apply_settings(
 
 
 def export_figure_job(kind: str, results: list, options: dict, path: str,
-                      progress=None, cancel=None) -> str:
+                      size: str = "double", progress=None, cancel=None) -> str:
     """Worker job: build the matplotlib figure ``kind`` and save it atomically.
 
-    Runs off the GUI thread (Agg, no Qt). Returns the written path (of several PNG/SVG
-    pages: the first).
+    Runs off the GUI thread (Agg, no Qt). ``size`` is a journal preset, as
+    ``export --size``. Returns the written path (of several PNG/SVG pages: the first).
     """
     from xpcsviewer.export import make_figures, save_figure
     from xpcsviewer.progress import report
 
     report(progress, cancel, 0, 2, "building figure")
-    # a journal's double column; g2 panels beyond a page go on more pages (issue 33)
-    figs = make_figures(kind, results, "double", **options)
+    # g2 panels beyond a page go on more pages (issue 33)
+    figs = make_figures(kind, results, size, **options)
     report(progress, cancel, 1, 2, "writing")
     path = save_figure(figs, path)
     report(progress, cancel, 2, 2, "done")
@@ -263,8 +263,9 @@ class BasePanel(QWidget):
         """Keyword options for ``make_figure(self.figure_kind, results, **options)``."""
         return {}
 
-    def export_figure(self, path: str | os.PathLike) -> int | None:
-        """Export a publication figure (PNG/SVG/PDF by suffix) in a worker.
+    def export_figure(self, path: str | os.PathLike, size: str = "double") -> int | None:
+        """Export a publication figure (PNG/SVG/PDF by suffix) in a worker, at the
+        journal ``size`` preset (``"double"``, ``"single"``, ``"slide"``).
 
         Returns the request id, or None when this tab has no figure export.
         """
@@ -274,7 +275,7 @@ class BasePanel(QWidget):
         path = str(path)
         return self.submit(
             "export-figure", export_figure_job, self.figure_kind, self.shown_results(),
-            dict(self.figure_options()), path,
+            dict(self.figure_options()), path, size,
             on_result=self._on_exported, description=f"Exporting {Path(path).name}")
 
     def data_columns(self) -> tuple[dict[str, np.ndarray], list[str]] | None:

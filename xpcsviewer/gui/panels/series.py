@@ -40,12 +40,13 @@ _SYMBOLS = {"open": "o", "limit_up": "t1", "limit_down": "t"}
 
 
 def export_series_figure_job(table, bins: list[int], path: str, log_x: bool = False,
-                             progress=None, cancel=None) -> str:
-    """Worker job: the series figure (matplotlib, Agg), saved atomically."""
+                             size: str = "double", progress=None, cancel=None) -> str:
+    """Worker job: the series figure (matplotlib, Agg) at a journal ``size``, saved
+    atomically."""
     from xpcsviewer.export import save_figure
     from xpcsviewer.export.series import series_figure
 
-    save_figure(series_figure(table, bins, log_x=log_x), path)
+    save_figure(series_figure(table, bins, log_x=log_x, size=size), path)
     return str(path)
 
 
@@ -307,13 +308,13 @@ class SeriesPanel(BasePanel):
         self.status.setText(" ")
 
     # ------------------------------------------------------------- export
-    def export_figure(self, path):
+    def export_figure(self, path, size: str = "double"):
         if not self.table.files:
             self.context.report_error(f"{self.title}: nothing to export")
             return None
         path = str(path)
         return self.submit("export-figure", export_series_figure_job, self.table,
-                           self.chosen_bins(), path, self.logx.isChecked(),
+                           self.chosen_bins(), path, self.logx.isChecked(), size,
                            on_result=self._on_exported,
                            description=f"Exporting {Path(path).name}")
 
