@@ -12,6 +12,8 @@ import os
 import threading
 from pathlib import Path
 
+import h5py
+import numpy as np
 import pytest
 
 
@@ -96,3 +98,141 @@ def test_hostile_session_never_stops_the_window(qtbot, tmp_path, monkeypatch, ca
         assert any(str(cfg / "session.json") in e.message for e in win.errors), \
             [e.message for e in win.errors]
     win.shutdown(5000)
+
+
+# ------------------------------------------------------ item 6: --overwrite and links
+FIT_FAST = ["--quiet", "--backend", "numpy"]
+
+
+def _result_with_side_file(folder: Path, name: str, spec: dict) -> tuple[Path, Path]:
+    """A result whose per-pixel G2 stack is in ``<name>_G2.hdf`` (linked)."""
+    from xpcsviewer.io.g2stack import g2_side_path, open_g2_stack_writer
+    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.synthetic.results import build_result
+
+    res, extras = build_result(spec, seed=7)
+    p = folder / name
+    side = g2_side_path(p)
+    t = res.multitau.g2.shape[0]
+    with open_g2_stack_writer(side, t, res.qmap.shape) as sink:
+        for k in range(t):
+            sink(k, np.ones((3, *res.qmap.shape)))
+    write_result(p, res, saxs_2d=extras["saxs_2d"], c2_maps=extras["c2_maps"],
+                 g2_stack_file=side.name)
+    return p, side
+
+
+@pytest.fixture(scope="module")
+def linked_set(tmp_path_factory, issue11):
+    """A folder: X_results.hdf + X_results_G2.hdf (linked), G01.hdf (an older
+    X_results.hdf renamed: it reads X_results_G2.hdf), a raw file and a q-map."""
+    from xpcsviewer.io import read_result
+    from xpcsviewer.io.writer import write_qmap_file
+
+    bc = issue11.corpus_module
+    d = tmp_path_factory.mktemp("linked")
+    x, side = _result_with_side_file(d, "X_results.hdf", bc.SPEC)
+    g01 = d / "G01.hdf"
+    g01.write_bytes(x.read_bytes())  # a copy under a name that says nothing
+    other, _ = _result_with_side_file(d, "O_results.hdf", bc.SPEC)
+    src = tmp_path_factory.mktemp("inputs")
+    shape = tuple(bc.SPEC["geometry"]["shape"])
+    raw = src / "raw.h5"
+    with h5py.File(raw, "w") as f:
+        frames = np.random.default_rng(0).poisson(0.5, (64, *shape)).astype(np.int32)
+        f.create_dataset(bc.RAW, data=frames, chunks=(16, *shape))
+        f["/entry/instrument/detector_1/frame_time"] = 1e-3
+    qmap = write_qmap_file(src / "q.hdf", read_result(x).qmap)
+    return {"dir": d, "x": x, "side": side, "g01": g01, "other": other, "raw": raw,
+            "qmap": qmap}
+
+
+def test_overwrite_never_replaces_a_file_another_result_reads(linked_set, issue11):
+    s = linked_set
+    d, side = s["dir"], s["side"]
+    watched = [s["x"], side, s["g01"]]
+    before = issue11.fingerprint(watched)
+    corr = ["correlate", s["raw"], "--qmap", s["qmap"], "--quiet", "--backend", "numpy",
+            "--overwrite"]
+    runs = [  # each would replace X_results_G2.hdf, which G01.hdf (and X) read
+        [*corr, "--save-g2-pixel", "-o", s["x"]],
+        [*corr, "-o", side],
+        ["regroup", s["other"], "-o", side, "--overwrite", "--quiet"],
+        ["qmap", *issue11.qmap_geometry, "-o", side, "--overwrite"],
+        ["live", s["raw"], "--qmap", s["qmap"], "-o", side, "--overwrite", "--quiet"],
+    ]
+    out = issue11.drive(runs, d)
+    for args, r in zip(runs, out, strict=True):
+        assert r["escaped"] is None, r["escaped"]
+        assert r["rc"] == 2, (args[0], r)
+        line = [ln for ln in r["stderr"].splitlines() if side.name in ln]
+        assert len(line) == 1 and "is read by" in line[0], r["stderr"][-2000:]
+        # the linking result is named: G01.hdf for the correlate's side file (X is
+        # replaced by the same run), the first reader by name otherwise
+        assert "G01.hdf" in line[0], line[0]
+    assert issue11.fingerprint(watched) == before
+
+
+def test_the_output_replaced_with_its_side_file_does_not_count(linked_set, tmp_path):
+    from xpcsviewer.io.outputs import OutputRefusedError, check_output
+
+    s = linked_set
+    d = tmp_path / "solo"
+    d.mkdir()
+    x = d / "X_results.hdf"
+    side = d / "X_results_G2.hdf"
+    x.write_bytes(s["x"].read_bytes())
+    side.write_bytes(s["side"].read_bytes())
+    # only X reads the side file, and X is replaced by the same run: allowed
+    assert check_output(side, [], overwrite=True, replacing=[x]) == side
+    with pytest.raises(OutputRefusedError, match=r"X_results\.hdf"):
+        check_output(side, [], overwrite=True)
+    # a file nobody reads is replaced as before
+    assert check_output(x, [], overwrite=True) == x
+
+
+# ------------------------------------------- item 10: one file twice, doubled temps
+def test_fit_and_series_refuse_the_same_file_twice(linked_set, tmp_path, issue11):
+    x = linked_set["other"]
+    alias = tmp_path / "alias.hdf"
+    alias.symlink_to(x)  # the same file under another name
+    runs = [
+        ["fit", x, x, *FIT_FAST],
+        ["fit", x, alias, "-o", tmp_path / "f.json", *FIT_FAST],
+        ["series", x, alias, "-o", tmp_path / "s.csv", "--quiet"],
+        ["average", x, x, "-o", tmp_path / "a.hdf", "--quiet"],  # the rule reused
+    ]
+    out = issue11.drive(runs, tmp_path)
+    for args, r in zip(runs, out, strict=True):
+        assert r["escaped"] is None, r["escaped"]
+        assert r["rc"] == 2, (args[0], r)
+        assert "is the same file as" in r["stderr"], r["stderr"][-1000:]
+    assert not (tmp_path / "f.json").exists() and not (tmp_path / "s.csv").exists()
+
+
+def test_a_nested_atomic_write_makes_no_temporary_of_a_temporary(tmp_path):
+    from xpcsviewer.io.outputs import atomic_path
+
+    out = tmp_path / "avg.hdf"
+    with atomic_path(out) as tmp, atomic_path(tmp) as inner:  # as average does
+        inner.write_bytes(b"x")
+        names = os.listdir(tmp_path)
+    assert all(n.count(".xpcs-") <= 1 for n in names), names
+    assert out.read_bytes() == b"x" and os.listdir(tmp_path) == ["avg.hdf"]
+
+
+def test_a_killed_average_leaves_one_temporary_that_the_next_run_removes(tmp_path):
+    import subprocess
+    import sys
+
+    from xpcsviewer.io.outputs import sweep_stale_temps
+
+    code = ("import os, sys; from xpcsviewer.io.outputs import atomic_path\n"
+            "with atomic_path(sys.argv[1]) as t, atomic_path(t) as inner:\n"
+            "    inner.write_bytes(b'half'); os._exit(9)  # as kill -9 mid-write\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "avg.hdf")], check=False,
+                   timeout=120)
+    left = os.listdir(tmp_path)
+    assert len(left) == 1 and left[0].count(".xpcs-") == 1, left
+    assert [p.name for p in sweep_stale_temps(tmp_path, force=True)] == left
+    assert os.listdir(tmp_path) == []

@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     overwrite = bool(getattr(args, "overwrite", False))
     for o in outputs:
         check_output(o, [*raws, args.qmap], overwrite or (skip and o.exists()))
+        if getattr(args, "save_g2_pixel", False) and not (skip and o.exists()):
+            from xpcsviewer.io.g2stack import g2_side_path
+
+            check_output(g2_side_path(o), [*raws, args.qmap], overwrite, replacing=[o])
     options = {k: v for k, v in vars(args).items()
                if k not in ("raw", "output", "workers", "scheduler", "func")}
     options["qmap"] = os.path.abspath(args.qmap)

@@ -2,7 +2,9 @@
 
 Rule (:func:`check_output`): an output is never the same file as an input
 (``os.path.samefile``: symlinks and hard links included), and an existing output
-is replaced only when the user asked for it (``--overwrite``). A refusal raises
+is replaced only when the user asked for it (``--overwrite``) and no other HDF5
+file in its folder reads it through a link (a renamed result still reads its
+``X_results_G2.hdf``: replacing that would make it unreadable). A refusal raises
 :class:`OutputRefusedError`, which the command line reports as a usage error
 (exit 2) in one line.
 
@@ -34,7 +36,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from xpcsviewer.io._h5open import open_regular
+from xpcsviewer.io._links import _is_hdf5, _links_of, _same_file, linked_files, linking_files
 from xpcsviewer.io.errors import display_path
 from xpcsviewer.progress import check_interrupted
 
@@ -65,114 +67,11 @@ class OutputWriteError(OSError):
         return str(self.strerror)
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
-
-
-#: (path, device, inode, size, mtime) -> files an HDF5 input links to
-_LINK_CACHE: dict[tuple, tuple[Path, ...]] = {}
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-
-
-def _is_hdf5(path: Path) -> bool:
-    try:
-        with open_regular(path) as fh:
-            for off in (0, 512, 1024, 2048, 4096):
-                fh.seek(off)
-                if fh.read(8) == _HDF5_SIGNATURE:
-                    return True
-    except OSError:
-        pass
-    return False
-
-
-def _link_targets(parent: Path, name: str) -> list[Path]:
-    """Where HDF5 may find the file of an external link (or a virtual dataset)."""
-    if name in ("", "."):
-        return []
-    target = Path(name)
-    dirs = [parent.parent, Path.cwd()]
-    for var in ("HDF5_EXT_PREFIX", "HDF5_VDS_PREFIX"):
-        dirs += [Path(d) for d in os.environ.get(var, "").split(":") if d]
-    out = [target] if target.is_absolute() else []
-    out += [d / target for d in dirs] if not target.is_absolute() else []
-    out += [d / target.name for d in dirs]  # HDF5 also tries the bare name there
-    return out
-
-
-def _direct_links(path: Path) -> tuple[Path, ...]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ()
-    key = (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    if key in _LINK_CACHE:
-        return _LINK_CACHE[key]
-    found: list[Path] = []
-    if _is_hdf5(path):
-        import h5py
-
-        def visit(name: str, link: object) -> None:
-            if isinstance(link, h5py.ExternalLink):
-                found.extend(_link_targets(path, link.filename))
-            elif isinstance(link, h5py.HardLink):
-                with contextlib.suppress(Exception):
-                    obj = f[name]
-                    if isinstance(obj, h5py.Dataset) and obj.is_virtual:
-                        for src in obj.virtual_sources():
-                            found.extend(_link_targets(path, src.file_name))
-
-        try:
-            with h5py.File(path, "r", locking=False) as f:
-                f.visititems_links(visit)
-        except Exception:  # unreadable: the reader says why
-            pass
-    out = tuple(dict.fromkeys(found))
-    if len(_LINK_CACHE) > 4096:
-        _LINK_CACHE.clear()
-    _LINK_CACHE[key] = out
-    return out
-
-
-def _links_of(inputs: Iterable[str | os.PathLike], depth: int) -> list[tuple[Path, Path]]:
-    """(linked file, the input that reads it) pairs, ``depth`` links deep."""
-    seen: set[str] = set()
-    out: list[tuple[Path, Path]] = []
-    todo = [(Path(p), Path(p)) for p in inputs]
-    for _ in range(depth):
-        nxt = []
-        for p, origin in todo:
-            for q in _direct_links(p):
-                k = os.fspath(q)
-                if k not in seen:
-                    seen.add(k)
-                    out.append((q, origin))
-                    if q.is_file():
-                        nxt.append((q, origin))
-        todo = nxt
-        if not todo:
-            break
-    return out
-
-
-def linked_files(inputs: Iterable[str | os.PathLike], depth: int = 4) -> list[Path]:
-    """Every file the HDF5 ``inputs`` read through external links and virtual
-    datasets (a result's per-pixel G2 side file, a raw master's data files), as the
-    paths HDF5 may resolve them to, followed ``depth`` links deep.
-
-    The side file is found from the link the file reads, not from its name:
-    a renamed result file still reads ``X_results_G2.hdf``.
-    """
-    return [q for q, _ in _links_of(inputs, depth)]
-
-
 def check_output(
     output: str | os.PathLike,
     inputs: Iterable[str | os.PathLike] = (),
     overwrite: bool = False,
+    replacing: Iterable[str | os.PathLike] = (),
 ) -> Path:
     """Refuse an output that is an input, or that exists without ``overwrite``.
 
@@ -184,7 +83,12 @@ def check_output(
         Every file the command reads; the files HDF5 inputs link to (their
         per-pixel G2 side files, say) are inputs too (:func:`linked_files`).
     overwrite : bool
-        Replace an existing ``output`` (never an input, never a folder).
+        Replace an existing ``output`` (never an input, never a folder, never a
+        file another HDF5 file in its folder reads through a link:
+        :func:`~xpcsviewer.io._links.linking_files`).
+    replacing : iterable of path
+        Other outputs the same run replaces (a result file beside its side
+        file): their links to ``output`` do not count.
 
     Returns
     -------
@@ -194,8 +98,8 @@ def check_output(
     Raises
     ------
     OutputRefusedError
-        Same file as an input, an existing folder, or an existing file without
-        ``overwrite``.
+        Same file as an input, an existing folder, an existing file without
+        ``overwrite``, or one another result reads (naming that result).
     """
     out = Path(output)
     shown = display_path(out)
@@ -221,6 +125,15 @@ def check_output(
             raise OutputRefusedError(
                 f"{shown}: exists; refusing to replace it (use --overwrite)"
             )
+        if _is_hdf5(out):  # only an HDF5 file is read through a link
+            readers = linking_files(out, exclude=list(replacing))
+            if readers:
+                more = f" (and {len(readers) - 1} more)" if len(readers) > 1 else ""
+                raise OutputRefusedError(
+                    f"{shown}: is read by {display_path(readers[0])}{more} (an HDF5 "
+                    "link to it); --overwrite replaces only a file no other result "
+                    "reads (choose a new output name)"
+                )
     return out
 
 
@@ -332,6 +245,12 @@ def _fsync_path(path: Path, directory: bool = False) -> None:
         os.close(fd)
 
 
+def _own_temp(path: Path) -> bool:
+    """``path`` is a temporary of a write of this process (still running)."""
+    m = _TEMP_RE.match(path.name)
+    return m is not None and m["host"] == _HOST and int(m["pid"]) == os.getpid()
+
+
 def _temp_name(path: Path) -> Path:
     stem = path.name
     if len(os.fsencode(stem)) > 180:  # keep the whole name under NAME_MAX
@@ -379,6 +298,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         naming ``path`` (never the temporary).
     """
     path = Path(path)
+    if _own_temp(path):
+        # Nested in another atomic write (average writes the result into its
+        # temporary, then completes it): the outer write renames. A temporary of a
+        # temporary (``..x.hdf.xpcs-A.tmp.xpcs-B.tmp``) was what kill -9 left.
+        yield path
+        return
     folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)

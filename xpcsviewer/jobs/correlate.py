@@ -176,7 +176,10 @@ def _g2_side(args: argparse.Namespace, raw: str, output: str, check: bool = True
                                  "(the stack comes from the multi-tau pass)")
     side = g2_side_path(output)
     if check:
-        check_output(side, [raw, args.qmap], getattr(args, "overwrite", False))
+        # the old result beside it is replaced too: its link to the side file does
+        # not count; any other result's does (issue 34)
+        check_output(side, [raw, args.qmap], getattr(args, "overwrite", False),
+                     replacing=[output])
     return side
 
 
