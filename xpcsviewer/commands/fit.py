@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         where_from_args,
     )
     from xpcsviewer.fitting.results import FitJsonStream, save_fit_hdf5, write_fit_csv
-    from xpcsviewer.io.outputs import check_output
+    from xpcsviewer.io.outputs import check_distinct_inputs, check_output
 
     out = Path(args.output) if getattr(args, "output", None) else None
     suffix = out.suffix.lower() if out is not None else ""
@@ -176,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if out is not None:
         check_output(out, args.files, getattr(args, "overwrite", False))
+    check_distinct_inputs(args.files)  # as average: one file twice is one measurement
     from xpcsviewer.commands._inputs import skip_side_files
 
     files = skip_side_files(args.files, "xpcsviewer fit")

@@ -29,7 +29,7 @@ def write_series_csv(path: str | Path, rows: list[list]) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer series``; 0, or 3 when some file could not be fitted."""
-    from xpcsviewer.io.outputs import check_output
+    from xpcsviewer.io.outputs import check_distinct_inputs, check_output
     from xpcsviewer.jobs.series import SeriesTable, fit_series_files
     from xpcsviewer.progress import TextProgressBar
 
@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     check_output(out, args.files, bool(getattr(args, "overwrite", False)))
+    check_distinct_inputs(args.files)  # as average: one file twice is one measurement
     quiet = bool(getattr(args, "quiet", False))
     with TextProgressBar("series", enabled=not quiet) as bar:
         fits = fit_series_files(args.files, x=args.x, model=args.model,
