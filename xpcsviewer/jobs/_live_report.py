@@ -3,8 +3,8 @@
 A partial update's result is assembled in the reader's thread (the correlator is not
 thread-safe), then written, fitted and reported in a thread of its own beside the
 reader, so a slow fit never holds up the frames. The final update drops a partial one
-still running (a fit cannot be interrupted: it runs on, and its result is thrown away)
-and does not wait for it.
+still running and does not wait for it: the partial fit is cancelled (it stops at the
+solver's next check), so it no longer takes the CPU the final fit needs.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class _Reporting:
         self.gen = 0
         self.bg: threading.Thread | None = None
         self.bg_error: BaseException | None = None
+        self.partial_cancel: Any = None  # the running partial fit's CancelToken
 
     def update(self, final: bool, end: str | None = None, note: str = "") -> LiveUpdate | None:
         """Write (atomically), fit and report the result of the frames so far; a partial
@@ -55,6 +56,8 @@ class _Reporting:
             t_wait = time.monotonic()
             with self.lock:  # waits only for a partial write or report under way
                 self.gen += 1
+                if self.partial_cancel is not None:
+                    self.partial_cancel.cancel()
             self.marks["end_partial"] = time.monotonic() - t_wait
         cres = self._result(partial, end)
         self.written = self.done
@@ -102,8 +105,18 @@ class _Reporting:
         rec, fit_out = None, None
         if self.opts.fit and self.fitter is not None:
             from xpcsviewer.jobs.fitfile import record_bins
+            from xpcsviewer.progress import Cancelled, CancelToken
 
-            o = self.fitter([str(self.output)])[0]
+            token = None
+            if not final:
+                with self.lock:
+                    if gen != self.gen:
+                        return
+                    token = self.partial_cancel = CancelToken()
+            try:
+                o = self.fitter([str(self.output)], cancel=token)[0]
+            except Cancelled:  # the final update began; its own fit follows
+                return
             if o.ok:
                 rec = o.record
                 up.bins = record_bins(rec)

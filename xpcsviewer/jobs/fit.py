@@ -113,7 +113,7 @@ class FitOptions:
 
 
 def fit_files(opts: FitOptions, items: list[dict[str, Any]],
-              progress: Any = None) -> list[Any]:
+              progress: Any = None, cancel: Any = None) -> list[Any]:
     """Fit a chunk of files (a batch task; runs on any worker): one outcome per file.
 
     Files with the same delays share one batched least-squares solve (a curve's
@@ -121,7 +121,9 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
     cannot be read is an outcome with its error, the others are still fitted.
     ``progress(done, total, message)`` (in-process only) counts :data:`UNITS` per
     file: reading, the least-squares solve, and with ``bayes`` the sampling, shared
-    among the files by their bins (the work is bins x chains x draws).
+    among the files by their bins (the work is bins x chains x draws). ``cancel``
+    (a :class:`~xpcsviewer.progress.CancelToken`, in-process only) stops the solves at
+    their next check, raising ``Cancelled``.
     """
     from xpcsviewer.backends.routing import route_and_pin
     from xpcsviewer.batch import ItemOutcome, outcome_of
@@ -159,7 +161,8 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
     # the sampling units of every file, by its bins
     ok_bins = {k: outs[k].value["g2"].shape[0] for k in ok}
     per_bin = sample_share * n_units / max(1, sum(ok_bins.values()))
-    fit = outcome_of(lambda _: fit_curves(blocks, spec, device=lsq_device), None)
+    fit = outcome_of(lambda _: fit_curves(blocks, spec, device=lsq_device, cancel=cancel),
+                     None)
     step(fit_share * UNITS * len(ok), f"least squares: {sum(ok_bins.values())} curves")
     for k, b in zip(ok, blocks, strict=True):
         d = outs[k].value
@@ -188,7 +191,8 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
 
                 try:
                     bayes = fit_curves([b], spec, opts.sampler_spec(), start=sub,
-                                       progress=sub_progress if progress else None)
+                                       progress=sub_progress if progress else None,
+                                       cancel=cancel)
                 finally:  # a failed file's share is spent too: the bar never goes back
                     step(share, what + "done")
             rec = fit_record(d["path"], sub, verdict, bayes, extra=_radius(verdict, d, opts))

@@ -31,13 +31,14 @@ class FitOutcome:
 def fit_result_files(paths: Sequence[str], model: str = "auto",
                      q_range: tuple[float, float] | None = None,
                      t_range: tuple[float, float] | None = None,
-                     progress: Any = None) -> list[FitOutcome]:
-    """Fit ``paths`` with the ``fit`` command's entry point; one outcome per path."""
+                     progress: Any = None, cancel: Any = None) -> list[FitOutcome]:
+    """Fit ``paths`` with the ``fit`` command's entry point; one outcome per path.
+    ``cancel`` stops the fit at its next check (``Cancelled`` is raised)."""
     from xpcsviewer.jobs.fit import FitOptions, fit_files
 
     opts = FitOptions(model=model, q_range=q_range, t_range=t_range)
     items = [{"path": str(p), "shown": str(p)} for p in paths]
-    outs = fit_files(opts, items, progress=progress)
+    outs = fit_files(opts, items, progress=progress, cancel=cancel)
     return [FitOutcome(str(p), o.value if o.ok else None, None if o.ok else str(o.error))
             for p, o in zip(paths, outs, strict=True)]
 

@@ -323,7 +323,8 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         The result file (rewritten atomically at every update).
     options : LiveOptions
     fitter : callable, optional
-        ``fitter([path]) -> [FitOutcome]``; with ``options.fit``
+        ``fitter([path], cancel=token) -> [FitOutcome]`` (``token`` None, or a partial
+        fit's CancelToken, cancelled when the final update begins); with ``options.fit``
         (:func:`xpcsviewer.jobs.fitfile.fit_result_files` with the model bound).
     on_update : callable, optional
         Called with every :class:`LiveUpdate`, partial and final (in this thread).
