@@ -50,6 +50,7 @@ SUBCOMMANDS = (
     "series",
     "qmap",
     "regroup",
+    "audit",
     "fit",
     "export",
     "average",
@@ -297,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mask image (hdf, npy or tiff; nonzero = valid pixel)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
+
+    p = add("audit", "rank the pixels of per-pixel G2 stacks by their leverage on g2, "
+                     "flag hot pixels, write the table as CSV")
+    from xpcsviewer.commands.audit import add_arguments as audit_arguments
+
+    audit_arguments(p)
 
     p = add("fit", "fit g2 of result files (least squares, optionally Bayesian)", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")

@@ -8,7 +8,8 @@ for every pixel of every dynamic bin:
   pixels at once. The bin g2 is the correlator's (:func:`combine_bin_sums`): per
   static bin ``g2_s = n_s ΣG2 / (ΣIP ΣIF)``, dynamic g2 = mean of its static bins'
   ``g2_s``. ``delta = g2(with) - g2(without)`` (positive: the pixel raises g2); the
-  scalar ``leverage`` is ``max_k |delta_k| / sigma_k`` (sigma the bin's stated error).
+  scalar ``leverage`` is ``max_k |delta_k| / sigma_k`` (sigma the bin's stated error,
+  floored at its plateau value beyond the plateau delays).
 - **hot pixels**: robust (median/MAD) z-scores of the pixel's mean intensity and of
   its own plateau contrast ``G2/(IP IF) - 1`` against the other pixels of its
   static (intensity) or dynamic (contrast) bin; across repeats of a run, the
@@ -73,8 +74,9 @@ class PixelAudit:
     g2, g2_err : (T, Nd) the bins' g2 and error (as the correlator computes them)
     delta : (T, P) float64 or None
         g2(with) - g2(without the pixel) per delay; None above MAX_CURVE_VALUES.
-    leverage : (P,) max over delays of |delta| / g2_err; NaN where dropping the
-        pixel empties its bin
+    leverage : (P,) max over delays of |delta| / g2_err (after the plateau delays
+        the error is floored at the plateau's); NaN where dropping the pixel empties
+        its bin
     worst_delay : (P,) delay index of that maximum
     delta_plateau : (P,) mean delta over the plateau delays
     intensity : (P,) mean intensity (IP + IF) / 2 of the first delay
@@ -295,6 +297,7 @@ def audit_pixels(
     empties = np.zeros(p, dtype=bool)
     d_count = pb.dynamic_count.astype(np.float64)
     n_plat = max(1, min(int(n_plateau), t))
+    floor = np.full(nd, np.inf)  # the bins' smallest error over the plateau delays
     for k in range(t):
         report(progress, cancel, k, t, "auditing pixels")
         planes = read(k)
@@ -315,7 +318,13 @@ def audit_pixels(
         dk = np.nan_to_num(dk, nan=0.0)
         if keep:
             delta_all[k] = dk
-        sig = errk[did]
+        if k < n_plat:
+            floor = np.fmin(floor, np.where(errk > 0, errk, np.inf))
+            sig = errk[did]
+        else:
+            # the last delays' stated errors shrink (few frame pairs): floored at the
+            # plateau's, they cannot turn noise into leverage
+            sig = np.fmax(errk, np.where(np.isfinite(floor), floor, 0.0))[did]
         with np.errstate(invalid="ignore", divide="ignore"):
             score = np.where(sig > 0, np.abs(dk) / sig, 0.0)
         better = score > lev
@@ -384,7 +393,8 @@ def _reasons(audit: PixelAudit, i: int) -> str:
     if not np.isfinite(audit.leverage[i]):
         r.append("only pixel of its bin")
     elif audit.leverage[i] > audit.leverage_flag:
-        r.append(f"leverage {audit.leverage[i]:.3g} sigma at delay {int(audit.worst_delay[i])}")
+        r.append(f"leverage {audit.leverage[i]:.3g} error bars at delay index "
+                 f"{int(audit.worst_delay[i])}")
     if audit.z_intensity[i] > audit.hot_z:
         r.append("intensity above its q-bin")
     if audit.z_contrast[i] > audit.hot_z:

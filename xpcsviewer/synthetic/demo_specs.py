@@ -200,4 +200,38 @@ DEMO_SPECS: list[dict[str, Any]] = [
     # One photon-sparse acquisition per raw layout (Rigaku module and 3M, ESRF CSR blocks,
     # ImageD11, Timepix time tags): raw files in raw/, results correlated on photons.
     *SPARSE_SPECS,
+    # Single detector pixels with the wrong statistics (issue 36; last, so that the
+    # other files keep their seeds): two stuck-bright and two telegraph pixels inflate
+    # their bins' g2 until the pixel audit finds them and they are masked and g2
+    # regrouped (tests/compute/test_pixel_audit_demo.py).
+    {
+        "name": "H01_hot_pixels_R100nm",
+        "description": "silica R = 100 nm in water-glycerol; four detector pixels with the "
+                       "wrong statistics (two stuck bright, two telegraph)",
+        "geometry": _GEOMETRY,
+        "beamstop_px": _BEAMSTOP,
+        # every bin decorrelates >= 50 times in the run (its g2 plateau is then
+        # 1 + contrast to well under 1 %) and decays by < 10 % at the first delay
+        "partition": {"dq_num": 10, "sq_num": 40, "q_min": 0.004, "q_max": 0.011},
+        "acquisition": {**_ACQ, "frame_time": 1e-4, "n_frames": 4000, "rate": 10.0},
+        "sample": {
+            "model": "brownian",
+            "radius_m": 100e-9,
+            "temperature_k": 298.15,
+            "viscosity_pa_s": 0.025,
+            "contrast": 0.2,
+        },
+        "hot_pixels": {
+            "description": "two stuck-bright pixels (steady Poisson counts) and two "
+                           "telegraph pixels (counts switched on and off at random)",
+            "pixels": [
+                {"row": 40, "col": 80, "kind": "static", "rate": 4.0},
+                {"row": 95, "col": 100, "kind": "static", "rate": 2.0},
+                {"row": 70, "col": 30, "kind": "telegraph", "rate": 5.0, "dwell_s": 0.01},
+                {"row": 20, "col": 50, "kind": "telegraph", "rate": 4.0, "dwell_s": 0.02},
+            ],
+        },
+        "save_g2_pixel": True,
+        "analysis": ("Multitau",),
+    },
 ]

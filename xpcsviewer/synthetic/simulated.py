@@ -20,7 +20,7 @@ from xpcsviewer.synthetic.analytic import (
     stokes_einstein,
     water_viscosity,
 )
-from xpcsviewer.synthetic.defects import defect_field
+from xpcsviewer.synthetic.defects import add_hot_pixels, defect_field, hot_pixel_truth
 from xpcsviewer.synthetic.results import spec_qmap
 from xpcsviewer.synthetic.speckle import iter_frames
 
@@ -62,6 +62,7 @@ def sample_truth(spec: dict[str, Any]) -> dict[str, tuple[Any, str]]:
                                 ("start_px", "start", "pixel"), ("end_px", "end", "pixel"),
                                 ("intensity", "intensity", "photons/pixel/frame")):
             truth[f"defect_{name}"] = (float(d[key]), unit)
+    truth.update(hot_pixel_truth(spec))
     if smp.get("damage_time_s"):
         # Gamma(t) = Gamma0 (1 + t / damage_time); intensity exp(-t / intensity_decay_time)
         truth["damage_time"] = (float(smp["damage_time_s"]), "s")
@@ -82,7 +83,8 @@ def simulate_result(
     ``acquisition.normalize_frame`` (default True); ``analysis`` decides
     the mode ("Multitau", "Twotime" or both); ``twotime.bins`` the two-time bins;
     samples with ``damage_time_s`` also store 5 partial g2 snapshots; a ``defect``
-    entry plants a detector defect (:mod:`xpcsviewer.synthetic.defects`).
+    entry plants a detector defect and ``hot_pixels`` single bad pixels
+    (:mod:`xpcsviewer.synthetic.defects`).
     ``g2_pixel_sink`` receives the per-pixel G2/IP/IF stack (multi-tau only).
 
     Returns
@@ -137,7 +139,8 @@ def simulate_result(
         n_frames = int(spec.get("twotime", {}).get("n_frames", n_frames))
 
     def fresh():
-        return iter_frames(q, n_frames, frame_time, D, **sim_kw)
+        return add_hot_pixels(iter_frames(q, n_frames, frame_time, D, **sim_kw), spec,
+                              frame_time, seed)
 
     kept: list[np.ndarray] | None = None
     if mode == "both" and n_frames * q.size * 2 <= _KEEP_BYTES:
