@@ -50,18 +50,21 @@ def _check_against_full(amap, full, n):
             np.testing.assert_array_equal(lv.weight, np.where(inside, lv.width**2, 0))
 
 
+@pytest.mark.parametrize("engine", ["blas", "numba"])
 @pytest.mark.parametrize(("n", "m", "smooth", "chunk", "batch"), [
     (64, 4, "sqmap", 64, 32),
     (200, 4, "sqmap", 33, 7),
     (256, 8, "dqmap", 100, 32),
     (129, 2, "sqmap", 17, 1),
 ])
-def test_every_level_is_the_mean_of_the_full_maps_pairs(n, m, smooth, chunk, batch):
+def test_every_level_is_the_mean_of_the_full_maps_pairs(n, m, smooth, chunk, batch, engine):
     dq, sq = _partition()
     frames = _frames(n, seed=n)
     full = correlate_twotime(frames, dq, sq, None, smooth=smooth)
     amap = correlate_twotime_ages(frames, dq, sq, None, smooth=smooth, points_per_level=m,
-                                  chunk_size=chunk, batch=batch, frame_time=0.01)
+                                  chunk_size=chunk, batch=batch, frame_time=0.01,
+                                  engine=engine)
+    assert amap.config["engine"] == engine
     assert [lv.width for lv in amap.levels] == [2**i for i in range(len(amap.levels))]
     assert len(amap.levels) >= 3
     _check_against_full(amap, full, n)
@@ -148,9 +151,10 @@ def test_photon_hits_give_the_dense_result():
     dq, sq = _partition()
     n = 150
     frames = _frames(n, seed=9, lam=0.2)  # sparse: most pixels empty
-    dense = correlate_twotime_ages(frames, dq, sq, None, points_per_level=4)
+    dense = correlate_twotime_ages(frames, dq, sq, None, points_per_level=4, engine="blas")
     hits = correlate_twotime_ages_events(_event_blocks(frames, 37), dq, sq, None,
-                                         n_frames=n, points_per_level=4, rows_per_step=16)
+                                         n_frames=n, points_per_level=4, rows_per_step=16,
+                                         engine="numba")
     for a, b in zip(dense.levels, hits.levels, strict=True):
         np.testing.assert_allclose(b.c, a.c, rtol=1e-12, equal_nan=True)
 

@@ -2,13 +2,17 @@
 
 A level holds the pre-scaled rows ``z`` (one per block of ``width`` frames, the mean of
 the frames' rows) in a sliding buffer. Once the rows of a batch of first blocks and all
-their partners are in, one BLAS product per bin gives the batch's entries:
+their partners are in, a numba kernel computes its entries (:mod:`._twotime_ages_numba`:
+only the entries, parallel over bins and rows), or one BLAS product per bin (``engine=
+"blas"``, or without numba):
 ``G = Z[a0:a1] Z[a0 + kmin : a1 + kmax]ᵀ`` and entry ``(a, k)`` is ``G[a - a0, a - a0 + k
 - kmin]``, a skewed (strided) view of ``G``. Rows before the next first block are never
 needed again and are dropped, so memory is the buffer, not the run.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -37,8 +41,11 @@ class Level:
     by the caller; entries whose partner leaves the run stay NaN)."""
 
     def __init__(self, kmin: int, n_lag: int, n_t: int, spans: list[tuple[int, int]],
-                 c: np.ndarray, n_pix: int, batch: int) -> None:
+                 c: np.ndarray, n_pix: int, batch: int, kernel: Any = None) -> None:
         self.kmin, self.n_lag, self.n_t = kmin, n_lag, n_t
+        self.kernel = kernel  # the numba band_products, or None for BLAS
+        self.starts = np.array([a for a, _b in spans], dtype=np.int64)
+        self.ends = np.array([b for _a, b in spans], dtype=np.int64)
         self.kmax = kmin + n_lag - 1
         self.spans, self.c, self.batch = spans, c, batch
         self.buf = np.empty((2 * (batch + self.kmax + 1), n_pix))
@@ -99,6 +106,10 @@ class Level:
 
     def _products(self, a0: int, a1: int, end: int) -> None:
         r = a1 - a0
+        if self.kernel is not None:
+            self.kernel(self.buf, a0 - self.base, r, self.kmin, self.n_lag, end - self.base,
+                        self.starts, self.ends, self.c, a0)
+            return
         w0 = a0 + self.kmin
         w1 = min(a1 + self.kmax, end)
         width = w1 - w0

@@ -32,12 +32,14 @@ rule for signed data cannot be folded into block averages.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from xpcsviewer.compute._binning import PixelBins, select_pixels
+from xpcsviewer.compute._multitau_cpu import available, worth_compiling
 from xpcsviewer.compute._twotime_ages_levels import Level, level_plan
 from xpcsviewer.compute.twotime import parse_bins
 from xpcsviewer.io.age_lag import AgeLagLevel, AgeLagMap
@@ -55,11 +57,26 @@ def age_lag_bytes(n_frames: int, points_per_level: int, n_bins: int) -> int:
     return 8 * cells * (n_bins + 1)
 
 
+def _kernel(engine: str, work: float) -> Any:
+    """The numba kernel for ``engine`` ("auto": when numba is installed and the job has
+    :data:`COMPILED_MIN_WORK` pixel-frames), or None (BLAS)."""
+    if engine not in ("auto", "numba", "blas"):
+        raise ValueError(f"engine must be 'auto', 'numba' or 'blas', got {engine!r}")
+    if engine == "numba" and not available():
+        raise ValueError("engine='numba' needs numba, which is not installed")
+    if engine == "blas" or (engine == "auto" and not worth_compiling(work)):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba's notices about caching and threading
+        from xpcsviewer.compute._twotime_ages_numba import band_products
+    return band_products
+
+
 class _Accumulator:
     """The correlator's state: pixel layout, per-frame normalisation and the levels."""
 
     def __init__(self, pixels: PixelBins, bins: np.ndarray, n_frames: int, smooth: str,
-                 m: int, max_levels: int | None, batch: int) -> None:
+                 m: int, max_levels: int | None, batch: int, engine: str) -> None:
         sel = np.flatnonzero(np.isin(pixels.dynamic_id, bins - 1))
         grp_all = pixels.static_id if smooth == "sqmap" else pixels.dynamic_id
         order = sel[np.lexsort((grp_all[sel], pixels.dynamic_id[sel]))]
@@ -83,10 +100,13 @@ class _Accumulator:
         self.plan = level_plan(n_frames, m, max_levels)
         self.maps = []
         self.levels: list[Level] = []
+        kernel = _kernel(engine, float(n_frames) * self.n_pix)
+        self.engine = "blas" if kernel is None else "numba"
         for _width, kmin, n_lag, n_t in self.plan:
             c = np.full((len(bins), n_t, n_lag), np.nan)
             self.maps.append(c)
-            self.levels.append(Level(kmin, n_lag, n_t, self.spans, c, self.n_pix, batch))
+            self.levels.append(Level(kmin, n_lag, n_t, self.spans, c, self.n_pix, batch,
+                                     kernel))
         self.done = 0
 
     def normalise(self, x: np.ndarray) -> np.ndarray:
@@ -138,13 +158,13 @@ class _Accumulator:
         return AgeLagMap(bins=np.asarray(bins, dtype=np.int64), n_frames=int(self.n_frames),
                          frame_time=float(frame_time), levels=tuple(levels),
                          config={"points_per_level": int(m), "smooth": smooth,
-                                 "entry": ENTRY})
+                                 "entry": ENTRY, "engine": self.engine})
 
 
 def _setup(dynamic_roi_map: np.ndarray, static_roi_map: np.ndarray, mask: np.ndarray | None,
            dq_bins: Any, n_frames: int, n_dynamic: int | None, n_static: int | None,
            smooth: str, points_per_level: int, max_levels: int | None, batch: int,
-           ) -> tuple[PixelBins, np.ndarray, _Accumulator]:
+           engine: str) -> tuple[PixelBins, np.ndarray, _Accumulator]:
     if smooth not in ("sqmap", "dqmap"):
         raise ValueError(f"smooth must be 'sqmap' or 'dqmap', got {smooth!r}")
     if int(points_per_level) < 1:
@@ -156,8 +176,10 @@ def _setup(dynamic_roi_map: np.ndarray, static_roi_map: np.ndarray, mask: np.nda
     pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
     bins = parse_bins(dq_bins, pixels.n_dynamic)
     bins = bins[pixels.dynamic_count[bins - 1] > 0]
+    if bins.size == 0:
+        raise ValueError("no pixels in the selected dynamic bins")
     acc = _Accumulator(pixels, bins, int(n_frames), smooth, int(points_per_level),
-                       max_levels, int(batch))
+                       max_levels, int(batch), engine)
     return pixels, bins, acc
 
 
@@ -177,6 +199,7 @@ def correlate_twotime_ages(
     frame_time: float = 1.0,
     chunk_size: int = 256,
     batch: int = 32,
+    engine: str = "auto",
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> AgeLagMap:
@@ -197,7 +220,11 @@ def correlate_twotime_ages(
     frame_time : float
         Seconds per frame, recorded in the map.
     chunk_size, batch : int
-        Frames per read of an array; first blocks per BLAS product.
+        Frames per read of an array; first blocks per kernel call.
+    engine : {"auto", "numba", "blas"}
+        The entries' kernel: numba (parallel, exactly the entries) or one BLAS product
+        per bin and batch; ``"auto"``: numba when installed, for jobs of at least
+        ``COMPILED_MIN_WORK`` pixel-frames.
     progress, cancel
         Reported / checked between chunks. May run off the main thread.
 
@@ -218,7 +245,7 @@ def correlate_twotime_ages(
         chunks = frames
     _pixels, bins, acc = _setup(dynamic_roi_map, static_roi_map, mask, dq_bins, n_frames,
                                 n_dynamic, n_static, smooth, points_per_level, max_levels,
-                                batch)
+                                batch, engine)
     report(progress, cancel, 0, int(n_frames), "two-time ages")
     for chunk in chunks:
         flat = np.asarray(chunk).reshape(chunk.shape[0], -1)
@@ -243,6 +270,7 @@ def correlate_twotime_ages_events(
     frame_time: float = 1.0,
     rows_per_step: int = 256,
     batch: int = 32,
+    engine: str = "auto",
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> AgeLagMap:
@@ -257,7 +285,7 @@ def correlate_twotime_ages_events(
     """
     pixels, bins, acc = _setup(dynamic_roi_map, static_roi_map, mask, dq_bins, n_frames,
                                n_dynamic, n_static, smooth, points_per_level, max_levels,
-                               batch)
+                               batch, engine)
     local_of = np.full(pixels.n_pixels, -1, dtype=np.int64)
     local_of[acc.order] = np.arange(acc.n_pix)
     h, w = pixels.shape

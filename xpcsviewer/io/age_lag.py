@@ -7,7 +7,8 @@ code). Layout (docs/file-format-notes.md)::
 
     /xpcs/twotime/age_lag                  attrs: version, n_frames, frame_time (s),
                                                   n_levels, points_per_level, smooth,
-                                                  entry ("mean of the full map's pairs")
+                                                  entry ("mean of the full map's pairs"),
+                                                  engine
         bins                               (n_bins,) int64, 1-based dynamic bins
         level_00 .. level_LL               attrs: width (frames per block)
             c                              (n_bins, n_t, n_lag) float32, NaN outside the run
@@ -35,6 +36,8 @@ __all__ = ["AGE_LAG_GROUP", "AgeLagLevel", "AgeLagMap", "has_age_lag", "read_age
 
 AGE_LAG_GROUP = "/xpcs/twotime/age_lag"
 VERSION = "xpcsviewer-age-lag-1"
+#: ``AgeLagMap.config`` entries stored as text attributes of the group
+_TEXT_KEYS = ("smooth", "entry", "engine")
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class AgeLagMap:
     """A two-time map as levels of (start time, lag) entries.
 
     ``config`` (added for the multi-tau correlator; defaults to empty) records how the
-    map was made: ``points_per_level``, ``smooth``, ``entry``.
+    map was made: ``points_per_level``, ``smooth``, ``entry``, ``engine``.
     """
 
     bins: np.ndarray  #: (n_bins,) 1-based dynamic bins
@@ -85,8 +88,8 @@ def write_age_lag_group(parent: h5py.Group, amap: AgeLagMap) -> h5py.Group:
     g.attrs["frame_time"] = float(amap.frame_time)
     g.attrs["n_levels"] = len(amap.levels)
     g.attrs["points_per_level"] = int(cfg.get("points_per_level", 0))
-    g.attrs["smooth"] = str(cfg.get("smooth", ""))
-    g.attrs["entry"] = str(cfg.get("entry", "mean of the full map's pairs"))
+    for key in _TEXT_KEYS:
+        g.attrs[key] = str(cfg.get(key, ""))
     g.create_dataset("bins", data=np.asarray(amap.bins, dtype=np.int64))
     for li, lv in enumerate(amap.levels):
         lg = g.create_group(f"level_{li:02d}")
@@ -160,10 +163,10 @@ def read_age_lag_group(f: h5py.File) -> AgeLagMap:
                                 f"{t1.min() if nt else '-'}..{t1.max() if nt else '-'}",
                                 dataset=p, expected=f"blocks inside 0..{n_frames - 1}")
         levels.append(AgeLagLevel(width=width, t1=t1, lag=lag, c=c, weight=w))
-    cfg = {"points_per_level": _attr(f, g, "points_per_level", int, "an integer")
-           if "points_per_level" in f[g].attrs else 0,
-           "smooth": _attr(f, g, "smooth", str, "text") if "smooth" in f[g].attrs else "",
-           "entry": _attr(f, g, "entry", str, "text") if "entry" in f[g].attrs else ""}
+    cfg: dict[str, Any] = {"points_per_level": _attr(f, g, "points_per_level", int, "an integer")
+                           if "points_per_level" in f[g].attrs else 0}
+    for key in _TEXT_KEYS:
+        cfg[key] = _attr(f, g, key, str, "text") if key in f[g].attrs else ""
     return AgeLagMap(bins=bins, n_frames=n_frames, frame_time=frame_time,
                      levels=tuple(levels), config=cfg)
 
