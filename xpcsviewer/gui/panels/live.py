@@ -42,6 +42,8 @@ __all__ = ["LivePanel"]
 
 #: g2 curves drawn at most (bins spread over the q range)
 MAX_CURVES = 8
+#: Plot items made per turn of the event loop (see ``LivePanel._draw_curves``).
+NEW_ITEMS_PER_TURN = 3
 POLL_MS = 250
 
 
@@ -434,13 +436,31 @@ class LivePanel(BasePanel):
             return
         self._time_labels(v.time_unit)
         self._show_values(True)
+        if self._draw_curves(v):
+            self._more_items_later()
+        self.trace_item.setData(v.trace_t, v.trace_i)
+        self._draw_bins(up)
+        self.updates_drawn += 1
+        self.sigUpdated.emit()
+
+    def _draw_curves(self, v) -> bool:
+        """The g2 points and fit lines of ``v``; True when items are still to be made.
+
+        Making a plot item costs (its legend entry, the symbol atlas: ~90 ms for all
+        of a first update when idle, over 1 s under load), so at most
+        :data:`NEW_ITEMS_PER_TURN` are made per turn of the event loop.
+        """
         nd = v.g2.shape[1] if v.g2.ndim == 2 else 0
-        cols = _shown_bins(nd)
         fit_ok = v.fit_t is not None
-        for k, j in enumerate(cols):
+        made, more = 0, False
+        for k, j in enumerate(_shown_bins(nd)):
             ok = v.valid[:, j] & (v.tau > 0)
             item = self.g2_items.get(j)
             if item is None:
+                if made >= NEW_ITEMS_PER_TURN:
+                    more = True
+                    continue
+                made += 1
                 item = pg.PlotDataItem(pen=None, symbol="o", symbolSize=5,
                                        symbolBrush=curve_color(k), symbolPen=None,
                                        name=f"q={v.q[j]:.4g}")
@@ -451,16 +471,28 @@ class LivePanel(BasePanel):
             fit_item = self.fit_items.get(j)
             if curve is not None:
                 if fit_item is None:
+                    if made >= NEW_ITEMS_PER_TURN:
+                        more = True
+                        continue
+                    made += 1
                     fit_item = pg.PlotDataItem(pen=curve_pen(k, 1.5))
                     self.g2_plot.addItem(fit_item)
                     self.fit_items[j] = fit_item
                 fit_item.setData(v.fit_t, curve)
             elif fit_item is not None:
                 fit_item.setData([], [])
-        self.trace_item.setData(v.trace_t, v.trace_i)
-        self._draw_bins(up)
-        self.updates_drawn += 1
-        self.sigUpdated.emit()
+        return more
+
+    def _more_items_later(self) -> None:
+        up = self.last_update
+
+        def go() -> None:
+            # a newer update draws (and makes items) itself; a cleared tab has none
+            if self.last_update is up and up is not None and up.view is not None:
+                if self._draw_curves(up.view):
+                    self._more_items_later()
+
+        QTimer.singleShot(0, go)
 
     def _draw_bins(self, up) -> None:
         bins = up.bins
