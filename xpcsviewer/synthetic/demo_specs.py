@@ -234,4 +234,24 @@ DEMO_SPECS: list[dict[str, Any]] = [
         "save_g2_pixel": True,
         "analysis": ("Multitau",),
     },
+    # The null of the ageing gel (issue 35; last, so that the other files keep their
+    # seeds): the same sample, geometry and frames without ageing, so g2 by age finds
+    # no trend and the two ways of cutting the map agree.
+    {
+        "name": "C02_stationary_gel_twotime",
+        "description": "the C01 gel without ageing: stationary dynamics (two-time null)",
+        "geometry": _GEOMETRY,
+        "beamstop_px": _BEAMSTOP,
+        "partition": {"dq_num": 8, "sq_num": 64},
+        "acquisition": {**_ACQ, "frame_time": 0.02, "n_frames": 500, "rate": 3.0},
+        "sample": {
+            "model": "brownian",
+            "radius_m": 100e-9,
+            "temperature_k": 298.15,
+            "viscosity_pa_s": 2.0,
+            "contrast": 0.2,
+        },
+        "analysis": ("Twotime",),
+        "twotime": {"n_frames": 500, "bins": [1, 2, 3, 4]},
+    },
 ]

@@ -25,7 +25,7 @@ from xpcsviewer.synthetic.analytic import (
 )
 from xpcsviewer.synthetic.speckle import Geometry
 
-__all__ = ["build_result", "multitau_delays", "spec_qmap"]
+__all__ = ["build_result", "multitau_delays", "spec_qmap", "twotime_truth"]
 
 
 def multitau_delays(n_frames: int, dpl: int = 4) -> np.ndarray:
@@ -81,6 +81,32 @@ def spec_qmap(spec: dict[str, Any]) -> tuple[QMap, np.ndarray, np.ndarray]:
         energy_kev=geo.energy_kev,
     )
     return qm, q, phi
+
+
+def twotime_truth(spec: dict[str, Any], qmap: QMap | None = None,
+                  bins: Any = None) -> dict[str, Any]:
+    """The local relaxation time of a two-time spec's bins: Gamma(t) = Gamma0 / (1 +
+    t / ageing_time) gives tau(t_w) = tau0 (1 + t_w / ageing_time), the linear ageing
+    law with slope ``ageing_slope`` = tau0 / ageing_time (0 and an infinite ageing
+    time without ageing). Arrays per two-time bin (1-based ``bins``, default the
+    spec's); tau0 = 1 / Gamma0 in s.
+    """
+    qm = qmap if qmap is not None else spec_qmap(spec)[0]
+    smp = dict(spec.get("sample", {}))
+    temp = float(smp.get("temperature_k", 298.15))
+    eta = float(smp.get("viscosity_pa_s", water_viscosity(temp)))
+    D = stokes_einstein(float(smp.get("radius_m", 100e-9)), temp, eta)
+    if bins is None:
+        tcfg = spec.get("twotime", {})
+        bins = tcfg.get("bins", [2, qm.n_dynamic // 2, qm.n_dynamic - 1])
+    b = np.unique(np.clip(np.asarray(bins, np.int64), 1, qm.n_dynamic))
+    q, phi = np.asarray(qm.dynamic_q, float)[b - 1], np.asarray(qm.dynamic_phi, float)[b - 1]
+    gamma0 = decay_rate(q, D, phi, float(smp.get("flow_rate", 0.0)),
+                        float(smp.get("flow_angle_deg", 0.0)))
+    ta = float(smp.get("ageing_time_s") or np.inf)
+    tau0 = 1.0 / gamma0
+    return {"bins": b, "q": q, "tau0": tau0, "ageing_time": ta,
+            "ageing_slope": tau0 / ta, "law": "tau = tau0 * (1 + t_w / ageing_time)"}
 
 
 def _bin_means(

@@ -1,0 +1,228 @@
+"""Fits of g2 by age and the ageing law of tau(t_w) (no Qt).
+
+The cuts of :func:`xpcsviewer.compute.ages.age_cuts` become one
+:class:`~xpcsviewer.fitting.blocks.G2Block` per (way, window) and go through the one
+fit loop, :func:`~xpcsviewer.fitting.block_fits.fit_curves`, so they get the model
+choice and statuses of any g2; only quotable relaxation times
+(:func:`~xpcsviewer.fitting.status.quotable`) of the constant-age cuts enter the law.
+
+Laws (weighted least squares on tau with its error):
+
+- ``linear``: tau = tau0 + a * t_w (slope ``a``, dimensionless)
+- ``power``:  tau = tau0 * t_w**mu, fitted as ln tau = ln tau0 + mu ln t_w (``mu``)
+
+The covariance is scaled by chi2_red when it exceeds 1 (as the g2 fits' errors);
+intervals are normal (1.96 sigma for 95 %). The verdict per bin reads the slope's
+99 % interval (2.576 sigma), so a stationary sample is called stationary in 99 of
+100 bins: ``ageing`` (slope > 0), ``accelerating`` (< 0), ``stationary``, or
+``undetermined`` with fewer than 3 quotable times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xpcsviewer.fitting.blocks import G2Block
+from xpcsviewer.fitting.fit_table import G2Fits
+from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
+
+if TYPE_CHECKING:
+    from xpcsviewer.compute.ages import AgeCuts
+
+__all__ = ["LAWS", "VERDICTS", "AgeFits", "LawFit", "cut_blocks", "fit_age_cuts",
+           "fit_law"]
+
+LAWS = ("linear", "power")
+VERDICTS = ("stationary", "ageing", "accelerating", "undetermined")
+#: the two ways of cutting (as :data:`xpcsviewer.compute.ages.WAYS`)
+WAYS = ("age", "t1")
+_Z95 = 1.959963984540054
+_Z99 = 2.5758293035489004
+
+
+@dataclass(frozen=True)
+class LawFit:
+    """One bin's ageing law: tau = tau0 + a t_w (``linear``) or tau0 t_w**mu (``power``)."""
+
+    law: str
+    value: dict[str, float]  #: tau0 (s), and a or mu
+    error: dict[str, float]  #: 1 sigma
+    interval: dict[str, tuple[float, float]]  #: 95 %
+    chi2_red: float
+    n_points: int
+    verdict: str
+
+    @property
+    def slope_name(self) -> str:
+        return "a" if self.law == "linear" else "mu"
+
+    def predict(self, t_w: np.ndarray) -> np.ndarray:
+        """tau (s) at ages ``t_w`` (s)."""
+        t = np.asarray(t_w, np.float64)
+        if self.law == "linear":
+            return self.value["tau0"] + self.value["a"] * t
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.value["tau0"] * t ** self.value["mu"]
+
+
+def _nan_law(law: str, n: int) -> LawFit:
+    s = "a" if law == "linear" else "mu"
+    nan = float("nan")
+    return LawFit(law, {"tau0": nan, s: nan}, {"tau0": nan, s: nan},
+                  {"tau0": (nan, nan), s: (nan, nan)}, nan, n, "undetermined")
+
+
+def fit_law(t_w: np.ndarray, tau: np.ndarray, tau_err: np.ndarray,
+            law: str = "linear") -> LawFit:
+    """Weighted least squares of tau(t_w) (s) on the points with a finite time and error.
+
+    Points need tau > 0 and err > 0 (and t_w > 0 for ``power``); at least 3.
+    """
+    if law not in LAWS:
+        raise ValueError(f"unknown ageing law {law!r} (choose from {', '.join(LAWS)})")
+    t = np.asarray(t_w, np.float64).ravel()
+    y = np.asarray(tau, np.float64).ravel()
+    e = np.asarray(tau_err, np.float64).ravel()
+    ok = np.isfinite(t) & np.isfinite(y) & np.isfinite(e) & (e > 0) & (y > 0)
+    if law == "power":
+        ok &= t > 0
+    n = int(ok.sum())
+    if n < 3:
+        return _nan_law(law, n)
+    t, y, e = t[ok], y[ok], e[ok]
+    if law == "power":
+        x, yy, ee = np.log(t), np.log(y), e / y
+    else:
+        x, yy, ee = t, y, e
+    a = np.stack([np.ones_like(x), x], axis=1) / ee[:, None]
+    b = yy / ee
+    try:
+        cov = np.linalg.inv(a.T @ a)
+    except np.linalg.LinAlgError:
+        return _nan_law(law, n)
+    p = cov @ (a.T @ b)
+    chi2_red = float(np.sum((a @ p - b) ** 2) / (n - 2))
+    cov = cov * max(1.0, chi2_red)
+    sd = np.sqrt(np.diag(cov))
+    slope = "a" if law == "linear" else "mu"
+    if law == "power":
+        tau0, tau0_err = float(np.exp(p[0])), float(np.exp(p[0]) * sd[0])
+        lo0, hi0 = float(np.exp(p[0] - _Z95 * sd[0])), float(np.exp(p[0] + _Z95 * sd[0]))
+    else:
+        tau0, tau0_err = float(p[0]), float(sd[0])
+        lo0, hi0 = tau0 - _Z95 * tau0_err, tau0 + _Z95 * tau0_err
+    s, s_err = float(p[1]), float(sd[1])
+    if s - _Z99 * s_err > 0:
+        verdict = "ageing"
+    elif s + _Z99 * s_err < 0:
+        verdict = "accelerating"
+    else:
+        verdict = "stationary"
+    return LawFit(law, {"tau0": tau0, slope: s}, {"tau0": tau0_err, slope: s_err},
+                  {"tau0": (lo0, hi0), slope: (s - _Z95 * s_err, s + _Z95 * s_err)},
+                  chi2_red, n, verdict)
+
+
+def cut_blocks(cuts: AgeCuts, q: np.ndarray | None = None, phi: np.ndarray | None = None,
+               label: str = "", source: str = "") -> list[G2Block]:
+    """One G2Block per (way, window): file_index = way * W + window; lag 0 left out.
+
+    ``q``, ``phi``: per cut bin (NaN when unknown). ``source`` keys the curves (with
+    the way and window appended), so a fit is matched to its cut only.
+    """
+    keep = cuts.lag > 0
+    tau = cuts.tau[keep]
+    nb = cuts.bins.size
+    qq = np.full(nb, np.nan) if q is None else np.asarray(q, np.float64)
+    pp = np.full(nb, np.nan) if phi is None else np.asarray(phi, np.float64)
+    valid = cuts.valid
+    out = []
+    for way, name in enumerate(WAYS):
+        for wi in range(cuts.windows.n):
+            lo, hi = cuts.windows.lo[wi], cuts.windows.hi[wi]
+            out.append(G2Block(
+                file_index=way * cuts.windows.n + wi,
+                label=f"{label} {name} {lo:.4g}-{hi:.4g} s".strip(),
+                tau=tau,
+                g2=cuts.g2[way, wi][:, keep].T.copy(),
+                g2_err=cuts.g2_err[way, wi][:, keep].T.copy(),
+                valid=valid[way, wi][:, keep].T.copy(),
+                columns=cuts.bins - 1,
+                q=qq, phi=pp,
+                bin_labels=[f"bin {b}" for b in cuts.bins],
+                delay_frames=np.rint(cuts.lag[keep]).astype(np.int64),
+                t0=float(cuts.frame_time),
+                source=f"{source}#ages:{name}:{lo:.9g}:{hi:.9g}",
+            ))
+    return out
+
+
+@dataclass
+class AgeFits:
+    """Fits of every cut and the ageing law per bin.
+
+    Arrays indexed (way, window, bin), way 0 = constant age, 1 = constant t1.
+    """
+
+    fits: G2Fits  #: rows in (way, window, bin) order
+    t_w: np.ndarray  #: (2, W) s: mean entry age of each cut
+    tau: np.ndarray  #: (2, W, B) s, quotable (NaN otherwise)
+    tau_err: np.ndarray
+    contrast: np.ndarray
+    contrast_err: np.ndarray
+    stretch: np.ndarray  #: NaN where the model has none
+    stretch_err: np.ndarray
+    status: np.ndarray  #: (2, W, B) object
+    model: np.ndarray  #: (2, W, B) object: the model of each cut
+    laws: dict[str, list[LawFit]] = field(default_factory=dict)  #: law -> one per bin
+    law: str = "linear"  #: the law the verdict is read from
+
+    @property
+    def verdict(self) -> list[str]:
+        """One verdict per bin, from :attr:`law`."""
+        return [lf.verdict for lf in self.laws[self.law]]
+
+
+def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
+                 sampler: SamplerSpec | None = None, *, law: str = "linear",
+                 q: np.ndarray | None = None, phi: np.ndarray | None = None,
+                 label: str = "", source: str = "", progress: Any = None,
+                 cancel: Any = None, backend: Any = None) -> AgeFits:
+    """Fit every cut (the one fit loop) and the ageing laws of the constant-age taus."""
+    from xpcsviewer.fitting.block_fits import fit_curves
+
+    if law not in LAWS:
+        raise ValueError(f"unknown ageing law {law!r} (choose from {', '.join(LAWS)})")
+    fit = fit or FitSpec()
+    blocks = cut_blocks(cuts, q, phi, label, source)
+    fits = fit_curves(blocks, fit, sampler, progress=progress, cancel=cancel,
+                      backend=backend)
+    shape = (2, cuts.windows.n, cuts.bins.size)
+    n = fits.n_curves
+    tau, tau_err = np.full(n, np.nan), np.full(n, np.nan)
+    for name in ("tau", "tau1"):
+        if name not in fits.params:
+            continue
+        v, e = fits.reported(name)
+        rows = np.array([fits.tau_name(b) == name for b in range(n)], bool)
+        tau[rows], tau_err[rows] = v[rows], e[rows]
+
+    def param(name: str) -> tuple[np.ndarray, np.ndarray]:
+        if name not in fits.params:
+            return np.full(shape, np.nan), np.full(shape, np.nan)
+        v, e = fits.reported(name)
+        return v.reshape(shape), e.reshape(shape)
+
+    c, ce = param("contrast")
+    s, se = param("stretch")
+    t_w = np.asarray(cuts.age_mean, np.float64)
+    tau3, err3 = tau.reshape(shape), tau_err.reshape(shape)
+    laws = {name: [fit_law(t_w[0], tau3[0, :, b], err3[0, :, b], name)
+                   for b in range(shape[2])] for name in LAWS}
+    return AgeFits(fits=fits, t_w=t_w, tau=tau3, tau_err=err3, contrast=c,
+                   contrast_err=ce, stretch=s, stretch_err=se,
+                   status=np.asarray(fits.status, dtype=object).reshape(shape),
+                   model=fits.model_names().reshape(shape), laws=laws, law=law)

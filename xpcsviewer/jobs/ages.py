@@ -1,0 +1,224 @@
+"""g2 by sample age of a result file: read -> cut -> fit -> ageing law -> records.
+
+The file's age x lag map (``/xpcs/twotime/age_lag``) is read if it has one, otherwise
+its full two-time maps (:func:`xpcsviewer.compute.age_lag.from_full_maps`); the cuts
+are :func:`xpcsviewer.compute.ages.age_cuts`, the fits and laws
+:func:`xpcsviewer.fitting.ageing_law.fit_age_cuts`. Used by ``xpcsviewer ages``,
+``fit --ages`` and the two-time tab. Units: seconds, q in 1/Angstrom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.compute.age_lag import AgeLagMap, from_full_maps
+from xpcsviewer.compute.ages import WAYS, AgeCuts, AgeWindows, age_cuts, age_windows
+from xpcsviewer.fitting.ageing_law import AgeFits, fit_age_cuts
+from xpcsviewer.fitting.spec import FitSpec
+
+__all__ = [
+    "MAX_FULL_FRAMES",
+    "AgesOutput",
+    "ages_file",
+    "analyse_ages",
+    "csv_rows",
+    "json_record",
+    "read_map",
+    "windows_for",
+]
+
+#: Largest full two-time map read whole (8 bytes x N^2 per bin: 0.5 GB at 8192).
+MAX_FULL_FRAMES = 8192
+
+
+@dataclass
+class AgesOutput:
+    """Everything ``ages`` reports for one file."""
+
+    cuts: AgeCuts
+    fits: AgeFits
+    q: np.ndarray  #: (B,) of the cut bins (NaN when unknown)
+    phi: np.ndarray
+    path: str = ""
+    source: str = ""  #: "age_lag" or "full maps"
+
+
+def windows_for(amap: AgeLagMap, *, ages: Sequence[float] | None = None,
+                widths: float | Sequence[float] | None = None, n_windows: int | None = None,
+                log: bool = False) -> AgeWindows:
+    """Age windows over the map's run (default: 5 equal windows)."""
+    span = (0.0, amap.n_frames * float(amap.frame_time))
+    if ages is None and n_windows is None:
+        n_windows = 5
+    return age_windows(ages, widths, n=n_windows, log=log, span=span)
+
+
+def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
+                 ages: Sequence[float] | None = None,
+                 widths: float | Sequence[float] | None = None,
+                 n_windows: int | None = None, log: bool = False,
+                 bins: Sequence[int] | None = None, model: str = "auto",
+                 fit: FitSpec | None = None, law: str = "linear",
+                 q: np.ndarray | None = None, phi: np.ndarray | None = None,
+                 label: str = "", source: str = "", progress: Any = None,
+                 cancel: Any = None) -> AgesOutput:
+    """Cut, fit and fit the ageing law.
+
+    ``q``, ``phi``: per dynamic bin of the file (indexed by bin - 1), or None.
+    ``fit`` (a FitSpec) wins over ``model``.
+    """
+    from xpcsviewer.progress import report
+
+    w = windows or windows_for(amap, ages=ages, widths=widths, n_windows=n_windows, log=log)
+    cuts = age_cuts(amap, w, bins=bins, cancel=cancel,
+                    progress=None if progress is None else
+                    (lambda d, t, m: progress(d, 2 * t, m)))
+    idx = cuts.bins - 1
+    qq = np.full(idx.size, np.nan) if q is None else np.asarray(q, float)[idx]
+    pp = np.full(idx.size, np.nan) if phi is None else np.asarray(phi, float)[idx]
+    report(progress, cancel, 1, 2, f"fitting {2 * w.n * idx.size} age cuts")
+    fits = fit_age_cuts(cuts, fit or FitSpec(model=model), law=law, q=qq, phi=pp,
+                        label=label, source=source, cancel=cancel)
+    report(progress, cancel, 2, 2, "ages done")
+    return AgesOutput(cuts=cuts, fits=fits, q=qq, phi=pp, path=source)
+
+
+def read_map(path: str | Path, bins: Sequence[int] | None = None) -> tuple[AgeLagMap, str]:
+    """The file's age x lag map, or its full two-time maps as one; and which it was.
+
+    Raises XpcsFileError for a file without two-time data or a full map too large
+    to read whole (:data:`MAX_FULL_FRAMES`).
+    """
+    import h5py
+
+    from xpcsviewer.io import read_c2, read_result
+    from xpcsviewer.io.age_lag import has_age_lag, read_age_lag
+    from xpcsviewer.io.errors import XpcsFileError
+
+    with h5py.File(path, "r", locking=False) as f:
+        has = has_age_lag(f)
+    if has:
+        return read_age_lag(path), "age_lag"
+    res = read_result(path)
+    tt = res.twotime
+    if tt is None:
+        raise XpcsFileError(str(path), "has no two-time data", dataset="/xpcs/twotime",
+                            expected="an age x lag map or full two-time maps")
+    if tt.n_frames > MAX_FULL_FRAMES:
+        raise XpcsFileError(str(path), f"holds {tt.n_frames}-frame full maps and no age x "
+                            "lag map", dataset="/xpcs/twotime",
+                            expected=f"at most {MAX_FULL_FRAMES} frames, or an age x lag "
+                            "map (xpcsviewer correlate --mode twotime)")
+    processed = [int(b) for b in tt.processed_bins]
+    want = processed if bins is None else [int(b) for b in bins]
+    missing = [b for b in want if b not in processed]
+    if missing:
+        raise XpcsFileError(str(path), f"has no two-time map of bins {missing}",
+                            dataset="/xpcs/twotime",
+                            expected=f"one of the processed bins {processed}")
+    maps, dt = [], None
+    for b in want:
+        view = read_c2(path, processed.index(b), max_size=tt.n_frames)
+        maps.append(view.c2)
+        dt = float(view.t0)
+    return from_full_maps(maps, want, dt), "full maps"
+
+
+def ages_file(path: str | Path, **kw: Any) -> AgesOutput:
+    """:func:`analyse_ages` of one result file (keywords as there)."""
+    from xpcsviewer.io import read_result
+
+    amap, kind = read_map(path, kw.get("bins"))
+    res = read_result(path)
+    out = analyse_ages(amap, q=res.qmap.dynamic_q, phi=res.qmap.dynamic_phi,
+                       label=res.label, source=str(path), **kw)
+    out.source = kind
+    out.path = str(path)
+    return out
+
+
+CSV_HEADER = ["file", "bin", "q", "phi", "way", "age_lo_s", "age_hi_s", "t_w_s", "model",
+              "status", "tau_s", "tau_err_s", "contrast", "contrast_err", "stretch",
+              "stretch_err", "chi2_red", "ways_disagree", "ways_chi2", "ways_dof", "law",
+              "law_tau0_s", "law_slope", "law_slope_err", "law_slope_lo95",
+              "law_slope_hi95", "verdict"]
+
+
+def _num(x: Any) -> Any:
+    x = float(x)
+    return None if not np.isfinite(x) else float(f"{x:.10g}")
+
+
+def csv_rows(out: AgesOutput, header: bool = True) -> list[list]:
+    """One row per (bin, window, way); the bin's law repeated on each of its rows."""
+    c, f = out.cuts, out.fits
+    rows: list[list] = [list(CSV_HEADER)] if header else []
+    chi2r = np.asarray(f.fits.chi2_red).reshape(f.tau.shape)
+    for j, b in enumerate(c.bins):
+        lf = f.laws[f.law][j]
+        s = lf.slope_name
+        for wi in range(c.windows.n):
+            for way, name in enumerate(WAYS):
+                rows.append([out.path, int(b), _num(out.q[j]), _num(out.phi[j]), name,
+                             _num(c.windows.lo[wi]), _num(c.windows.hi[wi]),
+                             _num(f.t_w[way, wi]), f.model[way, wi, j],
+                             f.status[way, wi, j], _num(f.tau[way, wi, j]),
+                             _num(f.tau_err[way, wi, j]), _num(f.contrast[way, wi, j]),
+                             _num(f.contrast_err[way, wi, j]), _num(f.stretch[way, wi, j]),
+                             _num(f.stretch_err[way, wi, j]), _num(chi2r[way, wi, j]),
+                             bool(c.disagree[wi, j]), _num(c.diff_chi2[wi, j]),
+                             int(c.diff_dof[wi, j]), lf.law, _num(lf.value["tau0"]),
+                             _num(lf.value[s]), _num(lf.error[s]),
+                             _num(lf.interval[s][0]), _num(lf.interval[s][1]), lf.verdict])
+    return rows
+
+
+def _arr(a: np.ndarray) -> Any:
+    a = np.asarray(a, dtype=object if np.asarray(a).dtype == object else float)
+    if a.dtype == object:
+        return a.tolist()
+    return np.where(np.isfinite(a), a, np.nan).tolist()
+
+
+def json_record(out: AgesOutput, curves: bool = True) -> dict[str, Any]:
+    """The JSON form (arrays indexed [way][window][bin]; NaN -> null by the writer)."""
+    from xpcsviewer.io.outputs import to_jsonable
+
+    c, f = out.cuts, out.fits
+    laws = {}
+    for name, lst in f.laws.items():
+        laws[name] = [{"value": lf.value, "error": lf.error,
+                       "interval95": {k: list(v) for k, v in lf.interval.items()},
+                       "chi2_red": lf.chi2_red, "n_points": lf.n_points,
+                       "verdict": lf.verdict} for lf in lst]
+    rec: dict[str, Any] = {
+        "source": out.source,
+        "ways": list(WAYS),
+        "bins": c.bins.tolist(),
+        "q": _arr(out.q), "phi": _arr(out.phi),
+        "windows": {"lo_s": _arr(c.windows.lo), "hi_s": _arr(c.windows.hi),
+                    "centre_s": _arr(c.windows.centres)},
+        "t_w_s": _arr(f.t_w),
+        "model": _arr(f.model), "status": _arr(f.status),
+        "tau_s": {"value": _arr(f.tau), "error": _arr(f.tau_err)},
+        "contrast": {"value": _arr(f.contrast), "error": _arr(f.contrast_err)},
+        "stretch": {"value": _arr(f.stretch), "error": _arr(f.stretch_err)},
+        "ways_disagree": c.disagree.tolist(), "ways_chi2": _arr(c.diff_chi2),
+        "ways_dof": c.diff_dof.tolist(),
+        "law": f.law, "laws": laws, "verdict": f.verdict,
+    }
+    if curves:
+        rec["curves"] = {"lag_s": _arr(c.tau), "g2": _arr(c.g2), "g2_err": _arr(c.g2_err),
+                         "n_entries": _arr(c.n_entries)}
+        rec["heterogeneity"] = {"lag_s": _arr(c.tau), "chi4": _arr(c.chi4),
+                                "noise_floor": _arr(c.chi4_floor),
+                                "definition": "var_t1[C(t1, t1 + lag)] / (<C> - 1)^2 "
+                                              "over the constant-age cut; noise floor: "
+                                              "half the mean squared difference of "
+                                              "t1-adjacent entries, same scale"}
+    return to_jsonable(rec)
