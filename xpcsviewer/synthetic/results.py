@@ -25,7 +25,8 @@ from xpcsviewer.synthetic.analytic import (
 )
 from xpcsviewer.synthetic.speckle import Geometry
 
-__all__ = ["build_result", "multitau_delays", "spec_qmap", "twotime_truth"]
+__all__ = ["build_result", "multitau_delays", "spec_qmap", "twotime_sample_truth",
+           "twotime_truth"]
 
 
 def multitau_delays(n_frames: int, dpl: int = 4) -> np.ndarray:
@@ -109,6 +110,22 @@ def twotime_truth(spec: dict[str, Any], qmap: QMap | None = None,
             "ageing_slope": tau0 / ta, "law": "tau = tau0 * (1 + t_w / ageing_time)"}
 
 
+def twotime_sample_truth(spec: dict[str, Any], qmap: QMap | None = None
+                         ) -> dict[str, tuple[Any, str]]:
+    """The two-time truth a demo file states under ``/entry/sample`` (``{key: (value,
+    unit)}``; empty without two-time): its bins, tau0 per bin and, for an ageing
+    sample, the law tau(t_w) = tau0 (1 + t_w / ageing_time) and its slope per bin."""
+    if "Twotime" not in tuple(spec.get("analysis", ())):
+        return {}
+    t = twotime_truth(spec, qmap)
+    out: dict[str, tuple[Any, str]] = {"twotime_bins": (t["bins"], ""),
+                                       "tau0_twotime": (t["tau0"], "s")}
+    if np.isfinite(t["ageing_time"]):
+        out["ageing_law"] = ("tau(t_w) = tau0_twotime * (1 + t_w / ageing_time)", "")
+        out["ageing_slope"] = (t["ageing_slope"], "")
+    return out
+
+
 def _bin_means(
     values: np.ndarray, roi: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -170,6 +187,7 @@ def build_result(
         truth["ageing_time"] = (float(smp["ageing_time_s"]), "s")
     if t_damage:
         truth["damage_time"] = (float(t_damage), "s")
+    truth.update(twotime_sample_truth(spec, qm))
 
     # Scattering: sphere form factor times the incident rate; mean over N frames
     # carries Poisson noise of the total counts.

@@ -21,7 +21,7 @@ from xpcsviewer.synthetic.analytic import (
     water_viscosity,
 )
 from xpcsviewer.synthetic.defects import add_hot_pixels, defect_field, hot_pixel_truth
-from xpcsviewer.synthetic.results import spec_qmap
+from xpcsviewer.synthetic.results import spec_qmap, twotime_sample_truth
 from xpcsviewer.synthetic.speckle import iter_frames
 
 __all__ = ["sample_truth", "simulate_result"]
@@ -63,6 +63,7 @@ def sample_truth(spec: dict[str, Any]) -> dict[str, tuple[Any, str]]:
                                 ("intensity", "intensity", "photons/pixel/frame")):
             truth[f"defect_{name}"] = (float(d[key]), unit)
     truth.update(hot_pixel_truth(spec))
+    truth.update(twotime_sample_truth(spec))  # tau(t_w) of two-time files (issue 35)
     if smp.get("damage_time_s"):
         # Gamma(t) = Gamma0 (1 + t / damage_time); intensity exp(-t / intensity_decay_time)
         truth["damage_time"] = (float(smp["damage_time_s"]), "s")
