@@ -7,8 +7,10 @@ Each test failed (or hung) on the code before the fix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socketserver
 import threading
 from pathlib import Path
 
@@ -236,3 +238,42 @@ def test_a_killed_average_leaves_one_temporary_that_the_next_run_removes(tmp_pat
     assert len(left) == 1 and left[0].count(".xpcs-") == 1, left
     assert [p.name for p in sweep_stale_temps(tmp_path, force=True)] == left
     assert os.listdir(tmp_path) == []
+
+
+# --------------------------------------------- item 9: not a Dask scheduler answers
+class _NotDask(socketserver.BaseRequestHandler):
+    def handle(self) -> None:  # a web server's greeting: read as a 3 EiB frame size
+        self.request.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\nnot dask\n")
+        with contextlib.suppress(OSError):
+            self.request.recv(1 << 16)
+
+
+def test_a_service_that_is_not_dask_at_the_scheduler_address(linked_set, tmp_path, capsys):
+    from xpcsviewer.cli import main
+
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _NotDask)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    address = f"tcp://127.0.0.1:{srv.server_address[1]}"
+    try:
+        capsys.readouterr()
+        rc = main(["fit", str(linked_set["other"]), "--scheduler", address, *FIT_FAST])
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert f"{address} is not a Dask scheduler" in err, err
+    assert "memory" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_probe_tells_unreachable_from_not_dask():
+    import socket
+
+    from xpcsviewer.batch._cluster import probe_scheduler
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert probe_scheduler(f"tcp://127.0.0.1:{port}", timeout=1).startswith("cannot connect")
+    assert probe_scheduler("tls://127.0.0.1:1") is None  # not probed: TLS speaks first

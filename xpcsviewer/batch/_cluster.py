@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SCHEDULER_ENV", "Where", "open_client", "usable_cores", "where_from_args",
-           "worker_env"]
+__all__ = ["SCHEDULER_ENV", "Where", "open_client", "probe_scheduler", "usable_cores",
+           "where_from_args", "worker_env"]
 
 SCHEDULER_ENV = "XPCS_SCHEDULER"
 
@@ -91,6 +91,75 @@ def worker_env(n_workers: int) -> dict[str, str]:
                                   "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
 
 
+#: What a Dask scheduler sends first on a new connection: the byte count of its
+#: handshake message (8 bytes, little-endian), a few hundred bytes.
+_GREETING_MAX = 1 << 20
+
+
+def probe_scheduler(address: str, timeout: float = 3.0) -> str | None:
+    """Why ``address`` is not a Dask scheduler, or None when it greets like one.
+
+    Only ``tcp://`` (or bare ``HOST:PORT``) addresses are probed: a plain TCP
+    connection, then the first 8 bytes the server sends. A Dask scheduler sends
+    its handshake at once; a web server, an echo service or anything else sends
+    nothing, or bytes that read as an absurd size (distributed then tried to
+    allocate 3 EiB: "not enough memory").
+    """
+    import socket
+    import struct
+    from urllib.parse import urlsplit
+
+    if "://" not in address:
+        address = f"tcp://{address}"
+    parts = urlsplit(address)
+    if parts.scheme != "tcp":
+        return None
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "not a HOST:PORT address"
+    if not host or port is None:
+        return "not a HOST:PORT address"
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:
+        return f"cannot connect ({exc.strerror or exc})"
+    with sock:
+        sock.settimeout(timeout)
+        got, closed = b"", False
+        try:
+            while len(got) < 8:
+                chunk = sock.recv(8 - len(got))
+                if not chunk:
+                    closed = True
+                    break
+                got += chunk
+        except OSError:
+            pass
+    if not got:
+        return ("a service answers there but closed the connection without a Dask "
+                "greeting" if closed else
+                f"a service answers there but sent no Dask greeting within {timeout:g} s")
+    if len(got) < 8:
+        return "a service answers there but not in Dask's protocol"
+    (size,) = struct.unpack("<Q", got)
+    if not 0 < size <= _GREETING_MAX:
+        return "a service answers there but not in Dask's protocol"
+    return None
+
+
+def _scheduler_failure(address: str, exc: BaseException) -> str:
+    """One line for a failed connection to ``address``: unreachable, or not Dask."""
+    why = probe_scheduler(address)
+    if why is not None and why.startswith("a service"):
+        return (f"{address} is not a Dask scheduler ({why}); give the address the "
+                "scheduler printed (tcp://HOST:PORT, usually port 8786)")
+    detail = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    if why is not None:
+        return f"cannot reach the Dask scheduler {address} ({why})"
+    return f"cannot reach the Dask scheduler {address} ({detail.rstrip(': ')})"
+
+
 @contextlib.contextmanager
 def open_client(where: Where) -> Iterator[Any]:
     """A ``distributed.Client`` for ``where``; a LocalCluster is closed on exit.
@@ -112,9 +181,8 @@ def open_client(where: Where) -> Iterator[Any]:
     if where.scheduler:
         try:
             client = Client(where.scheduler, timeout="10s")
-        except (OSError, TimeoutError) as exc:
-            raise RuntimeError(f"cannot reach the Dask scheduler {where.scheduler} "
-                               f"({type(exc).__name__}: {exc})") from exc
+        except Exception as exc:  # MemoryError too: garbage read as a frame size
+            raise RuntimeError(_scheduler_failure(where.scheduler, exc)) from None
         try:
             yield client
         finally:
