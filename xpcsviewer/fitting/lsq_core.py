@@ -10,6 +10,9 @@ the result.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -395,16 +398,32 @@ class _Checks:
     early_k: np.ndarray  # (B,) the first delays it sums
 
 
+#: True (see :func:`one_at_a_time`) while solves must run one after another.
+_SERIAL: contextvars.ContextVar[bool] = contextvars.ContextVar("xpcs_serial_solves",
+                                                              default=False)
+
+
+@contextlib.contextmanager
+def one_at_a_time() -> Iterator[None]:
+    """Solves inside run in the calling thread, one after another (:func:`in_parallel`
+    starts no threads): background compiles (the GUI's warm-up) then trace in one
+    thread, and a user's job and the GUI thread wait on fewer holders of the GIL."""
+    token = _SERIAL.set(True)
+    try:
+        yield
+    finally:
+        _SERIAL.reset(token)
+
+
 def in_parallel(jobs: list, done: Any = None) -> list:
     """Run independent solves in threads, results in order. XLA runs outside the GIL,
     so independent batched solves (the candidate models of ``auto``, a model's tau
     profiles and its window refit) share the cores; each job keeps the caller's run
     configuration (a context variable). ``done(i, k)``: job i finished, the k-th."""
-    import contextvars
     import os
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    n = min(len(jobs), os.cpu_count() or 1)
+    n = 1 if _SERIAL.get() else min(len(jobs), os.cpu_count() or 1)
     if n <= 1:
         out = []
         for i, job in enumerate(jobs):

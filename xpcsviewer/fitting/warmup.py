@@ -67,14 +67,18 @@ def precompile(progress: ProgressCallback | None = None, cancel: CancelToken | N
     if get_backend().name != "jax":
         return out
     from xpcsviewer.fitting import averaging_factors, fit_g2
+    from xpcsviewer.fitting.lsq_core import one_at_a_time
 
     t0 = time.monotonic()
     report(progress, cancel, 1, 3, "compiling the fits (first run only)")
-    for n_t in _DELAYS:
-        # the default (auto) fits every candidate, single_avgcorr included
-        tau, y, err, frames = _curves(n_t)
-        fit_g2(tau, y, err, model="auto", aux=(averaging_factors(frames), 1e-5),
-               cancel=cancel)
+    # one tracing thread: JAX's tracing holds the GIL, and the GUI thread and a user's
+    # fit wait for every thread that holds it (docs/gui-stalls.md)
+    with one_at_a_time():
+        for n_t in _DELAYS:
+            # the default (auto) fits every candidate, single_avgcorr included
+            tau, y, err, frames = _curves(n_t)
+            fit_g2(tau, y, err, model="auto", aux=(averaging_factors(frames), 1e-5),
+                   cancel=cancel)
     out["seconds"]["lsq"] = time.monotonic() - t0
     if nuts:
         t0 = time.monotonic()
