@@ -225,6 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--save-g2-pixel", action="store_true",
         help="also store the per-pixel G2/IP/IF stack in OUT_G2.hdf (linked from OUT.hdf)",
     )
+    p.add_argument("--twotime-ages", action="store_true",
+                   help="also write the multi-tau two-time (age x lag) map of the --dq bins "
+                        "to /xpcs/twotime/age_lag: N log N, so for any number of frames, "
+                        "with any --mode (docs/correlators.md)")
+    p.add_argument("--twotime-ages-points", type=int, default=8, metavar="M",
+                   help="points per level of the age x lag map: lags 0..2M-1 frames, then "
+                        "M per octave (default 8)")
 
     p = add("live", "correlate an acquisition while the detector writes it (docs/live.md)")
     p.add_argument("source", metavar="SOURCE",

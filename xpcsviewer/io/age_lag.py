@@ -30,6 +30,7 @@ import numpy as np
 
 from xpcsviewer.io._h5 import _array, _exists
 from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.outputs import check_h5_output
 
 __all__ = ["AGE_LAG_GROUP", "AgeLagLevel", "AgeLagMap", "has_age_lag", "read_age_lag",
            "read_age_lag_group", "write_age_lag_group"]
@@ -92,6 +93,7 @@ def write_age_lag_group(parent: h5py.Group, amap: AgeLagMap) -> h5py.Group:
         g.attrs[key] = str(cfg.get(key, ""))
     g.create_dataset("bins", data=np.asarray(amap.bins, dtype=np.int64))
     for li, lv in enumerate(amap.levels):
+        check_h5_output(g)  # a full disk stops the write here
         lg = g.create_group(f"level_{li:02d}")
         lg.attrs["width"] = int(lv.width)
         c = np.asarray(lv.c, dtype=np.float32)

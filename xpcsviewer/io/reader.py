@@ -56,6 +56,7 @@ from xpcsviewer.io._schema import (
     _analysis_type,
     _layout,
 )
+from xpcsviewer.io.age_lag import read_age_lag  # the multi-tau two-time map (issue 35)
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.model import QMap, XpcsResult
 
@@ -71,6 +72,7 @@ __all__ = [
     "FileSummary",
     "g2_outliers",
     "get_analysis_type",
+    "read_age_lag",
     "read_c2",
     "read_g2_stack_delay",
     "read_qmap",

@@ -18,6 +18,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from xpcsviewer.io.age_lag import write_age_lag_group
 from xpcsviewer.io.errors import display_path
 from xpcsviewer.io.g2stack import (
     G2StackWriter,
@@ -235,6 +236,7 @@ def write_result(
     g2_stack: np.ndarray | None = None,
     g2_stack_file: str | None = None,
     overwrite: bool = False,
+    age_lag: Any = None,
 ) -> Path:
     """Write a complete result file in the APS-8IDI NeXus layout (§12), atomically.
 
@@ -264,6 +266,9 @@ def write_result(
         to it. Not together with ``g2_stack``.
     overwrite : bool
         Replace an existing file.
+    age_lag : AgeLagMap, optional
+        The multi-tau two-time map, written to ``/xpcs/twotime/age_lag``
+        (:mod:`xpcsviewer.io.age_lag`), with or without the full maps.
 
     Returns
     -------
@@ -420,6 +425,8 @@ def write_result(
             cfg["stride_frame"] = int(tt.stride_frame)
             cfg["avg_frame"] = int(tt.avg_frame)
             _put_dict(g.create_group("config"), cfg)
+        if age_lag is not None:
+            write_age_lag_group(xpcs.require_group("twotime"), age_lag)
         # Pass-through metadata last, so that it never pre-creates a group the
         # layout above creates (a "xpcs/..." key used to make /xpcs first), and
         # never overwrites what was written from the result itself.

@@ -23,6 +23,7 @@ import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import OutputRefusedError, check_output
+from xpcsviewer.jobs._correlate_ages import AGES_DEFAULT_POINTS, ages_problem, run_age_lag
 from xpcsviewer.jobs._correlate_route import plan_engine
 from xpcsviewer.jobs._correlate_sparse import (
     NonFiniteCount,
@@ -266,6 +267,14 @@ def correlate_one(
         except ValueError as exc:
             say(f"xpcsviewer correlate: --dq: {exc}")
             return 2
+        ages = bool(getattr(args, "twotime_ages", False))
+        ages_points = int(getattr(args, "twotime_ages_points", AGES_DEFAULT_POINTS))
+        if ages:
+            problem = ages_problem(raw, ages_points)
+            if problem:
+                say(f"xpcsviewer correlate: {problem}")
+                return 2
+            ages_bins = parse_bins(args.dq, qm.n_dynamic)
         n = raw.n_frames
         try:
             choice = plan_path(getattr(args, "path", "auto"), raw, qm, mode, bins)
@@ -275,6 +284,10 @@ def correlate_one(
         group = scattering_group(raw)
         need, have = _memory_needed(-(-n // group), qm, mode, 0 if bins is None else len(bins)), \
             _memory_available()
+        if ages:
+            from xpcsviewer.compute.twotime_ages import age_lag_bytes
+
+            need += age_lag_bytes(n, ages_points, len(ages_bins))
         if have is not None and need > have:
             say(f"xpcsviewer correlate: {n} frames need about {need / 2**30:.1f} GiB, "
                 f"{have / 2**30:.1f} GiB are available; correlate fewer frames "
@@ -361,6 +374,16 @@ def correlate_one(
                         raise XpcsFileError(
                             raw_path, "NaN or Inf counts at every pixel the q-map uses",
                             raw.dataset_path, "finite counts") from None
+        age_lag = None
+        if ages:
+            use = used & (np.asarray(qm_run.mask) > 0)
+            age_lag = run_age_lag(
+                qm_run, n, float(frame_time) * raw.stride * raw.avg, ages_bins, ages_points,
+                photons=photons, progress=bar,
+                chunks=lambda: _checked_chunks(raw.iter_chunks(256, reuse=True), use, raw,
+                                               notes, nonfinite),
+                events=lambda: checked_events(raw.iter_events(), use.ravel(), raw, notes,
+                                              nonfinite))
         if nonfinite.pixels.any():
             k = int(nonfinite.pixels.sum())
             notes.append(f"{k} pixel(s) with NaN or Inf counts were masked "
@@ -371,6 +394,7 @@ def correlate_one(
             out = write_result(
                 output, result, saxs_2d=out_res.saxs_2d, c2_maps=out_res.c2_maps,
                 overwrite=True, g2_stack_file=None if side is None else side.name,
+                age_lag=age_lag,
             )
         except BaseException:
             if side is not None:  # no side file without its result
@@ -385,6 +409,9 @@ def correlate_one(
             parts.append(f"multi-tau {mt.g2.shape[0]} delays x {mt.g2.shape[1]} bins")
         if tt is not None:
             parts.append(f"two-time {len(tt.processed_bins)} bins of {n}x{n}")
+        if age_lag is not None:
+            parts.append(f"age x lag map {len(age_lag.bins)} bins, "
+                         f"{len(age_lag.levels)} levels")
         if sparse:
             parts.append(f"{choice.path} path ({choice.reason})")
         say(f"wrote {out}: {n} frames, " + ", ".join(parts))
