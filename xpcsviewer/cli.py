@@ -48,6 +48,7 @@ SUBCOMMANDS = (
     "correlate",
     "live",
     "series",
+    "ages",
     "qmap",
     "regroup",
     "audit",
@@ -139,6 +140,29 @@ def _batch(skip_existing: bool) -> argparse.ArgumentParser:
                        help="skip files whose outputs exist and are complete "
                             "(resume an interrupted batch)")
     return p
+
+
+def _ages_args(p: argparse.ArgumentParser, models: tuple[str, ...] | None) -> None:
+    # the age windows and law of ``ages`` (``fit --ages`` takes the windows and law)
+    p.add_argument("--widths", default=None, metavar="W[,W...]",
+                   help="window widths in s with --ages: one, or one per age (default: "
+                        "the smallest spacing of the ages)")
+    p.add_argument("--windows", type=int, default=None, metavar="N",
+                   help="N windows tiling the run (default 5; equal widths, or with --log "
+                        "each twice the previous)")
+    p.add_argument("--log", action="store_true", help="log-spaced --windows")
+    p.add_argument("--law", choices=("linear", "power"), default="linear",
+                   help="the ageing law the verdict reads: tau0 + a t_w (default) or "
+                        "tau0 t_w^mu (both are fitted)")
+    if models is None:
+        return
+    p.add_argument("--ages", default=None, metavar="T[,T...]",
+                   help="window centres (sample ages) in s")
+    p.add_argument("--bins", default=None, metavar="B[,B...]",
+                   help="1-based dynamic bins (default: every bin with two-time data)")
+    p.add_argument("--model", choices=models, default="auto",
+                   help="fit model, as `fit --model` (default auto: one chosen per cut by AICc)")
+    p.add_argument("--t-range", **_pair(float), help="fit only lags A <= lag <= B (s)")
 
 
 def _pair(kind: type) -> dict:
@@ -281,6 +305,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fit model, as `fit --model` (default auto: one chosen per q-bin by AICc)")
     p.add_argument("--q-range", **_pair(float),
                    help="only the q-bins with A <= q <= B, in 1/\u00c5 (default: all)")
+
+    p = add("ages", "g2 by sample age from two-time data, cut at constant age and at "
+                    "constant t1, fitted, with the ageing law tau(t_w) (docs/ages.md)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-o", "--output", required=True, metavar="ages.csv")
+    p.add_argument("--json", default=None, metavar="ages.json",
+                   help="also the full record: curves, chi4, both laws")
+    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    _ages_args(p, models)
 
     p = add("qmap", "compute a q x phi partition file")
     p.add_argument("--shape", nargs=2, type=int, metavar=("H", "W"), required=True)
