@@ -15,6 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "xpcsviewer"
 FLOORS = [
     {"__main__", "_entry", "cli", "commands"},
     {"gui"},
+    {"report"},
     {"export"},
     {"views", "jobs", "synthetic"},
     {"compute", "fitting", "batch"},

@@ -54,6 +54,7 @@ SUBCOMMANDS = (
     "audit",
     "fit",
     "export",
+    "report",
     "average",
     "snapshot",
     "device",
@@ -383,6 +384,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.add_argument("--overwrite", action="store_true",
                    help="replace existing figures of the same names in DIR")
+
+    p = add("report", "one self-contained HTML report (and PDF) of result files: figures, "
+                      "fits with statuses and reasons, verdicts, provenance (docs/report.md)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-o", "--output", default=None, metavar="REPORT.html")
+    p.add_argument("--pdf", default=None, metavar="REPORT.pdf", help="the same report as PDF")
+    p.add_argument("--title", default=None, help="the report's title (default: XPCS report)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes for the per-file work (default: one per CPU core, up to 8)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing report files")
 
     p = add("average", "average repeated measurements into one result file", _batch(False))
     p.add_argument("files", nargs="+", metavar="FILE")

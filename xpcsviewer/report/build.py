@@ -1,0 +1,218 @@
+"""Collect the report of a set of files (in worker processes) and write it as HTML and PDF.
+
+The per-file work (read, fit, judge, draw: :func:`xpcsviewer.report.sections.file_section`)
+is independent per file, so several files run in a process pool (spawned: JAX and
+matplotlib are not fork-safe); one file runs in this process. The set's figures
+(the series) are drawn here afterwards.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from xpcsviewer.progress import CancelToken, ProgressCallback
+from xpcsviewer.progress import report as tell
+
+__all__ = ["MAX_HTML_BYTES", "ReportOutcome", "collect_report", "write_report"]
+
+#: The HTML stays below this: figures are shrunk until it does.
+MAX_HTML_BYTES = 9_500_000
+FIT_TEXT = ("least squares, every model with one chosen per bin by AICc (as "
+            "`xpcsviewer fit`); \u03c4 quoted only where the fit status allows")
+
+
+class ReportOutcome:
+    """What :func:`write_report` wrote: paths, sizes, pages and the files not read."""
+
+    def __init__(self) -> None:
+        self.html: Path | None = None
+        self.pdf: Path | None = None
+        self.html_bytes = 0
+        self.pdf_pages = 0
+        self.errors: list[str] = []
+        self.seconds = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        return 3 if self.errors else 0
+
+
+def _dpi_for(n_files: int) -> float:
+    # about 0.2 MB of figures per file at 100 dpi: keep a large set near the size cap
+    return 100.0 if n_files <= 20 else 70.0
+
+
+def _default_workers(n_files: int) -> int:
+    return max(1, min(n_files, os.cpu_count() or 1, 8))
+
+
+def _section_task(path: str, dpi: float) -> dict[str, Any]:
+    import warnings
+
+    warnings.filterwarnings("ignore")  # a worker's warnings would interleave with the bar
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from xpcsviewer.report.sections import file_section
+
+    return file_section(path, dpi)
+
+
+def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCallback | None,
+              cancel: CancelToken | None) -> list[dict[str, Any]]:
+    n = len(files)
+    out: list[dict[str, Any] | None] = [None] * n
+    if workers <= 1 or n <= 1:
+        from xpcsviewer.report.sections import file_section
+
+        for i, p in enumerate(files):
+            tell(progress, cancel, i, n + 1, f"{Path(p).name}: read, fit, draw")
+            out[i] = file_section(p, dpi)
+        return [s for s in out if s is not None]
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    done = 0
+    tell(progress, cancel, 0, n + 1, f"{n} files in {workers} processes")
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        futs = {pool.submit(_section_task, p, dpi): i for i, p in enumerate(files)}
+        pending = set(futs)
+        try:
+            while pending:
+                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    i = futs[f]
+                    try:
+                        out[i] = f.result()
+                    except Exception as exc:  # a worker died: that file only
+                        out[i] = {"path": files[i], "error": f"{files[i]}: not reported ({exc})"}
+                    done += 1
+                tell(progress, cancel, done, n + 1, f"{done}/{n} files")
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+    return [s for s in out if s is not None]
+
+
+def _series(sections: list[dict[str, Any]], dpi: float) -> tuple[list[dict], list[str]]:
+    """The Series figure of a run of files (export's), with a note where it cannot be drawn."""
+    from xpcsviewer.jobs.series import FileFit, SeriesTable, parse_time
+    from xpcsviewer.report.sections import png_bytes
+
+    ok = [s for s in sections if s.get("series_bins")]
+    if len(ok) < 2:
+        return [], []
+    starts = [s["provenance"]["start_time"] for s in ok]
+    x = "start_time" if all(parse_time(t) is not None for t in starts) else "index"
+    table = SeriesTable(x, [FileFit(s["path"], None, t, s["series_bins"],
+                                    [b["chi2_red"] for b in s["bins"]])
+                            for s, t in zip(ok, starts, strict=True)])
+    caption = ("series: \u03c4 and contrast per q-bin against "
+               + ("the start time" if x == "start_time" else "the file index"))
+    try:
+        from xpcsviewer.export.series import series_figure
+
+        fig = series_figure(table)
+        try:
+            pngs = [png_bytes(fig, dpi)]
+        finally:
+            fig.clear()
+    except Exception as exc:  # e.g. no fitted bin in any file
+        return [{"kind": "series", "caption": caption, "pngs": [], "note": f"not drawn: {exc}"}], []
+    return [{"kind": "series", "caption": caption, "pngs": pngs, "note": ""}], []
+
+
+def collect_report(files: Sequence[str | Path], *, title: str | None = None,
+                   workers: int | None = None, progress: ProgressCallback | None = None,
+                   cancel: CancelToken | None = None) -> dict[str, Any]:
+    """The report's content: versions, one section per file (in order), the set's figures."""
+    from xpcsviewer.report.content import software_versions
+
+    paths = [str(p) for p in files]
+    dpi = _dpi_for(len(paths))
+    nw = _default_workers(len(paths)) if workers is None else max(1, int(workers))
+    sections = _sections(paths, dpi, nw, progress, cancel)
+    set_figs, set_notes = _series(sections, dpi)
+    tell(progress, cancel, len(paths) + 1, len(paths) + 1, "writing")
+    return {"title": title or "XPCS report", "created": _dt.datetime.now(_dt.UTC).strftime(
+        "%Y-%m-%d %H:%M UTC"), "versions": software_versions(), "fit_text": FIT_TEXT,
+        "sections": sections, "set_figures": set_figs, "set_notes": set_notes, "dpi": dpi}
+
+
+def _shrink(report: dict[str, Any], factor: float) -> None:
+    """Scale every figure by ``factor`` (the HTML was too large)."""
+    from PIL import Image
+
+    def scale(png: bytes) -> bytes:
+        im = Image.open(io.BytesIO(png))
+        w, h = im.size
+        im = im.convert("RGB").resize((max(1, int(w * factor)), max(1, int(h * factor))),
+                                      Image.Resampling.LANCZOS)
+        out = io.BytesIO()
+        im.quantize(256).save(out, "PNG", optimize=True)
+        return out.getvalue()
+
+    figs = [f for s in report["sections"] for f in s.get("figures", [])]
+    for f in figs + report.get("set_figures", []):
+        f["pngs"] = [scale(p) for p in f["pngs"]]
+
+
+def html_within_limit(report: dict[str, Any]) -> str:
+    """The HTML, its figures shrunk until the page is under :data:`MAX_HTML_BYTES`."""
+    from xpcsviewer.report.html import render_html
+
+    text = render_html(report)
+    for _ in range(10):
+        size = len(text.encode("utf-8"))
+        if size <= MAX_HTML_BYTES:
+            break
+        figs = sum(len(base64.b64encode(p)) for s in report["sections"]
+                   for f in s.get("figures", []) for p in f["pngs"])
+        room = MAX_HTML_BYTES - (size - figs)
+        # PNG bytes fall slower than the area: scale the sides by the byte ratio
+        _shrink(report, max(0.3, min(0.85, max(room, 1) / max(figs, 1))))
+        text = render_html(report)
+    return text
+
+
+def write_report(files: Sequence[str | Path], html: str | Path | None,
+                 pdf: str | Path | None = None, *, overwrite: bool = False,
+                 title: str | None = None, workers: int | None = None,
+                 progress: ProgressCallback | None = None,
+                 cancel: CancelToken | None = None) -> ReportOutcome:
+    """Write the report of ``files`` to ``html`` and/or ``pdf`` (atomically).
+
+    Raises
+    ------
+    OutputRefusedError
+        An output is an input, or exists without ``overwrite`` (checked before any work).
+    """
+    import time
+
+    from xpcsviewer.io.outputs import atomic_path, check_output, linked_files
+    from xpcsviewer.report.pdf import write_pdf
+
+    t0 = time.perf_counter()
+    inputs = [str(p) for p in files] + [str(p) for p in linked_files(files)]
+    for target in (html, pdf):
+        if target is not None:
+            check_output(target, inputs, overwrite)
+    rep = collect_report(files, title=title, workers=workers, progress=progress, cancel=cancel)
+    out = ReportOutcome()
+    out.errors = [s["error"] for s in rep["sections"] if "error" in s]
+    if html is not None:
+        text = html_within_limit(rep)
+        with atomic_path(html) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+        out.html, out.html_bytes = Path(html), len(text.encode("utf-8"))
+    if pdf is not None:
+        with atomic_path(pdf) as tmp:
+            out.pdf_pages = write_pdf(rep, tmp)
+        out.pdf = Path(pdf)
+    out.seconds = time.perf_counter() - t0
+    return out

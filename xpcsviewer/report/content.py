@@ -1,0 +1,186 @@
+"""What the report says, as rows of text: one source for the HTML and the PDF.
+
+Every number is formatted here once (:func:`fmt`), so the two renderings carry the
+same text, and each bin row names its file and bin (traceable to the fit table).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+__all__ = [
+    "BIN_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "bin_rows",
+    "failed_text",
+    "file_summary",
+    "fmt",
+    "fmt_pm",
+    "provenance_rows",
+    "quality_rows",
+    "software_versions",
+    "summary_rows",
+]
+
+SUMMARY_COLUMNS = ("file", "contrast", "\u03c4 per q-bin (s)", "diffusive?", "D, radius",
+                   "damaged?", "bins", "failed bins: why")
+BIN_COLUMNS = ("file", "bin", "q (\u00c5\u207b\u00b9)", "\u03c6 (deg)", "model", "status",
+               "reason", "contrast", "\u03c4 (s)", "\u03c7\u00b2\u1d63")
+
+
+def fmt(v: Any, digits: int = 4) -> str:
+    """A number as the report prints it (``digits`` significant); "\u2013" for none."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "\u2013"
+    return f"{float(v):.{digits}g}"
+
+
+def fmt_pm(v: Any, e: Any, digits: int = 3) -> str:
+    """``v ± e``; ``v`` alone without an error."""
+    if v is None:
+        return "\u2013"
+    return fmt(v, digits) if e is None else f"{fmt(v, digits)} \u00b1 {fmt(e, 2)}"
+
+
+def software_versions() -> dict[str, str]:
+    """Versions of the software that made the report (jax by its metadata: not imported)."""
+    import platform
+    from importlib import metadata
+
+    import xpcsviewer
+
+    out = {"xpcsviewer": xpcsviewer.__version__, "python": platform.python_version()}
+    for name in ("numpy", "jax", "h5py", "matplotlib", "scipy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _conv(sec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b for b in sec["bins"] if b["status"] == "converged"]
+
+
+def _tau_text(b: dict[str, Any]) -> str:
+    if b["tau"] is not None:
+        return fmt_pm(b["tau"], b["tau_err"])
+    return b["limit"] or "\u2013"
+
+
+def failed_text(sec: dict[str, Any]) -> str:
+    """Bins that are not ``converged``, grouped by status with their bin numbers and the
+    first reason of each status."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for b in sec["bins"]:
+        if b["status"] != "converged":
+            groups.setdefault(b["status"], []).append(b)
+    if not groups:
+        return "none" if sec["bins"] else "no fitted bins"
+    parts = []
+    for st, bs in groups.items():
+        nums = ", ".join(str(b["bin"]) for b in bs)
+        why = next((b["reason"] for b in bs if b["reason"]), "")
+        parts.append(f"{st} (bins {nums})" + (f": {why}" if why else ""))
+    return "; ".join(parts)
+
+
+def file_summary(sec: dict[str, Any]) -> dict[str, str]:
+    """The summary line of one file (keys: :data:`SUMMARY_COLUMNS`)."""
+    if "error" in sec:
+        return dict.fromkeys(SUMMARY_COLUMNS, "") | {"file": sec["path"],
+                                                  "failed bins: why": sec["error"]}
+    conv = _conv(sec)
+    cs = sorted(b["contrast"] for b in conv if b["contrast"] is not None)
+    if cs:
+        lo, hi = cs[0], cs[-1]
+        med = cs[len(cs) // 2]
+        contrast = f"{fmt(med, 3)} (median of {len(cs)} converged; {fmt(lo, 3)}\u2013{fmt(hi, 3)})"
+    else:
+        contrast = "\u2013 (no converged bin)"
+    taus = [f"{b['bin']}: {_tau_text(b)}" for b in sec["bins"]
+            if b["tau"] is not None or b["limit"]]
+    d = sec["diffusion"]
+    diff = {"diffusive": "yes", "not_diffusive": "no", "too_few_bins": "cannot tell",
+            "no_fits": "cannot tell"}.get(d["verdict"], d["verdict"])
+    d_text = "\u2013"
+    if d["verdict"] == "diffusive":
+        d_text = d["message"]
+        if d.get("radius_nm") is not None:
+            d_text += f"; radius {fmt_pm(d['radius_nm'], d.get('radius_err_nm'))} nm"
+        elif d.get("radius_note"):
+            d_text += f"; {d['radius_note']}"
+    st = sec["stability"]["verdict"]
+    damaged = {"damaged": "yes", "stable": "no", "unknown": "cannot tell"}[st]
+    n = len(sec["bins"])
+    return {
+        "file": sec["label"], "contrast": contrast,
+        "\u03c4 per q-bin (s)": "; ".join(taus) or "\u2013",
+        "diffusive?": f"{diff}: {d['message']}", "D, radius": d_text,
+        "damaged?": f"{damaged}: {sec['stability']['summary']}",
+        "bins": f"{len(conv)}/{n} converged" if n else "0",
+        "failed bins: why": failed_text(sec),
+    }
+
+
+def summary_rows(sections: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per file (:data:`SUMMARY_COLUMNS`)."""
+    return [[file_summary(s)[c] for c in SUMMARY_COLUMNS] for s in sections]
+
+
+def bin_rows(sec: dict[str, Any]) -> list[tuple[list[str], dict[str, Any]]]:
+    """(cells of :data:`BIN_COLUMNS`, the bin's record) for every bin of one file."""
+    out = []
+    for b in sec.get("bins", []):
+        tau = _tau_text(b)
+        if b["tau_name"] != "tau" and b["tau"] is not None:
+            tau = f"{b['tau_name']} {tau}"
+        out.append(([sec["label"], str(b["bin"]), fmt(b["q"]), fmt(b["phi"], 3), b["model"],
+                     b["status"], b["reason"], fmt_pm(b["contrast"], b["contrast_err"]),
+                     tau, fmt(b["chi2_red"], 3)], b))
+    return out
+
+
+def status_counts(sections: list[dict[str, Any]]) -> Counter:
+    """Bins per status over all files."""
+    return Counter(b["status"] for s in sections if "bins" in s for b in s["bins"])
+
+
+def provenance_rows(sec: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, value) of where the file came from and what it was reduced with."""
+    p = sec["provenance"]
+    lo, hi = p["q_range"]
+    rows = [
+        ("file", p["file"]), ("SHA-256", p["sha256"]),
+        ("size", f"{p['size_bytes'] / 1e6:.3g} MB"), ("layout", p["layout"]),
+        ("analysis", ", ".join(p["analysis"])), ("start time", p["start_time"] or "\u2013"),
+        ("frame time", f"{fmt(p['frame_time_s'])} s"),
+        ("detector", f"{p['detector_shape'][0]} \u00d7 {p['detector_shape'][1]} pixels of "
+                     f"{fmt((p['pixel_size_m'] or 0) * 1e6, 3)} \u00b5m"),
+        ("geometry", f"{fmt(p['energy_keV'])} keV, {fmt(p['distance_m'])} m, beam centre "
+                     f"({fmt(p['beam_center'][0])}, {fmt(p['beam_center'][1])}) px"),
+        ("q-map", f"{p['n_dynamic']} dynamic / {p['n_static']} static bins, q "
+                  f"{fmt(lo)}\u2013{fmt(hi)} \u00c5\u207b\u00b9"
+                  + (f", hash {p['qmap_hash']}" if p["qmap_hash"] else "")),
+        ("mask", f"{p['mask_valid']} of {p['mask_total']} pixels valid, "
+                 f"{p['pixels_in_bins']} in the dynamic bins"),
+    ]
+    rows += [("software in the file", s) for s in p.get("software", [])]
+    rows += [("sample " + k, str(v)) for k, v in sec.get("sample", {}).items()]
+    rows += [("warning", w) for w in p["warnings"]]
+    return rows
+
+
+def quality_rows(sec: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, value) of the data-quality section of one file."""
+    q = sec.get("quality", {})
+    rows = [("masked pixels", f"{100 * q.get('masked_fraction', 0):.2f} % of the detector")]
+    if "g2_points" in q:
+        rows.append(("g2 points", f"{q['g2_points']}: {q['invalid_points']} invalid in the file, "
+                                  f"{q['suspect_points']} with an implausibly small error "
+                                  "(left out of the fits)"))
+    for a in q.get("audit", []):
+        rows.append(a)
+    return rows

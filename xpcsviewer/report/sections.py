@@ -1,0 +1,243 @@
+"""One file's part of the report, computed in a worker: numbers and figures as plain data.
+
+:func:`file_section` reads a result file, fits its g2 with the one fit loop
+(:func:`xpcsviewer.fitting.block_fits.fit_curves`, least squares, a model per bin by
+AICc as ``xpcsviewer fit``), judges D(q) as the Diffusion tab does
+(:func:`xpcsviewer.views.diffusion.diffusion_analysis`), the stability as the
+Stability tab does, and draws the figures ``export`` draws for those views
+(:func:`xpcsviewer.export.make_figures`). The result is a dict of strings, numbers
+and PNG bytes, so it crosses a process boundary cheaply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FIGURE_ORDER", "file_section", "png_bytes", "sha256_of"]
+
+#: The per-file figures, in report order: (export kind, caption).
+FIGURE_ORDER = (
+    ("saxs2d", "SAXS-2D (masked pixels as the file's mask)"),
+    ("saxs1d", "I(q)"),
+    ("stability", "Stability: I(q) per time segment"),
+    ("g2", "g2 per q-bin with the fitted model"),
+    ("diffusion", "\u03c4(q) and the power law"),
+)
+#: Two-time thumbnails per file (the first processed bins).
+MAX_TWOTIME = 4
+
+
+def sha256_of(path: str | Path, chunk: int = 1 << 20) -> str:
+    """SHA-256 of the file's bytes (hex)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def png_bytes(fig: Any, dpi: float) -> bytes:
+    """``fig`` as a 256-colour PNG (a third of the RGB size: the report stays small)."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    im = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    out = io.BytesIO()
+    im.quantize(256, method=Image.Quantize.MEDIANCUT).save(out, "PNG", optimize=True)
+    return out.getvalue()
+
+
+def _f(x: Any) -> float | None:
+    """A finite float, or None."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _why(exc: BaseException) -> str:
+    from xpcsviewer.io.errors import display_path, one_line
+
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return one_line(display_path(text))[:200]
+
+
+def _provenance(res: Any, path: Path, digest: str) -> dict[str, Any]:
+    qm = res.qmap
+    q = np.asarray(qm.dynamic_q, float)
+    mask = np.asarray(qm.mask, bool)
+    dyn = np.asarray(qm.dynamic_roi_map) > 0
+    return {
+        "file": str(path), "name": path.name, "size_bytes": path.stat().st_size,
+        "sha256": digest, "layout": res.layout, "analysis": list(res.analysis_type),
+        "start_time": res.start_time, "frame_time_s": _f(res.frame_time),
+        "detector_shape": list(qm.shape), "energy_keV": _f(qm.energy_kev),
+        "distance_m": _f(qm.detector_distance), "pixel_size_m": _f(qm.pixel_size),
+        "beam_center": [_f(qm.beam_center_x), _f(qm.beam_center_y)],
+        "n_dynamic": int(qm.n_dynamic), "n_static": int(qm.n_static),
+        "q_range": [_f(np.nanmin(q)), _f(np.nanmax(q))] if q.size else [None, None],
+        "qmap_hash": qm.hash or "",
+        "mask_valid": int(mask.sum()), "mask_total": int(mask.size),
+        "pixels_in_bins": int((dyn & mask).sum()),
+        "warnings": list(res.warnings),
+        "software": [f"{k}: {v}" for k, v in res.metadata.items()
+                     if re.search("version|software|program", k, re.I)][:8],
+    }
+
+
+def _bins(fits: Any) -> list[dict[str, Any]]:
+    """Every fitted bin: the fit table's numbers as quotable (one rule, status.quotable)."""
+    out = []
+    c, ce = fits.reported("contrast")
+    tm, tme = fits.relaxation_time()
+    for b in range(fits.n_curves):
+        name = fits.tau_name(b)
+        t, te = fits.reported(name)
+        out.append({
+            "bin": int(fits.columns[b]) + 1, "label": str(fits.bin_labels[b]),
+            "q": _f(fits.q[b]), "phi": _f(fits.phi[b]), "model": fits.model_of(b),
+            "status": str(fits.status[b]), "reason": str(fits.detail[b]),
+            "contrast": _f(c[b]), "contrast_err": _f(ce[b]),
+            "tau_name": name, "tau": _f(t[b]), "tau_err": _f(te[b]),
+            "tau_mean": _f(tm[b]), "tau_mean_err": _f(tme[b]),
+            "limit": fits.limit_text(b), "chi2_red": _f(fits.chi2_red[b]),
+        })
+    return out
+
+
+def _diffusion(analysis: Any, res: Any) -> dict[str, Any]:
+    from xpcsviewer.jobs.fit import _radius  # the fit command's rule: a stated solvent only
+
+    if analysis is None or not analysis.laws:
+        return {"verdict": "no_fits", "message": "no g2 fits", "n_good": 0}
+    v = analysis.laws[0].verdict
+    out = {"verdict": v.verdict, "message": v.message, "n_good": int(v.n_good),
+           "exponent": _f(v.free.exponent), "exponent_err": _f(v.free.exponent_err),
+           "D": _f(v.D), "D_err": _f(v.D_err)}
+    out.update(_radius(v, {"sample": dict(res.sample),
+                           "sample_units": dict(res.sample_units)}, None))
+    return out
+
+
+def _stability(res: Any) -> dict[str, Any]:
+    from xpcsviewer.views.stability import stability_analysis, stability_summary
+
+    if res.saxs_1d_segments is None:
+        return {"verdict": "unknown", "summary": "no time-segment profiles in the file"}
+    st = stability_analysis(res.saxs_1d_segments, res.qmap, 0.10,
+                            saxs_1d=getattr(res, "saxs_1d", None))
+    verdict = "damaged" if st.flagged else ("stable" if st.drift.size else "unknown")
+    return {"verdict": verdict, "summary": stability_summary(st),
+            "max_rel_change": _f(st.max_rel_change), "threshold": st.threshold}
+
+
+def _quality(res: Any, prov: dict[str, Any]) -> dict[str, Any]:
+    """What the file itself says about data quality (the pixel audit adds to it)."""
+    out: dict[str, Any] = {"masked_fraction": 1.0 - prov["mask_valid"] / max(1, prov["mask_total"])}
+    mt = res.multitau
+    if mt is not None:
+        valid = np.asarray(mt.valid, bool)
+        out["g2_points"] = int(valid.size)
+        out["invalid_points"] = int((~valid).sum())
+        sus = getattr(mt, "err_suspect", None)
+        out["suspect_points"] = int(np.asarray(sus, bool).sum()) if sus is not None else 0
+    return out
+
+
+def _figures(res: Any, fits: Any, analysis: Any, dpi: float) -> list[dict[str, Any]]:
+    from xpcsviewer.export import make_figures
+
+    todo: list[tuple[str, str, dict[str, Any]]] = []
+    for kind, caption in FIGURE_ORDER:
+        if kind in ("g2", "diffusion") and res.multitau is None:
+            continue
+        kw = {"fits": fits} if kind == "g2" else (
+            {"analysis": analysis} if kind == "diffusion" else {})
+        todo.append((kind, caption, kw))
+    if res.twotime is not None:
+        for k in range(min(MAX_TWOTIME, len(res.twotime.processed_bins))):
+            b = int(res.twotime.processed_bins[k])
+            todo.append(("twotime", f"two-time C(t\u2081, t\u2082), bin {b}",
+                         {"bin_index": k, "max_size": 256}))
+    out = []
+    for kind, caption, kw in todo:
+        try:
+            pages = make_figures(kind, [res], "double", **kw)
+        except Exception as exc:  # the file's data cannot give this plot: say so
+            out.append({"kind": kind, "caption": caption, "pngs": [],
+                        "note": f"not drawn: {_why(exc)}"})
+            continue
+        try:
+            out.append({"kind": kind, "caption": caption,
+                        "pngs": [png_bytes(p, dpi) for p in pages], "note": ""})
+        except Exception as exc:  # some errors show only when drawn
+            out.append({"kind": kind, "caption": caption, "pngs": [],
+                        "note": f"not drawn: {_why(exc)}"})
+        finally:
+            for p in pages:
+                p.clear()
+    return out
+
+
+def file_section(path: str, dpi: float = 100.0, figures: bool = True) -> dict[str, Any]:
+    """Everything the report shows of one file (see the module docstring).
+
+    Returns a dict with ``error`` (one line) when the file cannot be read; otherwise
+    ``provenance``, ``bins`` (every fitted bin: status, reason, quotable numbers),
+    ``diffusion``, ``stability``, ``quality``, ``figures`` and ``series_bins`` (the
+    rows the Series figure reads).
+    """
+    from xpcsviewer.io import read_result
+    from xpcsviewer.io.errors import XpcsFileError, display_path
+
+    p = Path(path)
+    try:
+        digest = sha256_of(p)
+        res = read_result(p)
+    except XpcsFileError as exc:
+        return {"path": str(p), "error": exc.one_line()}
+    except OSError as exc:
+        return {"path": str(p),
+                "error": f"{display_path(p)}: cannot be read ({exc.strerror or exc})"}
+    prov = _provenance(res, p, digest)
+    out: dict[str, Any] = {"path": str(p), "label": res.label, "provenance": prov,
+                           "sample": {k: (v if isinstance(v, (int, float, str)) else str(v))
+                                      for k, v in dict(res.sample).items()},
+                           "bins": [], "notes": []}
+    fits = analysis = None
+    if res.multitau is not None:
+        from xpcsviewer.fitting.block_fits import fit_curves
+        from xpcsviewer.fitting.blocks import g2_blocks
+        from xpcsviewer.fitting.spec import FitSpec
+        from xpcsviewer.views.diffusion import diffusion_analysis
+
+        try:
+            fits = fit_curves(g2_blocks([res]), FitSpec("auto"))
+            analysis = diffusion_analysis(fits)
+            out["bins"] = _bins(fits)
+        except Exception as exc:  # degenerate g2 (all NaN): the rest is still reported
+            out["notes"].append(f"g2 not fitted: {_why(exc)}")
+    else:
+        out["notes"].append("no multi-tau g2 in the file (two-time only)")
+    out["diffusion"] = _diffusion(analysis, res)
+    out["stability"] = _stability(res)
+    out["quality"] = _quality(res, prov)
+    out["figures"] = _figures(res, fits, analysis, dpi) if figures else []
+    if fits is not None:
+        from xpcsviewer.fitting import diffusion_from_fit
+        from xpcsviewer.fitting.results import fit_record
+        from xpcsviewer.jobs.fitfile import record_bins
+
+        rec = fit_record(str(p), fits, diffusion_from_fit(fits.q, fits), None)
+        rec["bins"] = [int(c) + 1 for c in fits.columns]
+        out["series_bins"] = record_bins(rec)
+    return out
