@@ -33,7 +33,7 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--frames", type=int, default=100_000)
     ap.add_argument("--size", type=int, default=128, help="detector rows = cols")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                    help="BLAS threads (set before NumPy loads)")
+                    help="BLAS and numba threads (set before NumPy loads)")
     ap.add_argument("--bins", type=int, default=10, help="dynamic bins (rings)")
     ap.add_argument("--m", type=int, default=8, help="points per level")
     ap.add_argument("--batch", type=int, default=32, help="first blocks per BLAS product")
@@ -46,7 +46,8 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
 
 ARGS = _args() if __name__ == "__main__" else None
 if ARGS is not None:
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                "NUMBA_NUM_THREADS"):
         os.environ[var] = str(ARGS.threads)
 
 import numpy as np  # noqa: E402  (after the thread count is set)

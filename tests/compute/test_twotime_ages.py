@@ -109,6 +109,18 @@ def test_size_grows_as_n_log_n():
     assert age_lag_bytes(10**5, 8, 10) < 300e6
 
 
+@pytest.mark.parametrize("engine", ["blas", "numba"])
+def test_negative_or_nan_counts_are_refused(engine):
+    dq, sq = _partition()
+    frames = _frames(40).astype(np.float32)
+    frames[3, 8, 8] = -1
+    with pytest.raises(ValueError, match="non-negative"):
+        correlate_twotime_ages(frames, dq, sq, None, engine=engine)
+    frames[3, 8, 8] = np.nan
+    with pytest.raises(ValueError, match="non-negative"):
+        correlate_twotime_ages(frames, dq, sq, None, engine=engine)
+
+
 def test_bad_input_is_refused():
     dq, sq = _partition()
     frames = _frames(40).astype(np.int32)

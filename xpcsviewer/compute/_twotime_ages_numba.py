@@ -5,9 +5,10 @@ loaded 2-core machine OpenBLAS's threads made the small products 20x slower).
 """
 
 import numba
+import numpy as np
 from numba import prange
 
-__all__ = ["band_products"]
+__all__ = ["band_products", "normalise_rows"]
 
 # reassoc: the dot products vectorise (round-off ~1 ulp per term, as BLAS's own order)
 _OPTS = {"cache": True, "boundscheck": False, "nogil": True,
@@ -34,3 +35,36 @@ def band_products(buf, r0, r, kmin, n_lag, n_avail, starts, ends, out, a0):
             for p in range(s, e):
                 acc += buf[ra, p] * buf[rb, p]
             out[bi, a0 + i, q] = acc
+
+
+@numba.njit(parallel=True, **_OPTS)
+def normalise_rows(flat, sel, gstarts, gends, gcount, bg0, bg1, sqrt_pb, out, bad):
+    """Pre-scaled rows of a chunk: ``out[t, j] = flat[t, sel[j]] * v[t, group(j)]`` with
+    ``v = (count / group sum) * sqrt(P_b) / S_t`` (a non-positive group sum: 1 / 1), as
+    the NumPy path (:meth:`_Accumulator.normalise`). Groups ``g`` are the columns
+    ``gstarts[g]:gends[g]`` of ``out``, bins the groups ``bg0[b]:bg1[b]``. ``bad[t]`` is
+    set where a selected value is negative or NaN. Parallel over frames."""
+    n_groups = gstarts.shape[0]
+    for t in prange(flat.shape[0]):
+        gs = np.empty(n_groups)
+        ws = np.empty(n_groups)
+        neg = False
+        for g in range(n_groups):
+            s = 0.0
+            for j in range(gstarts[g], gends[g]):
+                v = np.float64(flat[t, sel[j]])
+                neg |= not v >= 0.0
+                out[t, j] = v
+                s += v
+            gs[g] = s
+            ws[g] = gcount[g] / s if s > 0.0 else 1.0
+        bad[t] = neg
+        for b in range(bg0.shape[0]):
+            big_s = 0.0
+            for g in range(bg0[b], bg1[b]):
+                big_s += ws[g] * gs[g]
+            f = sqrt_pb[b] / big_s if big_s > 0.0 else sqrt_pb[b]
+            for g in range(bg0[b], bg1[b]):
+                v = ws[g] * f
+                for j in range(gstarts[g], gends[g]):
+                    out[t, j] *= v

@@ -49,6 +49,8 @@ __all__ = ["age_lag_bytes", "correlate_twotime_ages", "correlate_twotime_ages_ev
            "level_plan"]
 
 ENTRY = "mean of the full map's pairs"
+_NEGATIVE = ("frame values must be non-negative counts (the multi-tau two-time correlator "
+             "cannot take negative or NaN values)")
 
 
 def age_lag_bytes(n_frames: int, points_per_level: int, n_bins: int) -> int:
@@ -57,9 +59,9 @@ def age_lag_bytes(n_frames: int, points_per_level: int, n_bins: int) -> int:
     return 8 * cells * (n_bins + 1)
 
 
-def _kernel(engine: str, work: float) -> Any:
-    """The numba kernel for ``engine`` ("auto": when numba is installed and the job has
-    :data:`COMPILED_MIN_WORK` pixel-frames), or None (BLAS)."""
+def _kernels(engine: str, work: float) -> Any:
+    """The numba kernels' module for ``engine`` ("auto": when numba is installed and the
+    job has :data:`COMPILED_MIN_WORK` pixel-frames), or None (NumPy and BLAS)."""
     if engine not in ("auto", "numba", "blas"):
         raise ValueError(f"engine must be 'auto', 'numba' or 'blas', got {engine!r}")
     if engine == "numba" and not available():
@@ -68,8 +70,8 @@ def _kernel(engine: str, work: float) -> Any:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's notices about caching and threading
-        from xpcsviewer.compute._twotime_ages_numba import band_products
-    return band_products
+        from xpcsviewer.compute import _twotime_ages_numba
+    return _twotime_ages_numba
 
 
 class _Accumulator:
@@ -100,8 +102,11 @@ class _Accumulator:
         self.plan = level_plan(n_frames, m, max_levels)
         self.maps = []
         self.levels: list[Level] = []
-        kernel = _kernel(engine, float(n_frames) * self.n_pix)
+        self.kmod = _kernels(engine, float(n_frames) * self.n_pix)
+        kernel = None if self.kmod is None else self.kmod.band_products
         self.engine = "blas" if kernel is None else "numba"
+        self.gends = np.r_[cut[1:], order.size].astype(np.int64)
+        self.bends = np.r_[self.bstarts[1:], cut.size].astype(np.int64)
         for _width, kmin, n_lag, n_t in self.plan:
             c = np.full((len(bins), n_t, n_lag), np.nan)
             self.maps.append(c)
@@ -113,8 +118,7 @@ class _Accumulator:
         """(k, P) selected values -> float64 pre-scaled rows z (in place when float64)."""
         z = np.asarray(x, dtype=np.float64)
         if z.size and not z.min() >= 0:
-            raise ValueError("frame values must be non-negative counts (the multi-tau "
-                             "two-time correlator cannot take negative or NaN values)")
+            raise ValueError(_NEGATIVE)
         gsum = np.add.reduceat(z, self.gstarts, axis=1) if z.size else \
             np.zeros((z.shape[0], self.gstarts.size))
         pos = gsum > 0
@@ -127,13 +131,31 @@ class _Accumulator:
         z *= np.take(v, self.gidx, axis=1)
         return z
 
-    def add(self, x: np.ndarray) -> None:
-        """Selected pixel values (k, P) of the next k frames."""
-        k = x.shape[0]
+    def add_frames(self, flat: np.ndarray) -> None:
+        """Whole frames (k, H*W) of the next k frames."""
+        if self.kmod is None:
+            self.add(np.take(flat, self.sel_index, axis=1))
+            return
+        self._check_count(flat.shape[0])
+        rows = np.empty((flat.shape[0], self.n_pix))
+        bad = np.zeros(flat.shape[0], dtype=np.bool_)
+        self.kmod.normalise_rows(flat, self.sel_index, self.gstarts, self.gends, self.gcount,
+                                 self.bstarts, self.bends, self.sqrt_pb, rows, bad)
+        if bad.any():
+            raise ValueError(_NEGATIVE)
+        self._push(rows)
+
+    def _check_count(self, k: int) -> None:
         if self.done + k > self.n_frames:
             raise ValueError(f"more frames than announced ({self.done + k} > {self.n_frames})")
-        rows = self.normalise(x)
-        self.done += k
+
+    def add(self, x: np.ndarray) -> None:
+        """Selected pixel values (k, P) of the next k frames."""
+        self._check_count(x.shape[0])
+        self._push(self.normalise(x))
+
+    def _push(self, rows: np.ndarray) -> None:
+        self.done += rows.shape[0]
         for li, lv in enumerate(self.levels):
             nxt = li + 1 < len(self.levels)
             coarse = lv.pair_means(rows) if nxt else None
@@ -248,8 +270,7 @@ def correlate_twotime_ages(
                                 batch, engine)
     report(progress, cancel, 0, int(n_frames), "two-time ages")
     for chunk in chunks:
-        flat = np.asarray(chunk).reshape(chunk.shape[0], -1)
-        acc.add(np.take(flat, acc.sel_index, axis=1))
+        acc.add_frames(np.asarray(chunk).reshape(chunk.shape[0], -1))
         report(progress, cancel, acc.done, int(n_frames), "two-time ages")
     return acc.result(frame_time, bins, smooth, points_per_level)
 
