@@ -372,6 +372,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, metavar="OUT.json|.csv|.h5",
                    help="write the fits to a file (default: print a table)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    p.add_argument("--ages", nargs="?", const=True, default=None, metavar="T[,T...]",
+                   help="also g2 by sample age of files with two-time data, as `ages` "
+                        "(JSON output: an 'ages' object per file); optional window centres "
+                        "in s (default: --windows)")
+    _ages_args(p, None)
 
     p = add("export", "render figures of result files off-screen", _batch(True))
     p.add_argument("files", nargs="+", metavar="FILE")

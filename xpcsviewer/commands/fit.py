@@ -185,6 +185,15 @@ def run(args: argparse.Namespace) -> int:
     args.files = files
     quiet = bool(getattr(args, "quiet", False))
     model = args.model or "auto"
+    ages = None
+    if getattr(args, "ages", None) is not None:
+        from xpcsviewer.commands.ages import ages_options
+
+        try:
+            ages = ages_options(args)
+        except ValueError as exc:
+            print(f"xpcsviewer fit: error: {exc}", file=sys.stderr)
+            return 2
     opts = FitOptions(
         model=model,
         q_range=tuple(args.q_range) if args.q_range else None,
@@ -193,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
         include_suspect=bool(getattr(args, "include_suspect_errors", False)),
         temperature=getattr(args, "temperature", None),
         viscosity=getattr(args, "viscosity", None),
+        ages=ages,
     )
     items = file_items(args.files)
     errors: list[dict[str, str]] = []

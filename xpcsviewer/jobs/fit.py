@@ -99,6 +99,8 @@ class FitOptions:
     temperature: float | None = None
     viscosity: float | None = None
     nuts_device: str = "auto"  # where --bayes chains run: host CPU devices unless "gpu"
+    #: g2 by age as ``xpcsviewer ages`` (keywords of jobs.ages.analyse_ages), or None
+    ages: dict[str, Any] | None = None
 
     def fit_spec(self) -> Any:
         from xpcsviewer.fitting.spec import FitSpec
@@ -198,10 +200,23 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
             rec = fit_record(d["path"], sub, verdict, bayes, extra=_radius(verdict, d, opts))
             rec["bins"] = [int(x) for x in d["bins"]]
             rec["suspect_points_excluded"] = d["suspect_excluded"]
+            if opts.ages is not None:
+                rec["ages"] = _ages(items[b.file_index]["path"], opts)
             return rec
 
         outs[k] = outcome_of(record, d)
     return outs
+
+
+def _ages(path: str, opts: FitOptions) -> dict[str, Any]:
+    """``fit --ages``: the file's g2-by-age record (``ages --json``), or why there is none."""
+    from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.jobs.ages import ages_file, json_record
+
+    try:
+        return json_record(ages_file(path, fit=opts.fit_spec(), **opts.ages))
+    except XpcsFileError as exc:
+        return {"error": exc.one_line()}
 
 
 def _block(d: dict[str, Any], k: int) -> Any:
