@@ -291,6 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="normalise each frame by its mean intensity (as correlate)")
     p.add_argument("--json-events", action="store_true",
                    help="print one JSON line per update on stdout")
+    p.add_argument("--report", default=None, metavar="REPORT.html|.pdf",
+                   help="at the end, the report of OUT.hdf (as `xpcsviewer report`)")
 
     p = add("series", "relaxation time and contrast of a run of files against time, index "
                       "or a metadata field")

@@ -63,6 +63,14 @@ def run(args: argparse.Namespace) -> int:
         print("xpcsviewer live: error: --frame-time must be positive", file=sys.stderr)
         return 2
     check_output(args.output, [args.source, args.qmap], bool(getattr(args, "overwrite", False)))
+    report_to = getattr(args, "report", None)
+    if report_to is not None:  # refused now, not after the acquisition
+        if Path(report_to).suffix.lower() not in (".html", ".htm", ".pdf"):
+            print(f"xpcsviewer live: error: --report must end in .html or .pdf (got {report_to})",
+                  file=sys.stderr)
+            return 2
+        check_output(report_to, [args.source, args.qmap, args.output],
+                     bool(getattr(args, "overwrite", False)))
     qm = read_qmap(args.qmap)
     opts = LiveOptions(every=args.every, fit=bool(args.fit), model=args.model,
                        frames=args.frames, idle=args.idle, poll=args.poll,
@@ -90,4 +98,12 @@ def run(args: argparse.Namespace) -> int:
                "stopped": "interrupted"}.get(final.end or "", final.end)
         print(f"wrote {Path(args.output)}: {final.frames} frames ({how})"
               + (f"; {final.note}" if final.note else ""), file=sys.stderr)
+    if report_to is not None and final.frames:
+        from xpcsviewer.report import write_report
+
+        pdf = Path(report_to).suffix.lower() == ".pdf"
+        rep = write_report([args.output], None if pdf else report_to, report_to if pdf else None,
+                           overwrite=bool(getattr(args, "overwrite", False)), workers=1)
+        if not quiet:
+            print(f"wrote the report {Path(report_to)} in {rep.seconds:.1f} s", file=sys.stderr)
     return 130 if final.end == "stopped" else 0

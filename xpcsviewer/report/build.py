@@ -52,14 +52,14 @@ def _default_workers(n_files: int) -> int:
     return max(1, min(n_files, os.cpu_count() or 1, 8))
 
 
-def _section_task(path: str, dpi: float) -> dict[str, Any]:
+def _section_task(path: str, dpi: float, saxs1d: bool) -> dict[str, Any]:
     import warnings
 
     warnings.filterwarnings("ignore")  # a worker's warnings would interleave with the bar
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from xpcsviewer.report.sections import file_section
 
-    return file_section(path, dpi)
+    return file_section(path, dpi, saxs1d=saxs1d)
 
 
 def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCallback | None,
@@ -71,7 +71,7 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
 
         for i, p in enumerate(files):
             tell(progress, cancel, i, n + 1, f"{Path(p).name}: read, fit, draw")
-            out[i] = file_section(p, dpi)
+            out[i] = file_section(p, dpi, saxs1d=n == 1)
         return [s for s in out if s is not None]
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -79,7 +79,7 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
     done = 0
     tell(progress, cancel, 0, n + 1, f"{n} files in {workers} processes")
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        futs = {pool.submit(_section_task, p, dpi): i for i, p in enumerate(files)}
+        futs = {pool.submit(_section_task, p, dpi, n == 1): i for i, p in enumerate(files)}
         pending = set(futs)
         try:
             while pending:
@@ -99,14 +99,40 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
     return [s for s in out if s is not None]
 
 
+def _combined_saxs1d(sections: list[dict[str, Any]], dpi: float) -> list[dict[str, Any]]:
+    """I(q) of every file read, in one figure (export's ``saxs1d`` of several files)."""
+    from xpcsviewer.export import make_figures
+    from xpcsviewer.io import read_result
+    from xpcsviewer.report.sections import png_bytes
+
+    caption = "I(q) of every file"
+    try:
+        results = [read_result(s["path"]) for s in sections if "error" not in s]
+        if not results:
+            return []
+        pages = make_figures("saxs1d", results, "double")
+        try:
+            pngs = [png_bytes(p, dpi) for p in pages]
+        finally:
+            for p in pages:
+                p.clear()
+    except Exception as exc:  # the data cannot give the plot: say so
+        return [{"kind": "saxs1d", "caption": caption, "pngs": [], "note": f"not drawn: {exc}"}]
+    return [{"kind": "saxs1d", "caption": caption, "pngs": pngs, "note": ""}]
+
+
 def _series(sections: list[dict[str, Any]], dpi: float) -> tuple[list[dict], list[str]]:
-    """The Series figure of a run of files (export's), with a note where it cannot be drawn."""
+    """The set's figures: I(q) of every file, and the Series figure of the fitted ones
+    (export's), with a note where one cannot be drawn."""
     from xpcsviewer.jobs.series import FileFit, SeriesTable, parse_time
     from xpcsviewer.report.sections import png_bytes
 
+    if len(sections) < 2:
+        return [], []
+    head = _combined_saxs1d(sections, dpi)
     ok = [s for s in sections if s.get("series_bins")]
     if len(ok) < 2:
-        return [], []
+        return head, ["no series: fewer than two files with fitted g2"]
     starts = [s["provenance"]["start_time"] for s in ok]
     x = "start_time" if all(parse_time(t) is not None for t in starts) else "index"
     table = SeriesTable(x, [FileFit(s["path"], None, t, s["series_bins"],
@@ -123,8 +149,9 @@ def _series(sections: list[dict[str, Any]], dpi: float) -> tuple[list[dict], lis
         finally:
             fig.clear()
     except Exception as exc:  # e.g. no fitted bin in any file
-        return [{"kind": "series", "caption": caption, "pngs": [], "note": f"not drawn: {exc}"}], []
-    return [{"kind": "series", "caption": caption, "pngs": pngs, "note": ""}], []
+        return [*head, {"kind": "series", "caption": caption, "pngs": [],
+                        "note": f"not drawn: {exc}"}], []
+    return [*head, {"kind": "series", "caption": caption, "pngs": pngs, "note": ""}], []
 
 
 def collect_report(files: Sequence[str | Path], *, title: str | None = None,
@@ -154,7 +181,7 @@ def _shrink(report: dict[str, Any], factor: float) -> None:
         im = im.convert("RGB").resize((max(1, int(w * factor)), max(1, int(h * factor))),
                                       Image.Resampling.LANCZOS)
         out = io.BytesIO()
-        im.quantize(256).save(out, "PNG", optimize=True)
+        im.quantize(256, method=Image.Quantize.FASTOCTREE).save(out, "PNG", optimize=True)
         return out.getvalue()
 
     figs = [f for s in report["sections"] for f in s.get("figures", [])]

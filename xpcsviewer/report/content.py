@@ -100,8 +100,10 @@ def file_summary(sec: dict[str, Any]) -> dict[str, str]:
         contrast = f"{fmt(med, 3)} (median of {len(cs)} converged; {fmt(lo, 3)}\u2013{fmt(hi, 3)})"
     else:
         contrast = "\u2013 (no converged bin)"
-    taus = [f"{b['bin']}: {_tau_text(b)}" for b in sec["bins"]
-            if b["tau"] is not None or b["limit"]]
+    # a tau of a bin that did not converge is marked with its status
+    taus = [f"{b['bin']}: {_tau_text(b)}"
+            + ("" if b["status"] == "converged" or b["limit"] else f" ({b['status']})")
+            for b in sec["bins"] if b["tau"] is not None or b["limit"]]
     d = sec["diffusion"]
     diff = {"diffusive": "yes", "not_diffusive": "no", "too_few_bins": "cannot tell",
             "no_fits": "cannot tell"}.get(d["verdict"], d["verdict"])

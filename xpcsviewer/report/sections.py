@@ -44,14 +44,21 @@ def sha256_of(path: str | Path, chunk: int = 1 << 20) -> str:
 
 
 def png_bytes(fig: Any, dpi: float) -> bytes:
-    """``fig`` as a 256-colour PNG (a third of the RGB size: the report stays small)."""
+    """``fig`` as a 256-colour PNG (a third of the RGB size: the report stays small;
+    the octree quantizer: several times faster than median cut, and smaller)."""
     from PIL import Image
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    im = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    fig.savefig(buf, format="rgba", dpi=dpi)  # raw pixels: no PNG encoded twice
+    w, h = round(fig.get_figwidth() * dpi), round(fig.get_figheight() * dpi)
+    if w * h * 4 == buf.tell():
+        im = Image.frombuffer("RGBA", (w, h), buf.getvalue()).convert("RGB")
+    else:  # the rounding of the canvas size differs: take the PNG route
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi)
+        im = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
     out = io.BytesIO()
-    im.quantize(256, method=Image.Quantize.MEDIANCUT).save(out, "PNG", optimize=True)
+    im.quantize(256, method=Image.Quantize.FASTOCTREE).save(out, "PNG", optimize=True)
     return out.getvalue()
 
 
@@ -153,12 +160,15 @@ def _quality(res: Any, prov: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _figures(res: Any, fits: Any, analysis: Any, dpi: float) -> list[dict[str, Any]]:
+def _figures(res: Any, fits: Any, analysis: Any, dpi: float,
+             saxs1d: bool = True) -> list[dict[str, Any]]:
     from xpcsviewer.export import make_figures
 
     todo: list[tuple[str, str, dict[str, Any]]] = []
     for kind, caption in FIGURE_ORDER:
         if kind in ("g2", "diffusion") and res.multitau is None:
+            continue
+        if kind == "saxs1d" and not saxs1d:  # a set shows I(q) of all files in one figure
             continue
         kw = {"fits": fits} if kind == "g2" else (
             {"analysis": analysis} if kind == "diffusion" else {})
@@ -188,13 +198,15 @@ def _figures(res: Any, fits: Any, analysis: Any, dpi: float) -> list[dict[str, A
     return out
 
 
-def file_section(path: str, dpi: float = 100.0, figures: bool = True) -> dict[str, Any]:
+def file_section(path: str, dpi: float = 100.0, figures: bool = True,
+                 saxs1d: bool = True) -> dict[str, Any]:
     """Everything the report shows of one file (see the module docstring).
 
     Returns a dict with ``error`` (one line) when the file cannot be read; otherwise
     ``provenance``, ``bins`` (every fitted bin: status, reason, quotable numbers),
     ``diffusion``, ``stability``, ``quality``, ``figures`` and ``series_bins`` (the
-    rows the Series figure reads).
+    rows the Series figure reads). ``saxs1d`` False: no I(q) figure (a set draws the
+    I(q) of all its files in one).
     """
     from xpcsviewer.io import read_result
     from xpcsviewer.io.errors import XpcsFileError, display_path
@@ -231,7 +243,7 @@ def file_section(path: str, dpi: float = 100.0, figures: bool = True) -> dict[st
     out["diffusion"] = _diffusion(analysis, res)
     out["stability"] = _stability(res)
     out["quality"] = _quality(res, prov)
-    out["figures"] = _figures(res, fits, analysis, dpi) if figures else []
+    out["figures"] = _figures(res, fits, analysis, dpi, saxs1d) if figures else []
     if fits is not None:
         from xpcsviewer.fitting import diffusion_from_fit
         from xpcsviewer.fitting.results import fit_record
