@@ -144,8 +144,9 @@ class PixelAudit:
 
 
 def drop_one_delta(g: np.ndarray, a: np.ndarray, b: np.ndarray, sid: np.ndarray,
-                   did: np.ndarray, static_count: np.ndarray, n_dynamic: int
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   did: np.ndarray, static_count: np.ndarray, n_dynamic: int,
+                   out: np.ndarray | None = None, work: tuple[np.ndarray, np.ndarray] | None
+                   = None) -> tuple[np.ndarray, np.ndarray]:
     """Bin g2 and the exact change of it when each pixel alone is dropped, one delay.
 
     Parameters
@@ -154,6 +155,9 @@ def drop_one_delta(g: np.ndarray, a: np.ndarray, b: np.ndarray, sid: np.ndarray,
     sid, did : (P,) 0-based static / dynamic bin of each pixel
     static_count : (Ns,) pixels per static bin
     n_dynamic : Nd
+    out, work : (P,) float64, optional
+        Buffers for ``delta`` and two temporaries (a 3-Mpixel plane then allocates
+        nothing per pixel).
 
     Returns
     -------
@@ -166,7 +170,8 @@ def drop_one_delta(g: np.ndarray, a: np.ndarray, b: np.ndarray, sid: np.ndarray,
     sa = np.bincount(sid, weights=a, minlength=ns)
     sb = np.bincount(sid, weights=b, minlength=ns)
     den = sa * sb
-    gs = n_s * sg / np.where(den == 0, ZERO_DENOMINATOR, den)
+    den[den == 0] = ZERO_DENOMINATOR
+    gs = n_s * sg / den
     s_ok = static_count > 0
     s2d = np.full(ns, n_dynamic, dtype=np.int64)
     s2d[sid] = did
@@ -174,22 +179,43 @@ def drop_one_delta(g: np.ndarray, a: np.ndarray, b: np.ndarray, sid: np.ndarray,
     gsum = np.bincount(s2d[s_ok], weights=gs[s_ok], minlength=n_dynamic + 1)[:n_dynamic]
     with np.errstate(invalid="ignore", divide="ignore"):
         g2 = gsum / m
-        # static bin without the pixel
-        den1 = (sa[sid] - a) * (sb[sid] - b)
-        n1 = n_s[sid] - 1.0
-        gs1 = n1 * (sg[sid] - g) / np.where(den1 == 0, ZERO_DENOMINATOR, den1)
-        md = m[did]
-        # the static bin keeps other pixels: its g2_s changes; else it leaves the mean
-        g_without = np.where(n1 > 0, g2[did] + (gs1 - gs[sid]) / md,
-                             (gsum[did] - gs[sid]) / (md - 1.0))
-    delta = g2[did] - g_without
-    delta[(n1 == 0) & (md <= 1)] = np.nan
+        # per static bin (small tables, gathered per pixel): the pixel leaves its static
+        # bin's ratio of sums, which enters the dynamic mean with weight 1/m
+        m_s = np.append(m, np.nan)[s2d]
+        gs_m = gs / m_s
+        c_m = (n_s - 1.0) / m_s
+    delta = np.empty(g.size) if out is None else out
+    t1, t2 = (np.empty(g.size), np.empty(g.size)) if work is None else work
+    # mode="clip": the ids are valid, and take with out= buffers everything otherwise
+    np.take(sa, sid, out=t1, mode="clip")
+    t1 -= a
+    np.take(sb, sid, out=t2, mode="clip")
+    t2 -= b
+    t1 *= t2  # the static bin's denominator without the pixel
+    t1[t1 == 0] = ZERO_DENOMINATOR
+    np.take(sg, sid, out=delta, mode="clip")
+    delta -= g
+    np.take(c_m, sid, out=t2, mode="clip")
+    delta *= t2
+    delta /= t1
+    np.take(gs_m, sid, out=t2, mode="clip")
+    np.subtract(t2, delta, out=delta)
+    lone = static_count == 1
+    if lone.any():
+        # a pixel alone in its static bin takes the bin out of the dynamic mean (NaN
+        # when it is the dynamic bin's only pixel too)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d_lone = g2[np.minimum(s2d, n_dynamic - 1)] - (
+                gsum[np.minimum(s2d, n_dynamic - 1)] - gs) / (m_s - 1.0)
+        d_lone[m_s == 1] = np.nan
+        sel = lone[sid]
+        delta[sel] = d_lone[sid[sel]]
     return g2, delta
 
 
 def group_median_mad(values: np.ndarray, groups: np.ndarray, n_groups: int
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Median and MAD of ``values`` per group (vectorised; NaN values ignored).
+    """Median and MAD of ``values`` per group (NaN values ignored).
 
     Returns (n_groups,) arrays, NaN for groups without finite values.
     """
@@ -197,23 +223,21 @@ def group_median_mad(values: np.ndarray, groups: np.ndarray, n_groups: int
     gr = np.asarray(groups, dtype=np.int64)
     ok = np.isfinite(v)
     v, gr = v[ok], gr[ok]
-
-    def med(x: np.ndarray) -> np.ndarray:
-        order = np.lexsort((x, gr))
-        xs = x[order]
-        counts = np.bincount(gr, minlength=n_groups)[:n_groups]
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        has = counts > 0
-        lo = np.where(has, starts + (counts - 1) // 2, 0)
-        hi = np.where(has, starts + counts // 2, 0)
-        out = np.full(n_groups, np.nan)
-        if xs.size:
-            out[has] = 0.5 * (xs[lo[has]] + xs[hi[has]])
-        return out
-
-    m = med(v)
-    mad = med(np.abs(v - m[gr])) if v.size else np.full(n_groups, np.nan)
-    return m, mad
+    # one stable sort by group (radix on small ints), then a median per group's
+    # segment: the loop is over bins (hundreds), never over pixels
+    gdt = np.int16 if n_groups < 2**15 else np.int64
+    xs = v[np.argsort(gr.astype(gdt), kind="stable")]
+    ends = np.cumsum(np.bincount(gr, minlength=n_groups)[:n_groups])
+    med = np.full(n_groups, np.nan)
+    mad = np.full(n_groups, np.nan)
+    start = 0
+    for j, end in enumerate(ends):
+        if end > start:
+            seg = xs[start:end]
+            med[j] = np.median(seg)
+            mad[j] = np.median(np.abs(seg - med[j]))
+        start = end
+    return med, mad
 
 
 def _robust_z(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
@@ -294,49 +318,63 @@ def audit_pixels(
     plateau = np.zeros(p)
     contrast = np.zeros(p)
     intensity = np.zeros(p)
-    empties = np.zeros(p, dtype=bool)
     d_count = pb.dynamic_count.astype(np.float64)
     n_plat = max(1, min(int(n_plateau), t))
     floor = np.full(nd, np.inf)  # the bins' smallest error over the plateau delays
+    full = p == pb.shape[0] * pb.shape[1]  # every pixel: no gather
+    lone_px = np.flatnonzero(pb.dynamic_count[did] == 1)  # dropping it empties its bin
+    gk, ak, bk, pix, dk, t1, t2 = (np.empty(p) for _ in range(7))  # reused per delay
+
+    def pixels(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
+        flat = np.asarray(x).reshape(-1)
+        np.copyto(buf, flat if full else flat.take(idx))
+        return buf
+
     for k in range(t):
         report(progress, cancel, k, t, "auditing pixels")
-        planes = read(k)
-        gk, ak, bk = (np.asarray(x, dtype=np.float64).reshape(-1)[idx] for x in planes)
-        for name, x in (("G2", gk), ("IP", ak), ("IF", bk)):
-            if not np.isfinite(x).all():
-                raise ValueError(f"non-finite {name} at delay index {k}")
-        g2k, dk = drop_one_delta(gk, ak, bk, sid, did, pb.static_count, nd)
-        pden = ak * bk
-        pix = gk / np.where(pden == 0, ZERO_DENOMINATOR, pden)
+        for x, buf in zip(read(k), (gk, ak, bk), strict=True):
+            pixels(x, buf)
+        if not np.isfinite(gk.sum() + ak.sum() + bk.sum()):  # one cheap test, then which
+            for name, x in (("G2", gk), ("IP", ak), ("IF", bk)):
+                if not np.isfinite(x).all():
+                    raise ValueError(f"non-finite {name} at delay index {k}")
+        g2k, _ = drop_one_delta(gk, ak, bk, sid, did, pb.static_count, nd, out=dk,
+                                work=(t1, t2))
+        np.multiply(ak, bk, out=pix)
+        pix[pix == 0] = ZERO_DENOMINATOR
+        np.divide(gk, pix, out=pix)  # the per-pixel g2
         dsum = np.bincount(did, weights=pix, minlength=nd)[:nd]
         with np.errstate(invalid="ignore", divide="ignore"):
             dmean = dsum / d_count
-            dss = np.bincount(did, weights=(pix - dmean[did]) ** 2, minlength=nd)[:nd]
+            np.take(dmean, did, out=t1, mode="clip")
+            np.subtract(pix, t1, out=t1)
+            t1 *= t1
+            dss = np.bincount(did, weights=t1, minlength=nd)[:nd]
             errk = np.sqrt(dss / d_count) / np.sqrt(d_count)
         g2[k], err[k] = g2k, errk
-        empties |= ~np.isfinite(dk)
-        dk = np.nan_to_num(dk, nan=0.0)
+        dk[lone_px] = 0.0
         if keep:
             delta_all[k] = dk
         if k < n_plat:
             floor = np.fmin(floor, np.where(errk > 0, errk, np.inf))
-            sig = errk[did]
+            sig = errk
         else:
             # the last delays' stated errors shrink (few frame pairs): floored at the
             # plateau's, they cannot turn noise into leverage
-            sig = np.fmax(errk, np.where(np.isfinite(floor), floor, 0.0))[did]
+            sig = np.fmax(errk, np.where(np.isfinite(floor), floor, 0.0))
         with np.errstate(invalid="ignore", divide="ignore"):
-            score = np.where(sig > 0, np.abs(dk) / sig, 0.0)
-        better = score > lev
-        lev[better] = score[better]
-        worst[better] = k
+            inv = np.where(sig > 0, 1.0 / sig, 0.0)  # per bin
+        score = np.abs(dk, out=t1)
+        score *= np.take(inv, did, out=t2, mode="clip")
+        worst[score > lev] = k
+        np.maximum(lev, score, out=lev)
         if k < n_plat:
             plateau += dk / n_plat
             contrast += (pix - 1.0) / n_plat
         if k == 0:
-            intensity = 0.5 * (ak + bk)
+            intensity = 0.5 * (ak + bk)  # a new array: ak is reused
     report(progress, cancel, t, t, "auditing pixels")
-    lev[empties] = np.nan
+    lev[lone_px] = np.nan
     z_int = _robust_z(intensity, sid, pb.n_static)
     z_con = _robust_z(contrast, did, nd)
     hot = (z_int > hot_z) | (z_con > hot_z)
