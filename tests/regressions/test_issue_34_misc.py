@@ -277,3 +277,46 @@ def test_the_probe_tells_unreachable_from_not_dask():
         port = s.getsockname()[1]
     assert probe_scheduler(f"tcp://127.0.0.1:{port}", timeout=1).startswith("cannot connect")
     assert probe_scheduler("tls://127.0.0.1:1") is None  # not probed: TLS speaks first
+
+
+# ------------------------------------------------------------ item 8: snapshot
+@pytest.mark.gui
+def test_a_job_outliving_its_signals_object_ends_quietly(qapp):
+    """At exit Qt deletes the signals while the warm-up still compiles; it then
+    ended with ``Cancelled`` and ``RuntimeError: Signal source has been deleted``."""
+    import shiboken6
+
+    from xpcsviewer.gui.workers import ComputeWorker
+    from xpcsviewer.progress import Cancelled
+
+    def job(progress=None, cancel=None):
+        shiboken6.delete(worker.signals)  # what QApplication's teardown does
+        progress(1, 3, "compiling")
+        raise Cancelled()
+
+    worker = ComputeWorker(job)
+    worker.run()  # inline: any emit that raises would escape here
+
+
+@pytest.mark.gui
+def test_snapshot_waits_without_a_fixed_limit_and_says_what_runs(qapp):
+    import time
+
+    from xpcsviewer.gui.snapshot import WAIT_MS, _wait
+    from xpcsviewer.gui.workers import TaskRunner
+
+    assert WAIT_MS is None  # the 120 s limit failed the command on a loaded machine
+
+    def slow(progress=None, cancel=None):
+        for k in range(6):
+            progress(k, 6, "compiling the fits")
+            time.sleep(0.15)
+        return 1
+
+    runner = TaskRunner()
+    said: list[str] = []
+    runner.submit("warmup", slow, description="warm-up")
+    _wait(runner, WAIT_MS, "opening the files", said.append, report_s=0.3)
+    assert not runner.is_busy
+    assert said and all(s.startswith("snapshot: opening the files: ") for s in said), said
+    assert any("warm-up (compiling the fits" in s for s in said), said

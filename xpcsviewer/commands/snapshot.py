@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
         return 3
     from xpcsviewer.gui.snapshot import render_snapshot
 
-    out = render_snapshot(files, args.tab, args.output, (w, h))
-    if not getattr(args, "quiet", False):
+    quiet = bool(getattr(args, "quiet", False))
+    # no time limit (a loaded machine took over 120 s): a note names what still runs
+    kw = {"say": None} if quiet else {}
+    out = render_snapshot(files, args.tab, args.output, (w, h), **kw)
+    if not quiet:
         print(display_path(out))
     return 0

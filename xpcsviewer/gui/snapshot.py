@@ -9,27 +9,37 @@ from pathlib import Path
 
 from xpcsviewer.gui.platform_check import has_display
 
-__all__ = ["WAIT_MS", "render_snapshot"]
+__all__ = ["REPORT_S", "WAIT_MS", "render_snapshot"]
 
-WAIT_MS = 120_000
+#: No limit by default: on a loaded machine opening the files and the warm-up
+#: (compiling the fits) took over 120 s, and a fixed limit failed the command.
+WAIT_MS: int | None = None
+#: While waiting, what is still running is said every this many seconds.
+REPORT_S = 15.0
+
+
+def _say_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
                     size: tuple[int, int] = (1400, 900), theme: str = "light",
-                    wait_ms: int = WAIT_MS, prepare=None) -> Path:
+                    wait_ms: int | None = WAIT_MS, prepare=None, say=_say_stderr) -> Path:
     """Build the main window, open ``files``, show ``tab``, wait for the jobs, save a PNG.
 
     The window does not read or write the user's session. Waiting is on the task
-    runner's idle signal (no sleeps), at most ``wait_ms`` per phase. ``prepare``,
-    if given, is called with the panel once it shows its data (for example to press
-    a tab's "Fit" button); its jobs are waited for as well.
+    runner's idle signal (no sleeps), until every job has finished or failed (at
+    most ``wait_ms`` per phase when given); every :data:`REPORT_S` seconds ``say``
+    (None: silent) gets a line naming what is still running. ``prepare``, if given,
+    is called with the panel once it shows its data (for example to press a tab's
+    "Fit" button); its jobs are waited for as well.
 
     Raises
     ------
     XpcsFileError
         A file does not exist.
     TimeoutError
-        The jobs did not finish in time.
+        ``wait_ms`` was given and the jobs did not finish in time.
     """
     from xpcsviewer.io.errors import XpcsFileError
 
@@ -48,7 +58,7 @@ def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
     win = MainWindow(restore_session=False, save_session_on_close=False)
     try:
         # The waits poll the interrupt flag (Ctrl-C) while Qt's event loop runs.
-        return _render(app, win, files, tab, output, size, theme, wait_ms, prepare)
+        return _render(app, win, files, tab, output, size, theme, wait_ms, prepare, say)
     finally:
         win.shutdown(1000)
         win.close()
@@ -56,25 +66,51 @@ def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
         app.processEvents()
 
 
-def _wait(runner, wait_ms: int, what: str) -> None:
-    """Run the event loop until the jobs are done; Ctrl-C cancels them."""
+def _wait(runner, wait_ms: int | None, what: str, say=None,
+          report_s: float = REPORT_S) -> None:
+    """Run the event loop until the jobs are done; Ctrl-C cancels them.
+
+    No deadline unless ``wait_ms``: a loaded machine is slow, not stuck; what is
+    running (and its last progress message) goes to ``say`` every ``report_s``.
+    """
     from xpcsviewer.progress import interrupted
 
-    deadline = time.monotonic() + wait_ms / 1000.0
-    while True:
-        if interrupted():
-            runner.cancel_all()
-            raise KeyboardInterrupt
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"{what} took too long")
-        if runner.wait_until_idle(int(min(left, 0.2) * 1000)):
+    t0 = time.monotonic()
+    deadline = None if wait_ms is None else t0 + wait_ms / 1000.0
+    next_report = t0 + report_s
+    latest: dict[str, str] = {}
+
+    def on_progress(name: str, done: int, total: int, message: str) -> None:
+        latest[name] = f"{message} {done}/{total}".strip() if total else message
+
+    runner.sigProgress.connect(on_progress)
+    try:
+        while True:
             if interrupted():
+                runner.cancel_all()
                 raise KeyboardInterrupt
-            return
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                raise TimeoutError(f"{what} took too long")
+            if say is not None and now >= next_report:
+                running = runner.running_descriptions()
+                shown = "; ".join(f"{d} ({latest[d]})" if latest.get(d) else d
+                                  for d in running[:4])
+                say(f"snapshot: {what}: {now - t0:.0f} s, still running: {shown}")
+                next_report = now + report_s
+            step = 0.2 if deadline is None else min(deadline - now, 0.2)
+            if runner.wait_until_idle(int(max(step, 0.001) * 1000)):
+                if interrupted():
+                    raise KeyboardInterrupt
+                return
+    finally:
+        try:
+            runner.sigProgress.disconnect(on_progress)
+        except (RuntimeError, TypeError):
+            pass
 
 
-def _render(app, win, files, tab, output, size, theme, wait_ms, prepare) -> Path:
+def _render(app, win, files, tab, output, size, theme, wait_ms, prepare, say) -> Path:
     from xpcsviewer.io.errors import XpcsFileError
     from xpcsviewer.io.outputs import atomic_path
 
@@ -85,17 +121,17 @@ def _render(app, win, files, tab, output, size, theme, wait_ms, prepare) -> Path
     runner = win.context.runner
     if files:
         win.open_paths([str(Path(f).resolve()) for f in files])
-    _wait(runner, wait_ms, "opening the files")
+    _wait(runner, wait_ms, "opening the files", say)
     if win.load_errors:
         path, msg = win.load_errors[0]
         raise XpcsFileError(path, msg)
     win.select_tab(tab)
     app.processEvents()
-    _wait(runner, wait_ms, f"the {tab} tab")
+    _wait(runner, wait_ms, f"the {tab} tab", say)
     if prepare is not None:
         prepare(win.panels[tab])
         app.processEvents()
-        _wait(runner, wait_ms, f"preparing the {tab} tab")
+        _wait(runner, wait_ms, f"preparing the {tab} tab", say)
     app.processEvents()
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)

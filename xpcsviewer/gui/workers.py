@@ -229,16 +229,27 @@ class ComputeWorker(QRunnable):
             if 0 < done < total and now - self._last_progress < PROGRESS_INTERVAL_S:
                 return
             self._last_progress = now
+        self._emit(self.signals.sigProgress, int(done), int(total), str(message))
+
+    @staticmethod
+    def _emit(signal: Any, *args: Any) -> None:
+        # At exit Qt deletes the signals object while a job that cannot stop at
+        # once (a JIT compile) still runs; its last emits have nowhere to go.
         try:
-            self.signals.sigProgress.emit(int(done), int(total), str(message))
-        except RuntimeError:  # signals object already deleted (app closing)
-            pass
+            signal.emit(*args)
+        except RuntimeError:  # "Signal source has been deleted"
+            logger.debug("job signal dropped: its receiver is gone")
 
     @Slot()
     def run(self) -> None:
-        """Run the job (in a pool thread, or inline for a synchronous runner)."""
+        """Run the job (in a pool thread, or inline for a synchronous runner).
+
+        Emits never raise: the window (and the signals object) may be gone by
+        the time a long job ends, and the job then ends quietly.
+        """
         sig = self.signals
-        sig.sigStarted.emit()
+        emit = self._emit
+        emit(sig.sigStarted)
         try:
             if self.token.cancelled:
                 raise Cancelled()
@@ -249,17 +260,17 @@ class ComputeWorker(QRunnable):
                               **self.kwargs)
                 out = to_numpy_tree(out)
         except (Cancelled, KeyboardInterrupt):  # Ctrl-C of a command (snapshot)
-            sig.sigCancelled.emit()
+            emit(sig.sigCancelled)
         except Exception as exc:  # every failure goes to the error sink, never a crash
             logger.exception("job %d failed", self.request_id)
-            sig.sigError.emit(ErrorInfo.from_exception(exc, self.request_id))
+            emit(sig.sigError, ErrorInfo.from_exception(exc, self.request_id))
         else:
             if self.token.cancelled:
-                sig.sigCancelled.emit()
+                emit(sig.sigCancelled)
             else:
-                sig.sigResult.emit(out)
+                emit(sig.sigResult, out)
         finally:
-            sig.sigFinished.emit()
+            emit(sig.sigFinished)
 
 
 class _Job:
