@@ -263,6 +263,8 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
                      "Publication figure of the current tab (PNG, SVG, PDF)")
         self._action(m, "Export &Data\u2026", self._on_export_data, "Ctrl+Shift+E",
                      "The current tab's data as CSV")
+        self._action(m, "&Report of the Targets\u2026", self._on_report, None,
+                     "One HTML or PDF report of the selected files (as xpcsviewer report)")
         m.addSeparator()
         self._action(m, "&Quit", self.close, QKeySequence.StandardKey.Quit)
 
@@ -366,6 +368,11 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
             dlg.deleteLater()
         if path:
             panel.export_figure(path, size=self.figure_size)
+
+    def _on_report(self) -> None:
+        from xpcsviewer.gui._report_action import report_targets
+
+        report_targets(self)
 
     def _on_export_data(self) -> None:
         panel = self.current_panel()
