@@ -68,6 +68,7 @@ PLOTS = (
     "g2",
     "diffusion",
     "twotime",
+    "ages",
     "qmap",
     "g2map",
     "g2stability",
@@ -124,6 +125,10 @@ def _common(top: bool) -> argparse.ArgumentParser:
     )
     g.add_argument("-v", "--verbose", action="count", default=d(0), help="more log output")
     g.add_argument("--quiet", action="store_true", default=d(False), help="no progress bars")
+    g.add_argument("--allow-external", action="store_true", default=d(False),
+                   help="read HDF5 external links, virtual-dataset sources and external "
+                        "storage outside the input's folder (never a FIFO or device; "
+                        "docs/reliability.md)")
     return p
 
 
@@ -508,7 +513,10 @@ def _main(args: argparse.Namespace) -> int:
         from xpcsviewer.backends.routing import set_one_shot
 
         set_one_shot()
-    with warnings.catch_warnings(), use_config(args.config):
+    from xpcsviewer.io._h5links import allowing_external
+
+    with warnings.catch_warnings(), use_config(args.config), \
+            allowing_external(args.allow_external):
         if not args.verbose:
             # Numerical warnings (all-NaN slices, 0/0) are expected on bad
             # data; the commands report what they mean instead.

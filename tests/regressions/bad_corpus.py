@@ -518,3 +518,72 @@ def odd_name_copy(d: Path, good: Path) -> Path:
     p = Path(os.fsdecode(os.fsencode(str(d)) + b"/odd\xffname_results.hdf"))
     shutil.copyfile(good, p)
     return p
+
+
+# ------------------------------------------------------------------ issue 34
+G2 = f"{MT}/normalized_g2"
+
+
+def build_pointer_cases(d: Path, good: Path) -> tuple[list[Case], list[Case]]:
+    """Issue 34: result files whose g2 HDF5 would read from elsewhere.
+
+    Returns (refused always: a FIFO behind a link, a VDS source or external storage,
+    the FIFO given directly, a missing VDS source; refused unless ``--allow-external``:
+    a regular file outside the folder by an absolute link, ``../``, a VDS source and
+    external storage). ``dataset`` holds the words the error must show (the target).
+    """
+    inside, outside = d / "in", d / "out"
+    inside.mkdir(parents=True, exist_ok=True)
+    outside.mkdir(parents=True, exist_ok=True)
+    with h5py.File(good, "r") as f:
+        g2 = np.asarray(f[G2][()], dtype=np.float64)
+    with h5py.File(outside / "other.h5", "w") as f:
+        f["g2"] = g2
+    # the g2 bytes in a raw file outside, standing for /etc/passwd
+    (outside / "passwd").write_bytes(g2.tobytes())
+    fifo = inside / "pipe.h5"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+
+    def vds(src: str):
+        def edit(f: h5py.File) -> None:
+            del f[G2]
+            lay = h5py.VirtualLayout(shape=g2.shape, dtype=np.float64)
+            lay[...] = h5py.VirtualSource(src, "/g2", shape=g2.shape)
+            f.create_virtual_dataset(G2, lay, fillvalue=0)
+        return edit
+
+    def link(target: str):
+        def edit(f: h5py.File) -> None:
+            del f[G2]
+            f[G2] = h5py.ExternalLink(target, "/g2")
+        return edit
+
+    def storage(target: Path):
+        def edit(f: h5py.File) -> None:
+            del f[G2]
+            f.create_dataset(G2, shape=g2.shape, dtype=np.float64,
+                             external=[(os.fspath(target), 0, g2.nbytes)])
+        return edit
+
+    def case(name: str, edit, words: str) -> Case:
+        return Case(name, "result", _variant(good, inside / f"{name}_results.hdf", edit),
+                    words)
+
+    direct = inside / "fifo_results.hdf"
+    if not direct.exists():
+        os.mkfifo(direct)
+    always = [
+        Case("fifo_given", "result", direct, "named pipe"),
+        case("link_to_fifo", link("pipe.h5"), "pipe.h5"),
+        case("vds_source_fifo", vds("pipe.h5"), "pipe.h5"),
+        case("storage_fifo", storage(fifo), "pipe.h5"),
+        case("vds_source_missing", vds("gone.h5"), "gone.h5"),
+    ]
+    outside_cases = [
+        case("link_absolute_out", link(os.fspath(outside / "other.h5")), "other.h5"),
+        case("link_up_out", link("../out/other.h5"), "../out/other.h5"),
+        case("vds_source_out", vds("../out/other.h5"), "../out/other.h5"),
+        case("storage_out", storage(outside / "passwd"), "passwd"),
+    ]
+    return always, outside_cases

@@ -19,9 +19,7 @@ Every reader goes through :func:`open_h5` and :func:`read_array`:
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import h5py
@@ -156,63 +154,13 @@ def _dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:
 
 
 
-def _inside(folder: Path, name: str) -> Path | None:
-    """``name`` (as an HDF5 link, virtual source or external file names it, relative to
-    the linking file's folder) resolved, or None when it leaves ``folder``."""
-    target = Path(os.path.normpath(folder / name)).resolve()
-    try:
-        target.relative_to(folder)
-    except ValueError:
-        return None
-    return target
-
-
 def outside_problem(f: h5py.File, path: str, ds: h5py.Dataset) -> str | None:
-    """Why the data of ``path`` are not read (None: they are the input's own).
+    """Why the data of ``path`` are not read (None: they may be), by the policy of
+    :mod:`xpcsviewer.io._h5links`: no FIFO or device ever, nothing outside the input's
+    folder unless allowed, no missing virtual source or external storage file."""
+    from xpcsviewer.io._h5links import dataset_problem
 
-    A sparse or event reader reads the input and what lies beside it, never other files
-    a file names: an external link, a virtual dataset's source or external raw storage
-    leaving the input's folder is refused (a file from someone else could make the
-    viewer read and plot any file), a virtual source that does not exist is an error (it
-    would read back as fill values), and external raw storage is refused outright (HDF5
-    resolves its names against the current folder, not the file's).
-    """
-    folder = Path(f.filename).resolve().parent
-    parts = [q for q in path.split("/") if q]
-    g: Any = f
-    for k, part in enumerate(parts):
-        try:
-            link = g.get(part, getlink=True)
-        except (KeyError, RuntimeError, OSError, ValueError):
-            return None  # the caller's lookup says what is wrong
-        if isinstance(link, h5py.ExternalLink):
-            where = "/" + "/".join(parts[: k + 1])
-            if link.filename not in (".", "") and _inside(folder, link.filename) is None:
-                return (f"{where} is an external link to {link.filename}, outside the "
-                        "input's folder: not followed")
-        try:
-            g = g[part]
-        except (KeyError, RuntimeError, OSError, ValueError):
-            return None
-    try:
-        if ds.is_virtual:
-            for src in ds.virtual_sources():
-                name = src.file_name
-                if name in (".", ""):
-                    continue
-                target = _inside(folder, name)
-                if target is None:
-                    return (f"a virtual dataset whose source {name} lies outside the "
-                            "input's folder: not read")
-                if not target.is_file():
-                    return f"a virtual dataset whose source {name} does not exist"
-        if ds.id.get_create_plist().get_external_count():
-            name = ds.id.get_create_plist().get_external(0)[0]
-            name = name.decode() if isinstance(name, bytes) else str(name)
-            return f"stored in an external raw file ({name}): not read"
-    except (RuntimeError, OSError, ValueError, AttributeError):
-        return None
-    return None
+    return dataset_problem(f, path)
 
 
 def local_dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:

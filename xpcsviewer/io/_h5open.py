@@ -413,7 +413,9 @@ def open_h5_file(path: str | os.PathLike) -> h5py.File:
     ------
     XpcsFileError
         Missing (broken link, link loop), a folder, unreadable (permission),
-        empty, not HDF5, truncated or damaged.
+        empty, not HDF5, truncated or damaged; or it points at data elsewhere
+        against the policy of :mod:`xpcsviewer.io._h5links` (a FIFO, outside
+        the input's folder, a missing virtual source).
     FileBeingWrittenError
         Another program is writing it (see above).
     """
@@ -437,11 +439,25 @@ def open_h5_file(path: str | os.PathLike) -> h5py.File:
         raise XpcsFileError(p, "empty file (0 bytes)", expected="an HDF5 file")
     sb = read_superblock(p)
     if sb is not None and sb.open_for_write:
-        return _open_left_open(p, sb)
+        return _checked(_open_left_open(p, sb))
     try:
-        return h5py.File(p, "r", locking=False)
+        f = h5py.File(p, "r", locking=False)
     except OSError as exc:
         raise _open_error(p, exc, sb) from None
+    return _checked(f)
+
+
+def _checked(f: h5py.File) -> h5py.File:
+    """``f`` once every file it points at passed :mod:`xpcsviewer.io._h5links`
+    (before anything in it is read: HDF5 would open a FIFO and wait forever)."""
+    from xpcsviewer.io._h5links import check_file_pointers
+
+    try:
+        check_file_pointers(f)
+    except BaseException:
+        f.close()
+        raise
+    return f
 
 
 def not_closed_note(f: h5py.File) -> str | None:

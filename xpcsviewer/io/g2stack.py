@@ -48,8 +48,12 @@ def describe_g2_side_file(path: str | Path) -> dict[str, Any] | None:
     p = Path(path)
     if not p.is_file():  # a FIFO would block HDF5's open
         return None
+    from xpcsviewer.io._h5links import pointers_ok
+
     try:
         with h5py.File(p, "r", locking=False) as f:
+            if not pointers_ok(f):  # a link to a FIFO would hang the lookups below
+                return None
             ds = f.get(G2_SIDE_DATASET)
             if not isinstance(ds, h5py.Dataset) or "xpcs/qmap" in f:
                 return None
@@ -66,7 +70,7 @@ def describe_g2_side_file(path: str | Path) -> dict[str, Any] | None:
     if result is not None:
         try:
             with h5py.File(result, "r", locking=False) as f:
-                grp = f.get("xpcs/multitau")
+                grp = f.get("xpcs/multitau") if pointers_ok(f) else None
                 link = grp.get("unnormalized_G2", getlink=True) if grp is not None else None
                 linked = isinstance(link, h5py.ExternalLink) and Path(link.filename).name == p.name
         except (OSError, KeyError, ValueError):
