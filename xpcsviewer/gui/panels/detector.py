@@ -50,6 +50,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
 from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox, mask_overlay
 from xpcsviewer.gui.panels._mask_tools import MaskTools
 from xpcsviewer.gui.panels._partition_editor import PartitionEditor
+from xpcsviewer.gui.panels._pixel_audit_box import MASK_REQUEST_KEY, apply_mask_request
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.saxs2d import prepare_saxs2d
 from xpcsviewer.gui.widgets import FileSelector, colormap
@@ -175,6 +176,9 @@ class DetectorPanel(BasePanel):
         ed.sigUse.connect(self.use_partition)
         ed.sigSave.connect(self._on_save_qmap)
         ed.sigFromFile.connect(self._on_from_file)
+        # "Mask these" of the G2 tab's pixel audit
+        context.sigSharedChanged.connect(lambda key: apply_mask_request(
+            self, context.shared[key]) if key == MASK_REQUEST_KEY else None)
         self._partition_timer = QTimer(self, singleShot=True, interval=300)
         self._partition_timer.timeout.connect(self.run_partition)
         self._proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=30,

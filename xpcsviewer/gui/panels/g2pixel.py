@@ -8,6 +8,9 @@ optionally with the Detector tab's mask (:func:`xpcsviewer.jobs.regroup.regroup_
 the code of ``xpcsviewer regroup``); the result is written to a new file in a
 temporary folder and added to the targets, so the g2 tab (and every other tab) shows
 and fits it like any file. *Save as* writes it where you choose (never over an input).
+*Audit pixels* ranks the pixels by their leverage on g2 and flags hot ones, circled
+here and on SAXS-2D; *Mask these* hands them to the Detector tab's mask
+(:mod:`._pixel_audit_box`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
     save_regrouped_job,
 )
 from xpcsviewer.gui.panels._drawing import MASK_LUT, mask_overlay
+from xpcsviewer.gui.panels._pixel_audit_box import AUDIT_KEY, PixelAuditMixin
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.detector import MASK_KEY, PARTITION_KEY
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
@@ -60,7 +64,7 @@ def _load_qmap_job(path: str, progress=None, cancel=None):
     return read_qmap(path)
 
 
-class G2PixelPanel(BasePanel):
+class G2PixelPanel(PixelAuditMixin, BasePanel):
     """Per-pixel G2/IP/IF viewer and regrouping of g2 (one file: the current target)."""
 
     name = "g2pixel"
@@ -130,7 +134,10 @@ class G2PixelPanel(BasePanel):
         self.mask_item.setZValue(10)
         self.iplot.addItem(self.mask_item)
         lay.addWidget(self.image_view, 1)
-        lay.addWidget(self._build_regroup())
+        boxes = QHBoxLayout()
+        boxes.addWidget(self._build_regroup())
+        boxes.addWidget(self._build_audit(), 1)
+        lay.addLayout(boxes)
         self.status = QLabel(" ")
         self._file_note = ""  # which file is shown, when not the current target
         self._message = ""
@@ -297,6 +304,7 @@ class G2PixelPanel(BasePanel):
             self.level_boxes.show(*plane["levels"])
         self._apply_levels()
         self._show_mask()
+        self._show_flagged()
         if not plane["has_data"].any():
             self._say("No pixel has data at this delay (beyond the measured range)")
         elif self._message.startswith("No pixel"):
@@ -359,11 +367,14 @@ class G2PixelPanel(BasePanel):
     def _on_shared(self, key: str) -> None:
         if key == MASK_KEY:
             self._show_mask()
+        elif key == AUDIT_KEY:
+            self._show_flagged()
 
     def clear_plots(self) -> None:
         self.plane = None
         self.image_view.clear()
         self.mask_item.clear()
+        self.audit_overlay.setData([], [])
 
     # -------------------------------------------------------------- regroup
     def _on_browse_qmap(self) -> None:

@@ -21,6 +21,7 @@ from xpcsviewer.gui.image_view import (
     frame_image,
     frame_key,
 )
+from xpcsviewer.gui.panels._pixel_audit_box import AUDIT_KEY, flagged_overlay, show_flagged
 from xpcsviewer.gui.panels._sector_rois import SectorRoiTools
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
@@ -139,6 +140,10 @@ class Saxs2DPanel(BasePanel):
                                               brush=None)
         self.center_item.setZValue(10)
         self.plot.addItem(self.center_item)
+        self.flagged_item = flagged_overlay()  # pixels flagged by the G2 tab's audit
+        self.plot.addItem(self.flagged_item)
+        context.sigSharedChanged.connect(
+            lambda key: self._show_flagged() if key == AUDIT_KEY else None)
         lay.addWidget(self.image_view, 1)
         self.readout = QLabel(" ")
         self.readout.setToolTip("Intensity, q, phi and pixel under the mouse")
@@ -231,9 +236,15 @@ class Saxs2DPanel(BasePanel):
         if res is not None:
             qm = res.qmap
             self.center_item.setData([qm.beam_center_x + 0.5], [qm.beam_center_y + 0.5])
+        self._show_flagged()
         unit = "log\u2081\u2080 I" if self.scale_combo.currentText() == "log" else "I"
         self.image_view.histogram.axis.setLabel(unit)
         self.sigUpdated.emit()
+
+    def _show_flagged(self) -> None:
+        res = self.shown_result()
+        show_flagged(self.flagged_item, self.context.shared.get(AUDIT_KEY),
+                     None if res is None else str(res.path))
 
     def _apply_levels(self) -> None:
         """Show the spin boxes' levels: the colour table at once, exact pixels from a
@@ -261,6 +272,7 @@ class Saxs2DPanel(BasePanel):
         self.data = None
         self.image_view.clear()
         self.center_item.setData([], [])
+        self.flagged_item.setData([], [])
         self.readout.setText(" ")
 
     # -------------------------------------------------------------- hover
