@@ -57,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         a_true = truth["ageing_slope"]
         a = np.array([lf.value["a"] for lf in f.laws["linear"]])
         rows_a.append(np.abs(a / a_true - 1) <= 0.05)
-        tw = f.t_w[0]
-        tau_true = truth["tau0"][None, :] * (1 + tw[:, None] / truth["ageing_time"])
+        tau_true = truth["tau0"][None, :] * (1 + f.t_w[0] / truth["ageing_time"])
         pull = (f.tau[0] - tau_true) / f.tau_err[0]
         ok = np.where(np.isfinite(pull), np.abs(pull) <= 2, True)
         rows_tau.append(ok.all(axis=0))

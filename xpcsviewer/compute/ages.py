@@ -41,6 +41,8 @@ WAYS = ("age", "t1")
 FLAG_P = 1e-3
 #: Lags of the running median of the block / independent variance ratio.
 _SMOOTH = 25
+#: Lags of the running mean of the entries' variance.
+_SMOOTH_VAR = 9
 #: Fewest blocks of t1 behind a standard error.
 _MIN_BLOCKS = 4
 
@@ -143,6 +145,7 @@ class AgeCuts:
     g2_err: np.ndarray  #: (2, W, B, T); NaN where fewer than 4 blocks
     n_entries: np.ndarray  #: (2, W, T) entries averaged
     age_mean: np.ndarray  #: (2, W) s: mean entry age of each cut
+    lag_age: np.ndarray  #: (2, W, T) s: mean entry age per lag (what a lag's g2 speaks for)
     diff_chi2: np.ndarray  #: (W, B) chi-square of (age - t1) over lags
     diff_dof: np.ndarray  #: (W, B) lags in it
     disagree: np.ndarray  #: (W, B) bool: diff_chi2 beyond chi2_quantile(1 - FLAG_P, dof)
@@ -174,18 +177,19 @@ def chi2_quantile(p: float, dof: np.ndarray) -> np.ndarray:
 
 
 def _running_mean(r: np.ndarray, ok: np.ndarray, k: int) -> np.ndarray:
-    """(B, T) running mean of r over the k nearest valid lags (in lag order); a mean,
-    not a median: a ratio of few blocks is skewed and its median biased low."""
+    """(B, T) mean of r over the valid lags within k // 2 places of each (fewer at the
+    ends; in lag order). A mean, not a median: a ratio of few blocks is skewed and its
+    median biased low."""
     out = np.full(r.shape, np.nan)
+    h = k // 2
     for b in range(r.shape[0]):
         idx = np.flatnonzero(ok[b])
         if idx.size == 0:
             continue
-        v = r[b, idx]
-        h = k // 2
-        pad = np.pad(v, h, mode="edge")
-        win = np.lib.stride_tricks.sliding_window_view(pad, 2 * h + 1)
-        out[b, idx] = np.mean(win, axis=1)
+        cs = np.concatenate([[0.0], np.cumsum(r[b, idx])])
+        pos = np.arange(idx.size)
+        lo, hi = np.maximum(pos - h, 0), np.minimum(pos + h + 1, idx.size)
+        out[b, idx] = (cs[hi] - cs[lo]) / (hi - lo)
     return out
 
 
@@ -233,14 +237,15 @@ def _variances(z: np.ndarray, a: np.ndarray, blk: np.ndarray, n_blk: np.ndarray
 
 def _blocks(t1: np.ndarray, inside: np.ndarray, lag: np.ndarray, width: int
             ) -> tuple[np.ndarray, np.ndarray]:
-    """Block index of each entry (blocks of t1 at least a lag long, at most a quarter
-    of the cut's extent) and the number of blocks per lag."""
+    """Block index of each entry (blocks of a quarter of the cut's t1 extent, so at
+    least a lag long wherever 4 blocks fit) and the number of blocks per lag."""
     big = np.where(inside, t1[:, None], np.nan)
     with np.errstate(invalid="ignore"):
         first = np.nanmin(np.where(inside.any(axis=0), big, 0.0), axis=0)
         last = np.nanmax(np.where(inside.any(axis=0), big, 0.0), axis=0)
     extent = last - first + width
-    size = np.maximum(np.minimum(np.maximum(lag, width), extent / _MIN_BLOCKS), 1.0)
+    # as long as the cut allows (a quarter of it): longer than any lag with 4 blocks
+    size = np.maximum(np.maximum(extent / _MIN_BLOCKS, width), 1.0)
     k = np.floor((t1[:, None] - first[None, :]) / size[None, :]).astype(np.int64)
     blk = np.where(inside, k, -1)
     n_blk = np.where(inside.any(axis=0), blk.max(axis=0) + 1, 0)
@@ -254,6 +259,7 @@ class _LevelCut:
     n: np.ndarray  # (n_lag,)
     age_sum: float
     w_sum: float
+    lag_age: np.ndarray  # (n_lag,) s
 
 
 def _cut(c: np.ndarray, w: np.ndarray, ages: np.ndarray, t1: np.ndarray,
@@ -267,8 +273,11 @@ def _cut(c: np.ndarray, w: np.ndarray, ages: np.ndarray, t1: np.ndarray,
         g = np.sum(a[None] * cz, axis=1)
         g = np.where(sw > 0, g, np.nan)
     z = np.where(inside[None], a[None] * (cz - g[:, None, :]), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lag_age = np.sum(ww * ages, axis=0) / sw
     return _LevelCut(g=g, a=np.nan_to_num(a), n=inside.sum(axis=0).astype(float),
-                     age_sum=float(np.sum(ww * ages)), w_sum=float(sw.sum())), z
+                     age_sum=float(np.sum(ww * ages)), w_sum=float(sw.sum()),
+                     lag_age=lag_age), z
 
 
 def _iid(z: np.ndarray, inside: np.ndarray) -> np.ndarray:
@@ -279,6 +288,20 @@ def _iid(z: np.ndarray, inside: np.ndarray) -> np.ndarray:
     return np.where(n >= 2, v, np.nan)
 
 
+def q_of(a: np.ndarray) -> np.ndarray:
+    """(n_lag,) sum of squared normalised weights: the mean's variance / entry variance."""
+    return np.sum(a * a, axis=0)
+
+
+def _entry_var(z: np.ndarray, a: np.ndarray, lag: np.ndarray) -> np.ndarray:
+    """(B, n_lag) variance of one entry, smoothed over :data:`_SMOOTH_VAR` lags (it
+    changes slowly with the lag; one lag's few entries would make it noisy)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s2 = _iid(z, a > 0) / q_of(a)[None, :]
+    ok = np.isfinite(s2) & (s2 > 0) & (lag > 0)[None, :]
+    return np.where(np.isfinite(s2), _running_mean(s2, ok, _SMOOTH_VAR), np.nan)
+
+
 def _ratio(z: np.ndarray, a: np.ndarray, inside: np.ndarray, t1: np.ndarray,
            lag: np.ndarray, width: int) -> np.ndarray:
     """(B, n_lag) block / independent-entry variance of sum z, normalised to 1 for
@@ -287,8 +310,11 @@ def _ratio(z: np.ndarray, a: np.ndarray, inside: np.ndarray, t1: np.ndarray,
     v_blk, expect = _variances(z, a, blk, n_blk)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = v_blk / (_iid(z, inside) * expect[None, :])
-    ok = np.isfinite(ratio) & (ratio > 0)
-    r = _running_mean(ratio, ok, _SMOOTH)
+    # lag 0 (the t1 = t2 spike, or no noise at all) says nothing about the others
+    ok = np.isfinite(ratio) & (ratio > 0) & (lag > 0)[None, :]
+    # at least 1: noise along t1 is positively correlated (shared frames, speckle
+    # memory); a ratio below 1 is the estimate's own scatter
+    r = np.maximum(_running_mean(ratio, ok, _SMOOTH), 1.0)
     return np.where((n_blk >= _MIN_BLOCKS)[None, :], r, np.nan)
 
 
@@ -358,6 +384,7 @@ def age_cuts(amap: AgeLagMap, windows: AgeWindows, *, bins: Sequence[int] | None
     g2 = np.full((2, nw, nb, nt), np.nan)
     var = np.full((2, nw, nb, nt), np.nan)
     n_ent = np.zeros((2, nw, nt))
+    lag_age = np.full((2, nw, nt), np.nan)
     dvar = np.full((nw, nb, nt), np.nan)
     chi4 = np.full((nw, nb, nt), np.nan)
     floor = np.full((nw, nb, nt), np.nan)
@@ -388,8 +415,9 @@ def age_cuts(amap: AgeLagMap, windows: AgeWindows, *, bins: Sequence[int] | None
                 cut, z = _cut(c, w, ages, t1f, ins[way], lagk, lev.width)
                 r = _ratio(z, cut.a, ins[way], t1f, lagk, lev.width)
                 g2[way, wi][:, where] = cut.g
-                var[way, wi][:, where] = _iid(z, ins[way]) * r
+                var[way, wi][:, where] = _entry_var(z, cut.a, lagk) * q_of(cut.a) * r
                 n_ent[way, wi, where] = cut.n
+                lag_age[way, wi, where] = cut.lag_age
                 age_num[way, wi] += cut.age_sum
                 age_den[way, wi] += cut.w_sum
                 zs.append(z)
@@ -400,10 +428,9 @@ def age_cuts(amap: AgeLagMap, windows: AgeWindows, *, bins: Sequence[int] | None
             # entries' variance pooled from both cuts (the difference alone may rest on
             # a couple of entries at short lags)
             a0, a1 = cuts[0].a, cuts[1].a
+            s2 = [_entry_var(zs[k], ak, lagk) for k, ak in enumerate((a0, a1))]
+            n0, n1 = cuts[0].n, cuts[1].n
             with np.errstate(invalid="ignore", divide="ignore"):
-                s2 = [_iid(zs[k], ins[k]) / np.sum(ak * ak, axis=0)
-                      for k, ak in enumerate((a0, a1))]
-                n0, n1 = cuts[0].n, cuts[1].n
                 pooled = (s2[0] * n0 + s2[1] * n1) / (n0 + n1)
             dvar[wi][:, where] = (pooled * np.sum((a0 - a1) ** 2, axis=0)
                                   * 0.5 * (rs[0] + rs[1]))
@@ -421,5 +448,6 @@ def age_cuts(amap: AgeLagMap, windows: AgeWindows, *, bins: Sequence[int] | None
     with np.errstate(invalid="ignore", divide="ignore"):
         age_mean = np.where(age_den > 0, age_num / age_den, np.nan)
     return AgeCuts(windows=windows, bins=all_bins[sel], frame_time=dt, lag=lag, g2=g2,
-                   g2_err=err, n_entries=n_ent, age_mean=age_mean, diff_chi2=chi2,
+                   g2_err=err, n_entries=n_ent, age_mean=age_mean, lag_age=lag_age,
+                   diff_chi2=chi2,
                    diff_dof=dof, disagree=disagree, chi4=chi4, chi4_floor=floor)

@@ -11,8 +11,9 @@ Laws (weighted least squares on tau with its error):
 - ``linear``: tau = tau0 + a * t_w (slope ``a``, dimensionless)
 - ``power``:  tau = tau0 * t_w**mu, fitted as ln tau = ln tau0 + mu ln t_w (``mu``)
 
-The covariance is scaled by chi2_red when it exceeds 1 (as the g2 fits' errors);
-intervals are normal (1.96 sigma for 95 %). The verdict per bin reads the slope's
+The covariance is scaled by chi2_red where the scatter exceeds the errors (chi2
+beyond its 95 % quantile), so stated errors are trusted unless the points contradict
+them; intervals are normal (1.96 sigma for 95 %). The verdict per bin reads the slope's
 99 % interval (2.576 sigma), so a stationary sample is called stationary in 99 of
 100 bins: ``ageing`` (slope > 0), ``accelerating`` (< 0), ``stationary``, or
 ``undetermined`` with fewer than 3 quotable times.
@@ -68,6 +69,14 @@ class LawFit:
             return self.value["tau0"] * t ** self.value["mu"]
 
 
+def _chi2_upper(p: float, dof: int) -> float:
+    """chi-square quantile (Wilson-Hilferty; a few % off at dof 1-2)."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(p)
+    return dof * (1.0 - 2.0 / (9.0 * dof) + z * np.sqrt(2.0 / (9.0 * dof))) ** 3
+
+
 def _nan_law(law: str, n: int) -> LawFit:
     s = "a" if law == "linear" else "mu"
     nan = float("nan")
@@ -104,8 +113,10 @@ def fit_law(t_w: np.ndarray, tau: np.ndarray, tau_err: np.ndarray,
     except np.linalg.LinAlgError:
         return _nan_law(law, n)
     p = cov @ (a.T @ b)
-    chi2_red = float(np.sum((a @ p - b) ** 2) / (n - 2))
-    cov = cov * max(1.0, chi2_red)
+    chi2 = float(np.sum((a @ p - b) ** 2))
+    chi2_red = chi2 / (n - 2)
+    if chi2 > _chi2_upper(0.95, n - 2):  # scatter beyond the errors: trust the scatter
+        cov = cov * chi2_red
     sd = np.sqrt(np.diag(cov))
     slope = "a" if law == "linear" else "mu"
     if law == "power":
@@ -168,7 +179,7 @@ class AgeFits:
     """
 
     fits: G2Fits  #: rows in (way, window, bin) order
-    t_w: np.ndarray  #: (2, W) s: mean entry age of each cut
+    t_w: np.ndarray  #: (2, W, B) s: the age each tau was measured at
     tau: np.ndarray  #: (2, W, B) s, quotable (NaN otherwise)
     tau_err: np.ndarray
     contrast: np.ndarray
@@ -184,6 +195,41 @@ class AgeFits:
     def verdict(self) -> list[str]:
         """One verdict per bin, from :attr:`law`."""
         return [lf.verdict for lf in self.laws[self.law]]
+
+
+def _fitted_ages(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray) -> np.ndarray:
+    """(2, W, B) the age each fitted tau speaks for.
+
+    Each lag's g2 is the mean of entries of its own mean age (near a run's ends long
+    lags reach only the inner ages). If tau changes linearly with age, the fitted tau
+    (linearised: a weighted sum h_L of the points) is tau at t* = sum_L h_L J_L m_L,
+    with J the derivative of a single exponential (contrast, tau, baseline free) by
+    tau, h the tau row of its weighted pseudo-inverse (sum h_L J_L = 1) and m_L the
+    lag's mean age. Without a tau: the mean age of the cut's entries."""
+    lag = cuts.tau
+    out = np.repeat(np.asarray(cuts.age_mean, np.float64)[:, :, None], tau.shape[2], axis=2)
+    valid = cuts.valid
+    for way in range(2):
+        for wi in range(tau.shape[1]):
+            m = cuts.lag_age[way, wi]
+            for b in range(tau.shape[2]):
+                t, beta = tau[way, wi, b], contrast[way, wi, b]
+                ok = valid[way, wi, b] & np.isfinite(m)
+                if not (np.isfinite(t) and t > 0 and ok.sum() > 3):
+                    continue
+                beta = beta if np.isfinite(beta) else 1.0
+                x, e = lag[ok], cuts.g2_err[way, wi, b][ok]
+                ex = np.exp(-2 * x / t)
+                jac = np.stack([ex, 2 * beta * x / t**2 * ex, np.ones_like(x)], axis=1)
+                wj = jac / e[:, None] ** 2
+                try:
+                    h = np.linalg.solve(jac.T @ wj, wj.T)[1]
+                except np.linalg.LinAlgError:
+                    continue
+                c = h * jac[:, 1]
+                if abs(c.sum() - 1) < 1e-6:
+                    out[way, wi, b] = float(np.sum(c * m[ok]))
+    return out
 
 
 def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
@@ -218,9 +264,9 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
 
     c, ce = param("contrast")
     s, se = param("stretch")
-    t_w = np.asarray(cuts.age_mean, np.float64)
     tau3, err3 = tau.reshape(shape), tau_err.reshape(shape)
-    laws = {name: [fit_law(t_w[0], tau3[0, :, b], err3[0, :, b], name)
+    t_w = _fitted_ages(cuts, tau3, c)
+    laws = {name: [fit_law(t_w[0, :, b], tau3[0, :, b], err3[0, :, b], name)
                    for b in range(shape[2])] for name in LAWS}
     return AgeFits(fits=fits, t_w=t_w, tau=tau3, tau_err=err3, contrast=c,
                    contrast_err=ce, stretch=s, stretch_err=se,

@@ -166,7 +166,7 @@ def csv_rows(out: AgesOutput, header: bool = True) -> list[list]:
             for way, name in enumerate(WAYS):
                 rows.append([out.path, int(b), _num(out.q[j]), _num(out.phi[j]), name,
                              _num(c.windows.lo[wi]), _num(c.windows.hi[wi]),
-                             _num(f.t_w[way, wi]), f.model[way, wi, j],
+                             _num(f.t_w[way, wi, j]), f.model[way, wi, j],
                              f.status[way, wi, j], _num(f.tau[way, wi, j]),
                              _num(f.tau_err[way, wi, j]), _num(f.contrast[way, wi, j]),
                              _num(f.contrast_err[way, wi, j]), _num(f.stretch[way, wi, j]),
