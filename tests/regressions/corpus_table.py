@@ -83,6 +83,7 @@ class Run:
     must_not: tuple[str, ...] = ()
     limit: int = 0  # file size limit of the child (bytes), 0: none
     process: str | None = None  # run as its own process: "sigint:<delay>", "importint"
+    timeout: float = 0  # seconds before a run counts as hung (0: measure's)
 
 
 @dataclass
@@ -301,6 +302,20 @@ def build_runs(work: Path) -> list[Run]:
                  ["export", res_p, side, "--plot", "saxs2d", "-o", o("_figs"), "--quiet"]):
         runs.append(Run("side files as inputs", args, (0,), [res_p, side],
                         must=("skipping",)))
+    # issue 34: a FIFO behind a link, VDS source or external storage; data outside the
+    # folder; a missing VDS source (a hang is killed after 20 s and counts as a crash)
+    always, outside_cases = bc.build_pointer_cases(work / "pointers", good)
+    g34 = "34 FIFO, links, VDS, storage"
+    for c in always + outside_cases:
+        ins = [good] if c.name == "fifo_given" else [good, c.path]  # never read a FIFO
+        for args in (["info", c.path], ["fit", good, c.path, "-o", o(".json"), "--quiet"],
+                     ["export", good, c.path, "--plot", "g2", "-o", o("_figs"), "--quiet"],
+                     ["average", good, c.path, "-o", o(".hdf"), "--quiet"],
+                     ["series", good, c.path, "-o", o(".csv"), "--quiet"]):
+            runs.append(Run(g34, args, (3,), ins, must=(c.dataset,), timeout=20))
+    for c in outside_cases:
+        runs.append(Run("34 --allow-external", ["info", c.path, "--allow-external"], (0,),
+                        [c.path], timeout=20))
     return runs
 
 
@@ -394,7 +409,7 @@ def measure(runs: list[Run], code: Path, work: Path, timeout: float = 300) -> li
         else:
             ch = children.get(run.limit) or children.setdefault(run.limit,
                                                                 Child(env, run.limit, work))
-            r = ch.run(run, timeout)
+            r = ch.run(run, run.timeout or timeout)
             if r is None:  # died: a crash (or a hang we ended)
                 rc = ch.close()
                 children.pop(run.limit)
