@@ -63,8 +63,11 @@ _OPEN_FILES = 4
 
 def _is_esrf_block(p: Path) -> bool:
     try:
-        with h5py.File(p, "r", locking=False) as f:
-            return isinstance(f.get(f"{ESRF_GROUP}/frame_ptr"), h5py.Dataset)
+        from xpcsviewer.io._h5links import pointers_ok
+
+        with h5py.File(p, "r", locking=False) as f:  # a link to a FIFO: no lookup
+            return pointers_ok(f) and isinstance(f.get(f"{ESRF_GROUP}/frame_ptr"),
+                                                 h5py.Dataset)
     except (OSError, RuntimeError, ValueError, KeyError):
         return False
 

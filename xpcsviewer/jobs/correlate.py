@@ -152,8 +152,10 @@ def _qmap_mask_dataset(path: str | Path) -> str:
     import h5py
 
     try:
-        with h5py.File(path, "r", locking=False) as f:
-            if "qmap" not in f and "xpcs/qmap" in f:
+        from xpcsviewer.io._h5links import pointers_ok
+
+        with h5py.File(path, "r", locking=False) as f:  # a link to a FIFO: no lookup
+            if pointers_ok(f) and "qmap" not in f and "xpcs/qmap" in f:
                 return "/xpcs/qmap/mask"
     except (OSError, ValueError):
         pass
