@@ -98,3 +98,15 @@ def test_bad_points_is_a_usage_error(inputs, tmp_path, capsys):
                 "--twotime-ages-points", "0") == 2
     assert "--twotime-ages-points" in capsys.readouterr().err
     assert not (tmp_path / "x.hdf").exists()
+
+
+def test_skip_existing_redoes_a_result_without_the_map(inputs, tmp_path):
+    _qm, qpath, _movie, npy, _ = inputs
+    out = tmp_path / "r.hdf"
+    assert _run(npy, "--qmap", qpath, "-o", out) == 0
+    assert _run(npy, "--qmap", qpath, "-o", out, "--twotime-ages", "--skip-existing",
+                "--overwrite") == 0
+    assert read_age_lag(out).n_frames == 300  # not skipped as complete
+    before = out.stat().st_mtime_ns
+    assert _run(npy, "--qmap", qpath, "-o", out, "--twotime-ages", "--skip-existing") == 0
+    assert out.stat().st_mtime_ns == before  # now complete: skipped

@@ -90,12 +90,13 @@ def test_mask_bins_and_a_chunk_iterable():
     _check_against_full(amap, full, n)
 
 
-def test_float_frames_and_all_zero_frames():
+@pytest.mark.parametrize("dtype", ["<f4", ">u2", "<f2"])
+def test_float_frames_and_all_zero_frames(dtype):
     dq, sq = _partition()
-    frames = _frames(80, seed=2).astype(np.float32) * 0.5
+    frames = (_frames(80, seed=2) * 0.5).astype(dtype)
     frames[10] = 0  # the full map's rule: zero sums give zero entries
-    full = correlate_twotime(frames, dq, sq, None)
-    amap = correlate_twotime_ages(frames, dq, sq, None, points_per_level=4)
+    full = correlate_twotime(frames.astype(np.float64), dq, sq, None)
+    amap = correlate_twotime_ages(frames, dq, sq, None, points_per_level=4, engine="numba")
     _check_against_full(amap, full, 80)
     assert amap.levels[0].c[0, 10, 0] == 0.0
 

@@ -49,6 +49,8 @@ __all__ = ["age_lag_bytes", "correlate_twotime_ages", "correlate_twotime_ages_ev
            "level_plan"]
 
 ENTRY = "mean of the full map's pairs"
+#: frame dtypes the numba kernel reads (others, e.g. float16 or big-endian, go through NumPy)
+_KERNEL_DTYPES = ("u1", "u2", "u4", "u8", "i1", "i2", "i4", "i8", "f4", "f8")
 _NEGATIVE = ("frame values must be non-negative counts (the multi-tau two-time correlator "
              "cannot take negative or NaN values)")
 
@@ -133,7 +135,8 @@ class _Accumulator:
 
     def add_frames(self, flat: np.ndarray) -> None:
         """Whole frames (k, H*W) of the next k frames."""
-        if self.kmod is None:
+        if self.kmod is None or flat.dtype.str[1:] not in _KERNEL_DTYPES \
+                or not flat.dtype.isnative:
             self.add(np.take(flat, self.sel_index, axis=1))
             return
         self._check_count(flat.shape[0])

@@ -439,8 +439,10 @@ def output_name(raw: str | Path) -> str:
     return f"{name}_results.hdf"
 
 
-def output_complete(output: str | Path, mode: str, side: Path | None = None) -> bool:
-    """True when ``output`` is a readable result with what ``mode`` writes.
+def output_complete(output: str | Path, mode: str, side: Path | None = None,
+                    ages: bool = False) -> bool:
+    """True when ``output`` is a readable result with what ``mode`` writes (and, with
+    ``ages``, an age x lag map).
 
     Outputs are written atomically, so one at its final name is complete unless
     something else wrote it; this checks that it reads as a result of the mode.
@@ -455,6 +457,16 @@ def output_complete(output: str | Path, mode: str, side: Path | None = None) -> 
         return False
     if mode in ("multitau", "both") and res.multitau is None:
         return False
+    if ages:
+        from xpcsviewer.io._h5 import open_h5
+        from xpcsviewer.io.age_lag import has_age_lag
+
+        try:
+            with open_h5(output) as f:
+                if not has_age_lag(f):
+                    return False
+        except (XpcsFileError, OSError):
+            return False
     return not (mode in ("twotime", "both") and res.twotime is None)
 
 
@@ -470,7 +482,7 @@ def correlate_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str, A
     out = item["output"]
     side = _g2_side(args, item["path"], out, check=False)
     if options.get("skip_existing") and Path(out).exists():
-        if output_complete(out, args.mode, side):
+        if output_complete(out, args.mode, side, bool(getattr(args, "twotime_ages", False))):
             return {"output": out, "bytes": os.path.getsize(out), "notes": [],
                     "skipped": True}
         if not options.get("overwrite"):
