@@ -44,6 +44,7 @@ def test_audit_circle_mask_regroup(qtbot, window, hot_dir, wait_idle, tmp_path):
     window.select_tab("g2pixel")
     wait_idle(window)
     gp = window.panels["g2pixel"]
+    gp.tools_tabs.setCurrentIndex(1)  # the Pixel audit page
     QTest.mouseClick(gp.audit_btn, LEFT)
     wait_idle(window, 60000)
     assert gp.audit_table.rowCount() == 50
@@ -71,6 +72,7 @@ def test_audit_circle_mask_regroup(qtbot, window, hot_dir, wait_idle, tmp_path):
     window.select_tab("g2pixel")
     QTest.mouseClick(gp.mask_these_btn, LEFT)
     wait_idle(window)
+    assert gp.tools_tabs.currentWidget() is gp.regroup_box  # the next step
     det = window.panels["detector"]
     h = det.histories[str(path)]
     assert h.n_masked == 4

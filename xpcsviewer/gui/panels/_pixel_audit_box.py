@@ -134,8 +134,10 @@ class PixelAuditMixin:
     audit_out: dict | None = None
 
     def _build_audit(self) -> QGroupBox:
-        box = QGroupBox("Pixel audit: which pixels make g2 wrong")
+        box = QGroupBox()  # on the G2 tab's "Pixel audit" page: the page names it
+        box.setToolTip("Pixel audit: which pixels make g2 wrong")
         g = QGridLayout(box)
+        g.setContentsMargins(6, 4, 6, 4)
         self.audit_btn = QPushButton("Audit pixels")
         self.audit_btn.setToolTip(
             "Rank every pixel by how much its bin's g2 changes without it (in error bars) "
@@ -155,8 +157,10 @@ class PixelAuditMixin:
             ["bin", "row", "col", "q", "leverage", "z", "reason"])
         self.audit_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.audit_table.verticalHeader().setVisible(False)
+        self.audit_table.verticalHeader().setDefaultSectionSize(20)
         self.audit_table.horizontalHeader().setStretchLastSection(True)
-        self.audit_table.setMaximumHeight(130)
+        self.audit_table.setWordWrap(False)  # one line a pixel; the tooltip has it all
+        self.audit_table.setMaximumHeight(92)  # 3 rows: the image keeps its height
         self.audit_label = QLabel(" ")
         self.audit_label.setWordWrap(True)
         g.addWidget(self.audit_btn, 0, 0)
@@ -194,7 +198,9 @@ class PixelAuditMixin:
             cells = [str(r[1]), str(r[2]), str(r[3]), f"{r[4]:.4g}",
                      "" if r[5] is None else f"{r[5]:.3g}", f"{r[6]:.3g}", r[7]]
             for j, text in enumerate(cells):
-                t.setItem(i, j, QTableWidgetItem(text))
+                item = QTableWidgetItem(text)
+                item.setToolTip(r[7] or "not flagged")
+                t.setItem(i, j, item)
         t.resizeColumnsToContents()
         n = len(out["flagged_rows"])
         self.audit_label.setText(

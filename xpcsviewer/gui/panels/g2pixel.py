@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QRadioButton,
     QSlider,
     QSpinBox,
+    QTabWidget,
     QToolButton,
     QVBoxLayout,
 )
@@ -134,10 +135,16 @@ class G2PixelPanel(PixelAuditMixin, BasePanel):
         self.mask_item.setZValue(10)
         self.iplot.addItem(self.mask_item)
         lay.addWidget(self.image_view, 1)
-        boxes = QHBoxLayout()
-        boxes.addWidget(self._build_regroup())
-        boxes.addWidget(self._build_audit(), 1)
-        lay.addLayout(boxes)
+        # regrouping and the pixel audit take turns below the image: side by side they
+        # would not fit a 1280-pixel window
+        self.tools_tabs = QTabWidget()
+        self.regroup_box = self._build_regroup()
+        self.tools_tabs.addTab(self.regroup_box, "Regroup")
+        self.tools_tabs.addTab(self._build_audit(), "Pixel audit")
+        # after "Mask these" the next step is Regroup (with the Detector tab's mask)
+        self.mask_these_btn.clicked.connect(
+            lambda: self.tools_tabs.setCurrentWidget(self.regroup_box))
+        lay.addWidget(self.tools_tabs)
         self.status = QLabel(" ")
         self._file_note = ""  # which file is shown, when not the current target
         self._message = ""
