@@ -41,9 +41,11 @@ class Level:
     by the caller; entries whose partner leaves the run stay NaN)."""
 
     def __init__(self, kmin: int, n_lag: int, n_t: int, spans: list[tuple[int, int]],
-                 c: np.ndarray, n_pix: int, batch: int, kernel: Any = None) -> None:
+                 c: np.ndarray, n_pix: int, batch: int, kmod: Any = None) -> None:
         self.kmin, self.n_lag, self.n_t = kmin, n_lag, n_t
-        self.kernel = kernel  # the numba band_products, or None for BLAS
+        # the numba kernels (None: NumPy and BLAS)
+        self.kernel = None if kmod is None else kmod.band_products
+        self.pairs = None if kmod is None else kmod.pair_means
         self.starts = np.array([a for a, _b in spans], dtype=np.int64)
         self.ends = np.array([b for _a, b in spans], dtype=np.int64)
         self.kmax = kmin + n_lag - 1
@@ -78,15 +80,25 @@ class Level:
         self._run(final=True)
 
     def pair_means(self, rows: np.ndarray) -> np.ndarray:
-        """Rows of the next level: means of consecutive pairs of this level's rows."""
-        if self.odd is not None:
-            rows = np.concatenate([self.odd[None], rows])
+        """Rows of the next level: means of consecutive pairs of this level's rows (a
+        row left over waits for the next call)."""
+        k = rows.shape[0]
+        head = self.odd is not None and k > 0
+        s0 = 1 if head else 0
+        n2 = (k - s0) // 2
+        out = np.empty((n2 + head, rows.shape[1]))
+        if head:
+            np.add(self.odd, rows[0], out=out[0])
+            out[0] *= 0.5
             self.odd = None
-        n2 = rows.shape[0] // 2
-        if rows.shape[0] % 2:
+        if self.pairs is not None:
+            self.pairs(rows, s0, n2, out, int(head))
+        elif n2:
+            body = out[int(head):]
+            np.add(rows[s0 : s0 + 2 * n2 : 2], rows[s0 + 1 : s0 + 2 * n2 : 2], out=body)
+            body *= 0.5
+        if (k - s0) % 2:
             self.odd = rows[-1].copy()
-        out = rows[0 : 2 * n2 : 2] + rows[1 : 2 * n2 : 2]
-        out *= 0.5
         return out
 
     def _run(self, final: bool) -> None:

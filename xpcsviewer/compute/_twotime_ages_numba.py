@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from numba import prange
 
-__all__ = ["band_products", "normalise_rows"]
+__all__ = ["band_products", "normalise_rows", "pair_means"]
 
 # reassoc: the dot products vectorise (round-off ~1 ulp per term, as BLAS's own order)
 _OPTS = {"cache": True, "boundscheck": False, "nogil": True,
@@ -100,3 +100,13 @@ def band_products(buf, r0, r, kmin, n_lag, n_avail, starts, ends, out, a0):
                 out[bi, a0 + i0 + 2, d - 2] = c2
             if 3 <= d:
                 out[bi, a0 + i0 + 3, d - 3] = c3
+
+
+@numba.njit(parallel=True, **_OPTS)
+def pair_means(src, s0, n2, out, o0):
+    """``out[o0 + i] = (src[s0 + 2i] + src[s0 + 2i + 1]) / 2`` for i < n2 (the next
+    level's rows), parallel over rows."""
+    for i in prange(n2):
+        a = s0 + 2 * i
+        for p in range(src.shape[1]):
+            out[o0 + i, p] = 0.5 * (src[a, p] + src[a + 1, p])

@@ -105,15 +105,14 @@ class _Accumulator:
         self.maps = []
         self.levels: list[Level] = []
         self.kmod = _kernels(engine, float(n_frames) * self.n_pix)
-        kernel = None if self.kmod is None else self.kmod.band_products
-        self.engine = "blas" if kernel is None else "numba"
+        self.engine = "blas" if self.kmod is None else "numba"
         self.gends = np.r_[cut[1:], order.size].astype(np.int64)
         self.bends = np.r_[self.bstarts[1:], cut.size].astype(np.int64)
         for _width, kmin, n_lag, n_t in self.plan:
             c = np.full((len(bins), n_t, n_lag), np.nan)
             self.maps.append(c)
             self.levels.append(Level(kmin, n_lag, n_t, self.spans, c, self.n_pix, batch,
-                                     kernel))
+                                     self.kmod))
         self.done = 0
 
     def normalise(self, x: np.ndarray) -> np.ndarray:
