@@ -45,6 +45,7 @@ __all__ = [
     "check_file_pointers",
     "dataset_problem",
     "external_allowed",
+    "may_exist",
     "pointers_ok",
 ]
 
@@ -294,4 +295,21 @@ def pointers_ok(f: h5py.File) -> bool:
         check_file_pointers(f)
     except XpcsFileError:
         return False
+    return True
+
+
+def may_exist(f: h5py.File, path: str) -> bool:
+    """Whether ``path`` names something in ``f``, found without following an external
+    or soft link (one on the way counts as yes: the reader then checks it)."""
+    g: Any = f
+    for part in [q for q in path.split("/") if q]:
+        try:
+            link = g.get(part, getlink=True)
+        except (KeyError, RuntimeError, OSError, ValueError):
+            return False
+        if link is None:
+            return False
+        if not isinstance(link, h5py.HardLink):
+            return True
+        g = g[part]
     return True

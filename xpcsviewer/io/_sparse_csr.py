@@ -63,11 +63,12 @@ _OPEN_FILES = 4
 
 def _is_esrf_block(p: Path) -> bool:
     try:
-        from xpcsviewer.io._h5links import pointers_ok
+        from xpcsviewer.io._h5links import may_exist, pointers_ok
 
-        with h5py.File(p, "r", locking=False) as f:  # a link to a FIFO: no lookup
-            return pointers_ok(f) and isinstance(f.get(f"{ESRF_GROUP}/frame_ptr"),
-                                                 h5py.Dataset)
+        with h5py.File(p, "r", locking=False) as f:
+            if not pointers_ok(f):  # a lookup could follow a link to a FIFO: the reader says
+                return may_exist(f, f"{ESRF_GROUP}/frame_ptr")
+            return isinstance(f.get(f"{ESRF_GROUP}/frame_ptr"), h5py.Dataset)
     except (OSError, RuntimeError, ValueError, KeyError):
         return False
 

@@ -431,12 +431,12 @@ def raw_layout(path: str | Path, dataset: str = RAW_DATASET) -> str | None:
         if kind == "hdf5":
             import h5py
 
-            from xpcsviewer.io._h5links import pointers_ok
+            from xpcsviewer.io._h5links import may_exist, pointers_ok
 
             try:
                 with h5py.File(p, "r", locking=False) as f:
                     if not pointers_ok(f):  # looking inside could hang or read elsewhere
-                        return "hdf5" if f.get(dataset, getlink=True) is not None else None
+                        return "hdf5" if may_exist(f, dataset) else None
                     return _hdf5_layout(f, dataset)
             except (OSError, RuntimeError, ValueError, KeyError):
                 return None
