@@ -9,6 +9,7 @@ import pytest
 from xpcsviewer.compute.pixel_audit import (
     TABLE_HEADER,
     audit_pixels,
+    audit_summary,
     audit_table_rows,
     group_median_mad,
     ranked,
@@ -155,3 +156,15 @@ def test_bad_stack_is_refused(small):
         audit_pixels(bad, qm)
     with pytest.raises(ValueError, match="expected"):
         audit_pixels(stack[:, :2], qm)
+
+
+def test_summary_for_the_report(small):
+    qm, stack = small
+    au = audit_pixels(stack, qm, label="A.hdf")
+    s = audit_summary(au)
+    assert s["file"] == "A.hdf" and s["pixels"] == au.pixel_index.size
+    assert s["flagged"] == au.flagged.sum() >= 1 and s["hot"] == 1
+    assert s["bins_flagged"] == sorted(set(au.dynamic_id[au.flagged].tolist()))
+    assert s["max_leverage"] == pytest.approx(np.nanmax(au.leverage))
+    assert s["rows"][0] == TABLE_HEADER and s["rows"][1][2:4] == [2, 7]
+    assert len(s["rows"]) == 1 + min(10, s["flagged"])

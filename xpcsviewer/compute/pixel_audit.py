@@ -39,6 +39,7 @@ __all__ = [
     "TABLE_HEADER",
     "PixelAudit",
     "audit_pixels",
+    "audit_summary",
     "audit_table_rows",
     "drop_one_delta",
     "group_median_mad",
@@ -465,3 +466,25 @@ def audit_table_rows(audit: PixelAudit, top: int | None = None,
                      None if not np.isfinite(lev) else float(lev), float(zs[i]),
                      _reasons(audit, i)])
     return rows
+
+
+def audit_summary(audit: PixelAudit, top: int = 10) -> dict[str, Any]:
+    """A few numbers for a report's data-quality section.
+
+    ``file``, ``pixels`` audited, ``flagged`` and ``hot`` counts, ``max_leverage``
+    (error bars; None without a finite one), ``bins_flagged`` (sorted 0-based g2 columns
+    holding a flagged pixel), the thresholds, and ``rows``: the table rows (header
+    first) of the flagged pixels, at most ``top``.
+    """
+    lev = audit.leverage[np.isfinite(audit.leverage)]
+    return {
+        "file": audit.label,
+        "pixels": int(audit.pixel_index.size),
+        "flagged": int(audit.flagged.sum()),
+        "hot": int(audit.hot.sum()),
+        "max_leverage": float(lev.max()) if lev.size else None,
+        "bins_flagged": sorted({int(b) for b in audit.dynamic_id[audit.flagged]}),
+        "hot_z": audit.hot_z,
+        "leverage_flag": audit.leverage_flag,
+        "rows": audit_table_rows(audit, top=top, flagged_only=True),
+    }
