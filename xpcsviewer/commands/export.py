@@ -2,7 +2,7 @@
 
 Plots that overlay files (``saxs1d``, ``intensity``, ``g2``, ``diffusion``) give
 one combined figure ``combined_<kind>.<fmt>``; the others (``saxs2d``,
-``stability``, ``twotime``, ``qmap``, ``g2map``, ``g2stability``) one figure per
+``stability``, ``twotime``, ``ages``, ``qmap``, ``g2map``, ``g2stability``) one figure per
 file, ``<label>_<kind>.<fmt>``, with the figure's defaults (e.g. the first
 q-bin). For ``g2`` and ``diffusion`` the curves are first fitted with the
 single-exponential model (the same batched least-squares fit as the g2 tab), so
@@ -81,7 +81,7 @@ def _needs(kind: str, res: Any) -> str | None:
         res.multitau is None or res.multitau.g2_partial is None
     ):
         return "no partial g2 snapshots"
-    if kind == "twotime" and res.twotime is None:
+    if kind in ("twotime", "ages") and res.twotime is None:
         return "no two-time data"
     return None
 

@@ -34,6 +34,12 @@ Kinds and their options
     file_index=0, bin_index=0 (index into the processed bins), max_size=1024,
     correct_diagonal=False, cmap="viridis", levels=None, view=None (a C2View-like object
     with ``c2``, ``t0``, ``label``; default ``io.read_c2``), g2=True.
+``ages``
+    file_index=0, bin_index=0, ages=None (an AgesOutcome of
+    :func:`xpcsviewer.export._ages_run.run_ages`, as the Two-Time tab hands it; default:
+    computed here from spacing="linear" ("log"), n_windows=5, or ages_s / widths_s (s),
+    with model="auto"), bands="age" ("t1", "both"), law="linear" ("power"), and the
+    map's max_size, correct_diagonal, cmap, levels, view as for ``twotime``.
 ``qmap``
     file_index=0, which="both" ("dynamic", "static").
 ``g2stability``
@@ -56,6 +62,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from xpcsviewer.export._fig_ages import _fig_ages
 from xpcsviewer.export._fig_common import (
     SIZE_PRESETS,
     current_preset,
@@ -97,6 +104,7 @@ FIGURE_KINDS: dict[str, Callable[..., Any]] = {
     "g2": _fig_g2,
     "diffusion": _fig_diffusion,
     "twotime": _fig_twotime,
+    "ages": _fig_ages,
     "qmap": _fig_qmap,
     "g2stability": _fig_g2stability,
     "g2map": _fig_g2map,

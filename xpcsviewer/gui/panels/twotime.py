@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.gui.panels._twotime_ages import AgesView
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap, curve_pen
 from xpcsviewer.views import display_image
@@ -73,7 +74,11 @@ class TwotimePanel(BasePanel):
 
     name = "twotime"
     title = "Two-Time"
-    figure_kind = "twotime"
+
+    @property
+    def figure_kind(self) -> str:
+        """``"ages"`` (map with windows, cuts, tau(t_w)) while ages are shown."""
+        return "ages" if self.ages.enabled() and self.ages.outcome is not None else "twotime"
 
     sigMapShown = Signal()
     """A new C2 map is on screen: ()."""
@@ -202,7 +207,14 @@ class TwotimePanel(BasePanel):
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 3)
         split.setStretchFactor(2, 2)
-        lay.addWidget(split, 1)
+        # ages below the map: windows on it, cuts both ways, tau(t_w) (issue 35)
+        self.ages = AgesView(self)
+        vsplit = QSplitter(Qt.Orientation.Vertical)
+        vsplit.addWidget(split)
+        vsplit.addWidget(self.ages)
+        vsplit.setStretchFactor(0, 3)
+        vsplit.setStretchFactor(1, 2)
+        lay.addWidget(vsplit, 1)
 
         self.file_sel.sigIndexChosen.connect(self._on_file_chosen)
         self.bin_combo.activated.connect(self._on_bin_chosen)
@@ -379,6 +391,7 @@ class TwotimePanel(BasePanel):
         if res is None or self.bin_combo.count() == 0:
             return None
         self.status.setText("reading two-time map\u2026")
+        self.ages.follow()
         return self.submit(
             "c2",
             read_c2_job,
@@ -465,6 +478,8 @@ class TwotimePanel(BasePanel):
 
     def clear_plots(self) -> None:
         self.view = None
+        self.ages.cancel()
+        self.ages.clear()
         self.c2_img.clear()
         self.picker_img.clear()
         self.highlight.clear()
@@ -472,6 +487,11 @@ class TwotimePanel(BasePanel):
 
     # ------------------------------------------------------------- export
     def figure_options(self) -> dict:
+        if self.figure_kind == "ages":
+            return self._map_options() | self.ages.figure_options()
+        return self._map_options()
+
+    def _map_options(self) -> dict:
         res = self.current()
         idx = self.results.index(res) if res is not None and res in self.results else 0
         opts = {
@@ -488,6 +508,10 @@ class TwotimePanel(BasePanel):
         return opts
 
     def data_columns(self):
+        if self.figure_kind == "ages":
+            from xpcsviewer.views.ages import ages_columns
+
+            return ages_columns(self.ages.outcome)
         res = self.current()
         if res is None:
             return None
@@ -511,9 +535,12 @@ class TwotimePanel(BasePanel):
             "correct_diagonal": self.diag_check.isChecked(),
             "max_size": self.max_size.value(),
             "picker": self.picker_kind.currentData(),
+            "ages": self.ages.get_settings(),
         }
 
     def set_settings(self, s: dict) -> None:
+        if isinstance(s.get("ages"), dict):
+            self.ages.set_settings(s["ages"])
         try:
             if "bin_index" in s:
                 self._bin_index = max(0, int(s["bin_index"]))

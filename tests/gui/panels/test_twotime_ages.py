@@ -1,0 +1,186 @@
+"""Issue 35: the Two-Time tab's ages: windows on the map, the cuts both ways against a
+brute-force average of the map, nothing stale on screen, the flag, the CSV, and the
+exported figure drawing the tab's points."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtWidgets import QGraphicsPolygonItem
+
+from xpcsviewer.gui.context import AppContext
+from xpcsviewer.gui.panels.twotime import TwotimePanel
+from xpcsviewer.gui.workers import TaskRunner
+
+_FAKE = Path(__file__).resolve().parents[2] / "export" / "fake_results.py"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    from xpcsviewer.io import read_result
+
+    spec = importlib.util.spec_from_file_location("xpcs_test_fake_results_ages", _FAKE)
+    fake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake)
+    d = tmp_path_factory.mktemp("ttages")
+    fake.make_result(d / "E001_results.hdf", seed=3, kind="both", n_c2=120)
+    return [read_result(d / "E001_results.hdf")]
+
+
+@pytest.fixture
+def panel(qtbot):
+    ctx = AppContext(runner=TaskRunner())
+    p = TwotimePanel(ctx)
+    qtbot.addWidget(p)
+    p.resize(1400, 900)
+    p.show()
+    yield p
+    p.cancel_jobs()
+    ctx.runner.wait_for_done(20000)
+
+
+def _shown(qtbot, panel, results):
+    with qtbot.waitSignal(panel.ages.sigAgesShown, timeout=120000):
+        panel.set_results(results)
+    return panel.ages.outcome
+
+
+def _brute_cut(c2: np.ndarray, dt: float, lo: float, hi: float, way: str) -> dict:
+    """lag (frames) -> plain mean of C(i, i + lag) over the entries in [lo, hi)."""
+    n = c2.shape[0]
+    out = {}
+    for lag in range(1, n):
+        vals = []
+        for i in range(n - lag):
+            t = (i + 0.5 * lag) * dt if way == "age" else i * dt
+            if lo <= t < hi:
+                vals.append(c2[i, i + lag])
+        if vals:
+            out[lag] = float(np.mean(vals))
+    return out
+
+
+def test_cuts_on_screen_are_the_map_averages(qtbot, panel, results):
+    from xpcsviewer.io import read_c2
+
+    o = _shown(qtbot, panel, results)
+    tt = results[0].twotime
+    assert o.request.dq == int(tt.processed_bins[0]) and o.cuts.windows.n == 5
+    c2 = read_c2(results[0].path, 0, max_size=tt.n_frames).c2
+    drawn = panel.ages.drawn_points()
+    for way in ("age", "t1"):
+        pts = np.array(drawn[way])
+        for k in (0, 2, 4):
+            lo, hi = o.cuts.windows.lo[k], o.cuts.windows.hi[k]
+            ref = _brute_cut(c2, tt.t0, lo, hi, way)
+            assert len(ref) > 10
+            # every lag of the window is drawn, at the brute-force mean
+            for lag, mean in ref.items():
+                hit = (np.abs(pts[:, 0] - lag * tt.t0) < 1e-12) & (np.abs(pts[:, 1] - mean)
+                                                                  < 1e-9)
+                assert hit.any(), (way, k, lag)
+    # five windows of each way, each curve with its fit
+    for way in ("age", "t1"):
+        plot = panel.ages.cut_plots[way]
+        symbols = [it for it in plot.listDataItems() if it.opts.get("symbol")]
+        assert len(symbols) == 5
+    # the windows on the map: one band per window, at the band polygon of views.ages
+    from xpcsviewer.views.ages import band_polygon
+
+    items = [it for it in panel.c2_plot.items if isinstance(it, QGraphicsPolygonItem)]
+    assert len(items) == 5
+    t_end = (tt.n_frames - 1) * tt.t0
+    poly = items[1].polygon()
+    np.testing.assert_allclose([(p.x(), p.y()) for p in poly],
+                               band_polygon(o.cuts.windows.lo[1], o.cuts.windows.hi[1],
+                                            t_end, "age"))
+    panel.ages.bands.setCurrentIndex(panel.ages.bands.findData("both"))
+    items = [it for it in panel.c2_plot.items if isinstance(it, QGraphicsPolygonItem)]
+    assert len(items) == 10
+
+
+def test_nothing_stale_when_the_bin_changes(qtbot, panel, results):
+    _shown(qtbot, panel, results)
+    assert panel.ages.drawn_points()
+    with qtbot.waitSignal(panel.ages.sigAgesShown, timeout=120000):
+        panel.set_bin_index(1)
+        # cleared at once: no cut, tau point or band of bin 1 while bin 3 is computed
+        assert panel.ages.outcome is None and panel.ages.drawn_points() == {}
+        assert not [it for it in panel.c2_plot.items if isinstance(it, QGraphicsPolygonItem)]
+    assert panel.ages.outcome.request.dq == int(results[0].twotime.processed_bins[1])
+    # a colour level does not restart the analysis
+    before = panel.ages.outcome
+    panel.auto_check.setChecked(False)
+    assert panel.ages.outcome is before
+
+
+def test_typed_ages_and_a_bad_entry(qtbot, panel, results):
+    _shown(qtbot, panel, results)
+    ages = panel.ages
+    ages.spacing.setCurrentIndex(ages.spacing.findData("list"))
+    qtbot.wait(50)
+    ages.ages_edit.setText("0.03, abc")
+    ages.ages_edit.editingFinished.emit()
+    assert "ages: 'abc' is not a number of seconds" in ages.status.text()
+    assert ages.outcome is None and ages.drawn_points() == {}
+    ages.ages_edit.setText("0.03, 0.09")
+    ages.widths_edit.setText("0.04")
+    with qtbot.waitSignal(ages.sigAgesShown, timeout=120000):
+        ages.ages_edit.editingFinished.emit()
+    np.testing.assert_allclose(ages.outcome.cuts.windows.centres, [0.03, 0.09])
+    np.testing.assert_allclose(ages.outcome.cuts.windows.widths, [0.04, 0.04])
+
+
+def test_a_disagreement_is_flagged(qtbot, panel, results):
+    o = _shown(qtbot, panel, results)
+    flags = np.zeros_like(o.cuts.disagree)
+    flags[2, 0] = True
+    cuts = dataclasses.replace(o.cuts, disagree=flags)
+    panel.ages.outcome = dataclasses.replace(o, cuts=cuts)
+    panel.ages.redraw()
+    for way in ("age", "t1"):
+        assert "ways disagree" in panel.ages.cut_plots[way].titleLabel.text
+    assert "\u26a0 ways disagree at" in panel.ages.status.text()
+    items = [it for it in panel.c2_plot.items if isinstance(it, QGraphicsPolygonItem)]
+    dashed = [k for k, it in enumerate(items) if it.pen().style().name == "DashLine"]
+    assert dashed == [2]
+
+
+def test_csv_and_figure_draw_what_the_tab_draws(qtbot, panel, results, tmp_path):
+    from xpcsviewer.export import make_figure
+
+    _shown(qtbot, panel, results)
+    assert panel.figure_kind == "ages"
+    # CSV: the drawn cut points, written atomically by the export job
+    path = tmp_path / "ages.csv"
+    with qtbot.waitSignal(panel.sigExported, timeout=20000):
+        panel.export_data(path)
+    rows = [r for r in csv.reader(path.read_text().splitlines()) if r and not r[0].startswith("#")]
+    head, body = rows[0], rows[1:]
+    cut_rows = [r for r in body if r[head.index("way")]]
+    drawn = panel.ages.drawn_points()
+    assert len(cut_rows) == len(drawn["age"]) + len(drawn["t1"])
+    tw = [r for r in body if r[head.index("tw_way")]]
+    assert len(tw) == 10 and {r[head.index("tw_way")] for r in tw} == {"age", "t1"}
+    # the figure: the same cut points and tau markers
+    fig = make_figure("ages", panel.shown_results(), "double", **panel.figure_options())
+    ax_tau, ax_age, ax_t1 = fig.axes[1], fig.axes[2], fig.axes[3]
+
+    def points(ax):
+        out = []
+        for ln in ax.get_lines():
+            if ln.get_marker() not in (None, "None", "") and ln.get_linestyle() == "None":
+                out.extend(zip(np.asarray(ln.get_xdata(), float),
+                               np.asarray(ln.get_ydata(), float), strict=True))
+        return sorted(out)
+
+    for key, ax in (("age", ax_age), ("t1", ax_t1), ("tau", ax_tau)):
+        np.testing.assert_allclose(points(ax), sorted(drawn.get(key, [])), rtol=1e-12)

@@ -1,0 +1,101 @@
+"""The ages of one two-time bin as the tab and the exported figure ask for them (no Qt).
+
+The analysis is that of ``xpcsviewer ages`` (:mod:`xpcsviewer.jobs.ages`: the age x
+lag map or the full maps, the cuts both ways, their fits, the ageing laws); this module
+only holds what is asked (:class:`AgesRequest`, snapshot on the GUI thread) and runs it
+for one bin with progress and cancel (:func:`run_ages`: the tab's worker job, and what
+the figure runs when it is not handed an outcome).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["AgesOutcome", "AgesRequest", "parse_seconds", "run_ages"]
+
+
+def parse_seconds(text: str, what: str) -> tuple[float, ...]:
+    """``"1, 3 5"`` -> (1.0, 3.0, 5.0); ValueError naming ``what`` on a bad entry."""
+    parts = [p for p in text.replace(",", " ").replace(";", " ").split() if p]
+    out = []
+    for p in parts:
+        try:
+            v = float(p)
+        except ValueError:
+            raise ValueError(f"{what}: {p!r} is not a number of seconds") from None
+        if not np.isfinite(v) or v < 0:
+            raise ValueError(f"{what}: {p!r} must be a finite time >= 0 s")
+        out.append(v)
+    if not out:
+        raise ValueError(f"{what}: give at least one time in seconds")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class AgesRequest:
+    """What the tab asks for, snapshot on the GUI thread.
+
+    ``spacing``: ``"linear"`` or ``"log"`` (``n`` equal windows over the run) or
+    ``"list"`` (``ages`` with ``widths``, s). ``index``: the bin's position in the
+    file's processed two-time bins, ``dq`` its 1-based dynamic bin.
+    """
+
+    path: str
+    index: int
+    dq: int
+    n_frames: int
+    t0: float
+    spacing: str = "linear"
+    n: int = 5
+    ages: tuple[float, ...] = ()
+    widths: tuple[float, ...] = ()
+    model: str = "auto"
+    law: str = "linear"
+    q: float = float("nan")
+    label: str = ""
+
+    def window_kw(self) -> dict:
+        """The windows asked for, as keywords of :func:`xpcsviewer.jobs.ages.analyse_ages`."""
+        if self.spacing == "list":
+            w = self.widths if self.widths else None
+            if w is not None and len(w) not in (1, len(self.ages)):
+                raise ValueError(f"give one width or one per age ({len(self.ages)}), "
+                                 f"not {len(w)}")
+            return {"ages": list(self.ages),
+                    "widths": None if w is None else (w[0] if len(w) == 1 else list(w))}
+        return {"n_windows": int(self.n), "log": self.spacing == "log"}
+
+
+@dataclass(frozen=True)
+class AgesOutcome:
+    """The analysis of one request: the cuts and their fits with the ageing laws
+    (an ``AgeFits`` of :mod:`xpcsviewer.fitting.ageing_law`)."""
+
+    request: AgesRequest
+    source: str  #: "age x lag map" or "full map"
+    n_frames: int
+    frame_time: float
+    cuts: Any
+    fits: Any = None
+
+
+def run_ages(req: AgesRequest, progress=None, cancel=None) -> AgesOutcome:
+    """Worker job (any thread): the age windows of ``req`` cut both ways, each cut
+    fitted with the request's model (the one fit loop), and the ageing laws; the
+    analysis of ``xpcsviewer ages`` (:mod:`xpcsviewer.jobs.ages`) for one bin."""
+    from xpcsviewer.jobs.ages import analyse_ages, read_map
+    from xpcsviewer.progress import report
+
+    report(progress, cancel, 0, 1, "reading the two-time map")
+    kw = req.window_kw()  # a bad request fails before the read
+    amap, kind = read_map(req.path, [int(req.dq)])
+    q = np.full(int(req.dq), np.nan)
+    q[-1] = req.q
+    out = analyse_ages(amap, **kw, bins=[int(req.dq)], model=req.model, law=req.law, q=q,
+                       label=req.label, source=req.path, progress=progress, cancel=cancel)
+    source = "age x lag map" if kind == "age_lag" else "full map"
+    return AgesOutcome(req, source, int(amap.n_frames), float(amap.frame_time), out.cuts,
+                       out.fits)

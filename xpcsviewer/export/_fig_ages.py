@@ -1,0 +1,199 @@
+"""Figure of the two-time tab's ages: the map with the age windows, the cuts read both
+ways with their fits, and tau against age with the ageing law (issue 35).
+
+Drawn with :mod:`xpcsviewer.views.ages`, the rule the tab draws with: the same points,
+the same marker kinds (filled converged, open unresolved, triangles for 95 % limits,
+the rest left out and counted), the same flag where the two ways disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xpcsviewer.export._fig_common import _no_data, _pick, new_figure, side_by_side
+from xpcsviewer.views import ages as av
+from xpcsviewer.views import display_image
+from xpcsviewer.views.g2 import c2_time_axis
+from xpcsviewer.views.g2_fit import FIT_LOOK
+
+__all__ = ["MPL_MARKERS", "TAU_COLORS", "_fig_ages"]
+
+#: Matplotlib markers of the tau marker kinds (the Series figure's, filled added).
+MPL_MARKERS = {"filled": "o", "open": "o", "limit_up": "^", "limit_down": "v"}
+#: Colours of the two ways in the tau(t_w) axes (the tab's).
+TAU_COLORS = {"age": "#1f1f1f", "t1": "#ff7f0e"}
+_LINESTYLES = {"solid": "-", "dotted": ":", "dashed": "--", "dashdot": "-."}
+_LAW_COLOR = "#1f77b4"
+
+
+def _outcome(res: Any, bin_index: int, spacing: str, n_windows: int, ages_s: Any,
+             widths_s: Any, model: str, law: str) -> Any:
+    from xpcsviewer.export._ages_run import AgesRequest, run_ages
+
+    tt = res.twotime
+    dq = int(np.asarray(tt.processed_bins)[int(bin_index)])
+    qs = np.asarray(res.qmap.dynamic_q, dtype=np.float64).ravel()
+    q = float(qs[dq - 1]) if 0 < dq <= qs.size else float("nan")
+    ages = tuple(float(a) for a in np.atleast_1d(ages_s)) if ages_s is not None else ()
+    widths = tuple(float(w) for w in np.atleast_1d(widths_s)) if widths_s is not None else ()
+    req = AgesRequest(str(res.path), int(bin_index), dq, int(tt.n_frames), float(tt.t0),
+                      "list" if ages else spacing, int(n_windows), ages, widths, model, law,
+                      q, res.label)
+    return run_ages(req)
+
+
+def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
+              view: Any, max_size: int, correct_diagonal: bool, cmap: str,
+              levels: Any) -> None:
+    from matplotlib.patches import Polygon
+
+    from xpcsviewer.backends import ensure_numpy
+
+    if view is None:
+        from xpcsviewer import io as xio
+
+        view = xio.read_c2(res.path, int(bin_index), max_size=int(max_size),
+                           correct_diagonal=bool(correct_diagonal))
+    c2 = np.asarray(ensure_numpy(view.c2), dtype=np.float64)
+    t = c2_time_axis(c2.shape[0], float(view.t0))
+    step = float(view.t0)
+    lo, hi = levels if levels is not None else display_image.auto_levels(c2)
+    extent = (t[0] - step / 2, t[-1] + step / 2, t[0] - step / 2, t[-1] + step / 2)
+    im = ax.imshow(c2, origin="lower", cmap=cmap, vmin=lo, vmax=hi, extent=extent,
+                   interpolation="nearest")
+    cb = fig.colorbar(im, ax=ax, shrink=0.85)
+    cb.set_label("C(t\u2081, t\u2082)")
+    t_end = (o.n_frames - 1) * o.frame_time
+    cuts = o.cuts
+    for band in av.map_bands(cuts.windows.lo, cuts.windows.hi, t_end, bands,
+                             cuts.disagree[:, 0]):
+        col = av.window_color(band.window)
+        ax.add_patch(Polygon(band.polygon, closed=True, facecolor=col, alpha=0.27,
+                             edgecolor="none"))
+        ax.add_patch(Polygon(band.polygon, closed=True, fill=False,
+                             edgecolor=av.FLAG_COLOR if band.flagged else col,
+                             lw=1.6 if band.flagged else 0.9,
+                             ls="--" if band.flagged else "-"))
+    ax.set_xlabel("t\u2082 (s)")
+    ax.set_ylabel("t\u2081 (s)")
+    ax.set_title(f"{res.label}: {getattr(view, 'label', '')}; bands: "
+                 f"{'both' if bands == 'both' else av.WAY_LABELS[bands]}")
+
+
+def _draw_cuts(ax: Any, way: str, curves: list, legend: bool) -> None:
+    for c in curves:
+        bars = np.isfinite(c.lo) & np.isfinite(c.hi)
+        yerr = np.vstack([np.where(bars, c.y - c.lo, 0.0), np.where(bars, c.hi - c.y, 0.0)])
+        flag = " \u26a0" if c.flagged else ""
+        ax.errorbar(c.x, c.y, yerr=yerr, fmt="o", ms=2.0, lw=0.5, color=c.color,
+                    label=f"{c.label}{flag}" if legend else None)
+        if c.fit is not None:
+            grid, curve, status = c.fit
+            line, weight, grey = FIT_LOOK.get(status, FIT_LOOK["failed"])
+            ax.plot(grid, curve, _LINESTYLES[line], lw=1.6 - 0.4 * weight,
+                    color="#808080" if grey else c.color)
+    ax.set_xscale("log")
+    ax.set_xlabel("lag \u03c4 (s)")
+    ax.set_ylabel("g\u2082")
+    title = av.WAY_LABELS[way]
+    if any(c.flagged for c in curves):
+        title += "  \u26a0 ways disagree"
+    ax.set_title(title, color=av.FLAG_COLOR if any(c.flagged for c in curves) else "k")
+    if legend and curves:
+        ax.legend(loc="lower left", fontsize="small", frameon=False)
+
+
+def _draw_tau(ax: Any, o: Any, law: str, beside: bool = True) -> None:
+    from matplotlib.lines import Line2D
+
+    from xpcsviewer.views.series import not_drawn_text
+
+    line = av.law_line(o.fits, 0, law)
+    if line is not None:
+        fin = np.isfinite(line.lo) & np.isfinite(line.hi) & (line.hi > 0) & (line.tau > 0)
+        lo = np.where(line.lo > 0, line.lo, line.tau * 1e-3)
+        if fin.any():
+            ax.fill_between(line.t[fin], lo[fin], line.hi[fin], color=_LAW_COLOR,
+                            alpha=0.2, lw=0)
+        ok = line.tau > 0
+        ax.plot(line.t[ok], line.tau[ok], "-", color=_LAW_COLOR, lw=1.3, label="law")
+    drawings = []
+    handles = []
+    for way in av.WAYS:
+        d = av.tau_drawing(o.fits, way, 0)
+        drawings.append(d)
+        col = TAU_COLORS[way]
+        f = d.tau["filled"]
+        if f.x.size:
+            m = f.has_bars
+            yerr = np.vstack([np.where(m, f.y - f.lo, 0.0), np.where(m, f.hi - f.y, 0.0)])
+            ax.errorbar(f.x, f.y, yerr=yerr, fmt="o", color=col, ms=5, lw=0.8)
+        for kind in ("open", "limit_up", "limit_down"):
+            p = d.tau[kind]
+            if p.x.size:
+                ax.plot(p.x, p.y, ls="none", marker=MPL_MARKERS[kind], mfc="none",
+                        color=col, ms=5)
+        handles.append(Line2D([], [], ls="none", marker="o", color=col,
+                              label="constant age" if way == "age" else "constant t\u2081"))
+    ax.set_yscale("log")
+    ax.set_xlabel("age t_w (s)")
+    ax.set_ylabel("\u03c4 (s)")
+    key = [Line2D([], [], ls="none", marker=MPL_MARKERS[k], mfc=None if k == "filled"
+                  else "none", color="k", label=t)
+           for k, t in (("filled", "converged"), ("open", "unresolved / at bound"),
+                        ("limit_up", "95 % lower limit"), ("limit_down", "95 % upper limit"))
+           if any(d.tau[k].x.size for d in drawings)]
+    h, _ = ax.get_legend_handles_labels()
+    # beside the axes: inside it would cover points at one age or another (a single
+    # column has no room beside them)
+    if beside:
+        ax.legend(handles=h + handles + key, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  fontsize="small", frameon=False)
+    else:
+        ax.legend(handles=h + handles + key, loc="best", fontsize="x-small", framealpha=0.7)
+    text = line.text if line is not None else "law: fewer than 3 quotable \u03c4"
+    ax.set_title(f"{text}\n{not_drawn_text(drawings)}", fontsize="small")
+
+
+def _fig_ages(
+    results: list,
+    file_index: int = 0,
+    bin_index: int = 0,
+    ages: Any = None,
+    bands: str = "age",
+    law: str = "linear",
+    spacing: str = "linear",
+    n_windows: int = 5,
+    ages_s: Any = None,
+    widths_s: Any = None,
+    model: str = "auto",
+    max_size: int = 1024,
+    correct_diagonal: bool = False,
+    cmap: str = "viridis",
+    levels: tuple[float, float] | None = None,
+    view: Any = None,
+) -> Any:
+    res = _pick(results, file_index)
+    tt = res.twotime
+    if tt is None:
+        return _no_data(new_figure(), f"{res.label}: no two-time analysis in the file")
+    n_p = len(tt.processed_bins)
+    if not 0 <= int(bin_index) < n_p:
+        raise IndexError(f"bin_index {bin_index} outside 0..{n_p - 1}")
+    if bands not in av.BAND_CHOICES:
+        raise ValueError(f"bands must be one of {av.BAND_CHOICES}, got {bands!r}")
+    o = ages if ages is not None else _outcome(res, bin_index, spacing, n_windows, ages_s,
+                                               widths_s, model, law)
+    narrow = side_by_side(2) == (2, 1)  # a single journal column: one panel a row
+    fig = new_figure(3.4, 9.0) if narrow else new_figure(10.0, 8.0)
+    axs = fig.subplots(4, 1) if narrow else fig.subplots(2, 2).ravel()
+    _draw_map(fig, axs[0], res, bin_index, o, bands, view, max_size, correct_diagonal,
+              cmap, levels)
+    _draw_tau(axs[1], o, law, beside=not narrow)
+    for k, way in enumerate(av.WAYS):
+        _draw_cuts(axs[2 + k], way, av.cut_curves(o.cuts, way, 0, o.fits), legend=k == 0)
+    axs[3].sharey(axs[2])
+    fig.suptitle(f"g\u2082 by age from the {o.source}: {av.disagree_text(o.cuts)}")
+    return fig

@@ -1,0 +1,466 @@
+"""The ages part of the Two-Time tab: age windows on the map, the cuts both ways and
+tau against age (issue 35).
+
+What is drawn comes from :mod:`xpcsviewer.views.ages`, which the exported figure
+draws too. The analysis (read the age x lag map, cut, fit, the ageing law) runs in a
+worker (:func:`xpcsviewer.export._ages_run.run_ages`) with progress and cancel; a
+result for another file, bin or setting than the one asked last is dropped, and the
+plots are cleared as soon as the file or bin changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor, QPen, QPolygonF
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGraphicsPolygonItem,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from xpcsviewer.export._ages_run import AgesRequest, parse_seconds, run_ages
+from xpcsviewer.fitting.vocabulary import MODEL_MENU
+from xpcsviewer.gui.widgets import SparseLogAxis, plain_axes
+from xpcsviewer.views import ages as av
+from xpcsviewer.views.g2_fit import FIT_LOOK
+
+__all__ = ["TAU_COLORS", "AgesView"]
+
+#: Colours of the two ways in the tau(t_w) plot.
+TAU_COLORS = {"age": "#1f1f1f", "t1": "#ff7f0e"}
+#: pyqtgraph symbols of the marker kinds (the Series tab's).
+_SYMBOLS = {"filled": "o", "open": "o", "limit_up": "t1", "limit_down": "t"}
+_LINES = {"solid": Qt.PenStyle.SolidLine, "dotted": Qt.PenStyle.DotLine,
+          "dashed": Qt.PenStyle.DashLine, "dashdot": Qt.PenStyle.DashDotLine}
+_LAW_COLOR = "#1f77b4"
+_MODEL_SHORT = {"auto": "model: auto (AICc)", "single": "model: single exp",
+                "stretched": "model: stretched", "double": "model: double exp",
+                "single_avgcorr": "model: single, avg-corrected"}
+_WAY_SHORT = {"age": "age", "t1": "t\u2081"}
+
+
+def _cut_plot(layout: pg.GraphicsLayoutWidget, col: int, title: str) -> pg.PlotItem:
+    p = plain_axes(layout.addPlot(row=0, col=col, axisItems={"bottom": SparseLogAxis("bottom")}))
+    p.setLogMode(x=True, y=False)
+    p.setLabel("bottom", "lag \u03c4 (s)")
+    p.setLabel("left", "g\u2082")
+    p.setTitle(title, size="9pt")
+    p.showGrid(x=True, y=True, alpha=0.2)
+    return p
+
+
+class AgesView(QWidget):
+    """Controls and plots of g2 by age, drawn for the panel's file and bin.
+
+    ``panel`` is the :class:`~xpcsviewer.gui.panels.twotime.TwotimePanel` (its runner,
+    its map plot for the bands, its current file and bin).
+    """
+
+    sigAgesShown = Signal()
+    """The ages of a new request are on screen: ()."""
+
+    def __init__(self, panel: Any) -> None:
+        super().__init__(panel)
+        self.panel = panel
+        self.outcome: Any = None
+        self._request: AgesRequest | None = None
+        self._band_items: list[QGraphicsPolygonItem] = []
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.ages_check = QCheckBox("ages", checked=True)
+        self.ages_check.setToolTip("Cut the map by sample age: g2 of each age window read "
+                                   "two ways, their fits and \u03c4 against age")
+        self.spacing = QComboBox()
+        self.spacing.setToolTip("Age windows: N equal windows over the run (linear), N "
+                                "windows each twice as long as the one before (log), or "
+                                "the ages and widths typed in")
+        for text, key in (("N windows, linear", "linear"), ("N windows, log", "log"),
+                          ("ages and widths", "list")):
+            self.spacing.addItem(text, key)
+        self.n_spin = QSpinBox(minimum=1, maximum=20, value=5)
+        self.n_spin.setToolTip("Number of age windows (default 5)")
+        self.ages_edit = QLineEdit()
+        self.ages_edit.setPlaceholderText("ages: 1, 3, 5")
+        self.ages_edit.setToolTip("Centres of the age windows in s, e.g. \"1, 3, 5\" "
+                                  "(with \u201cages and widths\u201d)")
+        self.widths_edit = QLineEdit()
+        self.widths_edit.setPlaceholderText("widths: 1")
+        self.widths_edit.setToolTip("Width of the windows in s: one for all or one per age "
+                                    "(empty: the smallest spacing of the ages)")
+        for e in (self.ages_edit, self.widths_edit):
+            e.setMinimumWidth(90)
+            e.setMaximumWidth(120)
+        self.bands = QComboBox()
+        self.bands.setToolTip("Windows drawn on the map: at constant age (strips across "
+                              "the diagonal), at constant t\u2081 (rows from the "
+                              "diagonal), or both (constant t\u2081 mirrored above the "
+                              "diagonal)")
+        for text, key in (("bands: constant age", "age"), ("bands: constant t\u2081", "t1"),
+                          ("bands: both", "both")):
+            self.bands.addItem(text, key)
+        self.model_combo = QComboBox()
+        self.model_combo.setToolTip("g2 model of every cut, as in the g2 tab (automatic: "
+                                    "one per cut by AICc)")
+        for key, text in MODEL_MENU.items():
+            self.model_combo.addItem(_MODEL_SHORT.get(key, key), key)
+            self.model_combo.setItemData(self.model_combo.count() - 1, text,
+                                         Qt.ItemDataRole.ToolTipRole)
+        self.law_combo = QComboBox()
+        self.law_combo.setToolTip("Ageing law fitted to the converged \u03c4 of the "
+                                  "constant-age cuts, with its 95 % interval and verdict")
+        self.law_combo.addItem("\u03c4 = \u03c4\u2080 + a\u00b7t_w", "linear")
+        self.law_combo.addItem("\u03c4 = \u03c4\u2080\u00b7t_w^\u03bc", "power")
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setToolTip("Stop the age analysis")
+        self.cancel_btn.setEnabled(False)
+        self.progress = QProgressBar(maximum=1000, textVisible=False)
+        self.progress.setMaximumWidth(80)
+        self.progress.setToolTip("Progress of the age analysis")
+        # controls in a column left of the plots (a row would widen the window)
+        side = QVBoxLayout()
+        side.setSpacing(3)
+        for w in (self.ages_check, self.spacing, self.n_spin, self.ages_edit,
+                  self.widths_edit, self.bands, self.model_combo, self.law_combo):
+            w.setMaximumWidth(190)
+            side.addWidget(w)
+        busy = QHBoxLayout()
+        busy.addWidget(self.cancel_btn)
+        busy.addWidget(self.progress)
+        side.addLayout(busy)
+        side.addStretch(1)
+        self.status = QLabel(" ")
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.plots = pg.GraphicsLayoutWidget()
+        self.cut_plots = {way: _cut_plot(self.plots, k, av.WAY_LABELS[way])
+                          for k, way in enumerate(av.WAYS)}
+        self.cut_plots["t1"].setYLink(self.cut_plots["age"])
+        self.cut_plots["t1"].setXLink(self.cut_plots["age"])
+        # bottom left: the corner a decaying g2 leaves empty
+        self.cut_legend = self.cut_plots["age"].addLegend(
+            offset=(5, -5), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 200))
+        self.tau_plot = plain_axes(self.plots.addPlot(
+            row=0, col=2, axisItems={"left": SparseLogAxis("left")}))
+        self.tau_plot.setLogMode(x=False, y=True)
+        self.tau_plot.setLabel("bottom", "age t_w (s)")
+        self.tau_plot.setLabel("left", "\u03c4 (s)")
+        self.tau_plot.showGrid(x=True, y=True, alpha=0.2)
+        self.tau_legend = self.tau_plot.addLegend(
+            offset=(5, 5), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 200))
+        right = QVBoxLayout()
+        right.addWidget(self.status)
+        right.addWidget(self.plots, 1)
+        body = QHBoxLayout()
+        body.addLayout(side)
+        body.addLayout(right, 1)
+        lay.addLayout(body, 1)
+        self._timer = QTimer(self, singleShot=True, interval=300)  # typing settles
+        self._timer.timeout.connect(self.start)
+        self.ages_check.toggled.connect(self._on_toggled)
+        self.spacing.currentIndexChanged.connect(self._on_spacing)
+        self.n_spin.valueChanged.connect(lambda _v: self._timer.start())
+        self.ages_edit.editingFinished.connect(self.start)
+        self.widths_edit.editingFinished.connect(self.start)
+        self.model_combo.currentIndexChanged.connect(lambda _i: self.start())
+        self.law_combo.currentIndexChanged.connect(lambda _i: self.redraw())
+        self.bands.currentIndexChanged.connect(lambda _i: self.draw_bands())
+        self.cancel_btn.clicked.connect(self.cancel)
+        self._on_spacing()
+
+    # ----------------------------------------------------------- requests
+    def enabled(self) -> bool:
+        return self.ages_check.isChecked()
+
+    def _on_toggled(self, on: bool) -> None:
+        self.plots.setVisible(on)
+        self.status.setVisible(on)
+        if on:
+            self.start()
+        else:
+            self.cancel()
+            self.clear()
+
+    def _on_spacing(self) -> None:
+        typed = self.spacing.currentData() == "list"
+        self.n_spin.setEnabled(not typed)
+        self.ages_edit.setEnabled(typed)
+        self.widths_edit.setEnabled(typed)
+        if self._request is not None:
+            self.start()
+
+    def build_request(self) -> AgesRequest | None:
+        """The request for the panel's file and bin (GUI thread); None without one.
+
+        Raises ValueError for ages or widths that are not times in seconds.
+        """
+        p = self.panel
+        res = p.current()
+        if res is None or p.bin_combo.count() == 0:
+            return None
+        tt = res.twotime
+        idx = int(p._bin_index)
+        dq = int(np.asarray(tt.processed_bins)[idx])
+        qs = np.asarray(res.qmap.dynamic_q, dtype=np.float64).ravel()
+        q = float(qs[dq - 1]) if 0 < dq <= qs.size else float("nan")
+        spacing = str(self.spacing.currentData())
+        ages = widths = ()
+        if spacing == "list":
+            ages = parse_seconds(self.ages_edit.text(), "ages")
+            if self.widths_edit.text().strip():
+                widths = parse_seconds(self.widths_edit.text(), "widths")
+        return AgesRequest(str(res.path), idx, dq, int(tt.n_frames), float(tt.t0),
+                           spacing, int(self.n_spin.value()), ages, widths,
+                           str(self.model_combo.currentData()),
+                           str(self.law_combo.currentData()), q, res.label)
+
+    def follow(self) -> int | None:
+        """Start unless the panel's file, bin and settings are those shown or running
+        (a new colour level or map size does not change the ages)."""
+        if not self.enabled():
+            return None
+        try:
+            req = self.build_request()
+        except ValueError:
+            return self.start()
+        running = self.panel.job_key("ages") in self.panel.context.runner.running_keys()
+        if req is not None and req == self._request and (self.outcome is not None or running):
+            return None
+        return self.start()
+
+    def start(self) -> int | None:
+        """Clear the shown ages and analyse the panel's file and bin in a worker."""
+        self._timer.stop()
+        self.clear()
+        if not self.enabled():
+            return None
+        try:
+            req = self.build_request()
+        except ValueError as exc:
+            self._request = None
+            self._say(str(exc), error=True)
+            return None
+        self._request = req
+        if req is None:
+            return None
+        self._say("analysing ages\u2026")
+        self.cancel_btn.setEnabled(True)
+        self.progress.setValue(0)
+        return self.panel.submit("ages", run_ages, req,
+                                 on_result=self._on_result, on_error=self._on_error,
+                                 on_progress=self._on_progress,
+                                 description="Two-Time: g2 by age")
+
+    def cancel(self) -> None:
+        self.panel.context.runner.cancel(self.panel.job_key("ages"))
+        self.cancel_btn.setEnabled(False)
+        if self.outcome is None and self._request is not None:
+            self._say("age analysis cancelled")
+
+    def _on_progress(self, done: int, total: int, msg: str) -> None:
+        if total > 0:
+            self.progress.setValue(int(1000 * done / total))
+        self._say(f"ages: {msg}")
+
+    def _on_error(self, info: Any) -> None:
+        self.cancel_btn.setEnabled(False)
+        self._say(f"ages: {info.message}", error=True)
+        self.panel.context.report_error(info)
+
+    def _on_result(self, outcome: Any) -> None:
+        self.cancel_btn.setEnabled(False)
+        if outcome.request != self._request:  # asked for another file, bin or setting
+            return
+        self.outcome = outcome
+        self.progress.setValue(1000)
+        self.redraw()
+        self.sigAgesShown.emit()
+
+    def _say(self, text: str, error: bool = False) -> None:
+        self.status.setText(text)
+        self.status.setStyleSheet("color: #c0392b;" if error else "")
+
+    # ------------------------------------------------------------ drawing
+    def clear(self) -> None:
+        """Nothing of an earlier file, bin or setting stays on screen."""
+        self.outcome = None
+        for p in (*self.cut_plots.values(), self.tau_plot):
+            p.clear()
+        self.cut_legend.clear()
+        self.tau_legend.clear()
+        self.tau_plot.setTitle("")
+        self._clear_bands()
+
+    def _clear_bands(self) -> None:
+        for it in self._band_items:
+            self.panel.c2_plot.removeItem(it)
+        self._band_items = []
+
+    def draw_bands(self) -> None:
+        """The windows on the map, read the chosen way (GUI thread)."""
+        self._clear_bands()
+        o = self.outcome
+        if o is None:
+            return
+        cuts = o.cuts
+        t_end = (o.n_frames - 1) * o.frame_time
+        for band in av.map_bands(cuts.windows.lo, cuts.windows.hi, t_end,
+                                 str(self.bands.currentData()), cuts.disagree[:, 0]):
+            color = QColor(av.FLAG_COLOR if band.flagged else av.window_color(band.window))
+            pen = QPen(color, 2.0 if band.flagged else 1.2)
+            pen.setCosmetic(True)
+            if band.flagged:
+                pen.setStyle(Qt.PenStyle.DashLine)
+            fill = QColor(av.window_color(band.window))
+            fill.setAlpha(70)
+            item = QGraphicsPolygonItem(QPolygonF([QPointF(x, y) for x, y in band.polygon]))
+            item.setPen(pen)
+            item.setBrush(QBrush(fill))
+            item.setZValue(10)
+            self.panel.c2_plot.addItem(item)
+            self._band_items.append(item)
+
+    def redraw(self) -> None:
+        """Bands, cuts and tau(t_w) of the shown outcome (GUI thread)."""
+        o = self.outcome
+        for p in (*self.cut_plots.values(), self.tau_plot):
+            p.clear()
+        self.cut_legend.clear()
+        self.tau_legend.clear()
+        if o is None:
+            return
+        self.draw_bands()
+        for way in av.WAYS:
+            self._draw_cuts(way, av.cut_curves(o.cuts, way, 0, o.fits))
+        self._draw_tau(o)
+        src = f"from the {o.source}"
+        self._say(f"{o.request.label}, q-bin {o.request.dq}: {o.cuts.windows.n} age windows "
+                  f"{src}; {av.disagree_text(o.cuts)}", error=bool(o.cuts.disagree.any()))
+
+    def _draw_cuts(self, way: str, curves: list) -> None:
+        plot = self.cut_plots[way]
+        for c in curves:
+            color = QColor(c.color)
+            flag = " \u26a0" if c.flagged else ""
+            name = f"{c.label}{flag}" if way == "age" else None
+            plot.addItem(pg.PlotDataItem(c.x, c.y, pen=None, symbol="o", symbolSize=4,
+                                         symbolBrush=color, symbolPen=color, name=name))
+            bars = np.isfinite(c.lo) & np.isfinite(c.hi)
+            if bars.any():
+                plot.addItem(pg.ErrorBarItem(x=np.log10(c.x[bars]), y=c.y[bars],
+                                             top=c.hi[bars] - c.y[bars],
+                                             bottom=c.y[bars] - c.lo[bars],
+                                             pen=pg.mkPen(color, width=0.8)))
+            if c.fit is not None:
+                grid, curve, status = c.fit
+                line, weight, grey = FIT_LOOK.get(status, FIT_LOOK["failed"])
+                pen = pg.mkPen("#808080" if grey else color, width=2.0 - 0.5 * weight)
+                pen.setStyle(_LINES[line])
+                plot.addItem(pg.PlotDataItem(grid, curve, pen=pen))
+        flagged = [c for c in curves if c.flagged]
+        title = av.WAY_LABELS[way]
+        if flagged:
+            title += f"  <span style='color:{av.FLAG_COLOR}'>\u26a0 ways disagree</span>"
+        plot.setTitle(title, size="9pt")
+
+    def _draw_tau(self, o: Any) -> None:
+        from xpcsviewer.views.series import not_drawn_text
+
+        plot = self.tau_plot
+        line = av.law_line(o.fits, 0, str(self.law_combo.currentData()))
+        if line is not None:
+            fin = np.isfinite(line.lo) & np.isfinite(line.hi) & (line.hi > 0) & (line.tau > 0)
+            if fin.any():
+                lo = np.where(line.lo > 0, line.lo, line.tau * 1e-3)
+                a = pg.PlotDataItem(line.t[fin], lo[fin], pen=None)
+                b = pg.PlotDataItem(line.t[fin], line.hi[fin], pen=None)
+                fill = QColor(_LAW_COLOR)
+                fill.setAlpha(50)
+                band = pg.FillBetweenItem(a, b, brush=QBrush(fill))
+                band.setToolTip("95 % band of the law")
+                for it in (a, b, band):
+                    plot.addItem(it)
+            ok = line.tau > 0
+            plot.addItem(pg.PlotDataItem(line.t[ok], line.tau[ok],
+                                         pen=pg.mkPen(_LAW_COLOR, width=1.5), name="law"))
+        drawings = []
+        for way in av.WAYS:
+            d = av.tau_drawing(o.fits, way, 0)
+            drawings.append(d)
+            color = QColor(TAU_COLORS[way])
+            for kind, sym in _SYMBOLS.items():
+                p = d.tau[kind]
+                if not p.x.size:
+                    continue
+                plot.addItem(pg.PlotDataItem(
+                    p.x, p.y, pen=None, symbol=sym, symbolSize=8,
+                    symbolBrush=color if kind == "filled" else None, symbolPen=color,
+                    name=f"{_WAY_SHORT[way]}: {kind.replace('_', ' ')}"))
+            f = d.tau["filled"]
+            m = f.has_bars & (f.lo > 0)
+            if m.any():
+                y = np.log10(f.y[m])
+                plot.addItem(pg.ErrorBarItem(x=f.x[m], y=y, top=np.log10(f.hi[m]) - y,
+                                             bottom=y - np.log10(f.lo[m]),
+                                             pen=pg.mkPen(color, width=1.0)))
+        text = line.text if line is not None else "law: fewer than 3 quotable \u03c4"
+        text = text.replace("\n", "<br>")
+        plot.setTitle(f"{text}<br>{not_drawn_text(drawings)}", size="8pt")
+
+    def drawn_points(self) -> dict[str, list[tuple[float, float]]]:
+        """(x, y) of the drawn markers by plot and kind (tests compare the figure)."""
+        out: dict[str, list[tuple[float, float]]] = {}
+        for key, plot in (("age", self.cut_plots["age"]), ("t1", self.cut_plots["t1"]),
+                          ("tau", self.tau_plot)):
+            for it in plot.listDataItems():
+                sym = it.opts.get("symbol")
+                if sym is None or it.xData is None or not it.xData.size:
+                    continue
+                x, y = it.xData, it.yData
+                out.setdefault(key, []).extend(zip(map(float, x), map(float, y), strict=True))
+        return out
+
+    # ----------------------------------------------------- export, settings
+    def figure_options(self) -> dict:
+        return {"ages": self.outcome, "bands": str(self.bands.currentData()),
+                "law": str(self.law_combo.currentData())}
+
+    def get_settings(self) -> dict:
+        return {"ages": self.ages_check.isChecked(), "spacing": self.spacing.currentData(),
+                "n_windows": self.n_spin.value(), "ages_s": self.ages_edit.text(),
+                "widths_s": self.widths_edit.text(), "bands": self.bands.currentData(),
+                "model": self.model_combo.currentData(), "law": self.law_combo.currentData()}
+
+    def set_settings(self, s: dict) -> None:
+        from xpcsviewer.gui.panels.base import apply_settings
+
+        widgets = (self.ages_check, self.spacing, self.n_spin, self.ages_edit,
+                   self.widths_edit, self.bands, self.model_combo, self.law_combo)
+        for w in widgets:
+            w.blockSignals(True)
+        try:
+            apply_settings(s, combos=(("spacing", self.spacing), ("bands", self.bands),
+                                      ("model", self.model_combo), ("law", self.law_combo)),
+                           checks=(("ages", self.ages_check),),
+                           spins=(("n_windows", self.n_spin),),
+                           edits=(("ages_s", self.ages_edit), ("widths_s", self.widths_edit)))
+        finally:
+            for w in widgets:
+                w.blockSignals(False)
+        typed = self.spacing.currentData() == "list"
+        self.n_spin.setEnabled(not typed)
+        self.ages_edit.setEnabled(typed)
+        self.widths_edit.setEnabled(typed)
+        self.plots.setVisible(self.ages_check.isChecked())
+        self.status.setVisible(self.ages_check.isChecked())
