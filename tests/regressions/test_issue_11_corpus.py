@@ -235,6 +235,35 @@ def test_odd_file_name_works_everywhere(corpus, tmp_path, unchanged, issue11):
     assert len(list((tmp_path / "figs").iterdir())) == 2
 
 
+def test_pointer_cases_fail_fast_everywhere(corpus, tmp_path, issue11):
+    """Issue 34: a FIFO behind an external link, VDS source or external storage, data
+    outside the folder, a missing VDS source: info, fit, export, average (one process
+    each, all cases at once) and snapshot (the GUI's file opening) name each file and
+    its target with exit 3; nothing hangs (the run is killed at the time-out)."""
+    always, outside = issue11.corpus_module.build_pointer_cases(tmp_path / "p", corpus.good)
+    cases = always + outside
+    files = [c.path for c in cases]
+    for command, extra in (
+        ("info", []),
+        ("fit", ["-o", tmp_path / "fit.json", "--quiet"]),
+        ("export", ["--plot", "g2", "-o", tmp_path / "figs", "--quiet"]),
+        ("average", ["-o", tmp_path / "avg.hdf", "--quiet"]),
+    ):
+        proc = issue11.cli([command, corpus.good, *files, *extra], tmp_path, timeout=120)
+        err = proc.stderr.decode("utf-8", "replace")
+        _record(proc.returncode, err, len(files))
+        TOTALS["processes"] += 1
+        assert proc.returncode == 3 and "Traceback" not in err, err[-3000:]
+        for c in cases:
+            _assert_named(err, c, command)
+    runs = [["snapshot", c.path, "--tab", "g2", "-o", tmp_path / f"{c.name}.png"]
+            for c in cases]
+    for c, r in zip(cases, issue11.drive(runs, tmp_path, timeout=300), strict=True):
+        _record(r["rc"], r["stderr"])
+        assert r["escaped"] is None and r["rc"] == 3, (c.name, r)
+        _assert_named(r["stderr"], c, "snapshot")
+
+
 def test_zz_corpus_totals(corpus):
     """The closing figures: printed with ``-s``; no run may have printed a traceback."""
     n_cases = (
