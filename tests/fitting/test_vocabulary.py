@@ -24,7 +24,7 @@ def _model_actions():
 
 def test_cli_model_choices_are_the_vocabulary():
     actions = _model_actions()
-    assert set(actions) == {"fit", "live", "series"}
+    assert set(actions) == {"fit", "live", "series", "ages"}
     for a in actions.values():
         assert a.choices is v.MODEL_CHOICES  # the same object, not a copy that may drift
 
