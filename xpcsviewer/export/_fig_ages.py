@@ -46,7 +46,7 @@ def _outcome(res: Any, bin_index: int, spacing: str, n_windows: int, ages_s: Any
 
 def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
               view: Any, max_size: int, correct_diagonal: bool, cmap: str,
-              levels: Any) -> None:
+              levels: Any, short: bool = False) -> None:
     from matplotlib.patches import Polygon
 
     from xpcsviewer.backends import ensure_numpy
@@ -78,8 +78,11 @@ def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
                              ls="--" if band.flagged else "-"))
     ax.set_xlabel("t\u2082 (s)")
     ax.set_ylabel("t\u2081 (s)")
-    ax.set_title(f"{res.label}: {getattr(view, 'label', '')}; bands: "
-                 f"{'both' if bands == 'both' else av.WAY_LABELS[bands]}")
+    if short:
+        ax.set_title(getattr(view, "label", ""))
+    else:
+        ax.set_title(f"{res.label}: {getattr(view, 'label', '')}; bands: "
+                     f"{'both' if bands == 'both' else av.WAY_LABELS[bands]}")
 
 
 def _draw_cuts(ax: Any, way: str, curves: list, legend: bool) -> None:
@@ -102,7 +105,8 @@ def _draw_cuts(ax: Any, way: str, curves: list, legend: bool) -> None:
         title += "  \u26a0 ways disagree"
     ax.set_title(title, color=av.FLAG_COLOR if any(c.flagged for c in curves) else "k")
     if legend and curves:
-        ax.legend(loc="lower left", fontsize="small", frameon=False)
+        ax.legend(loc="lower left", fontsize="x-small", frameon=False, handletextpad=0.2,
+                  borderaxespad=0.2)
 
 
 def _draw_tau(ax: Any, o: Any, law: str, beside: bool = True) -> None:
@@ -152,7 +156,7 @@ def _draw_tau(ax: Any, o: Any, law: str, beside: bool = True) -> None:
         ax.legend(handles=h + handles + key, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                   fontsize="small", frameon=False)
     else:
-        ax.legend(handles=h + handles + key, loc="best", fontsize="x-small", framealpha=0.7)
+        ax.legend(handles=h + handles + key, loc="best", fontsize="xx-small", framealpha=0.7)
     text = line.text if line is not None else "law: fewer than 3 quotable \u03c4"
     ax.set_title(f"{text}\n{not_drawn_text(drawings)}", fontsize="small")
 
@@ -186,14 +190,17 @@ def _fig_ages(
         raise ValueError(f"bands must be one of {av.BAND_CHOICES}, got {bands!r}")
     o = ages if ages is not None else _outcome(res, bin_index, spacing, n_windows, ages_s,
                                                widths_s, model, law)
-    narrow = side_by_side(2) == (2, 1)  # a single journal column: one panel a row
-    fig = new_figure(3.4, 9.0) if narrow else new_figure(10.0, 8.0)
-    axs = fig.subplots(4, 1) if narrow else fig.subplots(2, 2).ravel()
+    # a single journal column keeps the 2 x 2 grid (one panel a row leaves the map a
+    # stamp on a 6 in page), with short titles and the legends inside
+    narrow = side_by_side(2) == (2, 1)
+    fig = new_figure(3.4, 5.6) if narrow else new_figure(10.0, 8.0)
+    axs = fig.subplots(2, 2).ravel()
     _draw_map(fig, axs[0], res, bin_index, o, bands, view, max_size, correct_diagonal,
-              cmap, levels)
+              cmap, levels, short=narrow)
     _draw_tau(axs[1], o, law, beside=not narrow)
     for k, way in enumerate(av.WAYS):
         _draw_cuts(axs[2 + k], way, av.cut_curves(o.cuts, way, 0, o.fits), legend=k == 0)
     axs[3].sharey(axs[2])
-    fig.suptitle(f"g\u2082 by age from the {o.source}: {av.disagree_text(o.cuts)}")
+    fig.suptitle(f"g\u2082 by age of {res.label} from the {o.source}: "
+                 f"{av.disagree_text(o.cuts)}")
     return fig
