@@ -262,7 +262,9 @@ def test_process_pool_gives_the_same_report(tiny_report):
         assert a["bins"] == b["bins"] and a["diffusion"] == b["diffusion"]
         assert a["provenance"] == b["provenance"]
         assert [f["kind"] for f in a["figures"]] == [f["kind"] for f in b["figures"]]
-    assert len(one["set_figures"]) == 1  # the series of a run of files
+    # a run of files: I(q) of all of them, and the series
+    assert [f["kind"] for f in one["set_figures"]] == ["saxs1d", "series"]
+    assert all(f["pngs"] for f in one["set_figures"])
 
 
 @pytest.mark.realdata
@@ -284,3 +286,21 @@ def test_real_files(real_data_dir, tmp_path):
     sec = file_section(str(files[0]), figures=False)
     if sec["diffusion"]["verdict"] != "diffusive":
         assert sec["diffusion"]["D"] is None and "radius_nm" not in sec["diffusion"]
+
+
+def test_data_quality_lists_the_pixel_audit(tiny_demo_dir):
+    """A file with a per-pixel G2 stack: its audit's pixels of most leverage, in the
+    audit's order, with their bins (1-based, as the bin table); others say why not."""
+    from xpcsviewer.compute.pixel_audit import audit_table_rows
+    from xpcsviewer.jobs.pixel_audit import audit_file
+    from xpcsviewer.report.content import quality_rows
+    from xpcsviewer.report.sections import AUDIT_TOP, file_section
+
+    side = next(p for p in tiny_demo_dir.glob("T03*_results.hdf") if not p.stem.endswith("_G2"))
+    rows = quality_rows(file_section(str(side), figures=False))
+    want = audit_table_rows(audit_file(side), top=AUDIT_TOP)[1:]
+    got = [name for name, _ in rows if name.startswith("bin ")]
+    assert got == [f"bin {r[1] + 1}, pixel ({r[2]}, {r[3]})" for r in want] and got
+    plain = next(tiny_demo_dir.glob("T01*_results.hdf"))
+    text = dict(quality_rows(file_section(str(plain), figures=False)))["pixel audit"]
+    assert text.startswith("not done")

@@ -1,9 +1,10 @@
 """Collect the report of a set of files (in worker processes) and write it as HTML and PDF.
 
-The per-file work (read, fit, judge, draw: :func:`xpcsviewer.report.sections.file_section`)
-is independent per file, so several files run in a process pool (spawned: JAX and
-matplotlib are not fork-safe); one file runs in this process. The set's figures
-(the series) are drawn here afterwards.
+The per-file work (read, fit, judge, draw: :func:`xpcsviewer.report.sections.file_part`)
+is independent per file and falls in two halves (the fits with their figures; the
+other figures), so a process pool (spawned: JAX and matplotlib are not fork-safe)
+spreads even one file over two cores; ``workers=1`` runs everything in this process.
+The set's figures (I(q) of all files, the series) are drawn here afterwards.
 """
 
 from __future__ import annotations
@@ -49,54 +50,69 @@ def _dpi_for(n_files: int) -> float:
 
 
 def _default_workers(n_files: int) -> int:
-    return max(1, min(n_files, os.cpu_count() or 1, 8))
+    return max(1, min(2 * n_files, os.cpu_count() or 1, 8))
 
 
-def _section_task(path: str, dpi: float, saxs1d: bool) -> dict[str, Any]:
+def _part_task(path: str, part: str, dpi: float, saxs1d: bool) -> dict[str, Any]:
     import warnings
 
     warnings.filterwarnings("ignore")  # a worker's warnings would interleave with the bar
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from xpcsviewer.report.sections import file_section
+    from xpcsviewer.report.sections import file_part
 
-    return file_section(path, dpi, saxs1d=saxs1d)
+    return file_part(path, part, dpi, saxs1d=saxs1d)
+
+
+PARTS = ("fits", "images")
 
 
 def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCallback | None,
               cancel: CancelToken | None) -> list[dict[str, Any]]:
-    n = len(files)
-    out: list[dict[str, Any] | None] = [None] * n
-    if workers <= 1 or n <= 1:
-        from xpcsviewer.report.sections import file_section
+    """Each file in two independent parts (fits and their figures; the other figures):
+    a process pool of ``workers`` spreads even one file over two cores."""
+    from xpcsviewer.report.sections import file_section, merge_parts
 
+    n = len(files)
+    saxs1d = n == 1  # a set draws I(q) of all files in one figure
+    if workers <= 1:
+        out = []
         for i, p in enumerate(files):
             tell(progress, cancel, i, n + 1, f"{Path(p).name}: read, fit, draw")
-            out[i] = file_section(p, dpi, saxs1d=n == 1)
-        return [s for s in out if s is not None]
+            out.append(file_section(p, dpi, saxs1d=saxs1d))
+        return out
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    done = 0
+    parts: dict[tuple[int, str], dict[str, Any]] = {}
     tell(progress, cancel, 0, n + 1, f"{n} files in {workers} processes")
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        futs = {pool.submit(_section_task, p, dpi, n == 1): i for i, p in enumerate(files)}
+        # file by file, so that files complete (and the bar moves) as the run goes
+        futs = {pool.submit(_part_task, p, part, dpi, saxs1d): (i, part)
+                for i, p in enumerate(files) for part in PARTS}
         pending = set(futs)
         try:
             while pending:
                 finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 for f in finished:
-                    i = futs[f]
+                    i, part = futs[f]
                     try:
-                        out[i] = f.result()
-                    except Exception as exc:  # a worker died: that file only
-                        out[i] = {"path": files[i], "error": f"{files[i]}: not reported ({exc})"}
-                    done += 1
+                        parts[i, part] = f.result()
+                    except Exception:  # a worker died (killed; a caller without a
+                        pass  # __main__ guard): done below, in this process
+                done = sum(all((i, q) in parts for q in PARTS) for i in range(n))
                 tell(progress, cancel, done, n + 1, f"{done}/{n} files")
         except BaseException:
             for f in pending:
                 f.cancel()
             raise
-    return [s for s in out if s is not None]
+    from xpcsviewer.report.sections import file_part
+
+    for i, p in enumerate(files):
+        for part in PARTS:
+            if (i, part) not in parts:
+                tell(progress, cancel, i, n + 1, f"{Path(p).name}: {part} (in this process)")
+                parts[i, part] = file_part(p, part, dpi, saxs1d=saxs1d)
+    return [merge_parts(p, parts[i, "fits"], parts[i, "images"]) for i, p in enumerate(files)]
 
 
 def _combined_saxs1d(sections: list[dict[str, Any]], dpi: float) -> list[dict[str, Any]]:

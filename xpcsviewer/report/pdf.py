@@ -29,7 +29,8 @@ MARGIN = 0.55
 LINE_IN = {"h1": 0.34, "h2": 0.28, "h3": 0.22, "p": 0.15, "mono": 0.13}
 SIZE_PT = {"h1": 15, "h2": 12, "h3": 10, "p": 7.5, "mono": 6.2}
 WRAP = {"h1": 70, "h2": 90, "h3": 110, "p": 135, "mono": 150}
-IMG_W = PAGE_W - 2 * MARGIN
+IMG_W = 6.2  # in: figures a little narrower than the text block
+IMG_H_MAX = (PAGE_H - 2 * MARGIN) / 2 - 0.25
 
 
 def _png_size(png: bytes) -> tuple[int, int]:
@@ -140,9 +141,9 @@ def plan_pages(report: dict[str, Any]) -> list[list[tuple[str, Any, float]]]:
                 pages.append([])
                 used = 0.0
             continue
-        if kind == "image":
+        if kind == "image":  # at most half a page: two figures a page
             w, h = _png_size(content[0])
-            height = min(IMG_W * h / max(w, 1), room - LINE_IN["p"]) + LINE_IN["p"]
+            height = min(IMG_W * h / max(w, 1), IMG_H_MAX) + LINE_IN["p"]
         else:
             height = LINE_IN[kind]
         if used + height > room and pages[-1]:

@@ -160,20 +160,26 @@ def _quality(res: Any, prov: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _figures(res: Any, fits: Any, analysis: Any, dpi: float,
-             saxs1d: bool = True) -> list[dict[str, Any]]:
+#: The figures that need the fits: drawn by the "fits" part of a file, the rest by "images".
+FIT_FIGURES = ("g2", "diffusion")
+
+
+def _figures(res: Any, fits: Any, analysis: Any, dpi: float, saxs1d: bool = True,
+             kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     from xpcsviewer.export import make_figures
 
     todo: list[tuple[str, str, dict[str, Any]]] = []
     for kind, caption in FIGURE_ORDER:
-        if kind in ("g2", "diffusion") and res.multitau is None:
+        if kinds is not None and kind not in kinds:
+            continue
+        if kind in FIT_FIGURES and res.multitau is None:
             continue
         if kind == "saxs1d" and not saxs1d:  # a set shows I(q) of all files in one figure
             continue
         kw = {"fits": fits} if kind == "g2" else (
             {"analysis": analysis} if kind == "diffusion" else {})
         todo.append((kind, caption, kw))
-    if res.twotime is not None:
+    if res.twotime is not None and (kinds is None or "twotime" in kinds):
         for k in range(min(MAX_TWOTIME, len(res.twotime.processed_bins))):
             b = int(res.twotime.processed_bins[k])
             todo.append(("twotime", f"two-time C(t\u2081, t\u2082), bin {b}",
@@ -198,33 +204,22 @@ def _figures(res: Any, fits: Any, analysis: Any, dpi: float,
     return out
 
 
-def file_section(path: str, dpi: float = 100.0, figures: bool = True,
-                 saxs1d: bool = True) -> dict[str, Any]:
-    """Everything the report shows of one file (see the module docstring).
-
-    Returns a dict with ``error`` (one line) when the file cannot be read; otherwise
-    ``provenance``, ``bins`` (every fitted bin: status, reason, quotable numbers),
-    ``diffusion``, ``stability``, ``quality``, ``figures`` and ``series_bins`` (the
-    rows the Series figure reads). ``saxs1d`` False: no I(q) figure (a set draws the
-    I(q) of all its files in one).
-    """
+def _read(p: Path) -> tuple[Any, dict[str, Any] | None]:
     from xpcsviewer.io import read_result
     from xpcsviewer.io.errors import XpcsFileError, display_path
 
-    p = Path(path)
     try:
-        digest = sha256_of(p)
-        res = read_result(p)
+        return read_result(p), None
     except XpcsFileError as exc:
-        return {"path": str(p), "error": exc.one_line()}
+        return None, {"path": str(p), "error": exc.one_line()}
     except OSError as exc:
-        return {"path": str(p),
-                "error": f"{display_path(p)}: cannot be read ({exc.strerror or exc})"}
-    prov = _provenance(res, p, digest)
-    out: dict[str, Any] = {"path": str(p), "label": res.label, "provenance": prov,
-                           "sample": {k: (v if isinstance(v, (int, float, str)) else str(v))
-                                      for k, v in dict(res.sample).items()},
-                           "bins": [], "notes": []}
+        return None, {"path": str(p),
+                      "error": f"{display_path(p)}: cannot be read ({exc.strerror or exc})"}
+
+
+def _fit_part(res: Any, p: Path, dpi: float, figures: bool) -> dict[str, Any]:
+    """Fits, verdict of D(q), data quality and the figures that need the fits."""
+    out: dict[str, Any] = {"bins": [], "notes": []}
     fits = analysis = None
     if res.multitau is not None:
         from xpcsviewer.fitting.block_fits import fit_curves
@@ -241,9 +236,7 @@ def file_section(path: str, dpi: float = 100.0, figures: bool = True,
     else:
         out["notes"].append("no multi-tau g2 in the file (two-time only)")
     out["diffusion"] = _diffusion(analysis, res)
-    out["stability"] = _stability(res)
-    out["quality"] = _quality(res, prov)
-    out["figures"] = _figures(res, fits, analysis, dpi, saxs1d) if figures else []
+    out["figures"] = _figures(res, fits, analysis, dpi, kinds=FIT_FIGURES) if figures else []
     if fits is not None:
         from xpcsviewer.fitting import diffusion_from_fit
         from xpcsviewer.fitting.results import fit_record
@@ -253,3 +246,87 @@ def file_section(path: str, dpi: float = 100.0, figures: bool = True,
         rec["bins"] = [int(c) + 1 for c in fits.columns]
         out["series_bins"] = record_bins(rec)
     return out
+
+
+#: Pixels of the audit listed per file (by leverage).
+AUDIT_TOP = 10
+
+
+def _audit(res: Any, p: Path) -> list[tuple[str, str]]:
+    """The pixel audit of the file's per-pixel G2 stack (``xpcsviewer audit``'s), as
+    (name, text) rows: a summary, then the pixels of most leverage on their bin's g2."""
+    mt = res.multitau
+    if mt is None or not getattr(mt, "has_unnormalized_G2", False):
+        return [("pixel audit", "not done: the file has no per-pixel G2 stack "
+                                "(correlate --save-g2-pixel)")]
+    from xpcsviewer.compute.pixel_audit import audit_table_rows
+    from xpcsviewer.jobs.pixel_audit import audit_file
+
+    try:
+        a = audit_file(p)
+    except Exception as exc:  # an unreadable stack: say so, report the rest
+        return [("pixel audit", f"not done: {_why(exc)}")]
+    n, nf = int(a.leverage.size), int(np.count_nonzero(a.flagged))
+    out = [("pixel audit", f"{n} pixels scored (drop-one leverage on their bin's g2, hot "
+                           f"against their bin): {nf} flagged (leverage > {a.leverage_flag:g} "
+                           f"error or z > {a.hot_z:g}); the {AUDIT_TOP} of most leverage:")]
+    for r in audit_table_rows(a, top=AUDIT_TOP)[1:]:
+        _, col, row, cc, q, lev, z, why = r
+        lev_text = "\u2013" if lev is None else f"{lev:.3g}"
+        out.append((f"bin {col + 1}, pixel ({row}, {cc})",
+                    f"q {q:.4g}, leverage {lev_text}, z {z:.3g}" + (f": {why}" if why else "")))
+    return out
+
+
+def _image_part(res: Any, p: Path, dpi: float, figures: bool, saxs1d: bool) -> dict[str, Any]:
+    """Provenance (the checksum), stability, quality (with the pixel audit where the file
+    has a per-pixel stack) and the figures without fits."""
+    prov = _provenance(res, p, sha256_of(p))
+    quality = _quality(res, prov)
+    quality["audit"] = _audit(res, p)
+    kinds = (*(k for k, _ in FIGURE_ORDER if k not in FIT_FIGURES), "twotime")
+    return {"label": res.label, "provenance": prov,
+            "sample": {k: (v if isinstance(v, (int, float, str)) else str(v))
+                       for k, v in dict(res.sample).items()},
+            "stability": _stability(res), "quality": quality,
+            "figures": _figures(res, None, None, dpi, saxs1d, kinds) if figures else []}
+
+
+def merge_parts(path: str, fit: dict[str, Any], image: dict[str, Any]) -> dict[str, Any]:
+    """One file's section from its two parts (figures in :data:`FIGURE_ORDER`)."""
+    for part in (fit, image):
+        if "error" in part:
+            return {"path": str(path), "error": part["error"]}
+    order = {k: i for i, (k, _) in enumerate((*FIGURE_ORDER, ("twotime", "")))}
+    figs = sorted(fit["figures"] + image["figures"], key=lambda f: order[f["kind"]])
+    return {"path": str(path), **image, **fit, "figures": figs}
+
+
+def file_part(path: str, part: str, dpi: float = 100.0, figures: bool = True,
+              saxs1d: bool = True) -> dict[str, Any]:
+    """One of the two independent halves of a file's section: ``"fits"`` or
+    ``"images"`` (two processes can draw one file); ``error`` when unreadable."""
+    p = Path(path)
+    res, err = _read(p)
+    if err is not None:
+        return err
+    try:
+        if part == "fits":
+            return _fit_part(res, p, dpi, figures)
+        return _image_part(res, p, dpi, figures, saxs1d)
+    except OSError as exc:  # the file went away between reads
+        return {"path": str(p), "error": f"{p}: cannot be read ({exc.strerror or exc})"}
+
+
+def file_section(path: str, dpi: float = 100.0, figures: bool = True,
+                 saxs1d: bool = True) -> dict[str, Any]:
+    """Everything the report shows of one file (see the module docstring).
+
+    Returns a dict with ``error`` (one line) when the file cannot be read; otherwise
+    ``provenance``, ``bins`` (every fitted bin: status, reason, quotable numbers),
+    ``diffusion``, ``stability``, ``quality``, ``figures`` and ``series_bins`` (the
+    rows the Series figure reads). ``saxs1d`` False: no I(q) figure (a set draws the
+    I(q) of all its files in one).
+    """
+    return merge_parts(path, file_part(path, "fits", dpi, figures),
+                       file_part(path, "images", dpi, figures, saxs1d))
