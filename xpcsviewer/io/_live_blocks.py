@@ -4,6 +4,7 @@ as a live source (see :mod:`xpcsviewer.io.live_source`)."""
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from xpcsviewer.io._live_common import (
     _BLOCK_RE,
+    CLOSE_GRACE_S,
     COUNT_TIME,
     EIGER_FRAME_TIME,
     EIGER_NIMAGES,
@@ -90,6 +92,10 @@ class BlockFolderSource:
         self._handle: tuple[Path, h5py.File] | None = None
         self._state = SourceState(note="waiting for the first block")
         self.note = ""
+        # a block that a later one follows but that does not open: (size, mtime) and
+        # since when it has failed unchanged
+        self._failing: dict[Path, tuple[tuple[int, float], float]] = {}
+        self._why: dict[Path, str] = {}
 
     @property
     def state(self) -> SourceState:
@@ -165,7 +171,8 @@ class BlockFolderSource:
                 return False
         try:
             n = self._block_frames(p)
-        except SourceNotReady:
+        except SourceNotReady as exc:
+            self._why[p] = str(exc)
             return False
         self.blocks.append((p, n))
         self._starts.append(self._starts[-1] + n)
@@ -174,11 +181,13 @@ class BlockFolderSource:
     def _scan(self, at_end: bool) -> SourceState:
         files = self._series()
         self._master()
-        pending = ""
+        pending, problem = "", ""
         for i in range(len(self.blocks), len(files)):
             last = i == len(files) - 1
             if not self._accept(files[i], last, at_end):
                 pending = f"{files[i].name} not complete yet"
+                if (not last or at_end) and self._corrupt(files[i], at_end):
+                    problem, pending = "corrupt", self._corrupt_note(files, i)
                 break
         complete = self._starts[-1]
         per_block = self.blocks[-1][1] if self.blocks else 0
@@ -190,8 +199,36 @@ class BlockFolderSource:
         note = "; ".join(x for x in (self.note, pending) if x) or (
             "" if files else "waiting for the first block")
         self._state = SourceState(complete, extent, self.expected_arg or self._master_expected,
-                                  writer, bool(files), note, mtime)
+                                  writer, bool(files), note, mtime, problem)
         return self._state
+
+    def _corrupt(self, p: Path, at_end: bool) -> bool:
+        """Whether block ``p``, complete by the rules (a later block exists, or the
+        end), is damaged: it has failed to open unchanged for ``CLOSE_GRACE_S`` (one
+        still being copied or flushed changes), or at the end."""
+        if at_end:
+            return True
+        try:
+            st = p.stat()
+        except OSError:
+            return False
+        sig, now = (st.st_size, st.st_mtime), time.monotonic()
+        was = self._failing.get(p)
+        if was is None or was[0] != sig:
+            self._failing[p] = (sig, now)
+            return False
+        return now - was[1] >= CLOSE_GRACE_S
+
+    def _corrupt_note(self, files: list[Path], i: int) -> str:
+        bad = files[i]
+        why = self._why.get(bad, "").removeprefix(f"{bad.name}: ")
+        rest = files[i + 1:]
+        after = ""
+        if rest:
+            names = ", ".join(q.name for q in rest[:5]) + (", ..." if len(rest) > 5 else "")
+            after = f" and the {len(rest)} block(s) after it ({names})"
+        return (f"block {bad.name} cannot be read ({why or 'damaged'}): it{after} were "
+                f"never read")
 
     def poll(self) -> SourceState:
         """Look at the folder now (never raises for a block being written)."""

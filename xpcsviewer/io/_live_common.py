@@ -4,6 +4,9 @@ without its lock, reading frames in pieces, whether a writer holds a file (see
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import os
 import re
 import time
@@ -28,6 +31,7 @@ __all__ = [
     "RAW_DATASET",
     "HeldHdf5",
     "SourceNotReady",
+    "SourceProblem",
     "SourceState",
     "writer_state",
 ]
@@ -49,6 +53,15 @@ _BLOCK_RE = re.compile(r"^(?P<prefix>.*?)(?P<num>\d+)\.(h5|hdf5|hdf|nxs)$", re.I
 class SourceNotReady(Exception):
     """The source cannot be read at this moment (being created, metadata mid-update);
     poll again later."""
+
+
+class SourceProblem(SourceNotReady):
+    """The source can no longer be trusted (``kind``: ``"truncated"``, ``"replaced"``,
+    ``"recreated"``, ``"corrupt"``); the message says what happened."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,11 @@ class SourceState:
         Why not, or what is awaited.
     mtime : float
         Modification time (s since the epoch) of the newest data seen.
+    problem : str
+        ``""``, or what makes the source untrustworthy from now on (``note`` says it):
+        ``"truncated"``, ``"replaced"`` (another file at the path, or none),
+        ``"recreated"`` (the frame dataset deleted and made again), ``"corrupt"`` (a
+        block that never opens); the frames read before it stay valid.
     """
 
     complete: int = 0
@@ -83,6 +101,7 @@ class SourceState:
     readable: bool = False
     note: str = "waiting for the source to appear"
     mtime: float = 0.0
+    problem: str = ""
 
 
 def _write_locked(path: Path) -> bool | None:
@@ -115,8 +134,16 @@ def writer_state(path: str | os.PathLike) -> str:
     if len(head) == 9 and head[:8] == b"\x89HDF\r\n\x1a\n" and head[8] >= 2:
         sb = read_superblock(p)
         return "open" if sb is not None and sb.flags & 0x1 else "closed"
-    locked = _write_locked(p)
-    return "open" if locked else "none"
+    # HDF5 >= 1.10 writers set the open-for-write flag in version 0/1 superblocks too
+    # (a 1.8 writer leaves it 0: then only its lock tells)
+    if _flags_open(p) or _write_locked(p):
+        return "open"
+    return "none"
+
+
+def _flags_open(p: Path) -> bool:
+    sb = read_superblock(p)
+    return sb is not None and bool(sb.flags & 0x1)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -134,22 +161,94 @@ def _positive_number(f: h5py.File, path: str) -> float | None:
     return float(v[0])
 
 
+#: metadata read attempts of a SWMR reader. HDF5's default (100, backing off
+#: exponentially towards an hour in all) turns a checksum that never matches (a file
+#: truncated or damaged after its writer died) into a wait of about 40 minutes inside
+#: one call, with Ctrl-C ignored (issue 34). 20 attempts back off about 1 ms in all,
+#: which still rides out a writer's torn metadata update; a read that fails is tried
+#: again at the next poll.
+SWMR_READ_ATTEMPTS = 20
+
+
+@functools.cache
+def _set_read_attempts() -> object | None:
+    """``H5Pset_metadata_read_attempts`` of the HDF5 library h5py runs on, or None.
+
+    h5py does not wrap it; the library is found among the loaded objects (Linux), in
+    h5py's bundled libraries, or by name, and used only when its version is h5py's.
+    """
+    cands: list[str] = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                name = line.rsplit(None, 1)[-1]
+                base = os.path.basename(name)
+                if base.startswith("libhdf5") and not base.startswith("libhdf5_hl"):
+                    cands.append(name)
+    except OSError:
+        pass
+    pkg = Path(h5py.__file__).resolve().parent
+    for folder in (pkg.parent / "h5py.libs", pkg / ".dylibs", pkg):
+        cands += sorted(str(q) for q in folder.glob("libhdf5*")
+                        if not q.name.startswith("libhdf5_hl"))
+    found = ctypes.util.find_library("hdf5")
+    if found:
+        cands.append(found)
+    want = tuple(h5py.version.hdf5_version_tuple[:3])
+    for name in dict.fromkeys(cands):
+        try:
+            lib = ctypes.CDLL(name)
+            v = [ctypes.c_uint() for _ in range(3)]
+            if lib.H5get_libversion(*(ctypes.byref(x) for x in v)) < 0:
+                continue
+            if tuple(x.value for x in v) != want:
+                continue
+            fn = lib.H5Pset_metadata_read_attempts
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes = [ctypes.c_int64, ctypes.c_uint]
+        fn.restype = ctypes.c_int
+        return fn
+    return None
+
+
+def _open_swmr_bounded(path: Path, locking: bool) -> h5py.File | None:
+    """A SWMR reader whose metadata reads give up after ``SWMR_READ_ATTEMPTS``, or None
+    where the library's setter cannot be reached."""
+    fn = _set_read_attempts()
+    if fn is None:
+        return None
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    if not locking:
+        fapl.set_file_locking(False, False)
+    if fn(fapl.id, SWMR_READ_ATTEMPTS) < 0:
+        return None
+    fid = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY | h5py.h5f.ACC_SWMR_READ,
+                        fapl=fapl)
+    return h5py.File(fid)
+
+
 def _open_shared(path: Path, swmr: bool = False) -> h5py.File:
     """Open read-only without taking the file lock (raises SourceNotReady).
 
     A writer in this same process (a thread) holds the file through the same HDF5
     library, which refuses a second open with other locking flags; the file is then
-    shared with it (no lock is taken: the library already has the file open).
+    shared with it (no lock is taken: the library already has the file open). A SWMR
+    file is opened with bounded metadata read attempts (``SWMR_READ_ATTEMPTS``).
     """
-    try:
-        return h5py.File(path, "r", locking=False, swmr=swmr)
-    except OSError as exc:
-        if "locking flag" not in str(exc):
-            raise SourceNotReady(f"cannot open it now ({_first_line(exc)})") from None
-    try:
-        return h5py.File(path, "r", swmr=swmr)
-    except OSError as exc:
-        raise SourceNotReady(f"cannot open it now ({_first_line(exc)})") from None
+    for locking in (False, None):
+        try:
+            if swmr:
+                f = _open_swmr_bounded(path, bool(locking is None))
+                if f is not None:
+                    return f
+            if locking is None:
+                return h5py.File(path, "r", swmr=swmr)
+            return h5py.File(path, "r", locking=False, swmr=swmr)
+        except OSError as exc:
+            if locking is None or "locking flag" not in str(exc):
+                raise SourceNotReady(f"cannot open it now ({_first_line(exc)})") from None
+    raise AssertionError("unreachable")
 
 
 #: bytes per HDF5 read call: h5py holds the GIL for a whole call, so a GUI thread
@@ -210,8 +309,32 @@ class HeldHdf5:
             self._fh = None
 
     def _writer(self) -> str:
+        """``"open"``, ``"closed"``, ``"unknown"``, or ``"died"``: the writer's lock was
+        seen and has gone while HDF5 still marks the file open for writing (a writer
+        that closes clears the mark before it drops the lock; a SWMR writer holds no
+        lock, so it is never told dead this way)."""
         w = writer_state(self.path)
+        locked = _write_locked(self.path)
         now = time.monotonic()
+        if locked:
+            self._seen_lock = True
+            self._dead_sig = None
+        elif w == "open" and getattr(self, "_seen_lock", False):
+            # marked open, then no lock: killed, or closed (and perhaps reopened) in
+            # between. Dead once seen so at two polls with the file unchanged between
+            # them (a writer that reopens the file writes to it).
+            sb = read_superblock(self.path)
+            try:
+                st = self.path.stat()
+                sig = (st.st_size, st.st_mtime_ns, st.st_ino)
+            except OSError:
+                sig = None
+            if sb is not None and sb.flags & 0x1 and not sb.flags & 0x4 and sig:
+                if getattr(self, "_dead_sig", None) == sig and not _write_locked(self.path):
+                    return "died"
+                self._dead_sig = sig
+            else:
+                self._dead_sig = None
         if w == "open":
             self._seen_open, self._open_seen_at = True, now
             return "open"

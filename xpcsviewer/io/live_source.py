@@ -72,6 +72,7 @@ from xpcsviewer.io._live_common import (
     RAW_DATASET,
     HeldHdf5,
     SourceNotReady,
+    SourceProblem,
     SourceState,
     _check_frames,
     _first_line,
@@ -141,6 +142,10 @@ class GrowingFileSource(HeldHdf5):
         #: seconds a write lock must stay away before an old-format file counts as closed
         self.close_grace = CLOSE_GRACE_S
         self._state = SourceState()
+        self._ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read
+        self._ds_ident: tuple | None = None  # the frame dataset's identity
+        self._size_max = 0
+        self._short: tuple[int, int] | None = None  # (size, stated EOF) seen short once
 
     # ------------------------------------------------------------ handles
     def _open(self) -> h5py.Dataset:
@@ -152,12 +157,14 @@ class GrowingFileSource(HeldHdf5):
             flags = sb.flags if sb is not None else 0
             self._swmr = bool(flags & 0x4)
             self._fh = _open_shared(self.path, self._swmr)
+            self._check_handle()
         try:
             ds = self._fh.get(self.dataset)
             if ds is None:
                 raise SourceNotReady(f"no {self.dataset} yet")
             if self._swmr:
                 ds.refresh()
+            self._check_dataset(ds)
             return ds
         except SourceNotReady:
             self.release()
@@ -170,6 +177,79 @@ class GrowingFileSource(HeldHdf5):
     def state(self) -> SourceState:
         """What the last poll saw."""
         return self._state
+
+    # ----------------------------------------------------------- identity
+    # Frames of two files or two datasets must never be mixed: the file read first
+    # (device, inode) and its frame dataset (object address, dtype, frame shape,
+    # chunks) are checked at every open and every poll (issue 34).
+    def _check_handle(self) -> None:
+        fh = self._fh
+        try:
+            st = os.fstat(fh.id.get_vfd_handle())
+        except (OSError, TypeError, ValueError, RuntimeError):
+            return  # a driver without a descriptor: the path is checked at each poll
+        ident = (st.st_dev, st.st_ino)
+        if self._ident is None:
+            self._ident = ident
+        elif ident != self._ident:
+            self.close()
+            raise SourceProblem("replaced", f"{self.path.name} was replaced by another file")
+
+    def _check_dataset(self, ds: h5py.Dataset) -> None:
+        try:
+            addr = h5py.h5o.get_info(ds.id).addr
+        except (RuntimeError, ValueError, AttributeError):
+            addr = None
+        ident = (addr, ds.dtype.str, tuple(ds.shape[1:]), ds.chunks and ds.chunks[1:])
+        was = self._ds_ident
+        if was is None:
+            self._ds_ident = ident
+            return
+        shrunk = int(ds.shape[0]) < self._state.complete if ds.ndim else True
+        if ident != was or shrunk:
+            what = []
+            if ident[1] != was[1]:
+                what.append(f"dtype {np.dtype(was[1])} -> {np.dtype(ident[1])}")
+            if ident[2] != was[2]:
+                what.append(f"frames {was[2]} -> {ident[2]}")
+            if shrunk:
+                what.append(f"{ds.shape[0]} frames where {self._state.complete} were complete")
+            self.close()
+            raise SourceProblem("recreated", f"{self.dataset} in {self.path.name} was deleted "
+                                f"and created again ({', '.join(what) or 'a new dataset'})")
+
+    def _check_file(self, at_end: bool = False) -> None:
+        """Raise SourceProblem when the file was replaced, removed or truncated; a file
+        shorter than its superblock states counts once seen at two polls (a writer's
+        flush states the new end of file just before the file reaches it), at once at
+        the end."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            if self._ident is not None:
+                raise SourceProblem("replaced", f"{self.path.name} was removed") from None
+            return
+        except OSError:
+            return
+        if self._ident is not None and (st.st_dev, st.st_ino) != self._ident:
+            self.close()
+            raise SourceProblem("replaced", f"{self.path.name} was replaced by another file")
+        sb = read_superblock(self.path)
+        eof = sb.eof if sb is not None and sb.eof is not None else 0
+        short = st.st_size < self._size_max or st.st_size < eof
+        self._size_max = max(self._size_max, st.st_size)
+        if not short:
+            self._short = None
+            return
+        seen = (st.st_size, eof)
+        if self._short == seen or at_end:
+            self.close()
+            raise SourceProblem(
+                "truncated", f"{self.path.name} was truncated to {st.st_size:,} bytes "
+                f"(HDF5 says {max(eof, self._size_max):,})")
+        self._short = seen
+        # the chunk index is not read past the end of the file (HDF5 can wait long there)
+        raise SourceNotReady(f"{self.path.name} is shorter than HDF5 says; looking again")
 
     # --------------------------------------------------------------- poll
     def _note_change(self) -> float:
@@ -257,6 +337,7 @@ class GrowingFileSource(HeldHdf5):
         mtime = self._note_change()
         writer = self._writer()
         try:
+            self._check_file()
             ds = self._open()
             self._first_look(ds)
             extent = int(ds.shape[0])
@@ -279,6 +360,10 @@ class GrowingFileSource(HeldHdf5):
                     complete = min(extent, expected)
                 self._rows_last_poll = rows
             expected = self._expected(ds)
+        except SourceProblem as exc:
+            self._state = replace(self._state, writer=writer, readable=False, note=str(exc),
+                                  problem=exc.kind)
+            return self._state
         except SourceNotReady as exc:
             self._state = replace(self._state, writer=writer, readable=False, note=str(exc))
             return self._state
@@ -302,6 +387,7 @@ class GrowingFileSource(HeldHdf5):
         self._note_change()
         writer = self._writer()
         try:
+            self._check_file(at_end=True)
             ds = self._open()
             self._first_look(ds)
             extent = int(ds.shape[0])
@@ -324,6 +410,11 @@ class GrowingFileSource(HeldHdf5):
                         n -= 1
                     complete = n
             expected = self._expected(ds)
+        except SourceProblem as exc:
+            self.close()
+            self._state = replace(self._state, writer=writer, readable=False, note=str(exc),
+                                  problem=exc.kind)
+            return self._state
         except (SourceNotReady, OSError, RuntimeError, KeyError, ValueError) as exc:
             # unreadable at the end (a writer killed mid-update): what was complete
             self.close()
