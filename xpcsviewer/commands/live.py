@@ -44,7 +44,7 @@ def _status_line(up: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer live``; returns the exit code."""
-    from xpcsviewer.io.outputs import check_output
+    from xpcsviewer.io.outputs import OutputWriteError, check_output
     from xpcsviewer.io.reader import read_qmap
     from xpcsviewer.jobs.fitfile import fit_result_files
     from xpcsviewer.jobs.live import LiveOptions, follow
@@ -89,14 +89,26 @@ def run(args: argparse.Namespace) -> int:
         elif not quiet:
             print(f"ready: following {ev['source']}", file=sys.stderr, flush=True)
 
-    final = follow(args.source, qm, args.output, opts,
-                   fitter=partial(fit_result_files, model=args.model) if args.fit else None,
-                   on_update=on_update, on_ready=on_ready, stop=lambda: bool(interrupted()))
+    try:
+        final = follow(args.source, qm, args.output, opts,
+                       fitter=partial(fit_result_files, model=args.model) if args.fit else None,
+                       on_update=on_update, on_ready=on_ready, stop=lambda: bool(interrupted()))
+    except OutputWriteError as exc:
+        if args.json_events:  # what is left on disk (the CLI prints the message)
+            print(json.dumps({"event": "error", "partial": True, "error": str(exc),
+                              "left_on_disk": getattr(exc, "left", {})}), flush=True)
+        raise
     if not quiet:
         how = {"expected": "reached the expected frame count",
                "closed": "the writer closed the file", "idle": "no new frames",
-               "stopped": "interrupted"}.get(final.end or "", final.end)
-        print(f"wrote {Path(args.output)}: {final.frames} frames ({how})"
+               "stopped": "interrupted", "truncated": "the source was truncated",
+               "replaced": "the source was replaced",
+               "recreated": "the frame dataset was re-created",
+               "corrupt": "a block cannot be read",
+               "not_closed": "the writer did not close the file",
+               }.get(final.end or "", final.end)
+        state = "partial result" if final.partial else "result"
+        print(f"wrote {Path(args.output)}: {state} of {final.frames} frames ({how})"
               + (f"; {final.note}" if final.note else ""), file=sys.stderr)
     if report_to is not None and final.frames:
         from xpcsviewer.report import write_report

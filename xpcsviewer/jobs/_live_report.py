@@ -9,6 +9,7 @@ solver's next check), so it no longer takes the CPU the final fit needs.
 
 from __future__ import annotations
 
+import errno
 import math
 import threading
 import time
@@ -35,9 +36,12 @@ class _Reporting:
         self.gen = 0
         self.bg: threading.Thread | None = None
         self.bg_error: BaseException | None = None
+        # what this run has on disk: {"result"|"fit": {"path", "frames", "partial"}}
+        self.on_disk: dict[str, dict[str, Any]] = {}
         self.partial_cancel: Any = None  # the running partial fit's CancelToken
 
-    def update(self, final: bool, end: str | None = None, note: str = "") -> LiveUpdate | None:
+    def update(self, final: bool, end: str | None = None, note: str = "",
+               problem: str | None = None) -> LiveUpdate | None:
         """Write (atomically), fit and report the result of the frames so far; a partial
         one in a thread beside the reader (skipped while the previous one runs)."""
         if self.bg_error is not None:
@@ -50,7 +54,7 @@ class _Reporting:
             return None
         if not final and self.bg is not None and self.bg.is_alive():
             return None
-        partial = not final or end == "stopped"
+        partial = not final or end == "stopped" or problem is not None
         t = time.monotonic()
         if final:
             t_wait = time.monotonic()
@@ -59,9 +63,10 @@ class _Reporting:
                 if self.partial_cancel is not None:
                     self.partial_cancel.cancel()
             self.marks["end_partial"] = time.monotonic() - t_wait
-        cres = self._result(partial, end)
+        cres = self._result(partial, end, problem)
         self.written = self.done
         up = self._stats(final, end, note)
+        up.problem = problem
         if final:
             self.marks["result"] = time.monotonic()
             self._publish(up, cres, final, self.gen)
@@ -99,7 +104,12 @@ class _Reporting:
         with self.lock:
             if gen != self.gen:
                 return
-            write_result(self.output, cres.result, saxs_2d=cres.saxs_2d, overwrite=True)
+            try:
+                write_result(self.output, cres.result, saxs_2d=cres.saxs_2d, overwrite=True)
+            except OSError as exc:
+                raise self._left_on_disk(exc, "result", up) from None
+            self.on_disk["result"] = {"path": str(self.output), "frames": up.frames,
+                                      "partial": up.partial}
         if final:
             self.marks["write"] = time.monotonic()
         rec, fit_out = None, None
@@ -129,7 +139,12 @@ class _Reporting:
             if fit_out is not None:
                 from xpcsviewer.fitting.results import write_fit_json
 
-                write_fit_json(fit_out, [rec])
+                try:
+                    write_fit_json(fit_out, [rec])
+                except OSError as exc:
+                    raise self._left_on_disk(exc, "fit", up) from None
+                self.on_disk["fit"] = {"path": str(fit_out), "frames": up.frames,
+                                       "partial": up.partial}
                 up.fit_output = str(fit_out)
             if final:
                 done_wall = time.time()
@@ -144,6 +159,37 @@ class _Reporting:
             self.updates += 1
             if self.on_update is not None:
                 self.on_update(up)
+
+    def _left_on_disk(self, exc: OSError, what: str, up: LiveUpdate) -> OSError:
+        """``exc`` (a failed write of the result or its fits) saying what this run left
+        on disk and whether it is partial (a full disk: the earlier files stay)."""
+        from xpcsviewer.io.outputs import OutputWriteError, display_path
+
+        head = str(exc).removesuffix("; nothing written")
+        which = "final result" if up.final else f"partial result of {up.frames} frames"
+        said = [f"the {which} was not written" if what == "result"
+                else f"the fits of the {which} were not written"]
+        res, fit = self.on_disk.get("result"), self.on_disk.get("fit")
+        left = []
+        if res is not None:
+            kind = "partial result" if res["partial"] else "final result"
+            left.append(f"{display_path(res['path'])} (the {kind} of {res['frames']} frames"
+                        + (", /xpcs/live/partial = true)" if res["partial"] else ")"))
+        if fit is not None:
+            stale = " (not of the result beside it)" if res is not None and \
+                res["frames"] != fit["frames"] else ""
+            left.append(f"{display_path(fit['path'])} (the fits of the "
+                        f"{'partial' if fit['partial'] else 'final'} result of "
+                        f"{fit['frames']} frames{stale})")
+        if left:
+            partial = any(d["partial"] for d in (res, fit) if d is not None) or what == "fit"
+            said.append("left on disk by this run: " + " and ".join(left)
+                        + ("; partial" if partial else ""))
+        else:
+            said.append("nothing written by this run")
+        err = OutputWriteError(exc.errno or errno.EIO, f"{head}; {'; '.join(said)}")
+        err.left = {k: dict(v) for k, v in self.on_disk.items()}
+        return err
 
     def _stats(self, final: bool, end: str | None, note: str) -> LiveUpdate:
         """The update's counts and rates, taken in the reader's thread."""

@@ -99,7 +99,9 @@ class LiveUpdate:
     detected (``end``), the last frames correlated (``read``), the result assembled
     (``result``), written (``write``) and fitted (``fit``);
     ``hits``, ``hit_rate_hz`` (a photon-sparse source only): hits correlated, and per
-    second over the same time as ``frame_rate_hz``.
+    second over the same time as ``frame_rate_hz``; ``problem`` (final only): what
+    left the result partial although the run ended (``truncated``, ``replaced``,
+    ``recreated``, ``corrupt``, ``not_closed``; ``note`` says it), else None.
     """
 
     final: bool
@@ -123,6 +125,12 @@ class LiveUpdate:
     hits: int | None = None
     hit_rate_hz: float | None = None
     stages: dict[str, float] = field(default_factory=dict)
+    problem: str | None = None
+
+    @property
+    def partial(self) -> bool:
+        """The result holds fewer frames than the acquisition (or may)."""
+        return not self.final or self.end == "stopped" or self.problem is not None
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json-events`` line (finite numbers or null)."""
@@ -135,7 +143,7 @@ class LiveUpdate:
 
         out: dict[str, Any] = {
             "event": "final" if self.final else "update",
-            "partial": not self.final or self.end == "stopped",
+            "partial": self.partial,
             "frames": self.frames, "expected_frames": self.expected,
             "elapsed_s": num(self.elapsed_s), "frame_rate_hz": num(self.frame_rate_hz),
             "writer_rate_hz": num(self.writer_rate_hz), "lag_frames": self.lag_frames,
@@ -153,6 +161,8 @@ class LiveUpdate:
                 out["fit_error"] = self.fit_error
         if self.final:
             out["end"] = self.end
+            if self.problem:
+                out["problem"] = self.problem
             out["latency_s"] = num(self.latency_s)
             out["seen_to_result_s"] = num(self.seen_to_result_s)
             out["stages"] = {k: num(v) for k, v in self.stages.items()}

@@ -225,7 +225,7 @@ class _Follower(_Reporting):
                 self.update(final=False)
 
     # --------------------------------------------------------------- updates
-    def _result(self, partial: bool, end: str | None) -> Any:
+    def _result(self, partial: bool, end: str | None, problem: str | None = None) -> Any:
         from xpcsviewer.compute.pipeline import (
             CorrelatedResult,
             assemble_result,
@@ -251,6 +251,8 @@ class _Follower(_Reporting):
                 "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
         if end is not None:
             live["end"] = end
+        if problem is not None:
+            live["problem"] = problem
         res.metadata["xpcs/live"] = live
         return CorrelatedResult(res, s.scat.mean_image(), None)
 
@@ -377,6 +379,9 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
                 break
             st = fol.poll()
             t_poll = time.monotonic()
+            if st.problem in HALTING:  # nothing more is read from it
+                end = st.problem
+                break
             target = st.complete
             if st.expected:
                 target = min(target, st.expected)
@@ -385,6 +390,12 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
             now = time.monotonic()
             if st.expected and fol.done >= st.expected:
                 end = "expected"
+                break
+            if st.problem:  # a corrupt block: the blocks before it are read
+                end = st.problem
+                break
+            if st.writer == "died":
+                end = "not_closed"
                 break
             if st.writer == "closed" and st.readable:
                 end = "closed"
@@ -406,22 +417,35 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
                 else:
                     time.sleep(left)
         fol.marks["end"] = time.monotonic()
-        if end != "stopped":
+        problem = end if end in HALTING else None
+        if end in HALTING:
+            note = _problem_note(end, st.note, fol.done)
+        elif end != "stopped":
             st = src.final()
             if st.complete > fol.seen:
                 fol.seen, fol.seen_mtime, fol.seen_at = st.complete, st.mtime, time.monotonic()
             target = min(st.complete, st.expected) if st.expected else st.complete
-            fol.read_to(target, stop=lambda: False, cancel=cancel, progress=progress)
-            if fol.done < target:  # unreadable now: finish with what was read
+            if st.problem not in HALTING:
+                fol.read_to(target, stop=lambda: False, cancel=cancel, progress=progress)
+            if fol.done < target and not st.problem:  # unreadable now: what was read
                 note = f"{target - fol.done} complete frames could not be read at the end"
             if end == "idle":
                 note = "; ".join(x for x in (
                     f"no new frame for {opts.idle:g} s: the writer stopped or died; "
                     f"finished with the {fol.done} complete frames", note) if x)
+            if st.problem:
+                problem = st.problem
+                note = "; ".join(x for x in (note, _problem_note(problem, st.note, fol.done))
+                                 if x)
+            elif end == "not_closed" or (end == "idle" and st.writer in ("open", "died")
+                                         and _kind(src) == "file"):
+                problem = "not_closed"
+                note = "; ".join(x for x in (note, _problem_note(problem, "", fol.done)) if x)
             if st.expected and fol.done < st.expected:
                 note = "; ".join(x for x in (note, f"{fol.done} of {st.expected} expected "
                                                    "frames") if x)
-            if st.note and (not st.readable or getattr(src, "sparse", False)):
+            if st.note and not st.problem and (not st.readable
+                                               or getattr(src, "sparse", False)):
                 # (a sparse source says what it left out at the end: a partial word, ...)
                 note = "; ".join(x for x in (note, st.note) if x)
         else:
@@ -433,12 +457,34 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
                                 f"({note or st.note or 'no data'})", fol.where,
                                 "at least 2 frames")
         fol.marks["read"] = time.monotonic()
-        final = fol.update(final=True, end=end, note=note)
+        final = fol.update(final=True, end=end, note=note, problem=problem)
         assert final is not None
         return final
     finally:
         src.close()
         fol.join_updates()
+
+
+#: ends for which nothing more is read from the source: its frames could come from
+#: another file or dataset, or from past a truncation
+HALTING = ("truncated", "replaced", "recreated")
+
+
+def _kind(src: Any) -> str:
+    return getattr(getattr(src, "inner", None) or src, "kind", "")
+
+
+def _problem_note(problem: str, what: str, done: int) -> str:
+    """What happened to the source and what the result holds (docs/live.md)."""
+    if problem == "not_closed":
+        return ("the writer did not close the file (HDF5 still marks it open for writing: "
+                f"it was killed or stopped): the result may be partial ({done} frames)")
+    if problem == "corrupt":
+        return f"{what}; the result is partial ({done} frames of the blocks before it)"
+    if problem == "truncated":
+        return f"{what} after frame {done}: the result is partial ({done} frames)"
+    return (f"{what} after frame {done}: no frame of it was taken; the result is partial "
+            f"({done} frames)")
 
 
 def qmap_beside(source: str | os.PathLike) -> Path | None:
