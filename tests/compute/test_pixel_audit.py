@@ -168,3 +168,16 @@ def test_summary_for_the_report(small):
     assert s["max_leverage"] == pytest.approx(np.nanmax(au.leverage))
     assert s["rows"][0] == TABLE_HEADER and s["rows"][1][2:4] == [2, 7]
     assert len(s["rows"]) == 1 + min(10, s["flagged"])
+
+
+def test_a_bins_only_pixel_has_no_leverage(small):
+    qm, stack = small
+    dq, sq = qm.dynamic_roi_map.copy(), qm.static_roi_map.copy()
+    dq[8, 10], sq[8, 10] = 4, 14  # a dynamic bin of one pixel
+    lone = _qmap(dq, sq, qm.mask)
+    au = audit_pixels(stack, lone)
+    i = int(np.flatnonzero(au.pixel_index == 8 * 11 + 10)[0])
+    assert np.isnan(au.leverage[i]) and ranked(au)[-1] == i
+    assert np.isfinite(np.delete(au.leverage, i)).all()
+    row = next(r for r in audit_table_rows(au)[1:] if r[2:4] == [8, 10])
+    assert row[5] is None and "only pixel of its bin" in row[7]
