@@ -223,3 +223,33 @@ def test_raw_and_qmap_pointers_follow_the_same_policy(cases, tmp_path):
     rc, err, _ = _run(["correlate", raw_good, "--qmap", qbad, "-o", "d.hdf", *base],
                       tmp_path)
     assert rc == 3 and "gone.h5" in err and "/qmap/mask" in err, err
+
+
+def test_the_series_tab_folder_watch_skips_pipes(cases, tmp_path):
+    """The GUI's Series tab lists finished results of a folder: a FIFO there, or a
+    result whose g2 is linked to one, is left out at once (it waited forever)."""
+    good, always, _ = cases
+    import shutil
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copyfile(good, folder / "a_results.hdf")
+    os.mkfifo(folder / "b_results.hdf")
+    os.mkfifo(folder / "pipe.h5")
+    link = next(c for c in always if c.name == "link_to_fifo")
+    shutil.copyfile(link.path, folder / "c_results.hdf")
+    old = time.time() - 3600
+    for p in folder.iterdir():
+        if p.is_file():
+            os.utime(p, (old, old))
+    code = ("import sys; from xpcsviewer.gui.panels._live_jobs import list_finished_job; "
+            f"print(list_finished_job({os.fspath(folder)!r}, [], quiet_s=0.0))")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "JAX_PLATFORMS": "cpu"}
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=TIMEOUT, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("hung listing a folder with a FIFO")
+    assert p.returncode == 0, p.stderr
+    assert "a_results.hdf" in p.stdout and "b_results" not in p.stdout
+    assert "c_results" not in p.stdout, p.stdout

@@ -94,13 +94,13 @@ def read_map(path: str | Path, bins: Sequence[int] | None = None) -> tuple[AgeLa
     Raises XpcsFileError for a file without two-time data or a full map too large
     to read whole (:data:`MAX_FULL_FRAMES`).
     """
-    import h5py
 
     from xpcsviewer.io import read_c2, read_result
+    from xpcsviewer.io._h5 import open_h5
     from xpcsviewer.io.age_lag import has_age_lag, read_age_lag
     from xpcsviewer.io.errors import XpcsFileError
 
-    with h5py.File(path, "r", locking=False) as f:
+    with open_h5(path) as f:  # checked first: a link to a FIFO would hang the lookup
         has = has_age_lag(f)
     if has:
         return read_age_lag(path), "age_lag"

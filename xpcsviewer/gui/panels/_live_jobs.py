@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from functools import partial
@@ -96,6 +97,7 @@ def list_finished_job(folder: str, known: list[str], quiet_s: float = 1.0,
     ``quiet_s`` seconds, not open for writing, and not a live run's partial result."""
     import h5py
 
+    from xpcsviewer.io._h5links import pointers_ok
     from xpcsviewer.io.live_source import writer_state
 
     seen = set(known)
@@ -112,10 +114,14 @@ def list_finished_job(folder: str, known: list[str], quiet_s: float = 1.0,
         if p in seen:
             continue
         try:
-            if now - os.stat(p).st_mtime < quiet_s or writer_state(p) == "open":
+            st = os.stat(p)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO: opening it would wait forever
+                continue
+            if now - st.st_mtime < quiet_s or writer_state(p) == "open":
                 continue
             with h5py.File(p, "r", locking=False) as f:
-                if "xpcs/multitau/normalized_g2" not in f:
+                # a link to a FIFO or outside the folder: left out (lookups would follow it)
+                if not pointers_ok(f) or "xpcs/multitau/normalized_g2" not in f:
                     continue
                 flag = f.get("xpcs/live/partial")
                 if flag is not None and bool(flag[()]):
