@@ -98,11 +98,20 @@ def _link_file_names(path: Path) -> list[str]:
     return names
 
 
-def _direct_links(path: Path) -> tuple[Path, ...]:
+def _file_id(path: Path) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
     except (OSError, ValueError):
-        return ()
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _direct_links(path: Path, st: os.stat_result | None = None) -> tuple[Path, ...]:
+    if st is None:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return ()
     key = (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     if key in _LINK_CACHE:
         return _LINK_CACHE[key]
@@ -166,24 +175,36 @@ def linking_files(target: str | os.PathLike,
         The linking files, by name.
     """
     target = Path(target)
-    skip = [target, *map(Path, exclude)]
+    tid = _file_id(target)
+    if tid is None:
+        return []
+    skip = {tid} | {i for i in map(_file_id, map(Path, exclude)) if i is not None}
     try:
         entries = [de for de in os.scandir(target.parent or ".")
                    if de.name.lower().endswith(_H5_SUFFIXES)
                    and de.is_file(follow_symlinks=False)]
     except OSError:
         return []
-    with contextlib.suppress(OSError):
-        entries.sort(key=lambda de: de.stat(follow_symlinks=False).st_mtime_ns,
-                     reverse=True)
+    stats = {}
+    for de in entries:
+        with contextlib.suppress(OSError):
+            stats[de.path] = de.stat(follow_symlinks=False)
+    entries = sorted((de for de in entries if de.path in stats),
+                     key=lambda de: stats[de.path].st_mtime_ns, reverse=True)
     out = []
+    seen: dict[str, tuple[int, int] | None] = {}  # link target -> its file id
     deadline = time.monotonic() + SCAN_BUDGET_S
     for de in entries[:MAX_SCANNED_FILES]:
-        p = Path(de.path)
-        if any(_same_file(p, s) for s in skip):
+        st = stats[de.path]
+        if (st.st_dev, st.st_ino) in skip:
             continue
-        if any(_same_file(target, q) for q in _direct_links(p)):
-            out.append(p)
+        for q in _direct_links(Path(de.path), st):
+            k = os.fspath(q)
+            if k not in seen:
+                seen[k] = _file_id(q)
+            if seen[k] == tid:
+                out.append(Path(de.path))
+                break
         if time.monotonic() > deadline:
             break
     return sorted(out)
