@@ -230,3 +230,27 @@ def test_reading_a_damaged_map_names_the_dataset(tmp_path):
         fh.create_group("xpcs")
     with pytest.raises(XpcsFileError, match="age_lag"):
         read_age_lag(tmp_path / "none.h5")
+
+
+@pytest.mark.parametrize("engine", ["blas", "numba"])
+def test_memory_is_bounded_by_the_map_not_n_squared(engine):
+    import tracemalloc
+
+    dq, sq = _partition()
+    n, chunk = 8192, 256
+    rng = np.random.default_rng(1)
+
+    def chunks():
+        for _ in range(n // chunk):
+            yield rng.poisson(2.0, (chunk, 16, 16)).astype(np.uint16)
+
+    # numba's import and compilation are not the correlator's memory
+    correlate_twotime_ages(_frames(64), dq, sq, None, engine=engine)
+    tracemalloc.start()
+    amap = correlate_twotime_ages(chunks(), dq, sq, None, n_frames=n, points_per_level=8,
+                                  engine=engine)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    held = sum(lv.c.nbytes + lv.weight.nbytes for lv in amap.levels)
+    assert held < 8 * n * n / 50  # one float64 full map is 537 MB
+    assert peak < held + (8 << 20), (peak, held)  # + chunks and level buffers
