@@ -213,6 +213,23 @@ def test_write_and_read_back(tmp_path):
         np.testing.assert_allclose(b.c, a.c, rtol=1e-7, equal_nan=True)  # stored float32
 
 
+def test_reading_chosen_bins(tmp_path):
+    from xpcsviewer.io.age_lag import read_age_lag, write_age_lag_group
+    from xpcsviewer.io.errors import XpcsFileError
+
+    dq, sq = _partition()
+    amap = correlate_twotime_ages(_frames(100, seed=6), dq, sq, None, points_per_level=4)
+    path = tmp_path / "m.h5"
+    with h5py.File(path, "w") as fh:
+        write_age_lag_group(fh.require_group("xpcs/twotime"), amap)
+    part = read_age_lag(path, bins=[4, 2])
+    assert part.bins.tolist() == [4, 2]
+    for a, b in zip(amap.levels, part.levels, strict=True):
+        np.testing.assert_allclose(b.c, a.c[[3, 1]], rtol=1e-7, equal_nan=True)
+    with pytest.raises(XpcsFileError, match=r"bins \[7\]"):
+        read_age_lag(path, bins=[1, 7])
+
+
 def test_reading_a_damaged_map_names_the_dataset(tmp_path):
     from xpcsviewer.io.age_lag import read_age_lag, write_age_lag_group
     from xpcsviewer.io.errors import XpcsFileError

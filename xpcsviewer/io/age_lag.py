@@ -21,6 +21,7 @@ Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.wr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import _array, _exists
+from xpcsviewer.io._h5 import _array, _dataset, _exists, _read_error, check_declared
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import check_h5_output
 
@@ -96,12 +97,17 @@ def write_age_lag_group(parent: h5py.Group, amap: AgeLagMap) -> h5py.Group:
         check_h5_output(g)  # a full disk stops the write here
         lg = g.create_group(f"level_{li:02d}")
         lg.attrs["width"] = int(lv.width)
-        c = np.asarray(lv.c, dtype=np.float32)
-        kw = _compression() if c.size > 8192 else {}
+        nb, nt, nl = lv.c.shape
+        kw = _compression() if lv.c.size > 8192 else {}
         if kw:
-            rows = max(1, min(c.shape[1], (1 << 15) // max(c.shape[2], 1)))
-            kw["chunks"] = (1, rows, max(c.shape[2], 1))
-        lg.create_dataset("c", data=c, **kw)
+            rows = max(1, min(nt, (1 << 15) // max(nl, 1)))
+            kw["chunks"] = (1, rows, max(nl, 1))
+        ds = lg.create_dataset("c", shape=(nb, nt, nl), dtype=np.float32, **kw)
+        step = max(1, (4 << 20) // max(nl, 1))  # float32 copies of 16 MB, not of the level
+        for b in range(nb):
+            for r0 in range(0, nt, step):
+                ds[b, r0 : r0 + step] = np.asarray(lv.c[b, r0 : r0 + step], dtype=np.float32)
+            check_h5_output(ds)
         lg.create_dataset("t1", data=np.asarray(lv.t1, dtype=np.int64))
         lg.create_dataset("lag", data=np.asarray(lv.lag, dtype=np.int64))
         w = np.asarray(lv.weight, dtype=np.int64)
@@ -129,8 +135,29 @@ def _attr(f: h5py.File, path: str, name: str, kind: type, expected: str) -> Any:
     return v
 
 
-def read_age_lag_group(f: h5py.File) -> AgeLagMap:
-    """The age x lag map of an open result file (checked; errors name the dataset)."""
+def _read_c(f: h5py.File, path: str, shape: tuple[int, int, int], rows: list[int]) -> np.ndarray:
+    """Bins ``rows`` of a level's (n_bins, n_t, n_lag) entries, as float64."""
+    expected = f"(n_bins, n_t, n_lag) = {shape} floats"
+    ds = _dataset(f, path, expected)
+    if ds.dtype.kind != "f":
+        raise XpcsFileError(f.filename, f"has dtype {ds.dtype}", dataset=path, expected=expected)
+    check_declared(ds, shape=shape, expected=expected, max_elements=max(1, int(np.prod(shape))))
+    out = np.empty((len(rows), *shape[1:]))
+    try:
+        for o, i in enumerate(rows):
+            if out[o].size:
+                ds.read_direct(out, np.s_[i], np.s_[o])
+    except (OSError, RuntimeError, ValueError, TypeError) as exc:
+        raise _read_error(ds, exc) from None
+    return out
+
+
+def read_age_lag_group(f: h5py.File, bins_wanted: Sequence[int] | None = None) -> AgeLagMap:
+    """The age x lag map of an open result file (checked; errors name the dataset).
+
+    ``bins_wanted``: the 1-based dynamic bins to read, in that order (default all the map
+    holds), so that a long run's map need not be read whole.
+    """
     g = AGE_LAG_GROUP
     if not has_age_lag(f):
         raise XpcsFileError(f.filename, "no age x lag map", dataset=g,
@@ -144,7 +171,16 @@ def read_age_lag_group(f: h5py.File) -> AgeLagMap:
                             expected="n_frames >= 1, frame_time > 0, n_levels >= 0")
     bins = _array(f, f"{g}/bins", kinds="iu", ndim=1, expected="(n_bins,) dynamic bins",
                   max_elements=1 << 20).astype(np.int64)
-    nb = bins.size
+    stored = bins
+    if bins_wanted is not None:
+        missing = sorted({int(b) for b in bins_wanted} - set(stored.tolist()))
+        if missing:
+            raise XpcsFileError(f.filename, f"has no age x lag map of bins {missing}",
+                                dataset=f"{g}/bins", expected=f"one of {stored.tolist()}")
+        pick = [int(np.flatnonzero(stored == int(b))[0]) for b in bins_wanted]
+    else:
+        pick = list(range(stored.size))
+    nb = stored.size
     levels = []
     for li in range(n_levels):
         p = f"{g}/level_{li:02d}"
@@ -154,9 +190,7 @@ def read_age_lag_group(f: h5py.File) -> AgeLagMap:
         lag = _array(f, f"{p}/lag", kinds="iu", ndim=1, expected="(n_lag,) lags in frames",
                      max_elements=n_frames).astype(np.float64)
         nt, nl = t1.size, lag.size
-        c = _array(f, f"{p}/c", kinds="f", shape=(nb, nt, nl),
-                   expected=f"(n_bins, n_t, n_lag) = ({nb}, {nt}, {nl}) floats",
-                   max_elements=max(1, nb * nt * nl)).astype(np.float64)
+        c = _read_c(f, f"{p}/c", (nb, nt, nl), pick)
         w = _array(f, f"{p}/weight", kinds="iuf", shape=(nt, nl),
                    expected=f"(n_t, n_lag) = ({nt}, {nl}) pair counts",
                    max_elements=max(1, nt * nl)).astype(np.float64)
@@ -169,12 +203,13 @@ def read_age_lag_group(f: h5py.File) -> AgeLagMap:
                            if "points_per_level" in f[g].attrs else 0}
     for key in _TEXT_KEYS:
         cfg[key] = _attr(f, g, key, str, "text") if key in f[g].attrs else ""
-    return AgeLagMap(bins=bins, n_frames=n_frames, frame_time=frame_time,
+    return AgeLagMap(bins=stored[pick], n_frames=n_frames, frame_time=frame_time,
                      levels=tuple(levels), config=cfg)
 
 
-def read_age_lag(path: str | Path) -> AgeLagMap:
-    """The age x lag map of the result file ``path`` (read-only, unlocked).
+def read_age_lag(path: str | Path, bins: Sequence[int] | None = None) -> AgeLagMap:
+    """The age x lag map of the result file ``path`` (read-only, unlocked); ``bins``: only
+    these 1-based dynamic bins, in that order (default all).
 
     Raises
     ------
@@ -184,4 +219,4 @@ def read_age_lag(path: str | Path) -> AgeLagMap:
     from xpcsviewer.io._h5open import open_h5
 
     with open_h5(path) as f:
-        return read_age_lag_group(f)
+        return read_age_lag_group(f, bins)
