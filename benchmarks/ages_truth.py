@@ -64,10 +64,10 @@ def main(argv: list[str] | None = None) -> int:
         ok = np.where(np.isfinite(pull), np.abs(pull) <= 2, True)
         rows_tau.append(ok)  # (W, B)
         verdicts.append(f.verdict)
-        flag_gel.append(out.cuts.disagree.any(axis=0))
+        flag_gel.append(f.disagree.any(axis=0))
         out0, _ = _one(null, seed, args)
         null_stat.append([v == "stationary" for v in out0.fits.verdict])
-        null_flag.append(bool(out0.cuts.disagree.any()))
+        null_flag.append(bool(out0.fits.disagree.any()))
         print(f"seed {seed}: a/a_true {np.round(a / a_true, 3)}  null verdicts "
               f"{out0.fits.verdict}  null flagged {null_flag[-1]}", file=sys.stderr)
     ra, ns = np.array(rows_a), np.array(null_stat)

@@ -188,6 +188,11 @@ class AgeFits:
     stretch_err: np.ndarray
     status: np.ndarray  #: (2, W, B) object
     model: np.ndarray  #: (2, W, B) object: the model of each cut
+    #: (W, B) the two ways' flag where it can be trusted (:attr:`flag_testable`)
+    disagree: np.ndarray | None = None
+    #: (W, B) both cuts converged and the constant-age tau is at most half the window:
+    #: the noise correlation along t1 (about tau / 2) fits in the error's blocks
+    flag_testable: np.ndarray | None = None
     laws: dict[str, list[LawFit]] = field(default_factory=dict)  #: law -> one per bin
     law: str = "linear"  #: the law the verdict is read from
 
@@ -268,7 +273,13 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
     t_w = _fitted_ages(cuts, tau3, c)
     laws = {name: [fit_law(t_w[0, :, b], tau3[0, :, b], err3[0, :, b], name)
                    for b in range(shape[2])] for name in LAWS}
+    st = np.asarray(fits.status, dtype=object).reshape(shape)
+    with np.errstate(invalid="ignore"):
+        testable = ((tau3[0] <= 0.5 * cuts.windows.widths[:, None])
+                    & (st[0] == "converged") & (st[1] == "converged"))
     return AgeFits(fits=fits, t_w=t_w, tau=tau3, tau_err=err3, contrast=c,
+                   disagree=np.asarray(cuts.disagree, bool) & testable,
+                   flag_testable=testable,
                    contrast_err=ce, stretch=s, stretch_err=se,
                    status=np.asarray(fits.status, dtype=object).reshape(shape),
                    model=fits.model_names().reshape(shape), laws=laws, law=law)

@@ -171,11 +171,16 @@ def csv_rows(out: AgesOutput, header: bool = True) -> list[list]:
                              _num(f.tau_err[way, wi, j]), _num(f.contrast[way, wi, j]),
                              _num(f.contrast_err[way, wi, j]), _num(f.stretch[way, wi, j]),
                              _num(f.stretch_err[way, wi, j]), _num(chi2r[way, wi, j]),
-                             bool(c.disagree[wi, j]), _num(c.diff_chi2[wi, j]),
+                             _flag(f, wi, j), _num(c.diff_chi2[wi, j]),
                              int(c.diff_dof[wi, j]), lf.law, _num(lf.value["tau0"]),
                              _num(lf.value[s]), _num(lf.error[s]),
                              _num(lf.interval[s][0]), _num(lf.interval[s][1]), lf.verdict])
     return rows
+
+
+def _flag(f: AgeFits, wi: int, j: int) -> Any:
+    """True / False, or None where the flag cannot be trusted (tau > half the window)."""
+    return bool(f.disagree[wi, j]) if f.flag_testable[wi, j] else None
 
 
 def _arr(a: np.ndarray) -> Any:
@@ -208,7 +213,9 @@ def json_record(out: AgesOutput, curves: bool = True) -> dict[str, Any]:
         "tau_s": {"value": _arr(f.tau), "error": _arr(f.tau_err)},
         "contrast": {"value": _arr(f.contrast), "error": _arr(f.contrast_err)},
         "stretch": {"value": _arr(f.stretch), "error": _arr(f.stretch_err)},
-        "ways_disagree": c.disagree.tolist(), "ways_chi2": _arr(c.diff_chi2),
+        "ways_disagree": [[_flag(f, wi, j) for j in range(c.bins.size)]
+                          for wi in range(c.windows.n)],
+        "ways_chi2": _arr(c.diff_chi2),
         "ways_dof": c.diff_dof.tolist(),
         "law": f.law, "laws": laws, "verdict": f.verdict,
     }
