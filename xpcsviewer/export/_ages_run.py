@@ -82,15 +82,40 @@ class AgesOutcome:
     fits: Any = None
 
 
-def run_ages(req: AgesRequest, progress=None, cancel=None) -> AgesOutcome:
+def _check_full_map(req: AgesRequest, max_full_frames: int) -> None:
+    """XpcsFileError when the file holds no age x lag map and its full map is larger
+    than ``max_full_frames`` frames."""
+    from xpcsviewer.io._h5open import open_h5
+    from xpcsviewer.io.age_lag import has_age_lag
+    from xpcsviewer.io.errors import XpcsFileError
+
+    if req.n_frames <= max_full_frames:
+        return
+    with open_h5(req.path) as f:
+        if has_age_lag(f):
+            return
+    raise XpcsFileError(req.path, f"the two-time map has {req.n_frames} frames and no age x "
+                        "lag map: too large to cut by age here", dataset="/xpcs/twotime",
+                        expected=f"an age x lag map (correlate --twotime-ages), or at most "
+                                 f"{max_full_frames} frames (`xpcsviewer ages` reads more)")
+
+
+def run_ages(req: AgesRequest, max_full_frames: int | None = None, progress=None,
+             cancel=None) -> AgesOutcome:
     """Worker job (any thread): the age windows of ``req`` cut both ways, each cut
     fitted with the request's model (the one fit loop), and the ageing laws; the
-    analysis of ``xpcsviewer ages`` (:mod:`xpcsviewer.jobs.ages`) for one bin."""
+    analysis of ``xpcsviewer ages`` (:mod:`xpcsviewer.jobs.ages`) for one bin.
+
+    ``max_full_frames``: refuse a full map (a file without an age x lag map) of more
+    frames (the tab: its N x N entries are held three times over while cut).
+    """
     from xpcsviewer.jobs.ages import analyse_ages, read_map
     from xpcsviewer.progress import report
 
     report(progress, cancel, 0, 1, "reading the two-time map")
     kw = req.window_kw()  # a bad request fails before the read
+    if max_full_frames is not None:
+        _check_full_map(req, int(max_full_frames))
     amap, kind = read_map(req.path, [int(req.dq)])
     q = np.full(int(req.dq), np.nan)
     q[-1] = req.q

@@ -184,3 +184,35 @@ def test_csv_and_figure_draw_what_the_tab_draws(qtbot, panel, results, tmp_path)
 
     for key, ax in (("age", ax_age), ("t1", ax_t1), ("tau", ax_tau)):
         np.testing.assert_allclose(points(ax), sorted(drawn.get(key, [])), rtol=1e-12)
+
+
+def test_cancel_settings_and_a_map_too_large(qtbot, panel, results, monkeypatch):
+    from xpcsviewer.gui.panels import _twotime_ages
+
+    _shown(qtbot, panel, results)
+    ages = panel.ages
+    # cancel: the job stops, nothing is drawn, the status says so
+    with qtbot.waitSignal(panel.context.runner.sigJobFinished, timeout=60000):
+        ages.model_combo.setCurrentIndex(ages.model_combo.findData("single"))
+        assert ages.cancel_btn.isEnabled()
+        ages.cancel_btn.click()
+    assert ages.outcome is None and ages.drawn_points() == {}
+    assert "cancelled" in ages.status.text() and not ages.cancel_btn.isEnabled()
+    # settings round trip (session file)
+    ages.spacing.setCurrentIndex(ages.spacing.findData("log"))
+    ages.n_spin.setValue(3)
+    ages.bands.setCurrentIndex(ages.bands.findData("both"))
+    s = panel.get_settings()["ages"]
+    panel.cancel_jobs()
+    other = TwotimePanel(AppContext(runner=TaskRunner()))
+    qtbot.addWidget(other)
+    other.set_settings({"ages": s})
+    assert other.ages.get_settings() == s
+    # a full map beyond the tab's bound: a one-line error naming the file, no traceback
+    monkeypatch.setattr(_twotime_ages, "TAB_MAX_FULL_FRAMES", 50)
+    ages._timer.stop()
+    ages.start()
+    qtbot.waitUntil(lambda: "too large" in ages.status.text(), timeout=60000)
+    text = ages.status.text()
+    assert "E001_results.hdf" in text and "too large to cut by age" in text
+    assert "Traceback" not in text and ages.outcome is None

@@ -37,8 +37,11 @@ from xpcsviewer.gui.widgets import SparseLogAxis, plain_axes
 from xpcsviewer.views import ages as av
 from xpcsviewer.views.g2_fit import FIT_LOOK
 
-__all__ = ["TAU_COLORS", "AgesView"]
+__all__ = ["TAB_MAX_FULL_FRAMES", "TAU_COLORS", "AgesView"]
 
+#: Largest full map (frames) the tab cuts by age when the file has no age x lag map:
+#: 4096 frames are ~0.4 GB of entries and weights while cut (8192 would be 1.5 GB).
+TAB_MAX_FULL_FRAMES = 4096
 #: Colours of the two ways in the tau(t_w) plot.
 TAU_COLORS = {"age": "#1f1f1f", "t1": "#ff7f0e"}
 #: pyqtgraph symbols of the marker kinds (the Series tab's).
@@ -257,7 +260,7 @@ class AgesView(QWidget):
         self._say("analysing ages\u2026")
         self.cancel_btn.setEnabled(True)
         self.progress.setValue(0)
-        return self.panel.submit("ages", run_ages, req,
+        return self.panel.submit("ages", run_ages, req, TAB_MAX_FULL_FRAMES,
                                  on_result=self._on_result, on_error=self._on_error,
                                  on_progress=self._on_progress,
                                  description="Two-Time: g2 by age")
