@@ -110,3 +110,28 @@ def test_skip_existing_redoes_a_result_without_the_map(inputs, tmp_path):
     before = out.stat().st_mtime_ns
     assert _run(npy, "--qmap", qpath, "-o", out, "--twotime-ages", "--skip-existing") == 0
     assert out.stat().st_mtime_ns == before  # now complete: skipped
+
+
+def test_an_event_list_needs_frames(inputs, tmp_path, capsys):
+    """Time-tag mode has no frames: --twotime-ages asks for --bin-time, and gets it."""
+    _qm, _qpath, _movie, _npy, _ = inputs
+    shape = (24, 32)
+    rng = np.random.default_rng(9)
+    movie = (rng.random((200, *shape)) < 0.05).astype(np.uint8)
+    f, p = np.nonzero(movie.reshape(200, -1))
+    toa = f * 40 + rng.integers(0, 40, f.size)
+    toa[0] = 0
+    order = np.argsort(toa, kind="stable")
+    raw = tmp_path / "tpx.h5"
+    with h5py.File(raw, "w") as fh:
+        g = fh.create_group("tpx3")
+        g["x"] = (p % shape[1])[order].astype(np.uint16)
+        g["y"] = (p // shape[1])[order].astype(np.uint16)
+        g["toa"] = toa[order].astype(np.int64)
+        g["toa"].attrs["tick_s"] = 25e-9
+        g.attrs["detector_shape"] = shape
+    out = tmp_path / "t.hdf"
+    assert _run(raw, "--qmap", _qpath, "-o", out, "--twotime-ages") == 2
+    assert "--bin-time" in capsys.readouterr().err and not out.exists()
+    assert _run(raw, "--qmap", _qpath, "-o", out, "--twotime-ages", "--bin-time", "1e-6") == 0
+    assert read_age_lag(out).n_frames >= 199
