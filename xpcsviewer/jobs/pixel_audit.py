@@ -100,7 +100,7 @@ def audit_files(
 def write_audit_csv(path: str | os.PathLike, audits: Sequence[PixelAudit],
                     top: int | None = None) -> Path:
     """The ranked table of every audit (``top`` rows each), written atomically."""
-    from xpcsviewer.export.files import atomic_write
+    from xpcsviewer.io.outputs import atomic_path
 
     rows: list[list[Any]] = []
     for a in audits:
@@ -113,4 +113,8 @@ def write_audit_csv(path: str | os.PathLike, audits: Sequence[PixelAudit],
             w.writerow(["" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
                         for v in row])
 
-    return atomic_write(path, write, binary=False)
+    path = Path(path)
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", errors="replace",
+                                        newline="") as fh:
+        write(fh)
+    return path
