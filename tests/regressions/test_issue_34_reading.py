@@ -253,3 +253,18 @@ def test_the_series_tab_folder_watch_skips_pipes(cases, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "a_results.hdf" in p.stdout and "b_results" not in p.stdout
     assert "c_results" not in p.stdout, p.stdout
+
+
+def test_live_on_a_file_linking_to_a_pipe_ends_at_once(tmp_path):
+    """``live`` looked the frame dataset up through the link and waited forever."""
+    os.mkfifo(tmp_path / "pipe.h5")
+    with h5py.File(tmp_path / "raw.h5", "w") as f:
+        f[bc.RAW] = h5py.ExternalLink("pipe.h5", bc.RAW)
+    rc, _, _ = _run(["qmap", "--shape", "8", "8", "--energy", "10", "--det-dist", "5",
+                     "--pixel-size", "75e-6", "--bcx", "4", "--bcy", "4", "-o", "q.hdf",
+                     "--quiet"], tmp_path)
+    assert rc == 0
+    rc, err, _ = _run(["live", "raw.h5", "--qmap", "q.hdf", "-o", "l.hdf", "--idle", "1",
+                       "--start-wait", "3", "--quiet"], tmp_path)
+    assert rc == 3 and "named pipe" in err and "pipe.h5" in err, err
+    assert not (tmp_path / "l.hdf").exists()
