@@ -142,6 +142,9 @@ def _draw_tau(ax: Any, o: Any, law: str, beside: bool = True) -> None:
         handles.append(Line2D([], [], ls="none", marker="o", color=col,
                               label="constant age" if way == "age" else "constant t\u2081"))
     ax.set_yscale("log")
+    lim = av.tau_ylim(drawings, line)
+    if lim is not None:
+        ax.set_ylim(*lim)
     ax.set_xlabel("age t_w (s)")
     ax.set_ylabel("\u03c4 (s)")
     key = [Line2D([], [], ls="none", marker=MPL_MARKERS[k], mfc=None if k == "filled"

@@ -39,6 +39,7 @@ __all__ = [
     "law_line",
     "map_bands",
     "tau_drawing",
+    "tau_ylim",
     "window_color",
 ]
 
@@ -204,6 +205,20 @@ def tau_drawing(age_fits: Any, way: str, bin_pos: int = 0) -> Any:
 
     (d,) = series_drawing(_TauTable(age_fits, WAYS.index(way)), [int(bin_pos)])
     return d
+
+
+def tau_ylim(drawings: list, line: Any = None) -> tuple[float, float] | None:
+    """(lo, hi) s of the tau axis: the drawn points and the law's line, a factor 1.5
+    beyond; not the band, which reaches 0 (off a log axis) where the law is loose."""
+    ys = [p.y for d in drawings for p in d.tau.values() if p.y.size]
+    ys += [p.hi[np.isfinite(p.hi)] for d in drawings for p in d.tau.values() if p.y.size]
+    if line is not None:
+        ys.append(line.tau)
+    y = np.concatenate(ys) if ys else np.zeros(0)
+    y = y[np.isfinite(y) & (y > 0)]
+    if y.size == 0:
+        return None
+    return float(y.min()) / 1.5, float(y.max()) * 1.5
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.export._ages_run import AgesRequest, parse_seconds, run_ages
 from xpcsviewer.fitting.vocabulary import MODEL_MENU
-from xpcsviewer.gui.widgets import SparseLogAxis, plain_axes
+from xpcsviewer.gui.widgets import SparseLogAxis, plain_axes, side_legend
 from xpcsviewer.views import ages as av
 from xpcsviewer.views.g2_fit import FIT_LOOK
 
@@ -160,8 +160,8 @@ class AgesView(QWidget):
         self.tau_plot.setLabel("bottom", "age t_w (s)")
         self.tau_plot.setLabel("left", "\u03c4 (s)")
         self.tau_plot.showGrid(x=True, y=True, alpha=0.2)
-        self.tau_legend = self.tau_plot.addLegend(
-            offset=(5, 5), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 200))
+        # beside the data: inside it would cover a tau at one age or another
+        self.tau_legend = side_legend(self.tau_plot)
         right = QVBoxLayout()
         right.addWidget(self.status)
         right.addWidget(self.plots, 1)
@@ -386,8 +386,10 @@ class AgesView(QWidget):
             fin = np.isfinite(line.lo) & np.isfinite(line.hi) & (line.hi > 0) & (line.tau > 0)
             if fin.any():
                 lo = np.where(line.lo > 0, line.lo, line.tau * 1e-3)
-                a = pg.PlotDataItem(line.t[fin], lo[fin], pen=None)
-                b = pg.PlotDataItem(line.t[fin], line.hi[fin], pen=None)
+                # curve items in log10 y: a fill between data items ignores the log mode
+                edge = pg.mkPen((0, 0, 0, 0))
+                a = pg.PlotCurveItem(line.t[fin], np.log10(lo[fin]), pen=edge)
+                b = pg.PlotCurveItem(line.t[fin], np.log10(line.hi[fin]), pen=edge)
                 fill = QColor(_LAW_COLOR)
                 fill.setAlpha(50)
                 band = pg.FillBetweenItem(a, b, brush=QBrush(fill))
@@ -417,6 +419,9 @@ class AgesView(QWidget):
                 plot.addItem(pg.ErrorBarItem(x=f.x[m], y=y, top=np.log10(f.hi[m]) - y,
                                              bottom=y - np.log10(f.lo[m]),
                                              pen=pg.mkPen(color, width=1.0)))
+        lim = av.tau_ylim(drawings, line)
+        if lim is not None:
+            plot.setYRange(np.log10(lim[0]), np.log10(lim[1]), padding=0)
         text = line.text if line is not None else "law: fewer than 3 quotable \u03c4"
         text = text.replace("\n", "<br>")
         plot.setTitle(f"{text}<br>{not_drawn_text(drawings)}", size="8pt")
