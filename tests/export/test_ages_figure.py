@@ -173,3 +173,15 @@ def test_csv_table(outcome, tmp_path):
     path = write_table_csv(tmp_path / "ages.csv", cols, header)
     text = path.read_text()
     assert text.count("\n") == len(header) + 1 + n
+
+
+def test_a_request_equals_itself_without_q():
+    """A bin of unknown q (NaN) must not make every result of the tab look stale."""
+    from xpcsviewer.export._ages_run import AgesRequest, parse_seconds
+
+    a = AgesRequest("/f.hdf", 0, 3, 100, 1e-3)
+    assert a == AgesRequest("/f.hdf", 0, 3, 100, 1e-3, label="f")
+    assert a != AgesRequest("/f.hdf", 0, 3, 100, 1e-3, n=4)
+    assert parse_seconds("1, 3;5", "ages") == (1.0, 3.0, 5.0)
+    with pytest.raises(ValueError, match="widths: '-1' must be a finite time >= 0 s"):
+        parse_seconds("-1", "widths")

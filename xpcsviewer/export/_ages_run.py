@@ -9,7 +9,7 @@ the figure runs when it is not handed an outcome).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -54,8 +54,10 @@ class AgesRequest:
     widths: tuple[float, ...] = ()
     model: str = "auto"
     law: str = "linear"
-    q: float = float("nan")
-    label: str = ""
+    # what is drawn, not what is asked: out of the comparison (a NaN q would make a
+    # request differ from itself, and every result look stale)
+    q: float = field(default=float("nan"), compare=False)
+    label: str = field(default="", compare=False)
 
     def window_kw(self) -> dict:
         """The windows asked for, as keywords of :func:`xpcsviewer.jobs.ages.analyse_ages`."""
