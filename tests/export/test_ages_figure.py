@@ -179,8 +179,8 @@ def test_a_request_equals_itself_without_q():
     """A bin of unknown q (NaN) must not make every result of the tab look stale."""
     from xpcsviewer.export._ages_run import AgesRequest, parse_seconds
 
-    a = AgesRequest("/f.hdf", 0, 3, 100, 1e-3)
-    assert a == AgesRequest("/f.hdf", 0, 3, 100, 1e-3, label="f")
+    a = AgesRequest("/f.hdf", 0, 3, 100, 1e-3, q=float(np.nan))
+    assert a == AgesRequest("/f.hdf", 0, 3, 100, 1e-3, q=float(np.float64("nan")), label="f")
     assert a != AgesRequest("/f.hdf", 0, 3, 100, 1e-3, n=4)
     assert parse_seconds("1, 3;5", "ages") == (1.0, 3.0, 5.0)
     with pytest.raises(ValueError, match="widths: '-1' must be a finite time >= 0 s"):
