@@ -82,6 +82,25 @@ def test_ages_windows_and_refusals(files, capsys):
                  "--quiet"]) == 3
 
 
+def test_the_age_lag_map_is_read_when_the_file_has_one(files, tmp_path):
+    from xpcsviewer.compute.age_lag import from_full_maps
+    from xpcsviewer.jobs.ages import ages_file, analyse_ages
+
+    r, e = build_result(_spec("C01"), seed=2)
+    amap = from_full_maps(e["c2_maps"], r.twotime.processed_bins, r.frame_time)
+    # beside full maps that differ: what is read must be the age x lag map
+    other = [m + 1.0 for m in e["c2_maps"]]
+    path = write_result(tmp_path / "C01_age_lag_results.hdf", r, saxs_2d=e["saxs_2d"],
+                        c2_maps=other, age_lag=amap)
+    got = ages_file(path, n_windows=3, bins=[3], model="single")
+    ref = analyse_ages(amap, n_windows=3, bins=[3], model="single")
+    assert got.source == "age_lag"
+    ok = np.isfinite(ref.cuts.g2)
+    assert np.array_equal(ok, np.isfinite(got.cuts.g2))
+    # the file stores C as float32
+    assert np.allclose(got.cuts.g2[ok], ref.cuts.g2[ok], rtol=1e-6)
+
+
 def test_fit_ages_adds_the_ages_record(files):
     d, f = files
     js = d / "fit.json"

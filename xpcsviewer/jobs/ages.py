@@ -103,7 +103,7 @@ def read_map(path: str | Path, bins: Sequence[int] | None = None) -> tuple[AgeLa
     with open_h5(path) as f:  # checked first: a link to a FIFO would hang the lookup
         has = has_age_lag(f)
     if has:
-        return read_age_lag(path), "age_lag"
+        return read_age_lag(path, bins), "age_lag"
     res = read_result(path)
     tt = res.twotime
     if tt is None:
