@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.export._ages_run import AgesRequest, parse_seconds, run_ages
 from xpcsviewer.fitting.vocabulary import MODEL_MENU
-from xpcsviewer.gui.widgets import SparseLogAxis, plain_axes, side_legend
+from xpcsviewer.gui.widgets import SparseLogAxis, plain_axes
 from xpcsviewer.views import ages as av
 from xpcsviewer.views.g2_fit import FIT_LOOK
 
@@ -55,12 +55,38 @@ _MODEL_SHORT = {"auto": "model: auto (AICc)", "single": "model: single exp",
 _WAY_SHORT = {"age": "age", "t1": "t\u2081"}
 
 
+_TAU_KEY = (f"<span style='color:{TAU_COLORS['age']}'>\u25cf</span> constant age, "
+            f"<span style='color:{TAU_COLORS['t1']}'>\u25cf</span> constant t\u2081 "
+            "(filled: converged; open: unresolved or at a bound; \u25b2/\u25bc: 95 % lower/"
+            f"upper limit); <span style='color:{_LAW_COLOR}'>\u2014</span>")
+_SHORT_TITLES = {"age": "constant age", "t1": "constant t\u2081"}
+_KIND_SHORT = {"filled": "", "open": " open", "limit_up": " \u25b2 limit",
+               "limit_down": " \u25bc limit"}
+
+
+def _window_key(cuts: Any) -> str:
+    """"windows: ● 1 s ± 1, ● 3 s ± 1 ⚠, …" in the windows' colours (⚠: the ways disagree)."""
+    parts = []
+    for k, lab in enumerate(cuts.windows.labels()):
+        flag = " \u26a0" if bool(cuts.disagree[k, 0]) else ""
+        parts.append(f"<span style='color:{av.window_color(k)}'>\u25cf</span> {lab}{flag}")
+    return "windows: " + ", ".join(parts)
+
+
+def _set_title(plot: pg.PlotItem, text: str) -> None:
+    """A plot title that does not set the plot's smallest width (a long one would push
+    the next plot out of a narrow window; it is cut instead)."""
+    plot.setTitle(text, size="9pt")
+    plot.titleLabel.setMinimumWidth(20)
+    plot.titleLabel.setMaximumWidth(2000)
+
+
 def _cut_plot(layout: pg.GraphicsLayoutWidget, col: int, title: str) -> pg.PlotItem:
     p = plain_axes(layout.addPlot(row=0, col=col, axisItems={"bottom": SparseLogAxis("bottom")}))
     p.setLogMode(x=True, y=False)
     p.setLabel("bottom", "lag \u03c4 (s)")
     p.setLabel("left", "g\u2082")
-    p.setTitle(title, size="9pt")
+    _set_title(p, title)
     p.showGrid(x=True, y=True, alpha=0.2)
     return p
 
@@ -147,24 +173,27 @@ class AgesView(QWidget):
         self.status = QLabel(" ")
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.plots = pg.GraphicsLayoutWidget()
-        self.cut_plots = {way: _cut_plot(self.plots, k, av.WAY_LABELS[way])
+        self.cut_plots = {way: _cut_plot(self.plots, k, _SHORT_TITLES[way])
                           for k, way in enumerate(av.WAYS)}
         self.cut_plots["t1"].setYLink(self.cut_plots["age"])
         self.cut_plots["t1"].setXLink(self.cut_plots["age"])
-        # bottom left: the corner a decaying g2 leaves empty
-        self.cut_legend = self.cut_plots["age"].addLegend(
-            offset=(5, -5), labelTextSize="8pt", brush=pg.mkBrush(255, 255, 255, 200))
+        # the windows' key is a line below the plots (a legend inside would cover points)
         self.tau_plot = plain_axes(self.plots.addPlot(
             row=0, col=2, axisItems={"left": SparseLogAxis("left")}))
         self.tau_plot.setLogMode(x=False, y=True)
         self.tau_plot.setLabel("bottom", "age t_w (s)")
         self.tau_plot.setLabel("left", "\u03c4 (s)")
         self.tau_plot.showGrid(x=True, y=True, alpha=0.2)
-        # beside the data: inside it would cover a tau at one age or another
-        self.tau_legend = side_legend(self.tau_plot)
+        # no legend (inside it covers a tau at one age or another, beside it a narrow
+        # window has no room): the key leads the law's line below the plots
         right = QVBoxLayout()
+        self.law_label = QLabel(" ")
+        self.law_label.setWordWrap(True)
+        self.law_label.setSizePolicy(QSizePolicy.Policy.Ignored,
+                                     QSizePolicy.Policy.Preferred)
         right.addWidget(self.status)
         right.addWidget(self.plots, 1)
+        right.addWidget(self.law_label)
         body = QHBoxLayout()
         body.addLayout(side)
         body.addLayout(right, 1)
@@ -189,6 +218,7 @@ class AgesView(QWidget):
     def _on_toggled(self, on: bool) -> None:
         self.plots.setVisible(on)
         self.status.setVisible(on)
+        self.law_label.setVisible(on)
         if on:
             self.start()
         else:
@@ -300,9 +330,8 @@ class AgesView(QWidget):
         self.outcome = None
         for p in (*self.cut_plots.values(), self.tau_plot):
             p.clear()
-        self.cut_legend.clear()
-        self.tau_legend.clear()
         self.tau_plot.setTitle("")
+        self.law_label.setText(" ")
         self._clear_bands()
 
     def _clear_bands(self) -> None:
@@ -339,8 +368,6 @@ class AgesView(QWidget):
         o = self.outcome
         for p in (*self.cut_plots.values(), self.tau_plot):
             p.clear()
-        self.cut_legend.clear()
-        self.tau_legend.clear()
         if o is None:
             return
         self.draw_bands()
@@ -355,10 +382,8 @@ class AgesView(QWidget):
         plot = self.cut_plots[way]
         for c in curves:
             color = QColor(c.color)
-            flag = " \u26a0" if c.flagged else ""
-            name = f"{c.label}{flag}" if way == "age" else None
             plot.addItem(pg.PlotDataItem(c.x, c.y, pen=None, symbol="o", symbolSize=4,
-                                         symbolBrush=color, symbolPen=color, name=name))
+                                         symbolBrush=color, symbolPen=color))
             bars = np.isfinite(c.lo) & np.isfinite(c.hi)
             if bars.any():
                 plot.addItem(pg.ErrorBarItem(x=np.log10(c.x[bars]), y=c.y[bars],
@@ -372,10 +397,10 @@ class AgesView(QWidget):
                 pen.setStyle(_LINES[line])
                 plot.addItem(pg.PlotDataItem(grid, curve, pen=pen))
         flagged = [c for c in curves if c.flagged]
-        title = av.WAY_LABELS[way]
+        title = _SHORT_TITLES[way]
         if flagged:
             title += f"  <span style='color:{av.FLAG_COLOR}'>\u26a0 ways disagree</span>"
-        plot.setTitle(title, size="9pt")
+        _set_title(plot, title)
 
     def _draw_tau(self, o: Any) -> None:
         from xpcsviewer.views.series import not_drawn_text
@@ -411,7 +436,7 @@ class AgesView(QWidget):
                 plot.addItem(pg.PlotDataItem(
                     p.x, p.y, pen=None, symbol=sym, symbolSize=8,
                     symbolBrush=color if kind == "filled" else None, symbolPen=color,
-                    name=f"{_WAY_SHORT[way]}: {kind.replace('_', ' ')}"))
+                    name=f"{_WAY_SHORT[way]}{_KIND_SHORT[kind]}"))
             f = d.tau["filled"]
             m = f.has_bars & (f.lo > 0)
             if m.any():
@@ -423,8 +448,12 @@ class AgesView(QWidget):
         if lim is not None:
             plot.setYRange(np.log10(lim[0]), np.log10(lim[1]), padding=0)
         text = line.text if line is not None else "law: fewer than 3 quotable \u03c4"
-        text = text.replace("\n", "<br>")
-        plot.setTitle(f"{text}<br>{not_drawn_text(drawings)}", size="8pt")
+        # the law in a wrapping label: as the plot's title its longest line would set
+        # the plot's smallest width and push it out of a narrow window
+        self.law_label.setText(
+            _window_key(o.cuts) + "<br>" + f"{_TAU_KEY} ageing law "
+            + text.replace("\n", "; ") + f"; \u03c4 {not_drawn_text(drawings)}")
+        _set_title(plot, f"\u03c4 against age: {line.verdict if line is not None else '-'}")
 
     def drawn_points(self) -> dict[str, list[tuple[float, float]]]:
         """(x, y) of the drawn markers by plot and kind (tests compare the figure)."""
@@ -470,5 +499,5 @@ class AgesView(QWidget):
         self.n_spin.setEnabled(not typed)
         self.ages_edit.setEnabled(typed)
         self.widths_edit.setEnabled(typed)
-        self.plots.setVisible(self.ages_check.isChecked())
-        self.status.setVisible(self.ages_check.isChecked())
+        for w in (self.plots, self.status, self.law_label):
+            w.setVisible(self.ages_check.isChecked())
