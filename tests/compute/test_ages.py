@@ -238,3 +238,13 @@ def test_chi4_at_its_noise_floor_without_heterogeneity_and_above_it_with():
     cuts = age_cuts(_amap([het + noise + noise.T]), win)
     r = cuts.chi4[:, 0, 1:20] / cuts.chi4_floor[:, 0, 1:20]
     assert np.mean(r) > 2
+
+
+def test_chi2_quantile_against_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    from xpcsviewer.compute.ages import chi2_quantile
+
+    dof = np.array([3, 10, 50, 300])
+    for p in (0.95, 1 - 1e-3):
+        ref = stats.chi2.ppf(p, dof)
+        assert np.allclose(chi2_quantile(p, dof), ref, rtol=0.02)

@@ -4,14 +4,15 @@ Each age window is cut two ways (Ragulskaya et al., J. Appl. Cryst. 2024): at
 constant age (the entry's age, the midpoint of its two times, inside the window)
 and at constant first time (its t1 inside the window). Per bin and lag, g2 is the
 weight-averaged entries. Its standard error is a sandwich (cluster-robust) variance:
-entries are grouped in blocks of consecutive t1 at least as long as the lag (two
-entries a lag apart share a frame) and adjacent blocks enter with Bartlett weight
-1/2. Few blocks make that variance noisy, so its ratio to the independent-entry
-variance is smoothed over neighbouring lags (a running median) and applied to the
-latter. The same estimator, over the union of both cuts' entries, gives the error
-of their difference, so shared entries are not counted twice: the two ways are
-flagged as disagreeing where the chi-square of the difference over lags exceeds
-the chi-square quantile of :data:`FLAG_P`.
+entries are grouped in blocks of consecutive t1, a quarter of the cut long (entries
+a lag apart share a frame, and the speckle persists for about tau), adjacent blocks
+entering with Bartlett weight 1/2. Four blocks make that variance noisy, so its
+ratio to the independent-entry variance (normalised to 1 for independent entries)
+is averaged over neighbouring lags, kept >= 1, and applied to the latter. The
+difference of the two cuts gets the independent-entry variance over the union of
+their entries (shared entries cancel) times the same ratio: the two ways are flagged
+as disagreeing where the chi-square of the difference over lags exceeds the
+chi-square quantile of 1 - :data:`FLAG_P`. docs/ages.md has the details and tests.
 
 Pure NumPy, float64; times in seconds, lags in frames unless named ``tau``.
 """
@@ -165,8 +166,8 @@ class AgeCuts:
 
 
 def chi2_quantile(p: float, dof: np.ndarray) -> np.ndarray:
-    """Upper quantile of chi-square with ``dof`` degrees (Wilson-Hilferty; < 1 % off
-    for dof >= 3 at p >= 1e-4), NaN for dof < 1."""
+    """Quantile (cumulative probability ``p``) of chi-square with ``dof`` degrees
+    (Wilson-Hilferty; about 1 % off for dof >= 3), NaN for dof < 1."""
     from statistics import NormalDist
 
     k = np.asarray(dof, np.float64)
