@@ -268,3 +268,20 @@ def test_live_on_a_file_linking_to_a_pipe_ends_at_once(tmp_path):
                        "--start-wait", "3", "--quiet"], tmp_path)
     assert rc == 3 and "named pipe" in err and "pipe.h5" in err, err
     assert not (tmp_path / "l.hdf").exists()
+
+
+def test_batch_chunks_carry_allow_external(cases, tmp_path):
+    """A Dask worker runs a chunk under the client's --allow-external, not its own
+    environment's (an existing cluster's workers were started without it)."""
+    from xpcsviewer.batch import run_chunk
+    from xpcsviewer.commands.info import summary_task
+
+    _, _, outside = cases
+    item = [(0, {"path": os.fspath(outside[1].path), "shown": os.fspath(outside[1].path)})]
+    ok = run_chunk(summary_task, item, None, True)[0]
+    assert ok.ok, ok.error
+    refused = run_chunk(summary_task, item, None, False)[0]
+    assert not refused.ok and "outside the input's folder" in refused.error
+    rc, err, _ = _run(["info", outside[1].path, "--workers", "2", "--allow-external",
+                       "--quiet"], tmp_path, timeout=180)
+    assert rc == 0, err

@@ -11,6 +11,7 @@ does not grow with the number of files.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 from xpcsviewer.backends.config import RunConfig, current_config, use_config
 from xpcsviewer.batch._cluster import Where, open_client
+from xpcsviewer.io._h5links import external_allowed
 from xpcsviewer.io.errors import XpcsFileError, display_path, one_line
 from xpcsviewer.progress import (
     Cancelled,
@@ -122,10 +124,15 @@ def outcome_of(fn: Callable[[Any], Any], item: Any) -> ItemOutcome:
 
 def run_chunk(task: Callable[[Any], Any] | PerChunk,
               chunk: Sequence[tuple[int, Any]],
-              config: RunConfig | None = None) -> list[ItemOutcome]:
+              config: RunConfig | None = None,
+              allow_external: bool | None = None) -> list[ItemOutcome]:
     """Run ``task`` on each ``(index, item)`` under the client's run configuration
-    (``config``, shipped with the chunk); the unit shipped to a Dask worker."""
-    with use_config(config):
+    (``config``, shipped with the chunk) and its ``--allow-external`` (None: the
+    worker's own); the unit shipped to a Dask worker."""
+    from xpcsviewer.io._h5links import allowing_external
+
+    with use_config(config), (contextlib.nullcontext() if allow_external is None
+                              else allowing_external(allow_external)):
         return _run_chunk(task, chunk)
 
 
@@ -233,6 +240,7 @@ def run_on_client(client: Any, task, items, take, check, chunk: int | None) -> N
     from distributed import wait
 
     config = current_config()  # the workers run each chunk under the client's
+    allow = external_allowed()  # and its --allow-external
     n_workers = max(1, sum(client.nthreads().values()))
     size = _chunk_size(len(items), n_workers, chunk)
     indexed = list(enumerate(items))
@@ -246,8 +254,8 @@ def run_on_client(client: Any, task, items, take, check, chunk: int | None) -> N
     def submit_more() -> None:
         nonlocal next_submit
         while next_submit < len(chunks) and next_submit - next_emit < window:
-            fut = client.submit(run_chunk, task, chunks[next_submit], config, pure=False,
-                                key=f"xpcs-batch-{tag}-{next_submit}")
+            fut = client.submit(run_chunk, task, chunks[next_submit], config, allow,
+                                pure=False, key=f"xpcs-batch-{tag}-{next_submit}")
             pending[fut] = next_submit
             next_submit += 1
 
