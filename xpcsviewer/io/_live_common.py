@@ -306,7 +306,66 @@ class HeldHdf5:
 
     Uses ``path``, ``_fh``, ``_swmr``, ``_seen_open``, ``_open_seen_at``, ``_changed_at``
     and ``close_grace`` of the source.
+
+    Frames of two files must never be mixed (issue 34): the file read first (device,
+    inode) is checked at every open and every poll, and a file that got shorter is
+    told before HDF5 reads its chunk index.
     """
+
+    _ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read
+    _size_max = 0
+    _short: tuple[int, int] | None = None  # (size, stated EOF) seen short once
+    _seen_lock = False
+    _dead_sig: tuple | None = None
+
+    def _check_handle(self) -> None:
+        fh = self._fh
+        try:
+            st = os.fstat(fh.id.get_vfd_handle())
+        except (OSError, TypeError, ValueError, RuntimeError):
+            return  # a driver without a descriptor: the path is checked at each poll
+        ident = (st.st_dev, st.st_ino)
+        if self._ident is None:
+            self._ident = ident
+        elif ident != self._ident:
+            self.close()
+            raise SourceProblem("replaced", f"{self.path.name} was replaced by another file")
+
+    def _check_file(self, at_end: bool = False, truncation: bool = True) -> None:
+        """Raise SourceProblem when the file was replaced, removed or truncated; a file
+        shorter than its superblock states counts once seen at two polls (a writer's
+        flush states the new end of file just before the file reaches it), at once at
+        the end."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            if self._ident is not None:
+                raise SourceProblem("replaced", f"{self.path.name} was removed") from None
+            return
+        except OSError:
+            return
+        if self._ident is not None and (st.st_dev, st.st_ino) != self._ident:
+            self.close()
+            raise SourceProblem("replaced", f"{self.path.name} was replaced by another file")
+        if not truncation:
+            return
+        sb = read_superblock(self.path)
+        eof = sb.eof if sb is not None and sb.eof is not None else 0
+        short = st.st_size < self._size_max or st.st_size < eof
+        self._size_max = max(self._size_max, st.st_size)
+        if not short:
+            self._short = None
+            return
+        seen = (st.st_size, eof)
+        if self._short == seen or at_end:
+            self.close()
+            raise SourceProblem(
+                "truncated", f"{self.path.name} was truncated to {st.st_size:,} bytes "
+                f"(HDF5 says {max(eof, self._size_max):,})")
+        self._short = seen
+        # the chunk index is not read past the end of the file (HDF5 can wait long there)
+        raise SourceNotReady(f"{self.path.name} is shorter than HDF5 says; looking again")
+
 
     def release(self) -> None:
         """Close the handle of a non-SWMR file (it is opened afresh next poll)."""
@@ -333,7 +392,7 @@ class HeldHdf5:
         if locked:
             self._seen_lock = True
             self._dead_sig = None
-        elif w == "open" and getattr(self, "_seen_lock", False):
+        elif w == "open" and self._seen_lock:
             # marked open, then no lock: killed, or closed (and perhaps reopened) in
             # between. Dead once seen so at two polls with the file unchanged between
             # them (a writer that reopens the file writes to it).
@@ -344,7 +403,7 @@ class HeldHdf5:
             except OSError:
                 sig = None
             if sb is not None and sb.flags & 0x1 and not sb.flags & 0x4 and sig:
-                if getattr(self, "_dead_sig", None) == sig and not _write_locked(self.path):
+                if self._dead_sig == sig and not _write_locked(self.path):
                     return "died"
                 self._dead_sig = sig
             else:

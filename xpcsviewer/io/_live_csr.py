@@ -16,6 +16,7 @@ from xpcsviewer.io._live_blocks import _numbered
 from xpcsviewer.io._live_common import (
     HeldHdf5,
     SourceNotReady,
+    SourceProblem,
     SourceState,
     _first_line,
     _open_shared,
@@ -124,6 +125,7 @@ class GrowingCsrSource(HeldHdf5, _LiveHits):
             sb = read_superblock(self.path)
             self._swmr = bool((sb.flags if sb is not None else 0) & 0x4)
             self._fh = _open_shared(self.path, self._swmr)
+            self._check_handle()
         try:
             ptr, idx, val = _csr_datasets(self._fh, self.path.name)
             if self._swmr:
@@ -186,7 +188,13 @@ class GrowingCsrSource(HeldHdf5, _LiveHits):
         mtime, _ = self._note_change()
         writer = self._writer()
         try:
+            # (a truncated file: the frames whose hits survive, with a note)
+            self._check_file(truncation=False)
             complete, extent, expected, note = self._scan(at_end=False)
+        except SourceProblem as exc:
+            self._state = replace(self._state, writer=writer, readable=False, note=str(exc),
+                                  problem=exc.kind)
+            return self._state
         except SourceNotReady as exc:
             self._state = replace(self._state, writer=writer, readable=False, note=str(exc))
             return self._state
@@ -205,7 +213,13 @@ class GrowingCsrSource(HeldHdf5, _LiveHits):
         mtime, _ = self._note_change()
         writer = self._writer()
         try:
+            self._check_file(at_end=True, truncation=False)
             complete, extent, expected, note = self._scan(at_end=True)
+        except SourceProblem as exc:
+            self.close()
+            self._state = replace(self._state, writer=writer, readable=False, note=str(exc),
+                                  problem=exc.kind)
+            return self._state
         except (SourceNotReady, OSError, RuntimeError, KeyError, ValueError) as exc:
             self.close()
             self._state = replace(self._state, writer=writer, readable=False,

@@ -142,10 +142,7 @@ class GrowingFileSource(HeldHdf5):
         #: seconds a write lock must stay away before an old-format file counts as closed
         self.close_grace = CLOSE_GRACE_S
         self._state = SourceState()
-        self._ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read
         self._ds_ident: tuple | None = None  # the frame dataset's identity
-        self._size_max = 0
-        self._short: tuple[int, int] | None = None  # (size, stated EOF) seen short once
 
     # ------------------------------------------------------------ handles
     def _open(self) -> h5py.Dataset:
@@ -179,22 +176,8 @@ class GrowingFileSource(HeldHdf5):
         return self._state
 
     # ----------------------------------------------------------- identity
-    # Frames of two files or two datasets must never be mixed: the file read first
-    # (device, inode) and its frame dataset (object address, dtype, frame shape,
-    # chunks) are checked at every open and every poll (issue 34).
-    def _check_handle(self) -> None:
-        fh = self._fh
-        try:
-            st = os.fstat(fh.id.get_vfd_handle())
-        except (OSError, TypeError, ValueError, RuntimeError):
-            return  # a driver without a descriptor: the path is checked at each poll
-        ident = (st.st_dev, st.st_ino)
-        if self._ident is None:
-            self._ident = ident
-        elif ident != self._ident:
-            self.close()
-            raise SourceProblem("replaced", f"{self.path.name} was replaced by another file")
-
+    # Frames of two datasets must never be mixed: the frame dataset (object address,
+    # dtype, frame shape, chunks) is checked at every open (the file: HeldHdf5).
     def _check_dataset(self, ds: h5py.Dataset) -> None:
         try:
             addr = h5py.h5o.get_info(ds.id).addr
@@ -217,39 +200,6 @@ class GrowingFileSource(HeldHdf5):
             self.close()
             raise SourceProblem("recreated", f"{self.dataset} in {self.path.name} was deleted "
                                 f"and created again ({', '.join(what) or 'a new dataset'})")
-
-    def _check_file(self, at_end: bool = False) -> None:
-        """Raise SourceProblem when the file was replaced, removed or truncated; a file
-        shorter than its superblock states counts once seen at two polls (a writer's
-        flush states the new end of file just before the file reaches it), at once at
-        the end."""
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            if self._ident is not None:
-                raise SourceProblem("replaced", f"{self.path.name} was removed") from None
-            return
-        except OSError:
-            return
-        if self._ident is not None and (st.st_dev, st.st_ino) != self._ident:
-            self.close()
-            raise SourceProblem("replaced", f"{self.path.name} was replaced by another file")
-        sb = read_superblock(self.path)
-        eof = sb.eof if sb is not None and sb.eof is not None else 0
-        short = st.st_size < self._size_max or st.st_size < eof
-        self._size_max = max(self._size_max, st.st_size)
-        if not short:
-            self._short = None
-            return
-        seen = (st.st_size, eof)
-        if self._short == seen or at_end:
-            self.close()
-            raise SourceProblem(
-                "truncated", f"{self.path.name} was truncated to {st.st_size:,} bytes "
-                f"(HDF5 says {max(eof, self._size_max):,})")
-        self._short = seen
-        # the chunk index is not read past the end of the file (HDF5 can wait long there)
-        raise SourceNotReady(f"{self.path.name} is shorter than HDF5 says; looking again")
 
     # --------------------------------------------------------------- poll
     def _note_change(self) -> float:
