@@ -172,6 +172,28 @@ def test_source_replaced_by_another_file_is_said_and_not_mixed(small_qmap, write
     _same_as_first_frames(out, final.frames, tmp_path, small_qmap, tools)
 
 
+def test_a_growing_csr_file_replaced_is_said(tmp_path):
+    # the ESRF sparse twin: another file at the path is never read as the same one
+    from xpcsviewer.io.live_source import GrowingCsrSource
+
+    def csr(path, n):
+        with h5py.File(path, "w") as f:
+            g = f.create_group("entry_0000/measurement/data")
+            g.attrs["shape"] = (8, 8)
+            g["frame_ptr"] = np.arange(0, 2 * n + 1, 2)
+            g["index"] = np.tile(np.array([3, 9], np.int32), n)
+            g["intensity"] = np.ones(2 * n, np.uint16)
+        return path
+
+    raw = csr(tmp_path / "grow.h5", 20)
+    src = GrowingCsrSource(raw, shape=(8, 8))
+    assert src.poll().complete > 0 and not src.state.problem
+    os.replace(csr(tmp_path / "new.h5", 40), raw)
+    st = src.poll()
+    assert st.problem == "replaced" and "replaced by another file" in st.note
+    src.close()
+
+
 def test_frame_dataset_recreated_with_another_dtype_is_said(small_qmap, tmp_path, tools):
     from xpcsviewer.io.reader import read_qmap
     from xpcsviewer.jobs.live import LiveOptions, follow
