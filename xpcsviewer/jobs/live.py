@@ -288,8 +288,8 @@ def _warmed(fitter: Callable[[list[str]], list[Any]]) -> Callable[[list[str]], l
             from xpcsviewer.fitting.warmup import precompile
 
             precompile(nuts=False)
-        except Exception:  # the fit itself will say what is wrong
-            pass
+        except (Exception, KeyboardInterrupt):  # the fit says what is wrong; a Ctrl-C
+            pass  # (raised here by precompile's progress check) ends the run, not this
 
     th = threading.Thread(target=warm, name="xpcs-live-fit-warmup", daemon=True)
     th.start()
@@ -298,6 +298,7 @@ def _warmed(fitter: Callable[[list[str]], list[Any]]) -> Callable[[list[str]], l
         th.join()
         return fitter(paths, **kw) if paths else []
 
+    fit.warming = th  # type: ignore[attr-defined]
     return fit
 
 
@@ -366,8 +367,12 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
     end, note = None, ""
     try:
         fol.prepare()
-        if fol.fitter is not None:
-            fol.fitter([])  # waits for the fit warm-up: fits are ready too
+        warming = getattr(fol.fitter, "warming", None)
+        while warming is not None and warming.is_alive():
+            # the fits are ready too; a stop (Ctrl-C) is seen while they load
+            if stop_fn() or (cancel is not None and cancel.cancelled):
+                break
+            warming.join(0.1)
         if on_ready is not None:
             on_ready({"event": "ready", "source": src.describe(), "engine": fol.engine,
                       "fit": bool(opts.fit and fitter is not None)})
@@ -452,6 +457,8 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
             note = f"stopped after {fol.done} frames (the result keeps partial = True)"
         if fol.negatives:
             fol.notes.append(f"{fol.negatives} negative counts at masked pixels were set to 0")
+        if fol.done < 2 and end == "stopped":
+            raise Cancelled()  # nothing to write: a stop before 2 frames is a cancel
         if fol.done < 2:
             raise XpcsFileError(src.describe(), f"only {fol.done} complete frame(s) to correlate "
                                 f"({note or st.note or 'no data'})", fol.where,
