@@ -130,7 +130,11 @@ def _search(name: str, holder: Path, env: str) -> list[Path]:
         cands.append(p)
         rel = p.name  # HDF5 then looks for the last component only
     cands += [q / rel for q in _prefixes(env, holder)]
-    cands += [holder / rel, Path.cwd() / rel]
+    cands.append(holder / rel)
+    try:
+        cands.append(Path.cwd() / rel)
+    except OSError:  # the current folder was deleted: HDF5 finds nothing there either
+        pass
     return cands
 
 
@@ -141,7 +145,10 @@ def _efile(name: str, holder: Path) -> Path:
     p = Path(name)
     if p.is_absolute():
         return p
-    return (pre[0] if pre else Path.cwd()) / p
+    try:
+        return (pre[0] if pre else Path.cwd()) / p
+    except OSError:  # no current folder
+        return holder / p
 
 
 def _is_hdf5(path: Path) -> bool:
