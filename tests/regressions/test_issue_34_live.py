@@ -145,6 +145,25 @@ def test_live_on_a_swmr_file_truncated_after_its_writer_died_ends(small_qmap, wr
         assert f["/xpcs/live/partial"][()] and f["/xpcs/live/problem"][()] == b"truncated"
 
 
+def test_ctrl_c_while_the_fits_load_ends_the_run(small_qmap, tmp_path):
+    # nothing to follow yet, the fit warm-up (JAX) under way: Ctrl-C is exit 130, no
+    # traceback (it waited for the warm-up, then said "only 0 complete frames", exit 3)
+    live = subprocess.Popen(
+        [sys.executable, "-m", "xpcsviewer", "live", str(tmp_path / "none.h5"), "--qmap",
+         str(small_qmap), "-o", str(tmp_path / "o.hdf"), "--fit", "--json-events"],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        live.send_signal(signal.SIGINT)
+        _, err = live.communicate(timeout=60)
+    finally:
+        if live.poll() is None:
+            live.kill()
+            live.communicate()
+    assert live.returncode == 130, err
+    assert "Traceback" not in err and "complete frame" not in err
+
+
 # ------------------------------------------------------------------------ item 5
 def test_source_replaced_by_another_file_is_said_and_not_mixed(small_qmap, writer, tmp_path,
                                                                tools):
