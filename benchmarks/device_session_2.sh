@@ -55,6 +55,10 @@ else
     L_FRAMES=5000; L_SIZE=256; M_FRAMES=100000; G_FRAMES=1000000; G_BUDGET=230; LOAD=6
     CORES_L=0,1; CORES_M=2,3; CORES_G=4-15; G_THREADS=12
 fi
+# a shorter session: XPCS_S2_PARTS=L (any of L, M, G), XPCS_S2_RUNS=1, XPCS_S2_FRAMES=3000
+PARTS=${XPCS_S2_PARTS:-LMG}
+L_RUNS=${XPCS_S2_RUNS:-2}
+L_FRAMES=${XPCS_S2_FRAMES:-$L_FRAMES}
 
 part_L() {
     local w=$WORK/live
@@ -66,7 +70,7 @@ import sys; from pathlib import Path; import live as b
 w = Path('$w'); b.prepare(w, $L_SIZE); b.speckle_pool(w, $L_SIZE, 1024)
 b.speckle_pool(w, $L_SIZE, $L_FRAMES)") >>"$OUT/live.log" 2>&1
     log "L: frames ready rc=$?"
-    for i in 1 2; do
+    for i in $(seq 1 "$L_RUNS"); do
         for tree in old new; do
             local root=$REPO
             if [ "$tree" = old ]; then
@@ -114,14 +118,17 @@ part_G() {
     fi
 }
 
-if [ "$SMALL" = 1 ]; then  # two cores here: one part after another
-    part_L; part_M; part_G
-else
-    part_L & PL=$!
-    part_M & PM=$!
-    part_G & PG=$!
-    wait $PL $PM $PG
-fi
+PIDS=""
+for p in L M G; do
+    case $PARTS in *$p*) ;; *) continue ;; esac
+    if [ "$SMALL" = 1 ]; then  # two cores here: one part after another
+        "part_$p"
+    else
+        "part_$p" &
+        PIDS="$PIDS $!"
+    fi
+done
+[ -n "$PIDS" ] && wait $PIDS
 "$PY" - "$OUT" <<'EOF' >>"$OUT/main.log" 2>&1 || true
 import json, sys
 from pathlib import Path
