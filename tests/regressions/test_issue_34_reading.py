@@ -285,3 +285,52 @@ def test_batch_chunks_carry_allow_external(cases, tmp_path):
     rc, err, _ = _run(["info", outside[1].path, "--workers", "2", "--allow-external",
                        "--quiet"], tmp_path, timeout=180)
     assert rc == 0, err
+
+
+@pytest.mark.parametrize("kind", ["link", "vds"])
+@pytest.mark.parametrize("layout", ["beside", "cwd_only", "both", "absolute_missing",
+                                    "absolute_there", "not_hdf5_beside"])
+def test_the_search_the_check_follows_is_hdf5s(tmp_path, monkeypatch, kind, layout):
+    """The reference is HDF5 itself: each candidate file holds a different marker, and
+    the file the check says HDF5 opens is the one whose marker HDF5 reads."""
+    from xpcsviewer.io._h5links import hdf5_target
+
+    folder, cwd, far = tmp_path / "in", tmp_path / "cwd", tmp_path / "far"
+    for d in (folder, cwd, far):
+        d.mkdir()
+
+    def put(path: Path, marker: float) -> None:
+        with h5py.File(path, "w") as f:
+            f["m"] = np.full(2, marker)
+
+    name = "t.h5"
+    if layout in ("beside", "both", "absolute_missing"):
+        put(folder / "t.h5", 1.0)
+    if layout in ("cwd_only", "both", "absolute_missing", "not_hdf5_beside"):
+        put(cwd / "t.h5", 2.0)
+    if layout == "absolute_there":
+        put(far / "t.h5", 3.0)
+        put(folder / "t.h5", 1.0)
+    if layout.startswith("absolute"):
+        name = os.fspath(far / "t.h5")
+    if layout == "not_hdf5_beside":
+        (folder / "t.h5").write_bytes(b"not hdf5 at all" * 10)
+    with h5py.File(folder / "x.h5", "w") as f:
+        if kind == "link":
+            f["d"] = h5py.ExternalLink(name, "/m")
+        else:
+            lay = h5py.VirtualLayout(shape=(2,), dtype=np.float64)
+            lay[...] = h5py.VirtualSource(name, "/m", shape=(2,))
+            f.create_virtual_dataset("d", lay, fillvalue=-1)
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("HDF5_EXT_PREFIX", raising=False)
+    monkeypatch.delenv("HDF5_VDS_PREFIX", raising=False)
+    target = hdf5_target(name, folder, kind)
+    with h5py.File(folder / "x.h5", "r") as f:
+        if target is None:  # HDF5 stops at the file beside, which is not HDF5
+            with pytest.raises((OSError, KeyError)):  # link: KeyError; VDS: OSError
+                f["d"][0]
+            return
+        got = float(f["d"][0])
+    with h5py.File(target, "r") as f:
+        assert float(f["m"][0]) == got, (layout, target, got)

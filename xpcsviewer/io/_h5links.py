@@ -19,7 +19,7 @@ before anything in it is read. The policy, in order:
 
 "The file HDF5 would open" follows HDF5's own search: for links and VDS sources the
 absolute name, then ``HDF5_EXT_PREFIX`` / ``HDF5_VDS_PREFIX``, the linking file's
-folder, then the current folder, skipping names that are missing or not HDF5; external
+folder, then the current folder, up to the first name that exists; external
 raw storage is found through ``HDF5_EXTFILE_PREFIX`` or else the current folder.
 Every candidate met on the way is checked, so a fallback cannot read outside either.
 Linked files are checked in turn (to a depth of :data:`MAX_DEPTH`).
@@ -138,6 +138,20 @@ def _search(name: str, holder: Path, env: str) -> list[Path]:
     return cands
 
 
+def hdf5_target(name: str, holder: Path, kind: str = "link") -> Path | None:
+    """The file HDF5 opens for an external link (``kind="link"``) or VDS source
+    (``"vds"``) named ``name`` in a file of folder ``holder``: the first candidate of
+    its search that is an HDF5 file, or None (used by the check; tested against HDF5)."""
+    env = "HDF5_EXT_PREFIX" if kind == "link" else "HDF5_VDS_PREFIX"
+    for c in _search(name, holder, env):
+        try:
+            mode = os.stat(c).st_mode
+        except OSError:
+            continue
+        return c if stat.S_ISREG(mode) and _is_hdf5(c) else None
+    return None
+
+
 def _efile(name: str, holder: Path) -> Path:
     """The file HDF5 reads for external raw storage ``name`` (its efile prefix, else
     the current folder: not the file's folder)."""
@@ -196,9 +210,11 @@ class _Checker:
         for c in _search(name, holder, env):
             if self.verdict(where, what, name, c) == "missing":
                 continue
-            if _is_hdf5(c):  # HDF5 opens this one and stops looking
+            # HDF5 stops at the first file that exists (not HDF5: an error, no fallback)
+            if _is_hdf5(c):
                 self.scan_file(c, depth + 1)
                 return
+            break
         if required:
             raise self.refuse(where, what, name, None, "does not exist (it would read "
                               "as fill values)", "an existing source file")
