@@ -53,7 +53,8 @@ class AgesRequest:
     ages: tuple[float, ...] = ()
     widths: tuple[float, ...] = ()
     model: str = "auto"
-    law: str = "linear"
+    # both laws are fitted; this one only names the verdict's (the tab draws either)
+    law: str = field(default="linear", compare=False)
     # what is drawn, not what is asked: out of the comparison (a NaN q would make a
     # request differ from itself, and every result look stale)
     q: float = field(default=float("nan"), compare=False)

@@ -216,3 +216,22 @@ def test_cancel_settings_and_a_map_too_large(qtbot, panel, results, monkeypatch)
     text = ages.status.text()
     assert "E001_results.hdf" in text and "too large to cut by age" in text
     assert "Traceback" not in text and ages.outcome is None
+
+
+def test_back_from_a_refused_entry_and_the_law_without_a_rerun(qtbot, panel, results):
+    o = _shown(qtbot, panel, results)
+    ages = panel.ages
+    # the other law is drawn from the same analysis (both laws are fitted)
+    ages.law_combo.setCurrentIndex(ages.law_combo.findData("power"))
+    assert ages.outcome is o and "ageing law" in ages.law_label.text()
+    panel.max_size.setValue(100)
+    panel.max_size.editingFinished.emit()  # the map is read again, the ages stay
+    assert ages.outcome is o
+    # a refused entry, then back to N windows: analysed again
+    ages.spacing.setCurrentIndex(ages.spacing.findData("list"))
+    ages.ages_edit.setText("x")
+    ages.ages_edit.editingFinished.emit()
+    assert ages.outcome is None and "not a number" in ages.status.text()
+    with qtbot.waitSignal(ages.sigAgesShown, timeout=120000):
+        ages.spacing.setCurrentIndex(ages.spacing.findData("linear"))
+    assert ages.outcome.cuts.windows.n == 5

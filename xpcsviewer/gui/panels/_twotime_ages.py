@@ -230,7 +230,7 @@ class AgesView(QWidget):
         self.n_spin.setEnabled(not typed)
         self.ages_edit.setEnabled(typed)
         self.widths_edit.setEnabled(typed)
-        if self._request is not None:
+        if self.panel.current() is not None:  # also after a refused entry
             self.start()
 
     def build_request(self) -> AgesRequest | None:
@@ -447,7 +447,7 @@ class AgesView(QWidget):
         lim = av.tau_ylim(drawings, line)
         if lim is not None:
             plot.setYRange(np.log10(lim[0]), np.log10(lim[1]), padding=0)
-        text = line.text if line is not None else "law: fewer than 3 quotable \u03c4"
+        text = line.text if line is not None else "undetermined: fewer than 3 quotable \u03c4"
         # the law in a wrapping label: as the plot's title its longest line would set
         # the plot's smallest width and push it out of a narrow window
         self.law_label.setText(
