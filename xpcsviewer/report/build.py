@@ -150,7 +150,9 @@ def _series(sections: list[dict[str, Any]], dpi: float) -> tuple[list[dict], lis
     if len(ok) < 2:
         return head, ["no series: fewer than two files with fitted g2"]
     starts = [s["provenance"]["start_time"] for s in ok]
-    x = "start_time" if all(parse_time(t) is not None for t in starts) else "index"
+    times = [parse_time(t) for t in starts]
+    # start times that are all known and all different, else the file index
+    x = "start_time" if None not in times and len(set(times)) == len(times) else "index"
     table = SeriesTable(x, [FileFit(s["path"], None, t, s["series_bins"],
                                     [b["chi2_red"] for b in s["bins"]])
                             for s, t in zip(ok, starts, strict=True)])
@@ -161,7 +163,7 @@ def _series(sections: list[dict[str, Any]], dpi: float) -> tuple[list[dict], lis
 
         fig = series_figure(table)
         try:
-            pngs = [png_bytes(fig, dpi)]
+            pngs = [png_bytes(fig, dpi, laid_out=False)]  # not from make_figures
         finally:
             fig.clear()
     except Exception as exc:  # e.g. no fitted bin in any file

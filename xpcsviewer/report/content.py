@@ -120,7 +120,10 @@ def file_summary(sec: dict[str, Any]) -> dict[str, str]:
     return {
         "file": sec["label"], "contrast": contrast,
         "\u03c4 per q-bin (s)": "; ".join(taus) or "\u2013",
-        "diffusive?": f"{diff}: {d['message']}", "D, radius": d_text,
+        "diffusive?": f"{diff}: " + (f"b = {fmt_pm(d['exponent'], d.get('exponent_err'))}"
+                                     if d.get("exponent") is not None
+                                     and d["verdict"] != "too_few_bins" else d["message"]),
+        "D, radius": d_text,
         "damaged?": f"{damaged}: {sec['stability']['summary']}",
         "bins": f"{len(conv)}/{n} converged" if n else "0",
         "failed bins: why": failed_text(sec),

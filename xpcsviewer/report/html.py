@@ -31,6 +31,7 @@ figure{display:inline-block;margin:.4em;vertical-align:top}
 figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:.85em;color:#555}
 .note{color:#a60}.error{color:#b30}code{font-size:.9em}
 nav li{display:inline;margin-right:1em}
+table.summary td:nth-child(3){min-width:24em}table.summary td:nth-child(8){min-width:18em}
 """
 _ROUGH = {"unresolved", "at_bound"}
 _GOOD = {"converged"}
@@ -142,7 +143,7 @@ def render_html(report: dict[str, Any]) -> str:
         f"<p>{len(secs)} file(s); made {_e(report['created'])} by {_e(sw)}; fits: "
         f"{_e(report['fit_text'])}.</p>",
         '<section id="summary"><h2>Summary</h2>', f"<p>{_GUIDE}</p>",
-        f"<table>{'<tr>' + head + '</tr>'}{srows}</table>",
+        f'<table class="summary"><tr>{head}</tr>{srows}</table>',
         "<p>Bins per status over all files: "
         + _e(", ".join(f"{k} {v}" for k, v in sorted(counts.items()))) + "</p>",
         f"<nav><ul>{nav}</ul></nav></section>",

@@ -28,7 +28,7 @@ PAGE_W, PAGE_H = 8.27, 11.69  # A4 (in)
 MARGIN = 0.55
 LINE_IN = {"h1": 0.34, "h2": 0.28, "h3": 0.22, "p": 0.15, "mono": 0.13}
 SIZE_PT = {"h1": 15, "h2": 12, "h3": 10, "p": 7.5, "mono": 6.2}
-WRAP = {"h1": 70, "h2": 90, "h3": 110, "p": 135, "mono": 150}
+WRAP = {"h1": 60, "h2": 80, "h3": 100, "p": 115, "mono": 150}
 IMG_W = 6.2  # in: figures a little narrower than the text block
 IMG_H_MAX = (PAGE_H - 2 * MARGIN) / 2 - 0.25
 
@@ -69,7 +69,7 @@ def _file_items(sec: dict[str, Any], k: int) -> list[tuple[str, Any]]:
     items += _lines("h3", "Fits: every q-bin with its model, status and reason")
     rows = [c for c, _ in bin_rows(sec)]
     body = _table(BIN_COLUMNS[1:6] + BIN_COLUMNS[7:],
-                  [r[1:6] + r[7:] for r in rows], [4, 9, 7, 14, 10, 17, 20, 7])
+                  [r[1:6] + r[7:] for r in rows], [4, 9, 7, 14, 10, 17, 20, 9])
     items += [("mono", t) for t in body]
     reasons = [f"bin {r[1]}: {r[5]}: {r[6]}" for r in rows if r[6]]
     if reasons:

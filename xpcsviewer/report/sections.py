@@ -43,11 +43,18 @@ def sha256_of(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def png_bytes(fig: Any, dpi: float) -> bytes:
-    """``fig`` as a 256-colour PNG (a third of the RGB size: the report stays small;
-    the octree quantizer: several times faster than median cut, and smaller)."""
+def png_bytes(fig: Any, dpi: float, laid_out: bool = True) -> bytes:
+    """``fig`` as a 256-colour PNG (a third of the RGB size: the report stays small; the
+    octree quantizer: several times faster than median cut, and smaller).
+
+    ``laid_out``: the figure was laid out by :func:`~xpcsviewer.export.make_figures`
+    (its tidy pass): that layout is kept (the layout engine is switched off: the same
+    pixels, ~40 % less time) rather than computed again.
+    """
     from PIL import Image
 
+    if laid_out:
+        fig.set_layout_engine("none")
     buf = io.BytesIO()
     fig.savefig(buf, format="rgba", dpi=dpi)  # raw pixels: no PNG encoded twice
     w, h = round(fig.get_figwidth() * dpi), round(fig.get_figheight() * dpi)
