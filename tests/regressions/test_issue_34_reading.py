@@ -334,3 +334,21 @@ def test_the_search_the_check_follows_is_hdf5s(tmp_path, monkeypatch, kind, layo
         got = float(f["d"][0])
     with h5py.File(target, "r") as f:
         assert float(f["m"][0]) == got, (layout, target, got)
+
+
+def test_regroup_and_snapshot_refuse_a_g2_stack_behind_a_pipe(cases, tmp_path):
+    """The per-pixel G2 stack is read through its external link: to a FIFO it is
+    refused at once by regroup (and the GUI's g2pixel tab through snapshot)."""
+    good, _, _ = cases
+    os.mkfifo(tmp_path / "x_results_G2.hdf")
+
+    def edit(f):
+        f["/xpcs/multitau/unnormalized_G2"] = h5py.ExternalLink("x_results_G2.hdf",
+                                                                "/G2IPIF")
+
+    p = bc._variant(good, tmp_path / "x_results.hdf", edit)
+    for args in (["regroup", p, "-o", "r.hdf", "--quiet"],
+                 ["snapshot", p, "--tab", "g2pixel", "-o", "s.png"]):
+        rc, err, _ = _run(args, tmp_path)
+        assert rc == 3 and "named pipe" in err and "x_results_G2.hdf" in err, (args, err)
+    assert not (tmp_path / "r.hdf").exists() and not (tmp_path / "s.png").exists()
