@@ -443,7 +443,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
                 note = "; ".join(x for x in (note, _problem_note(problem, st.note, fol.done))
                                  if x)
             elif end == "not_closed" or (end == "idle" and st.writer in ("open", "died")
-                                         and _kind(src) == "file"):
+                                         and _kind(src) in ("file", "csr")):
                 problem = "not_closed"
                 note = "; ".join(x for x in (note, _problem_note(problem, "", fol.done)) if x)
             if st.expected and fol.done < st.expected:
