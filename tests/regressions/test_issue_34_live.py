@@ -135,7 +135,7 @@ def test_live_on_a_swmr_file_truncated_after_its_writer_died_ends(small_qmap, wr
             live.kill()
             live.communicate()
     assert live.returncode == 0, err
-    assert took < 15
+    assert took < 30  # (old: never ended, Ctrl-C ignored)
     final = json.loads([x for x in rest.splitlines() if x.startswith("{")][-1])
     assert final["event"] == "final" and final["partial"] is True
     assert final["problem"] == "truncated" and final["end"] == "truncated"
