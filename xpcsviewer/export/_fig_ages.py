@@ -164,6 +164,24 @@ def _draw_tau(ax: Any, o: Any, law: str, beside: bool = True) -> None:
     ax.set_title(f"{text}\n{not_drawn_text(drawings)}", fontsize="small")
 
 
+def _draw_param(ax: Any, o: Any, name: str) -> None:
+    """Contrast or stretching exponent of the converged cuts against age (the tab's)."""
+    from matplotlib.lines import Line2D
+
+    for way in av.WAYS:
+        p = av.param_points(o.fits, way, 0, name)
+        if p.x.size:
+            m = p.has_bars
+            yerr = np.vstack([np.where(m, p.y - p.lo, 0.0), np.where(m, p.hi - p.y, 0.0)])
+            ax.errorbar(p.x, p.y, yerr=yerr, fmt="o", color=TAU_COLORS[way], ms=5, lw=0.8)
+    ax.set_xlabel("age t_w (s)")
+    ax.set_ylabel(av.QUANTITIES[name])
+    ax.legend(handles=[Line2D([], [], ls="none", marker="o", color=TAU_COLORS[w],
+                              label=av.WAY_LABELS[w]) for w in av.WAYS],
+              loc="best", fontsize="x-small")
+    ax.set_title(f"{av.QUANTITIES[name]} of the converged cuts", fontsize="small")
+
+
 def _fig_ages(
     results: list,
     file_index: int = 0,
@@ -171,6 +189,7 @@ def _fig_ages(
     ages: Any = None,
     bands: str = "age",
     law: str = "linear",
+    quantity: str = "tau",
     spacing: str = "linear",
     n_windows: int = 5,
     ages_s: Any = None,
@@ -200,7 +219,12 @@ def _fig_ages(
     axs = fig.subplots(2, 2).ravel()
     _draw_map(fig, axs[0], res, bin_index, o, bands, view, max_size, correct_diagonal,
               cmap, levels, short=narrow)
-    _draw_tau(axs[1], o, law, beside=not narrow)
+    if quantity == "tau":
+        _draw_tau(axs[1], o, law, beside=not narrow)
+    elif quantity in av.QUANTITIES:
+        _draw_param(axs[1], o, quantity)
+    else:
+        raise ValueError(f"quantity must be one of {tuple(av.QUANTITIES)}, got {quantity!r}")
     for k, way in enumerate(av.WAYS):
         _draw_cuts(axs[2 + k], way, av.cut_curves(o.cuts, way, 0, o.fits), legend=k == 0)
     axs[3].sharey(axs[2])

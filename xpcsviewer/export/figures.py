@@ -38,7 +38,8 @@ Kinds and their options
     file_index=0, bin_index=0, ages=None (an AgesOutcome of
     :func:`xpcsviewer.export._ages_run.run_ages`, as the Two-Time tab hands it; default:
     computed here from spacing="linear" ("log"), n_windows=5, or ages_s / widths_s (s),
-    with model="auto"), bands="age" ("t1", "both"), law="linear" ("power"), and the
+    with model="auto"), bands="age" ("t1", "both"), law="linear" ("power"),
+    quantity="tau" ("contrast", "stretch": of the converged cuts, against age), and the
     map's max_size, correct_diagonal, cmap, levels, view as for ``twotime``.
 ``qmap``
     file_index=0, which="both" ("dynamic", "static").

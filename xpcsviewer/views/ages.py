@@ -23,6 +23,7 @@ from xpcsviewer.views._age_bands import WAYS, band_polygon, clip_polygon
 
 __all__ = [
     "BAND_CHOICES",
+    "QUANTITIES",
     "WAYS",
     "WAY_LABELS",
     "WINDOW_COLORS",
@@ -38,6 +39,7 @@ __all__ = [
     "fit_row",
     "law_line",
     "map_bands",
+    "param_points",
     "tau_drawing",
     "tau_ylim",
     "window_color",
@@ -219,6 +221,29 @@ def tau_ylim(drawings: list, line: Any = None) -> tuple[float, float] | None:
     if y.size == 0:
         return None
     return float(y.min()) / 1.5, float(y.max()) * 1.5
+
+
+#: What the age plot shows against age: tau (with the law), or a parameter of the
+#: converged cuts (the Series tab draws contrast so).
+QUANTITIES = {"tau": "\u03c4 (s)", "contrast": "contrast", "stretch": "stretching exponent"}
+
+
+def param_points(age_fits: Any, way: str, bin_pos: int, name: str) -> Any:
+    """``contrast`` or ``stretch`` against age of the converged cuts of one way and bin,
+    with error bars: a :class:`~xpcsviewer.views.series.SeriesPoints`."""
+    from xpcsviewer.views.series import SeriesPoints
+
+    if name not in ("contrast", "stretch"):
+        raise ValueError(f"name must be 'contrast' or 'stretch', got {name!r}")
+    w = WAYS.index(way)
+    x = ages_of(age_fits, w, bin_pos)
+    v = np.asarray(getattr(age_fits, name)[w, :, bin_pos], dtype=np.float64)
+    e = np.asarray(getattr(age_fits, f"{name}_err")[w, :, bin_pos], dtype=np.float64)
+    st = [str(t) for t in age_fits.status[w, :, bin_pos]]
+    ok = np.array([t == "converged" for t in st]) & np.isfinite(v) & np.isfinite(x)
+    eb = np.where(np.isfinite(e), e, np.nan)
+    return SeriesPoints(x[ok], v[ok], (v - eb)[ok], (v + eb)[ok],
+                        tuple(t for t, k in zip(st, ok, strict=True) if k))
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,9 @@ exported figure drawing the tab's points."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import dataclasses
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,19 +19,23 @@ from xpcsviewer.gui.context import AppContext
 from xpcsviewer.gui.panels.twotime import TwotimePanel
 from xpcsviewer.gui.workers import TaskRunner
 
-_FAKE = Path(__file__).resolve().parents[2] / "export" / "fake_results.py"
-
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
+    """A small ageing gel (the demo's C01 spec, 300 frames, bins 2 and 3): most cuts
+    converge, so tau is drawn with every kind of marker the rule has."""
     from xpcsviewer.io import read_result
+    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.synthetic.demo_specs import DEMO_SPECS
+    from xpcsviewer.synthetic.results import build_result
 
-    spec = importlib.util.spec_from_file_location("xpcs_test_fake_results_ages", _FAKE)
-    fake = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fake)
-    d = tmp_path_factory.mktemp("ttages")
-    fake.make_result(d / "E001_results.hdf", seed=3, kind="both", n_c2=120)
-    return [read_result(d / "E001_results.hdf")]
+    spec = copy.deepcopy(next(s for s in DEMO_SPECS if s["name"].startswith("C01")))
+    spec["acquisition"]["n_frames"] = 300
+    spec["twotime"] = {"n_frames": 300, "bins": [2, 3]}
+    res, extras = build_result(spec, seed=1)
+    path = tmp_path_factory.mktemp("ttages") / "E001_results.hdf"
+    write_result(path, res, saxs_2d=extras["saxs_2d"], c2_maps=extras["c2_maps"])
+    return [read_result(path)]
 
 
 @pytest.fixture
@@ -131,12 +134,12 @@ def test_typed_ages_and_a_bad_entry(qtbot, panel, results):
     ages.ages_edit.editingFinished.emit()
     assert "ages: 'abc' is not a number of seconds" in ages.status.text()
     assert ages.outcome is None and ages.drawn_points() == {}
-    ages.ages_edit.setText("0.03, 0.09")
-    ages.widths_edit.setText("0.04")
+    ages.ages_edit.setText("1.5, 4.5")
+    ages.widths_edit.setText("1")
     with qtbot.waitSignal(ages.sigAgesShown, timeout=120000):
         ages.ages_edit.editingFinished.emit()
-    np.testing.assert_allclose(ages.outcome.cuts.windows.centres, [0.03, 0.09])
-    np.testing.assert_allclose(ages.outcome.cuts.windows.widths, [0.04, 0.04])
+    np.testing.assert_allclose(ages.outcome.cuts.windows.centres, [1.5, 4.5])
+    np.testing.assert_allclose(ages.outcome.cuts.windows.widths, [1.0, 1.0])
 
 
 def test_a_disagreement_is_flagged(qtbot, panel, results):
@@ -235,3 +238,28 @@ def test_back_from_a_refused_entry_and_the_law_without_a_rerun(qtbot, panel, res
     with qtbot.waitSignal(ages.sigAgesShown, timeout=120000):
         ages.spacing.setCurrentIndex(ages.spacing.findData("linear"))
     assert ages.outcome.cuts.windows.n == 5
+
+
+def test_contrast_against_age_in_tab_and_figure(qtbot, panel, results):
+    from xpcsviewer.export import make_figure
+    from xpcsviewer.views.ages import param_points
+
+    o = _shown(qtbot, panel, results)
+    ages = panel.ages
+    ages.quantity.setCurrentIndex(ages.quantity.findData("contrast"))
+    assert ages.outcome is o  # a redraw, not a new analysis
+    want = []
+    for way in ("age", "t1"):
+        p = param_points(o.fits, way, 0, "contrast")
+        # converged cuts only, at their fitted contrast
+        st = o.fits.status[0 if way == "age" else 1, :, 0]
+        assert p.x.size == int(np.sum(st == "converged") - np.sum(
+            ~np.isfinite(o.fits.contrast[0 if way == "age" else 1, :, 0][st == "converged"])))
+        want += list(zip(p.x, p.y, strict=True))
+    assert want and sorted(ages.drawn_points().get("tau", [])) == sorted(want)
+    assert not panel.ages.tau_plot.getAxis("left").logMode
+    fig = make_figure("ages", panel.shown_results(), "double", **panel.figure_options())
+    got = sorted((x, y) for ln in fig.axes[1].get_lines() if ln.get_marker() == "o"
+                 and len(ln.get_xdata()) for x, y in zip(ln.get_xdata(), ln.get_ydata(),
+                                                        strict=True))
+    assert got == sorted(want)

@@ -152,6 +152,11 @@ class AgesView(QWidget):
                                   "constant-age cuts, with its 95 % interval and verdict")
         self.law_combo.addItem("\u03c4 = \u03c4\u2080 + a\u00b7t_w", "linear")
         self.law_combo.addItem("\u03c4 = \u03c4\u2080\u00b7t_w^\u03bc", "power")
+        self.quantity = QComboBox()
+        self.quantity.setToolTip("Against age: \u03c4 with the ageing law, or the contrast "
+                                 "or stretching exponent of the converged cuts")
+        for key, text in av.QUANTITIES.items():
+            self.quantity.addItem(f"against age: {text}", key)
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setToolTip("Stop the age analysis")
         self.cancel_btn.setEnabled(False)
@@ -162,7 +167,8 @@ class AgesView(QWidget):
         side = QVBoxLayout()
         side.setSpacing(3)
         for w in (self.ages_check, self.spacing, self.n_spin, self.ages_edit,
-                  self.widths_edit, self.bands, self.model_combo, self.law_combo):
+                  self.widths_edit, self.bands, self.model_combo, self.law_combo,
+                  self.quantity):
             w.setMaximumWidth(190)
             side.addWidget(w)
         busy = QHBoxLayout()
@@ -207,6 +213,7 @@ class AgesView(QWidget):
         self.widths_edit.editingFinished.connect(self.start)
         self.model_combo.currentIndexChanged.connect(lambda _i: self.start())
         self.law_combo.currentIndexChanged.connect(lambda _i: self.redraw())
+        self.quantity.currentIndexChanged.connect(lambda _i: self.redraw())
         self.bands.currentIndexChanged.connect(lambda _i: self.draw_bands())
         self.cancel_btn.clicked.connect(self.cancel)
         self._on_spacing()
@@ -373,7 +380,10 @@ class AgesView(QWidget):
         self.draw_bands()
         for way in av.WAYS:
             self._draw_cuts(way, av.cut_curves(o.cuts, way, 0, o.fits))
-        self._draw_tau(o)
+        if self.quantity.currentData() == "tau":
+            self._draw_tau(o)
+        else:
+            self._draw_param(o, str(self.quantity.currentData()))
         src = f"from the {o.source}"
         self._say(f"{o.request.label}, q-bin {o.request.dq}: {o.cuts.windows.n} age windows "
                   f"{src}; {av.disagree_text(o.cuts)}", error=bool(o.cuts.disagree.any()))
@@ -402,10 +412,33 @@ class AgesView(QWidget):
             title += f"  <span style='color:{av.FLAG_COLOR}'>\u26a0 ways disagree</span>"
         _set_title(plot, title)
 
+    def _draw_param(self, o: Any, name: str) -> None:
+        """Contrast or stretching exponent of the converged cuts against age."""
+        plot = self.tau_plot
+        plot.setLogMode(x=False, y=False)
+        plot.setLabel("left", av.QUANTITIES[name])
+        for way in av.WAYS:
+            p = av.param_points(o.fits, way, 0, name)
+            color = QColor(TAU_COLORS[way])
+            if p.x.size:
+                plot.addItem(pg.PlotDataItem(p.x, p.y, pen=None, symbol="o", symbolSize=8,
+                                             symbolBrush=color, symbolPen=color))
+            m = p.has_bars
+            if m.any():
+                plot.addItem(pg.ErrorBarItem(x=p.x[m], y=p.y[m], top=p.hi[m] - p.y[m],
+                                             bottom=p.y[m] - p.lo[m],
+                                             pen=pg.mkPen(color, width=1.0)))
+        plot.enableAutoRange()
+        self.law_label.setText(_window_key(o.cuts) + "<br>" + _TAU_KEY.split(" (")[0]
+                               + f": {av.QUANTITIES[name]} of the converged cuts")
+        _set_title(plot, f"{av.QUANTITIES[name]} against age")
+
     def _draw_tau(self, o: Any) -> None:
         from xpcsviewer.views.series import not_drawn_text
 
         plot = self.tau_plot
+        plot.setLogMode(x=False, y=True)
+        plot.setLabel("left", "\u03c4 (s)")
         line = av.law_line(o.fits, 0, str(self.law_combo.currentData()))
         if line is not None:
             fin = np.isfinite(line.lo) & np.isfinite(line.hi) & (line.hi > 0) & (line.tau > 0)
@@ -471,24 +504,28 @@ class AgesView(QWidget):
     # ----------------------------------------------------- export, settings
     def figure_options(self) -> dict:
         return {"ages": self.outcome, "bands": str(self.bands.currentData()),
-                "law": str(self.law_combo.currentData())}
+                "law": str(self.law_combo.currentData()),
+                "quantity": str(self.quantity.currentData())}
 
     def get_settings(self) -> dict:
         return {"ages": self.ages_check.isChecked(), "spacing": self.spacing.currentData(),
                 "n_windows": self.n_spin.value(), "ages_s": self.ages_edit.text(),
                 "widths_s": self.widths_edit.text(), "bands": self.bands.currentData(),
-                "model": self.model_combo.currentData(), "law": self.law_combo.currentData()}
+                "model": self.model_combo.currentData(), "law": self.law_combo.currentData(),
+                "quantity": self.quantity.currentData()}
 
     def set_settings(self, s: dict) -> None:
         from xpcsviewer.gui.panels.base import apply_settings
 
         widgets = (self.ages_check, self.spacing, self.n_spin, self.ages_edit,
-                   self.widths_edit, self.bands, self.model_combo, self.law_combo)
+                   self.widths_edit, self.bands, self.model_combo, self.law_combo,
+                   self.quantity)
         for w in widgets:
             w.blockSignals(True)
         try:
             apply_settings(s, combos=(("spacing", self.spacing), ("bands", self.bands),
-                                      ("model", self.model_combo), ("law", self.law_combo)),
+                                      ("model", self.model_combo), ("law", self.law_combo),
+                                      ("quantity", self.quantity)),
                            checks=(("ages", self.ages_check),),
                            spins=(("n_windows", self.n_spin),),
                            edits=(("ages_s", self.ages_edit), ("widths_s", self.widths_edit)))
