@@ -304,3 +304,55 @@ def test_data_quality_lists_the_pixel_audit(tiny_demo_dir):
     plain = next(tiny_demo_dir.glob("T01*_results.hdf"))
     text = dict(quality_rows(file_section(str(plain), figures=False)))["pixel audit"]
     assert text.startswith("not done")
+
+
+@pytest.mark.slow
+def test_summary_answers_the_newcomer_on_the_demo(demo_set_dir):
+    """From the summary alone: contrast, tau per q, diffusive (with D and the radius of
+    the file's truth), damaged (the beam-damage demo file) and the failed bins."""
+    from xpcsviewer.io import read_result
+    from xpcsviewer.report.content import file_summary
+    from xpcsviewer.report.sections import file_section
+
+    a01 = next(demo_set_dir.glob("A01*_results.hdf"))
+    e01 = next(demo_set_dir.glob("E01*_results.hdf"))
+    s = file_summary(file_section(str(a01), figures=False))
+    truth = read_result(a01).sample
+    assert s["diffusive?"].startswith("yes: b = ")
+    r = float(re.search(r"radius ([\d.]+) ", s["D, radius"]).group(1))
+    assert r == pytest.approx(float(truth["radius"]) * 1e9, rel=0.25)
+    c = float(s["contrast"].split()[0])
+    assert c == pytest.approx(float(truth["contrast"]), rel=0.25)
+    assert s["damaged?"].startswith("no: ")
+    assert re.match(r"1: [\d.e+-]+ \u00b1 ", s["\u03c4 per q-bin (s)"])
+    d = file_summary(file_section(str(e01), figures=False))
+    assert d["damaged?"].startswith("yes: ")
+
+
+def test_report_figures_are_exports(tiny_demo_dir):
+    """The report's picture of a view is export's figure: the axes where export's own
+    save puts them (its layout kept, not recomputed: within 1 % of the page), and the
+    pixels of that figure up to the 256-colour quantizer's error."""
+    import io
+
+    from PIL import Image
+
+    from xpcsviewer.export import make_figures
+    from xpcsviewer.io import read_result
+    from xpcsviewer.report.sections import png_bytes
+
+    res = read_result(next(tiny_demo_dir.glob("T02*_results.hdf")))
+    for kind in ("saxs2d", "stability", "twotime"):
+        ref = make_figures(kind, [res], "double")[0]
+        ref.savefig(io.BytesIO(), format="rgba", dpi=80)  # export's route: laid out again
+        fig = make_figures(kind, [res], "double")[0]
+        got = Image.open(io.BytesIO(png_bytes(fig, 80))).convert("RGB")
+        pos = [np.array(a.get_position().bounds) for a in fig.axes]
+        want = [np.array(a.get_position().bounds) for a in ref.axes]
+        assert len(pos) == len(want) and max(np.abs(a - b).max() for a, b in
+                                             zip(pos, want, strict=True)) < 0.01, kind
+        buf = io.BytesIO()
+        fig.savefig(buf, format="rgba", dpi=80)
+        w, h = got.size
+        raw = np.frombuffer(buf.getvalue(), np.uint8).reshape(h, w, 4)[..., :3].astype(int)
+        assert np.percentile(np.abs(np.asarray(got, int) - raw), 99) <= 16, kind

@@ -57,7 +57,7 @@ def png_bytes(fig: Any, dpi: float, laid_out: bool = True) -> bytes:
         fig.set_layout_engine("none")
     buf = io.BytesIO()
     fig.savefig(buf, format="rgba", dpi=dpi)  # raw pixels: no PNG encoded twice
-    w, h = round(fig.get_figwidth() * dpi), round(fig.get_figheight() * dpi)
+    w, h = int(fig.get_figwidth() * dpi), int(fig.get_figheight() * dpi)  # as Agg sizes
     if w * h * 4 == buf.tell():
         im = Image.frombuffer("RGBA", (w, h), buf.getvalue()).convert("RGB")
     else:  # the rounding of the canvas size differs: take the PNG route
