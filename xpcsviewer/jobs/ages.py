@@ -113,7 +113,7 @@ def read_map(path: str | Path, bins: Sequence[int] | None = None) -> tuple[AgeLa
         raise XpcsFileError(str(path), f"holds {tt.n_frames}-frame full maps and no age x "
                             "lag map", dataset="/xpcs/twotime",
                             expected=f"at most {MAX_FULL_FRAMES} frames, or an age x lag "
-                            "map (xpcsviewer correlate --mode twotime)")
+                            "map (xpcsviewer correlate --twotime-ages)")
     processed = [int(b) for b in tt.processed_bins]
     want = processed if bins is None else [int(b) for b in bins]
     missing = [b for b in want if b not in processed]
