@@ -7,6 +7,7 @@ same text, and each bin row names its file and bin (traceable to the fit table).
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from typing import Any
 
@@ -96,7 +97,7 @@ def file_summary(sec: dict[str, Any]) -> dict[str, str]:
     cs = sorted(b["contrast"] for b in conv if b["contrast"] is not None)
     if cs:
         lo, hi = cs[0], cs[-1]
-        med = cs[len(cs) // 2]
+        med = statistics.median(cs)
         contrast = f"{fmt(med, 3)} (median of {len(cs)} converged; {fmt(lo, 3)}\u2013{fmt(hi, 3)})"
     else:
         contrast = "\u2013 (no converged bin)"

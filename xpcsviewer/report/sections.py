@@ -24,7 +24,8 @@ __all__ = ["FIGURE_ORDER", "file_section", "png_bytes", "sha256_of"]
 
 #: The per-file figures, in report order: (export kind, caption).
 FIGURE_ORDER = (
-    ("saxs2d", "SAXS-2D (masked pixels as the file's mask)"),
+    ("saxs2d", "SAXS-2D"),
+    ("qmap", "q-map: the dynamic and static bins; pixels in no bin (masked ones too) blank"),
     ("saxs1d", "I(q)"),
     ("stability", "Stability: I(q) per time segment"),
     ("g2", "g2 per q-bin with the fitted model"),
