@@ -316,7 +316,44 @@ def build_runs(work: Path) -> list[Run]:
     for c in outside_cases:
         runs.append(Run("34 --allow-external", ["info", c.path, "--allow-external"], (0,),
                         [c.path], timeout=20))
+    # issue 34: the window started with a hostile or broken session file; it must come
+    # up, name the file it ignored, and close on SIGTERM (exit 143)
+    for folder in build_session_cases(work / "sessions").values():
+        # the session file is the window's own, rewritten at close: no input
+        runs.append(Run("34 session files", [], (143,), [],
+                        env={"XPCSVIEWER_CONFIG_DIR": os.fspath(folder)},
+                        must=("session.json",), process="window", timeout=120))
+    # and the window's close leaves what is not a regular file alone
+    runs[-1].must = ("session.json", "not a regular file")
     return runs
+
+
+def build_session_cases(root: Path) -> dict[str, Path]:
+    """Config folders, each with a hostile or broken ``session.json``."""
+    cases = {
+        "nested": "[" * 200_000 + "]" * 200_000,
+        "long_int": '{"recent_folders": ' + "9" * 5000 + "}",
+        "wrong_types": json.dumps({"recent_folders": 5, "geometry": [1, 2],
+                                   "window_state": {"a": None}, "panels": "x",
+                                   "files": [[1], {"b": 2}], "browser": 7}),
+        "binary": "\x00\xff\xfe garbage \x89HDF",
+        "not_object": "[1, 2, 3]",
+        "huge": '{"recent_folders": ["' + "a" * (8 << 20) + '"]}',
+    }
+    out = {}
+    for name, text in cases.items():
+        d = root / name
+        d.mkdir(parents=True)
+        (d / "session.json").write_text(text, encoding="utf-8", errors="surrogateescape")
+        out[name] = d
+    d = root / "folder"
+    (d / "session.json").mkdir(parents=True)
+    out["folder"] = d
+    d = root / "fifo"
+    d.mkdir(parents=True)
+    os.mkfifo(d / "session.json")
+    out["fifo"] = d
+    return out
 
 
 # ---------------------------------------------------------------------- driving
@@ -365,8 +402,31 @@ class Child:
             return self.proc.wait()
 
 
+def _window(run: Run, env: dict, cwd: Path) -> dict:
+    """The window started as a user does, closed by SIGTERM once it is up."""
+    ready = Path(tempfile.mkdtemp(prefix="xpcs-ready-")) / "ready"
+    env = {**env, "XPCSVIEWER_READY_FILE": os.fspath(ready), "XPCS_GUI_WARMUP": "0"}
+    p = subprocess.Popen([sys.executable, "-m", "xpcsviewer", *map(os.fspath, run.args)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
+                         text=True)
+    t0 = time.monotonic()
+    while not ready.exists() and p.poll() is None and time.monotonic() - t0 < run.timeout:
+        time.sleep(0.2)
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return {"rc": None, "stderr": err, "stdout": out, "escaped": None}
+    return {"rc": p.returncode, "stderr": err, "stdout": out, "escaped": None}
+
+
 def _own_process(run: Run, env: dict, cwd: Path) -> dict:
     args = [os.fspath(a) for a in run.args]
+    if run.process == "window":
+        return _window(run, env, cwd)
     if run.process == "importint":
         code = textwrap.dedent(f"""
             import os, runpy, signal, sys

@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,13 @@ def _refuse_input_file(path: Path) -> None:
     # An export must never overwrite a result file, even by a typo in the name.
     if path.suffix.lower() in _INPUT_SUFFIXES:
         raise ValueError(f"{path}: refusing to export onto an HDF5/NeXus file name")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # nothing there yet
+    if not stat.S_ISREG(mode):  # opening a FIFO to look inside would block
+        raise ValueError(f"{path}: refusing to write over something that is not a regular "
+                         "file (a folder, a named pipe or a device)")
     try:
         with open(path, "rb") as fh:
             head = fh.read(8)

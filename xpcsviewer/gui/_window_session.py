@@ -60,8 +60,8 @@ class WindowSessionMixin:
         """Write the session file; errors are reported, never raised."""
         try:
             return session_mod.save_session(self.session_dict())
-        except Exception as exc:
-            logger.exception("session not saved")
+        except Exception as exc:  # one line (report_error logs it); the trace for debugging
+            logger.debug("session not saved", exc_info=True)
             self.context.report_error(f"Session not saved: {exc}")
             return None
 

@@ -105,7 +105,29 @@ def load_session(path: Path | None = None) -> tuple[dict[str, Any], str | None]:
         msg = f"Ignored the session file {path}: expected a JSON object"
         logger.warning(msg)
         return {}, msg
+    bad = [k for k, types in ENTRY_TYPES.items()
+           if k in data and (not isinstance(data[k], types)
+                             or (isinstance(data[k], bool) and bool not in types))]
+    if bad:
+        msg = (f"Ignored entries of the wrong type in the session file {path}: "
+               + ", ".join(f"{k} (expected {_type_words(ENTRY_TYPES[k])})" for k in bad))
+        logger.warning(msg)
+        return {k: v for k, v in data.items() if k not in bad}, msg
     return data, None
+
+
+#: What each entry of a session holds (``MainWindow.session_dict``).
+ENTRY_TYPES: dict[str, tuple[type, ...]] = {
+    "folder": (str, type(None)), "targets": (list,), "current_target": (int,),
+    "active_tab": (str, type(None)), "geometry": (str,), "window_state": (str,),
+    "theme": (str,), "panels": (dict,), "recent_folders": (list,), "browser": (dict,),
+}
+
+
+def _type_words(types: tuple[type, ...]) -> str:
+    names = {str: "text", list: "a list", dict: "an object", int: "an integer",
+             type(None): "null"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
 
 
 def save_session(data: dict[str, Any], path: Path | None = None) -> Path:
