@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.export._fig_common import _no_data, _pick, new_figure, side_by_side
+from xpcsviewer.export._fig_common import (
+    _no_data,
+    _pick,
+    current_preset,
+    legend_below,
+    new_figure,
+    side_by_side,
+)
 from xpcsviewer.views import ages as av
 from xpcsviewer.views import display_image
 from xpcsviewer.views.g2 import c2_time_axis
@@ -85,13 +92,17 @@ def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
                      f"{'both' if bands == 'both' else av.WAY_LABELS[bands]}")
 
 
-def _draw_cuts(ax: Any, way: str, curves: list, legend: bool) -> None:
+def _draw_cuts(ax: Any, way: str, curves: list, legend: bool, short: bool = False) -> list:
+    """The cuts of one way; returns the windows' legend handles (``legend``) or []."""
+    handles = []
     for c in curves:
         bars = np.isfinite(c.lo) & np.isfinite(c.hi)
         yerr = np.vstack([np.where(bars, c.y - c.lo, 0.0), np.where(bars, c.hi - c.y, 0.0)])
         flag = " \u26a0" if c.flagged else ""
-        ax.errorbar(c.x, c.y, yerr=yerr, fmt="o", ms=2.0, lw=0.5, color=c.color,
-                    label=f"{c.label}{flag}" if legend else None)
+        h = ax.errorbar(c.x, c.y, yerr=yerr, fmt="o", ms=2.0, lw=0.5, color=c.color,
+                        label=f"{c.label}{flag}")
+        if legend:
+            handles.append(h)
         if c.fit is not None:
             grid, curve, status = c.fit
             line, weight, grey = FIT_LOOK.get(status, FIT_LOOK["failed"])
@@ -100,16 +111,16 @@ def _draw_cuts(ax: Any, way: str, curves: list, legend: bool) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("lag \u03c4 (s)")
     ax.set_ylabel("g\u2082")
-    title = av.WAY_LABELS[way]
+    title = {"age": "constant age", "t1": "constant t\u2081"}[way] if short else av.WAY_LABELS[way]
     if any(c.flagged for c in curves):
-        title += "  \u26a0 ways disagree"
+        title += "  \u26a0" if short else "  \u26a0 ways disagree"
     ax.set_title(title, color=av.FLAG_COLOR if any(c.flagged for c in curves) else "k")
-    if legend and curves:
-        ax.legend(loc="lower left", fontsize="x-small", frameon=False, handletextpad=0.2,
-                  borderaxespad=0.2)
+    return handles
 
 
-def _draw_tau(ax: Any, o: Any, law: str, beside: bool = True) -> None:
+def _draw_tau(ax: Any, o: Any, law: str, short: bool = False) -> list:
+    """tau against age with the law; returns the legend handles (law, ways, marker
+    kinds drawn)."""
     from matplotlib.lines import Line2D
 
     from xpcsviewer.views.series import not_drawn_text
@@ -145,6 +156,12 @@ def _draw_tau(ax: Any, o: Any, law: str, beside: bool = True) -> None:
     lim = av.tau_ylim(drawings, line)
     if lim is not None:
         ax.set_ylim(*lim)
+        if lim[1] / lim[0] < 10:  # within a decade a log axis has no labelled tick
+            from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("age t_w (s)")
     ax.set_ylabel("\u03c4 (s)")
     key = [Line2D([], [], ls="none", marker=MPL_MARKERS[k], mfc=None if k == "filled"
@@ -153,18 +170,15 @@ def _draw_tau(ax: Any, o: Any, law: str, beside: bool = True) -> None:
                         ("limit_up", "95 % lower limit"), ("limit_down", "95 % upper limit"))
            if any(d.tau[k].x.size for d in drawings)]
     h, _ = ax.get_legend_handles_labels()
-    # beside the axes: inside it would cover points at one age or another (a single
-    # column has no room beside them)
-    if beside:
-        ax.legend(handles=h + handles + key, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                  fontsize="small", frameon=False)
+    if line is None:
+        text = "law: fewer than 3 quotable \u03c4"
     else:
-        ax.legend(handles=h + handles + key, loc="best", fontsize="xx-small", framealpha=0.7)
-    text = line.text if line is not None else "law: fewer than 3 quotable \u03c4"
+        text = line.short if short else line.text
     ax.set_title(f"{text}\n{not_drawn_text(drawings)}", fontsize="small")
+    return h + handles + key
 
 
-def _draw_param(ax: Any, o: Any, name: str) -> None:
+def _draw_param(ax: Any, o: Any, name: str) -> list:
     """Contrast or stretching exponent of the converged cuts against age (the tab's)."""
     from matplotlib.lines import Line2D
 
@@ -176,10 +190,9 @@ def _draw_param(ax: Any, o: Any, name: str) -> None:
             ax.errorbar(p.x, p.y, yerr=yerr, fmt="o", color=TAU_COLORS[way], ms=5, lw=0.8)
     ax.set_xlabel("age t_w (s)")
     ax.set_ylabel(av.QUANTITIES[name])
-    ax.legend(handles=[Line2D([], [], ls="none", marker="o", color=TAU_COLORS[w],
-                              label=av.WAY_LABELS[w]) for w in av.WAYS],
-              loc="best", fontsize="x-small")
     ax.set_title(f"{av.QUANTITIES[name]} of the converged cuts", fontsize="small")
+    return [Line2D([], [], ls="none", marker="o", color=TAU_COLORS[w],
+                   label=av.WAY_LABELS[w]) for w in av.WAYS]
 
 
 def _fig_ages(
@@ -213,21 +226,36 @@ def _fig_ages(
     o = ages if ages is not None else _outcome(res, bin_index, spacing, n_windows, ages_s,
                                                widths_s, model, law)
     # a single journal column keeps the 2 x 2 grid (one panel a row leaves the map a
-    # stamp on a 6 in page), with short titles and the legends inside
+    # stamp on a 6 in page), with short titles
     narrow = side_by_side(2) == (2, 1)
-    fig = new_figure(3.4, 5.6) if narrow else new_figure(10.0, 8.0)
-    axs = fig.subplots(2, 2).ravel()
+    preset = current_preset()
+    # a slide is wide and short: the four panels in one row
+    row = preset is not None and preset.max_height < 0.7 * preset.width
+    if row:
+        fig = new_figure(10.0, 4.2)
+        axs = fig.subplots(1, 4).ravel()
+    else:
+        fig = new_figure(3.4, 5.6) if narrow else new_figure(10.0, 8.0)
+        axs = fig.subplots(2, 2).ravel()
     _draw_map(fig, axs[0], res, bin_index, o, bands, view, max_size, correct_diagonal,
-              cmap, levels, short=narrow)
+              cmap, levels, short=narrow or row)
     if quantity == "tau":
-        _draw_tau(axs[1], o, law, beside=not narrow)
+        handles = _draw_tau(axs[1], o, law, short=narrow or row)
     elif quantity in av.QUANTITIES:
-        _draw_param(axs[1], o, quantity)
+        handles = _draw_param(axs[1], o, quantity)
     else:
         raise ValueError(f"quantity must be one of {tuple(av.QUANTITIES)}, got {quantity!r}")
     for k, way in enumerate(av.WAYS):
-        _draw_cuts(axs[2 + k], way, av.cut_curves(o.cuts, way, 0, o.fits), legend=k == 0)
+        handles += _draw_cuts(axs[2 + k], way, av.cut_curves(o.cuts, way, 0, o.fits),
+                              legend=k == 0, short=narrow or row)
     axs[3].sharey(axs[2])
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in axs[:2]:  # times in s: few labels, they are long ("0.025")
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=3 if (narrow or row) else 5))
+    axs[0].yaxis.set_major_locator(MaxNLocator(nbins=3 if (narrow or row) else 5))
+    # one key below the axes (inside any of them it would cover points)
+    legend_below(fig, handles, [h.get_label() for h in handles], fontsize="small")
     fig.suptitle(f"g\u2082 by age of {res.label} from the {o.source}: "
                  f"{av.disagree_text(o.cuts)}")
     return fig

@@ -257,6 +257,7 @@ class LawLine:
     hi: np.ndarray
     text: str
     verdict: str
+    short: str = ""  #: "a = 0.48 [0.1, 0.86]: ageing" (a single journal column)
 
 
 def _law_cov(law: Any, t: np.ndarray, tau: np.ndarray, err: np.ndarray) -> np.ndarray | None:
@@ -322,7 +323,8 @@ def law_line(age_fits: Any, bin_pos: int = 0, law: str | None = None,
     text = (f"{form}: {sym} = {lf.value[s]:.3g} [{lo_s:.3g}, {hi_s:.3g}] (95 %)\n"
             f"\u03c4\u2080 = {lf.value['tau0']:.3g} s, from {lf.n_points} \u03c4 at "
             f"constant age\n{lf.verdict} (99 % interval of {sym})")
-    return LawLine(t, y, lo, hi, text, lf.verdict)
+    short = f"{sym} = {lf.value[s]:.2g} [{lo_s:.2g}, {hi_s:.2g}]: {lf.verdict}"
+    return LawLine(t, y, lo, hi, text, lf.verdict, short)
 
 
 # ------------------------------------------------------------------- table
