@@ -356,3 +356,16 @@ def test_report_figures_are_exports(tiny_demo_dir):
         w, h = got.size
         raw = np.frombuffer(buf.getvalue(), np.uint8).reshape(h, w, 4)[..., :3].astype(int)
         assert np.percentile(np.abs(np.asarray(got, int) - raw), 99) <= 16, kind
+
+
+def test_one_qmap_figure_per_qmap(tiny_report):
+    """Files of one q-map (same hash) show its figure once; the others point to it."""
+    from xpcsviewer.io import read_result
+    from xpcsviewer.report import collect_report
+
+    files = tiny_report[0]
+    assert len({read_result(p).qmap.hash for p in files}) == 1
+    rep = collect_report(files[:2], workers=1)
+    q = [next(f for f in s["figures"] if f["kind"] == "qmap") for s in rep["sections"]]
+    assert q[0]["pngs"] and not q[1]["pngs"]
+    assert files[0].name in q[1]["note"] and "same hash" in q[1]["note"]

@@ -53,32 +53,54 @@ def _default_workers(n_files: int) -> int:
     return max(1, min(2 * n_files, os.cpu_count() or 1, 8))
 
 
-def _part_task(path: str, part: str, dpi: float, saxs1d: bool) -> dict[str, Any]:
+def _part_task(path: str, part: str, dpi: float, saxs1d: bool,
+               qmap_as: str | None) -> dict[str, Any]:
     import warnings
 
     warnings.filterwarnings("ignore")  # a worker's warnings would interleave with the bar
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from xpcsviewer.report.sections import file_part
 
-    return file_part(path, part, dpi, saxs1d=saxs1d)
+    return file_part(path, part, dpi, saxs1d=saxs1d, qmap_as=qmap_as)
 
 
 PARTS = ("fits", "images")
+
+
+def _shared_qmaps(files: list[str]) -> list[str | None]:
+    """Per file: the name of an earlier file with the same q-map (by its hash), whose
+    q-map figure stands for both; None: draw it (a new q-map, or no hash)."""
+    from xpcsviewer.io import read_result
+
+    first: dict[str, str] = {}
+    out: list[str | None] = []
+    for p in files:
+        try:
+            h = read_result(p).qmap.hash
+        except Exception:  # unreadable: its own section says why
+            h = ""
+        out.append(first.get(h) if h else None)
+        if h:
+            first.setdefault(h, Path(p).name)
+    return out
 
 
 def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCallback | None,
               cancel: CancelToken | None) -> list[dict[str, Any]]:
     """Each file in two independent parts (fits and their figures; the other figures):
     a process pool of ``workers`` spreads even one file over two cores."""
-    from xpcsviewer.report.sections import file_section, merge_parts
+    from xpcsviewer.report.sections import file_part, merge_parts
 
     n = len(files)
     saxs1d = n == 1  # a set draws I(q) of all files in one figure
+    qmap_as = _shared_qmaps(files)
     if workers <= 1:
         out = []
         for i, p in enumerate(files):
             tell(progress, cancel, i, n + 1, f"{Path(p).name}: read, fit, draw")
-            out.append(file_section(p, dpi, saxs1d=saxs1d))
+            out.append(merge_parts(p, file_part(p, "fits", dpi),
+                                   file_part(p, "images", dpi, saxs1d=saxs1d,
+                                             qmap_as=qmap_as[i])))
         return out
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -87,7 +109,7 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
     tell(progress, cancel, 0, n + 1, f"{n} files in {workers} processes")
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
         # file by file, so that files complete (and the bar moves) as the run goes
-        futs = {pool.submit(_part_task, p, part, dpi, saxs1d): (i, part)
+        futs = {pool.submit(_part_task, p, part, dpi, saxs1d, qmap_as[i]): (i, part)
                 for i, p in enumerate(files) for part in PARTS}
         pending = set(futs)
         try:
@@ -105,13 +127,11 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
             for f in pending:
                 f.cancel()
             raise
-    from xpcsviewer.report.sections import file_part
-
     for i, p in enumerate(files):
         for part in PARTS:
             if (i, part) not in parts:
                 tell(progress, cancel, i, n + 1, f"{Path(p).name}: {part} (in this process)")
-                parts[i, part] = file_part(p, part, dpi, saxs1d=saxs1d)
+                parts[i, part] = file_part(p, part, dpi, saxs1d=saxs1d, qmap_as=qmap_as[i])
     return [merge_parts(p, parts[i, "fits"], parts[i, "images"]) for i, p in enumerate(files)]
 
 

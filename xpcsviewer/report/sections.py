@@ -173,16 +173,22 @@ FIT_FIGURES = ("g2", "diffusion")
 
 
 def _figures(res: Any, fits: Any, analysis: Any, dpi: float, saxs1d: bool = True,
-             kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+             kinds: tuple[str, ...] | None = None,
+             qmap_as: str | None = None) -> list[dict[str, Any]]:
     from xpcsviewer.export import make_figures
 
     todo: list[tuple[str, str, dict[str, Any]]] = []
+    skipped: list[dict[str, Any]] = []
     for kind, caption in FIGURE_ORDER:
         if kinds is not None and kind not in kinds:
             continue
         if kind in FIT_FIGURES and res.multitau is None:
             continue
         if kind == "saxs1d" and not saxs1d:  # a set shows I(q) of all files in one figure
+            continue
+        if kind == "qmap" and qmap_as is not None:  # one run, one q-map: drawn once
+            skipped.append({"kind": kind, "caption": caption, "pngs": [],
+                            "note": f"the same q-map as {qmap_as} (same hash): drawn there"})
             continue
         kw = {"fits": fits} if kind == "g2" else (
             {"analysis": analysis} if kind == "diffusion" else {})
@@ -192,7 +198,7 @@ def _figures(res: Any, fits: Any, analysis: Any, dpi: float, saxs1d: bool = True
             b = int(res.twotime.processed_bins[k])
             todo.append(("twotime", f"two-time C(t\u2081, t\u2082), bin {b}",
                          {"bin_index": k, "max_size": 256}))
-    out = []
+    out = list(skipped)
     for kind, caption, kw in todo:
         try:
             pages = make_figures(kind, [res], "double", **kw)
@@ -286,7 +292,8 @@ def _audit(res: Any, p: Path) -> list[tuple[str, str]]:
     return out
 
 
-def _image_part(res: Any, p: Path, dpi: float, figures: bool, saxs1d: bool) -> dict[str, Any]:
+def _image_part(res: Any, p: Path, dpi: float, figures: bool, saxs1d: bool,
+                qmap_as: str | None = None) -> dict[str, Any]:
     """Provenance (the checksum), stability, quality (with the pixel audit where the file
     has a per-pixel stack) and the figures without fits."""
     prov = _provenance(res, p, sha256_of(p))
@@ -297,7 +304,8 @@ def _image_part(res: Any, p: Path, dpi: float, figures: bool, saxs1d: bool) -> d
             "sample": {k: (v if isinstance(v, (int, float, str)) else str(v))
                        for k, v in dict(res.sample).items()},
             "stability": _stability(res), "quality": quality,
-            "figures": _figures(res, None, None, dpi, saxs1d, kinds) if figures else []}
+            "figures": (_figures(res, None, None, dpi, saxs1d, kinds, qmap_as)
+                        if figures else [])}
 
 
 def merge_parts(path: str, fit: dict[str, Any], image: dict[str, Any]) -> dict[str, Any]:
@@ -311,9 +319,11 @@ def merge_parts(path: str, fit: dict[str, Any], image: dict[str, Any]) -> dict[s
 
 
 def file_part(path: str, part: str, dpi: float = 100.0, figures: bool = True,
-              saxs1d: bool = True) -> dict[str, Any]:
+              saxs1d: bool = True, qmap_as: str | None = None) -> dict[str, Any]:
     """One of the two independent halves of a file's section: ``"fits"`` or
-    ``"images"`` (two processes can draw one file); ``error`` when unreadable."""
+    ``"images"`` (two processes can draw one file); ``error`` when unreadable.
+    ``qmap_as``: an earlier file with the same q-map (its figure is not drawn again).
+    """
     p = Path(path)
     res, err = _read(p)
     if err is not None:
@@ -321,7 +331,7 @@ def file_part(path: str, part: str, dpi: float = 100.0, figures: bool = True,
     try:
         if part == "fits":
             return _fit_part(res, p, dpi, figures)
-        return _image_part(res, p, dpi, figures, saxs1d)
+        return _image_part(res, p, dpi, figures, saxs1d, qmap_as)
     except OSError as exc:  # the file went away between reads
         return {"path": str(p), "error": f"{p}: cannot be read ({exc.strerror or exc})"}
 
