@@ -40,8 +40,9 @@ from xpcsviewer.views.g2_fit import FIT_LOOK
 __all__ = ["TAB_MAX_FULL_FRAMES", "TAU_COLORS", "AgesView"]
 
 #: Largest full map (frames) the tab cuts by age when the file has no age x lag map:
-#: 4096 frames are ~0.4 GB of entries and weights while cut (8192 would be 1.5 GB).
-TAB_MAX_FULL_FRAMES = 4096
+#: the tab analyses every two-time file shown, so its work stays at seconds (2048
+#: frames: ~0.1 GB of entries and weights while cut; `xpcsviewer ages` reads 8192).
+TAB_MAX_FULL_FRAMES = 2048
 #: Colours of the two ways in the tau(t_w) plot.
 TAU_COLORS = {"age": "#1f1f1f", "t1": "#ff7f0e"}
 #: pyqtgraph symbols of the marker kinds (the Series tab's).
@@ -316,7 +317,8 @@ class AgesView(QWidget):
     def _on_error(self, info: Any) -> None:
         self.cancel_btn.setEnabled(False)
         self._say(f"ages: {info.message}", error=True)
-        self.panel.context.report_error(info)
+        if getattr(info, "kind", "") != "XpcsFileError":  # what the file lacks: said here
+            self.panel.context.report_error(info)
 
     def _on_result(self, outcome: Any) -> None:
         self.cancel_btn.setEnabled(False)
