@@ -487,7 +487,7 @@ class AgesView(QWidget):
         # the plot's smallest width and push it out of a narrow window
         self.law_label.setText(
             _window_key(o.cuts) + "<br>" + f"{_TAU_KEY} ageing law "
-            + text.replace("\n", "; ") + f"; \u03c4 {not_drawn_text(drawings)}")
+            + text.replace("\n", "; ") + f"; \u03c4: {not_drawn_text(drawings)}")
         _set_title(plot, f"\u03c4 against age: {line.verdict if line is not None else '-'}")
 
     def drawn_points(self) -> dict[str, list[tuple[float, float]]]:
