@@ -75,7 +75,7 @@ def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
     t_end = (o.n_frames - 1) * o.frame_time
     cuts = o.cuts
     for band in av.map_bands(cuts.windows.lo, cuts.windows.hi, t_end, bands,
-                             cuts.disagree[:, 0]):
+                             av.flags(cuts, o.fits)[:, 0]):
         col = av.window_color(band.window)
         ax.add_patch(Polygon(band.polygon, closed=True, facecolor=col, alpha=0.27,
                              edgecolor="none"))
@@ -257,5 +257,5 @@ def _fig_ages(
     # one key below the axes (inside any of them it would cover points)
     legend_below(fig, handles, [h.get_label() for h in handles], fontsize="small")
     fig.suptitle(f"g\u2082 by age of {res.label} from the {o.source}: "
-                 f"{av.disagree_text(o.cuts)}")
+                 f"{av.disagree_text(o.cuts, 0, o.fits)}")
     return fig

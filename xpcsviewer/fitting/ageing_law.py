@@ -29,6 +29,7 @@ import numpy as np
 from xpcsviewer.fitting.blocks import G2Block
 from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
+from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 
 #: :class:`xpcsviewer.compute.ages.AgeCuts` (fitting does not import compute: ADR-7)
 AgeCuts = Any
@@ -271,9 +272,14 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
     s, se = param("stretch")
     tau3, err3 = tau.reshape(shape), tau_err.reshape(shape)
     t_w = _fitted_ages(cuts, tau3, c)
-    laws = {name: [fit_law(t_w[0, :, b], tau3[0, :, b], err3[0, :, b], name)
-                   for b in range(shape[2])] for name in LAWS}
     st = np.asarray(fits.status, dtype=object).reshape(shape)
+    # the law reads the taus the plots draw (the Series rule: converged, and unresolved
+    # or at a bound as open points); a misfit's or poor fit's tau is quotable but not
+    # drawn, and a law from points nobody sees cannot be checked by eye
+    drawn = np.isin(st[0], ("converged", *ROUGH_STATUSES))
+    law_tau = np.where(drawn, tau3[0], np.nan)
+    laws = {name: [fit_law(t_w[0, :, b], law_tau[:, b], err3[0, :, b], name)
+                   for b in range(shape[2])] for name in LAWS}
     with np.errstate(invalid="ignore"):
         testable = ((tau3[0] <= 0.5 * cuts.windows.widths[:, None])
                     & (st[0] == "converged") & (st[1] == "converged"))

@@ -37,6 +37,7 @@ __all__ = [
     "cut_curves",
     "disagree_text",
     "fit_row",
+    "flags",
     "law_line",
     "map_bands",
     "param_points",
@@ -129,6 +130,16 @@ def _fit_of(age_fits: Any, way: int, window: int, bin_pos: int, tau: np.ndarray)
     return grid, table.curve([row], grid)[0], str(table.status[row])
 
 
+def flags(cuts: Any, fits: Any = None) -> np.ndarray:
+    """(W, B) where the two ways disagree, as shown: the flag where it can be trusted
+    (``fits.disagree``: both cuts converged and tau at most half the window; see
+    :class:`~xpcsviewer.fitting.ageing_law.AgeFits`). Before the fits, none."""
+    trusted = None if fits is None else getattr(fits, "disagree", None)
+    if trusted is None:
+        return np.zeros(np.shape(cuts.disagree), bool)
+    return np.asarray(trusted, bool)
+
+
 def cut_curves(cuts: Any, way: str, bin_pos: int = 0, fits: Any = None) -> list[CutCurve]:
     """The windows of ``cuts`` read ``way`` for bin ``bin_pos``: points at lags > 0
     with a finite g2 (error bars where the error is finite) and each cut's fit
@@ -137,6 +148,7 @@ def cut_curves(cuts: Any, way: str, bin_pos: int = 0, fits: Any = None) -> list[
     tau = np.asarray(cuts.tau, dtype=np.float64)
     labels = cuts.windows.labels()
     out = []
+    shown = flags(cuts, fits)
     for k in range(cuts.windows.n):
         g = np.asarray(cuts.g2[w, k, bin_pos], dtype=np.float64)
         e = np.asarray(cuts.g2_err[w, k, bin_pos], dtype=np.float64)
@@ -144,16 +156,21 @@ def cut_curves(cuts: Any, way: str, bin_pos: int = 0, fits: Any = None) -> list[
         eb = np.where(np.isfinite(e[m]), e[m], np.nan)
         fit = _fit_of(fits, w, k, bin_pos, tau[m]) if m.any() else None
         out.append(CutCurve(k, way, labels[k], window_color(k), tau[m], g[m], g[m] - eb,
-                            g[m] + eb, fit, bool(cuts.disagree[k, bin_pos])))
+                            g[m] + eb, fit, bool(shown[k, bin_pos])))
     return out
 
 
-def disagree_text(cuts: Any, bin_pos: int = 0) -> str:
-    """"ways disagree: 2.99 s (χ² 48 / 20 lags)" for the flagged windows, or
-    "the two ways agree within their errors"."""
-    hits = np.flatnonzero(np.asarray(cuts.disagree)[:, bin_pos])
+def disagree_text(cuts: Any, bin_pos: int = 0, fits: Any = None) -> str:
+    """"ways disagree: 2.99 s (χ² 48 / 20 lags)" for the flagged windows (:func:`flags`),
+    or "the two ways agree within their errors" and in how many windows that was tested."""
+    hits = np.flatnonzero(flags(cuts, fits)[:, bin_pos])
     if hits.size == 0:
-        return "the two ways agree within their errors"
+        testable = None if fits is None else getattr(fits, "flag_testable", None)
+        if testable is None:
+            return "the two ways not compared yet (no fits)"
+        n = int(np.asarray(testable, bool)[:, bin_pos].sum())
+        return (f"the two ways agree within their errors in the {n} of {cuts.windows.n} "
+                "windows where both converged with tau at most half the window")
     parts = [f"{cuts.windows.centres[k]:.3g} s (\u03c7\u00b2 {cuts.diff_chi2[k, bin_pos]:.0f}"
              f" / {int(cuts.diff_dof[k, bin_pos])} lags)" for k in hits]
     return "\u26a0 ways disagree at " + ", ".join(parts)
@@ -372,7 +389,7 @@ def ages_columns(outcome: Any, bin_pos: int = 0) -> tuple[dict[str, np.ndarray],
               f"{outcome.source}",
               "columns way..ways_disagree: the drawn cut points (way: age = constant age "
               "(t1+t2)/2, t1 = constant t1); tw_*..stretch_err: tau against age per cut",
-              disagree_text(cuts, bin_pos)]
+              disagree_text(cuts, bin_pos, fits)]
     for name, laws in fits.laws.items():
         lf = laws[bin_pos]
         s = lf.slope_name

@@ -146,8 +146,15 @@ def test_a_disagreement_is_flagged(qtbot, panel, results):
     o = _shown(qtbot, panel, results)
     flags = np.zeros_like(o.cuts.disagree)
     flags[2, 0] = True
-    cuts = dataclasses.replace(o.cuts, disagree=flags)
-    panel.ages.outcome = dataclasses.replace(o, cuts=cuts)
+    # the tab shows the trusted flag (AgeFits.disagree), never the raw cut test alone
+    raw_only = dataclasses.replace(o, cuts=dataclasses.replace(o.cuts, disagree=flags),
+                                   fits=dataclasses.replace(o.fits, disagree=np.zeros_like(
+                                       flags)))
+    panel.ages.outcome = raw_only
+    panel.ages.redraw()
+    assert "ways disagree at" not in panel.ages.status.text()
+    fits = dataclasses.replace(o.fits, disagree=flags)
+    panel.ages.outcome = dataclasses.replace(o, fits=fits)
     panel.ages.redraw()
     for way in ("age", "t1"):
         assert "ways disagree" in panel.ages.cut_plots[way].titleLabel.text

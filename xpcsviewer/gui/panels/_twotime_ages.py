@@ -65,11 +65,12 @@ _KIND_SHORT = {"filled": "", "open": " open", "limit_up": " \u25b2 limit",
                "limit_down": " \u25bc limit"}
 
 
-def _window_key(cuts: Any) -> str:
+def _window_key(cuts: Any, fits: Any = None) -> str:
     """"windows: ● 1 s ± 1, ● 3 s ± 1 ⚠, …" in the windows' colours (⚠: the ways disagree)."""
     parts = []
+    shown = av.flags(cuts, fits)
     for k, lab in enumerate(cuts.windows.labels()):
-        flag = " \u26a0" if bool(cuts.disagree[k, 0]) else ""
+        flag = " \u26a0" if bool(shown[k, 0]) else ""
         parts.append(f"<span style='color:{av.window_color(k)}'>\u25cf</span> {lab}{flag}")
     return "windows: " + ", ".join(parts)
 
@@ -357,7 +358,8 @@ class AgesView(QWidget):
         cuts = o.cuts
         t_end = (o.n_frames - 1) * o.frame_time
         for band in av.map_bands(cuts.windows.lo, cuts.windows.hi, t_end,
-                                 str(self.bands.currentData()), cuts.disagree[:, 0]):
+                                 str(self.bands.currentData()),
+                                 av.flags(cuts, o.fits)[:, 0]):
             color = QColor(av.FLAG_COLOR if band.flagged else av.window_color(band.window))
             pen = QPen(color, 2.0 if band.flagged else 1.2)
             pen.setCosmetic(True)
@@ -388,7 +390,8 @@ class AgesView(QWidget):
             self._draw_param(o, str(self.quantity.currentData()))
         src = f"from the {o.source}"
         self._say(f"{o.request.label}, q-bin {o.request.dq}: {o.cuts.windows.n} age windows "
-                  f"{src}; {av.disagree_text(o.cuts)}", error=bool(o.cuts.disagree.any()))
+                  f"{src}; {av.disagree_text(o.cuts, 0, o.fits)}",
+                  error=bool(av.flags(o.cuts, o.fits).any()))
 
     def _draw_cuts(self, way: str, curves: list) -> None:
         plot = self.cut_plots[way]
@@ -431,7 +434,7 @@ class AgesView(QWidget):
                                              bottom=p.y[m] - p.lo[m],
                                              pen=pg.mkPen(color, width=1.0)))
         plot.enableAutoRange()
-        self.law_label.setText(_window_key(o.cuts) + "<br>" + _TAU_KEY.split(" (")[0]
+        self.law_label.setText(_window_key(o.cuts, o.fits) + "<br>" + _TAU_KEY.split(" (")[0]
                                + f": {av.QUANTITIES[name]} of the converged cuts")
         _set_title(plot, f"{av.QUANTITIES[name]} against age")
 
@@ -486,7 +489,7 @@ class AgesView(QWidget):
         # the law in a wrapping label: as the plot's title its longest line would set
         # the plot's smallest width and push it out of a narrow window
         self.law_label.setText(
-            _window_key(o.cuts) + "<br>" + f"{_TAU_KEY} ageing law "
+            _window_key(o.cuts, o.fits) + "<br>" + f"{_TAU_KEY} ageing law "
             + text.replace("\n", "; ") + f"; \u03c4: {not_drawn_text(drawings)}")
         _set_title(plot, f"\u03c4 against age: {line.verdict if line is not None else '-'}")
 
