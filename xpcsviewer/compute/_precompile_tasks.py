@@ -17,6 +17,7 @@ KERNEL_MODULES = (
     "xpcsviewer.compute._multitau_numba",
     "xpcsviewer.compute._multitau_sparse_numba",
     "xpcsviewer.compute._twotime_numba",
+    "xpcsviewer.compute._twotime_ages_numba",
 )
 
 #: Frame dtypes of the dense correlators: the readers hand over the stored dtype
@@ -101,6 +102,18 @@ def _photons_long(value: str) -> None:
                                                                   np.ones(2, value))
 
 
+def _twotime_ages(dtype: str) -> None:
+    """The multi-tau two-time correlator (``correlate --twotime-ages``), frames of
+    ``dtype``: gathering and normalising, the products and the coarse levels."""
+    from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
+
+    dyn = np.ones((2, 4), dtype=np.int64)
+    sta = np.ones((2, 4), dtype=np.int64)
+    sta[:, 2:] = 2
+    frames = np.ones((12, 2, 4), dtype=dtype)
+    correlate_twotime_ages(frames, dyn, sta, points_per_level=2)
+
+
 def _photon_results() -> None:
     """The photon correlator's bin sums and per-level state (result, pixel planes)."""
     from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
@@ -153,4 +166,6 @@ def tasks() -> list[Task]:
     out += [Task(f"photons long span {v}", "photons", lambda v=v: _photons_long(v))
             for v in LONG_SPAN_VALUES]
     out.append(Task("two-time photons", "twotime", _twotime_photons))
+    out += [Task(f"two-time ages {d}", "twotime-ages", lambda d=d: _twotime_ages(d))
+            for d in DENSE_DTYPES]
     return out
