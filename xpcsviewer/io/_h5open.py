@@ -25,6 +25,7 @@ __all__ = [
     "NOT_CLOSED_NOTE",
     "RECENT_S",
     "Superblock",
+    "checked",
     "not_closed_note",
     "open_h5",
     "open_h5_file",
@@ -439,15 +440,15 @@ def open_h5_file(path: str | os.PathLike) -> h5py.File:
         raise XpcsFileError(p, "empty file (0 bytes)", expected="an HDF5 file")
     sb = read_superblock(p)
     if sb is not None and sb.open_for_write:
-        return _checked(_open_left_open(p, sb))
+        return checked(_open_left_open(p, sb))
     try:
         f = h5py.File(p, "r", locking=False)
     except OSError as exc:
         raise _open_error(p, exc, sb) from None
-    return _checked(f)
+    return checked(f)
 
 
-def _checked(f: h5py.File) -> h5py.File:
+def checked(f: h5py.File) -> h5py.File:
     """``f`` once every file it points at passed :mod:`xpcsviewer.io._h5links`
     (before anything in it is read: HDF5 would open a FIFO and wait forever)."""
     from xpcsviewer.io._h5links import check_file_pointers

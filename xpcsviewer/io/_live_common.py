@@ -231,15 +231,9 @@ def _open_swmr_bounded(path: Path, locking: bool) -> h5py.File | None:
 def _open_shared(path: Path, swmr: bool = False) -> h5py.File:
     """:func:`_open_shared_file`, once the files it points at passed the checks of
     :mod:`xpcsviewer.io._h5links` (a link to a FIFO would hang the first lookup)."""
-    from xpcsviewer.io._h5links import check_file_pointers
+    from xpcsviewer.io._h5open import checked
 
-    f = _open_shared_file(path, swmr)
-    try:
-        check_file_pointers(f)
-    except BaseException:
-        f.close()
-        raise
-    return f
+    return checked(_open_shared_file(path, swmr))
 
 
 def _open_shared_file(path: Path, swmr: bool = False) -> h5py.File:
