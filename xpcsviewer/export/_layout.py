@@ -14,17 +14,20 @@ from typing import Any
 __all__ = ["tidy_figure"]
 
 
-def _wrap(t: Any, room: float, renderer: Any) -> None:
+def _wrap(t: Any, room: float, renderer: Any) -> bool:
+    """Wrap ``t`` to ``room`` pixels; True when its text changed."""
     text = t.get_text()
     if not text or not t.get_visible() or room <= 0:
-        return
+        return False
     w = t.get_window_extent(renderer)
     along = w.height if t.get_rotation() % 180 == 90 else w.width
     if along <= room:
-        return
+        return False
     longest = max(len(s) for s in text.split("\n"))
     chars = max(10, int(longest * room / along * 0.95))
-    t.set_text("\n".join(textwrap.fill(s, chars) for s in text.split("\n")))
+    wrapped = "\n".join(textwrap.fill(s, chars) for s in text.split("\n"))
+    t.set_text(wrapped)
+    return wrapped != text
 
 
 def _texts_and_room(fig: Any) -> list[tuple[Any, float]]:
@@ -84,13 +87,17 @@ def tidy_figure(fig: Any) -> None:
     laid out again when drawn."""
     fig.draw_without_rendering()  # constrained layout: the axes' real sizes
     renderer = fig.canvas.get_renderer()
+    changed = False
     for t, room in _texts_and_room(fig):
-        _wrap(t, room, renderer)
+        changed |= _wrap(t, room, renderer)
     for step in range(3):
-        fig.draw_without_rendering()
+        # a layout pass costs most of a figure's time: only after a change
+        if changed:
+            fig.draw_without_rendering()
         crowded = [axis for ax in fig.axes if ax.get_visible() and ax.axison
                    for axis in (ax.xaxis, ax.yaxis) if _crowded(axis, renderer)]
         if not crowded:
             break
         for axis in crowded:
             _thin_ticks(axis, step)
+        changed = True
