@@ -142,7 +142,7 @@ def test_table_rows(small):
     au = audit_pixels(stack, qm, label="A.hdf")
     rows = audit_table_rows(au, top=5)
     assert rows[0] == TABLE_HEADER and len(rows) == 6
-    assert rows[1][:4] == ["A.hdf", 0, 2, 7] and "intensity above" in rows[1][7]
+    assert rows[1][:4] == ["A.hdf", 1, 2, 7] and "intensity above" in rows[1][7]
     levs = [r[5] for r in rows[1:]]
     assert levs == sorted(levs, reverse=True)
     assert len(audit_table_rows(au, flagged_only=True)) - 1 == au.flagged.sum()
@@ -164,7 +164,7 @@ def test_summary_for_the_report(small):
     s = audit_summary(au)
     assert s["file"] == "A.hdf" and s["pixels"] == au.pixel_index.size
     assert s["flagged"] == au.flagged.sum() >= 1 and s["hot"] == 1
-    assert s["bins_flagged"] == sorted(set(au.dynamic_id[au.flagged].tolist()))
+    assert s["bins_flagged"] == sorted(set((au.dynamic_id[au.flagged] + 1).tolist()))
     assert s["max_leverage"] == pytest.approx(np.nanmax(au.leverage))
     assert s["rows"][0] == TABLE_HEADER and s["rows"][1][2:4] == [2, 7]
     assert len(s["rows"]) == 1 + min(10, s["flagged"])

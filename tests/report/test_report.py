@@ -300,7 +300,7 @@ def test_data_quality_lists_the_pixel_audit(tiny_demo_dir):
     rows = quality_rows(file_section(str(side), figures=False))
     want = audit_table_rows(audit_file(side), top=AUDIT_TOP)[1:]
     got = [name for name, _ in rows if name.startswith("bin ")]
-    assert got == [f"bin {r[1] + 1}, pixel ({r[2]}, {r[3]})" for r in want] and got
+    assert got == [f"bin {r[1]}, pixel ({r[2]}, {r[3]})" for r in want] and got
     plain = next(tiny_demo_dir.glob("T01*_results.hdf"))
     text = dict(quality_rows(file_section(str(plain), figures=False)))["pixel audit"]
     assert text.startswith("not done")

@@ -447,8 +447,9 @@ def audit_table_rows(audit: PixelAudit, top: int | None = None,
                      flagged_only: bool = False) -> list[list[Any]]:
     """Rows of the ranked table (header :data:`TABLE_HEADER` first), by leverage.
 
-    ``z`` is the largest of the pixel's z-scores; ``bin`` the 0-based g2 column (as
-    in the fit tables); ``reason`` says why a row is flagged (empty otherwise).
+    ``z`` is the largest of the pixel's z-scores; ``bin`` the q-bin number (1-based, as
+    the tabs, the fit JSON's ``bins`` and the report number them); ``reason`` says why a
+    row is flagged (empty otherwise).
     """
     order = ranked(audit)
     if flagged_only:
@@ -461,7 +462,7 @@ def audit_table_rows(audit: PixelAudit, top: int | None = None,
     rr, cc = audit.rows, audit.cols
     for i in order:
         lev = audit.leverage[i]
-        rows.append([audit.label, int(audit.dynamic_id[i]), int(rr[i]), int(cc[i]),
+        rows.append([audit.label, int(audit.dynamic_id[i]) + 1, int(rr[i]), int(cc[i]),
                      float(audit.q[audit.dynamic_id[i]]),
                      None if not np.isfinite(lev) else float(lev), float(zs[i]),
                      _reasons(audit, i)])
@@ -472,7 +473,7 @@ def audit_summary(audit: PixelAudit, top: int = 10) -> dict[str, Any]:
     """A few numbers for a report's data-quality section.
 
     ``file``, ``pixels`` audited, ``flagged`` and ``hot`` counts, ``max_leverage``
-    (error bars; None without a finite one), ``bins_flagged`` (sorted 0-based g2 columns
+    (error bars; None without a finite one), ``bins_flagged`` (sorted 1-based q-bin numbers
     holding a flagged pixel), the thresholds, and ``rows``: the table rows (header
     first) of the flagged pixels, at most ``top``.
     """
@@ -483,7 +484,7 @@ def audit_summary(audit: PixelAudit, top: int = 10) -> dict[str, Any]:
         "flagged": int(audit.flagged.sum()),
         "hot": int(audit.hot.sum()),
         "max_leverage": float(lev.max()) if lev.size else None,
-        "bins_flagged": sorted({int(b) for b in audit.dynamic_id[audit.flagged]}),
+        "bins_flagged": sorted({int(b) + 1 for b in audit.dynamic_id[audit.flagged]}),
         "hot_z": audit.hot_z,
         "leverage_flag": audit.leverage_flag,
         "rows": audit_table_rows(audit, top=top, flagged_only=True),

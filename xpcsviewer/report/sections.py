@@ -285,9 +285,9 @@ def _audit(res: Any, p: Path) -> list[tuple[str, str]]:
                            f"against their bin): {nf} flagged (leverage > {a.leverage_flag:g} "
                            f"error or z > {a.hot_z:g}); the {AUDIT_TOP} of most leverage:")]
     for r in audit_table_rows(a, top=AUDIT_TOP)[1:]:
-        _, col, row, cc, q, lev, z, why = r
+        _, b, row, cc, q, lev, z, why = r
         lev_text = "\u2013" if lev is None else f"{lev:.3g}"
-        out.append((f"bin {col + 1}, pixel ({row}, {cc})",
+        out.append((f"bin {b}, pixel ({row}, {cc})",
                     f"q {q:.4g}, leverage {lev_text}, z {z:.3g}" + (f": {why}" if why else "")))
     return out
 
