@@ -44,3 +44,16 @@ def test_a_newer_update_stops_the_old_one_making_items(window, qtbot):
     panel.last_update = SimpleNamespace(view=new)  # arrived before the next turn
     qtbot.wait(50)
     assert len(panel.g2_items) + len(panel.fit_items) == NEW_ITEMS_PER_TURN
+
+
+def test_a_problem_with_the_source_heads_the_status(window):
+    """Issue 34 (5): a run that ended on a truncated, replaced or re-created source says
+    so in words first, and that the result is partial (the note follows)."""
+    panel = window.panels["live"]
+    up = SimpleNamespace(final=True, frames=512, expected=None, lag_s=0.0, lag_frames=0,
+                         frame_rate_hz=500.0, writer_rate_hz=500.0, bins=None,
+                         fit_error=None, latency_s=None, end="truncated",
+                         problem="truncated", note="raw.h5 was truncated to 16 bytes")
+    text = panel._status_text(up)
+    assert text.startswith("Finished (the source was truncated; partial result): 512 frames")
+    assert text.endswith("raw.h5 was truncated to 16 bytes")

@@ -42,6 +42,11 @@ __all__ = ["LivePanel"]
 
 #: g2 curves drawn at most (bins spread over the q range)
 MAX_CURVES = 8
+#: How a run that ended on a problem with its source says so (``LiveUpdate.problem``).
+PROBLEM_WORDS = {"truncated": "the source was truncated", "replaced": "the source file was "
+                 "replaced", "recreated": "the frame dataset was re-created",
+                 "corrupt": "a block file is corrupt",
+                 "not_closed": "the writer did not close the file"}
 #: Plot items made per turn of the event loop (see ``LivePanel._draw_curves``).
 NEW_ITEMS_PER_TURN = 3
 POLL_MS = 250
@@ -393,6 +398,9 @@ class LivePanel(BasePanel):
         if up.final:  # first: the label shows three lines, and how it ended matters most
             how = {"expected": "expected frame count reached", "closed": "writer closed the file",
                    "idle": "no new frames", "stopped": "stopped"}.get(up.end or "", up.end)
+            problem = getattr(up, "problem", None)
+            if problem:  # what went wrong with the source says more than how it ended
+                how = PROBLEM_WORDS.get(problem, problem) + "; partial result"
             head = f"Finished ({how}): {up.frames:,}{exp} frames"
         text = (f"{head}, {up.frame_rate_hz:,.0f} frames/s (writer {up.writer_rate_hz:,.0f}/s), "
                 f"lag {up.lag_frames:,} frames ({lag})")
