@@ -4,8 +4,11 @@
 
 For each seed the two demo two-time files (C01 ageing gel: Gamma(t) = Gamma0 / (1 +
 t / ageing_time), so tau(t_w) = tau0 (1 + t_w / ageing_time); C02: the same sample
-without ageing) are built in memory by the analytic result builder
-(:func:`xpcsviewer.synthetic.results.build_result`, no demo folder), cut into age
+without ageing) are made in memory as the demo makes them (``--source demo``: speckle
+frames simulated and run through our two-time correlator,
+:func:`xpcsviewer.synthetic.simulated.simulate_result`; no demo folder) or by the analytic
+result builder (``--source analytic``: :func:`xpcsviewer.synthetic.results.build_result`,
+a noise of 0.06-0.3 per C entry), cut into age
 windows, fitted and their ageing law fitted (:mod:`xpcsviewer.jobs.ages`). Printed per
 bin: how often the linear law's slope ``a`` (truth tau0 / ageing_time) is within 5 %
 of the truth, how often every quotable tau(t_w) of the constant-age cuts is within 2
@@ -34,8 +37,19 @@ def _one(spec: dict, seed: int, args) -> tuple:
     from xpcsviewer.jobs.ages import analyse_ages
     from xpcsviewer.synthetic.results import build_result, twotime_truth
 
-    res, ex = build_result(spec, seed=seed)
-    amap = from_full_maps(ex["c2_maps"], res.twotime.processed_bins, res.frame_time)
+    if args.source == "demo":
+        from xpcsviewer.synthetic.simulated import simulate_result
+
+        cr = simulate_result(spec, seed=seed)
+        res, maps = cr.result, cr.c2_maps
+        # stored as upper triangles: the full map is read from those
+        maps = [np.triu(m) + np.triu(m, 1).T for m in (np.asarray(x, np.float64)
+                                                         for x in maps)]
+        dt = res.twotime.t0 if getattr(res.twotime, "t0", None) else res.frame_time
+    else:
+        res, ex = build_result(spec, seed=seed)
+        maps, dt = ex["c2_maps"], res.frame_time
+    amap = from_full_maps(maps, res.twotime.processed_bins, dt)
     out = analyse_ages(amap, n_windows=args.windows, log=args.log, model=args.model,
                        q=res.qmap.dynamic_q, phi=res.qmap.dynamic_phi)
     return out, twotime_truth(spec, res.qmap, amap.bins)
@@ -47,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--windows", type=int, default=10)
     ap.add_argument("--log", action="store_true")
     ap.add_argument("--model", default="auto")
+    ap.add_argument("--source", choices=("demo", "analytic"), default="demo",
+                    help="the demo's speckle simulation (default) or the analytic builder")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     gel, null = _spec("C01"), _spec("C02")
@@ -74,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     per_age = np.array(rows_tau).sum(axis=0)  # (W, B) seeds within 2 sigma at each age
     rt = np.array(rows_tau).all(axis=1)  # (seeds, B) every age of a seed
     bins = out.cuts.bins
-    print(f"\n{args.seeds} seeds, {args.windows} {'log' if args.log else 'linear'} windows, "
-          f"model {args.model}; {time.perf_counter() - t0:.0f} s\n")
+    print(f"\n{args.seeds} seeds ({args.source}), {args.windows} "
+          f"{'log' if args.log else 'linear'} windows, model {args.model}; "
+          f"{time.perf_counter() - t0:.0f} s\n")
     print("| bin | q (1/A) | tau0 (s) | a true | a within 5 % | a mean ratio (sd) "
           "| tau within 2 sigma, worst age | all ages of a seed | verdict ageing (gel) "
           "| gel flagged | null stationary |")
