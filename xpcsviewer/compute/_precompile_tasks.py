@@ -111,7 +111,7 @@ def _twotime_ages(dtype: str) -> None:
     sta = np.ones((2, 4), dtype=np.int64)
     sta[:, 2:] = 2
     frames = np.ones((12, 2, 4), dtype=dtype)
-    correlate_twotime_ages(frames, dyn, sta, points_per_level=2)
+    correlate_twotime_ages(frames, dyn, sta, points_per_level=2, engine="numba")
 
 
 def _photon_results() -> None:

@@ -32,7 +32,8 @@ figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:.85em;color
 .note{color:#a60}.error{color:#b30}code{font-size:.9em}
 nav li{display:inline;margin-right:1em}
 table.summary td:nth-child(3){min-width:24em}table.summary td:nth-child(8){min-width:18em}
-table.bins td:first-child,table.summary td:first-child{min-width:10em;max-width:16em;overflow-wrap:anywhere;font-size:.85em}
+table.bins td:first-child,table.summary td:first-child{min-width:10em;max-width:16em;
+overflow-wrap:anywhere;font-size:.85em}
 table.bins td:nth-child(7){min-width:18em}
 """
 _ROUGH = {"unresolved", "at_bound"}
