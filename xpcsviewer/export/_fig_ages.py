@@ -171,7 +171,7 @@ def _draw_tau(ax: Any, o: Any, law: str, short: bool = False) -> list:
            if any(d.tau[k].x.size for d in drawings)]
     h, _ = ax.get_legend_handles_labels()
     if line is None:
-        text = "law: fewer than 3 quotable \u03c4"
+        text = "law: fewer than 3 drawn \u03c4"
     else:
         text = line.short if short else line.text
     ax.set_title(f"{text}\n{not_drawn_text(drawings)}", fontsize="small")

@@ -16,7 +16,7 @@ beyond its 95 % quantile), so stated errors are trusted unless the points contra
 them; intervals are normal (1.96 sigma for 95 %). The verdict per bin reads the slope's
 99 % interval (2.576 sigma), so a stationary sample is called stationary in 99 of
 100 bins: ``ageing`` (slope > 0), ``accelerating`` (< 0), ``stationary``, or
-``undetermined`` with fewer than 3 quotable times.
+``undetermined`` with fewer than 3 drawn times (converged, unresolved or at a bound).
 """
 
 from __future__ import annotations

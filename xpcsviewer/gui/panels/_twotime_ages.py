@@ -485,7 +485,7 @@ class AgesView(QWidget):
         lim = av.tau_ylim(drawings, line)
         if lim is not None:
             plot.setYRange(np.log10(lim[0]), np.log10(lim[1]), padding=0)
-        text = line.text if line is not None else "undetermined: fewer than 3 quotable \u03c4"
+        text = line.text if line is not None else "undetermined: fewer than 3 drawn \u03c4"
         # the law in a wrapping label: as the plot's title its longest line would set
         # the plot's smallest width and push it out of a narrow window
         self.law_label.setText(
