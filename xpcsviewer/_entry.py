@@ -35,4 +35,30 @@ def main() -> int:
     early_interrupt_handlers(_PENDING[0] if _PENDING else 0)
     from xpcsviewer.cli import main as cli_main
 
-    return cli_main()
+    return leave(cli_main())
+
+
+def leave(code: int) -> int:
+    """``code``, or the process ended with it at once while a daemon thread still runs.
+
+    Python's shutdown stops a daemon thread that is inside native code by unwinding its
+    C++ frames, which aborts the process ("FATAL: exception not rethrown", signal 6)
+    when that thread is compiling with XLA, e.g. the live fit warm-up after a Ctrl-C.
+    Our outputs are written and closed (atomically) before a command returns, so only
+    the standard streams and the logging handlers need flushing.
+    """
+    import threading
+
+    if not any(t.daemon and t.is_alive() for t in threading.enumerate()):
+        return code
+    import logging
+    import os
+    import sys
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed or replaced
+            pass
+    os._exit(code)

@@ -164,6 +164,33 @@ def test_ctrl_c_while_the_fits_load_ends_the_run(small_qmap, tmp_path):
     assert "Traceback" not in err and "complete frame" not in err
 
 
+_COMPILING_AT_EXIT = """
+import sys, threading, time
+import jax, jax.numpy as jnp
+from xpcsviewer._entry import leave
+def compile_forever():
+    i = 0
+    while True:
+        i += 1
+        jax.jit(lambda x, i=i: jnp.sum(jnp.sin(x) ** i + jnp.cumsum(x) * i))(
+            jnp.ones(1000 + i)).block_until_ready()
+threading.Thread(target=compile_forever, daemon=True).start()
+time.sleep(float(sys.argv[1]))
+print("bye", flush=False)
+sys.exit(leave(130))
+"""
+
+
+@pytest.mark.parametrize("delay", [0.8, 1.6])
+def test_exit_while_xla_compiles_in_a_daemon_thread_is_not_an_abort(delay):
+    # CI's flake: Python's shutdown unwound the warm-up thread's XLA frames, the process
+    # died of SIGABRT ("FATAL: exception not rethrown") instead of exiting 130
+    run = subprocess.run([sys.executable, "-c", _COMPILING_AT_EXIT, str(delay)], env=_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 130, run.stderr[-2000:]
+    assert "FATAL" not in run.stderr and run.stdout.strip() == "bye"
+
+
 # ------------------------------------------------------------------------ item 5
 def test_source_replaced_by_another_file_is_said_and_not_mixed(small_qmap, writer, tmp_path,
                                                                tools):
