@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from xpcsviewer.fitting.lm import rows_per_call
 from xpcsviewer.fitting.models import (
     LOG_PARAMS,
     G2Model,
@@ -37,8 +38,11 @@ __all__ = ["GridProfile", "grid_points", "grid_scan"]
 N_TAU_1D = 48
 N_TAU_STRETCHED, N_STRETCH = 48, 9
 N_TAU_DOUBLE, N_FRACTION = 24, 5
-#: Curves per compiled call of the grid kernel (JAX).
+#: Curves per compiled call of the grid kernel (JAX) on an accelerator, and at least on
+#: the CPU (every lane is computed: 36 curves in 64 lanes instead of 256; the same
+#: values bit for bit, see ``lm.CPU_MIN_POINTS``).
 GRID_ROWS = 256
+CPU_GRID_ROWS = 64
 #: A further LM start only from a local minimum of the tau profile this close (chi^2
 #: scaled by the misfit) to the best grid point.
 START_DCHI2 = 25.0
@@ -380,7 +384,7 @@ def grid_scan(
             fast_double = (-1.0 / ax1, -1.0 / ax2, axf, block)
     # Curves per call: bounded memory (a few chunk x K slabs) and one compiled program
     # whatever the number of curves (the GUI compiles it at start-up).
-    chunk = GRID_ROWS if be.name == "jax" else n_b
+    chunk = rows_per_call(device, n_t, GRID_ROWS, CPU_GRID_ROWS) if be.name == "jax" else n_b
     chi2 = np.empty((n_b, k_pts))
     cc = np.empty((n_b, k_pts))
     bb = np.empty((n_b, k_pts))

@@ -23,10 +23,39 @@ from xpcsviewer.fitting.models import (
 )
 from xpcsviewer.progress import CancelToken
 
-__all__ = ["CODE_CONVERGED", "CODE_MAX_ITER", "CODE_RUNNING", "lm_solve_batch"]
+__all__ = ["CODE_CONVERGED", "CODE_MAX_ITER", "CODE_RUNNING", "lm_solve_batch", "rows_per_call"]
 
-#: Curves per compiled call of the LM kernel (JAX).
+#: Solve rows per compiled call of the LM kernel (JAX) on an accelerator ...
 LM_ROWS = 256
+#: ... and at least this many on the CPU. A vmapped while loop computes every lane
+#: until the slowest one has finished, so a chunk of a few slow rows (a double fit at
+#: 200 iterations) costs its lanes x the slowest's iterations: 64 rows instead of 256
+#: cut the CPU of the live ``--fit`` (auto, 36 curves) from 0.93 s to 0.35 s, and of 32
+#: files of 36 curves from 5.2 s to 4.5 s.
+CPU_ROWS = 64
+#: Rows x (padded) delays of a CPU call at least: from this size on XLA compiles the
+#: lanes alike (64 or 128 rows give bit for bit the values of 256, measured for every
+#: model, 32 to 128 delays); smaller calls differ in the last bits, which the LM's
+#: stopping rules carry into the 8th digit. So the row count changes no fitted value.
+CPU_MIN_POINTS = 4096
+
+
+def rows_per_call(device: Any, n_t: int, accel: int = LM_ROWS, cpu: int = CPU_ROWS) -> int:
+    """Rows of one compiled call of ``n_t`` delays on ``device`` (a jax.Device; None:
+    JAX's default): ``accel`` on an accelerator; on the CPU ``cpu``, doubled while the
+    call holds fewer than :data:`CPU_MIN_POINTS` points (at most ``accel``)."""
+    platform = getattr(device, "platform", None)
+    if platform is None:
+        import jax
+
+        platform = jax.default_backend()
+    if platform != "cpu":
+        return accel
+    rows = cpu
+    while rows * max(1, n_t) < CPU_MIN_POINTS and rows < accel:
+        rows *= 2
+    return rows
+
 
 # Kernel codes (inside jit)
 CODE_RUNNING, CODE_CONVERGED, CODE_MAX_ITER = 0, 1, 2
@@ -201,28 +230,30 @@ _STORE: dict[tuple, tuple] = {}
 _CONST: dict[tuple, Any] = {}
 
 
-def _upload_blocks(be: Any, dev: Any, arr: np.ndarray) -> list:
-    # (N, ...) as ceil(N / LM_ROWS) device arrays of LM_ROWS rows (the last zero-padded):
-    # fixed shapes, so the gather program does not depend on N
+def _upload_blocks(be: Any, dev: Any, arr: np.ndarray, n_r: int) -> list:
+    # (N, ...) as ceil(N / n_r) device arrays of n_r rows (the last zero-padded): fixed
+    # shapes, so the gather program does not depend on N
     n = arr.shape[0]
     out = []
-    for s in range(0, max(n, 1), LM_ROWS):
-        blk = arr[s:s + LM_ROWS]
-        if blk.shape[0] < LM_ROWS:
-            pad = np.zeros((LM_ROWS - blk.shape[0], *arr.shape[1:]), arr.dtype)
+    for s in range(0, max(n, 1), n_r):
+        blk = arr[s:s + n_r]
+        if blk.shape[0] < n_r:
+            pad = np.zeros((n_r - blk.shape[0], *arr.shape[1:]), arr.dtype)
             blk = np.concatenate([blk, pad])
         out.append(be.asarray(np.ascontiguousarray(blk), device=dev))
     return out
 
 
-def _kept_blocks(be: Any, dev: Any, arr: np.ndarray, role: str, fn: Any = None) -> list:
-    """Device blocks of ``fn(arr)``, sent once while ``arr`` lives and is unchanged.
+def _kept_blocks(be: Any, dev: Any, arr: np.ndarray, role: str, n_r: int,
+                 fn: Any = None) -> list:
+    """Device blocks of ``fn(arr)`` (of ``n_r`` rows), sent once while ``arr`` lives and
+    is unchanged.
 
     Keyed by the host array's identity (a fit's solves pass the same arrays) and checked
     against its CRC, so an array changed in place is sent again; dropped with the array.
     A live array of the same bytes (a copy of all the curves) shares its blocks.
     """
-    key = (id(arr), role, be.name, dev)
+    key = (id(arr), role, be.name, dev, n_r)
     raw = np.ascontiguousarray(arr).view(np.uint8)
     crc = zlib.crc32(raw)
     with _STORE_LOCK:
@@ -238,7 +269,7 @@ def _kept_blocks(be: Any, dev: Any, arr: np.ndarray, role: str, fn: Any = None) 
                 blocks = blocks2
                 break
         if blocks is None:
-            blocks = _upload_blocks(be, dev, fn(arr) if fn is not None else arr)
+            blocks = _upload_blocks(be, dev, fn(arr) if fn is not None else arr, n_r)
         ref = weakref.ref(arr, lambda _r, k=key: _STORE.pop(k, None))
         _STORE[key] = (ref, crc, blocks)
         return blocks
@@ -252,8 +283,8 @@ def _const(be: Any, dev: Any, value: Any, shape: tuple, dtype: Any) -> Any:
         return _CONST[key]
 
 
-@functools.lru_cache(maxsize=4)
-def _gather_cached(backend_name: str) -> Any:
+@functools.lru_cache(maxsize=8)
+def _gather_cached(backend_name: str, n_r: int) -> Any:
     from xpcsviewer.backends import get_backend
 
     be = get_backend(backend_name)
@@ -261,8 +292,8 @@ def _gather_cached(backend_name: str) -> Any:
 
     def step(acc: tuple, block: tuple, gidx: Any, b: Any) -> tuple:
         # rows of block b into their lanes; the other lanes keep acc
-        sel = (gidx // LM_ROWS) == b
-        local = gidx % LM_ROWS
+        sel = (gidx // n_r) == b
+        local = gidx % n_r
         return tuple(xp.where(sel.reshape((-1,) + (1,) * (a.ndim - 1)), blk[local], a)
                      for a, blk in zip(acc, block, strict=True))
 
@@ -270,13 +301,15 @@ def _gather_cached(backend_name: str) -> Any:
 
 
 def _take(be: Any, dev: Any, tables: list[list], g: np.ndarray) -> tuple:
-    """Rows ``g`` (LM_ROWS,) of the block tables, gathered on the device."""
-    blk = g // LM_ROWS
+    """Rows ``g`` (R,: the rows per call on ``dev``) of the block tables, gathered on
+    the device."""
+    n_r = g.size
+    blk = g // n_r
     ids = np.unique(blk)
     first = [tab[ids[0]] for tab in tables]
-    if ids.size == 1 and np.array_equal(g, ids[0] * LM_ROWS + np.arange(LM_ROWS)):
+    if ids.size == 1 and np.array_equal(g, ids[0] * n_r + np.arange(n_r)):
         return tuple(first)  # exactly one block, in order
-    step = _gather_cached(be.name)
+    step = _gather_cached(be.name, n_r)
     gdev = be.asarray(g.astype(np.int32), device=dev)
     acc = tuple(first)
     for b in ids:
@@ -355,16 +388,22 @@ def lm_solve_batch(
         if aux[1].shape != (n_c,):
             aux = (aux[0], np.ascontiguousarray(np.broadcast_to(aux[1], (n_c,))))
     free_dev = be.asarray(np.asarray(free, bool), device=dev)
+    # rows per compiled call: one program whatever the number of rows
+    per_call = rows_per_call(dev, n_t) if jx else n_b
     if jx:
         def inv(s: np.ndarray) -> np.ndarray:
             return 1.0 / np.asarray(s, np.float64)
 
-        curves = [_kept_blocks(be, dev, t, "t"), _kept_blocks(be, dev, y, "y"),
-                  _kept_blocks(be, dev, sigma, "w", inv), _kept_blocks(be, dev, mask, "mask")]
+        curves = [_kept_blocks(be, dev, t, "t", per_call),
+                  _kept_blocks(be, dev, y, "y", per_call),
+                  _kept_blocks(be, dev, sigma, "w", per_call, inv),
+                  _kept_blocks(be, dev, mask, "mask", per_call)]
         if aux is not None:
-            curves += [_kept_blocks(be, dev, aux[0], "m"), _kept_blocks(be, dev, aux[1], "dt")]
+            curves += [_kept_blocks(be, dev, aux[0], "m", per_call),
+                       _kept_blocks(be, dev, aux[1], "dt", per_call)]
         run_of, lo_u, hi_u = _runs(lo, hi)
-        bounds = [_upload_blocks(be, dev, lo_u), _upload_blocks(be, dev, hi_u)]
+        bounds = [_upload_blocks(be, dev, lo_u, per_call),
+                  _upload_blocks(be, dev, hi_u, per_call)]
     else:
         w_all = 1.0 / np.asarray(sigma, np.float64)
         aux_m = np.ones((n_c, n_t)) if aux is None else aux[0]
@@ -379,11 +418,11 @@ def lm_solve_batch(
         tc, yc, wc, mc, *ax = _take(be, dev, curves, rows[idx])
         lo_c, hi_c = _take(be, dev, bounds, run_of[idx])
         if not ax:
-            ax = [_const(be, dev, 1.0, (LM_ROWS, n_t), np.float64),
-                  _const(be, dev, 1.0, (LM_ROWS,), np.float64)]
+            ax = [_const(be, dev, 1.0, (per_call, n_t), np.float64),
+                  _const(be, dev, 1.0, (per_call,), np.float64)]
         if first:  # every row starts from lam = 1e-3, it = 0
-            lam_d = _const(be, dev, 1e-3, (LM_ROWS,), np.float64)
-            it_d = _const(be, dev, 0, (LM_ROWS,), np.int64)
+            lam_d = _const(be, dev, 1e-3, (per_call,), np.float64)
+            it_d = _const(be, dev, 0, (per_call,), np.int64)
         else:
             lam_d, it_d = be.asarray(lam[idx], device=dev), be.asarray(it[idx], device=dev)
         return [tc, yc, wc, mc, lo_c, hi_c, *ax, free_dev,
@@ -393,7 +432,6 @@ def lm_solve_batch(
     # (the GUI compiles it once at start-up), and a vmapped while-loop that waits for
     # its slowest lane only within a chunk. First 10 iterations for every curve, then
     # the rest for the unfinished ones.
-    rows_per_call = LM_ROWS if jx else n_b
     first_pass = 10 if jx else int(max_iter)
     x_cur = np.asarray(x0, np.float64).copy()
     lam = np.full(n_b, 1e-3)
@@ -403,11 +441,11 @@ def lm_solve_batch(
     jac = np.full((n_b, n_t, n_par), np.nan)
     active = np.arange(n_b)
     for n_pass, it_stop in enumerate((first_pass, int(max_iter))):
-        for s in range(0, active.size, max(1, rows_per_call)):
+        for s in range(0, active.size, max(1, per_call)):
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            act = active[s:s + rows_per_call]
-            idx = np.concatenate([act, np.full(max(0, rows_per_call - act.size), act[0])]) \
+            act = active[s:s + per_call]
+            idx = np.concatenate([act, np.full(max(0, per_call - act.size), act[0])]) \
                 if jx else act
             out = solver(*chunk_args(idx, n_pass == 0), np.int64(it_stop))
             out = be.block_until_ready(out)
