@@ -1,8 +1,10 @@
 """The CPU's fewer rows per compiled call (lm.rows_per_call) change no fitted value.
 
 On the CPU the LM and grid kernels run 64 (or 128 with 32 delays) rows per call instead
-of 256: fewer idle lanes. XLA computes a lane alike at these sizes, so every value of
-the fit is bit for bit that of 256 rows (an XLA upgrade that breaks this fails here).
+of 256: fewer idle lanes. On the machine that chose the sizes XLA computed a lane alike
+at them (bit for bit that of 256 rows); another CPU or XLA may vectorise differently, so
+the test asks for round-off (1e-7 relative; fewer lanes than that rule moved values by
+about 1e-8) and the same statuses and models, not for the same bits.
 """
 
 from __future__ import annotations
@@ -61,5 +63,8 @@ def test_cpu_rows_equal_256_rows(monkeypatch, n_t):
     for k, v in ref.items():
         if v.dtype == object:
             assert [str(s) for s in got[k]] == [str(s) for s in v], k
+        elif v.dtype.kind == "f":
+            np.testing.assert_allclose(got[k], v, rtol=1e-7, atol=1e-12, equal_nan=True,
+                                       err_msg=k)
         else:
             np.testing.assert_array_equal(got[k], v, err_msg=k)
