@@ -75,13 +75,15 @@ class ExportReport:
 
 def _needs(kind: str, res: Any) -> str | None:
     """Why ``kind`` cannot be drawn for ``res`` (None: it can)."""
+    from xpcsviewer.views.age_lag_map import has_twotime
+
     if kind in ("g2", "diffusion", "g2map") and res.multitau is None:
         return "no multitau g2"
     if kind == "g2stability" and (
         res.multitau is None or res.multitau.g2_partial is None
     ):
         return "no partial g2 snapshots"
-    if kind in ("twotime", "ages") and res.twotime is None:
+    if kind in ("twotime", "ages") and not has_twotime(res):  # full or age x lag map
         return "no two-time data"
     return None
 

@@ -22,6 +22,7 @@ from xpcsviewer.export._fig_common import (
 )
 from xpcsviewer.views import ages as av
 from xpcsviewer.views import display_image
+from xpcsviewer.views.age_lag_map import age_lag_only, has_twotime, map_bins, map_extent
 from xpcsviewer.views.g2 import c2_time_axis
 from xpcsviewer.views.g2_fit import FIT_LOOK
 
@@ -39,13 +40,13 @@ def _outcome(res: Any, bin_index: int, spacing: str, n_windows: int, ages_s: Any
              widths_s: Any, model: str, law: str) -> Any:
     from xpcsviewer.export._ages_run import AgesRequest, run_ages
 
-    tt = res.twotime
-    dq = int(np.asarray(tt.processed_bins)[int(bin_index)])
+    dq = int(map_bins(res)[int(bin_index)])
+    n_frames, t0 = map_extent(res)
     qs = np.asarray(res.qmap.dynamic_q, dtype=np.float64).ravel()
     q = float(qs[dq - 1]) if 0 < dq <= qs.size else float("nan")
     ages = tuple(float(a) for a in np.atleast_1d(ages_s)) if ages_s is not None else ()
     widths = tuple(float(w) for w in np.atleast_1d(widths_s)) if widths_s is not None else ()
-    req = AgesRequest(str(res.path), int(bin_index), dq, int(tt.n_frames), float(tt.t0),
+    req = AgesRequest(str(res.path), int(bin_index), dq, n_frames, t0,
                       "list" if ages else spacing, int(n_windows), ages, widths, model, law,
                       q, res.label)
     return run_ages(req)
@@ -58,7 +59,16 @@ def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
 
     from xpcsviewer.backends import ensure_numpy
 
-    if view is None:
+    if age_lag_only(res):  # no full map in the file: its age x lag map instead
+        from xpcsviewer.export._fig_age_lag import age_lag_view, draw_age_lag_map
+
+        img = age_lag_view(res, bin_index, view)
+        draw_age_lag_map(fig, ax, img, cmap, levels, o, bands,
+                         title=f"{res.label}: {img.title()}; bands: "
+                         f"{'both' if bands == 'both' else av.WAY_LABELS[bands]}",
+                         short=short)
+        return
+    if view is None or not hasattr(view, "c2"):  # not a full map's view (C2View)
         from xpcsviewer import io as xio
 
         view = xio.read_c2(res.path, int(bin_index), max_size=int(max_size),
@@ -215,10 +225,9 @@ def _fig_ages(
     view: Any = None,
 ) -> Any:
     res = _pick(results, file_index)
-    tt = res.twotime
-    if tt is None:
+    if not has_twotime(res):
         return _no_data(new_figure(), f"{res.label}: no two-time analysis in the file")
-    n_p = len(tt.processed_bins)
+    n_p = len(map_bins(res))
     if not 0 <= int(bin_index) < n_p:
         raise IndexError(f"bin_index {bin_index} outside 0..{n_p - 1}")
     if bands not in av.BAND_CHOICES:
@@ -253,7 +262,8 @@ def _fig_ages(
 
     for ax in axs[:2]:  # times in s: few labels, they are long ("0.025")
         ax.xaxis.set_major_locator(MaxNLocator(nbins=3 if (narrow or row) else 5))
-    axs[0].yaxis.set_major_locator(MaxNLocator(nbins=3 if (narrow or row) else 5))
+    if not age_lag_only(res):  # the age x lag map's lag axis is a log axis
+        axs[0].yaxis.set_major_locator(MaxNLocator(nbins=3 if (narrow or row) else 5))
     # one key below the axes (inside any of them it would cover points)
     legend_below(fig, handles, [h.get_label() for h in handles], fontsize="small")
     fig.suptitle(f"g\u2082 by age of {res.label} from the {o.source}: "

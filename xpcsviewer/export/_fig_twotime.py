@@ -14,6 +14,7 @@ from xpcsviewer.export._fig_common import (
     side_by_side,
 )
 from xpcsviewer.views import display_image
+from xpcsviewer.views.age_lag_map import age_lag_only, map_bins
 from xpcsviewer.views.g2 import c2_time_axis, twotime_g2_curves
 
 
@@ -31,12 +32,19 @@ def _fig_twotime(
 ) -> Any:
     res = _pick(results, file_index)
     tt = res.twotime
+    if tt is None and age_lag_only(res):  # the age x lag map in place of the full map
+        from xpcsviewer.export._fig_age_lag import fig_age_lag_twotime
+
+        n_p = len(map_bins(res))
+        if not 0 <= int(bin_index) < n_p:
+            raise IndexError(f"bin_index {bin_index} outside 0..{n_p - 1}")
+        return fig_age_lag_twotime(res, int(bin_index), cmap, levels, view, g2)
     if tt is None:
         return _no_data(new_figure(), f"{res.label}: no two-time analysis in the file")
     n_p = len(tt.processed_bins)
     if not 0 <= int(bin_index) < n_p:
         raise IndexError(f"bin_index {bin_index} outside 0..{n_p - 1}")
-    if view is None:
+    if view is None or not hasattr(view, "c2"):  # not a full map's view (C2View)
         from xpcsviewer import io as xio
 
         reader = getattr(xio, "read_c2", None)

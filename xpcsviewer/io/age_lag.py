@@ -33,8 +33,8 @@ from xpcsviewer.io._h5 import _array, _dataset, _exists, _read_error, check_decl
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import check_h5_output
 
-__all__ = ["AGE_LAG_GROUP", "AgeLagLevel", "AgeLagMap", "has_age_lag", "read_age_lag",
-           "read_age_lag_group", "write_age_lag_group"]
+__all__ = ["AGE_LAG_GROUP", "AgeLagInfo", "AgeLagLevel", "AgeLagMap", "has_age_lag",
+           "read_age_lag", "read_age_lag_group", "read_age_lag_info", "write_age_lag_group"]
 
 AGE_LAG_GROUP = "/xpcs/twotime/age_lag"
 VERSION = "xpcsviewer-age-lag-1"
@@ -120,6 +120,37 @@ def has_age_lag(f: h5py.File) -> bool:
     return _exists(f, AGE_LAG_GROUP)
 
 
+@dataclass(frozen=True)
+class AgeLagInfo:
+    """What a result file's age x lag map covers, without its entries (read with the
+    result: ``XpcsResult.age_lag``)."""
+
+    bins: np.ndarray  #: (n_bins,) 1-based dynamic bins
+    n_frames: int
+    frame_time: float  #: s
+    n_levels: int
+
+
+def read_age_lag_info(f: h5py.File) -> AgeLagInfo | None:
+    """The bins, frames and frame time of an open file's age x lag map; None without one.
+
+    Raises XpcsFileError for attributes of the wrong kind (the message names them).
+    """
+    if not has_age_lag(f):
+        return None
+    g = AGE_LAG_GROUP
+    n_frames = _attr(f, g, "n_frames", int, "the number of frames")
+    frame_time = _attr(f, g, "frame_time", float, "seconds per frame")
+    n_levels = _attr(f, g, "n_levels", int, "the number of levels")
+    if n_frames < 1 or not (frame_time > 0 and np.isfinite(frame_time)) or n_levels < 0:
+        raise XpcsFileError(f.filename, f"n_frames={n_frames}, frame_time={frame_time}, "
+                            f"n_levels={n_levels}", dataset=g,
+                            expected="n_frames >= 1, frame_time > 0, n_levels >= 0")
+    bins = _array(f, f"{g}/bins", kinds="iu", ndim=1, expected="(n_bins,) dynamic bins",
+                  max_elements=1 << 20).astype(np.int64)
+    return AgeLagInfo(bins, int(n_frames), float(frame_time), int(n_levels))
+
+
 def _attr(f: h5py.File, path: str, name: str, kind: type, expected: str) -> Any:
     obj = f[path]
     if name not in obj.attrs:
@@ -159,19 +190,12 @@ def read_age_lag_group(f: h5py.File, bins_wanted: Sequence[int] | None = None) -
     holds), so that a long run's map need not be read whole.
     """
     g = AGE_LAG_GROUP
-    if not has_age_lag(f):
+    info = read_age_lag_info(f)
+    if info is None:
         raise XpcsFileError(f.filename, "no age x lag map", dataset=g,
                             expected="a two-time age x lag map (correlate --twotime-ages)")
-    n_frames = _attr(f, g, "n_frames", int, "the number of frames")
-    frame_time = _attr(f, g, "frame_time", float, "seconds per frame")
-    n_levels = _attr(f, g, "n_levels", int, "the number of levels")
-    if n_frames < 1 or not (frame_time > 0 and np.isfinite(frame_time)) or n_levels < 0:
-        raise XpcsFileError(f.filename, f"n_frames={n_frames}, frame_time={frame_time}, "
-                            f"n_levels={n_levels}", dataset=g,
-                            expected="n_frames >= 1, frame_time > 0, n_levels >= 0")
-    bins = _array(f, f"{g}/bins", kinds="iu", ndim=1, expected="(n_bins,) dynamic bins",
-                  max_elements=1 << 20).astype(np.int64)
-    stored = bins
+    n_frames, frame_time, n_levels = info.n_frames, info.frame_time, info.n_levels
+    stored = info.bins
     if bins_wanted is not None:
         missing = sorted({int(b) for b in bins_wanted} - set(stored.tolist()))
         if missing:

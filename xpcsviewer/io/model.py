@@ -291,6 +291,8 @@ class XpcsResult:
     intensity_vs_time: np.ndarray | None  # (2, N): frame index, mean intensity
     multitau: Multitau | None = None
     twotime: Twotime | None = None
+    # /xpcs/twotime/age_lag without its entries (an io.age_lag.AgeLagInfo), or None
+    age_lag: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)  # "path/key (units)" -> value
     sample: dict[str, Any] = field(default_factory=dict)  # /entry/sample (demo truth)
     sample_units: dict[str, str] = field(default_factory=dict)  # /entry/sample units attrs

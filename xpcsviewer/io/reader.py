@@ -56,7 +56,10 @@ from xpcsviewer.io._schema import (
     _analysis_type,
     _layout,
 )
-from xpcsviewer.io.age_lag import read_age_lag  # the multi-tau two-time map (issue 35)
+from xpcsviewer.io.age_lag import (  # the multi-tau two-time map (issue 35)
+    read_age_lag,
+    read_age_lag_info,
+)
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.model import QMap, XpcsResult
 
@@ -215,6 +218,11 @@ def read_result(path: str | Path) -> XpcsResult:
         )
         metadata = _metadata(f, layout)
         sample, sample_units = _sample(f)
+        try:  # the multi-tau two-time map's extent (its entries are read lazily)
+            age_lag = read_age_lag_info(f)
+        except XpcsFileError as exc:
+            age_lag = None
+            warnings.append(f"age x lag map not readable: {exc}")
     res = XpcsResult(
         path=p,
         analysis_type=atype,
@@ -228,6 +236,7 @@ def read_result(path: str | Path) -> XpcsResult:
         intensity_vs_time=int_t,
         multitau=mt,
         twotime=tt,
+        age_lag=age_lag,
         metadata=metadata,
         sample=sample,
         warnings=warnings,

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.export._ages_run import AgesRequest, parse_seconds, run_ages
 from xpcsviewer.fitting.vocabulary import MODEL_MENU
+from xpcsviewer.gui.panels import _twotime_age_lag as al
 from xpcsviewer.gui.widgets import SparseLogAxis, plain_axes
 from xpcsviewer.views import ages as av
 from xpcsviewer.views.g2_fit import FIT_LOOK
@@ -251,9 +252,9 @@ class AgesView(QWidget):
         res = p.current()
         if res is None or p.bin_combo.count() == 0:
             return None
-        tt = res.twotime
         idx = int(p._bin_index)
-        dq = int(np.asarray(tt.processed_bins)[idx])
+        dq = int(al.map_bins(res)[idx])
+        n_frames, t0 = al.map_extent(res)
         qs = np.asarray(res.qmap.dynamic_q, dtype=np.float64).ravel()
         q = float(qs[dq - 1]) if 0 < dq <= qs.size else float("nan")
         spacing = str(self.spacing.currentData())
@@ -262,7 +263,7 @@ class AgesView(QWidget):
             ages = parse_seconds(self.ages_edit.text(), "ages")
             if self.widths_edit.text().strip():
                 widths = parse_seconds(self.widths_edit.text(), "widths")
-        return AgesRequest(str(res.path), idx, dq, int(tt.n_frames), float(tt.t0),
+        return AgesRequest(str(res.path), idx, dq, n_frames, t0,
                            spacing, int(self.n_spin.value()), ages, widths,
                            str(self.model_combo.currentData()),
                            str(self.law_combo.currentData()), q, res.label)
@@ -355,11 +356,8 @@ class AgesView(QWidget):
         o = self.outcome
         if o is None:
             return
-        cuts = o.cuts
-        t_end = (o.n_frames - 1) * o.frame_time
-        for band in av.map_bands(cuts.windows.lo, cuts.windows.hi, t_end,
-                                 str(self.bands.currentData()),
-                                 av.flags(cuts, o.fits)[:, 0]):
+        # on the full map, or on the age x lag map where the file has only that
+        for band in al.map_bands(self.panel, o, str(self.bands.currentData())):
             color = QColor(av.FLAG_COLOR if band.flagged else av.window_color(band.window))
             pen = QPen(color, 2.0 if band.flagged else 1.2)
             pen.setCosmetic(True)

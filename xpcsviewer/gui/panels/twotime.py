@@ -4,7 +4,8 @@ The map is read in a worker by ``io.read_c2(max_size=...)``, which reads strided
 hyperslabs only (never the whole N x N map). Time axes are in seconds with the
 per-analysis step times the decimation stride (``C2View.t0``). The bin is chosen from
 a list or by clicking the small q-map / scattering image; its position is remembered
-across files and clamped to the new file's number of bins.
+across files and clamped to the new file's number of bins. A file with only an age x lag
+map (multi-tau two-time, no full map) shows that map instead (``_twotime_age_lag``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.gui.panels import _twotime_age_lag as al
 from xpcsviewer.gui.panels._twotime_ages import AgesView
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap, curve_pen
@@ -245,13 +247,13 @@ class TwotimePanel(BasePanel):
             self._refresh_now()
 
     def twotime_results(self) -> list:
-        """Targets with a two-time analysis."""
-        return [r for r in self.results if getattr(r, "twotime", None) is not None]
+        """Targets with a two-time analysis (full maps or an age x lag map)."""
+        return [r for r in self.results if al.has_twotime(r)]
 
     def applies_to(self, results: list) -> str | None:
         if not results:
             return "Select one or more result files first"
-        if not any(getattr(r, "twotime", None) is not None for r in results):
+        if not any(al.has_twotime(r) for r in results):
             return "No two-time analysis in the selected files"
         return None
 
@@ -285,7 +287,7 @@ class TwotimePanel(BasePanel):
         self.bin_combo.clear()
         if res is not None:
             labels = res.qmap.dynamic_labels()
-            for v in np.asarray(res.twotime.processed_bins, dtype=np.int64):
+            for v in al.map_bins(res):
                 lab = labels[v - 1] if 0 < v <= len(labels) else f"bin {v}"
                 self.bin_combo.addItem(f"{v}: {lab}", int(v))
             n = self.bin_combo.count()
@@ -313,7 +315,7 @@ class TwotimePanel(BasePanel):
         res = self.current()
         if res is None:
             return False
-        hit = np.flatnonzero(np.asarray(res.twotime.processed_bins) == int(dq))
+        hit = np.flatnonzero(al.map_bins(res) == int(dq))
         if hit.size == 0:
             self.context.show_status(f"Two-Time: q-bin {dq} has no two-time map")
             return False
@@ -390,6 +392,8 @@ class TwotimePanel(BasePanel):
         res = self.current()
         if res is None or self.bin_combo.count() == 0:
             return None
+        if al.age_lag_only(res):  # no full map: the age x lag map in its place
+            return al.load_age_lag(self, res)
         self.status.setText("reading two-time map\u2026")
         self.ages.follow()
         return self.submit(
@@ -406,6 +410,7 @@ class TwotimePanel(BasePanel):
 
     def _on_map(self, out) -> None:
         view, levels = out
+        al.set_map_axes(self, False)
         self.view = view
         self._auto_levels = levels
         c2 = np.asarray(view.c2)
@@ -515,6 +520,8 @@ class TwotimePanel(BasePanel):
         res = self.current()
         if res is None:
             return None
+        if al.age_lag_only(res):  # g2 of the age x lag map over all ages
+            return al.age_lag_columns(self)
         curves = twotime_g2_curves(res.twotime, self._bin_index)
         if curves is None:
             return None
