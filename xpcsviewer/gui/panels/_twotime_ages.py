@@ -333,6 +333,7 @@ class AgesView(QWidget):
 
     def _say(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
+        self.status.setToolTip(text)  # the line is cut at the panel's width
         self.status.setStyleSheet("color: #c0392b;" if error else "")
 
     # ------------------------------------------------------------ drawing
