@@ -484,3 +484,17 @@ def resolve_device(device: Any = "auto", work: float | None = None,
     if cfg is None:
         return get_device_manager().resolve(device, work, kind=kind)
     return get_device_manager().resolve(cfg.device, work, threshold=cfg.threshold, kind=kind)
+
+
+def default_placement(dev: Any) -> Any:
+    """``dev``, or None where it is the device JAX would use anyway: the CPU of a process
+    without accelerators. Arrays placed explicitly and arrays left alone are different
+    keys of jit's cache, so a fit asked for on "cpu" (the command line's routing) would
+    recompile every program the warm-up compiled for "auto" (the GUI's)."""
+    if dev is None:
+        return None
+    mgr = get_device_manager()
+    if mgr.backend_name != "jax" or mgr._accels:
+        return dev
+    return None if dev == mgr.cpu_device() else dev
+

@@ -362,7 +362,8 @@ def lm_solve_batch(
     -------
     x (B, P), cost (B,), jac (B, T, P) in internal coordinates, n_iter (B,), code (B,)
     """
-    from xpcsviewer.backends import get_backend, resolve_device
+    from xpcsviewer.backends import get_backend
+    from xpcsviewer.backends.device import default_placement, resolve_device
 
     be = backend if backend is not None else get_backend()
     jx = be.name == "jax"
@@ -371,7 +372,7 @@ def lm_solve_batch(
     rows = np.arange(n_c) if rows is None else np.asarray(rows, np.int64)
     if rows.shape != (n_b,):
         raise ValueError(f"rows has shape {rows.shape}, expected ({n_b},)")
-    dev = resolve_device(device, work=float(n_b * n_t)) if jx else None
+    dev = default_placement(resolve_device(device, work=float(n_b * n_t))) if jx else None
     # The plain exponential (stretch fixed at exactly 1) gets its own, cheaper kernel.
     unit_stretch = bool(
         model in (G2Model.SINGLE, G2Model.STRETCHED) and not free[2] and np.all(x0[:, 2] == 1.0)

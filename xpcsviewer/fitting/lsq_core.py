@@ -179,7 +179,7 @@ def _model_curve(model: G2Model, data: _Data, p: np.ndarray) -> np.ndarray:
 
 
 def _prepare(tau, g2, g2_err, valid, t_range, aux, be, device) -> tuple[_Data, tuple | None]:
-    from xpcsviewer.backends import resolve_device
+    from xpcsviewer.backends.device import default_placement, resolve_device
 
     tau_in = np.asarray(tau, dtype=np.float64)
     g2 = np.atleast_2d(np.asarray(g2, dtype=np.float64))
@@ -202,7 +202,8 @@ def _prepare(tau, g2, g2_err, valid, t_range, aux, be, device) -> tuple[_Data, t
             mask &= (tau >= lo_t) & (tau <= hi_t)
     sigma, mask, weighted = usable_errors(err, mask)
     n_b, n_t = g2.shape
-    dev = resolve_device(device, work=float(n_b * n_t), kind="lsq") if be.name == "jax" else None
+    dev = (default_placement(resolve_device(device, work=float(n_b * n_t), kind="lsq"))
+           if be.name == "jax" else None)
     y = np.where(mask, g2, 0.0)
     t_safe = np.where(mask, tau, 1.0)  # padded / invalid delays may be NaN
     aux_b = None
