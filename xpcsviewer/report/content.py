@@ -173,6 +173,8 @@ def provenance_rows(sec: dict[str, Any]) -> list[tuple[str, str]]:
         ("mask", f"{p['mask_valid']} of {p['mask_total']} pixels valid, "
                  f"{p['pixels_in_bins']} in the dynamic bins"),
     ]
+    if p.get("age_lag"):
+        rows.append(("two-time", p["age_lag"]))
     rows += [("software in the file", s) for s in p.get("software", [])]
     rows += [("sample " + k, str(v)) for k, v in sec.get("sample", {}).items()]
     rows += [("warning", w) for w in p["warnings"]]

@@ -86,6 +86,18 @@ def _why(exc: BaseException) -> str:
     return one_line(display_path(text))[:200]
 
 
+def _age_lag(res: Any) -> str | None:
+    """The file's age x lag map in words (its bins, frames, frame time, levels); None
+    without one."""
+    from xpcsviewer.views.age_lag_map import age_lag_text
+
+    if getattr(res, "age_lag", None) is None:
+        return None
+    return age_lag_text(res.age_lag) + ("; beside the full two-time maps"
+                                        if res.twotime is not None else
+                                        "; no full two-time map (the figures draw this map)")
+
+
 def _provenance(res: Any, path: Path, digest: str) -> dict[str, Any]:
     qm = res.qmap
     q = np.asarray(qm.dynamic_q, float)
@@ -104,6 +116,7 @@ def _provenance(res: Any, path: Path, digest: str) -> dict[str, Any]:
         "mask_valid": int(mask.sum()), "mask_total": int(mask.size),
         "pixels_in_bins": int((dyn & mask).sum()),
         "warnings": list(res.warnings),
+        "age_lag": _age_lag(res),
         "software": [f"{k}: {v}" for k, v in res.metadata.items()
                      if re.search("version|software|program", k, re.I)][:8],
     }
@@ -176,6 +189,7 @@ def _figures(res: Any, fits: Any, analysis: Any, dpi: float, saxs1d: bool = True
              kinds: tuple[str, ...] | None = None,
              qmap_as: str | None = None) -> list[dict[str, Any]]:
     from xpcsviewer.export import make_figures
+    from xpcsviewer.views.age_lag_map import age_lag_only, has_twotime, map_bins
 
     todo: list[tuple[str, str, dict[str, Any]]] = []
     skipped: list[dict[str, Any]] = []
@@ -193,11 +207,15 @@ def _figures(res: Any, fits: Any, analysis: Any, dpi: float, saxs1d: bool = True
         kw = {"fits": fits} if kind == "g2" else (
             {"analysis": analysis} if kind == "diffusion" else {})
         todo.append((kind, caption, kw))
-    if res.twotime is not None and (kinds is None or "twotime" in kinds):
-        for k in range(min(MAX_TWOTIME, len(res.twotime.processed_bins))):
-            b = int(res.twotime.processed_bins[k])
-            todo.append(("twotime", f"two-time C(t\u2081, t\u2082), bin {b}",
-                         {"bin_index": k, "max_size": 256}))
+    if has_twotime(res) and (kinds is None or "twotime" in kinds):
+        # a file with only an age x lag map (correlate --twotime-ages): export's twotime
+        # figure draws that map, C(age, lag), with g2 of the map over all ages
+        only = age_lag_only(res)
+        for k, b in enumerate(map_bins(res)[:MAX_TWOTIME].tolist()):
+            cap = (f"two-time age \u00d7 lag map C(age, lag) and its g2 over all ages, bin {b} "
+                   "(no full map in the file)" if only
+                   else f"two-time C(t\u2081, t\u2082), bin {b}")
+            todo.append(("twotime", cap, {"bin_index": k, "max_size": 256}))
     out = list(skipped)
     for kind, caption, kw in todo:
         try:

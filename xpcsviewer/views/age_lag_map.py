@@ -21,8 +21,8 @@ import numpy as np
 from xpcsviewer.views._age_bands import WAYS
 from xpcsviewer.views.ages import BAND_CHOICES, MapBand
 
-__all__ = ["AgeLagImage", "age_lag_bands", "age_lag_image", "age_lag_only", "has_twotime",
-           "map_bins", "map_extent", "read_age_lag_image"]
+__all__ = ["AgeLagImage", "age_lag_bands", "age_lag_image", "age_lag_only", "age_lag_text",
+           "bins_text", "has_twotime", "map_bins", "map_extent", "read_age_lag_image"]
 
 
 def age_lag_only(res) -> bool:
@@ -48,6 +48,29 @@ def map_extent(res) -> tuple[int, float]:
     if res.twotime is not None:
         return int(res.twotime.n_frames), float(res.twotime.t0)
     return int(res.age_lag.n_frames), float(res.age_lag.frame_time)
+
+
+def bins_text(bins) -> str:
+    """1-based bins as runs: ``[1, 2, 3, 7, 9, 10]`` -> ``"1-3, 7, 9-10"``."""
+    b = sorted({int(v) for v in np.asarray(bins).ravel()})
+    runs: list[list[int]] = []
+    for v in b:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in runs)
+
+
+def age_lag_text(info, times: str = "\u00d7") -> str:
+    """What a file's age x lag map (an ``io.age_lag.AgeLagInfo``) covers, in words:
+    "age x lag map (multi-tau two-time) of 3 bins (1-3): 300 frames of 0.01 s, 6 levels"
+    (``times``: the sign between age and lag; ``info`` and the report share this)."""
+    n = int(np.asarray(info.bins).size)
+    return (f"age {times} lag map (multi-tau two-time) of {n} bin{'s' * (n != 1)} "
+            f"({bins_text(info.bins) or 'none'}): {int(info.n_frames)} frames of "
+            f"{float(info.frame_time):.4g} s, {int(info.n_levels)} "
+            f"level{'s' * (int(info.n_levels) != 1)}")
 
 
 @dataclass(frozen=True)

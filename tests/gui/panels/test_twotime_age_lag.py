@@ -21,31 +21,12 @@ from xpcsviewer.views.age_lag_map import AgeLagImage
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """300 simulated frames correlated by the command line with ``--twotime-ages``
-    (multi-tau: g2 and the age x lag map, no full map); bins 2 and 3 decay within the
-    run, so their cuts converge."""
-    from xpcsviewer.cli import main
-    from xpcsviewer.compute.partition import make_partition
+def results(age_lag_only_file):
+    """The session's file with only an age x lag map (tests/conftest.py: 300 frames,
+    ``--twotime-ages``); bins 2 and 3 decay within the run, so their cuts converge."""
     from xpcsviewer.io import read_result
-    from xpcsviewer.io.writer import write_qmap_file
-    from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
-    d = tmp_path_factory.mktemp("agelag")
-    shape, bc = (24, 32), (-4.0, 12.0)
-    geo = Geometry(shape=shape, energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
-                   bcx=bc[0], bcy=bc[1])
-    q, phi = geo.qmap()
-    qm = make_partition(q, phi, np.ones(shape, bool), 3, 9, energy_kev=10.0,
-                        detector_distance=5.0, pixel_size=75e-6, beam_center_x=bc[0],
-                        beam_center_y=bc[1])
-    qpath = write_qmap_file(d / "qmap.hdf", qm)
-    movie = simulate_frames(q, 300, 1e-3, D=5e6, beta=0.25, rate=0.5, seed=3)
-    np.save(d / "movie.npy", movie)
-    out = d / "A001_results.hdf"
-    assert main(["correlate", str(d / "movie.npy"), "--qmap", str(qpath), "-o", str(out),
-                 "--twotime-ages", "--frame-time", "0.01", "--quiet"]) == 0
-    res = read_result(out)
+    res = read_result(age_lag_only_file)
     assert res.twotime is None and res.age_lag is not None
     return [res]
 
