@@ -10,6 +10,11 @@ store none.
 A per-pixel G2 side file (``X_results_G2.hdf``, written beside its result file by
 ``correlate --save-g2-pixel`` and the demo) is described, not failed: the stack's
 shape and the result file it belongs to (JSON: ``"side_files"``, beside ``"files"``).
+
+A result file's multi-tau two-time age x lag map (``correlate --twotime-ages``; the only
+two-time data of a file written with ``--mode multitau``) is named with its bins,
+frames, frame time and levels: a ``note:`` line, and ``"age_lag"`` in JSON (null
+without one; ``"twotime_bins"`` lists the full maps' bins).
 """
 
 from __future__ import annotations
@@ -64,12 +69,41 @@ def summary(res: XpcsResult) -> dict[str, Any]:
         "twotime_bins": None
         if res.twotime is None
         else [int(b) for b in res.twotime.processed_bins],
+        # the multi-tau two-time age x lag map (correlate --twotime-ages), alone or beside
+        # the full maps: its bins, frames, frame time and levels
+        "age_lag": _age_lag(res),
         "start_time": res.start_time,
         "sample": {
             k: v for k, v in res.sample.items() if isinstance(v, (int, float, str))
         },
         "warnings": list(res.warnings),
     }
+
+
+def _age_lag(res: XpcsResult) -> dict[str, Any] | None:
+    """The record of the file's age x lag map (None without one)."""
+    a = getattr(res, "age_lag", None)
+    if a is None:
+        return None
+    return {"bins": [int(b) for b in a.bins], "n_frames": int(a.n_frames),
+            "frame_time_s": float(a.frame_time), "n_levels": int(a.n_levels),
+            "full_map": res.twotime is not None}
+
+
+def _age_lag_note(s: dict[str, Any]) -> str | None:
+    """The text line of a file's age x lag map (None without one)."""
+    from types import SimpleNamespace
+
+    from xpcsviewer.views.age_lag_map import age_lag_text
+
+    a = s.get("age_lag")
+    if a is None:
+        return None
+    info = SimpleNamespace(bins=a["bins"], n_frames=a["n_frames"],
+                           frame_time=a["frame_time_s"], n_levels=a["n_levels"])
+    where = "beside the full two-time maps" if a["full_map"] else "no full two-time map"
+    return (f"note: {str(s['path']).rsplit('/', 1)[-1]}: "
+            f"{age_lag_text(info, 'x')}; {where}")
 
 
 def _row(s: dict[str, Any]) -> list[str]:
@@ -233,6 +267,8 @@ def run(args: argparse.Namespace) -> int:
                 "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
             )
         for s in records:
+            if (line := _age_lag_note(s)) is not None:
+                print(line)
             for w in s["warnings"]:
                 print(f"note: {str(s['path']).rsplit('/', 1)[-1]}: {w}")
     if raws and not args.json:
