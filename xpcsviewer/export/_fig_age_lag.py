@@ -41,7 +41,6 @@ def draw_age_lag_map(fig: Any, ax: Any, img: AgeLagImage, cmap: str = "viridis",
                      title: str | None = None, short: bool = False) -> None:
     """C(age, lag) on ``ax`` (log lag) with a colour bar, and the windows of the ages
     outcome ``o`` as bands (the tab's); ``short``: labels for a single journal column."""
-    from matplotlib.patches import Polygon
 
     lo, hi = levels if levels is not None else display_image.auto_levels(img.c)
     mesh = ax.pcolormesh(img.age_edges, img.lag_edges, np.ma.masked_invalid(img.c),
@@ -53,13 +52,7 @@ def draw_age_lag_map(fig: Any, ax: Any, img: AgeLagImage, cmap: str = "viridis",
         flagged = av.flags(o.cuts, o.fits)[:, 0]
         for band in age_lag_bands(o.cuts.windows.lo, o.cuts.windows.hi, img.t_end,
                                   img.lag_edges[0], img.lag_edges[-1], bands, flagged):
-            col = av.window_color(band.window)
-            ax.add_patch(Polygon(band.polygon, closed=True, facecolor=col, alpha=0.27,
-                                 edgecolor="none"))
-            ax.add_patch(Polygon(band.polygon, closed=True, fill=False,
-                                 edgecolor=av.FLAG_COLOR if band.flagged else col,
-                                 lw=1.6 if band.flagged else 0.9,
-                                 ls="--" if band.flagged else "-"))
+            draw_band(ax, band)
     ax.set_xlim(img.age_edges[0], img.age_edges[-1])
     ax.set_ylim(img.lag_edges[0], img.lag_edges[-1])
     ax.set_xlabel("age (s)" if short else "age (t\u2081 + t\u2082)/2 (s)")
@@ -89,3 +82,17 @@ def fig_age_lag_twotime(res: Any, bin_index: int = 0, cmap: str = "viridis",
         ax2.set_title("g2 of the age \u00d7 lag map (no full map in the file)")
         place_legend(fig, ax2)
     return fig
+
+
+def draw_band(ax: Any, band: Any) -> None:
+    """One age window's band on a map: filled in its colour, outlined dashed in the flag
+    colour where the two ways disagree."""
+    from matplotlib.patches import Polygon
+
+    col = av.window_color(band.window)
+    ax.add_patch(Polygon(band.polygon, closed=True, facecolor=col, alpha=0.27,
+                         edgecolor="none"))
+    ax.add_patch(Polygon(band.polygon, closed=True, fill=False,
+                         edgecolor=av.FLAG_COLOR if band.flagged else col,
+                         lw=1.6 if band.flagged else 0.9, ls="--" if band.flagged else "-"))
+

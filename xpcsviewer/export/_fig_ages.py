@@ -55,9 +55,8 @@ def _outcome(res: Any, bin_index: int, spacing: str, n_windows: int, ages_s: Any
 def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
               view: Any, max_size: int, correct_diagonal: bool, cmap: str,
               levels: Any, short: bool = False) -> None:
-    from matplotlib.patches import Polygon
-
     from xpcsviewer.backends import ensure_numpy
+    from xpcsviewer.export._fig_age_lag import draw_band
 
     if age_lag_only(res):  # no full map in the file: its age x lag map instead
         from xpcsviewer.export._fig_age_lag import age_lag_view, draw_age_lag_map
@@ -86,13 +85,7 @@ def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
     cuts = o.cuts
     for band in av.map_bands(cuts.windows.lo, cuts.windows.hi, t_end, bands,
                              av.flags(cuts, o.fits)[:, 0]):
-        col = av.window_color(band.window)
-        ax.add_patch(Polygon(band.polygon, closed=True, facecolor=col, alpha=0.27,
-                             edgecolor="none"))
-        ax.add_patch(Polygon(band.polygon, closed=True, fill=False,
-                             edgecolor=av.FLAG_COLOR if band.flagged else col,
-                             lw=1.6 if band.flagged else 0.9,
-                             ls="--" if band.flagged else "-"))
+        draw_band(ax, band)
     ax.set_xlabel("t\u2082 (s)")
     ax.set_ylabel("t\u2081 (s)")
     if short:
