@@ -11,7 +11,7 @@ __all__ = ["DEMO_RECORD", "DEMO_SPECS", "DEMO_VERSION"]
 
 #: Bump when the simulator or correlator changes what a demo file holds: files of
 #: another version are then not reused (``xpcsviewer demo`` asks for --overwrite).
-DEMO_VERSION = 1
+DEMO_VERSION = 2  # 2: the two-time files state tau(t_w) (issue 35), C02 and H01 added
 #: Where each demo file records what it is (version, name, seeds, spec hash).
 DEMO_RECORD = "/xpcs/demo"
 
