@@ -21,7 +21,7 @@ them; intervals are normal (1.96 sigma for 95 %). The verdict per bin reads the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 AgeCuts = Any
 
 __all__ = ["LAWS", "VERDICTS", "AgeFits", "LawFit", "cut_blocks", "fit_age_cuts",
-           "fit_law"]
+           "fit_law", "with_tau_errors"]
 
 LAWS = ("linear", "power")
 VERDICTS = ("stationary", "ageing", "accelerating", "undetermined")
@@ -196,6 +196,8 @@ class AgeFits:
     flag_testable: np.ndarray | None = None
     laws: dict[str, list[LawFit]] = field(default_factory=dict)  #: law -> one per bin
     law: str = "linear"  #: the law the verdict is read from
+    #: where tau_err comes from: "fit" (the least-squares covariance) or the pixel groups
+    tau_err_source: str = "fit"
 
     @property
     def verdict(self) -> list[str]:
@@ -238,6 +240,28 @@ def _fitted_ages(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray) -> np.nda
     return out
 
 
+def _laws(t_w: np.ndarray, tau3: np.ndarray, err3: np.ndarray, st: np.ndarray
+          ) -> dict[str, list[LawFit]]:
+    """Both laws per bin from the constant-age taus the plots draw (the Series rule:
+    converged, and unresolved or at a bound as open points); a misfit's or poor fit's
+    tau is quotable but not drawn, and a law from points nobody sees cannot be checked
+    by eye."""
+    drawn = np.isin(st[0], ("converged", *ROUGH_STATUSES))
+    law_tau = np.where(drawn, tau3[0], np.nan)
+    return {name: [fit_law(t_w[0, :, b], law_tau[:, b], err3[0, :, b], name)
+                   for b in range(tau3.shape[2])] for name in LAWS}
+
+
+def with_tau_errors(af: AgeFits, tau_err: np.ndarray, source: str) -> AgeFits:
+    """``af`` with the tau errors replaced where ``tau_err`` (2, W, B) is finite (and tau
+    is), and both laws fitted again with them; ``source`` names where they came from."""
+    new = np.asarray(tau_err, np.float64)
+    use = np.isfinite(new) & (new > 0) & np.isfinite(af.tau)
+    err = np.where(use, new, af.tau_err)
+    return replace(af, tau_err=err, laws=_laws(af.t_w, af.tau, err, af.status),
+                   tau_err_source=source if use.any() else af.tau_err_source)
+
+
 def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
                  sampler: SamplerSpec | None = None, *, law: str = "linear",
                  q: np.ndarray | None = None, phi: np.ndarray | None = None,
@@ -273,13 +297,7 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
     tau3, err3 = tau.reshape(shape), tau_err.reshape(shape)
     t_w = _fitted_ages(cuts, tau3, c)
     st = np.asarray(fits.status, dtype=object).reshape(shape)
-    # the law reads the taus the plots draw (the Series rule: converged, and unresolved
-    # or at a bound as open points); a misfit's or poor fit's tau is quotable but not
-    # drawn, and a law from points nobody sees cannot be checked by eye
-    drawn = np.isin(st[0], ("converged", *ROUGH_STATUSES))
-    law_tau = np.where(drawn, tau3[0], np.nan)
-    laws = {name: [fit_law(t_w[0, :, b], law_tau[:, b], err3[0, :, b], name)
-                   for b in range(shape[2])] for name in LAWS}
+    laws = _laws(t_w, tau3, err3, st)
     with np.errstate(invalid="ignore"):
         testable = ((tau3[0] <= 0.5 * cuts.windows.widths[:, None])
                     & (st[0] == "converged") & (st[1] == "converged"))

@@ -66,11 +66,15 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
                  fit: FitSpec | None = None, law: str = "linear",
                  q: np.ndarray | None = None, phi: np.ndarray | None = None,
                  label: str = "", source: str = "", progress: Any = None,
-                 cancel: Any = None) -> AgesOutput:
+                 cancel: Any = None, groups: Any = None) -> AgesOutput:
     """Cut, fit and fit the ageing law.
 
     ``q``, ``phi``: per dynamic bin of the file (indexed by bin - 1), or None.
-    ``fit`` (a FitSpec) wins over ``model``.
+    ``fit`` (a FitSpec) wins over ``model``. ``groups``: the file's two-time maps per
+    pixel group (:class:`xpcsviewer.io.twotime_groups.TwotimeGroups`: ``bins``,
+    ``pixels`` (K, B), ``maps`` per bin (K, N, N)), or None: then each cut's tau error
+    is the groups' spread (:mod:`xpcsviewer.compute.ages_groups`) and the laws are
+    fitted with it.
     """
     from xpcsviewer.progress import report
 
@@ -81,10 +85,19 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
     idx = cuts.bins - 1
     qq = np.full(idx.size, np.nan) if q is None else np.asarray(q, float)[idx]
     pp = np.full(idx.size, np.nan) if phi is None else np.asarray(phi, float)[idx]
-    report(progress, cancel, 1, 2, f"fitting {2 * w.n * idx.size} age cuts")
+    report(progress, cancel, 1, 3, f"fitting {2 * w.n * idx.size} age cuts")
     fits = fit_age_cuts(cuts, fit or FitSpec(model=model), law=law, q=qq, phi=pp,
                         label=label, source=source, cancel=cancel)
-    report(progress, cancel, 2, 2, "ages done")
+    if groups is not None:
+        from xpcsviewer.compute.ages_groups import group_tau_errors
+        from xpcsviewer.fitting.ageing_law import with_tau_errors
+
+        report(progress, cancel, 2, 3, "tau errors from the pixel groups")
+        err = group_tau_errors(cuts, fits.tau, fits.contrast, groups.maps, groups.pixels,
+                               groups.bins, cancel=cancel)
+        k = int(np.asarray(groups.pixels).shape[0])
+        fits = with_tau_errors(fits, err, f"pixel groups ({k})")
+    report(progress, cancel, 3, 3, "ages done")
     return AgesOutput(cuts=cuts, fits=fits, q=qq, phi=pp, path=source)
 
 
@@ -211,6 +224,7 @@ def json_record(out: AgesOutput, curves: bool = True) -> dict[str, Any]:
         "t_w_s": _arr(f.t_w),
         "model": _arr(f.model), "status": _arr(f.status),
         "tau_s": {"value": _arr(f.tau), "error": _arr(f.tau_err)},
+        "tau_error_source": f.tau_err_source,
         "contrast": {"value": _arr(f.contrast), "error": _arr(f.contrast_err)},
         "stretch": {"value": _arr(f.stretch), "error": _arr(f.stretch_err)},
         "ways_disagree": [[_flag(f, wi, j) for j in range(c.bins.size)]

@@ -1,0 +1,78 @@
+"""Tau errors of the age cuts from independent pixel groups (compute/ages_groups.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from xpcsviewer.compute.ages_groups import MIN_GROUPS, batch_sd, tau_influence
+
+
+def test_batch_sd_is_the_standard_error_of_the_mean_for_equal_weights():
+    rng = np.random.default_rng(0)
+    x = rng.normal(3.0, 2.0, 12)
+    assert batch_sd(x, np.ones(12)) == pytest.approx(np.std(x, ddof=1) / np.sqrt(12))
+    # weights are renormalised over the finite values; too few groups say nothing
+    x2 = np.append(x, np.nan)
+    assert batch_sd(x2, np.ones(13)) == pytest.approx(batch_sd(x, np.ones(12)))
+    assert np.isnan(batch_sd(x[: MIN_GROUPS - 1], np.ones(MIN_GROUPS - 1)))
+    assert np.isnan(batch_sd(x, np.zeros(12)))
+
+
+def test_tau_influence_is_the_linearised_refit():
+    from scipy.optimize import least_squares
+
+    lag = np.geomspace(0.01, 2.0, 40)
+    err = np.full(lag.size, 0.01)
+    tau, beta, base = 0.3, 0.2, 1.0
+
+    def fit(y):
+        r = least_squares(lambda p: (p[2] + p[0] * np.exp(-2 * lag / p[1]) - y) / err,
+                          [beta, tau, base], xtol=1e-14, ftol=1e-14, gtol=1e-14)
+        return r.x[1]
+
+    y0 = base + beta * np.exp(-2 * lag / tau)
+    h = tau_influence(lag, err, tau, beta)
+    d = 1e-4 * np.random.default_rng(1).standard_normal(lag.size)
+    assert fit(y0 + d) - tau == pytest.approx(float(h @ d), rel=2e-3)
+
+
+def _trial(rng, k=12, n=120, dt=0.01, tau=0.15, beta=0.2, spread=0.15, white=0.004):
+    """K group maps whose relaxation time differs by group (speckle samples differ):
+    their mean's cut has an error correlated across all lags, which a fit's covariance
+    cannot see; plus white noise per entry."""
+    t = np.arange(n) * dt
+    lag = np.abs(t[:, None] - t[None, :])
+    maps = []
+    for _ in range(k):
+        tg = tau * (1 + spread * rng.standard_normal())
+        m = 1 + beta * np.exp(-2 * lag / tg) + white * rng.standard_normal((n, n))
+        maps.append(np.triu(m) + np.triu(m, 1).T)
+    maps = np.array(maps)
+    return maps.mean(axis=0), maps
+
+
+@pytest.mark.slow
+def test_group_errors_cover_an_error_correlated_across_lags():
+    from xpcsviewer.compute.age_lag import from_full_maps
+    from xpcsviewer.jobs.ages import analyse_ages
+
+    rng = np.random.default_rng(7)
+    tau, k = 0.15, 12
+    pulls_fit, pulls_grp = [], []
+    for _ in range(40):
+        whole, maps = _trial(rng, k=k, tau=tau)
+        amap = from_full_maps([whole], [1], 0.01)
+        plain = analyse_ages(amap, n_windows=1, model="single").fits
+        grp = SimpleNamespace(bins=[1], pixels=np.full((k, 1), 100), maps=[maps])
+        out = analyse_ages(amap, n_windows=1, model="single", groups=grp).fits
+        assert out.tau_err_source == f"pixel groups ({k})"
+        np.testing.assert_array_equal(out.tau, plain.tau)
+        pulls_fit.append((plain.tau[0, 0, 0] - tau) / plain.tau_err[0, 0, 0])
+        pulls_grp.append((out.tau[0, 0, 0] - tau) / out.tau_err[0, 0, 0])
+    sd_fit, sd_grp = np.std(pulls_fit), np.std(pulls_grp)
+    # the fit's own error misses the groups' spread; the groups' error holds it
+    assert sd_fit > 3
+    assert 0.7 < sd_grp < 1.4

@@ -1,0 +1,109 @@
+"""The error of each age cut's tau from independent pixel groups.
+
+A cut's g2 is correlated across lags (the same frames and speckles behind every lag),
+so a fit that treats the lags as independent states tau 1.5-2.5 times too precisely
+once tau nears the window (docs/ages.md, section 8), and no noise model read off the
+map alone can say by how much. Pixels far apart are independent, though: the correlator
+can write the two-time map of each bin for K groups of detector tiles (each larger than
+a speckle, dealt at random), and the spread of a number over the groups is its error.
+
+Here the number is the fitted tau of a cut, through its linearisation at the fit of
+the whole map, tau_g = tau + h . (g2_g - g2), with h the tau row of the weighted
+pseudo-inverse of d(baseline + contrast exp(-2 t / tau)) / d(contrast, tau, baseline):
+the same cut of each group's map, weighted batch means over the groups (weights: the
+groups' pixel counts). Tested against the truth of the demo gel in
+``benchmarks/ages_jackknife_probe.py`` and ``benchmarks/ages_truth.py``.
+
+Pure NumPy, float64; times in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from xpcsviewer.compute.age_lag import from_full_maps
+from xpcsviewer.compute.ages import AgeCuts, age_cuts
+
+__all__ = ["MIN_GROUPS", "batch_sd", "group_tau_errors", "tau_influence"]
+
+#: Fewest groups with pixels behind an error (fewer: the spread says little).
+MIN_GROUPS = 4
+
+
+def tau_influence(lag_s: np.ndarray, err: np.ndarray, tau_s: float, contrast: float
+                  ) -> np.ndarray | None:
+    """(T,) h with tau_hat - tau = sum_L h_L dg_L to first order, or None if singular."""
+    beta = contrast if np.isfinite(contrast) and contrast != 0 else 1.0
+    ex = np.exp(-2.0 * lag_s / tau_s)
+    jac = np.stack([ex, 2.0 * beta * lag_s / tau_s**2 * ex, np.ones_like(lag_s)], axis=1)
+    wj = jac / err[:, None] ** 2
+    try:
+        return np.linalg.solve(jac.T @ wj, wj.T)[1]
+    except np.linalg.LinAlgError:
+        return None
+
+
+def batch_sd(x: np.ndarray, w: np.ndarray) -> float:
+    """Standard error of sum_g w_g x_g (w normalised over the finite x) from the groups'
+    spread: sqrt(K / (K - 1) sum_g w_g^2 (x_g - xbar)^2); NaN below :data:`MIN_GROUPS`."""
+    x = np.asarray(x, np.float64)
+    w = np.asarray(w, np.float64)
+    ok = np.isfinite(x) & (w > 0)
+    k = int(ok.sum())
+    if k < MIN_GROUPS:
+        return np.nan
+    x, w = x[ok], w[ok] / w[ok].sum()
+    m = float(np.sum(w * x))
+    return float(np.sqrt(np.sum(w * w * (x - m) ** 2) * k / (k - 1)))
+
+
+def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
+                     maps: Sequence[np.ndarray], pixels: np.ndarray,
+                     map_bins: Sequence[int], progress=None, cancel=None) -> np.ndarray:
+    """(2, W, B) standard error of each cut's tau from the pixel groups; NaN where tau
+    is not finite or fewer than :data:`MIN_GROUPS` groups hold the cut.
+
+    ``tau``, ``contrast``: (2, W, B) the fits of ``cuts`` (the cuts' bins). ``maps``: per
+    bin of ``map_bins``, the (K, N, N) full maps of the K groups (NaN for a group without
+    pixels in that bin); ``pixels``: (K, len(map_bins)) pixels of each group and bin.
+    """
+    from xpcsviewer.progress import report
+
+    tau = np.asarray(tau, np.float64)
+    out = np.full(tau.shape, np.nan)
+    mb = [int(b) for b in map_bins]
+    pix = np.asarray(pixels, np.float64)
+    valid = cuts.valid
+    nb = cuts.bins.size
+    for j, b in enumerate(cuts.bins):
+        report(progress, cancel, j, nb, f"pixel-group errors, bin {int(b)}")
+        if int(b) not in mb:
+            continue
+        jb = mb.index(int(b))
+        stack = np.asarray(maps[jb])
+        k = stack.shape[0]
+        g2 = np.full((k, *cuts.g2.shape[:2], cuts.lag.size), np.nan)  # (K, 2, W, T)
+        for g in range(k):
+            if pix[g, jb] <= 0 or not np.isfinite(stack[g]).any():
+                continue
+            gc = age_cuts(from_full_maps([stack[g]], [int(b)], cuts.frame_time), cuts.windows)
+            if gc.lag.size == cuts.lag.size:
+                g2[g] = gc.g2[:, :, 0]
+        for way in range(2):
+            for wi in range(cuts.windows.n):
+                t_s = float(tau[way, wi, j])
+                ok = valid[way, wi, j]
+                if not (np.isfinite(t_s) and t_s > 0 and ok.sum() > 3):
+                    continue
+                h = tau_influence(cuts.tau[ok], cuts.g2_err[way, wi, j][ok], t_s,
+                                  float(contrast[way, wi, j]))
+                if h is None:
+                    continue
+                d = g2[:, way, wi][:, ok] - cuts.g2[way, wi, j][ok][None, :]
+                with np.errstate(invalid="ignore"):
+                    x = t_s + d @ h  # NaN for a group missing a lag of the cut
+                out[way, wi, j] = batch_sd(x, pix[:, jb])
+    report(progress, cancel, nb, nb, "pixel-group errors done")
+    return out
