@@ -262,6 +262,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--twotime-ages-points", type=int, default=8, metavar="M",
                    help="points per level of the age x lag map: lags 0..2M-1 frames, then "
                         "M per octave (default 8)")
+    p.add_argument("--twotime-groups", type=int, default=0, metavar="K",
+                   help="also write the two-time maps of K independent pixel groups of each "
+                        "--dq bin to /xpcs/twotime/groups (errors of the age cuts, "
+                        "docs/ages.md); default 0: none")
+    p.add_argument("--group-tile", type=int, default=8, metavar="PX",
+                   help="side of the square detector tiles dealt at random to the groups "
+                        "(larger than a speckle; default 8)")
 
     p = add("live", "correlate an acquisition while the detector writes it (docs/live.md)")
     p.add_argument("source", metavar="SOURCE",

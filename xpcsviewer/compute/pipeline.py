@@ -47,12 +47,18 @@ class CorrelatedResult:
     c2_maps : list of (N, N) float32 or None
         Two-time maps in ``result.twotime.processed_bins`` order, upper triangles
         (diagonal included, lower triangle zero) as the result file stores them.
+    twotime_groups : TwotimeGroups or None
+        The two-time maps of K independent pixel groups of each processed bin
+        (``correlate_to_result(twotime_groups=K)``), float32 upper triangles like
+        ``c2_maps``; see :mod:`xpcsviewer.compute.twotime_groups`.
     """
 
-    def __init__(self, result: XpcsResult, saxs_2d: np.ndarray, c2_maps: list[np.ndarray] | None):
+    def __init__(self, result: XpcsResult, saxs_2d: np.ndarray, c2_maps: list[np.ndarray] | None,
+                 twotime_groups: Any = None):
         self.result = result
         self.saxs_2d = saxs_2d
         self.c2_maps = c2_maps
+        self.twotime_groups = twotime_groups
 
 
 def correlate_to_result(
@@ -78,6 +84,9 @@ def correlate_to_result(
     cancel: CancelToken | None = None,
     g2_pixel_sink: Callable[[int, np.ndarray], None] | None = None,
     engine: str = "auto",
+    twotime_groups: int = 0,
+    twotime_group_tile: int = 8,
+    twotime_group_seed: int = 0,
 ) -> CorrelatedResult:
     """Correlate a frame stream on a partition into a result (nothing is written).
 
@@ -109,6 +118,12 @@ def correlate_to_result(
     engine : {"auto", "compiled", "xla"}
         The dense correlators' engine (``"xla"``: one XLA program per job on
         ``device``; two-time then runs the backend's jitted kernels on JAX).
+    twotime_groups, twotime_group_tile, twotime_group_seed : int
+        K > 0 (with two-time): also the two-time maps of K pixel groups of each processed
+        bin, of the same frames, the detector cut into ``twotime_group_tile``-pixel tiles
+        dealt at random (``twotime_group_seed``) to the groups; another pass over
+        ``chunks`` (:func:`~xpcsviewer.compute.twotime_groups.group_maps`; at most
+        :data:`~xpcsviewer.compute.twotime_groups.MAX_GROUP_FRAMES` frames).
 
     Returns
     -------
@@ -120,6 +135,17 @@ def correlate_to_result(
         raise ValueError("the per-pixel G2 stack comes from the multi-tau pass")
     if not frame_time > 0:
         raise ValueError(f"frame_time must be positive, got {frame_time}")
+    k_groups = int(twotime_groups)
+    if k_groups < 0:
+        raise ValueError(f"twotime_groups must be >= 0, got {twotime_groups}")
+    if k_groups and mode in ("twotime", "both"):
+        from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES
+
+        if int(n_frames) > MAX_GROUP_FRAMES:  # before any pass, not after the long ones
+            raise ValueError(
+                f"two-time group maps hold K x bins x N^2 floats: at most "
+                f"{MAX_GROUP_FRAMES} frames, got {int(n_frames)} (use fewer frames or no "
+                "group maps)")
     t0 = float(frame_time) * int(stride_frame) * int(avg_frame)
     common = dict(config or {})
     kw: dict[str, Any] = {
@@ -149,6 +175,7 @@ def correlate_to_result(
         r, scat = run.multitau, run.scattering
         mt = multitau_model(r, t0, stride_frame, avg_frame, common)
     segments = None
+    groups = None
     if mode in ("twotime", "both"):
         bins = parse_bins(dq_bins, qmap.n_dynamic)
         # float32 upper triangles: what the file stores, a quarter of the memory
@@ -170,11 +197,18 @@ def correlate_to_result(
         else:
             r2 = run_tt
         c2_maps = r2.c2
+        if k_groups:
+            from xpcsviewer.compute.twotime_groups import group_maps
+
+            groups = group_maps(chunks(), *maps, r2.processed_bins, int(n_frames),
+                                n_groups=k_groups, tile_px=twotime_group_tile,
+                                seed=twotime_group_seed, n_dynamic=qmap.n_dynamic,
+                                n_static=qmap.n_static, progress=progress, cancel=cancel)
         tt = twotime_model(r2, n_frames, t0, stride_frame, avg_frame, common)
     result = assemble_result(qmap, scat, mt=mt, tt=tt, segments=segments,
                              frame_time=frame_time, count_time=count_time,
                              start_time=start_time, path=path, raw_path=raw_path)
-    return CorrelatedResult(result, scat.mean_image(), c2_maps)
+    return CorrelatedResult(result, scat.mean_image(), c2_maps, groups)
 
 
 def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,

@@ -28,6 +28,7 @@ from xpcsviewer.io.g2stack import (
 )
 from xpcsviewer.io.model import QMap, XpcsResult
 from xpcsviewer.io.outputs import atomic_path, check_h5_output, open_h5_output
+from xpcsviewer.io.twotime_groups import write_twotime_groups_group
 
 __all__ = ["atomic_h5", "write_qmap_file", "write_qmap_group", "write_result",
            "write_result_with_g2_stack"]
@@ -237,6 +238,7 @@ def write_result(
     g2_stack_file: str | None = None,
     overwrite: bool = False,
     age_lag: Any = None,
+    twotime_groups: Any = None,
 ) -> Path:
     """Write a complete result file in the APS-8IDI NeXus layout (§12), atomically.
 
@@ -269,6 +271,10 @@ def write_result(
     age_lag : AgeLagMap, optional
         The multi-tau two-time map, written to ``/xpcs/twotime/age_lag``
         (:mod:`xpcsviewer.io.age_lag`), with or without the full maps.
+    twotime_groups : TwotimeGroups, optional
+        The two-time maps of pixel groups of the processed bins, written to
+        ``/xpcs/twotime/groups`` (:mod:`xpcsviewer.io.twotime_groups`); needs
+        ``result.twotime``.
 
     Returns
     -------
@@ -427,6 +433,10 @@ def write_result(
             _put_dict(g.create_group("config"), cfg)
         if age_lag is not None:
             write_age_lag_group(xpcs.require_group("twotime"), age_lag)
+        if twotime_groups is not None:
+            if tt is None:
+                raise ValueError("two-time group maps need the two-time result")
+            write_twotime_groups_group(xpcs["twotime"], twotime_groups)
         # Pass-through metadata last, so that it never pre-creates a group the
         # layout above creates (a "xpcs/..." key used to make /xpcs first), and
         # never overwrites what was written from the result itself.
@@ -466,7 +476,8 @@ def write_result_with_g2_stack(path: str | Path, produce: Callable[[G2StackWrite
         made = produce(sink)
     try:
         out = write_result(path, made.result, saxs_2d=made.saxs_2d, c2_maps=made.c2_maps,
-                           g2_stack_file=side.name, overwrite=overwrite)
+                           g2_stack_file=side.name, overwrite=overwrite,
+                           twotime_groups=getattr(made, "twotime_groups", None))
     except BaseException:
         side.unlink(missing_ok=True)  # no side file without its result
         raise

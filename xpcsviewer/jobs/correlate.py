@@ -317,6 +317,10 @@ def correlate_one(
             if getattr(raw, "time_tag", False):
                 common_cfg.update(time_tag=True, tick_s=float(raw.tick_s))
         photons = choice.path == "sparse"
+        n_groups, group_tile, problem = groups_options(args, mode, photons, n)
+        if problem:
+            say(f"xpcsviewer correlate: {problem}")
+            return 2
         nonfinite = _Masked(qm.shape)
         in_use = used & (np.asarray(qm.mask) > 0)  # the pixels a NaN would spoil
         with TextProgressBar("correlate", enabled=progress and not quiet) as bar:
@@ -363,6 +367,8 @@ def correlate_one(
                             engine=plan.engine,
                             progress=bar,
                             g2_pixel_sink=sink,
+                            twotime_groups=n_groups,
+                            twotime_group_tile=group_tile,
                         )
                     break
                 except NonFiniteCount:
@@ -397,6 +403,7 @@ def correlate_one(
                 output, result, saxs_2d=out_res.saxs_2d, c2_maps=out_res.c2_maps,
                 overwrite=True, g2_stack_file=None if side is None else side.name,
                 age_lag=age_lag,
+                twotime_groups=getattr(out_res, "twotime_groups", None),
             )
         except BaseException:
             if side is not None:  # no side file without its result
@@ -418,6 +425,27 @@ def correlate_one(
             parts.append(f"{choice.path} path ({choice.reason})")
         say(f"wrote {out}: {n} frames, " + ", ".join(parts))
     return 0
+
+
+def groups_options(args: argparse.Namespace, mode: str, photons: bool,
+                   n_frames: int) -> tuple[int, int, str | None]:
+    """``--twotime-groups K`` and ``--group-tile PX`` checked: (K, PX, None), K = 0 for
+    none, or (0, PX, why they cannot be used)."""
+    from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES
+
+    k = int(getattr(args, "twotime_groups", 0) or 0)
+    tile = int(getattr(args, "group_tile", 8) or 8)
+    problem = None
+    if k < 0 or tile < 1:
+        problem = f"--twotime-groups {k} --group-tile {tile}: need K >= 0 and PX >= 1"
+    elif k and mode not in ("twotime", "both"):
+        problem = "--twotime-groups needs --mode twotime or both"
+    elif k and photons:
+        problem = "--twotime-groups: not on the photon-sparse path (use --path dense)"
+    elif k and n_frames > MAX_GROUP_FRAMES:
+        problem = (f"--twotime-groups: at most {MAX_GROUP_FRAMES} frames, got {n_frames} "
+                   "(--end-frame, --stride-frame, --avg-frame)")
+    return (0, tile, problem) if problem else (k, tile, None)
 
 
 def verbose_route(args: argparse.Namespace, quiet: bool) -> bool:

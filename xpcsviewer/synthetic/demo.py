@@ -130,6 +130,11 @@ def check_demo_file(out_dir: str | Path, spec: dict[str, Any], index: int,
                 cmap = f.get("xpcs/twotime/correlation_map")
                 if not isinstance(cmap, h5py.Group) or len(cmap) != n_bins:
                     return "two-time correlation maps are missing"
+                grp = f.get("xpcs/twotime/groups")
+                if spec.get("twotime", {}).get("pixel_groups") and (
+                        not isinstance(grp, h5py.Group)
+                        or sum(k.startswith("c2_") for k in grp) != n_bins):
+                    return "two-time pixel-group maps are missing"
         except (OSError, KeyError, ValueError, TypeError) as exc:
             return f"damaged ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
     for s in side:
@@ -418,7 +423,8 @@ def write_demo(
             )[0]
         made = produce()
         return write_result(
-            path, made.result, saxs_2d=made.saxs_2d, c2_maps=made.c2_maps, overwrite=overwrite
+            path, made.result, saxs_2d=made.saxs_2d, c2_maps=made.c2_maps, overwrite=overwrite,
+            twotime_groups=made.twotime_groups,
         )
 
     n = len(todo)

@@ -108,7 +108,8 @@ DEMO_SPECS: list[dict[str, Any]] = [
             "ageing_time_s": 2.0,
         },
         "analysis": ("Twotime",),
-        "twotime": {"n_frames": 500, "bins": [1, 2, 3, 4]},
+        # pixel_groups: two-time maps of 16 groups of 8-px tiles (errors of the age cuts)
+        "twotime": {"n_frames": 500, "bins": [1, 2, 3, 4], "pixel_groups": 16},
     },
     {
         "name": "D01_silica_R250nm_both",
@@ -252,6 +253,7 @@ DEMO_SPECS: list[dict[str, Any]] = [
             "contrast": 0.2,
         },
         "analysis": ("Twotime",),
-        "twotime": {"n_frames": 500, "bins": [1, 2, 3, 4]},
+        # pixel_groups: two-time maps of 16 groups of 8-px tiles (errors of the age cuts)
+        "twotime": {"n_frames": 500, "bins": [1, 2, 3, 4], "pixel_groups": 16},
     },
 ]

@@ -83,6 +83,8 @@ def simulate_result(
     Extra spec keys: ``acquisition.speckle_px`` (default 2),
     ``acquisition.normalize_frame`` (default True); ``analysis`` decides
     the mode ("Multitau", "Twotime" or both); ``twotime.bins`` the two-time bins;
+    ``twotime.pixel_groups`` K > 0 also makes the two-time maps of K pixel groups
+    (``twotime.group_tile`` px tiles, default 8; ``CorrelatedResult.twotime_groups``);
     samples with ``damage_time_s`` also store 5 partial g2 snapshots; a ``defect``
     entry plants a detector defect and ``hot_pixels`` single bad pixels
     (:mod:`xpcsviewer.synthetic.defects`).
@@ -144,7 +146,9 @@ def simulate_result(
                               frame_time, seed)
 
     kept: list[np.ndarray] | None = None
-    if mode == "both" and n_frames * q.size * 2 <= _KEEP_BYTES:
+    n_groups = int(spec.get("twotime", {}).get("pixel_groups", 0)) if mode != "multitau" else 0
+    # the passes read the same frames: kept, rather than simulated again, when they fit
+    if (mode == "both" or n_groups) and n_frames * q.size * 2 <= _KEEP_BYTES:
         kept = list(fresh())
 
     def chunks():
@@ -171,6 +175,8 @@ def simulate_result(
         progress=progress,
         cancel=cancel,
         g2_pixel_sink=g2_pixel_sink,
+        twotime_groups=n_groups,
+        twotime_group_tile=int(spec.get("twotime", {}).get("group_tile", 8)),
     )
     out.result.sample = {k: v[0] for k, v in truth.items()}
     out.result.sample_units = {k: v[1] for k, v in truth.items() if v[1]}

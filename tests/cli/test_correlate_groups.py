@@ -1,0 +1,67 @@
+"""``correlate --twotime-groups K [--group-tile PX]``: the group maps in the result file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xpcsviewer.cli import main
+from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES, group_maps
+from xpcsviewer.io.twotime_groups import read_twotime_groups
+from xpcsviewer.io.writer import write_qmap_file
+from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("groups_cli")
+    shape, bc = (24, 32), (-4.0, 12.0)
+    geo = Geometry(shape=shape, energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
+                   bcx=bc[0], bcy=bc[1])
+    q, phi = geo.qmap()
+    qm = make_partition(q, phi, np.ones(shape, bool), 3, 9, energy_kev=10.0,
+                        detector_distance=5.0, pixel_size=75e-6, beam_center_x=bc[0],
+                        beam_center_y=bc[1])
+    qpath = write_qmap_file(d / "qmap.hdf", qm)
+    movie = simulate_frames(q, 120, 1e-3, D=5e6, beta=0.25, rate=0.5, seed=3)
+    npy = d / "movie.npy"
+    np.save(npy, movie)
+    return qm, qpath, movie, npy
+
+
+def _run(*argv):
+    return main(["correlate", *map(str, argv), "--quiet"])
+
+
+def test_flag_writes_the_group_maps_of_the_selected_frames(inputs, tmp_path):
+    qm, qpath, movie, npy = inputs
+    out = tmp_path / "g.hdf"
+    assert _run(npy, "--qmap", qpath, "-o", out, "--mode", "both", "--dq", "1,3",
+                "--twotime-groups", "4", "--group-tile", "5", "--begin-frame", "10",
+                "--stride-frame", "2", "--frame-time", "0.01") == 0
+    g = read_twotime_groups(out)
+    assert g.bins.tolist() == [1, 3] and g.n_groups == 4 and g.tile_px == 5 and g.seed == 0
+    ref = group_maps(iter([movie[10::2]]), qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
+                     [1, 3], 55, n_groups=4, tile_px=5)
+    np.testing.assert_array_equal(g.pixels, ref.pixels)
+    for a, b in zip(g.maps, ref.maps, strict=True):
+        assert a.shape == (4, 55, 55)
+        np.testing.assert_array_equal(np.triu(a[0]), np.triu(b[0].astype(np.float64)))
+
+
+def test_default_is_none_and_bad_uses_are_refused(inputs, tmp_path, capsys):
+    _qm, qpath, _movie, npy = inputs
+    out = tmp_path / "plain.hdf"
+    assert _run(npy, "--qmap", qpath, "-o", out, "--mode", "twotime", "--dq", "1") == 0
+    import h5py
+
+    with h5py.File(out, "r") as f:
+        assert "groups" not in f["/xpcs/twotime"]
+    assert _run(npy, "--qmap", qpath, "-o", tmp_path / "m.hdf", "--mode", "multitau",
+                "--twotime-groups", "4") == 2
+    assert "--twotime-groups needs --mode twotime or both" in capsys.readouterr().err
+    assert _run(npy, "--qmap", qpath, "-o", tmp_path / "n.hdf", "--mode", "twotime",
+                "--twotime-groups", "-1") == 2
+    assert "need K >= 0" in capsys.readouterr().err
+    assert MAX_GROUP_FRAMES == 2048

@@ -1,0 +1,205 @@
+"""Two-time maps of independent pixel groups: their data type and place in a result file.
+
+Made by :mod:`xpcsviewer.compute.twotime_groups` (``correlate --twotime-groups K``); the
+spread of a number derived from a bin's map over its K groups is that number's error
+(docs/ages.md). Layout (docs/file-format-notes.md)::
+
+    /xpcs/twotime/groups                  attrs: n_groups, tile_px, seed
+        bins                              (B,) int64, 1-based dynamic bins
+        pixels                            (K, B) int32, pixels of each group in each bin
+        c2_{bin:05d}                      (K, N, N) float32, the group maps of dynamic
+                                          bin ``bin``: upper triangles (lower zero),
+                                          NaN for a group without pixels in the bin
+
+The type lives here, with the layout, because ``io`` imports nothing from ``compute``.
+Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.writer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from xpcsviewer.io._h5 import _array, _dataset, _exists, _read_error, check_declared
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.outputs import check_h5_output
+
+__all__ = ["GROUPS_PATH", "TwotimeGroups", "has_twotime_groups", "read_twotime_groups",
+           "read_twotime_groups_group", "write_twotime_groups_group"]
+
+GROUPS_PATH = "/xpcs/twotime/groups"
+#: largest N x N of a group map the reader accepts
+MAX_FRAMES = 1 << 15
+
+
+@dataclass(frozen=True)
+class TwotimeGroups:
+    """Two-time maps of K pixel groups of each of B bins.
+
+    ``maps[j]`` is (K, N, N) for bin ``bins[j]``: as the correlator makes them, float32
+    upper triangles (lower zero); as :func:`read_twotime_groups` returns them, float64
+    full symmetric maps. NaN for a group with no pixel in the bin.
+    """
+
+    bins: np.ndarray  #: (B,) 1-based dynamic bins
+    pixels: np.ndarray  #: (K, B) pixels of each group in each bin
+    maps: list[np.ndarray]  #: per bin, (K, N, N)
+    tile_px: int  #: side of the square tiles dealt to the groups
+    seed: int  #: seed of the dealing (compute.twotime_groups.tile_groups)
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.pixels.shape[0])
+
+
+def _compression() -> dict[str, Any]:
+    return {"compression": "lzf" if "lzf" in h5py.filters.decode else "gzip", "shuffle": True}
+
+
+def write_twotime_groups_group(parent: h5py.Group, groups: TwotimeGroups) -> h5py.Group:
+    """Write ``groups`` as ``parent["groups"]`` (``parent``: the file's /xpcs/twotime)."""
+    bins = np.asarray(groups.bins, dtype=np.int64).ravel()
+    pixels = np.asarray(groups.pixels)
+    k = pixels.shape[0] if pixels.ndim == 2 else -1
+    if pixels.shape != (k, bins.size) or len(groups.maps) != bins.size:
+        raise ValueError(f"group pixels {pixels.shape} and {len(groups.maps)} maps for "
+                         f"{bins.size} bins")
+    if "groups" in parent:
+        del parent["groups"]
+    g = parent.create_group("groups")
+    g.attrs["n_groups"] = int(k)
+    g.attrs["tile_px"] = int(groups.tile_px)
+    g.attrs["seed"] = int(groups.seed)
+    g.create_dataset("bins", data=bins)
+    g.create_dataset("pixels", data=pixels.astype(np.int32))
+    for b, m in zip(bins, groups.maps, strict=True):
+        check_h5_output(g)  # a full disk stops the write here
+        m = np.asarray(m)
+        if m.ndim != 3 or m.shape[0] != k or m.shape[1] != m.shape[2]:
+            raise ValueError(f"group maps of bin {b} have shape {m.shape}, expected ({k}, N, N)")
+        n = m.shape[1]
+        rows = max(1, min(16, n, 32768 // max(n, 1)))  # whole rows, ~128 KB, one group
+        ds = g.create_dataset(f"c2_{int(b):05d}", shape=m.shape, dtype=np.float32,
+                              chunks=(1, rows, max(n, 1)) if n else None,
+                              **(_compression() if n else {}))
+        lower = np.tril(np.ones((n, n), dtype=bool), -1)
+        for gi in range(k):
+            blk = np.asarray(m[gi], dtype=np.float32).copy()
+            blk[lower] = 0.0
+            ds[gi] = blk
+        check_h5_output(ds)
+    return g
+
+
+def has_twotime_groups(f: h5py.File) -> bool:
+    """Whether an open result file holds two-time group maps."""
+    return _exists(f, GROUPS_PATH)
+
+
+def _int_attr(f: h5py.File, name: str, low: int) -> int:
+    obj = f[GROUPS_PATH]
+    expected = f"an integer >= {low}"
+    if name not in obj.attrs:
+        raise XpcsFileError(f.filename, f"attribute {name!r} missing", dataset=GROUPS_PATH,
+                            expected=expected)
+    v = obj.attrs[name]
+    try:
+        a = np.asarray(v)
+        if a.dtype.kind not in "iub" or a.size != 1:
+            raise TypeError
+        out = int(a.reshape(()).item())
+    except (TypeError, ValueError):
+        raise XpcsFileError(f.filename, f"attribute {name!r} is {v!r}", dataset=GROUPS_PATH,
+                            expected=expected) from None
+    if out < low:
+        raise XpcsFileError(f.filename, f"attribute {name!r} is {out}", dataset=GROUPS_PATH,
+                            expected=expected)
+    return out
+
+
+def _full(up: np.ndarray) -> np.ndarray:
+    """(K, N, N) upper triangles -> float64 symmetric maps."""
+    m = up.astype(np.float64)
+    iu = np.triu_indices(m.shape[1], 1)
+    for g in range(m.shape[0]):
+        m[g][(iu[1], iu[0])] = m[g][iu]
+    return m
+
+
+def read_twotime_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -> TwotimeGroups:
+    """The group maps of an open result file (checked; errors name the file and dataset).
+
+    ``bins``: the 1-based dynamic bins to read, in that order (default all stored).
+    """
+    g = GROUPS_PATH
+    if not has_twotime_groups(f):
+        raise XpcsFileError(f.filename, "no two-time group maps", dataset=g,
+                            expected="two-time group maps (correlate --twotime-groups K)")
+    if not isinstance(f[g], h5py.Group):
+        raise XpcsFileError(f.filename, "is not a group", dataset=g,
+                            expected="a group of two-time group maps")
+    k = _int_attr(f, "n_groups", 1)
+    tile_px = _int_attr(f, "tile_px", 1)
+    seed = _int_attr(f, "seed", 0)
+    stored = _array(f, f"{g}/bins", kinds="iu", ndim=1, expected="(B,) 1-based dynamic bins",
+                    max_elements=1 << 20).astype(np.int64)
+    if stored.size and (stored.min() < 1 or np.unique(stored).size != stored.size):
+        raise XpcsFileError(f.filename, f"holds {stored.tolist()}", dataset=f"{g}/bins",
+                            expected="distinct 1-based dynamic bins")
+    nb = stored.size
+    pixels = _array(f, f"{g}/pixels", kinds="iu", shape=(k, nb), ndim=2,
+                    expected=f"(n_groups, n_bins) = ({k}, {nb}) pixel counts",
+                    max_elements=max(1, k * nb)).astype(np.int64)
+    if (pixels < 0).any():
+        raise XpcsFileError(f.filename, "has negative pixel counts", dataset=f"{g}/pixels",
+                            expected="pixel counts >= 0")
+    if bins is not None:
+        missing = sorted({int(b) for b in bins} - set(stored.tolist()))
+        if missing:
+            raise XpcsFileError(f.filename, f"has no group maps of bins {missing}",
+                                dataset=f"{g}/bins", expected=f"one of {stored.tolist()}")
+        pick = [int(np.flatnonzero(stored == int(b))[0]) for b in bins]
+    else:
+        pick = list(range(nb))
+    maps, n_all = [], None
+    for j in pick:
+        path = f"{g}/c2_{int(stored[j]):05d}"
+        ds = _dataset(f, path, f"({k}, N, N) floats")
+        n = ds.shape[1] if ds.ndim == 3 else -1
+        expected = (f"({k}, N, N) floats, the group maps of bin {int(stored[j])}"
+                    + ("" if n_all is None else f", N = {n_all} as the other bins"))
+        if ds.dtype.kind != "f" or ds.ndim != 3 or n < 1 or n > MAX_FRAMES or \
+                (n_all is not None and n != n_all):
+            raise XpcsFileError(f.filename, f"has shape {ds.shape} and dtype {ds.dtype}",
+                                dataset=path, expected=expected)
+        check_declared(ds, shape=(k, n, n), expected=expected, max_elements=k * n * n)
+        out = np.empty((k, n, n), dtype=np.float32)
+        try:
+            ds.read_direct(out)
+        except (OSError, RuntimeError, ValueError, TypeError) as exc:
+            raise _read_error(ds, exc) from None
+        n_all = n
+        maps.append(_full(out))
+    return TwotimeGroups(bins=stored[pick], pixels=pixels[:, pick], maps=maps,
+                         tile_px=tile_px, seed=seed)
+
+
+def read_twotime_groups(path: str | Path, bins: Sequence[int] | None = None) -> TwotimeGroups:
+    """The two-time group maps of the result file ``path`` (read-only, unlocked);
+    ``bins``: only these 1-based dynamic bins, in that order (default all).
+
+    Raises
+    ------
+    XpcsFileError
+        No group maps, or a dataset or attribute of the wrong kind or shape (the
+        message names the file and the dataset).
+    """
+    from xpcsviewer.io._h5open import open_h5
+
+    with open_h5(path) as f:
+        return read_twotime_groups_group(f, bins)
