@@ -321,6 +321,15 @@ def correlate_one(
         if problem:
             say(f"xpcsviewer correlate: {problem}")
             return 2
+        if n_groups and have is not None:
+            from xpcsviewer.compute.twotime_groups import group_maps_bytes
+
+            more = group_maps_bytes(n, n_groups, len(bins))
+            if need + more > have:
+                say(f"xpcsviewer correlate: {n} frames with {n_groups} pixel groups need about "
+                    f"{(need + more) / 2**30:.1f} GiB, {have / 2**30:.1f} GiB are available; "
+                    "fewer frames, bins (--dq) or groups")
+                return 1
         nonfinite = _Masked(qm.shape)
         in_use = used & (np.asarray(qm.mask) > 0)  # the pixels a NaN would spoil
         with TextProgressBar("correlate", enabled=progress and not quiet) as bar:
