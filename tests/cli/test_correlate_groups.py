@@ -78,3 +78,27 @@ def test_memory_of_the_group_maps_is_counted(inputs, tmp_path, monkeypatch, caps
     assert _run(npy, "--qmap", qpath, "-o", tmp_path / "b.hdf", "--mode", "twotime",
                 "--dq", "1,3", "--twotime-groups", "4") == 1
     assert "with 4 pixel groups need about" in capsys.readouterr().err
+
+
+def test_ages_reads_the_groups_for_its_tau_errors(inputs, tmp_path):
+    # a file with group maps: `ages` takes each cut's tau error from the groups' spread
+    # and says so; the same file's cuts without them keep the fit's error
+    import json
+
+    from xpcsviewer.jobs.ages import ages_file
+
+    _qm, qpath, _movie, npy = inputs
+    out = tmp_path / "g.hdf"
+    assert _run(npy, "--qmap", qpath, "-o", out, "--mode", "twotime", "--dq", "2,3",
+                "--twotime-groups", "6", "--group-tile", "4", "--frame-time", "0.01") == 0
+    assert main(["ages", str(out), "--windows", "2", "-o", str(tmp_path / "a.csv"),
+                 "--json", str(tmp_path / "a.json"), "--quiet"]) == 0
+    rec = json.loads((tmp_path / "a.json").read_text())["files"][0]
+    assert rec["tau_error_source"] == "pixel groups (6)"
+    with_groups = ages_file(out, n_windows=2)
+    without = ages_file(out, n_windows=2, groups=None)
+    assert without.fits.tau_err_source == "fit"
+    np.testing.assert_array_equal(with_groups.fits.tau, without.fits.tau)
+    both = np.isfinite(with_groups.fits.tau_err) & np.isfinite(without.fits.tau_err)
+    assert both.any()
+    assert not np.allclose(with_groups.fits.tau_err[both], without.fits.tau_err[both])

@@ -112,7 +112,7 @@ def run_ages(req: AgesRequest, max_full_frames: int | None = None, progress=None
     ``max_full_frames``: refuse a full map (a file without an age x lag map) of more
     frames (the tab: its N x N entries are held three times over while cut).
     """
-    from xpcsviewer.jobs.ages import analyse_ages, read_map
+    from xpcsviewer.jobs.ages import analyse_ages, read_groups, read_map
     from xpcsviewer.progress import report
 
     report(progress, cancel, 0, 1, "reading the two-time map")
@@ -120,10 +120,12 @@ def run_ages(req: AgesRequest, max_full_frames: int | None = None, progress=None
     if max_full_frames is not None:
         _check_full_map(req, int(max_full_frames))
     amap, kind = read_map(req.path, [int(req.dq)])
+    groups = read_groups(req.path, kind, [int(req.dq)])
     q = np.full(int(req.dq), np.nan)
     q[-1] = req.q
     out = analyse_ages(amap, **kw, bins=[int(req.dq)], model=req.model, law=req.law, q=q,
-                       label=req.label, source=req.path, progress=progress, cancel=cancel)
+                       label=req.label, source=req.path, progress=progress, cancel=cancel,
+                       groups=groups)
     source = "age x lag map" if kind == "age_lag" else "full map"
     return AgesOutcome(req, source, int(amap.n_frames), float(amap.frame_time), out.cuts,
                        out.fits)

@@ -23,11 +23,13 @@ from xpcsviewer.fitting.spec import FitSpec
 
 __all__ = [
     "MAX_FULL_FRAMES",
+    "MAX_GROUP_BYTES",
     "AgesOutput",
     "ages_file",
     "analyse_ages",
     "csv_rows",
     "json_record",
+    "read_groups",
     "read_map",
     "windows_for",
 ]
@@ -142,12 +144,37 @@ def read_map(path: str | Path, bins: Sequence[int] | None = None) -> tuple[AgeLa
     return from_full_maps(maps, want, dt), "full maps"
 
 
+#: Largest pixel-group maps read (K x N^2 x 8 bytes per bin).
+MAX_GROUP_BYTES = 1 << 30
+
+
+def read_groups(path: str | Path, kind: str, bins: Sequence[int] | None = None) -> Any:
+    """The file's two-time maps per pixel group for the cut bins, or None: none in the
+    file, the cuts come from an age x lag map (the groups are full maps), or they would
+    take more than :data:`MAX_GROUP_BYTES` per bin to hold."""
+    from xpcsviewer.io._h5 import open_h5
+    from xpcsviewer.io.twotime_groups import has_twotime_groups, read_twotime_groups
+
+    if kind != "full maps":
+        return None
+    with open_h5(path) as f:
+        if not has_twotime_groups(f):
+            return None
+        grp = f["/xpcs/twotime/groups"]
+        first = next((k for k in grp if k.startswith("c2_")), None)
+        if first is None or 8 * int(np.prod(grp[first].shape)) > MAX_GROUP_BYTES:
+            return None
+    return read_twotime_groups(path, bins)
+
+
 def ages_file(path: str | Path, **kw: Any) -> AgesOutput:
-    """:func:`analyse_ages` of one result file (keywords as there)."""
+    """:func:`analyse_ages` of one result file (keywords as there); tau errors from the
+    file's pixel groups where it has them (:func:`read_groups`)."""
     from xpcsviewer.io import read_result
 
     amap, kind = read_map(path, kw.get("bins"))
     res = read_result(path)
+    kw.setdefault("groups", read_groups(path, kind, kw.get("bins")))
     out = analyse_ages(amap, q=res.qmap.dynamic_q, phi=res.qmap.dynamic_phi,
                        label=res.label, source=str(path), **kw)
     out.source = kind
