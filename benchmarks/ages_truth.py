@@ -42,6 +42,7 @@ def _one(spec: dict, seed: int, args) -> tuple:
 
         cr = simulate_result(spec, seed=seed)
         res, maps = cr.result, cr.c2_maps
+        groups = cr.twotime_groups if args.groups else None  # the demo's 16 pixel groups
         # stored as upper triangles: the full map is read from those
         maps = [np.triu(m) + np.triu(m, 1).T for m in (np.asarray(x, np.float64)
                                                          for x in maps)]
@@ -49,9 +50,10 @@ def _one(spec: dict, seed: int, args) -> tuple:
     else:
         res, ex = build_result(spec, seed=seed)
         maps, dt = ex["c2_maps"], res.frame_time
+        groups = None
     amap = from_full_maps(maps, res.twotime.processed_bins, dt)
     out = analyse_ages(amap, n_windows=args.windows, log=args.log, model=args.model,
-                       q=res.qmap.dynamic_q, phi=res.qmap.dynamic_phi)
+                       q=res.qmap.dynamic_q, phi=res.qmap.dynamic_phi, groups=groups)
     return out, twotime_truth(spec, res.qmap, amap.bins)
 
 
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--windows", type=int, default=10)
     ap.add_argument("--log", action="store_true")
     ap.add_argument("--model", default="auto")
+    ap.add_argument("--no-groups", dest="groups", action="store_false",
+                    help="tau errors from the fits, not from the demo's pixel groups")
     ap.add_argument("--source", choices=("demo", "analytic"), default="demo",
                     help="the demo's speckle simulation (default) or the analytic builder")
     args = ap.parse_args(argv)

@@ -76,3 +76,20 @@ def test_group_errors_cover_an_error_correlated_across_lags():
     # the fit's own error misses the groups' spread; the groups' error holds it
     assert sd_fit > 3
     assert 0.7 < sd_grp < 1.4
+
+
+def test_law_with_errors_moves_intervals_and_verdict():
+    from xpcsviewer.fitting.ageing_law import fit_law, law_with_errors
+
+    t = np.array([1.0, 3.0, 5.0, 7.0, 9.0])
+    lf = fit_law(t, 0.2 + 0.1 * t, np.full(5, 0.01), "linear")
+    assert lf.verdict == "ageing" and lf.error["a"] < 0.01
+    wide = law_with_errors(lf, {"a": 0.05, "tau0": np.nan})
+    assert wide.value == lf.value and wide.error["tau0"] == lf.error["tau0"]
+    assert wide.error["a"] == 0.05 and wide.verdict == "stationary"  # 0.1 - 2.576 * 0.05 < 0
+    assert wide.interval["a"] == pytest.approx((0.1 - 1.959964 * 0.05, 0.1 + 1.959964 * 0.05))
+    pw = fit_law(t, 0.3 * t ** 0.5, np.full(5, 0.01), "power")
+    p2 = law_with_errors(pw, {"tau0": 0.03})
+    lo, hi = p2.interval["tau0"]
+    assert lo < pw.value["tau0"] < hi and hi / pw.value["tau0"] == pytest.approx(
+        pw.value["tau0"] / lo)

@@ -61,13 +61,23 @@ def batch_sd(x: np.ndarray, w: np.ndarray) -> float:
 
 def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
                      maps: Sequence[np.ndarray], pixels: np.ndarray,
-                     map_bins: Sequence[int], progress=None, cancel=None) -> np.ndarray:
-    """(2, W, B) standard error of each cut's tau from the pixel groups; NaN where tau
-    is not finite or fewer than :data:`MIN_GROUPS` groups hold the cut.
+                     map_bins: Sequence[int], progress=None, cancel=None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Standard error of each cut's tau from the pixel groups.
 
     ``tau``, ``contrast``: (2, W, B) the fits of ``cuts`` (the cuts' bins). ``maps``: per
-    bin of ``map_bins``, the (K, N, N) full maps of the K groups (NaN for a group without
-    pixels in that bin); ``pixels``: (K, len(map_bins)) pixels of each group and bin.
+    bin of ``map_bins``, the (K, N, N) full maps of the K groups (upper triangles do;
+    NaN for a group without pixels in that bin); ``pixels``: (K, len(map_bins)).
+
+    Returns
+    -------
+    sd : (2, W, B)
+        NaN where tau is not finite or fewer than :data:`MIN_GROUPS` groups hold the cut.
+    tau_g : (K, 2, W, B)
+        Each group's linearised tau (NaN where it has none), for errors of numbers
+        derived from the taus (the ageing law's parameters).
+    weight : (K, B)
+        The groups' pixels in each cut bin.
     """
     from xpcsviewer.progress import report
 
@@ -75,6 +85,9 @@ def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
     out = np.full(tau.shape, np.nan)
     mb = [int(b) for b in map_bins]
     pix = np.asarray(pixels, np.float64)
+    k_all = pix.shape[0]
+    tau_g = np.full((k_all, *tau.shape), np.nan)
+    weight = np.zeros((k_all, tau.shape[2]))
     valid = cuts.valid
     nb = cuts.bins.size
     for j, b in enumerate(cuts.bins):
@@ -82,6 +95,7 @@ def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
         if int(b) not in mb:
             continue
         jb = mb.index(int(b))
+        weight[:, j] = pix[:, jb]
         stack = np.asarray(maps[jb])
         k = stack.shape[0]
         g2 = np.full((k, *cuts.g2.shape[:2], cuts.lag.size), np.nan)  # (K, 2, W, T)
@@ -104,6 +118,7 @@ def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
                 d = g2[:, way, wi][:, ok] - cuts.g2[way, wi, j][ok][None, :]
                 with np.errstate(invalid="ignore"):
                     x = t_s + d @ h  # NaN for a group missing a lag of the cut
+                tau_g[:, way, wi, j] = x
                 out[way, wi, j] = batch_sd(x, pix[:, jb])
     report(progress, cancel, nb, nb, "pixel-group errors done")
-    return out
+    return out, tau_g, weight

@@ -95,12 +95,38 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
         from xpcsviewer.fitting.ageing_law import with_tau_errors
 
         report(progress, cancel, 2, 3, "tau errors from the pixel groups")
-        err = group_tau_errors(cuts, fits.tau, fits.contrast, groups.maps, groups.pixels,
-                               groups.bins, cancel=cancel)
+        err, tau_g, weight = group_tau_errors(cuts, fits.tau, fits.contrast, groups.maps,
+                                              groups.pixels, groups.bins, cancel=cancel)
         k = int(np.asarray(groups.pixels).shape[0])
-        fits = with_tau_errors(fits, err, f"pixel groups ({k})")
+        fits = with_tau_errors(fits, err, f"pixel groups ({k})",
+                               _group_law_errors(fits, tau_g, weight))
     report(progress, cancel, 3, 3, "ages done")
     return AgesOutput(cuts=cuts, fits=fits, q=qq, phi=pp, path=source)
+
+
+def _group_law_errors(fits: AgeFits, tau_g: np.ndarray, weight: np.ndarray
+                      ) -> dict[str, list[dict[str, float]]]:
+    """Per law and bin, the errors of its parameters from the pixel groups: each group's
+    taus (the same points the law reads, the fit's errors as weights) give the group's
+    law; weighted batch means over the groups."""
+    from xpcsviewer.compute.ages_groups import batch_sd
+    from xpcsviewer.fitting.ageing_law import LAWS, fit_law, law_points
+
+    use = law_points(fits)
+    out: dict[str, list[dict[str, float]]] = {}
+    for name in LAWS:
+        per_bin = []
+        for b in range(fits.tau.shape[2]):
+            vals: dict[str, list[float]] = {}
+            for g in range(tau_g.shape[0]):
+                t = np.where(use[:, b], tau_g[g, 0, :, b], np.nan)
+                lf = fit_law(fits.t_w[0, :, b], t, fits.tau_err[0, :, b], name)
+                for key, v in lf.value.items():
+                    vals.setdefault(key, []).append(v)
+            per_bin.append({key: batch_sd(np.asarray(v), weight[:, b])
+                            for key, v in vals.items()})
+        out[name] = per_bin
+    return out
 
 
 def read_map(path: str | Path, bins: Sequence[int] | None = None) -> tuple[AgeLagMap, str]:
