@@ -270,3 +270,31 @@ def test_contrast_against_age_in_tab_and_figure(qtbot, panel, results):
                  and len(ln.get_xdata()) for x, y in zip(ln.get_xdata(), ln.get_ydata(),
                                                         strict=True))
     assert got == sorted(want)
+
+
+def test_the_tab_says_when_errors_come_from_pixel_groups(qtbot, panel, results, tmp_path):
+    # a file with pixel-group maps: the tab's ages take the tau errors from them and say so
+    from xpcsviewer.io import read_c2, read_result
+    from xpcsviewer.io.twotime_groups import TwotimeGroups
+    from xpcsviewer.io.writer import write_result
+
+    src = results[0]
+    tt = src.twotime
+    rng = np.random.default_rng(3)
+    maps, c2s = [], []
+    for j in range(len(tt.processed_bins)):
+        c2 = read_c2(src.path, j, max_size=tt.n_frames).c2
+        c2s.append(np.triu(c2).astype(np.float32))
+        noise = 0.01 * rng.standard_normal((6, *c2.shape))
+        maps.append(np.triu(c2[None] + noise).astype(np.float32))
+    groups = TwotimeGroups(bins=np.asarray(tt.processed_bins), pixels=np.full((6, 2), 50),
+                           maps=maps, tile_px=8, seed=0)
+    path = tmp_path / "G001_results.hdf"
+    write_result(path, src, c2_maps=c2s, twotime_groups=groups)
+    o = _shown(qtbot, panel, [read_result(path)])
+    assert o.fits.tau_err_source == "pixel groups (6)"
+    panel.ages.quantity.setCurrentIndex(0)
+    assert "pixel groups (6)" in panel.ages.law_label.text()
+    o_plain = _shown(qtbot, panel, results)
+    assert o_plain.fits.tau_err_source == "fit"
+    assert "pixel groups" not in panel.ages.law_label.text()

@@ -489,7 +489,8 @@ class AgesView(QWidget):
         # the plot's smallest width and push it out of a narrow window
         self.law_label.setText(
             _window_key(o.cuts, o.fits) + "<br>" + f"{_TAU_KEY} ageing law "
-            + text.replace("\n", "; ") + f"; \u03c4: {not_drawn_text(drawings)}")
+            + text.replace("\n", "; ") + f"; \u03c4: {not_drawn_text(drawings)}"
+            + _error_source(o.fits))
         _set_title(plot, f"\u03c4 against age: {line.verdict if line is not None else '-'}")
 
     def drawn_points(self) -> dict[str, list[tuple[float, float]]]:
@@ -542,3 +543,10 @@ class AgesView(QWidget):
         self.widths_edit.setEnabled(typed)
         for w in (self.plots, self.status, self.law_label):
             w.setVisible(self.ages_check.isChecked())
+
+
+def _error_source(fits: Any) -> str:
+    """Where the error bars come from, when not from the fits (docs/ages.md section 4)."""
+    src = getattr(fits, "tau_err_source", "fit")
+    return "" if src == "fit" else f"; \u03c4 errors and the law's from {src}"
+
