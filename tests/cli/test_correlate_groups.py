@@ -102,3 +102,24 @@ def test_ages_reads_the_groups_for_its_tau_errors(inputs, tmp_path):
     both = np.isfinite(with_groups.fits.tau_err) & np.isfinite(without.fits.tau_err)
     assert both.any()
     assert not np.allclose(with_groups.fits.tau_err[both], without.fits.tau_err[both])
+
+
+def test_info_names_the_group_maps(inputs, tmp_path, capsys):
+    import json
+
+    _qm, qpath, _movie, npy = inputs
+    out = tmp_path / "g.hdf"
+    plain = tmp_path / "p.hdf"
+    assert _run(npy, "--qmap", qpath, "-o", out, "--mode", "twotime", "--dq", "1,3",
+                "--twotime-groups", "5", "--group-tile", "4") == 0
+    assert _run(npy, "--qmap", qpath, "-o", plain, "--mode", "twotime", "--dq", "1") == 0
+    capsys.readouterr()
+    assert main(["info", str(out), str(plain)]) == 0
+    text = capsys.readouterr().out
+    assert ("note: g.hdf: two-time maps of 5 pixel groups (4-px tiles) for bins 1, 3"
+            in text)
+    assert "p.hdf: two-time maps" not in text
+    assert main(["info", str(out), str(plain), "--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)["files"]
+    assert recs[0]["twotime_groups"] == {"n_groups": 5, "tile_px": 4, "bins": [1, 3]}
+    assert recs[1]["twotime_groups"] is None

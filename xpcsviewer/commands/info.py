@@ -14,7 +14,9 @@ shape and the result file it belongs to (JSON: ``"side_files"``, beside ``"files
 A result file's multi-tau two-time age x lag map (``correlate --twotime-ages``; the only
 two-time data of a file written with ``--mode multitau``) is named with its bins,
 frames, frame time and levels: a ``note:`` line, and ``"age_lag"`` in JSON (null
-without one; ``"twotime_bins"`` lists the full maps' bins).
+without one; ``"twotime_bins"`` lists the full maps' bins). Two-time maps of pixel
+groups (``correlate --twotime-groups``) likewise: a ``note:`` line and
+``"twotime_groups": {n_groups, tile_px, bins}`` (null without them).
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ def summary(res: XpcsResult) -> dict[str, Any]:
         # the multi-tau two-time age x lag map (correlate --twotime-ages), alone or beside
         # the full maps: its bins, frames, frame time and levels
         "age_lag": _age_lag(res),
+        # two-time maps of independent pixel groups (correlate --twotime-groups): the
+        # errors of g2 by age come from them
+        "twotime_groups": _groups(res.path),
         "start_time": res.start_time,
         "sample": {
             k: v for k, v in res.sample.items() if isinstance(v, (int, float, str))
@@ -88,6 +93,37 @@ def _age_lag(res: XpcsResult) -> dict[str, Any] | None:
     return {"bins": [int(b) for b in a.bins], "n_frames": int(a.n_frames),
             "frame_time_s": float(a.frame_time), "n_levels": int(a.n_levels),
             "full_map": res.twotime is not None}
+
+
+def _groups(path: Any) -> dict[str, Any] | None:
+    """The file's pixel-group maps: groups, tile side and bins (None without them)."""
+    from xpcsviewer.io._h5 import open_h5
+    from xpcsviewer.io.twotime_groups import GROUPS_PATH, has_twotime_groups
+
+    with open_h5(path) as f:
+        if not has_twotime_groups(f):
+            return None
+        g = f[GROUPS_PATH]
+        try:
+            return {"n_groups": int(g.attrs["n_groups"]), "tile_px": int(g.attrs["tile_px"]),
+                    "bins": [int(b) for b in np.asarray(g["bins"][()]).ravel()]}
+        except (KeyError, TypeError, ValueError) as exc:  # read by `ages`, which says more
+            return {"error": f"{GROUPS_PATH} is not readable: {exc}"}
+
+
+def _groups_note(s: dict[str, Any]) -> str | None:
+    """The text line of a file's pixel-group maps (None without them)."""
+    from xpcsviewer.views.age_lag_map import bins_text
+
+    g = s.get("twotime_groups")
+    if g is None:
+        return None
+    name = str(s["path"]).rsplit("/", 1)[-1]
+    if "error" in g:
+        return f"note: {name}: {g['error']}"
+    return (f"note: {name}: two-time maps of {g['n_groups']} pixel groups "
+            f"({g['tile_px']}-px tiles) for bins {bins_text(g['bins'])}: the errors of g2 "
+            "by age (xpcsviewer ages) come from them")
 
 
 def _age_lag_note(s: dict[str, Any]) -> str | None:
@@ -267,8 +303,9 @@ def run(args: argparse.Namespace) -> int:
                 "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
             )
         for s in records:
-            if (line := _age_lag_note(s)) is not None:
-                print(line)
+            for line in (_age_lag_note(s), _groups_note(s)):
+                if line is not None:
+                    print(line)
             for w in s["warnings"]:
                 print(f"note: {str(s['path']).rsplit('/', 1)[-1]}: {w}")
     if raws and not args.json:
