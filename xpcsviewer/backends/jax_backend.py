@@ -140,10 +140,9 @@ class JaxBackend:
             if device is None or x.devices() == {device}:
                 return x
             return jax.device_put(x, device)
-        arr = jnp.asarray(x, dtype=dtype) if device is None else None
-        if arr is None:
-            host = ensure_numpy(x, dtype)
-            arr = jax.device_put(host, device)
+        # device_put, not jnp.asarray: the latter compiles a staging program per shape
+        # and dtype (35 more compiles in a two-file fit); no device: left uncommitted
+        arr = jax.device_put(ensure_numpy(x, dtype), device)
         count_host_to_device(arr.nbytes)
         return arr
 
