@@ -131,18 +131,14 @@ def tiny_demo_dir(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture(scope="session")
-def age_lag_only_file(tmp_path_factory) -> Path:
-    """A result file with a multi-tau two-time age x lag map and no full map (issue 35):
-    300 simulated frames (24 x 32 pixels, 3 dynamic bins) correlated by the command line
-    with ``--twotime-ages`` (multi-tau g2 and the map); bins 2 and 3 decay within the
-    run. Written once per session; read-only for tests."""
-    from xpcsviewer.cli import main
+def _small_movie(d: Path, n_frames: int, rate: float) -> tuple:
+    """A 24 x 32 detector partitioned into 3 dynamic bins, its q-map file and a simulated
+    speckle movie of ``n_frames`` (D = 5e6 A^2/s, frames 1 ms apart) saved as .npy, in d:
+    (qmap, qmap path, movie, movie path)."""
     from xpcsviewer.compute.partition import make_partition
     from xpcsviewer.io.writer import write_qmap_file
     from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
-    d = tmp_path_factory.mktemp("agelag")
     shape, bc = (24, 32), (-4.0, 12.0)
     geo = Geometry(shape=shape, energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
                    bcx=bc[0], bcy=bc[1])
@@ -151,10 +147,30 @@ def age_lag_only_file(tmp_path_factory) -> Path:
                         detector_distance=5.0, pixel_size=75e-6, beam_center_x=bc[0],
                         beam_center_y=bc[1])
     qpath = write_qmap_file(d / "qmap.hdf", qm)
-    movie = simulate_frames(q, 300, 1e-3, D=5e6, beta=0.25, rate=0.5, seed=3)
-    np.save(d / "movie.npy", movie)
+    movie = simulate_frames(q, n_frames, 1e-3, D=5e6, beta=0.25, rate=rate, seed=3)
+    npy = d / "movie.npy"
+    np.save(npy, movie)
+    return qm, qpath, movie, npy
+
+
+@pytest.fixture(scope="session")
+def small_movie():
+    """:func:`_small_movie` for module fixtures: ``small_movie(folder, n_frames, rate)``."""
+    return _small_movie
+
+
+@pytest.fixture(scope="session")
+def age_lag_only_file(tmp_path_factory) -> Path:
+    """A result file with a multi-tau two-time age x lag map and no full map (issue 35):
+    300 simulated frames (24 x 32 pixels, 3 dynamic bins) correlated by the command line
+    with ``--twotime-ages`` (multi-tau g2 and the map); bins 2 and 3 decay within the
+    run. Written once per session; read-only for tests."""
+    from xpcsviewer.cli import main
+
+    d = tmp_path_factory.mktemp("agelag")
+    _qm, qpath, _movie, npy = _small_movie(d, 300, 0.5)
     out = d / "A001_results.hdf"
-    assert main(["correlate", str(d / "movie.npy"), "--qmap", str(qpath), "-o", str(out),
+    assert main(["correlate", str(npy), "--qmap", str(qpath), "-o", str(out),
                  "--twotime-ages", "--frame-time", "0.01", "--quiet"]) == 0
     return out
 

@@ -9,31 +9,18 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
-from xpcsviewer.compute.partition import make_partition
 from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
 from xpcsviewer.io.age_lag import read_age_lag
 from xpcsviewer.io.reader import read_c2, read_result
-from xpcsviewer.io.writer import write_qmap_file
-from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                 reason="the photon path needs numba")
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
+def inputs(tmp_path_factory, small_movie):
     d = tmp_path_factory.mktemp("ages")
-    shape, bc = (24, 32), (-4.0, 12.0)
-    geo = Geometry(shape=shape, energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
-                   bcx=bc[0], bcy=bc[1])
-    q, phi = geo.qmap()
-    qm = make_partition(q, phi, np.ones(shape, bool), 3, 9, energy_kev=10.0,
-                        detector_distance=5.0, pixel_size=75e-6, beam_center_x=bc[0],
-                        beam_center_y=bc[1])
-    qpath = write_qmap_file(d / "qmap.hdf", qm)
-    movie = simulate_frames(q, 300, 1e-3, D=5e6, beta=0.25, rate=0.08, seed=3)
-    npy = d / "movie.npy"
-    np.save(npy, movie)
+    qm, qpath, movie, npy = small_movie(d, 300, 0.08)
     esrf = d / "scan_sparse_00000.h5"
     n, h, w = movie.shape
     f, p = np.nonzero(movie.reshape(n, h * w))

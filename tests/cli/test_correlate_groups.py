@@ -6,28 +6,13 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
-from xpcsviewer.compute.partition import make_partition
 from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES, group_maps
 from xpcsviewer.io.twotime_groups import read_twotime_groups
-from xpcsviewer.io.writer import write_qmap_file
-from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("groups_cli")
-    shape, bc = (24, 32), (-4.0, 12.0)
-    geo = Geometry(shape=shape, energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
-                   bcx=bc[0], bcy=bc[1])
-    q, phi = geo.qmap()
-    qm = make_partition(q, phi, np.ones(shape, bool), 3, 9, energy_kev=10.0,
-                        detector_distance=5.0, pixel_size=75e-6, beam_center_x=bc[0],
-                        beam_center_y=bc[1])
-    qpath = write_qmap_file(d / "qmap.hdf", qm)
-    movie = simulate_frames(q, 120, 1e-3, D=5e6, beta=0.25, rate=0.5, seed=3)
-    npy = d / "movie.npy"
-    np.save(npy, movie)
-    return qm, qpath, movie, npy
+def inputs(tmp_path_factory, small_movie):
+    return small_movie(tmp_path_factory.mktemp("groups_cli"), 120, 0.5)
 
 
 def _run(*argv):

@@ -364,6 +364,22 @@ def c2_g2_segments(c2: np.ndarray, n_segments: int = 5) -> np.ndarray:
     return out
 
 
+def keep_frames(store: np.ndarray | None, frames: np.ndarray, done: int, n: int
+                ) -> np.ndarray:
+    """Put a chunk of frames (m, P) at row ``done`` of the (n, P) store, made on the first
+    chunk in the smallest dtype that holds it and widened to float32 when a later
+    chunk needs it; returns the store."""
+    m = frames.shape[0]
+    if done + m > n:
+        raise ValueError(f"more frames than announced ({done + m} > {n})")
+    if store is None:
+        store = np.empty((n, frames.shape[1]), dtype=_store_dtype(frames.dtype))
+    elif not np.can_cast(frames.dtype, store.dtype, "safe"):
+        store = store.astype(np.float32)
+    store[done : done + m] = frames
+    return store
+
+
 def _store_dtype(dt: np.dtype) -> np.dtype:
     """Counts keep their integer type (exact, 1-4 bytes); anything else is float32."""
     dt = np.dtype(dt)
@@ -509,13 +525,7 @@ def correlate_twotime(
         chunk = np.asarray(chunk)
         flat = chunk.reshape(chunk.shape[0], -1)
         k = flat.shape[0]
-        if done + k > n_frames:
-            raise ValueError(f"more frames than announced ({done + k} > {n_frames})")
-        if store is None:
-            store = np.empty((n_frames, order.size), dtype=_store_dtype(flat.dtype))
-        elif not np.can_cast(flat.dtype, store.dtype, "safe"):
-            store = store.astype(np.float32)
-        store[done : done + k] = flat[:, sel_index]
+        store = keep_frames(store, flat[:, sel_index], done, n_frames)
         if acc is not None:
             acc.add(flat, flat[:, pixels.pixel_index])
         done += k

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from xpcsviewer.compute._binning import select_pixels
-from xpcsviewer.compute.twotime import _store_dtype, twotime_map
+from xpcsviewer.compute.twotime import keep_frames, twotime_map
 from xpcsviewer.io.twotime_groups import TwotimeGroups
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
@@ -114,13 +114,7 @@ def group_maps(
     for chunk in chunks:
         flat = np.asarray(chunk).reshape(len(chunk), -1)
         m = flat.shape[0]
-        if done + m > n:
-            raise ValueError(f"more frames than announced ({done + m} > {n})")
-        if store is None:
-            store = np.empty((n, sel.size), dtype=_store_dtype(flat.dtype))
-        elif not np.can_cast(flat.dtype, store.dtype, "safe"):
-            store = store.astype(np.float32)
-        store[done:done + m] = flat[:, sel_index]
+        store = keep_frames(store, flat[:, sel_index], done, n)
         done += m
         report(progress, cancel, done, n + len(bins), "two-time groups: reading")
     if done != n:
