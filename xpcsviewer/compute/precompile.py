@@ -234,9 +234,12 @@ def _write_record(task_sigs: dict[str, list[list[str]]]) -> None:
 _GROUP_ORDER = ("dense", "photons", "photon-sums", "twotime")
 
 
-def _run_groups(groups: list[list[Task]], jobs: int, quiet: bool) -> dict[str, Any]:
+def _run_groups(groups: list[list[Task]], jobs: int, quiet: bool,
+                progress: ProgressCallback | None = None,
+                cancel: CancelToken | None = None) -> dict[str, Any]:
     """Each group in a fresh process (``jobs`` at a time, the longest first): no two
-    processes compile the same kernel, so numba's index files see one writer each."""
+    processes compile the same kernel, so numba's index files see one writer each.
+    ``progress`` hears of each group as it ends."""
     import subprocess
     import tempfile
 
@@ -245,8 +248,11 @@ def _run_groups(groups: list[list[Task]], jobs: int, quiet: bool) -> dict[str, A
     running: list[tuple[subprocess.Popen, str, Any]] = []
     out: dict[str, Any] = {"seconds": {}, "tasks": {}}
     failed: list[str] = []
+    n_all, n_done = len(pending), 0
     try:
         while pending or running:
+            if cancel is not None and cancel.cancelled:
+                cancel.raise_if_cancelled()
             while pending and len(running) < jobs:
                 group = pending.pop(0)
                 cmd = [sys.executable, "-m", "xpcsviewer.compute.precompile", "--json",
@@ -257,6 +263,8 @@ def _run_groups(groups: list[list[Task]], jobs: int, quiet: bool) -> dict[str, A
             for item in [r for r in running if r[0].poll() is not None]:
                 running.remove(item)
                 proc, group, sink = item
+                n_done += 1
+                report(progress, cancel, n_done, n_all, f"compiling kernels: {group}")
                 sink.seek(0)
                 text = sink.read()
                 sink.close()
@@ -324,10 +332,13 @@ def guard_cache_writes() -> bool:
 
 
 def ensure_kernels(progress: ProgressCallback | None = None,
-                   cancel: CancelToken | None = None) -> dict[str, Any]:
+                   cancel: CancelToken | None = None, *, jobs: int = 1,
+                   nice: bool = True) -> dict[str, Any]:
     """The GUI's start-up hook: when :func:`cache_status` finds the cache cold, fill it
     in a child process at low priority (the window's process keeps its CPU, memory and
     GIL; ``cancel`` stops the child at once). Progress lines are relayed.
+    ``jobs`` > 1 compiles that many kernel groups at once and ``nice=False`` at normal
+    priority: for a command that waits on it (``device --calibrate``).
 
     Returns :func:`precompile_kernels`' dict (``"ran": []`` when the cache was warm).
     """
@@ -344,8 +355,8 @@ def ensure_kernels(progress: ProgressCallback | None = None,
     guard_cache_writes()
     report(progress, cancel, 0, len(status["missing"]), "compiling the correlators "
            "(first run only)")
-    cmd = [sys.executable, "-m", "xpcsviewer.compute.precompile", "--jobs", "1",
-           "--json", "--progress", "--nice"]
+    cmd = [sys.executable, "-m", "xpcsviewer.compute.precompile", "--jobs",
+           str(max(1, int(jobs))), "--json", "--progress", *(["--nice"] if nice else [])]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True)
     lines: list[str] = []
@@ -415,8 +426,8 @@ def precompile_kernels(progress: ProgressCallback | None = None,
         by_group: dict[str, list[Task]] = {}
         for t in todo:
             by_group.setdefault(t.group, []).append(t)
-        report(progress, cancel, 0, 1, "compiling kernels")
-        res = _run_groups(list(by_group.values()), jobs, quiet)
+        report(progress, cancel, 0, len(by_group), "compiling kernels")
+        res = _run_groups(list(by_group.values()), jobs, quiet, progress, cancel)
     else:
         res = _run_tasks(todo, progress, cancel)
     if record:
