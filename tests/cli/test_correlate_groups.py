@@ -65,7 +65,7 @@ def test_memory_of_the_group_maps_is_counted(inputs, tmp_path, monkeypatch, caps
     assert "with 4 pixel groups need about" in capsys.readouterr().err
 
 
-def test_ages_reads_the_groups_for_its_tau_errors(inputs, tmp_path):
+def test_ages_reads_the_groups_for_its_tau_errors(inputs, tmp_path, monkeypatch):
     # a file with group maps: `ages` takes each cut's tau error from the groups' spread
     # and says so; the same file's cuts without them keep the fit's error
     import json
@@ -87,6 +87,22 @@ def test_ages_reads_the_groups_for_its_tau_errors(inputs, tmp_path):
     both = np.isfinite(with_groups.fits.tau_err) & np.isfinite(without.fits.tau_err)
     assert both.any()
     assert not np.allclose(with_groups.fits.tau_err[both], without.fits.tau_err[both])
+    # the exported figure says where its tau bars come from (a reader of the PDF has
+    # no JSON beside it)
+    from xpcsviewer.export.figures import make_figure
+    from xpcsviewer.io import read_result
+
+    res = read_result(out)
+    titles = [ax.get_title() for ax in make_figure("ages", [res], n_windows=2).axes]
+    assert any(t.endswith("errors: pixel groups (6)") for t in titles), titles
+    titles = [ax.get_title() for ax in
+              make_figure("ages", [res], n_windows=2, size="single").axes]
+    assert any(t.endswith("\nerrors: groups (6)") for t in titles), titles
+    import xpcsviewer.jobs.ages as jobs_ages
+
+    monkeypatch.setattr(jobs_ages, "read_groups", lambda *a, **k: None)
+    titles = [ax.get_title() for ax in make_figure("ages", [res], n_windows=2).axes]
+    assert not any("errors:" in t for t in titles), titles
 
 
 def test_info_names_the_group_maps(inputs, tmp_path, capsys):

@@ -177,7 +177,11 @@ def _draw_tau(ax: Any, o: Any, law: str, short: bool = False) -> list:
         text = "law: fewer than 3 drawn \u03c4"
     else:
         text = line.short if short else line.text
-    ax.set_title(f"{text}\n{not_drawn_text(drawings)}", fontsize="small")
+    src = getattr(o.fits, "tau_err_source", "fit")
+    # the bars are not the fits' when the file has pixel groups (docs/ages.md section 4)
+    errs = ("" if src == "fit" else f"\nerrors: {src.replace('pixel ', '')}" if short
+            else f"; errors: {src}")
+    ax.set_title(f"{text}\n{not_drawn_text(drawings)}{errs}", fontsize="small")
     return h + handles + key
 
 
