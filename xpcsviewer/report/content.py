@@ -12,8 +12,11 @@ from collections import Counter
 from typing import Any
 
 __all__ = [
+    "AGES_COLUMNS",
     "BIN_COLUMNS",
     "SUMMARY_COLUMNS",
+    "ages_rows",
+    "ages_text",
     "bin_rows",
     "failed_text",
     "file_summary",
@@ -192,3 +195,40 @@ def quality_rows(sec: dict[str, Any]) -> list[tuple[str, str]]:
     for a in q.get("audit", []):
         rows.append(a)
     return rows
+
+
+AGES_COLUMNS = ("bin", "q (\u00c5\u207b\u00b9)", "verdict", "law slope [95 %]", "\u03c4\u2080 (s)",
+                "\u03c4 converged", "ways disagree")
+
+
+def ages_text(sec: dict[str, Any]) -> str | None:
+    """The line above the ages table (None: the file has no two-time data)."""
+    a = sec.get("ages")
+    if not a:
+        return None
+    if "error" in a:
+        return f"g2 by age not analysed: {a['error']}"
+    law = "\u03c4 = \u03c4\u2080 + a\u00b7t_w" if a["law"] == "linear" else \
+        "\u03c4 = \u03c4\u2080\u00b7t_w^\u03bc"
+    src = a["tau_error_source"]
+    errs = "the fits" if src == "fit" else src
+    return (f"{a['windows']} equal age windows of the {a['source']}, each cut at constant "
+            f"age and at constant t\u2081 and fitted (model auto); law {law} of the "
+            f"constant-age \u03c4 with its 95 % interval; \u03c4 errors from {errs}. "
+            "Verdict: ageing (\u03c4 grows), accelerating (\u03c4 falls), stationary "
+            "(the slope's 99 % interval holds 0) or undetermined (fewer than 3 drawn "
+            "\u03c4).")
+
+
+def ages_rows(sec: dict[str, Any]) -> list[list[str]]:
+    """One row per two-time bin, in :data:`AGES_COLUMNS` order."""
+    a = sec.get("ages") or {}
+    out = []
+    for r in a.get("bins", []):
+        name = "a" if r["slope_name"] == "a" else "\u03bc"
+        slope = (f"{name} = {fmt(r['slope'], 3)} [{fmt(r['slope_lo95'], 3)}, "
+                 f"{fmt(r['slope_hi95'], 3)}]" if r["slope"] is not None else "\u2013")
+        out.append([str(r["bin"]), fmt(r["q"]), r["verdict"], slope, fmt(r["tau0_s"], 3),
+                    f"{r['converged']} of {a['windows']}",
+                    f"{r['flagged']} of {a['windows']}"])
+    return out

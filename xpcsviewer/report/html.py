@@ -103,9 +103,24 @@ def _file_section(sec: dict[str, Any], k: int) -> str:
               f"<p>{_e(d['message'])} ({d['n_good']} converged bins entered)"
               + (f"; radius {_e(_radius(d))}" if d["verdict"] == "diffusive" else "")
               + "</p>",
+              *_ages_html(sec),
               "<h3>Data quality</h3>", _kv_table(quality_rows(sec)),
               "<h3>Figures</h3>", _figures(sec["figures"], sec["label"]), "</section>"]
     return "\n".join(parts)
+
+
+def _ages_html(sec: dict[str, Any]) -> list[str]:
+    """The g2-by-age part of a file with two-time data (nothing without)."""
+    from xpcsviewer.report.content import AGES_COLUMNS, ages_rows, ages_text
+
+    text = ages_text(sec)
+    if text is None:
+        return []
+    head = "".join(f"<th>{_e(c)}</th>" for c in AGES_COLUMNS)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>"
+                   for r in ages_rows(sec))
+    table = f'<table class="ages"><tr>{head}</tr>{body}</table>' if body else ""
+    return ["<h3>g\u2082 by sample age</h3>", f"<p>{_e(text)}</p>", table]
 
 
 def _radius(d: dict[str, Any]) -> str:

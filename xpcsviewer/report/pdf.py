@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from xpcsviewer.report.content import (
+    AGES_COLUMNS,
     BIN_COLUMNS,
     SUMMARY_COLUMNS,
+    ages_rows,
+    ages_text,
     bin_rows,
     provenance_rows,
     quality_rows,
@@ -83,6 +86,13 @@ def _file_items(sec: dict[str, Any], k: int) -> list[tuple[str, Any]]:
         from xpcsviewer.report.html import _radius
 
         items += _lines("p", f"radius {_radius(d)}")
+    text = ages_text(sec)
+    if text is not None:
+        items += _lines("h3", "g\u2082 by sample age") + _lines("p", text)
+        rows = ages_rows(sec)
+        if rows:
+            items += [("mono", t) for t in _table(AGES_COLUMNS, rows,
+                                                  [3, 9, 12, 28, 7, 11, 13])]
     items += _lines("h3", "Data quality")
     for name, v in quality_rows(sec):
         items += _lines("p", f"{name}: {v}")

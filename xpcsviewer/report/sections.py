@@ -249,6 +249,54 @@ def _read(p: Path) -> tuple[Any, dict[str, Any] | None]:
                       "error": f"{display_path(p)}: cannot be read ({exc.strerror or exc})"}
 
 
+def _ages(res: Any, p: Path) -> dict[str, Any] | None:
+    """g2 by sample age of a file with two-time data (5 equal windows, model auto, the
+    linear law: what ``xpcsviewer ages`` gives by default); None without two-time."""
+    from xpcsviewer.views.age_lag_map import has_twotime
+
+    if not has_twotime(res):
+        return None
+    from xpcsviewer.jobs.ages import ages_file
+
+    try:
+        out = ages_file(p)
+    except Exception as exc:  # the map cannot be cut: the section says why
+        return {"error": _why(exc)}
+    f, c = out.fits, out.cuts
+    rows = []
+    for j, b in enumerate(c.bins):
+        lf = f.laws[f.law][j]
+        name = lf.slope_name
+        lo, hi = lf.interval.get(name, (float("nan"), float("nan")))
+        rows.append({"bin": int(b), "q": _f(out.q[j]), "verdict": str(f.verdict[j]),
+                     "slope_name": name, "slope": _f(lf.value.get(name, float("nan"))),
+                     "slope_lo95": _f(lo), "slope_hi95": _f(hi),
+                     "tau0_s": _f(lf.value.get("tau0", float("nan"))),
+                     "n_points": int(lf.n_points),
+                     "converged": int(np.sum(f.status[0, :, j] == "converged")),
+                     "flagged": int(np.sum(f.disagree[:, j]))})
+    return {"source": out.source, "law": f.law, "windows": int(c.windows.n),
+            "window_s": [[_f(lo), _f(hi)] for lo, hi in zip(c.windows.lo, c.windows.hi,
+                                                              strict=True)],
+            "tau_error_source": f.tau_err_source, "bins": rows}
+
+
+def _ages_figure(res: Any, ages: dict[str, Any], dpi: float) -> list[dict[str, Any]]:
+    """The ages figure of the first bin with a law (else the first bin)."""
+    from xpcsviewer.export import make_figures
+
+    rows = ages["bins"]
+    k = next((i for i, r in enumerate(rows) if r["verdict"] != "undetermined"), 0)
+    cap = (f"g\u2082 by sample age, bin {rows[k]['bin']}: the map with the age windows, "
+           "\u03c4 against age with the law, the cuts at constant age and constant t\u2081")
+    try:
+        pages = make_figures("ages", [res], "double", bin_index=k, max_size=256)
+        return [{"kind": "ages", "caption": cap,
+                 "pngs": [png_bytes(pg, dpi) for pg in pages], "note": ""}]
+    except Exception as exc:  # the file's data cannot give this plot: say so
+        return [{"kind": "ages", "caption": cap, "pngs": [], "note": f"not drawn: {_why(exc)}"}]
+
+
 def _fit_part(res: Any, p: Path, dpi: float, figures: bool) -> dict[str, Any]:
     """Fits, verdict of D(q), data quality and the figures that need the fits."""
     out: dict[str, Any] = {"bins": [], "notes": []}
@@ -268,7 +316,10 @@ def _fit_part(res: Any, p: Path, dpi: float, figures: bool) -> dict[str, Any]:
     else:
         out["notes"].append("no multi-tau g2 in the file (two-time only)")
     out["diffusion"] = _diffusion(analysis, res)
+    out["ages"] = _ages(res, p)
     out["figures"] = _figures(res, fits, analysis, dpi, kinds=FIT_FIGURES) if figures else []
+    if figures and out["ages"] and out["ages"].get("bins"):
+        out["figures"] += _ages_figure(res, out["ages"], dpi)
     if fits is not None:
         from xpcsviewer.fitting import diffusion_from_fit
         from xpcsviewer.fitting.results import fit_record
@@ -331,7 +382,7 @@ def merge_parts(path: str, fit: dict[str, Any], image: dict[str, Any]) -> dict[s
     for part in (fit, image):
         if "error" in part:
             return {"path": str(path), "error": part["error"]}
-    order = {k: i for i, (k, _) in enumerate((*FIGURE_ORDER, ("twotime", "")))}
+    order = {k: i for i, (k, _) in enumerate((*FIGURE_ORDER, ("twotime", ""), ("ages", "")))}
     figs = sorted(fit["figures"] + image["figures"], key=lambda f: order[f["kind"]])
     return {"path": str(path), **image, **fit, "figures": figs}
 
