@@ -79,11 +79,13 @@ def _compression() -> dict[str, Any]:
     return {"compression": "lzf" if "lzf" in h5py.filters.decode else "gzip", "shuffle": True}
 
 
-def write_age_lag_group(parent: h5py.Group, amap: AgeLagMap) -> h5py.Group:
-    """Write ``amap`` as ``parent["age_lag"]`` (``parent``: the file's /xpcs/twotime)."""
-    if "age_lag" in parent:
-        del parent["age_lag"]
-    g = parent.create_group("age_lag")
+def write_age_lag_group(parent: h5py.Group, amap: AgeLagMap, name: str = "age_lag"
+                        ) -> h5py.Group:
+    """Write ``amap`` as ``parent[name]`` (``parent``: the file's /xpcs/twotime, or the
+    pixel groups' group, :mod:`xpcsviewer.io.age_lag_groups`)."""
+    if name in parent:
+        del parent[name]
+    g = parent.create_group(name)
     cfg = dict(amap.config)
     g.attrs["version"] = VERSION
     g.attrs["n_frames"] = int(amap.n_frames)
@@ -131,14 +133,15 @@ class AgeLagInfo:
     n_levels: int
 
 
-def read_age_lag_info(f: h5py.File) -> AgeLagInfo | None:
-    """The bins, frames and frame time of an open file's age x lag map; None without one.
+def read_age_lag_info(f: h5py.File, group: str = AGE_LAG_GROUP) -> AgeLagInfo | None:
+    """The bins, frames and frame time of an open file's age x lag map (at ``group``);
+    None without one.
 
     Raises XpcsFileError for attributes of the wrong kind (the message names them).
     """
-    if not has_age_lag(f):
+    if not _exists(f, group):
         return None
-    g = AGE_LAG_GROUP
+    g = group
     n_frames = _attr(f, g, "n_frames", int, "the number of frames")
     frame_time = _attr(f, g, "frame_time", float, "seconds per frame")
     n_levels = _attr(f, g, "n_levels", int, "the number of levels")
@@ -183,14 +186,15 @@ def _read_c(f: h5py.File, path: str, shape: tuple[int, int, int], rows: list[int
     return out
 
 
-def read_age_lag_group(f: h5py.File, bins_wanted: Sequence[int] | None = None) -> AgeLagMap:
+def read_age_lag_group(f: h5py.File, bins_wanted: Sequence[int] | None = None,
+                       group: str = AGE_LAG_GROUP) -> AgeLagMap:
     """The age x lag map of an open result file (checked; errors name the dataset).
 
     ``bins_wanted``: the 1-based dynamic bins to read, in that order (default all the map
-    holds), so that a long run's map need not be read whole.
+    holds), so that a long run's map need not be read whole. ``group``: where the map is.
     """
-    g = AGE_LAG_GROUP
-    info = read_age_lag_info(f)
+    g = group
+    info = read_age_lag_info(f, g)
     if info is None:
         raise XpcsFileError(f.filename, "no age x lag map", dataset=g,
                             expected="a two-time age x lag map (correlate --twotime-ages)")

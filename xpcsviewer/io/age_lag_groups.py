@@ -1,0 +1,163 @@
+"""Age x lag maps of independent pixel groups: their data type and place in a result file.
+
+The multi-tau two-time map (:mod:`xpcsviewer.io.age_lag`) of each of K pixel groups of
+each bin, made by :mod:`xpcsviewer.compute.twotime_ages_groups` (``correlate
+--twotime-ages --twotime-groups K``): what the full maps' groups
+(:mod:`xpcsviewer.io.twotime_groups`) are for runs too long for a full map. The spread of
+a number derived from a bin's cuts over its groups is that number's error (docs/ages.md).
+Layout (docs/file-format-notes.md)::
+
+    /xpcs/twotime/age_lag_groups          attrs: n_groups, tile_px, seed
+        bins                              (B,) int64, 1-based dynamic bins
+        pixels                            (K, B) int32, pixels of each group in each bin
+        age_lag                           an age x lag map in the layout of
+                                          /xpcs/twotime/age_lag whose "bins" are the
+                                          (bin, group) pairs j * K + g + 1 (j: position
+                                          in bins); a group without pixels is absent
+
+The type lives here, with the layout, because ``io`` imports nothing from ``compute``.
+Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.writer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from xpcsviewer.io._h5 import _array, _exists
+from xpcsviewer.io.age_lag import (
+    AgeLagLevel,
+    AgeLagMap,
+    read_age_lag_group,
+    read_age_lag_info,
+    write_age_lag_group,
+)
+from xpcsviewer.io.errors import XpcsFileError
+
+__all__ = ["AGE_LAG_GROUPS_PATH", "AgeLagGroups", "has_age_lag_groups",
+           "read_age_lag_groups", "write_age_lag_groups_group"]
+
+AGE_LAG_GROUPS_PATH = "/xpcs/twotime/age_lag_groups"
+_MAP = f"{AGE_LAG_GROUPS_PATH}/age_lag"
+
+
+@dataclass(frozen=True)
+class AgeLagGroups:
+    """The age x lag maps of K pixel groups of each of B bins, as one map of (bin, group)
+    pairs: ``amap.bins`` holds ``j * K + g + 1`` for group g of bin ``bins[j]`` (pairs
+    without pixels are left out)."""
+
+    bins: np.ndarray  #: (B,) 1-based dynamic bins
+    pixels: np.ndarray  #: (K, B) pixels of each group in each bin
+    amap: AgeLagMap
+    tile_px: int
+    seed: int
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.pixels.shape[0])
+
+    def group_map(self, g: int, j: int) -> AgeLagMap | None:
+        """Group ``g``'s map of bin ``bins[j]`` (an AgeLagMap of that one bin), or None
+        when the group has no pixel there."""
+        key = int(j) * self.n_groups + int(g) + 1
+        at = np.flatnonzero(np.asarray(self.amap.bins) == key)
+        if at.size == 0:
+            return None
+        i = int(at[0])
+        levels = tuple(AgeLagLevel(width=lv.width, t1=lv.t1, lag=lv.lag, c=lv.c[i : i + 1],
+                                   weight=lv.weight) for lv in self.amap.levels)
+        return AgeLagMap(bins=np.array([int(self.bins[j])]), n_frames=self.amap.n_frames,
+                         frame_time=self.amap.frame_time, levels=levels,
+                         config=dict(self.amap.config))
+
+
+def write_age_lag_groups_group(parent: h5py.Group, groups: AgeLagGroups) -> h5py.Group:
+    """Write ``groups`` as ``parent["age_lag_groups"]`` (``parent``: /xpcs/twotime)."""
+    if "age_lag_groups" in parent:
+        del parent["age_lag_groups"]
+    g = parent.create_group("age_lag_groups")
+    g.attrs["n_groups"] = int(groups.n_groups)
+    g.attrs["tile_px"] = int(groups.tile_px)
+    g.attrs["seed"] = int(groups.seed)
+    g.create_dataset("bins", data=np.asarray(groups.bins, dtype=np.int64))
+    g.create_dataset("pixels", data=np.asarray(groups.pixels, dtype=np.int32))
+    write_age_lag_group(g, groups.amap, "age_lag")
+    return g
+
+
+def has_age_lag_groups(f: h5py.File) -> bool:
+    """Whether an open result file holds age x lag maps of pixel groups."""
+    return _exists(f, AGE_LAG_GROUPS_PATH)
+
+
+def _int_attr(f: h5py.File, name: str, low: int) -> int:
+    obj = f[AGE_LAG_GROUPS_PATH]
+    v = obj.attrs.get(name)
+    try:
+        out = int(np.asarray(v).reshape(()).item())
+    except (TypeError, ValueError):
+        out = low - 1
+    if out < low:
+        raise XpcsFileError(f.filename, f"attribute {name!r} is {v!r}",
+                            dataset=AGE_LAG_GROUPS_PATH, expected=f"an integer >= {low}")
+    return out
+
+
+def read_age_lag_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -> AgeLagGroups:
+    """The group maps of an open result file, of ``bins`` (1-based; default all)."""
+    p = AGE_LAG_GROUPS_PATH
+    k = _int_attr(f, "n_groups", 1)
+    tile, seed = _int_attr(f, "tile_px", 1), _int_attr(f, "seed", 0)
+    stored = _array(f, f"{p}/bins", kinds="iu", ndim=1, expected="(B,) dynamic bins",
+                    max_elements=1 << 16).astype(np.int64)
+    pix = _array(f, f"{p}/pixels", kinds="iu", shape=(k, stored.size),
+                 expected=f"(n_groups, B) = ({k}, {stored.size}) pixel counts",
+                 max_elements=max(1, k * stored.size)).astype(np.int64)
+    info = read_age_lag_info(f, _MAP)
+    if info is None:
+        raise XpcsFileError(f.filename, "has no map", dataset=_MAP,
+                            expected="the (bin, group) pairs' age x lag map")
+    held = set(info.bins.tolist())
+    bad = sorted(b for b in held if not 1 <= b <= k * stored.size)
+    if bad:
+        raise XpcsFileError(f.filename, f"holds pairs {bad[:5]}", dataset=f"{_MAP}/bins",
+                            expected=f"pairs j * {k} + g + 1 within 1..{k * stored.size}")
+    if bins is None:
+        pick = list(range(stored.size))
+    else:
+        missing = sorted({int(b) for b in bins} - set(stored.tolist()))
+        if missing:
+            raise XpcsFileError(f.filename, f"has no group maps of bins {missing}",
+                                dataset=f"{p}/bins", expected=f"one of {stored.tolist()}")
+        pick = [int(np.flatnonzero(stored == int(b))[0]) for b in bins]
+    # renumber the pairs for the bins read (j is their position among those)
+    old = [j * k + g + 1 for j in pick for g in range(k) if j * k + g + 1 in held]
+    amap = read_age_lag_group(f, old, group=_MAP)
+    new = np.array([pick.index((b - 1) // k) * k + (b - 1) % k + 1 for b in old],
+                   dtype=np.int64)
+    amap = AgeLagMap(bins=new, n_frames=amap.n_frames, frame_time=amap.frame_time,
+                     levels=amap.levels, config=amap.config)
+    return AgeLagGroups(bins=stored[pick], pixels=pix[:, pick], amap=amap, tile_px=tile,
+                        seed=seed)
+
+
+def read_age_lag_groups(path: str | Path, bins: Sequence[int] | None = None
+                        ) -> AgeLagGroups | None:
+    """The age x lag group maps of the result file ``path`` (None without them).
+
+    Raises
+    ------
+    XpcsFileError
+        A dataset or attribute of the wrong kind or shape (the message names it).
+    """
+    from xpcsviewer.io._h5open import open_h5
+
+    with open_h5(path) as f:
+        if not has_age_lag_groups(f):
+            return None
+        return read_age_lag_groups_group(f, bins)
