@@ -264,8 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "M per octave (default 8)")
     p.add_argument("--twotime-groups", type=int, default=0, metavar="K",
                    help="also write the two-time maps of K independent pixel groups of each "
-                        "--dq bin to /xpcs/twotime/groups (errors of the age cuts, "
-                        "docs/ages.md); default 0: none")
+                        "--dq bin (errors of the age cuts, docs/ages.md): full maps with "
+                        "--mode twotime/both (/xpcs/twotime/groups, at most 2048 frames), "
+                        "age x lag maps with --twotime-ages (/xpcs/twotime/age_lag_groups, "
+                        "any length); default 0: none")
     p.add_argument("--group-tile", type=int, default=8, metavar="PX",
                    help="side of the square detector tiles dealt at random to the groups "
                         "(larger than a speckle; default 8)")

@@ -45,7 +45,8 @@ def test_default_is_none_and_bad_uses_are_refused(inputs, tmp_path, capsys):
         assert "groups" not in f["/xpcs/twotime"]
     assert _run(npy, "--qmap", qpath, "-o", tmp_path / "m.hdf", "--mode", "multitau",
                 "--twotime-groups", "4") == 2
-    assert "--twotime-groups needs --mode twotime or both" in capsys.readouterr().err
+    assert "--twotime-groups needs --mode twotime or both, or --twotime-ages" in \
+        capsys.readouterr().err
     assert _run(npy, "--qmap", qpath, "-o", tmp_path / "n.hdf", "--mode", "twotime",
                 "--twotime-groups", "-1") == 2
     assert "need K >= 0" in capsys.readouterr().err

@@ -16,7 +16,8 @@ two-time data of a file written with ``--mode multitau``) is named with its bins
 frames, frame time and levels: a ``note:`` line, and ``"age_lag"`` in JSON (null
 without one; ``"twotime_bins"`` lists the full maps' bins). Two-time maps of pixel
 groups (``correlate --twotime-groups``) likewise: a ``note:`` line and
-``"twotime_groups": {n_groups, tile_px, bins}`` (null without them).
+``"twotime_groups": {n_groups, tile_px, bins}`` (null without them), and ``"age_lag_groups"``
+the same for the age x lag maps of the groups.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def summary(res: XpcsResult) -> dict[str, Any]:
         # two-time maps of independent pixel groups (correlate --twotime-groups): the
         # errors of g2 by age come from them
         "twotime_groups": _groups(res.path),
+        # the same for the age x lag map (correlate --twotime-ages --twotime-groups)
+        "age_lag_groups": _groups(res.path, age_lag=True),
         "start_time": res.start_time,
         "sample": {
             k: v for k, v in res.sample.items() if isinstance(v, (int, float, str))
@@ -95,13 +98,18 @@ def _age_lag(res: XpcsResult) -> dict[str, Any] | None:
             "full_map": res.twotime is not None}
 
 
-def _groups(path: Any) -> dict[str, Any] | None:
-    """The file's pixel-group maps: groups, tile side and bins (None without them)."""
-    from xpcsviewer.io._h5 import open_h5
-    from xpcsviewer.io.twotime_groups import GROUPS_PATH, has_twotime_groups
+def _groups(path: Any, age_lag: bool = False) -> dict[str, Any] | None:
+    """The file's pixel-group maps (full maps, or with ``age_lag`` age x lag maps):
+    groups, tile side and bins (None without them)."""
+    from xpcsviewer.io._h5 import _exists, open_h5
+
+    if age_lag:
+        from xpcsviewer.io.age_lag_groups import AGE_LAG_GROUPS_PATH as GROUPS_PATH
+    else:
+        from xpcsviewer.io.twotime_groups import GROUPS_PATH
 
     with open_h5(path) as f:
-        if not has_twotime_groups(f):
+        if not _exists(f, GROUPS_PATH):
             return None
         g = f[GROUPS_PATH]
         try:
@@ -111,17 +119,19 @@ def _groups(path: Any) -> dict[str, Any] | None:
             return {"error": f"{GROUPS_PATH} is not readable: {exc}"}
 
 
-def _groups_note(s: dict[str, Any]) -> str | None:
-    """The text line of a file's pixel-group maps (None without them)."""
+def _groups_note(s: dict[str, Any], key: str = "twotime_groups") -> str | None:
+    """The text line of a file's pixel-group maps (None without them); ``key``:
+    "twotime_groups" (full maps) or "age_lag_groups"."""
     from xpcsviewer.views.age_lag_map import bins_text
 
-    g = s.get("twotime_groups")
+    g = s.get(key)
     if g is None:
         return None
     name = str(s["path"]).rsplit("/", 1)[-1]
     if "error" in g:
         return f"note: {name}: {g['error']}"
-    return (f"note: {name}: two-time maps of {g['n_groups']} pixel groups "
+    kind = "age x lag maps" if key == "age_lag_groups" else "two-time maps"
+    return (f"note: {name}: {kind} of {g['n_groups']} pixel groups "
             f"({g['tile_px']}-px tiles) for bins {bins_text(g['bins'])}: the errors of g2 "
             "by age (xpcsviewer ages) come from them")
 
@@ -303,7 +313,8 @@ def run(args: argparse.Namespace) -> int:
                 "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
             )
         for s in records:
-            for line in (_age_lag_note(s), _groups_note(s)):
+            for line in (_age_lag_note(s), _groups_note(s),
+                         _groups_note(s, "age_lag_groups")):
                 if line is not None:
                     print(line)
             for w in s["warnings"]:

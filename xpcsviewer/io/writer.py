@@ -19,6 +19,7 @@ import h5py
 import numpy as np
 
 from xpcsviewer.io.age_lag import write_age_lag_group
+from xpcsviewer.io.age_lag_groups import write_age_lag_groups_group
 from xpcsviewer.io.errors import display_path
 from xpcsviewer.io.g2stack import (
     G2StackWriter,
@@ -239,6 +240,7 @@ def write_result(
     overwrite: bool = False,
     age_lag: Any = None,
     twotime_groups: Any = None,
+    age_lag_groups: Any = None,
 ) -> Path:
     """Write a complete result file in the APS-8IDI NeXus layout (§12), atomically.
 
@@ -275,6 +277,9 @@ def write_result(
         The two-time maps of pixel groups of the processed bins, written to
         ``/xpcs/twotime/groups`` (:mod:`xpcsviewer.io.twotime_groups`); needs
         ``result.twotime``.
+    age_lag_groups : AgeLagGroups, optional
+        The age x lag maps of pixel groups, written to ``/xpcs/twotime/age_lag_groups``
+        (:mod:`xpcsviewer.io.age_lag_groups`); needs ``age_lag``.
 
     Returns
     -------
@@ -437,6 +442,10 @@ def write_result(
             if tt is None:
                 raise ValueError("two-time group maps need the two-time result")
             write_twotime_groups_group(xpcs["twotime"], twotime_groups)
+        if age_lag_groups is not None:
+            if age_lag is None:
+                raise ValueError("age x lag group maps need the age x lag map")
+            write_age_lag_groups_group(xpcs["twotime"], age_lag_groups)
         # Pass-through metadata last, so that it never pre-creates a group the
         # layout above creates (a "xpcs/..." key used to make /xpcs first), and
         # never overwrites what was written from the result itself.

@@ -31,12 +31,15 @@ def ages_problem(raw: Any, points: int) -> str | None:
 
 def run_age_lag(qm: Any, n_frames: int, t0: float, bins: np.ndarray, points: int, *,
                 photons: bool, chunks: Callable[[], Iterable[np.ndarray]],
-                events: Callable[[], Iterable[Any]], progress: Any = None) -> Any:
-    """The :class:`~xpcsviewer.io.age_lag.AgeLagMap` of the job's frames.
+                events: Callable[[], Iterable[Any]], progress: Any = None,
+                n_groups: int = 0, group_tile: int = 8) -> tuple[Any, Any]:
+    """The :class:`~xpcsviewer.io.age_lag.AgeLagMap` of the job's frames, and with
+    ``n_groups`` the :class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups` of its pixel
+    groups (another pass over the same frames; else None).
 
     ``qm``: the q-map of the run (non-finite pixels already masked); ``t0``: seconds per
     processed frame; ``chunks`` / ``events``: the checked frame or hit stream (one is
-    used, by ``photons``).
+    used, by ``photons``; called once per pass).
     """
     from xpcsviewer.compute.twotime_ages import (
         correlate_twotime_ages,
@@ -47,6 +50,15 @@ def run_age_lag(qm: Any, n_frames: int, t0: float, bins: np.ndarray, points: int
     kw = {"dq_bins": bins, "n_frames": int(n_frames), "n_dynamic": qm.n_dynamic,
           "n_static": qm.n_static, "points_per_level": int(points),
           "frame_time": float(t0), "progress": progress}
-    if photons:
-        return correlate_twotime_ages_events(events(), *maps, **kw)
-    return correlate_twotime_ages(chunks(), *maps, **kw)
+    amap = correlate_twotime_ages_events(events(), *maps, **kw) if photons else \
+        correlate_twotime_ages(chunks(), *maps, **kw)
+    if not n_groups:
+        return amap, None
+    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
+
+    groups = age_lag_groups(events() if photons else chunks(), *maps, amap.bins,
+                            int(n_frames), n_groups=int(n_groups), tile_px=int(group_tile),
+                            photons=photons, n_dynamic=qm.n_dynamic, n_static=qm.n_static,
+                            points_per_level=int(points), frame_time=float(t0),
+                            progress=progress)
+    return amap, groups

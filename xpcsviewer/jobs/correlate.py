@@ -321,10 +321,14 @@ def correlate_one(
         if problem:
             say(f"xpcsviewer correlate: {problem}")
             return 2
+        full_groups = n_groups if mode in ("twotime", "both") else 0
         if n_groups and have is not None:
+            from xpcsviewer.compute.twotime_ages_groups import group_age_lag_bytes
             from xpcsviewer.compute.twotime_groups import group_maps_bytes
 
-            more = group_maps_bytes(n, n_groups, len(bins))
+            more = group_maps_bytes(n, full_groups, len(bins)) if full_groups else 0
+            if ages:
+                more += group_age_lag_bytes(n, ages_points, len(ages_bins), n_groups)
             if need + more > have:
                 say(f"xpcsviewer correlate: {n} frames with {n_groups} pixel groups need about "
                     f"{(need + more) / 2**30:.1f} GiB, {have / 2**30:.1f} GiB are available; "
@@ -376,7 +380,7 @@ def correlate_one(
                             engine=plan.engine,
                             progress=bar,
                             g2_pixel_sink=sink,
-                            twotime_groups=n_groups,
+                            twotime_groups=full_groups,
                             twotime_group_tile=group_tile,
                         )
                     break
@@ -400,7 +404,8 @@ def correlate_one(
                 chunks=lambda: _checked_chunks(raw.iter_chunks(256, reuse=True), use, raw,
                                                notes, nonfinite),
                 events=lambda: checked_events(raw.iter_events(), use.ravel(), raw, notes,
-                                              nonfinite))
+                                              nonfinite),
+                n_groups=n_groups, group_tile=group_tile)
         if nonfinite.pixels.any():
             k = int(nonfinite.pixels.sum())
             notes.append(f"{k} pixel(s) with NaN or Inf counts were masked "
@@ -411,8 +416,9 @@ def correlate_one(
             out = write_result(
                 output, result, saxs_2d=out_res.saxs_2d, c2_maps=out_res.c2_maps,
                 overwrite=True, g2_stack_file=None if side is None else side.name,
-                age_lag=age_lag,
+                age_lag=None if age_lag is None else age_lag[0],
                 twotime_groups=getattr(out_res, "twotime_groups", None),
+                age_lag_groups=None if age_lag is None else age_lag[1],
             )
         except BaseException:
             if side is not None:  # no side file without its result
@@ -428,8 +434,9 @@ def correlate_one(
         if tt is not None:
             parts.append(f"two-time {len(tt.processed_bins)} bins of {n}x{n}")
         if age_lag is not None:
-            parts.append(f"age x lag map {len(age_lag.bins)} bins, "
-                         f"{len(age_lag.levels)} levels")
+            parts.append(f"age x lag map {len(age_lag[0].bins)} bins, "
+                         f"{len(age_lag[0].levels)} levels"
+                         + (f", {n_groups} pixel groups" if age_lag[1] is not None else ""))
         if sparse:
             parts.append(f"{choice.path} path ({choice.reason})")
         say(f"wrote {out}: {n} frames, " + ", ".join(parts))
@@ -439,21 +446,26 @@ def correlate_one(
 def groups_options(args: argparse.Namespace, mode: str, photons: bool,
                    n_frames: int) -> tuple[int, int, str | None]:
     """``--twotime-groups K`` and ``--group-tile PX`` checked: (K, PX, None), K = 0 for
-    none, or (0, PX, why they cannot be used)."""
+    none, or (0, PX, why they cannot be used). K applies to the full maps (``--mode
+    twotime`` or ``both``: dense frames, at most MAX_GROUP_FRAMES) and to the age x lag
+    map (``--twotime-ages``: any length, dense or photons)."""
     from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES
 
     k = int(getattr(args, "twotime_groups", 0) or 0)
     tile = int(getattr(args, "group_tile", 8) or 8)
+    full = mode in ("twotime", "both")
     problem = None
     if k < 0 or tile < 1:
         problem = f"--twotime-groups {k} --group-tile {tile}: need K >= 0 and PX >= 1"
-    elif k and mode not in ("twotime", "both"):
-        problem = "--twotime-groups needs --mode twotime or both"
-    elif k and photons:
-        problem = "--twotime-groups: not on the photon-sparse path (use --path dense)"
-    elif k and n_frames > MAX_GROUP_FRAMES:
-        problem = (f"--twotime-groups: at most {MAX_GROUP_FRAMES} frames, got {n_frames} "
-                   "(--end-frame, --stride-frame, --avg-frame)")
+    elif k and not full and not getattr(args, "twotime_ages", False):
+        problem = "--twotime-groups needs --mode twotime or both, or --twotime-ages"
+    elif k and full and photons:
+        problem = ("--twotime-groups: full maps not on the photon-sparse path (use --path "
+                   "dense, or --mode multitau --twotime-ages)")
+    elif k and full and n_frames > MAX_GROUP_FRAMES:
+        problem = (f"--twotime-groups: full maps of at most {MAX_GROUP_FRAMES} frames, got "
+                   f"{n_frames} (--end-frame, --stride-frame, --avg-frame; or --mode "
+                   "multitau --twotime-ages: age x lag group maps of any length)")
     return (0, tile, problem) if problem else (k, tile, None)
 
 
