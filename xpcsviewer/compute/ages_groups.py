@@ -20,10 +20,11 @@ Pure NumPy, float64; times in seconds.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.age_lag import from_full_maps
+from xpcsviewer.compute.age_lag import AgeLagMap, from_full_maps
 from xpcsviewer.compute.ages import AgeCuts, age_cuts
 
 __all__ = ["MIN_GROUPS", "batch_sd", "group_tau_errors", "tau_influence"]
@@ -59,15 +60,29 @@ def batch_sd(x: np.ndarray, w: np.ndarray) -> float:
     return float(np.sqrt(np.sum(w * w * (x - m) ** 2) * k / (k - 1)))
 
 
+def _group_map(maps: Any, g: int, j: int, b: int, frame_time: float) -> AgeLagMap | None:
+    """Group g's age x lag map of the j-th map bin (b), from full maps or the groups'
+    age x lag maps; None without one."""
+    if callable(maps):
+        return maps(g, j)
+    one = np.asarray(maps[j][g])
+    if not np.isfinite(one).any():
+        return None
+    return from_full_maps([one], [b], frame_time)
+
+
 def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
-                     maps: Sequence[np.ndarray], pixels: np.ndarray,
+                     maps: Any, pixels: np.ndarray,
                      map_bins: Sequence[int], progress=None, cancel=None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Standard error of each cut's tau from the pixel groups.
 
     ``tau``, ``contrast``: (2, W, B) the fits of ``cuts`` (the cuts' bins). ``maps``: per
     bin of ``map_bins``, the (K, N, N) full maps of the K groups (upper triangles do;
-    NaN for a group without pixels in that bin); ``pixels``: (K, len(map_bins)).
+    NaN for a group without pixels in that bin), or a callable ``(g, j) -> AgeLagMap |
+    None`` giving group g's age x lag map of bin ``map_bins[j]``
+    (:meth:`xpcsviewer.io.age_lag_groups.AgeLagGroups.group_map`); ``pixels``:
+    (K, len(map_bins)).
 
     Returns
     -------
@@ -96,13 +111,14 @@ def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
             continue
         jb = mb.index(int(b))
         weight[:, j] = pix[:, jb]
-        stack = np.asarray(maps[jb])
-        k = stack.shape[0]
+        k = k_all
         g2 = np.full((k, *cuts.g2.shape[:2], cuts.lag.size), np.nan)  # (K, 2, W, T)
         for g in range(k):
-            if pix[g, jb] <= 0 or not np.isfinite(stack[g]).any():
+            gmap = _group_map(maps, g, jb, int(b), cuts.frame_time) if pix[g, jb] > 0 \
+                else None
+            if gmap is None:
                 continue
-            gc = age_cuts(from_full_maps([stack[g]], [int(b)], cuts.frame_time), cuts.windows)
+            gc = age_cuts(gmap, cuts.windows)
             if gc.lag.size == cuts.lag.size:
                 g2[g] = gc.g2[:, :, 0]
         for way in range(2):

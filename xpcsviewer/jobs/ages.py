@@ -95,7 +95,8 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
         from xpcsviewer.fitting.ageing_law import with_tau_errors
 
         report(progress, cancel, 2, 3, "tau errors from the pixel groups")
-        err, tau_g, weight = group_tau_errors(cuts, fits.tau, fits.contrast, groups.maps,
+        maps = groups.group_map if hasattr(groups, "group_map") else groups.maps
+        err, tau_g, weight = group_tau_errors(cuts, fits.tau, fits.contrast, maps,
                                               groups.pixels, groups.bins, cancel=cancel)
         k = int(np.asarray(groups.pixels).shape[0])
         fits = with_tau_errors(fits, err, f"pixel groups ({k})",
@@ -111,13 +112,20 @@ def _group_law_errors(fits: AgeFits, tau_g: np.ndarray, weight: np.ndarray
     law; weighted batch means over the groups."""
     from xpcsviewer.compute.ages_groups import batch_sd
     from xpcsviewer.fitting.ageing_law import LAWS, fit_law, law_points
+    from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 
     use = law_points(fits)
+    # a law that reads an unresolved or bounded tau keeps its own errors: the groups'
+    # spread of such a tau is not its uncertainty
+    closed = np.all(~use | ~np.isin(fits.status[0], ROUGH_STATUSES), axis=0)
     out: dict[str, list[dict[str, float]]] = {}
     for name in LAWS:
         per_bin = []
         for b in range(fits.tau.shape[2]):
             vals: dict[str, list[float]] = {}
+            if not closed[b]:
+                per_bin.append({})
+                continue
             for g in range(tau_g.shape[0]):
                 t = np.where(use[:, b], tau_g[g, 0, :, b], np.nan)
                 lf = fit_law(fits.t_w[0, :, b], t, fits.tau_err[0, :, b], name)
@@ -175,14 +183,34 @@ MAX_GROUP_BYTES = 1 << 30
 
 
 def read_groups(path: str | Path, kind: str, bins: Sequence[int] | None = None) -> Any:
-    """The file's two-time maps per pixel group for the cut bins, or None: none in the
-    file, the cuts come from an age x lag map (the groups are full maps), or they would
-    take more than :data:`MAX_GROUP_BYTES` per bin to hold."""
+    """The file's maps per pixel group of the kind the cuts come from, for the cut bins,
+    or None: none in the file, or (full maps) they would take more than
+    :data:`MAX_GROUP_BYTES` per bin to hold. ``kind``: "full maps" (TwotimeGroups) or
+    "age_lag" (:class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups`)."""
     from xpcsviewer.io._h5 import open_h5
     from xpcsviewer.io.twotime_groups import has_twotime_groups, read_twotime_groups
 
     if kind != "full maps":
-        return None
+        from xpcsviewer.io.age_lag_groups import (
+            AGE_LAG_GROUPS_PATH,
+            has_age_lag_groups,
+            read_age_lag_groups,
+        )
+
+        with open_h5(path) as f:
+            if not has_age_lag_groups(f):
+                return None
+            grp = f[AGE_LAG_GROUPS_PATH]
+            k = int(np.asarray(grp.attrs.get("n_groups", 1)).reshape(()).item() or 1)
+            try:
+                lv = grp["age_lag"]
+                cells = sum(int(np.prod(lv[n]["c"].shape[1:])) for n in lv
+                            if n.startswith("level_"))
+            except (KeyError, TypeError, AttributeError):  # the reader says what is wrong
+                cells = 0
+            if 8 * k * cells > MAX_GROUP_BYTES:
+                return None
+        return read_age_lag_groups(path, bins)
     with open_h5(path) as f:
         if not has_twotime_groups(f):
             return None
