@@ -93,3 +93,36 @@ def test_law_with_errors_moves_intervals_and_verdict():
     lo, hi = p2.interval["tau0"]
     assert lo < pw.value["tau0"] < hi and hi / pw.value["tau0"] == pytest.approx(
         pw.value["tau0"] / lo)
+
+
+def test_an_open_tau_keeps_the_fits_error():
+    """Beyond the window (unresolved, or at a bound) tau's interval is open: the groups'
+    linearised spread is not its error, so the fit's stays, and a law reading such a tau
+    keeps its own errors (on a multi-tau map's cuts, whose lags outrun the window, a
+    bin with tau longer than the window draws such points)."""
+    from dataclasses import replace
+
+    from xpcsviewer.compute.age_lag import from_full_maps
+    from xpcsviewer.fitting.ageing_law import with_tau_errors
+    from xpcsviewer.jobs.ages import _group_law_errors, analyse_ages
+
+    rng = np.random.default_rng(3)
+    whole, _maps = _trial(rng, k=12, tau=0.6, white=0.01)
+    plain = analyse_ages(from_full_maps([whole], [1], 0.01), n_windows=3,
+                         model="single").fits
+    st = np.array(plain.status, dtype=object)
+    assert (st == "unresolved").any() and (st == "converged").any()
+    # an unresolved tau with a value, as the multi-tau map's cuts give them
+    fits = replace(plain, tau=np.where(st == "unresolved", 0.9, plain.tau),
+                   tau_err=np.where(st == "unresolved", 0.3, plain.tau_err))
+    out = with_tau_errors(fits, np.full(fits.tau.shape, 0.01), "pixel groups (12)")
+    np.testing.assert_array_equal(out.tau_err[st == "unresolved"], 0.3)
+    np.testing.assert_array_equal(out.tau_err[st == "converged"], 0.01)
+    assert out.tau_err_source == "pixel groups (12)"
+    tau_g = np.broadcast_to(fits.tau, (12, *fits.tau.shape)) * rng.uniform(0.9, 1.1, (12, 1, 1, 1))
+    errs = _group_law_errors(fits, tau_g, np.full((12, 1), 100.0))
+    for name in errs:
+        assert errs[name][0] == {}  # the law keeps its own errors
+    only_conv = replace(fits, status=np.where(st == "unresolved", "no_decay", st))
+    errs = _group_law_errors(only_conv, tau_g, np.full((12, 1), 100.0))
+    assert all(errs[name][0] for name in errs)  # converged points only: from the groups

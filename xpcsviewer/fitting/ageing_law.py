@@ -282,15 +282,19 @@ def law_with_errors(lf: LawFit, errors: dict[str, float]) -> LawFit:
 
 def with_tau_errors(af: AgeFits, tau_err: np.ndarray, source: str,
                     law_errors: dict[str, list[dict[str, float]]] | None = None) -> AgeFits:
-    """``af`` with the tau errors replaced where ``tau_err`` (2, W, B) is finite (and tau
-    is), and the laws' errors by ``law_errors`` (law -> per bin {param: error}).
+    """``af`` with the tau errors replaced where ``tau_err`` (2, W, B) is finite, tau too
+    and not unresolved or at a bound, and the laws' errors by ``law_errors`` (law -> per
+    bin {param: error}).
 
     The laws keep their values: the new tau errors come from few groups and are noisy,
     and weights from them scattered the slope more (0.18-0.39 of it against
     0.11-0.28 on the demo gel); their errors come from the same groups instead.
     """
     new = np.asarray(tau_err, np.float64)
-    use = np.isfinite(new) & (new > 0) & np.isfinite(af.tau)
+    # not for an unresolved or bounded tau: its linearised spread over the groups is not
+    # its uncertainty (its interval is open), so it keeps the fit's
+    use = (np.isfinite(new) & (new > 0) & np.isfinite(af.tau)
+           & ~np.isin(af.status, ROUGH_STATUSES))
     err = np.where(use, new, af.tau_err)
     laws = af.laws
     if law_errors:
