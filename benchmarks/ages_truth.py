@@ -37,6 +37,26 @@ def _one(spec: dict, seed: int, args) -> tuple:
     from xpcsviewer.jobs.ages import analyse_ages
     from xpcsviewer.synthetic.results import build_result, twotime_truth
 
+    if args.map == "age_lag":
+        # the same speckle frames through the multi-tau two-time correlator (the map of
+        # long runs) and, with --groups, the age x lag maps of the demo's 16 pixel groups
+        from benchmarks.ages_jackknife_probe import _frames
+        from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
+        from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
+
+        frames, qm = _frames(spec, seed)
+        ft = float(spec["acquisition"]["frame_time"])
+        tt = spec.get("twotime", {})
+        kw = {"n_dynamic": qm.n_dynamic, "n_static": qm.n_static, "frame_time": ft}
+        maps = (qm.dynamic_roi_map, qm.static_roi_map, qm.mask)
+        amap = correlate_twotime_ages(frames, *maps, dq_bins=tt.get("bins"), **kw)
+        groups = age_lag_groups(frames, *maps, amap.bins, frames.shape[0],
+                                n_groups=int(tt.get("pixel_groups", 16)),
+                                tile_px=int(tt.get("group_tile", 8)), **kw) \
+            if args.groups else None
+        out = analyse_ages(amap, n_windows=args.windows, log=args.log, model=args.model,
+                           q=qm.dynamic_q, phi=qm.dynamic_phi, groups=groups)
+        return out, twotime_truth(spec, qm, amap.bins)
     if args.source == "demo":
         from xpcsviewer.synthetic.simulated import simulate_result
 
@@ -67,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="tau errors from the fits, not from the demo's pixel groups")
     ap.add_argument("--source", choices=("demo", "analytic"), default="demo",
                     help="the demo's speckle simulation (default) or the analytic builder")
+    ap.add_argument("--map", choices=("full", "age_lag"), default="full",
+                    help="cut the full maps (default) or the multi-tau age x lag map of the "
+                         "same frames (with its pixel groups' age x lag maps)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     gel, null = _spec("C01"), _spec("C02")

@@ -10,6 +10,7 @@ process; peak RSS is ``VmHWM``.
 
     python benchmarks/twotime_ages.py --frames 100000 --size 128 --threads 2
     python benchmarks/twotime_ages.py --frames 1000000 --json out.json   # a big host
+    python benchmarks/twotime_ages.py --frames 100000 --bins 2 --groups 16   # pixel groups too
 
 Prints a table and, last, the JSON record (also written to ``--json``), with the 10^6
 frame figure extrapolated (time and the map grow linearly in N, the buffers not at all).
@@ -40,6 +41,8 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--chunk", type=int, default=256, help="frames per chunk")
     ap.add_argument("--photons", type=float, default=1.0)
     ap.add_argument("--source", choices=("pool", "poisson"), default="pool")
+    ap.add_argument("--groups", type=int, default=0,
+                    help="also the age x lag maps of K pixel groups (8-px tiles), timed apart")
     ap.add_argument("--json", default=None, help="write the record here")
     return ap.parse_args(argv)
 
@@ -159,6 +162,20 @@ def main() -> int:
     e = rec["extrapolated_1e6"]
     print(f"  10^6 frames (extrapolated): correlator {e['correlator_s']:.0f} s, "
           f"map {e['map_mb']:.0f} MB, peak RSS {e['peak_rss_mb']:.0f} MB")
+    if args.groups:
+        from xpcsviewer.compute.twotime_ages_groups import age_lag_groups, group_age_lag_bytes
+
+        again = Frames(args.frames, args.size, args.chunk, args.photons, args.source)
+        t1 = time.perf_counter()
+        grp = age_lag_groups(iter(again), dq, sq, None, amap.bins, args.frames,
+                             n_groups=args.groups, points_per_level=args.m)
+        gwall = time.perf_counter() - t1 - again.seconds
+        g_mb = group_age_lag_bytes(args.frames, args.m, n_bins, args.groups) / 1e6
+        rec["groups"] = {"n_groups": args.groups, "pairs": len(grp.amap.bins),
+                         "correlator_s": round(gwall, 3), "map_mb": round(g_mb, 1),
+                         "peak_rss_mb": round(peak_rss_mb(), 1)}
+        print(f"  {args.groups} pixel groups: correlator {gwall:.1f} s, maps {g_mb:.0f} MB, "
+              f"peak RSS {peak_rss_mb():.0f} MB (both passes)")
     if args.json:
         Path(args.json).write_text(json.dumps(rec, indent=2))
     print(json.dumps(rec))
