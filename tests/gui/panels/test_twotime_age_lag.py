@@ -165,3 +165,21 @@ def test_a_file_with_neither_map_says_so(panel, results):
     for kind in ("ages", "twotime"):
         fig = make_figure(kind, bare)
         assert "no two-time analysis in the file" in fig.axes[0].texts[0].get_text()
+
+
+def test_the_tab_takes_tau_errors_from_the_age_lag_group_maps(qtbot, panel, small_movie,
+                                                               tmp_path):
+    # correlate --twotime-ages --twotime-groups K: the tab's ages read the groups' age x
+    # lag maps for their tau errors and say so, as for full maps' groups
+    from xpcsviewer.cli import main
+    from xpcsviewer.io import read_result
+
+    _qm, qpath, _movie, npy = small_movie(tmp_path, 300, 0.5)
+    out = tmp_path / "G002_results.hdf"
+    assert main(["correlate", str(npy), "--qmap", str(qpath), "-o", str(out),
+                 "--twotime-ages", "--twotime-groups", "6", "--group-tile", "4",
+                 "--frame-time", "0.01", "--quiet"]) == 0
+    o = _bin3(qtbot, panel, [read_result(out)])
+    assert o.fits.tau_err_source == "pixel groups (6)"
+    panel.ages.quantity.setCurrentIndex(0)
+    assert "pixel groups (6)" in panel.ages.law_label.text()
