@@ -132,7 +132,24 @@ def test_file_round_trip_and_bad_layouts(movie, tmp_path):
         del f[f"{grp}/age_lag/bins"]
         f[f"{grp}/age_lag"].create_dataset("bins", data=np.array([99]))
 
-    for change in (pixels_of_wrong_shape, no_groups, pair_out_of_range):
+    def groups_not_an_integer(f):
+        f[grp].attrs["n_groups"] = 2.5
+
+    def bins_repeated(f):
+        del f[f"{grp}/bins"]
+        f[grp].create_dataset("bins", data=np.array([1, 1]))
+
+    def negative_pixels(f):
+        px = f[f"{grp}/pixels"][()]
+        px[0, 0] = -1
+        f[f"{grp}/pixels"][...] = px
+
+    def a_dataset_not_a_group(f):
+        del f[grp]
+        f["xpcs/twotime"].create_dataset("age_lag_groups", data=np.zeros(3))
+
+    for change in (pixels_of_wrong_shape, no_groups, pair_out_of_range, groups_not_an_integer,
+                   bins_repeated, negative_pixels, a_dataset_not_a_group):
         q = tmp_path / f"{change.__name__}.h5"
         q.write_bytes(p.read_bytes())
         with h5py.File(q, "r+") as f:

@@ -76,3 +76,18 @@ def test_a_file_without_two_time_has_no_ages_part(tiny_demo_dir):
     sec = _section(path)
     assert sec["ages"] is None and ages_text(sec) is None and ages_rows(sec) == []
     assert not [f for f in sec["figures"] if f["kind"] == "ages"]
+
+
+def test_the_figure_is_drawn_from_the_tables_analysis(age_lag_only_file, monkeypatch):
+    # one analysis per file: the figure reuses the table's (every bin's), at its bin
+    import xpcsviewer.export._ages_run as ages_run
+
+    def again(*a, **k):
+        raise AssertionError("analysed twice")
+
+    monkeypatch.setattr(ages_run, "run_ages", again)
+    sec = _section(age_lag_only_file)
+    figs = [f for f in sec["figures"] if f["kind"] == "ages"]
+    assert len(figs) == 1 and figs[0]["pngs"] and not figs[0]["note"]
+    first = next(r for r in sec["ages"]["bins"] if r["verdict"] != "undetermined")
+    assert f"bin {first['bin']}" in figs[0]["caption"]

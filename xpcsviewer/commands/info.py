@@ -100,23 +100,20 @@ def _age_lag(res: XpcsResult) -> dict[str, Any] | None:
 
 def _groups(path: Any, age_lag: bool = False) -> dict[str, Any] | None:
     """The file's pixel-group maps (full maps, or with ``age_lag`` age x lag maps):
-    groups, tile side and bins (None without them)."""
-    from xpcsviewer.io._h5 import _exists, open_h5
+    groups, tile side and bins (None without them; ``error`` when unreadable)."""
+    from xpcsviewer.io._h5 import open_h5
+    from xpcsviewer.io.age_lag_groups import read_age_lag_groups_header
+    from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.twotime_groups import read_twotime_groups_header
 
-    if age_lag:
-        from xpcsviewer.io.age_lag_groups import AGE_LAG_GROUPS_PATH as GROUPS_PATH
-    else:
-        from xpcsviewer.io.twotime_groups import GROUPS_PATH
-
-    with open_h5(path) as f:
-        if not _exists(f, GROUPS_PATH):
-            return None
-        g = f[GROUPS_PATH]
-        try:
-            return {"n_groups": int(g.attrs["n_groups"]), "tile_px": int(g.attrs["tile_px"]),
-                    "bins": [int(b) for b in np.asarray(g["bins"][()]).ravel()]}
-        except (KeyError, TypeError, ValueError) as exc:  # read by `ages`, which says more
-            return {"error": f"{GROUPS_PATH} is not readable: {exc}"}
+    try:
+        with open_h5(path) as f:
+            h = (read_age_lag_groups_header if age_lag else read_twotime_groups_header)(f)
+    except (XpcsFileError, OSError) as exc:  # read by `ages`, which says the same
+        return {"error": exc.one_line() if isinstance(exc, XpcsFileError) else str(exc)}
+    if h is None:
+        return None
+    return {"n_groups": h.n_groups, "tile_px": h.tile_px, "bins": [int(b) for b in h.bins]}
 
 
 def _groups_note(s: dict[str, Any], key: str = "twotime_groups") -> str | None:

@@ -19,7 +19,6 @@ Pure NumPy, float64; times in seconds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -60,29 +59,27 @@ def batch_sd(x: np.ndarray, w: np.ndarray) -> float:
     return float(np.sqrt(np.sum(w * w * (x - m) ** 2) * k / (k - 1)))
 
 
-def _group_map(maps: Any, g: int, j: int, b: int, frame_time: float) -> AgeLagMap | None:
-    """Group g's age x lag map of the j-th map bin (b), from full maps or the groups'
-    age x lag maps; None without one."""
-    if callable(maps):
-        return maps(g, j)
-    one = np.asarray(maps[j][g])
+def _group_map(groups: Any, g: int, j: int, frame_time: float) -> AgeLagMap | None:
+    """Group g's age x lag map of the groups' j-th bin, from either kind of group maps;
+    None where the group has no pixel there."""
+    if hasattr(groups, "group_map"):  # AgeLagGroups: age x lag maps already
+        return groups.group_map(g, j)
+    one = np.asarray(groups.maps[j][g])  # TwotimeGroups: full maps
     if not np.isfinite(one).any():
         return None
-    return from_full_maps([one], [b], frame_time)
+    return from_full_maps([one], [int(groups.bins[j])], frame_time)
 
 
-def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
-                     maps: Any, pixels: np.ndarray,
-                     map_bins: Sequence[int], progress=None, cancel=None
+def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray, groups: Any,
+                     progress=None, cancel=None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Standard error of each cut's tau from the pixel groups.
 
-    ``tau``, ``contrast``: (2, W, B) the fits of ``cuts`` (the cuts' bins). ``maps``: per
-    bin of ``map_bins``, the (K, N, N) full maps of the K groups (upper triangles do;
-    NaN for a group without pixels in that bin), or a callable ``(g, j) -> AgeLagMap |
-    None`` giving group g's age x lag map of bin ``map_bins[j]``
-    (:meth:`xpcsviewer.io.age_lag_groups.AgeLagGroups.group_map`); ``pixels``:
-    (K, len(map_bins)).
+    ``tau``, ``contrast``: (2, W, B) the fits of ``cuts`` (the cuts' bins). ``groups``:
+    the file's maps per pixel group, ``bins``, ``pixels`` (K, B) and either full maps
+    (:class:`~xpcsviewer.io.twotime_groups.TwotimeGroups`: ``maps`` per bin (K, N, N),
+    upper triangles do, NaN for a group without pixels) or age x lag maps
+    (:class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups`).
 
     Returns
     -------
@@ -98,8 +95,8 @@ def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
 
     tau = np.asarray(tau, np.float64)
     out = np.full(tau.shape, np.nan)
-    mb = [int(b) for b in map_bins]
-    pix = np.asarray(pixels, np.float64)
+    mb = [int(b) for b in groups.bins]
+    pix = np.asarray(groups.pixels, np.float64)
     k_all = pix.shape[0]
     tau_g = np.full((k_all, *tau.shape), np.nan)
     weight = np.zeros((k_all, tau.shape[2]))
@@ -111,11 +108,9 @@ def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray,
             continue
         jb = mb.index(int(b))
         weight[:, j] = pix[:, jb]
-        k = k_all
-        g2 = np.full((k, *cuts.g2.shape[:2], cuts.lag.size), np.nan)  # (K, 2, W, T)
-        for g in range(k):
-            gmap = _group_map(maps, g, jb, int(b), cuts.frame_time) if pix[g, jb] > 0 \
-                else None
+        g2 = np.full((k_all, *cuts.g2.shape[:2], cuts.lag.size), np.nan)  # (K, 2, W, T)
+        for g in range(k_all):
+            gmap = _group_map(groups, g, jb, cuts.frame_time) if pix[g, jb] > 0 else None
             if gmap is None:
                 continue
             gc = age_cuts(gmap, cuts.windows)

@@ -40,6 +40,7 @@ import importlib
 import importlib.util
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -251,7 +252,7 @@ def _run_groups(groups: list[list[Task]], jobs: int, quiet: bool,
     n_all, n_done = len(pending), 0
     try:
         while pending or running:
-            if cancel is not None and cancel.cancelled:
+            if cancel is not None:
                 cancel.raise_if_cancelled()
             while pending and len(running) < jobs:
                 group = pending.pop(0)
@@ -264,13 +265,14 @@ def _run_groups(groups: list[list[Task]], jobs: int, quiet: bool,
                 running.remove(item)
                 proc, group, sink = item
                 n_done += 1
-                report(progress, cancel, n_done, n_all, f"compiling kernels: {group}")
                 sink.seek(0)
                 text = sink.read()
                 sink.close()
                 if proc.returncode != 0:
                     failed.append(group)
+                    report(progress, cancel, n_done, n_all, f"compiling kernels: {group} FAILED")
                     continue
+                report(progress, cancel, n_done, n_all, f"compiling kernels: {group}")
                 res = json.loads(text.strip().splitlines()[-1])
                 res["seconds"].pop("total", None)
                 out["seconds"].update(res["seconds"])
@@ -357,9 +359,20 @@ def ensure_kernels(progress: ProgressCallback | None = None,
            "(first run only)")
     cmd = [sys.executable, "-m", "xpcsviewer.compute.precompile", "--jobs",
            str(max(1, int(jobs))), "--json", "--progress", *(["--nice"] if nice else [])]
+    # its own process group: with jobs > 1 it starts compilers of its own, and a cancel
+    # (a kill) must stop them too
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True)
+                            text=True, start_new_session=hasattr(os, "killpg"))
     lines: list[str] = []
+
+    def stop() -> None:
+        if hasattr(os, "killpg"):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        proc.kill()
+        proc.wait()
 
     def relay() -> None:
         for line in proc.stdout:
@@ -377,14 +390,12 @@ def ensure_kernels(progress: ProgressCallback | None = None,
     try:
         while proc.poll() is None:
             if cancel is not None and cancel.cancelled:
-                proc.kill()
-                proc.wait()
+                stop()
                 cancel.raise_if_cancelled()
             time.sleep(0.2)
     except BaseException:
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+            stop()
         raise
     reader.join(5.0)
     if proc.returncode != 0:

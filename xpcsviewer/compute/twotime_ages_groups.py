@@ -40,8 +40,10 @@ def group_age_lag_bytes(n_frames: int, points_per_level: int, n_bins: int,
 def refined_partition(dynamic_roi_map: np.ndarray, static_roi_map: np.ndarray,
                       mask: np.ndarray | None, bins: Sequence[int], *, n_groups: int,
                       tile_px: int = 8, seed: int = 0, n_dynamic: int | None = None,
-                      n_static: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The (bin, group) partition: (dynamic map, static map, pixels (K, B)).
+                      n_static: int | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The (bin, group) partition: (dynamic map, static map, pixels (K, B), number of
+    static bins of the refined map).
 
     Pixel of group g in the j-th of ``bins`` (1-based): dynamic bin j * K + g + 1,
     static bin (s - 1) * K + g + 1 for its static bin s; every other pixel 0.
@@ -62,7 +64,7 @@ def refined_partition(dynamic_roi_map: np.ndarray, static_roi_map: np.ndarray,
     sta[flat] = pix.static_id[keep] * k + g + 1
     counts = np.zeros((k, bins.size), dtype=np.int64)
     np.add.at(counts, (g, j[keep]), 1)
-    return dyn.reshape(pix.shape), sta.reshape(pix.shape), counts
+    return dyn.reshape(pix.shape), sta.reshape(pix.shape), counts, pix.n_static * k
 
 
 def age_lag_groups(
@@ -95,13 +97,12 @@ def age_lag_groups(
     k = int(n_groups)
     if k < 1:
         raise ValueError(f"n_groups must be at least 1, got {n_groups}")
-    dyn, sta, counts = refined_partition(dynamic_roi_map, static_roi_map, mask, bins,
+    dyn, sta, counts, n_sta = refined_partition(dynamic_roi_map, static_roi_map, mask, bins,
                                          n_groups=k, tile_px=tile_px, seed=seed,
                                          n_dynamic=n_dynamic, n_static=n_static)
     pairs = [int(p) for p in np.flatnonzero(counts.T.ravel() > 0) + 1]  # j * K + g + 1
     if not pairs:
         raise ValueError("no pixels in the selected dynamic bins")
-    n_sta = (int(n_static) if n_static is not None else int(np.max(static_roi_map))) * k
     kw = {"dq_bins": pairs, "n_frames": int(n_frames), "n_dynamic": bins.size * k,
           "n_static": n_sta, "points_per_level": int(points_per_level),
           "frame_time": float(frame_time), "progress": progress, "cancel": cancel}

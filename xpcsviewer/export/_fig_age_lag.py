@@ -38,7 +38,7 @@ def age_lag_view(res: Any, bin_index: int, view: Any = None) -> AgeLagImage:
 
 def draw_age_lag_map(fig: Any, ax: Any, img: AgeLagImage, cmap: str = "viridis",
                      levels: Any = None, o: Any = None, bands: str = "age",
-                     title: str | None = None, short: bool = False) -> None:
+                     title: str | None = None, short: bool = False, pos: int = 0) -> None:
     """C(age, lag) on ``ax`` (log lag) with a colour bar, and the windows of the ages
     outcome ``o`` as bands (the tab's); ``short``: labels for a single journal column."""
 
@@ -49,7 +49,7 @@ def draw_age_lag_map(fig: Any, ax: Any, img: AgeLagImage, cmap: str = "viridis",
     cb = fig.colorbar(mesh, ax=ax, shrink=0.85)
     cb.set_label("C(age, lag)")
     if o is not None:
-        flagged = av.flags(o.cuts, o.fits)[:, 0]
+        flagged = av.flags(o.cuts, o.fits)[:, pos]
         for band in age_lag_bands(o.cuts.windows.lo, o.cuts.windows.hi, img.t_end,
                                   img.lag_edges[0], img.lag_edges[-1], bands, flagged):
             draw_band(ax, band)

@@ -54,7 +54,7 @@ def _outcome(res: Any, bin_index: int, spacing: str, n_windows: int, ages_s: Any
 
 def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
               view: Any, max_size: int, correct_diagonal: bool, cmap: str,
-              levels: Any, short: bool = False) -> None:
+              levels: Any, short: bool = False, pos: int = 0) -> None:
     from xpcsviewer.backends import ensure_numpy
     from xpcsviewer.export._fig_age_lag import draw_band
 
@@ -62,7 +62,7 @@ def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
         from xpcsviewer.export._fig_age_lag import age_lag_view, draw_age_lag_map
 
         img = age_lag_view(res, bin_index, view)
-        draw_age_lag_map(fig, ax, img, cmap, levels, o, bands,
+        draw_age_lag_map(fig, ax, img, cmap, levels, o, bands, pos=pos,
                          title=f"{res.label}: {img.title()}; bands: "
                          f"{'both' if bands == 'both' else av.WAY_LABELS[bands]}",
                          short=short)
@@ -84,7 +84,7 @@ def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
     t_end = (o.n_frames - 1) * o.frame_time
     cuts = o.cuts
     for band in av.map_bands(cuts.windows.lo, cuts.windows.hi, t_end, bands,
-                             av.flags(cuts, o.fits)[:, 0]):
+                             av.flags(cuts, o.fits)[:, pos]):
         draw_band(ax, band)
     ax.set_xlabel("t\u2082 (s)")
     ax.set_ylabel("t\u2081 (s)")
@@ -121,14 +121,14 @@ def _draw_cuts(ax: Any, way: str, curves: list, legend: bool, short: bool = Fals
     return handles
 
 
-def _draw_tau(ax: Any, o: Any, law: str, short: bool = False) -> list:
+def _draw_tau(ax: Any, o: Any, law: str, short: bool = False, pos: int = 0) -> list:
     """tau against age with the law; returns the legend handles (law, ways, marker
     kinds drawn)."""
     from matplotlib.lines import Line2D
 
     from xpcsviewer.views.series import not_drawn_text
 
-    line = av.law_line(o.fits, 0, law)
+    line = av.law_line(o.fits, pos, law)
     if line is not None:
         fin = np.isfinite(line.lo) & np.isfinite(line.hi) & (line.hi > 0) & (line.tau > 0)
         lo = np.where(line.lo > 0, line.lo, line.tau * 1e-3)
@@ -140,7 +140,7 @@ def _draw_tau(ax: Any, o: Any, law: str, short: bool = False) -> list:
     drawings = []
     handles = []
     for way in av.WAYS:
-        d = av.tau_drawing(o.fits, way, 0)
+        d = av.tau_drawing(o.fits, way, pos)
         drawings.append(d)
         col = TAU_COLORS[way]
         f = d.tau["filled"]
@@ -185,12 +185,12 @@ def _draw_tau(ax: Any, o: Any, law: str, short: bool = False) -> list:
     return h + handles + key
 
 
-def _draw_param(ax: Any, o: Any, name: str) -> list:
+def _draw_param(ax: Any, o: Any, name: str, pos: int = 0) -> list:
     """Contrast or stretching exponent of the converged cuts against age (the tab's)."""
     from matplotlib.lines import Line2D
 
     for way in av.WAYS:
-        p = av.param_points(o.fits, way, 0, name)
+        p = av.param_points(o.fits, way, pos, name)
         if p.x.size:
             m = p.has_bars
             yerr = np.vstack([np.where(m, p.y - p.lo, 0.0), np.where(m, p.hi - p.y, 0.0)])
@@ -231,6 +231,10 @@ def _fig_ages(
         raise ValueError(f"bands must be one of {av.BAND_CHOICES}, got {bands!r}")
     o = ages if ages is not None else _outcome(res, bin_index, spacing, n_windows, ages_s,
                                                widths_s, model, law)
+    # ``ages`` may hold several bins (the report's, of every bin): this bin's position
+    dq = int(map_bins(res)[int(bin_index)])
+    held = np.asarray(o.cuts.bins).tolist()
+    pos = held.index(dq) if dq in held else 0
     # a single journal column keeps the 2 x 2 grid (one panel a row leaves the map a
     # stamp on a 6 in page), with short titles
     narrow = side_by_side(2) == (2, 1)
@@ -244,15 +248,15 @@ def _fig_ages(
         fig = new_figure(3.4, 5.6) if narrow else new_figure(10.0, 8.0)
         axs = fig.subplots(2, 2).ravel()
     _draw_map(fig, axs[0], res, bin_index, o, bands, view, max_size, correct_diagonal,
-              cmap, levels, short=narrow or row)
+              cmap, levels, short=narrow or row, pos=pos)
     if quantity == "tau":
-        handles = _draw_tau(axs[1], o, law, short=narrow or row)
+        handles = _draw_tau(axs[1], o, law, short=narrow or row, pos=pos)
     elif quantity in av.QUANTITIES:
-        handles = _draw_param(axs[1], o, quantity)
+        handles = _draw_param(axs[1], o, quantity, pos)
     else:
         raise ValueError(f"quantity must be one of {tuple(av.QUANTITIES)}, got {quantity!r}")
     for k, way in enumerate(av.WAYS):
-        handles += _draw_cuts(axs[2 + k], way, av.cut_curves(o.cuts, way, 0, o.fits),
+        handles += _draw_cuts(axs[2 + k], way, av.cut_curves(o.cuts, way, pos, o.fits),
                               legend=k == 0, short=narrow or row)
     axs[3].sharey(axs[2])
     from matplotlib.ticker import MaxNLocator
@@ -264,5 +268,5 @@ def _fig_ages(
     # one key below the axes (inside any of them it would cover points)
     legend_below(fig, handles, [h.get_label() for h in handles], fontsize="small")
     fig.suptitle(f"g\u2082 by age of {res.label} from the {o.source}: "
-                 f"{av.disagree_text(o.cuts, 0, o.fits)}")
+                 f"{av.disagree_text(o.cuts, pos, o.fits)}")
     return fig

@@ -85,6 +85,22 @@ def _nan_law(law: str, n: int) -> LawFit:
                   {"tau0": (nan, nan), s: (nan, nan)}, nan, n, "undetermined")
 
 
+def _intervals_verdict(law: str, value: dict[str, float], error: dict[str, float]
+                       ) -> tuple[dict[str, tuple[float, float]], str]:
+    """The 95 % intervals (tau0's log-normal for the power law) and the verdict from the
+    slope's 99 % interval."""
+    slope = "a" if law == "linear" else "mu"
+    s, s_err = value[slope], error[slope]
+    t0, t0_err = value["tau0"], error["tau0"]
+    if law == "power" and t0 > 0:
+        i0 = (t0 * float(np.exp(-_Z95 * t0_err / t0)), t0 * float(np.exp(_Z95 * t0_err / t0)))
+    else:
+        i0 = (t0 - _Z95 * t0_err, t0 + _Z95 * t0_err)
+    verdict = ("ageing" if s - _Z99 * s_err > 0 else
+               "accelerating" if s + _Z99 * s_err < 0 else "stationary")
+    return {"tau0": i0, slope: (s - _Z95 * s_err, s + _Z95 * s_err)}, verdict
+
+
 def fit_law(t_w: np.ndarray, tau: np.ndarray, tau_err: np.ndarray,
             law: str = "linear") -> LawFit:
     """Weighted least squares of tau(t_w) (s) on the points with a finite time and error.
@@ -122,20 +138,12 @@ def fit_law(t_w: np.ndarray, tau: np.ndarray, tau_err: np.ndarray,
     slope = "a" if law == "linear" else "mu"
     if law == "power":
         tau0, tau0_err = float(np.exp(p[0])), float(np.exp(p[0]) * sd[0])
-        lo0, hi0 = float(np.exp(p[0] - _Z95 * sd[0])), float(np.exp(p[0] + _Z95 * sd[0]))
     else:
         tau0, tau0_err = float(p[0]), float(sd[0])
-        lo0, hi0 = tau0 - _Z95 * tau0_err, tau0 + _Z95 * tau0_err
-    s, s_err = float(p[1]), float(sd[1])
-    if s - _Z99 * s_err > 0:
-        verdict = "ageing"
-    elif s + _Z99 * s_err < 0:
-        verdict = "accelerating"
-    else:
-        verdict = "stationary"
-    return LawFit(law, {"tau0": tau0, slope: s}, {"tau0": tau0_err, slope: s_err},
-                  {"tau0": (lo0, hi0), slope: (s - _Z95 * s_err, s + _Z95 * s_err)},
-                  chi2_red, n, verdict)
+    value = {"tau0": tau0, slope: float(p[1])}
+    error = {"tau0": tau0_err, slope: float(sd[1])}
+    interval, verdict = _intervals_verdict(law, value, error)
+    return LawFit(law, value, error, interval, chi2_red, n, verdict)
 
 
 def cut_blocks(cuts: AgeCuts, q: np.ndarray | None = None, phi: np.ndarray | None = None,
@@ -246,15 +254,19 @@ def _laws(t_w: np.ndarray, tau3: np.ndarray, err3: np.ndarray, st: np.ndarray
     converged, and unresolved or at a bound as open points); a misfit's or poor fit's
     tau is quotable but not drawn, and a law from points nobody sees cannot be checked
     by eye."""
-    drawn = np.isin(st[0], ("converged", *ROUGH_STATUSES))
-    law_tau = np.where(drawn, tau3[0], np.nan)
+    law_tau = np.where(_drawn(st[0]), tau3[0], np.nan)
     return {name: [fit_law(t_w[0, :, b], law_tau[:, b], err3[0, :, b], name)
                    for b in range(tau3.shape[2])] for name in LAWS}
 
 
+def _drawn(status: np.ndarray) -> np.ndarray:
+    """Statuses whose tau the plots draw and the laws read."""
+    return np.isin(status, ("converged", *ROUGH_STATUSES))
+
+
 def law_points(af: AgeFits) -> np.ndarray:
     """(W, B) bool: the constant-age taus the laws read (the drawn ones)."""
-    return np.isin(af.status[0], ("converged", *ROUGH_STATUSES)) & np.isfinite(af.tau[0])
+    return _drawn(af.status[0]) & np.isfinite(af.tau[0])
 
 
 def law_with_errors(lf: LawFit, errors: dict[str, float]) -> LawFit:
@@ -263,20 +275,10 @@ def law_with_errors(lf: LawFit, errors: dict[str, float]) -> LawFit:
     err = dict(lf.error)
     err.update({k: float(v) for k, v in errors.items() if k in err and np.isfinite(v)
                 and v > 0})
-    slope = lf.slope_name
-    s, s_err = lf.value[slope], err[slope]
-    inter = dict(lf.interval)
-    inter[slope] = (s - _Z95 * s_err, s + _Z95 * s_err)
-    t0, t0_err = lf.value["tau0"], err["tau0"]
-    if lf.law == "power" and t0 > 0:
-        inter["tau0"] = (t0 * float(np.exp(-_Z95 * t0_err / t0)),
-                         t0 * float(np.exp(_Z95 * t0_err / t0)))
-    else:
-        inter["tau0"] = (t0 - _Z95 * t0_err, t0 + _Z95 * t0_err)
-    verdict = lf.verdict
-    if np.isfinite(s) and np.isfinite(s_err) and lf.verdict != "undetermined":
-        verdict = ("ageing" if s - _Z99 * s_err > 0 else
-                   "accelerating" if s + _Z99 * s_err < 0 else "stationary")
+    inter, verdict = _intervals_verdict(lf.law, lf.value, err)
+    s, s_err = lf.value[lf.slope_name], err[lf.slope_name]
+    if not (np.isfinite(s) and np.isfinite(s_err)) or lf.verdict == "undetermined":
+        verdict = lf.verdict
     return replace(lf, error=err, interval=inter, verdict=verdict)
 
 

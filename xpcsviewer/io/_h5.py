@@ -114,6 +114,44 @@ def _exists(f: h5py.File, path: str) -> bool:
         return False
 
 
+def int_attr(f: h5py.File, path: str, name: str, low: int) -> int:
+    """The integer attribute ``name`` of the object at ``path``, at least ``low``: a bool,
+    float or text raises XpcsFileError naming the file, the object and the attribute."""
+    expected = f"an integer >= {low}"
+    obj = f[path]
+    if name not in obj.attrs:
+        raise XpcsFileError(f.filename, f"attribute {name!r} missing", dataset=path,
+                            expected=expected)
+    v = obj.attrs[name]
+    try:
+        a = np.asarray(v)
+        if a.dtype.kind not in "iub" or a.size != 1:
+            raise TypeError
+        out = int(a.reshape(()).item())
+    except (TypeError, ValueError):
+        raise XpcsFileError(f.filename, f"attribute {name!r} is {v!r}", dataset=path,
+                            expected=expected) from None
+    if out < low:
+        raise XpcsFileError(f.filename, f"attribute {name!r} is {out}", dataset=path,
+                            expected=expected)
+    return out
+
+
+def group_node(f: h5py.File, path: str, expected: str) -> h5py.Group:
+    """The HDF5 group at ``path`` (XpcsFileError when it is missing, a dangling or
+    unresolvable link, or not a group)."""
+    if not _exists(f, path):
+        raise _missing(f, path, expected)
+    try:
+        obj = f[path]
+    except (KeyError, RuntimeError, OSError) as exc:
+        why = _link_problem(f, path) or f"cannot be opened ({_short(exc)})"
+        raise XpcsFileError(f.filename, why, dataset=path, expected=expected) from None
+    if not isinstance(obj, h5py.Group):
+        raise XpcsFileError(f.filename, "is not a group", dataset=path, expected=expected)
+    return obj
+
+
 def _link_problem(f: h5py.File, path: str) -> str | None:
     """Why ``path`` cannot be opened although a link of that name exists."""
     try:

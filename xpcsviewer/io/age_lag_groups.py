@@ -22,13 +22,13 @@ Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.wr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import _array, _exists
+from xpcsviewer.io._h5 import _dataset, _exists, group_node
 from xpcsviewer.io.age_lag import (
     AgeLagLevel,
     AgeLagMap,
@@ -37,9 +37,11 @@ from xpcsviewer.io.age_lag import (
     write_age_lag_group,
 )
 from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.twotime_groups import GroupsHeader, read_header
 
 __all__ = ["AGE_LAG_GROUPS_PATH", "AgeLagGroups", "has_age_lag_groups",
-           "read_age_lag_groups", "write_age_lag_groups_group"]
+           "read_age_lag_groups", "read_age_lag_groups_group", "read_age_lag_groups_header",
+           "write_age_lag_groups_group"]
 
 AGE_LAG_GROUPS_PATH = "/xpcs/twotime/age_lag_groups"
 _MAP = f"{AGE_LAG_GROUPS_PATH}/age_lag"
@@ -95,29 +97,30 @@ def has_age_lag_groups(f: h5py.File) -> bool:
     return _exists(f, AGE_LAG_GROUPS_PATH)
 
 
-def _int_attr(f: h5py.File, name: str, low: int) -> int:
-    obj = f[AGE_LAG_GROUPS_PATH]
-    v = obj.attrs.get(name)
-    try:
-        out = int(np.asarray(v).reshape(()).item())
-    except (TypeError, ValueError):
-        out = low - 1
-    if out < low:
-        raise XpcsFileError(f.filename, f"attribute {name!r} is {v!r}",
-                            dataset=AGE_LAG_GROUPS_PATH, expected=f"an integer >= {low}")
-    return out
+def read_age_lag_groups_header(f: h5py.File) -> GroupsHeader | None:
+    """The header of an open file's age x lag group maps (None without them);
+    ``bytes_per_bin``: the K maps of one bin in float64."""
+    if not has_age_lag_groups(f):
+        return None
+    h = read_header(f, AGE_LAG_GROUPS_PATH, "a group of age x lag group maps")
+    group_node(f, _MAP, "the (bin, group) pairs' age x lag map")
+    cells = 0
+    for name in f[_MAP]:
+        if name.startswith("level_"):
+            ds = _dataset(f, f"{_MAP}/{name}/c", "(n_pairs, n_t, n_lag) floats")
+            cells += int(np.prod(ds.shape[1:])) if ds.ndim == 3 else 0
+    return replace(h, bytes_per_bin=8 * h.n_groups * cells)
 
 
 def read_age_lag_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -> AgeLagGroups:
-    """The group maps of an open result file, of ``bins`` (1-based; default all)."""
-    p = AGE_LAG_GROUPS_PATH
-    k = _int_attr(f, "n_groups", 1)
-    tile, seed = _int_attr(f, "tile_px", 1), _int_attr(f, "seed", 0)
-    stored = _array(f, f"{p}/bins", kinds="iu", ndim=1, expected="(B,) dynamic bins",
-                    max_elements=1 << 16).astype(np.int64)
-    pix = _array(f, f"{p}/pixels", kinds="iu", shape=(k, stored.size),
-                 expected=f"(n_groups, B) = ({k}, {stored.size}) pixel counts",
-                 max_elements=max(1, k * stored.size)).astype(np.int64)
+    """The group maps of an open result file, of ``bins`` (1-based, distinct; default
+    all), checked: errors name the file and dataset."""
+    h = read_age_lag_groups_header(f)
+    if h is None:
+        raise XpcsFileError(f.filename, "no age x lag group maps", dataset=AGE_LAG_GROUPS_PATH,
+                            expected="age x lag group maps (correlate --twotime-ages "
+                                     "--twotime-groups K)")
+    k, stored = h.n_groups, h.bins
     info = read_age_lag_info(f, _MAP)
     if info is None:
         raise XpcsFileError(f.filename, "has no map", dataset=_MAP,
@@ -130,11 +133,14 @@ def read_age_lag_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -
     if bins is None:
         pick = list(range(stored.size))
     else:
-        missing = sorted({int(b) for b in bins} - set(stored.tolist()))
-        if missing:
-            raise XpcsFileError(f.filename, f"has no group maps of bins {missing}",
-                                dataset=f"{p}/bins", expected=f"one of {stored.tolist()}")
-        pick = [int(np.flatnonzero(stored == int(b))[0]) for b in bins]
+        want = [int(b) for b in bins]
+        missing = sorted(set(want) - set(stored.tolist()))
+        if missing or len(set(want)) != len(want):
+            raise XpcsFileError(f.filename, f"has no group maps of bins {missing}" if missing
+                                else f"asked for bins {want} (repeated)",
+                                dataset=f"{AGE_LAG_GROUPS_PATH}/bins",
+                                expected=f"distinct bins of {stored.tolist()}")
+        pick = [int(np.flatnonzero(stored == b)[0]) for b in want]
     # renumber the pairs for the bins read (j is their position among those)
     old = [j * k + g + 1 for j in pick for g in range(k) if j * k + g + 1 in held]
     amap = read_age_lag_group(f, old, group=_MAP)
@@ -142,8 +148,8 @@ def read_age_lag_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -
                    dtype=np.int64)
     amap = AgeLagMap(bins=new, n_frames=amap.n_frames, frame_time=amap.frame_time,
                      levels=amap.levels, config=amap.config)
-    return AgeLagGroups(bins=stored[pick], pixels=pix[:, pick], amap=amap, tile_px=tile,
-                        seed=seed)
+    return AgeLagGroups(bins=stored[pick], pixels=h.pixels[:, pick], amap=amap,
+                        tile_px=h.tile_px, seed=h.seed)
 
 
 def read_age_lag_groups(path: str | Path, bins: Sequence[int] | None = None

@@ -18,19 +18,28 @@ Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.wr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import _array, _dataset, _exists, _read_error, check_declared
+from xpcsviewer.io._h5 import (
+    _array,
+    _dataset,
+    _exists,
+    _read_error,
+    check_declared,
+    group_node,
+    int_attr,
+)
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import check_h5_output
 
-__all__ = ["GROUPS_PATH", "TwotimeGroups", "has_twotime_groups", "read_twotime_groups",
-           "read_twotime_groups_group", "write_twotime_groups_group"]
+__all__ = ["GROUPS_PATH", "GroupsHeader", "TwotimeGroups", "has_twotime_groups",
+           "read_header", "read_twotime_groups", "read_twotime_groups_group",
+           "read_twotime_groups_header", "write_twotime_groups_group"]
 
 GROUPS_PATH = "/xpcs/twotime/groups"
 #: largest N x N of a group map the reader accepts
@@ -101,25 +110,50 @@ def has_twotime_groups(f: h5py.File) -> bool:
     return _exists(f, GROUPS_PATH)
 
 
-def _int_attr(f: h5py.File, name: str, low: int) -> int:
-    obj = f[GROUPS_PATH]
-    expected = f"an integer >= {low}"
-    if name not in obj.attrs:
-        raise XpcsFileError(f.filename, f"attribute {name!r} missing", dataset=GROUPS_PATH,
-                            expected=expected)
-    v = obj.attrs[name]
-    try:
-        a = np.asarray(v)
-        if a.dtype.kind not in "iub" or a.size != 1:
-            raise TypeError
-        out = int(a.reshape(()).item())
-    except (TypeError, ValueError):
-        raise XpcsFileError(f.filename, f"attribute {name!r} is {v!r}", dataset=GROUPS_PATH,
-                            expected=expected) from None
-    if out < low:
-        raise XpcsFileError(f.filename, f"attribute {name!r} is {out}", dataset=GROUPS_PATH,
-                            expected=expected)
-    return out
+@dataclass(frozen=True)
+class GroupsHeader:
+    """What a file's pixel-group maps hold, without the maps (either kind)."""
+
+    n_groups: int
+    tile_px: int
+    seed: int
+    bins: np.ndarray  #: (B,) 1-based dynamic bins
+    pixels: np.ndarray  #: (K, B)
+    bytes_per_bin: int  #: of the K maps of one bin, float64
+
+
+def read_header(f: h5py.File, path: str, what: str) -> GroupsHeader:
+    """The checked attributes, ``bins`` and ``pixels`` of the group maps at ``path``
+    (``bytes_per_bin`` left 0 for the caller)."""
+    group_node(f, path, what)
+    k = int_attr(f, path, "n_groups", 1)
+    tile_px, seed = int_attr(f, path, "tile_px", 1), int_attr(f, path, "seed", 0)
+    stored = _array(f, f"{path}/bins", kinds="iu", ndim=1, expected="(B,) 1-based dynamic bins",
+                    max_elements=1 << 20).astype(np.int64)
+    if stored.size and (stored.min() < 1 or np.unique(stored).size != stored.size):
+        raise XpcsFileError(f.filename, f"holds {stored.tolist()}", dataset=f"{path}/bins",
+                            expected="distinct 1-based dynamic bins")
+    nb = stored.size
+    pixels = _array(f, f"{path}/pixels", kinds="iu", shape=(k, nb), ndim=2,
+                    expected=f"(n_groups, n_bins) = ({k}, {nb}) pixel counts",
+                    max_elements=max(1, k * nb)).astype(np.int64)
+    if (pixels < 0).any():
+        raise XpcsFileError(f.filename, "has negative pixel counts", dataset=f"{path}/pixels",
+                            expected="pixel counts >= 0")
+    return GroupsHeader(k, tile_px, seed, stored, pixels, 0)
+
+
+def read_twotime_groups_header(f: h5py.File) -> GroupsHeader | None:
+    """The header of an open file's full-map group maps (None without them)."""
+    if not has_twotime_groups(f):
+        return None
+    h = read_header(f, GROUPS_PATH, "a group of two-time group maps")
+    n = 0
+    for b in h.bins[:1]:
+        path = f"{GROUPS_PATH}/c2_{int(b):05d}"
+        ds = _dataset(f, path, f"({h.n_groups}, N, N) floats")
+        n = int(ds.shape[-1]) if ds.ndim == 3 else 0
+    return replace(h, bytes_per_bin=8 * h.n_groups * n * n)
 
 
 def _full(up: np.ndarray) -> np.ndarray:
@@ -140,24 +174,9 @@ def read_twotime_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -
     if not has_twotime_groups(f):
         raise XpcsFileError(f.filename, "no two-time group maps", dataset=g,
                             expected="two-time group maps (correlate --twotime-groups K)")
-    if not isinstance(f[g], h5py.Group):
-        raise XpcsFileError(f.filename, "is not a group", dataset=g,
-                            expected="a group of two-time group maps")
-    k = _int_attr(f, "n_groups", 1)
-    tile_px = _int_attr(f, "tile_px", 1)
-    seed = _int_attr(f, "seed", 0)
-    stored = _array(f, f"{g}/bins", kinds="iu", ndim=1, expected="(B,) 1-based dynamic bins",
-                    max_elements=1 << 20).astype(np.int64)
-    if stored.size and (stored.min() < 1 or np.unique(stored).size != stored.size):
-        raise XpcsFileError(f.filename, f"holds {stored.tolist()}", dataset=f"{g}/bins",
-                            expected="distinct 1-based dynamic bins")
+    h = read_header(f, g, "a group of two-time group maps")
+    k, tile_px, seed, stored, pixels = h.n_groups, h.tile_px, h.seed, h.bins, h.pixels
     nb = stored.size
-    pixels = _array(f, f"{g}/pixels", kinds="iu", shape=(k, nb), ndim=2,
-                    expected=f"(n_groups, n_bins) = ({k}, {nb}) pixel counts",
-                    max_elements=max(1, k * nb)).astype(np.int64)
-    if (pixels < 0).any():
-        raise XpcsFileError(f.filename, "has negative pixel counts", dataset=f"{g}/pixels",
-                            expected="pixel counts >= 0")
     if bins is not None:
         missing = sorted({int(b) for b in bins} - set(stored.tolist()))
         if missing:

@@ -48,6 +48,7 @@ class AgesOutput:
     phi: np.ndarray
     path: str = ""
     source: str = ""  #: "age_lag" or "full maps"
+    n_frames: int = 0  #: of the map cut
 
 
 def windows_for(amap: AgeLagMap, *, ages: Sequence[float] | None = None,
@@ -95,14 +96,14 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
         from xpcsviewer.fitting.ageing_law import with_tau_errors
 
         report(progress, cancel, 2, 3, "tau errors from the pixel groups")
-        maps = groups.group_map if hasattr(groups, "group_map") else groups.maps
-        err, tau_g, weight = group_tau_errors(cuts, fits.tau, fits.contrast, maps,
-                                              groups.pixels, groups.bins, cancel=cancel)
+        err, tau_g, weight = group_tau_errors(cuts, fits.tau, fits.contrast, groups,
+                                              cancel=cancel)
         k = int(np.asarray(groups.pixels).shape[0])
         fits = with_tau_errors(fits, err, f"pixel groups ({k})",
                                _group_law_errors(fits, tau_g, weight))
     report(progress, cancel, 3, 3, "ages done")
-    return AgesOutput(cuts=cuts, fits=fits, q=qq, phi=pp, path=source)
+    return AgesOutput(cuts=cuts, fits=fits, q=qq, phi=pp, path=source,
+                      n_frames=int(amap.n_frames))
 
 
 def _group_law_errors(fits: AgeFits, tau_g: np.ndarray, weight: np.ndarray
@@ -184,51 +185,34 @@ MAX_GROUP_BYTES = 1 << 30
 
 def read_groups(path: str | Path, kind: str, bins: Sequence[int] | None = None) -> Any:
     """The file's maps per pixel group of the kind the cuts come from, for the cut bins,
-    or None: none in the file, or (full maps) they would take more than
-    :data:`MAX_GROUP_BYTES` per bin to hold. ``kind``: "full maps" (TwotimeGroups) or
-    "age_lag" (:class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups`)."""
+    or None: none in the file, or they would take more than :data:`MAX_GROUP_BYTES` per
+    bin to hold. ``kind``: "full maps" (:class:`~xpcsviewer.io.twotime_groups.
+    TwotimeGroups`) or "age_lag" (:class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups`).
+    Raises XpcsFileError for maps of the wrong kind or shape."""
     from xpcsviewer.io._h5 import open_h5
-    from xpcsviewer.io.twotime_groups import has_twotime_groups, read_twotime_groups
+    from xpcsviewer.io.age_lag_groups import read_age_lag_groups_group, read_age_lag_groups_header
+    from xpcsviewer.io.twotime_groups import read_twotime_groups_group, read_twotime_groups_header
 
-    if kind != "full maps":
-        from xpcsviewer.io.age_lag_groups import (
-            AGE_LAG_GROUPS_PATH,
-            has_age_lag_groups,
-            read_age_lag_groups,
-        )
-
-        with open_h5(path) as f:
-            if not has_age_lag_groups(f):
-                return None
-            grp = f[AGE_LAG_GROUPS_PATH]
-            k = int(np.asarray(grp.attrs.get("n_groups", 1)).reshape(()).item() or 1)
-            try:
-                lv = grp["age_lag"]
-                cells = sum(int(np.prod(lv[n]["c"].shape[1:])) for n in lv
-                            if n.startswith("level_"))
-            except (KeyError, TypeError, AttributeError):  # the reader says what is wrong
-                cells = 0
-            if 8 * k * cells > MAX_GROUP_BYTES:
-                return None
-        return read_age_lag_groups(path, bins)
+    full = kind == "full maps"
+    header = read_twotime_groups_header if full else read_age_lag_groups_header
+    read = read_twotime_groups_group if full else read_age_lag_groups_group
     with open_h5(path) as f:
-        if not has_twotime_groups(f):
+        h = header(f)
+        if h is None or h.bytes_per_bin > MAX_GROUP_BYTES:
             return None
-        grp = f["/xpcs/twotime/groups"]
-        first = next((k for k in grp if k.startswith("c2_")), None)
-        if first is None or 8 * int(np.prod(grp[first].shape)) > MAX_GROUP_BYTES:
-            return None
-    return read_twotime_groups(path, bins)
+        return read(f, bins)
 
 
-def ages_file(path: str | Path, **kw: Any) -> AgesOutput:
-    """:func:`analyse_ages` of one result file (keywords as there); tau errors from the
-    file's pixel groups where it has them (:func:`read_groups`)."""
+def ages_file(path: str | Path, res: Any = None, **kw: Any) -> AgesOutput:
+    """:func:`analyse_ages` of one result file (keywords as there; ``res``: the file's
+    result when already read); tau errors from the file's pixel groups where it has
+    them (:func:`read_groups`) unless ``groups`` is given (None: the fits')."""
     from xpcsviewer.io import read_result
 
     amap, kind = read_map(path, kw.get("bins"))
-    res = read_result(path)
-    kw.setdefault("groups", read_groups(path, kind, kw.get("bins")))
+    res = read_result(path) if res is None else res
+    if "groups" not in kw:  # not read at all when the caller says
+        kw["groups"] = read_groups(path, kind, kw.get("bins"))
     out = analyse_ages(amap, q=res.qmap.dynamic_q, phi=res.qmap.dynamic_phi,
                        label=res.label, source=str(path), **kw)
     out.source = kind

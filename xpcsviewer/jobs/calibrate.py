@@ -216,15 +216,15 @@ def calibrate(*, nuts: bool = True, repeats: int = 2,
         from xpcsviewer.compute.precompile import ensure_kernels
 
         say("numba kernels as installed ...")
-        seen: set[str] = set()
 
         def compiling(done: int, total: int, msg: str = "") -> None:
             # a cold cache takes minutes (over 120 s on an H200's 16-core host, one
-            # group at a time): say each group as it is compiled, several at once
+            # group at a time): say each group as it ends, several compiling at once
             name = msg.rsplit(": ", 1)[-1]
-            if done > 0 and name not in seen and name != "kernels compiled":
-                seen.add(name)
-                say(f"  compiled {name} ({done}/{total})")
+            if done > 0 and name != "kernels compiled":
+                failed = name.endswith(" FAILED")
+                say(f"  {'FAILED' if failed else 'compiled'} "
+                    f"{name.removesuffix(' FAILED')} ({done}/{total})")
 
         ensure_kernels(compiling, jobs=min(4, os.cpu_count() or 1), nice=False)
     if "gpu" in devs:

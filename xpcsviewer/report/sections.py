@@ -259,7 +259,7 @@ def _ages(res: Any, p: Path) -> dict[str, Any] | None:
     from xpcsviewer.jobs.ages import ages_file
 
     try:
-        out = ages_file(p)
+        out = ages_file(p, res)
     except Exception as exc:  # the map cannot be cut: the section says why
         return {"error": _why(exc)}
     f, c = out.fits, out.cuts
@@ -278,19 +278,30 @@ def _ages(res: Any, p: Path) -> dict[str, Any] | None:
     return {"source": out.source, "law": f.law, "windows": int(c.windows.n),
             "window_s": [[_f(lo), _f(hi)] for lo, hi in zip(c.windows.lo, c.windows.hi,
                                                               strict=True)],
-            "tau_error_source": f.tau_err_source, "bins": rows}
+            "tau_error_source": f.tau_err_source, "bins": rows, "outcome": out}
 
 
-def _ages_figure(res: Any, ages: dict[str, Any], dpi: float) -> list[dict[str, Any]]:
-    """The ages figure of the first bin with a law (else the first bin)."""
+def _ages_figure(res: Any, ages: dict[str, Any], out: Any, dpi: float
+                 ) -> list[dict[str, Any]]:
+    """The ages figure of the first bin with a law (else the first bin), drawn from the
+    analysis the table came from (not analysed again)."""
     from xpcsviewer.export import make_figures
+    from xpcsviewer.export._ages_run import AgesOutcome
+    from xpcsviewer.views.age_lag_map import map_bins
 
     rows = ages["bins"]
     k = next((i for i, r in enumerate(rows) if r["verdict"] != "undetermined"), 0)
     cap = (f"g\u2082 by sample age, bin {rows[k]['bin']}: the map with the age windows, "
            "\u03c4 against age with the law, the cuts at constant age and constant t\u2081")
+    shown = map_bins(res).tolist()  # the figure's bin index counts the bins it draws
+    if rows[k]["bin"] not in shown:
+        return [{"kind": "ages", "caption": cap, "pngs": [],
+                 "note": f"not drawn: bin {rows[k]['bin']} has no map the figure draws"}]
+    o = AgesOutcome(None, "age x lag map" if out.source == "age_lag" else "full map",
+                    out.n_frames, float(out.cuts.frame_time), out.cuts, out.fits)
     try:
-        pages = make_figures("ages", [res], "double", bin_index=k, max_size=256)
+        pages = make_figures("ages", [res], "double", bin_index=shown.index(rows[k]["bin"]),
+                             max_size=256, ages=o)
         return [{"kind": "ages", "caption": cap,
                  "pngs": [png_bytes(pg, dpi) for pg in pages], "note": ""}]
     except Exception as exc:  # the file's data cannot give this plot: say so
@@ -317,9 +328,11 @@ def _fit_part(res: Any, p: Path, dpi: float, figures: bool) -> dict[str, Any]:
         out["notes"].append("no multi-tau g2 in the file (two-time only)")
     out["diffusion"] = _diffusion(analysis, res)
     out["ages"] = _ages(res, p)
+    # the analysis itself stays here (a section is plain data: pickled, written)
+    outcome = out["ages"].pop("outcome", None) if out["ages"] else None
     out["figures"] = _figures(res, fits, analysis, dpi, kinds=FIT_FIGURES) if figures else []
-    if figures and out["ages"] and out["ages"].get("bins"):
-        out["figures"] += _ages_figure(res, out["ages"], dpi)
+    if figures and outcome is not None and out["ages"].get("bins"):
+        out["figures"] += _ages_figure(res, out["ages"], outcome, dpi)
     if fits is not None:
         from xpcsviewer.fitting import diffusion_from_fit
         from xpcsviewer.fitting.results import fit_record
