@@ -31,7 +31,7 @@ __all__ = ["MPL_MARKERS", "TAU_COLORS", "_fig_ages"]
 #: Matplotlib markers of the tau marker kinds (the Series figure's, filled added).
 MPL_MARKERS = {"filled": "o", "open": "o", "limit_up": "^", "limit_down": "v"}
 #: Colours of the two ways in the tau(t_w) axes (the tab's).
-TAU_COLORS = {"age": "#1f1f1f", "t1": "#ff7f0e"}
+TAU_COLORS = av.TAU_COLORS
 _LINESTYLES = {"solid": "-", "dotted": ":", "dashed": "--", "dashdot": "-."}
 _LAW_COLOR = "#1f77b4"
 

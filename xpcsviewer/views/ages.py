@@ -56,6 +56,9 @@ WINDOW_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
                  "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 #: Drawn where the two ways disagree beyond their errors.
 FLAG_COLOR = "#d62728"
+#: marker colours of the two ways' tau (the GUI draws constant age in the theme's text
+#: colour instead: near-black vanishes on its dark theme)
+TAU_COLORS = {"age": "#1f1f1f", "t1": "#ff7f0e"}
 
 
 def window_color(k: int) -> str:

@@ -298,3 +298,25 @@ def test_the_tab_says_when_errors_come_from_pixel_groups(qtbot, panel, results, 
     o_plain = _shown(qtbot, panel, results)
     assert o_plain.fits.tau_err_source == "fit"
     assert "pixel groups" not in panel.ages.law_label.text()
+
+
+def test_dark_theme_keeps_the_constant_age_points_and_the_full_g2_visible(qtbot, panel,
+                                                                         results):
+    # the figures' near-black vanished on the dark theme's #1e1e1e: the tab draws
+    # constant-age tau, its key and the full map's g2 in the theme's text colour
+    import pyqtgraph as pg
+
+    before = pg.getConfigOption("foreground")
+    pg.setConfigOptions(foreground="#dddddd")
+    try:
+        _shown(qtbot, panel, results)
+        qtbot.waitUntil(lambda: bool(panel.g2_plot.listDataItems()), timeout=60000)
+        full = [it for it in panel.g2_plot.listDataItems() if it.name() == "full"]
+        assert full and full[0].opts["pen"].color().lightness() > 150
+        symbols = [it for it in panel.ages.tau_plot.listDataItems()
+                   if it.opts.get("symbol") is not None]
+        colours = {pg.mkPen(it.opts["symbolPen"]).color().name() for it in symbols}
+        assert symbols and "#dddddd" in colours and "#1f1f1f" not in colours
+        assert "color:#dddddd'>\u25cf</span> constant age" in panel.ages.law_label.text()
+    finally:
+        pg.setConfigOptions(foreground=before)

@@ -45,7 +45,7 @@ __all__ = ["TAB_MAX_FULL_FRAMES", "TAU_COLORS", "AgesView"]
 #: frames: ~0.1 GB of entries and weights while cut; `xpcsviewer ages` reads 8192).
 TAB_MAX_FULL_FRAMES = 2048
 #: Colours of the two ways in the tau(t_w) plot.
-TAU_COLORS = {"age": "#1f1f1f", "t1": "#ff7f0e"}
+TAU_COLORS = av.TAU_COLORS
 #: pyqtgraph symbols of the marker kinds (the Series tab's).
 _SYMBOLS = {"filled": "o", "open": "o", "limit_up": "t1", "limit_down": "t"}
 _LINES = {"solid": Qt.PenStyle.SolidLine, "dotted": Qt.PenStyle.DotLine,
@@ -57,7 +57,17 @@ _MODEL_SHORT = {"auto": "model: auto (AICc)", "single": "model: single exp",
 _WAY_SHORT = {"age": "age", "t1": "t\u2081"}
 
 
-_TAU_KEY = (f"<span style='color:{TAU_COLORS['age']}'>\u25cf</span> constant age, "
+def _tau_color(way: str) -> QColor:
+    """The marker colour of a way: constant age in the theme's text colour (the figures'
+    near-black vanishes on the dark theme), constant t1 orange."""
+    if way == "age":
+        return QColor(pg.mkColor(pg.getConfigOption("foreground")))
+    return QColor(TAU_COLORS[way])
+
+
+def _tau_key() -> str:
+    """The markers' key, in the current theme's colours."""
+    return (f"<span style='color:{_tau_color('age').name()}'>\u25cf</span> constant age, "
             f"<span style='color:{TAU_COLORS['t1']}'>\u25cf</span> constant t\u2081 "
             "(filled: converged; open: unresolved or at a bound; \u25b2/\u25bc: 95 % lower/"
             f"upper limit); <span style='color:{_LAW_COLOR}'>\u2014</span>")
@@ -423,7 +433,7 @@ class AgesView(QWidget):
         plot.setLabel("left", av.QUANTITIES[name])
         for way in av.WAYS:
             p = av.param_points(o.fits, way, 0, name)
-            color = QColor(TAU_COLORS[way])
+            color = _tau_color(way)
             if p.x.size:
                 plot.addItem(pg.PlotDataItem(p.x, p.y, pen=None, symbol="o", symbolSize=8,
                                              symbolBrush=color, symbolPen=color))
@@ -433,7 +443,7 @@ class AgesView(QWidget):
                                              bottom=p.y[m] - p.lo[m],
                                              pen=pg.mkPen(color, width=1.0)))
         plot.enableAutoRange()
-        self.law_label.setText(_window_key(o.cuts, o.fits) + "<br>" + _TAU_KEY.split(" (")[0]
+        self.law_label.setText(_window_key(o.cuts, o.fits) + "<br>" + _tau_key().split(" (")[0]
                                + f": {av.QUANTITIES[name]} of the converged cuts")
         _set_title(plot, f"{av.QUANTITIES[name]} against age")
 
@@ -465,7 +475,7 @@ class AgesView(QWidget):
         for way in av.WAYS:
             d = av.tau_drawing(o.fits, way, 0)
             drawings.append(d)
-            color = QColor(TAU_COLORS[way])
+            color = _tau_color(way)
             for kind, sym in _SYMBOLS.items():
                 p = d.tau[kind]
                 if not p.x.size:
@@ -488,7 +498,7 @@ class AgesView(QWidget):
         # the law in a wrapping label: as the plot's title its longest line would set
         # the plot's smallest width and push it out of a narrow window
         self.law_label.setText(
-            _window_key(o.cuts, o.fits) + "<br>" + f"{_TAU_KEY} ageing law "
+            _window_key(o.cuts, o.fits) + "<br>" + f"{_tau_key()} ageing law "
             + text.replace("\n", "; ") + f"; \u03c4: {not_drawn_text(drawings)}"
             + _error_source(o.fits))
         _set_title(plot, f"\u03c4 against age: {line.verdict if line is not None else '-'}")

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from xpcsviewer.gui.panels import _twotime_age_lag as al
 from xpcsviewer.gui.panels._twotime_ages import AgesView
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap, curve_pen
+from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
 from xpcsviewer.views import display_image
 from xpcsviewer.views.g2 import twotime_g2_curves
 
@@ -467,7 +467,9 @@ class TwotimePanel(BasePanel):
         t_full, g_full, t_seg, g_seg = curves
         ok = g_full != 0
         self.g2_plot.addItem(
-            pg.PlotDataItem(t_full[ok], g_full[ok], pen=curve_pen(6, 3.0), name="full")
+            # the theme's text colour: black vanishes on the dark theme
+            pg.PlotDataItem(t_full[ok], g_full[ok], name="full",
+                            pen=pg.mkPen(pg.getConfigOption("foreground"), width=3.0))
         )
         cm = colormap("plasma")
         for s in range(g_seg.shape[0]):
