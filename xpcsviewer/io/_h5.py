@@ -137,16 +137,21 @@ def int_attr(f: h5py.File, path: str, name: str, low: int) -> int:
     return out
 
 
-def group_node(f: h5py.File, path: str, expected: str) -> h5py.Group:
-    """The HDF5 group at ``path`` (XpcsFileError when it is missing, a dangling or
-    unresolvable link, or not a group)."""
+def _node(f: h5py.File, path: str, expected: str) -> Any:
+    """The object at ``path`` (XpcsFileError when it is missing, or a dangling or
+    unresolvable link)."""
     if not _exists(f, path):
         raise _missing(f, path, expected)
     try:
-        obj = f[path]
+        return f[path]
     except (KeyError, RuntimeError, OSError) as exc:
         why = _link_problem(f, path) or f"cannot be opened ({_short(exc)})"
         raise XpcsFileError(f.filename, why, dataset=path, expected=expected) from None
+
+
+def group_node(f: h5py.File, path: str, expected: str) -> h5py.Group:
+    """The HDF5 group at ``path`` (XpcsFileError as :func:`_node`, or when not a group)."""
+    obj = _node(f, path, expected)
     if not isinstance(obj, h5py.Group):
         raise XpcsFileError(f.filename, "is not a group", dataset=path, expected=expected)
     return obj
@@ -177,13 +182,7 @@ def _missing(f: h5py.File, path: str, expected: str) -> XpcsFileError:
 
 
 def _dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:
-    if not _exists(f, path):
-        raise _missing(f, path, expected)
-    try:
-        obj = f[path]
-    except (KeyError, RuntimeError, OSError) as exc:
-        why = _link_problem(f, path) or f"cannot be opened ({_short(exc)})"
-        raise XpcsFileError(f.filename, why, dataset=path, expected=expected) from None
+    obj = _node(f, path, expected)
     if not isinstance(obj, h5py.Dataset):
         raise XpcsFileError(
             f.filename, "is a group, not a dataset", dataset=path, expected=expected
