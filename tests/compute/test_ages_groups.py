@@ -97,9 +97,10 @@ def test_law_with_errors_moves_intervals_and_verdict():
 
 def test_an_open_tau_keeps_the_fits_error():
     """Beyond the window (unresolved, or at a bound) tau's interval is open: the groups'
-    linearised spread is not its error, so the fit's stays, and a law reading such a tau
-    keeps its own errors (on a multi-tau map's cuts, whose lags outrun the window, a
-    bin with tau longer than the window draws such points)."""
+    linearised spread is not its error, so the fit's stays. A law reading a tau at a
+    bound keeps its own errors; an unresolved tau enters every group's law as the same
+    lower limit (on a multi-tau map's cuts, whose lags outrun the window, a bin with tau
+    longer than the window draws such points)."""
     from dataclasses import replace
 
     from xpcsviewer.compute.age_lag import from_full_maps
@@ -121,8 +122,15 @@ def test_an_open_tau_keeps_the_fits_error():
     assert out.tau_err_source == "pixel groups (12)"
     tau_g = np.broadcast_to(fits.tau, (12, *fits.tau.shape)) * rng.uniform(0.9, 1.1, (12, 1, 1, 1))
     errs = _group_law_errors(fits, tau_g, np.full((12, 1), 100.0))
+    # an unresolved tau is a lower limit: every group's law reads the whole map's, so
+    # the groups' own values there change nothing
+    assert all(errs[name][0] for name in errs)
+    shaken = np.where(st == "unresolved", tau_g * 3.0, tau_g)
+    assert _group_law_errors(fits, shaken, np.full((12, 1), 100.0)) == errs
+    bounded = replace(fits, status=np.where(st == "unresolved", "at_bound", st))
+    errs = _group_law_errors(bounded, tau_g, np.full((12, 1), 100.0))
     for name in errs:
-        assert errs[name][0] == {}  # the law keeps its own errors
+        assert errs[name][0] == {}  # a law reading a tau at a bound keeps its own errors
     only_conv = replace(fits, status=np.where(st == "unresolved", "no_decay", st))
     errs = _group_law_errors(only_conv, tau_g, np.full((12, 1), 100.0))
     assert all(errs[name][0] for name in errs)  # converged points only: from the groups

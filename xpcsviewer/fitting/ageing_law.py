@@ -6,7 +6,8 @@ fit loop, :func:`~xpcsviewer.fitting.block_fits.fit_curves`, so they get the mod
 choice and statuses of any g2; only quotable relaxation times
 (:func:`~xpcsviewer.fitting.status.quotable`) of the constant-age cuts enter the law.
 
-Laws (weighted least squares on tau with its error):
+Laws (weighted least squares on tau with its error; an ``unresolved`` tau is a lower
+limit, censored, see :func:`fit_law`):
 
 - ``linear``: tau = tau0 + a * t_w (slope ``a``, dimensionless)
 - ``power``:  tau = tau0 * t_w**mu, fitted as ln tau = ln tau0 + mu ln t_w (``mu``)
@@ -16,7 +17,8 @@ beyond its 95 % quantile), so stated errors are trusted unless the points contra
 them; intervals are normal (1.96 sigma for 95 %). The verdict per bin reads the slope's
 99 % interval (2.576 sigma), so a stationary sample is called stationary in 99 of
 100 bins: ``ageing`` (slope > 0), ``accelerating`` (< 0), ``stationary``, or
-``undetermined`` with fewer than 3 drawn times (converged, unresolved or at a bound).
+``undetermined`` with fewer than 3 drawn times (converged, unresolved or at a bound) or
+fewer than 2 of them values (not unresolved).
 """
 
 from __future__ import annotations
@@ -102,37 +104,42 @@ def _intervals_verdict(law: str, value: dict[str, float], error: dict[str, float
 
 
 def fit_law(t_w: np.ndarray, tau: np.ndarray, tau_err: np.ndarray,
-            law: str = "linear") -> LawFit:
+            law: str = "linear", lower: np.ndarray | None = None) -> LawFit:
     """Weighted least squares of tau(t_w) (s) on the points with a finite time and error.
 
-    Points need tau > 0 and err > 0 (and t_w > 0 for ``power``); at least 3.
+    Points need tau > 0 and err > 0 (and t_w > 0 for ``power``); at least 3, of which at
+    least 2 are values. ``lower`` (bool per point) marks lower limits: an ``unresolved``
+    tau, whose decay was not pinned down (the window ended first), says the true tau is
+    at least about its fitted value. Such a point enters censored (Tobit): its
+    likelihood is Phi((law(t_w) - tau) / err), so a law above it pays nothing and one
+    below pays as for a value; the law is then the maximum likelihood (Newton, the
+    problem is convex) and its covariance the inverse Hessian there.
     """
     if law not in LAWS:
         raise ValueError(f"unknown ageing law {law!r} (choose from {', '.join(LAWS)})")
     t = np.asarray(t_w, np.float64).ravel()
     y = np.asarray(tau, np.float64).ravel()
     e = np.asarray(tau_err, np.float64).ravel()
+    cens = (np.zeros(t.shape, bool) if lower is None
+            else np.broadcast_to(np.asarray(lower, bool).ravel(), t.shape))
     ok = np.isfinite(t) & np.isfinite(y) & np.isfinite(e) & (e > 0) & (y > 0)
     if law == "power":
         ok &= t > 0
     n = int(ok.sum())
-    if n < 3:
+    if n < 3 or int((ok & ~cens).sum()) < 2:
         return _nan_law(law, n)
-    t, y, e = t[ok], y[ok], e[ok]
+    t, y, e, cens = t[ok], y[ok], e[ok], cens[ok]
     if law == "power":
         x, yy, ee = np.log(t), np.log(y), e / y
     else:
         x, yy, ee = t, y, e
-    a = np.stack([np.ones_like(x), x], axis=1) / ee[:, None]
-    b = yy / ee
-    try:
-        cov = np.linalg.inv(a.T @ a)
-    except np.linalg.LinAlgError:
+    design = np.stack([np.ones_like(x), x], axis=1)
+    solved = _censored_wls(design, yy, ee, cens)
+    if solved is None:
         return _nan_law(law, n)
-    p = cov @ (a.T @ b)
-    chi2 = float(np.sum((a @ p - b) ** 2))
-    chi2_red = chi2 / (n - 2)
-    if chi2 > _chi2_upper(0.95, n - 2):  # scatter beyond the errors: trust the scatter
+    p, cov, chi2, dof = solved
+    chi2_red = chi2 / dof if dof > 0 else float("nan")
+    if dof > 0 and chi2 > _chi2_upper(0.95, dof):  # scatter beyond the errors: trust it
         cov = cov * chi2_red
     sd = np.sqrt(np.diag(cov))
     slope = "a" if law == "linear" else "mu"
@@ -146,12 +153,72 @@ def fit_law(t_w: np.ndarray, tau: np.ndarray, tau_err: np.ndarray,
     return LawFit(law, value, error, interval, chi2_red, n, verdict)
 
 
+def _censored_wls(design: np.ndarray, y: np.ndarray, err: np.ndarray, cens: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, float, int] | None:
+    """(p, cov, chi2, dof) of y ~ design @ p: weighted least squares on the values, and
+    the points in ``cens`` as lower limits (likelihood Phi(z), z = (fit - y) / err).
+    chi2 counts the values and the limits the fit falls below; dof those less 2."""
+    from scipy.special import log_ndtr
+
+    a = design / err[:, None]
+    b = y / err
+    ex = ~cens
+    try:
+        p = np.linalg.solve(a[ex].T @ a[ex], a[ex].T @ b[ex])
+    except np.linalg.LinAlgError:
+        return None
+
+    def cost(q: np.ndarray) -> float:
+        z = a @ q - b
+        return float(0.5 * np.sum(z[ex] ** 2) - np.sum(log_ndtr(z[cens])))
+
+    def grad_hess(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = a @ q - b
+        zc = z[cens]
+        # inverse Mills ratio phi/Phi, stable for z << 0
+        lam = np.exp(-0.5 * zc**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(zc))
+        g = a[ex].T @ z[ex] - a[cens].T @ lam
+        h = a[ex].T @ a[ex] + (a[cens] * (lam * (zc + lam))[:, None]).T @ a[cens]
+        return g, h
+
+    if cens.any():
+        c0 = cost(p)
+        for _ in range(100):
+            g, h = grad_hess(p)
+            try:
+                step = np.linalg.solve(h, g)
+            except np.linalg.LinAlgError:
+                return None
+            s = 1.0
+            while s > 1e-8 and cost(p - s * step) > c0:
+                s *= 0.5
+            p = p - s * step
+            c1 = cost(p)
+            if c0 - c1 <= 1e-12 * max(1.0, abs(c0)):
+                c0 = c1
+                break
+            c0 = c1
+    _, h = grad_hess(p)
+    try:
+        cov = np.linalg.inv(h)
+    except np.linalg.LinAlgError:
+        return None
+    z = a @ p - b
+    below = cens & (z < 0)
+    chi2 = float(np.sum(z[ex] ** 2) + np.sum(z[below] ** 2))
+    return p, cov, chi2, int(ex.sum() + below.sum()) - 2
+
+
 def cut_blocks(cuts: AgeCuts, q: np.ndarray | None = None, phi: np.ndarray | None = None,
-               label: str = "", source: str = "") -> list[G2Block]:
+               label: str = "", source: str = "", group_g2: np.ndarray | None = None
+               ) -> list[G2Block]:
     """One G2Block per (way, window): file_index = way * W + window; lag 0 left out.
 
     ``q``, ``phi``: per cut bin (NaN when unknown). ``source`` keys the curves (with
-    the way and window appended), so a fit is matched to its cut only.
+    the way and window appended), so a fit is matched to its cut only. ``group_g2``
+    (K, 2, W, B, T): the same cuts of K independent pixel groups; their deviations from
+    the whole become the blocks' ``noise``, so the fits judge residual structure against
+    the lags' correlated noise.
     """
     keep = cuts.lag > 0
     tau = cuts.tau[keep]
@@ -176,6 +243,8 @@ def cut_blocks(cuts: AgeCuts, q: np.ndarray | None = None, phi: np.ndarray | Non
                 delay_frames=np.rint(cuts.lag[keep]).astype(np.int64),
                 t0=float(cuts.frame_time),
                 source=f"{source}#ages:{name}:{lo:.9g}:{hi:.9g}",
+                noise=None if group_g2 is None else np.transpose(
+                    (group_g2[:, way, wi] - cuts.g2[way, wi][None])[:, :, keep], (0, 2, 1)),
             ))
     return out
 
@@ -255,7 +324,8 @@ def _laws(t_w: np.ndarray, tau3: np.ndarray, err3: np.ndarray, st: np.ndarray
     tau is quotable but not drawn, and a law from points nobody sees cannot be checked
     by eye."""
     law_tau = np.where(_drawn(st[0]), tau3[0], np.nan)
-    return {name: [fit_law(t_w[0, :, b], law_tau[:, b], err3[0, :, b], name)
+    lower = st[0] == "unresolved"  # open above: a lower limit (fit_law)
+    return {name: [fit_law(t_w[0, :, b], law_tau[:, b], err3[0, :, b], name, lower[:, b])
                    for b in range(tau3.shape[2])] for name in LAWS}
 
 
@@ -310,14 +380,16 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
                  sampler: SamplerSpec | None = None, *, law: str = "linear",
                  q: np.ndarray | None = None, phi: np.ndarray | None = None,
                  label: str = "", source: str = "", progress: Any = None,
-                 cancel: Any = None, backend: Any = None) -> AgeFits:
-    """Fit every cut (the one fit loop) and the ageing laws of the constant-age taus."""
+                 cancel: Any = None, backend: Any = None,
+                 group_g2: np.ndarray | None = None) -> AgeFits:
+    """Fit every cut (the one fit loop) and the ageing laws of the constant-age taus;
+    ``group_g2``: see :func:`cut_blocks`."""
     from xpcsviewer.fitting.block_fits import fit_curves
 
     if law not in LAWS:
         raise ValueError(f"unknown ageing law {law!r} (choose from {', '.join(LAWS)})")
     fit = fit or FitSpec()
-    blocks = cut_blocks(cuts, q, phi, label, source)
+    blocks = cut_blocks(cuts, q, phi, label, source, group_g2)
     fits = fit_curves(blocks, fit, sampler, progress=progress, cancel=cancel,
                       backend=backend)
     shape = (2, cuts.windows.n, cuts.bins.size)

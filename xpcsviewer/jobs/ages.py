@@ -84,24 +84,32 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
     w = windows or windows_for(amap, ages=ages, widths=widths, n_windows=n_windows, log=log)
     cuts = age_cuts(amap, w, bins=bins, cancel=cancel,
                     progress=None if progress is None else
-                    (lambda d, t, m: progress(d, 2 * t, m)))
+                    (lambda d, t, m: progress(d, 4 * t, m)))
     idx = cuts.bins - 1
     qq = np.full(idx.size, np.nan) if q is None else np.asarray(q, float)[idx]
     pp = np.full(idx.size, np.nan) if phi is None else np.asarray(phi, float)[idx]
-    report(progress, cancel, 1, 3, f"fitting {2 * w.n * idx.size} age cuts")
-    fits = fit_age_cuts(cuts, fit or FitSpec(model=model), law=law, q=qq, phi=pp,
-                        label=label, source=source, cancel=cancel)
+    per_group = None
     if groups is not None:
+        from xpcsviewer.compute.ages_groups import group_cut_g2
+
+        report(progress, cancel, 1, 4, "cuts of the pixel groups")
+        per_group = group_cut_g2(cuts, groups, cancel=cancel)
+    report(progress, cancel, 2, 4, f"fitting {2 * w.n * idx.size} age cuts")
+    # the groups' cuts also tell the fits how the lags' noise is correlated
+    fits = fit_age_cuts(cuts, fit or FitSpec(model=model), law=law, q=qq, phi=pp,
+                        label=label, source=source, cancel=cancel,
+                        group_g2=None if per_group is None else per_group[0])
+    if per_group is not None:
         from xpcsviewer.compute.ages_groups import group_tau_errors
         from xpcsviewer.fitting.ageing_law import with_tau_errors
 
-        report(progress, cancel, 2, 3, "tau errors from the pixel groups")
-        err, tau_g, weight = group_tau_errors(cuts, fits.tau, fits.contrast, groups,
-                                              cancel=cancel)
+        report(progress, cancel, 3, 4, "tau errors from the pixel groups")
+        err, tau_g, weight = group_tau_errors(cuts, fits.tau, fits.contrast, None,
+                                              group_g2=per_group)
         k = int(np.asarray(groups.pixels).shape[0])
         fits = with_tau_errors(fits, err, f"pixel groups ({k})",
                                _group_law_errors(fits, tau_g, weight))
-    report(progress, cancel, 3, 3, "ages done")
+    report(progress, cancel, 4, 4, "ages done")
     return AgesOutput(cuts=cuts, fits=fits, q=qq, phi=pp, path=source,
                       n_frames=int(amap.n_frames))
 
@@ -116,9 +124,12 @@ def _group_law_errors(fits: AgeFits, tau_g: np.ndarray, weight: np.ndarray
     from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 
     use = law_points(fits)
-    # a law that reads an unresolved or bounded tau keeps its own errors: the groups'
-    # spread of such a tau is not its uncertainty
-    closed = np.all(~use | ~np.isin(fits.status[0], ROUGH_STATUSES), axis=0)
+    # an unresolved tau is a lower limit (fit_law): every group's law reads it as the
+    # whole map's; a law that reads a tau at a bound keeps its own errors (the groups'
+    # spread of such a tau is not its uncertainty)
+    lower = fits.status[0] == "unresolved"
+    closed = np.all(~use | ~np.isin(fits.status[0], [s for s in ROUGH_STATUSES
+                                                     if s != "unresolved"]), axis=0)
     out: dict[str, list[dict[str, float]]] = {}
     for name in LAWS:
         per_bin = []
@@ -128,8 +139,10 @@ def _group_law_errors(fits: AgeFits, tau_g: np.ndarray, weight: np.ndarray
                 per_bin.append({})
                 continue
             for g in range(tau_g.shape[0]):
-                t = np.where(use[:, b], tau_g[g, 0, :, b], np.nan)
-                lf = fit_law(fits.t_w[0, :, b], t, fits.tau_err[0, :, b], name)
+                t = np.where(use[:, b] & ~lower[:, b], tau_g[g, 0, :, b],
+                             np.where(use[:, b], fits.tau[0, :, b], np.nan))
+                lf = fit_law(fits.t_w[0, :, b], t, fits.tau_err[0, :, b], name,
+                             lower[:, b])
                 for key, v in lf.value.items():
                     vals.setdefault(key, []).append(v)
             per_bin.append({key: batch_sd(np.asarray(v), weight[:, b])
