@@ -32,6 +32,24 @@ def _spec(name: str) -> dict:
     return next(s for s in DEMO_SPECS if s["name"].startswith(name))
 
 
+def _override(spec: dict, sets: list[str]) -> dict:
+    import ast
+    import copy
+
+    spec = copy.deepcopy(spec)
+    for item in sets:
+        key, _, value = item.partition("=")
+        *path, leaf = key.split(".")
+        node = spec
+        for k in path:
+            node = node.setdefault(k, {})
+        try:
+            node[leaf] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            node[leaf] = value
+    return spec
+
+
 def _one(spec: dict, seed: int, args) -> tuple:
     from xpcsviewer.compute.age_lag import from_full_maps
     from xpcsviewer.jobs.ages import analyse_ages
@@ -90,9 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--map", choices=("full", "age_lag"), default="full",
                     help="cut the full maps (default) or the multi-tau age x lag map of the "
                          "same frames (with its pixel groups' age x lag maps)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="change both files' spec, e.g. acquisition.speckle_px=1 or "
+                         "twotime.bins=[5,6,7,8] (a Python literal): a richer or poorer gel")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    gel, null = _spec("C01"), _spec("C02")
+    gel = _override(_spec("C01"), args.set)
+    # the null never ages: a changed ageing time is the gel's alone
+    null = _override(_spec("C02"), [s for s in args.set
+                                    if not s.startswith("sample.ageing_time_s=")])
     rows_a, rows_tau, verdicts, null_stat, null_flag, flag_gel = [], [], [], [], [], []
     null_det: list[list[bool]] = []  # a bin whose tau exceeds the run has no law
     ratios: list[np.ndarray] = []

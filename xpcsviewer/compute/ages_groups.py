@@ -26,7 +26,7 @@ import numpy as np
 from xpcsviewer.compute.age_lag import AgeLagMap, from_full_maps
 from xpcsviewer.compute.ages import AgeCuts, age_cuts
 
-__all__ = ["MIN_GROUPS", "batch_sd", "group_tau_errors", "tau_influence"]
+__all__ = ["MIN_GROUPS", "batch_sd", "group_cut_g2", "group_tau_errors", "tau_influence"]
 
 #: Fewest groups with pixels behind an error (fewer: the spread says little).
 MIN_GROUPS = 4
@@ -70,16 +70,56 @@ def _group_map(groups: Any, g: int, j: int, frame_time: float) -> AgeLagMap | No
     return from_full_maps([one], [int(groups.bins[j])], frame_time)
 
 
+def group_cut_g2(cuts: AgeCuts, groups: Any, progress=None, cancel=None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The cuts of each pixel group's map.
+
+    ``groups``: the file's maps per pixel group, ``bins``, ``pixels`` (K, B) and either
+    full maps (:class:`~xpcsviewer.io.twotime_groups.TwotimeGroups`: ``maps`` per bin
+    (K, N, N), upper triangles do, NaN for a group without pixels) or age x lag maps
+    (:class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups`).
+
+    Returns
+    -------
+    g2 : (K, 2, W, B, T)
+        Group k's g2 of each cut (NaN where the group has no pixel in the bin, or the
+        groups do not hold the bin).
+    weight : (K, B)
+        The groups' pixels in each cut bin.
+    """
+    from xpcsviewer.progress import report
+
+    mb = [int(b) for b in groups.bins]
+    pix = np.asarray(groups.pixels, np.float64)
+    k_all = pix.shape[0]
+    nb = cuts.bins.size
+    g2 = np.full((k_all, *cuts.g2.shape), np.nan)  # (K, 2, W, B, T)
+    weight = np.zeros((k_all, nb))
+    for j, b in enumerate(cuts.bins):
+        report(progress, cancel, j, nb, f"pixel-group cuts, bin {int(b)}")
+        if int(b) not in mb:
+            continue
+        jb = mb.index(int(b))
+        weight[:, j] = pix[:, jb]
+        for g in range(k_all):
+            gmap = _group_map(groups, g, jb, cuts.frame_time) if pix[g, jb] > 0 else None
+            if gmap is None:
+                continue
+            gc = age_cuts(gmap, cuts.windows)
+            if gc.lag.size == cuts.lag.size:
+                g2[g, :, :, j] = gc.g2[:, :, 0]
+    report(progress, cancel, nb, nb, "pixel-group cuts done")
+    return g2, weight
+
+
 def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray, groups: Any,
-                     progress=None, cancel=None
+                     progress=None, cancel=None, *,
+                     group_g2: tuple[np.ndarray, np.ndarray] | None = None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Standard error of each cut's tau from the pixel groups.
 
     ``tau``, ``contrast``: (2, W, B) the fits of ``cuts`` (the cuts' bins). ``groups``:
-    the file's maps per pixel group, ``bins``, ``pixels`` (K, B) and either full maps
-    (:class:`~xpcsviewer.io.twotime_groups.TwotimeGroups`: ``maps`` per bin (K, N, N),
-    upper triangles do, NaN for a group without pixels) or age x lag maps
-    (:class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups`).
+    as :func:`group_cut_g2`, or None with ``group_g2`` its result.
 
     Returns
     -------
@@ -91,31 +131,15 @@ def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray, group
     weight : (K, B)
         The groups' pixels in each cut bin.
     """
-    from xpcsviewer.progress import report
-
     tau = np.asarray(tau, np.float64)
+    g2, weight = (group_g2 if group_g2 is not None
+                  else group_cut_g2(cuts, groups, progress, cancel))
     out = np.full(tau.shape, np.nan)
-    mb = [int(b) for b in groups.bins]
-    pix = np.asarray(groups.pixels, np.float64)
-    k_all = pix.shape[0]
-    tau_g = np.full((k_all, *tau.shape), np.nan)
-    weight = np.zeros((k_all, tau.shape[2]))
+    tau_g = np.full((g2.shape[0], *tau.shape), np.nan)
     valid = cuts.valid
-    nb = cuts.bins.size
-    for j, b in enumerate(cuts.bins):
-        report(progress, cancel, j, nb, f"pixel-group errors, bin {int(b)}")
-        if int(b) not in mb:
+    for j in range(cuts.bins.size):
+        if not (weight[:, j] > 0).any():
             continue
-        jb = mb.index(int(b))
-        weight[:, j] = pix[:, jb]
-        g2 = np.full((k_all, *cuts.g2.shape[:2], cuts.lag.size), np.nan)  # (K, 2, W, T)
-        for g in range(k_all):
-            gmap = _group_map(groups, g, jb, cuts.frame_time) if pix[g, jb] > 0 else None
-            if gmap is None:
-                continue
-            gc = age_cuts(gmap, cuts.windows)
-            if gc.lag.size == cuts.lag.size:
-                g2[g] = gc.g2[:, :, 0]
         for way in range(2):
             for wi in range(cuts.windows.n):
                 t_s = float(tau[way, wi, j])
@@ -126,10 +150,9 @@ def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray, group
                                   float(contrast[way, wi, j]))
                 if h is None:
                     continue
-                d = g2[:, way, wi][:, ok] - cuts.g2[way, wi, j][ok][None, :]
+                d = g2[:, way, wi, j][:, ok] - cuts.g2[way, wi, j][ok][None, :]
                 with np.errstate(invalid="ignore"):
                     x = t_s + d @ h  # NaN for a group missing a lag of the cut
                 tau_g[:, way, wi, j] = x
-                out[way, wi, j] = batch_sd(x, pix[:, jb])
-    report(progress, cancel, nb, nb, "pixel-group errors done")
+                out[way, wi, j] = batch_sd(x, weight[:, j])
     return out, tau_g, weight

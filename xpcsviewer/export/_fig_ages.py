@@ -169,12 +169,12 @@ def _draw_tau(ax: Any, o: Any, law: str, short: bool = False, pos: int = 0) -> l
     ax.set_ylabel("\u03c4 (s)")
     key = [Line2D([], [], ls="none", marker=MPL_MARKERS[k], mfc=None if k == "filled"
                   else "none", color="k", label=t)
-           for k, t in (("filled", "converged"), ("open", "unresolved / at bound"),
+           for k, t in (("filled", "converged"), ("open", "unresolved (law: \u2265) / at bound"),
                         ("limit_up", "95 % lower limit"), ("limit_down", "95 % upper limit"))
            if any(d.tau[k].x.size for d in drawings)]
     h, _ = ax.get_legend_handles_labels()
     if line is None:
-        text = "law: fewer than 3 drawn \u03c4"
+        text = "law: too few \u03c4 (3 drawn, 2 resolved)"
     else:
         text = line.short if short else line.text
     src = getattr(o.fits, "tau_err_source", "fit")

@@ -6,6 +6,13 @@
   sigma^2 = (mu - 1)(mu - 2) / (n - 1). A model that misses part of the curve leaves
   long runs of one sign (z << 0). It uses the signs only, so errors stated too small
   by a constant factor do not change it (that is what chi2_red sees).
+- :func:`noise_calibration`: where a curve's points are not independent (the lags of an
+  age cut of a two-time map share frames, so its noise is correlated over about tau/2),
+  white-noise tests misfire: long runs of one sign and a large early sum come from the
+  noise itself. Given K independent parts of the data (pixel groups), their deviations
+  from the whole carry the same correlation and no model error: the runs z of each
+  part gives the z a correlated null reaches (its mean and spread), and the variance of
+  their partial sums over the sum of their variances gives the early scan's inflation.
 - :func:`aicc`: Akaike's criterion with the small-sample correction for a least-squares
   fit whose error scale is estimated: AICc = n ln(chi2 / n) + 2K + 2K(K + 1) / (n - K - 1),
   K = free parameters + 1 (the scale). Differences are then Delta chi2 / chi2_red to
@@ -21,6 +28,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -32,8 +40,10 @@ __all__ = [
     "MODEL_LABELS",
     "RUNS_MIN_POINTS",
     "aicc",
+    "calibrated_runs",
     "choose_models",
     "misfit_region",
+    "noise_calibration",
     "runs_test",
     "strongest_run",
 ]
@@ -88,7 +98,74 @@ def runs_test(resid: Any, mask: Any) -> tuple[np.ndarray, np.ndarray]:
     return z, runs
 
 
-def early_scan(resid: Any, mask: Any, scale: Any) -> tuple[np.ndarray, np.ndarray]:
+#: Parts needed to calibrate the residual tests (:func:`noise_calibration`).
+CALIBRATION_MIN_PARTS = 4
+
+
+def noise_calibration(noise: Any, sigma: Any, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The residual tests' null for curves whose noise is correlated along the delays.
+
+    Parameters
+    ----------
+    noise : (B, K, T) deviations of K independent parts of each curve's data (pixel
+        groups) from the whole, in the curve's units; a part with a non-finite value
+        at a fitted delay is left out
+    sigma, mask : (B, T) the points' errors and the fitted points
+
+    Returns
+    -------
+    runs_ref : (B, 2)
+        Mean and standard deviation of the parts' runs z (:func:`runs_test` of their
+        signs); NaN with fewer than :data:`CALIBRATION_MIN_PARTS` parts, and (-inf,
+        NaN) when a part has a single run (too correlated to test).
+    scan_c : (B, T)
+        Var(sum of the first k fitted points) / (sum of their variances), at the
+        column of the k-th fitted point, from the parts; at least 1 (1 without parts).
+    """
+    d = np.asarray(noise, np.float64)
+    m = np.asarray(mask, bool)
+    sg = np.asarray(sigma, np.float64)
+    n_b, n_k, n_t = d.shape
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = d / sg[:, None, :]
+    part_ok = np.all(np.isfinite(u) | ~m[:, None, :], axis=2)  # (B, K)
+    u = np.where(m[:, None, :] & part_ok[:, :, None], u, 0.0)
+    z, _ = runs_test(u.reshape(n_b * n_k, n_t), np.repeat(m, n_k, axis=0) & part_ok.reshape(-1, 1))
+    z = z.reshape(n_b, n_k)
+    z = np.where(part_ok, z, np.nan)
+    n_ok = np.isfinite(z).sum(axis=1) + np.isneginf(z).sum(axis=1)
+    enough = n_ok >= CALIBRATION_MIN_PARTS
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(np.where(np.isfinite(z), z, np.nan), axis=1)
+        sd = np.nanstd(np.where(np.isfinite(z), z, np.nan), axis=1, ddof=1)
+    single = np.isneginf(z).any(axis=1)
+    ref = np.stack([np.where(single, -np.inf, mean), np.where(single, np.nan, sd)], axis=1)
+    ref = np.where(enough[:, None], ref, np.nan)
+    s = np.cumsum(u, axis=2)
+    v = np.cumsum(u * u, axis=2)
+    w = part_ok[:, :, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = (np.sum(np.where(w, s * s, 0.0), axis=1)
+             / np.sum(np.where(w, v, 0.0), axis=1))
+    c = np.where(enough[:, None] & np.isfinite(c), np.maximum(c, 1.0), 1.0)
+    return ref, c
+
+
+def calibrated_runs(z: Any, runs_ref: Any) -> np.ndarray:
+    """The runs z against a correlated null (``runs_ref`` of :func:`noise_calibration`):
+    (z - mean) / max(sd, 1) where the reference is known; NaN (not tested) where a part
+    had a single run; z unchanged where there is no reference."""
+    z = np.asarray(z, np.float64)
+    ref = np.asarray(runs_ref, np.float64)
+    mean, sd = ref[:, 0], ref[:, 1]
+    with np.errstate(invalid="ignore"):
+        cal = (z - mean) / np.maximum(sd, 1.0)
+    return np.where(np.isneginf(mean), np.nan, np.where(np.isfinite(mean), cal, z))
+
+
+def early_scan(resid: Any, mask: Any, scale: Any, inflation: Any = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """The largest excess of the first delays, on one side of the fit, together.
 
     The sign-only runs test cannot see a short run of large residuals (the first 18
@@ -101,6 +178,9 @@ def early_scan(resid: Any, mask: Any, scale: Any) -> tuple[np.ndarray, np.ndarra
     resid, mask : (B, T) weighted residuals (data - model) / sigma in delay order; the
         fitted points
     scale : (B,) misfit scale s = max(1, chi2_red): residuals are divided by sqrt(s)
+    inflation : (B, T), optional
+        Variance of the partial sums over white noise's, per column
+        (:func:`noise_calibration`); the sums are divided by its square root.
 
     Returns
     -------
@@ -113,8 +193,9 @@ def early_scan(resid: Any, mask: Any, scale: Any) -> tuple[np.ndarray, np.ndarra
     n = m.sum(axis=1)
     k = np.cumsum(m, axis=1)  # fitted points so far at each column
     s = np.cumsum(r, axis=1)
+    c = 1.0 if inflation is None else np.asarray(inflation, np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        stat = np.abs(s) / np.sqrt(k)
+        stat = np.abs(s) / np.sqrt(k * c)
     use = m & (k >= 3) & (k <= np.maximum(n // 2, 3)[:, None])
     stat = np.where(use, stat, -np.inf)
     best = np.argmax(stat, axis=1)
@@ -171,7 +252,8 @@ def misfit_region(shape: np.ndarray) -> str:
     return "the baseline (after the decay)"
 
 
-def aicc(chi2: Any, n_points: Any, n_free: int | Any) -> np.ndarray:
+def aicc(chi2: Any, n_points: Any, n_free: int | Any, n_effective: Any = None
+         ) -> np.ndarray:
     """AICc of least-squares fits with an estimated error scale; +inf where undefined.
 
     Parameters
@@ -179,13 +261,19 @@ def aicc(chi2: Any, n_points: Any, n_free: int | Any) -> np.ndarray:
     chi2 : (B,) weighted sum of squares at the optimum
     n_points : (B,) fitted points
     n_free : free parameters of the model (the scale is added here)
+    n_effective : (B,), optional
+        Independent points the fitted ones are worth where their noise is correlated
+        (n / the variance inflation of their sum, :func:`noise_calibration`): a smooth
+        wiggle of the noise then lowers chi2 as a real feature would, and counting every
+        point would choose the more complex model for it.
     """
     chi2 = np.asarray(chi2, dtype=np.float64)
     n = np.asarray(n_points, dtype=np.float64)
+    ne = n if n_effective is None else np.asarray(n_effective, dtype=np.float64)
     k = np.asarray(n_free, dtype=np.float64) + 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = n * np.log(chi2 / n) + 2.0 * k + 2.0 * k * (k + 1.0) / (n - k - 1.0)
-    ok = np.isfinite(out) & (n - k - 1.0 > 0) & (chi2 > 0)
+        out = ne * np.log(chi2 / n) + 2.0 * k + 2.0 * k * (k + 1.0) / (ne - k - 1.0)
+    ok = np.isfinite(out) & (ne - k - 1.0 > 0) & (chi2 > 0)
     return np.where(ok, out, np.inf)
 
 

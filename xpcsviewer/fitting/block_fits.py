@@ -174,7 +174,7 @@ def _fit_lsq(blocks, fit, progress, cancel, backend, device) -> G2Fits:
             kw["device"] = device
         specs = apply_overrides(model, ref.tau, y, v, fit.overrides) or fit.params
         res = fit_g2(ref.tau, y, e, v, model=model, params=specs, t_range=fit.t_range,
-                     aux=aux, cancel=cancel, **kw)
+                     aux=aux, cancel=cancel, noise=_noise([blocks[i] for i in g]), **kw)
         fill_lsq(out, _rows(blocks, g), res)
         files_done += len({blocks[i].file_index for i in g})
     offsets = np.cumsum([0] + [b.n_bins for b in blocks])
@@ -185,6 +185,20 @@ def _fit_lsq(blocks, fit, progress, cancel, backend, device) -> G2Fits:
     if model != "auto":
         out.models = None
     return out
+
+
+def _noise(group: list[G2Block]) -> np.ndarray | None:
+    """(B, K, T) the blocks' parts (NaN where a block has fewer or none), or None."""
+    if all(b.noise is None for b in group):
+        return None
+    k = max(0 if b.noise is None else b.noise.shape[0] for b in group)
+    out = []
+    for b in group:
+        n = np.full((b.n_bins, k, b.tau.size), np.nan)
+        if b.noise is not None:
+            n[:, :b.noise.shape[0]] = np.transpose(b.noise, (2, 0, 1))
+        out.append(n)
+    return np.concatenate(out, axis=0)
 
 
 def fit_g2_blocks(

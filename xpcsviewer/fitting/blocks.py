@@ -52,6 +52,10 @@ class G2Block:
         :mod:`xpcsviewer.io.g2_quality`); they are still drawn.
     source : str
         Path of the file the curves were read from ("" when unknown).
+    noise : (K, T, B) float64 or None
+        Deviations of K independent parts of the data from the whole (the pixel
+        groups of an age cut): the fits judge residual structure against the
+        correlated noise they show (``fit_g2(noise=...)``).
     """
 
     file_index: int
@@ -68,6 +72,7 @@ class G2Block:
     t0: float
     excluded: np.ndarray | None = None
     source: str = ""
+    noise: np.ndarray | None = None
 
     @property
     def n_bins(self) -> int:

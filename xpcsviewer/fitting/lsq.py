@@ -27,7 +27,6 @@ import numpy as np
 from xpcsviewer.fitting.adequacy import (
     aicc,
     choose_models,
-    early_scan,
     misfit_region,
     strongest_run,
 )
@@ -129,7 +128,7 @@ def _finish(core: _Core, data: _Data, sel: np.ndarray, window_drop: int, max_ite
     # the residual tests come first: a large chi2_red is a poor fit only where the
     # residuals have structure (status.early_status)
     resid0, runs0 = core.runs(data)
-    scan0, _ = early_scan(resid0, data.mask, core.s_scale)
+    scan0, _ = data.scan(resid0, core.s_scale)
     for b in np.flatnonzero(sel):
         facts[b] = CurveFacts(
             n_pts=int(n_pts[b]), has_fit=core.has_fit[b], finite=core.finite[b],
@@ -204,7 +203,7 @@ def _eligible(cores: dict, data: _Data, scores: dict, zs: dict, cands: list
     z_eff = {}
     for m, c in cores.items():
         resid, _ = c.runs(data)
-        scan, _ = early_scan(resid, data.mask, c.s_scale)
+        scan, _ = data.scan(resid, c.s_scale)
         z_eff[m] = np.where(scan > EARLY_SCAN_MAX, np.inf, zs[m])
     sc = dict(scores)
     st = cores.get(G2Model.STRETCHED)
@@ -246,6 +245,7 @@ def fit_g2(
     n_starts: int = 2,
     window_drop: int = WINDOW_DROP,
     compare: bool = True,
+    noise: Any = None,
 ) -> G2FitResult:
     """Fit B g2 curves: grid start, batched bounded Levenberg-Marquardt, checks, statuses.
 
@@ -287,6 +287,11 @@ def fit_g2(
     compare : bool
         For a pinned model, fit the other candidates on its misfit curves to name the
         model that fits instead (the reason only; statuses do not change).
+    noise : (B, K, T) float64, optional
+        Deviations of K independent parts of each curve's data from the whole (the
+        pixel groups of an age cut), whose noise is correlated along the delays: the
+        runs test and the early scan are then judged against the null the parts show
+        (:func:`~xpcsviewer.fitting.adequacy.noise_calibration`), not white noise.
 
     Returns
     -------
@@ -298,7 +303,7 @@ def fit_g2(
     if model is G2Model.SINGLE_AVGCORR and aux is None:
         raise ValueError("model 'single_avgcorr' needs aux=(m per delay, frame time)")
     be = backend if backend is not None else get_backend()
-    data, _aux_b = _prepare(tau, g2, g2_err, valid, t_range, aux, be, device)
+    data, _aux_b = _prepare(tau, g2, g2_err, valid, t_range, aux, be, device, noise)
     n_b = data.y.shape[0]
     auto = model is G2Model.AUTO
     cands = _candidates(aux) if auto else [model]
@@ -313,7 +318,8 @@ def fit_g2(
     for m, core in zip(cands, solved, strict=True):
         cores[m] = core
     n_pts = data.n_points
-    scores = {m: aicc(np.where(c.has_fit & c.finite, c.chi2, np.nan), n_pts, c.n_free)
+    scores = {m: aicc(np.where(c.has_fit & c.finite, c.chi2, np.nan), n_pts, c.n_free,
+                      data.n_effective)
               for m, c in cores.items()}
     if auto:
         zs = {m: c.runs(data)[1] for m, c in cores.items()}
@@ -336,7 +342,7 @@ def fit_g2(
                         continue
                     c = _solve(o, sub, params, False, max_iter, n_starts, cancel)
                     sc = aicc(np.where(c.has_fit & c.finite, c.chi2, np.nan), sub.n_points,
-                              c.n_free)
+                              c.n_free, sub.n_effective)
                     others.append((o, sc, c.runs(sub)[1]))
             else:
                 return [""] * rows.size

@@ -18,7 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.fitting.adequacy import early_scan, runs_test
+from xpcsviewer.fitting.adequacy import (
+    calibrated_runs,
+    early_scan,
+    noise_calibration,
+    runs_test,
+)
 from xpcsviewer.fitting.grid import grid_scan
 from xpcsviewer.fitting.lm import lm_solve_batch
 from xpcsviewer.fitting.models import (
@@ -110,15 +115,41 @@ class _Data:
     aux: tuple | None  # (m (B, T), dt (B,))
     be: Any
     dev: Any
+    #: (B, 2) and (B, T): the residual tests' correlated null from independent parts of
+    #: the data (adequacy.noise_calibration), or None: white noise
+    runs_ref: np.ndarray | None = None
+    scan_c: np.ndarray | None = None
 
     @property
     def n_points(self) -> np.ndarray:
         return self.mask.sum(axis=1)
 
+    @property
+    def n_effective(self) -> np.ndarray:
+        """(B,) the fitted points, divided by the variance inflation of their sum where
+        the noise is correlated (:attr:`scan_c` at the last fitted point)."""
+        n = self.n_points.astype(np.float64)
+        if self.scan_c is None:
+            return n
+        last = self.mask.shape[1] - 1 - np.argmax(self.mask[:, ::-1], axis=1)
+        c = self.scan_c[np.arange(n.size), last]
+        return np.where(self.mask.any(axis=1), n / np.maximum(c, 1.0), n)
+
     def take(self, rows: np.ndarray) -> _Data:
         aux = None if self.aux is None else (self.aux[0][rows], self.aux[1][rows])
         return _Data(self.t[rows], self.y[rows], self.sigma[rows], self.mask[rows],
-                     self.weighted[rows], aux, self.be, self.dev)
+                     self.weighted[rows], aux, self.be, self.dev,
+                     None if self.runs_ref is None else self.runs_ref[rows],
+                     None if self.scan_c is None else self.scan_c[rows])
+
+    def with_mask(self, mask: np.ndarray) -> _Data:
+        """The same curves fitted on ``mask``."""
+        return _Data(self.t, self.y, self.sigma, mask, self.weighted, self.aux, self.be,
+                     self.dev, self.runs_ref, self.scan_c)
+
+    def scan(self, resid: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`~xpcsviewer.fitting.adequacy.early_scan` against this data's null."""
+        return early_scan(resid, self.mask, scale, self.scan_c)
 
 
 @dataclass
@@ -167,6 +198,8 @@ class _Core:
         with np.errstate(invalid="ignore"):
             r = np.where(data.mask, (data.y - g) / data.sigma, 0.0)
         z, _ = runs_test(r, data.mask)
+        if data.runs_ref is not None:
+            z = calibrated_runs(z, data.runs_ref)
         return r, np.where(self.has_fit & self.finite, z, np.nan)
 
 
@@ -178,7 +211,8 @@ def _model_curve(model: G2Model, data: _Data, p: np.ndarray) -> np.ndarray:
         return np.asarray(evaluate_model(model, data.t, pt, aux, np), dtype=np.float64)
 
 
-def _prepare(tau, g2, g2_err, valid, t_range, aux, be, device) -> tuple[_Data, tuple | None]:
+def _prepare(tau, g2, g2_err, valid, t_range, aux, be, device, noise=None
+             ) -> tuple[_Data, tuple | None]:
     from xpcsviewer.backends.device import default_placement, resolve_device
 
     tau_in = np.asarray(tau, dtype=np.float64)
@@ -213,6 +247,12 @@ def _prepare(tau, g2, g2_err, valid, t_range, aux, be, device) -> tuple[_Data, t
             np.broadcast_to(np.asarray(aux[1], np.float64), (n_b,)).copy(),
         )
     sigma = np.where(mask, sigma, 1.0)
+    runs_ref = scan_c = None
+    if noise is not None:
+        nz = np.asarray(noise, np.float64)
+        if nz.ndim != 3 or nz.shape[0] != n_b or nz.shape[2] != n_t:
+            raise ValueError(f"noise has shape {nz.shape}, expected ({n_b}, K, {n_t})")
+        runs_ref, scan_c = noise_calibration(nz, sigma, mask)
     if be.name == "jax":
         # Delays padded to a power of two (masked): files with 38 or 61 delays share
         # one compiled program, which the GUI compiles once at start-up.
@@ -223,7 +263,9 @@ def _prepare(tau, g2, g2_err, valid, t_range, aux, be, device) -> tuple[_Data, t
             mask = np.pad(mask, ((0, 0), (0, pad)), constant_values=False)
             if aux_b is not None:
                 aux_b = (np.pad(aux_b[0], ((0, 0), (0, pad)), constant_values=1.0), aux_b[1])
-    return _Data(t_safe, y, sigma, mask, weighted, aux_b, be, dev), aux_b
+            if scan_c is not None:
+                scan_c = np.pad(scan_c, ((0, 0), (0, pad)), constant_values=1.0)
+    return _Data(t_safe, y, sigma, mask, weighted, aux_b, be, dev, runs_ref, scan_c), aux_b
 
 
 def _specs(model: G2Model, data: _Data, params: dict | None, strict: bool):
@@ -466,7 +508,7 @@ def _measure(core: _Core, data: _Data, rows: np.ndarray, window_drop: int, max_i
     limit = {core.names[k]: np.full((n_b, 2), np.nan) for k in taus}
     window = {core.names[k]: _nan(n_b) for k in taus}
     window_err = {core.names[k]: _nan(n_b) for k in taus}
-    scan, scan_k = early_scan(resid, data.mask, core.s_scale)
+    scan, scan_k = data.scan(resid, core.s_scale)
     scan = np.where(core.has_fit & core.finite, scan, np.nan)
     out = _Checks(resid, z, left, t_last, interval, interval2, limit, window, window_err,
                   scan, scan_k)
@@ -517,8 +559,7 @@ def _measure(core: _Core, data: _Data, rows: np.ndarray, window_drop: int, max_i
     # Window stability: the whole fit (grid start and LM, same bounds) again without
     # the last fitted delays; a local refit could stay in a minimum the data no longer
     # support.
-    short = _Data(sub.t, sub.y, sub.sigma, drop_last(sub.mask, window_drop), sub.weighted,
-                  sub.aux, be, dev)
+    short = sub.with_mask(drop_last(sub.mask, window_drop))
     spec = (core.names, core.value[rows], core.lower[rows], core.upper[rows], core.fixed,
             core.is_log)
 

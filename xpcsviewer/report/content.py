@@ -214,10 +214,11 @@ def ages_text(sec: dict[str, Any]) -> str | None:
     errs = "the fits" if src == "fit" else src
     return (f"{a['windows']} equal age windows of the {a['source']}, each cut at constant "
             f"age and at constant t\u2081 and fitted (model auto); law {law} of the "
-            f"constant-age \u03c4 with its 95 % interval; \u03c4 errors from {errs}. "
+            f"constant-age \u03c4 (an unresolved one as a lower limit) with its 95 % "
+            f"interval; \u03c4 errors from {errs}. "
             "Verdict: ageing (\u03c4 grows), accelerating (\u03c4 falls), stationary "
             "(the slope's 99 % interval holds 0) or undetermined (fewer than 3 drawn "
-            "\u03c4).")
+            "\u03c4, or 2 resolved).")
 
 
 def ages_rows(sec: dict[str, Any]) -> list[list[str]]:

@@ -69,7 +69,8 @@ def _tau_key() -> str:
     """The markers' key, in the current theme's colours."""
     return (f"<span style='color:{_tau_color('age').name()}'>\u25cf</span> constant age, "
             f"<span style='color:{TAU_COLORS['t1']}'>\u25cf</span> constant t\u2081 "
-            "(filled: converged; open: unresolved or at a bound; \u25b2/\u25bc: 95 % lower/"
+            "(filled: converged; open: unresolved, the law a lower limit, or at a bound; "
+            "\u25b2/\u25bc: 95 % lower/"
             f"upper limit); <span style='color:{_LAW_COLOR}'>\u2014</span>")
 _SHORT_TITLES = {"age": "constant age", "t1": "constant t\u2081"}
 _KIND_SHORT = {"filled": "", "open": " open", "limit_up": " \u25b2 limit",
@@ -494,7 +495,8 @@ class AgesView(QWidget):
         lim = av.tau_ylim(drawings, line)
         if lim is not None:
             plot.setYRange(np.log10(lim[0]), np.log10(lim[1]), padding=0)
-        text = line.text if line is not None else "undetermined: fewer than 3 drawn \u03c4"
+        text = (line.text if line is not None
+                else "undetermined: fewer than 3 drawn \u03c4 or 2 resolved")
         # the law in a wrapping label: as the plot's title its longest line would set
         # the plot's smallest width and push it out of a narrow window
         self.law_label.setText(
