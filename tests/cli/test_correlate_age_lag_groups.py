@@ -52,7 +52,11 @@ def test_ages_takes_its_tau_errors_from_the_groups(made, tmp_path):
     with_groups = ages_file(out, n_windows=2)
     without = ages_file(out, n_windows=2, groups=None)
     assert with_groups.source == "age_lag" and without.fits.tau_err_source == "fit"
-    np.testing.assert_array_equal(with_groups.fits.tau, without.fits.tau)
+    # the groups judge the residual tests and the model choice against the lags'
+    # correlated noise; where both chose the same model the fitted tau is the same
+    same = with_groups.fits.model == without.fits.model
+    assert same.sum() >= same.size // 2
+    np.testing.assert_array_equal(with_groups.fits.tau[same], without.fits.tau[same])
     both = np.isfinite(with_groups.fits.tau_err) & np.isfinite(without.fits.tau_err)
     assert both.any()
     assert not np.allclose(with_groups.fits.tau_err[both], without.fits.tau_err[both])

@@ -134,3 +134,59 @@ def test_an_open_tau_keeps_the_fits_error():
     only_conv = replace(fits, status=np.where(st == "unresolved", "no_decay", st))
     errs = _group_law_errors(only_conv, tau_g, np.full((12, 1), 100.0))
     assert all(errs[name][0] for name in errs)  # converged points only: from the groups
+
+
+def _ar1(rng, n, rho):
+    x = np.empty(n)
+    x[0] = rng.standard_normal()
+    for i in range(1, n):
+        x[i] = rho * x[i - 1] + np.sqrt(1 - rho**2) * rng.standard_normal()
+    return x
+
+
+def _frame_noise_maps(rng, k=16, n=160, dt=0.01, tau=0.3, ageing=0.0, s=0.03):
+    """K group maps with a per-frame fluctuation u(t1) u(t2) (AR(1) over tau/2): the
+    same frames behind every lag, so the two ways' difference is correlated over lags;
+    ``ageing``: tau grows as tau (1 + ageing * age)."""
+    t = np.arange(n) * dt
+    lag = np.abs(t[:, None] - t[None, :])
+    tl = tau * (1 + ageing * 0.5 * (t[:, None] + t[None, :]))
+    maps = []
+    for _ in range(k):
+        u = _ar1(rng, n, np.exp(-dt / (tau / 2)))
+        m = (1 + 0.2 * np.exp(-2 * lag / tl) + s * np.outer(u, u)
+             + 0.01 * rng.standard_normal((n, n)))
+        maps.append(np.triu(m) + np.triu(m, 1).T)
+    maps = np.array(maps)
+    return maps.mean(axis=0), maps
+
+
+def test_the_ways_flag_is_judged_against_the_groups_null():
+    """On stationary maps whose noise is correlated over lags the lag-independent
+    chi-square flags the two ways often; against the groups' null about never. An
+    ageing map is still flagged."""
+    from xpcsviewer.compute.age_lag import from_full_maps
+    from xpcsviewer.compute.ages import FLAG_P, age_cuts
+    from xpcsviewer.compute.ages_groups import FLAG_MIN_GROUPS, group_cut_g2, group_flag
+    from xpcsviewer.jobs.ages import windows_for
+
+    rng = np.random.default_rng(0)
+    counts = {}
+    for ageing in (0.0, 3.0):
+        naive = cal = 0
+        for _ in range(10):
+            whole, maps = _frame_noise_maps(rng, ageing=ageing)
+            amap = from_full_maps([whole], [1], 0.01)
+            cuts = age_cuts(amap, windows_for(amap, n_windows=3))
+            grp = SimpleNamespace(bins=[1], pixels=np.full((16, 1), 100), maps=[maps])
+            g2, wt = group_cut_g2(cuts, grp)
+            naive += int(cuts.disagree.sum())
+            cal += int(group_flag(cuts, g2, wt, FLAG_P).sum())
+        counts[ageing] = (naive, cal)
+    assert counts[0.0][0] >= 4 and counts[0.0][1] <= 1  # of 30 (window, map) tests
+    assert counts[3.0][1] >= 8
+    # too few groups: the cuts' own flag stands
+    few = SimpleNamespace(bins=[1], pixels=np.full((FLAG_MIN_GROUPS - 1, 1), 100),
+                          maps=[maps[: FLAG_MIN_GROUPS - 1]])
+    g2, wt = group_cut_g2(cuts, few)
+    np.testing.assert_array_equal(group_flag(cuts, g2, wt, FLAG_P), cuts.disagree)

@@ -152,6 +152,8 @@ class AgeCuts:
     disagree: np.ndarray  #: (W, B) bool: diff_chi2 beyond chi2_quantile(1 - FLAG_P, dof)
     chi4: np.ndarray  #: (W, B, T) var_t1[C] / (<C> - 1)^2 along the constant-age cut
     chi4_floor: np.ndarray  #: (W, B, T) its noise floor (adjacent-t1 differences)
+    #: (W, B, T) the variance of (age - t1) per lag behind diff_chi2 (None: not kept)
+    diff_var: np.ndarray | None = None
 
     @property
     def tau(self) -> np.ndarray:
@@ -451,4 +453,5 @@ def age_cuts(amap: AgeLagMap, windows: AgeWindows, *, bins: Sequence[int] | None
     return AgeCuts(windows=windows, bins=all_bins[sel], frame_time=dt, lag=lag, g2=g2,
                    g2_err=err, n_entries=n_ent, age_mean=age_mean, lag_age=lag_age,
                    diff_chi2=chi2,
-                   diff_dof=dof, disagree=disagree, chi4=chi4, chi4_floor=floor)
+                   diff_dof=dof, disagree=disagree, chi4=chi4, chi4_floor=floor,
+                   diff_var=np.where(use, dvar, np.nan))

@@ -19,6 +19,7 @@ Pure NumPy, float64; times in seconds.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,8 @@ import numpy as np
 from xpcsviewer.compute.age_lag import AgeLagMap, from_full_maps
 from xpcsviewer.compute.ages import AgeCuts, age_cuts
 
-__all__ = ["MIN_GROUPS", "batch_sd", "group_cut_g2", "group_tau_errors", "tau_influence"]
+__all__ = ["MIN_GROUPS", "batch_sd", "group_cut_g2", "group_flag", "group_tau_errors",
+           "tau_influence"]
 
 #: Fewest groups with pixels behind an error (fewer: the spread says little).
 MIN_GROUPS = 4
@@ -156,3 +158,47 @@ def group_tau_errors(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray, group
                 tau_g[:, way, wi, j] = x
                 out[way, wi, j] = batch_sd(x, weight[:, j])
     return out, tau_g, weight
+
+
+#: Fewest groups behind a flag's null (its spread decides the threshold).
+FLAG_MIN_GROUPS = 8
+
+
+def group_flag(cuts: AgeCuts, group_g2: np.ndarray, weight: np.ndarray, p: float
+               ) -> np.ndarray:
+    """(W, B) the two ways' disagreement judged against the null the groups show.
+
+    The flag's chi-square (:attr:`AgeCuts.diff_chi2`) sums lags as if independent; they
+    are not (the same frames behind every lag), so on a stationary map its spread is
+    wider than chi-square's and long windows are flagged by chance. Each group's
+    deviation from the whole, (D_g - D) with D = g2_age - g2_t1, has the variance of D
+    times (1/w_g - 1) (w_g its share of the pixels) and the same correlation over lags,
+    so chi2_g = sum_L (D_g - D)^2 / ((1/w_g - 1) var_L) is a draw of the flag's
+    chi-square under no disagreement. Their mean m and variance v give a scaled
+    chi-square (Satterthwaite: nu = min(lags, 2 m^2 / v), scale m / nu) whose 1 - ``p``
+    quantile is the threshold. Cuts with fewer than :data:`FLAG_MIN_GROUPS` groups keep
+    the cuts' own flag.
+    """
+    from scipy.stats import chi2 as chi2_dist
+
+    out = np.asarray(cuts.disagree, bool).copy()
+    if cuts.diff_var is None:
+        return out
+    d = cuts.g2[0] - cuts.g2[1]  # (W, B, T)
+    dg = group_g2[:, 0] - group_g2[:, 1]  # (K, W, B, T)
+    use = np.isfinite(cuts.diff_var) & np.isfinite(d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = weight / weight.sum(axis=0, keepdims=True)  # (K, B)
+        scale = np.where(share > 0, 1.0 / share - 1.0, np.nan)
+        z = (dg - d[None]) ** 2 / (scale[:, None, :, None] * cuts.diff_var[None])
+    whole = np.all(np.isfinite(z) | ~use[None], axis=3) & np.isfinite(scale)[:, None, :]
+    chi_g = np.where(whole, np.where(use[None], z, 0.0).sum(axis=3), np.nan)  # (K, W, B)
+    n_g = np.isfinite(chi_g).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m = np.nanmean(chi_g, axis=0)
+        v = np.nanvar(chi_g, axis=0, ddof=1)
+        nu = np.minimum(cuts.diff_dof, 2.0 * m * m / v)
+        thr = (m / nu) * chi2_dist.ppf(1.0 - p, nu)
+    ok = (n_g >= FLAG_MIN_GROUPS) & np.isfinite(thr) & (nu > 0) & (cuts.diff_dof > 0)
+    return np.where(ok, cuts.diff_chi2 > thr, out)

@@ -10,7 +10,7 @@ are :func:`xpcsviewer.compute.ages.age_cuts`, the fits and laws
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +106,12 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
         report(progress, cancel, 3, 4, "tau errors from the pixel groups")
         err, tau_g, weight = group_tau_errors(cuts, fits.tau, fits.contrast, None,
                                               group_g2=per_group)
+        from xpcsviewer.compute.ages import FLAG_P
+        from xpcsviewer.compute.ages_groups import group_flag
+
+        # the two ways' flag against the null the groups show (lags are not independent)
+        flag = group_flag(cuts, per_group[0], per_group[1], FLAG_P)
+        fits = replace(fits, disagree=flag & np.asarray(fits.flag_testable, bool))
         k = int(np.asarray(groups.pixels).shape[0])
         fits = with_tau_errors(fits, err, f"pixel groups ({k})",
                                _group_law_errors(fits, tau_g, weight))
