@@ -180,8 +180,10 @@ def test_the_ways_flag_is_judged_against_the_groups_null():
             cuts = age_cuts(amap, windows_for(amap, n_windows=3))
             grp = SimpleNamespace(bins=[1], pixels=np.full((16, 1), 100), maps=[maps])
             g2, wt = group_cut_g2(cuts, grp)
+            flag = group_flag(cuts, g2, wt, FLAG_P)
+            assert not (flag & ~cuts.disagree).any()  # never beyond the cuts' own flag
             naive += int(cuts.disagree.sum())
-            cal += int(group_flag(cuts, g2, wt, FLAG_P).sum())
+            cal += int(flag.sum())
         counts[ageing] = (naive, cal)
     assert counts[0.0][0] >= 4 and counts[0.0][1] <= 1  # of 30 (window, map) tests
     assert counts[3.0][1] >= 8
