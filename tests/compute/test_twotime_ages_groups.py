@@ -135,6 +135,9 @@ def test_file_round_trip_and_bad_layouts(movie, tmp_path):
     def groups_not_an_integer(f):
         f[grp].attrs["n_groups"] = 2.5
 
+    def tile_a_bool(f):
+        f[grp].attrs["tile_px"] = True
+
     def bins_repeated(f):
         del f[f"{grp}/bins"]
         f[grp].create_dataset("bins", data=np.array([1, 1]))
@@ -149,7 +152,7 @@ def test_file_round_trip_and_bad_layouts(movie, tmp_path):
         f["xpcs/twotime"].create_dataset("age_lag_groups", data=np.zeros(3))
 
     for change in (pixels_of_wrong_shape, no_groups, pair_out_of_range, groups_not_an_integer,
-                   bins_repeated, negative_pixels, a_dataset_not_a_group):
+                   tile_a_bool, bins_repeated, negative_pixels, a_dataset_not_a_group):
         q = tmp_path / f"{change.__name__}.h5"
         q.write_bytes(p.read_bytes())
         with h5py.File(q, "r+") as f:

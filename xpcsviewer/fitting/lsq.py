@@ -290,8 +290,9 @@ def fit_g2(
     noise : (B, K, T) float64, optional
         Deviations of K independent parts of each curve's data from the whole (the
         pixel groups of an age cut), whose noise is correlated along the delays: the
-        runs test and the early scan are then judged against the null the parts show
-        (:func:`~xpcsviewer.fitting.adequacy.noise_calibration`), not white noise.
+        runs test, the early scan and AICc's count of independent points then follow
+        the null the parts show (:func:`~xpcsviewer.fitting.adequacy.noise_calibration`),
+        not white noise.
 
     Returns
     -------

@@ -114,18 +114,24 @@ def _exists(f: h5py.File, path: str) -> bool:
         return False
 
 
-def int_attr(f: h5py.File, path: str, name: str, low: int) -> int:
-    """The integer attribute ``name`` of the object at ``path``, at least ``low``: a bool,
-    float or text raises XpcsFileError naming the file, the object and the attribute."""
-    expected = f"an integer >= {low}"
+def attr_value(f: h5py.File, path: str, name: str, expected: str) -> Any:
+    """The raw attribute ``name`` of the object at ``path``; missing raises XpcsFileError
+    naming the file, the object, the attribute and what was ``expected``."""
     obj = f[path]
     if name not in obj.attrs:
         raise XpcsFileError(f.filename, f"attribute {name!r} missing", dataset=path,
                             expected=expected)
-    v = obj.attrs[name]
+    return obj.attrs[name]
+
+
+def int_attr(f: h5py.File, path: str, name: str, low: int) -> int:
+    """The integer attribute ``name`` of the object at ``path``, at least ``low``: a bool,
+    float or text raises XpcsFileError naming the file, the object and the attribute."""
+    expected = f"an integer >= {low}"
+    v = attr_value(f, path, name, expected)
     try:
         a = np.asarray(v)
-        if a.dtype.kind not in "iub" or a.size != 1:
+        if a.dtype.kind not in "iu" or a.size != 1:
             raise TypeError
         out = int(a.reshape(()).item())
     except (TypeError, ValueError):

@@ -29,7 +29,14 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import _array, _dataset, _exists, _read_error, check_declared
+from xpcsviewer.io._h5 import (
+    _array,
+    _dataset,
+    _exists,
+    _read_error,
+    attr_value,
+    check_declared,
+)
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import check_h5_output
 
@@ -155,11 +162,7 @@ def read_age_lag_info(f: h5py.File, group: str = AGE_LAG_GROUP) -> AgeLagInfo | 
 
 
 def _attr(f: h5py.File, path: str, name: str, kind: type, expected: str) -> Any:
-    obj = f[path]
-    if name not in obj.attrs:
-        raise XpcsFileError(f.filename, f"attribute {name!r} missing", dataset=path,
-                            expected=expected)
-    v = obj.attrs[name]
+    v = attr_value(f, path, name, expected)
     try:
         v = kind(np.asarray(v).reshape(()).item() if kind is not str else
                  (v.decode() if isinstance(v, bytes) else v))

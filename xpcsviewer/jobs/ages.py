@@ -17,9 +17,18 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute.age_lag import AgeLagMap, from_full_maps
-from xpcsviewer.compute.ages import WAYS, AgeCuts, AgeWindows, age_cuts, age_windows
-from xpcsviewer.fitting.ageing_law import AgeFits, fit_age_cuts
+from xpcsviewer.compute.ages import FLAG_P, WAYS, AgeCuts, AgeWindows, age_cuts, age_windows
+from xpcsviewer.compute.ages_groups import batch_sd, group_cut_g2, group_flag, group_tau_errors
+from xpcsviewer.fitting.ageing_law import (
+    LAWS,
+    AgeFits,
+    fit_age_cuts,
+    fit_law,
+    law_points,
+    with_tau_errors,
+)
 from xpcsviewer.fitting.spec import FitSpec
+from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 
 __all__ = [
     "MAX_FULL_FRAMES",
@@ -90,8 +99,6 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
     pp = np.full(idx.size, np.nan) if phi is None else np.asarray(phi, float)[idx]
     per_group = None
     if groups is not None:
-        from xpcsviewer.compute.ages_groups import group_cut_g2
-
         report(progress, cancel, 1, 4, "cuts of the pixel groups")
         per_group = group_cut_g2(cuts, groups, cancel=cancel)
     report(progress, cancel, 2, 4, f"fitting {2 * w.n * idx.size} age cuts")
@@ -100,15 +107,9 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
                         label=label, source=source, cancel=cancel,
                         group_g2=None if per_group is None else per_group[0])
     if per_group is not None:
-        from xpcsviewer.compute.ages_groups import group_tau_errors
-        from xpcsviewer.fitting.ageing_law import with_tau_errors
-
         report(progress, cancel, 3, 4, "tau errors from the pixel groups")
         err, tau_g, weight = group_tau_errors(cuts, fits.tau, fits.contrast, None,
                                               group_g2=per_group)
-        from xpcsviewer.compute.ages import FLAG_P
-        from xpcsviewer.compute.ages_groups import group_flag
-
         # the two ways' flag against the null the groups show (lags are not independent)
         flag = group_flag(cuts, per_group[0], per_group[1], FLAG_P)
         fits = replace(fits, disagree=flag & np.asarray(fits.flag_testable, bool))
@@ -125,10 +126,6 @@ def _group_law_errors(fits: AgeFits, tau_g: np.ndarray, weight: np.ndarray
     """Per law and bin, the errors of its parameters from the pixel groups: each group's
     taus (the same points the law reads, the fit's errors as weights) give the group's
     law; weighted batch means over the groups."""
-    from xpcsviewer.compute.ages_groups import batch_sd
-    from xpcsviewer.fitting.ageing_law import LAWS, fit_law, law_points
-    from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
-
     use = law_points(fits)
     # an unresolved tau is a lower limit (fit_law): every group's law reads it as the
     # whole map's; a law that reads a tau at a bound keeps its own errors (the groups'
