@@ -50,12 +50,25 @@ def _hdf_diffs(pa: Path, pb: Path) -> list[str]:
             if isinstance(x, np.ndarray) and x.dtype.kind in "fiu":
                 if x.shape != y.shape or not np.array_equal(x, y, equal_nan=True):
                     diffs.append(name)
-            elif "time" not in name and "path" not in name and not np.array_equal(
+            elif not _varies(name) and not np.array_equal(
                     np.asarray(x, dtype=object), np.asarray(y, dtype=object)):
                 diffs.append(name)
 
+        def extra(name: str, obj: Any) -> None:
+            if isinstance(obj, h5py.Dataset) and name not in ha:
+                diffs.append(f"extra {name}")
+
         ha.visititems(visit)
+        hb.visititems(extra)  # a config key gained counts too
     return diffs
+
+
+def _varies(name: str) -> bool:
+    """Text that differs between runs of the same code: clock times and file paths
+    (the run's output folder), not the config's words (``path`` of the photon path)."""
+    base = name.rsplit("/", 1)[-1]
+    return "time" in base or base in ("raw", "rawdata_path", "source_file") or \
+        base.endswith("_file")
 
 
 def _svg_norm(text: str) -> str:

@@ -140,7 +140,7 @@ class _QM:
 
 
 def test_engine_plan_follows_the_routes():
-    from xpcsviewer.jobs._correlate_route import dense_work, plan_engine
+    from xpcsviewer.jobs.correlate_plan import dense_work, plan_engine
 
     qm = _QM()
     assert dense_work("both", qm, 100, [1, 2]) == {"multitau": 100 * 100.0,

@@ -221,25 +221,24 @@ def test_worker_killed_during_fit_same_json(result_files, serial_fit, scheduler,
 def test_skip_existing_after_interrupt_does_only_the_missing(raw_set, serial_corr, tmp_path,
                                                              monkeypatch, capsys):
     qpath, raws = raw_set
-    real = correlate_job.correlate_one
+    real = correlate_job.correlate_file
     done: list[str] = []
 
-    def interrupted_at_third(args, raw, output, **kw):
-        if Path(raw).name == raws[2].name:
+    def interrupted_at_third(job, **kw):
+        if job.raw.name == raws[2].name:
             raise KeyboardInterrupt
-        done.append(Path(raw).name)
-        return real(args, raw, output, **kw)
+        done.append(job.raw.name)
+        return real(job, **kw)
 
-    monkeypatch.setattr(correlate_job, "correlate_one", interrupted_at_third)
+    monkeypatch.setattr(correlate_job, "correlate_file", interrupted_at_third)
     out = tmp_path / "out"
     assert _correlate(qpath, raws, out) == 130
     assert sorted(p.name for p in out.iterdir()) == ["raw0_results.hdf", "raw1_results.hdf"]
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
 
     done.clear()
-    monkeypatch.setattr(correlate_job, "correlate_one",
-                        lambda args, raw, output, **kw: done.append(Path(raw).name)
-                        or real(args, raw, output, **kw))
+    monkeypatch.setattr(correlate_job, "correlate_file",
+                        lambda job, **kw: done.append(job.raw.name) or real(job, **kw))
     assert _correlate(qpath, raws, out) == 2  # existing outputs are refused...
     capsys.readouterr()
     assert _correlate(qpath, raws, out, "--skip-existing") == 0  # ...or skipped

@@ -55,10 +55,10 @@ def test_default_is_none_and_bad_uses_are_refused(inputs, tmp_path, capsys):
 
 def test_memory_of_the_group_maps_is_counted(inputs, tmp_path, monkeypatch, capsys):
     _qm, qpath, _movie, npy = inputs
-    from xpcsviewer.jobs import correlate as job
+    from xpcsviewer.jobs import correlate_plan as plan
 
     # twotime on 120 frames needs ~0.23 MB; 4 groups x 2 bins of 120^2 float32 0.46 MB more
-    monkeypatch.setattr(job, "_memory_available", lambda: 500_000)
+    monkeypatch.setattr(plan, "memory_available", lambda: 500_000)
     assert _run(npy, "--qmap", qpath, "-o", tmp_path / "a.hdf", "--mode", "twotime",
                 "--dq", "1,3") == 0
     assert _run(npy, "--qmap", qpath, "-o", tmp_path / "b.hdf", "--mode", "twotime",

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from xpcsviewer.compute.partition import make_partition
-from xpcsviewer.compute.pipeline import correlate_to_result
+from xpcsviewer.compute.pipeline import FrameStream, correlate_to_result
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import correlate_twotime
 from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES, group_maps, tile_groups
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
@@ -84,10 +85,11 @@ def test_pipeline_carries_the_group_maps_of_the_same_frames():
     q, _ = _geometry(shape).qmap()
     movie = simulate_frames(q, n, 1e-3, D=5e6, beta=0.25, rate=5.0, seed=2)
     chunks = lambda: iter([movie[:30], movie[30:]])  # noqa: E731
-    plain = correlate_to_result(chunks, qm, n, 1e-3, mode="both", dq_bins="1,3")
+    frames = FrameStream(chunks, n, 1e-3)
+    plain = correlate_to_result(frames, qm, CorrelateSpec(mode="both", dq="1,3"))
     assert plain.twotime_groups is None
-    out = correlate_to_result(chunks, qm, n, 1e-3, mode="both", dq_bins="1,3",
-                              twotime_groups=4, twotime_group_tile=6)
+    out = correlate_to_result(frames, qm, CorrelateSpec(mode="both", dq="1,3", groups=4,
+                                                        group_tile=6))
     g = out.twotime_groups
     assert g.bins.tolist() == [1, 3] and g.tile_px == 6 and g.seed == 0 and g.n_groups == 4
     ref = group_maps(iter([movie]), qm.dynamic_roi_map, qm.static_roi_map, qm.mask, [1, 3],
@@ -109,5 +111,5 @@ def test_pipeline_carries_the_group_maps_of_the_same_frames():
         c = out.c2_maps[j].astype(np.float64)[iu]
         assert np.abs(np.mean(mean[iu] - c)) < 0.1 * np.mean(np.abs(c - 1)) + 1e-3
     with pytest.raises(ValueError, match=f"at most {MAX_GROUP_FRAMES} frames"):
-        correlate_to_result(chunks, qm, MAX_GROUP_FRAMES + 1, 1e-3, mode="twotime",
-                            twotime_groups=4)
+        correlate_to_result(FrameStream(chunks, MAX_GROUP_FRAMES + 1, 1e-3), qm,
+                            CorrelateSpec(mode="twotime", groups=4))

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from xpcsviewer.compute.partition import make_partition
-from xpcsviewer.compute.pipeline import correlate_to_result
+from xpcsviewer.compute.pipeline import FrameStream, correlate_to_result
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.twotime_groups import has_twotime_groups, read_twotime_groups
 from xpcsviewer.io.writer import write_result
@@ -24,8 +25,9 @@ def written(tmp_path_factory):
                         detector_distance=5.0, pixel_size=75e-6, beam_center_x=3.0,
                         beam_center_y=2.0)
     movie = simulate_frames(q, n, 1e-3, D=5e6, beta=0.25, rate=2.0, seed=1)
-    made = correlate_to_result(lambda: iter([movie]), qm, n, 1e-3, mode="twotime",
-                               dq_bins="1-3", twotime_groups=5, twotime_group_tile=6)
+    made = correlate_to_result(FrameStream(lambda: iter([movie]), n, 1e-3), qm,
+                               CorrelateSpec(mode="twotime", dq="1-3", groups=5,
+                                             group_tile=6))
     path = tmp_path_factory.mktemp("groups") / "r.hdf"
     write_result(path, made.result, saxs_2d=made.saxs_2d, c2_maps=made.c2_maps,
                  twotime_groups=made.twotime_groups)

@@ -14,16 +14,70 @@ from pathlib import Path
 from typing import Any
 
 from xpcsviewer.io.outputs import OutputRefusedError, check_output
-from xpcsviewer.jobs.correlate import correlate_one, correlate_task, output_name
+from xpcsviewer.jobs.correlate import correlate_task, output_name
+
+PROG = "xpcsviewer correlate"
 
 
 def _say_stderr(text: str) -> None:
     print(text, file=sys.stderr)
 
 
+def spec_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~xpcsviewer.compute.spec.CorrelateSpec` of the flags (checked: a
+    bad value raises SpecError before any file is opened)."""
+    from xpcsviewer.compute.spec import AGES_DEFAULT_POINTS, CorrelateSpec, FrameSelection
+
+    return CorrelateSpec(
+        mode=args.mode, dq=args.dq,
+        frames=FrameSelection(args.begin_frame, args.end_frame, args.stride_frame,
+                              args.avg_frame),
+        frame_time=args.frame_time, bin_time=getattr(args, "bin_time", None),
+        normalize_frame=bool(getattr(args, "normalize_frame", False)),
+        num_partial_g2=int(getattr(args, "num_partial_g2", 0)),
+        save_g2_pixel=bool(getattr(args, "save_g2_pixel", False)),
+        ages=bool(getattr(args, "twotime_ages", False)),
+        ages_points=int(getattr(args, "twotime_ages_points", AGES_DEFAULT_POINTS)),
+        groups=int(getattr(args, "twotime_groups", 0) or 0),
+        group_tile=int(getattr(args, "group_tile", 8)))
+
+
+def request_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~xpcsviewer.compute.spec.PlanRequest` of the flags."""
+    from xpcsviewer.compute.spec import PlanRequest
+
+    return PlanRequest(path=getattr(args, "path", "auto"),
+                       engine=getattr(args, "engine", "auto"),
+                       device=getattr(args, "device", None),
+                       verbose=bool(getattr(args, "verbose", False)))
+
+
+def _one(args: argparse.Namespace, spec: Any, request: Any, quiet: bool) -> int:
+    """One RAW to one result file, with a progress bar and the notes on stderr."""
+    from xpcsviewer.jobs.correlate import CorrelateJob, MemoryRefused, correlate_file
+    from xpcsviewer.progress import TextProgressBar
+
+    job = CorrelateJob(Path(args.raw if isinstance(args.raw, (str, os.PathLike))
+                            else args.raw[0]), Path(args.qmap), Path(args.output), spec,
+                       request, bool(getattr(args, "overwrite", False)))
+    inform = None if quiet else (lambda text: _say_stderr(f"{PROG}: {text}"))
+    try:
+        with TextProgressBar("correlate", enabled=not quiet) as bar:
+            done = correlate_file(job, progress=bar, inform=inform)
+    except MemoryRefused as exc:
+        _say_stderr(f"{PROG}: {exc}")
+        return 1
+    for note in done.notes:
+        _say_stderr(f"{PROG}: note: {note}")
+    if not quiet:
+        _say_stderr(f"wrote {done.output}: {done.summary}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer correlate``; returns the exit code."""
     from xpcsviewer.batch import BatchBar, print_failures, run_batch, where_from_args
+    from xpcsviewer.compute.spec import SpecError
     from xpcsviewer.io.outputs import display_path
 
     raws = [args.raw] if isinstance(args.raw, (str, os.PathLike)) else list(args.raw)
@@ -33,9 +87,18 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"xpcsviewer correlate: error: {exc}", file=sys.stderr)
         return 2
+    try:  # every flag checked before any file is opened
+        spec, request = spec_from_args(args), request_from_args(args)
+    except SpecError as exc:
+        _say_stderr(f"{PROG}: {exc}")
+        return 2
     skip = bool(getattr(args, "skip_existing", False))
     if len(raws) == 1 and not where.distributed and not skip:
-        return correlate_one(args, raws[0], args.output, quiet=quiet, say=_say_stderr)
+        try:
+            return _one(args, spec, request, quiet)
+        except SpecError as exc:
+            _say_stderr(f"{PROG}: {exc}")
+            return 2
     if len(raws) == 1:
         outputs = [Path(args.output)]
     else:
@@ -64,9 +127,10 @@ def run(args: argparse.Namespace) -> int:
             from xpcsviewer.io.g2stack import g2_side_path
 
             check_output(g2_side_path(o), [*raws, args.qmap], overwrite, replacing=[o])
-    options = {k: v for k, v in vars(args).items()
-               if k not in ("raw", "output", "workers", "scheduler", "func")}
-    options["qmap"] = os.path.abspath(args.qmap)
+    options = {"qmap": os.path.abspath(args.qmap), "spec": spec.as_dict(),
+               "request": {"path": request.path, "engine": request.engine.value,
+                           "device": request.device},
+               "overwrite": overwrite, "skip_existing": skip}
     items = [{"path": os.path.abspath(r), "shown": os.fspath(r),
               "output": os.path.abspath(o), "shown_output": display_path(o)}
              for r, o in zip(raws, outputs, strict=True)]

@@ -44,6 +44,7 @@ def _status_line(up: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer live``; returns the exit code."""
+    from xpcsviewer.compute.spec import CorrelateSpec
     from xpcsviewer.io.outputs import OutputWriteError, check_output
     from xpcsviewer.io.reader import read_qmap
     from xpcsviewer.jobs.fitfile import fit_result_files
@@ -74,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
     qm = read_qmap(args.qmap)
     opts = LiveOptions(every=args.every, fit=bool(args.fit), model=args.model,
                        frames=args.frames, idle=args.idle, poll=args.poll,
-                       start_wait=args.start_wait, frame_time=args.frame_time,
-                       dataset=args.dataset, normalize_frame=bool(args.normalize_frame))
+                       start_wait=args.start_wait, dataset=args.dataset,
+                       spec=CorrelateSpec(frame_time=args.frame_time,
+                                          normalize_frame=bool(args.normalize_frame)))
 
     def on_update(up: Any) -> None:
         if args.json_events:

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.spec import MODES, CorrelateSpec, Engine
 from xpcsviewer.compute.twotime import correlate_twotime, parse_bins
 from xpcsviewer.io.model import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
-__all__ = ["CorrelatedResult", "assemble_result", "correlate_to_result", "multitau_model",
-           "multitau_segments", "twotime_model"]
-
-MODES = ("multitau", "twotime", "both")
+__all__ = ["MODES", "CorrelatedResult", "FrameStream", "ResultRecord", "assemble_result",
+           "correlate_to_result", "multitau_model", "multitau_segments", "twotime_model"]
 
 
 def multitau_segments(n: int) -> int:
@@ -61,95 +61,109 @@ class CorrelatedResult:
         self.twotime_groups = twotime_groups
 
 
+@dataclass(frozen=True)
+class FrameStream:
+    """The processed frames of a job (after begin/end/stride/avg), read anew by each pass.
+
+    Attributes
+    ----------
+    open : callable
+        Returns an iterable of (n, H, W) frame chunks (or, on the photon path, of
+        :class:`~xpcsviewer.io.sparse.EventBlock`); called once per pass.
+    n_frames : int
+        Processed frames.
+    frame_time : float
+        Seconds between raw frames; the effective step is ``frame_time * stride * avg``.
+    stride, avg : int
+        The selection's stride and average (recorded, and in the step).
+    """
+
+    open: Callable[[], Iterable[Any]]
+    n_frames: int
+    frame_time: float
+    stride: int = 1
+    avg: int = 1
+
+    @property
+    def t0(self) -> float:
+        return float(self.frame_time) * int(self.stride) * int(self.avg)
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    """What a result records besides the correlation, and where its side stack goes.
+
+    ``config`` is merged into each analysis group's config; ``raw_path`` is written as
+    ``/xpcs/rawdata_path``; ``pixel_sink`` ``(k, plane)`` receives the per-pixel G2/IP/IF
+    stack of the multi-tau pass one delay at a time, (3, H, W) float32 (e.g.
+    :func:`xpcsviewer.io.g2stack.open_g2_stack_writer`).
+    """
+
+    path: str | Path = "result.hdf"
+    raw_path: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    count_time: float | None = None
+    start_time: str | None = None
+    pixel_sink: Callable[[int, np.ndarray], None] | None = None
+
+
+def _backend_of(engine: Engine) -> Any:
+    """The backend an engine runs on: the XLA program on JAX, the compiled kernels on
+    NumPy (no JAX loaded for a CPU job); the others on the default backend."""
+    from xpcsviewer.backends import get_backend
+
+    if engine is Engine.XLA:
+        return get_backend("jax")
+    if engine is Engine.COMPILED:
+        return get_backend("numpy")
+    return None
+
+
 def correlate_to_result(
-    chunks: Callable[[], Iterable[np.ndarray]],
+    frames: FrameStream,
     qmap: QMap,
-    n_frames: int,
-    frame_time: float,
+    spec: CorrelateSpec,
+    record: ResultRecord | None = None,
     *,
-    mode: str = "multitau",
-    dq_bins: str | Iterable[int] | None = "all",
-    stride_frame: int = 1,
-    avg_frame: int = 1,
-    normalize_frame: bool = False,
-    num_partial_g2: int = 0,
-    count_time: float | None = None,
-    start_time: str | None = None,
-    config: dict[str, Any] | None = None,
-    path: str | Path = "result.hdf",
-    raw_path: str | None = None,
-    backend: Any = None,
+    engine: Engine | str = Engine.AUTO,
     device: Any = "auto",
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
-    g2_pixel_sink: Callable[[int, np.ndarray], None] | None = None,
-    engine: str = "auto",
-    twotime_groups: int = 0,
-    twotime_group_tile: int = 8,
-    twotime_group_seed: int = 0,
 ) -> CorrelatedResult:
     """Correlate a frame stream on a partition into a result (nothing is written).
 
-    Parameters
-    ----------
-    chunks : callable returning an iterable of (n, H, W) frame chunks
-        Called once per pass (twice for ``mode="both"``: the multi-tau pass keeps
-        memory independent of N, the two-time pass holds the selected pixels).
-    qmap : QMap
-        The partition; its detector shape must match the frames.
-    n_frames : int
-        Frames after begin/end/stride/avg.
-    frame_time : float
-        Seconds between raw frames; the effective step is ``frame_time * stride * avg``.
-    mode : {"multitau", "twotime", "both"}
-    dq_bins :
-        Two-time bins (``"1-5,8"``, a list of 1-based bins, or ``"all"``).
-    normalize_frame, num_partial_g2 :
-        See :func:`~xpcsviewer.compute.multitau.correlate_multitau`.
-    count_time, start_time, config, path :
-        Recorded in the result (``config`` is merged into each analysis group's config).
-    raw_path : str, optional
-        The raw input, written as ``/xpcs/rawdata_path``.
-    backend, device, progress, cancel :
-        Passed to the correlators; ``progress`` messages name the pass.
-    g2_pixel_sink : callable ``(k, plane)``, optional
-        Receives the per-pixel G2/IP/IF stack of the multi-tau pass one delay at a
-        time, (3, H, W) float32 (e.g. :func:`xpcsviewer.io.g2stack.open_g2_stack_writer`).
-    engine : {"auto", "compiled", "xla"}
-        The dense correlators' engine (``"xla"``: one XLA program per job on
-        ``device``; two-time then runs the backend's jitted kernels on JAX).
-    twotime_groups, twotime_group_tile, twotime_group_seed : int
-        K > 0 (with two-time): also the two-time maps of K pixel groups of each processed
-        bin, of the same frames, the detector cut into ``twotime_group_tile``-pixel tiles
-        dealt at random (``twotime_group_seed``) to the groups; another pass over
-        ``chunks`` (:func:`~xpcsviewer.compute.twotime_groups.group_maps`; at most
-        :data:`~xpcsviewer.compute.twotime_groups.MAX_GROUP_FRAMES` frames).
-
-    Returns
-    -------
-    CorrelatedResult
+    ``frames`` is read once per pass (twice for ``mode="both"``: the multi-tau pass keeps
+    memory independent of N, the two-time pass holds the selected pixels; once more for
+    pixel groups). ``spec`` says what is computed (mode, two-time bins ``dq``,
+    normalisation, partial g2, smoothing, pixel groups: with two-time also the maps of
+    ``spec.groups`` pixel groups of each processed bin, at most
+    :data:`~xpcsviewer.compute.twotime_groups.MAX_GROUP_FRAMES` frames); ``record``
+    what the result records. ``engine``: the dense correlators' engine (``xla``: one
+    XLA program per job on ``device``, two-time then on the backend's jitted kernels on
+    JAX; ``compiled``: the CPU kernels); ``progress`` messages name the pass.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if g2_pixel_sink is not None and mode == "twotime":
+    engine = Engine.parse(engine)
+    record = record if record is not None else ResultRecord()
+    if record.pixel_sink is not None and spec.mode == "twotime":
         raise ValueError("the per-pixel G2 stack comes from the multi-tau pass")
-    if not frame_time > 0:
-        raise ValueError(f"frame_time must be positive, got {frame_time}")
-    k_groups = int(twotime_groups)
-    if k_groups < 0:
-        raise ValueError(f"twotime_groups must be >= 0, got {twotime_groups}")
-    if k_groups and mode in ("twotime", "both"):
+    if not frames.frame_time > 0:
+        raise ValueError(f"frame_time must be positive, got {frames.frame_time}")
+    n_frames = int(frames.n_frames)
+    k_groups = int(spec.groups)
+    if k_groups and spec.two_time:
         from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES
 
-        if int(n_frames) > MAX_GROUP_FRAMES:  # before any pass, not after the long ones
+        if n_frames > MAX_GROUP_FRAMES:  # before any pass, not after the long ones
             raise ValueError(
                 f"two-time group maps hold K x bins x N^2 floats: at most "
-                f"{MAX_GROUP_FRAMES} frames, got {int(n_frames)} (use fewer frames or no "
+                f"{MAX_GROUP_FRAMES} frames, got {n_frames} (use fewer frames or no "
                 "group maps)")
-    t0 = float(frame_time) * int(stride_frame) * int(avg_frame)
-    common = dict(config or {})
+    t0 = frames.t0
+    stride_frame, avg_frame = int(frames.stride), int(frames.avg)
+    common = dict(record.config)
+    backend = _backend_of(engine)
     kw: dict[str, Any] = {
-        "n_frames": int(n_frames),
+        "n_frames": n_frames,
         "n_dynamic": qmap.n_dynamic,
         "n_static": qmap.n_static,
         "backend": backend,
@@ -161,35 +175,33 @@ def correlate_to_result(
     mt = tt = None
     scat = None
     c2_maps = None
-    if mode in ("multitau", "both"):
+    if spec.multi_tau:
         run = correlate_multitau(
-            chunks(),
+            frames.open(),
             *maps,
-            normalize_frame=normalize_frame,
-            num_partial_g2=num_partial_g2,
+            normalize_frame=spec.normalize_frame,
+            num_partial_g2=spec.num_partial_g2,
             with_scattering=True,
-            pixel_sink=g2_pixel_sink,
-            engine=engine,
+            pixel_sink=record.pixel_sink,
+            engine=_MULTITAU_WORD[engine],
             **kw,
         )
         r, scat = run.multitau, run.scattering
         mt = multitau_model(r, t0, stride_frame, avg_frame, common)
     segments = None
     groups = None
-    if mode in ("twotime", "both"):
-        bins = parse_bins(dq_bins, qmap.n_dynamic)
+    if spec.two_time:
+        bins = parse_bins(spec.dq, qmap.n_dynamic)
         # float32 upper triangles: what the file stores, a quarter of the memory
         kw_tt = dict(kw)
-        if engine == "xla":
-            from xpcsviewer.backends import get_backend
-
-            kw_tt["backend"] = get_backend("jax")
+        if engine is Engine.XLA:
             from xpcsviewer.compute._multitau_xla import xla_device
 
             kw_tt["device"] = xla_device(device)
         run_tt = correlate_twotime(
-            chunks(), *maps, dq_bins=bins, with_scattering=scat is None,
-            c2_format="upper32", engine="backend" if engine == "xla" else "auto", **kw_tt
+            frames.open(), *maps, dq_bins=bins, with_scattering=scat is None,
+            smooth=spec.smooth, c2_format="upper32",
+            engine="backend" if engine in (Engine.XLA, Engine.ARRAY) else "auto", **kw_tt
         )
         if scat is None:
             r2, scat = run_tt.twotime, run_tt.scattering
@@ -200,15 +212,21 @@ def correlate_to_result(
         if k_groups:
             from xpcsviewer.compute.twotime_groups import group_maps
 
-            groups = group_maps(chunks(), *maps, r2.processed_bins, int(n_frames),
-                                n_groups=k_groups, tile_px=twotime_group_tile,
-                                seed=twotime_group_seed, n_dynamic=qmap.n_dynamic,
+            groups = group_maps(frames.open(), *maps, r2.processed_bins, n_frames,
+                                n_groups=k_groups, tile_px=spec.group_tile,
+                                seed=spec.group_seed, n_dynamic=qmap.n_dynamic,
                                 n_static=qmap.n_static, progress=progress, cancel=cancel)
         tt = twotime_model(r2, n_frames, t0, stride_frame, avg_frame, common)
     result = assemble_result(qmap, scat, mt=mt, tt=tt, segments=segments,
-                             frame_time=frame_time, count_time=count_time,
-                             start_time=start_time, path=path, raw_path=raw_path)
+                             frame_time=frames.frame_time, count_time=record.count_time,
+                             start_time=record.start_time, path=record.path,
+                             raw_path=record.raw_path)
     return CorrelatedResult(result, scat.mean_image(), c2_maps, groups)
+
+
+#: the multi-tau correlator's own words for the engines
+_MULTITAU_WORD = {Engine.AUTO: "auto", Engine.COMPILED: "compiled", Engine.XLA: "xla",
+                  Engine.ARRAY: "backend"}
 
 
 def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,

@@ -16,9 +16,8 @@ estimates are recorded in the result (``config/path``) and printed.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,10 +25,13 @@ import numpy as np
 from xpcsviewer.compute.multitau_sparse import correlate_multitau_events, level_work_estimate
 from xpcsviewer.compute.pipeline import (
     CorrelatedResult,
+    FrameStream,
+    ResultRecord,
     assemble_result,
     multitau_model,
     twotime_model,
 )
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import parse_bins
 from xpcsviewer.io.model import QMap
 from xpcsviewer.progress import CancelToken, ProgressCallback
@@ -163,40 +165,32 @@ def choose_path(requested: str, *, sparse_source: bool, time_tag: bool = False,
 
 
 def correlate_events_to_result(
-    blocks: Callable[[], Iterable[Any]],
+    frames: FrameStream,
     qmap: QMap,
-    n_frames: int,
-    frame_time: float,
+    spec: CorrelateSpec,
+    record: ResultRecord | None = None,
     *,
-    mode: str = "multitau",
-    dq_bins: str | Iterable[int] | None = "all",
-    stride_frame: int = 1,
-    avg_frame: int = 1,
-    normalize_frame: bool = False,
-    num_partial_g2: int = 0,
-    count_time: float | None = None,
-    start_time: str | None = None,
-    config: dict[str, Any] | None = None,
-    path: str | Path = "result.hdf",
-    raw_path: str | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
-    g2_pixel_sink: Callable[[int, np.ndarray], None] | None = None,
     scattering_group: int = 1,
 ) -> CorrelatedResult:
     """Correlate a stream of hits into a result (nothing is written).
 
-    ``blocks`` is called once per pass (twice for ``mode="both"``) and returns the
+    ``frames.open`` is called once per pass (twice for ``mode="both"``) and returns the
     hits of processed frames 0..n_frames-1 as EventBlocks; the other parameters are
     those of :func:`~xpcsviewer.compute.pipeline.correlate_to_result`.
     ``scattering_group``: frames per row of the per-frame means (time-tag runs).
     """
-    if mode not in ("multitau", "twotime", "both"):
-        raise ValueError(f"mode must be multitau, twotime or both, got {mode!r}")
-    if g2_pixel_sink is not None and mode == "twotime":
+    record = record if record is not None else ResultRecord()
+    if record.pixel_sink is not None and spec.mode == "twotime":
         raise ValueError("the per-pixel G2 stack comes from the multi-tau pass")
-    if not frame_time > 0:
-        raise ValueError(f"frame_time must be positive, got {frame_time}")
+    if not frames.frame_time > 0:
+        raise ValueError(f"frame_time must be positive, got {frames.frame_time}")
+    blocks, n_frames, frame_time = frames.open, int(frames.n_frames), frames.frame_time
+    stride_frame, avg_frame = int(frames.stride), int(frames.avg)
+    mode = spec.mode
+    count_time, start_time = record.count_time, record.start_time
+    path, raw_path, config = record.path, record.raw_path, record.config
     t0 = float(frame_time) * int(stride_frame) * int(avg_frame)
     common = dict(config or {})
     maps = (qmap.dynamic_roi_map, qmap.static_roi_map, qmap.mask)
@@ -205,15 +199,16 @@ def correlate_events_to_result(
     mt = tt = scat = c2_maps = segments = None
     if mode in ("multitau", "both"):
         run = correlate_multitau_events(
-            blocks(), *maps, normalize_frame=normalize_frame, num_partial_g2=num_partial_g2,
+            blocks(), *maps, normalize_frame=spec.normalize_frame,
+            num_partial_g2=spec.num_partial_g2,
             with_scattering=True, scattering_group=scattering_group,
-            pixel_sink=g2_pixel_sink, **kw)
+            pixel_sink=record.pixel_sink, **kw)
         r, scat = run.multitau, run.scattering
         mt = multitau_model(r, t0, stride_frame, avg_frame, common)
     if mode in ("twotime", "both"):
         from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
 
-        bins = parse_bins(dq_bins, qmap.n_dynamic)
+        bins = parse_bins(spec.dq, qmap.n_dynamic)
         run_tt = correlate_twotime_events(blocks(), *maps, dq_bins=bins,
                                           with_scattering=scat is None, c2_format="upper32",
                                           **kw)

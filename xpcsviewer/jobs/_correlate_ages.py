@@ -13,26 +13,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AGES_DEFAULT_POINTS", "ages_problem", "run_age_lag"]
-
-#: points per level of ``--twotime-ages`` (m: level 0 has lags 0..2m-1 frames)
-AGES_DEFAULT_POINTS = 8
-
-
-def ages_problem(raw: Any, points: int) -> str | None:
-    """Why ``--twotime-ages`` cannot run on ``raw`` (None when it can)."""
-    if int(points) < 1:
-        return f"--twotime-ages-points must be >= 1 (got {points})"
-    if getattr(raw, "time_tag", False):
-        return ("--twotime-ages needs frames: give an event list --bin-time "
-                "(time-tag mode is multi-tau only)")
-    return None
+__all__ = ["run_age_lag"]
 
 
 def run_age_lag(qm: Any, n_frames: int, t0: float, bins: np.ndarray, points: int, *,
                 photons: bool, chunks: Callable[[], Iterable[np.ndarray]],
                 events: Callable[[], Iterable[Any]], progress: Any = None,
-                n_groups: int = 0, group_tile: int = 8) -> tuple[Any, Any]:
+                cancel: Any = None, n_groups: int = 0,
+                group_tile: int = 8) -> tuple[Any, Any]:
     """The :class:`~xpcsviewer.io.age_lag.AgeLagMap` of the job's frames, and with
     ``n_groups`` the :class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups` of its pixel
     groups (another pass over the same frames; else None).
@@ -49,7 +37,7 @@ def run_age_lag(qm: Any, n_frames: int, t0: float, bins: np.ndarray, points: int
     maps = (qm.dynamic_roi_map, qm.static_roi_map, qm.mask)
     kw = {"dq_bins": bins, "n_frames": int(n_frames), "n_dynamic": qm.n_dynamic,
           "n_static": qm.n_static, "points_per_level": int(points),
-          "frame_time": float(t0), "progress": progress}
+          "frame_time": float(t0), "progress": progress, "cancel": cancel}
     amap = correlate_twotime_ages_events(events(), *maps, **kw) if photons else \
         correlate_twotime_ages(chunks(), *maps, **kw)
     if not n_groups:
@@ -60,5 +48,5 @@ def run_age_lag(qm: Any, n_frames: int, t0: float, bins: np.ndarray, points: int
                             int(n_frames), n_groups=int(n_groups), tile_px=int(group_tile),
                             photons=photons, n_dynamic=qm.n_dynamic, n_static=qm.n_static,
                             points_per_level=int(points), frame_time=float(t0),
-                            progress=progress)
+                            progress=progress, cancel=cancel)
     return amap, groups

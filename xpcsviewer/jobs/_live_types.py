@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from xpcsviewer.compute.spec import CorrelateSpec, Engine, SpecError
 from xpcsviewer.io.live_source import RAW_DATASET
 
 __all__ = ["TRACE_POINTS", "LiveOptions", "LiveUpdate", "LiveView", "fit_output_path"]
@@ -39,16 +40,16 @@ class LiveOptions:
         Seconds to wait for the first frame.
     poll : float
         Seconds between polls of the source.
-    frame_time : float or None
-        Seconds per frame (else from the raw file, else 1 s with a note).
+    spec : CorrelateSpec
+        What is correlated, as ``correlate`` says it (multi-tau; its ``frame_time``:
+        seconds per frame, else from the raw file, else 1 s with a note; its
+        ``normalize_frame``).
     dataset : str
         Frames inside the raw file(s).
-    normalize_frame : bool
-        As ``correlate --normalize-frame``.
     read_chunk : int
         Frames per read.
-    engine : str
-        Multi-tau engine (``auto``, ``compiled``, ``backend``).
+    engine : Engine
+        The dense multi-tau engine (auto, compiled, array).
     """
 
     every: float = 2.0
@@ -58,11 +59,24 @@ class LiveOptions:
     idle: float = 10.0
     start_wait: float = 120.0
     poll: float = 0.2
-    frame_time: float | None = None
+    spec: CorrelateSpec = field(default_factory=CorrelateSpec)
     dataset: str = RAW_DATASET
-    normalize_frame: bool = False
     read_chunk: int = 256
-    engine: str = "auto"
+    engine: Engine = Engine.AUTO
+
+    def __post_init__(self) -> None:
+        if self.spec.mode != "multitau":
+            raise SpecError("live correlates multi-tau only (correlate the finished file "
+                            "for two-time)")
+        object.__setattr__(self, "engine", Engine.parse(self.engine))
+
+    @property
+    def frame_time(self) -> float | None:
+        return self.spec.frame_time
+
+    @property
+    def normalize_frame(self) -> bool:
+        return self.spec.normalize_frame
 
 
 @dataclass

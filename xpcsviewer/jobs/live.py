@@ -23,7 +23,6 @@ Nothing here imports Qt; the GUI runs :func:`follow` in a worker.
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import os
 import threading
 import time
@@ -33,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from xpcsviewer.compute.spec import Engine, SpecError
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.live_source import SourceNotReady, open_live_source
 from xpcsviewer.jobs._live_report import _Reporting
@@ -147,7 +147,7 @@ class _Follower(_Reporting):
         self.stream = StreamingMultitau(
             qm.dynamic_roi_map, qm.static_roi_map, qm.mask, n_dynamic=qm.n_dynamic,
             n_static=qm.n_static, normalize_frame=self.opts.normalize_frame,
-            expected_frames=self.opts.frames, engine=self.opts.engine)
+            expected_frames=self.opts.frames, engine=_STREAM_WORD[self.opts.engine])
         self.stream.warm()
 
     @property
@@ -275,6 +275,10 @@ class _Follower(_Reporting):
         return st
 
 
+#: the streaming correlator's words for the engines
+_STREAM_WORD = {Engine.AUTO: "auto", Engine.COMPILED: "compiled", Engine.ARRAY: "backend"}
+
+
 def _warmed(fitter: Callable[[list[str]], list[Any]]) -> Callable[[list[str]], list[Any]]:
     """``fitter`` after JAX is loaded and the default fit programs are compiled.
 
@@ -353,8 +357,8 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
     opts = options or LiveOptions()
     if not (opts.every > 0 and opts.idle > 0 and opts.poll > 0):
         raise ValueError("every, idle and poll must be positive")
-    if opts.frame_time is not None and not (opts.frame_time > 0 and math.isfinite(opts.frame_time)):
-        raise ValueError(f"frame time must be a positive finite number (got {opts.frame_time})")
+    if opts.engine not in _STREAM_WORD:
+        raise SpecError(f"live: engine {opts.engine.value} does not follow a stream")
     if isinstance(stop, threading.Event):
         ev = stop
         stop_fn: Callable[[], bool] = ev.is_set

@@ -310,7 +310,9 @@ def make_sparse(out: str | Path, spec: dict[str, Any], seed: int, record: dict[s
     ``raw_files`` (name, size, sha256 of each) and ``truth_json`` (its truth.json entry)
     under ``record_group``. Returns the result's path.
     """
+    from xpcsviewer.compute.pipeline import FrameStream, ResultRecord
     from xpcsviewer.compute.pipeline_sparse import choose_path, correlate_events_to_result
+    from xpcsviewer.compute.spec import CorrelateSpec
     from xpcsviewer.io.raw import open_raw_source
     from xpcsviewer.io.writer import write_qmap_file, write_result
     from xpcsviewer.synthetic.sparse_speckle import simulate_arrivals
@@ -355,11 +357,12 @@ def make_sparse(out: str | Path, spec: dict[str, Any], seed: int, record: dict[s
             config.update(time_tag=True, tick_s=float(raw.tick_s))
         group = max(1, math.ceil(n / 100_000)) if time_tag else 1
         made = correlate_events_to_result(
-            lambda: raw.iter_events(), qm, n, frame_time, mode="multitau",
-            stride_frame=raw.stride, avg_frame=raw.avg, normalize_frame=False,
-            count_time=frame_time, start_time="2026-01-01T00:00:00", config=config,
-            path=result_path, raw_path=os.path.realpath(files[0]), cancel=cancel,
-            scattering_group=group)
+            FrameStream(lambda: raw.iter_events(), n, frame_time, raw.stride, raw.avg), qm,
+            CorrelateSpec(mode="multitau"),
+            ResultRecord(path=result_path, raw_path=os.path.realpath(files[0]),
+                         config=config, count_time=frame_time,
+                         start_time="2026-01-01T00:00:00"),
+            cancel=cancel, scattering_group=group)
         entry = {
             "name": spec["name"],
             "layout": spec["layout"],

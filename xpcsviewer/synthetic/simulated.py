@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.pipeline import CorrelatedResult, correlate_to_result
+from xpcsviewer.compute.pipeline import (
+    CorrelatedResult,
+    FrameStream,
+    ResultRecord,
+    correlate_to_result,
+)
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.progress import CancelToken, ProgressCallback
 from xpcsviewer.synthetic.analytic import (
     sphere_form_factor,
@@ -154,29 +160,28 @@ def simulate_result(
     def chunks():
         return iter(kept) if kept is not None else fresh()
 
-    bins = spec.get("twotime", {}).get("bins", "all")
+    twotime = spec.get("twotime", {})
+    bins = twotime.get("bins", "all")
     out = correlate_to_result(
-        chunks,
+        FrameStream(chunks, n_frames, frame_time),
         qm,
-        n_frames,
-        frame_time,
-        mode=mode,
-        dq_bins=bins,
-        # per-frame normalisation, as at the beamline: it takes out the incident
-        # flux and the damage-driven intensity loss, which would otherwise inflate g2
-        normalize_frame=bool(acq.get("normalize_frame", True)),
-        num_partial_g2=5 if td and mode != "twotime" else 0,
-        count_time=0.9 * frame_time,
-        start_time=spec.get("start_time", "2026-01-01T00:00:00"),
-        config={"source": "xpcsviewer simulated speckle frames", "seed": int(seed)},
-        path=spec.get("name", "synthetic") + "_results.hdf",
-        backend=None,
-        device="auto",
+        CorrelateSpec(
+            mode=mode,
+            dq=None if bins == "all" else ",".join(str(b) for b in np.atleast_1d(bins)),
+            # per-frame normalisation, as at the beamline: it takes out the incident
+            # flux and the damage-driven intensity loss, which would otherwise inflate g2
+            normalize_frame=bool(acq.get("normalize_frame", True)),
+            num_partial_g2=5 if td and mode != "twotime" else 0,
+            groups=n_groups, group_tile=int(twotime.get("group_tile", 8)),
+            save_g2_pixel=g2_pixel_sink is not None),
+        ResultRecord(
+            path=spec.get("name", "synthetic") + "_results.hdf",
+            config={"source": "xpcsviewer simulated speckle frames", "seed": int(seed)},
+            count_time=0.9 * frame_time,
+            start_time=spec.get("start_time", "2026-01-01T00:00:00"),
+            pixel_sink=g2_pixel_sink),
         progress=progress,
         cancel=cancel,
-        g2_pixel_sink=g2_pixel_sink,
-        twotime_groups=n_groups,
-        twotime_group_tile=int(spec.get("twotime", {}).get("group_tile", 8)),
     )
     out.result.sample = {k: v[0] for k, v in truth.items()}
     out.result.sample_units = {k: v[1] for k, v in truth.items() if v[1]}

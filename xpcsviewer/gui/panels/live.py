@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 from xpcsviewer.gui.panels._live_jobs import UpdateSink, live_job, qmap_beside_job
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
@@ -302,7 +303,7 @@ class LivePanel(BasePanel):
             return
         opts = LiveOptions(every=self.every.value(), fit=self.fit_box.isChecked(),
                            model=self.model_combo.currentData(), idle=self.idle.value(),
-                           frame_time=self.frame_time())
+                           spec=CorrelateSpec(frame_time=self.frame_time()))
         self.sink = UpdateSink()
         self.stop_event = threading.Event()
         self.final = None
