@@ -184,7 +184,7 @@ def test_batch_task_builds_the_same_job(dense_raw, tmp_path):
     from xpcsviewer.batch import UsageError
 
     bad = {**options, "spec": dataclasses.replace(spec, mode="twotime", dq="7").as_dict()}
-    with pytest.raises(UsageError, match="outside 1..4"):
+    with pytest.raises(UsageError, match=r"outside 1\.\.4"):
         correlate_task(bad, {**item, "output": str(tmp_path / "d.hdf")})
 
 
