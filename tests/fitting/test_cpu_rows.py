@@ -16,7 +16,7 @@ from xpcsviewer.backends import get_backend
 from xpcsviewer.fitting import averaging_factors, fit_g2
 from xpcsviewer.fitting import grid as grid_mod
 from xpcsviewer.fitting import lm as lm_mod
-from xpcsviewer.fitting.warmup import _curves
+from xpcsviewer.jobs.warmup import _curves
 
 pytest.importorskip("xpcsviewer.backends.jax_backend")
 

@@ -218,7 +218,7 @@ def test_every_numpyro_trace_holds_the_lock(monkeypatch):
 
 
 def test_the_warm_up_gives_way_to_a_running_user_fit():
-    from xpcsviewer.fitting.warmup import precompile
+    from xpcsviewer.jobs.warmup import precompile
 
     inside, release = threading.Event(), threading.Event()
 

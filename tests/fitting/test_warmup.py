@@ -7,7 +7,7 @@ import pytest
 
 from xpcsviewer.backends import get_backend
 from xpcsviewer.fitting import averaging_factors, fit_g2, grid, lm
-from xpcsviewer.fitting.warmup import _curves, precompile
+from xpcsviewer.jobs.warmup import _curves, precompile
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_precompile_with_the_sampler():
     from xpcsviewer.fitting.bayes import fit_g2_bayes
     from xpcsviewer.fitting.bayes_run import _per_bin_programs
     from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
-    from xpcsviewer.fitting.warmup import BAYES_DEFAULTS
+    from xpcsviewer.jobs.warmup import BAYES_DEFAULTS
 
     precompile()
     misses = _per_bin_programs.cache_info().misses

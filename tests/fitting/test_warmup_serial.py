@@ -27,7 +27,7 @@ def test_one_at_a_time_runs_solves_in_the_calling_thread(monkeypatch):
 
 
 def test_warmup_traces_in_one_thread(monkeypatch):
-    from xpcsviewer.fitting import warmup
+    from xpcsviewer.jobs import warmup
 
     seen = []
     real = lsq_core.in_parallel

@@ -318,9 +318,9 @@ def test_plain_writer_killed_is_not_taken_for_closed(small_qmap, writer, tmp_pat
 # ------------------------------------------------------------------------ item 7
 def test_full_disk_at_the_final_write_says_what_is_left(small_qmap, tmp_path, monkeypatch,
                                                         capfd):
-    import xpcsviewer.fitting.warmup
     import xpcsviewer.io.writer
     import xpcsviewer.jobs.fitfile
+    import xpcsviewer.jobs.warmup
     from xpcsviewer.cli import main
     from xpcsviewer.io.outputs import OutputWriteError, display_path
     from xpcsviewer.synthetic.acquisition import frame_source, write_growing
@@ -341,7 +341,7 @@ def test_full_disk_at_the_final_write_says_what_is_left(small_qmap, tmp_path, mo
 
     monkeypatch.setattr(xpcsviewer.io.writer, "write_result", full_at_the_end)
     monkeypatch.setattr(xpcsviewer.jobs.fitfile, "fit_result_files", fit)
-    monkeypatch.setattr(xpcsviewer.fitting.warmup, "precompile", lambda **kw: None)
+    monkeypatch.setattr(xpcsviewer.jobs.warmup, "precompile", lambda **kw: None)
     th = threading.Thread(target=write_growing, args=(raw, frame_source((32, 32), 1500)),
                           kwargs={"rate": 1500, "shape": (32, 32), "mode": "swmr",
                                   "frame_time": FT})

@@ -78,7 +78,7 @@ class WindowExtrasMixin:
     # -------------------------------------------------------------- backend
     def _start_warmup(self) -> None:
         from xpcsviewer.export.figures import preload_plotting
-        from xpcsviewer.fitting.warmup import precompile
+        from xpcsviewer.jobs.warmup import precompile
 
         self.context.runner.submit("warmup:plotting", preload_plotting,
                                    description="loading matplotlib")

@@ -282,14 +282,14 @@ _STREAM_WORD = {Engine.AUTO: "auto", Engine.COMPILED: "compiled", Engine.ARRAY: 
 def _warmed(fitter: Callable[[list[str]], list[Any]]) -> Callable[[list[str]], list[Any]]:
     """``fitter`` after JAX is loaded and the default fit programs are compiled.
 
-    The warm-up (:func:`xpcsviewer.fitting.warmup.precompile`, least squares only) starts
+    The warm-up (:func:`xpcsviewer.jobs.warmup.precompile`, least squares only) starts
     at once in a thread, while the first frames are awaited and correlated, so the first
     fit does not pay for it; a fit waits for the warm-up to end (importing JAX from two
     threads at once is not safe).
     """
     def warm() -> None:
         try:
-            from xpcsviewer.fitting.warmup import precompile
+            from xpcsviewer.jobs.warmup import precompile
 
             precompile(nuts=False)
         except (Exception, KeyboardInterrupt):  # the fit says what is wrong; a Ctrl-C
