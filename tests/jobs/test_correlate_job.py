@@ -166,7 +166,7 @@ def test_plan_records_itself_and_refuses_what_the_source_cannot_take(dense_raw, 
 
 
 def test_batch_task_builds_the_same_job(dense_raw, tmp_path):
-    from xpcsviewer.jobs.correlate import correlate_task
+    from xpcsviewer.jobs.correlate_batch import correlate_task
 
     raw, qmap = dense_raw
     spec = CorrelateSpec(mode="multitau", normalize_frame=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from xpcsviewer.io.outputs import OutputRefusedError, check_output
-from xpcsviewer.jobs.correlate import correlate_task, output_name
+from xpcsviewer.jobs.correlate_batch import correlate_task, output_name
 
 PROG = "xpcsviewer correlate"
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import numpy as np
 
 from xpcsviewer.compute.spec import CorrelateSpec, PlanRequest, SpecError
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.outputs import OutputRefusedError, check_output
+from xpcsviewer.io.outputs import check_output
 from xpcsviewer.jobs._correlate_ages import run_age_lag
 from xpcsviewer.jobs._correlate_counts import (
     Masked,
@@ -34,15 +33,11 @@ from xpcsviewer.jobs._correlate_counts import (
     nonfinite_event_pixels,
     nonfinite_pixels,
 )
+from xpcsviewer.jobs._correlate_inputs import correlated, load_qmap, qmap_mask_dataset, raw_times
 from xpcsviewer.jobs.correlate_plan import CorrelatePlan, MemoryRefused, plan_correlate
 
-__all__ = ["CorrelateJob", "CorrelateOutcome", "MemoryRefused", "SpecError",
-           "correlate_file", "correlate_task", "load_qmap", "output_complete",
-           "output_name"]
-
-RAW_FRAME_TIME = "/entry/instrument/detector_1/frame_time"
-RAW_COUNT_TIME = "/entry/instrument/detector_1/count_time"
-
+__all__ = ["CorrelateJob", "CorrelateOutcome", "MemoryRefused", "SpecError", "check_outputs",
+           "correlate_file", "load_qmap"]
 
 @dataclasses.dataclass(frozen=True)
 class CorrelateJob:
@@ -85,55 +80,6 @@ class CorrelateOutcome:
     notes: tuple[str, ...]
     summary: str
     result: Any = None
-
-
-def load_qmap(path: str | Path) -> Any:
-    """QMap from a partition file (``/qmap``) or a result file (``/xpcs/qmap``)."""
-    from xpcsviewer.io.reader import read_qmap
-
-    return read_qmap(path)
-
-
-def _raw_times(path: Path) -> tuple[float | None, float | None]:
-    """frame_time / count_time stored beside HDF5 raw frames, if any.
-
-    Raises
-    ------
-    XpcsFileError
-        A stored time that is not a positive finite number (names the dataset).
-    """
-    from xpcsviewer.io.raw import file_kind
-
-    if file_kind(path) != "hdf5":
-        return None, None
-    from xpcsviewer.io._h5 import _number, open_h5
-
-    with open_h5(path) as f:
-        return (
-            _number(f, RAW_FRAME_TIME, required=False, positive=True),
-            _number(f, RAW_COUNT_TIME, required=False, positive=True),
-        )
-
-
-def _qmap_mask_dataset(path: str | Path) -> str:
-    """The mask dataset of a partition file (``/qmap``) or result file (``/xpcs/qmap``)."""
-    import h5py
-
-    try:
-        from xpcsviewer.io._h5links import pointers_ok
-
-        with h5py.File(path, "r", locking=False) as f:  # a link to a FIFO: no lookup
-            if pointers_ok(f) and "qmap" not in f and "xpcs/qmap" in f:
-                return "/xpcs/qmap/mask"
-    except (OSError, ValueError):
-        pass
-    return "/qmap/mask"
-
-
-def _correlated(qm: Any) -> np.ndarray:
-    """(H, W) bool: the pixels a correlation with this partition uses."""
-    return ((np.asarray(qm.mask) > 0) & (np.asarray(qm.dynamic_roi_map) > 0)
-            & (np.asarray(qm.static_roi_map) > 0))
 
 
 def _stack_writer(side: Path | None, n_frames: int, shape: tuple[int, int]) -> Any:
@@ -187,9 +133,9 @@ def correlate_file(job: CorrelateJob, *, progress: Any = None, cancel: Any = Non
     if not job.output_checked:
         check_outputs(job)
     qm = load_qmap(job.qmap)
-    if not _correlated(qm).any():  # all-zero mask, or no pixel in both kinds of bins
+    if not correlated(qm).any():  # all-zero mask, or no pixel in both kinds of bins
         raise XpcsFileError(job.qmap, "the mask leaves no pixel inside the q-bins",
-                            _qmap_mask_dataset(job.qmap),
+                            qmap_mask_dataset(job.qmap),
                             "nonzero (valid) mask values where the bins are")
     sel = spec.frames
     try:
@@ -218,7 +164,7 @@ def correlate_file(job: CorrelateJob, *, progress: Any = None, cancel: Any = Non
 def _frame_time(job: CorrelateJob, raw: Any, inform: Any) -> tuple[float, float | None]:
     """(seconds per raw frame, count time): the spec's, else the raw file's, else 1 s."""
     sparse = bool(getattr(raw, "sparse", False))
-    ft_raw, ct_raw = (raw.frame_time, raw.count_time) if sparse else _raw_times(job.raw)
+    ft_raw, ct_raw = (raw.frame_time, raw.count_time) if sparse else raw_times(job.raw)
     frame_time = job.spec.frame_time if job.spec.frame_time is not None else ft_raw
     if frame_time is None:
         frame_time = 1.0
@@ -286,7 +232,7 @@ def _run(job: CorrelateJob, raw: Any, qm: Any, plan: CorrelatePlan, progress: An
                 nonfinite_pixels(raw, progress)
             nonfinite.pixels |= found & in_use
             nonfinite.strict = False
-            if not (_correlated(qm) & ~nonfinite.pixels).any():
+            if not (correlated(qm) & ~nonfinite.pixels).any():
                 raise XpcsFileError(
                     job.raw, "NaN or Inf counts at every pixel the q-map uses",
                     raw.dataset_path, "finite counts") from None
@@ -338,81 +284,3 @@ def _summary(result: Any, n: int, age_lag: Any, plan: CorrelatePlan) -> str:
     if plan.sparse_source:
         parts.append(f"{plan.path.path} path ({plan.path.reason})")
     return f"{n} frames, " + ", ".join(parts)
-
-
-def output_name(raw: str | Path) -> str:
-    """``RAWNAME_results.hdf``: the output of one RAW in a batch's folder."""
-    name = Path(raw).name
-    if re.search(r"\.00[0-5]$", name):  # a Rigaku 3M module file stands for the set
-        name = name[:-4]
-    for suffix in (".h5", ".hdf5", ".hdf", ".nxs", ".npy", ".bin"):
-        if name.lower().endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return f"{name}_results.hdf"
-
-
-def output_complete(output: str | Path, mode: str, side: Path | None = None,
-                    ages: bool = False) -> bool:
-    """True when ``output`` is a readable result with what ``mode`` writes (and, with
-    ``ages``, an age x lag map).
-
-    Outputs are written atomically, so one at its final name is complete unless
-    something else wrote it; this checks that it reads as a result of the mode.
-    """
-    from xpcsviewer.io.reader import read_result
-
-    if not Path(output).is_file() or (side is not None and not side.is_file()):
-        return False
-    try:
-        res = read_result(output)
-    except (XpcsFileError, OSError):
-        return False
-    if mode in ("multitau", "both") and res.multitau is None:
-        return False
-    if ages:
-        from xpcsviewer.io._h5 import open_h5
-        from xpcsviewer.io.age_lag import has_age_lag
-
-        try:
-            with open_h5(output) as f:
-                if not has_age_lag(f):
-                    return False
-        except (XpcsFileError, OSError):
-            return False
-    return not (mode in ("twotime", "both") and res.twotime is None)
-
-
-def correlate_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
-    """One RAW of a batch (any worker): ``{"output", "bytes", "notes", "skipped"}``.
-
-    ``options``: ``{"qmap", "spec": CorrelateSpec.as_dict(), "request": {...},
-    "overwrite", "skip_existing"}`` (plain values: a Dask task is pickled).
-
-    Raises
-    ------
-    XpcsFileError
-        Bad raw frames; SpecError for options this file cannot take.
-    """
-    spec = CorrelateSpec.from_dict(options["spec"])
-    job = CorrelateJob(Path(item["path"]), Path(options["qmap"]), Path(item["output"]),
-                       spec, PlanRequest(**options.get("request", {})),
-                       bool(options.get("overwrite")), output_checked=True)
-    out = item["output"]
-    if options.get("skip_existing") and Path(out).exists():
-        if output_complete(out, spec.mode, job.side, spec.ages):
-            return {"output": out, "bytes": os.path.getsize(out), "notes": [],
-                    "skipped": True}
-        if not options.get("overwrite"):
-            raise OutputRefusedError(
-                f"{item['shown_output']}: exists but is not a complete result of this "
-                "mode; refusing to replace it (use --overwrite)")
-    try:
-        done = correlate_file(job)
-    except SpecError as exc:  # this file cannot take the options: a usage error
-        from xpcsviewer.batch import UsageError
-
-        raise UsageError(str(exc)) from None
-    return {"output": out, "bytes": os.path.getsize(out),
-            "notes": [f"xpcsviewer correlate: note: {n}" for n in done.notes],
-            "skipped": False}
