@@ -13,7 +13,8 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from xpcsviewer.cli import PLOTS, main
+from xpcsviewer.cli import main
+from xpcsviewer.commands.export import PLOTS
 
 PRESETS = ("single", "double", "slide")
 WIDTH = {"single": 3.4, "double": 7.0, "slide": 10.0}

@@ -138,3 +138,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {out}" + (f" and {js}" if js else "") + f": {len(records)} file(s), "
               f"{len(rows) - 1} rows", file=sys.stderr)
     return 3 if bad else 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer ages`` (called by :mod:`xpcsviewer.cli`)."""
+    from xpcsviewer.commands._args import add_ages, model_choices
+
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-o", "--output", required=True, metavar="ages.csv")
+    p.add_argument("--json", default=None, metavar="ages.json",
+                   help="also the full record: curves, chi4, both laws")
+    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    add_ages(p, model_choices())

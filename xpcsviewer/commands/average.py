@@ -163,3 +163,27 @@ def run(args: argparse.Namespace) -> int:
     print(screening_text(opts))
     print(summary.text())
     return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer average`` (called by :mod:`xpcsviewer.cli`)."""
+    from xpcsviewer.commands._args import add_batch
+
+    add_batch(p, skip_existing=False)
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
+    p.add_argument("--error-method", choices=("weighted", "sem"), default="weighted",
+                   help="inverse-variance weighted mean, or standard error across files")
+    p.add_argument("--baseline-q-index", type=int, default=0, metavar="N",
+                   help="0-based q-bin whose g2 baseline is checked (default 0)")
+    p.add_argument("--baseline-window", type=int, default=10, metavar="W",
+                   help="number of last delays in the baseline (default 10)")
+    p.add_argument("--baseline-range", nargs=2, type=float, metavar=("MIN", "MAX"),
+                   default=(0.95, 1.05),
+                   help="reject files whose baseline is outside [MIN, MAX] (default 0.95 1.05)")
+    p.add_argument("--mad-threshold", type=float, metavar="K", default=5.0,
+                   help="reject files more than K MADs off in g2 curve or mean intensity "
+                        "(default 5; needs at least 3 files)")
+    p.add_argument("--no-reject", action="store_true",
+                   help="average every file: no baseline or MAD screening")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")

@@ -19,6 +19,71 @@ from xpcsviewer.jobs.correlate_batch import correlate_task, output_name
 PROG = "xpcsviewer correlate"
 
 
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer correlate`` (called by :mod:`xpcsviewer.cli`)."""
+    from xpcsviewer.commands._args import add_batch
+
+    add_batch(p, skip_existing=True)
+    p.add_argument("raw", metavar="RAW", nargs="+",
+                   help="a raw source, recognised by content: dense frames (HDF5 "
+                        "/entry/data/data, .npy), Rigaku .bin (a 3M: one of its .000-.005 "
+                        "module files), ESRF sparse HDF5 (a block or its folder), ImageD11 "
+                        "sparse, Timepix event list (docs/sparse-formats.md); several: -o "
+                        "is a folder")
+    p.add_argument("--qmap", required=True, help="partition file (/qmap or /xpcs/qmap)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf|DIR",
+                   help="the result file; with several RAW a folder that gets "
+                        "RAWNAME_results.hdf for each")
+    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    p.add_argument("--mode", choices=("multitau", "twotime", "both"), default="multitau")
+    p.add_argument("--frame-time", type=float, default=None,
+                   help="seconds per frame (default: from the file; 1 s when it has none)")
+    p.add_argument("--path", choices=("auto", "sparse", "dense"), default="auto",
+                   help="correlate on photons (sparse) or on dense frames; auto (default) "
+                        "takes the cheaper by a measured cost of the whole job and says which")
+    p.add_argument("--engine", choices=("auto", "compiled", "xla"), default="auto",
+                   help="dense correlators: compiled CPU kernels (numba/BLAS), or one XLA "
+                        "program per job on the routed device (--device); auto (default): "
+                        "the device by the job's estimated cost (device --calibrate), "
+                        "compiled on the CPU, XLA on a GPU")
+    p.add_argument("--bin-time", type=float, default=None, metavar="SECONDS",
+                   help="event lists (Timepix): frames of this length; without it the "
+                        "time-tag mode correlates the arrival times (multi-tau only)")
+    p.add_argument("--begin-frame", type=int, default=0)
+    p.add_argument("--end-frame", type=int, default=-1)
+    p.add_argument("--stride-frame", type=int, default=1)
+    p.add_argument("--avg-frame", type=int, default=1)
+    p.add_argument("--dq", default="all", help="dynamic bins for two-time, e.g. 1-5,8")
+    p.add_argument(
+        "--normalize-frame", action="store_true", help="normalise each frame by its mean intensity"
+    )
+    p.add_argument(
+        "--num-partial-g2", type=int, default=0, metavar="P",
+        help="also store P cumulative g2 snapshots (g2 stability)",
+    )
+    p.add_argument(
+        "--save-g2-pixel", action="store_true",
+        help="also store the per-pixel G2/IP/IF stack in OUT_G2.hdf (linked from OUT.hdf)",
+    )
+    p.add_argument("--twotime-ages", action="store_true",
+                   help="also write the multi-tau two-time (age x lag) map of the --dq bins "
+                        "to /xpcs/twotime/age_lag: N log N, so for any number of frames, "
+                        "with any --mode (docs/correlators.md)")
+    p.add_argument("--twotime-ages-points", type=int, default=8, metavar="M",
+                   help="points per level of the age x lag map: lags 0..2M-1 frames, then "
+                        "M per octave (default 8)")
+    p.add_argument("--twotime-groups", type=int, default=0, metavar="K",
+                   help="also write the two-time maps of K independent pixel groups of each "
+                        "--dq bin (errors of the age cuts, docs/ages.md): full maps with "
+                        "--mode twotime/both (/xpcs/twotime/groups, at most 2048 frames), "
+                        "age x lag maps with --twotime-ages (/xpcs/twotime/age_lag_groups, "
+                        "any length); default 0: none")
+    p.add_argument("--group-tile", type=int, default=8, metavar="PX",
+                   help="side of the square detector tiles dealt at random to the groups "
+                        "(larger than a speckle; default 8)")
+
+
+
 def _say_stderr(text: str) -> None:
     print(text, file=sys.stderr)
 

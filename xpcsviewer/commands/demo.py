@@ -60,3 +60,14 @@ def run(args: argparse.Namespace) -> int:
     # Without a screen the files are still written: that is a success (`make demo`
     # on a headless machine must not fail), launch() has printed why no window opened.
     return 0 if not has_display() else code
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer demo`` (called by :mod:`xpcsviewer.cli`)."""
+    p.add_argument("--out", default="demo_data", help="output folder (default: ./demo_data)")
+    p.add_argument("--no-gui", action="store_true", help="only write the files")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="simulate the whole set again, replacing the files in --out "
+                        "(default: reuse complete demo files, simulate only missing ones, "
+                        "refuse to replace any other file)")

@@ -84,3 +84,16 @@ def run(args: argparse.Namespace) -> int:
     for d in info["downgrades"]:
         print(f"note: {d}")
     return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer device`` (called by :mod:`xpcsviewer.cli`)."""
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--calibrate", action="store_true",
+                   help="measure this machine's job costs per kind and device (about a "
+                        "minute on the CPU) and write the profile that routes jobs")
+    p.add_argument("--no-nuts", action="store_true",
+                   help="with --calibrate: skip the Bayesian (NUTS) rows")
+    p.add_argument("--profile", default=None, metavar="PATH",
+                   help="profile file (default: XPCS_DEVICE_PROFILE or "
+                        "~/.cache/xpcsviewer/device-profile.json)")

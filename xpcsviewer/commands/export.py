@@ -478,3 +478,35 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {len(rep.written)} figure(s) to {display_path(args.output)}{extra}")
     codes = [rep.exit_code, summary.exit_code]
     return 2 if 2 in codes else max(codes)
+
+
+PLOTS = (
+    "saxs2d",
+    "saxs1d",
+    "stability",
+    "intensity",
+    "g2",
+    "diffusion",
+    "twotime",
+    "ages",
+    "qmap",
+    "g2map",
+    "g2stability",
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer export`` (called by :mod:`xpcsviewer.cli`)."""
+    from xpcsviewer.commands._args import add_batch
+
+    add_batch(p, skip_existing=True)
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--plot", choices=PLOTS, required=True, action="append")
+    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png")
+    p.add_argument("--size", choices=("single", "double", "slide"), default="double",
+                   help="page: journal single column (3.4 in wide, 8 pt text), double "
+                        "column (7 in, 9 pt; default) or slide (10 x 5.6 in, 14 pt); g2 "
+                        "panels beyond a page go on more pages (PDF) or files _p1, _p2 ...")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace existing figures of the same names in DIR")

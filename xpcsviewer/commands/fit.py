@@ -265,3 +265,40 @@ def run(args: argparse.Namespace) -> int:
         print(f"fitted {n_fitted} file(s), {n_all} curves: {parts}; diffusion: {vtxt}{dest}"
               f" ({where.describe()}, {summary.seconds:.1f} s)", file=sys.stderr)
     return summary.exit_code
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer fit`` (called by :mod:`xpcsviewer.cli`)."""
+    from xpcsviewer.commands._args import add_ages, add_batch, model_choices, pair
+
+    add_batch(p, skip_existing=False)
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--model", choices=model_choices(),
+                   default=None,
+                   help="g2 model; default auto: every candidate is fitted and one chosen "
+                        "per q-bin by AICc (--bayes samples each bin's choice); single: g2 = "
+                        "baseline + contrast exp(-2 t/tau); stretched: exp(-2 (t/tau)^stretch); "
+                        "double: two decays; single_avgcorr: single with the multi-tau "
+                        "frame-averaging correction")
+    p.add_argument("--q-range", **pair(float),
+                   help="fit only the q-bins with A <= q <= B, in 1/\u00c5 (default: all)")
+    p.add_argument("--t-range", **pair(float),
+                   help="fit only the delays with A <= tau <= B, in s (default: all)")
+    p.add_argument("--bayes", action="store_true",
+                   help="also run NumPyro NUTS (4 chains x 1500 draws per q-bin that least "
+                        "squares finds decaying; the others keep its status)")
+    p.add_argument("--include-suspect-errors", action="store_true",
+                   help="also fit delay points whose stated error is below half their "
+                        "neighbours' (left out by default; see `xpcsviewer info`)")
+    p.add_argument("--temperature", type=float, metavar="K",
+                   help="sample temperature for the Stokes-Einstein radius (with --viscosity)")
+    p.add_argument("--viscosity", type=float, metavar="PA_S",
+                   help="solvent viscosity in Pa s for the Stokes-Einstein radius")
+    p.add_argument("-o", "--output", default=None, metavar="OUT.json|.csv|.h5",
+                   help="write the fits to a file (default: print a table)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    p.add_argument("--ages", nargs="?", const=True, default=None, metavar="T[,T...]",
+                   help="also g2 by sample age of files with two-time data, as `ages` "
+                        "(JSON output: an 'ages' object per file); optional window centres "
+                        "in s (default: --windows)")
+    add_ages(p, None)

@@ -21,3 +21,8 @@ def launch(paths: list[str], fit_tab: str | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer gui``."""
     return launch(list(args.paths))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer gui`` (called by :mod:`xpcsviewer.cli`)."""
+    p.add_argument("paths", nargs="*", metavar="PATH")

@@ -334,3 +334,15 @@ def run(args: argparse.Namespace) -> int:
         for s in sides:
             print(_side_note(s))
     return result.exit_code
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer info`` (called by :mod:`xpcsviewer.cli`)."""
+    from xpcsviewer.commands._args import add_batch
+
+    add_batch(p, skip_existing=False)
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--qmap", default=None, metavar="QMAP",
+                   help="partition file giving the detector shape of raw layouts that "
+                        "store none (ESRF sparse, ImageD11, Timepix; docs/sparse-formats.md)")

@@ -121,3 +121,43 @@ def run(args: argparse.Namespace) -> int:
         if not quiet:
             print(f"wrote the report {Path(report_to)} in {rep.seconds:.1f} s", file=sys.stderr)
     return 130 if final.end == "stopped" else 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer live`` (called by :mod:`xpcsviewer.cli`)."""
+    from xpcsviewer.commands._args import model_choices
+
+    p.add_argument("source", metavar="SOURCE",
+                   help="recognised by content: a raw HDF5 file being written (SWMR or "
+                        "appended and flushed), a folder receiving frame-block files, or "
+                        "FOLDER/PATTERN; photon-sparse: a Rigaku .bin being appended, a "
+                        "growing ESRF ID10 sparse (CSR) HDF5 file, or a folder receiving "
+                        "its NAME_00000.h5 blocks (the detector shape: from the file, else "
+                        "the q-map)")
+    p.add_argument("--qmap", required=True, help="partition file (/qmap or /xpcs/qmap)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf",
+                   help="the result file, rewritten atomically at every update")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")
+    p.add_argument("--fit", action="store_true",
+                   help="fit every update as `fit` does (fits in OUT_fit.json)")
+    p.add_argument("--model", choices=model_choices(),
+                   default="auto",
+                   help="fit model, as `fit --model` (default auto: one chosen per q-bin by AICc)")
+    p.add_argument("--every", type=float, default=2.0, metavar="SECONDS",
+                   help="seconds between partial results (default 2)")
+    p.add_argument("--frames", type=int, default=None, metavar="N",
+                   help="expected frames: the end (default: from the source, if it says)")
+    p.add_argument("--idle", type=float, default=10.0, metavar="SECONDS",
+                   help="end after this long without a new frame (default 10)")
+    p.add_argument("--start-wait", type=float, default=120.0, metavar="SECONDS",
+                   help="give up when no frame arrives within this time (default 120)")
+    p.add_argument("--poll", type=float, default=0.2, metavar="SECONDS",
+                   help="seconds between looks at the source (default 0.2)")
+    p.add_argument("--frame-time", type=float, default=None, help="seconds per frame")
+    p.add_argument("--dataset", default="/entry/data/data", help="frames inside the raw file(s)")
+    p.add_argument("--normalize-frame", action="store_true",
+                   help="normalise each frame by its mean intensity (as correlate)")
+    p.add_argument("--json-events", action="store_true",
+                   help="print one JSON line per update on stdout")
+    p.add_argument("--report", default=None, metavar="REPORT.html|.pdf",
+                   help="at the end, the report of OUT.hdf (as `xpcsviewer report`)")

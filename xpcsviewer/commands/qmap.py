@@ -64,3 +64,20 @@ def run(args: argparse.Namespace) -> int:
             f"q {qm.dynamic_q.min():.5f}-{qm.dynamic_q.max():.5f} 1/A"
         )
     return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer qmap`` (called by :mod:`xpcsviewer.cli`)."""
+    p.add_argument("--shape", nargs=2, type=int, metavar=("H", "W"), required=True)
+    p.add_argument("--energy", type=float, required=True, metavar="KEV")
+    p.add_argument("--det-dist", type=float, required=True, metavar="M")
+    p.add_argument("--pixel-size", type=float, required=True, metavar="M")
+    p.add_argument("--bcx", type=float, required=True, metavar="PX")
+    p.add_argument("--bcy", type=float, required=True, metavar="PX")
+    p.add_argument("--mask", default=None, help="mask image (npy, tiff or hdf)")
+    p.add_argument("--dq-num", type=int, default=36)
+    p.add_argument("--sq-num", type=int, default=360)
+    p.add_argument("--dp-num", type=int, default=1)
+    p.add_argument("--sp-num", type=int, default=1)
+    p.add_argument("-o", "--output", required=True, metavar="QMAP.hdf")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing QMAP.hdf")

@@ -56,3 +56,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {out}: {mt.g2.shape[1]} bins x {mt.g2.shape[0]} delays "
               f"({result.multitau.config.get('regroup_note', '')})", file=sys.stderr)
     return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer regroup`` (called by :mod:`xpcsviewer.cli`)."""
+    p.add_argument("file", metavar="FILE", help="result file with a per-pixel G2 stack")
+    p.add_argument("--qmap", default=None, metavar="QMAP.hdf",
+                   help="partition file (/qmap or a result's /xpcs/qmap; default: FILE's own)")
+    p.add_argument("--mask", default=None, metavar="MASK.hdf",
+                   help="mask image (hdf, npy or tiff; nonzero = valid pixel)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.hdf")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.hdf")

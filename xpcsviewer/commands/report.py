@@ -54,3 +54,14 @@ def run(args: argparse.Namespace) -> int:
             what.append(f"{display_path(out.pdf)} ({out.pdf_pages} pages)")
         print(f"wrote {' and '.join(what)}: {len(files)} file(s) in {out.seconds:.1f} s")
     return out.exit_code
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer report`` (called by :mod:`xpcsviewer.cli`)."""
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-o", "--output", default=None, metavar="REPORT.html")
+    p.add_argument("--pdf", default=None, metavar="REPORT.pdf", help="the same report as PDF")
+    p.add_argument("--title", default=None, help="the report's title (default: XPCS report)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes for the per-file work (default: one per CPU core, up to 8)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing report files")

@@ -60,3 +60,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {out}: {len(fits) - len(bad)} file(s), {n_rows} rows "
               f"(x = {args.x})", file=sys.stderr)
     return 3 if bad else 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer series`` (called by :mod:`xpcsviewer.cli`)."""
+    from xpcsviewer.commands._args import model_choices, pair
+
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-o", "--output", required=True, metavar="series.csv")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--x", default="start_time", metavar="start_time|index|FIELD",
+                   help="the abscissa: the file's start time (default; seconds since the "
+                        "first file), its index, or a metadata field (an HDF5 path such as "
+                        "/entry/sample/temperature, or a sample key)")
+    p.add_argument("--model", choices=model_choices(),
+                   default="auto",
+                   help="fit model, as `fit --model` (default auto: one chosen per q-bin by AICc)")
+    p.add_argument("--q-range", **pair(float),
+                   help="only the q-bins with A <= q <= B, in 1/\u00c5 (default: all)")

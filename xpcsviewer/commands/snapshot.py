@@ -60,3 +60,33 @@ def run(args: argparse.Namespace) -> int:
     if not quiet:
         print(display_path(out))
     return 0
+
+
+TABS = (
+    "saxs2d",
+    "saxs1d",
+    "stability",
+    "intensity",
+    "g2",
+    "diffusion",
+    "twotime",
+    "g2stability",
+    "g2map",
+    "g2pixel",
+    "average",
+    "qmap",
+    "detector",
+    "metadata",
+    "live",
+    "series",
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``xpcsviewer snapshot`` (called by :mod:`xpcsviewer.cli`)."""
+    p.add_argument("files", nargs="*", metavar="FILE")
+    p.add_argument("--tab", choices=TABS, required=True)
+    p.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT.png")
+    p.add_argument("--size", nargs=2, type=int, default=(1400, 900), metavar=("W", "H"),
+                   help="window size in pixels, each 200..8192 (default 1400 900)")

@@ -66,13 +66,14 @@ def _load(path: str, q_range: tuple[float, float] | None,
     }
 
 
-def _radius(verdict: Any, d: dict[str, Any], args: Any) -> dict[str, Any]:
-    """Stokes-Einstein radius only for a diffusive file with a stated solvent."""
+def _radius(verdict: Any, d: dict[str, Any], opts: FitOptions) -> dict[str, Any]:
+    """Stokes-Einstein radius only for a diffusive file with a stated solvent: the
+    options' temperature and viscosity, else the file's."""
     from xpcsviewer.fitting import hydrodynamic_radius, solvent_from_sample
 
     if not verdict.diffusive:
         return {}
-    t, eta = getattr(args, "temperature", None), getattr(args, "viscosity", None)
+    t, eta = opts.temperature, opts.viscosity
     source = "command line"
     if t is None or eta is None:
         stated = solvent_from_sample(d["sample"], d["sample_units"])

@@ -143,7 +143,8 @@ def _bins(fits: Any) -> list[dict[str, Any]]:
 
 
 def _diffusion(analysis: Any, res: Any) -> dict[str, Any]:
-    from xpcsviewer.jobs.fit import _radius  # the fit command's rule: a stated solvent only
+    # the fit command's rule: a stated solvent only (no options: the file's)
+    from xpcsviewer.jobs.fit import FitOptions, _radius
 
     if analysis is None or not analysis.laws:
         return {"verdict": "no_fits", "message": "no g2 fits", "n_good": 0}
@@ -152,7 +153,7 @@ def _diffusion(analysis: Any, res: Any) -> dict[str, Any]:
            "exponent": _f(v.free.exponent), "exponent_err": _f(v.free.exponent_err),
            "D": _f(v.D), "D_err": _f(v.D_err)}
     out.update(_radius(v, {"sample": dict(res.sample),
-                           "sample_units": dict(res.sample_units)}, None))
+                           "sample_units": dict(res.sample_units)}, FitOptions()))
     return out
 
 
