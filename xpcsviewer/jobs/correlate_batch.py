@@ -11,7 +11,6 @@ from typing import Any
 from xpcsviewer.compute.spec import CorrelateSpec, PlanRequest, SpecError
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import OutputRefusedError
-from xpcsviewer.jobs import correlate as _job
 
 __all__ = ["correlate_task", "output_complete", "output_name"]
 
@@ -70,6 +69,8 @@ def correlate_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str, A
     XpcsFileError
         Bad raw frames; SpecError for options this file cannot take.
     """
+    from xpcsviewer.jobs import correlate as _job  # the module: a test may patch it
+
     spec = CorrelateSpec.from_dict(options["spec"])
     job = _job.CorrelateJob(Path(item["path"]), Path(options["qmap"]), Path(item["output"]),
                        spec, PlanRequest(**options.get("request", {})),
