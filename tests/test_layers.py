@@ -273,3 +273,41 @@ def test_imports_under_try_if_with_tie_modules_together():
         assert _cycles(_module_graph({"xpcsviewer.io.a": lazy, "xpcsviewer.io.b": b})) == []
     # a lazy import still counts for the floors
     assert _wrong("def f():\n    import xpcsviewer.gui\n") == [("io", "gui")]
+
+
+# ----------------------------------------------------------- issue 44's rules
+def _tree_of(module: str) -> ast.AST:
+    return ast.parse(_modules()[module].read_text(encoding="utf-8"))
+
+
+def _argparse_uses(tree: ast.AST) -> list[str]:
+    """``import argparse``, an ``argparse.`` name, or an ``args.x`` / ``getattr(args, …)``
+    read: the command line's value inside a job."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+            if any(n.split(".")[0] == "argparse" for n in names):
+                found.append(f"line {node.lineno}: imports argparse")
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id in ("args", "argparse"):
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "vars") and node.args and \
+                isinstance(node.args[0], ast.Name) and node.args[0].id == "args":
+            found.append(f"line {node.lineno}: {node.func.id}(args, ...)")
+    return found
+
+
+def test_jobs_take_values_not_the_command_line():
+    """A job is called alike by the command line, the batch, live and the window: it
+    takes typed values (a spec, a job), never the parser's Namespace (ADR-12)."""
+    bad = {m: u for m in _modules() if m.startswith("xpcsviewer.jobs")
+           for u in [_argparse_uses(_tree_of(m))] if u}
+    assert not bad, bad
+
+
+def test_argparse_finder_finds_a_namespace():
+    src = ("import argparse\n"
+           "def f(args):\n    return args.mode, getattr(args, 'x', 1)\n")
+    assert len(_argparse_uses(ast.parse(src))) == 3
