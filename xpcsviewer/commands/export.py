@@ -266,7 +266,8 @@ def _save_pages(pages: list[Any], target: Path, inputs: Sequence[str | Path],
 
 def _figure_inputs(kind: str, results: list[Any], g2_fits: Any = None) -> dict[str, Any]:
     """What the figure of ``kind`` is handed: the g2 fits, their D(q) analysis (the
-    Diffusion tab's, with its defaults) or the averaging screen; figures compute none."""
+    Diffusion tab's, with its defaults), the ages of the first two-time bin (the Two-Time
+    tab's defaults) or the averaging screen; figures compute none (ADR-8)."""
     from xpcsviewer.export.inputs import average_screen
     from xpcsviewer.views.diffusion import diffusion_analysis
 
@@ -274,9 +275,19 @@ def _figure_inputs(kind: str, results: list[Any], g2_fits: Any = None) -> dict[s
         return {"fits": g2_fits}
     if kind == "diffusion":
         return {"analysis": diffusion_analysis(g2_fits)}
+    if kind == "ages":
+        return {"ages": _first_bin_ages(results[0])}
     if kind == "average":
         return {"summary": average_screen(results)}
     return {}
+
+
+def _first_bin_ages(res: Any) -> Any:
+    """The ages of the first two-time bin of ``res`` with the Two-Time tab's defaults
+    (5 equal windows, model auto, the linear law named)."""
+    from xpcsviewer.jobs.ages_bin import bin_request, run_ages
+
+    return run_ages(bin_request(res, 0))
 
 
 def _probe(kind: str, res: Any, cancel: CancelToken | None) -> None:

@@ -35,10 +35,10 @@ Kinds and their options
     correct_diagonal=False, cmap="viridis", levels=None, view=None (a C2View-like object
     with ``c2``, ``t0``, ``label``; default ``io.read_c2``), g2=True.
 ``ages``
-    file_index=0, bin_index=0, ages=None (an AgesOutcome of
-    :func:`xpcsviewer.export._ages_run.run_ages`, as the Two-Time tab hands it; default:
-    computed here from spacing="linear" ("log"), n_windows=5, or ages_s / widths_s (s),
-    with model="auto"), bands="age" ("t1", "both"), law="linear" ("power"),
+    file_index=0, bin_index=0, ages (required: an AgesOutcome of
+    :func:`xpcsviewer.jobs.ages_bin.run_ages`, as the Two-Time tab and
+    ``xpcsviewer export`` hand it, or the report's of every bin), bands="age" ("t1",
+    "both"), law="linear" ("power": the law drawn; both are in the outcome),
     quantity="tau" ("contrast", "stretch": of the converged cuts, against age), and the
     map's max_size, correct_diagonal, cmap, levels, view as for ``twotime``.
 ``qmap``
