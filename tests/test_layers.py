@@ -311,3 +311,115 @@ def test_argparse_finder_finds_a_namespace():
     src = ("import argparse\n"
            "def f(args):\n    return args.mode, getattr(args, 'x', 1)\n")
     assert len(_argparse_uses(ast.parse(src))) == 3
+
+
+# ------------------------------------------------- export draws what it is handed (ADR-8)
+#: What export/ may import of ``xpcsviewer.fitting``, by (module, name), each because it
+#: runs no fit: ``g2_blocks`` selects the shown g2 curves of loaded results (the g2 tab
+#: draws the same selection), ``drift_text``/``drift_flagged`` read a finished
+#: ``StabilityFit``.
+EXPORT_MAY_USE = {
+    ("xpcsviewer.fitting.blocks", "g2_blocks"),
+    ("xpcsviewer.fitting.stability", "drift_flagged"),
+    ("xpcsviewer.fitting.stability", "drift_text"),
+}
+#: Functions of views/ that run an analysis (a fit) rather than prepare a drawing.
+EXPORT_MAY_NOT_USE = {("xpcsviewer.views.diffusion", "diffusion_analysis")}
+
+
+def _runtime_nodes(node: ast.AST):
+    """Every node that can run: all of them but the body of ``if TYPE_CHECKING:``
+    (function bodies included: a lazy import runs when the function is called)."""
+    yield node
+    if isinstance(node, ast.If) and _type_checking(node.test):
+        yield from _runtime_nodes(node.test)
+        for c in node.orelse:
+            yield from _runtime_nodes(c)
+        return
+    for c in ast.iter_child_nodes(node):
+        yield from _runtime_nodes(c)
+
+
+def _runtime_imports(source: str, module: str, known: set[str], is_pkg: bool = False):
+    """(module, name or None, line) of every package import that can run: ``from m
+    import n`` gives (m, n) unless ``m.n`` is a module ((m.n, None)); ``import m``,
+    ``import_module``/``__import__`` give (m, None)."""
+    here = module if is_pkg else module.rpartition(".")[0]
+    for node in _runtime_nodes(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found = [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module or ""
+            found = [(f"{base}.{a.name}", None) if f"{base}.{a.name}" in known
+                     else (base, a.name) for a in node.names]
+        elif isinstance(node, ast.Call) and _dynamic_target(node) is not None:
+            found = [(_dynamic_target(node), None)]
+        else:
+            continue
+        for target, name in found:
+            if target == "xpcsviewer" or target.startswith("xpcsviewer."):
+                yield target, name, node.lineno
+
+
+def _export_computes(source: str, module: str, known: set[str], is_pkg: bool = False):
+    """(line, what) of each import of ``module`` (of export/) that can run a job or an
+    analysis: anything of ``xpcsviewer.jobs`` or ``xpcsviewer.compute``; of
+    ``xpcsviewer.fitting`` anything but :data:`EXPORT_MAY_USE` (a whole module, a
+    ``*``, a value type too: those go under ``if TYPE_CHECKING:``); the views functions
+    of :data:`EXPORT_MAY_NOT_USE`."""
+    for target, name, line in _runtime_imports(source, module, known, is_pkg):
+        pkg = _floor_of(target)
+        shown = f"{target}.{name}" if name else target
+        if pkg in ("jobs", "compute"):
+            yield line, shown
+        elif pkg == "fitting" and (target, name) not in EXPORT_MAY_USE:
+            yield line, shown
+        elif (target, name) in EXPORT_MAY_NOT_USE:
+            yield line, shown
+
+
+def test_export_draws_what_it_is_handed():
+    """ADR-8, issue 44: a figure draws what it is handed. No module of export/ imports,
+    at its top, lazily in a function or by ``import_module`` (only ``if TYPE_CHECKING:``
+    is exempt), a job (``xpcsviewer.jobs``), array code (``xpcsviewer.compute``), a fit
+    (``xpcsviewer.fitting`` but the readers of :data:`EXPORT_MAY_USE`) or a views
+    analysis (:data:`EXPORT_MAY_NOT_USE`): the command, the GUI tab or the report
+    runs those and hands the figure their outcome."""
+    mods = _modules()
+    known = set(mods)
+    wrong = []
+    for m, path in sorted(mods.items()):
+        if _floor_of(m) != "export":
+            continue
+        src = path.read_text(encoding="utf-8")
+        for line, what in _export_computes(src, m, known, path.name == "__init__.py"):
+            wrong.append(f"{path.relative_to(PKG)}:{line}: {what}")
+    assert wrong == []
+
+
+def test_export_rule_reads_every_kind_of_import():
+    def found(src: str) -> list[str]:
+        return [w for _, w in _export_computes(src, "xpcsviewer.export.fake", _KNOWN)]
+
+    assert found("def f():\n    from xpcsviewer.jobs.ages import analyse_ages\n") == [
+        "xpcsviewer.jobs.ages.analyse_ages"]
+    assert found("from xpcsviewer import jobs\n") == ["xpcsviewer.jobs"]
+    assert found("import xpcsviewer.compute\n") == ["xpcsviewer.compute"]
+    assert found("from ..fitting.stability import fit_partial_snapshots\n") == [
+        "xpcsviewer.fitting.stability.fit_partial_snapshots"]
+    assert found("from xpcsviewer.fitting.stability import drift_text, StabilityFit\n") == [
+        "xpcsviewer.fitting.stability.StabilityFit"]
+    assert found("import importlib\nimportlib.import_module('xpcsviewer.jobs.average')\n") == [
+        "xpcsviewer.jobs.average"]
+    assert found("from xpcsviewer.views.diffusion import diffusion_analysis\n") == [
+        "xpcsviewer.views.diffusion.diffusion_analysis"]
+    # a type for the hints only never runs; the readers may be used
+    assert found("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                 "    from xpcsviewer.jobs.ages import AgesOutcome\n"
+                 "    from xpcsviewer.fitting.fit_table import G2Fits\n") == []
+    assert found("from xpcsviewer.fitting.blocks import g2_blocks\n"
+                 "from xpcsviewer.views.diffusion import DiffusionAnalysis\n") == []

@@ -92,17 +92,20 @@ def test_ages_reads_the_groups_for_its_tau_errors(inputs, tmp_path, monkeypatch)
     # no JSON beside it)
     from xpcsviewer.export.figures import make_figure
     from xpcsviewer.io import read_result
+    from xpcsviewer.jobs.ages_bin import bin_request, run_ages
 
     res = read_result(out)
-    titles = [ax.get_title() for ax in make_figure("ages", [res], n_windows=2).axes]
+    ages = run_ages(bin_request(res, n=2))
+    titles = [ax.get_title() for ax in make_figure("ages", [res], ages=ages).axes]
     assert any(t.endswith("errors: pixel groups (6)") for t in titles), titles
     titles = [ax.get_title() for ax in
-              make_figure("ages", [res], n_windows=2, size="single").axes]
+              make_figure("ages", [res], ages=ages, size="single").axes]
     assert any(t.endswith("\nerrors: groups (6)") for t in titles), titles
     import xpcsviewer.jobs.ages as jobs_ages
 
     monkeypatch.setattr(jobs_ages, "read_groups", lambda *a, **k: None)
-    titles = [ax.get_title() for ax in make_figure("ages", [res], n_windows=2).axes]
+    ages = run_ages(bin_request(res, n=2))
+    titles = [ax.get_title() for ax in make_figure("ages", [res], ages=ages).axes]
     assert not any("errors:" in t for t in titles), titles
 
 

@@ -86,8 +86,8 @@ def test_law_band_is_numpys_weighted_fit():
 def outcome(tmp_path_factory):
     """The analysis of a small two-time file, with hand-set statuses of the tau
     against age: every marker kind of the constant-age cuts, none of constant t1."""
-    from xpcsviewer.export._ages_run import AgesRequest, run_ages
     from xpcsviewer.io import read_result
+    from xpcsviewer.jobs.ages_bin import AgesRequest, run_ages
 
     spec = importlib.util.spec_from_file_location("xpcs_test_fake_results_agefig", _FAKE)
     fake = importlib.util.module_from_spec(spec)
@@ -177,7 +177,7 @@ def test_csv_table(outcome, tmp_path):
 
 def test_a_request_equals_itself_without_q():
     """A bin of unknown q (NaN) must not make every result of the tab look stale."""
-    from xpcsviewer.export._ages_run import AgesRequest, parse_seconds
+    from xpcsviewer.jobs.ages_bin import AgesRequest, parse_seconds
 
     a = AgesRequest("/f.hdf", 0, 3, 100, 1e-3, q=float(np.nan))
     assert a == AgesRequest("/f.hdf", 0, 3, 100, 1e-3, q=float(np.float64("nan")), label="f")

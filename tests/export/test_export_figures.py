@@ -18,10 +18,10 @@ from xpcsviewer.export import (
     write_csv,
     write_json,
 )
-from xpcsviewer.export.inputs import average_screen
 from xpcsviewer.fitting.block_fits import fit_g2_blocks
 from xpcsviewer.fitting.blocks import G2Block, g2_blocks
 from xpcsviewer.fitting.results import fits_table, fits_to_dict
+from xpcsviewer.jobs.figure_inputs import average_screen, stability_fit
 from xpcsviewer.views.diffusion import diffusion_analysis
 from xpcsviewer.views.g2 import (
     c2_time_axis,
@@ -57,6 +57,12 @@ def _options(kind, fake, results, fits):
         return {"view": fake.fake_read_c2(results[0], 1, max_size=64)}
     if kind == "average":
         return {"summary": average_screen(results)}
+    if kind == "g2stability":
+        return {"fit": stability_fit(_inputs(kind, results)[0])}
+    if kind == "ages":
+        from xpcsviewer.jobs.ages_bin import bin_request, run_ages
+
+        return {"ages": run_ages(bin_request(results[0]))}
     return {}
 
 

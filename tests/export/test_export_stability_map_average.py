@@ -14,10 +14,10 @@ from matplotlib.container import ErrorbarContainer
 
 from xpcsviewer.export import FIGURE_KINDS, make_figure, save_figure
 from xpcsviewer.export.figures import AVERAGE_STATISTICS
-from xpcsviewer.export.inputs import average_screen
 from xpcsviewer.fitting.stability import drift_text, fit_partial_snapshots
 from xpcsviewer.io import read_result
 from xpcsviewer.jobs.average import AverageOptions, AverageSummary, FileStat
+from xpcsviewer.jobs.figure_inputs import average_screen, stability_fit
 
 TAU = "\u03c4 (s)"
 
@@ -76,7 +76,8 @@ def test_g2stability_figure_shows_the_snapshots_and_fits(demo, tmp_path):
     res = demo["E01"]
     mt = res.multitau
     j = 2
-    fig = make_figure("g2stability", [demo["A01"], res], file_index=1, bin_index=j)
+    fig = make_figure("g2stability", [demo["A01"], res], file_index=1, bin_index=j,
+                      fit=stability_fit(res))
     ax = fig.axes[0]
     want = [f"frames={int(n)}" for n in mt.g2_partial_labels]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == want
@@ -106,19 +107,27 @@ def test_g2stability_figure_shows_the_snapshots_and_fits(demo, tmp_path):
     assert head.startswith(drift_text(fit, j)) and "median of" in head
     # beam damage: the drift is above the default 10 % threshold
     assert "dynamics change" in head
-    calm = make_figure("g2stability", [res], bin_index=j, threshold=1000.0)
+    calm = make_figure("g2stability", [res], bin_index=j, threshold=1000.0, fit=fit)
     assert "stationary within 1000 %" in calm._suptitle.get_text()
     _check_formats(fig, tmp_path, "stab")
 
 
 def test_g2stability_without_snapshots_and_bad_options(demo):
-    fig = make_figure("g2stability", [demo["A01"]])
+    assert stability_fit(demo["A01"]) is None
+    fig = make_figure("g2stability", [demo["A01"]], fit=None)
     assert not any(ax.axison for ax in fig.axes)
     assert "no partial g2 snapshots" in fig.axes[0].texts[0].get_text()
+    fit = stability_fit(demo["E01"])
     with pytest.raises(TypeError):
-        make_figure("g2stability", [demo["E01"]], q_bin=1)
+        make_figure("g2stability", [demo["E01"]], q_bin=1, fit=fit)
     with pytest.raises(IndexError):
-        make_figure("g2stability", [demo["E01"]], bin_index=99)
+        make_figure("g2stability", [demo["E01"]], bin_index=99, fit=fit)
+    # the figure fits nothing: it is handed the fits of this file's snapshots
+    with pytest.raises(ValueError, match="no snapshot fits given"):
+        make_figure("g2stability", [demo["E01"]])
+    other = dataclasses.replace(fit, partial=fit.partial[:2])
+    with pytest.raises(ValueError, match="are not of"):
+        make_figure("g2stability", [demo["E01"]], fit=other)
 
 
 # ---------------------------------------------------------------------- g2 map

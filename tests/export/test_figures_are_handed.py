@@ -1,4 +1,5 @@
-"""Issue 32: the Diffusion and Average figures draw the analysis they are handed."""
+"""Issues 32 and 44: the Diffusion, Average, g2 stability and ages figures draw the
+analysis they are handed."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def test_the_tab_job_and_the_export_use_one_analysis(results, fits):
 
 
 def test_average_figure_draws_the_given_screen(results, monkeypatch):
-    from xpcsviewer.export.inputs import average_screen
+    from xpcsviewer.jobs.figure_inputs import average_screen
 
     summary = average_screen(results)
     _no_fitting(monkeypatch)
@@ -91,11 +92,51 @@ def test_average_figure_draws_the_given_screen(results, monkeypatch):
         make_figure("average", results)
 
 
+def test_g2stability_figure_draws_the_given_fit(results, monkeypatch):
+    import dataclasses
+
+    import xpcsviewer.fitting.stability as stability
+    from xpcsviewer.jobs.figure_inputs import stability_fit
+
+    mt = results[0].multitau
+    part = np.stack([mt.g2, mt.g2 + 0.002, mt.g2 + 0.004])  # (P, T, Nd)
+    res = dataclasses.replace(results[0], multitau=dataclasses.replace(
+        mt, g2_partial=part, g2_partial_err=np.broadcast_to(mt.g2_err, part.shape).copy(),
+        g2_partial_labels=np.array([100, 200, 300])))
+    fit = stability_fit(res)
+
+    def boom(*_a, **_k):
+        raise AssertionError("a figure fitted the snapshots")
+
+    monkeypatch.setattr(stability, "fit_partial_snapshots", boom)
+    fig = make_figure("g2stability", [res], fit=fit)
+    curves = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "-"]
+    assert len(curves) == int(np.isfinite(fit.fit_tau[:, 0]).sum())
+    for ln in curves:
+        np.testing.assert_array_equal(ln.get_xdata(), fit.grid)
+    with pytest.raises(ValueError, match="no snapshot fits given"):
+        make_figure("g2stability", [res])
+
+
+def test_ages_figure_needs_its_analysis(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("xpcs_test_fake_results_handed2", _FAKE)
+    fake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake)
+    d = tmp_path_factory.mktemp("handed_ages")
+    res = fake.make_result(d / "H003_results.hdf", seed=3, kind="twotime", n_c2=60)
+    with pytest.raises(ValueError, match="no ages analysis given"):
+        make_figure("ages", [res])
+    for old in ("spacing", "n_windows", "ages_s", "widths_s", "model"):  # the job's now
+        with pytest.raises(TypeError):
+            make_figure("ages", [res], ages=object(), **{old: None})
+
+
 def test_figure_modules_call_no_analysis():
+    import xpcsviewer.export._fig_ages as fig_ages
     import xpcsviewer.export._fig_g2 as fig_g2
     import xpcsviewer.export._fig_multi as fig_multi
 
-    src = Path(fig_g2.__file__).read_text() + Path(fig_multi.__file__).read_text()
+    src = "".join(Path(m.__file__).read_text() for m in (fig_g2, fig_multi, fig_ages))
     for name in ("diffusion_verdict", "fit_diffusion", "diffusion_points", "screen_files",
-                 "average_files"):
+                 "average_files", "fit_partial_snapshots", "analyse_ages", "read_map"):
         assert name not in src, name

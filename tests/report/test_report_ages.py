@@ -80,7 +80,7 @@ def test_a_file_without_two_time_has_no_ages_part(tiny_demo_dir):
 
 def test_the_figure_is_drawn_from_the_tables_analysis(age_lag_only_file, monkeypatch):
     # one analysis per file: the figure reuses the table's (every bin's), at its bin
-    import xpcsviewer.export._ages_run as ages_run
+    import xpcsviewer.jobs.ages_bin as ages_run
 
     def again(*a, **k):
         raise AssertionError("analysed twice")

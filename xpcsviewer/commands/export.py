@@ -16,6 +16,10 @@ that lacks the data of a plot (two-time of a multitau-only file, partial g2
 snapshots for ``g2stability``) is skipped with a note and does not change the
 exit code. Existing figures are refused (exit 2) unless ``--overwrite``.
 
+The figures draw what they are handed: the fits, the diffusion analysis, the ages of
+the first two-time bin (5 equal windows, model auto, as the Two-Time tab starts) and the
+fits of the partial g2 snapshots are computed here first.
+
 ``--size`` picks the page (:data:`xpcsviewer.export.SIZE_PRESETS`; default
 ``double``, 7 in wide). A g2 figure with more panels than a page holds is a
 multi-page PDF, or numbered files ``combined_g2_p1.png``, ``_p2`` ... .
@@ -266,17 +270,31 @@ def _save_pages(pages: list[Any], target: Path, inputs: Sequence[str | Path],
 
 def _figure_inputs(kind: str, results: list[Any], g2_fits: Any = None) -> dict[str, Any]:
     """What the figure of ``kind`` is handed: the g2 fits, their D(q) analysis (the
-    Diffusion tab's, with its defaults) or the averaging screen; figures compute none."""
-    from xpcsviewer.export.inputs import average_screen
+    Diffusion tab's, with its defaults), the ages of the first two-time bin (the Two-Time
+    tab's defaults), the fits of the partial g2 snapshots or the averaging screen;
+    figures compute none (ADR-8)."""
+    from xpcsviewer.jobs.figure_inputs import average_screen, stability_fit
     from xpcsviewer.views.diffusion import diffusion_analysis
 
     if kind == "g2":
         return {"fits": g2_fits}
     if kind == "diffusion":
         return {"analysis": diffusion_analysis(g2_fits)}
+    if kind == "ages":
+        return {"ages": _first_bin_ages(results[0])}
+    if kind == "g2stability":
+        return {"fit": stability_fit(results[0])}
     if kind == "average":
         return {"summary": average_screen(results)}
     return {}
+
+
+def _first_bin_ages(res: Any) -> Any:
+    """The ages of the first two-time bin of ``res`` with the Two-Time tab's defaults
+    (5 equal windows, model auto, the linear law named)."""
+    from xpcsviewer.jobs.ages_bin import bin_request, run_ages
+
+    return run_ages(bin_request(res, 0))
 
 
 def _probe(kind: str, res: Any, cancel: CancelToken | None) -> None:

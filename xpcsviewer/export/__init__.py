@@ -5,8 +5,10 @@ any view (kinds in :data:`FIGURE_KINDS`; ``size`` a page of :data:`SIZE_PRESETS`
 ``make_figures`` all its pages, ``save_figure(fig, path)`` writes PNG/SVG/PDF
 atomically (TrueType fonts in PDF, text as text in SVG), ``write_csv`` /
 ``write_json`` write tables atomically. The data
-preparation shared with the GUI lives in :mod:`xpcsviewer.views`; the fits drawn come
-from :mod:`xpcsviewer.fitting` (:class:`~xpcsviewer.fitting.fit_table.G2Fits`).
+preparation shared with the GUI lives in :mod:`xpcsviewer.views`. A figure draws what it
+is handed (ADR-8): the fits (:class:`~xpcsviewer.fitting.fit_table.G2Fits`), the D(q)
+analysis, the ages and the screens are computed before it (:mod:`xpcsviewer.jobs.ages_bin`,
+:mod:`xpcsviewer.jobs.figure_inputs`); nothing here runs a job, a fit or array code.
 """
 
 from xpcsviewer.export.figures import (

@@ -3,7 +3,9 @@ ways with their fits, and tau against age with the ageing law (issue 35).
 
 Drawn with :mod:`xpcsviewer.views.ages`, the rule the tab draws with: the same points,
 the same marker kinds (filled converged, open unresolved, triangles for 95 % limits,
-the rest left out and counted), the same flag where the two ways disagree.
+the rest left out and counted), the same flag where the two ways disagree. The
+analysis is handed in (``ages=``, an ``AgesOutcome`` of
+:func:`xpcsviewer.jobs.ages_bin.run_ages` or the report's): the figure runs none.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from xpcsviewer.export._fig_common import (
 )
 from xpcsviewer.views import ages as av
 from xpcsviewer.views import display_image
-from xpcsviewer.views.age_lag_map import age_lag_only, has_twotime, map_bins, map_extent
+from xpcsviewer.views.age_lag_map import age_lag_only, has_twotime, map_bins
 from xpcsviewer.views.g2 import c2_time_axis
 from xpcsviewer.views.g2_fit import FIT_LOOK
 
@@ -34,22 +36,6 @@ MPL_MARKERS = {"filled": "o", "open": "o", "limit_up": "^", "limit_down": "v"}
 TAU_COLORS = av.TAU_COLORS
 _LINESTYLES = {"solid": "-", "dotted": ":", "dashed": "--", "dashdot": "-."}
 _LAW_COLOR = "#1f77b4"
-
-
-def _outcome(res: Any, bin_index: int, spacing: str, n_windows: int, ages_s: Any,
-             widths_s: Any, model: str, law: str) -> Any:
-    from xpcsviewer.export._ages_run import AgesRequest, run_ages
-
-    dq = int(map_bins(res)[int(bin_index)])
-    n_frames, t0 = map_extent(res)
-    qs = np.asarray(res.qmap.dynamic_q, dtype=np.float64).ravel()
-    q = float(qs[dq - 1]) if 0 < dq <= qs.size else float("nan")
-    ages = tuple(float(a) for a in np.atleast_1d(ages_s)) if ages_s is not None else ()
-    widths = tuple(float(w) for w in np.atleast_1d(widths_s)) if widths_s is not None else ()
-    req = AgesRequest(str(res.path), int(bin_index), dq, n_frames, t0,
-                      "list" if ages else spacing, int(n_windows), ages, widths, model, law,
-                      q, res.label)
-    return run_ages(req)
 
 
 def _draw_map(fig: Any, ax: Any, res: Any, bin_index: int, o: Any, bands: str,
@@ -210,11 +196,6 @@ def _fig_ages(
     bands: str = "age",
     law: str = "linear",
     quantity: str = "tau",
-    spacing: str = "linear",
-    n_windows: int = 5,
-    ages_s: Any = None,
-    widths_s: Any = None,
-    model: str = "auto",
     max_size: int = 1024,
     correct_diagonal: bool = False,
     cmap: str = "viridis",
@@ -229,8 +210,10 @@ def _fig_ages(
         raise IndexError(f"bin_index {bin_index} outside 0..{n_p - 1}")
     if bands not in av.BAND_CHOICES:
         raise ValueError(f"bands must be one of {av.BAND_CHOICES}, got {bands!r}")
-    o = ages if ages is not None else _outcome(res, bin_index, spacing, n_windows, ages_s,
-                                               widths_s, model, law)
+    if ages is None:
+        raise ValueError("no ages analysis given: pass ages= (an AgesOutcome of "
+                         "xpcsviewer.jobs.ages_bin.run_ages)")
+    o = ages
     # ``ages`` may hold several bins (the report's, of every bin): this bin's position
     dq = int(map_bins(res)[int(bin_index)])
     held = np.asarray(o.cuts.bins).tolist()

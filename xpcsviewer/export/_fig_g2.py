@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,11 +15,14 @@ from xpcsviewer.export._fig_common import (
     legend_below,
     new_figure,
 )
-from xpcsviewer.fitting.blocks import G2Block, g2_blocks
-from xpcsviewer.fitting.fit_table import G2Fits
-from xpcsviewer.views.diffusion import DiffusionAnalysis
+from xpcsviewer.fitting.blocks import g2_blocks
 from xpcsviewer.views.g2 import g2_panels, g2_points, robust_ylim
 from xpcsviewer.views.g2_fit import FIT_LOOK, g2_fit_line
+
+if TYPE_CHECKING:  # the values handed in, read here, made elsewhere (ADR-8)
+    from xpcsviewer.fitting.blocks import G2Block
+    from xpcsviewer.fitting.fit_table import G2Fits
+    from xpcsviewer.views.diffusion import DiffusionAnalysis
 
 
 # -------------------------------------------------------------------------- g2

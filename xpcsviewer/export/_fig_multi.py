@@ -18,6 +18,7 @@ def _fig_g2stability(
     threshold: float = 10.0,
     errorbars: bool = True,
     legend: bool = True,
+    fit: Any = None,
 ) -> Any:
     res = _pick(results, file_index)
     mt = res.multitau
@@ -25,23 +26,18 @@ def _fig_g2stability(
         return _no_data(
             new_figure(), f"{res.label}: no partial g2 snapshots in the file"
         )
+    if fit is None:
+        raise ValueError("no snapshot fits given: pass fit= (a StabilityFit of "
+                         "xpcsviewer.jobs.figure_inputs.stability_fit)")
     from matplotlib.colors import LinearSegmentedColormap
 
-    from xpcsviewer.fitting.stability import (
-        drift_flagged,
-        drift_text,
-        fit_partial_snapshots,
-    )
+    from xpcsviewer.fitting.stability import drift_flagged, drift_text
 
     part = np.asarray(mt.g2_partial, dtype=np.float64)
     err = None if mt.g2_partial_err is None else np.asarray(mt.g2_partial_err, float)
-    fit = fit_partial_snapshots(
-        np.asarray(mt.tau, dtype=np.float64),
-        part,
-        err,
-        None if mt.g2_partial_labels is None else np.asarray(mt.g2_partial_labels),
-        res.qmap.dynamic_labels(),
-    )
+    if fit.partial.shape != part.shape:
+        raise ValueError(f"the snapshot fits handed ({fit.partial.shape}) are not of "
+                         f"{res.label}'s snapshots ({part.shape})")
     n_p, _n_t, n_d = part.shape
     if not 0 <= int(bin_index) < n_d:
         raise IndexError(f"bin_index {bin_index} outside 0..{n_d - 1}")
@@ -244,11 +240,11 @@ def _fig_average(
         raise ValueError(
             f"statistic must be one of {sorted(AVERAGE_STATISTICS)}, got {statistic!r}"
         )
-    from xpcsviewer.jobs.average import IncompatibleFilesError
-
     if summary is None:
-        raise ValueError("no screening given: pass summary= (export.inputs.average_screen)")
-    if isinstance(summary, IncompatibleFilesError):  # the screening refused the files
+        raise ValueError("no screening given: pass summary= "
+                         "(xpcsviewer.jobs.figure_inputs.average_screen)")
+    if isinstance(summary, Exception):  # the screening refused the files (an
+        # IncompatibleFilesError: its reference file and what differs in each other)
         import textwrap
         from pathlib import Path
 

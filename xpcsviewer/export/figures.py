@@ -3,8 +3,10 @@
 ``make_figure(kind, results, **options)`` returns a ``matplotlib.figure.Figure``
 (never registered with pyplot, so it is safe in worker threads); save it with
 :func:`xpcsviewer.export.save_figure`. The data preparation comes from
-:mod:`xpcsviewer.views` (the fits from :mod:`xpcsviewer.fitting.blocks`), which the GUI
-tabs also use, so the figure matches the screen.
+:mod:`xpcsviewer.views` (the shown g2 curves from :mod:`xpcsviewer.fitting.blocks`), which
+the GUI tabs also use, so the figure matches the screen. A figure draws what it is
+handed (ADR-8): the fits, the D(q) analysis, the ages, the snapshot fits and the
+averaging screen are computed before it, by the tab, the command or the report.
 
 Kinds and their options
 -----------------------
@@ -35,24 +37,25 @@ Kinds and their options
     correct_diagonal=False, cmap="viridis", levels=None, view=None (a C2View-like object
     with ``c2``, ``t0``, ``label``; default ``io.read_c2``), g2=True.
 ``ages``
-    file_index=0, bin_index=0, ages=None (an AgesOutcome of
-    :func:`xpcsviewer.export._ages_run.run_ages`, as the Two-Time tab hands it; default:
-    computed here from spacing="linear" ("log"), n_windows=5, or ages_s / widths_s (s),
-    with model="auto"), bands="age" ("t1", "both"), law="linear" ("power"),
+    file_index=0, bin_index=0, ages (required: an AgesOutcome of
+    :func:`xpcsviewer.jobs.ages_bin.run_ages`, as the Two-Time tab and
+    ``xpcsviewer export`` hand it, or the report's of every bin), bands="age" ("t1",
+    "both"), law="linear" ("power": the law drawn; both are in the outcome),
     quantity="tau" ("contrast", "stretch": of the converged cuts, against age), and the
     map's max_size, correct_diagonal, cmap, levels, view as for ``twotime``.
 ``qmap``
     file_index=0, which="both" ("dynamic", "static").
 ``g2stability``
     file_index=0, bin_index=0 (g2 column), threshold=10.0 (% drift flagged),
-    errorbars=True, legend=True. The partial g2 snapshots are fitted here with
-    :func:`xpcsviewer.fitting.stability.fit_partial_snapshots`.
+    errorbars=True, legend=True, fit (required for a file with partial g2 snapshots:
+    the StabilityFit of its snapshots, :func:`xpcsviewer.jobs.figure_inputs.stability_fit`,
+    as the g2 stability tab holds it).
 ``g2map``
     file_index=0, bin_index=0 (g2 column of the profile), normalize=False,
     cmap="viridis", levels=None ((lo, hi); default 1-99 percentile), profile=True.
 ``average``
     statistic="baseline" ("g2_z", "intensity_z", "intensity"), summary (required:
-    the AverageSummary of a screening, e.g. :func:`xpcsviewer.export.inputs.average_screen`,
+    the AverageSummary of a screening, e.g. :func:`xpcsviewer.jobs.figure_inputs.average_screen`,
     or the IncompatibleFilesError it returned, drawn as a note), options=None
     (AverageOptions; sets the threshold lines, else the summary's), max_names=24 (file
     names as tick labels up to this many files).

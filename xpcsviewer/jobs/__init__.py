@@ -5,5 +5,6 @@ and ``fitting``, the readers and writers in ``io``. ``average``: repeats into on
 ``regroup``: a per-pixel stack with another partition; ``live``: follow an acquisition
 as it is written (:func:`xpcsviewer.jobs.live.follow`); ``series``: fits of a run of
 files against time, index or a metadata field; ``fitfile``: the ``fit`` command's own
-entry point for result files. Modules are imported on use; nothing here imports Qt.
+entry point for result files; ``ages_bin`` and ``figure_inputs``: the analyses the
+export figures are handed (ADR-8). Modules are imported on use; nothing here imports Qt.
 """

@@ -287,7 +287,7 @@ def _ages_figure(res: Any, ages: dict[str, Any], out: Any, dpi: float
     """The ages figure of the first bin with a law (else the first bin), drawn from the
     analysis the table came from (not analysed again)."""
     from xpcsviewer.export import make_figures
-    from xpcsviewer.export._ages_run import AgesOutcome
+    from xpcsviewer.jobs.ages_bin import AgesOutcome
     from xpcsviewer.views.age_lag_map import map_bins
 
     rows = ages["bins"]

@@ -351,7 +351,8 @@ def law_line(age_fits: Any, bin_pos: int = 0, law: str | None = None,
 def ages_columns(outcome: Any, bin_pos: int = 0) -> tuple[dict[str, np.ndarray], list[str]]:
     """The CSV of the ages view: the drawn cut points (one row per way, window and
     lag) and, beside them, the tau(t_w) table (one row per way and window), with the
-    laws and the flag in the header. ``outcome``: an ``AgesOutcome``."""
+    laws and the flag in the header. ``outcome``: an ``AgesOutcome``
+    (:mod:`xpcsviewer.jobs.ages_bin`)."""
     cuts, fits = outcome.cuts, outcome.fits
     cols: dict[str, list] = {k: [] for k in ("way", "window", "age_lo_s", "age_hi_s",
                                              "lag_s", "g2", "g2_err", "ways_disagree")}

@@ -82,7 +82,9 @@ def test_export_figure_uses_the_selected_file_and_bin(qtbot, panel, demo, tmp_pa
         panel.bin_spin.setValue(2)
     panel.threshold.setValue(25.0)
     assert panel.figure_kind == "g2stability"
-    assert panel.figure_options() == {
+    opts = panel.figure_options()
+    assert opts.pop("fit") is panel.fit  # the tab's fit of this file, not fitted again
+    assert opts == {
         "file_index": 0,
         "bin_index": 2,
         "threshold": 25.0,

@@ -3,7 +3,7 @@ tau against age (issue 35).
 
 What is drawn comes from :mod:`xpcsviewer.views.ages`, which the exported figure
 draws too. The analysis (read the age x lag map, cut, fit, the ageing law) runs in a
-worker (:func:`xpcsviewer.export._ages_run.run_ages`) with progress and cancel; a
+worker (:func:`xpcsviewer.jobs.ages_bin.run_ages`) with progress and cancel; a
 result for another file, bin or setting than the one asked last is dropped, and the
 plots are cleared as soon as the file or bin changes.
 """
@@ -31,10 +31,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from xpcsviewer.export._ages_run import AgesRequest, parse_seconds, run_ages
 from xpcsviewer.fitting.vocabulary import MODEL_MENU
 from xpcsviewer.gui.panels import _twotime_age_lag as al
 from xpcsviewer.gui.widgets import SparseLogAxis, plain_axes
+from xpcsviewer.jobs.ages_bin import AgesRequest, bin_request, parse_seconds, run_ages
 from xpcsviewer.views import ages as av
 from xpcsviewer.views.g2_fit import FIT_LOOK
 
@@ -263,21 +263,15 @@ class AgesView(QWidget):
         res = p.current()
         if res is None or p.bin_combo.count() == 0:
             return None
-        idx = int(p._bin_index)
-        dq = int(al.map_bins(res)[idx])
-        n_frames, t0 = al.map_extent(res)
-        qs = np.asarray(res.qmap.dynamic_q, dtype=np.float64).ravel()
-        q = float(qs[dq - 1]) if 0 < dq <= qs.size else float("nan")
         spacing = str(self.spacing.currentData())
         ages = widths = ()
         if spacing == "list":
             ages = parse_seconds(self.ages_edit.text(), "ages")
             if self.widths_edit.text().strip():
                 widths = parse_seconds(self.widths_edit.text(), "widths")
-        return AgesRequest(str(res.path), idx, dq, n_frames, t0,
-                           spacing, int(self.n_spin.value()), ages, widths,
-                           str(self.model_combo.currentData()),
-                           str(self.law_combo.currentData()), q, res.label)
+        return bin_request(res, int(p._bin_index), spacing, int(self.n_spin.value()),
+                           ages, widths, str(self.model_combo.currentData()),
+                           str(self.law_combo.currentData()))
 
     def follow(self) -> int | None:
         """Start unless the panel's file, bin and settings are those shown or running

@@ -472,7 +472,7 @@ class AveragePanel(BasePanel):
         """
         s = self.outcome.summary if self.outcome is not None else None
         if s is None:  # the loaded targets: no file is read again
-            from xpcsviewer.export.inputs import average_screen
+            from xpcsviewer.jobs.figure_inputs import average_screen
 
             s = average_screen(self.shown_results(), self.options())
         return {

@@ -7,8 +7,9 @@ the beam shows a drifting relaxation time. The drift number is the relative
 change of the fitted tau (single exponential, batched least squares) between the
 first and the last snapshot, as the median over the q-bins whose fits are well
 determined.
-The fits are :func:`xpcsviewer.fitting.stability.fit_partial_snapshots` (Qt-free,
-shared with the ``g2stability`` publication figure).
+The fits are :func:`xpcsviewer.fitting.stability.fit_partial_snapshots`, run by
+:func:`xpcsviewer.jobs.figure_inputs.stability_fit` in a worker; the ``g2stability``
+publication figure is handed the tab's fit (ADR-8: it fits nothing).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from xpcsviewer.gui.widgets import (
     plain_axes,
     side_legend,
 )
+from xpcsviewer.jobs.figure_inputs import stability_fit
 
 __all__ = ["G2StabilityPanel", "StabilityFit", "fit_partial_snapshots"]
 
@@ -57,6 +59,7 @@ class G2StabilityPanel(BasePanel):
     def __init__(self, context, parent=None) -> None:
         super().__init__(context, parent)
         self.fit: StabilityFit | None = None
+        self._fit_of = None  # the result self.fit was fitted from
         self._chosen = False  # the file was picked in this tab's selector
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
@@ -160,15 +163,15 @@ class G2StabilityPanel(BasePanel):
             return
         self.submit(
             "fit",
-            fit_partial_snapshots,
-            np.array(mt.tau),
-            np.array(mt.g2_partial),
-            None if mt.g2_partial_err is None else np.array(mt.g2_partial_err),
-            None if mt.g2_partial_labels is None else np.array(mt.g2_partial_labels),
-            res.qmap.dynamic_labels(),
-            on_result=self._on_result,
+            stability_fit,
+            res,
+            on_result=lambda fit, r=res: self._on_fit(r, fit),
             description=f"g2 stability {res.label}",
         )
+
+    def _on_fit(self, res, fit: StabilityFit) -> None:
+        self._fit_of = res
+        self._on_result(fit)
 
     def _on_file_chosen(self, i: int) -> None:
         self.current_index = i
@@ -237,20 +240,28 @@ class G2StabilityPanel(BasePanel):
 
     def clear_plots(self) -> None:
         self.fit = None
+        self._fit_of = None
         self.plot.clear()
         self.legend.clear()
         self.drift_label.setText(" ")
 
     def figure_options(self) -> dict:
-        """The current file, q-bin and drift threshold (the figure refits the file)."""
+        """The current file, q-bin, drift threshold and the tab's fit of that file's
+        snapshots (fitted here, on the GUI thread, while the tab's own fit of it has
+        not come back)."""
         fit = self.fit
         j = self.bin_spin.value()
         if fit is not None:
             j = min(j, fit.partial.shape[2] - 1)
+        i = min(self.current_index, max(0, len(self.results) - 1))
+        res = self.results[i] if self.results else None
+        if res is not None and (fit is None or self._fit_of is not res):
+            fit = stability_fit(res)
         return {
-            "file_index": min(self.current_index, max(0, len(self.results) - 1)),
+            "file_index": i,
             "bin_index": int(j),
             "threshold": float(self.threshold.value()),
+            "fit": fit,
         }
 
     def data_columns(self):

@@ -1,10 +1,12 @@
-"""The ages of one two-time bin as the tab and the exported figure ask for them (no Qt).
+"""The ages of one two-time bin as the Two-Time tab and ``xpcsviewer export`` ask for
+them (no Qt).
 
 The analysis is that of ``xpcsviewer ages`` (:mod:`xpcsviewer.jobs.ages`: the age x
 lag map or the full maps, the cuts both ways, their fits, the ageing laws); this module
 only holds what is asked (:class:`AgesRequest`, snapshot on the GUI thread) and runs it
-for one bin with progress and cancel (:func:`run_ages`: the tab's worker job, and what
-the figure runs when it is not handed an outcome).
+for one bin with progress and cancel (:func:`run_ages`: the tab's worker job, and the
+export command's). The ``ages`` figure draws the :class:`AgesOutcome` it is handed
+(ADR-8); it runs no analysis.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AgesOutcome", "AgesRequest", "parse_seconds", "run_ages"]
+__all__ = ["AgesOutcome", "AgesRequest", "bin_request", "parse_seconds", "run_ages"]
 
 
 def parse_seconds(text: str, what: str) -> tuple[float, ...]:
@@ -70,6 +72,37 @@ class AgesRequest:
             return {"ages": list(self.ages),
                     "widths": None if w is None else (w[0] if len(w) == 1 else list(w))}
         return {"n_windows": int(self.n), "log": self.spacing == "log"}
+
+
+def bin_request(res: Any, bin_index: int = 0, spacing: str = "linear", n: int = 5,
+                ages: Any = (), widths: Any = (), model: str = "auto",
+                law: str = "linear") -> AgesRequest:
+    """The request for the ``bin_index``-th two-time bin of a loaded result (of its full
+    maps where it has them, else of its age x lag map), with its q and label.
+
+    ``ages``/``widths`` (s) given: the windows of that list (``spacing`` is then
+    ``"list"``); else ``n`` windows of ``spacing``. ValueError without two-time data or
+    for a bin index outside the file's bins.
+    """
+    if res.twotime is not None:  # the bins and extent views.age_lag_map reads too
+        tt = res.twotime
+        bins, n_frames, t0 = tt.processed_bins, int(tt.n_frames), float(tt.t0)
+    elif getattr(res, "age_lag", None) is not None:
+        al = res.age_lag
+        bins, n_frames, t0 = al.bins, int(al.n_frames), float(al.frame_time)
+    else:
+        raise ValueError(f"{res.label}: no two-time analysis in the file")
+    bins = np.asarray(bins, dtype=np.int64).ravel()
+    if not 0 <= int(bin_index) < bins.size:
+        raise IndexError(f"bin_index {bin_index} outside 0..{bins.size - 1}")
+    dq = int(bins[int(bin_index)])
+    qs = np.asarray(res.qmap.dynamic_q, dtype=np.float64).ravel()
+    q = float(qs[dq - 1]) if 0 < dq <= qs.size else float("nan")
+    ages = tuple(float(a) for a in np.atleast_1d(ages)) if ages is not None else ()
+    widths = tuple(float(w) for w in np.atleast_1d(widths)) if widths is not None else ()
+    return AgesRequest(str(res.path), int(bin_index), dq, n_frames, t0,
+                       "list" if ages else spacing, int(n), ages, widths, model, law, q,
+                       res.label)
 
 
 @dataclass(frozen=True)
