@@ -113,3 +113,17 @@ def test_opens_on_a_file_with_snapshots(qtbot, panel, demo):
     assert "no partial g2 snapshots" in panel.drift_label.text()
     # none has any: the tab is disabled, its tooltip says why
     assert "No partial g2 snapshots" in panel.applies_to([demo["A01"], demo["A02"]])
+
+
+def test_a_fit_not_back_yet_is_made_in_the_export_worker(qtbot, panel, demo, tmp_path):
+    # the GUI thread never fits: before the tab's fit is back the option is deferred
+    # and the export job (a worker) makes it
+    from xpcsviewer.gui.panels.base import Deferred, export_figure_job
+
+    panel.fit = None
+    panel.results = [demo["E01"]]
+    panel.current_index = 0
+    opts = panel.figure_options()
+    assert isinstance(opts["fit"], Deferred)
+    out = export_figure_job("g2stability", [demo["E01"]], opts, str(tmp_path / "d.png"))
+    assert open(out, "rb").read(8) == b"\x89PNG\r\n\x1a\n"

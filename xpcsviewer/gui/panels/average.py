@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.panels.base import BasePanel, Deferred
 from xpcsviewer.io.model import path_label
 from xpcsviewer.io.outputs import OutputRefusedError
 from xpcsviewer.jobs.average import (
@@ -467,14 +467,14 @@ class AveragePanel(BasePanel):
     def figure_options(self) -> dict:
         """The statistic shown, the last check's statistics and the options shown.
 
-        Before a check finished (or when it failed) the files are screened here with
-        the options shown.
+        Before a check finished (or when it failed) the files are screened with the
+        options shown, in the export worker.
         """
         s = self.outcome.summary if self.outcome is not None else None
         if s is None:  # the loaded targets: no file is read again
             from xpcsviewer.jobs.figure_inputs import average_screen
 
-            s = average_screen(self.shown_results(), self.options())
+            s = Deferred(average_screen, self.shown_results(), self.options())
         return {
             "statistic": self.stat_combo.currentData(),
             "summary": s,

@@ -73,6 +73,17 @@ def apply_settings(
             edit.setText(str(s[key]))
 
 
+class Deferred:
+    """A figure option computed in the export worker, not on the GUI thread (a fit or a
+    screen the tab has not made yet): ``Deferred(fn, *args)``."""
+
+    def __init__(self, fn, *args) -> None:
+        self.fn, self.args = fn, args
+
+    def __call__(self):
+        return self.fn(*self.args)
+
+
 def export_figure_job(kind: str, results: list, options: dict, path: str,
                       size: str = "double", progress=None, cancel=None) -> str:
     """Worker job: build the matplotlib figure ``kind`` and save it atomically.
@@ -84,6 +95,7 @@ def export_figure_job(kind: str, results: list, options: dict, path: str,
     from xpcsviewer.progress import report
 
     report(progress, cancel, 0, 2, "building figure")
+    options = {k: v() if isinstance(v, Deferred) else v for k, v in options.items()}
     # g2 panels beyond a page go on more pages (issue 33)
     figs = make_figures(kind, results, size, **options)
     report(progress, cancel, 1, 2, "writing")

@@ -30,7 +30,7 @@ from xpcsviewer.fitting.stability import (
     fit_partial_snapshots,
 )
 from xpcsviewer.fitting.stability import drift_text as _drift_text
-from xpcsviewer.gui.panels.base import BasePanel
+from xpcsviewer.gui.panels.base import BasePanel, Deferred
 from xpcsviewer.gui.widgets import (
     BinSpinBox,
     FileSelector,
@@ -247,8 +247,8 @@ class G2StabilityPanel(BasePanel):
 
     def figure_options(self) -> dict:
         """The current file, q-bin, drift threshold and the tab's fit of that file's
-        snapshots (fitted here, on the GUI thread, while the tab's own fit of it has
-        not come back)."""
+        snapshots (fitted in the export worker while the tab's own fit of it has not
+        come back)."""
         fit = self.fit
         j = self.bin_spin.value()
         if fit is not None:
@@ -256,7 +256,7 @@ class G2StabilityPanel(BasePanel):
         i = min(self.current_index, max(0, len(self.results) - 1))
         res = self.results[i] if self.results else None
         if res is not None and (fit is None or self._fit_of is not res):
-            fit = stability_fit(res)
+            fit = Deferred(stability_fit, res)
         return {
             "file_index": i,
             "bin_index": int(j),
