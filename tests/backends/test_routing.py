@@ -113,7 +113,7 @@ def test_profile_round_trip_and_bad_files(tmp_path, caplog):
     assert not list(p.parent.glob(".*.tmp"))  # atomic: no temporary left
     p.write_text("{not json")
     assert load_profile(p) is DEFAULT_PROFILE
-    assert "not used" in caplog.text
+    assert "Ignored the device profile" in caplog.text and str(p) in caplog.text
     p.write_text(json.dumps({"version": 99, "costs": {}}))
     assert load_profile(p) is DEFAULT_PROFILE
     assert load_profile(tmp_path / "missing.json") is DEFAULT_PROFILE

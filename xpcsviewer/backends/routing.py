@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -139,12 +140,31 @@ class MachineProfile:
             for dev, c in dict(by_dev).items():
                 if dev not in DEVICES:
                     raise ValueError(f"unknown device {dev!r} in profile (use cpu, gpu)")
-                costs[kind][dev] = DeviceCost(**{k: (None if v is None else float(v))
+                costs[kind][dev] = DeviceCost(**{k: _cost_value(kind, dev, k, v)
                                                  for k, v in dict(c).items()})
         return cls(costs, source, dict(obj.get("machine", {})))
 
 
 DEFAULT_PROFILE = MachineProfile(_defaults())
+
+
+def _cost_value(kind: str, dev: str, key: str, v: Any) -> float | None:
+    """A profile's cost checked: finite and >= 0 seconds, a positive rate (infinite:
+    no copy), ``per_unit_s`` null where the device has no engine."""
+    if key not in DeviceCost.__dataclass_fields__:
+        raise ValueError(f"unknown cost {key!r} of {kind} on {dev}")
+    if v is None and key == "per_unit_s":
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ValueError(f"{kind}.{dev}.{key} is {v!r}, expected a number")
+    x = float(v)
+    if key == "bytes_per_s":
+        if not x > 0:  # NaN too
+            raise ValueError(f"{kind}.{dev}.{key} is {v!r}, expected a positive rate")
+        return x
+    if not (math.isfinite(x) and x >= 0):
+        raise ValueError(f"{kind}.{dev}.{key} is {v!r}, expected finite seconds >= 0")
+    return x
 
 
 def _check_kind(kind: str) -> None:
@@ -165,12 +185,15 @@ def profile_path(env: Mapping[str, str] | None = None) -> Path:
 def load_profile(path: Path | None = None) -> MachineProfile:
     """The machine's calibrated profile, or the defaults (with a logged reason) when
     there is none or it cannot be read."""
+    from xpcsviewer.backends.json_file import read_json_object
+
     p = profile_path() if path is None else Path(path)
-    if not p.is_file():
+    obj, _why = read_json_object(p, "device profile")  # warned there
+    if obj is None:
         return DEFAULT_PROFILE
     try:
-        return MachineProfile.from_json(json.loads(p.read_text()), str(p))
-    except (OSError, ValueError, TypeError) as exc:
+        return MachineProfile.from_json(obj, str(p))
+    except (ValueError, TypeError, AttributeError) as exc:
         logger.warning("device profile %s not used (%s); using the defaults", p, exc)
         return DEFAULT_PROFILE
 

@@ -170,10 +170,13 @@ def cache_status() -> dict[str, Any]:
     path = _record_path()
     if path is None:
         return {**out, "reason": "numba's cache is unavailable for the kernels"}
-    try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {**out, "reason": "no precompilation recorded in this cache"}
+    from xpcsviewer.backends.json_file import read_json_object
+
+    rec, why = read_json_object(path, "kernel precompilation record")
+    tasks_rec = rec.get("tasks") if rec is not None else None
+    if rec is None or not isinstance(tasks_rec, dict):
+        return {**out, "reason": "no precompilation recorded in this cache"
+                + (f" ({why})" if why else "")}
     if {k: rec.get(k) for k in ("numba", "python", "sources")} != _identity():
         return {**out, "reason": "the kernels, numba or Python changed since the last "
                                  "precompilation"}
@@ -181,7 +184,13 @@ def cache_status() -> dict[str, Any]:
     have = {name: _cached_signatures(d) for name, d in disps.items()}
     missing = []
     for task in names:
-        for kernel, sig in rec.get("tasks", {}).get(task, [[None, None]]):
+        pairs = tasks_rec.get(task)
+        if not (isinstance(pairs, list) and all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                for p in pairs)):
+            missing.append(task)  # not recorded, or not as this version writes it
+            continue
+        for kernel, sig in pairs:
             if kernel not in have or have[kernel] is None or sig not in have[kernel]:
                 missing.append(task)
                 break

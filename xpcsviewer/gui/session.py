@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 from xpcsviewer.export.files import atomic_write
 
-__all__ = ["MAX_RECENT", "MAX_SESSION_BYTES", "SESSION_VERSION", "add_recent", "config_dir",
+__all__ = ["MAX_RECENT", "SESSION_VERSION", "add_recent", "config_dir",
            "drawn_mask_path", "load_session", "save_session", "session_path"]
 
 logger = logging.getLogger(__name__)
@@ -54,27 +53,6 @@ def drawn_mask_path(source: str | os.PathLike) -> Path:
     return config_dir() / "masks" / f"{Path(source).stem[:60]}_{digest}.hdf"
 
 
-#: A session file is a few KiB; anything much larger is not ours.
-MAX_SESSION_BYTES = 4 << 20
-
-
-def _read_session_text(path: Path) -> str:
-    """The file's text; refuses what is not a regular file (a FIFO would block)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("not a regular file")
-        if st.st_size > MAX_SESSION_BYTES:
-            raise ValueError(f"{st.st_size} bytes, more than a session file holds "
-                             f"({MAX_SESSION_BYTES})")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read(MAX_SESSION_BYTES + 1)
-    finally:
-        os.close(fd)
-    return raw.decode("utf-8")
-
-
 def load_session(path: Path | None = None) -> tuple[dict[str, Any], str | None]:
     """Read the session file; never raises.
 
@@ -89,21 +67,11 @@ def load_session(path: Path | None = None) -> tuple[dict[str, Any], str | None]:
     warning : str or None
         Why the file was ignored (corrupt, wrong type), for the status bar.
     """
+    from xpcsviewer.backends.json_file import read_json_object
+
     path = Path(path) if path is not None else session_path()
-    try:
-        if not os.path.lexists(path):
-            return {}, None
-        data = json.loads(_read_session_text(path))
-    except Exception as exc:  # RecursionError, ValueError, OSError, MemoryError ...
-        why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        if isinstance(exc, RecursionError):
-            why = "nested too deeply"
-        msg = f"Ignored the unreadable session file {path}: {why}"
-        logger.warning(msg)
-        return {}, msg
-    if not isinstance(data, dict):
-        msg = f"Ignored the session file {path}: expected a JSON object"
-        logger.warning(msg)
+    data, msg = read_json_object(path, "session file")
+    if data is None:
         return {}, msg
     bad = [k for k, types in ENTRY_TYPES.items()
            if k in data and (not isinstance(data[k], types)
