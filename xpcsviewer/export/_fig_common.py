@@ -117,9 +117,20 @@ def side_by_side(n: int = 2) -> tuple[int, int]:
     return (n, 1) if preset is not None and preset.width < 5.0 else (1, n)
 
 
+def plain(text: str) -> str:
+    """``text`` drawn as written: each unescaped ``$`` escaped (matplotlib reads a pair
+    of them as mathtext; a file name's ``a$x{b$`` would stop the drawing)."""
+    out, prev = [], ""
+    for ch in text:
+        out.append("\\$" if ch == "$" and prev != "\\" else ch)
+        prev = ch
+    return "".join(out)
+
+
 def legend_below(fig: Any, handles: list, labels: list[str], **kw: Any) -> Any:
     """A frameless figure legend below the axes (it can cover no data point), in as
     many columns as fit the page; under a size preset the page grows by its height."""
+    labels = [plain(str(t)) for t in labels]  # measured now, before tidy_figure
     renderer = fig.canvas.get_renderer()
     ncols = min(len(labels), 6)
     while True:

@@ -11,7 +11,29 @@ import textwrap
 from itertools import combinations
 from typing import Any
 
-__all__ = ["tidy_figure"]
+from xpcsviewer.export._fig_common import plain as _escape
+
+__all__ = ["plain_texts", "tidy_figure"]
+
+
+def plain_texts(fig: Any) -> None:
+    """Every text of the figure as written: titles, labels, legends and annotations come
+    from file names and metadata (``a$x{b}$`` in a name would be parsed as mathtext
+    and stop the drawing, or change the name); the figures' own texts use none. Tick
+    labels keep their formatters' mathtext (``10^{-3}``), fixed tick texts are escaped."""
+    from matplotlib.axis import Tick
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter
+
+    ticks = {id(t) for tick in fig.findobj(Tick) for t in (tick.label1, tick.label2)}
+    for t in fig.findobj(Text):
+        if id(t) not in ticks and "$" in t.get_text():
+            t.set_text(_escape(t.get_text()))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            fmt = axis.get_major_formatter()
+            if isinstance(fmt, FixedFormatter):
+                fmt.seq = [_escape(str(x)) for x in fmt.seq]
 
 
 def _wrap(t: Any, room: float, renderer: Any) -> bool:
@@ -85,6 +107,7 @@ def _thin_ticks(axis: Any, step: int) -> None:
 def tidy_figure(fig: Any) -> None:
     """Wrap long titles and axis labels and thin colliding tick labels; the figure is
     laid out again when drawn."""
+    plain_texts(fig)  # before the first draw, which would parse them
     fig.draw_without_rendering()  # constrained layout: the axes' real sizes
     renderer = fig.canvas.get_renderer()
     changed = False

@@ -184,12 +184,14 @@ def _draw_page(page: list[tuple[str, Any, float]], number: int, total: int) -> A
             ax.imshow(img, interpolation="none")
             ax.set_axis_off()
             fig.text(MARGIN / PAGE_W, (y - height + 0.03) / PAGE_H, cap,
-                     fontsize=SIZE_PT["p"], color="#555")
+                     fontsize=SIZE_PT["p"], color="#555", parse_math=False)
         else:
             weight = "bold" if kind.startswith("h") else "normal"
             family = "DejaVu Sans Mono" if kind == "mono" else "DejaVu Sans"
+            # file names and metadata as written (a "$" pair is not mathtext)
             fig.text(MARGIN / PAGE_W, (y - 0.75 * height) / PAGE_H, content,
-                     fontsize=SIZE_PT[kind], weight=weight, family=family)
+                     fontsize=SIZE_PT[kind], weight=weight, family=family,
+                     parse_math=False)
         y -= height
     fig.text(0.5, 0.3 / PAGE_H, f"{number} / {total}", ha="center", fontsize=7)
     return fig
