@@ -13,11 +13,10 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute.pixel_audit import PixelAudit, audit_pixels, audit_table_rows, with_repeats
+from xpcsviewer.jobs._g2_stack import STACK
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["audit_file", "audit_files", "write_audit_csv"]
-
-STACK = "/xpcs/multitau/unnormalized_G2"
 
 
 def audit_file(
@@ -46,8 +45,9 @@ def audit_file(
     """
     from xpcsviewer.compute.partition import restrict_partition
     from xpcsviewer.compute.regroup import correlated_pixels
-    from xpcsviewer.io import read_g2_stack_delay, read_result
+    from xpcsviewer.io import read_result
     from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.jobs._g2_stack import checked_stack_reader
 
     src = read_result(path)
     mt = src.multitau
@@ -57,14 +57,7 @@ def audit_file(
     qm = src.qmap
     if mask is not None:
         qm = restrict_partition(qm, np.asarray(mask, dtype=bool))
-    shape = src.qmap.shape
-
-    def read(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        planes = read_g2_stack_delay(path, k)
-        if planes[0].shape != shape:
-            raise XpcsFileError(path, f"per-pixel plane of shape {planes[0].shape}",
-                                dataset=STACK, expected=f"(T, 3, {shape[0]}, {shape[1]})")
-        return planes
+    read = checked_stack_reader(path, src.qmap.shape, correlated_pixels(src.qmap))
 
     try:
         return audit_pixels(read, qm, n_delays=int(mt.delay_frames.size),

@@ -43,7 +43,8 @@ def regroup_file(
     saxs_2d : (H, W) float64
         The source image, for the writer.
     """
-    from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d
+    from xpcsviewer.io import read_result, read_saxs_2d
+    from xpcsviewer.jobs._g2_stack import checked_stack_reader
 
     src = read_result(path)
     if src.multitau is None or not src.multitau.has_unnormalized_G2:
@@ -55,12 +56,14 @@ def regroup_file(
     qm = src.qmap if qmap is None else qmap
     if qm.shape != src.qmap.shape:
         raise ValueError(f"partition of shape {qm.shape} for a {src.qmap.shape} detector")
+    used = correlated_pixels(src.qmap)
+    read = checked_stack_reader(path, src.qmap.shape, used)
     notes = ["own partition" if qmap is None else "another partition"]
     if mask is not None:
         qm = restrict_partition(qm, mask)
         notes.append(f"mask excludes {int((~np.asarray(mask, bool)).sum())} pixels")
-    reg = regroup_g2(lambda k: read_g2_stack_delay(path, k), src.multitau.delay_frames.size,
-                     qm, correlated_pixels(src.qmap), progress=progress, cancel=cancel)
+    reg = regroup_g2(read, src.multitau.delay_frames.size, qm, used, progress=progress,
+                     cancel=cancel)
     img = read_saxs_2d(path)
     return regrouped_result(src, reg, img, "; ".join(notes)), img
 
