@@ -76,7 +76,7 @@ def test_polls_of_a_truncated_swmr_file_return_and_say_truncated(writer, tmp_pat
     _truncate_half(raw)
     script = (
         "import sys, time\n"
-        "from xpcsviewer.io.live_source import GrowingFileSource\n"
+        "from xpcsviewer.io.raw.live import GrowingFileSource\n"
         "src = GrowingFileSource(sys.argv[1])\n"
         "for _ in range(3):\n"
         "    st = src.poll()\n"
@@ -220,7 +220,7 @@ def test_source_replaced_by_another_file_is_said_and_not_mixed(small_qmap, write
 
 def test_a_growing_csr_file_replaced_is_said(tmp_path):
     # the ESRF sparse twin: another file at the path is never read as the same one
-    from xpcsviewer.io.live_source import GrowingCsrSource
+    from xpcsviewer.io.raw.live import GrowingCsrSource
 
     def csr(path, n):
         with h5py.File(path, "w") as f:

@@ -98,7 +98,7 @@ def list_finished_job(folder: str, known: list[str], quiet_s: float = 1.0,
     import h5py
 
     from xpcsviewer.io._h5links import pointers_ok
-    from xpcsviewer.io.live_source import writer_state
+    from xpcsviewer.io.raw.live import writer_state
 
     seen = set(known)
     out = []
