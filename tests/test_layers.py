@@ -523,3 +523,23 @@ def test_said_twice_finds_what_was_said_twice():
         "live_rigaku.py:2: a bit shift (word decoding) outside ['rigaku.py']",
         "live.py:2: writes out 'entry_0000/measurement/data' (rigaku.py.CSR_GROUP)",
     ]  # a mention in prose (source.py's layout list) is no second definition
+
+
+def test_the_io_rooms_do_not_import_each_other():
+    # io/raw (raw data) and io/results (result files) both stand on io's shared modules
+    # (the HDF5 layer, outputs, errors) and never on each other, lazily neither
+    mods = _modules()
+    known = set(mods)
+    rooms = ("xpcsviewer.io.raw", "xpcsviewer.io.results")
+    wrong = []
+    for m, path in sorted(mods.items()):
+        own = next((r for r in rooms if m == r or m.startswith(r + ".")), None)
+        if own is None:
+            continue
+        src = path.read_text(encoding="utf-8")
+        for t, line, _ in _imports_of(src, m, known, path.name == "__init__.py"):
+            other = next((r for r in rooms if t == r or t.startswith(r + ".")), own)
+            if other != own:
+                wrong.append(f"{path.relative_to(PKG)}:{line}: {m} -> {t}")
+    assert len({m for m in mods if m.startswith(rooms)}) > 20
+    assert wrong == []

@@ -23,7 +23,7 @@ import pytest
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.multitau_sparse import available
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.reader import read_qmap
+from xpcsviewer.io.results.reader import read_qmap
 from xpcsviewer.jobs.live import LiveOptions, follow
 
 pytestmark = pytest.mark.skipif(not available(), reason="the photon correlator needs numba")

@@ -42,7 +42,7 @@ from xpcsviewer.compute._binning import PixelBins, select_pixels
 from xpcsviewer.compute._multitau_cpu import available, worth_compiling
 from xpcsviewer.compute._twotime_ages_levels import Level, level_plan
 from xpcsviewer.compute.twotime import parse_bins
-from xpcsviewer.io.age_lag import AgeLagLevel, AgeLagMap
+from xpcsviewer.io.results.age_lag import AgeLagLevel, AgeLagMap
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = ["age_lag_bytes", "correlate_twotime_ages", "correlate_twotime_ages_events",

@@ -325,7 +325,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         :func:`~xpcsviewer.io.raw.live.open_live_source`; the detector shape of a
         file that stores none is the q-map's).
     qmap : QMap
-        The partition (:func:`xpcsviewer.io.reader.read_qmap`).
+        The partition (:func:`xpcsviewer.io.results.reader.read_qmap`).
     output : path
         The result file (rewritten atomically at every update).
     options : LiveOptions

@@ -62,7 +62,7 @@ def live_job(request: dict[str, Any], sink: UpdateSink, stop: threading.Event,
              progress=None, cancel=None) -> Any:
     """Follow ``request["source"]`` (:func:`xpcsviewer.jobs.live.follow`), handing each
     update with its plot data to ``sink``; returns the final update."""
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.fitfile import fit_result_files
     from xpcsviewer.jobs.live import follow
 
