@@ -95,7 +95,7 @@ def write_raws(folder: Path, n: int, frames: int) -> tuple[Path, list[Path]]:
     import h5py
 
     from xpcsviewer.compute.partition import make_partition
-    from xpcsviewer.io.writer import write_qmap_file
+    from xpcsviewer.io.results.writer import write_qmap_file
     from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
     geo = Geometry(shape=(48, 64), energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,

@@ -52,7 +52,7 @@ def rss_mb() -> tuple[float, float]:
 
 def make_folder(folder: Path, n: int, shape: tuple[int, int]) -> list[Path]:
     """``n`` copies of one result file (copies, not links: each is its own file)."""
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.writer import write_result
     from xpcsviewer.synthetic.results import build_result
 
     spec = dict(

@@ -92,7 +92,7 @@ ACTIONS = ["bayes_during_warmup", "first_bayes_click", "saxs2d_log_toggle_3mpx",
 
 def write_inputs(folder: Path, only: list[str] | None = None) -> dict[str, list[Path]]:
     """The demo set and the large / long synthetic files (those ``only`` needs)."""
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.writer import write_result
     from xpcsviewer.synthetic.demo import write_demo
 
     def need(key: str) -> bool:
@@ -127,7 +127,7 @@ def write_g2_stack(folder: Path) -> Path:
 
     import numpy as np
 
-    from xpcsviewer.io.writer import write_result_with_g2_stack
+    from xpcsviewer.io.results.writer import write_result_with_g2_stack
 
     shape = (1676, 2100)
     res, extras = simulated_result("P3M", shape, 300, seed=3)

@@ -66,8 +66,8 @@ def write_inputs(tmp: Path, size: int, n_frames: int, n_dyn: int, n_sta: int) ->
     """uint16 Poisson frames (.npy, written in blocks) and a /qmap file of rings."""
     sys.path.insert(0, str(REPO))
     from xpcsviewer.compute.partition import _compress, _smallest_uint
-    from xpcsviewer.io.model import QMap
-    from xpcsviewer.io.writer import write_qmap_file
+    from xpcsviewer.io.results.model import QMap
+    from xpcsviewer.io.results.writer import write_qmap_file
 
     raw = tmp / f"raw_{size}_{n_frames}.npy"
     rng = np.random.default_rng(0)
@@ -134,7 +134,7 @@ def ours_warm_worker(spec: dict) -> dict:
     sys.path.insert(0, str(REPO))
     from xpcsviewer.backends import get_backend
     from xpcsviewer.compute.multitau import correlate_multitau
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
 
     frames = np.load(spec["raw"])  # in memory, as boost-corr's warm call
     qm = read_qmap(spec["qmap"])

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from xpcsviewer.compute.partition import make_partition
 from xpcsviewer.compute.pixel_audit import audit_pixels, ranked
 from xpcsviewer.compute.qmap import compute_qmap
-from xpcsviewer.io.g2stack import open_g2_stack_writer
+from xpcsviewer.io.results.g2stack import open_g2_stack_writer
 
 
 def make_stack(writer, shape, n_delays, qm, seed=0):

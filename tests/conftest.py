@@ -136,7 +136,7 @@ def _small_movie(d: Path, n_frames: int, rate: float) -> tuple:
     speckle movie of ``n_frames`` (D = 5e6 A^2/s, frames 1 ms apart) saved as .npy, in d:
     (qmap, qmap path, movie, movie path)."""
     from xpcsviewer.compute.partition import make_partition
-    from xpcsviewer.io.writer import write_qmap_file
+    from xpcsviewer.io.results.writer import write_qmap_file
     from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
     shape, bc = (24, 32), (-4.0, 12.0)

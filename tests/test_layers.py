@@ -423,3 +423,123 @@ def test_export_rule_reads_every_kind_of_import():
                  "    from xpcsviewer.fitting.fit_table import G2Fits\n") == []
     assert found("from xpcsviewer.fitting.blocks import g2_blocks\n"
                  "from xpcsviewer.views.diffusion import DiffusionAnalysis\n") == []
+
+
+# ---------------------------------------------------------- raw layouts: said once (issue 44)
+RAW = PKG / "io" / "raw"
+#: the modules that decode a raw word bit by bit (the layout modules holding a word format)
+WORD_DECODERS = {"rigaku.py"}
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = n.body[0] if n.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def _constants(tree: ast.Module) -> dict[str, object]:
+    """Module-level ``NAME = literal`` (or ``NAME: T = literal``) of upper-case names."""
+    out = {}
+    for n in tree.body:
+        target = (n.targets[0] if isinstance(n, ast.Assign) and len(n.targets) == 1
+                  else n.target if isinstance(n, ast.AnnAssign) else None)
+        if not isinstance(target, ast.Name) or not target.id.lstrip("_").isupper():
+            continue
+        try:
+            out[target.id] = ast.literal_eval(n.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            out[target.id] = None  # computed: its name still counts
+    return out
+
+
+def _said_twice(sources: dict[str, str]) -> list[str]:
+    """What the raw-layout modules ``sources`` (file name -> source) say in two places:
+    a constant name defined in two modules, a literal value (text, bytes) defined in two,
+    a layout path written out (``"PATH"`` or ``"PATH/..."``, not a mention in prose) in a
+    module other than the one defining it, and a bit shift (``>>``, decoding a word)
+    outside :data:`WORD_DECODERS`."""
+    trees = {m: ast.parse(s) for m, s in sources.items()}
+    found: list[str] = []
+    names: dict[str, str] = {}
+    values: dict[object, tuple[str, str]] = {}
+    paths: dict[str, str] = {}
+    for m, t in trees.items():
+        for name, value in _constants(t).items():
+            if name in names:
+                found.append(f"{name} defined in {names[name]} and {m}")
+            names.setdefault(name, m)
+            if isinstance(value, (str, bytes)) and len(value) >= 3:
+                if value in values:
+                    found.append(f"{value!r} is {values[value][0]}.{values[value][1]} and "
+                                 f"{m}.{name}")
+                values.setdefault(value, (m, name))
+                if isinstance(value, str) and "/" in value and " " not in value:
+                    paths.setdefault(value, f"{m}.{name}")
+    for m, t in trees.items():
+        docs = _docstring_nodes(t)
+        own = {v for v in _constants(t).values() if isinstance(v, str)}  # told above
+        for n in ast.walk(t):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.RShift) \
+                    and m not in WORD_DECODERS:
+                found.append(f"{m}:{n.lineno}: a bit shift (word decoding) outside "
+                             f"{sorted(WORD_DECODERS)}")
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+                for p, where in paths.items():
+                    if p not in own and (n.value == p or n.value.startswith(p + "/")):
+                        found.append(f"{m}:{n.lineno}: writes out {p!r} ({where})")
+    return found
+
+
+def test_each_raw_layout_says_its_names_and_decoding_once():
+    # issue 44: the Rigaku hit word was decoded in two modules and the ESRF CSR group named
+    # in two; a layout's names and decoding are its own module's, and its live reader
+    # imports them (tests/io/test_whole_vs_growing.py reads the same bytes with both)
+    sources = {p.name: p.read_text(encoding="utf-8") for p in sorted(RAW.glob("*.py"))}
+    assert {"dense.py", "rigaku.py", "esrf_csr.py", "id11.py", "timepix.py"} <= set(sources)
+    assert _said_twice(sources) == []
+
+
+def test_said_twice_finds_what_was_said_twice():
+    # the duplications issue 44 removed, as they were
+    a = ('RAW_DATASET = "/entry/data/data"\nCSR_GROUP = "entry_0000/measurement/data"\n'
+         "def frame(w):\n    return w >> 40\n")
+    assert _said_twice({"rigaku.py": a}) == []
+    found = _said_twice({
+        "rigaku.py": a,
+        "live_common.py": 'RAW_DATASET = "/entry/data/data"\n',  # the same name and value
+        "esrf_csr.py": 'ESRF_GROUP = "entry_0000/measurement/data"\n',  # another name
+        "live_rigaku.py": "def f(words):\n    return words >> 40\n",
+        "live.py": 'def g(f):\n    return f.get("entry_0000/measurement/data/frame_ptr")\n',
+        "source.py": 'TEXT = ("HDF5 (entry_0000/measurement/data/frame_ptr, index)",)\n',
+    })
+    assert found == [
+        "RAW_DATASET defined in rigaku.py and live_common.py",
+        "'/entry/data/data' is rigaku.py.RAW_DATASET and live_common.py.RAW_DATASET",
+        "'entry_0000/measurement/data' is rigaku.py.CSR_GROUP and esrf_csr.py.ESRF_GROUP",
+        "live_rigaku.py:2: a bit shift (word decoding) outside ['rigaku.py']",
+        "live.py:2: writes out 'entry_0000/measurement/data' (rigaku.py.CSR_GROUP)",
+    ]  # a mention in prose (source.py's layout list) is no second definition
+
+
+def test_the_io_rooms_do_not_import_each_other():
+    # io/raw (raw data) and io/results (result files) both stand on io's shared modules
+    # (the HDF5 layer, outputs, errors) and never on each other, lazily neither
+    mods = _modules()
+    known = set(mods)
+    rooms = ("xpcsviewer.io.raw", "xpcsviewer.io.results")
+    wrong = []
+    for m, path in sorted(mods.items()):
+        own = next((r for r in rooms if m == r or m.startswith(r + ".")), None)
+        if own is None:
+            continue
+        src = path.read_text(encoding="utf-8")
+        for t, line, _ in _imports_of(src, m, known, path.name == "__init__.py"):
+            other = next((r for r in rooms if t == r or t.startswith(r + ".")), own)
+            if other != own:
+                wrong.append(f"{path.relative_to(PKG)}:{line}: {m} -> {t}")
+    assert len({m for m in mods if m.startswith(rooms)}) > 20
+    assert wrong == []

@@ -17,7 +17,7 @@ import pytest
 
 from xpcsviewer.compute.partition import make_partition
 from xpcsviewer.io import write_result
-from xpcsviewer.io.writer import write_qmap_file
+from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.results import build_result
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 

@@ -19,7 +19,7 @@ import xpcsviewer.commands.fit as fit_cmd
 import xpcsviewer.jobs.correlate as correlate_job
 from xpcsviewer.cli import main
 from xpcsviewer.fitting.results import FitJsonStream, write_fit_json
-from xpcsviewer.io.writer import write_result
+from xpcsviewer.io.results.writer import write_result
 from xpcsviewer.synthetic.results import build_result
 
 from .conftest import _spec, datasets

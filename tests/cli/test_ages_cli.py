@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
-from xpcsviewer.io.writer import write_result
+from xpcsviewer.io.results.writer import write_result
 from xpcsviewer.synthetic.demo_specs import DEMO_SPECS
 from xpcsviewer.synthetic.results import build_result
 

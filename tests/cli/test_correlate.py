@@ -13,8 +13,8 @@ from xpcsviewer.cli import main
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.partition import make_partition
 from xpcsviewer.compute.twotime import correlate_twotime
-from xpcsviewer.io.reader import read_result
-from xpcsviewer.io.writer import write_qmap_file
+from xpcsviewer.io.results.reader import read_result
+from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
 

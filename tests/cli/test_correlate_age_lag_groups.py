@@ -25,8 +25,8 @@ def made(tmp_path_factory, small_movie):
 
 def test_the_file_holds_the_groups_maps_of_the_same_frames(made):
     from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
-    from xpcsviewer.io.age_lag import read_age_lag
-    from xpcsviewer.io.age_lag_groups import read_age_lag_groups
+    from xpcsviewer.io.results.age_lag import read_age_lag
+    from xpcsviewer.io.results.age_lag_groups import read_age_lag_groups
 
     qm, movie, out = made
     amap = read_age_lag(out)

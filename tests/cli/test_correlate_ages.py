@@ -10,8 +10,8 @@ import pytest
 
 from xpcsviewer.cli import main
 from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
-from xpcsviewer.io.age_lag import read_age_lag
-from xpcsviewer.io.reader import read_c2, read_result
+from xpcsviewer.io.results.age_lag import read_age_lag
+from xpcsviewer.io.results.reader import read_c2, read_result
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                 reason="the photon path needs numba")

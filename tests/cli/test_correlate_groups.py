@@ -7,7 +7,7 @@ import pytest
 
 from xpcsviewer.cli import main
 from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES, group_maps
-from xpcsviewer.io.twotime_groups import read_twotime_groups
+from xpcsviewer.io.results.twotime_groups import read_twotime_groups
 
 
 @pytest.fixture(scope="module")

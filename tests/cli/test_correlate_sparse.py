@@ -13,8 +13,8 @@ import pytest
 from xpcsviewer.cli import main
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.partition import make_partition
-from xpcsviewer.io.reader import read_result
-from xpcsviewer.io.writer import write_qmap_file
+from xpcsviewer.io.results.reader import read_result
+from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,

@@ -10,7 +10,7 @@ from xpcsviewer.cli import main
 
 
 def test_info_names_the_age_lag_map(age_lag_only_file, capsys):
-    from xpcsviewer.io.age_lag import read_age_lag
+    from xpcsviewer.io.results.age_lag import read_age_lag
 
     n_levels = len(read_age_lag(age_lag_only_file).levels)
     capsys.readouterr()

@@ -12,7 +12,7 @@ from xpcsviewer.cli import main
 from xpcsviewer.compute.partition import check_consistency
 from xpcsviewer.compute.qmap import compute_qmap
 from xpcsviewer.io import read_result
-from xpcsviewer.io.reader import _read_qmap_nexus
+from xpcsviewer.io.results.reader import _read_qmap_nexus
 from xpcsviewer.synthetic.demo import DEMO_SPECS
 
 

@@ -15,7 +15,7 @@ from xpcsviewer.cli import main
 from xpcsviewer.compute.partition import make_partition
 from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2
 from xpcsviewer.io import read_g2_stack_delay, read_qmap, read_result
-from xpcsviewer.io.writer import write_qmap_file
+from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
 REPO = Path(__file__).resolve().parents[2]

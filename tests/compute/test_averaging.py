@@ -13,8 +13,8 @@ import pytest
 
 from xpcsviewer.compute.averaging import PointAccumulator, baseline_value, robust_z
 from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d, write_result
-from xpcsviewer.io.model import Multitau, QMap, XpcsResult
 from xpcsviewer.io.outputs import OutputRefusedError
+from xpcsviewer.io.results.model import Multitau, QMap, XpcsResult
 from xpcsviewer.jobs.average import (
     AverageOptions,
     IncompatibleFilesError,

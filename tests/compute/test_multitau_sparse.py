@@ -17,7 +17,7 @@ from xpcsviewer.compute.multitau_sparse import (
     level_hits_estimate,
 )
 from xpcsviewer.compute.pipeline import multitau_segments
-from xpcsviewer.io.sparse import EventBlock
+from xpcsviewer.io.raw.sparse import EventBlock
 from xpcsviewer.progress import Cancelled, CancelToken
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,

@@ -176,7 +176,7 @@ def test_written_qmap_file_reads_back(tmp_path):
     import h5py
 
     from xpcsviewer.io import read_qmap
-    from xpcsviewer.io.writer import write_qmap_file
+    from xpcsviewer.io.results.writer import write_qmap_file
 
     q, phi = _maps()
     qm = make_partition(q, phi, q > 0.001, 4, 12, 6, 12, q_style="log", phi_offset=15.0,

@@ -15,7 +15,7 @@ from xpcsviewer.compute.pixel_audit import (
     ranked,
     with_repeats,
 )
-from xpcsviewer.io.model import QMap
+from xpcsviewer.io.results.model import QMap
 
 
 def _qmap(dq: np.ndarray, sq: np.ndarray, mask: np.ndarray) -> QMap:

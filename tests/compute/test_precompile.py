@@ -112,7 +112,7 @@ def test_photon_kernels_for_every_hit_layout(task_sigs):
 # ------------------------------------------------------------ the jobs on real readers
 def _qmap_file(path, shape, region):
     from xpcsviewer.compute.partition import make_partition
-    from xpcsviewer.io.writer import write_qmap_file
+    from xpcsviewer.io.results.writer import write_qmap_file
     from xpcsviewer.synthetic.speckle import Geometry
 
     geo = Geometry(shape=shape, energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,

@@ -14,7 +14,7 @@ from xpcsviewer.compute.saxs import (
     static_bin_mean,
     time_averaged_image,
 )
-from xpcsviewer.io.model import QMap
+from xpcsviewer.io.results.model import QMap
 
 BACKENDS = ["numpy", "jax"]
 

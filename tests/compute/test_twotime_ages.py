@@ -192,7 +192,7 @@ def test_a_sparse_demo_source(tmp_path):
 
 
 def test_write_and_read_back(tmp_path):
-    from xpcsviewer.io.age_lag import read_age_lag, write_age_lag_group
+    from xpcsviewer.io.results.age_lag import read_age_lag, write_age_lag_group
 
     dq, sq = _partition()
     amap = correlate_twotime_ages(_frames(100, seed=4), dq, sq, None, points_per_level=4,
@@ -214,8 +214,8 @@ def test_write_and_read_back(tmp_path):
 
 
 def test_reading_chosen_bins(tmp_path):
-    from xpcsviewer.io.age_lag import read_age_lag, write_age_lag_group
     from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.results.age_lag import read_age_lag, write_age_lag_group
 
     dq, sq = _partition()
     amap = correlate_twotime_ages(_frames(100, seed=6), dq, sq, None, points_per_level=4)
@@ -231,8 +231,8 @@ def test_reading_chosen_bins(tmp_path):
 
 
 def test_reading_a_damaged_map_names_the_dataset(tmp_path):
-    from xpcsviewer.io.age_lag import read_age_lag, write_age_lag_group
     from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.results.age_lag import read_age_lag, write_age_lag_group
 
     dq, sq = _partition()
     amap = correlate_twotime_ages(_frames(64), dq, sq, None, points_per_level=4)

@@ -61,7 +61,7 @@ def test_each_pair_is_the_groups_own_map(movie):
 
 def test_photon_hits_give_the_same_maps(movie):
     from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
-    from xpcsviewer.io.sparse import EventBlock
+    from xpcsviewer.io.raw.sparse import EventBlock
 
     qm, _, frames, _ = movie
     n, (h, w) = frames.shape[0], qm.shape
@@ -85,11 +85,11 @@ def test_photon_hits_give_the_same_maps(movie):
 
 def test_file_round_trip_and_bad_layouts(movie, tmp_path):
     from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
-    from xpcsviewer.io.age_lag_groups import (
+    from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.results.age_lag_groups import (
         read_age_lag_groups,
         write_age_lag_groups_group,
     )
-    from xpcsviewer.io.errors import XpcsFileError
 
     qm, _, frames, _ = movie
     got = age_lag_groups(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask, [1, 3],

@@ -13,7 +13,7 @@ from xpcsviewer.compute.twotime_sparse import (
     estimate_pair_count,
     twotime_pair_count,
 )
-from xpcsviewer.io.sparse import EventBlock
+from xpcsviewer.io.raw.sparse import EventBlock
 
 ENGINES = [
     "numpy",

@@ -2,7 +2,7 @@
 
 A local stand-in used only by tests, so these tests do not depend on the reader and
 the demo writer landing first. Each result is also written to disk with
-``xpcsviewer.io.writer.write_result`` (when it works) so ``path`` is a real file.
+``xpcsviewer.io.results.writer.write_result`` (when it works) so ``path`` is a real file.
 
 Physics: g2(q, tau) = 1 + beta exp(-2 D q^2 tau) with D_TRUE in A^2/s; two-time maps
 C(t1, t2) = 1 + beta exp(-2 D q^2 |t1 - t2|) plus noise.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xpcsviewer.io.model import Multitau, QMap, Twotime, XpcsResult
+from xpcsviewer.io.results.model import Multitau, QMap, Twotime, XpcsResult
 
 D_TRUE = 1.0e5  # A^2/s
 BETA = 0.25
@@ -156,7 +156,7 @@ def make_result(
     assert n_s == s1.size
     if write:
         try:
-            from xpcsviewer.io.writer import write_result
+            from xpcsviewer.io.results.writer import write_result
 
             yy, xx = np.mgrid[0:64, 0:64]
             img = 1.0 / (1.0 + np.hypot(yy - 32, xx - 32)) ** 2

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpcsviewer.io.writer import write_result
+from xpcsviewer.io.results.writer import write_result
 from xpcsviewer.synthetic.results import build_result
 
 pytestmark = pytest.mark.gui

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.gui
 
 
 def _wide_file(folder):
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.writer import write_result
     from xpcsviewer.synthetic.results import build_result
 
     spec = {"name": "W1",

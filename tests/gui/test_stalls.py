@@ -18,7 +18,7 @@ BOUND_S = 1.0
 
 def _write(folder, name, shape, n_frames, seed, dq=24):
     from benchmarks.gui_stalls import simulated_result
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.writer import write_result
 
     res, extras = simulated_result(name, shape, n_frames, seed, dq)
     path = folder / f"{name}_results.hdf"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xpcsviewer.io.writer import write_result
+from xpcsviewer.io.results.writer import write_result
 from xpcsviewer.synthetic.results import build_result
 
 SMALL_SPEC = {

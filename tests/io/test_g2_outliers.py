@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from xpcsviewer.io import read_result
-from xpcsviewer.io.reader import G2_MAX, g2_outliers
+from xpcsviewer.io.results.reader import G2_MAX, g2_outliers
 
 
 def test_range_and_isolated_spikes_masked_real_decays_kept():
@@ -56,7 +56,7 @@ def test_real_buffer_file_wild_points_masked(real_data_dir):
 def test_neighbour_median_equals_numpy_nanmedian():
     import warnings
 
-    from xpcsviewer.io._analysis import _nanmedian_rows
+    from xpcsviewer.io.results._analysis import _nanmedian_rows
 
     rng = np.random.default_rng(3)
     a = rng.normal(size=(4, 500))

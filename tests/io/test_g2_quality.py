@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xpcsviewer.io.g2_quality import SUSPECT_ERROR_RATIO, suspect_errors
+from xpcsviewer.io.results.g2_quality import SUSPECT_ERROR_RATIO, suspect_errors
 
 
 def test_rule_against_a_direct_loop():

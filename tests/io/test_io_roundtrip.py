@@ -18,7 +18,7 @@ from xpcsviewer.io import (
     write_qmap_file,
     write_result,
 )
-from xpcsviewer.io.reader import _read_qmap_nexus, g2_outliers
+from xpcsviewer.io.results.reader import _read_qmap_nexus, g2_outliers
 
 
 def test_result_roundtrip(small_file, small_built):

@@ -14,7 +14,7 @@ from xpcsviewer.io import (
     read_saxs_2d,
     scan_folder,
 )
-from xpcsviewer.io.reader import _g2_valid, g2_outliers
+from xpcsviewer.io.results.reader import _g2_valid, g2_outliers
 
 
 def _copy(src, tmp_path, name="v_results.hdf"):

@@ -3,7 +3,7 @@ write their fields without ``units`` attributes; the format's units are supplied
 
 import h5py
 
-from xpcsviewer.io._analysis import _metadata
+from xpcsviewer.io.results._analysis import _metadata
 
 
 def test_known_units_fill_in_and_a_stated_unit_wins(tmp_path):

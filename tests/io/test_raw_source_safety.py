@@ -137,7 +137,7 @@ def _words(n):
 @pytest.mark.parametrize("how", ["truncated", "replaced"])
 def test_a_growing_bin_truncated_or_replaced_is_refused(tmp_path, how):
     from xpcsviewer.cli import main
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.live import LiveOptions, follow
 
     q = tmp_path / "q.hdf"

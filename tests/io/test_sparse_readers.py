@@ -17,12 +17,13 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
-from xpcsviewer.io._sparse_csr import EsrfCsr, Id11Sparse
-from xpcsviewer.io._sparse_rigaku import RIGAKU_3M_SHAPE, Rigaku3M, RigakuBin
-from xpcsviewer.io._sparse_timepix import TimepixEvents
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.raw import RawFrames, open_raw_source, raw_layout
-from xpcsviewer.io.sparse import SparseSource
+from xpcsviewer.io.raw.esrf_csr import EsrfCsr
+from xpcsviewer.io.raw.id11 import Id11Sparse
+from xpcsviewer.io.raw.rigaku import RIGAKU_3M_SHAPE, Rigaku3M, RigakuBin
+from xpcsviewer.io.raw.sparse import SparseSource
+from xpcsviewer.io.raw.timepix import TimepixEvents
 
 N, H, W = 40, 16, 24
 N_RIGAKU, H_RIGAKU, W_RIGAKU = 24, 512, 1024
@@ -584,10 +585,10 @@ def test_cli_info_rigaku_and_esrf_with_qmap(tmp_path, capsys):
 def test_timepix_search_in_small_windows(written, kind, monkeypatch):
     """The binary search over toa (single elements, then a window) and the order pass in
     blocks, forced to work on a small list."""
-    from xpcsviewer.io import _sparse_timepix
+    from xpcsviewer.io.raw import timepix
 
-    monkeypatch.setattr(_sparse_timepix, "_WINDOW", 3)
-    monkeypatch.setattr(_sparse_timepix, "_PASS", 50)
+    monkeypatch.setattr(timepix, "_WINDOW", 3)
+    monkeypatch.setattr(timepix, "_PASS", 50)
     path, _, npy, _ = written[kind]
     for bin_time, sel in ((1e-3, (3, 37, 2, 1)), (0.7e-3, (0, -1, 1, 1))):
         with TimepixEvents(path, bin_time=bin_time, begin=sel[0], end=sel[1],

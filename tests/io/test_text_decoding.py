@@ -26,7 +26,7 @@ def test_decode_text(stored, expected):
 
 
 def test_units_attribute_in_file(tmp_path):
-    from xpcsviewer.io._analysis import _sample
+    from xpcsviewer.io.results._analysis import _sample
 
     p = tmp_path / "u.h5"
     with h5py.File(p, "w") as f:

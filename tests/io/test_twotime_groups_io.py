@@ -1,4 +1,4 @@
-"""/xpcs/twotime/groups: written with a result, read back checked (io.twotime_groups)."""
+"""/xpcs/twotime/groups: written with a result, read back checked (io.results.twotime_groups)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from xpcsviewer.compute.partition import make_partition
 from xpcsviewer.compute.pipeline import FrameStream, correlate_to_result
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.twotime_groups import has_twotime_groups, read_twotime_groups
-from xpcsviewer.io.writer import write_result
+from xpcsviewer.io.results.twotime_groups import has_twotime_groups, read_twotime_groups
+from xpcsviewer.io.results.writer import write_result
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
 

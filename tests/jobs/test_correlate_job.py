@@ -90,7 +90,7 @@ def test_flags_are_checked_before_any_file_is_opened(tmp_path, capsys, flags, te
 def dense_raw(tmp_path_factory):
     """A small dense raw file and its q-map (Poisson speckle-free frames)."""
     from xpcsviewer.compute.partition import geometry_partition
-    from xpcsviewer.io.writer import write_qmap_file
+    from xpcsviewer.io.results.writer import write_qmap_file
 
     d = tmp_path_factory.mktemp("job")
     shape = (24, 32)
@@ -140,7 +140,7 @@ def test_file_job_prints_nothing_and_equals_the_command(dense_raw, tmp_path, cap
 
 def test_plan_records_itself_and_refuses_what_the_source_cannot_take(dense_raw, tmp_path):
     from xpcsviewer.io.raw import open_raw_source
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.correlate import CorrelateJob, correlate_file
     from xpcsviewer.jobs.correlate_plan import plan_correlate
 

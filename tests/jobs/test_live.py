@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.io.reader import read_qmap
+from xpcsviewer.io.results.reader import read_qmap
 from xpcsviewer.jobs.live import LiveOptions, follow
 from xpcsviewer.synthetic.acquisition import frame_source, write_blocks, write_growing
 

@@ -63,7 +63,7 @@ def test_live_usage_and_input_errors(small_qmap, tmp_path, capsys):
 
 def _series_inputs(small_qmap, tmp_path):
     """Three live results of growing length, taken one after the other."""
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.live import LiveOptions, follow
     from xpcsviewer.synthetic.acquisition import frame_source, write_growing
 

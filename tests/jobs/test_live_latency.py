@@ -9,7 +9,7 @@ import time
 import h5py
 import numpy as np
 
-from xpcsviewer.io.reader import read_qmap
+from xpcsviewer.io.results.reader import read_qmap
 from xpcsviewer.jobs.fitfile import fit_result_files
 from xpcsviewer.jobs.live import LiveOptions, follow
 

@@ -23,7 +23,7 @@ import pytest
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.multitau_sparse import available
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.reader import read_qmap
+from xpcsviewer.io.results.reader import read_qmap
 from xpcsviewer.jobs.live import LiveOptions, follow
 
 pytestmark = pytest.mark.skipif(not available(), reason="the photon correlator needs numba")
@@ -463,7 +463,7 @@ def test_folder_of_csr_blocks_traps(small_qmap, tmp_path, trap):
 
 # ------------------------------------------------------------------------ choice
 def test_open_live_source_chooses_by_content(tmp_path, small_qmap):
-    from xpcsviewer.io import live_source as ls
+    from xpcsviewer.io.raw import live as ls
 
     f, p, c = _hits(10, (32, 32), seed=11, outside=0)
     ptr, idx, val = _csr_arrays((f, p, c), 10)
@@ -500,7 +500,7 @@ def test_open_live_source_chooses_by_content(tmp_path, small_qmap):
 
 # ------------------------------------------------------------------------ sources
 def test_rigaku_source_reads_whole_words_and_holds_the_last_frame(tmp_path):
-    from xpcsviewer.io.live_source import GrowingRigakuSource
+    from xpcsviewer.io.raw.live import GrowingRigakuSource
 
     f = np.array([0, 0, 1, 1, 2, 3])
     p = np.array([5, 9, 5, 7, 11, 2])
@@ -525,7 +525,7 @@ def test_rigaku_source_reads_whole_words_and_holds_the_last_frame(tmp_path):
 
 
 def test_csr_source_never_follows_a_pointer_not_written_or_past_the_hits(tmp_path):
-    from xpcsviewer.io.live_source import GrowingCsrSource
+    from xpcsviewer.io.raw.live import GrowingCsrSource
 
     raw = tmp_path / "s.h5"
     # extended by three frames, one written; the hits of frame 2 not all there

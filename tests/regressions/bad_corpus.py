@@ -18,7 +18,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from xpcsviewer.io.writer import write_qmap_file, write_result
+from xpcsviewer.io.results.writer import write_qmap_file, write_result
 from xpcsviewer.synthetic.results import build_result
 
 SPEC = {

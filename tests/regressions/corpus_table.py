@@ -117,8 +117,8 @@ def build_runs(work: Path) -> list[Run]:
     sys.modules[spec.name] = bc
     spec.loader.exec_module(bc)
 
-    from xpcsviewer.io.g2stack import g2_side_path, open_g2_stack_writer
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.g2stack import g2_side_path, open_g2_stack_writer
+    from xpcsviewer.io.results.writer import write_result
     from xpcsviewer.synthetic.results import build_result
 
     root = work / "corpus"

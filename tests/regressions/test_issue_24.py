@@ -41,8 +41,8 @@ def _no_temps(folder: Path) -> None:
 
 def _result_with_side_file(folder: Path, name: str, spec: dict) -> tuple[Path, Path]:
     """A result whose per-pixel G2 stack is in ``<name>_G2.hdf`` (linked)."""
-    from xpcsviewer.io.g2stack import g2_side_path, open_g2_stack_writer
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.g2stack import g2_side_path, open_g2_stack_writer
+    from xpcsviewer.io.results.writer import write_result
     from xpcsviewer.synthetic.results import build_result
 
     res, extras = build_result(spec, seed=7)
@@ -151,7 +151,7 @@ def test_an_injected_enospc_is_raised_from_python_not_met_by_hdf5(
 ):
     """The HDF5 writers' sink records a failed write and HDF5 closes cleanly."""
     from xpcsviewer.io import outputs, read_qmap
-    from xpcsviewer.io.writer import write_qmap_file
+    from xpcsviewer.io.results.writer import write_qmap_file
 
     qm = read_qmap(corpus.qmap_good)
     real = os.pwrite

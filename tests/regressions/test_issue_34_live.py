@@ -76,7 +76,7 @@ def test_polls_of_a_truncated_swmr_file_return_and_say_truncated(writer, tmp_pat
     _truncate_half(raw)
     script = (
         "import sys, time\n"
-        "from xpcsviewer.io.live_source import GrowingFileSource\n"
+        "from xpcsviewer.io.raw.live import GrowingFileSource\n"
         "src = GrowingFileSource(sys.argv[1])\n"
         "for _ in range(3):\n"
         "    st = src.poll()\n"
@@ -194,7 +194,7 @@ def test_exit_while_xla_compiles_in_a_daemon_thread_is_not_an_abort(delay):
 # ------------------------------------------------------------------------ item 5
 def test_source_replaced_by_another_file_is_said_and_not_mixed(small_qmap, writer, tmp_path,
                                                                tools):
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.live import LiveOptions, follow
 
     raw, out = tmp_path / "raw.h5", tmp_path / "live.hdf"
@@ -220,7 +220,7 @@ def test_source_replaced_by_another_file_is_said_and_not_mixed(small_qmap, write
 
 def test_a_growing_csr_file_replaced_is_said(tmp_path):
     # the ESRF sparse twin: another file at the path is never read as the same one
-    from xpcsviewer.io.live_source import GrowingCsrSource
+    from xpcsviewer.io.raw.live import GrowingCsrSource
 
     def csr(path, n):
         with h5py.File(path, "w") as f:
@@ -241,7 +241,7 @@ def test_a_growing_csr_file_replaced_is_said(tmp_path):
 
 
 def test_frame_dataset_recreated_with_another_dtype_is_said(small_qmap, tmp_path, tools):
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.live import LiveOptions, follow
 
     raw, out = tmp_path / "raw.h5", tmp_path / "live.hdf"
@@ -276,7 +276,7 @@ def test_frame_dataset_recreated_with_another_dtype_is_said(small_qmap, tmp_path
 
 
 def test_a_corrupt_block_is_named_with_the_blocks_never_read(small_qmap, tmp_path, tools):
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.live import LiveOptions, follow
     from xpcsviewer.synthetic.acquisition import frame_source, write_blocks
 
@@ -299,7 +299,7 @@ def test_a_corrupt_block_is_named_with_the_blocks_never_read(small_qmap, tmp_pat
 
 
 def test_plain_writer_killed_is_not_taken_for_closed(small_qmap, writer, tmp_path, tools):
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.live import LiveOptions, follow
 
     raw, out = tmp_path / "raw.h5", tmp_path / "live.hdf"
@@ -318,7 +318,7 @@ def test_plain_writer_killed_is_not_taken_for_closed(small_qmap, writer, tmp_pat
 # ------------------------------------------------------------------------ item 7
 def test_full_disk_at_the_final_write_says_what_is_left(small_qmap, tmp_path, monkeypatch,
                                                         capfd):
-    import xpcsviewer.io.writer
+    import xpcsviewer.io.results.writer
     import xpcsviewer.jobs.fitfile
     import xpcsviewer.jobs.warmup
     from xpcsviewer.cli import main
@@ -327,7 +327,7 @@ def test_full_disk_at_the_final_write_says_what_is_left(small_qmap, tmp_path, mo
 
     raw, out = tmp_path / "raw.h5", tmp_path / "live.hdf"
     fit_json = tmp_path / "live_fit.json"
-    real_write = xpcsviewer.io.writer.write_result
+    real_write = xpcsviewer.io.results.writer.write_result
 
     def full_at_the_end(path, res, **kw):
         if not res.metadata["xpcs/live"]["partial"]:
@@ -339,7 +339,7 @@ def test_full_disk_at_the_final_write_says_what_is_left(small_qmap, tmp_path, mo
         return [xpcsviewer.jobs.fitfile.FitOutcome(
             p, {"path": p, "q": [], "phi": [], "status": []}, None) for p in paths]
 
-    monkeypatch.setattr(xpcsviewer.io.writer, "write_result", full_at_the_end)
+    monkeypatch.setattr(xpcsviewer.io.results.writer, "write_result", full_at_the_end)
     monkeypatch.setattr(xpcsviewer.jobs.fitfile, "fit_result_files", fit)
     monkeypatch.setattr(xpcsviewer.jobs.warmup, "precompile", lambda **kw: None)
     th = threading.Thread(target=write_growing, args=(raw, frame_source((32, 32), 1500)),

@@ -137,8 +137,8 @@ FIT_FAST = ["--quiet", "--backend", "numpy"]
 
 def _result_with_side_file(folder: Path, name: str, spec: dict) -> tuple[Path, Path]:
     """A result whose per-pixel G2 stack is in ``<name>_G2.hdf`` (linked)."""
-    from xpcsviewer.io.g2stack import g2_side_path, open_g2_stack_writer
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.g2stack import g2_side_path, open_g2_stack_writer
+    from xpcsviewer.io.results.writer import write_result
     from xpcsviewer.synthetic.results import build_result
 
     res, extras = build_result(spec, seed=7)
@@ -158,7 +158,7 @@ def linked_set(tmp_path_factory, issue11):
     """A folder: X_results.hdf + X_results_G2.hdf (linked), G01.hdf (an older
     X_results.hdf renamed: it reads X_results_G2.hdf), a raw file and a q-map."""
     from xpcsviewer.io import read_result
-    from xpcsviewer.io.writer import write_qmap_file
+    from xpcsviewer.io.results.writer import write_qmap_file
 
     bc = issue11.corpus_module
     d = tmp_path_factory.mktemp("linked")

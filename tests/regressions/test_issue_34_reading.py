@@ -150,8 +150,8 @@ def test_links_and_sources_inside_the_folder_are_read(tmp_path):
     """The G2 side file (an external link beside the result) and a VDS whose source
     is beside the file keep working."""
     from xpcsviewer.io import read_g2_stack_delay
-    from xpcsviewer.io.g2stack import g2_side_path, open_g2_stack_writer
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.g2stack import g2_side_path, open_g2_stack_writer
+    from xpcsviewer.io.results.writer import write_result
     from xpcsviewer.synthetic.results import build_result
 
     good = bc.write_good(tmp_path / "good_results.hdf")

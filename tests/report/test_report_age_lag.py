@@ -19,7 +19,7 @@ def _twotime(sec):
 def test_report_draws_the_age_lag_map(age_lag_only_file, tmp_path):
     from PIL import Image
 
-    from xpcsviewer.io.age_lag import read_age_lag
+    from xpcsviewer.io.results.age_lag import read_age_lag
     from xpcsviewer.report import collect_report
     from xpcsviewer.report.build import MAX_HTML_BYTES
     from xpcsviewer.report.content import provenance_rows

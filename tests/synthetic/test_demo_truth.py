@@ -18,7 +18,7 @@ import copy
 import numpy as np
 import pytest
 
-from xpcsviewer.io.writer import write_result
+from xpcsviewer.io.results.writer import write_result
 from xpcsviewer.jobs.fit import FitOptions, fit_files
 from xpcsviewer.synthetic.demo_specs import DEMO_SPECS
 from xpcsviewer.synthetic.simulated import simulate_result

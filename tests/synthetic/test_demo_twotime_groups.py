@@ -5,8 +5,8 @@ from __future__ import annotations
 import h5py
 import numpy as np
 
-from xpcsviewer.io.reader import read_c2
-from xpcsviewer.io.twotime_groups import has_twotime_groups, read_twotime_groups
+from xpcsviewer.io.results.reader import read_c2
+from xpcsviewer.io.results.twotime_groups import has_twotime_groups, read_twotime_groups
 from xpcsviewer.synthetic.demo import check_demo_file, write_demo
 from xpcsviewer.synthetic.demo_specs import DEMO_SPECS
 

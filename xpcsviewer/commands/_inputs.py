@@ -18,7 +18,7 @@ def skip_side_files(files: Sequence[str | os.PathLike], prog: str) -> list:
     when only side files were given.
     """
     from xpcsviewer.io.errors import display_path, one_line
-    from xpcsviewer.io.g2stack import describe_g2_side_file
+    from xpcsviewer.io.results.g2stack import describe_g2_side_file
 
     kept = []
     for f in files:

@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     for o in outputs:
         check_output(o, [*raws, args.qmap], overwrite or (skip and o.exists()))
         if getattr(args, "save_g2_pixel", False) and not (skip and o.exists()):
-            from xpcsviewer.io.g2stack import g2_side_path
+            from xpcsviewer.io.results.g2stack import g2_side_path
 
             check_output(g2_side_path(o), [*raws, args.qmap], overwrite, replacing=[o])
     options = {"qmap": os.path.abspath(args.qmap), "spec": spec.as_dict(),

@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.io.errors import display_path
-from xpcsviewer.io.model import XpcsResult
 from xpcsviewer.io.outputs import to_jsonable
-from xpcsviewer.io.reader import read_result
+from xpcsviewer.io.results.model import XpcsResult
+from xpcsviewer.io.results.reader import read_result
 
 EXIT_BAD_INPUT = 3
 
@@ -102,9 +102,9 @@ def _groups(path: Any, age_lag: bool = False) -> dict[str, Any] | None:
     """The file's pixel-group maps (full maps, or with ``age_lag`` age x lag maps):
     groups, tile side and bins (None without them; ``error`` when unreadable)."""
     from xpcsviewer.io._h5 import open_h5
-    from xpcsviewer.io.age_lag_groups import read_age_lag_groups_header
     from xpcsviewer.io.errors import XpcsFileError
-    from xpcsviewer.io.twotime_groups import read_twotime_groups_header
+    from xpcsviewer.io.results.age_lag_groups import read_age_lag_groups_header
+    from xpcsviewer.io.results.twotime_groups import read_twotime_groups_header
 
     try:
         with open_h5(path) as f:
@@ -169,7 +169,7 @@ def _row(s: dict[str, Any]) -> list[str]:
 
 def side_file_summary(path: str, shown: str) -> dict[str, Any] | None:
     """The record of a per-pixel G2 side file (``side_file``: True), or None if not one."""
-    from xpcsviewer.io.g2stack import describe_g2_side_file
+    from xpcsviewer.io.results.g2stack import describe_g2_side_file
 
     d = describe_g2_side_file(path)
     if d is None:
@@ -261,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
     shape = None
     if getattr(args, "qmap", None):
         from xpcsviewer.io.errors import XpcsFileError
-        from xpcsviewer.io.reader import read_qmap
+        from xpcsviewer.io.results.reader import read_qmap
 
         try:
             shape = [int(v) for v in read_qmap(args.qmap).shape]

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer live``; returns the exit code."""
     from xpcsviewer.compute.spec import CorrelateSpec
     from xpcsviewer.io.outputs import OutputWriteError, check_output
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.fitfile import fit_result_files
     from xpcsviewer.jobs.live import LiveOptions, follow
     from xpcsviewer.progress import interrupted

@@ -9,7 +9,7 @@ from xpcsviewer.compute.partition import check_consistency, make_partition
 from xpcsviewer.compute.qmap import compute_qmap
 from xpcsviewer.io.masks import read_mask
 from xpcsviewer.io.outputs import check_output
-from xpcsviewer.io.writer import write_qmap_file
+from xpcsviewer.io.results.writer import write_qmap_file
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from xpcsviewer.io import read_qmap
     from xpcsviewer.io.masks import read_mask
     from xpcsviewer.io.outputs import check_output
-    from xpcsviewer.io.reader import read_result
+    from xpcsviewer.io.results.reader import read_result
     from xpcsviewer.jobs.regroup import regroup_file, write_regrouped
     from xpcsviewer.progress import TextProgressBar
 

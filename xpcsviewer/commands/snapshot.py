@@ -19,9 +19,9 @@ MIN_SIDE, MAX_SIDE = 200, 8192
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer snapshot``; the Qt work lives in :mod:`xpcsviewer.gui.snapshot`."""
     from xpcsviewer.io.errors import XpcsFileError
-    from xpcsviewer.io.g2stack import describe_g2_side_file
     from xpcsviewer.io.outputs import check_output, display_path
-    from xpcsviewer.io.reader import read_result
+    from xpcsviewer.io.results.g2stack import describe_g2_side_file
+    from xpcsviewer.io.results.reader import read_result
 
     w, h = (int(v) for v in args.size)
     if not (MIN_SIDE <= w <= MAX_SIDE and MIN_SIDE <= h <= MAX_SIDE):

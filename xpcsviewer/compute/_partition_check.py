@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xpcsviewer.io.model import QMap
+from xpcsviewer.io.results.model import QMap
 
 __all__ = ["check_consistency"]
 

@@ -139,7 +139,7 @@ def _photon_sums(frame: str, pixel: str, value: str) -> None:
 def _twotime_photons() -> None:
     """The sparse two-time kernels (their argument types do not depend on the hits')."""
     from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
-    from xpcsviewer.io.sparse import EventBlock
+    from xpcsviewer.io.raw.sparse import EventBlock
 
     pixels = _tiny_pixels()
     h, w = pixels.shape

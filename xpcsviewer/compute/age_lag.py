@@ -11,7 +11,7 @@ as N log N. Two ways of cutting the map by time (Ragulskaya et al., J. Appl. Cry
 (:func:`entry_ages`), or at constant first time (:func:`entry_t1`).
 
 Note (issue 35, correlator helper): ``AgeLagLevel`` and ``AgeLagMap`` are defined in
-:mod:`xpcsviewer.io.age_lag` (the reader returns them; ``io`` imports nothing from
+:mod:`xpcsviewer.io.results.age_lag` (the reader returns them; ``io`` imports nothing from
 ``compute``) and re-exported here unchanged; ``AgeLagMap`` gained an optional
 ``config`` dict (points_per_level, smooth, entry). The file layout is there too:
 ``read_age_lag(path)`` reads ``/xpcs/twotime/age_lag`` back into an ``AgeLagMap``.
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from xpcsviewer.io.age_lag import AgeLagLevel, AgeLagMap
+from xpcsviewer.io.results.age_lag import AgeLagLevel, AgeLagMap
 
 __all__ = ["AgeLagLevel", "AgeLagMap", "entry_ages", "entry_t1", "from_full_maps"]
 

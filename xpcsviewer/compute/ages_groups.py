@@ -77,9 +77,9 @@ def group_cut_g2(cuts: AgeCuts, groups: Any, progress=None, cancel=None
     """The cuts of each pixel group's map.
 
     ``groups``: the file's maps per pixel group, ``bins``, ``pixels`` (K, B) and either
-    full maps (:class:`~xpcsviewer.io.twotime_groups.TwotimeGroups`: ``maps`` per bin
+    full maps (:class:`~xpcsviewer.io.results.twotime_groups.TwotimeGroups`: ``maps`` per bin
     (K, N, N), upper triangles do, NaN for a group without pixels) or age x lag maps
-    (:class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups`).
+    (:class:`~xpcsviewer.io.results.age_lag_groups.AgeLagGroups`).
 
     Returns
     -------

@@ -395,7 +395,7 @@ class SparseMultitauCorrelator(MultitauCorrelator):
 
 def split_block(block: Any, at: int) -> tuple[Any, Any]:
     """An event block cut at processed frame ``at`` (``start < at < stop``)."""
-    from xpcsviewer.io.sparse import EventBlock
+    from xpcsviewer.io.raw.sparse import EventBlock
 
     k = int(np.searchsorted(block.frame, at, side="left"))
     a = EventBlock(block.start, at, block.frame[:k], block.pixel[:k], block.value[:k])
@@ -427,7 +427,7 @@ def correlate_multitau_events(
     ----------
     blocks : iterable of EventBlock
         Hits of processed frames 0..n_frames-1, in order
-        (:meth:`xpcsviewer.io.sparse.SparseSource.iter_events`).
+        (:meth:`xpcsviewer.io.raw.sparse.SparseSource.iter_events`).
     dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static, delays_per_level,
     normalize_frame, num_partial_g2, progress, cancel, with_scattering, pixel_sink :
         As :func:`~xpcsviewer.compute.multitau.correlate_multitau`; the result is the
@@ -455,7 +455,7 @@ def correlate_multitau_events(
     snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
     events = 0
     report(progress, cancel, 0, n_frames, "multi-tau (photons)")
-    from xpcsviewer.io.sparse import prefetched
+    from xpcsviewer.io.raw.sparse import prefetched
 
     for block in prefetched(iter(blocks)):
         if block.start != corr.n_processed:

@@ -17,7 +17,7 @@ import numpy as np
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.spec import MODES, CorrelateSpec, Engine
 from xpcsviewer.compute.twotime import correlate_twotime, parse_bins
-from xpcsviewer.io.model import Multitau, QMap, Twotime, XpcsResult
+from xpcsviewer.io.results.model import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["MODES", "CorrelatedResult", "FrameStream", "ResultRecord", "assemble_result",

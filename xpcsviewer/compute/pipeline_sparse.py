@@ -33,7 +33,7 @@ from xpcsviewer.compute.pipeline import (
 )
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import parse_bins
-from xpcsviewer.io.model import QMap
+from xpcsviewer.io.results.model import QMap
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["PathChoice", "choose_path", "correlate_events_to_result"]

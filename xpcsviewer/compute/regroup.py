@@ -27,7 +27,7 @@ from xpcsviewer.backends import get_backend
 from xpcsviewer.compute._binning import select_pixels
 from xpcsviewer.compute.multitau_pixels import combine_bin_sums, reduce_pixel_terms
 from xpcsviewer.compute.partition import check_consistency, restrict_partition
-from xpcsviewer.io.model import Multitau, QMap, XpcsResult
+from xpcsviewer.io.results.model import Multitau, QMap, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [

@@ -255,7 +255,7 @@ def saxs_1d(
     ----------
     image : (H, W) float
         E.g. the time-averaged image (mean counts / pixel / frame).
-    qmap : xpcsviewer.io.model.QMap
+    qmap : xpcsviewer.io.results.model.QMap
         Static ROI map, index mapping, bin centres and mask.
     use_mask : bool
         Exclude ``qmap.mask == 0`` pixels (the ROI maps usually exclude them already).

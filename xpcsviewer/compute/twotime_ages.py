@@ -42,7 +42,7 @@ from xpcsviewer.compute._binning import PixelBins, select_pixels
 from xpcsviewer.compute._multitau_cpu import available, worth_compiling
 from xpcsviewer.compute._twotime_ages_levels import Level, level_plan
 from xpcsviewer.compute.twotime import parse_bins
-from xpcsviewer.io.age_lag import AgeLagLevel, AgeLagMap
+from xpcsviewer.io.results.age_lag import AgeLagLevel, AgeLagMap
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = ["age_lag_bytes", "correlate_twotime_ages", "correlate_twotime_ages_events",
@@ -299,7 +299,7 @@ def correlate_twotime_ages_events(
 ) -> AgeLagMap:
     """:func:`correlate_twotime_ages` from a stream of photon hits.
 
-    ``blocks`` are the :class:`~xpcsviewer.io.sparse.EventBlock` s the sparse readers
+    ``blocks`` are the :class:`~xpcsviewer.io.raw.sparse.EventBlock` s the sparse readers
     give (hits of frames ``[start, stop)``, in order, covering 0..n_frames-1; values of
     one pixel in one frame add). They are made dense ``rows_per_step`` frames at a time
     over the selected pixels only: the map's cost is dense in pixels anyway (one row of

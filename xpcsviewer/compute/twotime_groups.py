@@ -22,7 +22,7 @@ import numpy as np
 
 from xpcsviewer.compute._binning import select_pixels
 from xpcsviewer.compute.twotime import keep_frames, twotime_map
-from xpcsviewer.io.twotime_groups import TwotimeGroups
+from xpcsviewer.io.results.twotime_groups import TwotimeGroups
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = ["MAX_GROUP_FRAMES", "TwotimeGroups", "group_maps", "group_maps_bytes", "tile_groups"]

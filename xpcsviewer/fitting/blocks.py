@@ -49,7 +49,7 @@ class G2Block:
         Effective frame time (s) of the multitau analysis.
     excluded : (T, B) bool or None
         Valid points left out of fits (their stated error is implausibly small, see
-        :mod:`xpcsviewer.io.g2_quality`); they are still drawn.
+        :mod:`xpcsviewer.io.results.g2_quality`); they are still drawn.
     source : str
         Path of the file the curves were read from ("" when unknown).
     noise : (K, T, B) float64 or None

@@ -15,13 +15,12 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from xpcsviewer.io._h5open import open_regular
+from xpcsviewer.io._h5open import _HDF5_SIGNATURE, open_regular
 
 __all__ = ["MAX_SCANNED_FILES", "linked_files", "linking_files"]
 
 #: (path, device, inode, size, mtime) -> files an HDF5 input links to
 _LINK_CACHE: dict[tuple, tuple[Path, ...]] = {}
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 #: The folder scan of :func:`linking_files` reads at most this many files, in
 #: at most ``SCAN_BUDGET_S`` seconds (a result's link table: about 1 ms).
 MAX_SCANNED_FILES = 5000

@@ -140,7 +140,7 @@ def write_mask_file(path: str | Path, mask: np.ndarray, *, source: str = "",
     ``source`` (e.g. the image it was drawn on) goes into the ``source_file`` attribute.
     Raises ``FileExistsError`` for an existing file without ``overwrite``.
     """
-    from xpcsviewer.io.writer import atomic_h5
+    from xpcsviewer.io.results.writer import atomic_h5
 
     m = (np.asarray(mask) > 0).astype(np.uint8)
     if m.ndim != 2:

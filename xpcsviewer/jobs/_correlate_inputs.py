@@ -17,7 +17,7 @@ RAW_COUNT_TIME = "/entry/instrument/detector_1/count_time"
 
 def load_qmap(path: str | Path) -> Any:
     """QMap from a partition file (``/qmap``) or a result file (``/xpcs/qmap``)."""
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
 
     return read_qmap(path)
 

@@ -99,7 +99,7 @@ class _Reporting:
 
     def _publish(self, up: LiveUpdate, cres: Any, final: bool, gen: int) -> None:
         """Write ``cres``, fit it and hand ``up`` on, unless a later generation began."""
-        from xpcsviewer.io.writer import write_result
+        from xpcsviewer.io.results.writer import write_result
 
         with self.lock:
             if gen != self.gen:

@@ -1,7 +1,7 @@
 """The photon side of the live job (:mod:`xpcsviewer.jobs.live`): the correlator of hits,
 how many frames to read at once, and the count rules applied to hits.
 
-A sparse live source (:mod:`xpcsviewer.io._live_sparse`) hands out the hits of complete
+A sparse live source (:mod:`xpcsviewer.io.raw.live`) hands out the hits of complete
 frames; they go to :class:`~xpcsviewer.compute.multitau_sparse.StreamingSparseMultitau`,
 whose snapshots equal the dense correlator on the same frames. The count rules are the
 dense live job's: a negative count is refused where the q-map uses the pixel and dropped
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.sparse import EVENTS_PER_BLOCK, EventBlock
+from xpcsviewer.io.raw.sparse import EVENTS_PER_BLOCK, EventBlock
 
 __all__ = ["checked_hits", "frames_per_read", "photon_stream", "warm_photons"]
 

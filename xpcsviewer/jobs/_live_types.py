@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute.spec import CorrelateSpec, Engine, SpecError
-from xpcsviewer.io.live_source import RAW_DATASET
+from xpcsviewer.io.raw.live import RAW_DATASET
 
 __all__ = ["TRACE_POINTS", "LiveOptions", "LiveUpdate", "LiveView", "fit_output_path"]
 

@@ -83,7 +83,7 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
 
     ``q``, ``phi``: per dynamic bin of the file (indexed by bin - 1), or None.
     ``fit`` (a FitSpec) wins over ``model``. ``groups``: the file's two-time maps per
-    pixel group (:class:`xpcsviewer.io.twotime_groups.TwotimeGroups`: ``bins``,
+    pixel group (:class:`xpcsviewer.io.results.twotime_groups.TwotimeGroups`: ``bins``,
     ``pixels`` (K, B), ``maps`` per bin (K, N, N)), or None: then each cut's tau error
     is the groups' spread (:mod:`xpcsviewer.compute.ages_groups`) and the laws are
     fitted with it.
@@ -163,8 +163,8 @@ def read_map(path: str | Path, bins: Sequence[int] | None = None) -> tuple[AgeLa
 
     from xpcsviewer.io import read_c2, read_result
     from xpcsviewer.io._h5 import open_h5
-    from xpcsviewer.io.age_lag import has_age_lag, read_age_lag
     from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.results.age_lag import has_age_lag, read_age_lag
 
     with open_h5(path) as f:  # checked first: a link to a FIFO would hang the lookup
         has = has_age_lag(f)
@@ -202,12 +202,18 @@ MAX_GROUP_BYTES = 1 << 30
 def read_groups(path: str | Path, kind: str, bins: Sequence[int] | None = None) -> Any:
     """The file's maps per pixel group of the kind the cuts come from, for the cut bins,
     or None: none in the file, or they would take more than :data:`MAX_GROUP_BYTES` per
-    bin to hold. ``kind``: "full maps" (:class:`~xpcsviewer.io.twotime_groups.
-    TwotimeGroups`) or "age_lag" (:class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups`).
+    bin to hold. ``kind``: "full maps" (:class:`~xpcsviewer.io.results.twotime_groups.
+    TwotimeGroups`) or "age_lag" (:class:`~xpcsviewer.io.results.age_lag_groups.AgeLagGroups`).
     Raises XpcsFileError for maps of the wrong kind or shape."""
     from xpcsviewer.io._h5 import open_h5
-    from xpcsviewer.io.age_lag_groups import read_age_lag_groups_group, read_age_lag_groups_header
-    from xpcsviewer.io.twotime_groups import read_twotime_groups_group, read_twotime_groups_header
+    from xpcsviewer.io.results.age_lag_groups import (
+        read_age_lag_groups_group,
+        read_age_lag_groups_header,
+    )
+    from xpcsviewer.io.results.twotime_groups import (
+        read_twotime_groups_group,
+        read_twotime_groups_header,
+    )
 
     full = kind == "full maps"
     header = read_twotime_groups_header if full else read_age_lag_groups_header

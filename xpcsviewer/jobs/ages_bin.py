@@ -122,8 +122,8 @@ def _check_full_map(req: AgesRequest, max_full_frames: int) -> None:
     """XpcsFileError when the file holds no age x lag map and its full map is larger
     than ``max_full_frames`` frames."""
     from xpcsviewer.io._h5open import open_h5
-    from xpcsviewer.io.age_lag import has_age_lag
     from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.results.age_lag import has_age_lag
 
     if req.n_frames <= max_full_frames:
         return

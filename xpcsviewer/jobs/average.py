@@ -59,7 +59,7 @@ from xpcsviewer.compute.averaging import (
     MeanAccumulator,
     PointAccumulator,
 )
-from xpcsviewer.io.model import XpcsResult
+from xpcsviewer.io.results.model import XpcsResult
 from xpcsviewer.jobs._average_screen import (
     AverageOptions,
     AverageSummary,

@@ -64,7 +64,7 @@ class CorrelateJob:
         """The per-pixel G2 side file (``save_g2_pixel``), else None."""
         if not self.spec.save_g2_pixel:
             return None
-        from xpcsviewer.io.g2stack import g2_side_path
+        from xpcsviewer.io.results.g2stack import g2_side_path
 
         return g2_side_path(self.output)
 
@@ -87,7 +87,7 @@ def _stack_writer(side: Path | None, n_frames: int, shape: tuple[int, int]) -> A
     if side is None:
         return contextlib.nullcontext(None)
     from xpcsviewer.compute.multitau import delay_list
-    from xpcsviewer.io.g2stack import open_g2_stack_writer
+    from xpcsviewer.io.results.g2stack import open_g2_stack_writer
 
     return open_g2_stack_writer(side, delay_list(n_frames)[0].size, shape, overwrite=True)
 
@@ -179,7 +179,7 @@ def _run(job: CorrelateJob, raw: Any, qm: Any, plan: CorrelatePlan, progress: An
     """The passes and the write of a planned job on an opened source."""
     from xpcsviewer.compute.pipeline import FrameStream, ResultRecord, correlate_to_result
     from xpcsviewer.compute.pipeline_sparse import correlate_events_to_result
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.writer import write_result
 
     spec, side, n = job.spec, job.side, raw.n_frames
     frame_time, count_time = _frame_time(job, raw, inform)

@@ -35,7 +35,7 @@ def output_complete(output: str | Path, mode: str, side: Path | None = None,
     Outputs are written atomically, so one at its final name is complete unless
     something else wrote it; this checks that it reads as a result of the mode.
     """
-    from xpcsviewer.io.reader import read_result
+    from xpcsviewer.io.results.reader import read_result
 
     if not Path(output).is_file() or (side is not None and not side.is_file()):
         return False
@@ -47,7 +47,7 @@ def output_complete(output: str | Path, mode: str, side: Path | None = None,
         return False
     if ages:
         from xpcsviewer.io._h5 import open_h5
-        from xpcsviewer.io.age_lag import has_age_lag
+        from xpcsviewer.io.results.age_lag import has_age_lag
 
         try:
             with open_h5(output) as f:

@@ -1,6 +1,6 @@
 """Follow an acquisition: correlate frames as the detector writes them (``xpcsviewer live``).
 
-:func:`follow` polls a source (:mod:`xpcsviewer.io.live_source`: a growing HDF5 file,
+:func:`follow` polls a source (:mod:`xpcsviewer.io.raw.live`: a growing HDF5 file,
 SWMR or not, or a folder of block files), reads only the frames that are new and
 complete, feeds them to the resumable multi-tau correlator
 (:class:`~xpcsviewer.compute.multitau_stream.StreamingMultitau`; for a photon-sparse
@@ -34,7 +34,7 @@ import numpy as np
 
 from xpcsviewer.compute.spec import Engine, SpecError
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.live_source import SourceNotReady, open_live_source
+from xpcsviewer.io.raw.live import SourceNotReady, open_live_source
 from xpcsviewer.jobs._live_report import _Reporting
 from xpcsviewer.jobs._live_sparse import (
     checked_hits,
@@ -322,10 +322,10 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         A growing raw HDF5 file, a folder of block files, or ``folder/PATTERN``; or a
         photon-sparse one: a Rigaku ``.bin`` being appended, a growing ESRF CSR HDF5 file,
         a folder of ESRF sparse blocks (chosen by content,
-        :func:`~xpcsviewer.io.live_source.open_live_source`; the detector shape of a
+        :func:`~xpcsviewer.io.raw.live.open_live_source`; the detector shape of a
         file that stores none is the q-map's).
     qmap : QMap
-        The partition (:func:`xpcsviewer.io.reader.read_qmap`).
+        The partition (:func:`xpcsviewer.io.results.reader.read_qmap`).
     output : path
         The result file (rewritten atomically at every update).
     options : LiveOptions

@@ -11,7 +11,7 @@ import numpy as np
 
 from xpcsviewer.compute.partition import restrict_partition
 from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2, regrouped_result
-from xpcsviewer.io.model import QMap, XpcsResult
+from xpcsviewer.io.results.model import QMap, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["regroup_file", "write_regrouped"]
@@ -39,7 +39,7 @@ def regroup_file(
     Returns
     -------
     result : XpcsResult
-        Ready for :func:`xpcsviewer.io.writer.write_result`.
+        Ready for :func:`xpcsviewer.io.results.writer.write_result`.
     saxs_2d : (H, W) float64
         The source image, for the writer.
     """
@@ -73,7 +73,7 @@ def write_regrouped(out: str | Path, result: XpcsResult, saxs_2d: np.ndarray,
     """Write a regrouped result under the one output rule (never an input; no
     replacing without ``overwrite``), atomically. Returns the written path."""
     from xpcsviewer.io.outputs import check_output
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.writer import write_result
 
     check_output(out, inputs, overwrite)
     res = dataclasses.replace(result, path=Path(out))

@@ -32,9 +32,9 @@ import h5py
 
 from xpcsviewer.compute.multitau import delay_list
 from xpcsviewer.io.errors import display_path
-from xpcsviewer.io.g2stack import G2_SIDE_DATASET, g2_side_path
 from xpcsviewer.io.outputs import OutputRefusedError
-from xpcsviewer.io.writer import write_result, write_result_with_g2_stack
+from xpcsviewer.io.results.g2stack import G2_SIDE_DATASET, g2_side_path
+from xpcsviewer.io.results.writer import write_result, write_result_with_g2_stack
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 from xpcsviewer.synthetic.demo_sparse import (
     RAW_DIR,

@@ -314,7 +314,7 @@ def make_sparse(out: str | Path, spec: dict[str, Any], seed: int, record: dict[s
     from xpcsviewer.compute.pipeline_sparse import choose_path, correlate_events_to_result
     from xpcsviewer.compute.spec import CorrelateSpec
     from xpcsviewer.io.raw import open_raw_source
-    from xpcsviewer.io.writer import write_qmap_file, write_result
+    from xpcsviewer.io.results.writer import write_qmap_file, write_result
     from xpcsviewer.synthetic.sparse_speckle import simulate_arrivals
 
     out = Path(out)

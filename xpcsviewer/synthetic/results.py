@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute.partition import make_partition
-from xpcsviewer.io.model import Multitau, QMap, Twotime, XpcsResult
+from xpcsviewer.io.results.model import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.synthetic.analytic import (
     c2_model,
     decay_rate,
@@ -153,7 +153,7 @@ def build_result(
     result : XpcsResult
     extras : dict
         ``saxs_2d`` (H, W), ``c2_maps`` (list of (N, N)), ``truth`` (the sample dict
-        with D in Angstrom^2/s) for :func:`xpcsviewer.io.writer.write_result`.
+        with D in Angstrom^2/s) for :func:`xpcsviewer.io.results.writer.write_result`.
     """
     rng = np.random.default_rng(seed)
     qm, q, _phi = spec_qmap(spec)

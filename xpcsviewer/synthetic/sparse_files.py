@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 
 from xpcsviewer.io.outputs import atomic_path
-from xpcsviewer.io.writer import atomic_h5
+from xpcsviewer.io.results.writer import atomic_h5
 
 __all__ = [
     "ESRF_GROUP",

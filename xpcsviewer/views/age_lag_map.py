@@ -63,7 +63,7 @@ def bins_text(bins) -> str:
 
 
 def age_lag_text(info, times: str = "\u00d7") -> str:
-    """What a file's age x lag map (an ``io.age_lag.AgeLagInfo``) covers, in words:
+    """What a file's age x lag map (an ``io.results.age_lag.AgeLagInfo``) covers, in words:
     "age x lag map (multi-tau two-time) of 3 bins (1-3): 300 frames of 0.01 s, 6 levels"
     (``times``: the sign between age and lag; ``info`` and the report share this)."""
     n = int(np.asarray(info.bins).size)
@@ -178,7 +178,7 @@ def read_age_lag_image(path: str, dq: int, label: str = "", progress=None,
                        cancel=None) -> tuple[AgeLagImage, tuple[float, float]]:
     """Worker job: the image of dynamic bin ``dq`` of the file's age x lag map and its
     0.5-99.5 percentile levels (reads that bin only)."""
-    from xpcsviewer.io.age_lag import read_age_lag
+    from xpcsviewer.io.results.age_lag import read_age_lag
     from xpcsviewer.views.display_image import auto_levels
 
     if cancel is not None:

@@ -25,7 +25,7 @@ LEFT = Qt.MouseButton.LeftButton
 def _synthetic(folder: Path, name: str, shape, bcx: float, bcy: float, seed: int = 0):
     """A small result file of its own detector shape and beam centre."""
     from xpcsviewer.io import read_result
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.writer import write_result
     from xpcsviewer.synthetic.results import build_result
 
     spec = {"name": name,

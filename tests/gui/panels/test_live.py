@@ -110,7 +110,7 @@ def test_live_tab_stop_keeps_a_partial_result(window, qtbot, tmp_path, qmap32):
 
 
 def _run_files(tmp_path, qmap, n=3):
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.live import LiveOptions, follow
     from xpcsviewer.synthetic.acquisition import frame_source, write_growing
 

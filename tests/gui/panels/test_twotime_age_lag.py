@@ -59,7 +59,7 @@ def test_the_file_reads_with_its_map_extent(results):
 
 
 def test_the_tab_shows_the_age_lag_map_and_its_ages(qtbot, panel, results):
-    from xpcsviewer.io.age_lag import read_age_lag
+    from xpcsviewer.io.results.age_lag import read_age_lag
     from xpcsviewer.views.age_lag_map import age_lag_bands, age_lag_image
 
     assert panel.applies_to(results) is None

@@ -25,7 +25,7 @@ def results(tmp_path_factory):
     """A small ageing gel (the demo's C01 spec, 300 frames, bins 2 and 3): most cuts
     converge, so tau is drawn with every kind of marker the rule has."""
     from xpcsviewer.io import read_result
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.writer import write_result
     from xpcsviewer.synthetic.demo_specs import DEMO_SPECS
     from xpcsviewer.synthetic.results import build_result
 
@@ -275,8 +275,8 @@ def test_contrast_against_age_in_tab_and_figure(qtbot, panel, results):
 def test_the_tab_says_when_errors_come_from_pixel_groups(qtbot, panel, results, tmp_path):
     # a file with pixel-group maps: the tab's ages take the tau errors from them and say so
     from xpcsviewer.io import read_c2, read_result
-    from xpcsviewer.io.twotime_groups import TwotimeGroups
-    from xpcsviewer.io.writer import write_result
+    from xpcsviewer.io.results.twotime_groups import TwotimeGroups
+    from xpcsviewer.io.results.writer import write_result
 
     src = results[0]
     tt = src.twotime

@@ -141,7 +141,7 @@ def save_qmap_job(path: str, qmap: Any, inputs: list[str], overwrite: bool,
     """Write a q-map file as ``xpcsviewer qmap`` does (pySimpleMask's ``/qmap`` layout)."""
     from xpcsviewer.compute.partition import check_consistency
     from xpcsviewer.io.outputs import check_output
-    from xpcsviewer.io.writer import write_qmap_file
+    from xpcsviewer.io.results.writer import write_qmap_file
 
     check_output(path, inputs, overwrite)
     problems = check_consistency(qmap)
@@ -232,7 +232,7 @@ def regroup_job(path: str, qmap: Any | None, mask: np.ndarray | None, out_dir: s
     """Regroup a file's stack (:func:`xpcsviewer.jobs.regroup.regroup_file`) and write
     the result to a new file in ``out_dir`` (default: a per-user temporary folder),
     so that every tab can open it like any file. Never writes over anything."""
-    from xpcsviewer.io.g2stack import g2_side_path
+    from xpcsviewer.io.results.g2stack import g2_side_path
     from xpcsviewer.jobs.regroup import regroup_file, write_regrouped
 
     result, img = regroup_file(path, qmap, mask, progress=progress, cancel=cancel)

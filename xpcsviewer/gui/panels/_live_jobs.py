@@ -62,7 +62,7 @@ def live_job(request: dict[str, Any], sink: UpdateSink, stop: threading.Event,
              progress=None, cancel=None) -> Any:
     """Follow ``request["source"]`` (:func:`xpcsviewer.jobs.live.follow`), handing each
     update with its plot data to ``sink``; returns the final update."""
-    from xpcsviewer.io.reader import read_qmap
+    from xpcsviewer.io.results.reader import read_qmap
     from xpcsviewer.jobs.fitfile import fit_result_files
     from xpcsviewer.jobs.live import follow
 
@@ -98,7 +98,7 @@ def list_finished_job(folder: str, known: list[str], quiet_s: float = 1.0,
     import h5py
 
     from xpcsviewer.io._h5links import pointers_ok
-    from xpcsviewer.io.live_source import writer_state
+    from xpcsviewer.io.raw.live import writer_state
 
     seen = set(known)
     out = []

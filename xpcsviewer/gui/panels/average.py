@@ -39,8 +39,8 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui.panels.base import BasePanel, Deferred
-from xpcsviewer.io.model import path_label
 from xpcsviewer.io.outputs import OutputRefusedError
+from xpcsviewer.io.results.model import path_label
 from xpcsviewer.jobs.average import (
     AverageOptions,
     AverageSummary,

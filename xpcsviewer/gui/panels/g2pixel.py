@@ -440,7 +440,7 @@ class G2PixelPanel(PixelAuditMixin, BasePanel):
         out = self.regrouped
         if out is None:
             return None
-        from xpcsviewer.io.g2stack import g2_side_path
+        from xpcsviewer.io.results.g2stack import g2_side_path
 
         src = out["source"]
         return self.submit("save-as", save_regrouped_job, path, out["result"], out["saxs_2d"],

@@ -1,9 +1,6 @@
-"""Raw frames while a detector writes them: a growing HDF5 file or a folder of block files.
-
-A source is polled; each poll says how many frames are *complete* (safe to read) and
-whether the writer still has the data open. Nothing here ever takes a file lock or
-writes: files are opened read-only with ``locking=False`` (SWMR readers with
-``swmr=True``), so a writer is never blocked by a reader. Only numpy and h5py.
+"""One HDF5 file whose frame dataset grows, followed live (the contract every live source
+keeps: :mod:`xpcsviewer.io.raw.live`). The dense layout's names (the frame dataset, the
+frame counter, frame and count times) are :mod:`xpcsviewer.io.raw.dense`'s.
 
 Rules (docs/live.md states them for users)
 ------------------------------------------
@@ -29,25 +26,6 @@ Rules (docs/live.md states them for users)
   a writer has the file open, cleared on a clean close; a killed SWMR writer leaves them
   set), else, for the old format, a write lock held on the file (``/proc/locks``; a
   writer that disables HDF5 file locking leaves no trace, then the state is unknown).
-
-**Folder of blocks** (``NAME_000001.h5``, ``NAME_000002.h5``, ... each with
-``/entry/data/data``; Eiger-style ``*_data_NNNNNN.h5``): block k is complete when block
-k+1 exists; the newest block when nothing has it open for writing (flags / locks), its
-size and modification time did not change since the previous poll and it opens with a
-(frames, rows, cols) dataset; at the end, when it opens. The expected count comes from
-``--frames`` or an Eiger master file beside the blocks (``nimages`` x ``ntrigger``).
-
-**Photon-sparse sources** (:mod:`xpcsviewer.io._live_sparse`: a Rigaku ``.bin`` being
-appended, an ESRF ID10 CSR HDF5 file that grows, a folder of ESRF sparse blocks) keep the
-same contract and also hand out hits (``read_events``, ``sparse = True``).
-
-**Which class** (:func:`open_live_source`) is told by content, never by the name: an
-HDF5 file with ``entry_0000/measurement/data/frame_ptr`` is a CSR file, one with the
-frame dataset a dense growing file; a file of 8-byte words that decode as Rigaku hits is
-a ``.bin``; a folder by its first numbered block that opens. Until the content tells
-(nothing there yet, fewer than 8 bytes, an HDF5 file without either dataset yet) the
-source is a :class:`PendingSource` that looks again at every poll and then becomes the
-right one.
 """
 
 from __future__ import annotations
@@ -56,20 +34,20 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import NotRegularFile, open_regular, read_superblock
-from xpcsviewer.io._live_blocks import BlockFolderSource, _numbered
-from xpcsviewer.io._live_common import (
-    CLOSE_GRACE_S,
+from xpcsviewer.io._h5 import read_superblock
+from xpcsviewer.io.raw.dense import (
     COUNT_TIME,
     COUNTER_ATTR,
     COUNTER_DATASET,
     FRAME_TIME,
     RAW_DATASET,
+)
+from xpcsviewer.io.raw.live_common import (
+    CLOSE_GRACE_S,
     HeldHdf5,
     SourceNotReady,
     SourceProblem,
@@ -79,32 +57,9 @@ from xpcsviewer.io._live_common import (
     _open_shared,
     _positive_number,
     _read_pieces,
-    writer_state,
 )
-from xpcsviewer.io._live_sparse import (
-    CSR_GROUP,
-    CsrBlockFolderSource,
-    GrowingCsrSource,
-    GrowingRigakuSource,
-)
-from xpcsviewer.io.errors import XpcsFileError
 
-__all__ = [
-    "RAW_DATASET",
-    "BlockFolderSource",
-    "CsrBlockFolderSource",
-    "GrowingCsrSource",
-    "GrowingFileSource",
-    "GrowingRigakuSource",
-    "PendingSource",
-    "SourceNotReady",
-    "SourceState",
-    "live_layout",
-    "open_live_source",
-    "writer_state",
-]
-
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+__all__ = ["GrowingFileSource"]
 
 
 class GrowingFileSource(HeldHdf5):
@@ -403,175 +358,3 @@ class GrowingFileSource(HeldHdf5):
 
     def describe(self) -> str:
         return str(self.path)
-
-
-def _hdf5_layout(p: Path, dataset: str) -> tuple[str | None, str]:
-    """``("csr" | "dense" | None, why not)`` of an HDF5 file, opened without a lock."""
-    sb = read_superblock(p)
-    try:
-        with _open_shared(p, bool((sb.flags if sb is not None else 0) & 0x4)) as f:
-            if isinstance(f.get(f"{CSR_GROUP}/frame_ptr"), h5py.Dataset):
-                return "csr", ""
-            if isinstance(f.get(dataset), h5py.Dataset):
-                return "dense", ""
-    except (SourceNotReady, OSError, RuntimeError, KeyError, ValueError) as exc:
-        return None, f"{p.name}: {exc}"
-    return None, f"{p.name}: no {dataset} or {CSR_GROUP}/frame_ptr yet"
-
-
-def live_layout(source: str | os.PathLike, dataset: str = RAW_DATASET) -> tuple[str | None, str]:
-    """What ``source`` holds, told by its content: ``("dense-file" | "dense-folder" |
-    "csr-file" | "csr-folder" | "rigaku", "")``, or ``(None, why)`` when nothing tells yet.
-    """
-    from xpcsviewer.io._sparse_rigaku import looks_like_rigaku
-
-    p = Path(source)
-    if p.is_dir() or (not p.exists() and any(ch in p.name for ch in "*?[")):
-        folder, pattern = (p, None) if p.is_dir() else (p.parent, p.name)
-        blocks = [q for v in _numbered(folder, pattern).values() for _, q in v]
-        if not blocks:
-            return None, "waiting for the first block"
-        def mtime(q: Path) -> float:
-            try:
-                return q.stat().st_mtime
-            except OSError:  # gone since it was listed
-                return 0.0
-
-        why = ""
-        for q in sorted(blocks, key=mtime, reverse=True)[:4]:
-            kind, why = _hdf5_layout(q, dataset)
-            if kind is not None:
-                return f"{kind}-folder", ""
-        return None, why
-    if not p.exists():
-        return None, f"waiting for {p.name} to appear"
-    try:
-        with open_regular(p) as fh:
-            head = fh.read(8)
-    except NotRegularFile as exc:
-        raise XpcsFileError(p, str(exc), None, "a growing raw file or a folder of blocks") \
-            from None
-    except OSError as exc:
-        return None, f"{p.name}: cannot read it now ({_first_line(exc)})"
-    if head == _HDF5_SIGNATURE:
-        kind, why = _hdf5_layout(p, dataset)
-        return (f"{kind}-file" if kind else None), why
-    if len(head) < 8:
-        return None, f"{p.name}: {len(head)} bytes, too few to tell its layout yet"
-    if looks_like_rigaku(p):
-        return "rigaku", ""
-    return "dense-file", ""  # GrowingFileSource says what is wrong with it
-
-
-def _make(layout: str, p: Path, dataset: str, expected: int | None,
-          shape: tuple[int, int] | None) -> Any:
-    if layout == "dense-folder":
-        return BlockFolderSource(p, dataset, expected)
-    if layout == "dense-file":
-        return GrowingFileSource(p, dataset, expected)
-    cls = {"csr-file": GrowingCsrSource, "csr-folder": CsrBlockFolderSource,
-           "rigaku": GrowingRigakuSource}[layout]
-    return cls(p, expected, shape)
-
-
-class PendingSource:
-    """A source whose layout nothing tells yet (see the module notes): every poll looks
-    again; once the content tells, it is that source (``inner``) and hands everything on.
-
-    ``sparse`` is None until then.
-    """
-
-    kind = "pending"
-
-    def __init__(self, path: str | os.PathLike, dataset: str = RAW_DATASET,
-                 expected: int | None = None, shape: tuple[int, int] | None = None) -> None:
-        self.path = Path(path)
-        self.dataset = dataset
-        self.expected_arg = int(expected) if expected else None
-        self.shape_arg = shape
-        self.inner: Any = None
-        self._state = SourceState(note=f"waiting for {self.path.name} to appear")
-
-    def _resolve(self) -> Any:
-        if self.inner is None:
-            layout, why = live_layout(self.path, self.dataset)
-            if layout is None:
-                self._state = replace(self._state, readable=False, note=why)
-                return None
-            self.inner = _make(layout, self.path, self.dataset, self.expected_arg,
-                               self.shape_arg)
-        return self.inner
-
-    @property
-    def state(self) -> SourceState:
-        return self.inner.state if self.inner is not None else self._state
-
-    def poll(self) -> SourceState:
-        src = self._resolve()
-        return self._state if src is None else src.poll()
-
-    def final(self) -> SourceState:
-        src = self._resolve()
-        return self._state if src is None else src.final()
-
-    def read(self, start: int, stop: int) -> np.ndarray:
-        return self.inner.read(start, stop)
-
-    def read_events(self, start: int, stop: int) -> Any:
-        return self.inner.read_events(start, stop)
-
-    def release(self) -> None:
-        if self.inner is not None:
-            self.inner.release()
-
-    def close(self) -> None:
-        if self.inner is not None:
-            self.inner.close()
-
-    def describe(self) -> str:
-        return self.inner.describe() if self.inner is not None else str(self.path)
-
-    def _get(self, name: str, default: Any = None) -> Any:
-        return getattr(self.inner, name, default) if self.inner is not None else default
-
-    sparse = property(lambda self: self._get("sparse", False) if self.inner is not None
-                      else None)
-    frame_shape = property(lambda self: self._get("frame_shape"))
-    dtype = property(lambda self: self._get("dtype"))
-    frame_time = property(lambda self: self._get("frame_time"))
-    count_time = property(lambda self: self._get("count_time"))
-    layout = property(lambda self: self._get("layout", "pending"))
-
-
-def open_live_source(source: str | os.PathLike, dataset: str = RAW_DATASET,
-                     expected: int | None = None,
-                     shape: tuple[int, int] | None = None) -> Any:
-    """The live source ``source`` holds, chosen by content (see the module notes).
-
-    Parameters
-    ----------
-    source : path
-        A growing file (dense HDF5, ESRF CSR HDF5, Rigaku ``.bin``), a folder (or
-        ``folder/PATTERN``) receiving dense or ESRF sparse block files.
-    dataset : str
-        Dense frames inside the file(s).
-    expected : int, optional
-        Frames the acquisition will have.
-    shape : (int, int), optional
-        Detector (rows, cols) for sparse files that store none (the q-map's).
-
-    Returns
-    -------
-    GrowingFileSource, BlockFolderSource, GrowingCsrSource, CsrBlockFolderSource,
-    GrowingRigakuSource, or PendingSource while nothing tells.
-    """
-    p = Path(source)
-    layout, _ = live_layout(p, dataset)
-    if layout is None:
-        return PendingSource(p, dataset, expected, shape)
-    return _make(layout, p, dataset, expected, shape)
-
-
-def wait_interval(t_last: float, period: float) -> float:
-    """Seconds left until ``t_last + period`` (0 when past)."""
-    return max(0.0, t_last + period - time.monotonic())

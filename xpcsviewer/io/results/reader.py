@@ -2,7 +2,7 @@
 
 Every function opens the file read-only and without the HDF5 lock, reads what it
 needs and closes it again (no handle pool: a correlator may still be writing the
-folder). Small data go into :class:`~xpcsviewer.io.model.XpcsResult`; big data
+folder). Small data go into :class:`~xpcsviewer.io.results.model.XpcsResult`; big data
 (the 2-D image, two-time maps, the per-pixel G2 stack) have their own lazy
 functions. Bad input raises :class:`~xpcsviewer.io.errors.XpcsFileError` naming
 the file, the dataset and what was expected; a file still being written raises
@@ -22,7 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
-from xpcsviewer.io._analysis import (
+from xpcsviewer.io._h5 import (
+    _array,
+    _check_finite,
+    _exists,
+    _number,
+    _scalar,
+    not_closed_note,
+)
+from xpcsviewer.io._h5 import open_h5 as _open
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.results._analysis import (
     G2_MAX,
     SPIKE_FLOOR,
     SPIKE_K,
@@ -33,22 +43,13 @@ from xpcsviewer.io._analysis import (
     _sample,
     g2_outliers,
 )
-from xpcsviewer.io._bigdata import C2View, read_c2, read_g2_stack_delay, read_saxs_2d
-from xpcsviewer.io._h5 import (
-    _array,
-    _check_finite,
-    _exists,
-    _number,
-    _scalar,
-    not_closed_note,
-)
-from xpcsviewer.io._h5 import open_h5 as _open
-from xpcsviewer.io._qmap_read import (
+from xpcsviewer.io.results._bigdata import C2View, read_c2, read_g2_stack_delay, read_saxs_2d
+from xpcsviewer.io.results._qmap_read import (
     _dynamic_labels,
     _read_qmap_legacy,
     _read_qmap_nexus,
 )
-from xpcsviewer.io._schema import (
+from xpcsviewer.io.results._schema import (
     COUNT_TIME,
     FRAME_TIME,
     QMAP,
@@ -56,12 +57,11 @@ from xpcsviewer.io._schema import (
     _analysis_type,
     _layout,
 )
-from xpcsviewer.io.age_lag import (  # the multi-tau two-time map (issue 35)
+from xpcsviewer.io.results.age_lag import (  # the multi-tau two-time map (issue 35)
     read_age_lag,
     read_age_lag_info,
 )
-from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.model import QMap, XpcsResult
+from xpcsviewer.io.results.model import QMap, XpcsResult
 
 #: Time segments of the SAXS 1-D stability data (a handful in practice).
 MAX_SEGMENTS = 10_000

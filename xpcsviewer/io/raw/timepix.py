@@ -35,10 +35,10 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import _read_error, check_declared, local_dataset, open_h5_file
-from xpcsviewer.io._sparse_util import attr, check_pixels, detector_shape, find_groups
+from xpcsviewer.io._h5 import check_declared, local_dataset, open_h5_file
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.sparse import SparseSource
+from xpcsviewer.io.raw.sparse import SparseSource
+from xpcsviewer.io.raw.util import attr, check_pixels, detector_shape, find_groups, read_slice
 
 __all__ = ["TIMEPIX_NAMES", "UNITS", "TimepixEvents"]
 
@@ -52,13 +52,6 @@ DEFAULT_RESOLUTION_S = 1e-9
 _PASS = 1 << 22
 #: below this many events the binary search reads the window whole
 _WINDOW = 4096
-
-
-def _slice(ds: h5py.Dataset, a: int, b: int) -> np.ndarray:
-    try:
-        return np.asarray(ds[a:b])
-    except (OSError, RuntimeError, ValueError, TypeError) as exc:
-        raise _read_error(ds, exc) from None
 
 
 class TimepixEvents(SparseSource):
@@ -265,7 +258,7 @@ class TimepixEvents(SparseSource):
         """One bounded pass over ``toa``: non-decreasing?"""
         prev = None
         for a in range(0, self.raw_events, _PASS):
-            t = self._to_ticks(_slice(self._toa, a, a + _PASS), a)
+            t = self._to_ticks(read_slice(self._toa, a, a + _PASS), a)
             if (prev is not None and t[0] < prev) or (np.diff(t) < 0).any():
                 return False
             prev = t[-1]
@@ -273,7 +266,7 @@ class TimepixEvents(SparseSource):
 
     def _load_sorted(self) -> None:
         h, w = self.frame_shape
-        ticks = self._to_ticks(_slice(self._toa, 0, self.raw_events))
+        ticks = self._to_ticks(read_slice(self._toa, 0, self.raw_events))
         pix = self._pixels(0, self.raw_events)
         order = np.argsort(ticks, kind="stable")
         self._ticks = ticks[order]
@@ -282,9 +275,9 @@ class TimepixEvents(SparseSource):
     def _pixels(self, a: int, b: int) -> np.ndarray:
         """Checked flat pixels ``y * W + x`` of events ``[a, b)`` in file order."""
         h, w = self.frame_shape
-        x = _slice(self._x, a, b)
+        x = read_slice(self._x, a, b)
         check_pixels(self.path, x, w, a, self._names["x"], "column x", f"{h} x {w} detector")
-        y = _slice(self._y, a, b)
+        y = read_slice(self._y, a, b)
         check_pixels(self.path, y, h, a, self._names["y"], "row y", f"{h} x {w} detector")
         return y.astype(np.int64) * w + x.astype(np.int64)
 
@@ -292,7 +285,7 @@ class TimepixEvents(SparseSource):
     def _tick_at(self, i: int) -> int:
         if self._ticks is not None:
             return int(self._ticks[i])
-        return int(self._to_ticks(_slice(self._toa, i, i + 1), i)[0])
+        return int(self._to_ticks(read_slice(self._toa, i, i + 1), i)[0])
 
     def _frames(self, ticks: np.ndarray) -> np.ndarray:
         d = ticks - self._t0
@@ -333,7 +326,7 @@ class TimepixEvents(SparseSource):
         if hi <= lo:
             return lo
         t = (self._ticks[lo:hi] if self._ticks is not None
-             else self._to_ticks(_slice(self._toa, lo, hi), lo))
+             else self._to_ticks(read_slice(self._toa, lo, hi), lo))
         return lo + int(np.searchsorted(self._frames(t), frame, side="left"))
 
     # ------------------------------------------------------------ SparseSource
@@ -353,7 +346,7 @@ class TimepixEvents(SparseSource):
             ticks = self._ticks[i0:i1]
             pixel = self._pix[i0:i1].astype(np.int64)
         else:
-            ticks = self._to_ticks(_slice(self._toa, i0, i1), i0)
+            ticks = self._to_ticks(read_slice(self._toa, i0, i1), i0)
             pixel = self._pixels(i0, i1)
         return self._frames(ticks), pixel, np.ones(i1 - i0, dtype=np.uint8)
 

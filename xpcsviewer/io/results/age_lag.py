@@ -16,7 +16,7 @@ code). Layout (docs/file-format-notes.md)::
             lag                            (n_lag,) int64, lag in frames
             weight                         (n_t, n_lag) int64, frame pairs behind each entry
 
-Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.writer`).
+Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.results.writer`).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _compression() -> dict[str, Any]:
 def write_age_lag_group(parent: h5py.Group, amap: AgeLagMap, name: str = "age_lag"
                         ) -> h5py.Group:
     """Write ``amap`` as ``parent[name]`` (``parent``: the file's /xpcs/twotime, or the
-    pixel groups' group, :mod:`xpcsviewer.io.age_lag_groups`)."""
+    pixel groups' group, :mod:`xpcsviewer.io.results.age_lag_groups`)."""
     if name in parent:
         del parent[name]
     g = parent.create_group(name)

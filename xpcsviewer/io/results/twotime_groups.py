@@ -12,7 +12,7 @@ spread of a number derived from a bin's map over its K groups is that number's e
                                           NaN for a group without pixels in the bin
 
 The type lives here, with the layout, because ``io`` imports nothing from ``compute``.
-Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.writer`).
+Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.results.writer`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,35 @@
 """An ESRF ID10 sparse (CSR) HDF5 file that grows, and a folder receiving its blocks,
-followed live (the rules: :mod:`xpcsviewer.io._live_sparse`)."""
+followed live (the contract every live source keeps: :mod:`xpcsviewer.io.raw.live`).
+The layout's names and its stored detector shape are :mod:`xpcsviewer.io.raw.esrf_csr`'s,
+as for a whole file.
+
+Rules (docs/live.md states them for users)
+------------------------------------------
+**ESRF ID10 CSR HDF5 file** (:class:`GrowingCsrSource`; ``entry_0000/measurement/data``
+with ``frame_ptr`` (frames + 1), ``index``, ``intensity``, extended along axis 0):
+
+- frame k is complete when ``frame_ptr[k + 1]`` is stored and ``<=`` the stored length of
+  both ``index`` and ``intensity`` (a writer extends ``frame_ptr`` last; a pointer beyond
+  the arrays is never followed);
+- an entry equal to the dataset's fill value below its predecessor is an entry not
+  written yet (a writer that extends before it writes): frames stop there; any other
+  decrease is an error. While no frame has a hit yet (every pointer 0, the fill value),
+  the frames are held until a hit arrives or the end: a 0 cannot be told from an entry
+  not written yet;
+- SWMR files stay open and are refreshed; any other file is opened afresh for every poll
+  and its hits count only when a second fresh handle reads the same bytes (the care of
+  :class:`~xpcsviewer.io.raw.live_dense.GrowingFileSource`);
+- writer state: the superblock's flags, else a write lock, as for a dense growing file.
+
+**Folder of ESRF sparse blocks** (:class:`CsrBlockFolderSource`; ``NAME_00000.h5``,
+``NAME_00001.h5``, ...): block k is complete when block k + 1 exists; the newest when
+nothing has it open for writing, its size and modification time did not change since
+the previous poll and its pointer matches its arrays; at the end, the frames of it that
+are whole when it opens.
+
+The detector shape of a CSR file is its ``shape``/``frame_shape`` (or ``nrows`` /
+``ncols``) attribute of the data group, else the caller's (the q-map's).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +42,10 @@ import h5py
 import numpy as np
 
 from xpcsviewer.io._h5 import outside_problem, read_superblock
-from xpcsviewer.io._live_blocks import _numbered
-from xpcsviewer.io._live_common import (
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.raw.esrf_csr import CSR_GROUP, CSR_INDEX, CSR_PTR, CSR_VALUE, stored_shape
+from xpcsviewer.io.raw.live_blocks import _numbered
+from xpcsviewer.io.raw.live_common import (
     HeldHdf5,
     SourceNotReady,
     SourceProblem,
@@ -22,21 +54,13 @@ from xpcsviewer.io._live_common import (
     _open_shared,
     writer_state,
 )
-from xpcsviewer.io._live_hits import (
-    _PTR_EXPECTED,
-    CSR_GROUP,
-    CSR_INDEX,
-    CSR_PTR,
-    CSR_VALUE,
-    _check_index,
-    _LiveHits,
-    _read_1d,
-)
-from xpcsviewer.io._sparse_util import attr, detector_shape
-from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.sparse import EventBlock
+from xpcsviewer.io.raw.live_hits import _check_index, _LiveHits, _read_1d
+from xpcsviewer.io.raw.sparse import EventBlock
+from xpcsviewer.io.raw.util import detector_shape
 
-__all__ = ["CSR_GROUP", "CsrBlockFolderSource", "GrowingCsrSource"]
+__all__ = ["CsrBlockFolderSource", "GrowingCsrSource"]
+
+_PTR_EXPECTED = "frame_ptr[0] = 0, non-decreasing offsets (frames in order)"
 
 
 def _csr_datasets(f: h5py.File, name: str) -> tuple[h5py.Dataset, h5py.Dataset, h5py.Dataset]:
@@ -60,13 +84,7 @@ def _csr_datasets(f: h5py.File, name: str) -> tuple[h5py.Dataset, h5py.Dataset, 
 
 
 def _csr_shape(f: h5py.File, path: Path, given: Any) -> tuple[int, int]:
-    grp = f[CSR_GROUP]
-    stored = attr(grp, "shape", "frame_shape")
-    if stored is None:
-        nr, nc = attr(grp, "nrows"), attr(grp, "ncols")
-        if nr is not None and nc is not None:
-            stored = (nr, nc)
-    return detector_shape(path, stored, CSR_GROUP, given)
+    return detector_shape(path, stored_shape(f[CSR_GROUP]), CSR_GROUP, given)
 
 
 def _ptr_prefix(path: Path, vals: np.ndarray, first: int, fill: Any) -> np.ndarray:

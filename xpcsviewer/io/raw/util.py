@@ -1,7 +1,7 @@
-"""What the sparse readers share besides :class:`~xpcsviewer.io.sparse.SparseSource`:
+"""What the sparse readers share besides :class:`~xpcsviewer.io.raw.sparse.SparseSource`:
 the detector shape (stored, given, or an error that asks for a q-map), the search for the
-group that holds a layout's datasets, and the messages for hits outside the detector.
-Only numpy and h5py.
+group that holds a layout's datasets, the checked 1-D datasets and their range reads, and
+the messages for hits outside the detector. Only numpy and h5py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import MAX_PIXELS
+from xpcsviewer.io._h5 import MAX_PIXELS, _read_error, check_declared, local_dataset
 from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = [
@@ -21,7 +21,10 @@ __all__ = [
     "check_pixels",
     "detector_shape",
     "find_groups",
+    "int_dataset",
     "natural_key",
+    "num_dataset",
+    "read_slice",
     "shape_value",
 ]
 
@@ -145,3 +148,32 @@ def check_pixels(path: str | Path, values: np.ndarray, limit: int, first: int,
         raise XpcsFileError(
             path, f"{what} {int(values[j])} of entry {first + j} is outside the {extent}",
             where, f"each {what} in 0..{limit - 1}")
+
+
+def _dataset_1d(f: h5py.File, path: str, expected: str, kinds: str) -> h5py.Dataset:
+    ds = local_dataset(f, path, expected)
+    if ds.ndim != 1:
+        raise XpcsFileError(f.filename, f"has shape {ds.shape}", path, expected)
+    if ds.dtype.kind not in kinds:
+        raise XpcsFileError(f.filename, f"has dtype {ds.dtype}", path, expected)
+    check_declared(ds, expected=expected, max_elements=1 << 62)
+    return ds
+
+
+def int_dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:
+    """The 1-D integer dataset ``path`` of ``f``, checked (``expected``: what the error
+    says it should be)."""
+    return _dataset_1d(f, path, expected, "iu")
+
+
+def num_dataset(f: h5py.File, path: str, expected: str) -> h5py.Dataset:
+    """The 1-D numeric (integer or float) dataset ``path`` of ``f``, checked."""
+    return _dataset_1d(f, path, expected, "iuf")
+
+
+def read_slice(ds: h5py.Dataset, a: int, b: int) -> np.ndarray:
+    """``ds[a:b]``; a read that fails is an XpcsFileError naming the dataset."""
+    try:
+        return np.asarray(ds[a:b])
+    except (OSError, RuntimeError, ValueError, TypeError) as exc:
+        raise _read_error(ds, exc) from None

@@ -1,9 +1,9 @@
 """Age x lag maps of independent pixel groups: their data type and place in a result file.
 
-The multi-tau two-time map (:mod:`xpcsviewer.io.age_lag`) of each of K pixel groups of
+The multi-tau two-time map (:mod:`xpcsviewer.io.results.age_lag`) of each of K pixel groups of
 each bin, made by :mod:`xpcsviewer.compute.twotime_ages_groups` (``correlate
 --twotime-ages --twotime-groups K``): what the full maps' groups
-(:mod:`xpcsviewer.io.twotime_groups`) are for runs too long for a full map. The spread of
+(:mod:`xpcsviewer.io.results.twotime_groups`) are for runs too long for a full map. The spread of
 a number derived from a bin's cuts over its groups is that number's error (docs/ages.md).
 Layout (docs/file-format-notes.md)::
 
@@ -16,7 +16,7 @@ Layout (docs/file-format-notes.md)::
                                           in bins); a group without pixels is absent
 
 The type lives here, with the layout, because ``io`` imports nothing from ``compute``.
-Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.writer`).
+Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.results.writer`).
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ import h5py
 import numpy as np
 
 from xpcsviewer.io._h5 import _dataset, _exists, group_node
-from xpcsviewer.io.age_lag import (
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.results.age_lag import (
     AgeLagLevel,
     AgeLagMap,
     read_age_lag_group,
     read_age_lag_info,
     write_age_lag_group,
 )
-from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.twotime_groups import GroupsHeader, read_header
+from xpcsviewer.io.results.twotime_groups import GroupsHeader, read_header
 
 __all__ = ["AGE_LAG_GROUPS_PATH", "AgeLagGroups", "has_age_lag_groups",
            "read_age_lag_groups", "read_age_lag_groups_group", "read_age_lag_groups_header",

@@ -12,7 +12,6 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._analysis import _c2_names, _config, _frame_counts, _legacy_counts
 from xpcsviewer.io._h5 import (
     MAX_PIXELS,
     _array,
@@ -23,8 +22,10 @@ from xpcsviewer.io._h5 import (
     check_declared,
 )
 from xpcsviewer.io._h5 import open_h5 as _open
-from xpcsviewer.io._qmap_read import _dynamic_labels
-from xpcsviewer.io._schema import (
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.results._analysis import _c2_names, _config, _frame_counts, _legacy_counts
+from xpcsviewer.io.results._qmap_read import _dynamic_labels
+from xpcsviewer.io.results._schema import (
     C2_GROUP,
     FRAME_TIME,
     G2_STACK_NAMES,
@@ -34,7 +35,6 @@ from xpcsviewer.io._schema import (
     _analysis_type,
     _layout,
 )
-from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.progress import check_interrupted
 
 

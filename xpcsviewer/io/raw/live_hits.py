@@ -1,6 +1,7 @@
-"""What the photon live sources share (see :mod:`xpcsviewer.io._live_sparse` for the
-rules of each layout): the hits of complete frames handed out as EventBlocks, dense frames
-formed from them, checked pixel indices, bounded 1-D reads. Only numpy and h5py."""
+"""What the photon live sources share (the rules of each layout:
+:mod:`~xpcsviewer.io.raw.live_rigaku`, :mod:`~xpcsviewer.io.raw.live_csr`): the hits of
+complete frames handed out as EventBlocks, dense frames formed from them, checked pixel
+indices, bounded 1-D reads. Only numpy and h5py."""
 
 from __future__ import annotations
 
@@ -12,25 +13,16 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from xpcsviewer.io._live_common import (
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.raw.live_common import (
     CLOSE_GRACE_S,
     READ_PIECE_BYTES,
     SourceState,
 )
-from xpcsviewer.io._sparse_rigaku import MODULE_SHAPE
-from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.sparse import EventBlock, dense_frames
+from xpcsviewer.io.raw.sparse import EventBlock, dense_frames
 
 __all__ = ["_LiveHits"]
 
-CSR_GROUP = "entry_0000/measurement/data"
-CSR_PTR = f"{CSR_GROUP}/frame_ptr"
-CSR_INDEX = f"{CSR_GROUP}/index"
-CSR_VALUE = f"{CSR_GROUP}/intensity"
-_PTR_EXPECTED = "frame_ptr[0] = 0, non-decreasing offsets (frames in order)"
-
-_MODULE_PIXELS = MODULE_SHAPE[0] * MODULE_SHAPE[1]
-_WORD = np.dtype("<u8")
 _EMPTY = (np.empty(0, np.int64), np.empty(0, np.int64))
 
 
@@ -123,5 +115,3 @@ def _read_1d(ds: h5py.Dataset, a: int, b: int) -> np.ndarray:
         ds.read_direct(out, np.s_[s:e], np.s_[s - a: e - a])
     return out
 
-
-# ---------------------------------------------------------------------------- Rigaku

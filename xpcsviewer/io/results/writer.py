@@ -18,18 +18,18 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io.age_lag import write_age_lag_group
-from xpcsviewer.io.age_lag_groups import write_age_lag_groups_group
 from xpcsviewer.io.errors import display_path
-from xpcsviewer.io.g2stack import (
+from xpcsviewer.io.outputs import atomic_path, check_h5_output, open_h5_output
+from xpcsviewer.io.results.age_lag import write_age_lag_group
+from xpcsviewer.io.results.age_lag_groups import write_age_lag_groups_group
+from xpcsviewer.io.results.g2stack import (
     G2StackWriter,
     g2_side_path,
     link_g2_stack,
     open_g2_stack_writer,
 )
-from xpcsviewer.io.model import QMap, XpcsResult
-from xpcsviewer.io.outputs import atomic_path, check_h5_output, open_h5_output
-from xpcsviewer.io.twotime_groups import write_twotime_groups_group
+from xpcsviewer.io.results.model import QMap, XpcsResult
+from xpcsviewer.io.results.twotime_groups import write_twotime_groups_group
 
 __all__ = ["atomic_h5", "write_qmap_file", "write_qmap_group", "write_result",
            "write_result_with_g2_stack"]
@@ -266,20 +266,20 @@ def write_result(
         Per-pixel G2, IP, IF written to ``/xpcs/multitau/unnormalized_G2``.
     g2_stack_file : str, optional
         Name of a side file (next to ``path``) holding the stack as ``/G2IPIF``
-        (:mod:`xpcsviewer.io.g2stack`); ``unnormalized_G2`` becomes an ExternalLink
+        (:mod:`xpcsviewer.io.results.g2stack`); ``unnormalized_G2`` becomes an ExternalLink
         to it. Not together with ``g2_stack``.
     overwrite : bool
         Replace an existing file.
     age_lag : AgeLagMap, optional
         The multi-tau two-time map, written to ``/xpcs/twotime/age_lag``
-        (:mod:`xpcsviewer.io.age_lag`), with or without the full maps.
+        (:mod:`xpcsviewer.io.results.age_lag`), with or without the full maps.
     twotime_groups : TwotimeGroups, optional
         The two-time maps of pixel groups of the processed bins, written to
-        ``/xpcs/twotime/groups`` (:mod:`xpcsviewer.io.twotime_groups`); needs
+        ``/xpcs/twotime/groups`` (:mod:`xpcsviewer.io.results.twotime_groups`); needs
         ``result.twotime``.
     age_lag_groups : AgeLagGroups, optional
         The age x lag maps of pixel groups, written to ``/xpcs/twotime/age_lag_groups``
-        (:mod:`xpcsviewer.io.age_lag_groups`); needs ``age_lag``.
+        (:mod:`xpcsviewer.io.results.age_lag_groups`); needs ``age_lag``.
 
     Returns
     -------

@@ -23,9 +23,9 @@ from xpcsviewer.io._h5 import (
     _number,
     _strings,
 )
-from xpcsviewer.io._schema import ENERGY, ENTRY_DIST
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.model import QMap
+from xpcsviewer.io.results._schema import ENERGY, ENTRY_DIST
+from xpcsviewer.io.results.model import QMap
 
 
 def _roi(f: h5py.File, path: str, shape: tuple[int, ...] | None) -> np.ndarray:

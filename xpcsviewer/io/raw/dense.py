@@ -8,14 +8,15 @@ files by hyperslabs, so only one chunk is in memory at a time; reading a mapped 
 would leave every touched page of the file in the process's resident memory. Only
 numpy and h5py are imported.
 
-:func:`open_raw_source` opens any raw source by its content: dense frames here, or the
-photon-sparse and event-mode layouts (Rigaku ``.bin``, ESRF CSR, ImageD11, Timepix; see
-docs/sparse-formats.md); :func:`raw_layout` names the layout cheaply.
+The dense layout's names are here once: the frame dataset, the frame counter a writer
+may keep, the frame and count times, and the Eiger master file's ``nimages`` x
+``ntrigger`` (read by the live readers, :mod:`xpcsviewer.io.raw.live_dense` and
+:mod:`xpcsviewer.io.raw.live_blocks`). :func:`~xpcsviewer.io.raw.source.open_raw_source`
+opens any raw source by its content (these frames or a photon-sparse layout).
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,25 +25,38 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.io._h5 import MAX_PIXELS, open_regular
+from xpcsviewer.io._h5open import _HDF5_SIGNATURE
 from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = [
+    "COUNTER_ATTR",
+    "COUNTER_DATASET",
+    "COUNT_TIME",
+    "EIGER_FRAME_TIME",
+    "EIGER_NIMAGES",
+    "EIGER_NTRIGGER",
+    "FRAME_TIME",
     "MIN_FRAMES",
     "RAW_DATASET",
-    "RAW_LAYOUTS",
     "RawFrames",
     "file_kind",
     "open_raw",
-    "open_raw_source",
-    "raw_layout",
 ]
 
 RAW_DATASET = "/entry/data/data"
+#: a writer's count of the frames written: an attribute of the frame dataset, or a dataset
+COUNTER_ATTR = "frames_written"
+COUNTER_DATASET = "/entry/data/frames_written"
+FRAME_TIME = "/entry/instrument/detector_1/frame_time"
+COUNT_TIME = "/entry/instrument/detector_1/count_time"
+#: an Eiger master file beside its data files: frame time, frames = nimages x ntrigger
+EIGER_FRAME_TIME = "/entry/instrument/detector/frame_time"
+EIGER_NIMAGES = "/entry/instrument/detector/detectorSpecific/nimages"
+EIGER_NTRIGGER = "/entry/instrument/detector/detectorSpecific/ntrigger"
 #: Fewest processed frames a correlation needs (one delay), multi-tau and two-time alike.
 MIN_FRAMES = 2
 
 _NPY_MAGIC = b"\x93NUMPY"
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def file_kind(path: str | Path) -> str:
@@ -85,7 +99,7 @@ class RawFrames:
         frame selection.
 
     Besides the frames, it answers what ``info`` asks of any raw source (as the sparse
-    readers of :mod:`xpcsviewer.io.sparse` do): ``sparse`` (False), ``layout``
+    readers of :mod:`xpcsviewer.io.raw.sparse` do): ``sparse`` (False), ``layout``
     (``"hdf5"`` or ``"npy"``), ``layout_text``, ``files``, ``frame_time`` (None: the
     file's own is not read here), ``n_events`` (None) and :meth:`summary`.
     """
@@ -177,7 +191,7 @@ class RawFrames:
         self.frame_shape = (int(shape[1]), int(shape[2]))
         self.dtype = dt
         self.count_dtype = dt
-        from xpcsviewer.io.sparse import select_frames
+        from xpcsviewer.io.raw.sparse import select_frames
 
         self.begin, self.end, self.stride, self.avg, self.n_frames = select_frames(
             self, begin, end, stride, avg)
@@ -354,201 +368,3 @@ class RawFrames:
 def open_raw(path: str | Path, **kwargs: Any) -> RawFrames:
     """Shortcut for :class:`RawFrames` (use as a context manager)."""
     return RawFrames(path, **kwargs)
-
-
-# ---------------------------------------------------------------------- any raw source
-#: the layouts :func:`open_raw_source` looks for (the words of its "unknown" error)
-RAW_LAYOUTS = (
-    "dense frames (.npy, or HDF5 /entry/data/data)",
-    "APS Rigaku XSPA .bin (one module, or the six .000-.005 of a 3M)",
-    "ESRF ID10 sparse HDF5 (entry_0000/measurement/data/frame_ptr, index, intensity; "
-    "a file or a folder of blocks)",
-    "ImageD11 sparse HDF5 (a group with nnz, row, col, intensity)",
-    "Timepix event list HDF5 (a group with x, y, toa)",
-)
-
-
-def _hdf5_layout(f: Any, dataset: str) -> str | None:
-    import h5py
-
-    from xpcsviewer.io._sparse_csr import ESRF_GROUP, ID11_NAMES
-    from xpcsviewer.io._sparse_timepix import TIMEPIX_NAMES
-    from xpcsviewer.io._sparse_util import find_groups
-
-    def is_dataset(name: str) -> bool:
-        try:
-            return isinstance(f.get(name), h5py.Dataset)
-        except (KeyError, RuntimeError, OSError, ValueError):
-            return False
-
-    if is_dataset(dataset):
-        return "hdf5"
-    if is_dataset(f"{ESRF_GROUP}/frame_ptr"):
-        return "esrf-csr"
-    if find_groups(f, ID11_NAMES):
-        return "id11-sparse"
-    if find_groups(f, TIMEPIX_NAMES):
-        return "timepix"
-    return None
-
-
-def _rigaku_layout(p: Path) -> str | None:
-    from xpcsviewer.io._sparse_rigaku import looks_like_rigaku, rigaku_module_files
-
-    if not looks_like_rigaku(p):
-        return None
-    return "rigaku-3m" if rigaku_module_files(p) is not None and re.search(
-        r"\.00[0-5]$", p.name) else "rigaku"
-
-
-def _rigaku_stem(p: Path) -> bool:
-    """``p`` is the common stem of Rigaku 3M module files (``NAME.bin`` for
-    ``NAME.bin.000`` ...), which does not exist itself."""
-    return not p.exists() and p.with_name(p.name + ".000").is_file()
-
-
-def raw_layout(path: str | Path, dataset: str = RAW_DATASET) -> str | None:
-    """The raw layout of ``path`` from its content, cheaply; None when it is not a raw
-    source (a result file, a q-map, anything else) or cannot be read.
-
-    Names: ``"npy"``, ``"hdf5"`` (dense frames), ``"rigaku"``, ``"rigaku-3m"``,
-    ``"esrf-csr"``, ``"id11-sparse"``, ``"timepix"``.
-    """
-    p = Path(path)
-    try:
-        if p.is_dir():
-            from xpcsviewer.io._sparse_csr import esrf_series_in_folder
-
-            try:
-                return "esrf-csr" if esrf_series_in_folder(p) is not None else None
-            except XpcsFileError:  # several series: a raw folder that fails to open
-                return "esrf-csr"
-        if not p.is_file():
-            return "rigaku-3m" if _rigaku_stem(p) else None
-        kind = file_kind(p)
-        if kind == "npy":
-            return "npy"
-        if kind == "hdf5":
-            import h5py
-
-            from xpcsviewer.io._h5links import may_exist, pointers_ok
-
-            try:
-                with h5py.File(p, "r", locking=False) as f:
-                    if not pointers_ok(f):  # looking inside could hang or read elsewhere
-                        return "hdf5" if may_exist(f, dataset) else None
-                    return _hdf5_layout(f, dataset)
-            except (OSError, RuntimeError, ValueError, KeyError):
-                return None
-        return _rigaku_layout(p)
-    except OSError:
-        return None
-
-
-def open_raw_source(
-    path: str | Path,
-    *,
-    shape: tuple[int, int] | None = None,
-    bin_time: float | None = None,
-    begin: int = 0,
-    end: int | None = -1,
-    stride: int = 1,
-    avg: int = 1,
-    dataset: str = RAW_DATASET,
-) -> Any:
-    """The reader for the raw source at ``path``, chosen by its content (never its name).
-
-    Parameters
-    ----------
-    path : str or Path
-        A file, one module file of a Rigaku 3M (or their stem ``NAME.bin``), one block
-        (or the folder) of an ESRF sparse series.
-    shape : (int, int), optional
-        Detector (rows, cols), from the q-map, for layouts that store none.
-    bin_time : float, optional
-        Seconds per frame of an event list (Timepix); None: its time-tag view. Only
-        event lists take it.
-    begin, end, stride, avg : int
-        Frame selection, as :class:`RawFrames`.
-    dataset : str
-        Dense frames' HDF5 dataset.
-
-    Returns
-    -------
-    RawFrames or SparseSource
-        :class:`RawFrames` for dense frames; ``RigakuBin``, ``Rigaku3M``, ``EsrfCsr``,
-        ``Id11Sparse`` or ``TimepixEvents`` for the sparse layouts.
-
-    Raises
-    ------
-    XpcsFileError
-        Missing or unreadable, a layout's own errors, or none of :data:`RAW_LAYOUTS`.
-    ValueError
-        ``bin_time`` for a source that is not an event list; a bad selection.
-    """
-    p = Path(path)
-    sel = {"begin": begin, "end": end, "stride": stride, "avg": avg}
-    unknown = XpcsFileError(p, "not a raw source of a known layout", None,
-                            "one of: " + "; ".join(RAW_LAYOUTS))
-    if p.is_dir():
-        from xpcsviewer.io._sparse_csr import esrf_series_in_folder
-
-        if esrf_series_in_folder(p) is None:
-            raise unknown
-        layout = "esrf-csr"
-    elif _rigaku_stem(p):
-        layout = "rigaku-3m"
-    elif not p.is_file():
-        from xpcsviewer.io._h5 import _missing_reason
-
-        raise XpcsFileError(p, _missing_reason(p))
-    else:
-        kind = file_kind(p)
-        if kind == "npy":
-            layout = "npy"
-        elif kind == "hdf5":
-            from xpcsviewer.io._h5 import open_h5_file
-
-            with open_h5_file(p) as f:
-                layout = _hdf5_layout(f, dataset)
-            if layout is None:
-                raise unknown
-        else:
-            try:
-                size = p.stat().st_size
-            except OSError as exc:
-                raise XpcsFileError(p, f"cannot stat ({exc.strerror})") from None
-            if size == 0:
-                raise XpcsFileError(p, "empty file (0 bytes)", None, "raw frames or hits")
-            layout = _rigaku_layout(p)
-            if layout is None:
-                if p.suffix.lower() == ".npy":
-                    layout = "npy"  # RawFrames says what is wrong with it
-                elif p.suffix.lower() in (".h5", ".hdf5", ".hdf", ".nxs"):
-                    layout = "hdf5"  # named HDF5 but is none: the HDF5 opener says so
-                else:
-                    raise unknown
-    if bin_time is not None and layout != "timepix":
-        raise ValueError(f"--bin-time applies to event lists (Timepix) only; {p} holds "
-                         f"{layout} frames")
-    if layout in ("npy", "hdf5"):
-        return RawFrames(p, dataset=dataset, **sel)
-    if layout == "rigaku":
-        from xpcsviewer.io._sparse_rigaku import RigakuBin
-
-        return RigakuBin(p, shape=shape, **sel)
-    if layout == "rigaku-3m":
-        from xpcsviewer.io._sparse_rigaku import Rigaku3M
-
-        return Rigaku3M(p, shape=shape, **sel)
-    if layout == "esrf-csr":
-        from xpcsviewer.io._sparse_csr import EsrfCsr
-
-        return EsrfCsr(p, shape=shape, **sel)
-    if layout == "id11-sparse":
-        from xpcsviewer.io._sparse_csr import Id11Sparse
-
-        return Id11Sparse(p, shape=shape, **sel)
-    from xpcsviewer.io._sparse_timepix import TimepixEvents
-
-    return TimepixEvents(p, shape=shape, bin_time=bin_time, **sel)

@@ -1,5 +1,25 @@
-"""A Rigaku ``.bin`` being appended, followed live (the rules:
-:mod:`xpcsviewer.io._live_sparse`)."""
+"""A Rigaku ``.bin`` being appended, followed live (the contract every live source
+keeps: :mod:`xpcsviewer.io.raw.live`). The hit word is decoded by
+:mod:`xpcsviewer.io.raw.rigaku`, as for a whole file.
+
+Rules (docs/live.md states them for users)
+------------------------------------------
+**Rigaku ``.bin``** (:class:`GrowingRigakuSource`; one little-endian uint64 word per hit:
+frame = bits 40-63, pixel = bits 16-36 into 512 x 1024, count = bits 0-11):
+
+- complete frames are those before the frame of the last whole word written so far (the
+  last frame may still be receiving words; a partial trailing word is ignored until it is
+  whole); at the end (:meth:`~GrowingRigakuSource.final`) the last frame counts too;
+- with an expected count N, frame N - 1 counts once it is the last frame seen and the
+  file did not change between two polls;
+- the file stores no writer flags: the writer counts as open while the file's size or
+  modification time changed within ``close_grace`` seconds, as closed once it has not
+  (with an expected count: once frame N - 1 is seen; before, a quiet file is a paused
+  or dead writer, which the idle time ends);
+- frames going backwards, a pixel outside the module (after folding the 8-ID-I offset of
+  2**20, as the static reader does), a file that shrinks or is replaced: XpcsFileError
+  naming the file and the word.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +30,25 @@ from dataclasses import replace
 import numpy as np
 
 from xpcsviewer.io._h5 import NotRegularFile, open_regular
-from xpcsviewer.io._live_common import (
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.raw.live_common import (
     SourceNotReady,
     SourceState,
     _first_line,
 )
-from xpcsviewer.io._live_hits import (
-    _MODULE_PIXELS,
-    _WORD,
-    _LiveHits,
+from xpcsviewer.io.raw.live_hits import _LiveHits
+from xpcsviewer.io.raw.rigaku import (
+    MODULE_SHAPE,
+    WORD,
+    check_frame_order,
+    count_field,
+    first_word_of_frame,
+    fold_pixels,
+    frame_field,
+    pixel_field,
+    word_frame,
 )
-from xpcsviewer.io._sparse_rigaku import MODULE_SHAPE, PIXEL_OFFSET
-from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.sparse import EventBlock
+from xpcsviewer.io.raw.sparse import EventBlock
 
 __all__ = ["GrowingRigakuSource"]
 
@@ -63,7 +89,7 @@ class GrowingRigakuSource(_LiveHits):
         return int.from_bytes(b, "little")
 
     def _words_at(self, i0: int, i1: int) -> np.ndarray:
-        out = np.empty(i1 - i0, dtype=_WORD)
+        out = np.empty(i1 - i0, dtype=WORD)
         view = memoryview(out).cast("B")
         got = 0
         while got < out.nbytes:  # pread may return less than asked
@@ -77,13 +103,7 @@ class GrowingRigakuSource(_LiveHits):
 
     def _lower_bound(self, frame: int, lo: int, hi: int) -> int:
         """First word in ``[lo, hi)`` whose frame is >= ``frame`` (binary search)."""
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._word(mid) >> 40 < frame:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return first_word_of_frame(lambda i: word_frame(self._word(i)), frame, lo, hi)
 
     def _look(self) -> tuple[float, bool]:
         """Size, last whole word and its frame now (raises SourceNotReady / XpcsFileError)."""
@@ -115,7 +135,7 @@ class GrowingRigakuSource(_LiveHits):
         words = st.st_size // 8
         if words > self._words:
             i = words - 1
-            last = self._word(i) >> 40
+            last = word_frame(self._word(i))
             if last < self._last:
                 raise XpcsFileError(self.path, f"frame numbers go backwards: frame {last} "
                                     f"after frame {self._last}", f"word {i}",
@@ -190,28 +210,12 @@ class GrowingRigakuSource(_LiveHits):
         i1 = self._lower_bound(b, i0, n)
         j0 = max(0, i0 - 1)  # one word before: the order is checked across reads
         words = self._words_at(j0, i1)
-        u = np.uint64
-        frame = (words >> u(40)).view(np.int64)  # 24 bits: no copy needed
-        back = frame[1:] < frame[:-1]
-        if back.any():
-            k = int(np.argmax(back)) + 1
-            raise XpcsFileError(self.path, f"frame numbers go backwards: frame {int(frame[k])} "
-                                f"after frame {int(frame[k - 1])}", f"word {j0 + k}",
-                                "hit words in frame order")
+        frame = frame_field(words).view(np.int64)  # 24 bits: no copy needed
+        check_frame_order(self.path, frame, j0)
         words, frame = words[i0 - j0:], frame[i0 - j0:]
-        pixel = ((words >> u(16)) & u((1 << 21) - 1)).view(np.int64)
-        if pixel.size and int(pixel.max()) >= _MODULE_PIXELS:
-            raw = pixel.copy()
-            folded = raw >= PIXEL_OFFSET  # the 8-ID-I offset of module pixel indices
-            pixel[folded] -= PIXEL_OFFSET
-            bad = pixel >= _MODULE_PIXELS
-            if bad.any():
-                j = int(np.argmax(bad))
-                raise XpcsFileError(
-                    self.path, f"word {i0 + j} holds pixel index {int(raw[j])}, outside the "
-                    f"{MODULE_SHAPE[0]} x {MODULE_SHAPE[1]} module", "pixel field",
-                    f"pixel indices in 0..{_MODULE_PIXELS - 1} (or offset by 2**20)")
-        count = (words & u(0xFFF)).astype(np.uint16)
+        pixel = pixel_field(words).view(np.int64)
+        fold_pixels(self.path, pixel, i0)  # the 8-ID-I offset of module pixel indices
+        count = count_field(words)
         self._cursor = (b, i1)
         return EventBlock(a, b, frame, pixel, count)
 
@@ -226,5 +230,3 @@ class GrowingRigakuSource(_LiveHits):
                 pass
             self._fd = None
 
-
-# ---------------------------------------------------------------------------- CSR

@@ -1,7 +1,7 @@
 """The in-memory data model of one result file (NumPy arrays + metadata).
 
-Everything here is plain NumPy, float64 for values, read by ``xpcsviewer.io.reader``
-and written by ``xpcsviewer.io.writer``. Big datasets (two-time maps, the per-pixel
+Everything here is plain NumPy, float64 for values, read by ``xpcsviewer.io.results.reader``
+and written by ``xpcsviewer.io.results.writer``. Big datasets (two-time maps, the per-pixel
 G2 stack, the 2-D scattering image) are NOT held here: the reader exposes lazy
 functions for them that open the file for one read.
 
@@ -233,7 +233,7 @@ class Multitau:
     ``valid`` is False where a point is missing data (g2 == 0 with err == 0, i.e.
     no photons, or non-finite): such points are never plotted or fitted.
     ``err_suspect`` marks valid points whose stated error is implausibly small against
-    their neighbours' (:mod:`xpcsviewer.io.g2_quality`): drawn, but left out of fits by
+    their neighbours' (:mod:`xpcsviewer.io.results.g2_quality`): drawn, but left out of fits by
     default.
     """
 
@@ -291,7 +291,7 @@ class XpcsResult:
     intensity_vs_time: np.ndarray | None  # (2, N): frame index, mean intensity
     multitau: Multitau | None = None
     twotime: Twotime | None = None
-    # /xpcs/twotime/age_lag without its entries (an io.age_lag.AgeLagInfo), or None
+    # /xpcs/twotime/age_lag without its entries (an io.results.age_lag.AgeLagInfo), or None
     age_lag: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)  # "path/key (units)" -> value
     sample: dict[str, Any] = field(default_factory=dict)  # /entry/sample (demo truth)

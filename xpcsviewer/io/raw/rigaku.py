@@ -21,27 +21,44 @@ Pixel indices offset by 2**20: the 8-ID-I pipeline writes some module files with
 pixel index offset by ``2**20`` (the module's number in the upper bits of the field). An
 index in ``[2**20, 2**20 + 512 * 1024)`` is folded back to ``index - 2**20``; anything
 else outside the module is an error naming the word.
+
+The word is decoded here only (:func:`frame_field`, :func:`pixel_field`,
+:func:`count_field`, :func:`fold_pixels`); the growing-file reader
+(:mod:`xpcsviewer.io.raw.live_rigaku`) uses the same functions.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from xpcsviewer.io._h5 import open_regular
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.sparse import SparseSource
+from xpcsviewer.io.raw.sparse import SparseSource
 
 __all__ = [
+    "MODULE_PIXELS",
     "MODULE_SHAPE",
+    "PIXEL_OFFSET",
     "RIGAKU_3M_SHAPE",
+    "WORD",
     "Rigaku3M",
     "RigakuBin",
+    "check_frame_order",
+    "count_field",
+    "first_word_of_frame",
+    "fold_pixels",
+    "frame_field",
+    "is_3m_stem",
     "looks_like_rigaku",
+    "pixel_field",
+    "rigaku_layout",
     "rigaku_module_files",
+    "word_frame",
 ]
 
 MODULE_SHAPE = (512, 1024)
@@ -54,18 +71,82 @@ PLACEMENT = (5, 0, 4, 1, 3, 2)
 #: the 8-ID-I pipeline's offset of module pixel indices (folded back)
 PIXEL_OFFSET = 1 << 20
 
-_WORD = np.dtype("<u8")
-_FRAME_SHIFT = np.uint64(40)
-_PIXEL_SHIFT = np.uint64(16)
-_PIXEL_MASK = np.uint64((1 << 21) - 1)
-_COUNT_MASK = np.uint64(0xFFF)
+# ---------------------------------------------------------------- the hit word, once
+#: one hit: a little-endian 64-bit word
+WORD = np.dtype("<u8")
+FRAME_SHIFT = 40  # bits 40-63
+PIXEL_SHIFT = 16  # bits 16-36
+PIXEL_BITS = 21
+COUNT_MASK = 0xFFF  # bits 0-11
 _RESERVED = (0xF << 12) | (0x7 << 37)
 _MODULE_RE = re.compile(r"\.00([0-5])$")
 _EXPECTED_WORD = "an APS Rigaku XSPA hit word (bits 12-15 and 37-39 zero)"
 
 
+def word_frame(word: int) -> int:
+    """The frame of one hit word (a Python int)."""
+    return word >> FRAME_SHIFT
+
+
 def _decode_one(word: int) -> tuple[int, int, int]:
-    return word >> 40, (word >> 16) & ((1 << 21) - 1), word & 0xFFF
+    return (word_frame(word), (word >> PIXEL_SHIFT) & ((1 << PIXEL_BITS) - 1),
+            word & COUNT_MASK)
+
+
+def frame_field(words: np.ndarray) -> np.ndarray:
+    """The frames of hit words (uint64: a caller casts or views them)."""
+    return words >> np.uint64(FRAME_SHIFT)
+
+
+def pixel_field(words: np.ndarray) -> np.ndarray:
+    """The pixel fields of hit words (uint64, 21 bits; :func:`fold_pixels` checks them)."""
+    return (words >> np.uint64(PIXEL_SHIFT)) & np.uint64((1 << PIXEL_BITS) - 1)
+
+
+def count_field(words: np.ndarray) -> np.ndarray:
+    """The counts of hit words (uint16, 12 bits)."""
+    return (words & np.uint64(COUNT_MASK)).astype(np.uint16)
+
+
+def fold_pixels(path: Path, pixel: np.ndarray, first: int) -> None:
+    """Fold the 8-ID-I offset (2**20) out of the pixel fields of words ``first, first +
+    1, ...`` in place (signed integers); raise naming the first word whose pixel is
+    outside the module."""
+    if not pixel.size or int(pixel.max()) < MODULE_PIXELS:
+        return
+    folded = (pixel >= PIXEL_OFFSET) & (pixel < PIXEL_OFFSET + MODULE_PIXELS)
+    pixel[folded] -= PIXEL_OFFSET
+    bad = pixel >= MODULE_PIXELS
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise XpcsFileError(
+            path, f"word {first + j} holds pixel index {int(pixel[j])}, outside the "
+            f"{MODULE_SHAPE[0]} x {MODULE_SHAPE[1]} module", "pixel field",
+            f"pixel indices in 0..{MODULE_PIXELS - 1} (or offset by 2**20)")
+
+
+def check_frame_order(path: Path, frame: np.ndarray, first: int) -> None:
+    """Raise naming the first of words ``first, first + 1, ...`` whose frame is before
+    the frame of the word before it."""
+    back = frame[1:] < frame[:-1]
+    if back.any():
+        k = int(np.argmax(back)) + 1
+        raise XpcsFileError(
+            path, f"frame numbers go backwards: frame {int(frame[k])} after frame "
+            f"{int(frame[k - 1])}", f"word {first + k}", "hit words in frame order")
+
+
+def first_word_of_frame(frame_of: Callable[[int], int], frame: int, lo: int,
+                        hi: int) -> int:
+    """The first word in ``[lo, hi)`` whose frame is >= ``frame`` (binary search;
+    ``frame_of(i)``: the frame of word ``i``)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if frame_of(mid) < frame:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _plausible(word: int) -> bool:
@@ -89,6 +170,21 @@ def looks_like_rigaku(path: str | Path) -> bool:
     except OSError:
         return False
     return _plausible(first) and _plausible(last)
+
+
+def is_3m_stem(p: Path) -> bool:
+    """``p`` is the common stem of Rigaku 3M module files (``NAME.bin`` for
+    ``NAME.bin.000`` ...), which does not exist itself."""
+    return not p.exists() and p.with_name(p.name + ".000").is_file()
+
+
+def rigaku_layout(p: Path) -> str | None:
+    """``"rigaku"`` or ``"rigaku-3m"`` (a module file with siblings) when the words of
+    ``p`` look like hits (:func:`looks_like_rigaku`), else None."""
+    if not looks_like_rigaku(p):
+        return None
+    return "rigaku-3m" if rigaku_module_files(p) is not None and _MODULE_RE.search(
+        p.name) else "rigaku"
 
 
 def rigaku_module_files(path: str | Path) -> list[Path] | None:
@@ -161,7 +257,7 @@ class _ModuleFile:
         return int.from_bytes(b, "little")
 
     def _frame(self, i: int) -> int:
-        return self._word(i) >> 40
+        return word_frame(self._word(i))
 
     def lower_bound(self, frame: int) -> int:
         """Index of the first word whose frame is >= ``frame`` (binary search)."""
@@ -172,13 +268,7 @@ class _ModuleFile:
         hit = self._bounds.get(frame)
         if hit is not None:
             return hit
-        lo, hi = 0, self.n_words
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._frame(mid) < frame:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = first_word_of_frame(self._frame, frame, 0, self.n_words)
         if len(self._bounds) > 4096:
             self._bounds.clear()
         self._bounds[frame] = lo
@@ -190,7 +280,7 @@ class _ModuleFile:
         return self.lower_bound(b) - self.lower_bound(a)
 
     def _words(self, i0: int, i1: int) -> np.ndarray:
-        out = np.empty(i1 - i0, dtype=_WORD)
+        out = np.empty(i1 - i0, dtype=WORD)
         self._fh.seek(8 * i0)
         got = self._fh.readinto(memoryview(out).cast("B"))
         if got != out.nbytes:
@@ -209,27 +299,13 @@ class _ModuleFile:
         if i1 <= i0:
             return (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint16))
         words = self._words(j0, j1)
-        frame = (words >> _FRAME_SHIFT).astype(np.int32)  # 24 bits
-        back = np.flatnonzero(np.diff(frame) < 0)
-        if back.size:
-            k = int(back[0]) + 1
-            raise XpcsFileError(
-                self.path, f"frame numbers go backwards: frame {int(frame[k])} after "
-                f"frame {int(frame[k - 1])}", f"word {j0 + k}", "hit words in frame order")
+        frame = frame_field(words).astype(np.int32)  # 24 bits
+        check_frame_order(self.path, frame, j0)
         words = words[i0 - j0: i1 - j0]
         frame = frame[i0 - j0: i1 - j0]
-        pixel = ((words >> _PIXEL_SHIFT) & _PIXEL_MASK).astype(np.int32)  # 21 bits
-        count = (words & _COUNT_MASK).astype(np.uint16)
-        folded = (pixel >= PIXEL_OFFSET) & (pixel < PIXEL_OFFSET + MODULE_PIXELS)
-        if folded.any():
-            pixel[folded] -= PIXEL_OFFSET
-        bad = pixel >= MODULE_PIXELS
-        if bad.any():
-            j = int(np.argmax(bad))
-            raise XpcsFileError(
-                self.path, f"word {i0 + j} holds pixel index {int(pixel[j])}, outside the "
-                f"{MODULE_SHAPE[0]} x {MODULE_SHAPE[1]} module", "pixel field",
-                f"pixel indices in 0..{MODULE_PIXELS - 1} (or offset by 2**20)")
+        pixel = pixel_field(words).astype(np.int32)  # 21 bits
+        count = count_field(words)
+        fold_pixels(self.path, pixel, i0)
         return frame, pixel, count
 
 

@@ -1,6 +1,8 @@
-"""What the live sources share: dataset names, the state of a poll, opening a file
-without its lock, reading frames in pieces, whether a writer holds a file (see
-:mod:`xpcsviewer.io.live_source`)."""
+"""What the live sources share: the state of a poll, opening a file without its lock,
+reading frames in pieces, whether a writer holds a file (see
+:mod:`xpcsviewer.io.raw.live`). The layouts' names are their own modules'
+(:mod:`~xpcsviewer.io.raw.dense`, :mod:`~xpcsviewer.io.raw.esrf_csr`,
+:mod:`~xpcsviewer.io.raw.rigaku`)."""
 
 from __future__ import annotations
 
@@ -17,18 +19,11 @@ import h5py
 import numpy as np
 
 from xpcsviewer.io._h5 import MAX_PIXELS, open_regular, read_superblock
+from xpcsviewer.io._h5open import _HDF5_SIGNATURE
 from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = [
     "CLOSE_GRACE_S",
-    "COUNTER_ATTR",
-    "COUNTER_DATASET",
-    "COUNT_TIME",
-    "EIGER_FRAME_TIME",
-    "EIGER_NIMAGES",
-    "EIGER_NTRIGGER",
-    "FRAME_TIME",
-    "RAW_DATASET",
     "HeldHdf5",
     "SourceNotReady",
     "SourceProblem",
@@ -37,14 +32,6 @@ __all__ = [
 ]
 
 
-RAW_DATASET = "/entry/data/data"
-COUNTER_ATTR = "frames_written"
-COUNTER_DATASET = "/entry/data/frames_written"
-FRAME_TIME = "/entry/instrument/detector_1/frame_time"
-COUNT_TIME = "/entry/instrument/detector_1/count_time"
-EIGER_FRAME_TIME = "/entry/instrument/detector/frame_time"
-EIGER_NIMAGES = "/entry/instrument/detector/detectorSpecific/nimages"
-EIGER_NTRIGGER = "/entry/instrument/detector/detectorSpecific/ntrigger"
 #: see GrowingFileSource.close_grace
 CLOSE_GRACE_S = 1.0
 _BLOCK_RE = re.compile(r"^(?P<prefix>.*?)(?P<num>\d+)\.(h5|hdf5|hdf|nxs)$", re.IGNORECASE)
@@ -131,7 +118,7 @@ def writer_state(path: str | os.PathLike) -> str:
             head = fh.read(9)
     except OSError:
         return "none"
-    if len(head) == 9 and head[:8] == b"\x89HDF\r\n\x1a\n" and head[8] >= 2:
+    if len(head) == 9 and head[:8] == _HDF5_SIGNATURE and head[8] >= 2:
         sb = read_superblock(p)
         return "open" if sb is not None and sb.flags & 0x1 else "closed"
     # HDF5 >= 1.10 writers set the open-for-write flag in version 0/1 superblocks too

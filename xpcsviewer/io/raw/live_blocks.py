@@ -1,5 +1,16 @@
 """A folder that receives frame-block files one by one (Eiger-style ``…_data_000001.h5``)
-as a live source (see :mod:`xpcsviewer.io.live_source`)."""
+as a live source (see :mod:`xpcsviewer.io.raw.live`). The dense layout's names (the frame
+dataset, frame time, an Eiger master file's counts) are :mod:`xpcsviewer.io.raw.dense`'s.
+
+Rules (docs/live.md states them for users)
+------------------------------------------
+**Folder of blocks** (``NAME_000001.h5``, ``NAME_000002.h5``, ... each with
+``/entry/data/data``; Eiger-style ``*_data_NNNNNN.h5``): block k is complete when block
+k+1 exists; the newest block when nothing has it open for writing (flags / locks), its
+size and modification time did not change since the previous poll and it opens with a
+(frames, rows, cols) dataset; at the end, when it opens. The expected count comes from
+``--frames`` or an Eiger master file beside the blocks (``nimages`` x ``ntrigger``).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +22,18 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from xpcsviewer.io._live_common import (
-    _BLOCK_RE,
-    CLOSE_GRACE_S,
+from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.io.raw.dense import (
     COUNT_TIME,
     EIGER_FRAME_TIME,
     EIGER_NIMAGES,
     EIGER_NTRIGGER,
     FRAME_TIME,
     RAW_DATASET,
+)
+from xpcsviewer.io.raw.live_common import (
+    _BLOCK_RE,
+    CLOSE_GRACE_S,
     SourceNotReady,
     SourceState,
     _check_frames,
@@ -29,7 +43,6 @@ from xpcsviewer.io._live_common import (
     _read_pieces,
     writer_state,
 )
-from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = ["BlockFolderSource"]
 
