@@ -37,7 +37,7 @@ def multitau_segments(n: int) -> int:
 
 
 class CorrelatedResult:
-    """A result ready for :func:`xpcsviewer.io.writer.write_result`.
+    """A result ready for :func:`xpcsviewer.io.results.writer.write_result`.
 
     Attributes
     ----------
@@ -69,7 +69,7 @@ class FrameStream:
     ----------
     open : callable
         Returns an iterable of (n, H, W) frame chunks (or, on the photon path, of
-        :class:`~xpcsviewer.io.sparse.EventBlock`); called once per pass.
+        :class:`~xpcsviewer.io.raw.sparse.EventBlock`); called once per pass.
     n_frames : int
         Processed frames.
     frame_time : float
@@ -96,7 +96,7 @@ class ResultRecord:
     ``config`` is merged into each analysis group's config; ``raw_path`` is written as
     ``/xpcs/rawdata_path``; ``pixel_sink`` ``(k, plane)`` receives the per-pixel G2/IP/IF
     stack of the multi-tau pass one delay at a time, (3, H, W) float32 (e.g.
-    :func:`xpcsviewer.io.g2stack.open_g2_stack_writer`).
+    :func:`xpcsviewer.io.results.g2stack.open_g2_stack_writer`).
     """
 
     path: str | Path = "result.hdf"

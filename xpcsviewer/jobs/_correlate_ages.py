@@ -21,8 +21,8 @@ def run_age_lag(qm: Any, n_frames: int, t0: float, bins: np.ndarray, points: int
                 events: Callable[[], Iterable[Any]], progress: Any = None,
                 cancel: Any = None, n_groups: int = 0,
                 group_tile: int = 8) -> tuple[Any, Any]:
-    """The :class:`~xpcsviewer.io.age_lag.AgeLagMap` of the job's frames, and with
-    ``n_groups`` the :class:`~xpcsviewer.io.age_lag_groups.AgeLagGroups` of its pixel
+    """The :class:`~xpcsviewer.io.results.age_lag.AgeLagMap` of the job's frames, and with
+    ``n_groups`` the :class:`~xpcsviewer.io.results.age_lag_groups.AgeLagGroups` of its pixel
     groups (another pass over the same frames; else None).
 
     ``qm``: the q-map of the run (non-finite pixels already masked); ``t0``: seconds per
