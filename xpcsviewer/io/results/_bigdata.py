@@ -310,6 +310,9 @@ def _g2_slice(
     f: h5py.File, path: str, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ds = _dataset(f, path, "(T, 3, H, W): G2, IP, IF per delay")
+    if ds.dtype.kind != "f":  # sums of photon products: an integer stack was not ours
+        raise XpcsFileError(f.filename, f"holds {ds.dtype} values", dataset=path,
+                            expected="floating-point G2, IP, IF (float32 or float64)")
     if ds.ndim != 4 or ds.shape[1] != 3 or ds.shape[2] * ds.shape[3] > MAX_PIXELS:
         raise XpcsFileError(
             f.filename,
