@@ -607,7 +607,8 @@ def test_timepix_search_in_small_windows(written, kind, monkeypatch):
 
 def test_numbered_names_are_not_a_series_unless_blocks(tmp_path):
     """``c2.h5`` beside ``c10.h5`` are two files, not a series with blocks 3..9 missing;
-    only NAME_NNNN(N).h5 blocks of one width that are ESRF files make a series."""
+    only NAME_NNNN(N).h5 blocks of one width make a series, and every file named as one
+    of its blocks is read or named (issue 50: a damaged last block was left out)."""
     movie = make_movie(5, 12, 6, 8, 0.2)
     for name in ("c2.h5", "c10.h5"):
         (p,) = write_esrf(tmp_path / name[:-3], movie, blocks=(12,), name="x_",
@@ -617,6 +618,8 @@ def test_numbered_names_are_not_a_series_unless_blocks(tmp_path):
         with open_raw_source(tmp_path / name) as src:
             assert src.raw_frames == 12
     write_esrf(tmp_path, movie, blocks=(6, 6), name="run_", shape_attr=True)
-    (tmp_path / "run_00002.h5").write_bytes(b"not hdf5")  # the pattern, not a block
     with open_raw_source(tmp_path / "run_00000.h5") as src:
         assert src.raw_frames == 12
+    (tmp_path / "run_00002.h5").write_bytes(b"not hdf5")  # named as a block: a damaged one
+    with pytest.raises(XpcsFileError, match=r"run_00002\.h5: not an HDF5 file"):
+        open_raw_source(tmp_path / "run_00000.h5")

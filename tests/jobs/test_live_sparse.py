@@ -232,7 +232,7 @@ def test_rigaku_bin_appended_in_pieces_partials_and_final_equal_batch(rigaku_qma
     ready, ups, procs = [], [], []
     qm = read_qmap(rigaku_qmap)
     try:
-        final = follow(raw, qm, out, LiveOptions(every=0.2, idle=5, poll=0.05),
+        final = follow(raw, qm, out, LiveOptions(every=0.2, idle=5, poll=0.05, frames=n),
                        on_update=ups.append, with_view=True,
                        on_ready=lambda ev: (ready.append(ev), procs.append(
                            _bin_writer(tmp_path, raw, _words(*hits), 1.2))))
@@ -240,7 +240,9 @@ def test_rigaku_bin_appended_in_pieces_partials_and_final_equal_batch(rigaku_qma
         for w in procs:
             assert w.wait(30) == 0, w.stderr.read()
     assert ready[0]["engine"] == "auto"  # nothing to tell the layout by yet
-    assert final.end == "closed"  # the file stayed unchanged for the grace time
+    # a .bin states no end: the expected count is its end signal (a quiet file is a
+    # pause, which only --idle ends, as partial: issue 50)
+    assert final.end == "expected"
     assert final.hits == hits[0].size and final.to_json()["hits"] == hits[0].size
     _check(ups, final, hits, qm, n)  # the last frame counts at the end
     assert _config_path(out) == b"sparse"
@@ -307,14 +309,16 @@ def test_rigaku_bin_on_the_command_line_with_json_events(rigaku_qmap, tmp_path, 
     w = _bin_writer(tmp_path, raw, data[8000:], 1.0, 4)
     try:
         code = main(["live", str(raw), "--qmap", str(rigaku_qmap), "-o", str(out),
-                     "--json-events", "--every", "0.2", "--poll", "0.05", "--idle", "5"])
+                     "--json-events", "--every", "0.2", "--poll", "0.05", "--idle", "5",
+                     "--frames", str(n)])
     finally:
         assert w.wait(30) == 0, w.stderr.read()
     assert code == 0
     lines = [json.loads(x) for x in capfd.readouterr().out.splitlines() if x.strip()]
     assert lines[0]["event"] == "ready" and lines[0]["engine"] == "sparse"
     events = lines[1:]
-    assert events[-1]["event"] == "final" and events[-1]["end"] == "closed"
+    assert events[-1]["event"] == "final" and events[-1]["end"] == "expected"
+    assert events[-1]["partial"] is False
     assert all(e["event"] == "update" and e["partial"] for e in events[:-1])
     assert len(events) >= 2 and events[0]["frames"] < n
     assert events[-1]["frames"] == n and events[-1]["hits"] == hits[0].size
@@ -517,7 +521,7 @@ def test_rigaku_source_reads_whole_words_and_holds_the_last_frame(tmp_path):
     assert src.poll().complete == 3
     assert src.read_events(2, 3).pixel.tolist() == [11]
     src.close_grace = 0.0
-    assert src.poll().writer == "closed"
+    assert src.poll().writer == "unknown"  # quiet: paused or stopped, never "closed"
     st = src.final()
     assert st.complete == 4 and st.note == ""
     assert src.read_events(3, 4).frame.tolist() == [3]

@@ -95,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     if js is not None:
         check_output(js, args.files, overwrite)
     check_distinct_inputs(args.files)
+    for o in (out, js):  # before the analysis, not after it (issue 50)
+        if o is not None:
+            _check_writable(o)
     fit = FitSpec(model=args.model or "auto",
                   t_range=tuple(args.t_range) if args.t_range else None)
     quiet = bool(getattr(args, "quiet", False))
@@ -138,6 +141,38 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {out}" + (f" and {js}" if js else "") + f": {len(records)} file(s), "
               f"{len(rows) - 1} rows", file=sys.stderr)
     return 3 if bad else 0
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse now an output whose folder cannot be written (read-only, no permission,
+    a file in the way), with the message the write would give, by creating and removing
+    a temporary file in the nearest existing folder; nothing is left behind.
+
+    Raises
+    ------
+    OutputWriteError
+    """
+    import errno
+    import os
+    import tempfile
+
+    from xpcsviewer.io.outputs import OutputWriteError, display_path
+
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # atomic_path makes the missing folders
+    if not folder.is_dir():
+        raise OutputWriteError(errno.ENOTDIR, f"{display_path(path)}: "
+                               f"{display_path(folder)} is not a folder; nothing written")
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name[:60]}.", suffix=".probe.tmp",
+                                    dir=folder)
+    except OSError as exc:
+        code = exc.errno or errno.EACCES
+        raise OutputWriteError(code, f"{display_path(path)}: cannot write: "
+                               f"{os.strerror(code)}; nothing written") from None
+    os.close(fd)
+    os.unlink(name)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

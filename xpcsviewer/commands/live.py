@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
                "recreated": "the frame dataset was re-created",
                "corrupt": "a block cannot be read",
                "not_closed": "the writer did not close the file",
+               "missing_block": "a block never arrived",
+               "partial_word": "the writer stopped inside a word",
                }.get(final.end or "", final.end)
         state = "partial result" if final.partial else "result"
         print(f"wrote {Path(args.output)}: {state} of {final.frames} frames ({how})"

@@ -115,7 +115,8 @@ class LiveUpdate:
     ``hits``, ``hit_rate_hz`` (a photon-sparse source only): hits correlated, and per
     second over the same time as ``frame_rate_hz``; ``problem`` (final only): what
     left the result partial although the run ended (``truncated``, ``replaced``,
-    ``recreated``, ``corrupt``, ``not_closed``; ``note`` says it), else None.
+    ``recreated``, ``corrupt``, ``not_closed``, ``missing_block``, ``partial_word``, ``idle``
+    (an idle end without the source's own end signal); ``note`` says it), else None.
     """
 
     final: bool

@@ -10,8 +10,10 @@ instead, :mod:`xpcsviewer.jobs._live_sparse`) and every ``every``
 seconds writes the partial result atomically (``/xpcs/live/partial = True``), fits it
 with the ``fit`` command's entry point when asked, and hands an update to
 ``on_update``. The acquisition ends at the expected frame count, when the writer closes
-the file, or after ``idle`` seconds without a new frame (a writer that died: the job
-finishes with the frames that were complete and says so). The final file is the one
+the file, or after ``idle`` seconds without a new frame (a writer that paused or died: the
+job finishes with the frames that were complete and marks the result partial, ``problem
+= "idle"``, unless the source's own end signal was seen; a partial word or a missing
+block marks it partial too, naming it). The final file is the one
 ``xpcsviewer correlate`` writes for the complete frames (same datasets; tested) with
 ``partial = False``, and it is fitted.
 
@@ -450,6 +452,11 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
                                          and _kind(src) in ("file", "csr")):
                 problem = "not_closed"
                 note = "; ".join(x for x in (note, _problem_note(problem, "", fol.done)) if x)
+            elif end == "idle" and st.writer != "closed" and not (
+                    st.expected and fol.done >= st.expected):
+                # a pause is not an end: only the source's own end signal is (issue 50)
+                problem = "idle"
+                note = "; ".join(x for x in (note, _problem_note(problem, "", fol.done)) if x)
             if st.expected and fol.done < st.expected:
                 note = "; ".join(x for x in (note, f"{fol.done} of {st.expected} expected "
                                                    "frames") if x)
@@ -490,8 +497,14 @@ def _problem_note(problem: str, what: str, done: int) -> str:
     if problem == "not_closed":
         return ("the writer did not close the file (HDF5 still marks it open for writing: "
                 f"it was killed or stopped): the result may be partial ({done} frames)")
-    if problem == "corrupt":
+    if problem == "idle":
+        return ("the source gave no end signal (a closed file, the expected frame count, a "
+                "series' declared length; give --frames where it states none): the result "
+                f"may be partial ({done} frames)")
+    if problem in ("corrupt", "missing_block"):
         return f"{what}; the result is partial ({done} frames of the blocks before it)"
+    if problem == "partial_word":
+        return f"{what}; the result is partial ({done} frames)"
     if problem == "truncated":
         return f"{what} after frame {done}: the result is partial ({done} frames)"
     return (f"{what} after frame {done}: no frame of it was taken; the result is partial "

@@ -255,7 +255,9 @@ def test_live_tab_follows_a_rigaku_bin_on_photons(window, qtbot, tmp_path):
     # the window opens the result as a target (without the HDF5 lock): read it likewise
     with h5py.File(up.output, "r", locking=False) as fh:
         assert fh["/xpcs/multitau/config/path"][()] == b"sparse"
-        assert not fh["/xpcs/live/partial"][()]
+        # a .bin states no end: the idle end is partial and says so (issue 50)
+        assert fh["/xpcs/live/partial"][()] and fh["/xpcs/live/problem"][()] == b"idle"
+    assert "no end signal from the source; partial result" in panel.status.text()
 
 
 def test_live_frame_time_field(window):

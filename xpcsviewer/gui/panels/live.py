@@ -47,7 +47,10 @@ MAX_CURVES = 8
 PROBLEM_WORDS = {"truncated": "the source was truncated", "replaced": "the source file was "
                  "replaced", "recreated": "the frame dataset was re-created",
                  "corrupt": "a block file is corrupt",
-                 "not_closed": "the writer did not close the file"}
+                 "not_closed": "the writer did not close the file",
+                 "missing_block": "a block never arrived",
+                 "partial_word": "the writer stopped inside a word",
+                 "idle": "no new frames and no end signal from the source"}
 #: Plot items made per turn of the event loop (see ``LivePanel._draw_curves``).
 NEW_ITEMS_PER_TURN = 3
 POLL_MS = 250

@@ -89,7 +89,10 @@ def _is_esrf_block(p: Path) -> bool:
 
 
 def _series_of(path: Path) -> list[Path]:
-    """The block files of ``path``'s series in order; a gap is an error."""
+    """The block files of ``path``'s series in order; a gap is an error. Every file
+    named as a block of the series is one (issue 50: a damaged block was left out
+    silently, and named "missing" when others followed it): the reader opens each, and
+    one that is not a readable ESRF block is an error naming it."""
     m = _NUMBERED.match(path.name)
     if m is None:
         return [path]
@@ -99,7 +102,7 @@ def _series_of(path: Path) -> list[Path]:
     numbers: dict[int, Path] = {}
     for q in path.parent.iterdir():
         mq = pat.match(q.name)
-        if mq and q.is_file() and (q == path or _is_esrf_block(q)):
+        if mq and q.is_file():
             numbers.setdefault(int(mq.group(1)), q)
     if int(digits) not in numbers:
         numbers[int(digits)] = path
@@ -200,9 +203,15 @@ class EsrfCsr(SparseSource):
         blocks: list[_Block] = []
         start = 0
         total = 0
-        for p in files:
+        for i, p in enumerate(files):
             with open_h5_file(p) as f:
                 blk = self._read_block(f, p, start)
+            if blk.n_frames == 0 and i < len(files) - 1:
+                # the frames of the blocks after it would be shifted onto its own
+                raise XpcsFileError(p, f"block {i} of the series holds no frames, and "
+                                    f"{len(files) - 1 - i} block(s) follow it", CSR_PTR,
+                                    "frames in every block but the last (a lost block "
+                                    "would shift the frames after it)")
             blocks.append(blk)
             start += blk.n_frames
             total += int(blk.ptr[-1])

@@ -68,6 +68,30 @@ def _numbered(folder: Path, pattern: str | None) -> dict[str, list[tuple[int, Pa
     return groups
 
 
+def until_gap(entries: list[tuple[int, Path]]) -> tuple[list[Path], tuple[int, list[Path]] | None]:
+    """The block files before the first missing number (consecutive from the lowest),
+    and ``(the missing number, the files after it)`` when one is missing, else None."""
+    for i in range(1, len(entries)):
+        if entries[i][0] != entries[i - 1][0] + 1:
+            return ([p for _, p in entries[:i]],
+                    (entries[i - 1][0] + 1, [p for _, p in entries[i:]]))
+    return [p for _, p in entries], None
+
+
+def gap_note(gap: tuple[int, list[Path]], at_end: bool) -> str:
+    """What a missing block means: awaited during the run, named at the end (issue 50:
+    later blocks are never joined to the earlier ones as if contiguous)."""
+    num, after = gap
+    m = _BLOCK_RE.match(after[0].name)
+    name = (f"{m.group('prefix')}{num:0{len(m.group('num'))}d}.{m.group(3)}" if m
+            else f"block {num}")
+    names = ", ".join(q.name for q in after[:5]) + (", ..." if len(after) > 5 else "")
+    if not at_end:
+        return f"waiting for {name} (the {len(after)} block(s) after it wait: {names})"
+    return (f"block {name} never arrived: the {len(after)} block(s) after it ({names}) were "
+            "never read (correlate refuses a series with a missing block)")
+
+
 class BlockFolderSource:
     """A folder that receives frame-block files one by one.
 
@@ -109,6 +133,7 @@ class BlockFolderSource:
         # since when it has failed unchanged
         self._failing: dict[Path, tuple[tuple[int, float], float]] = {}
         self._why: dict[Path, str] = {}
+        self._gap: tuple[int, list[Path]] | None = None  # a missing block, the ones after
 
     @property
     def state(self) -> SourceState:
@@ -128,7 +153,8 @@ class BlockFolderSource:
                 self._prefix = newest
             else:
                 self._prefix = next(iter(groups))
-        return [p for _, p in groups.get(self._prefix, [])]
+        files, self._gap = until_gap(groups.get(self._prefix, []))
+        return files
 
     def _block_frames(self, p: Path) -> int:
         """Frames of block ``p`` (raises SourceNotReady / XpcsFileError)."""
@@ -202,6 +228,9 @@ class BlockFolderSource:
                 if (not last or at_end) and self._corrupt(files[i], at_end):
                     problem, pending = "corrupt", self._corrupt_note(files, i)
                 break
+        if self._gap is not None and not problem and len(self.blocks) == len(files):
+            pending = gap_note(self._gap, at_end)
+            problem = "missing_block" if at_end else ""
         complete = self._starts[-1]
         per_block = self.blocks[-1][1] if self.blocks else 0
         extent = complete + (len(files) - len(self.blocks)) * per_block

@@ -44,7 +44,7 @@ import numpy as np
 from xpcsviewer.io._h5 import outside_problem, read_superblock
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.raw.esrf_csr import CSR_GROUP, CSR_INDEX, CSR_PTR, CSR_VALUE, stored_shape
-from xpcsviewer.io.raw.live_blocks import _numbered
+from xpcsviewer.io.raw.live_blocks import _numbered, gap_note, until_gap
 from xpcsviewer.io.raw.live_common import (
     HeldHdf5,
     SourceNotReady,
@@ -323,6 +323,7 @@ class CsrBlockFolderSource(_LiveHits):
         self._handle: tuple[Path, h5py.File] | None = None
         self._state = SourceState(note="waiting for the first block")
         self.note = ""
+        self._gap: tuple[int, list[Path]] | None = None  # a missing block, the ones after
 
     def _series(self) -> list[Path]:
         groups = _numbered(self.path, self.pattern)
@@ -336,7 +337,8 @@ class CsrBlockFolderSource(_LiveHits):
                 self._prefix = newest
             else:
                 self._prefix = next(iter(groups))
-        return [p for _, p in groups.get(self._prefix, [])]
+        files, self._gap = until_gap(groups.get(self._prefix, []))
+        return files
 
     def _block_ptr(self, p: Path, at_end: bool) -> tuple[np.ndarray, str]:
         """The pointer of block ``p`` (raises SourceNotReady / XpcsFileError)."""
@@ -400,6 +402,12 @@ class CsrBlockFolderSource(_LiveHits):
                 if at_end and len(files) > i + 1:
                     notes.append(f"blocks from {files[i].name} on are not read")
                 break
+        problem = ""
+        if self._gap is not None and len(self.blocks) == len(files):
+            # never joined to the blocks before it as if contiguous (issue 50)
+            pending = gap_note(self._gap, at_end)
+            notes.append(pending)
+            problem = "missing_block" if at_end else ""
         complete = self._starts[-1]
         per_block = self.blocks[-1].n_frames if self.blocks else 0
         extent = complete + (len(files) - len(self.blocks)) * per_block
@@ -411,7 +419,7 @@ class CsrBlockFolderSource(_LiveHits):
             note = "; ".join(x for x in (self.note, pending) if x) or (
                 "" if files else "waiting for the first block")
         self._state = SourceState(complete, extent, self.expected_arg, writer, bool(files),
-                                  note, mtime)
+                                  note, mtime, problem)
         return self._state
 
     def poll(self) -> SourceState:

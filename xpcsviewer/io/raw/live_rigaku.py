@@ -12,10 +12,13 @@ frame = bits 40-63, pixel = bits 16-36 into 512 x 1024, count = bits 0-11):
   whole); at the end (:meth:`~GrowingRigakuSource.final`) the last frame counts too;
 - with an expected count N, frame N - 1 counts once it is the last frame seen and the
   file did not change between two polls;
-- the file stores no writer flags: the writer counts as open while the file's size or
-  modification time changed within ``close_grace`` seconds, as closed once it has not
-  (with an expected count: once frame N - 1 is seen; before, a quiet file is a paused
-  or dead writer, which the idle time ends);
+- the file stores no writer flags and no end: the writer counts as open while the
+  file's size or modification time changed within ``close_grace`` seconds, and is never
+  told closed (a quiet file is a paused or dead writer, which the idle time ends; only
+  the expected count ends a run as complete, issue 50);
+- a partial word left at the end (:meth:`~GrowingRigakuSource.final`) proves the writer
+  stopped inside a word: the state's ``problem`` is ``"partial_word"`` (``correlate``
+  refuses such a file);
 - frames going backwards, a pixel outside the module (after folding the 8-ID-I offset of
   2**20, as the static reader does), a file that shrinks or is replaced: XpcsFileError
   naming the file and the word.
@@ -144,16 +147,18 @@ class GrowingRigakuSource(_LiveHits):
         return mtime, changed
 
     def _writer(self) -> str:
+        """``"open"`` while the file changed within the grace time, else ``"unknown"``:
+        a quiet ``.bin`` is a paused or dead writer, never a closed one (the file states
+        no end; the expected count or the idle time ends the run)."""
         if time.monotonic() - self._changed_at < self.close_grace:
             return "open"
-        if self.expected_arg and self._last + 1 < self.expected_arg:
-            return "unknown"  # quiet before the expected end: paused or dead (idle decides)
-        return "closed"
+        return "unknown"
 
     def _tail_note(self) -> str:
         extra = self._size % 8
-        return (f"{extra} bytes after the last whole word ignored (a partial word)"
-                if extra else "")
+        return (f"{extra} bytes after the last whole word ignored (a partial word: the "
+                f"writer stopped inside word {self._size // 8}; correlate refuses such a "
+                "file)" if extra else "")
 
     # ---------------------------------------------------------------- poll
     def poll(self) -> SourceState:
@@ -189,8 +194,10 @@ class GrowingRigakuSource(_LiveHits):
                                   note=f"unreadable at the end ({exc})")
             return self._state
         complete = max(self._last + 1, self._state.complete)
+        tail = self._tail_note()
         self._state = SourceState(complete, self._last + 1, self.expected_arg, self._writer(),
-                                  self._words > 0, self._tail_note(), mtime)
+                                  self._words > 0, tail, mtime,
+                                  "partial_word" if tail else "")
         return self._state
 
     # ---------------------------------------------------------------- read

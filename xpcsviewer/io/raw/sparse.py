@@ -69,14 +69,21 @@ class EventBlock:
 
 def dense_frames(start: int, stop: int, frame: np.ndarray, pixel: np.ndarray,
                  value: np.ndarray, shape: tuple[int, int], dtype: Any) -> np.ndarray:
-    """Frames ``[start, stop)`` as dense (n, rows, cols) ``dtype`` counts from their hits
-    (hits of one pixel and frame add)."""
+    """Frames ``[start, stop)`` as dense (n, rows, cols) counts from their hits (hits of
+    one pixel and frame add), of ``dtype``, or of int64 when an integer ``dtype`` cannot
+    hold a pixel's sum (issue 50: 100 hits of 4095 at one pixel wrapped at 65,536 in
+    uint16)."""
     h, w = shape
     n = int(stop) - int(start)
     key = (np.asarray(frame, dtype=np.int64) - int(start)) * (h * w) + np.asarray(pixel,
                                                                                  np.int64)
     dense = np.bincount(key, weights=value, minlength=n * h * w)[: n * h * w]
-    return dense.astype(dtype, copy=False).reshape(n, h, w)
+    dt = np.dtype(dtype)
+    if dt.kind in "iu" and dense.size and np.asarray(value).size:
+        lim = np.iinfo(dt)
+        if dense.max() > lim.max or dense.min() < lim.min:
+            dt = np.dtype(np.int64)  # the float64 sums are exact up to 2**53
+    return dense.astype(dt, copy=False).reshape(n, h, w)
 
 
 def select_frames(src: Any, begin: int, end: int | None, stride: int,

@@ -149,16 +149,67 @@ def read_age_lag_info(f: h5py.File, group: str = AGE_LAG_GROUP) -> AgeLagInfo | 
     if not _exists(f, group):
         return None
     g = group
-    n_frames = _attr(f, g, "n_frames", int, "the number of frames")
+    n_frames = _int_attr(f, g, "n_frames", "the number of frames")
     frame_time = _attr(f, g, "frame_time", float, "seconds per frame")
-    n_levels = _attr(f, g, "n_levels", int, "the number of levels")
+    n_levels = _int_attr(f, g, "n_levels", "the number of levels")
     if n_frames < 1 or not (frame_time > 0 and np.isfinite(frame_time)) or n_levels < 0:
         raise XpcsFileError(f.filename, f"n_frames={n_frames}, frame_time={frame_time}, "
                             f"n_levels={n_levels}", dataset=g,
                             expected="n_frames >= 1, frame_time > 0, n_levels >= 0")
     bins = _array(f, f"{g}/bins", kinds="iu", ndim=1, expected="(n_bins,) dynamic bins",
                   max_elements=1 << 20).astype(np.int64)
+    if bins.size and (bins.min() < 1 or np.unique(bins).size != bins.size):
+        raise XpcsFileError(f.filename, f"holds {bins.tolist()[:8]}", dataset=f"{g}/bins",
+                            expected="distinct 1-based dynamic bins")
     return AgeLagInfo(bins, int(n_frames), float(frame_time), int(n_levels))
+
+
+def _check_level(f: h5py.File, p: str, n_frames: int, width: int, t1: np.ndarray,
+                 lag: np.ndarray, w: np.ndarray, first: bool, m: int) -> None:
+    """Every value of a level the cuts rely on (issue 50): blocks inside the run, first
+    frames and lags ascending, lags that stay inside the run, finite pair counts >= 0;
+    the first level's blocks reach the run's end (``n_frames`` is the run's)."""
+    nt = t1.size
+    if width < 1 or (nt and (t1.min() < 0 or t1.max() + width > n_frames)):
+        raise XpcsFileError(f.filename, f"width {width} with blocks starting at "
+                            f"{t1.min() if nt else '-'}..{t1.max() if nt else '-'}",
+                            dataset=p, expected=f"blocks inside 0..{n_frames - 1}")
+    if nt > 1 and not (np.diff(t1) > 0).all():
+        k = int(np.argmax(np.diff(t1) <= 0)) + 1
+        raise XpcsFileError(f.filename, f"first frames not ascending at entry {k} "
+                            f"({t1[k - 1]:.0f} then {t1[k]:.0f})", dataset=f"{p}/t1",
+                            expected="ascending first frames of the blocks")
+    # a level's lags are whole blocks; its first lag leaves a pair inside the run, and
+    # no level reaches past twice the run (plus level 0's 2m lags of a short run)
+    top = 2 * n_frames + 2 * max(0, m)
+    if lag.size and (lag.min() < 0 or lag.min() >= n_frames or lag.max() >= top
+                     or (lag.size > 1 and not (np.diff(lag) > 0).all())
+                     or (lag % width != 0).any()):
+        raise XpcsFileError(f.filename, f"lags {lag.min():.0f}..{lag.max():.0f} "
+                            f"({lag.size} values)", dataset=f"{p}/lag",
+                            expected=f"ascending lags in frames, multiples of the width "
+                            f"{width}, the first below n_frames = {n_frames}, all below {top}")
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        i, j = (int(v[0]) for v in np.nonzero(bad))
+        raise XpcsFileError(f.filename, f"pair count {w[i, j]:g} at entry ({i}, {j})",
+                            dataset=f"{p}/weight", expected="finite frame-pair counts >= 0")
+    if first and nt and n_frames - (t1.max() + width) >= width:
+        raise XpcsFileError(f.filename, f"n_frames is {n_frames} but the blocks of "
+                            f"{p.rsplit('/', 1)[-1]} end at frame {t1.max() + width:.0f}",
+                            dataset=p.rsplit("/", 1)[0],
+                            expected="n_frames of the run the map covers (its first level's "
+                            "blocks reach the run's end)")
+
+
+def _check_c(f: h5py.File, path: str, c: np.ndarray, bins: np.ndarray) -> None:
+    """C entries are finite, or NaN outside the run (never infinite)."""
+    inf = np.isinf(c)
+    if inf.any():
+        b, i, j = (int(v[0]) for v in np.nonzero(inf))
+        raise XpcsFileError(f.filename, f"{c[b, i, j]:g} at entry ({i}, {j}) of bin "
+                            f"{int(bins[b])}", dataset=path,
+                            expected="finite C (NaN where a pair leaves the run)")
 
 
 def _attr(f: h5py.File, path: str, name: str, kind: type, expected: str) -> Any:
@@ -170,6 +221,17 @@ def _attr(f: h5py.File, path: str, name: str, kind: type, expected: str) -> Any:
         raise XpcsFileError(f.filename, f"attribute {name!r} is {v!r}", dataset=path,
                             expected=expected) from None
     return v
+
+
+def _int_attr(f: h5py.File, path: str, name: str, expected: str) -> int:
+    """An integer attribute stored as an integer (a float or text is refused: it was
+    truncated silently)."""
+    v = attr_value(f, path, name, expected)
+    a = np.asarray(v)
+    if a.dtype.kind not in "iu" or a.size != 1:
+        raise XpcsFileError(f.filename, f"attribute {name!r} is {v!r}", dataset=path,
+                            expected=f"{expected} (an integer)")
+    return int(a.reshape(()).item())
 
 
 def _read_c(f: h5py.File, path: str, shape: tuple[int, int, int], rows: list[int]) -> np.ndarray:
@@ -212,10 +274,12 @@ def read_age_lag_group(f: h5py.File, bins_wanted: Sequence[int] | None = None,
     else:
         pick = list(range(stored.size))
     nb = stored.size
+    ppl = (_int_attr(f, g, "points_per_level", "points per level")
+           if "points_per_level" in f[g].attrs else 0)
     levels = []
     for li in range(n_levels):
         p = f"{g}/level_{li:02d}"
-        width = _attr(f, p, "width", int, "frames per block")
+        width = _int_attr(f, p, "width", "frames per block")
         t1 = _array(f, f"{p}/t1", kinds="iu", ndim=1, expected="(n_t,) first frames",
                     max_elements=n_frames).astype(np.float64)
         lag = _array(f, f"{p}/lag", kinds="iu", ndim=1, expected="(n_lag,) lags in frames",
@@ -225,13 +289,10 @@ def read_age_lag_group(f: h5py.File, bins_wanted: Sequence[int] | None = None,
         w = _array(f, f"{p}/weight", kinds="iuf", shape=(nt, nl),
                    expected=f"(n_t, n_lag) = ({nt}, {nl}) pair counts",
                    max_elements=max(1, nt * nl)).astype(np.float64)
-        if width < 1 or (nt and (t1.min() < 0 or t1.max() + width > n_frames)):
-            raise XpcsFileError(f.filename, f"width {width} with blocks starting at "
-                                f"{t1.min() if nt else '-'}..{t1.max() if nt else '-'}",
-                                dataset=p, expected=f"blocks inside 0..{n_frames - 1}")
+        _check_level(f, p, n_frames, width, t1, lag, w, li == 0, ppl)
+        _check_c(f, f"{p}/c", c, stored[pick])
         levels.append(AgeLagLevel(width=width, t1=t1, lag=lag, c=c, weight=w))
-    cfg: dict[str, Any] = {"points_per_level": _attr(f, g, "points_per_level", int, "an integer")
-                           if "points_per_level" in f[g].attrs else 0}
+    cfg: dict[str, Any] = {"points_per_level": ppl}
     for key in _TEXT_KEYS:
         cfg[key] = _attr(f, g, key, str, "text") if key in f[g].attrs else ""
     return AgeLagMap(bins=stored[pick], n_frames=n_frames, frame_time=frame_time,

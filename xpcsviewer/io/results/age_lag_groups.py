@@ -31,6 +31,8 @@ import numpy as np
 from xpcsviewer.io._h5 import _dataset, _exists, group_node
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.results.age_lag import (
+    AGE_LAG_GROUP,
+    AgeLagInfo,
     AgeLagLevel,
     AgeLagMap,
     read_age_lag_group,
@@ -112,6 +114,39 @@ def read_age_lag_groups_header(f: h5py.File) -> GroupsHeader | None:
     return replace(h, bytes_per_bin=8 * h.n_groups * cells)
 
 
+def _check_against_map(f: h5py.File, h: GroupsHeader, held: set[int], info: AgeLagInfo
+                       ) -> None:
+    """The groups belong to the file's map (issue 50): the same bins, frames and frame
+    time as /xpcs/twotime/age_lag, and a pair's map exactly where its group has pixels
+    (a pair with pixels but no map was declared and never written; one without pixels
+    cannot have a map)."""
+    k, stored = h.n_groups, h.bins
+    main = read_age_lag_info(f)
+    if main is not None:
+        if not np.array_equal(stored, main.bins):
+            raise XpcsFileError(f.filename, f"holds bins {stored.tolist()[:8]}",
+                                dataset=f"{AGE_LAG_GROUPS_PATH}/bins",
+                                expected=f"the bins of {AGE_LAG_GROUP} "
+                                f"({main.bins.tolist()[:8]})")
+        if (info.n_frames, info.frame_time) != (main.n_frames, main.frame_time):
+            raise XpcsFileError(f.filename, f"n_frames={info.n_frames}, frame_time="
+                                f"{info.frame_time:g}", dataset=_MAP,
+                                expected=f"those of {AGE_LAG_GROUP} (n_frames="
+                                f"{main.n_frames}, frame_time={main.frame_time:g})")
+    for j in range(stored.size):
+        for g in range(k):
+            pair, px = j * k + g + 1, int(h.pixels[g, j])
+            if (pair in held) != (px > 0):
+                what = (f"group {g} of bin {int(stored[j])} has {px} pixels but no map (pair "
+                        f"{pair} is not in {_MAP}/bins)" if px else
+                        f"group {g} of bin {int(stored[j])} has no pixel but a map (pair "
+                        f"{pair})")
+                raise XpcsFileError(f.filename, what,
+                                    dataset=f"{AGE_LAG_GROUPS_PATH}/pixels",
+                                    expected="a map for each group with pixels, none for a "
+                                    "group without")
+
+
 def read_age_lag_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -> AgeLagGroups:
     """The group maps of an open result file, of ``bins`` (1-based, distinct; default
     all), checked: errors name the file and dataset."""
@@ -130,6 +165,7 @@ def read_age_lag_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -
     if bad:
         raise XpcsFileError(f.filename, f"holds pairs {bad[:5]}", dataset=f"{_MAP}/bins",
                             expected=f"pairs j * {k} + g + 1 within 1..{k * stored.size}")
+    _check_against_map(f, h, held, info)
     if bins is None:
         pick = list(range(stored.size))
     else:

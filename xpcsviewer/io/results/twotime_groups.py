@@ -140,6 +140,11 @@ def read_header(f: h5py.File, path: str, what: str) -> GroupsHeader:
     if (pixels < 0).any():
         raise XpcsFileError(f.filename, "has negative pixel counts", dataset=f"{path}/pixels",
                             expected="pixel counts >= 0")
+    empty = np.flatnonzero(pixels.sum(axis=0) == 0) if nb else np.empty(0, int)
+    if empty.size:  # a bin's pixels are dealt to its groups: none is no bin at all
+        raise XpcsFileError(f.filename, f"bin {int(stored[empty[0]])} has no pixel in any "
+                            "group", dataset=f"{path}/pixels",
+                            expected="the pixels of each bin dealt to its groups (> 0 in all)")
     return GroupsHeader(k, tile_px, seed, stored, pixels, 0)
 
 
@@ -163,6 +168,26 @@ def _full(up: np.ndarray) -> np.ndarray:
     for g in range(m.shape[0]):
         m[g][(iu[1], iu[0])] = m[g][iu]
     return m
+
+
+def _check_map(f: h5py.File, path: str, up: np.ndarray, pixels: np.ndarray, b: int) -> None:
+    """A group's map is finite where its group has pixels and NaN where it has none
+    (issue 50: +inf, or a map for a group without pixels, changed the errors)."""
+    iu = np.triu_indices(up.shape[1])
+    for g in range(up.shape[0]):
+        tri = up[g][iu]
+        fin = np.isfinite(tri)
+        if np.isinf(tri).any():
+            raise XpcsFileError(f.filename, f"an infinite value in the map of group {g} of "
+                                f"bin {b}", dataset=path,
+                                expected="finite C (NaN for a group without pixels)")
+        if pixels[g] > 0 and not fin.any():
+            raise XpcsFileError(f.filename, f"the map of group {g} of bin {b} ({pixels[g]} "
+                                "pixels) holds no value", dataset=path,
+                                expected="a map for each group with pixels")
+        if pixels[g] == 0 and fin.any():
+            raise XpcsFileError(f.filename, f"group {g} of bin {b} has no pixel but a map",
+                                dataset=path, expected="NaN for a group without pixels")
 
 
 def read_twotime_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -> TwotimeGroups:
@@ -203,6 +228,7 @@ def read_twotime_groups_group(f: h5py.File, bins: Sequence[int] | None = None) -
         except (OSError, RuntimeError, ValueError, TypeError) as exc:
             raise _read_error(ds, exc) from None
         n_all = n
+        _check_map(f, path, out, pixels[:, j], int(stored[j]))
         maps.append(_full(out))
     return TwotimeGroups(bins=stored[pick], pixels=pixels[:, pick], maps=maps,
                          tile_px=tile_px, seed=seed)
