@@ -11,7 +11,8 @@ import pytest
 from xpcsviewer.backends import get_backend
 from xpcsviewer.cli import main
 from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.compute.twotime import correlate_twotime
 from xpcsviewer.io.results.reader import read_result
 from xpcsviewer.io.results.writer import write_qmap_file
@@ -26,8 +27,9 @@ def inputs(tmp_path_factory):
     q, phi = geo.qmap()
     mask = np.ones(q.shape, bool)
     mask[:2, :3] = False
-    qm = make_partition(q, phi, mask, 3, 9, energy_kev=10.0, detector_distance=5.0,
-                        pixel_size=75e-6, beam_center_x=-4.0, beam_center_y=12.0)
+    qm = make_partition(q, phi, mask, PartitionGrid(3, 9),
+                        DetectorGeometry(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
+                                         beam_center_x=-4.0, beam_center_y=12.0))
     qpath = write_qmap_file(d / "qmap.hdf", qm)
     frames = simulate_frames(q, 130, 1e-3, D=5e6, beta=0.25, rate=2.0, seed=1)
     raw = d / "raw.h5"

@@ -12,7 +12,8 @@ import pytest
 
 from xpcsviewer.cli import main
 from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.io.results.reader import read_result
 from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
@@ -56,8 +57,9 @@ def _qmap(d, shape, bc, region=None):
     if region is not None:
         mask[region] = True
     mask[:2, :3] = False
-    qm = make_partition(q, phi, mask, 3, 9, energy_kev=10.0, detector_distance=5.0,
-                        pixel_size=75e-6, beam_center_x=bc[0], beam_center_y=bc[1])
+    qm = make_partition(q, phi, mask, PartitionGrid(3, 9),
+                        DetectorGeometry(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
+                                         beam_center_x=bc[0], beam_center_y=bc[1]))
     return qm, write_qmap_file(d / f"qmap_{shape[0]}x{shape[1]}.hdf", qm)
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from xpcsviewer.backends import get_backend
 from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.partition import PartitionGrid
 from xpcsviewer.compute.twotime import (
     c2_diagonal_mean,
     c2_g2_segments,
@@ -144,7 +145,7 @@ def test_simulated_speckle_two_time_g2_has_known_contrast_and_rate():
     geo = Geometry(shape=(48, 48), energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
                    bcx=-10.0, bcy=24.0)
     q, phi = geo.qmap()
-    qm = make_partition(q, phi, None, 3, 12)
+    qm = make_partition(q, phi, None, PartitionGrid(3, 12))
     d_true, dt, n = 5e6, 1e-3, 2000
     frames = simulate_frames(q, n, dt, D=d_true, beta=0.25, rate=2.0, seed=5)
     res = correlate_twotime(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
 from xpcsviewer.compute.pipeline import FrameStream, correlate_to_result
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import correlate_twotime
 from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES, group_maps, tile_groups
@@ -36,9 +37,10 @@ def _geometry(shape):
 
 def _partition(shape):
     q, phi = _geometry(shape).qmap()
-    return make_partition(q, phi, np.ones(shape, bool), 3, 12, energy_kev=10.0,
-                          detector_distance=5.0, pixel_size=75e-6, beam_center_x=3.0,
-                          beam_center_y=2.0)
+    return make_partition(q, phi, np.ones(shape, bool), PartitionGrid(3, 12),
+                          DetectorGeometry(energy_kev=10.0, detector_distance=5.0,
+                                           pixel_size=75e-6, beam_center_x=3.0,
+                                           beam_center_y=2.0))
 
 
 def test_weighted_mean_of_the_groups_is_the_map_when_they_share_the_normalisation():
