@@ -7,13 +7,14 @@ so that what the demo shows is exactly what our correlator produces.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from xpcsviewer.compute.inputs import FrameStream
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.spec import MODES, CorrelateSpec, Engine
 from xpcsviewer.compute.twotime import correlate_twotime, parse_bins
@@ -59,34 +60,6 @@ class CorrelatedResult:
         self.saxs_2d = saxs_2d
         self.c2_maps = c2_maps
         self.twotime_groups = twotime_groups
-
-
-@dataclass(frozen=True)
-class FrameStream:
-    """The processed frames of a job (after begin/end/stride/avg), read anew by each pass.
-
-    Attributes
-    ----------
-    open : callable
-        Returns an iterable of (n, H, W) frame chunks (or, on the photon path, of
-        :class:`~xpcsviewer.io.raw.sparse.EventBlock`); called once per pass.
-    n_frames : int
-        Processed frames.
-    frame_time : float
-        Seconds between raw frames; the effective step is ``frame_time * stride * avg``.
-    stride, avg : int
-        The selection's stride and average (recorded, and in the step).
-    """
-
-    open: Callable[[], Iterable[Any]]
-    n_frames: int
-    frame_time: float
-    stride: int = 1
-    avg: int = 1
-
-    @property
-    def t0(self) -> float:
-        return float(self.frame_time) * int(self.stride) * int(self.avg)
 
 
 @dataclass(frozen=True)
