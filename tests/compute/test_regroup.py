@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.masking import polygon
 from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.options import MultitauOptions
 from xpcsviewer.compute.partition import PartitionGrid, make_partition, restrict_partition
 from xpcsviewer.compute.qmap import compute_qmap
 from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2
@@ -66,9 +68,10 @@ def small_stack():
     qm = make_partition(q, phi, mask, PartitionGrid(3, 9, 2, 4))
     frames = simulate_frames(q, 200, 1e-3, D=2e6, beta=0.25, rate=1.5, seed=4)
     planes = {}
-    res = correlate_multitau(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                             backend=get_backend("numpy"),
-                             pixel_sink=lambda k, p: planes.__setitem__(k, p.copy()))
+    res = correlate_multitau(frames, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                             options=MultitauOptions(
+                                 backend=get_backend("numpy"),
+                                 pixel_sink=lambda k, p: planes.__setitem__(k, p.copy())))
     stack = np.stack([planes[k] for k in range(len(planes))]).astype(np.float64)
     return qm, q, phi, res, stack
 
