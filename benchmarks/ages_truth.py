@@ -58,20 +58,24 @@ def _one(spec: dict, seed: int, args) -> tuple:
     if args.map == "age_lag":
         # the same speckle frames through the multi-tau two-time correlator (the map of
         # long runs) and, with --groups, the age x lag maps of the demo's 16 pixel groups
+        from dataclasses import replace
+
         from benchmarks.ages_jackknife_probe import _frames
+        from xpcsviewer.compute.options import AgesOptions
+        from xpcsviewer.compute.spec import CorrelateSpec
         from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
         from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
 
         frames, qm = _frames(spec, seed)
         ft = float(spec["acquisition"]["frame_time"])
         tt = spec.get("twotime", {})
-        kw = {"n_dynamic": qm.n_dynamic, "n_static": qm.n_static, "frame_time": ft}
-        maps = (qm.dynamic_roi_map, qm.static_roi_map, qm.mask)
-        amap = correlate_twotime_ages(frames, *maps, dq_bins=tt.get("bins"), **kw)
-        groups = age_lag_groups(frames, *maps, amap.bins, frames.shape[0],
-                                n_groups=int(tt.get("pixel_groups", 16)),
-                                tile_px=int(tt.get("group_tile", 8)), **kw) \
-            if args.groups else None
+        spec = CorrelateSpec(dq=tt.get("bins"), ages=True,
+                             groups=int(tt.get("pixel_groups", 16)),
+                             group_tile=int(tt.get("group_tile", 8)))
+        opts = AgesOptions(frame_time=ft)
+        amap = correlate_twotime_ages(frames, qm, spec, options=opts)
+        groups = age_lag_groups(frames, qm, replace(spec, dq=tuple(amap.bins)),
+                                options=opts) if args.groups else None
         out = analyse_ages(amap, n_windows=args.windows, log=args.log, model=args.model,
                            q=qm.dynamic_q, phi=qm.dynamic_phi, groups=groups)
         return out, twotime_truth(spec, qm, amap.bins)

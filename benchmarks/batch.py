@@ -94,16 +94,18 @@ def write_results(folder: Path, n: int) -> list[Path]:
 def write_raws(folder: Path, n: int, frames: int) -> tuple[Path, list[Path]]:
     import h5py
 
-    from xpcsviewer.compute.partition import make_partition
+    from xpcsviewer.compute.partition import PartitionGrid, make_partition
+    from xpcsviewer.compute.qmap import DetectorGeometry
     from xpcsviewer.io.results.writer import write_qmap_file
     from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
     geo = Geometry(shape=(48, 64), energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
                    bcx=-4.0, bcy=24.0)
     q, phi = geo.qmap()
-    qm = make_partition(q, phi, np.ones(q.shape, bool), 12, 36, energy_kev=10.0,
-                        detector_distance=5.0, pixel_size=75e-6, beam_center_x=-4.0,
-                        beam_center_y=24.0)
+    qm = make_partition(q, phi, np.ones(q.shape, bool), PartitionGrid(12, 36),
+                        DetectorGeometry(energy_kev=10.0, detector_distance=5.0,
+                                         pixel_size=75e-6, beam_center_x=-4.0,
+                                         beam_center_y=24.0))
     qpath = write_qmap_file(folder / "qmap.hdf", qm)
     base = simulate_frames(q, frames, 1e-3, D=5e6, beta=0.25, rate=2.0, seed=0)
     raws = []

@@ -81,6 +81,8 @@ def worker(spec: dict) -> dict:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, str(REPO))
     from xpcsviewer.backends import get_backend
+    from xpcsviewer.compute.inputs import FrameStream, Partition
+    from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
 
     be = get_backend(spec["backend"])
     size, n = spec["size"], spec["frames"]
@@ -90,7 +92,9 @@ def worker(spec: dict) -> dict:
     if spec["kind"] == "multitau":
         from xpcsviewer.compute.multitau import correlate_multitau
 
-        chunk = spec.get("chunk", 128)
+        part, opts = Partition(dq, sq), MultitauOptions(chunk_size=spec.get("chunk", 128),
+                                                         backend=be)
+        chunk = opts.chunk_size
         if spec.get("npy"):
             frames = np.load(spec["npy"], mmap_mode="r")
             src = lambda: (np.asarray(frames[a : a + chunk]) for a in range(0, n, chunk))  # noqa: E731
@@ -99,15 +103,14 @@ def worker(spec: dict) -> dict:
         if be.name == "jax":
             # compile every shape once (same chunk size, same pixel count)
             t = time.perf_counter()
-            correlate_multitau(frame_chunks(size, min(n, 4 * chunk), chunk), dq, sq,
-                               n_frames=min(n, 4 * chunk), chunk_size=chunk, backend=be,
-                               engine="backend")
+            n_warm = min(n, 4 * chunk)
+            correlate_multitau(FrameStream(lambda: frame_chunks(size, n_warm, chunk), n_warm),
+                               part, options=opts, engine="array")
             out["warmup_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        # engine="backend": measure the backend itself (the default "auto" would route
+        # engine="array": measure the backend itself (the default "auto" would route
         # a JAX job on the CPU to the NumPy kernels)
-        res = correlate_multitau(src(), dq, sq, n_frames=n, chunk_size=chunk, backend=be,
-                                 engine="backend")
+        res = correlate_multitau(FrameStream(src, n), part, options=opts, engine="array")
         dt = time.perf_counter() - t
         out.update(seconds=dt, fps=n / dt, n_delays=int(res.delay_frames.size))
         if spec.get("dump"):
@@ -118,7 +121,8 @@ def worker(spec: dict) -> dict:
         # the whole region is one dynamic bin (the expensive case), static rings inside
         dq1 = np.ones_like(dq)
         t = time.perf_counter()
-        res = correlate_twotime(frame_chunks(size, n, 256), dq1, sq, n_frames=n, backend=be)
+        res = correlate_twotime(FrameStream(lambda: frame_chunks(size, n, 256), n),
+                                Partition(dq1, sq), options=TwotimeOptions(backend=be))
         dt = time.perf_counter() - t
         out.update(seconds=dt, fps=n / dt, map_shape=list(res.c2[0].shape))
     out["peak_rss_mb"] = peak_rss_mb()

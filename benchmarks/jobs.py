@@ -134,6 +134,7 @@ def ours_warm_worker(spec: dict) -> dict:
     sys.path.insert(0, str(REPO))
     from xpcsviewer.backends import get_backend
     from xpcsviewer.compute.multitau import correlate_multitau
+    from xpcsviewer.compute.options import MultitauOptions
     from xpcsviewer.io.results.reader import read_qmap
 
     frames = np.load(spec["raw"])  # in memory, as boost-corr's warm call
@@ -141,10 +142,10 @@ def ours_warm_worker(spec: dict) -> dict:
     be = get_backend("numpy")
     out = {}
     for engine in spec["engines"]:
-        kw = {"n_dynamic": qm.n_dynamic, "n_static": qm.n_static, "backend": be, "engine": engine}
-        correlate_multitau(frames[:256], qm.dynamic_roi_map, qm.static_roi_map, qm.mask, **kw)
+        kw = {"options": MultitauOptions(backend=be), "engine": engine}
+        correlate_multitau(frames[:256], qm, **kw)
         t, c = time.perf_counter(), time.process_time()
-        res = correlate_multitau(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask, **kw)
+        res = correlate_multitau(frames, qm, **kw)
         out[engine] = time.perf_counter() - t
         out[engine + "_cpu"] = time.process_time() - c  # all threads: robust under load
         np.save(spec["dump"], res.g2)

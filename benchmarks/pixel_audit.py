@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
 from xpcsviewer.compute.pixel_audit import audit_pixels, ranked
 from xpcsviewer.compute.qmap import compute_qmap
 from xpcsviewer.io.results.g2stack import open_g2_stack_writer
@@ -67,7 +67,7 @@ def main() -> int:
     shape = tuple(args.shape)
     q, phi = compute_qmap(shape, 10.0, 5.0, 75e-6, shape[1] / 2, shape[0] / 2)
     mask = np.ones(shape, bool)
-    qm = make_partition(q, phi, mask, args.bins[0], args.bins[1], 1, 1)
+    qm = make_partition(q, phi, mask, PartitionGrid(args.bins[0], args.bins[1], 1, 1))
     out: dict = {"shape": list(shape), "delays": args.delays, "bins": list(args.bins),
                  "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:

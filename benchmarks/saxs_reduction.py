@@ -61,15 +61,23 @@ def ours_job(spec: dict) -> dict:
     import numpy as np  # the job's own import cost is part of it
 
     from xpcsviewer.backends import get_job_backend
-    from xpcsviewer.compute.partition import geometry_partition
+    from xpcsviewer.compute.partition import PartitionGrid, geometry_partition
     from xpcsviewer.compute.saxs import saxs_1d
 
     d = np.load(spec["npz"])
-    g = spec["geom"]
-    qm = geometry_partition(d["img"].shape, g["energy_kev"], g["det_dist_m"], g["pixel_size_m"],
-                            g["bcx"], g["bcy"], mask=d["mask"], dq_num=1, sq_num=spec["bins"])
+    qm = geometry_partition(d["img"].shape, _geometry(spec["geom"]), d["mask"],
+                            PartitionGrid(1, spec["bins"]))
     iq = saxs_1d(d["img"], qm, backend=get_job_backend())
     return {"n": int(np.isfinite(iq.intensity).sum())}
+
+
+def _geometry(g: dict):
+    """The DetectorGeometry of this benchmark's geometry dict."""
+    from xpcsviewer.compute.qmap import DetectorGeometry
+
+    return DetectorGeometry(beam_center_x=g["bcx"], beam_center_y=g["bcy"],
+                            detector_distance=g["det_dist_m"], pixel_size=g["pixel_size_m"],
+                            energy_kev=g["energy_kev"])
 
 
 def pyfai_job(spec: dict) -> dict:
@@ -156,7 +164,7 @@ def main() -> int:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, str(REPO))
     from xpcsviewer.backends import get_backend
-    from xpcsviewer.compute.partition import geometry_partition
+    from xpcsviewer.compute.partition import PartitionGrid, geometry_partition
     from xpcsviewer.compute.qmap import compute_qmap
     from xpcsviewer.compute.saxs import StaticBinner, saxs_1d
 
@@ -194,9 +202,7 @@ def main() -> int:
         print(line)
 
     def partition_and_iq(image):
-        qm_ = geometry_partition(shape, geom["energy_kev"], geom["det_dist_m"],
-                                 geom["pixel_size_m"], geom["bcx"], geom["bcy"], mask=mask,
-                                 dq_num=1, sq_num=args.bins)
+        qm_ = geometry_partition(shape, _geometry(geom), mask, PartitionGrid(1, args.bins))
         return qm_, saxs_1d(image, qm_, backend=get_backend("numpy"))
 
     qm, _ = partition_and_iq(img)

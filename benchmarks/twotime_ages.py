@@ -56,6 +56,11 @@ if ARGS is not None:
 import numpy as np  # noqa: E402  (after the thread count is set)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from dataclasses import replace  # noqa: E402
+
+from xpcsviewer.compute.inputs import FrameStream, Partition  # noqa: E402
+from xpcsviewer.compute.options import AgesOptions  # noqa: E402
+from xpcsviewer.compute.spec import CorrelateSpec  # noqa: E402
 from xpcsviewer.compute.twotime_ages import (  # noqa: E402
     age_lag_bytes,
     correlate_twotime_ages,
@@ -114,8 +119,9 @@ def main() -> int:
     rss0 = peak_rss_mb()
     t0 = time.perf_counter()
     cpu0 = time.process_time()
-    amap = correlate_twotime_ages(iter(frames), dq, sq, None, n_frames=args.frames,
-                                  points_per_level=args.m, batch=args.batch)
+    spec = CorrelateSpec(ages=True, ages_points=args.m, groups=args.groups or 0)
+    amap = correlate_twotime_ages(FrameStream(lambda: iter(frames), args.frames),
+                                  Partition(dq, sq), spec, options=AgesOptions(batch=args.batch))
     wall = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     rss = peak_rss_mb()
@@ -167,8 +173,8 @@ def main() -> int:
 
         again = Frames(args.frames, args.size, args.chunk, args.photons, args.source)
         t1 = time.perf_counter()
-        grp = age_lag_groups(iter(again), dq, sq, None, amap.bins, args.frames,
-                             n_groups=args.groups, points_per_level=args.m)
+        grp = age_lag_groups(FrameStream(lambda: iter(again), args.frames), Partition(dq, sq),
+                             replace(spec, dq=tuple(amap.bins)))
         gwall = time.perf_counter() - t1 - again.seconds
         g_mb = group_age_lag_bytes(args.frames, args.m, n_bins, args.groups) / 1e6
         rec["groups"] = {"n_groups": args.groups, "pairs": len(grp.amap.bins),

@@ -25,6 +25,9 @@ os.environ.setdefault(
 import numpy as np
 import pytest
 
+from xpcsviewer.compute.partition import PartitionGrid
+from xpcsviewer.compute.qmap import DetectorGeometry
+
 REPO = Path(__file__).resolve().parents[1]
 #: the real production files: ../shared/data/real beside the checkout, or wherever
 #: XPCS_REAL_DATA points (a clone elsewhere skipped 17 tests with no hint, issue 33)
@@ -143,9 +146,9 @@ def _small_movie(d: Path, n_frames: int, rate: float) -> tuple:
     geo = Geometry(shape=shape, energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
                    bcx=bc[0], bcy=bc[1])
     q, phi = geo.qmap()
-    qm = make_partition(q, phi, np.ones(shape, bool), 3, 9, energy_kev=10.0,
-                        detector_distance=5.0, pixel_size=75e-6, beam_center_x=bc[0],
-                        beam_center_y=bc[1])
+    qm = make_partition(q, phi, np.ones(shape, bool), PartitionGrid(3, 9),
+                        DetectorGeometry(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
+                                         beam_center_x=bc[0], beam_center_y=bc[1]))
     qpath = write_qmap_file(d / "qmap.hdf", qm)
     movie = simulate_frames(q, n_frames, 1e-3, D=5e6, beta=0.25, rate=rate, seed=3)
     npy = d / "movie.npy"

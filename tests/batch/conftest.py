@@ -15,7 +15,8 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.io import write_result
 from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.results import build_result
@@ -59,9 +60,9 @@ def raw_set(tmp_path_factory) -> tuple[Path, list[Path]]:
     geo = Geometry(shape=(24, 32), energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
                    bcx=-4.0, bcy=12.0)
     q, phi = geo.qmap()
-    qm = make_partition(q, phi, np.ones(q.shape, bool), 3, 9, energy_kev=10.0,
-                        detector_distance=5.0, pixel_size=75e-6, beam_center_x=-4.0,
-                        beam_center_y=12.0)
+    qm = make_partition(q, phi, np.ones(q.shape, bool), PartitionGrid(3, 9),
+                        DetectorGeometry(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
+                                         beam_center_x=-4.0, beam_center_y=12.0))
     qpath = write_qmap_file(d / "qmap.hdf", qm)
     raws = []
     for i in range(3):

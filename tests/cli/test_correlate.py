@@ -10,8 +10,12 @@ import pytest
 
 from xpcsviewer.backends import get_backend
 from xpcsviewer.cli import main
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.qmap import DetectorGeometry
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import correlate_twotime
 from xpcsviewer.io.results.reader import read_result
 from xpcsviewer.io.results.writer import write_qmap_file
@@ -26,8 +30,9 @@ def inputs(tmp_path_factory):
     q, phi = geo.qmap()
     mask = np.ones(q.shape, bool)
     mask[:2, :3] = False
-    qm = make_partition(q, phi, mask, 3, 9, energy_kev=10.0, detector_distance=5.0,
-                        pixel_size=75e-6, beam_center_x=-4.0, beam_center_y=12.0)
+    qm = make_partition(q, phi, mask, PartitionGrid(3, 9),
+                        DetectorGeometry(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
+                                         beam_center_x=-4.0, beam_center_y=12.0))
     qpath = write_qmap_file(d / "qmap.hdf", qm)
     frames = simulate_frames(q, 130, 1e-3, D=5e6, beta=0.25, rate=2.0, seed=1)
     raw = d / "raw.h5"
@@ -57,12 +62,13 @@ def test_both_mode_writes_a_complete_result(inputs, tmp_path):
     assert set(res.analysis_type) == {"Multitau", "Twotime"}
     assert res.frame_time == pytest.approx(1e-3)
     np.testing.assert_array_equal(res.qmap.dynamic_roi_map, qm.dynamic_roi_map)
-    ref = correlate_multitau(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                             backend=get_backend("numpy"))
+    ref = correlate_multitau(frames, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                             options=MultitauOptions(backend=get_backend("numpy")))
     np.testing.assert_array_equal(res.multitau.delay_frames, ref.delay_frames)
     _same_g2(res.multitau, ref)
-    tt = correlate_twotime(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask, dq_bins="1-2",
-                           backend=get_backend("numpy"))
+    tt = correlate_twotime(frames, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                           CorrelateSpec(dq="1-2"),
+                           options=TwotimeOptions(backend=get_backend("numpy")))
     assert res.twotime.processed_bins.tolist() == [1, 2]
     with h5py.File(out, "r") as f:
         c2 = f["/xpcs/twotime/correlation_map/c2_00002"][()]
@@ -93,8 +99,8 @@ def test_frame_selection_and_npy(inputs, tmp_path):
     res = read_result(out)
     sel = frames[10:110:2].astype(float)
     sel = sel.reshape(25, 2, *sel.shape[1:]).mean(axis=1)
-    ref = correlate_multitau(sel, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                             backend=get_backend("numpy"))
+    ref = correlate_multitau(sel, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                             options=MultitauOptions(backend=get_backend("numpy")))
     _same_g2(res.multitau, ref)
     assert res.multitau.t0_eff == pytest.approx(0.5 * 2 * 2)
     assert res.intensity_vs_time.shape == (2, 25)
@@ -154,9 +160,9 @@ def test_partial_g2_and_frame_normalisation_options(inputs, tmp_path):
                "--backend", "numpy", "--num-partial-g2", "4", "--normalize-frame"])
     assert rc == 0
     res = read_result(out)
-    ref = correlate_multitau(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                             backend=get_backend("numpy"), num_partial_g2=4,
-                             normalize_frame=True)
+    ref = correlate_multitau(frames, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                             CorrelateSpec(num_partial_g2=4, normalize_frame=True),
+                             options=MultitauOptions(backend=get_backend("numpy")))
     _same_g2(res.multitau, ref)
     np.testing.assert_array_equal(res.multitau.g2_partial_labels, ref.g2_partial_labels)
     # NaN: not reached yet

@@ -24,6 +24,8 @@ def made(tmp_path_factory, small_movie):
 
 
 def test_the_file_holds_the_groups_maps_of_the_same_frames(made):
+    from xpcsviewer.compute.options import AgesOptions
+    from xpcsviewer.compute.spec import CorrelateSpec
     from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
     from xpcsviewer.io.results.age_lag import read_age_lag
     from xpcsviewer.io.results.age_lag_groups import read_age_lag_groups
@@ -32,9 +34,8 @@ def test_the_file_holds_the_groups_maps_of_the_same_frames(made):
     amap = read_age_lag(out)
     g = read_age_lag_groups(out)
     assert g.n_groups == 6 and g.tile_px == 4 and g.bins.tolist() == amap.bins.tolist()
-    ref = age_lag_groups(movie, qm.dynamic_roi_map, qm.static_roi_map, qm.mask, g.bins,
-                         movie.shape[0], n_groups=6, tile_px=4, frame_time=0.01,
-                         n_dynamic=qm.n_dynamic, n_static=qm.n_static)
+    ref = age_lag_groups(movie, qm, CorrelateSpec(dq=g.bins, ages=True, groups=6, group_tile=4),
+                         options=AgesOptions(frame_time=0.01))
     np.testing.assert_array_equal(g.pixels, ref.pixels)
     for a, b in zip(g.amap.levels, ref.amap.levels, strict=True):
         np.testing.assert_allclose(a.c, b.c.astype(np.float32), rtol=1e-6, equal_nan=True)

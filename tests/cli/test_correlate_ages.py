@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
+from xpcsviewer.compute.inputs import Partition
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
 from xpcsviewer.io.results.age_lag import read_age_lag
 from xpcsviewer.io.results.reader import read_c2, read_result
@@ -47,8 +49,8 @@ def test_beside_the_full_map_and_equal_to_its_block_means(inputs, tmp_path):
     assert amap.bins.tolist() == res.twotime.processed_bins.tolist() == [1, 3]
     assert amap.frame_time == pytest.approx(0.01) and amap.n_frames == 300
     assert amap.config["points_per_level"] == 4
-    ref = correlate_twotime_ages(movie, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                                 dq_bins=[1, 3], points_per_level=4)
+    ref = correlate_twotime_ages(movie, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                                 CorrelateSpec(dq=[1, 3], ages_points=4))
     for a, b in zip(ref.levels, amap.levels, strict=True):
         np.testing.assert_allclose(b.c, a.c, rtol=1e-6, equal_nan=True)  # stored float32
     # level 2 against the stored full map (float32) of bin 3

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
+from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES, group_maps
 from xpcsviewer.io.results.twotime_groups import read_twotime_groups
 
@@ -27,8 +29,9 @@ def test_flag_writes_the_group_maps_of_the_selected_frames(inputs, tmp_path):
                 "--stride-frame", "2", "--frame-time", "0.01") == 0
     g = read_twotime_groups(out)
     assert g.bins.tolist() == [1, 3] and g.n_groups == 4 and g.tile_px == 5 and g.seed == 0
-    ref = group_maps(iter([movie[10::2]]), qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                     [1, 3], 55, n_groups=4, tile_px=5)
+    ref = group_maps(FrameStream(lambda: iter([movie[10::2]]), 55),
+                     Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                     CorrelateSpec(mode="twotime", dq=[1, 3], groups=4, group_tile=5))
     np.testing.assert_array_equal(g.pixels, ref.pixels)
     for a, b in zip(g.maps, ref.maps, strict=True):
         assert a.shape == (4, 55, 55)

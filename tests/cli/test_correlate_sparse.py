@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.io.results.reader import read_result
 from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
@@ -56,8 +58,9 @@ def _qmap(d, shape, bc, region=None):
     if region is not None:
         mask[region] = True
     mask[:2, :3] = False
-    qm = make_partition(q, phi, mask, 3, 9, energy_kev=10.0, detector_distance=5.0,
-                        pixel_size=75e-6, beam_center_x=bc[0], beam_center_y=bc[1])
+    qm = make_partition(q, phi, mask, PartitionGrid(3, 9),
+                        DetectorGeometry(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
+                                         beam_center_x=bc[0], beam_center_y=bc[1]))
     return qm, write_qmap_file(d / f"qmap_{shape[0]}x{shape[1]}.hdf", qm)
 
 
@@ -108,7 +111,7 @@ def test_photon_and_dense_paths_write_the_same_result(sparse_inputs, tmp_path, s
         assert fb["/xpcs/multitau/config/path"][()] == b"dense"
     if not sel:
         # and both equal the dense correlator run on the movie itself
-        ref = correlate_multitau(movie, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
+        ref = correlate_multitau(movie, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
                                  engine="backend")
         ok = np.isfinite(ref.g2)
         np.testing.assert_allclose(a.multitau.g2[ok], ref.g2[ok], rtol=1e-6)
@@ -193,7 +196,7 @@ def test_timepix_time_tag_and_bin_time(tmp_path):
     assert _run(raw, "--qmap", qpath, "-o", out, "--bin-time", f"{ticks_per_frame * 25e-9}",
                 "--mode", "both") == 0
     res = read_result(out)
-    ref = correlate_multitau(movie, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
+    ref = correlate_multitau(movie, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
                              engine="backend")
     ok = np.isfinite(ref.g2)
     # the last frame of the list may end early: compare the delays both have

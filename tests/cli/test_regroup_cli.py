@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2
 from xpcsviewer.io import read_g2_stack_delay, read_qmap, read_result
 from xpcsviewer.io.results.writer import write_qmap_file
@@ -29,12 +30,12 @@ def made(tmp_path_factory):
     q, phi = geo.qmap()
     mask = np.ones(q.shape, bool)
     mask[:3, :4] = False
-    kw = {"energy_kev": 10.0, "detector_distance": 5.0, "pixel_size": 75e-6,
-          "beam_center_x": -3.0, "beam_center_y": 14.0}
-    qm = make_partition(q, phi, mask, 4, 12, **kw)
+    det = DetectorGeometry(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
+                           beam_center_x=-3.0, beam_center_y=14.0)
+    qm = make_partition(q, phi, mask, PartitionGrid(4, 12), det)
     qpath = write_qmap_file(d / "qmap.hdf", qm)
     # another partition of the same (correlated) pixels: q x phi, log q
-    other = make_partition(q, phi, mask, 3, 6, 2, 4, q_style="log", **kw)
+    other = make_partition(q, phi, mask, PartitionGrid(3, 6, 2, 4, q_style="log"), det)
     opath = write_qmap_file(d / "other_qmap.hdf", other)
     frames = simulate_frames(q, 400, 1e-3, D=5e6, beta=0.25, rate=2.0, seed=3)
     raw = d / "raw.h5"
@@ -121,7 +122,7 @@ def test_regroup_other_partition_and_mask(made, tmp_path, capsys):
     assert not res.qmap.mask[10:20, 5:25].any()
     np.testing.assert_allclose(res.multitau.g2, np.nan_to_num(want.g2), rtol=1e-6)
     # a partition of another detector is bad input
-    small = make_partition(*Geometry(shape=(8, 8)).qmap(), None, 2, 4)
+    small = make_partition(*Geometry(shape=(8, 8)).qmap(), None, PartitionGrid(2, 4))
     spath = write_qmap_file(tmp_path / "small.hdf", small)
     capsys.readouterr()
     assert main(["regroup", str(out), "--qmap", str(spath), "-o",

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
 from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
+from xpcsviewer.compute.inputs import FrameStream, Partition
 from xpcsviewer.compute.multitau import correlate_multitau, delay_list
+from xpcsviewer.compute.options import MultitauOptions
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.progress import Cancelled, CancelToken
 
 BACKENDS = ["numpy", "jax"]
@@ -20,11 +25,15 @@ def _mt(*args, **kw):
     return correlate_multitau(*args, engine="backend", **kw)
 
 
-def _run(engine, *args, **kw):
+def _run(engine, frames, partition, spec=None, options=None, **kw):
     """``engine``: a backend name (its array kernels) or "compiled"."""
+    options = options if options is not None else MultitauOptions()
     if engine == "compiled":
-        return correlate_multitau(*args, engine="compiled", **kw)
-    return correlate_multitau(*args, engine="backend", backend=get_backend(engine), **kw)
+        return correlate_multitau(frames, partition, spec, options=options, engine="compiled",
+                                  **kw)
+    return correlate_multitau(frames, partition, spec,
+                              options=replace(options, backend=get_backend(engine)),
+                              engine="backend", **kw)
 
 
 def _partition(h=6, w=7):
@@ -109,7 +118,7 @@ def test_matches_straightforward_reference(engine, rng):
     mask[0, 0] = mask[3, 5] = False
     frames = rng.poisson(2.0, (77, *dq.shape)).astype(np.uint16)
     d, g2_ref, err_ref = _reference(frames, dq, sq, mask)
-    res = _run(engine, frames, dq, sq, mask, chunk_size=13)
+    res = _run(engine, frames, Partition(dq, sq, mask), options=MultitauOptions(chunk_size=13))
     assert np.array_equal(res.delay_frames, d)
     np.testing.assert_allclose(res.g2, g2_ref, rtol=1e-12)
     np.testing.assert_allclose(res.g2_err, err_ref, rtol=1e-10, atol=1e-15)
@@ -119,9 +128,10 @@ def test_matches_straightforward_reference(engine, rng):
 def test_backends_agree_to_1e12(other, rng):
     dq, sq = _partition()
     frames = rng.poisson(1.5, (150, *dq.shape)).astype(np.float64)
-    kw = {"chunk_size": 32, "num_partial_g2": 3, "normalize_frame": True}
-    a = _run("numpy", frames, dq, sq, **kw)
-    b = _run(other, frames, dq, sq, **kw)
+    kw = {"spec": CorrelateSpec(num_partial_g2=3, normalize_frame=True),
+          "options": MultitauOptions(chunk_size=32)}
+    a = _run("numpy", frames, Partition(dq, sq), **kw)
+    b = _run(other, frames, Partition(dq, sq), **kw)
     for name in ("g2", "g2_err", "g2_static", "g2_partial", "g2_partial_err"):
         # errors that are exactly zero in exact arithmetic differ by round-off only
         np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-14,
@@ -133,10 +143,9 @@ def test_backends_agree_to_1e12(other, rng):
 def test_chunking_does_not_change_the_result(engine, rng):
     dq, sq = _partition()
     frames = rng.poisson(1.0, (100, *dq.shape)).astype(np.float64)
-    a = _run(engine, frames, dq, sq, chunk_size=100)
-    b = _run(engine,
-        (frames[i : i + 7] for i in range(0, 100, 7)), dq, sq, n_frames=100, chunk_size=5
-    )
+    a = _run(engine, frames, Partition(dq, sq), options=MultitauOptions(chunk_size=100))
+    b = _run(engine, FrameStream(lambda: (frames[i : i + 7] for i in range(0, 100, 7)), 100),
+             Partition(dq, sq), options=MultitauOptions(chunk_size=5))
     np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
     np.testing.assert_allclose(a.g2_err, b.g2_err, rtol=1e-12, atol=1e-14)
 
@@ -145,7 +154,7 @@ def test_chunking_does_not_change_the_result(engine, rng):
 def test_constant_input_gives_g2_one(backend):
     dq, sq = _partition()
     frames = np.full((64, *dq.shape), 3.5)
-    res = _mt(frames, dq, sq, backend=get_backend(backend))
+    res = _mt(frames, Partition(dq, sq), options=MultitauOptions(backend=get_backend(backend)))
     ok = np.isfinite(res.g2)  # the last, single-pair delay is not reported
     assert ok[:-1].all() and not ok[-1].any()
     np.testing.assert_allclose(res.g2[ok], 1.0, rtol=1e-13)
@@ -163,12 +172,13 @@ def test_shuffling_pixels_within_a_static_bin_keeps_g2(backend, rng):
         perm[idx] = rng.permutation(idx)
     shuffled = flat[:, perm].reshape(frames.shape)
     be = get_backend(backend)
-    a = _mt(frames, dq, sq, backend=be)
-    b = _mt(shuffled, dq, sq, backend=be)
+    a = _mt(frames, Partition(dq, sq), options=MultitauOptions(backend=be))
+    b = _mt(shuffled, Partition(dq, sq), options=MultitauOptions(backend=be))
     np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
     np.testing.assert_allclose(a.g2_err, b.g2_err, rtol=1e-10, atol=1e-15)
     # and a shuffle across bins does change it (the test can fail)
-    c = _mt(flat[:, rng.permutation(flat.shape[1])].reshape(frames.shape), dq, sq, backend=be)
+    c = _mt(flat[:, rng.permutation(flat.shape[1])].reshape(frames.shape), Partition(dq, sq),
+            options=MultitauOptions(backend=be))
     assert not np.allclose(a.g2, c.g2, rtol=1e-6)
 
 
@@ -177,7 +187,7 @@ def test_static_smoothing_is_ratio_of_sums_not_mean_of_ratios(rng):
     dq = np.ones((4, 5), int)
     sq = np.ones((4, 5), int)
     frames = rng.poisson(0.3, (40, 4, 5)).astype(float)
-    res = _mt(frames, dq, sq, backend=get_backend("numpy"))
+    res = _mt(frames, Partition(dq, sq), options=MultitauOptions(backend=get_backend("numpy")))
     a = frames.reshape(40, -1)
     g2_lag1 = 20 * (a[:-1] * a[1:]).mean(0).sum() / (a[:-1].mean(0).sum() * a[1:].mean(0).sum())
     assert res.g2[0, 0] == pytest.approx(g2_lag1, rel=1e-12)
@@ -187,10 +197,11 @@ def test_static_smoothing_is_ratio_of_sums_not_mean_of_ratios(rng):
 def test_partial_snapshots_are_cumulative(engine, rng):
     dq, sq = _partition()
     frames = rng.poisson(2.0, (96, *dq.shape)).astype(float)
-    res = _run(engine, frames, dq, sq, num_partial_g2=4, chunk_size=40)
+    res = _run(engine, frames, Partition(dq, sq), CorrelateSpec(num_partial_g2=4),
+               options=MultitauOptions(chunk_size=40))
     assert res.g2_partial_labels.tolist() == [24, 48, 72, 96]
     np.testing.assert_allclose(res.g2_partial[-1], res.g2, rtol=1e-12)
-    first = _run(engine, frames[:24], dq, sq)
+    first = _run(engine, frames[:24], Partition(dq, sq))
     t = first.delay_frames.size
     np.testing.assert_allclose(res.g2_partial[0, :t], first.g2, rtol=1e-12)
     assert np.isnan(res.g2_partial[0, t:]).all()
@@ -201,9 +212,12 @@ def test_frame_normalization_cancels_flux_changes(rng):
     frames = rng.poisson(5.0, (64, *dq.shape)).astype(float)
     flux = np.linspace(0.5, 2.0, 64)[:, None, None]
     be = get_backend("numpy")
-    a = _mt(frames, dq, sq, normalize_frame=True, backend=be)
-    b = _mt(frames * flux, dq, sq, normalize_frame=True, backend=be)
-    c = _mt(frames * flux, dq, sq, normalize_frame=False, backend=be)
+    a = _mt(frames, Partition(dq, sq), CorrelateSpec(normalize_frame=True),
+            options=MultitauOptions(backend=be))
+    b = _mt(frames * flux, Partition(dq, sq), CorrelateSpec(normalize_frame=True),
+            options=MultitauOptions(backend=be))
+    c = _mt(frames * flux, Partition(dq, sq), CorrelateSpec(normalize_frame=False),
+            options=MultitauOptions(backend=be))
     np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
     assert not np.allclose(a.g2, c.g2, rtol=1e-3)
 
@@ -212,13 +226,15 @@ def test_progress_and_cancel():
     dq, sq = _partition()
     frames = np.ones((50, *dq.shape))
     seen = []
-    _mt(frames, dq, sq, chunk_size=10, backend=get_backend("numpy"),
-                       progress=lambda d, t, m="": seen.append((d, t)))
+    _mt(frames, Partition(dq, sq),
+        options=MultitauOptions(chunk_size=10, backend=get_backend("numpy")),
+        progress=lambda d, t, m="": seen.append((d, t)))
     assert seen[-1] == (50, 50) and len(seen) >= 5
     tok = CancelToken()
     tok.cancel()
     with pytest.raises(Cancelled):
-        _mt(frames, dq, sq, backend=get_backend("numpy"), cancel=tok)
+        _mt(frames, Partition(dq, sq), options=MultitauOptions(backend=get_backend("numpy")),
+            cancel=tok)
 
 
 def test_bad_partition_is_rejected():
@@ -226,20 +242,22 @@ def test_bad_partition_is_rejected():
     sq = np.ones((3, 3), int)
     dq[0] = 2  # static bin 1 spans dynamic bins 1 and 2
     with pytest.raises(ValueError, match="static bin spans"):
-        _mt(np.ones((10, 3, 3)), dq, sq)
+        _mt(np.ones((10, 3, 3)), Partition(dq, sq))
 
 
 def test_auto_engine_routes_jax_on_cpu_to_numpy_with_identical_results(rng):
     dq, sq = _partition()
     frames = rng.poisson(2.0, (40, *dq.shape)).astype(float)
-    auto = correlate_multitau(frames, dq, sq, backend=get_backend("jax"))
-    ref = correlate_multitau(frames, dq, sq, backend=get_backend("numpy"))
+    auto = correlate_multitau(frames, Partition(dq, sq),
+                              options=MultitauOptions(backend=get_backend("jax")))
+    ref = correlate_multitau(frames, Partition(dq, sq),
+                             options=MultitauOptions(backend=get_backend("numpy")))
     assert auto.config["backend"] == "numpy"  # no accelerator in the test run
     np.testing.assert_array_equal(auto.g2, ref.g2)
-    arrays = _mt(frames, dq, sq, backend=get_backend("numpy"))
+    arrays = _mt(frames, Partition(dq, sq), options=MultitauOptions(backend=get_backend("numpy")))
     np.testing.assert_allclose(auto.g2, arrays.g2, rtol=1e-12)
     with pytest.raises(ValueError, match="engine"):
-        correlate_multitau(frames, dq, sq, engine="fast")
+        correlate_multitau(frames, Partition(dq, sq), engine="fast")
 
 
 @pytest.mark.skipif(not cpu_kernel_available(), reason="numba not installed")
@@ -252,9 +270,11 @@ def test_compiled_kernel_many_levels_and_tiles(rng):
     dq[:, w // 2 :] = 2
     sq = dq * 3 - (np.arange(w)[None, :] % 3)
     frames = rng.poisson(0.7, (1100, h, w)).astype(np.uint16)
-    a = _run("numpy", frames, dq, sq, chunk_size=256)
-    b = _run("compiled", (frames[i : i + 97] for i in range(0, 1100, 97)), dq, sq,
-             n_frames=1100, chunk_size=61, normalize_frame=False)
+    a = _run("numpy", frames, Partition(dq, sq), options=MultitauOptions(chunk_size=256))
+    b = _run("compiled",
+             FrameStream(lambda: (frames[i : i + 97] for i in range(0, 1100, 97)), 1100),
+             Partition(dq, sq), CorrelateSpec(normalize_frame=False),
+             options=MultitauOptions(chunk_size=61))
     np.testing.assert_allclose(a.g2, b.g2, rtol=1e-12)
     np.testing.assert_allclose(a.g2_err, b.g2_err, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(a.g2_static, b.g2_static, rtol=1e-12)
@@ -266,7 +286,8 @@ def test_compiled_kernel_other_delays_per_level(dpl, rng):
     dq, sq = _partition()
     frames = rng.poisson(1.5, (83, *dq.shape)).astype(np.uint16)
     d, g2_ref, err_ref = _reference(frames, dq, sq, dpl=dpl)
-    res = _run("compiled", frames, dq, sq, delays_per_level=dpl, chunk_size=10)
+    res = _run("compiled", frames, Partition(dq, sq),
+               options=MultitauOptions(delays_per_level=dpl, chunk_size=10))
     assert np.array_equal(res.delay_frames, d)
     np.testing.assert_allclose(res.g2, g2_ref, rtol=1e-12)
     np.testing.assert_allclose(res.g2_err, err_ref, rtol=1e-10, atol=1e-15)
@@ -279,7 +300,8 @@ def test_scattering_means_equal_plain_numpy(engine, rng):
     mask = np.ones_like(dq, bool)
     mask[1, 2] = False
     frames = rng.poisson(3.0, (37, *dq.shape)).astype(np.uint16)
-    run = _run(engine, frames, dq, sq, mask, with_scattering=True, chunk_size=8)
+    run = _run(engine, frames, Partition(dq, sq, mask),
+               options=MultitauOptions(with_scattering=True, chunk_size=8))
     acc = run.scattering
     flat = frames.reshape(37, -1).astype(np.float64)
     valid = ((dq > 0) & (sq > 0) & mask).ravel()
@@ -301,7 +323,7 @@ def test_single_pair_delays_are_not_reported(rng):
     n = 24
     frames = rng.poisson(2.0, size=(n, 6, 6)).astype(np.uint16)
     dq = np.ones((6, 6), np.int64)
-    res = correlate_multitau(frames, dq, dq)
+    res = correlate_multitau(frames, Partition(dq, dq))
     _d, lvl, x = delay_list(n)
     pairs = (n >> np.asarray(lvl)) - np.asarray(x)
     got = np.isfinite(res.g2[:, 0])

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.multitau import correlate_multitau, delay_list
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.options import MultitauOptions
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
 curve_fit = pytest.importorskip("scipy.optimize").curve_fit
@@ -41,10 +43,10 @@ def test_simulated_brownian_motion_gives_known_g2_and_D():
     geo = Geometry(shape=(64, 64), energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
                    bcx=-10.0, bcy=32.0)
     q, phi = geo.qmap()
-    qm = make_partition(q, phi, None, 4, 16)
+    qm = make_partition(q, phi, None, PartitionGrid(4, 16))
     frames = simulate_frames(q, N, DT, D=D_TRUE, beta=BETA, rate=1.0, seed=3)
-    res = correlate_multitau(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                             backend=get_backend("numpy"))
+    res = correlate_multitau(frames, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                             options=MultitauOptions(backend=get_backend("numpy")))
     d, lvl, _ = delay_list(N)
     assert np.array_equal(res.delay_frames, d)
     ok = res.g2_err > 0  # the last delays have a single pair: zero spread

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from xpcsviewer.compute._binning import select_pixels
+from xpcsviewer.compute.inputs import FrameStream, Partition
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.multitau_sparse import (
     SparseMultitauCorrelator,
@@ -16,7 +17,9 @@ from xpcsviewer.compute.multitau_sparse import (
     correlate_multitau_events,
     level_hits_estimate,
 )
+from xpcsviewer.compute.options import MultitauOptions
 from xpcsviewer.compute.pipeline import multitau_segments
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.io.raw.sparse import EventBlock
 from xpcsviewer.progress import Cancelled, CancelToken
 
@@ -65,8 +68,9 @@ def _close(a, b, rtol=1e-12):
 def test_equals_the_dense_correlator_for_any_blocks(rng, k, occ):
     movie = _movie(rng, occ=occ)
     dq, sq, mask = _partition(*movie.shape[1:])
-    d = correlate_multitau(movie, dq, sq, mask, engine="backend")
-    s = correlate_multitau_events(blocks_of(movie, k), dq, sq, mask, n_frames=movie.shape[0])
+    d = correlate_multitau(movie, Partition(dq, sq, mask), engine="backend")
+    s = correlate_multitau_events(FrameStream(lambda: blocks_of(movie, k), movie.shape[0]),
+                                  Partition(dq, sq, mask))
     np.testing.assert_array_equal(s.delay_frames, d.delay_frames)
     _close(s.g2, d.g2)
     _close(s.g2_err, d.g2_err, rtol=1e-9)
@@ -78,18 +82,21 @@ def test_equals_the_dense_correlator_for_any_blocks(rng, k, occ):
 def test_other_delays_per_level(rng, dpl):
     movie = _movie(rng, n=260, occ=0.1)
     dq, sq, mask = _partition(*movie.shape[1:])
-    d = correlate_multitau(movie, dq, sq, mask, engine="backend", delays_per_level=dpl)
-    s = correlate_multitau_events(blocks_of(movie, 47), dq, sq, mask, n_frames=260,
-                                  delays_per_level=dpl)
+    d = correlate_multitau(movie, Partition(dq, sq, mask),
+                           options=MultitauOptions(delays_per_level=dpl), engine="backend")
+    s = correlate_multitau_events(FrameStream(lambda: blocks_of(movie, 47), 260),
+                                  Partition(dq, sq, mask),
+                                  options=MultitauOptions(delays_per_level=dpl))
     _close(s.g2, d.g2)
 
 
 def test_options_normalize_and_partials(rng):
     movie = _movie(rng, occ=0.08)
     dq, sq, mask = _partition(*movie.shape[1:])
-    kw = {"normalize_frame": True, "num_partial_g2": 4}
-    d = correlate_multitau(movie, dq, sq, mask, engine="backend", **kw)
-    s = correlate_multitau_events(blocks_of(movie, 71), dq, sq, mask, n_frames=700, **kw)
+    spec = CorrelateSpec(normalize_frame=True, num_partial_g2=4)
+    d = correlate_multitau(movie, Partition(dq, sq, mask), spec, engine="backend")
+    s = correlate_multitau_events(FrameStream(lambda: blocks_of(movie, 71), 700),
+                                  Partition(dq, sq, mask), spec)
     _close(s.g2, d.g2, rtol=1e-10)
     np.testing.assert_array_equal(s.g2_partial_labels, d.g2_partial_labels)
     _close(s.g2_partial, d.g2_partial, rtol=1e-10)
@@ -99,22 +106,24 @@ def test_duplicate_hits_add_and_float_values(rng):
     """Event lists may hit a pixel twice in a frame; averaged frames carry floats."""
     movie = _movie(rng, n=300, occ=0.1).astype(np.float64) / 3.0
     dq, sq, mask = _partition(*movie.shape[1:])
-    d = correlate_multitau(movie, dq, sq, mask, engine="backend")
+    d = correlate_multitau(movie, Partition(dq, sq, mask), engine="backend")
     half = []
     for b in blocks_of(movie, 50):
         # split every value into two hits of the same pixel and frame
         half.append(EventBlock(b.start, b.stop, np.repeat(b.frame, 2),
                                np.repeat(b.pixel, 2), np.repeat(b.value / 2, 2)))
-    s = correlate_multitau_events(iter(half), dq, sq, mask, n_frames=300)
+    s = correlate_multitau_events(FrameStream(lambda: iter(half), 300), Partition(dq, sq, mask))
     _close(s.g2, d.g2, rtol=1e-10)
 
 
 def test_scattering_means_equal_the_dense_pass(rng):
     movie = _movie(rng, occ=0.07)
     dq, sq, mask = _partition(*movie.shape[1:])
-    d = correlate_multitau(movie, dq, sq, mask, engine="backend", with_scattering=True)
-    s = correlate_multitau_events(blocks_of(movie, 90), dq, sq, mask, n_frames=700,
-                                  with_scattering=True)
+    d = correlate_multitau(movie, Partition(dq, sq, mask),
+                           options=MultitauOptions(with_scattering=True), engine="backend")
+    s = correlate_multitau_events(FrameStream(lambda: blocks_of(movie, 90), 700),
+                                  Partition(dq, sq, mask),
+                                  options=MultitauOptions(with_scattering=True))
     a, b = s.scattering, d.scattering
     np.testing.assert_allclose(a.mean_image(), b.mean_image(), rtol=1e-12)
     _close(a.saxs_1d(), b.saxs_1d())
@@ -129,10 +138,14 @@ def test_per_pixel_planes_equal_the_dense_ones(rng):
     movie = _movie(rng, n=400, occ=0.1)
     dq, sq, mask = _partition(*movie.shape[1:])
     dense, sparse = {}, {}
-    correlate_multitau(movie, dq, sq, mask, engine="backend",
-                       pixel_sink=lambda k, p: dense.__setitem__(k, p.copy()))
-    correlate_multitau_events(blocks_of(movie, 33), dq, sq, mask, n_frames=400,
-                              pixel_sink=lambda k, p: sparse.__setitem__(k, p.copy()))
+    correlate_multitau(movie, Partition(dq, sq, mask),
+                       options=MultitauOptions(
+                           pixel_sink=lambda k, p: dense.__setitem__(k, p.copy())),
+                       engine="backend")
+    correlate_multitau_events(FrameStream(lambda: blocks_of(movie, 33), 400),
+                              Partition(dq, sq, mask),
+                              options=MultitauOptions(
+                                  pixel_sink=lambda k, p: sparse.__setitem__(k, p.copy())))
     assert sorted(dense) == sorted(sparse)
     for k in dense:
         np.testing.assert_allclose(sparse[k], dense[k], rtol=1e-6)
@@ -141,11 +154,11 @@ def test_per_pixel_planes_equal_the_dense_ones(rng):
 def test_streaming_snapshots_equal_batch_runs_on_the_prefix(rng):
     movie = _movie(rng, n=900, occ=0.05)
     dq, sq, mask = _partition(*movie.shape[1:])
-    s = StreamingSparseMultitau(dq, sq, mask, expected_frames=8)  # grows many times
+    s = StreamingSparseMultitau(Partition(dq, sq, mask), expected_frames=8)  # grows many times
     for i, b in enumerate(blocks_of(movie, 37)):
         s.feed_events(b)
         if i % 6 == 2:
-            d = correlate_multitau(movie[: s.n_frames], dq, sq, mask, engine="backend")
+            d = correlate_multitau(movie[: s.n_frames], Partition(dq, sq, mask), engine="backend")
             r = s.result()
             np.testing.assert_array_equal(r.delay_frames, d.delay_frames)
             _close(r.g2, d.g2)
@@ -159,7 +172,7 @@ def test_poisson_photons_without_dynamics_give_g2_one(rng):
     movie = rng.poisson(0.02, (n, h, w)).astype(np.uint8)
     dq = np.ones((h, w), int)
     sq = np.ones((h, w), int)
-    s = correlate_multitau_events(blocks_of(movie, 500), dq, sq, n_frames=n)
+    s = correlate_multitau_events(FrameStream(lambda: blocks_of(movie, 500), n), Partition(dq, sq))
     ok = np.isfinite(s.g2[:, 0])
     # pairs per delay ~ P N occ^2 / 2^L: the spread shrinks as 1/sqrt(pairs)
     assert np.all(np.abs(s.g2[ok, 0] - 1) < 6 * s.g2_err[ok, 0] + 0.05)
@@ -171,11 +184,13 @@ def test_blocks_must_follow_each_other_and_cancel(rng):
     dq, sq, mask = _partition(*movie.shape[1:])
     blocks = list(blocks_of(movie, 50))
     with pytest.raises(ValueError, match="follow"):
-        correlate_multitau_events([blocks[0], blocks[2]], dq, sq, mask, n_frames=200)
+        correlate_multitau_events(FrameStream(lambda: [blocks[0], blocks[2]], 200),
+                                  Partition(dq, sq, mask))
     tok = CancelToken()
     tok.cancel()
     with pytest.raises(Cancelled):
-        correlate_multitau_events(iter(blocks), dq, sq, mask, n_frames=200, cancel=tok)
+        correlate_multitau_events(FrameStream(lambda: iter(blocks), 200), Partition(dq, sq, mask),
+                                  cancel=tok)
     corr = SparseMultitauCorrelator(select_pixels(dq, sq, mask), 100)
     with pytest.raises(ValueError, match="more frames"):
         corr.process_events(150, blocks[0].frame, blocks[0].pixel, blocks[0].value)

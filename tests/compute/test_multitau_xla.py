@@ -10,7 +10,10 @@ pytest.importorskip("jax")
 
 from xpcsviewer.backends import get_backend, get_transfer_stats, reset_transfer_stats
 from xpcsviewer.compute import _multitau_xla
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.options import MultitauOptions
+from xpcsviewer.compute.spec import CorrelateSpec
 
 
 def _maps(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
@@ -37,10 +40,13 @@ def test_xla_matches_numpy_reference(n_frames: int, normalize: bool) -> None:
     dq, sq = _maps(h, w)
     mask = np.ones((h, w), bool)
     mask[:2, :5] = False
-    ref = correlate_multitau(fr, dq, sq, mask, backend=get_backend("numpy"), engine="backend",
-                             normalize_frame=normalize, num_partial_g2=3, chunk_size=50)
-    got = correlate_multitau(fr, dq, sq, mask, engine="xla", device="cpu",
-                             normalize_frame=normalize, num_partial_g2=3, chunk_size=50)
+    ref = correlate_multitau(fr, Partition(dq, sq, mask),
+                             CorrelateSpec(normalize_frame=normalize, num_partial_g2=3),
+                             options=MultitauOptions(backend=get_backend("numpy"), chunk_size=50),
+                             engine="backend")
+    got = correlate_multitau(fr, Partition(dq, sq, mask),
+                             CorrelateSpec(normalize_frame=normalize, num_partial_g2=3),
+                             options=MultitauOptions(chunk_size=50), engine="xla", device="cpu")
     assert got.config["engine"] == "xla"
     np.testing.assert_array_equal(np.isnan(got.g2), np.isnan(ref.g2))
     np.testing.assert_allclose(got.g2, ref.g2, rtol=0, atol=1e-12, equal_nan=True)
@@ -56,7 +62,9 @@ def test_xla_all_pixels_uint8_and_small_blocks() -> None:
     h, w = 16, 16
     fr = _frames(130, h, w, dtype=np.uint8, seed=3)
     dq, sq = _maps(h, w)
-    ref = correlate_multitau(fr, dq, sq, None, backend=get_backend("numpy"), engine="backend")
+    ref = correlate_multitau(fr, Partition(dq, sq),
+                             options=MultitauOptions(backend=get_backend("numpy")),
+                             engine="backend")
     from xpcsviewer.compute._binning import select_pixels
 
     px = select_pixels(dq, sq, None, None, None)
@@ -82,7 +90,8 @@ def test_xla_programs_and_bytes_per_job() -> None:
         fr = _frames(n, h, w, seed=n)
         before = compile_counts()["lowered"]
         reset_transfer_stats()
-        correlate_multitau(fr, dq, sq, None, engine="xla", device="cpu", chunk_size=100)
+        correlate_multitau(fr, Partition(dq, sq), options=MultitauOptions(chunk_size=100),
+                           engine="xla", device="cpu")
         lowered = compile_counts()["lowered"] - before
         assert lowered <= 3, lowered
         sent = get_transfer_stats().host_to_device_bytes
@@ -95,4 +104,5 @@ def test_xla_rejects_pixel_sink() -> None:
     fr = _frames(20, 8, 8)
     dq, sq = _maps(8, 8)
     with pytest.raises(ValueError, match="per-pixel"):
-        correlate_multitau(fr, dq, sq, None, engine="xla", pixel_sink=lambda k, p: None)
+        correlate_multitau(fr, Partition(dq, sq),
+                           options=MultitauOptions(pixel_sink=lambda k, p: None), engine="xla")

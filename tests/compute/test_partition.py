@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xpcsviewer.compute.partition import check_consistency, fold_phi, make_partition
+from xpcsviewer.compute.partition import PartitionGrid, check_consistency, fold_phi, make_partition
 from xpcsviewer.compute.qmap import compute_qmap
 
 
@@ -43,7 +43,7 @@ def test_partition_matches_loop_reference(rng, dp, sp):
     shape = (23, 31)
     q, phi = compute_qmap(shape, 9.0, 3.0, 1e-4, 10.3, 7.7)
     mask = rng.random(shape) > 0.2
-    qm = make_partition(q, phi, mask, 6, 18, dp, sp)
+    qm = make_partition(q, phi, mask, PartitionGrid(6, 18, dp, sp))
     roi, mapping = _loop_partition(q, phi, mask, 6, dp)
     # Pixels exactly on an edge could go either way in floating point; require near-total agreement.
     assert np.mean(qm.dynamic_roi_map != roi) < 0.01
@@ -58,11 +58,11 @@ def test_partition_matches_loop_reference(rng, dp, sp):
 def test_centres_linear_and_log():
     q, phi = compute_qmap((40, 40), 10.0, 5.0, 75e-6, 0.0, 0.0)
     mask = q > 0
-    qm = make_partition(q, phi, mask, 4, 8)
+    qm = make_partition(q, phi, mask, PartitionGrid(4, 8))
     lo, hi = q[mask].min(), q[mask].max()
     e = np.linspace(lo, hi, 5)
     np.testing.assert_allclose(qm.dynamic_v_list_dim0, (e[:-1] + e[1:]) / 2, rtol=1e-13)
-    ql = make_partition(q, phi, mask, 4, 8, q_style="log")
+    ql = make_partition(q, phi, mask, PartitionGrid(4, 8, q_style="log"))
     e = np.geomspace(lo, hi, 5)
     np.testing.assert_allclose(
         ql.dynamic_v_list_dim0, np.sqrt(e[:-1] * e[1:]), rtol=1e-13
@@ -72,7 +72,7 @@ def test_centres_linear_and_log():
 
 def test_static_count_rounded_up_to_multiple():
     q, phi = compute_qmap((30, 30), 10.0, 5.0, 75e-6, 15, 15)
-    qm = make_partition(q, phi, None, 4, 10, 2, 3)
+    qm = make_partition(q, phi, None, PartitionGrid(4, 10, 2, 3))
     assert qm.static_num_pts == (12, 4)
     assert check_consistency(qm) == []
 
@@ -87,7 +87,7 @@ def test_fold_phi():
 
 def test_qmap_helpers(rng):
     q, phi = compute_qmap((40, 50), 10.0, 5.0, 75e-6, 20.5, 18.5)
-    qm = make_partition(q, phi, q > 0.0003, 5, 20, 4, 8)
+    qm = make_partition(q, phi, q > 0.0003, PartitionGrid(5, 20, 4, 8))
     labels = qm.dynamic_labels()
     assert len(labels) == qm.n_dynamic
     assert labels[0].startswith("q=") and "\u03c6=" in labels[0] and "deg" in labels[0]
@@ -116,22 +116,22 @@ def test_qmap_helpers(rng):
     for s in range(1, qm.n_static + 1):
         d = np.unique(qm.dynamic_roi_map[qm.static_roi_map == s])
         assert d.tolist() == [s2d[s - 1] + 1]
-    one = make_partition(q, phi, None, 5, 20)
+    one = make_partition(q, phi, None, PartitionGrid(5, 20))
     assert "\u03c6" not in one.dynamic_labels()[0]
 
 
 def test_check_consistency_detects_problems():
     q, phi = compute_qmap((20, 20), 10.0, 5.0, 75e-6, 10, 10)
-    qm = make_partition(q, phi, None, 3, 9)
+    qm = make_partition(q, phi, None, PartitionGrid(3, 9))
     assert check_consistency(qm) == []
-    bad = make_partition(q, phi, None, 3, 9)
+    bad = make_partition(q, phi, None, PartitionGrid(3, 9))
     bad.dynamic_index_mapping = bad.dynamic_index_mapping[:-1]
     assert any("len(index_mapping)" in p for p in check_consistency(bad))
-    bad = make_partition(q, phi, None, 3, 9)
+    bad = make_partition(q, phi, None, PartitionGrid(3, 9))
     bad.mask = bad.mask.copy()
     bad.mask[0, 0] = False
     assert any("mask" in p for p in check_consistency(bad))
-    bad = make_partition(q, phi, None, 3, 9)
+    bad = make_partition(q, phi, None, PartitionGrid(3, 9))
     d = bad.dynamic_roi_map.copy()
     s1 = bad.static_roi_map == 1
     d[np.argwhere(s1)[0][0], np.argwhere(s1)[0][1]] = (
@@ -162,18 +162,9 @@ def test_partition_properties(h, w, bcx, bcy, dq, mq, dp, mp, log, offset, fold,
     mask &= q > 0  # log bins need q > 0
     if not mask.any():
         return
-    qm = make_partition(
-        q,
-        phi,
-        mask,
-        dq,
-        dq * mq,
-        dp,
-        dp * mp,
-        q_style="log" if log else "linear",
-        phi_offset=offset,
-        symmetry_fold=fold,
-    )
+    qm = make_partition(q, phi, mask,
+                        PartitionGrid(dq, dq * mq, dp, dp * mp, q_style="log" if log else "linear",
+                                      phi_offset=offset, symmetry_fold=fold))
     assert check_consistency(qm) == []
     # Every pixel's q lies inside the dynamic bin of its column (edges between centres).
     d = qm.dynamic_roi_map.astype(int)
@@ -236,8 +227,9 @@ def test_fast_digitize_and_compress_equal_the_reference(rng, style, refine, bloc
 def test_one_phi_bin_partition_equals_the_folded_one(rng):
     q, phi = compute_qmap((33, 29), 10.0, 3.0, 1e-4, 12.0, 30.5)
     mask = rng.random(q.shape) > 0.2
-    fast = make_partition(q, phi, mask, 3, 30)  # folded range from the raw range
-    slow = make_partition(q, phi, mask, 3, 30, phi_offset=1e-30)  # forces the folded map
+    fast = make_partition(q, phi, mask, PartitionGrid(3, 30))  # folded range from the raw range
+    # phi_offset forces the folded map
+    slow = make_partition(q, phi, mask, PartitionGrid(3, 30, phi_offset=1e-30))
     for name in ("dynamic_roi_map", "static_roi_map", "static_v_list_dim1", "dynamic_v_list_dim1"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
 
@@ -268,9 +260,9 @@ def test_blockwise_passes_give_the_same_partition(kw, rng, monkeypatch):
     q, phi = compute_qmap((37, 41), 10.0, 3.0, 1e-4, 20.0, 18.0)
     q[0, 0] = np.nan
     mask = (rng.random(q.shape) * 3).astype(np.uint8)
-    ref = make_partition(q, phi, mask, **kw)
+    ref = make_partition(q, phi, mask, PartitionGrid(**kw))
     monkeypatch.setattr(part, "BLOCK_PIXELS", 29)
-    got = make_partition(q, phi, mask, **kw)
+    got = make_partition(q, phi, mask, PartitionGrid(**kw))
     for f in dataclasses.fields(ref):
         a, b = getattr(got, f.name), getattr(ref, f.name)
         if isinstance(a, np.ndarray):
@@ -287,9 +279,9 @@ def test_check_consistency_in_blocks(block, monkeypatch):
 
     monkeypatch.setattr(part, "BLOCK_PIXELS", block)
     q, phi = compute_qmap((20, 20), 10.0, 5.0, 75e-6, 10, 10)
-    qm = make_partition(q, phi, None, 3, 9, 2, 4)
+    qm = make_partition(q, phi, None, PartitionGrid(3, 9, 2, 4))
     assert check_consistency(qm) == []
-    bad = make_partition(q, phi, None, 3, 9, 2, 4)
+    bad = make_partition(q, phi, None, PartitionGrid(3, 9, 2, 4))
     d = bad.dynamic_roi_map.copy()
     r, c = np.argwhere(bad.static_roi_map == 2)[-1]
     d[r, c] = 0  # the last pixel of static bin 2 leaves every dynamic bin
@@ -298,7 +290,7 @@ def test_check_consistency_in_blocks(block, monkeypatch):
     assert "1 static bins span more than one dynamic bin" in found
     assert "some static-bin pixels are outside every dynamic bin" in found
     assert any(p.startswith("dynamic: 1 pixels where") for p in found)
-    neg = make_partition(q, phi, None, 3, 9)
+    neg = make_partition(q, phi, None, PartitionGrid(3, 9))
     s = neg.static_roi_map.astype(np.int32)
     s[0, 0] = -1
     neg.static_roi_map = s

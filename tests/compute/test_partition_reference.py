@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 
 from xpcsviewer.compute.partition import (
+    PartitionGrid,
     check_consistency,
     make_partition,
     restrict_partition,
 )
-from xpcsviewer.compute.qmap import compute_qmap
+from xpcsviewer.compute.qmap import DetectorGeometry, compute_qmap
 
 
 def ref_axis(values, valid, n, style="linear"):
@@ -113,8 +114,10 @@ def test_partition_equals_reference(dq, sq, dp, sp, kw):
     far = np.unravel_index(np.argmax(q), q.shape)
     mask[far] = False
     style = kw.get("style", "linear")
-    qm = make_partition(q, phi, mask, dq, sq, dp, sp, q_style=style,
-                        phi_offset=kw.get("offset", 0.0), symmetry_fold=kw.get("fold", 1))
+    qm = make_partition(q, phi, mask,
+                        PartitionGrid(dq, sq, dp, sp, q_style=style,
+                                      phi_offset=kw.get("offset", 0.0),
+                                      symmetry_fold=kw.get("fold", 1)))
     check(qm, q, phi, mask, dq, sq, dp, sp, **kw)
     # masked pixels are excluded everywhere; the beam-centre pixel on a log axis too
     assert (qm.dynamic_roi_map[~mask] == 0).all() and (qm.static_roi_map[~mask] == 0).all()
@@ -131,7 +134,7 @@ def test_compression_skips_empty_bins_and_maps_back():
     q, phi = _maps()
     mask = np.ones(q.shape, bool)
     mask[:, :30] = False  # the left half: the phi sectors there are empty
-    qm = make_partition(q, phi, mask, 4, 8, 8, 8)
+    qm = make_partition(q, phi, mask, PartitionGrid(4, 8, 8, 8))
     roi = check(qm, q, phi, mask, 4, 8, 8, 8)
     assert qm.n_static < 8 * 8 and roi.max() == qm.n_static
     # lookup of a compressed value: natural index -> (q, phi) centre of the pixel's bins
@@ -146,14 +149,14 @@ def test_compression_skips_empty_bins_and_maps_back():
 
 def test_no_excluded_pixel_starts_at_one():
     q, phi = _maps((20, 24), bcx=-5.0, bcy=-5.0)
-    qm = make_partition(q, phi, None, 3, 6, 2, 4)
+    qm = make_partition(q, phi, None, PartitionGrid(3, 6, 2, 4))
     check(qm, q, phi, np.ones(q.shape, bool), 3, 6, 2, 4)
     assert qm.dynamic_roi_map.min() == 1
 
 
 def test_restrict_partition_keeps_bins_and_renumbers():
     q, phi = _maps()
-    qm = make_partition(q, phi, None, 5, 20, 4, 8)
+    qm = make_partition(q, phi, None, PartitionGrid(5, 20, 4, 8))
     keep = np.ones(q.shape, bool)
     keep[phi > 100] = False  # empties some sectors
     r = restrict_partition(qm, keep)
@@ -179,9 +182,12 @@ def test_written_qmap_file_reads_back(tmp_path):
     from xpcsviewer.io.results.writer import write_qmap_file
 
     q, phi = _maps()
-    qm = make_partition(q, phi, q > 0.001, 4, 12, 6, 12, q_style="log", phi_offset=15.0,
-                        symmetry_fold=2, beam_center_x=30.0, beam_center_y=20.0,
-                        detector_distance=5.0, pixel_size=150e-6, energy_kev=10.0)
+    qm = make_partition(q, phi, q > 0.001,
+                        PartitionGrid(4, 12, 6, 12, q_style="log", phi_offset=15.0,
+                                      symmetry_fold=2),
+                        DetectorGeometry(beam_center_x=30.0, beam_center_y=20.0,
+                                         detector_distance=5.0, pixel_size=150e-6,
+                                         energy_kev=10.0))
     path = write_qmap_file(tmp_path / "q.hdf", qm)
     back = read_qmap(path)
     for name in ("dynamic_roi_map", "static_roi_map", "mask", "dynamic_index_mapping",

@@ -8,6 +8,7 @@ import pytest
 
 from xpcsviewer.compute.pixel_audit import (
     TABLE_HEADER,
+    AuditOptions,
     audit_pixels,
     audit_summary,
     audit_table_rows,
@@ -64,7 +65,7 @@ def small():
 
 def test_leverage_equals_brute_force_drop_one(small):
     qm, stack = small
-    au = audit_pixels(stack, qm, keep_curves=True)
+    au = audit_pixels(stack, qm, options=AuditOptions(keep_curves=True))
     valid = qm.mask & (qm.dynamic_roi_map > 0)
     assert au.pixel_index.size == valid.sum()
     for k in range(stack.shape[0]):
@@ -126,7 +127,7 @@ def test_repeats_flag_a_transient_pixel(small):
         if f == 2:
             s[:, 1:, 6, 1] *= 1.6  # brighter in one repeat only
             s[:, 0, 6, 1] *= 1.6 ** 2
-        audits.append(audit_pixels(s, qm, label=f"r{f}"))
+        audits.append(audit_pixels(s, qm, options=AuditOptions(label=f"r{f}")))
     out = with_repeats(audits)
     i = int(np.flatnonzero(out[2].pixel_index == 6 * qm.shape[1] + 1)[0])
     assert out[2].z_repeat[i] > 6 and out[2].hot[i]
@@ -139,7 +140,7 @@ def test_repeats_flag_a_transient_pixel(small):
 
 def test_table_rows(small):
     qm, stack = small
-    au = audit_pixels(stack, qm, label="A.hdf")
+    au = audit_pixels(stack, qm, options=AuditOptions(label="A.hdf"))
     rows = audit_table_rows(au, top=5)
     assert rows[0] == TABLE_HEADER and len(rows) == 6
     assert rows[1][:4] == ["A.hdf", 1, 2, 7] and "intensity above" in rows[1][7]
@@ -160,7 +161,7 @@ def test_bad_stack_is_refused(small):
 
 def test_summary_for_the_report(small):
     qm, stack = small
-    au = audit_pixels(stack, qm, label="A.hdf")
+    au = audit_pixels(stack, qm, options=AuditOptions(label="A.hdf"))
     s = audit_summary(au)
     assert s["file"] == "A.hdf" and s["pixels"] == au.pixel_index.size
     assert s["flagged"] == au.flagged.sum() >= 1 and s["hot"] == 1

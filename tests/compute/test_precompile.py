@@ -21,6 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from xpcsviewer.compute.partition import PartitionGrid
+from xpcsviewer.compute.qmap import DetectorGeometry
+
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                 reason="the compiled kernels need numba")
 
@@ -120,9 +123,10 @@ def _qmap_file(path, shape, region):
     q, phi = geo.qmap()
     mask = np.zeros(shape, bool)
     mask[region] = True
-    qm = make_partition(q, phi, mask, 2, 4, energy_kev=10.0, detector_distance=5.0,
-                        pixel_size=75e-6, beam_center_x=float(region[1].start),
-                        beam_center_y=float(region[0].start))
+    qm = make_partition(q, phi, mask, PartitionGrid(2, 4),
+                        DetectorGeometry(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
+                                         beam_center_x=float(region[1].start),
+                                         beam_center_y=float(region[0].start)))
     return write_qmap_file(path, qm)
 
 

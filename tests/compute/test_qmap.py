@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import check_consistency, make_partition
+from xpcsviewer.compute.partition import PartitionGrid, check_consistency, make_partition
 from xpcsviewer.compute.qmap import compute_qmap, wavelength_angstrom
 
 
@@ -60,7 +60,7 @@ def test_real_files_partition_reproduced(real_data_dir):
                 g["beam_center_y"][()],
             )
             dn, sn = g["dynamic_num_pts"][()], g["static_num_pts"][()]
-            qm = make_partition(q, phi, mask, dn[0], sn[0], dn[1], sn[1])
+            qm = make_partition(q, phi, mask, PartitionGrid(dn[0], sn[0], dn[1], sn[1]))
             assert np.mean(qm.dynamic_roi_map != g["dynamic_roi_map"][()]) < 1e-4
             assert np.mean(qm.static_roi_map != g["static_roi_map"][()]) < 1e-3
             np.testing.assert_allclose(

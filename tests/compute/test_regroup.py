@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.masking import polygon
 from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.partition import make_partition, restrict_partition
+from xpcsviewer.compute.options import MultitauOptions
+from xpcsviewer.compute.partition import PartitionGrid, make_partition, restrict_partition
 from xpcsviewer.compute.qmap import compute_qmap
 from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2
 from xpcsviewer.fitting import fit_g2
@@ -63,12 +65,13 @@ def small_stack():
     q, phi = compute_qmap((20, 26), 10.0, 5.0, 150e-6, 4.0, -3.0)
     mask = np.ones(q.shape, bool)
     mask[5:8, 10:14] = False
-    qm = make_partition(q, phi, mask, 3, 9, 2, 4)
+    qm = make_partition(q, phi, mask, PartitionGrid(3, 9, 2, 4))
     frames = simulate_frames(q, 200, 1e-3, D=2e6, beta=0.25, rate=1.5, seed=4)
     planes = {}
-    res = correlate_multitau(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                             backend=get_backend("numpy"),
-                             pixel_sink=lambda k, p: planes.__setitem__(k, p.copy()))
+    res = correlate_multitau(frames, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                             options=MultitauOptions(
+                                 backend=get_backend("numpy"),
+                                 pixel_sink=lambda k, p: planes.__setitem__(k, p.copy())))
     stack = np.stack([planes[k] for k in range(len(planes))]).astype(np.float64)
     return qm, q, phi, res, stack
 
@@ -88,7 +91,7 @@ def test_pixel_planes_reduce_to_the_correlators_g2(small_stack):
 @pytest.mark.parametrize("backend", ["numpy", "jax"])
 def test_regroup_equals_loop_reference_with_another_partition(small_stack, backend):
     qm, q, phi, _res, stack = small_stack
-    other = make_partition(q, phi, None, 4, 8, 1, 1)
+    other = make_partition(q, phi, None, PartitionGrid(4, 8, 1, 1))
     keep = correlated_pixels(qm)
     reg = regroup_g2(lambda k: tuple(stack[k]), stack.shape[0], other, keep,
                      backend=get_backend(backend))
@@ -106,7 +109,7 @@ def test_pixel_planes_stream_one_delay_at_a_time():
     """Streaming the stack holds a few detector frames (the per-level history the
     past/future means are taken from), never the whole stack."""
     q, phi = compute_qmap((192, 192), 10.0, 5.0, 150e-6, 96.0, 96.0)
-    qm = make_partition(q, phi, None, 4, 16)
+    qm = make_partition(q, phi, None, PartitionGrid(4, 16))
     frames = simulate_frames(q, 600, 1e-3, D=2e6, beta=0.25, rate=0.5, seed=2)
     plane_bytes = 3 * q.size * 4
     peak = {"n": 0}

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.partition import PartitionGrid
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.compute.saxs import (
     StaticBinner,
     intensity_vs_time,
@@ -102,14 +104,14 @@ def test_binner_is_cached_by_partition_content(rng):
 
     q, phi = compute_qmap((40, 50), 10.0, 5.0, 75e-6, 20.5, 18.0)
     mask = rng.random(q.shape) > 0.1
-    qm = make_partition(q, phi, mask, 2, 20, content_hash=False)
+    qm = make_partition(q, phi, mask, PartitionGrid(2, 20), content_hash=False)
     be = get_backend("numpy")
     b1 = binner_for(qm, backend=be)
     # a second, separately built q-map of the same geometry reuses the binner
-    qm2 = make_partition(q, phi, mask, 2, 20, content_hash=False)
+    qm2 = make_partition(q, phi, mask, PartitionGrid(2, 20), content_hash=False)
     assert binner_for(qm2, backend=be) is b1
     assert partition_key(qm) == partition_key(qm2)
-    with_hash = make_partition(q, phi, mask, 2, 20)
+    with_hash = make_partition(q, phi, mask, PartitionGrid(2, 20))
     assert partition_key(with_hash) == with_hash.hash
     other = replace(qm, mask=mask & (rng.random(q.shape) > 0.5))
     assert binner_for(other, backend=be) is not b1
@@ -123,13 +125,15 @@ def test_geometry_partition_is_cached_and_equals_make_partition(rng):
     from xpcsviewer.compute.qmap import compute_qmap
 
     geo = ((30, 41), 10.0, 4.0, 75e-6, 12.5, 9.0)
+    det = DetectorGeometry(beam_center_x=12.5, beam_center_y=9.0, detector_distance=4.0,
+                           pixel_size=75e-6, energy_kev=10.0)
     mask = rng.random(geo[0]) > 0.1
-    a = geometry_partition(*geo, mask=mask, dq_num=3, sq_num=30)
-    assert geometry_partition(*geo, mask=mask.copy(), dq_num=3, sq_num=30) is a
-    assert geometry_partition(*geo, mask=~mask, dq_num=3, sq_num=30) is not a
+    grid = PartitionGrid(3, 30)
+    a = geometry_partition(geo[0], det, mask, grid)
+    assert geometry_partition(geo[0], det, mask.copy(), grid) is a
+    assert geometry_partition(geo[0], det, ~mask, grid) is not a
     q, phi = compute_qmap(*geo)
-    ref = make_partition(q, phi, mask, 3, 30, beam_center_x=12.5, beam_center_y=9.0,
-                         detector_distance=4.0, pixel_size=75e-6, energy_kev=10.0)
+    ref = make_partition(q, phi, mask, grid, det)
     np.testing.assert_array_equal(a.static_roi_map, ref.static_roi_map)
     np.testing.assert_array_equal(a.dynamic_roi_map, ref.dynamic_roi_map)
     assert a.content_hash() == ref.hash

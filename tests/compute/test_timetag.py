@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.inputs import FrameStream, Partition
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.multitau_sparse import available, correlate_multitau_events
+from xpcsviewer.compute.options import MultitauOptions
 from xpcsviewer.io.raw import open_raw_source
 from xpcsviewer.synthetic.sparse_files import write_timepix
 from xpcsviewer.synthetic.sparse_speckle import simulate_arrivals
@@ -37,7 +39,8 @@ def test_timetag_brownian_tau_200ns_fitted_within_3_percent(tmp_path):
     dyn, stat = _maps(shape, 1)
     with open_raw_source(path) as raw:  # no bin time: the time-tag view
         assert raw.time_tag and raw.frame_time == pytest.approx(TICK)
-        res = correlate_multitau_events(raw.iter_events(), dyn, stat, n_frames=raw.n_frames)
+        res = correlate_multitau_events(FrameStream(lambda: raw.iter_events(), raw.n_frames),
+                                        Partition(dyn, stat))
     t = res.delay_frames * TICK
     g, err = res.g2[:, 0], res.g2_err[:, 0]
     # delays up to 10 tau; the model with the multi-tau level averaging (frames of
@@ -61,13 +64,14 @@ def test_timetag_on_1us_ticks_equals_dense_multitau_of_1us_frames(tmp_path):
     with open_raw_source(path) as raw:
         assert raw.time_tag and raw.frame_time == pytest.approx(1e-6)
         n = raw.n_frames
-        ev = correlate_multitau_events(raw.iter_events(max_events=5000), dyn, stat, mask,
-                                       n_frames=n)
+        ev = correlate_multitau_events(FrameStream(lambda: raw.iter_events(max_events=5000), n),
+                                       Partition(dyn, stat, mask))
     # the same photons binned into 1 us frames, from the first event (as the reader)
     frames = np.zeros((n, shape[0] * shape[1]), np.uint16)
     np.add.at(frames, (toa - toa[0], y * shape[1] + x), 1)
-    dense = correlate_multitau(frames.reshape(n, *shape), dyn, stat, mask, n_frames=n,
-                               engine="backend", backend=get_backend("numpy"))
+    dense = correlate_multitau(frames.reshape(n, *shape), Partition(dyn, stat, mask),
+                               options=MultitauOptions(backend=get_backend("numpy")),
+                               engine="backend")
     np.testing.assert_array_equal(ev.delay_frames, dense.delay_frames)
     for a, b in ((ev.g2, dense.g2), (ev.g2_err, dense.g2_err),
                  (ev.g2_static, dense.g2_static)):

@@ -4,6 +4,9 @@ import h5py
 import numpy as np
 import pytest
 
+from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.options import AgesOptions
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import correlate_twotime
 from xpcsviewer.compute.twotime_ages import (
     age_lag_bytes,
@@ -60,9 +63,11 @@ def _check_against_full(amap, full, n):
 def test_every_level_is_the_mean_of_the_full_maps_pairs(n, m, smooth, chunk, batch, engine):
     dq, sq = _partition()
     frames = _frames(n, seed=n)
-    full = correlate_twotime(frames, dq, sq, None, smooth=smooth)
-    amap = correlate_twotime_ages(frames, dq, sq, None, smooth=smooth, points_per_level=m,
-                                  chunk_size=chunk, batch=batch, frame_time=0.01,
+    full = correlate_twotime(frames, Partition(dq, sq), CorrelateSpec(smooth=smooth))
+    amap = correlate_twotime_ages(frames, Partition(dq, sq),
+                                  CorrelateSpec(smooth=smooth, ages_points=m),
+                                  options=AgesOptions(chunk_size=chunk, batch=batch,
+                                                      frame_time=0.01),
                                   engine=engine)
     assert amap.config["engine"] == engine
     assert [lv.width for lv in amap.levels] == [2**i for i in range(len(amap.levels))]
@@ -82,10 +87,10 @@ def test_mask_bins_and_a_chunk_iterable():
     frames = _frames(n, seed=5)
     mask = np.ones(dq.shape, dtype=np.int8)
     mask[:3, :] = 0
-    full = correlate_twotime(frames, dq, sq, mask, dq_bins="2,4")
+    full = correlate_twotime(frames, Partition(dq, sq, mask), CorrelateSpec(dq="2,4"))
     chunks = (frames[a : a + 10] for a in range(0, n, 10))
-    amap = correlate_twotime_ages(chunks, dq, sq, mask, dq_bins="2,4", n_frames=n,
-                                  points_per_level=4)
+    amap = correlate_twotime_ages(FrameStream(lambda: chunks, n), Partition(dq, sq, mask),
+                                  CorrelateSpec(dq="2,4", ages_points=4))
     assert amap.bins.tolist() == [2, 4]
     _check_against_full(amap, full, n)
 
@@ -95,8 +100,9 @@ def test_float_frames_and_all_zero_frames(dtype):
     dq, sq = _partition()
     frames = (_frames(80, seed=2) * 0.5).astype(dtype)
     frames[10] = 0  # the full map's rule: zero sums give zero entries
-    full = correlate_twotime(frames.astype(np.float64), dq, sq, None)
-    amap = correlate_twotime_ages(frames, dq, sq, None, points_per_level=4, engine="numba")
+    full = correlate_twotime(frames.astype(np.float64), Partition(dq, sq))
+    amap = correlate_twotime_ages(frames, Partition(dq, sq), CorrelateSpec(ages_points=4),
+                                  engine="numba")
     _check_against_full(amap, full, 80)
     assert amap.levels[0].c[0, 10, 0] == 0.0
 
@@ -116,10 +122,10 @@ def test_negative_or_nan_counts_are_refused(engine):
     frames = _frames(40).astype(np.float32)
     frames[3, 8, 8] = -1
     with pytest.raises(ValueError, match="non-negative"):
-        correlate_twotime_ages(frames, dq, sq, None, engine=engine)
+        correlate_twotime_ages(frames, Partition(dq, sq), engine=engine)
     frames[3, 8, 8] = np.nan
     with pytest.raises(ValueError, match="non-negative"):
-        correlate_twotime_ages(frames, dq, sq, None, engine=engine)
+        correlate_twotime_ages(frames, Partition(dq, sq), engine=engine)
 
 
 def test_bad_input_is_refused():
@@ -127,15 +133,16 @@ def test_bad_input_is_refused():
     frames = _frames(40).astype(np.int32)
     frames[3, 8, 8] = -1
     with pytest.raises(ValueError, match="non-negative"):
-        correlate_twotime_ages(frames, dq, sq, None)
+        correlate_twotime_ages(frames, Partition(dq, sq))
     with pytest.raises(ValueError, match="expected 50 frames"):
-        correlate_twotime_ages(iter([frames[:40].clip(0)]), dq, sq, None, n_frames=50)
+        correlate_twotime_ages(FrameStream(lambda: iter([frames[:40].clip(0)]), 50),
+                               Partition(dq, sq))
     with pytest.raises(ValueError, match="more frames"):
-        correlate_twotime_ages(iter([frames.clip(0)]), dq, sq, None, n_frames=30)
+        correlate_twotime_ages(FrameStream(lambda: iter([frames.clip(0)]), 30), Partition(dq, sq))
     with pytest.raises(ValueError, match="points_per_level"):
-        correlate_twotime_ages(frames.clip(0), dq, sq, None, points_per_level=0)
+        correlate_twotime_ages(frames.clip(0), Partition(dq, sq), CorrelateSpec(ages_points=0))
     original = frames.copy()
-    correlate_twotime_ages(frames.clip(0), dq, sq, None)
+    correlate_twotime_ages(frames.clip(0), Partition(dq, sq))
     np.testing.assert_array_equal(frames, original)
 
 
@@ -164,10 +171,11 @@ def test_photon_hits_give_the_dense_result():
     dq, sq = _partition()
     n = 150
     frames = _frames(n, seed=9, lam=0.2)  # sparse: most pixels empty
-    dense = correlate_twotime_ages(frames, dq, sq, None, points_per_level=4, engine="blas")
-    hits = correlate_twotime_ages_events(_event_blocks(frames, 37), dq, sq, None,
-                                         n_frames=n, points_per_level=4, rows_per_step=16,
-                                         engine="numba")
+    dense = correlate_twotime_ages(frames, Partition(dq, sq), CorrelateSpec(ages_points=4),
+                                   engine="blas")
+    hits = correlate_twotime_ages_events(FrameStream(lambda: _event_blocks(frames, 37), n),
+                                         Partition(dq, sq), CorrelateSpec(ages_points=4),
+                                         options=AgesOptions(chunk_size=16), engine="numba")
     for a, b in zip(dense.levels, hits.levels, strict=True):
         np.testing.assert_allclose(b.c, a.c, rtol=1e-12, equal_nan=True)
 
@@ -185,9 +193,10 @@ def test_a_sparse_demo_source(tmp_path):
                           shape=(16, 16))[0]
     with open_raw_source(path, shape=(16, 16)) as src:
         assert src.sparse
-        amap = correlate_twotime_ages_events(src.iter_events(max_events=500), dq, sq, None,
-                                             n_frames=src.n_frames, points_per_level=4)
-    full = correlate_twotime(frames, dq, sq, None)
+        amap = correlate_twotime_ages_events(FrameStream(lambda: src.iter_events(max_events=500),
+                                                         src.n_frames),
+                                             Partition(dq, sq), CorrelateSpec(ages_points=4))
+    full = correlate_twotime(frames, Partition(dq, sq))
     _check_against_full(amap, full, n)
 
 
@@ -195,8 +204,9 @@ def test_write_and_read_back(tmp_path):
     from xpcsviewer.io.results.age_lag import read_age_lag, write_age_lag_group
 
     dq, sq = _partition()
-    amap = correlate_twotime_ages(_frames(100, seed=4), dq, sq, None, points_per_level=4,
-                                  frame_time=2e-3)
+    amap = correlate_twotime_ages(_frames(100, seed=4), Partition(dq, sq),
+                                  CorrelateSpec(ages_points=4),
+                                  options=AgesOptions(frame_time=2e-3))
     path = tmp_path / "m.h5"
     with h5py.File(path, "w") as fh:
         write_age_lag_group(fh.require_group("xpcs/twotime"), amap)
@@ -218,7 +228,8 @@ def test_reading_chosen_bins(tmp_path):
     from xpcsviewer.io.results.age_lag import read_age_lag, write_age_lag_group
 
     dq, sq = _partition()
-    amap = correlate_twotime_ages(_frames(100, seed=6), dq, sq, None, points_per_level=4)
+    amap = correlate_twotime_ages(_frames(100, seed=6), Partition(dq, sq),
+                                  CorrelateSpec(ages_points=4))
     path = tmp_path / "m.h5"
     with h5py.File(path, "w") as fh:
         write_age_lag_group(fh.require_group("xpcs/twotime"), amap)
@@ -235,7 +246,7 @@ def test_reading_a_damaged_map_names_the_dataset(tmp_path):
     from xpcsviewer.io.results.age_lag import read_age_lag, write_age_lag_group
 
     dq, sq = _partition()
-    amap = correlate_twotime_ages(_frames(64), dq, sq, None, points_per_level=4)
+    amap = correlate_twotime_ages(_frames(64), Partition(dq, sq), CorrelateSpec(ages_points=4))
     path = tmp_path / "m.h5"
     with h5py.File(path, "w") as fh:
         g = write_age_lag_group(fh.require_group("xpcs/twotime"), amap)
@@ -262,10 +273,10 @@ def test_memory_is_bounded_by_the_map_not_n_squared(engine):
             yield rng.poisson(2.0, (chunk, 16, 16)).astype(np.uint16)
 
     # numba's import and compilation are not the correlator's memory
-    correlate_twotime_ages(_frames(64), dq, sq, None, engine=engine)
+    correlate_twotime_ages(_frames(64), Partition(dq, sq), engine=engine)
     tracemalloc.start()
-    amap = correlate_twotime_ages(chunks(), dq, sq, None, n_frames=n, points_per_level=8,
-                                  engine=engine)
+    amap = correlate_twotime_ages(FrameStream(lambda: chunks(), n), Partition(dq, sq),
+                                  CorrelateSpec(ages_points=8), engine=engine)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     held = sum(lv.c.nbytes + lv.weight.nbytes for lv in amap.levels)

@@ -9,6 +9,10 @@ import h5py
 import numpy as np
 import pytest
 
+from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.options import AgesOptions
+from xpcsviewer.compute.spec import CorrelateSpec
+
 
 @pytest.fixture(scope="module")
 def movie(small_movie, tmp_path_factory):
@@ -22,9 +26,10 @@ def _alone(qm, frames, b, pixels_of_group):
 
     dyn = np.where(pixels_of_group, np.asarray(qm.dynamic_roi_map), 0)
     sta = np.where(pixels_of_group, np.asarray(qm.static_roi_map), 0)
-    return correlate_twotime_ages(frames, dyn, sta, qm.mask, dq_bins=[b],
-                                  n_dynamic=qm.n_dynamic, n_static=qm.n_static,
-                                  frame_time=0.01)
+    return correlate_twotime_ages(frames,
+                                  Partition(dyn, sta, qm.mask, n_dynamic=qm.n_dynamic,
+                                            n_static=qm.n_static),
+                                  CorrelateSpec(dq=[b]), options=AgesOptions(frame_time=0.01))
 
 
 def test_each_pair_is_the_groups_own_map(movie):
@@ -33,9 +38,8 @@ def test_each_pair_is_the_groups_own_map(movie):
 
     qm, _, frames, _ = movie
     k, bins = 4, [2, 3]
-    got = age_lag_groups(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask, bins,
-                         frames.shape[0], n_groups=k, tile_px=4, frame_time=0.01,
-                         n_dynamic=qm.n_dynamic, n_static=qm.n_static)
+    got = age_lag_groups(frames, qm, CorrelateSpec(dq=bins, ages=True, groups=k, group_tile=4),
+                         options=AgesOptions(frame_time=0.01))
     grp = tile_groups(qm.shape, k, 4)
     dyn = np.asarray(qm.dynamic_roi_map)
     valid = np.asarray(qm.mask, bool) & (np.asarray(qm.static_roi_map) > 0)
@@ -60,7 +64,7 @@ def test_each_pair_is_the_groups_own_map(movie):
 
 
 def test_photon_hits_give_the_same_maps(movie):
-    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
+    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups, age_lag_groups_events
     from xpcsviewer.io.raw.sparse import EventBlock
 
     qm, _, frames, _ = movie
@@ -73,11 +77,10 @@ def test_photon_hits_give_the_same_maps(movie):
             yield EventBlock(start=a, stop=min(n, a + step), frame=fr + a, pixel=px,
                              value=f[fr, px].astype(np.float64))
 
-    kw = {"n_groups": 3, "tile_px": 4, "frame_time": 0.01, "n_dynamic": qm.n_dynamic,
-          "n_static": qm.n_static}
-    maps = (qm.dynamic_roi_map, qm.static_roi_map, qm.mask)
-    dense = age_lag_groups(frames, *maps, [1, 2, 3], n, **kw)
-    hits = age_lag_groups(blocks(), *maps, [1, 2, 3], n, photons=True, **kw)
+    spec = CorrelateSpec(dq=[1, 2, 3], ages=True, groups=3, group_tile=4)
+    opts = AgesOptions(frame_time=0.01)
+    dense = age_lag_groups(frames, qm, spec, options=opts)
+    hits = age_lag_groups_events(FrameStream(blocks, n), qm, spec, options=opts)
     np.testing.assert_array_equal(dense.amap.bins, hits.amap.bins)
     for a, b in zip(dense.amap.levels, hits.amap.levels, strict=True):
         np.testing.assert_allclose(a.c, b.c, rtol=1e-12, atol=1e-13, equal_nan=True)
@@ -92,9 +95,8 @@ def test_file_round_trip_and_bad_layouts(movie, tmp_path):
     )
 
     qm, _, frames, _ = movie
-    got = age_lag_groups(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask, [1, 3],
-                         frames.shape[0], n_groups=3, tile_px=4, frame_time=0.01,
-                         n_dynamic=qm.n_dynamic, n_static=qm.n_static)
+    got = age_lag_groups(frames, qm, CorrelateSpec(dq=[1, 3], ages=True, groups=3, group_tile=4),
+                         options=AgesOptions(frame_time=0.01))
     p = tmp_path / "g.h5"
     with h5py.File(p, "w") as f:
         write_age_lag_groups_group(f.require_group("xpcs/twotime"), got)

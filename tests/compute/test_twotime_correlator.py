@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
+from xpcsviewer.compute.partition import PartitionGrid
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import (
     c2_diagonal_mean,
     c2_g2_segments,
@@ -53,8 +57,10 @@ def _reference_c2(frames, dq, sq, b, smooth="sqmap"):
 def test_matches_straightforward_reference(backend, engine, smooth, rng):
     dq, sq = _partition()
     frames = rng.poisson(2.0, (41, *dq.shape)).astype(np.uint16)
-    res = correlate_twotime(frames, dq, sq, smooth=smooth, block_rows=16, chunk_size=9,
-                            backend=get_backend(backend), engine=engine)
+    res = correlate_twotime(frames, Partition(dq, sq), CorrelateSpec(smooth=smooth),
+                            options=TwotimeOptions(block_rows=16, chunk_size=9,
+                                                   backend=get_backend(backend)),
+                            engine=engine)
     assert res.processed_bins.tolist() == [1, 2]
     for i, b in enumerate(res.processed_bins):
         ref = _reference_c2(frames, dq, sq, b, smooth)
@@ -69,9 +75,11 @@ def test_matches_straightforward_reference(backend, engine, smooth, rng):
 def test_backends_agree_and_maps_are_symmetric(rng):
     dq, sq = _partition()
     frames = rng.poisson(1.0, (60, *dq.shape)).astype(np.float64)
-    a = correlate_twotime(frames, dq, sq, dq_bins="2", block_rows=25, backend=get_backend("numpy"))
+    a = correlate_twotime(frames, Partition(dq, sq), CorrelateSpec(dq="2"),
+                          options=TwotimeOptions(block_rows=25, backend=get_backend("numpy")))
     # the jitted kernels (accelerator route), forced on the CPU
-    b = correlate_twotime(frames, dq, sq, dq_bins=[2], block_rows=25, backend=get_backend("jax"),
+    b = correlate_twotime(frames, Partition(dq, sq), CorrelateSpec(dq=[2]),
+                          options=TwotimeOptions(block_rows=25, backend=get_backend("jax")),
                           engine="backend")
     assert a.processed_bins.tolist() == [2]
     np.testing.assert_allclose(a.c2[0], b.c2[0], rtol=1e-12)
@@ -95,8 +103,8 @@ def test_diagonal_mean_equals_multitau_g2_at_level0(backend, rng):
             flat[t, idx] = base[rng.permutation(idx.size)] if t % 3 else base
     frames = flat.reshape(n, *dq.shape)
     be = get_backend(backend)
-    tt = correlate_twotime(frames, dq, sq, backend=be)
-    mt = _mt(frames, dq, sq, backend=be)
+    tt = correlate_twotime(frames, Partition(dq, sq), options=TwotimeOptions(backend=be))
+    mt = _mt(frames, Partition(dq, sq), options=MultitauOptions(backend=be))
     for k in range(1, 9):  # level-0 delays
         np.testing.assert_allclose(tt.g2_full[k], mt.g2[k - 1], rtol=1e-12)
 
@@ -110,15 +118,17 @@ def test_shuffling_pixels_within_static_bins_keeps_c2(rng):
         idx = np.flatnonzero(sq.ravel() == s)
         perm[idx] = rng.permutation(idx)
     be = get_backend("numpy")
-    a = correlate_twotime(frames, dq, sq, backend=be)
-    b = correlate_twotime(flat[:, perm].reshape(frames.shape), dq, sq, backend=be)
+    a = correlate_twotime(frames, Partition(dq, sq), options=TwotimeOptions(backend=be))
+    b = correlate_twotime(flat[:, perm].reshape(frames.shape), Partition(dq, sq),
+                          options=TwotimeOptions(backend=be))
     for x, y in zip(a.c2, b.c2, strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-12)
 
 
 def test_constant_input_gives_c2_one():
     dq, sq = _partition()
-    res = correlate_twotime(np.full((20, *dq.shape), 4.0), dq, sq, backend=get_backend("jax"))
+    res = correlate_twotime(np.full((20, *dq.shape), 4.0), Partition(dq, sq),
+                            options=TwotimeOptions(backend=get_backend("jax")))
     np.testing.assert_allclose(res.c2[0], 1.0, rtol=1e-14)
 
 
@@ -144,11 +154,11 @@ def test_simulated_speckle_two_time_g2_has_known_contrast_and_rate():
     geo = Geometry(shape=(48, 48), energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
                    bcx=-10.0, bcy=24.0)
     q, phi = geo.qmap()
-    qm = make_partition(q, phi, None, 3, 12)
+    qm = make_partition(q, phi, None, PartitionGrid(3, 12))
     d_true, dt, n = 5e6, 1e-3, 2000
     frames = simulate_frames(q, n, dt, D=d_true, beta=0.25, rate=2.0, seed=5)
-    res = correlate_twotime(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                            backend=get_backend("numpy"))
+    res = correlate_twotime(frames, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                            options=TwotimeOptions(backend=get_backend("numpy")))
     k = np.arange(1, 60)
     for j in range(qm.n_dynamic):
         qp = q[qm.dynamic_roi_map == j + 1]
@@ -174,9 +184,11 @@ def test_tiles_cache_and_upper_format_give_the_reference(cache, rng, monkeypatch
         monkeypatch.setattr(tt, "CACHE_BYTES", 0)
     dq, sq = _partition()
     frames = rng.poisson(3.0, (53, *dq.shape)).astype(np.uint16)
-    full = correlate_twotime(frames, dq, sq, block_rows=7, backend=get_backend("numpy"))
-    up = correlate_twotime(frames, dq, sq, block_rows=11, c2_format="upper32",
-                           backend=get_backend("numpy"))
+    full = correlate_twotime(frames, Partition(dq, sq),
+                             options=TwotimeOptions(block_rows=7, backend=get_backend("numpy")))
+    up = correlate_twotime(frames, Partition(dq, sq),
+                           options=TwotimeOptions(block_rows=11, c2_format="upper32",
+                                                  backend=get_backend("numpy")))
     for i, b in enumerate(full.processed_bins):
         ref = _reference_c2(frames, dq, sq, b)
         np.testing.assert_allclose(full.c2[i], ref, rtol=1e-12)
@@ -191,7 +203,8 @@ def test_signed_input_keeps_the_denominator_rule(rng):
     dq, sq = _partition()
     frames = rng.normal(0.0, 1.0, (30, *dq.shape))
     frames[3] = -np.abs(frames[3])
-    res = correlate_twotime(frames, dq, sq, block_rows=8, backend=get_backend("numpy"))
+    res = correlate_twotime(frames, Partition(dq, sq),
+                            options=TwotimeOptions(block_rows=8, backend=get_backend("numpy")))
     for i, b in enumerate(res.processed_bins):
         n = frames.shape[0]
         flat = frames.reshape(n, -1).astype(np.float32).astype(np.float64)  # float store
@@ -229,7 +242,8 @@ def test_cpu_job_compiles_nothing(rng, monkeypatch):
 
     monkeypatch.setattr(tx, "upper_map_xla", lambda *a: pytest.fail("XLA engine used"))
     dq, sq = _partition()
-    res = correlate_twotime(rng.poisson(1.0, (20, *dq.shape)), dq, sq, backend=get_backend("jax"))
+    res = correlate_twotime(rng.poisson(1.0, (20, *dq.shape)), Partition(dq, sq),
+                            options=TwotimeOptions(backend=get_backend("jax")))
     assert res.config["backend"] == "numpy"
 
 
@@ -246,8 +260,9 @@ def test_cpu_scattering_equals_the_accumulator(rng):
     frames = rng.poisson(2.0, (n, *dq.shape)).astype(np.uint16)
     be = get_backend("numpy")
     for bins in ("2", None):
-        run = correlate_twotime(frames, dq, sq, mask, dq_bins=bins, chunk_size=10,
-                                with_scattering=True, backend=be)
+        run = correlate_twotime(frames, Partition(dq, sq, mask), CorrelateSpec(dq=bins),
+                                options=TwotimeOptions(chunk_size=10, with_scattering=True,
+                                                       backend=be))
         acc = ScatteringAccumulator(select_pixels(dq, sq, mask), n, backend=be, compiled=False)
         for a in range(0, n, 10):
             flat = frames[a : a + 10].reshape(-1, dq.size)
@@ -275,8 +290,9 @@ def test_cpu_paths_equal_the_reference(smooth, rng, monkeypatch):
     frames[4] = 0
     frames[7:9][:, sq == 6] = 0
     monkeypatch.setattr(tt, "CACHE_BYTES", 0)
-    res = correlate_twotime(frames, dq, sq, smooth=smooth, block_rows=16, chunk_size=7,
-                            backend=get_backend("numpy"))
+    res = correlate_twotime(frames, Partition(dq, sq), CorrelateSpec(smooth=smooth),
+                            options=TwotimeOptions(block_rows=16, chunk_size=7,
+                                                   backend=get_backend("numpy")))
     flat = frames.reshape(n, -1).astype(np.float64)
     for i, b in enumerate(res.processed_bins):
         pix = np.flatnonzero(dq.ravel() == b)
@@ -310,11 +326,13 @@ def test_xla_engine_matches_and_compiles_per_width_not_per_frames(rng):
     for n in (48, 96):  # whole tiles of 16 frames: no frame padding
         _twotime_xla._PROGRAMS.clear()
         fr = rng.poisson(2.0, (n, *dq.shape)).astype(np.uint16)
-        ref = correlate_twotime(fr, dq, sq, backend=get_backend("numpy"))
+        ref = correlate_twotime(fr, Partition(dq, sq),
+                                options=TwotimeOptions(backend=get_backend("numpy")))
         before = compile_counts()["lowered"]
         reset_transfer_stats()
-        got = correlate_twotime(fr, dq, sq, backend=get_backend("jax"), device=cpu,
-                                engine="backend", block_rows=16)
+        got = correlate_twotime(fr, Partition(dq, sq),
+                                options=TwotimeOptions(backend=get_backend("jax"), block_rows=16),
+                                device=cpu, engine="backend")
         lowered.append(compile_counts()["lowered"] - before)
         for a, b in zip(got.c2, ref.c2, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

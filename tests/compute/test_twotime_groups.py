@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.inputs import Partition
+from xpcsviewer.compute.options import TwotimeOptions
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
 from xpcsviewer.compute.pipeline import FrameStream, correlate_to_result
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import correlate_twotime
 from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES, group_maps, tile_groups
@@ -36,9 +39,10 @@ def _geometry(shape):
 
 def _partition(shape):
     q, phi = _geometry(shape).qmap()
-    return make_partition(q, phi, np.ones(shape, bool), 3, 12, energy_kev=10.0,
-                          detector_distance=5.0, pixel_size=75e-6, beam_center_x=3.0,
-                          beam_center_y=2.0)
+    return make_partition(q, phi, np.ones(shape, bool), PartitionGrid(3, 12),
+                          DetectorGeometry(energy_kev=10.0, detector_distance=5.0,
+                                           pixel_size=75e-6, beam_center_x=3.0,
+                                           beam_center_y=2.0))
 
 
 def test_weighted_mean_of_the_groups_is_the_map_when_they_share_the_normalisation():
@@ -61,10 +65,13 @@ def test_weighted_mean_of_the_groups_is_the_map_when_they_share_the_normalisatio
                 if cell.any():
                     eps[cell] -= eps[cell].mean()  # each group's mean in each static bin: 0
         frames[t] = f_s[t, sta] * (1.0 + eps)
-    whole = correlate_twotime(frames, qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                              dq_bins=[1, 2, 3], c2_format="upper32")
-    out = group_maps(iter([frames[:25], frames[25:]]), qm.dynamic_roi_map, qm.static_roi_map,
-                     qm.mask, whole.processed_bins, n, n_groups=k, tile_px=4, seed=1)
+    whole = correlate_twotime(frames, Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                              CorrelateSpec(dq=[1, 2, 3]),
+                              options=TwotimeOptions(c2_format="upper32"))
+    out = group_maps(FrameStream(lambda: iter([frames[:25], frames[25:]]), n),
+                     Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                     CorrelateSpec(mode="twotime", dq=whole.processed_bins, groups=k,
+                                   group_tile=4, group_seed=1))
     assert out.bins.tolist() == whole.processed_bins.tolist()
     dyn = np.asarray(qm.dynamic_roi_map)
     for j, b in enumerate(out.bins):
@@ -92,8 +99,9 @@ def test_pipeline_carries_the_group_maps_of_the_same_frames():
                                                         group_tile=6))
     g = out.twotime_groups
     assert g.bins.tolist() == [1, 3] and g.tile_px == 6 and g.seed == 0 and g.n_groups == 4
-    ref = group_maps(iter([movie]), qm.dynamic_roi_map, qm.static_roi_map, qm.mask, [1, 3],
-                     n, n_groups=4, tile_px=6)
+    ref = group_maps(FrameStream(lambda: iter([movie]), n),
+                     Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
+                     CorrelateSpec(mode="twotime", dq=[1, 3], groups=4, group_tile=6))
     for a, b in zip(g.maps, ref.maps, strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(g.pixels, ref.pixels)

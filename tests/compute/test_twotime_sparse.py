@@ -7,6 +7,9 @@ import pytest
 
 from xpcsviewer.compute import twotime_sparse
 from xpcsviewer.compute._multitau_cpu import available
+from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.options import TwotimeOptions
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import correlate_twotime
 from xpcsviewer.compute.twotime_sparse import (
     correlate_twotime_events,
@@ -90,9 +93,9 @@ def _assert_same(s, d, rtol=1e-12):
 def test_matches_dense(occ, n, k, smooth, engine, rng):
     dq, sq, mask = _qmap()
     mov = _movie(rng, n, occ, dq=dq)
-    d = correlate_twotime(mov, dq, sq, mask, smooth=smooth)
-    s = correlate_twotime_events(_blocks(mov, k), dq, sq, mask, n_frames=n, smooth=smooth,
-                                 engine=engine)
+    d = correlate_twotime(mov, Partition(dq, sq, mask), CorrelateSpec(smooth=smooth))
+    s = correlate_twotime_events(FrameStream(lambda: _blocks(mov, k), n), Partition(dq, sq, mask),
+                                 CorrelateSpec(smooth=smooth), engine=engine)
     assert s.config == {"smooth": smooth, "backend": "numpy", "path": "sparse"}
     assert s.processed_bins.tolist() == [1, 2, 3, 4]
     _assert_same(s, d)
@@ -105,12 +108,14 @@ def test_matches_dense(occ, n, k, smooth, engine, rng):
 def test_upper32_and_bin_subsets(bins, smooth, engine, rng):
     dq, sq, mask = _qmap()
     mov = _movie(rng, 350, 0.08, dq=dq)
-    kw = {"dq_bins": bins, "smooth": smooth, "c2_format": "upper32"}
-    d = correlate_twotime(mov, dq, sq, mask, **kw)
-    s = correlate_twotime_events(_blocks(mov, 50), dq, sq, mask, n_frames=350, engine=engine, **kw)
+    spec, opts = CorrelateSpec(dq=bins, smooth=smooth), TwotimeOptions(c2_format="upper32")
+    d = correlate_twotime(mov, Partition(dq, sq, mask), spec, options=opts)
+    s = correlate_twotime_events(FrameStream(lambda: _blocks(mov, 50), 350),
+                                 Partition(dq, sq, mask), spec, options=opts, engine=engine)
     _assert_same(s, d)
-    full = correlate_twotime_events(_blocks(mov, 50), dq, sq, mask, n_frames=350, engine=engine,
-                                    dq_bins=bins, smooth=smooth)
+    full = correlate_twotime_events(FrameStream(lambda: _blocks(mov, 50), 350),
+                                    Partition(dq, sq, mask), CorrelateSpec(dq=bins, smooth=smooth),
+                                    engine=engine)
     for u, f in zip(s.c2, full.c2, strict=True):
         np.testing.assert_array_equal(u, np.triu(f).astype(np.float32))
 
@@ -119,9 +124,11 @@ def test_upper32_and_bin_subsets(bins, smooth, engine, rng):
 def test_scattering_matches_dense_accumulator(engine, rng):
     dq, sq, mask = _qmap()
     mov = _movie(rng, 400, 0.05, dq=dq)
-    d = correlate_twotime(mov, dq, sq, mask, dq_bins="1,3", with_scattering=True)
-    s = correlate_twotime_events(_blocks(mov, 33), dq, sq, mask, n_frames=400, dq_bins="1,3",
-                                 with_scattering=True, engine=engine)
+    d = correlate_twotime(mov, Partition(dq, sq, mask), CorrelateSpec(dq="1,3"),
+                          options=TwotimeOptions(with_scattering=True))
+    s = correlate_twotime_events(FrameStream(lambda: _blocks(mov, 33), 400),
+                                 Partition(dq, sq, mask), CorrelateSpec(dq="1,3"),
+                                 options=TwotimeOptions(with_scattering=True), engine=engine)
     _assert_same(s.twotime, d.twotime)
     a, b = s.scattering, d.scattering
     assert a.count == b.count == 400
@@ -136,10 +143,11 @@ def test_duplicate_hits_and_unsorted_pixels_add_up(engine, rng):
     dq, sq, mask = _qmap()
     mov = _movie(rng, 300, 0.1, dq=dq)
     mov[:, dq == 4] = 0  # a selected bin without a single hit: C = 0
-    d = correlate_twotime(mov, dq, sq, mask)
+    d = correlate_twotime(mov, Partition(dq, sq, mask))
     blocks = _blocks(mov, 45, rng, split=True)
     assert sum(b.n_events for b in blocks) > np.count_nonzero(mov)
-    s = correlate_twotime_events(blocks, dq, sq, mask, n_frames=300, engine=engine)
+    s = correlate_twotime_events(FrameStream(lambda: blocks, 300), Partition(dq, sq, mask),
+                                 engine=engine)
     _assert_same(s, d)
     assert not s.c2[3].any() and not s.g2_full[:, 3].any()
     # hits of a block in any order (not frame-sorted) give the same maps
@@ -147,7 +155,8 @@ def test_duplicate_hits_and_unsorted_pixels_add_up(engine, rng):
     for b in blocks:
         o = rng.permutation(b.n_events)
         shuffled.append(EventBlock(b.start, b.stop, b.frame[o], b.pixel[o], b.value[o]))
-    s2 = correlate_twotime_events(shuffled, dq, sq, mask, n_frames=300, engine=engine)
+    s2 = correlate_twotime_events(FrameStream(lambda: shuffled, 300), Partition(dq, sq, mask),
+                                  engine=engine)
     _assert_same(s2, d)
 
 
@@ -158,9 +167,10 @@ def test_float_values(smooth, engine, rng, monkeypatch):
     dq, sq, mask = _qmap()
     # means of 4 frames: multiples of 1/4, exact in the dense path's float32 store too
     mov = _movie(rng, 320, 0.1, dq=dq).astype(np.float64) / 4.0
-    d = correlate_twotime(mov, dq, sq, mask, smooth=smooth)
-    s = correlate_twotime_events(_blocks(mov, 70), dq, sq, mask, n_frames=320, smooth=smooth,
-                                 engine=engine, with_scattering=True)
+    d = correlate_twotime(mov, Partition(dq, sq, mask), CorrelateSpec(smooth=smooth))
+    s = correlate_twotime_events(FrameStream(lambda: _blocks(mov, 70), 320),
+                                 Partition(dq, sq, mask), CorrelateSpec(smooth=smooth),
+                                 options=TwotimeOptions(with_scattering=True), engine=engine)
     _assert_same(s.twotime, d)
 
 
@@ -169,7 +179,8 @@ def test_constant_and_poisson_intensity(engine, rng):
     dq, sq, mask = _qmap()
     n = 200
     const = np.full((n, H, W), 3, dtype=np.uint8)
-    s = correlate_twotime_events(_blocks(const, 64), dq, sq, mask, n_frames=n, engine=engine)
+    s = correlate_twotime_events(FrameStream(lambda: _blocks(const, 64), n),
+                                 Partition(dq, sq, mask), engine=engine)
     for c in s.c2:
         np.testing.assert_allclose(c, 1.0, rtol=1e-13)
     np.testing.assert_allclose(s.g2_full, 1.0, rtol=1e-13)
@@ -179,8 +190,8 @@ def test_constant_and_poisson_intensity(engine, rng):
     mean = 0.5
     dq1 = (dq > 0).astype(int)
     pois = rng.poisson(mean, (n, H, W)).astype(np.uint8)
-    s = correlate_twotime_events(_blocks(pois, 50), dq1, dq1, n_frames=n, smooth="dqmap",
-                                 engine=engine)
+    s = correlate_twotime_events(FrameStream(lambda: _blocks(pois, 50), n), Partition(dq1, dq1),
+                                 CorrelateSpec(smooth="dqmap"), engine=engine)
     c = s.c2[0]
     off = c[~np.eye(n, dtype=bool)]
     assert abs(off.mean() - 1.0) < 5e-3
@@ -191,8 +202,8 @@ def test_progress_cancel_and_pair_count(rng):
     dq, sq, mask = _qmap()
     mov = _movie(rng, 120, 0.05, dq=dq)
     calls = []
-    correlate_twotime_events(_blocks(mov, 25), dq, sq, mask, n_frames=120, dq_bins="1-2",
-                             progress=lambda d, t, m: calls.append((d, t)))
+    correlate_twotime_events(FrameStream(lambda: _blocks(mov, 25), 120), Partition(dq, sq, mask),
+                             CorrelateSpec(dq="1-2"), progress=lambda d, t, m: calls.append((d, t)))
     assert calls[0] == (0, 122) and calls[-1] == (122, 122)
     assert [d for d, _ in calls] == [0, 25, 50, 75, 100, 120, 121, 122]
 
@@ -204,7 +215,8 @@ def test_progress_cancel_and_pair_count(rng):
             raise Stop
 
     with pytest.raises(Stop):
-        correlate_twotime_events(_blocks(mov, 25), dq, sq, mask, n_frames=120, cancel=Token())
+        correlate_twotime_events(FrameStream(lambda: _blocks(mov, 25), 120),
+                                 Partition(dq, sq, mask), cancel=Token())
     h = np.array([0, 1, 2, 5])
     assert twotime_pair_count(h) == 0 + 1 + 3 + 15
     _, p = np.nonzero(mov.reshape(120, -1))
@@ -244,10 +256,13 @@ def test_without_numba(rng, monkeypatch):
     monkeypatch.setattr(twotime_sparse, "_kernels", None)  # any use would fail
     dq, sq, mask = _qmap()
     mov = _movie(rng, 150, 0.05, dq=dq)
-    d = correlate_twotime(mov, dq, sq, mask)
-    _assert_same(correlate_twotime_events(_blocks(mov, 40), dq, sq, mask, n_frames=150), d)
+    d = correlate_twotime(mov, Partition(dq, sq, mask))
+    _assert_same(correlate_twotime_events(FrameStream(lambda: _blocks(mov, 40), 150),
+                                          Partition(dq, sq, mask)),
+                 d)
     with pytest.raises(ValueError, match="needs numba"):
-        correlate_twotime_events(_blocks(mov, 40), dq, sq, mask, n_frames=150, engine="numba")
+        correlate_twotime_events(FrameStream(lambda: _blocks(mov, 40), 150),
+                                 Partition(dq, sq, mask), engine="numba")
 
 
 def test_bad_input(rng):
@@ -255,19 +270,21 @@ def test_bad_input(rng):
     mov = _movie(rng, 60, 0.05)
     blocks = _blocks(mov, 20)
     with pytest.raises(ValueError, match="expected 60 frames"):
-        correlate_twotime_events(blocks[:2], dq, sq, n_frames=60)
+        correlate_twotime_events(FrameStream(lambda: blocks[:2], 60), Partition(dq, sq))
     with pytest.raises(ValueError, match="in order"):
-        correlate_twotime_events([blocks[0], blocks[2]], dq, sq, n_frames=60)
+        correlate_twotime_events(FrameStream(lambda: [blocks[0], blocks[2]], 60), Partition(dq, sq))
     with pytest.raises(ValueError, match="more frames"):
-        correlate_twotime_events(blocks, dq, sq, n_frames=50)
+        correlate_twotime_events(FrameStream(lambda: blocks, 50), Partition(dq, sq))
     b = blocks[0]
     neg = EventBlock(0, 20, b.frame, b.pixel, -b.value.astype(np.float64))
     with pytest.raises(ValueError, match="non-negative"):
-        correlate_twotime_events([neg, *blocks[1:]], dq, sq, n_frames=60)
+        correlate_twotime_events(FrameStream(lambda: [neg, *blocks[1:]], 60), Partition(dq, sq))
     out = EventBlock(0, 20, b.frame + 20, b.pixel, b.value)
     with pytest.raises(ValueError, match="holds hits"):
-        correlate_twotime_events([out, *blocks[1:]], dq, sq, n_frames=60)
+        correlate_twotime_events(FrameStream(lambda: [out, *blocks[1:]], 60), Partition(dq, sq))
     with pytest.raises(ValueError, match="smooth"):
-        correlate_twotime_events(blocks, dq, sq, n_frames=60, smooth="x")
+        correlate_twotime_events(FrameStream(lambda: blocks, 60), Partition(dq, sq),
+                                 CorrelateSpec(smooth="x"))
     with pytest.raises(ValueError, match="c2_format"):
-        correlate_twotime_events(blocks, dq, sq, n_frames=60, c2_format="x")
+        correlate_twotime_events(FrameStream(lambda: blocks, 60), Partition(dq, sq),
+                                 options=TwotimeOptions(c2_format="x"))

@@ -6,8 +6,9 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
 from xpcsviewer.compute.pipeline import FrameStream, correlate_to_result
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.results.twotime_groups import has_twotime_groups, read_twotime_groups
@@ -21,9 +22,9 @@ def written(tmp_path_factory):
     geo = Geometry(shape=shape, energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
                    bcx=3.0, bcy=2.0)
     q, phi = geo.qmap()
-    qm = make_partition(q, phi, np.ones(shape, bool), 3, 9, energy_kev=10.0,
-                        detector_distance=5.0, pixel_size=75e-6, beam_center_x=3.0,
-                        beam_center_y=2.0)
+    qm = make_partition(q, phi, np.ones(shape, bool), PartitionGrid(3, 9),
+                        DetectorGeometry(energy_kev=10.0, detector_distance=5.0, pixel_size=75e-6,
+                                         beam_center_x=3.0, beam_center_y=2.0))
     movie = simulate_frames(q, n, 1e-3, D=5e6, beta=0.25, rate=2.0, seed=1)
     made = correlate_to_result(FrameStream(lambda: iter([movie]), n, 1e-3), qm,
                                CorrelateSpec(mode="twotime", dq="1-3", groups=5,

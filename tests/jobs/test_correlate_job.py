@@ -89,12 +89,15 @@ def test_flags_are_checked_before_any_file_is_opened(tmp_path, capsys, flags, te
 @pytest.fixture(scope="module")
 def dense_raw(tmp_path_factory):
     """A small dense raw file and its q-map (Poisson speckle-free frames)."""
-    from xpcsviewer.compute.partition import geometry_partition
+    from xpcsviewer.compute.partition import PartitionGrid, geometry_partition
+    from xpcsviewer.compute.qmap import DetectorGeometry
     from xpcsviewer.io.results.writer import write_qmap_file
 
     d = tmp_path_factory.mktemp("job")
     shape = (24, 32)
-    qm = geometry_partition(shape, 10.0, 5.0, 75e-6, -5.0, -5.0, dq_num=4, sq_num=8)
+    qm = geometry_partition(shape, DetectorGeometry(beam_center_x=-5.0, beam_center_y=-5.0,
+                                                    detector_distance=5.0, pixel_size=75e-6,
+                                                    energy_kev=10.0), None, PartitionGrid(4, 8))
     write_qmap_file(d / "qmap.h5", qm, source_file="test", overwrite=True)
     rng = np.random.default_rng(3)
     frames = rng.poisson(2.0, size=(64, *shape)).astype(np.uint16)

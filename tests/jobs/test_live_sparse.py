@@ -20,6 +20,7 @@ import h5py
 import numpy as np
 import pytest
 
+from xpcsviewer.compute.inputs import FrameStream, Partition
 from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.multitau_sparse import available
 from xpcsviewer.io.errors import XpcsFileError
@@ -88,8 +89,9 @@ def _ref(hits, n: int, qm) -> np.ndarray:
             np.add.at(x, (f[k] - a, p[k]), c[k].astype(np.float64))
             yield x.reshape(b - a, h, w)
 
-    r = correlate_multitau(chunks(), qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                           n_frames=n, n_dynamic=qm.n_dynamic, n_static=qm.n_static,
+    r = correlate_multitau(FrameStream(lambda: chunks(), n),
+                           Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
+                                     n_dynamic=qm.n_dynamic, n_static=qm.n_static),
                            engine="backend")
     return np.nan_to_num(r.g2)
 

@@ -9,6 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
+from xpcsviewer.compute.inputs import FrameStream, Partition
 from xpcsviewer.io.raw import open_raw_source
 from xpcsviewer.synthetic import sparse_files as sf
 from xpcsviewer.synthetic.sparse_speckle import (
@@ -235,9 +236,10 @@ def test_arrivals_sorted_chunk_independent_and_g2():
     assert len(small) > 1
     first = np.concatenate([s[2] for s in small])
     np.testing.assert_array_equal(first, toa[: first.size])
-    res = correlate_multitau_events(
-        [EventBlock(0, n, toa, y * 16 + x, np.ones(toa.size, np.uint8))],
-        np.ones(shape, int), np.ones(shape, int), n_frames=n)
+    res = correlate_multitau_events(FrameStream(lambda: [EventBlock(0, n, toa, y * 16 + x,
+                                                                    np.ones(toa.size, np.uint8))],
+                                                n),
+                                    Partition(np.ones(shape, int), np.ones(shape, int)))
     t = res.delay_frames * tick
     m = averaging_factors(res.delay_frames)
     # g2 - 1 of frames averaged over m ticks: beta exp(-2t/tau) (sinh(a m)/(m sinh a))^2

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from xpcsviewer.compute.partition import check_consistency, make_partition
-from xpcsviewer.compute.qmap import compute_qmap
+from xpcsviewer.compute.partition import PartitionGrid, check_consistency, make_partition
+from xpcsviewer.compute.qmap import DetectorGeometry, compute_qmap
 from xpcsviewer.io.masks import read_mask
 from xpcsviewer.io.outputs import check_output
 from xpcsviewer.io.results.writer import write_qmap_file
@@ -35,15 +35,10 @@ def run(args: argparse.Namespace) -> int:
             q,
             phi,
             mask,
-            args.dq_num,
-            args.sq_num,
-            args.dp_num,
-            args.sp_num,
-            beam_center_x=args.bcx,
-            beam_center_y=args.bcy,
-            detector_distance=args.det_dist,
-            pixel_size=args.pixel_size,
-            energy_kev=args.energy,
+            PartitionGrid(args.dq_num, args.sq_num, args.dp_num, args.sp_num),
+            DetectorGeometry(beam_center_x=args.bcx, beam_center_y=args.bcy,
+                             detector_distance=args.det_dist, pixel_size=args.pixel_size,
+                             energy_kev=args.energy),
         )
     except ValueError as exc:
         print(f"xpcsviewer qmap: {exc}", file=sys.stderr)

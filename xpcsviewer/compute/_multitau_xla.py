@@ -201,7 +201,7 @@ def _build_finish(jax: Any, lay: _Layout, ns: int, nd: int) -> Any:
             xs = xs_of[lv]
             g2, ip, if_ = pixel_terms(jnp, h[lv][:, order], f[lv][:, order],
                                       sp[lv][: xs.size][:, order], tt[lv][order], counts[lv], xs)
-            s_g2, s_ip, s_if, _ds, dss = reduce_pixel_terms(be, g2, ip, if_, sid, did,
+            s_g2, s_ip, s_if, _ds, dss = reduce_pixel_terms(be, (g2, ip, if_), sid, did,
                                                              d_count, ns, nd)
             pad = buf - xs.size
             out.append(tuple(jnp.pad(a, ((0, pad), (0, 0))) for a in (s_g2, s_ip, s_if, dss)))
@@ -421,11 +421,11 @@ def xla_device(device: Any) -> Any:
     return device
 
 
-def correlate_xla(chunks: Iterable[np.ndarray], pixels: PixelBins, n_frames: int, m: int,
-                  normalize_frame: bool, num_partial_g2: int, chunk_size: int, device: Any,
-                  progress: Any, cancel: Any, with_scattering: bool) -> Any:
+def correlate_xla(chunks: Iterable[np.ndarray], n_frames: int, pixels: PixelBins,
+                  spec: Any, options: Any, device: Any, progress: Any, cancel: Any) -> Any:
     """:func:`~xpcsviewer.compute.multitau.correlate_multitau` with the XLA engine:
-    stored frames in, one program; the means are host sums of the same frames."""
+    stored frames in, one program; the means are host sums of the same frames
+    (``spec``: a CorrelateSpec, ``options``: MultitauOptions)."""
     from xpcsviewer.compute._multitau_cpu import worth_compiling
     from xpcsviewer.compute.multitau import (
         MultitauResult,
@@ -436,10 +436,12 @@ def correlate_xla(chunks: Iterable[np.ndarray], pixels: PixelBins, n_frames: int
     )
 
     dev = xla_device(device)
+    m, normalize_frame = int(options.delays_per_level), bool(spec.normalize_frame)
+    num_partial_g2 = int(spec.num_partial_g2)
     corr = XlaMultitau(pixels, n_frames, m, normalize_frame, device=dev)
     acc = (ScatteringAccumulator(pixels, n_frames, backend=get_backend("numpy"), device=None,
                                  compiled=worth_compiling(float(pixels.n_pixels) * n_frames))
-           if with_scattering else None)
+           if options.with_scattering else None)
     idx = pixels.pixel_index
 
     def feed(part: np.ndarray) -> None:
@@ -447,14 +449,14 @@ def correlate_xla(chunks: Iterable[np.ndarray], pixels: PixelBins, n_frames: int
         if acc is not None:
             acc.add(part, np.take(part, idx, axis=1))
 
-    snaps = feed_frames(chunks, corr, feed, n_frames, chunk_size, num_partial_g2,
+    snaps = feed_frames(chunks, corr, feed, n_frames, options.chunk_size, num_partial_g2,
                         progress, cancel)
     g2, err, g2s = corr.result()
     res = MultitauResult(
         delay_frames=corr.delays.copy(), g2=g2, g2_err=err, g2_static=g2s,
         n_frames=corr.n_processed,
-        config={"delays_per_level": int(m), "normalize_frame": bool(normalize_frame),
-                "num_partial_g2": int(num_partial_g2), "backend": "jax",
+        config={"delays_per_level": m, "normalize_frame": normalize_frame,
+                "num_partial_g2": num_partial_g2, "backend": "jax",
                 "engine": "xla", "device": f"{dev.platform}:{dev.id}"})
     attach_snapshots(res, snaps)
     return MultitauRun(res, acc) if acc is not None else res

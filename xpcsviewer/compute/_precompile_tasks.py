@@ -105,13 +105,16 @@ def _photons_long(value: str) -> None:
 def _twotime_ages(dtype: str) -> None:
     """The multi-tau two-time correlator (``correlate --twotime-ages``), frames of
     ``dtype``: gathering and normalising, the products and the coarse levels."""
+    from xpcsviewer.compute.inputs import Partition
+    from xpcsviewer.compute.spec import CorrelateSpec
     from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
 
     dyn = np.ones((2, 4), dtype=np.int64)
     sta = np.ones((2, 4), dtype=np.int64)
     sta[:, 2:] = 2
     frames = np.ones((12, 2, 4), dtype=dtype)
-    correlate_twotime_ages(frames, dyn, sta, points_per_level=2, engine="numba")
+    correlate_twotime_ages(frames, Partition(dyn, sta), CorrelateSpec(ages_points=2),
+                           engine="compiled")
 
 
 def _photon_results() -> None:
@@ -138,6 +141,7 @@ def _photon_sums(frame: str, pixel: str, value: str) -> None:
 
 def _twotime_photons() -> None:
     """The sparse two-time kernels (their argument types do not depend on the hits')."""
+    from xpcsviewer.compute.inputs import FrameStream, Partition
     from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
     from xpcsviewer.io.raw.sparse import EventBlock
 
@@ -148,7 +152,8 @@ def _twotime_photons() -> None:
     block = EventBlock(0, 4, f, p, np.ones(f.size, np.uint16))
     dyn = np.ones((h, w), dtype=np.int64)
     with np.errstate(all="ignore"):
-        correlate_twotime_events([block], dyn, dyn, n_frames=4, engine="numba")
+        correlate_twotime_events(FrameStream(lambda: [block], 4), Partition(dyn, dyn),
+                                 engine="compiled")
 
 
 def tasks() -> list[Task]:

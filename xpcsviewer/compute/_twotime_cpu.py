@@ -170,15 +170,13 @@ def correlate_cpu(
     n_frames: int,
     pixels: PixelBins,
     bins: np.ndarray,
-    *,
-    smooth: str,
-    block_rows: int,
+    spec: Any,
+    options: Any,
     progress: ProgressCallback | None,
     cancel: CancelToken | None,
-    with_scattering: bool,
-    full: bool,
 ) -> tt.TwotimeResult | tt.TwotimeRun:
-    """:func:`correlate_twotime` on the CPU: one reading pass, then BLAS per bin.
+    """:func:`correlate_twotime` on the CPU: one reading pass, then BLAS per bin
+    (``spec``: its CorrelateSpec, ``smooth`` read; ``options``: its TwotimeOptions).
 
     The reading pass gathers the selected pixels into the store (their own dtype) and
     sums every static bin per frame; a bin's pre-scaled rows are then one multiply per
@@ -186,6 +184,8 @@ def correlate_cpu(
     blocked symmetric product (:func:`_gram_upper`). Signed input with negative values
     and bins too large to hold whole go through :func:`_upper_map` (tiles).
     """
+    smooth, block_rows, with_scattering = spec.smooth, options.block_rows, options.with_scattering
+    full = options.c2_format == "full"
     sel = np.flatnonzero(np.isin(pixels.dynamic_id, bins - 1))
     sel = sel[np.lexsort((pixels.static_id[sel], pixels.dynamic_id[sel]))]
     sums = _RunSums(pixels, sel, n_frames, with_scattering)

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
-from xpcsviewer.compute._binning import PixelBins, select_pixels
+from xpcsviewer.compute._binning import PixelBins
 from xpcsviewer.compute._multitau_backend import (
     MIN_BLOCK,
     level_kernel,
@@ -51,12 +51,15 @@ from xpcsviewer.compute._multitau_backend import (
 from xpcsviewer.compute._multitau_cpu import CpuLevels, worth_compiling
 from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
 from xpcsviewer.compute._scattering import ScatteringAccumulator, iter_array_chunks
+from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
 from xpcsviewer.compute.multitau_pixels import (
     MIN_PAIRS,
     combine_bin_sums,
     finalize_kernel,
     iter_pixel_planes,
 )
+from xpcsviewer.compute.options import MultitauOptions
+from xpcsviewer.compute.spec import CorrelateSpec, Engine
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
@@ -68,11 +71,6 @@ __all__ = [
     "delay_list",
     "iter_array_chunks",
 ]
-
-#: ``compiled``: numba CPU kernel; ``xla``: one XLA program per job (CPU or GPU device);
-#: ``backend``: the backend's array kernels level by level (the reference on NumPy)
-ENGINES = ("auto", "compiled", "xla", "backend")
-
 
 def delay_list(
     n_frames: int, delays_per_level: int = 4
@@ -384,115 +382,86 @@ class MultitauRun:
 
 
 def correlate_multitau(
-    frames: np.ndarray | Iterable[np.ndarray],
-    dynamic_roi_map: np.ndarray,
-    static_roi_map: np.ndarray,
-    mask: np.ndarray | None = None,
+    frames: FrameStream | np.ndarray,
+    partition: Partition | Any,
+    spec: CorrelateSpec | None = None,
     *,
-    n_frames: int | None = None,
-    n_dynamic: int | None = None,
-    n_static: int | None = None,
-    delays_per_level: int = 4,
-    normalize_frame: bool = False,
-    num_partial_g2: int = 0,
-    chunk_size: int = 128,
-    backend: Any = None,
+    options: MultitauOptions | None = None,
+    engine: Engine | str = Engine.AUTO,
     device: Any = "auto",
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
-    with_scattering: bool = False,
-    engine: str = "auto",
-    pixel_sink: Callable[[int, np.ndarray], None] | None = None,
 ) -> MultitauResult | MultitauRun:
     """Multi-tau g2 of a frame stream on a static/dynamic partition.
 
     Parameters
     ----------
-    frames : (N, H, W) array or iterable of (n, H, W) chunks
-        Processed frames (after begin/end/stride/avg), counts per pixel.
-    dynamic_roi_map, static_roi_map : (H, W) int
-        1-based bins, 0 = excluded; each static bin must lie inside one dynamic bin.
-    mask : (H, W) bool, optional
-        Masked pixels are skipped.
-    n_frames : int, optional
-        Required when ``frames`` is an iterable.
-    n_dynamic, n_static : int, optional
-        Numbers of bins (default: the maps' maxima).
-    delays_per_level : int
-        See :func:`delay_list`.
-    normalize_frame : bool
-        Per-frame intensity normalisation (off by default).
-    num_partial_g2 : int
-        Cumulative g2 snapshots after every N / num_partial_g2 frames (0: none).
-    chunk_size : int
-        Frames per device transfer (re-chunked internally).
-    backend, device
-        Backend and device (``"auto"``: routed once by pixels x frames).
-    progress, cancel
-        Reported / checked between chunks.
-    with_scattering : bool
-        Also return the temporal/spatial means of the same pass (``MultitauRun``).
-    engine : {"auto", "compiled", "xla", "backend"}
-        ``"xla"`` runs the whole job as one compiled XLA program per block
+    frames : FrameStream or (N, H, W) array
+        Processed frames (after begin/end/stride/avg), counts per pixel; a stream's
+        ``open()`` gives (n, H, W) chunks, ``n_frames`` of them in all.
+    partition : Partition or QMap
+        1-based static and dynamic bins and the mask
+        (:class:`~xpcsviewer.compute.inputs.Partition`).
+    spec : CorrelateSpec, optional
+        ``normalize_frame`` (per-frame intensity normalisation) and ``num_partial_g2``
+        (cumulative g2 snapshots after every N / num_partial_g2 frames); the rest is
+        not read here.
+    options : MultitauOptions, optional
+        ``delays_per_level`` (:func:`delay_list`), ``chunk_size`` (frames per device
+        transfer), ``backend``, ``with_scattering`` (also the temporal/spatial means of
+        the same pass: a ``MultitauRun``), ``pixel_sink`` (the per-pixel G2/IP/IF
+        planes, one delay at a time).
+    engine : Engine or str
+        ``xla`` runs the whole job as one compiled XLA program per block
         (:mod:`~xpcsviewer.compute._multitau_xla`: frames sent as stored, gathered,
         converted and correlated through every level on the device; ``device`` picks
-        the CPU or the GPU). ``"backend"`` runs the level updates on the given
-        backend's array kernels.
-        ``"compiled"`` runs the compiled CPU kernel (``_multitau_cpu``, numba): all
-        levels in one cache-resident pass per pixel tile. ``"auto"``: a job on the CPU
+        the CPU or the GPU). ``array`` runs the level updates on the backend's array
+        kernels. ``compiled`` runs the compiled CPU kernel (``_multitau_cpu``, numba):
+        all levels in one cache-resident pass per pixel tile. ``auto``: a job on the CPU
         (NumPy backend, or JAX routed to the CPU) uses the compiled kernel when numba
         is installed and the job has at least ``COMPILED_MIN_WORK`` pixel-frames (smaller
         ones finish before numba would be loaded), NumPy's otherwise; on a GPU the jitted
         kernels are used. All agree to 1e-12 (tested); docs/correlators.md has the speeds.
-    pixel_sink : callable ``(k, plane)``, optional
-        Receives the per-pixel G2, IP, IF of every delay k as one (3, H, W) float32
-        plane once all frames are correlated (the ``unnormalized_G2`` stack), one
-        plane at a time so that the stack is never held whole.
+    device : str or jax.Device
+        ``"auto"``: routed once by pixels x frames.
+    progress, cancel
+        Reported / checked between chunks.
 
     Returns
     -------
     MultitauResult or MultitauRun
     """
-    if isinstance(frames, np.ndarray) or hasattr(frames, "shape"):
-        arr = frames
-        if arr.ndim != 3:
-            raise ValueError(f"frames must be (N, H, W), got shape {arr.shape}")
-        n_frames = arr.shape[0] if n_frames is None else n_frames
-        chunks: Iterable[np.ndarray] = iter_array_chunks(arr, chunk_size)
-    else:
-        if n_frames is None:
-            raise ValueError("n_frames is required when frames is an iterable of chunks")
-        chunks = frames
-    pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
-    be = backend if backend is not None else get_backend()
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if engine == "xla":
-        if pixel_sink is not None:
+    spec = spec if spec is not None else CorrelateSpec()
+    opt = options if options is not None else MultitauOptions()
+    chunks, n_frames = frame_chunks(frames, opt.chunk_size)
+    pixels = Partition.of(partition).pixels()
+    be = opt.backend if opt.backend is not None else get_backend()
+    engine = Engine.parse(engine)
+    if engine is Engine.XLA:
+        if opt.pixel_sink is not None:
             raise ValueError("engine='xla' does not write per-pixel G2; use 'compiled'")
         from xpcsviewer.compute._multitau_xla import correlate_xla
 
-        return correlate_xla(chunks, pixels, n_frames, delays_per_level, normalize_frame,
-                             num_partial_g2, chunk_size, device, progress, cancel,
-                             with_scattering)
-    if engine == "auto" and be.name != "numpy":
+        return correlate_xla(chunks, n_frames, pixels, spec, opt, device, progress, cancel)
+    if engine is Engine.AUTO and be.name != "numpy":
         dev = resolve_device(device, work=float(pixels.n_pixels) * n_frames)
         if dev is None or getattr(dev, "platform", "cpu") == "cpu":
             be, device = get_backend("numpy"), None
-    if engine == "compiled":
+    if engine is Engine.COMPILED:
         if not cpu_kernel_available():
             raise ValueError("engine='compiled' needs numba")
         be, device = get_backend("numpy"), None
-    compiled = engine == "compiled" or (
-        engine == "auto"
+    compiled = engine is Engine.COMPILED or (
+        engine is Engine.AUTO
         and be.name == "numpy"
         and worth_compiling(float(pixels.n_pixels) * n_frames)
     )
-    corr = MultitauCorrelator(pixels, n_frames, delays_per_level, normalize_frame, backend=be,
+    m, normalize_frame = int(opt.delays_per_level), bool(spec.normalize_frame)
+    corr = MultitauCorrelator(pixels, n_frames, m, normalize_frame, backend=be,
                               device=device, cpu_kernel=compiled)
     acc = (
         ScatteringAccumulator(pixels, n_frames, backend=be, device=corr.device, compiled=compiled)
-        if with_scattering
+        if opt.with_scattering
         else None
     )
     idx = pixels.pixel_index
@@ -506,10 +475,10 @@ def correlate_multitau(
             acc.add(part, block if be.name == "numpy"
                     else be.asarray(block, dtype=np.float64, device=corr.device))
 
-    snaps = feed_frames(chunks, corr, feed, n_frames, chunk_size, num_partial_g2,
-                        progress, cancel)
+    snaps = feed_frames(chunks, corr, feed, n_frames, opt.chunk_size,
+                        spec.num_partial_g2, progress, cancel)
     g2, err, g2s = corr.result()
-    emit_pixel_planes(corr, pixel_sink, progress, cancel)
+    emit_pixel_planes(corr, opt.pixel_sink, progress, cancel)
     res = MultitauResult(
         delay_frames=corr.delays.copy(),
         g2=g2,
@@ -517,9 +486,9 @@ def correlate_multitau(
         g2_static=g2s,
         n_frames=corr.n_processed,
         config={
-            "delays_per_level": int(delays_per_level),
-            "normalize_frame": bool(normalize_frame),
-            "num_partial_g2": int(num_partial_g2),
+            "delays_per_level": m,
+            "normalize_frame": normalize_frame,
+            "num_partial_g2": int(spec.num_partial_g2),
                 "backend": be.name,
         },
     )

@@ -71,13 +71,14 @@ def pixel_terms(xp: Any, hist: Any, first: Any, sumprod: Any, total: Any, count:
     return sumprod / norm, (total[None, :] - last) / norm, (total[None, :] - firsts) / norm
 
 
-def reduce_pixel_terms(backend: Any, g2: Any, ip: Any, if_: Any, sid: Any, did: Any,
+def reduce_pixel_terms(backend: Any, terms: tuple[Any, Any, Any], sid: Any, did: Any,
                        d_count: Any, ns: int, nd: int) -> tuple[Any, ...]:
     """Static sums of G2/IP/IF and the dynamic sums for g2's spread (traceable).
 
     Parameters
     ----------
-    g2, ip, if_ : (k, P) per-pixel terms of k delays
+    terms : (g2, ip, if_), each (k, P)
+        Per-pixel terms of k delays.
     sid, did : (P,) 0-based static / dynamic bin of each pixel
     d_count : (nd,) pixels per dynamic bin
     ns, nd : numbers of static / dynamic bins
@@ -89,6 +90,7 @@ def reduce_pixel_terms(backend: Any, g2: Any, ip: Any, if_: Any, sid: Any, did: 
     dss : (k, nd) sum of its squared deviations from the bin mean
     """
     xp = backend.xp
+    g2, ip, if_ = terms
     s_g2 = segment_sum_rows(backend, g2.T, sid, ns).T
     s_ip = segment_sum_rows(backend, ip.T, sid, ns).T
     s_if = segment_sum_rows(backend, if_.T, sid, ns).T
@@ -110,7 +112,7 @@ def finalize_kernel(backend: Any, buf: int, xs: tuple[int, ...]) -> Any:
 
         def fin(hist, first, sumprod, total, count, sid, did, d_count, ns, nd):
             g2, ip, if_ = pixel_terms(xp, hist, first, sumprod, total, count, xs_arr)
-            return reduce_pixel_terms(backend, g2, ip, if_, sid, did, d_count, ns, nd)
+            return reduce_pixel_terms(backend, (g2, ip, if_), sid, did, d_count, ns, nd)
 
         return backend.jit(fin, static_argnames=("ns", "nd"))
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,7 @@ import numpy as np
 from xpcsviewer.backends import get_backend
 from xpcsviewer.compute._binning import PixelBins, select_pixels
 from xpcsviewer.compute._scattering_sparse import SparseScattering, pixel_lookup
+from xpcsviewer.compute.inputs import FrameStream, Partition
 from xpcsviewer.compute.multitau import (
     MultitauCorrelator,
     MultitauResult,
@@ -47,6 +47,8 @@ from xpcsviewer.compute.multitau import (
 )
 from xpcsviewer.compute.multitau_pixels import MIN_PAIRS, combine_bin_sums
 from xpcsviewer.compute.multitau_stream import snapshot_result
+from xpcsviewer.compute.options import MultitauOptions
+from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
@@ -404,36 +406,26 @@ def split_block(block: Any, at: int) -> tuple[Any, Any]:
 
 
 def correlate_multitau_events(
-    blocks: Iterable[Any],
-    dynamic_roi_map: np.ndarray,
-    static_roi_map: np.ndarray,
-    mask: np.ndarray | None = None,
+    frames: FrameStream,
+    partition: Partition | Any,
+    spec: CorrelateSpec | None = None,
     *,
-    n_frames: int,
-    n_dynamic: int | None = None,
-    n_static: int | None = None,
-    delays_per_level: int = 4,
-    normalize_frame: bool = False,
-    num_partial_g2: int = 0,
+    options: MultitauOptions | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
-    with_scattering: bool = False,
-    scattering_group: int = 1,
-    pixel_sink: Callable[[int, np.ndarray], None] | None = None,
 ) -> MultitauResult | MultitauRun:
     """Multi-tau g2 of a stream of hits on a static/dynamic partition.
 
     Parameters
     ----------
-    blocks : iterable of EventBlock
-        Hits of processed frames 0..n_frames-1, in order
+    frames : FrameStream
+        ``open()`` gives the EventBlocks of processed frames 0..n_frames-1, in order
         (:meth:`xpcsviewer.io.raw.sparse.SparseSource.iter_events`).
-    dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static, delays_per_level,
-    normalize_frame, num_partial_g2, progress, cancel, with_scattering, pixel_sink :
-        As :func:`~xpcsviewer.compute.multitau.correlate_multitau`; the result is the
-        same (float64 round-off; exact for integer counts).
-    scattering_group : int
-        Frames per row of the per-frame means (a time-tag run: many detector ticks).
+    partition, spec, options, progress, cancel :
+        As :func:`~xpcsviewer.compute.multitau.correlate_multitau` (``options``
+        ``chunk_size`` and ``backend`` are not read; ``scattering_group``: frames per
+        row of the per-frame means); the result is the same (float64 round-off; exact
+        for integer counts).
 
     Returns
     -------
@@ -441,14 +433,19 @@ def correlate_multitau_events(
     """
     if not available():
         raise ValueError("the photon correlator needs numba")
-    pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
-    corr = SparseMultitauCorrelator(pixels, n_frames, delays_per_level, normalize_frame)
+    spec = spec if spec is not None else CorrelateSpec()
+    opt = options if options is not None else MultitauOptions()
+    blocks, n_frames = frames.open(), int(frames.n_frames)
+    num_partial_g2 = int(spec.num_partial_g2)
+    pixels = Partition.of(partition).pixels()
+    corr = SparseMultitauCorrelator(pixels, n_frames, opt.delays_per_level,
+                                    spec.normalize_frame)
     acc = None
-    if with_scattering:
+    if opt.with_scattering:
         from xpcsviewer.compute.pipeline import multitau_segments
 
-        rows = -(-int(n_frames) // max(1, int(scattering_group)))
-        acc = SparseScattering(pixels, n_frames, scattering_group,
+        rows = -(-int(n_frames) // max(1, int(opt.scattering_group)))
+        acc = SparseScattering(pixels, n_frames, opt.scattering_group,
                                segments=multitau_segments(rows))
     marks = ([round(n_frames * (i + 1) / num_partial_g2) for i in range(num_partial_g2)]
              if num_partial_g2 > 0 else [])
@@ -477,12 +474,12 @@ def correlate_multitau_events(
     if corr.n_processed != n_frames:
         raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
     g2, err, g2s = corr.result()
-    emit_pixel_planes(corr, pixel_sink, progress, cancel)
+    emit_pixel_planes(corr, opt.pixel_sink, progress, cancel)
     res = MultitauResult(
         delay_frames=corr.delays.copy(), g2=g2, g2_err=err, g2_static=g2s,
         n_frames=corr.n_processed,
-        config={"delays_per_level": int(delays_per_level),
-                "normalize_frame": bool(normalize_frame),
+        config={"delays_per_level": int(opt.delays_per_level),
+                "normalize_frame": bool(spec.normalize_frame),
                 "num_partial_g2": int(num_partial_g2), "backend": "numpy",
                 "path": "sparse", "events": int(events)},
     )
@@ -528,16 +525,15 @@ class StreamingSparseMultitau:
 
     engine = "sparse"
 
-    def __init__(self, dynamic_roi_map: np.ndarray, static_roi_map: np.ndarray,
-                 mask: np.ndarray | None = None, *, n_dynamic: int | None = None,
-                 n_static: int | None = None, delays_per_level: int = 4,
-                 normalize_frame: bool = False, expected_frames: int | None = None) -> None:
+    def __init__(self, partition: Partition | Any, spec: CorrelateSpec | None = None, *,
+                 options: MultitauOptions | None = None,
+                 expected_frames: int | None = None) -> None:
         if not available():
             raise ValueError("the photon correlator needs numba")
-        self.pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
+        self.pixels = Partition.of(partition).pixels()
         cap = max(int(expected_frames) if expected_frames else 4096, 2)
-        self.delays_per_level = int(delays_per_level)
-        self.normalize_frame = bool(normalize_frame)
+        self.delays_per_level = int((options or MultitauOptions()).delays_per_level)
+        self.normalize_frame = bool((spec or CorrelateSpec()).normalize_frame)
         self.corr = SparseMultitauCorrelator(self.pixels, cap, self.delays_per_level,
                                              self.normalize_frame, growable=True)
         self.scat = SparseScattering(self.pixels, cap)

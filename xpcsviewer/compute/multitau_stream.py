@@ -27,16 +27,18 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import get_backend
-from xpcsviewer.compute._binning import select_pixels
 from xpcsviewer.compute._multitau_cpu import COMPILED_MIN_WORK
 from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
 from xpcsviewer.compute._scattering import ScatteringAccumulator
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.multitau import (
     MultitauCorrelator,
     MultitauResult,
     _Level,
     delay_list,
 )
+from xpcsviewer.compute.options import MultitauOptions
+from xpcsviewer.compute.spec import CorrelateSpec, Engine
 
 __all__ = ["GrowingMultitauCorrelator", "GrowingScattering", "StreamingMultitau",
            "snapshot_result"]
@@ -155,44 +157,47 @@ class StreamingMultitau:
 
     Parameters
     ----------
-    dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static :
-        The partition, as for :func:`~xpcsviewer.compute.multitau.correlate_multitau`.
-    delays_per_level, normalize_frame :
-        As there.
+    partition : Partition or QMap
+        As for :func:`~xpcsviewer.compute.multitau.correlate_multitau`.
+    spec : CorrelateSpec, optional
+        ``normalize_frame``, as there.
+    options : MultitauOptions, optional
+        ``delays_per_level``, as there; ``chunk_size``: frames per correlator update
+        (larger pieces are split).
     expected_frames : int, optional
         A hint: the state is sized for it (it still grows past it).
-    engine : {"auto", "compiled", "backend"}
-        ``"compiled"``: the numba kernel; ``"backend"``: the NumPy kernels; ``"auto"``:
-        the compiled one when numba is installed and pixels x expected frames (10,000
-        when not known) reaches ``COMPILED_MIN_WORK`` (as ``correlate_multitau`` decides
-        for a file). All engines agree to 1e-12.
-    chunk_size : int
-        Frames per correlator update (larger pieces are split).
+    engine : Engine or str
+        ``compiled``: the numba kernel; ``array``: the NumPy kernels; ``auto``: the
+        compiled one when numba is installed and pixels x expected frames (10,000 when
+        not known) reaches ``COMPILED_MIN_WORK`` (as ``correlate_multitau`` decides for a
+        file). All engines agree to 1e-12.
     """
 
-    def __init__(self, dynamic_roi_map: np.ndarray, static_roi_map: np.ndarray,
-                 mask: np.ndarray | None = None, *, n_dynamic: int | None = None,
-                 n_static: int | None = None, delays_per_level: int = 4,
-                 normalize_frame: bool = False, expected_frames: int | None = None,
-                 engine: str = "auto", chunk_size: int = 128) -> None:
-        if engine not in ("auto", "compiled", "backend"):
-            raise ValueError(f"engine must be 'auto', 'compiled' or 'backend', got {engine!r}")
-        self.pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
+    def __init__(self, partition: Partition | Any, spec: CorrelateSpec | None = None, *,
+                 options: MultitauOptions | None = None,
+                 expected_frames: int | None = None,
+                 engine: Engine | str = Engine.AUTO) -> None:
+        engine = Engine.parse(engine)
+        if engine not in (Engine.AUTO, Engine.COMPILED, Engine.ARRAY):
+            raise ValueError(f"engine must be auto, compiled or array, got {engine.value!r}")
+        spec = spec if spec is not None else CorrelateSpec()
+        opt = options if options is not None else MultitauOptions()
+        self.pixels = Partition.of(partition).pixels()
         hint = int(expected_frames) if expected_frames else 10_000
-        if engine == "compiled" and not cpu_kernel_available():
+        if engine is Engine.COMPILED and not cpu_kernel_available():
             raise ValueError("engine='compiled' needs numba")
-        compiled = engine == "compiled" or (
-            engine == "auto" and cpu_kernel_available()
+        compiled = engine is Engine.COMPILED or (
+            engine is Engine.AUTO and cpu_kernel_available()
             and float(self.pixels.n_pixels) * hint >= COMPILED_MIN_WORK)
         self.engine = "compiled" if compiled else "backend"
         cap = max(hint if expected_frames else DEFAULT_CAPACITY, 2)
-        self.delays_per_level = int(delays_per_level)
-        self.normalize_frame = bool(normalize_frame)
+        self.delays_per_level = int(opt.delays_per_level)
+        self.normalize_frame = bool(spec.normalize_frame)
         self.corr = GrowingMultitauCorrelator(self.pixels, cap, self.delays_per_level,
                                               self.normalize_frame, cpu_kernel=compiled)
         self.scat = GrowingScattering(self.pixels, cap, backend=get_backend("numpy"),
                                       compiled=compiled)
-        self.chunk_size = int(chunk_size)
+        self.chunk_size = int(opt.chunk_size)
         idx = self.pixels.pixel_index
         self._all_pixels = idx.size == self.pixels.shape[0] * self.pixels.shape[1]
 

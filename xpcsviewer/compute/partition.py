@@ -28,6 +28,7 @@ from xpcsviewer.compute._partition_check import check_consistency as _check_cons
 from xpcsviewer.io.results.model import QMap
 
 __all__ = [
+    "PartitionGrid",
     "axis_edges",
     "check_consistency",
     "digitize_values",
@@ -318,23 +319,40 @@ def _first_fold_centres(phi: np.ndarray, bins: np.ndarray, fallback: np.ndarray,
     return np.where(c[1:] > 0, s[1:] / np.maximum(c[1:], 1), moved)
 
 
+@dataclasses.dataclass(frozen=True)
+class PartitionGrid:
+    """The q x phi bins of a partition (the standard partition tool's settings).
+
+    Attributes
+    ----------
+    dq_num, dp_num : int
+        Dynamic (coarse, g2) bins along q and phi.
+    sq_num, sp_num : int
+        Static (fine, SAXS) bins along q and phi; rounded up to a multiple of the
+        dynamic count so that static bins nest in dynamic bins.
+    q_style : "linear" or "log"
+    phi_offset, symmetry_fold :
+        See :func:`fold_phi`. With n > 1 the phi bins hold every n-th sector together
+        and are labelled by the mean azimuth of their pixels in the first fold
+        (``0 <= phi - offset < 360 / n``), as the standard tool does.
+    """
+
+    dq_num: int
+    sq_num: int
+    dp_num: int = 1
+    sp_num: int = 1
+    q_style: Literal["linear", "log"] = "linear"
+    phi_offset: float = 0.0
+    symmetry_fold: int = 1
+
+
 def make_partition(
     q: np.ndarray,
     phi: np.ndarray,
     mask: np.ndarray | None,
-    dq_num: int,
-    sq_num: int,
-    dp_num: int = 1,
-    sp_num: int = 1,
-    q_style: Literal["linear", "log"] = "linear",
-    phi_offset: float = 0.0,
-    symmetry_fold: int = 1,
+    grid: PartitionGrid,
+    geometry: Any = None,
     *,
-    beam_center_x: float = 0.0,
-    beam_center_y: float = 0.0,
-    detector_distance: float = 1.0,
-    pixel_size: float = 75e-6,
-    energy_kev: float | None = None,
     content_hash: bool = True,
 ) -> QMap:
     """Dynamic and static q x phi partitions of a detector.
@@ -346,18 +364,12 @@ def make_partition(
     mask : (H, W) bool or None
         True (or > 0) for valid pixels; None means all pixels are valid. Pixels
         with a non-finite q or phi are excluded.
-    dq_num, dp_num : int
-        Dynamic (coarse, g2) bins along q and phi.
-    sq_num, sp_num : int
-        Static (fine, SAXS) bins along q and phi; rounded up to a multiple of
-        the dynamic count so that static bins nest in dynamic bins.
-    q_style : "linear" or "log"
-    phi_offset, symmetry_fold :
-        See :func:`fold_phi`. With n > 1 the phi bins hold every n-th sector
-        together and are labelled by the mean azimuth of their pixels in the first
-        fold (``0 <= phi - offset < 360 / n``), as the standard tool does.
-    beam_center_x, beam_center_y, detector_distance, pixel_size, energy_kev :
-        Geometry recorded in the returned QMap (pixels, metres, keV).
+    grid : PartitionGrid
+        The bins along q and phi, their style, offset and fold.
+    geometry : DetectorGeometry, optional
+        Recorded in the returned QMap (beam centre in pixels, distance and pixel size in
+        metres, energy in keV; anything with those attributes, such as a QMap; default
+        :class:`~xpcsviewer.compute.qmap.DetectorGeometry` ()).
     content_hash : bool
         Compute ``QMap.hash`` now (sha256 over the maps: ~0.2 s for 4.5 Mpixels).
         False leaves it empty; the writer computes it when the partition is saved.
@@ -368,6 +380,11 @@ def make_partition(
         With compressed ROI maps (smallest unsigned dtype), index mappings,
         bin-centre lists, ``num_pts`` and the content hash.
     """
+    from xpcsviewer.compute.qmap import DetectorGeometry
+
+    geo = geometry if geometry is not None else DetectorGeometry()
+    dq_num, sq_num, dp_num, sp_num = grid.dq_num, grid.sq_num, grid.dp_num, grid.sp_num
+    q_style, phi_offset, symmetry_fold = grid.q_style, grid.phi_offset, grid.symmetry_fold
     q = np.asarray(q, dtype=np.float64)
     phi = np.asarray(phi, dtype=np.float64)
     if q.shape != phi.shape or q.ndim != 2:
@@ -438,11 +455,11 @@ def make_partition(
         static_index_mapping=_smallest_uint(s_map, int(s_map.max(initial=0))),
         dynamic_num_pts=(n_d0, n_d1),
         static_num_pts=(n_s0, n_s1),
-        beam_center_x=float(beam_center_x),
-        beam_center_y=float(beam_center_y),
-        detector_distance=float(detector_distance),
-        pixel_size=float(pixel_size),
-        energy_kev=None if energy_kev is None else float(energy_kev),
+        beam_center_x=float(geo.beam_center_x),
+        beam_center_y=float(geo.beam_center_y),
+        detector_distance=float(geo.detector_distance),
+        pixel_size=float(geo.pixel_size),
+        energy_kev=None if geo.energy_kev is None else float(geo.energy_kev),
     )
     if content_hash:
         qm.hash = qm.content_hash()
@@ -509,32 +526,27 @@ _PARTITIONS_LOCK = threading.Lock()
 
 def geometry_partition(
     shape: tuple[int, int],
-    energy_kev: float,
-    det_dist_m: float,
-    pixel_size_m: float,
-    bcx: float,
-    bcy: float,
+    geometry: Any,
     mask: np.ndarray | None = None,
-    dq_num: int = 1,
-    sq_num: int = 500,
-    dp_num: int = 1,
-    sp_num: int = 1,
-    **kw: Any,
+    grid: PartitionGrid | None = None,
 ) -> QMap:
     """q-map and partition of a detector geometry, cached by the content of the inputs.
 
-    The key is a sha256 over the geometry, the bin settings and the mask's bytes, so
-    a second image (or file) with the same geometry gets the same :class:`QMap`
-    object back at the cost of hashing its mask (a few ms for 4 Mpixels); the
-    static binner of :func:`xpcsviewer.compute.saxs.binner_for` is then reused too.
-    ``kw`` goes to :func:`make_partition` (``q_style``, ``phi_offset``, ...).
+    ``geometry``: a :class:`~xpcsviewer.compute.qmap.DetectorGeometry` with its energy;
+    ``grid``: the bins (default: one dynamic bin, 500 static q bins). The key is a
+    sha256 over the geometry, the bins and the mask's bytes, so a second image (or file)
+    with the same geometry gets the same :class:`QMap` object back at the cost of hashing
+    its mask (a few ms for 4 Mpixels); the static binner of
+    :func:`xpcsviewer.compute.saxs.binner_for` is then reused too.
     """
     from xpcsviewer.compute.qmap import compute_qmap
 
+    grid = grid if grid is not None else PartitionGrid(1, 500)
+    g = geometry
     h = hashlib.sha256(json.dumps(
-        [list(map(int, shape)), float(energy_kev), float(det_dist_m), float(pixel_size_m),
-         float(bcx), float(bcy), int(dq_num), int(sq_num), int(dp_num), int(sp_num),
-         sorted((k, repr(v)) for k, v in kw.items())]).encode())
+        [list(map(int, shape)), float(g.energy_kev), float(g.detector_distance),
+         float(g.pixel_size), float(g.beam_center_x), float(g.beam_center_y),
+         sorted((k, repr(v)) for k, v in dataclasses.asdict(grid).items())]).encode())
     if mask is not None:
         m = np.ascontiguousarray(np.asarray(mask) > 0)
         h.update(m.data)
@@ -544,11 +556,9 @@ def geometry_partition(
         if qm is not None:
             _PARTITIONS.move_to_end(key)
             return qm
-    q, phi = compute_qmap(shape, energy_kev, det_dist_m, pixel_size_m, bcx, bcy)
-    qm = make_partition(q, phi, mask, dq_num, sq_num, dp_num, sp_num, beam_center_x=bcx,
-                        beam_center_y=bcy, detector_distance=det_dist_m,
-                        pixel_size=pixel_size_m, energy_kev=energy_kev, content_hash=False,
-                        **kw)
+    q, phi = compute_qmap(shape, g.energy_kev, g.detector_distance, g.pixel_size,
+                          g.beam_center_x, g.beam_center_y)
+    qm = make_partition(q, phi, mask, grid, geometry, content_hash=False)
     with _PARTITIONS_LOCK:
         _PARTITIONS[key] = qm
         while len(_PARTITIONS) > _PARTITIONS_MAX:

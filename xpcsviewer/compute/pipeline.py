@@ -7,16 +7,18 @@ so that what the demo shows is exactly what our correlator produces.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from xpcsviewer.compute.inputs import FrameStream, Partition
 from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
 from xpcsviewer.compute.spec import MODES, CorrelateSpec, Engine
-from xpcsviewer.compute.twotime import correlate_twotime, parse_bins
+from xpcsviewer.compute.twotime import correlate_twotime
 from xpcsviewer.io.results.model import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
@@ -49,7 +51,7 @@ class CorrelatedResult:
         (diagonal included, lower triangle zero) as the result file stores them.
     twotime_groups : TwotimeGroups or None
         The two-time maps of K independent pixel groups of each processed bin
-        (``correlate_to_result(twotime_groups=K)``), float32 upper triangles like
+        (``spec.groups`` K of :func:`correlate_to_result`), float32 upper triangles like
         ``c2_maps``; see :mod:`xpcsviewer.compute.twotime_groups`.
     """
 
@@ -59,34 +61,6 @@ class CorrelatedResult:
         self.saxs_2d = saxs_2d
         self.c2_maps = c2_maps
         self.twotime_groups = twotime_groups
-
-
-@dataclass(frozen=True)
-class FrameStream:
-    """The processed frames of a job (after begin/end/stride/avg), read anew by each pass.
-
-    Attributes
-    ----------
-    open : callable
-        Returns an iterable of (n, H, W) frame chunks (or, on the photon path, of
-        :class:`~xpcsviewer.io.raw.sparse.EventBlock`); called once per pass.
-    n_frames : int
-        Processed frames.
-    frame_time : float
-        Seconds between raw frames; the effective step is ``frame_time * stride * avg``.
-    stride, avg : int
-        The selection's stride and average (recorded, and in the step).
-    """
-
-    open: Callable[[], Iterable[Any]]
-    n_frames: int
-    frame_time: float
-    stride: int = 1
-    avg: int = 1
-
-    @property
-    def t0(self) -> float:
-        return float(self.frame_time) * int(self.stride) * int(self.avg)
 
 
 @dataclass(frozen=True)
@@ -162,47 +136,33 @@ def correlate_to_result(
     stride_frame, avg_frame = int(frames.stride), int(frames.avg)
     common = dict(record.config)
     backend = _backend_of(engine)
-    kw: dict[str, Any] = {
-        "n_frames": n_frames,
-        "n_dynamic": qmap.n_dynamic,
-        "n_static": qmap.n_static,
-        "backend": backend,
-        "device": device,
-        "progress": progress,
-        "cancel": cancel,
-    }
-    maps = (qmap.dynamic_roi_map, qmap.static_roi_map, qmap.mask)
+    partition = Partition.of(qmap)
+    run_how = {"device": device, "progress": progress, "cancel": cancel}
     mt = tt = None
     scat = None
     c2_maps = None
     if spec.multi_tau:
         run = correlate_multitau(
-            frames.open(),
-            *maps,
-            normalize_frame=spec.normalize_frame,
-            num_partial_g2=spec.num_partial_g2,
-            with_scattering=True,
-            pixel_sink=record.pixel_sink,
-            engine=_MULTITAU_WORD[engine],
-            **kw,
-        )
+            frames, partition, spec,
+            options=MultitauOptions(backend=backend, with_scattering=True,
+                                    pixel_sink=record.pixel_sink),
+            engine=engine, **run_how)
         r, scat = run.multitau, run.scattering
         mt = multitau_model(r, t0, stride_frame, avg_frame, common)
     segments = None
     groups = None
     if spec.two_time:
-        bins = parse_bins(spec.dq, qmap.n_dynamic)
-        # float32 upper triangles: what the file stores, a quarter of the memory
-        kw_tt = dict(kw)
         if engine is Engine.XLA:
             from xpcsviewer.compute._multitau_xla import xla_device
 
-            kw_tt["device"] = xla_device(device)
+            run_how["device"] = xla_device(device)
+        # float32 upper triangles: what the file stores, a quarter of the memory
         run_tt = correlate_twotime(
-            frames.open(), *maps, dq_bins=bins, with_scattering=scat is None,
-            smooth=spec.smooth, c2_format="upper32",
-            engine="backend" if engine in (Engine.XLA, Engine.ARRAY) else "auto", **kw_tt
-        )
+            frames, partition, spec,
+            options=TwotimeOptions(backend=backend, with_scattering=scat is None,
+                                   c2_format="upper32"),
+            engine=Engine.ARRAY if engine in (Engine.XLA, Engine.ARRAY) else Engine.AUTO,
+            **run_how)
         if scat is None:
             r2, scat = run_tt.twotime, run_tt.scattering
             segments = scat.saxs_1d_segments(10)
@@ -212,21 +172,13 @@ def correlate_to_result(
         if k_groups:
             from xpcsviewer.compute.twotime_groups import group_maps
 
-            groups = group_maps(frames.open(), *maps, r2.processed_bins, n_frames,
-                                n_groups=k_groups, tile_px=spec.group_tile,
-                                seed=spec.group_seed, n_dynamic=qmap.n_dynamic,
-                                n_static=qmap.n_static, progress=progress, cancel=cancel)
+            groups = group_maps(frames, partition,
+                                replace(spec, dq=tuple(int(b) for b in r2.processed_bins)),
+                                progress=progress, cancel=cancel)
         tt = twotime_model(r2, n_frames, t0, stride_frame, avg_frame, common)
     result = assemble_result(qmap, scat, mt=mt, tt=tt, segments=segments,
-                             frame_time=frames.frame_time, count_time=record.count_time,
-                             start_time=record.start_time, path=record.path,
-                             raw_path=record.raw_path)
+                             frame_time=frames.frame_time, record=record)
     return CorrelatedResult(result, scat.mean_image(), c2_maps, groups)
-
-
-#: the multi-tau correlator's own words for the engines
-_MULTITAU_WORD = {Engine.AUTO: "auto", Engine.COMPILED: "compiled", Engine.XLA: "xla",
-                  Engine.ARRAY: "backend"}
 
 
 def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,
@@ -274,22 +226,24 @@ def twotime_model(r2: Any, n_frames: int, t0: float, stride_frame: int, avg_fram
 
 def assemble_result(qmap: QMap, scat: Any, *, mt: Multitau | None, tt: Twotime | None,
                     segments: np.ndarray | None, frame_time: float,
-                    count_time: float | None, start_time: str | None,
-                    path: str | Path, raw_path: str | None) -> XpcsResult:
+                    record: ResultRecord) -> XpcsResult:
     """The result of the correlators' outputs and the means ``scat`` of the same frames
-    (``segments``: I(q) time segments; None: the multi-tau number of rows)."""
+    (``segments``: I(q) time segments; None: the multi-tau number of rows); ``record``
+    gives its path, raw path, count and start times (its config and sink are the
+    passes')."""
     if segments is None:
         segments = scat.saxs_1d_segments(multitau_segments(scat.count))
     itime = scat.intensity_vs_time()
+    start_time, raw_path = record.start_time, record.raw_path
     if start_time is None:
         start_time = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     result = XpcsResult(
-        path=Path(path),
+        path=Path(record.path),
         analysis_type=tuple(a for a, x in (("Multitau", mt), ("Twotime", tt)) if x is not None),
         layout="nexus",
         qmap=qmap,
         frame_time=float(frame_time),
-        count_time=count_time,
+        count_time=record.count_time,
         start_time=start_time,
         saxs_1d=np.nan_to_num(scat.saxs_1d(), nan=0.0),
         saxs_1d_segments=np.nan_to_num(segments, nan=0.0),

@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.multitau_sparse import correlate_multitau_events, level_work_estimate
+from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
 from xpcsviewer.compute.pipeline import (
     CorrelatedResult,
     FrameStream,
@@ -32,7 +34,6 @@ from xpcsviewer.compute.pipeline import (
     twotime_model,
 )
 from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime import parse_bins
 from xpcsviewer.io.results.model import QMap
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
@@ -186,32 +187,27 @@ def correlate_events_to_result(
         raise ValueError("the per-pixel G2 stack comes from the multi-tau pass")
     if not frames.frame_time > 0:
         raise ValueError(f"frame_time must be positive, got {frames.frame_time}")
-    blocks, n_frames, frame_time = frames.open, int(frames.n_frames), frames.frame_time
+    n_frames, frame_time = int(frames.n_frames), frames.frame_time
     stride_frame, avg_frame = int(frames.stride), int(frames.avg)
-    mode = spec.mode
-    count_time, start_time = record.count_time, record.start_time
-    path, raw_path, config = record.path, record.raw_path, record.config
     t0 = float(frame_time) * int(stride_frame) * int(avg_frame)
-    common = dict(config or {})
-    maps = (qmap.dynamic_roi_map, qmap.static_roi_map, qmap.mask)
-    kw: dict[str, Any] = {"n_frames": int(n_frames), "n_dynamic": qmap.n_dynamic,
-                          "n_static": qmap.n_static, "progress": progress, "cancel": cancel}
+    common = dict(record.config or {})
+    partition = Partition.of(qmap)
     mt = tt = scat = c2_maps = segments = None
-    if mode in ("multitau", "both"):
+    if spec.multi_tau:
         run = correlate_multitau_events(
-            blocks(), *maps, normalize_frame=spec.normalize_frame,
-            num_partial_g2=spec.num_partial_g2,
-            with_scattering=True, scattering_group=scattering_group,
-            pixel_sink=record.pixel_sink, **kw)
+            frames, partition, spec,
+            options=MultitauOptions(with_scattering=True, scattering_group=scattering_group,
+                                    pixel_sink=record.pixel_sink),
+            progress=progress, cancel=cancel)
         r, scat = run.multitau, run.scattering
         mt = multitau_model(r, t0, stride_frame, avg_frame, common)
-    if mode in ("twotime", "both"):
+    if spec.two_time:
         from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
 
-        bins = parse_bins(spec.dq, qmap.n_dynamic)
-        run_tt = correlate_twotime_events(blocks(), *maps, dq_bins=bins,
-                                          with_scattering=scat is None, c2_format="upper32",
-                                          **kw)
+        run_tt = correlate_twotime_events(
+            frames, partition, spec,
+            options=TwotimeOptions(with_scattering=scat is None, c2_format="upper32"),
+            progress=progress, cancel=cancel)
         if scat is None:
             r2, scat = run_tt.twotime, run_tt.scattering
             segments = scat.saxs_1d_segments(10)
@@ -220,8 +216,7 @@ def correlate_events_to_result(
         c2_maps = r2.c2
         tt = twotime_model(r2, n_frames, t0, stride_frame, avg_frame, common)
     result = assemble_result(qmap, scat, mt=mt, tt=tt, segments=segments,
-                             frame_time=frame_time, count_time=count_time,
-                             start_time=start_time, path=path, raw_path=raw_path)
+                             frame_time=frame_time, record=record)
     if scattering_group > 1:
         # one point per row of frames: the x axis of the trace is its first frame
         itime = result.intensity_vs_time[1]

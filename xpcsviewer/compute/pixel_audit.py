@@ -30,13 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute._binning import select_pixels
+from xpcsviewer.compute._binning import PixelBins, select_pixels
 from xpcsviewer.compute.multitau_pixels import ZERO_DENOMINATOR
 from xpcsviewer.io.results.model import QMap
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
     "TABLE_HEADER",
+    "AuditOptions",
     "PixelAudit",
     "audit_pixels",
     "audit_summary",
@@ -60,6 +61,29 @@ MAX_CURVE_VALUES = 8_000_000
 MAD_TO_SIGMA = 1.4826
 
 TABLE_HEADER = ["file", "bin", "row", "col", "q", "leverage", "z", "reason"]
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """Thresholds and keeping of :func:`audit_pixels`.
+
+    Attributes
+    ----------
+    n_plateau : int
+        First delays averaged for ``delta_plateau`` and the pixel contrast.
+    hot_z, leverage_flag : float
+        Thresholds for ``hot`` and ``flagged``.
+    keep_curves : bool, optional
+        Keep ``delta`` (T, P); default: when T·P <= MAX_CURVE_VALUES.
+    label : str
+        The audit's name (its file's, in tables).
+    """
+
+    n_plateau: int = N_PLATEAU
+    hot_z: float = HOT_Z
+    leverage_flag: float = LEVERAGE_FLAG
+    keep_curves: bool | None = None
+    label: str = ""
 
 
 @dataclass
@@ -144,18 +168,18 @@ class PixelAudit:
         return self.to_map(rel)
 
 
-def drop_one_delta(g: np.ndarray, a: np.ndarray, b: np.ndarray, sid: np.ndarray,
-                   did: np.ndarray, static_count: np.ndarray, n_dynamic: int,
+def drop_one_delta(terms: tuple[np.ndarray, np.ndarray, np.ndarray], pixels: PixelBins,
                    out: np.ndarray | None = None, work: tuple[np.ndarray, np.ndarray] | None
                    = None) -> tuple[np.ndarray, np.ndarray]:
     """Bin g2 and the exact change of it when each pixel alone is dropped, one delay.
 
     Parameters
     ----------
-    g, a, b : (P,) float64 per-pixel G2, IP, IF
-    sid, did : (P,) 0-based static / dynamic bin of each pixel
-    static_count : (Ns,) pixels per static bin
-    n_dynamic : Nd
+    terms : (g, a, b), each (P,) float64
+        Per-pixel G2, IP, IF.
+    pixels : PixelBins
+        The pixels' 0-based static and dynamic bins, the pixels per static bin and the
+        number of dynamic bins.
     out, work : (P,) float64, optional
         Buffers for ``delta`` and two temporaries (a 3-Mpixel plane then allocates
         nothing per pixel).
@@ -165,6 +189,9 @@ def drop_one_delta(g: np.ndarray, a: np.ndarray, b: np.ndarray, sid: np.ndarray,
     g2 : (Nd,) bin g2 (NaN for bins without pixels)
     delta : (P,) g2(with) - g2(without pixel); NaN where the pixel is its bin's only one
     """
+    g, a, b = terms
+    sid, did = pixels.static_id, pixels.dynamic_id
+    static_count, n_dynamic = pixels.static_count, pixels.n_dynamic
     ns = static_count.size
     n_s = static_count.astype(np.float64)
     sg = np.bincount(sid, weights=g, minlength=ns)
@@ -254,11 +281,7 @@ def audit_pixels(
     n_delays: int | None = None,
     correlated: np.ndarray | None = None,
     *,
-    n_plateau: int = N_PLATEAU,
-    hot_z: float = HOT_Z,
-    leverage_flag: float = LEVERAGE_FLAG,
-    keep_curves: bool | None = None,
-    label: str = "",
+    options: AuditOptions | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> PixelAudit:
@@ -275,12 +298,8 @@ def audit_pixels(
         T (required with a reader).
     correlated : (H, W) bool, optional
         Pixels that hold data (e.g. :func:`~xpcsviewer.compute.regroup.correlated_pixels`).
-    n_plateau : int
-        First delays averaged for ``delta_plateau`` and the pixel contrast.
-    hot_z, leverage_flag : float
-        Thresholds for ``hot`` and ``flagged``.
-    keep_curves : bool, optional
-        Keep ``delta`` (T, P); default: when T·P <= MAX_CURVE_VALUES.
+    options : AuditOptions, optional
+        Thresholds, plateau, kept curves and the label.
     progress, cancel :
         Reported / checked once per delay.
 
@@ -290,6 +309,8 @@ def audit_pixels(
         Shapes that do not match, no pixel in any bin, or a non-finite value in the
         stack (naming the delay).
     """
+    opt = options if options is not None else AuditOptions()
+    hot_z, leverage_flag, keep_curves = opt.hot_z, opt.leverage_flag, opt.keep_curves
     if callable(stack):
         if n_delays is None:
             raise ValueError("n_delays is required with a plane reader")
@@ -320,7 +341,7 @@ def audit_pixels(
     contrast = np.zeros(p)
     intensity = np.zeros(p)
     d_count = pb.dynamic_count.astype(np.float64)
-    n_plat = max(1, min(int(n_plateau), t))
+    n_plat = max(1, min(int(opt.n_plateau), t))
     floor = np.full(nd, np.inf)  # the bins' smallest error over the plateau delays
     full = p == pb.shape[0] * pb.shape[1]  # every pixel: no gather
     lone_px = np.flatnonzero(pb.dynamic_count[did] == 1)  # dropping it empties its bin
@@ -339,8 +360,7 @@ def audit_pixels(
             for name, x in (("G2", gk), ("IP", ak), ("IF", bk)):
                 if not np.isfinite(x).all():
                     raise ValueError(f"non-finite {name} at delay index {k}")
-        g2k, _ = drop_one_delta(gk, ak, bk, sid, did, pb.static_count, nd, out=dk,
-                                work=(t1, t2))
+        g2k, _ = drop_one_delta((gk, ak, bk), pb, out=dk, work=(t1, t2))
         np.multiply(ak, bk, out=pix)
         pix[pix == 0] = ZERO_DENOMINATOR
         np.divide(gk, pix, out=pix)  # the per-pixel g2
@@ -386,7 +406,7 @@ def audit_pixels(
         delta=delta_all, leverage=lev, worst_delay=worst, delta_plateau=plateau,
         intensity=intensity, contrast=contrast, z_intensity=z_int, z_contrast=z_con,
         z_repeat=np.full(p, np.nan), hot=hot, flagged=flagged, hot_z=float(hot_z),
-        leverage_flag=float(leverage_flag), label=label)
+        leverage_flag=float(leverage_flag), label=opt.label)
 
 
 def with_repeats(audits: Sequence[PixelAudit]) -> list[PixelAudit]:

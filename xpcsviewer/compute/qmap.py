@@ -7,9 +7,11 @@ beam centre is given in pixels as (column ``bcx``, row ``bcy``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["HC_KEV_ANGSTROM", "compute_qmap", "wavelength_angstrom"]
+__all__ = ["HC_KEV_ANGSTROM", "DetectorGeometry", "compute_qmap", "wavelength_angstrom"]
 
 #: pixels per block of the per-pixel passes (the temporaries of a block stay in cache)
 BLOCK_PIXELS = 1 << 16
@@ -17,6 +19,30 @@ BLOCK_PIXELS = 1 << 16
 #: h*c in keV*Angstrom (CODATA): lambda[Angstrom] = 12.3984 / E[keV]. The full value
 #: reproduces the bin centres of real partition files to 1.5e-7 1/Angstrom.
 HC_KEV_ANGSTROM = 12.398419843320026
+
+
+@dataclass(frozen=True)
+class DetectorGeometry:
+    """Where the beam meets the detector, as a partition records it (a ``QMap`` has the
+    same attributes).
+
+    Attributes
+    ----------
+    beam_center_x, beam_center_y : float
+        Beam centre in pixels: column (x) and row (y).
+    detector_distance : float
+        Sample-detector distance in metres.
+    pixel_size : float
+        Pixel size in metres (square pixels).
+    energy_kev : float, optional
+        Photon energy in keV (needed to compute q).
+    """
+
+    beam_center_x: float = 0.0
+    beam_center_y: float = 0.0
+    detector_distance: float = 1.0
+    pixel_size: float = 75e-6
+    energy_kev: float | None = None
 
 
 def wavelength_angstrom(energy_kev: float) -> float:

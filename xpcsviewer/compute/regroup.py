@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import get_backend
-from xpcsviewer.compute._binning import select_pixels
+from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.multitau_pixels import combine_bin_sums, reduce_pixel_terms
 from xpcsviewer.compute.partition import check_consistency, restrict_partition
 from xpcsviewer.io.results.model import Multitau, QMap, XpcsResult
@@ -105,8 +105,7 @@ def regroup_g2(
     problems = check_consistency(qm)
     if problems:
         raise ValueError("inconsistent partition: " + "; ".join(problems))
-    pb = select_pixels(qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
-                       qm.n_dynamic, qm.n_static)
+    pb = Partition.of(qm).pixels()
     nd, ns = pb.n_dynamic, pb.n_static
     sid, did = be.asarray(pb.static_id), be.asarray(pb.dynamic_id)
     d_count = be.asarray(pb.dynamic_count.astype(np.float64))
@@ -119,7 +118,7 @@ def regroup_g2(
         planes = read_plane(k)
         terms = [be.asarray(np.asarray(a, dtype=np.float64).reshape(-1)[idx][None, :])
                  for a in planes]
-        out = reduce_pixel_terms(be, *terms, sid, did, d_count, ns, nd)
+        out = reduce_pixel_terms(be, tuple(terms), sid, did, d_count, ns, nd)
         s_g2, s_ip, s_if, _dsum, dss = (np.asarray(be.to_numpy(o)) for o in out)
         g2[k:k + 1], err[k:k + 1], g2s[k:k + 1] = combine_bin_sums(
             s_g2, s_ip, s_if, dss, pb.static_count, pb.dynamic_count,

@@ -95,8 +95,10 @@ def _positive_time(name: str, value: float | None) -> None:
         raise SpecError(f"{name} must be a positive finite number (got {value})")
 
 
-def parse_bin_text(text: str | None, n_dynamic: int | None = None) -> tuple[int, ...] | None:
-    """The 1-based bins of ``"1-5,8"`` (None for ``all`` or none given), checked against
+def parse_bin_text(text: str | tuple[int, ...] | None,
+                   n_dynamic: int | None = None) -> tuple[int, ...] | None:
+    """The 1-based bins of ``"1-5,8"`` or of a tuple of bins (None for ``all`` or none
+    given), checked against
     ``n_dynamic`` when it is known.
 
     Raises
@@ -122,8 +124,9 @@ class CorrelateSpec:
     Attributes
     ----------
     mode : {"multitau", "twotime", "both"}
-    dq : str or None
-        Two-time (and age x lag) bins, ``"1-5,8"``; None or ``"all"``: every bin.
+    dq : str, tuple of int or None
+        Two-time (and age x lag) bins, ``"1-5,8"`` or 1-based bin numbers (kept as a
+        tuple); None or ``"all"``: every bin.
     frames : FrameSelection
     frame_time : float or None
         Seconds per raw frame; None: from the raw file, else 1 s.
@@ -151,7 +154,7 @@ class CorrelateSpec:
     """
 
     mode: str = "multitau"
-    dq: str | None = None
+    dq: str | tuple[int, ...] | None = None
     frames: FrameSelection = field(default_factory=FrameSelection)
     frame_time: float | None = None
     bin_time: float | None = None
@@ -186,6 +189,8 @@ class CorrelateSpec:
         if k and not self.two_time and not self.ages:
             raise SpecError("--twotime-groups needs --mode twotime or both, or "
                             "--twotime-ages")
+        if self.dq is not None and not isinstance(self.dq, str):
+            object.__setattr__(self, "dq", tuple(int(b) for b in self.dq))
         parse_bin_text(self.dq)  # its syntax now; its range once the q-map is read
 
     @property

@@ -33,18 +33,18 @@ job compiles two programs).
 from __future__ import annotations
 
 import mmap
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from xpcsviewer.backends import get_backend, resolve_device
-from xpcsviewer.compute._binning import (
-    PixelBins,
-    select_pixels,
-)
-from xpcsviewer.compute.multitau import ScatteringAccumulator, iter_array_chunks
+from xpcsviewer.compute._binning import PixelBins
+from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
+from xpcsviewer.compute.multitau import ScatteringAccumulator
+from xpcsviewer.compute.options import TwotimeOptions
+from xpcsviewer.compute.spec import CorrelateSpec, Engine
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
@@ -230,6 +230,14 @@ def finish_map(c: np.ndarray, flat: np.ndarray, full: bool,
     return g2
 
 
+def _dense_engine(engine: Engine | str) -> Engine:
+    """The dense two-time engine: ``auto`` or ``array`` (the backend's own kernels)."""
+    engine = Engine.parse(engine)
+    if engine not in (Engine.AUTO, Engine.ARRAY):
+        raise ValueError(f"engine must be auto or array (backend), got {engine.value!r}")
+    return engine
+
+
 def _cpu_engine(backend: Any, device: Any) -> bool:
     """Blocks go to BLAS through NumPy unless a JAX job runs on an accelerator."""
     if backend.name == "numpy":
@@ -303,7 +311,7 @@ def twotime_map(
     block_rows: int = 1024,
     backend: Any = None,
     device: Any = None,
-    engine: str = "auto",
+    engine: Engine | str = Engine.AUTO,
     full: bool = True,
 ) -> np.ndarray:
     """C(t1, t2) of one bin from its pixels' frames.
@@ -316,9 +324,10 @@ def twotime_map(
         Normalisation group (static bin) of each pixel.
     block_rows : int
         Frames per tile (capped so that a tile stays below ``TILE_BYTES``).
-    engine : {"auto", "backend"}
-        ``"auto"``: BLAS through NumPy on the CPU, the backend's jitted kernels on
-        an accelerator; ``"backend"`` always uses the backend's own kernels.
+    engine : {auto, array}
+        ``auto``: BLAS through NumPy on the CPU, the backend's jitted kernels on
+        an accelerator; ``array`` (old word ``backend``) always uses the backend's own
+        kernels.
     full : bool
         True: the symmetric map; False: the upper triangle (diagonal included),
         lower triangle zero, which is what a result file stores.
@@ -328,12 +337,11 @@ def twotime_map(
     (N, N) float64
     """
     be = backend if backend is not None else get_backend()
-    if engine not in ("auto", "backend"):
-        raise ValueError(f"engine must be 'auto' or 'backend', got {engine!r}")
+    engine = _dense_engine(engine)
     n = frames.shape[0]
     flat = np.empty(n * n + n)
     c = _upper_map(frames, group_id, flat, block_rows=block_rows, backend=be, device=device,
-                   cpu=engine == "auto" and _cpu_engine(be, device))
+                   cpu=engine is Engine.AUTO and _cpu_engine(be, device))
     if full:
         _mirror(c)
     return c
@@ -423,72 +431,49 @@ class TwotimeRun:
 
 
 def correlate_twotime(
-    frames: np.ndarray | Iterable[np.ndarray],
-    dynamic_roi_map: np.ndarray,
-    static_roi_map: np.ndarray,
-    mask: np.ndarray | None = None,
+    frames: FrameStream | np.ndarray,
+    partition: Partition | Any,
+    spec: CorrelateSpec | None = None,
     *,
-    dq_bins: str | Sequence[int] | None = None,
-    n_frames: int | None = None,
-    n_dynamic: int | None = None,
-    n_static: int | None = None,
-    smooth: str = "sqmap",
-    chunk_size: int = 256,
-    block_rows: int = 1024,
-    backend: Any = None,
+    options: TwotimeOptions | None = None,
+    engine: Engine | str = Engine.AUTO,
     device: Any = "auto",
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
-    with_scattering: bool = False,
-    c2_format: str = "full",
-    engine: str = "auto",
 ) -> TwotimeResult | TwotimeRun:
     """Two-time maps of selected dynamic bins from a frame stream.
 
     Parameters
     ----------
-    frames : (N, H, W) array or iterable of (n, H, W) chunks
-    dynamic_roi_map, static_roi_map, mask
-        As for :func:`correlate_multitau`.
-    dq_bins : str or list of int, optional
-        1-based dynamic bins (``"1-5,8"``); default all non-empty bins.
-    n_frames : int, optional
-        Required for an iterable.
-    smooth : {"sqmap", "dqmap"}
-        Per-frame normalisation group: static bin (default) or dynamic bin.
-    chunk_size, block_rows : int
-        Frames per read; rows per matrix-product block.
+    frames, partition
+        As for :func:`~xpcsviewer.compute.multitau.correlate_multitau`.
+    spec : CorrelateSpec, optional
+        ``dq``: the 1-based dynamic bins (``"1-5,8"`` or numbers; default all non-empty
+        bins); ``smooth``: the per-frame normalisation group, static bin (``sqmap``) or
+        dynamic bin (``dqmap``).
+    options : TwotimeOptions, optional
+        ``chunk_size`` (frames per read of an array), ``block_rows`` (rows per
+        matrix-product block), ``backend``, ``with_scattering`` (also the
+        temporal/spatial means of the same pass: a ``TwotimeRun``) and ``c2_format``
+        (``"upper32"``: the float32 upper triangles a result file stores).
+    engine : {auto, array}
+        See :func:`twotime_map` (``auto`` runs CPU jobs on BLAS, never compiling).
     progress, cancel
         Reported / checked between chunks and between bins.
-    with_scattering : bool
-        Also return the temporal/spatial means of the same pass.
-    c2_format : {"full", "upper32"}
-        ``"full"``: symmetric float64 maps. ``"upper32"``: float32 upper triangles
-        (lower triangle zero), exactly what a result file stores, at a quarter of the
-        memory; g2 is computed from the float64 map before the cast either way.
-    engine : {"auto", "backend"}
-        See :func:`twotime_map` (``"auto"`` runs CPU jobs on BLAS, never compiling).
 
     Returns
     -------
     TwotimeResult or TwotimeRun
     """
-    if smooth not in ("sqmap", "dqmap"):
-        raise ValueError(f"smooth must be 'sqmap' or 'dqmap', got {smooth!r}")
+    spec = spec if spec is not None else CorrelateSpec()
+    opt = options if options is not None else TwotimeOptions()
+    smooth, c2_format, block_rows = spec.smooth, opt.c2_format, opt.block_rows
     if c2_format not in ("full", "upper32"):
         raise ValueError(f"c2_format must be 'full' or 'upper32', got {c2_format!r}")
-    if hasattr(frames, "shape"):
-        if frames.ndim != 3:
-            raise ValueError(f"frames must be (N, H, W), got shape {frames.shape}")
-        n_frames = frames.shape[0] if n_frames is None else n_frames
-        chunks: Iterable[np.ndarray] = iter_array_chunks(frames, chunk_size)
-    else:
-        if n_frames is None:
-            raise ValueError("n_frames is required when frames is an iterable of chunks")
-        chunks = frames
-    be = backend if backend is not None else get_backend()
-    pixels: PixelBins = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
-    bins = parse_bins(dq_bins, pixels.n_dynamic)
+    chunks, n_frames = frame_chunks(frames, opt.chunk_size)
+    be = opt.backend if opt.backend is not None else get_backend()
+    pixels: PixelBins = Partition.of(partition).pixels()
+    bins = parse_bins(spec.dq, pixels.n_dynamic)
     bins = bins[pixels.dynamic_count[bins - 1] > 0]
     # pixels of the selected bins, grouped bin by bin and, inside a bin, by
     # normalisation group (C does not depend on pixel order; tiles normalise by reduceat)
@@ -503,21 +488,18 @@ def correlate_twotime(
         if be.name == "numpy"
         else resolve_device(device, work=float(n_frames) * n_frames * max(len(order), 1) / 64)
     )
-    if engine not in ("auto", "backend"):
-        raise ValueError(f"engine must be 'auto' or 'backend', got {engine!r}")
-    if engine == "auto" and _cpu_engine(be, dev):
+    engine = _dense_engine(engine)
+    if engine is Engine.AUTO and _cpu_engine(be, dev):
         # BLAS through NumPy, the sums on NumPy too: nothing of this job needs XLA
         # (nor a compiled kernel)
         from xpcsviewer.compute._twotime_cpu import correlate_cpu
 
-        return correlate_cpu(chunks, n_frames, pixels, bins, smooth=smooth,
-                              block_rows=block_rows, progress=progress, cancel=cancel,
-                              with_scattering=with_scattering, full=c2_format == "full")
+        return correlate_cpu(chunks, n_frames, pixels, bins, spec, opt, progress, cancel)
     store: np.ndarray | None = None
     # the means are host sums of the frames being read: on the device they would send
     # every frame again as float64 (4x a uint16 frame) and compile per chunk shape
     acc = (ScatteringAccumulator(pixels, n_frames, backend=get_backend("numpy"), device=None)
-           if with_scattering else None)
+           if opt.with_scattering else None)
     done = 0
     total_steps = n_frames + len(bins)
     report(progress, cancel, 0, total_steps, "two-time: reading")
@@ -538,7 +520,7 @@ def correlate_twotime(
     bounds = np.searchsorted(sel_dyn, bins - 1, side="left")
     ends = np.searchsorted(sel_dyn, bins - 1, side="right")
     full = c2_format == "full"
-    cpu = engine == "auto" and _cpu_engine(be, dev)
+    cpu = engine is Engine.AUTO and _cpu_engine(be, dev)
     flat = np.empty(n_frames * n_frames + n_frames)  # one float64 map buffer for all bins
     on_device = None
     if not cpu and be.name == "jax":

@@ -33,14 +33,16 @@ rule for signed data cannot be folded into block averages.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute._binning import PixelBins, select_pixels
+from xpcsviewer.compute._binning import PixelBins
 from xpcsviewer.compute._multitau_cpu import available, worth_compiling
 from xpcsviewer.compute._twotime_ages_levels import Level, level_plan
+from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
+from xpcsviewer.compute.options import AgesOptions
+from xpcsviewer.compute.spec import CorrelateSpec, Engine
 from xpcsviewer.compute.twotime import parse_bins
 from xpcsviewer.io.results.age_lag import AgeLagLevel, AgeLagMap
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
@@ -61,14 +63,12 @@ def age_lag_bytes(n_frames: int, points_per_level: int, n_bins: int) -> int:
     return 8 * cells * (n_bins + 1)
 
 
-def _kernels(engine: str, work: float) -> Any:
-    """The numba kernels' module for ``engine`` ("auto": when numba is installed and the
+def _kernels(engine: Engine, work: float) -> Any:
+    """The numba kernels' module for ``engine`` (``auto``: when numba is installed and the
     job has :data:`COMPILED_MIN_WORK` pixel-frames), or None (NumPy and BLAS)."""
-    if engine not in ("auto", "numba", "blas"):
-        raise ValueError(f"engine must be 'auto', 'numba' or 'blas', got {engine!r}")
-    if engine == "numba" and not available():
+    if engine is Engine.COMPILED and not available():
         raise ValueError("engine='numba' needs numba, which is not installed")
-    if engine == "blas" or (engine == "auto" and not worth_compiling(work)):
+    if engine is Engine.ARRAY or (engine is Engine.AUTO and not worth_compiling(work)):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's notices about caching and threading
@@ -80,7 +80,7 @@ class _Accumulator:
     """The correlator's state: pixel layout, per-frame normalisation and the levels."""
 
     def __init__(self, pixels: PixelBins, bins: np.ndarray, n_frames: int, smooth: str,
-                 m: int, max_levels: int | None, batch: int, engine: str) -> None:
+                 m: int, max_levels: int | None, batch: int, engine: Engine) -> None:
         sel = np.flatnonzero(np.isin(pixels.dynamic_id, bins - 1))
         grp_all = pixels.static_id if smooth == "sqmap" else pixels.dynamic_id
         order = sel[np.lexsort((grp_all[sel], pixels.dynamic_id[sel]))]
@@ -185,45 +185,46 @@ class _Accumulator:
                                  "entry": ENTRY, "engine": self.engine})
 
 
-def _setup(dynamic_roi_map: np.ndarray, static_roi_map: np.ndarray, mask: np.ndarray | None,
-           dq_bins: Any, n_frames: int, n_dynamic: int | None, n_static: int | None,
-           smooth: str, points_per_level: int, max_levels: int | None, batch: int,
-           engine: str) -> tuple[PixelBins, np.ndarray, _Accumulator]:
-    if smooth not in ("sqmap", "dqmap"):
-        raise ValueError(f"smooth must be 'sqmap' or 'dqmap', got {smooth!r}")
-    if int(points_per_level) < 1:
-        raise ValueError(f"points_per_level must be >= 1, got {points_per_level}")
-    if int(batch) < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
+def _setup(partition: Partition | Any, spec: CorrelateSpec | None, n_frames: int,
+           options: AgesOptions | None, engine: Engine | str
+           ) -> tuple[PixelBins, np.ndarray, _Accumulator, CorrelateSpec, AgesOptions]:
+    spec = spec if spec is not None else CorrelateSpec()
+    opt = options if options is not None else AgesOptions()
+    engine = Engine.parse(engine)
+    if engine not in (Engine.AUTO, Engine.COMPILED, Engine.ARRAY):
+        raise ValueError(f"engine must be auto, compiled (numba) or array (blas), "
+                         f"got {engine.value!r}")
+    points = int(spec.ages_points)
+    if points < 1:
+        raise ValueError(f"points_per_level must be >= 1, got {points}")
+    if int(opt.batch) < 1:
+        raise ValueError(f"batch must be >= 1, got {opt.batch}")
     if int(n_frames) < 1:
         raise ValueError(f"n_frames must be >= 1, got {n_frames}")
-    pixels = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
-    bins = parse_bins(dq_bins, pixels.n_dynamic)
+    pixels = Partition.of(partition).pixels()
+    bins = parse_bins(spec.dq, pixels.n_dynamic)
     bins = bins[pixels.dynamic_count[bins - 1] > 0]
     if bins.size == 0:
         raise ValueError("no pixels in the selected dynamic bins")
-    acc = _Accumulator(pixels, bins, int(n_frames), smooth, int(points_per_level),
-                       max_levels, int(batch), engine)
-    return pixels, bins, acc
+    acc = _Accumulator(pixels, bins, int(n_frames), spec.smooth, points, opt.max_levels,
+                       int(opt.batch), engine)
+    return pixels, bins, acc, spec, opt
+
+
+def _frame_time(frames: Any, opt: AgesOptions) -> float:
+    """Seconds per correlated frame: the options', else the stream's step, else 1 s."""
+    if opt.frame_time is not None:
+        return float(opt.frame_time)
+    return frames.t0 if isinstance(frames, FrameStream) else 1.0
 
 
 def correlate_twotime_ages(
-    frames: np.ndarray | Iterable[np.ndarray],
-    dynamic_roi_map: np.ndarray,
-    static_roi_map: np.ndarray,
-    mask: np.ndarray | None = None,
+    frames: FrameStream | np.ndarray,
+    partition: Partition | Any,
+    spec: CorrelateSpec | None = None,
     *,
-    dq_bins: str | Sequence[int] | None = None,
-    n_frames: int | None = None,
-    n_dynamic: int | None = None,
-    n_static: int | None = None,
-    smooth: str = "sqmap",
-    points_per_level: int = 8,
-    max_levels: int | None = None,
-    frame_time: float = 1.0,
-    chunk_size: int = 256,
-    batch: int = 32,
-    engine: str = "auto",
+    options: AgesOptions | None = None,
+    engine: Engine | str = Engine.AUTO,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> AgeLagMap:
@@ -231,23 +232,20 @@ def correlate_twotime_ages(
 
     Parameters
     ----------
-    frames : (N, H, W) array or iterable of (n, H, W) chunks
+    frames : FrameStream or (N, H, W) array
         Counts (non-negative); read once, chunk by chunk.
-    dynamic_roi_map, static_roi_map, mask, dq_bins, n_dynamic, n_static, smooth
+    partition : Partition or QMap
         As for :func:`~xpcsviewer.compute.twotime.correlate_twotime`.
-    n_frames : int, optional
-        Required for an iterable.
-    points_per_level : int
-        m: level 0 has lags 0 .. 2m-1 frames, level l >= 1 lags m .. 2m-1 blocks.
-    max_levels : int, optional
-        At most this many levels (default: while a level has an entry).
-    frame_time : float
-        Seconds per frame, recorded in the map.
-    chunk_size, batch : int
-        Frames per read of an array; first blocks per kernel call.
-    engine : {"auto", "numba", "blas"}
-        The entries' kernel: numba (parallel, exactly the entries) or one BLAS product
-        per bin and batch; ``"auto"``: numba when installed, for jobs of at least
+    spec : CorrelateSpec, optional
+        ``dq`` and ``smooth`` as for the full map; ``ages_points`` m: level 0 has lags
+        0 .. 2m-1 frames, level l >= 1 lags m .. 2m-1 blocks.
+    options : AgesOptions, optional
+        ``frame_time`` (recorded in the map), ``max_levels``, ``chunk_size`` (frames
+        per read of an array), ``batch`` (first blocks per kernel call).
+    engine : {auto, compiled, array}
+        The entries' kernel: numba (``compiled``, old word ``numba``: parallel, exactly
+        the entries) or one BLAS product per bin and batch (``array``, old word
+        ``blas``); ``auto``: numba when installed, for jobs of at least
         ``COMPILED_MIN_WORK`` pixel-frames.
     progress, cancel
         Reported / checked between chunks. May run off the main thread.
@@ -257,58 +255,38 @@ def correlate_twotime_ages(
     AgeLagMap
         float64; entry definition in the module notes.
     """
-    if hasattr(frames, "shape"):
-        if frames.ndim != 3:
-            raise ValueError(f"frames must be (N, H, W), got shape {frames.shape}")
-        n_frames = frames.shape[0] if n_frames is None else n_frames
-        chunks: Iterable[np.ndarray] = (frames[a : a + chunk_size]
-                                        for a in range(0, frames.shape[0], chunk_size))
-    else:
-        if n_frames is None:
-            raise ValueError("n_frames is required when frames is an iterable of chunks")
-        chunks = frames
-    _pixels, bins, acc = _setup(dynamic_roi_map, static_roi_map, mask, dq_bins, n_frames,
-                                n_dynamic, n_static, smooth, points_per_level, max_levels,
-                                batch, engine)
+    chunk_size = (options or AgesOptions()).chunk_size
+    chunks, n_frames = frame_chunks(frames, chunk_size)
+    _pixels, bins, acc, spec, opt = _setup(partition, spec, n_frames, options, engine)
     report(progress, cancel, 0, int(n_frames), "two-time ages")
     for chunk in chunks:
         acc.add_frames(np.asarray(chunk).reshape(chunk.shape[0], -1))
         report(progress, cancel, acc.done, int(n_frames), "two-time ages")
-    return acc.result(frame_time, bins, smooth, points_per_level)
+    return acc.result(_frame_time(frames, opt), bins, spec.smooth, int(spec.ages_points))
 
 
 def correlate_twotime_ages_events(
-    blocks: Iterable[Any],
-    dynamic_roi_map: np.ndarray,
-    static_roi_map: np.ndarray,
-    mask: np.ndarray | None = None,
+    frames: FrameStream,
+    partition: Partition | Any,
+    spec: CorrelateSpec | None = None,
     *,
-    n_frames: int,
-    dq_bins: str | Sequence[int] | None = None,
-    n_dynamic: int | None = None,
-    n_static: int | None = None,
-    smooth: str = "sqmap",
-    points_per_level: int = 8,
-    max_levels: int | None = None,
-    frame_time: float = 1.0,
-    rows_per_step: int = 256,
-    batch: int = 32,
-    engine: str = "auto",
+    options: AgesOptions | None = None,
+    engine: Engine | str = Engine.AUTO,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> AgeLagMap:
     """:func:`correlate_twotime_ages` from a stream of photon hits.
 
-    ``blocks`` are the :class:`~xpcsviewer.io.raw.sparse.EventBlock` s the sparse readers
-    give (hits of frames ``[start, stop)``, in order, covering 0..n_frames-1; values of
-    one pixel in one frame add). They are made dense ``rows_per_step`` frames at a time
-    over the selected pixels only: the map's cost is dense in pixels anyway (one row of
-    every selected pixel per block), so the result equals the dense path's on the same
-    frames to float64 round-off.
+    ``frames.open()`` gives the :class:`~xpcsviewer.io.raw.sparse.EventBlock` s the sparse
+    readers give (hits of frames ``[start, stop)``, in order, covering
+    0..n_frames-1; values of one pixel in one frame add). They are made dense
+    ``options.chunk_size`` frames at a time over the selected pixels only: the map's
+    cost is dense in pixels anyway (one row of every selected pixel per block), so the
+    result equals the dense path's on the same frames to float64 round-off.
     """
-    pixels, bins, acc = _setup(dynamic_roi_map, static_roi_map, mask, dq_bins, n_frames,
-                               n_dynamic, n_static, smooth, points_per_level, max_levels,
-                               batch, engine)
+    n_frames = int(frames.n_frames)
+    pixels, bins, acc, spec, opt = _setup(partition, spec, n_frames, options, engine)
+    rows_per_step = int(opt.chunk_size)
     local_of = np.full(pixels.n_pixels, -1, dtype=np.int64)
     local_of[acc.order] = np.arange(acc.n_pix)
     h, w = pixels.shape
@@ -316,7 +294,7 @@ def correlate_twotime_ages_events(
     lut[pixels.pixel_index] = local_of
     p = acc.n_pix
     report(progress, cancel, 0, int(n_frames), "two-time ages")
-    for blk in blocks:
+    for blk in frames.open():
         start, stop = int(blk.start), int(blk.stop)
         if start != acc.done:
             raise ValueError(f"event blocks must come in order: expected frame {acc.done}, "
@@ -341,4 +319,4 @@ def correlate_twotime_ages_events(
                                 minlength=(b - a) * p).reshape(b - a, p)
             acc.add(dense)
         report(progress, cancel, acc.done, int(n_frames), "two-time ages")
-    return acc.result(frame_time, bins, smooth, points_per_level)
+    return acc.result(_frame_time(frames, opt), bins, spec.smooth, int(spec.ages_points))

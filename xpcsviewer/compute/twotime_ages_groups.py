@@ -13,12 +13,15 @@ once, so the pass costs about what the bins' own map costs; the map is K times l
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute._binning import select_pixels
+from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.options import AgesOptions
+from xpcsviewer.compute.spec import CorrelateSpec
+from xpcsviewer.compute.twotime import parse_bins
 from xpcsviewer.compute.twotime_ages import (
     age_lag_bytes,
     correlate_twotime_ages,
@@ -28,7 +31,8 @@ from xpcsviewer.compute.twotime_groups import tile_groups
 from xpcsviewer.io.results.age_lag_groups import AgeLagGroups
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
-__all__ = ["AgeLagGroups", "age_lag_groups", "group_age_lag_bytes", "refined_partition"]
+__all__ = ["AgeLagGroups", "age_lag_groups", "age_lag_groups_events", "group_age_lag_bytes",
+           "refined_partition"]
 
 
 def group_age_lag_bytes(n_frames: int, points_per_level: int, n_bins: int,
@@ -37,21 +41,18 @@ def group_age_lag_bytes(n_frames: int, points_per_level: int, n_bins: int,
     return age_lag_bytes(n_frames, points_per_level, int(n_bins) * int(n_groups))
 
 
-def refined_partition(dynamic_roi_map: np.ndarray, static_roi_map: np.ndarray,
-                      mask: np.ndarray | None, bins: Sequence[int], *, n_groups: int,
-                      tile_px: int = 8, seed: int = 0, n_dynamic: int | None = None,
-                      n_static: int | None = None
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """The (bin, group) partition: (dynamic map, static map, pixels (K, B), number of
-    static bins of the refined map).
+def refined_partition(partition: Partition | Any, spec: CorrelateSpec
+                      ) -> tuple[Partition, np.ndarray]:
+    """The (bin, group) partition of the ``spec.dq`` bins and ``spec.groups`` groups
+    (tiles ``spec.group_tile``, seed ``spec.group_seed``), and its pixels (K, B).
 
-    Pixel of group g in the j-th of ``bins`` (1-based): dynamic bin j * K + g + 1,
+    Pixel of group g in the j-th of the bins (1-based): dynamic bin j * K + g + 1,
     static bin (s - 1) * K + g + 1 for its static bin s; every other pixel 0.
     """
-    bins = np.asarray(bins, dtype=np.int64).ravel()
-    k = int(n_groups)
-    pix = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
-    grp = tile_groups(pix.shape, k, tile_px, seed).ravel()
+    k = int(spec.groups)
+    pix = Partition.of(partition).pixels()
+    bins = parse_bins(spec.dq, pix.n_dynamic)
+    grp = tile_groups(pix.shape, k, int(spec.group_tile), int(spec.group_seed)).ravel()
     pos = np.full(pix.n_dynamic + 1, -1, dtype=np.int64)
     pos[bins - 1] = np.arange(bins.size)
     j = pos[pix.dynamic_id]
@@ -64,49 +65,59 @@ def refined_partition(dynamic_roi_map: np.ndarray, static_roi_map: np.ndarray,
     sta[flat] = pix.static_id[keep] * k + g + 1
     counts = np.zeros((k, bins.size), dtype=np.int64)
     np.add.at(counts, (g, j[keep]), 1)
-    return dyn.reshape(pix.shape), sta.reshape(pix.shape), counts, pix.n_static * k
+    refined = Partition(dyn.reshape(pix.shape), sta.reshape(pix.shape), None,
+                        n_dynamic=bins.size * k, n_static=pix.n_static * k)
+    return refined, counts
 
 
 def age_lag_groups(
-    source: Iterable[Any],
-    dynamic_roi_map: np.ndarray,
-    static_roi_map: np.ndarray,
-    mask: np.ndarray | None,
-    bins: Sequence[int],
-    n_frames: int,
+    frames: FrameStream | np.ndarray,
+    partition: Partition | Any,
+    spec: CorrelateSpec,
     *,
-    n_groups: int = 16,
-    tile_px: int = 8,
-    seed: int = 0,
-    photons: bool = False,
-    n_dynamic: int | None = None,
-    n_static: int | None = None,
-    points_per_level: int = 8,
-    frame_time: float = 1.0,
+    options: AgesOptions | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> AgeLagGroups:
-    """The age x lag maps of each pixel group of each bin, from one pass.
+    """The age x lag maps of each pixel group of each bin, from one pass of dense frames.
 
-    ``source``: (n, H, W) frame chunks, or the sparse readers' event blocks when
-    ``photons``; the same frames as the bins' own map. Other arguments as for
-    :func:`~xpcsviewer.compute.twotime_ages.correlate_twotime_ages` and
-    :func:`~xpcsviewer.compute.twotime_groups.tile_groups`.
+    ``frames``: the same frames as the bins' own map; ``spec``: ``dq`` the bins (the
+    map's own, as numbers), ``groups``, ``group_tile`` and ``group_seed`` the groups
+    (:func:`~xpcsviewer.compute.twotime_groups.tile_groups`), ``ages_points`` and
+    ``smooth`` as for
+    :func:`~xpcsviewer.compute.twotime_ages.correlate_twotime_ages`, as are
+    ``options``, ``progress`` and ``cancel``.
     """
-    bins = np.asarray(bins, dtype=np.int64).ravel()
-    k = int(n_groups)
+    return _groups(correlate_twotime_ages, frames, partition, spec, options, progress,
+                   cancel)
+
+
+def age_lag_groups_events(
+    frames: FrameStream,
+    partition: Partition | Any,
+    spec: CorrelateSpec,
+    *,
+    options: AgesOptions | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> AgeLagGroups:
+    """:func:`age_lag_groups` from the sparse readers' event blocks (``frames.open()``),
+    through :func:`~xpcsviewer.compute.twotime_ages.correlate_twotime_ages_events`."""
+    return _groups(correlate_twotime_ages_events, frames, partition, spec, options,
+                   progress, cancel)
+
+
+def _groups(run: Any, frames: Any, partition: Any, spec: CorrelateSpec,
+            options: AgesOptions | None, progress: Any, cancel: Any) -> AgeLagGroups:
+    k = int(spec.groups)
     if k < 1:
-        raise ValueError(f"n_groups must be at least 1, got {n_groups}")
-    dyn, sta, counts, n_sta = refined_partition(dynamic_roi_map, static_roi_map, mask, bins,
-                                         n_groups=k, tile_px=tile_px, seed=seed,
-                                         n_dynamic=n_dynamic, n_static=n_static)
+        raise ValueError(f"n_groups must be at least 1, got {k}")
+    part = Partition.of(partition)
+    refined, counts = refined_partition(part, spec)
     pairs = [int(p) for p in np.flatnonzero(counts.T.ravel() > 0) + 1]  # j * K + g + 1
     if not pairs:
         raise ValueError("no pixels in the selected dynamic bins")
-    kw = {"dq_bins": pairs, "n_frames": int(n_frames), "n_dynamic": bins.size * k,
-          "n_static": n_sta, "points_per_level": int(points_per_level),
-          "frame_time": float(frame_time), "progress": progress, "cancel": cancel}
-    run = correlate_twotime_ages_events if photons else correlate_twotime_ages
-    amap = run(source, dyn, sta, None, **kw)
-    return AgeLagGroups(bins=bins, pixels=counts, amap=amap, tile_px=int(tile_px),
-                        seed=int(seed))
+    amap = run(frames, refined, replace(spec, dq=tuple(pairs)), options=options,
+               progress=progress, cancel=cancel)
+    return AgeLagGroups(bins=parse_bins(spec.dq, part.n_dynamic), pixels=counts, amap=amap,
+                        tile_px=int(spec.group_tile), seed=int(spec.group_seed))

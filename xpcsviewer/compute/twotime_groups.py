@@ -16,12 +16,13 @@ the selected pixels' frames, as the two-time pass holds them; refused above
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute._binning import select_pixels
-from xpcsviewer.compute.twotime import keep_frames, twotime_map
+from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
+from xpcsviewer.compute.spec import CorrelateSpec
+from xpcsviewer.compute.twotime import keep_frames, parse_bins, twotime_map
 from xpcsviewer.io.results.twotime_groups import TwotimeGroups
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
@@ -63,18 +64,10 @@ def group_maps_bytes(n_frames: int, n_groups: int, n_bins: int) -> int:
 
 
 def group_maps(
-    chunks: Iterable[np.ndarray],
-    dynamic_roi_map: np.ndarray,
-    static_roi_map: np.ndarray,
-    mask: np.ndarray | None,
-    bins: Sequence[int],
-    n_frames: int,
+    frames: FrameStream | np.ndarray,
+    partition: Partition | Any,
+    spec: CorrelateSpec,
     *,
-    n_groups: int = 16,
-    tile_px: int = 8,
-    seed: int = 0,
-    n_dynamic: int | None = None,
-    n_static: int | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> TwotimeGroups:
@@ -82,14 +75,14 @@ def group_maps(
 
     Parameters
     ----------
-    chunks : iterable of (n, H, W) frame chunks
-        The frames the bins' own maps were made of (same selection), ``n_frames`` in all.
-    dynamic_roi_map, static_roi_map, mask
-        The partition, as for :func:`~xpcsviewer.compute.twotime.correlate_twotime`.
-    bins : sequence of int
-        1-based dynamic bins (the processed bins of the two-time result, in its order).
-    n_groups, tile_px, seed
-        See :func:`tile_groups`.
+    frames : FrameStream or (N, H, W) array
+        The frames the bins' own maps were made of (same selection).
+    partition : Partition or QMap
+        As for :func:`~xpcsviewer.compute.twotime.correlate_twotime`.
+    spec : CorrelateSpec
+        ``dq``: the 1-based dynamic bins (the processed bins of the two-time result, as
+        numbers); ``groups``, ``group_tile``, ``group_seed``: K, the tile side and the
+        seed of :func:`tile_groups`.
 
     Returns
     -------
@@ -98,13 +91,14 @@ def group_maps(
         normalised per static bin over the group's own pixels, as the bin's map is over
         all of them; NaN for a group with no pixel in the bin. ``pixels``: (K, B) counts.
     """
-    n = int(n_frames)
+    chunks, n = frame_chunks(frames, 256)
     if n > MAX_GROUP_FRAMES:
         raise ValueError(
             f"two-time group maps hold K x bins x N^2 floats: at most {MAX_GROUP_FRAMES} "
             f"frames, got {n} (use fewer frames or no group maps)")
-    bins = np.asarray(bins, dtype=np.int64).ravel()
-    pix = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
+    pix = Partition.of(partition).pixels()
+    bins = parse_bins(spec.dq, pix.n_dynamic)
+    n_groups, tile_px, seed = int(spec.groups), int(spec.group_tile), int(spec.group_seed)
     grp_map = tile_groups(pix.shape, n_groups, tile_px, seed).ravel()
     k = int(n_groups)
     sel = np.flatnonzero(np.isin(pix.dynamic_id, bins - 1))

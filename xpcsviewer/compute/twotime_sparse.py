@@ -35,14 +35,17 @@ Memory: about 16 bytes per kept hit while reading, 32 while sorting, then per bi
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute._binning import PixelBins, select_pixels
+from xpcsviewer.compute._binning import PixelBins
 from xpcsviewer.compute._multitau_cpu import available
 from xpcsviewer.compute._scattering_sparse import SparseScattering, pixel_lookup
+from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.options import TwotimeOptions
+from xpcsviewer.compute.spec import CorrelateSpec, Engine
 from xpcsviewer.compute.twotime import (
     TwotimeResult,
     TwotimeRun,
@@ -217,41 +220,35 @@ def _gram(t: np.ndarray, y: np.ndarray, pix: np.ndarray, ptr: np.ndarray, flat: 
 
 # ------------------------------------------------------------------ the job
 def correlate_twotime_events(
-    blocks: Iterable[Any],
-    dynamic_roi_map: np.ndarray,
-    static_roi_map: np.ndarray,
-    mask: np.ndarray | None = None,
+    frames: FrameStream,
+    partition: Partition | Any,
+    spec: CorrelateSpec | None = None,
     *,
-    n_frames: int,
-    dq_bins: str | Sequence[int] | None = None,
-    n_dynamic: int | None = None,
-    n_static: int | None = None,
-    smooth: str = "sqmap",
+    options: TwotimeOptions | None = None,
+    engine: Engine | str = Engine.AUTO,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
-    with_scattering: bool = False,
-    c2_format: str = "full",
-    engine: str = "auto",
 ) -> TwotimeResult | TwotimeRun:
     """Two-time maps of selected dynamic bins from a stream of hits.
 
     Parameters
     ----------
-    blocks : iterable of EventBlock
-        Hits of processed frames ``[start, stop)`` each (``frame``, flat detector
-        ``pixel``, ``value`` >= 0; a pixel hit twice in a frame: the values add),
-        covering frames 0..n_frames-1 in order.
-    dynamic_roi_map, static_roi_map, mask, dq_bins, n_dynamic, n_static, smooth, c2_format
-        As for :func:`~xpcsviewer.compute.twotime.correlate_twotime`.
-    n_frames : int
-        Processed frames of the stream.
+    frames : FrameStream
+        ``open()`` gives the EventBlocks of processed frames ``[start, stop)`` each
+        (``frame``, flat detector ``pixel``, ``value`` >= 0; a pixel hit twice in a
+        frame: the values add), covering frames 0..n_frames-1 in order.
+    partition, spec
+        As for :func:`~xpcsviewer.compute.twotime.correlate_twotime` (``spec.dq``,
+        ``spec.smooth``).
+    options : TwotimeOptions, optional
+        ``with_scattering`` (also the temporal/spatial means of all hits, a
+        :class:`SparseScattering`) and ``c2_format``, as there.
+    engine : {auto, compiled, array}
+        ``auto``: the compiled kernels when numba is installed and the job has at least
+        :data:`COMPILED_MIN_PAIRS` pairs, NumPy otherwise (old words: ``numba``,
+        ``numpy``).
     progress, cancel
         Reported / checked between blocks and between bins.
-    with_scattering : bool
-        Also return the temporal/spatial means of all hits (a :class:`SparseScattering`).
-    engine : {"auto", "numba", "numpy"}
-        ``"auto"``: the compiled kernels when numba is installed and the job has at least
-        :data:`COMPILED_MIN_PAIRS` pairs, NumPy otherwise.
 
     Returns
     -------
@@ -263,19 +260,21 @@ def correlate_twotime_events(
     ValueError
         Bad options, negative values, blocks out of order or not covering n_frames.
     """
-    if smooth not in ("sqmap", "dqmap"):
-        raise ValueError(f"smooth must be 'sqmap' or 'dqmap', got {smooth!r}")
+    spec = spec if spec is not None else CorrelateSpec()
+    opt = options if options is not None else TwotimeOptions()
+    smooth, c2_format = spec.smooth, opt.c2_format
     if c2_format not in ("full", "upper32"):
         raise ValueError(f"c2_format must be 'full' or 'upper32', got {c2_format!r}")
-    if engine not in ("auto", "numba", "numpy"):
-        raise ValueError(f"engine must be 'auto', 'numba' or 'numpy', got {engine!r}")
-    if engine == "numba" and not available():
+    engine = Engine.parse(engine)
+    if engine not in (Engine.AUTO, Engine.COMPILED, Engine.ARRAY):
+        raise ValueError(f"engine must be auto, compiled or array, got {engine.value!r}")
+    if engine is Engine.COMPILED and not available():
         raise ValueError("engine='numba' needs numba, which is not installed")
-    n_frames = int(n_frames)
+    n_frames = int(frames.n_frames)
     if n_frames < 0:
         raise ValueError(f"n_frames must be >= 0, got {n_frames}")
-    pixels: PixelBins = select_pixels(dynamic_roi_map, static_roi_map, mask, n_dynamic, n_static)
-    bins = parse_bins(dq_bins, pixels.n_dynamic)
+    pixels: PixelBins = Partition.of(partition).pixels()
+    bins = parse_bins(spec.dq, pixels.n_dynamic)
     bins = bins[pixels.dynamic_count[bins - 1] > 0]
     # local pixels: those of the selected bins, bin by bin, inside a bin by group
     sel = np.flatnonzero(np.isin(pixels.dynamic_id, bins - 1))
@@ -290,13 +289,13 @@ def correlate_twotime_events(
     n_det = lut.size
     t_dtype = np.int32 if n_frames < 2**31 - 1 else np.int64
 
-    acc = SparseScattering(pixels, n_frames) if with_scattering else None
+    acc = SparseScattering(pixels, n_frames) if opt.with_scattering else None
     counts = np.zeros(n_local, dtype=np.int64)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     done = 0
     total_steps = n_frames + len(bins)
     report(progress, cancel, 0, total_steps, "two-time: reading")
-    for blk in blocks:
+    for blk in frames.open():
         start, stop = int(blk.start), int(blk.stop)
         if start != done:
             raise ValueError(f"event blocks must come in order: expected frame {done}, "
@@ -338,8 +337,8 @@ def correlate_twotime_events(
         raise ValueError(f"expected {n_frames} frames, got {done}")
 
     pairs = twotime_pair_count(counts)
-    compiled = engine == "numba" or (engine == "auto" and pairs >= COMPILED_MIN_PAIRS
-                                     and available())
+    compiled = engine is Engine.COMPILED or (engine is Engine.AUTO
+                                             and pairs >= COMPILED_MIN_PAIRS and available())
     if parts:
         px_all = np.concatenate([p[0] for p in parts])
         fr_all = np.concatenate([p[1] for p in parts])

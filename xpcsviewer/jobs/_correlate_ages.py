@@ -8,6 +8,7 @@ memory grows as N log N, so it runs where the full map (N² per bin) cannot.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -29,24 +30,25 @@ def run_age_lag(qm: Any, n_frames: int, t0: float, bins: np.ndarray, points: int
     processed frame; ``chunks`` / ``events``: the checked frame or hit stream (one is
     used, by ``photons``; called once per pass).
     """
+    from xpcsviewer.compute.inputs import FrameStream
+    from xpcsviewer.compute.spec import CorrelateSpec
     from xpcsviewer.compute.twotime_ages import (
         correlate_twotime_ages,
         correlate_twotime_ages_events,
     )
 
-    maps = (qm.dynamic_roi_map, qm.static_roi_map, qm.mask)
-    kw = {"dq_bins": bins, "n_frames": int(n_frames), "n_dynamic": qm.n_dynamic,
-          "n_static": qm.n_static, "points_per_level": int(points),
-          "frame_time": float(t0), "progress": progress, "cancel": cancel}
-    amap = correlate_twotime_ages_events(events(), *maps, **kw) if photons else \
-        correlate_twotime_ages(chunks(), *maps, **kw)
+    # the default normalisation (sqmap) and seed (0), as this pass has always used
+    spec = CorrelateSpec(dq=None if bins is None else tuple(bins), ages=True,
+                         ages_points=int(points), groups=int(n_groups),
+                         group_tile=int(group_tile))
+    stream = FrameStream(events if photons else chunks, int(n_frames), float(t0))
+    run = correlate_twotime_ages_events if photons else correlate_twotime_ages
+    amap = run(stream, qm, spec, progress=progress, cancel=cancel)
     if not n_groups:
         return amap, None
-    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
+    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups, age_lag_groups_events
 
-    groups = age_lag_groups(events() if photons else chunks(), *maps, amap.bins,
-                            int(n_frames), n_groups=int(n_groups), tile_px=int(group_tile),
-                            photons=photons, n_dynamic=qm.n_dynamic, n_static=qm.n_static,
-                            points_per_level=int(points), frame_time=float(t0),
-                            progress=progress, cancel=cancel)
+    by_groups = age_lag_groups_events if photons else age_lag_groups
+    groups = by_groups(stream, qm, dataclasses.replace(spec, dq=tuple(amap.bins)),
+                       progress=progress, cancel=cancel)
     return amap, groups

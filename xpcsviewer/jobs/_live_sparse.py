@@ -32,18 +32,18 @@ def warm_photons(dtype: Any = np.uint16) -> bool:
 
     if not available():
         return False
+    from xpcsviewer.compute.inputs import Partition
+
     one = np.ones((1, 2), dtype=np.int64)
-    StreamingSparseMultitau(one, one).warm(np.dtype(dtype or np.uint16))
+    StreamingSparseMultitau(Partition(one, one)).warm(np.dtype(dtype or np.uint16))
     return True
 
 
-def photon_stream(qmap: Any, normalize_frame: bool, expected: int | None) -> Any:
-    """The photon correlator of ``qmap``."""
+def photon_stream(qmap: Any, spec: Any, expected: int | None) -> Any:
+    """The photon correlator of ``qmap`` (``spec``: the live run's CorrelateSpec)."""
     from xpcsviewer.compute.multitau_sparse import StreamingSparseMultitau
 
-    return StreamingSparseMultitau(
-        qmap.dynamic_roi_map, qmap.static_roi_map, qmap.mask, n_dynamic=qmap.n_dynamic,
-        n_static=qmap.n_static, normalize_frame=normalize_frame, expected_frames=expected)
+    return StreamingSparseMultitau(qmap, spec, expected_frames=expected)
 
 
 def frames_per_read(hits: int, frames: int) -> int:

@@ -57,6 +57,7 @@ def _rings(h: int, w: int, n_dyn: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _multitau(device: str, repeats: int) -> dict[str, float]:
+    from xpcsviewer.compute.inputs import Partition
     from xpcsviewer.compute.multitau import correlate_multitau
 
     rng = np.random.default_rng(0)
@@ -68,7 +69,7 @@ def _multitau(device: str, repeats: int) -> dict[str, float]:
         dq, sq = _rings(side, side, 8)
 
         def job(fr=fr, dq=dq, sq=sq) -> Any:
-            return correlate_multitau(fr, dq, sq, None, engine=engine, device=device)
+            return correlate_multitau(fr, Partition(dq, sq), engine=engine, device=device)
 
         if cold is None:
             cold = _best(job, 1)
@@ -78,6 +79,8 @@ def _multitau(device: str, repeats: int) -> dict[str, float]:
 
 def _twotime(device: str, repeats: int) -> dict[str, float]:
     from xpcsviewer.backends import get_backend
+    from xpcsviewer.compute.inputs import Partition
+    from xpcsviewer.compute.options import TwotimeOptions
     from xpcsviewer.compute.twotime import correlate_twotime
 
     rng = np.random.default_rng(1)
@@ -92,7 +95,8 @@ def _twotime(device: str, repeats: int) -> dict[str, float]:
         pix = float((dq > 0).sum())
 
         def job(fr=fr, dq=dq, sq=sq) -> Any:
-            return correlate_twotime(fr, dq, sq, backend=be, **kw)
+            return correlate_twotime(fr, Partition(dq, sq), options=TwotimeOptions(backend=be),
+                                     **kw)
 
         if cold is None:
             cold = _best(job, 1)

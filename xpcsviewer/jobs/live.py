@@ -144,12 +144,10 @@ class _Follower(_Reporting):
         if sparse is not False:
             self.photons = warm_photons(getattr(self.src, "dtype", None))
         if sparse and self.photons:
-            self.stream = photon_stream(qm, self.opts.normalize_frame, self.opts.frames)
+            self.stream = photon_stream(qm, self.opts.spec, self.opts.frames)
             return
-        self.stream = StreamingMultitau(
-            qm.dynamic_roi_map, qm.static_roi_map, qm.mask, n_dynamic=qm.n_dynamic,
-            n_static=qm.n_static, normalize_frame=self.opts.normalize_frame,
-            expected_frames=self.opts.frames, engine=_STREAM_WORD[self.opts.engine])
+        self.stream = StreamingMultitau(qm, self.opts.spec, expected_frames=self.opts.frames,
+                                        engine=self.opts.engine)
         self.stream.warm()
 
     @property
@@ -173,7 +171,7 @@ class _Follower(_Reporting):
             if getattr(self.src, "sparse", False) and not self.sparse and self.done == 0:
                 # a source that told its layout late: the photon correlator after all
                 if self.photons:
-                    self.stream = photon_stream(self.qmap, self.opts.normalize_frame,
+                    self.stream = photon_stream(self.qmap, self.opts.spec,
                                                 self.opts.frames)
                 else:
                     self.notes.append("photon correlator unavailable (needs numba): "
@@ -230,6 +228,7 @@ class _Follower(_Reporting):
     def _result(self, partial: bool, end: str | None, problem: str | None = None) -> Any:
         from xpcsviewer.compute.pipeline import (
             CorrelatedResult,
+            ResultRecord,
             assemble_result,
             multitau_model,
         )
@@ -246,9 +245,10 @@ class _Follower(_Reporting):
                           path="sparse" if self.sparse else "dense",
                           path_reason="live photon-sparse source")
         mt = multitau_model(r, t0, 1, 1, common)
+        record = ResultRecord(path=self.output, raw_path=raw, count_time=self.src.count_time,
+                              start_time=self.start_iso)
         res = assemble_result(self.qmap, s.scat, mt=mt, tt=None, segments=None,
-                              frame_time=t0, count_time=self.src.count_time,
-                              start_time=self.start_iso, path=self.output, raw_path=raw)
+                              frame_time=t0, record=record)
         live = {"partial": bool(partial), "frames": int(n), "source": str(self.src.describe()),
                 "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
         if end is not None:
@@ -277,8 +277,8 @@ class _Follower(_Reporting):
         return st
 
 
-#: the streaming correlator's words for the engines
-_STREAM_WORD = {Engine.AUTO: "auto", Engine.COMPILED: "compiled", Engine.ARRAY: "backend"}
+#: the engines of the streaming correlator
+_STREAM_ENGINES = (Engine.AUTO, Engine.COMPILED, Engine.ARRAY)
 
 
 def _warmed(fitter: Callable[[list[str]], list[Any]]) -> Callable[[list[str]], list[Any]]:
@@ -359,7 +359,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
     opts = options or LiveOptions()
     if not (opts.every > 0 and opts.idle > 0 and opts.poll > 0):
         raise ValueError("every, idle and poll must be positive")
-    if opts.engine not in _STREAM_WORD:
+    if opts.engine not in _STREAM_ENGINES:
         raise SpecError(f"live: engine {opts.engine.value} does not follow a stream")
     if isinstance(stop, threading.Event):
         ev = stop

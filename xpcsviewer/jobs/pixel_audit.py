@@ -12,7 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.pixel_audit import PixelAudit, audit_pixels, audit_table_rows, with_repeats
+from xpcsviewer.compute.pixel_audit import (
+    AuditOptions,
+    PixelAudit,
+    audit_pixels,
+    audit_table_rows,
+    with_repeats,
+)
 from xpcsviewer.jobs._g2_stack import STACK
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
@@ -62,8 +68,8 @@ def audit_file(
     try:
         return audit_pixels(read, qm, n_delays=int(mt.delay_frames.size),
                             correlated=correlated_pixels(src.qmap),
-                            label=Path(path).name, progress=progress, cancel=cancel,
-                            **options)
+                            options=AuditOptions(label=Path(path).name, **options),
+                            progress=progress, cancel=cancel)
     except ValueError as exc:
         raise XpcsFileError(path, str(exc), dataset=STACK,
                             expected="finite G2, IP, IF inside the file's q-bins") from None

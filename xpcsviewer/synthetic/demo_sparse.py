@@ -169,7 +169,8 @@ def file_digest(path: Path) -> tuple[int, str]:
 # ---------------------------------------------------------------------- geometry
 def _detector(spec: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
     """(partition, q, phi, roi mask) of the spec's whole detector."""
-    from xpcsviewer.compute.partition import make_partition
+    from xpcsviewer.compute.partition import PartitionGrid, make_partition
+    from xpcsviewer.compute.qmap import DetectorGeometry
     from xpcsviewer.synthetic.speckle import Geometry
 
     geo = Geometry(**spec["geometry"])
@@ -186,11 +187,11 @@ def _detector(spec: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray, np.nda
         mask &= r <= part["r_max_px"]
     if spec["layout"] == "rigaku-3m":
         mask &= ~_gaps((h, w))
-    qm = make_partition(
-        q, phi, mask, part.get("dq_num", 4), part.get("sq_num", 16),
-        part.get("dp_num", 1), part.get("sp_num", 1),
+    grid = PartitionGrid(part.get("dq_num", 4), part.get("sq_num", 16),
+                         part.get("dp_num", 1), part.get("sp_num", 1))
+    qm = make_partition(q, phi, mask, grid, DetectorGeometry(
         beam_center_x=geo.bcx, beam_center_y=geo.bcy, detector_distance=geo.det_dist_m,
-        pixel_size=geo.pixel_size_m, energy_kev=geo.energy_kev)
+        pixel_size=geo.pixel_size_m, energy_kev=geo.energy_kev))
     return qm, q, phi, mask
 
 

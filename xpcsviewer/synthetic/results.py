@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.partition import make_partition
+from xpcsviewer.compute.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.io.results.model import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.synthetic.analytic import (
     c2_model,
@@ -66,21 +67,12 @@ def spec_qmap(spec: dict[str, Any]) -> tuple[QMap, np.ndarray, np.ndarray]:
             )
         )
         mask &= r > spec["beamstop_px"]
-    qm = make_partition(
-        q,
-        phi,
-        mask,
-        part.get("dq_num", 12),
-        part.get("sq_num", 120),
-        part.get("dp_num", 1),
-        part.get("sp_num", 1),
-        q_style=part.get("q_style", "linear"),
-        beam_center_x=geo.bcx,
-        beam_center_y=geo.bcy,
-        detector_distance=geo.det_dist_m,
-        pixel_size=geo.pixel_size_m,
-        energy_kev=geo.energy_kev,
-    )
+    grid = PartitionGrid(part.get("dq_num", 12), part.get("sq_num", 120),
+                         part.get("dp_num", 1), part.get("sp_num", 1),
+                         q_style=part.get("q_style", "linear"))
+    qm = make_partition(q, phi, mask, grid, DetectorGeometry(
+        beam_center_x=geo.bcx, beam_center_y=geo.bcy, detector_distance=geo.det_dist_m,
+        pixel_size=geo.pixel_size_m, energy_kev=geo.energy_kev))
     return qm, q, phi
 
 

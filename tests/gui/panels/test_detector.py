@@ -21,6 +21,8 @@ from PySide6.QtWidgets import QApplication
 
 from tests.gui.panels.test_saxs_panels import assert_pixels_for
 from xpcsviewer.compute import masking
+from xpcsviewer.compute.partition import PartitionGrid
+from xpcsviewer.compute.qmap import DetectorGeometry
 
 pytestmark = pytest.mark.gui
 
@@ -207,7 +209,7 @@ def test_partition_editor_preview_and_qmap_file_like_the_cli(qtbot, detector, g0
 
     q, phi = compute_qmap(g.shape, g.energy_kev, g.detector_distance, g.pixel_size,
                           g.beam_center_x, g.beam_center_y)
-    ref = make_partition(q, phi, g.mask, 6, 18, 4, 8, q_style="log")
+    ref = make_partition(q, phi, g.mask, PartitionGrid(6, 18, 4, 8, q_style="log"))
     np.testing.assert_array_equal(mine.dynamic_roi_map, ref.dynamic_roi_map)
     np.testing.assert_array_equal(mine.static_index_mapping, ref.static_index_mapping)
     ed.style_combo.setCurrentIndex(ed.style_combo.findData("linear"))
@@ -407,8 +409,9 @@ def _big_result(path: Path, shape=(1676, 2100)) -> Path:
     q, phi = compute_qmap(shape, 10.0, 8.0, 75e-6, 1050.3, 830.7)
     mask = np.ones(shape, bool)
     mask[800:860, :] = False  # a module gap
-    qm = make_partition(q, phi, mask, 12, 120, beam_center_x=1050.3, beam_center_y=830.7,
-                        detector_distance=8.0, pixel_size=75e-6, energy_kev=10.0)
+    qm = make_partition(q, phi, mask, PartitionGrid(12, 120),
+                        DetectorGeometry(beam_center_x=1050.3, beam_center_y=830.7,
+                                         detector_distance=8.0, pixel_size=75e-6, energy_kev=10.0))
     t = np.arange(1, 9)
     g2 = np.ones((t.size, qm.n_dynamic)) + 0.1
     mt = Multitau(delay_frames=t, tau=t * 1e-5, g2=g2, g2_err=np.full(g2.shape, 1e-3),

@@ -111,16 +111,24 @@ def partition_job(shape: tuple[int, int], geometry: dict, mask: np.ndarray | Non
     ``geometry``: energy_kev, det_dist_m, pixel_size_m, bcx, bcy. ``settings``: dq_num,
     sq_num, dp_num, sp_num, q_style ("linear"/"log"), phi_offset, symmetry_fold.
     """
-    from xpcsviewer.compute.partition import check_consistency, geometry_partition
+    from xpcsviewer.compute.partition import (
+        PartitionGrid,
+        check_consistency,
+        geometry_partition,
+    )
+    from xpcsviewer.compute.qmap import DetectorGeometry
 
     report(progress, cancel, 0, 3, "partitioning")
     s = dict(settings)
-    qm = geometry_partition(
-        tuple(shape), geometry["energy_kev"], geometry["det_dist_m"], geometry["pixel_size_m"],
-        geometry["bcx"], geometry["bcy"], mask, int(s["dq_num"]), int(s["sq_num"]),
-        int(s["dp_num"]), int(s["sp_num"]), q_style=s.get("q_style", "linear"),
-        phi_offset=float(s.get("phi_offset", 0.0)),
-        symmetry_fold=int(s.get("symmetry_fold", 1)))
+    geo = DetectorGeometry(
+        beam_center_x=geometry["bcx"], beam_center_y=geometry["bcy"],
+        detector_distance=geometry["det_dist_m"], pixel_size=geometry["pixel_size_m"],
+        energy_kev=geometry["energy_kev"])
+    grid = PartitionGrid(int(s["dq_num"]), int(s["sq_num"]), int(s["dp_num"]),
+                         int(s["sp_num"]), q_style=s.get("q_style", "linear"),
+                         phi_offset=float(s.get("phi_offset", 0.0)),
+                         symmetry_fold=int(s.get("symmetry_fold", 1)))
+    qm = geometry_partition(tuple(shape), geo, mask, grid)
     problems = check_consistency(qm)
     if problems:  # a bug, never shown as a partition
         raise ValueError("inconsistent partition: " + "; ".join(problems))
