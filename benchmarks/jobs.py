@@ -66,8 +66,8 @@ def write_inputs(tmp: Path, size: int, n_frames: int, n_dyn: int, n_sta: int) ->
     """uint16 Poisson frames (.npy, written in blocks) and a /qmap file of rings."""
     sys.path.insert(0, str(REPO))
     from xpcsviewer.compute.partition import _compress, _smallest_uint
-    from xpcsviewer.io.results.model import QMap
     from xpcsviewer.io.results.writer import write_qmap_file
+    from xpcsviewer.model.result import QMap
 
     raw = tmp / f"raw_{size}_{n_frames}.npy"
     rng = np.random.default_rng(0)

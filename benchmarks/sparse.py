@@ -55,8 +55,8 @@ OURS = [str(PY), "-m", "xpcsviewer"]
 def ring_qmap(path: Path, shape: tuple[int, int], n_dyn: int = 36, n_sta: int = 360) -> Path:
     """A /qmap file of rings over the whole detector (every pixel correlated)."""
     from xpcsviewer.compute.partition import _compress, _smallest_uint
-    from xpcsviewer.io.results.model import QMap
     from xpcsviewer.io.results.writer import write_qmap_file
+    from xpcsviewer.model.result import QMap
 
     h, w = shape
     yy, xx = np.mgrid[:h, :w]

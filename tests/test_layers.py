@@ -20,6 +20,7 @@ FLOORS = [
     {"views", "jobs", "synthetic"},
     {"compute", "fitting", "batch"},
     {"io"},
+    {"model"},
     {"backends", "progress", "__init__"},
 ]
 _FLOOR = {name: k for k, floor in enumerate(FLOORS) for name in floor}
@@ -543,3 +544,55 @@ def test_the_io_rooms_do_not_import_each_other():
                 wrong.append(f"{path.relative_to(PKG)}:{line}: {m} -> {t}")
     assert len({m for m in mods if m.startswith(rooms)}) > 20
     assert wrong == []
+
+
+def _imported_roots(module: str) -> list[tuple[str, int]]:
+    """(imported module, line) of every import of ``module``, lazy ones too."""
+    out = []
+    for node in ast.walk(_tree_of(module)):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.append((node.module, node.lineno))
+    return out
+
+
+def test_compute_needs_no_file_code():
+    """Array code imports neither h5py nor ``io``: the values it makes and takes live in
+    ``model`` (ADR-12); the files are read and written above it."""
+    bad = [(m, t, line) for m in _modules() if m.startswith("xpcsviewer.compute")
+           for t, line in _imported_roots(m)
+           if t.split(".")[0] == "h5py" or t == "xpcsviewer.io" or t.startswith("xpcsviewer.io.")]
+    assert not bad, bad
+
+
+def _engine_words(tree: ast.AST) -> list[int]:
+    """Lines comparing an ``engine`` (a name or an attribute) with a string literal."""
+    def is_engine(n: ast.AST) -> bool:
+        return (isinstance(n, ast.Name) and n.id == "engine") or (
+            isinstance(n, ast.Attribute) and n.attr == "engine")
+
+    def is_text(n: ast.AST) -> bool:
+        if isinstance(n, ast.Constant):
+            return isinstance(n.value, str)
+        return isinstance(n, ast.Tuple | ast.List | ast.Set) and any(map(is_text, n.elts))
+
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Compare)
+            and any(is_engine(x) for x in [node.left, *node.comparators])
+            and any(is_text(x) for x in [node.left, *node.comparators])]
+
+
+def test_one_engine_vocabulary():
+    """Engines are compared as :class:`~xpcsviewer.compute.spec.Engine` members; only
+    ``Engine.parse`` reads the words (old ones are its aliases)."""
+    bad = {m: lines for m in _modules()
+           if m.startswith(("xpcsviewer.compute", "xpcsviewer.jobs"))
+           and m != "xpcsviewer.compute.spec"
+           for lines in [_engine_words(_tree_of(m))] if lines}
+    assert not bad, bad
+
+
+def test_rule_finders_find():
+    src = "if engine == 'auto' or self.engine in ('numba', 'blas'):\n    pass\n"
+    assert set(_engine_words(ast.parse(src))) == {1}
+    assert _engine_words(ast.parse("if engine is Engine.AUTO:\n    pass\n")) == []

@@ -14,7 +14,6 @@ import pytest
 from xpcsviewer.compute.averaging import PointAccumulator, baseline_value, robust_z
 from xpcsviewer.io import read_g2_stack_delay, read_result, read_saxs_2d, write_result
 from xpcsviewer.io.outputs import OutputRefusedError
-from xpcsviewer.io.results.model import Multitau, QMap, XpcsResult
 from xpcsviewer.jobs.average import (
     AverageOptions,
     IncompatibleFilesError,
@@ -23,6 +22,7 @@ from xpcsviewer.jobs.average import (
     average_files,
     screen_files,
 )
+from xpcsviewer.model.result import Multitau, QMap, XpcsResult
 from xpcsviewer.progress import Cancelled, CancelToken
 
 H, W = 12, 16

@@ -20,7 +20,7 @@ from xpcsviewer.compute.multitau_sparse import (
 from xpcsviewer.compute.options import MultitauOptions
 from xpcsviewer.compute.pipeline import multitau_segments
 from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.io.raw.sparse import EventBlock
+from xpcsviewer.model.events import EventBlock
 from xpcsviewer.progress import Cancelled, CancelToken
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,

@@ -16,7 +16,7 @@ from xpcsviewer.compute.pixel_audit import (
     ranked,
     with_repeats,
 )
-from xpcsviewer.io.results.model import QMap
+from xpcsviewer.model.result import QMap
 
 
 def _qmap(dq: np.ndarray, sq: np.ndarray, mask: np.ndarray) -> QMap:

@@ -16,7 +16,7 @@ from xpcsviewer.compute.saxs import (
     static_bin_mean,
     time_averaged_image,
 )
-from xpcsviewer.io.results.model import QMap
+from xpcsviewer.model.result import QMap
 
 BACKENDS = ["numpy", "jax"]
 

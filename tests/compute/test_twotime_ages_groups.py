@@ -65,7 +65,7 @@ def test_each_pair_is_the_groups_own_map(movie):
 
 def test_photon_hits_give_the_same_maps(movie):
     from xpcsviewer.compute.twotime_ages_groups import age_lag_groups, age_lag_groups_events
-    from xpcsviewer.io.raw.sparse import EventBlock
+    from xpcsviewer.model.events import EventBlock
 
     qm, _, frames, _ = movie
     n, (h, w) = frames.shape[0], qm.shape

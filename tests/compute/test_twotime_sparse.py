@@ -16,7 +16,7 @@ from xpcsviewer.compute.twotime_sparse import (
     estimate_pair_count,
     twotime_pair_count,
 )
-from xpcsviewer.io.raw.sparse import EventBlock
+from xpcsviewer.model.events import EventBlock
 
 ENGINES = [
     "numpy",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xpcsviewer.io.results.model import Multitau, QMap, Twotime, XpcsResult
+from xpcsviewer.model.result import Multitau, QMap, Twotime, XpcsResult
 
 D_TRUE = 1.0e5  # A^2/s
 BETA = 0.25

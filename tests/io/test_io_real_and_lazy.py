@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from xpcsviewer.io import read_c2, read_result, read_saxs_2d, scan_folder
-from xpcsviewer.io.results.model import QMap, Twotime, XpcsResult
 from xpcsviewer.io.results.reader import G2_MAX, g2_outliers
 from xpcsviewer.io.results.writer import write_result
+from xpcsviewer.model.result import QMap, Twotime, XpcsResult
 
 
 def test_all_real_files(real_data_dir):

@@ -222,7 +222,7 @@ def test_speckle_hits_are_the_frames_on_the_detector(rng):
 def test_arrivals_sorted_chunk_independent_and_g2():
     from xpcsviewer.compute.multitau_sparse import correlate_multitau_events
     from xpcsviewer.fitting.models import averaging_factors
-    from xpcsviewer.io.raw.sparse import EventBlock
+    from xpcsviewer.model.events import EventBlock
 
     tick, tau, beta, rate = 1.5625e-9, 200e-9, 0.5, 5e6
     shape = (16, 16)

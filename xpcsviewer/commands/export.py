@@ -394,7 +394,7 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
 
 
 def _unique_path_labels(files: Sequence[str | Path]) -> list[str]:
-    from xpcsviewer.io.results.model import path_label
+    from xpcsviewer.model.result import path_label
 
     class _Named:
         def __init__(self, p: str | Path) -> None:

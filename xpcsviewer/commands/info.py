@@ -31,8 +31,8 @@ import numpy as np
 
 from xpcsviewer.io.errors import display_path
 from xpcsviewer.io.outputs import to_jsonable
-from xpcsviewer.io.results.model import XpcsResult
 from xpcsviewer.io.results.reader import read_result
+from xpcsviewer.model.result import XpcsResult
 
 EXIT_BAD_INPUT = 3
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xpcsviewer.io.results.model import QMap
+from xpcsviewer.model.result import QMap
 
 __all__ = ["check_consistency"]
 

@@ -143,7 +143,7 @@ def _twotime_photons() -> None:
     """The sparse two-time kernels (their argument types do not depend on the hits')."""
     from xpcsviewer.compute.inputs import FrameStream, Partition
     from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
-    from xpcsviewer.io.raw.sparse import EventBlock
+    from xpcsviewer.model.events import EventBlock
 
     pixels = _tiny_pixels()
     h, w = pixels.shape

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from xpcsviewer.io.results.age_lag import AgeLagLevel, AgeLagMap
+from xpcsviewer.model.age_lag import AgeLagLevel, AgeLagMap
 
 __all__ = ["AgeLagLevel", "AgeLagMap", "entry_ages", "entry_t1", "from_full_maps"]
 

@@ -4,7 +4,7 @@ Every correlator entry takes ``(frames, partition, spec, *, options, engine, dev
 progress, cancel)`` or fewer: ``frames`` a :class:`FrameStream` (the job's frames, or
 the photon path's event blocks, with their number) or an (N, H, W) array;
 ``partition`` a :class:`Partition` (or anything with its attributes, such as a
-:class:`~xpcsviewer.io.results.model.QMap`); ``spec`` a
+:class:`~xpcsviewer.model.result.QMap`); ``spec`` a
 :class:`~xpcsviewer.compute.spec.CorrelateSpec`; ``options`` the correlator's own
 knobs (:mod:`xpcsviewer.compute.options`). Nothing here reads a file.
 """
@@ -86,7 +86,7 @@ class Partition:
         Masked pixels are skipped even where a map labels them.
     n_dynamic, n_static : int
         Numbers of bins; when not given, the maps' maxima. Give them when the q-map says
-        there are more bins than labelled pixels (a :class:`~xpcsviewer.io.results.model.QMap`
+        there are more bins than labelled pixels (a :class:`~xpcsviewer.model.result.QMap`
         does: :meth:`of`).
     """
 

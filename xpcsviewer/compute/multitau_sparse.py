@@ -397,7 +397,7 @@ class SparseMultitauCorrelator(MultitauCorrelator):
 
 def split_block(block: Any, at: int) -> tuple[Any, Any]:
     """An event block cut at processed frame ``at`` (``start < at < stop``)."""
-    from xpcsviewer.io.raw.sparse import EventBlock
+    from xpcsviewer.model.events import EventBlock
 
     k = int(np.searchsorted(block.frame, at, side="left"))
     a = EventBlock(block.start, at, block.frame[:k], block.pixel[:k], block.value[:k])
@@ -452,7 +452,7 @@ def correlate_multitau_events(
     snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
     events = 0
     report(progress, cancel, 0, n_frames, "multi-tau (photons)")
-    from xpcsviewer.io.raw.sparse import prefetched
+    from xpcsviewer.model.events import prefetched
 
     for block in prefetched(iter(blocks)):
         if block.start != corr.n_processed:
@@ -523,7 +523,8 @@ class StreamingSparseMultitau:
     the state.
     """
 
-    engine = "sparse"
+    engine = "sparse"  # what a live update reports (its JSON's "engine")
+    photons = True
 
     def __init__(self, partition: Partition | Any, spec: CorrelateSpec | None = None, *,
                  options: MultitauOptions | None = None,

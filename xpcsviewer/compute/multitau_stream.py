@@ -204,7 +204,7 @@ class StreamingMultitau:
     def warm(self, dtype: Any = np.uint16) -> None:
         """Load the compiled kernels for frames of ``dtype`` now (numba's cache: ~1 s the
         first time in a process), on a throwaway state, so the first frames do not wait."""
-        if self.engine != "compiled":
+        if Engine.parse(self.engine) is not Engine.COMPILED:
             return
         from xpcsviewer.compute._multitau_cpu import CpuLevels, frame_sums
 

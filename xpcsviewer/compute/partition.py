@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from xpcsviewer.compute._partition_check import check_consistency as _check_consistency
-from xpcsviewer.io.results.model import QMap
+from xpcsviewer.model.result import QMap
 
 __all__ = [
     "PartitionGrid",

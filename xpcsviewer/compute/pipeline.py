@@ -19,7 +19,7 @@ from xpcsviewer.compute.multitau import correlate_multitau
 from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
 from xpcsviewer.compute.spec import MODES, CorrelateSpec, Engine
 from xpcsviewer.compute.twotime import correlate_twotime
-from xpcsviewer.io.results.model import Multitau, QMap, Twotime, XpcsResult
+from xpcsviewer.model.result import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["MODES", "CorrelatedResult", "FrameStream", "ResultRecord", "assemble_result",

@@ -34,7 +34,7 @@ from xpcsviewer.compute.pipeline import (
     twotime_model,
 )
 from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.io.results.model import QMap
+from xpcsviewer.model.result import QMap
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["PathChoice", "choose_path", "correlate_events_to_result"]

@@ -32,7 +32,7 @@ import numpy as np
 
 from xpcsviewer.compute._binning import PixelBins, select_pixels
 from xpcsviewer.compute.multitau_pixels import ZERO_DENOMINATOR
-from xpcsviewer.io.results.model import QMap
+from xpcsviewer.model.result import QMap
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [

@@ -27,7 +27,7 @@ from xpcsviewer.backends import get_backend
 from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.multitau_pixels import combine_bin_sums, reduce_pixel_terms
 from xpcsviewer.compute.partition import check_consistency, restrict_partition
-from xpcsviewer.io.results.model import Multitau, QMap, XpcsResult
+from xpcsviewer.model.result import Multitau, QMap, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [

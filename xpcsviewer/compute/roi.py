@@ -201,7 +201,7 @@ def _qphi(shape: tuple[int, int], energy_kev: float, det_dist_m: float, pixel_si
 def integrate_rois(image: np.ndarray, rois: Sequence[SectorRoi], qmap,
                    progress=None, cancel=None) -> list[RoiProfile]:
     """Profiles of several ROIs on one image, with the geometry and mask of a
-    :class:`~xpcsviewer.io.results.model.QMap` (worker job; q and phi cached by geometry)."""
+    :class:`~xpcsviewer.model.result.QMap` (worker job; q and phi cached by geometry)."""
     img = np.asarray(image, dtype=np.float64)
     if qmap.energy_kev is None:
         raise ValueError("the file states no X-ray energy: q of the ROIs is unknown")

@@ -24,6 +24,7 @@ import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
 from xpcsviewer.compute._binning import kernel_cache, segment_sum_rows
+from xpcsviewer.compute.spec import Engine
 
 __all__ = [
     "Saxs1D",
@@ -63,7 +64,7 @@ class StaticBinner:
     backend : BackendProtocol, optional
     device : str or jax.Device, optional
         ``"auto"`` routes by image size.
-    engine : {"auto", "backend"}
+    engine : Engine or its word, auto or array (alias "backend")
         ``"auto"``: NumPy ``bincount`` whenever the job stays on the CPU (faster than
         a jitted scatter-add there), the backend's kernel on an accelerator;
         ``"backend"``: always the backend's kernel.
@@ -99,10 +100,11 @@ class StaticBinner:
                        else resolve_device(device, work=float(roi.size)))
         # On the CPU a bincount beats a jitted scatter-add (benchmarks/saxs_reduction.py):
         # JAX jobs that stay on the CPU bin with NumPy, accelerators with the kernel.
-        if engine not in ("auto", "backend"):
-            raise ValueError(f"engine must be 'auto' or 'backend', got {engine!r}")
+        engine = Engine.parse(engine)
+        if engine not in (Engine.AUTO, Engine.ARRAY):
+            raise ValueError(f"engine must be auto or array (backend), got {engine.value!r}")
         self._numpy = self.backend.name == "numpy" or (
-            engine == "auto"
+            engine is Engine.AUTO
             and (self.device is None or getattr(self.device, "platform", "cpu") == "cpu")
         )
         if self._numpy:
@@ -255,7 +257,7 @@ def saxs_1d(
     ----------
     image : (H, W) float
         E.g. the time-averaged image (mean counts / pixel / frame).
-    qmap : xpcsviewer.io.results.model.QMap
+    qmap : xpcsviewer.model.result.QMap
         Static ROI map, index mapping, bin centres and mask.
     use_mask : bool
         Exclude ``qmap.mask == 0`` pixels (the ROI maps usually exclude them already).

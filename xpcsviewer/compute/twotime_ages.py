@@ -44,7 +44,7 @@ from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
 from xpcsviewer.compute.options import AgesOptions
 from xpcsviewer.compute.spec import CorrelateSpec, Engine
 from xpcsviewer.compute.twotime import parse_bins
-from xpcsviewer.io.results.age_lag import AgeLagLevel, AgeLagMap
+from xpcsviewer.model.age_lag import AgeLagLevel, AgeLagMap
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = ["age_lag_bytes", "correlate_twotime_ages", "correlate_twotime_ages_events",

@@ -28,7 +28,7 @@ from xpcsviewer.compute.twotime_ages import (
     correlate_twotime_ages_events,
 )
 from xpcsviewer.compute.twotime_groups import tile_groups
-from xpcsviewer.io.results.age_lag_groups import AgeLagGroups
+from xpcsviewer.model.groups import AgeLagGroups
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["AgeLagGroups", "age_lag_groups", "age_lag_groups_events", "group_age_lag_bytes",

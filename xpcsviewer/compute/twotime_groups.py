@@ -23,7 +23,7 @@ import numpy as np
 from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.compute.twotime import keep_frames, parse_bins, twotime_map
-from xpcsviewer.io.results.twotime_groups import TwotimeGroups
+from xpcsviewer.model.groups import TwotimeGroups
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = ["MAX_GROUP_FRAMES", "TwotimeGroups", "group_maps", "group_maps_bytes", "tile_groups"]

@@ -74,7 +74,7 @@ class SharedArrays:
 
 
 class ResultCache:
-    """A small thread-safe LRU of :class:`~xpcsviewer.io.results.model.XpcsResult` by path.
+    """A small thread-safe LRU of :class:`~xpcsviewer.model.result.XpcsResult` by path.
 
     The key includes the file's modification time and size, so a file rewritten
     on disk (a new run into the same name) is read again.

@@ -8,7 +8,6 @@ mask files. The names below are the public ones, as before.
 """
 
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.results.model import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.io.results.reader import (
     C2View,
     FileSummary,
@@ -21,6 +20,7 @@ from xpcsviewer.io.results.reader import (
     scan_folder,
 )
 from xpcsviewer.io.results.writer import write_qmap_file, write_result
+from xpcsviewer.model.result import Multitau, QMap, Twotime, XpcsResult
 
 __all__ = [
     "C2View",

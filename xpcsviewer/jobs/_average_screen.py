@@ -18,7 +18,7 @@ from xpcsviewer.compute.averaging import (
     robust_z,
 )
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.results.model import XpcsResult
+from xpcsviewer.model.result import XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [

@@ -88,7 +88,7 @@ def checked_events(blocks: Iterator[Any], used: np.ndarray, raw: Any, notes: lis
     :class:`Masked` record of pixels left out for non-finite counts (``strict``: stop at a
     new one).
     """
-    from xpcsviewer.io.raw.sparse import EventBlock
+    from xpcsviewer.model.events import EventBlock
 
     dropped = 0
     for b in blocks:

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.io.errors import XpcsFileError
-from xpcsviewer.io.raw.sparse import EVENTS_PER_BLOCK, EventBlock
+from xpcsviewer.io.raw.sparse import EVENTS_PER_BLOCK
+from xpcsviewer.model.events import EventBlock
 
 __all__ = ["checked_hits", "frames_per_read", "photon_stream", "warm_photons"]
 

@@ -59,7 +59,6 @@ from xpcsviewer.compute.averaging import (
     MeanAccumulator,
     PointAccumulator,
 )
-from xpcsviewer.io.results.model import XpcsResult
 from xpcsviewer.jobs._average_screen import (
     AverageOptions,
     AverageSummary,
@@ -69,6 +68,7 @@ from xpcsviewer.jobs._average_screen import (
     UnreadableFilesError,
     screen_files,
 )
+from xpcsviewer.model.result import XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [

@@ -157,7 +157,7 @@ class _Follower(_Reporting):
 
     @property
     def sparse(self) -> bool:
-        return self.stream.engine == "sparse"
+        return bool(getattr(self.stream, "photons", False))
 
     @property
     def where(self) -> str | None:

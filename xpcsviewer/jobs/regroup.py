@@ -11,7 +11,7 @@ import numpy as np
 
 from xpcsviewer.compute.partition import restrict_partition
 from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2, regrouped_result
-from xpcsviewer.io.results.model import QMap, XpcsResult
+from xpcsviewer.model.result import QMap, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
 __all__ = ["regroup_file", "write_regrouped"]

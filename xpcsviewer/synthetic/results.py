@@ -15,7 +15,7 @@ import numpy as np
 
 from xpcsviewer.compute.partition import PartitionGrid, make_partition
 from xpcsviewer.compute.qmap import DetectorGeometry
-from xpcsviewer.io.results.model import Multitau, QMap, Twotime, XpcsResult
+from xpcsviewer.model.result import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.synthetic.analytic import (
     c2_model,
     decay_rate,

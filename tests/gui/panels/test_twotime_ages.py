@@ -275,8 +275,8 @@ def test_contrast_against_age_in_tab_and_figure(qtbot, panel, results):
 def test_the_tab_says_when_errors_come_from_pixel_groups(qtbot, panel, results, tmp_path):
     # a file with pixel-group maps: the tab's ages take the tau errors from them and say so
     from xpcsviewer.io import read_c2, read_result
-    from xpcsviewer.io.results.twotime_groups import TwotimeGroups
     from xpcsviewer.io.results.writer import write_result
+    from xpcsviewer.model.groups import TwotimeGroups
 
     src = results[0]
     tt = src.twotime

@@ -40,7 +40,6 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.gui.panels.base import BasePanel, Deferred
 from xpcsviewer.io.outputs import OutputRefusedError
-from xpcsviewer.io.results.model import path_label
 from xpcsviewer.jobs.average import (
     AverageOptions,
     AverageSummary,
@@ -50,6 +49,7 @@ from xpcsviewer.jobs.average import (
     average_files,
     screen_files,
 )
+from xpcsviewer.model.result import path_label
 from xpcsviewer.views.labels import average_output_name
 
 __all__ = ["AverageOutcome", "AveragePanel", "average_job"]

@@ -55,8 +55,8 @@ from xpcsviewer.io.raw.live_common import (
     writer_state,
 )
 from xpcsviewer.io.raw.live_hits import _check_index, _LiveHits, _read_1d
-from xpcsviewer.io.raw.sparse import EventBlock
 from xpcsviewer.io.raw.util import detector_shape
+from xpcsviewer.model.events import EventBlock
 
 __all__ = ["CsrBlockFolderSource", "GrowingCsrSource"]
 

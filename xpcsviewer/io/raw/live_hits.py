@@ -19,7 +19,8 @@ from xpcsviewer.io.raw.live_common import (
     READ_PIECE_BYTES,
     SourceState,
 )
-from xpcsviewer.io.raw.sparse import EventBlock, dense_frames
+from xpcsviewer.io.raw.sparse import dense_frames
+from xpcsviewer.model.events import EventBlock
 
 __all__ = ["_LiveHits"]
 

@@ -51,7 +51,7 @@ from xpcsviewer.io.raw.rigaku import (
     pixel_field,
     word_frame,
 )
-from xpcsviewer.io.raw.sparse import EventBlock
+from xpcsviewer.model.events import EventBlock
 
 __all__ = ["GrowingRigakuSource"]
 

@@ -1,6 +1,6 @@
 """Result files: what the correlators write and the viewer reads (docs/decisions.md, ADR-8).
 
-- :mod:`~xpcsviewer.io.results.model`: the in-memory result (``XpcsResult``, ``QMap``, ...);
+- :mod:`~xpcsviewer.model.result`: the in-memory result (``XpcsResult``, ``QMap``, ...);
 - :mod:`~xpcsviewer.io.results.reader` (over ``_analysis``, ``_bigdata``, ``_qmap_read``)
   and :mod:`~xpcsviewer.io.results.writer`; the names of the file's datasets: ``_schema``;
 - one module per optional part of a result: ``g2stack`` (the per-pixel G2 side file),

@@ -27,7 +27,7 @@ from xpcsviewer.io._h5 import (
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.results._schema import _META_MAX_ELEMENTS, C2_GROUP, G2_STACK_NAMES, MT, TT
 from xpcsviewer.io.results.g2_quality import SUSPECT_ERROR_RATIO, suspect_errors
-from xpcsviewer.io.results.model import Multitau, QMap, Twotime
+from xpcsviewer.model.result import Multitau, QMap, Twotime
 
 # --------------------------------------------------------------------------- metadata
 #: Units the APS 8-ID-I result format fixes for fields its files write without a

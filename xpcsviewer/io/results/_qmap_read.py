@@ -25,7 +25,7 @@ from xpcsviewer.io._h5 import (
 )
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.results._schema import ENERGY, ENTRY_DIST
-from xpcsviewer.io.results.model import QMap
+from xpcsviewer.model.result import QMap
 
 
 def _roi(f: h5py.File, path: str, shape: tuple[int, ...] | None) -> np.ndarray:

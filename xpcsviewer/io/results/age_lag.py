@@ -22,7 +22,7 @@ Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,47 +39,15 @@ from xpcsviewer.io._h5 import (
 )
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import check_h5_output
+from xpcsviewer.model.age_lag import AgeLagLevel, AgeLagMap
 
-__all__ = ["AGE_LAG_GROUP", "AgeLagInfo", "AgeLagLevel", "AgeLagMap", "has_age_lag",
+__all__ = ["AGE_LAG_GROUP", "AgeLagInfo", "has_age_lag",
            "read_age_lag", "read_age_lag_group", "read_age_lag_info", "write_age_lag_group"]
 
 AGE_LAG_GROUP = "/xpcs/twotime/age_lag"
 VERSION = "xpcsviewer-age-lag-1"
 #: ``AgeLagMap.config`` entries stored as text attributes of the group
 _TEXT_KEYS = ("smooth", "entry", "engine")
-
-
-@dataclass(frozen=True)
-class AgeLagLevel:
-    """One level of an age x lag map (float64 arrays)."""
-
-    width: int  #: frames per block
-    t1: np.ndarray  #: (n_t,) first frame of each block
-    lag: np.ndarray  #: (n_lag,) lag in frames between the two blocks' first frames
-    c: np.ndarray  #: (n_bins, n_t, n_lag) normalised C; NaN where the pair leaves the run
-    weight: np.ndarray  #: (n_t, n_lag) frame pairs behind each entry; 0 where c is NaN
-
-    def __post_init__(self) -> None:
-        n_t, n_lag = self.t1.shape[0], self.lag.shape[0]
-        if self.c.ndim != 3 or self.c.shape[1:] != (n_t, n_lag):
-            raise ValueError(f"c has shape {self.c.shape}, expected (n_bins, {n_t}, {n_lag})")
-        if self.weight.shape != (n_t, n_lag):
-            raise ValueError(f"weight has shape {self.weight.shape}, expected ({n_t}, {n_lag})")
-
-
-@dataclass(frozen=True)
-class AgeLagMap:
-    """A two-time map as levels of (start time, lag) entries.
-
-    ``config`` (added for the multi-tau correlator; defaults to empty) records how the
-    map was made: ``points_per_level``, ``smooth``, ``entry``, ``engine``.
-    """
-
-    bins: np.ndarray  #: (n_bins,) 1-based dynamic bins
-    n_frames: int
-    frame_time: float  #: seconds between frames (the analysis' t0)
-    levels: tuple[AgeLagLevel, ...]
-    config: dict[str, Any] = field(default_factory=dict)
 
 
 def _compression() -> dict[str, Any]:

@@ -22,7 +22,7 @@ Written inside the atomic write of the whole result file (:mod:`xpcsviewer.io.re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import h5py
@@ -33,51 +33,20 @@ from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.results.age_lag import (
     AGE_LAG_GROUP,
     AgeLagInfo,
-    AgeLagLevel,
-    AgeLagMap,
     read_age_lag_group,
     read_age_lag_info,
     write_age_lag_group,
 )
 from xpcsviewer.io.results.twotime_groups import GroupsHeader, read_header
+from xpcsviewer.model.age_lag import AgeLagMap
+from xpcsviewer.model.groups import AgeLagGroups
 
-__all__ = ["AGE_LAG_GROUPS_PATH", "AgeLagGroups", "has_age_lag_groups",
+__all__ = ["AGE_LAG_GROUPS_PATH", "has_age_lag_groups",
            "read_age_lag_groups", "read_age_lag_groups_group", "read_age_lag_groups_header",
            "write_age_lag_groups_group"]
 
 AGE_LAG_GROUPS_PATH = "/xpcs/twotime/age_lag_groups"
 _MAP = f"{AGE_LAG_GROUPS_PATH}/age_lag"
-
-
-@dataclass(frozen=True)
-class AgeLagGroups:
-    """The age x lag maps of K pixel groups of each of B bins, as one map of (bin, group)
-    pairs: ``amap.bins`` holds ``j * K + g + 1`` for group g of bin ``bins[j]`` (pairs
-    without pixels are left out)."""
-
-    bins: np.ndarray  #: (B,) 1-based dynamic bins
-    pixels: np.ndarray  #: (K, B) pixels of each group in each bin
-    amap: AgeLagMap
-    tile_px: int
-    seed: int
-
-    @property
-    def n_groups(self) -> int:
-        return int(self.pixels.shape[0])
-
-    def group_map(self, g: int, j: int) -> AgeLagMap | None:
-        """Group ``g``'s map of bin ``bins[j]`` (an AgeLagMap of that one bin), or None
-        when the group has no pixel there."""
-        key = int(j) * self.n_groups + int(g) + 1
-        at = np.flatnonzero(np.asarray(self.amap.bins) == key)
-        if at.size == 0:
-            return None
-        i = int(at[0])
-        levels = tuple(AgeLagLevel(width=lv.width, t1=lv.t1, lag=lv.lag, c=lv.c[i : i + 1],
-                                   weight=lv.weight) for lv in self.amap.levels)
-        return AgeLagMap(bins=np.array([int(self.bins[j])]), n_frames=self.amap.n_frames,
-                         frame_time=self.amap.frame_time, levels=levels,
-                         config=dict(self.amap.config))
 
 
 def write_age_lag_groups_group(parent: h5py.Group, groups: AgeLagGroups) -> h5py.Group:

@@ -2,7 +2,7 @@
 
 Every function opens the file read-only and without the HDF5 lock, reads what it
 needs and closes it again (no handle pool: a correlator may still be writing the
-folder). Small data go into :class:`~xpcsviewer.io.results.model.XpcsResult`; big data
+folder). Small data go into :class:`~xpcsviewer.model.result.XpcsResult`; big data
 (the 2-D image, two-time maps, the per-pixel G2 stack) have their own lazy
 functions. Bad input raises :class:`~xpcsviewer.io.errors.XpcsFileError` naming
 the file, the dataset and what was expected; a file still being written raises
@@ -61,7 +61,7 @@ from xpcsviewer.io.results.age_lag import (  # the multi-tau two-time map (issue
     read_age_lag,
     read_age_lag_info,
 )
-from xpcsviewer.io.results.model import QMap, XpcsResult
+from xpcsviewer.model.result import QMap, XpcsResult
 
 #: Time segments of the SAXS 1-D stability data (a handful in practice).
 MAX_SEGMENTS = 10_000

@@ -36,34 +36,15 @@ from xpcsviewer.io._h5 import (
 )
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.outputs import check_h5_output
+from xpcsviewer.model.groups import TwotimeGroups
 
-__all__ = ["GROUPS_PATH", "GroupsHeader", "TwotimeGroups", "has_twotime_groups",
+__all__ = ["GROUPS_PATH", "GroupsHeader", "has_twotime_groups",
            "read_header", "read_twotime_groups", "read_twotime_groups_group",
            "read_twotime_groups_header", "write_twotime_groups_group"]
 
 GROUPS_PATH = "/xpcs/twotime/groups"
 #: largest N x N of a group map the reader accepts
 MAX_FRAMES = 1 << 15
-
-
-@dataclass(frozen=True)
-class TwotimeGroups:
-    """Two-time maps of K pixel groups of each of B bins.
-
-    ``maps[j]`` is (K, N, N) for bin ``bins[j]``: as the correlator makes them, float32
-    upper triangles (lower zero); as :func:`read_twotime_groups` returns them, float64
-    full symmetric maps. NaN for a group with no pixel in the bin.
-    """
-
-    bins: np.ndarray  #: (B,) 1-based dynamic bins
-    pixels: np.ndarray  #: (K, B) pixels of each group in each bin
-    maps: list[np.ndarray]  #: per bin, (K, N, N)
-    tile_px: int  #: side of the square tiles dealt to the groups
-    seed: int  #: seed of the dealing (compute.twotime_groups.tile_groups)
-
-    @property
-    def n_groups(self) -> int:
-        return int(self.pixels.shape[0])
 
 
 def _compression() -> dict[str, Any]:

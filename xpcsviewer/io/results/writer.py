@@ -28,8 +28,8 @@ from xpcsviewer.io.results.g2stack import (
     link_g2_stack,
     open_g2_stack_writer,
 )
-from xpcsviewer.io.results.model import QMap, XpcsResult
 from xpcsviewer.io.results.twotime_groups import write_twotime_groups_group
+from xpcsviewer.model.result import QMap, XpcsResult
 
 __all__ = ["atomic_h5", "write_qmap_file", "write_qmap_group", "write_result",
            "write_result_with_g2_stack"]

@@ -311,7 +311,7 @@ class XpcsResult:
 
 def path_label(path: str | os.PathLike) -> str:
     """:attr:`XpcsResult.label` of a file at ``path``, without reading it."""
-    from xpcsviewer.io.errors import display_path
+    from xpcsviewer.model.text import display_path
 
     name = display_path(Path(path).name)
     for suffix in ("_results.hdf", "_results.h5", ".hdf", ".h5", ".hdf5", ".nxs"):
