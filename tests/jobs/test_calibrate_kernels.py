@@ -33,7 +33,7 @@ class _Proc:
 def cold(monkeypatch):
     import subprocess
 
-    from xpcsviewer.compute import precompile
+    from xpcsviewer.jobs import precompile
 
     monkeypatch.setattr(precompile, "available", lambda: True)
     monkeypatch.setattr(precompile, "cache_status", lambda: {

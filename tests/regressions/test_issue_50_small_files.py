@@ -66,7 +66,7 @@ def test_commands_run_with_a_profile_that_is_not_an_object(tmp_path, monkeypatch
 
 
 def test_kernel_record_that_is_not_an_object(tmp_path, monkeypatch):
-    from xpcsviewer.compute import precompile
+    from xpcsviewer.jobs import precompile
 
     rec = tmp_path / "record.json"
     monkeypatch.setattr(precompile, "_record_path", lambda: rec)

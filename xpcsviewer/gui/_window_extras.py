@@ -88,7 +88,7 @@ class WindowExtrasMixin:
             description=WARMUP_DESCRIPTION)
         # numba's correlators: a cold cache (new version, cleaned cache) is filled by a
         # low-priority child process, so no correlate job waits for the compiler
-        from xpcsviewer.compute.precompile import ensure_kernels
+        from xpcsviewer.jobs.precompile import ensure_kernels
 
         self.context.runner.submit(
             "warmup:kernels", ensure_kernels,

@@ -217,7 +217,7 @@ def calibrate(*, nuts: bool = True, repeats: int = 2,
         # an installed app has its numba kernels compiled (make's precompile step); a
         # cold cache would put ~10 s of one-time compilation into every CPU job's
         # estimate (an H200 host without it routed W1 to its GPU: 8.5 s vs 3.4 s)
-        from xpcsviewer.compute.precompile import ensure_kernels
+        from xpcsviewer.jobs.precompile import ensure_kernels
 
         say("numba kernels as installed ...")
 

@@ -10,7 +10,7 @@ on tiny inputs through the jobs' own code (the correlators and accumulators, nev
 kernels directly), so the cache holds exactly what the jobs ask for:
 
 - at install: ``make install`` / ``make test`` / ``make demo`` run
-  ``python -m xpcsviewer.compute.precompile`` after ``pip install`` and again whenever a
+  ``python -m xpcsviewer.jobs.precompile`` after ``pip install`` and again whenever a
   kernel module changes;
 - at the GUI's first start (a cleaned cache, a new version, another user of a read-only
   install): the start-up warm-up runs :func:`ensure_kernels` in a worker; when
@@ -33,7 +33,6 @@ against numba's index files without loading any machine code.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import importlib
@@ -60,12 +59,11 @@ __all__ = [
     "ensure_kernels",
     "guard_cache_writes",
     "kernel_dispatchers",
-    "main",
     "precompile_kernels",
     "tasks",
 ]
 
-from xpcsviewer.compute._precompile_tasks import (
+from xpcsviewer.jobs._precompile_tasks import (
     DENSE_DTYPES,
     HIT_LAYOUTS,
     HIT_VALUES,
@@ -75,6 +73,8 @@ from xpcsviewer.compute._precompile_tasks import (
 )
 
 _RECORD = "xpcsviewer-kernels.py{}{}.json"
+#: the command line that fills the cache (the install step; each child of a fill)
+PROGRAM = "xpcsviewer.commands._precompile"
 
 
 # ----------------------------------------------------------------------------- numba
@@ -125,8 +125,8 @@ def _sources() -> dict[str, str]:
     """sha256 of each kernel module's source (numba stamps its index the same way) and
     of the tasks' (they decide the signatures)."""
     out = {}
-    for name in (*KERNEL_MODULES, "xpcsviewer.compute.precompile",
-                 "xpcsviewer.compute._precompile_tasks"):
+    for name in (*KERNEL_MODULES, "xpcsviewer.jobs.precompile",
+                 "xpcsviewer.jobs._precompile_tasks", PROGRAM):
         spec = importlib.util.find_spec(name)
         path = Path(spec.origin) if spec and spec.origin else None
         out[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path else ""
@@ -265,7 +265,7 @@ def _run_groups(groups: list[list[Task]], jobs: int, quiet: bool,
                 cancel.raise_if_cancelled()
             while pending and len(running) < jobs:
                 group = pending.pop(0)
-                cmd = [sys.executable, "-m", "xpcsviewer.compute.precompile", "--json",
+                cmd = [sys.executable, "-m", PROGRAM, "--json",
                        "--group", group, "--force", "--no-record"]
                 sink = tempfile.TemporaryFile(mode="w+")  # no pipe to fill up
                 running.append((subprocess.Popen(cmd, stdout=sink), group, sink))
@@ -366,7 +366,7 @@ def ensure_kernels(progress: ProgressCallback | None = None,
     guard_cache_writes()
     report(progress, cancel, 0, len(status["missing"]), "compiling the correlators "
            "(first run only)")
-    cmd = [sys.executable, "-m", "xpcsviewer.compute.precompile", "--jobs",
+    cmd = [sys.executable, "-m", PROGRAM, "--jobs",
            str(max(1, int(jobs))), "--json", "--progress", *(["--nice"] if nice else [])]
     # its own process group: with jobs > 1 it starts compilers of its own, and a cancel
     # (a kill) must stop them too
@@ -470,60 +470,3 @@ def _previous_tasks() -> dict[str, Any]:
         return {}
     return rec.get("tasks", {}) if {k: rec.get(k) for k in ("numba", "python", "sources")} \
         == _identity() else {}
-
-
-# ----------------------------------------------------------------------------- command
-def main(argv: list[str] | None = None) -> int:
-    """``python -m xpcsviewer.compute.precompile``: fill the kernel cache (install step)."""
-    ap = argparse.ArgumentParser(
-        prog="python -m xpcsviewer.compute.precompile",
-        description="compile xpcsviewer's numba kernels into numba's cache, so that no "
-                    "job waits for a compile")
-    ap.add_argument("--check", action="store_true",
-                    help="only say whether the cache is warm (exit 1 when it is not)")
-    ap.add_argument("--force", action="store_true", help="run every task, even when warm")
-    ap.add_argument("--jobs", type=int, default=0,
-                    help="processes compiling at once (default: the CPU count, at most 4)")
-    ap.add_argument("--group", help=argparse.SUPPRESS)
-    ap.add_argument("--no-record", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--json", action="store_true", help="print the result as JSON")
-    ap.add_argument("--progress", action="store_true",
-                    help="print a JSON line per kernel set (for a parent process)")
-    ap.add_argument("--nice", action="store_true",
-                    help="run at low CPU priority (a background fill)")
-    ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args(argv)
-    if args.check:
-        st = cache_status()
-        print(json.dumps(st) if args.json else
-              f"{'warm' if st['warm'] else 'cold'}: {st['reason']} ({st['cache_dir']})")
-        return 0 if st["warm"] else 1
-    jobs = args.jobs if args.jobs > 0 else max(1, min(4, os.cpu_count() or 1))
-    if args.nice and hasattr(os, "nice"):
-        os.nice(10)
-
-    def lines(done: int, total: int, message: str = "") -> None:
-        name = message.split(": ", 1)[-1]
-        print(json.dumps({"progress": [done, total, name]}), flush=True)
-
-    try:
-        res = precompile_kernels(lines if args.progress else None, force=args.force,
-                                 jobs=jobs, group=args.group, record=not args.no_record,
-                                 quiet=args.quiet or args.json)
-    except Exception as exc:
-        print(f"xpcsviewer precompile: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(res))
-    elif not args.quiet:
-        if not res["ran"]:
-            print(f"numba kernels: cached already in {res['cache_dir']}", file=sys.stderr)
-        else:
-            print(f"numba kernels: {len(res['ran'])} kernel sets in "
-                  f"{res['seconds']['total']:.1f} s, cached in {res['cache_dir']}",
-                  file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
 """The install step's precompilation covers every numba kernel and every signature the
-jobs ask for, so that no job compiles (xpcsviewer.compute.precompile).
+jobs ask for, so that no job compiles (xpcsviewer.jobs.precompile).
 
 Nothing here compiles: each kernel is replaced by a stand-in that records the argument
 types numba would compile for (``numba.typeof``, as its dispatcher types a call) and
@@ -41,7 +41,7 @@ class Recorder:
         from numba import typeof
         from numba.core.typing.typeof import Purpose
 
-        from xpcsviewer.compute import precompile
+        from xpcsviewer.jobs import precompile
 
         def stand_in(name, py_func):
             def run(*args):
@@ -66,7 +66,7 @@ def _dtype(sig: str, arg: int = 0) -> str:
 
 @pytest.fixture(scope="module")
 def task_sigs():
-    from xpcsviewer.compute import precompile
+    from xpcsviewer.jobs import precompile
 
     rec = Recorder()
     with rec.stubs(), np.errstate(all="ignore"):
@@ -76,7 +76,7 @@ def task_sigs():
 
 
 def test_every_njit_lives_in_a_kernel_module():
-    from xpcsviewer.compute.precompile import KERNEL_MODULES
+    from xpcsviewer.jobs.precompile import KERNEL_MODULES
 
     pat = re.compile(r"@(numba\.)?(njit|jit|vectorize|guvectorize|cfunc|generated_jit)\b")
     found = set()
@@ -88,7 +88,7 @@ def test_every_njit_lives_in_a_kernel_module():
 
 
 def test_tasks_reach_every_kernel(task_sigs):
-    from xpcsviewer.compute import precompile
+    from xpcsviewer.jobs import precompile
 
     kernels = precompile.kernel_dispatchers()
     assert len(kernels) >= 14
@@ -96,7 +96,7 @@ def test_tasks_reach_every_kernel(task_sigs):
 
 
 def test_dense_kernels_for_every_frame_dtype(task_sigs):
-    from xpcsviewer.compute.precompile import DENSE_DTYPES
+    from xpcsviewer.jobs.precompile import DENSE_DTYPES
 
     for kernel in ("update", "frame_sums"):
         sigs = task_sigs[f"xpcsviewer.compute._multitau_numba.{kernel}"]
@@ -104,7 +104,7 @@ def test_dense_kernels_for_every_frame_dtype(task_sigs):
 
 
 def test_photon_kernels_for_every_hit_layout(task_sigs):
-    from xpcsviewer.compute.precompile import HIT_LAYOUTS, HIT_VALUES
+    from xpcsviewer.jobs.precompile import HIT_LAYOUTS, HIT_VALUES
 
     want = {(f, p, v) for f, p in HIT_LAYOUTS for v in HIT_VALUES}
     for kernel in ("scatter_hits", "hit_sums"):
@@ -210,7 +210,7 @@ def test_jobs_on_every_reader_need_no_other_signature(task_sigs, job_sigs):
 
 # ------------------------------------------------------------ the cache record
 def test_status_is_cold_without_a_matching_record(tmp_path, monkeypatch):
-    from xpcsviewer.compute import precompile
+    from xpcsviewer.jobs import precompile
 
     rec = tmp_path / "record.json"
     monkeypatch.setattr(precompile, "_record_path", lambda: rec)
@@ -233,7 +233,7 @@ def test_status_is_cold_without_a_matching_record(tmp_path, monkeypatch):
 
 
 def test_warm_cache_runs_nothing(tmp_path, monkeypatch):
-    from xpcsviewer.compute import precompile
+    from xpcsviewer.jobs import precompile
 
     monkeypatch.setattr(precompile, "cache_status", lambda: {
         "warm": True, "cache_dir": str(tmp_path), "missing": [], "reason": "test"})
@@ -247,7 +247,7 @@ def test_warm_cache_runs_nothing(tmp_path, monkeypatch):
 def test_guarded_index_writes_still_save(tmp_path):
     from numba.core.caching import IndexDataCacheFile
 
-    from xpcsviewer.compute import precompile
+    from xpcsviewer.jobs import precompile
 
     assert precompile.guard_cache_writes() in (True, False)
     assert precompile.guard_cache_writes() == precompile.guard_cache_writes()

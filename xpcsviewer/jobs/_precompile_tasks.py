@@ -1,4 +1,4 @@
-"""The precompilation tasks of :mod:`xpcsviewer.compute.precompile`: the jobs' own code
+"""The precompilation tasks of :mod:`xpcsviewer.jobs.precompile`: the jobs' own code
 paths on tiny inputs, one per frame dtype and hit layout the readers produce."""
 
 from __future__ import annotations
