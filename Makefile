@@ -23,7 +23,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 # numba's compiled correlators, compiled into its cache after installing and again when
 # a kernel module changes, so that no job, demo or test waits for the compiler
 # (docs/correlators.md, "Compiled kernels and their cache")
-KERNELS := $(wildcard xpcsviewer/compute/_*_numba.py) xpcsviewer/jobs/precompile.py \
+KERNELS := $(wildcard xpcsviewer/compute/*/_*numba.py) xpcsviewer/jobs/precompile.py \
 	xpcsviewer/commands/_precompile.py \
 	xpcsviewer/jobs/_precompile_tasks.py
 $(VENV)/.kernels: $(KERNELS) $(VENV)/.installed-app

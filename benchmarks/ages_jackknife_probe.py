@@ -52,7 +52,7 @@ def _frames(spec: dict, seed: int) -> tuple[np.ndarray, object]:
 
 def _maps(frames: np.ndarray, qm, bins: list[int], groups: np.ndarray, k: int):
     """Per bin: the whole map and the K group maps (full symmetric)."""
-    from xpcsviewer.compute.twotime import twotime_map
+    from xpcsviewer.compute.twotime.correlator import twotime_map
 
     dyn = np.asarray(qm.dynamic_roi_map)
     sta = np.asarray(qm.static_roi_map)
@@ -85,8 +85,8 @@ def _batch_sd(x: np.ndarray, w: np.ndarray) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from xpcsviewer.compute.age_lag import from_full_maps
-    from xpcsviewer.compute.ages import age_cuts
+    from xpcsviewer.compute.ages.age_lag import from_full_maps
+    from xpcsviewer.compute.ages.analysis import age_cuts
     from xpcsviewer.fitting.ageing_law import fit_law
     from xpcsviewer.jobs.ages import analyse_ages
     from xpcsviewer.synthetic.demo_specs import DEMO_SPECS

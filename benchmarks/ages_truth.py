@@ -51,7 +51,7 @@ def _override(spec: dict, sets: list[str]) -> dict:
 
 
 def _one(spec: dict, seed: int, args) -> tuple:
-    from xpcsviewer.compute.age_lag import from_full_maps
+    from xpcsviewer.compute.ages.age_lag import from_full_maps
     from xpcsviewer.jobs.ages import analyse_ages
     from xpcsviewer.synthetic.results import build_result, twotime_truth
 
@@ -61,10 +61,10 @@ def _one(spec: dict, seed: int, args) -> tuple:
         from dataclasses import replace
 
         from benchmarks.ages_jackknife_probe import _frames
+        from xpcsviewer.compute.ages.correlator import correlate_twotime_ages
+        from xpcsviewer.compute.ages.correlator_groups import age_lag_groups
         from xpcsviewer.compute.options import AgesOptions
         from xpcsviewer.compute.spec import CorrelateSpec
-        from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
-        from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
 
         frames, qm = _frames(spec, seed)
         ft = float(spec["acquisition"]["frame_time"])

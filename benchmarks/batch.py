@@ -94,8 +94,8 @@ def write_results(folder: Path, n: int) -> list[Path]:
 def write_raws(folder: Path, n: int, frames: int) -> tuple[Path, list[Path]]:
     import h5py
 
-    from xpcsviewer.compute.partition import PartitionGrid, make_partition
-    from xpcsviewer.compute.qmap import DetectorGeometry
+    from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+    from xpcsviewer.compute.detector.qmap import DetectorGeometry
     from xpcsviewer.io.results.writer import write_qmap_file
     from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 

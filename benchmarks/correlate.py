@@ -90,7 +90,7 @@ def worker(spec: dict) -> dict:
     base_rss = peak_rss_mb()
     out: dict = {**spec}
     if spec["kind"] == "multitau":
-        from xpcsviewer.compute.multitau import correlate_multitau
+        from xpcsviewer.compute.multitau.correlator import correlate_multitau
 
         part, opts = Partition(dq, sq), MultitauOptions(chunk_size=spec.get("chunk", 128),
                                                          backend=be)
@@ -116,7 +116,7 @@ def worker(spec: dict) -> dict:
         if spec.get("dump"):
             np.savez(spec["dump"], delays=res.delay_frames, g2=res.g2)
     elif spec["kind"] == "twotime":
-        from xpcsviewer.compute.twotime import correlate_twotime
+        from xpcsviewer.compute.twotime.correlator import correlate_twotime
 
         # the whole region is one dynamic bin (the expensive case), static rings inside
         dq1 = np.ones_like(dq)

@@ -65,7 +65,7 @@ def ring_maps(size: int, n_dyn: int, n_sta: int) -> tuple[np.ndarray, np.ndarray
 def write_inputs(tmp: Path, size: int, n_frames: int, n_dyn: int, n_sta: int) -> tuple[Path, Path]:
     """uint16 Poisson frames (.npy, written in blocks) and a /qmap file of rings."""
     sys.path.insert(0, str(REPO))
-    from xpcsviewer.compute.partition import _compress, _smallest_uint
+    from xpcsviewer.compute.detector.partition import _compress, _smallest_uint
     from xpcsviewer.io.results.writer import write_qmap_file
     from xpcsviewer.model.result import QMap
 
@@ -110,7 +110,7 @@ def hwm_mb() -> float:
 def mt_macs(n_frames: int, n_pix: int, m: int = 4) -> float:
     """Multiply-adds of the sums of products (the arithmetic of the level updates)."""
     sys.path.insert(0, str(REPO))
-    from xpcsviewer.compute.multitau import delay_list
+    from xpcsviewer.compute.multitau.correlator import delay_list
 
     _d, lvl, x = delay_list(n_frames, m)
     return float(sum((n_frames >> int(L)) - int(xx) for L, xx in zip(lvl, x, strict=True))) * n_pix
@@ -133,7 +133,7 @@ def _timed(fn) -> float:
 def ours_warm_worker(spec: dict) -> dict:
     sys.path.insert(0, str(REPO))
     from xpcsviewer.backends import get_backend
-    from xpcsviewer.compute.multitau import correlate_multitau
+    from xpcsviewer.compute.multitau.correlator import correlate_multitau
     from xpcsviewer.compute.options import MultitauOptions
     from xpcsviewer.io.results.reader import read_qmap
 
@@ -334,7 +334,7 @@ def row_multitau(args, tmp: Path, rec: list) -> None:
         b = np.load(tmp / "boost.npz")
         ours_g2 = np.load(tmp / "ours_g2.npy")
         sys.path.insert(0, str(REPO))
-        from xpcsviewer.compute.multitau import delay_list
+        from xpcsviewer.compute.multitau.correlator import delay_list
 
         ours_d = delay_list(n)[0]
         tau = np.rint(b["tau"]).astype(int)

@@ -7,7 +7,7 @@ Run on demand (not a test)::
 
 Writes a side file like ``correlate --save-g2-pixel`` does (``/G2IPIF`` (T, 3, H, W)
 float32, one lzf chunk per (delay, channel) image) into a temporary folder, then
-times :func:`xpcsviewer.compute.pixel_audit.audit_pixels` reading it one delay at a
+times :func:`xpcsviewer.compute.detector.pixel_audit.audit_pixels` reading it one delay at a
 time (each read opens the file, as :func:`xpcsviewer.io.read_g2_stack_delay` does),
 so memory stays at one plane plus a few per-pixel vectors; the peak resident size is
 reported, with the CPU time (on a machine shared with other jobs the wall time also
@@ -33,9 +33,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
-from xpcsviewer.compute.pixel_audit import audit_pixels, ranked
-from xpcsviewer.compute.qmap import compute_qmap
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.pixel_audit import audit_pixels, ranked
+from xpcsviewer.compute.detector.qmap import compute_qmap
 from xpcsviewer.io.results.g2stack import open_g2_stack_writer
 
 

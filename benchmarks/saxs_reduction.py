@@ -61,8 +61,8 @@ def ours_job(spec: dict) -> dict:
     import numpy as np  # the job's own import cost is part of it
 
     from xpcsviewer.backends import get_job_backend
-    from xpcsviewer.compute.partition import PartitionGrid, geometry_partition
-    from xpcsviewer.compute.saxs import saxs_1d
+    from xpcsviewer.compute.detector.partition import PartitionGrid, geometry_partition
+    from xpcsviewer.compute.detector.saxs import saxs_1d
 
     d = np.load(spec["npz"])
     qm = geometry_partition(d["img"].shape, _geometry(spec["geom"]), d["mask"],
@@ -73,7 +73,7 @@ def ours_job(spec: dict) -> dict:
 
 def _geometry(g: dict):
     """The DetectorGeometry of this benchmark's geometry dict."""
-    from xpcsviewer.compute.qmap import DetectorGeometry
+    from xpcsviewer.compute.detector.qmap import DetectorGeometry
 
     return DetectorGeometry(beam_center_x=g["bcx"], beam_center_y=g["bcy"],
                             detector_distance=g["det_dist_m"], pixel_size=g["pixel_size_m"],
@@ -164,9 +164,9 @@ def main() -> int:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, str(REPO))
     from xpcsviewer.backends import get_backend
-    from xpcsviewer.compute.partition import PartitionGrid, geometry_partition
-    from xpcsviewer.compute.qmap import compute_qmap
-    from xpcsviewer.compute.saxs import StaticBinner, saxs_1d
+    from xpcsviewer.compute.detector.partition import PartitionGrid, geometry_partition
+    from xpcsviewer.compute.detector.qmap import compute_qmap
+    from xpcsviewer.compute.detector.saxs import StaticBinner, saxs_1d
 
     shape = tuple(args.shape)
     img, mask, geom = make_inputs(shape)

@@ -54,7 +54,7 @@ OURS = [str(PY), "-m", "xpcsviewer"]
 
 def ring_qmap(path: Path, shape: tuple[int, int], n_dyn: int = 36, n_sta: int = 360) -> Path:
     """A /qmap file of rings over the whole detector (every pixel correlated)."""
-    from xpcsviewer.compute.partition import _compress, _smallest_uint
+    from xpcsviewer.compute.detector.partition import _compress, _smallest_uint
     from xpcsviewer.io.results.writer import write_qmap_file
     from xpcsviewer.model.result import QMap
 

@@ -58,13 +58,13 @@ import numpy as np  # noqa: E402  (after the thread count is set)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dataclasses import replace  # noqa: E402
 
-from xpcsviewer.compute.inputs import FrameStream, Partition  # noqa: E402
-from xpcsviewer.compute.options import AgesOptions  # noqa: E402
-from xpcsviewer.compute.spec import CorrelateSpec  # noqa: E402
-from xpcsviewer.compute.twotime_ages import (  # noqa: E402
+from xpcsviewer.compute.ages.correlator import (  # noqa: E402
     age_lag_bytes,
     correlate_twotime_ages,
 )
+from xpcsviewer.compute.inputs import FrameStream, Partition  # noqa: E402
+from xpcsviewer.compute.options import AgesOptions  # noqa: E402
+from xpcsviewer.compute.spec import CorrelateSpec  # noqa: E402
 
 
 def peak_rss_mb() -> float:
@@ -169,7 +169,7 @@ def main() -> int:
     print(f"  10^6 frames (extrapolated): correlator {e['correlator_s']:.0f} s, "
           f"map {e['map_mb']:.0f} MB, peak RSS {e['peak_rss_mb']:.0f} MB")
     if args.groups:
-        from xpcsviewer.compute.twotime_ages_groups import age_lag_groups, group_age_lag_bytes
+        from xpcsviewer.compute.ages.correlator_groups import age_lag_groups, group_age_lag_bytes
 
         again = Frames(args.frames, args.size, args.chunk, args.photons, args.source)
         t1 = time.perf_counter()

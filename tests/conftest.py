@@ -25,8 +25,8 @@ os.environ.setdefault(
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import PartitionGrid
-from xpcsviewer.compute.qmap import DetectorGeometry
+from xpcsviewer.compute.detector.partition import PartitionGrid
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
 
 REPO = Path(__file__).resolve().parents[1]
 #: the real production files: ../shared/data/real beside the checkout, or wherever
@@ -138,7 +138,7 @@ def _small_movie(d: Path, n_frames: int, rate: float) -> tuple:
     """A 24 x 32 detector partitioned into 3 dynamic bins, its q-map file and a simulated
     speckle movie of ``n_frames`` (D = 5e6 A^2/s, frames 1 ms apart) saved as .npy, in d:
     (qmap, qmap path, movie, movie path)."""
-    from xpcsviewer.compute.partition import make_partition
+    from xpcsviewer.compute.detector.partition import make_partition
     from xpcsviewer.io.results.writer import write_qmap_file
     from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 

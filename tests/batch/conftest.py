@@ -15,8 +15,8 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
-from xpcsviewer.compute.qmap import DetectorGeometry
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
 from xpcsviewer.io import write_result
 from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.results import build_result

@@ -83,7 +83,7 @@ def test_ages_windows_and_refusals(files, capsys):
 
 
 def test_the_age_lag_map_is_read_when_the_file_has_one(files, tmp_path):
-    from xpcsviewer.compute.age_lag import from_full_maps
+    from xpcsviewer.compute.ages.age_lag import from_full_maps
     from xpcsviewer.jobs.ages import ages_file, analyse_ages
 
     r, e = build_result(_spec("C01"), seed=2)

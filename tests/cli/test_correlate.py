@@ -10,13 +10,13 @@ import pytest
 
 from xpcsviewer.backends import get_backend
 from xpcsviewer.cli import main
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
 from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
-from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime import correlate_twotime
+from xpcsviewer.compute.twotime.correlator import correlate_twotime
 from xpcsviewer.io.results.reader import read_result
 from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames

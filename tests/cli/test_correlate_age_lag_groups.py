@@ -24,9 +24,9 @@ def made(tmp_path_factory, small_movie):
 
 
 def test_the_file_holds_the_groups_maps_of_the_same_frames(made):
+    from xpcsviewer.compute.ages.correlator_groups import age_lag_groups
     from xpcsviewer.compute.options import AgesOptions
     from xpcsviewer.compute.spec import CorrelateSpec
-    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
     from xpcsviewer.io.results.age_lag import read_age_lag
     from xpcsviewer.io.results.age_lag_groups import read_age_lag_groups
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
+from xpcsviewer.compute.ages.correlator import correlate_twotime_ages
 from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
 from xpcsviewer.io.results.age_lag import read_age_lag
 from xpcsviewer.io.results.reader import read_c2, read_result
 

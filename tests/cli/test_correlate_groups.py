@@ -8,7 +8,7 @@ import pytest
 from xpcsviewer.cli import main
 from xpcsviewer.compute.inputs import FrameStream, Partition
 from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES, group_maps
+from xpcsviewer.compute.twotime.groups import MAX_GROUP_FRAMES, group_maps
 from xpcsviewer.io.results.twotime_groups import read_twotime_groups
 
 

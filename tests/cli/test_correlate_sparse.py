@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
-from xpcsviewer.compute.qmap import DetectorGeometry
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
 from xpcsviewer.io.results.reader import read_result
 from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames

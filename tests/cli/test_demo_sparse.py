@@ -17,7 +17,7 @@ import h5py
 import pytest
 
 from xpcsviewer.cli import main
-from xpcsviewer.compute.multitau_sparse import available
+from xpcsviewer.compute.multitau.photons import available
 from xpcsviewer.io import read_result
 from xpcsviewer.io.raw import open_raw_source
 from xpcsviewer.synthetic import demo as demo_mod

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
-from xpcsviewer.compute.partition import check_consistency
-from xpcsviewer.compute.qmap import compute_qmap
+from xpcsviewer.compute.detector.partition import check_consistency
+from xpcsviewer.compute.detector.qmap import compute_qmap
 from xpcsviewer.io import read_result
 from xpcsviewer.io.results.reader import _read_qmap_nexus
 from xpcsviewer.synthetic.demo import DEMO_SPECS

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
-from xpcsviewer.compute.qmap import DetectorGeometry
-from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
+from xpcsviewer.compute.detector.regroup import correlated_pixels, regroup_g2
 from xpcsviewer.io import read_g2_stack_delay, read_qmap, read_result
 from xpcsviewer.io.results.writer import write_qmap_file
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames

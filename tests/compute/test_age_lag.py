@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.age_lag import entry_ages, entry_t1, from_full_maps
+from xpcsviewer.compute.ages.age_lag import entry_ages, entry_t1, from_full_maps
 
 
 def test_full_map_entries_are_the_upper_triangle():

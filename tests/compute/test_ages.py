@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.age_lag import AgeLagLevel, AgeLagMap, from_full_maps
-from xpcsviewer.compute.ages import AgeWindows, age_cuts, age_windows
+from xpcsviewer.compute.ages.age_lag import AgeLagLevel, AgeLagMap, from_full_maps
+from xpcsviewer.compute.ages.analysis import AgeWindows, age_cuts, age_windows
 from xpcsviewer.fitting.ageing_law import fit_law
 from xpcsviewer.synthetic.analytic import c2_model
 
@@ -242,7 +242,7 @@ def test_chi4_at_its_noise_floor_without_heterogeneity_and_above_it_with():
 
 def test_chi2_quantile_against_scipy():
     stats = pytest.importorskip("scipy.stats")
-    from xpcsviewer.compute.ages import chi2_quantile
+    from xpcsviewer.compute.ages.analysis import chi2_quantile
 
     dof = np.array([3, 10, 50, 300])
     for p in (0.95, 1 - 1e-3):

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.ages_groups import MIN_GROUPS, batch_sd, tau_influence
+from xpcsviewer.compute.ages.groups import MIN_GROUPS, batch_sd, tau_influence
 
 
 def test_batch_sd_is_the_standard_error_of_the_mean_for_equal_weights():
@@ -56,7 +56,7 @@ def _trial(rng, k=12, n=120, dt=0.01, tau=0.15, beta=0.2, spread=0.15, white=0.0
 
 @pytest.mark.slow
 def test_group_errors_cover_an_error_correlated_across_lags():
-    from xpcsviewer.compute.age_lag import from_full_maps
+    from xpcsviewer.compute.ages.age_lag import from_full_maps
     from xpcsviewer.jobs.ages import analyse_ages
 
     rng = np.random.default_rng(7)
@@ -103,7 +103,7 @@ def test_an_open_tau_keeps_the_fits_error():
     longer than the window draws such points)."""
     from dataclasses import replace
 
-    from xpcsviewer.compute.age_lag import from_full_maps
+    from xpcsviewer.compute.ages.age_lag import from_full_maps
     from xpcsviewer.fitting.ageing_law import with_tau_errors
     from xpcsviewer.jobs.ages import _group_law_errors, analyse_ages
 
@@ -165,9 +165,9 @@ def test_the_ways_flag_is_judged_against_the_groups_null():
     """On stationary maps whose noise is correlated over lags the lag-independent
     chi-square flags the two ways often; against the groups' null about never. An
     ageing map is still flagged."""
-    from xpcsviewer.compute.age_lag import from_full_maps
-    from xpcsviewer.compute.ages import FLAG_P, age_cuts
-    from xpcsviewer.compute.ages_groups import FLAG_MIN_GROUPS, group_cut_g2, group_flag
+    from xpcsviewer.compute.ages.age_lag import from_full_maps
+    from xpcsviewer.compute.ages.analysis import FLAG_P, age_cuts
+    from xpcsviewer.compute.ages.groups import FLAG_MIN_GROUPS, group_cut_g2, group_flag
     from xpcsviewer.jobs.ages import windows_for
 
     rng = np.random.default_rng(0)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.qmap import compute_qmap
 from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
 from xpcsviewer.compute.options import AgesOptions, MultitauOptions, TwotimeOptions
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
-from xpcsviewer.compute.qmap import compute_qmap
 from xpcsviewer.compute.spec import CorrelateSpec, SpecError
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
-from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
 from xpcsviewer.compute.inputs import FrameStream, Partition
-from xpcsviewer.compute.multitau import correlate_multitau, delay_list
+from xpcsviewer.compute.multitau._cpu import available as cpu_kernel_available
+from xpcsviewer.compute.multitau.correlator import correlate_multitau, delay_list
 from xpcsviewer.compute.options import MultitauOptions
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.progress import Cancelled, CancelToken
@@ -263,7 +263,7 @@ def test_auto_engine_routes_jax_on_cpu_to_numpy_with_identical_results(rng):
 @pytest.mark.skipif(not cpu_kernel_available(), reason="numba not installed")
 def test_compiled_kernel_many_levels_and_tiles(rng):
     # more pixels than one tile and enough frames for 8 levels, odd chunk sizes
-    from xpcsviewer.compute._multitau_cpu import TILE
+    from xpcsviewer.compute.multitau._cpu import TILE
 
     h, w = 3, TILE // 2 + 5
     dq = np.ones((h, w), int)

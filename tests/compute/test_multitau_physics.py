@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.multitau import correlate_multitau, delay_list
+from xpcsviewer.compute.multitau.correlator import correlate_multitau, delay_list
 from xpcsviewer.compute.options import MultitauOptions
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
 curve_fit = pytest.importorskip("scipy.optimize").curve_fit

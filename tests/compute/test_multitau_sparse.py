@@ -10,8 +10,8 @@ import pytest
 
 from xpcsviewer.compute._binning import select_pixels
 from xpcsviewer.compute.inputs import FrameStream, Partition
-from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.multitau_sparse import (
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
+from xpcsviewer.compute.multitau.photons import (
     SparseMultitauCorrelator,
     StreamingSparseMultitau,
     correlate_multitau_events,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.compute._multitau_cpu import available as numba_available
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.multitau_stream import StreamingMultitau
+from xpcsviewer.compute.multitau._cpu import available as numba_available
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
+from xpcsviewer.compute.multitau.stream import StreamingMultitau
 from xpcsviewer.compute.options import MultitauOptions
 from xpcsviewer.compute.spec import CorrelateSpec
 

@@ -9,9 +9,9 @@ import pytest
 pytest.importorskip("jax")
 
 from xpcsviewer.backends import get_backend, get_transfer_stats, reset_transfer_stats
-from xpcsviewer.compute import _multitau_xla
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.multitau import _xla as _multitau_xla
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
 from xpcsviewer.compute.options import MultitauOptions
 from xpcsviewer.compute.spec import CorrelateSpec
 

@@ -7,8 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xpcsviewer.compute.partition import PartitionGrid, check_consistency, fold_phi, make_partition
-from xpcsviewer.compute.qmap import compute_qmap
+from xpcsviewer.compute.detector.partition import (
+    PartitionGrid,
+    check_consistency,
+    fold_phi,
+    make_partition,
+)
+from xpcsviewer.compute.detector.qmap import compute_qmap
 
 
 def _loop_partition(values0, values1, mask, n0, n1):
@@ -195,8 +200,8 @@ def _reference_compress(b0, b1, n1):
 @pytest.mark.parametrize("block", [1 << 16, 97])
 def test_fast_digitize_and_compress_equal_the_reference(rng, style, refine, block,
                                                         monkeypatch):
-    import xpcsviewer.compute.partition as part
-    from xpcsviewer.compute.partition import (
+    import xpcsviewer.compute.detector.partition as part
+    from xpcsviewer.compute.detector.partition import (
         _compress,
         _digitize_fast,
         axis_edges,
@@ -236,7 +241,7 @@ def test_one_phi_bin_partition_equals_the_folded_one(rng):
 
 def test_fast_digitize_narrow_range_far_from_zero(rng):
     # a narrow range at a large offset: float32 positions would be too coarse there
-    from xpcsviewer.compute.partition import _digitize_fast, axis_edges, digitize_values
+    from xpcsviewer.compute.detector.partition import _digitize_fast, axis_edges, digitize_values
 
     v = 1.0 + 1e-3 * rng.random((50, 60))
     v.ravel()[:40] = 1.0 + 1e-3 * rng.integers(0, 501, 40) / 500
@@ -255,7 +260,7 @@ def test_blockwise_passes_give_the_same_partition(kw, rng, monkeypatch):
     # mask, a NaN q, the q = 0 pixel of a log axis) give the partition of one block
     import dataclasses
 
-    import xpcsviewer.compute.partition as part
+    import xpcsviewer.compute.detector.partition as part
 
     q, phi = compute_qmap((37, 41), 10.0, 3.0, 1e-4, 20.0, 18.0)
     q[0, 0] = np.nan
@@ -275,7 +280,7 @@ def test_blockwise_passes_give_the_same_partition(kw, rng, monkeypatch):
 @pytest.mark.parametrize("block", [1 << 16, 7])
 def test_check_consistency_in_blocks(block, monkeypatch):
     # the same findings block by block; a negative label is reported, not an error
-    import xpcsviewer.compute.partition as part
+    import xpcsviewer.compute.detector.partition as part
 
     monkeypatch.setattr(part, "BLOCK_PIXELS", block)
     q, phi = compute_qmap((20, 20), 10.0, 5.0, 75e-6, 10, 10)

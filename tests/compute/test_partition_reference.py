@@ -2,7 +2,7 @@
 
 The reference below is written from result-file-format.md §4 (pySimpleMask's
 ``generate_partition`` / ``combine_partitions``), axis by axis and with ``np.unique``
-for the compression, without any code of ``xpcsviewer.compute.partition``: edges over
+for the compression, without any code of ``xpcsviewer.compute.detector.partition``: edges over
 the valid pixels (linear, or logarithmic over q > 0), values and edges rounded to 12
 decimals before ``digitize``, the maximum-value pixels in the last bin, stray zeros in
 bin 1, phi offset (subtracted, wrapped into (-180, 180]) and n-fold symmetry (phi + 180
@@ -16,13 +16,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import (
+from xpcsviewer.compute.detector.partition import (
     PartitionGrid,
     check_consistency,
     make_partition,
     restrict_partition,
 )
-from xpcsviewer.compute.qmap import DetectorGeometry, compute_qmap
+from xpcsviewer.compute.detector.qmap import DetectorGeometry, compute_qmap
 
 
 def ref_axis(values, valid, n, style="linear"):

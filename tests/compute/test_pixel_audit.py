@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.pixel_audit import (
+from xpcsviewer.compute.detector.pixel_audit import (
     TABLE_HEADER,
     AuditOptions,
     audit_pixels,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from xpcsviewer.cli import main
-from xpcsviewer.compute.pixel_audit import ranked
+from xpcsviewer.compute.detector.pixel_audit import ranked
 from xpcsviewer.io import read_result
 from xpcsviewer.jobs.pixel_audit import audit_file
 from xpcsviewer.jobs.regroup import regroup_file

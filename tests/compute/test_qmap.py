@@ -8,8 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import PartitionGrid, check_consistency, make_partition
-from xpcsviewer.compute.qmap import compute_qmap, wavelength_angstrom
+from xpcsviewer.compute.detector.partition import PartitionGrid, check_consistency, make_partition
+from xpcsviewer.compute.detector.qmap import compute_qmap, wavelength_angstrom
 
 
 def test_q_matches_scalar_formula_per_pixel():
@@ -82,7 +82,7 @@ def test_real_files_partition_reproduced(real_data_dir):
 def test_row_blocks_give_the_same_maps(block, monkeypatch):
     # the maps are made in row blocks of ~BLOCK_PIXELS pixels: any block size gives the
     # same values, bit for bit, as one block (and the scalar formula above)
-    import xpcsviewer.compute.qmap as qmod
+    import xpcsviewer.compute.detector.qmap as qmod
 
     args = ((23, 17), 9.0, 3.0, 1e-4, 6.4, 11.5)
     ref = qmod.compute_qmap(*args)

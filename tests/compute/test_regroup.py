@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.detector.masking import polygon
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition, restrict_partition
+from xpcsviewer.compute.detector.qmap import compute_qmap
+from xpcsviewer.compute.detector.regroup import correlated_pixels, regroup_g2
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.masking import polygon
-from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
 from xpcsviewer.compute.options import MultitauOptions
-from xpcsviewer.compute.partition import PartitionGrid, make_partition, restrict_partition
-from xpcsviewer.compute.qmap import compute_qmap
-from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2
 from xpcsviewer.fitting import fit_g2
 from xpcsviewer.io import read_g2_stack_delay, read_result
 from xpcsviewer.jobs.regroup import regroup_file
@@ -120,7 +120,7 @@ def test_pixel_planes_stream_one_delay_at_a_time():
         tracemalloc.reset_peak()
 
     from xpcsviewer.compute._binning import select_pixels
-    from xpcsviewer.compute.multitau import MultitauCorrelator
+    from xpcsviewer.compute.multitau.correlator import MultitauCorrelator
 
     corr = MultitauCorrelator(select_pixels(qm.dynamic_roi_map, qm.static_roi_map, qm.mask),
                               600, backend=get_backend("numpy"))

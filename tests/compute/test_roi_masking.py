@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from xpcsviewer.compute import masking
-from xpcsviewer.compute.qmap import compute_qmap
-from xpcsviewer.compute.roi import SectorRoi, integrate_roi, q_at_radius, roi_pixels
+from xpcsviewer.compute.detector import masking
+from xpcsviewer.compute.detector.qmap import compute_qmap
+from xpcsviewer.compute.detector.roi import SectorRoi, integrate_roi, q_at_radius, roi_pixels
 
 SHAPE = (57, 83)
 BCX, BCY = 30.3, 25.6
@@ -166,7 +166,7 @@ def test_integrate_rois_uses_the_files_geometry_and_mask(maps):
     """The worker job integrate_rois: q and phi from a QMap's geometry, its mask applied."""
     from types import SimpleNamespace
 
-    from xpcsviewer.compute.roi import integrate_rois
+    from xpcsviewer.compute.detector.roi import integrate_rois
 
     q, phi, img, mask = maps
     qm = SimpleNamespace(energy_kev=10.0, detector_distance=5.0, pixel_size=150e-6,

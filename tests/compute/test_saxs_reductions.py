@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
-from xpcsviewer.compute.partition import PartitionGrid
-from xpcsviewer.compute.qmap import DetectorGeometry
-from xpcsviewer.compute.saxs import (
+from xpcsviewer.compute.detector.partition import PartitionGrid
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
+from xpcsviewer.compute.detector.saxs import (
     StaticBinner,
     intensity_vs_time,
     saxs_1d,
@@ -98,9 +98,9 @@ def test_segments_intensity_and_mean_image(backend, rng):
 def test_binner_is_cached_by_partition_content(rng):
     from dataclasses import replace
 
-    from xpcsviewer.compute.partition import make_partition
-    from xpcsviewer.compute.qmap import compute_qmap
-    from xpcsviewer.compute.saxs import binner_for, partition_key
+    from xpcsviewer.compute.detector.partition import make_partition
+    from xpcsviewer.compute.detector.qmap import compute_qmap
+    from xpcsviewer.compute.detector.saxs import binner_for, partition_key
 
     q, phi = compute_qmap((40, 50), 10.0, 5.0, 75e-6, 20.5, 18.0)
     mask = rng.random(q.shape) > 0.1
@@ -121,8 +121,8 @@ def test_binner_is_cached_by_partition_content(rng):
 
 
 def test_geometry_partition_is_cached_and_equals_make_partition(rng):
-    from xpcsviewer.compute.partition import geometry_partition, make_partition
-    from xpcsviewer.compute.qmap import compute_qmap
+    from xpcsviewer.compute.detector.partition import geometry_partition, make_partition
+    from xpcsviewer.compute.detector.qmap import compute_qmap
 
     geo = ((30, 41), 10.0, 4.0, 75e-6, 12.5, 9.0)
     det = DetectorGeometry(beam_center_x=12.5, beam_center_y=9.0, detector_distance=4.0,

@@ -9,8 +9,8 @@ import pytest
 
 from xpcsviewer.backends import get_backend
 from xpcsviewer.compute.inputs import FrameStream, Partition
-from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.multitau_sparse import available, correlate_multitau_events
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
+from xpcsviewer.compute.multitau.photons import available, correlate_multitau_events
 from xpcsviewer.compute.options import MultitauOptions
 from xpcsviewer.io.raw import open_raw_source
 from xpcsviewer.synthetic.sparse_files import write_timepix

@@ -4,16 +4,16 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.inputs import FrameStream, Partition
-from xpcsviewer.compute.options import AgesOptions
-from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime import correlate_twotime
-from xpcsviewer.compute.twotime_ages import (
+from xpcsviewer.compute.ages.correlator import (
     age_lag_bytes,
     correlate_twotime_ages,
     correlate_twotime_ages_events,
     level_plan,
 )
+from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.options import AgesOptions
+from xpcsviewer.compute.spec import CorrelateSpec
+from xpcsviewer.compute.twotime.correlator import correlate_twotime
 
 
 def _partition(h=16, w=16):

@@ -22,7 +22,7 @@ def movie(small_movie, tmp_path_factory):
 
 def _alone(qm, frames, b, pixels_of_group):
     """The MT-2TC map of bin b over only the given pixels (a q-map holding them alone)."""
-    from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
+    from xpcsviewer.compute.ages.correlator import correlate_twotime_ages
 
     dyn = np.where(pixels_of_group, np.asarray(qm.dynamic_roi_map), 0)
     sta = np.where(pixels_of_group, np.asarray(qm.static_roi_map), 0)
@@ -33,8 +33,8 @@ def _alone(qm, frames, b, pixels_of_group):
 
 
 def test_each_pair_is_the_groups_own_map(movie):
-    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
-    from xpcsviewer.compute.twotime_groups import tile_groups
+    from xpcsviewer.compute.ages.correlator_groups import age_lag_groups
+    from xpcsviewer.compute.twotime.groups import tile_groups
 
     qm, _, frames, _ = movie
     k, bins = 4, [2, 3]
@@ -64,7 +64,7 @@ def test_each_pair_is_the_groups_own_map(movie):
 
 
 def test_photon_hits_give_the_same_maps(movie):
-    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups, age_lag_groups_events
+    from xpcsviewer.compute.ages.correlator_groups import age_lag_groups, age_lag_groups_events
     from xpcsviewer.model.events import EventBlock
 
     qm, _, frames, _ = movie
@@ -87,7 +87,7 @@ def test_photon_hits_give_the_same_maps(movie):
 
 
 def test_file_round_trip_and_bad_layouts(movie, tmp_path):
-    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups
+    from xpcsviewer.compute.ages.correlator_groups import age_lag_groups
     from xpcsviewer.io.errors import XpcsFileError
     from xpcsviewer.io.results.age_lag_groups import (
         read_age_lag_groups,

@@ -6,16 +6,15 @@ import numpy as np
 import pytest
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.detector.partition import PartitionGrid
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
 from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
-from xpcsviewer.compute.partition import PartitionGrid
-from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime import (
+from xpcsviewer.compute.spec import CorrelateSpec, parse_bins
+from xpcsviewer.compute.twotime.correlator import (
     c2_diagonal_mean,
     c2_g2_segments,
     correlate_twotime,
-    parse_bins,
 )
 
 BACKENDS = ["numpy", "jax"]
@@ -148,7 +147,7 @@ def test_helpers():
 def test_simulated_speckle_two_time_g2_has_known_contrast_and_rate():
     from scipy.optimize import curve_fit
 
-    from xpcsviewer.compute.partition import make_partition
+    from xpcsviewer.compute.detector.partition import make_partition
     from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
     geo = Geometry(shape=(48, 48), energy_kev=10.0, det_dist_m=5.0, pixel_size_m=75e-6,
@@ -178,7 +177,7 @@ def test_simulated_speckle_two_time_g2_has_known_contrast_and_rate():
 
 @pytest.mark.parametrize("cache", [True, False])
 def test_tiles_cache_and_upper_format_give_the_reference(cache, rng, monkeypatch):
-    import xpcsviewer.compute.twotime as tt
+    import xpcsviewer.compute.twotime.correlator as tt
 
     if not cache:  # every tile normalised again for each block
         monkeypatch.setattr(tt, "CACHE_BYTES", 0)
@@ -222,7 +221,7 @@ def test_signed_input_keeps_the_denominator_rule(rng):
 
 
 def test_diagonal_sums_of_an_upper_map_equal_traces(rng):
-    from xpcsviewer.compute.twotime import _diagonal_sums, _map_g2
+    from xpcsviewer.compute.twotime.correlator import _diagonal_sums, _map_g2
 
     n = 23
     flat = np.zeros(n * n + n)
@@ -238,7 +237,7 @@ def test_diagonal_sums_of_an_upper_map_equal_traces(rng):
 
 def test_cpu_job_compiles_nothing(rng, monkeypatch):
     # a JAX job on the CPU goes to BLAS through NumPy: no jitted kernel is built
-    import xpcsviewer.compute._twotime_xla as tx
+    import xpcsviewer.compute.twotime._xla as tx
 
     monkeypatch.setattr(tx, "upper_map_xla", lambda *a: pytest.fail("XLA engine used"))
     dq, sq = _partition()
@@ -251,7 +250,7 @@ def test_cpu_scattering_equals_the_accumulator(rng):
     # the CPU job's means come from its reading pass (static-bin runs of the store, the
     # other bins' pixels, the image sum): equal to ScatteringAccumulator fed the frames
     from xpcsviewer.compute._binning import select_pixels
-    from xpcsviewer.compute.multitau import ScatteringAccumulator
+    from xpcsviewer.compute.multitau.correlator import ScatteringAccumulator
 
     dq, sq = _partition()
     mask = np.ones(dq.shape, bool)
@@ -280,7 +279,7 @@ def test_cpu_paths_equal_the_reference(smooth, rng, monkeypatch):
     # a bin whose rows are held whole (factors from the reading pass's static-bin sums),
     # and one wider than its map with no cache (tiles normalised again per block); an
     # all-zero frame and an all-zero static bin in some frames
-    import xpcsviewer.compute.twotime as tt
+    import xpcsviewer.compute.twotime.correlator as tt
 
     dq, sq = _partition(6, 40)
     dq[:, 4:] = 2  # bin 1: 24 pixels, bin 2: 216 pixels
@@ -316,7 +315,7 @@ def test_xla_engine_matches_and_compiles_per_width_not_per_frames(rng):
 
     from xpcsviewer.backends import get_transfer_stats, reset_transfer_stats
     from xpcsviewer.backends.jax_backend import compile_counts
-    from xpcsviewer.compute import _twotime_xla
+    from xpcsviewer.compute.twotime import _xla as _twotime_xla
 
     dq = np.ones((32, 32), int)
     dq[:, 16:] = 2  # two bins of 512 pixels: no pixel padding
@@ -342,7 +341,7 @@ def test_xla_engine_matches_and_compiles_per_width_not_per_frames(rng):
 
 
 def test_small_pages_arrays_are_fresh_zero_and_writable():
-    from xpcsviewer.compute.twotime import SMALL_PAGES_BYTES, _small_pages
+    from xpcsviewer.compute.twotime.correlator import SMALL_PAGES_BYTES, _small_pages
 
     big = _small_pages((SMALL_PAGES_BYTES // 4 + 3,), np.float32)
     small = _small_pages((5, 2), np.uint16)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
 from xpcsviewer.compute.inputs import Partition
 from xpcsviewer.compute.options import TwotimeOptions
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
 from xpcsviewer.compute.pipeline import FrameStream, correlate_to_result
-from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime import correlate_twotime
-from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES, group_maps, tile_groups
+from xpcsviewer.compute.twotime.correlator import correlate_twotime
+from xpcsviewer.compute.twotime.groups import MAX_GROUP_FRAMES, group_maps, tile_groups
 from xpcsviewer.synthetic.speckle import Geometry, simulate_frames
 
 

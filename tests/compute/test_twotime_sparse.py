@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.compute import twotime_sparse
-from xpcsviewer.compute._multitau_cpu import available
 from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.multitau._cpu import available
 from xpcsviewer.compute.options import TwotimeOptions
 from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime import correlate_twotime
-from xpcsviewer.compute.twotime_sparse import (
+from xpcsviewer.compute.twotime import photons as twotime_sparse
+from xpcsviewer.compute.twotime.correlator import correlate_twotime
+from xpcsviewer.compute.twotime.photons import (
     correlate_twotime_events,
     estimate_pair_count,
     twotime_pair_count,

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import check_consistency
+from xpcsviewer.compute.detector.partition import check_consistency
 from xpcsviewer.io import (
     get_analysis_type,
     read_c2,

@@ -6,9 +6,9 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
 from xpcsviewer.compute.pipeline import FrameStream, correlate_to_result
-from xpcsviewer.compute.qmap import DetectorGeometry
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.results.twotime_groups import has_twotime_groups, read_twotime_groups

@@ -89,8 +89,8 @@ def test_flags_are_checked_before_any_file_is_opened(tmp_path, capsys, flags, te
 @pytest.fixture(scope="module")
 def dense_raw(tmp_path_factory):
     """A small dense raw file and its q-map (Poisson speckle-free frames)."""
-    from xpcsviewer.compute.partition import PartitionGrid, geometry_partition
-    from xpcsviewer.compute.qmap import DetectorGeometry
+    from xpcsviewer.compute.detector.partition import PartitionGrid, geometry_partition
+    from xpcsviewer.compute.detector.qmap import DetectorGeometry
     from xpcsviewer.io.results.writer import write_qmap_file
 
     d = tmp_path_factory.mktemp("job")

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from xpcsviewer.compute.inputs import FrameStream, Partition
-from xpcsviewer.compute.multitau import correlate_multitau
-from xpcsviewer.compute.multitau_sparse import available
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
+from xpcsviewer.compute.multitau.photons import available
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.results.reader import read_qmap
 from xpcsviewer.jobs.live import LiveOptions, follow

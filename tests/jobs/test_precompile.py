@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.partition import PartitionGrid
-from xpcsviewer.compute.qmap import DetectorGeometry
+from xpcsviewer.compute.detector.partition import PartitionGrid
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                 reason="the compiled kernels need numba")
@@ -55,8 +55,8 @@ class Recorder:
                 # kernels calling kernels find the stand-in too (module globals)
                 mp.setattr(sys.modules[mod], attr, stand_in(name, disp.py_func))
             # small jobs take the compiled engines too
-            mp.setattr("xpcsviewer.compute._multitau_cpu.COMPILED_MIN_WORK", 0.0)
-            mp.setattr("xpcsviewer.compute.twotime_sparse.COMPILED_MIN_PAIRS", 0)
+            mp.setattr("xpcsviewer.compute.multitau._cpu.COMPILED_MIN_WORK", 0.0)
+            mp.setattr("xpcsviewer.compute.twotime.photons.COMPILED_MIN_PAIRS", 0)
             yield self
 
 
@@ -99,7 +99,7 @@ def test_dense_kernels_for_every_frame_dtype(task_sigs):
     from xpcsviewer.jobs.precompile import DENSE_DTYPES
 
     for kernel in ("update", "frame_sums"):
-        sigs = task_sigs[f"xpcsviewer.compute._multitau_numba.{kernel}"]
+        sigs = task_sigs[f"xpcsviewer.compute.multitau._numba.{kernel}"]
         assert {_dtype(s) for s in sigs} >= set(DENSE_DTYPES), kernel
 
 
@@ -108,13 +108,13 @@ def test_photon_kernels_for_every_hit_layout(task_sigs):
 
     want = {(f, p, v) for f, p in HIT_LAYOUTS for v in HIT_VALUES}
     for kernel in ("scatter_hits", "hit_sums"):
-        sigs = task_sigs[f"xpcsviewer.compute._multitau_sparse_numba.{kernel}"]
+        sigs = task_sigs[f"xpcsviewer.compute.multitau._photons_numba.{kernel}"]
         assert {(_dtype(s, 0), _dtype(s, 1), _dtype(s, 2)) for s in sigs} >= want, kernel
 
 
 # ------------------------------------------------------------ the jobs on real readers
 def _qmap_file(path, shape, region):
-    from xpcsviewer.compute.partition import make_partition
+    from xpcsviewer.compute.detector.partition import make_partition
     from xpcsviewer.io.results.writer import write_qmap_file
     from xpcsviewer.synthetic.speckle import Geometry
 
@@ -223,7 +223,7 @@ def test_status_is_cold_without_a_matching_record(tmp_path, monkeypatch):
     assert not st["warm"] and "changed" in st["reason"]
     # a recorded signature the index lacks: that task is missing, the others are not
     tasks = {t.name: [] for t in precompile.tasks()}
-    tasks["dense uint8"] = [["xpcsviewer.compute._multitau_numba.update", "(no, such)"]]
+    tasks["dense uint8"] = [["xpcsviewer.compute.multitau._numba.update", "(no, such)"]]
     rec.write_text(json.dumps({**ident, "tasks": tasks}))
     st = precompile.cache_status()
     assert not st["warm"] and st["missing"] == ["dense uint8"]

@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.multitau_sparse import available
+from xpcsviewer.compute.multitau.photons import available
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.results.reader import read_qmap
 from xpcsviewer.jobs.live import LiveOptions, follow

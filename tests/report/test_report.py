@@ -291,7 +291,7 @@ def test_real_files(real_data_dir, tmp_path):
 def test_data_quality_lists_the_pixel_audit(tiny_demo_dir):
     """A file with a per-pixel G2 stack: its audit's pixels of most leverage, in the
     audit's order, with their bins (1-based, as the bin table); others say why not."""
-    from xpcsviewer.compute.pixel_audit import audit_table_rows
+    from xpcsviewer.compute.detector.pixel_audit import audit_table_rows
     from xpcsviewer.jobs.pixel_audit import audit_file
     from xpcsviewer.report.content import quality_rows
     from xpcsviewer.report.sections import AUDIT_TOP, file_section

@@ -220,7 +220,7 @@ def test_speckle_hits_are_the_frames_on_the_detector(rng):
 
 
 def test_arrivals_sorted_chunk_independent_and_g2():
-    from xpcsviewer.compute.multitau_sparse import correlate_multitau_events
+    from xpcsviewer.compute.multitau.photons import correlate_multitau_events
     from xpcsviewer.fitting.models import averaging_factors
     from xpcsviewer.model.events import EventBlock
 

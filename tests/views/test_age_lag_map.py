@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xpcsviewer.compute.age_lag import AgeLagLevel, AgeLagMap, entry_ages, from_full_maps
+from xpcsviewer.compute.ages.age_lag import AgeLagLevel, AgeLagMap, entry_ages, from_full_maps
 from xpcsviewer.views.age_lag_map import age_lag_bands, age_lag_image
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from xpcsviewer.compute.partition import PartitionGrid, check_consistency, make_partition
-from xpcsviewer.compute.qmap import DetectorGeometry, compute_qmap
+from xpcsviewer.compute.detector.partition import PartitionGrid, check_consistency, make_partition
+from xpcsviewer.compute.detector.qmap import DetectorGeometry, compute_qmap
 from xpcsviewer.io.masks import read_mask
 from xpcsviewer.io.outputs import check_output
 from xpcsviewer.io.results.writer import write_qmap_file

@@ -15,7 +15,7 @@ import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend
 from xpcsviewer.compute._binning import PixelBins, segment_sum_rows
-from xpcsviewer.compute._multitau_cpu import available, frame_sums, worth_compiling
+from xpcsviewer.compute.multitau._cpu import available, frame_sums, worth_compiling
 
 __all__ = ["ScatteringAccumulator", "iter_array_chunks"]
 

@@ -28,7 +28,7 @@ def _sums(frame: np.ndarray, pixel: np.ndarray, value: np.ndarray, r0: int, grou
     bincounts). ``segrow``: the segment of each row (``static`` then has a row per
     segment), or None (a row of ``static`` per row of frames)."""
     frame = np.ascontiguousarray(frame)
-    from xpcsviewer.compute._multitau_cpu import available
+    from xpcsviewer.compute.multitau._cpu import available
 
     if available():
         import warnings
@@ -37,7 +37,7 @@ def _sums(frame: np.ndarray, pixel: np.ndarray, value: np.ndarray, r0: int, grou
             warnings.simplefilter("ignore")
             import numba
 
-            from xpcsviewer.compute._multitau_sparse_numba import hit_sums
+            from xpcsviewer.compute.multitau._photons_numba import hit_sums
 
             nt = max(1, int(numba.get_num_threads()))
             # runs of hits cut where a row of frames begins (no temporary of the rows)

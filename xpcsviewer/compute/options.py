@@ -25,7 +25,7 @@ class MultitauOptions:
     ----------
     delays_per_level : int
         m: level 0 has delays 1..2m, level L >= 1 (m+1..2m) * 2^L
-        (:func:`~xpcsviewer.compute.multitau.delay_list`).
+        (:func:`~xpcsviewer.compute.multitau.correlator.delay_list`).
     chunk_size : int
         Frames per device transfer (dense; re-chunked internally) or per update
         (streaming).

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute.inputs import FrameStream, Partition
-from xpcsviewer.compute.multitau import correlate_multitau
+from xpcsviewer.compute.multitau.correlator import correlate_multitau
 from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
 from xpcsviewer.compute.spec import MODES, CorrelateSpec, Engine
-from xpcsviewer.compute.twotime import correlate_twotime
+from xpcsviewer.compute.twotime.correlator import correlate_twotime
 from xpcsviewer.model.result import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
@@ -52,7 +52,7 @@ class CorrelatedResult:
     twotime_groups : TwotimeGroups or None
         The two-time maps of K independent pixel groups of each processed bin
         (``spec.groups`` K of :func:`correlate_to_result`), float32 upper triangles like
-        ``c2_maps``; see :mod:`xpcsviewer.compute.twotime_groups`.
+        ``c2_maps``; see :mod:`xpcsviewer.compute.twotime.groups`.
     """
 
     def __init__(self, result: XpcsResult, saxs_2d: np.ndarray, c2_maps: list[np.ndarray] | None,
@@ -111,7 +111,7 @@ def correlate_to_result(
     pixel groups). ``spec`` says what is computed (mode, two-time bins ``dq``,
     normalisation, partial g2, smoothing, pixel groups: with two-time also the maps of
     ``spec.groups`` pixel groups of each processed bin, at most
-    :data:`~xpcsviewer.compute.twotime_groups.MAX_GROUP_FRAMES` frames); ``record``
+    :data:`~xpcsviewer.compute.twotime.groups.MAX_GROUP_FRAMES` frames); ``record``
     what the result records. ``engine``: the dense correlators' engine (``xla``: one
     XLA program per job on ``device``, two-time then on the backend's jitted kernels on
     JAX; ``compiled``: the CPU kernels); ``progress`` messages name the pass.
@@ -125,7 +125,7 @@ def correlate_to_result(
     n_frames = int(frames.n_frames)
     k_groups = int(spec.groups)
     if k_groups and spec.two_time:
-        from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES
+        from xpcsviewer.compute.twotime.groups import MAX_GROUP_FRAMES
 
         if n_frames > MAX_GROUP_FRAMES:  # before any pass, not after the long ones
             raise ValueError(
@@ -153,7 +153,7 @@ def correlate_to_result(
     groups = None
     if spec.two_time:
         if engine is Engine.XLA:
-            from xpcsviewer.compute._multitau_xla import xla_device
+            from xpcsviewer.compute.multitau._xla import xla_device
 
             run_how["device"] = xla_device(device)
         # float32 upper triangles: what the file stores, a quarter of the memory
@@ -170,7 +170,7 @@ def correlate_to_result(
             r2 = run_tt
         c2_maps = r2.c2
         if k_groups:
-            from xpcsviewer.compute.twotime_groups import group_maps
+            from xpcsviewer.compute.twotime.groups import group_maps
 
             groups = group_maps(frames, partition,
                                 replace(spec, dq=tuple(int(b) for b in r2.processed_bins)),
@@ -183,7 +183,7 @@ def correlate_to_result(
 
 def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,
                    common: dict[str, Any]) -> Multitau:
-    """The file model of a :class:`~xpcsviewer.compute.multitau.MultitauResult`.
+    """The file model of a :class:`~xpcsviewer.compute.multitau.correlator.MultitauResult`.
 
     Bins without photons have no g2: stored as 0 (the standard files' convention)
     and flagged invalid so nothing plots or fits them. Shared by ``correlate`` and
@@ -209,7 +209,7 @@ def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,
 
 def twotime_model(r2: Any, n_frames: int, t0: float, stride_frame: int, avg_frame: int,
                   common: dict[str, Any]) -> Twotime:
-    """The file model of a :class:`~xpcsviewer.compute.twotime.TwotimeResult` (shared by
+    """The file model of a :class:`~xpcsviewer.compute.twotime.correlator.TwotimeResult` (shared by
     the dense and the photon pipelines)."""
     return Twotime(
         processed_bins=r2.processed_bins,

@@ -1,8 +1,8 @@
 """Hits to a complete result, and which path (photons or dense frames) a job takes.
 
 :func:`correlate_events_to_result` is :func:`~xpcsviewer.compute.pipeline.correlate_to_result`
-fed hits: the photon multi-tau (:mod:`~xpcsviewer.compute.multitau_sparse`) and two-time
-(:mod:`~xpcsviewer.compute.twotime_sparse`) correlators and the means of the same pass,
+fed hits: the photon multi-tau (:mod:`~xpcsviewer.compute.multitau.photons`) and two-time
+(:mod:`~xpcsviewer.compute.twotime.photons`) correlators and the means of the same pass,
 assembled into the same result (the same datasets, equal values).
 
 :func:`choose_path` decides per job, from a cost model of whole jobs measured on the
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.multitau_sparse import correlate_multitau_events, level_work_estimate
+from xpcsviewer.compute.multitau.photons import correlate_multitau_events, level_work_estimate
 from xpcsviewer.compute.options import MultitauOptions, TwotimeOptions
 from xpcsviewer.compute.pipeline import (
     CorrelatedResult,
@@ -136,7 +136,7 @@ def choose_path(requested: str, *, sparse_source: bool, time_tag: bool = False,
             raise ValueError("--path sparse needs a photon-sparse or event source; this one "
                              "stores dense frames")
         return PathChoice("dense", "dense frames", math.inf, math.nan, math.nan)
-    from xpcsviewer.compute.multitau_sparse import available
+    from xpcsviewer.compute.multitau.photons import available
 
     sp, de, occ = estimate_costs(sparse_ok=available(), **costs)
     if time_tag:
@@ -202,7 +202,7 @@ def correlate_events_to_result(
         r, scat = run.multitau, run.scattering
         mt = multitau_model(r, t0, stride_frame, avg_frame, common)
     if spec.two_time:
-        from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
+        from xpcsviewer.compute.twotime.photons import correlate_twotime_events
 
         run_tt = correlate_twotime_events(
             frames, partition, spec,

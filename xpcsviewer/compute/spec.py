@@ -9,12 +9,15 @@ value. How a job runs (path, engine, device) is not part of it: that is the plan
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 __all__ = ["AGES_DEFAULT_POINTS", "MODES", "CorrelateSpec", "Engine", "FrameSelection",
-           "PlanRequest", "SpecError", "parse_bin_text"]
+           "PlanRequest", "SpecError", "parse_bin_text", "parse_bins"]
 
 MODES = ("multitau", "twotime", "both")
 #: points per level of ``--twotime-ages`` (m: level 0 has lags 0..2m-1 frames)
@@ -95,6 +98,41 @@ def _positive_time(name: str, value: float | None) -> None:
         raise SpecError(f"{name} must be a positive finite number (got {value})")
 
 
+def parse_bins(spec: str | Sequence[int] | None, n_dynamic: int) -> np.ndarray:
+    """1-based dynamic bins from ``"all"``, ``None``, ``"1-5,8"`` or a list.
+
+    Raises
+    ------
+    ValueError
+        Malformed text or bins outside 1..n_dynamic.
+    """
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("", "all")):
+        return np.arange(1, n_dynamic + 1, dtype=np.int64)
+    out: set[int] = set()
+    if isinstance(spec, str):
+        for part in spec.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                if "-" in part:
+                    a, b = (int(v) for v in part.split("-", 1))
+                    if b < a:
+                        raise ValueError
+                    out.update(range(a, b + 1))
+                else:
+                    out.add(int(part))
+            except ValueError:
+                raise ValueError(f"bad bin range {part!r} (expected e.g. 1-5,8)") from None
+    else:
+        out.update(int(v) for v in spec)
+    bins = np.asarray(sorted(out), dtype=np.int64)
+    bad = bins[(bins < 1) | (bins > n_dynamic)]
+    if bad.size:
+        raise ValueError(f"dynamic bins {bad.tolist()} are outside 1..{n_dynamic}")
+    return bins
+
+
 def parse_bin_text(text: str | tuple[int, ...] | None,
                    n_dynamic: int | None = None) -> tuple[int, ...] | None:
     """The 1-based bins of ``"1-5,8"`` or of a tuple of bins (None for ``all`` or none
@@ -106,8 +144,6 @@ def parse_bin_text(text: str | tuple[int, ...] | None,
     SpecError
         Malformed text, or bins outside 1..n_dynamic.
     """
-    from xpcsviewer.compute.twotime import parse_bins
-
     if text is None or (isinstance(text, str) and text.strip().lower() in ("", "all")):
         return None
     try:

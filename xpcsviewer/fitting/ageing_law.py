@@ -1,6 +1,6 @@
 """Fits of g2 by age and the ageing law of tau(t_w) (no Qt).
 
-The cuts of :func:`xpcsviewer.compute.ages.age_cuts` become one
+The cuts of :func:`xpcsviewer.compute.ages.analysis.age_cuts` become one
 :class:`~xpcsviewer.fitting.blocks.G2Block` per (way, window) and go through the one
 fit loop, :func:`~xpcsviewer.fitting.block_fits.fit_curves`, so they get the model
 choice and statuses of any g2; only quotable relaxation times
@@ -33,7 +33,7 @@ from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 
-#: :class:`xpcsviewer.compute.ages.AgeCuts` (fitting does not import compute: ADR-7)
+#: :class:`xpcsviewer.compute.ages.analysis.AgeCuts` (fitting does not import compute: ADR-7)
 AgeCuts = Any
 
 __all__ = ["LAWS", "VERDICTS", "AgeFits", "LawFit", "cut_blocks", "fit_age_cuts",
@@ -41,7 +41,7 @@ __all__ = ["LAWS", "VERDICTS", "AgeFits", "LawFit", "cut_blocks", "fit_age_cuts"
 
 LAWS = ("linear", "power")
 VERDICTS = ("stationary", "ageing", "accelerating", "undetermined")
-#: the two ways of cutting (as :data:`xpcsviewer.compute.ages.WAYS`)
+#: the two ways of cutting (as :data:`xpcsviewer.compute.ages.analysis.WAYS`)
 WAYS = ("age", "t1")
 _Z95 = 1.959963984540054
 _Z99 = 2.5758293035489004

@@ -1,7 +1,7 @@
 """The age x lag pass of the correlate job (``correlate --twotime-ages``).
 
 One more reading pass over the raw source, after the multi-tau and/or two-time passes,
-through the multi-tau two-time correlator (:mod:`xpcsviewer.compute.twotime_ages`):
+through the multi-tau two-time correlator (:mod:`xpcsviewer.compute.ages.correlator`):
 dense frames or photon hits, checked by the same count rules as the other passes. Its
 memory grows as N log N, so it runs where the full map (N² per bin) cannot.
 """
@@ -30,12 +30,12 @@ def run_age_lag(qm: Any, n_frames: int, t0: float, bins: np.ndarray, points: int
     processed frame; ``chunks`` / ``events``: the checked frame or hit stream (one is
     used, by ``photons``; called once per pass).
     """
-    from xpcsviewer.compute.inputs import FrameStream
-    from xpcsviewer.compute.spec import CorrelateSpec
-    from xpcsviewer.compute.twotime_ages import (
+    from xpcsviewer.compute.ages.correlator import (
         correlate_twotime_ages,
         correlate_twotime_ages_events,
     )
+    from xpcsviewer.compute.inputs import FrameStream
+    from xpcsviewer.compute.spec import CorrelateSpec
 
     # the default normalisation (sqmap) and seed (0), as this pass has always used
     spec = CorrelateSpec(dq=None if bins is None else tuple(bins), ages=True,
@@ -46,7 +46,7 @@ def run_age_lag(qm: Any, n_frames: int, t0: float, bins: np.ndarray, points: int
     amap = run(stream, qm, spec, progress=progress, cancel=cancel)
     if not n_groups:
         return amap, None
-    from xpcsviewer.compute.twotime_ages_groups import age_lag_groups, age_lag_groups_events
+    from xpcsviewer.compute.ages.correlator_groups import age_lag_groups, age_lag_groups_events
 
     by_groups = age_lag_groups_events if photons else age_lag_groups
     groups = by_groups(stream, qm, dataclasses.replace(spec, dq=tuple(amap.bins)),

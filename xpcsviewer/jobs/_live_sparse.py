@@ -2,7 +2,7 @@
 how many frames to read at once, and the count rules applied to hits.
 
 A sparse live source (:mod:`xpcsviewer.io.raw.live`) hands out the hits of complete
-frames; they go to :class:`~xpcsviewer.compute.multitau_sparse.StreamingSparseMultitau`,
+frames; they go to :class:`~xpcsviewer.compute.multitau.photons.StreamingSparseMultitau`,
 whose snapshots equal the dense correlator on the same frames. The count rules are the
 dense live job's: a negative count is refused where the q-map uses the pixel and dropped
 elsewhere (with a note); a NaN/Inf count at a used pixel is refused (``correlate`` masks
@@ -29,7 +29,7 @@ FIRST_READ_FRAMES = 256
 
 def warm_photons(dtype: Any = np.uint16) -> bool:
     """Load the photon correlator's kernels now; False when it cannot run (no numba)."""
-    from xpcsviewer.compute.multitau_sparse import StreamingSparseMultitau, available
+    from xpcsviewer.compute.multitau.photons import StreamingSparseMultitau, available
 
     if not available():
         return False
@@ -42,7 +42,7 @@ def warm_photons(dtype: Any = np.uint16) -> bool:
 
 def photon_stream(qmap: Any, spec: Any, expected: int | None) -> Any:
     """The photon correlator of ``qmap`` (``spec``: the live run's CorrelateSpec)."""
-    from xpcsviewer.compute.multitau_sparse import StreamingSparseMultitau
+    from xpcsviewer.compute.multitau.photons import StreamingSparseMultitau
 
     return StreamingSparseMultitau(qmap, spec, expected_frames=expected)
 

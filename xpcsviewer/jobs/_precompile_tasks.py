@@ -14,10 +14,10 @@ __all__ = ["DENSE_DTYPES", "HIT_LAYOUTS", "HIT_VALUES", "KERNEL_MODULES", "LONG_
 
 #: The modules holding numba kernels (every ``numba.njit`` of the package is in one).
 KERNEL_MODULES = (
-    "xpcsviewer.compute._multitau_numba",
-    "xpcsviewer.compute._multitau_sparse_numba",
-    "xpcsviewer.compute._twotime_numba",
-    "xpcsviewer.compute._twotime_ages_numba",
+    "xpcsviewer.compute.multitau._numba",
+    "xpcsviewer.compute.multitau._photons_numba",
+    "xpcsviewer.compute.twotime._numba",
+    "xpcsviewer.compute.ages._numba",
 )
 
 #: Frame dtypes of the dense correlators: the readers hand over the stored dtype
@@ -66,8 +66,8 @@ def _dense(dtype: str) -> None:
     """The multi-tau update and the scattering sums, frames of ``dtype`` (what
     ``correlate_multitau``, the two-time pass and the live stream call)."""
     from xpcsviewer.backends import get_backend
-    from xpcsviewer.compute._multitau_cpu import CpuLevels
     from xpcsviewer.compute._scattering import ScatteringAccumulator
+    from xpcsviewer.compute.multitau._cpu import CpuLevels
 
     pixels = _tiny_pixels()
     x = np.zeros((3, pixels.n_pixels), dtype=dtype)
@@ -85,7 +85,7 @@ def _hits(frame: str, pixel: str, value: str, n: int = 3) -> tuple[np.ndarray, .
 
 def _photons(frame: str, pixel: str, value: str) -> None:
     """The photon correlator's block update, hits of this layout."""
-    from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
+    from xpcsviewer.compute.multitau.photons import SparseMultitauCorrelator
 
     f, p, v = _hits(frame, pixel, value)
     SparseMultitauCorrelator(_tiny_pixels(), 8).process_events(3, f, p, v)
@@ -93,7 +93,7 @@ def _photons(frame: str, pixel: str, value: str) -> None:
 
 def _photons_long(value: str) -> None:
     """A block of hits spanning 2^31 frames or more (time-tag runs): int64 times."""
-    from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
+    from xpcsviewer.compute.multitau.photons import SparseMultitauCorrelator
 
     span = 2**31 + 2
     f = np.array([0, span - 1], dtype=np.int64)
@@ -105,9 +105,9 @@ def _photons_long(value: str) -> None:
 def _twotime_ages(dtype: str) -> None:
     """The multi-tau two-time correlator (``correlate --twotime-ages``), frames of
     ``dtype``: gathering and normalising, the products and the coarse levels."""
+    from xpcsviewer.compute.ages.correlator import correlate_twotime_ages
     from xpcsviewer.compute.inputs import Partition
     from xpcsviewer.compute.spec import CorrelateSpec
-    from xpcsviewer.compute.twotime_ages import correlate_twotime_ages
 
     dyn = np.ones((2, 4), dtype=np.int64)
     sta = np.ones((2, 4), dtype=np.int64)
@@ -119,7 +119,7 @@ def _twotime_ages(dtype: str) -> None:
 
 def _photon_results() -> None:
     """The photon correlator's bin sums and per-level state (result, pixel planes)."""
-    from xpcsviewer.compute.multitau_sparse import SparseMultitauCorrelator
+    from xpcsviewer.compute.multitau.photons import SparseMultitauCorrelator
 
     c = SparseMultitauCorrelator(_tiny_pixels(), 64)
     f, p, v = _hits("int32", "int32", "uint16", 5)
@@ -142,7 +142,7 @@ def _photon_sums(frame: str, pixel: str, value: str) -> None:
 def _twotime_photons() -> None:
     """The sparse two-time kernels (their argument types do not depend on the hits')."""
     from xpcsviewer.compute.inputs import FrameStream, Partition
-    from xpcsviewer.compute.twotime_sparse import correlate_twotime_events
+    from xpcsviewer.compute.twotime.photons import correlate_twotime_events
     from xpcsviewer.model.events import EventBlock
 
     pixels = _tiny_pixels()

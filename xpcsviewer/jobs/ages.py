@@ -1,8 +1,8 @@
 """g2 by sample age of a result file: read -> cut -> fit -> ageing law -> records.
 
 The file's age x lag map (``/xpcs/twotime/age_lag``) is read if it has one, otherwise
-its full two-time maps (:func:`xpcsviewer.compute.age_lag.from_full_maps`); the cuts
-are :func:`xpcsviewer.compute.ages.age_cuts`, the fits and laws
+its full two-time maps (:func:`xpcsviewer.compute.ages.age_lag.from_full_maps`); the cuts
+are :func:`xpcsviewer.compute.ages.analysis.age_cuts`, the fits and laws
 :func:`xpcsviewer.fitting.ageing_law.fit_age_cuts`. Used by ``xpcsviewer ages``,
 ``fit --ages`` and the two-time tab. Units: seconds, q in 1/Angstrom.
 """
@@ -16,9 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.age_lag import AgeLagMap, from_full_maps
-from xpcsviewer.compute.ages import FLAG_P, WAYS, AgeCuts, AgeWindows, age_cuts, age_windows
-from xpcsviewer.compute.ages_groups import batch_sd, group_cut_g2, group_flag, group_tau_errors
+from xpcsviewer.compute.ages.age_lag import AgeLagMap, from_full_maps
+from xpcsviewer.compute.ages.analysis import (
+    FLAG_P,
+    WAYS,
+    AgeCuts,
+    AgeWindows,
+    age_cuts,
+    age_windows,
+)
+from xpcsviewer.compute.ages.groups import batch_sd, group_cut_g2, group_flag, group_tau_errors
 from xpcsviewer.fitting.ageing_law import (
     LAWS,
     AgeFits,
@@ -85,7 +92,7 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
     ``fit`` (a FitSpec) wins over ``model``. ``groups``: the file's two-time maps per
     pixel group (:class:`xpcsviewer.io.results.twotime_groups.TwotimeGroups`: ``bins``,
     ``pixels`` (K, B), ``maps`` per bin (K, N, N)), or None: then each cut's tau error
-    is the groups' spread (:mod:`xpcsviewer.compute.ages_groups`) and the laws are
+    is the groups' spread (:mod:`xpcsviewer.compute.ages.groups`) and the laws are
     fitted with it.
     """
     from xpcsviewer.progress import report

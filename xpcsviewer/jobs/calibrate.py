@@ -58,7 +58,7 @@ def _rings(h: int, w: int, n_dyn: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _multitau(device: str, repeats: int) -> dict[str, float]:
     from xpcsviewer.compute.inputs import Partition
-    from xpcsviewer.compute.multitau import correlate_multitau
+    from xpcsviewer.compute.multitau.correlator import correlate_multitau
 
     rng = np.random.default_rng(0)
     engine = "compiled" if device == "cpu" else "xla"
@@ -81,7 +81,7 @@ def _twotime(device: str, repeats: int) -> dict[str, float]:
     from xpcsviewer.backends import get_backend
     from xpcsviewer.compute.inputs import Partition
     from xpcsviewer.compute.options import TwotimeOptions
-    from xpcsviewer.compute.twotime import correlate_twotime
+    from xpcsviewer.compute.twotime.correlator import correlate_twotime
 
     rng = np.random.default_rng(1)
     be = get_backend("numpy") if device == "cpu" else get_backend("jax")

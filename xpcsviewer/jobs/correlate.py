@@ -86,7 +86,7 @@ def _stack_writer(side: Path | None, n_frames: int, shape: tuple[int, int]) -> A
     """The side file's writer (atomic), or a no-op context without one."""
     if side is None:
         return contextlib.nullcontext(None)
-    from xpcsviewer.compute.multitau import delay_list
+    from xpcsviewer.compute.multitau.correlator import delay_list
     from xpcsviewer.io.results.g2stack import open_g2_stack_writer
 
     return open_g2_stack_writer(side, delay_list(n_frames)[0].size, shape, overwrite=True)

@@ -248,8 +248,7 @@ def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanReq
     MemoryRefused
         The job needs more memory than is free.
     """
-    from xpcsviewer.compute.spec import parse_bin_text
-    from xpcsviewer.compute.twotime import parse_bins
+    from xpcsviewer.compute.spec import parse_bin_text, parse_bins
 
     n = int(source.n_frames)
     bins = ages_bins = None
@@ -266,7 +265,7 @@ def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanReq
     need = memory_needed(-(-n // group), qmap, spec.mode, 0 if bins is None else len(bins))
     have = memory_available()
     if spec.ages:
-        from xpcsviewer.compute.twotime_ages import age_lag_bytes
+        from xpcsviewer.compute.ages.correlator import age_lag_bytes
 
         need += age_lag_bytes(n, spec.ages_points, len(ages_bins))
     if have is not None and need > have:
@@ -281,8 +280,8 @@ def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanReq
     k = _groups(spec, choice.path == "sparse", n)
     full = k if spec.two_time else 0
     if k and have is not None:
-        from xpcsviewer.compute.twotime_ages_groups import group_age_lag_bytes
-        from xpcsviewer.compute.twotime_groups import group_maps_bytes
+        from xpcsviewer.compute.ages.correlator_groups import group_age_lag_bytes
+        from xpcsviewer.compute.twotime.groups import group_maps_bytes
 
         more = group_maps_bytes(n, full, len(bins)) if full else 0
         if spec.ages:
@@ -298,7 +297,7 @@ def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanReq
 
 def _groups(spec: CorrelateSpec, photons: bool, n_frames: int) -> int:
     """The pixel groups this job can make (``spec.groups`` is checked on its own)."""
-    from xpcsviewer.compute.twotime_groups import MAX_GROUP_FRAMES
+    from xpcsviewer.compute.twotime.groups import MAX_GROUP_FRAMES
 
     k = int(spec.groups)
     if k and spec.two_time and photons:

@@ -3,9 +3,9 @@
 :func:`follow` polls a source (:mod:`xpcsviewer.io.raw.live`: a growing HDF5 file,
 SWMR or not, or a folder of block files), reads only the frames that are new and
 complete, feeds them to the resumable multi-tau correlator
-(:class:`~xpcsviewer.compute.multitau_stream.StreamingMultitau`; for a photon-sparse
+(:class:`~xpcsviewer.compute.multitau.stream.StreamingMultitau`; for a photon-sparse
 source (a Rigaku ``.bin`` being appended, a growing ESRF CSR file or a folder of its
-blocks) the hits go to :class:`~xpcsviewer.compute.multitau_sparse.StreamingSparseMultitau`
+blocks) the hits go to :class:`~xpcsviewer.compute.multitau.photons.StreamingSparseMultitau`
 instead, :mod:`xpcsviewer.jobs._live_sparse`) and every ``every``
 seconds writes the partial result atomically (``/xpcs/live/partial = True``), fits it
 with the ``fit`` command's entry point when asked, and hands an update to
@@ -137,7 +137,7 @@ class _Follower(_Reporting):
     def prepare(self) -> None:
         """The correlator's state and kernels, before the first frame arrives (a source
         whose layout is not known yet: the kernels of both correlators)."""
-        from xpcsviewer.compute.multitau_stream import StreamingMultitau
+        from xpcsviewer.compute.multitau.stream import StreamingMultitau
 
         qm = self.qmap
         sparse = getattr(self.src, "sparse", False)

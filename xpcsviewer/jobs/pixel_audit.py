@@ -1,5 +1,5 @@
 """The pixel audit of result files: read the per-pixel stack one delay at a time,
-score every pixel (:mod:`xpcsviewer.compute.pixel_audit`), compare repeats, write the
+score every pixel (:mod:`xpcsviewer.compute.detector.pixel_audit`), compare repeats, write the
 ranked table. Shared by ``xpcsviewer audit``, the G2-pixel tab and the report."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.pixel_audit import (
+from xpcsviewer.compute.detector.pixel_audit import (
     AuditOptions,
     PixelAudit,
     audit_pixels,
@@ -42,15 +42,15 @@ def audit_file(
     mask : (H, W) bool, optional
         Extra valid pixels (True = keep), e.g. the mask editor's.
     options :
-        Passed to :func:`~xpcsviewer.compute.pixel_audit.audit_pixels`.
+        Passed to :func:`~xpcsviewer.compute.detector.pixel_audit.audit_pixels`.
 
     Raises
     ------
     XpcsFileError
         No stack, a stack of another shape, or non-finite values in it.
     """
-    from xpcsviewer.compute.partition import restrict_partition
-    from xpcsviewer.compute.regroup import correlated_pixels
+    from xpcsviewer.compute.detector.partition import restrict_partition
+    from xpcsviewer.compute.detector.regroup import correlated_pixels
     from xpcsviewer.io import read_result
     from xpcsviewer.io.errors import XpcsFileError
     from xpcsviewer.jobs._g2_stack import checked_stack_reader
@@ -83,7 +83,7 @@ def audit_files(
     **options: Any,
 ) -> list[PixelAudit]:
     """Audit several files; with 3 or more of one detector, also against each other
-    (repeats of one run: :func:`~xpcsviewer.compute.pixel_audit.with_repeats`)."""
+    (repeats of one run: :func:`~xpcsviewer.compute.detector.pixel_audit.with_repeats`)."""
     out = []
     n = len(paths)
     for i, p in enumerate(paths):

@@ -1,6 +1,6 @@
 """Regroup a result file's per-pixel G2 stack with another partition or mask, and write
 the result (the job of ``xpcsviewer regroup`` and the G2 tab; the binning is
-:mod:`xpcsviewer.compute.regroup`)."""
+:mod:`xpcsviewer.compute.detector.regroup`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from xpcsviewer.compute.partition import restrict_partition
-from xpcsviewer.compute.regroup import correlated_pixels, regroup_g2, regrouped_result
+from xpcsviewer.compute.detector.partition import restrict_partition
+from xpcsviewer.compute.detector.regroup import correlated_pixels, regroup_g2, regrouped_result
 from xpcsviewer.model.result import QMap, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback
 

@@ -1,7 +1,7 @@
 """An age x lag map: a two-time map as levels of (start time, lag) entries.
 
-Made by :mod:`xpcsviewer.compute.twotime_ages`, written and read by
-:mod:`xpcsviewer.io.results.age_lag`, cut by :mod:`xpcsviewer.compute.age_lag`.
+Made by :mod:`xpcsviewer.compute.ages.correlator`, written and read by
+:mod:`xpcsviewer.io.results.age_lag`, cut by :mod:`xpcsviewer.compute.ages.age_lag`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Hits of processed frames, as the photon correlators take them, and a stream of them
 read ahead (made by the readers of :mod:`xpcsviewer.io.raw`, taken by
-:mod:`xpcsviewer.compute.multitau_sparse` and the other photon correlators)."""
+:mod:`xpcsviewer.compute.multitau.photons` and the other photon correlators)."""
 
 from __future__ import annotations
 

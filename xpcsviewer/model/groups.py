@@ -1,7 +1,7 @@
 """The maps of K independent pixel groups of each bin (the errors of the age cuts).
 
-Made by :mod:`xpcsviewer.compute.twotime_groups` and
-:mod:`xpcsviewer.compute.twotime_ages_groups`; written and read by
+Made by :mod:`xpcsviewer.compute.twotime.groups` and
+:mod:`xpcsviewer.compute.ages.correlator_groups`; written and read by
 :mod:`xpcsviewer.io.results.twotime_groups` and :mod:`xpcsviewer.io.results.age_lag_groups`.
 """
 

@@ -356,7 +356,7 @@ def _audit(res: Any, p: Path) -> list[tuple[str, str]]:
     if mt is None or not getattr(mt, "has_unnormalized_G2", False):
         return [("pixel audit", "not done: the file has no per-pixel G2 stack "
                                 "(correlate --save-g2-pixel)")]
-    from xpcsviewer.compute.pixel_audit import audit_table_rows
+    from xpcsviewer.compute.detector.pixel_audit import audit_table_rows
     from xpcsviewer.jobs.pixel_audit import audit_file
 
     try:

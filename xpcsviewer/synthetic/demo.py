@@ -30,7 +30,7 @@ from typing import Any
 
 import h5py
 
-from xpcsviewer.compute.multitau import delay_list
+from xpcsviewer.compute.multitau.correlator import delay_list
 from xpcsviewer.io.errors import display_path
 from xpcsviewer.io.outputs import OutputRefusedError
 from xpcsviewer.io.results.g2stack import G2_SIDE_DATASET, g2_side_path

@@ -169,8 +169,8 @@ def file_digest(path: Path) -> tuple[int, str]:
 # ---------------------------------------------------------------------- geometry
 def _detector(spec: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
     """(partition, q, phi, roi mask) of the spec's whole detector."""
-    from xpcsviewer.compute.partition import PartitionGrid, make_partition
-    from xpcsviewer.compute.qmap import DetectorGeometry
+    from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+    from xpcsviewer.compute.detector.qmap import DetectorGeometry
     from xpcsviewer.synthetic.speckle import Geometry
 
     geo = Geometry(**spec["geometry"])

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.partition import PartitionGrid, make_partition
-from xpcsviewer.compute.qmap import DetectorGeometry
+from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
 from xpcsviewer.model.result import Multitau, QMap, Twotime, XpcsResult
 from xpcsviewer.synthetic.analytic import (
     c2_model,

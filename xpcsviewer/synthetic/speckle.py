@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xpcsviewer.compute.qmap import compute_qmap
+from xpcsviewer.compute.detector.qmap import compute_qmap
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 from xpcsviewer.synthetic.analytic import decay_rate
 

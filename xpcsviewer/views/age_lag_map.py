@@ -2,7 +2,7 @@
 (no Qt; the Two-Time tab and the exported figures draw it, issue 35).
 
 A multi-tau two-time map (``/xpcs/twotime/age_lag``) keeps C(t1, t1 + lag) in levels of
-blocks that widen with the lag (:mod:`xpcsviewer.compute.age_lag`). Drawn here against
+blocks that widen with the lag (:mod:`xpcsviewer.compute.ages.age_lag`). Drawn here against
 the age of each entry (the midpoint of its two blocks, s, linear) and its lag (s, log):
 one image row per display row, each row the nearest stored lag (in log lag), each
 column the weighted mean of the entries whose age falls in it, or, where the blocks are

@@ -8,7 +8,7 @@ the Series tab's rule :func:`xpcsviewer.views.series.series_drawing`: converged 
 filled, unresolved open, 95 % limits as triangles, the rest left out and counted)
 with the ageing law's line, its interval band and its verdict (:func:`law_line`).
 
-The analysis is :mod:`xpcsviewer.compute.ages` (an ``AgeCuts`` of one or more bins);
+The analysis is :mod:`xpcsviewer.compute.ages.analysis` (an ``AgeCuts`` of one or more bins);
 ``bin_pos`` is a bin's position in ``cuts.bins``.
 """
 

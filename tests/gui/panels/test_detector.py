@@ -20,9 +20,9 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from tests.gui.panels.test_saxs_panels import assert_pixels_for
-from xpcsviewer.compute import masking
-from xpcsviewer.compute.partition import PartitionGrid
-from xpcsviewer.compute.qmap import DetectorGeometry
+from xpcsviewer.compute.detector import masking
+from xpcsviewer.compute.detector.partition import PartitionGrid
+from xpcsviewer.compute.detector.qmap import DetectorGeometry
 
 pytestmark = pytest.mark.gui
 
@@ -204,8 +204,8 @@ def test_partition_editor_preview_and_qmap_file_like_the_cli(qtbot, detector, g0
                  "-o", str(cli), "--quiet"]) == 0
     theirs = read_qmap(cli)
     # the CLI has no log option: compare the log partition with make_partition directly
-    from xpcsviewer.compute.partition import make_partition
-    from xpcsviewer.compute.qmap import compute_qmap
+    from xpcsviewer.compute.detector.partition import make_partition
+    from xpcsviewer.compute.detector.qmap import compute_qmap
 
     q, phi = compute_qmap(g.shape, g.energy_kev, g.detector_distance, g.pixel_size,
                           g.beam_center_x, g.beam_center_y)
@@ -340,8 +340,8 @@ def test_regroup_from_the_tab_fixes_the_fit(qtbot, window, demo_files, open_demo
 
 
 def test_wedge_and_ring_rois_in_saxs2d_and_saxs1d(qtbot, sync_context, demo_results, tmp_path):
-    from xpcsviewer.compute.qmap import compute_qmap
-    from xpcsviewer.compute.roi import integrate_roi
+    from xpcsviewer.compute.detector.qmap import compute_qmap
+    from xpcsviewer.compute.detector.roi import integrate_roi
     from xpcsviewer.gui.panels.saxs1d import Saxs1DPanel
     from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
 
@@ -402,8 +402,8 @@ def test_wedge_and_ring_rois_in_saxs2d_and_saxs1d(qtbot, sync_context, demo_resu
 
 def _big_result(path: Path, shape=(1676, 2100)) -> Path:
     """A result file of a 1676 x 2100 (3.5 Mpixel) detector, written by our writer."""
-    from xpcsviewer.compute.partition import make_partition
-    from xpcsviewer.compute.qmap import compute_qmap
+    from xpcsviewer.compute.detector.partition import make_partition
+    from xpcsviewer.compute.detector.qmap import compute_qmap
     from xpcsviewer.io import Multitau, XpcsResult, write_result
 
     q, phi = compute_qmap(shape, 10.0, 8.0, 75e-6, 1050.3, 830.7)

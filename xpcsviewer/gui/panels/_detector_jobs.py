@@ -65,7 +65,7 @@ def mask_step_job(current: np.ndarray, initial: np.ndarray, version: int, what: 
     ``current`` and ``initial`` are the (H, W) bool masks (True = valid): the eraser
     gives back only pixels the initial mask had.
     """
-    from xpcsviewer.compute.masking import rasterize, threshold
+    from xpcsviewer.compute.detector.masking import rasterize, threshold
 
     cur = np.asarray(current, bool)
     new = cur.copy()
@@ -111,12 +111,12 @@ def partition_job(shape: tuple[int, int], geometry: dict, mask: np.ndarray | Non
     ``geometry``: energy_kev, det_dist_m, pixel_size_m, bcx, bcy. ``settings``: dq_num,
     sq_num, dp_num, sp_num, q_style ("linear"/"log"), phi_offset, symmetry_fold.
     """
-    from xpcsviewer.compute.partition import (
+    from xpcsviewer.compute.detector.partition import (
         PartitionGrid,
         check_consistency,
         geometry_partition,
     )
-    from xpcsviewer.compute.qmap import DetectorGeometry
+    from xpcsviewer.compute.detector.qmap import DetectorGeometry
 
     report(progress, cancel, 0, 3, "partitioning")
     s = dict(settings)
@@ -147,7 +147,7 @@ def partition_job(shape: tuple[int, int], geometry: dict, mask: np.ndarray | Non
 def save_qmap_job(path: str, qmap: Any, inputs: list[str], overwrite: bool,
                   source_file: str = "", progress=None, cancel=None) -> str:
     """Write a q-map file as ``xpcsviewer qmap`` does (pySimpleMask's ``/qmap`` layout)."""
-    from xpcsviewer.compute.partition import check_consistency
+    from xpcsviewer.compute.detector.partition import check_consistency
     from xpcsviewer.io.outputs import check_output
     from xpcsviewer.io.results.writer import write_qmap_file
 

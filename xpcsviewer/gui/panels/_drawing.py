@@ -3,7 +3,7 @@ conversion of pyqtgraph ROIs to mask shapes, and the wedge/ring sector item.
 
 Coordinates are the image's: x = column, y = row, pixel (r, c) covering
 ``[c, c + 1) x [r, r + 1)`` (row-major images, no transform), as
-:mod:`xpcsviewer.compute.masking` expects.
+:mod:`xpcsviewer.compute.detector.masking` expects.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QPainterPath, QPainterPathStroker
 
-from xpcsviewer.compute.masking import Shape
-from xpcsviewer.compute.roi import SectorRoi
+from xpcsviewer.compute.detector.masking import Shape
+from xpcsviewer.compute.detector.roi import SectorRoi
 
 __all__ = ["MASK_LUT", "DrawViewBox", "SectorItem", "mask_overlay", "shape_of_roi"]
 

@@ -1,7 +1,7 @@
 """The Detector tab's partition editor: q, phi or q x phi bins with a live preview.
 
 The settings are those of the standard partition tool (and of ``xpcsviewer qmap``,
-which runs the same :func:`~xpcsviewer.compute.partition.make_partition`): linear or
+which runs the same :func:`~xpcsviewer.compute.detector.partition.make_partition`): linear or
 log q, dynamic (g2) and static (SAXS) bin counts, phi offset and n-fold symmetry.
 Any change (or a new mask) re-partitions in a worker after a short pause; the
 preview colours the bins and a bar plot shows the pixels per bin.

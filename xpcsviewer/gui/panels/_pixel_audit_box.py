@@ -67,7 +67,7 @@ class MaskRequest:
 
 def audit_job(path: str, mask: np.ndarray | None, progress=None, cancel=None) -> dict:
     """Worker job: the audit of ``path`` (with an extra valid-pixel mask) and its table."""
-    from xpcsviewer.compute.pixel_audit import audit_table_rows
+    from xpcsviewer.compute.detector.pixel_audit import audit_table_rows
     from xpcsviewer.jobs.pixel_audit import audit_file
 
     audit = audit_file(path, mask, progress=progress, cancel=cancel)

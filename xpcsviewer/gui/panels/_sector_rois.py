@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QSpinBox,
 )
 
-from xpcsviewer.compute.roi import SectorRoi, integrate_rois
+from xpcsviewer.compute.detector.roi import SectorRoi, integrate_rois
 from xpcsviewer.gui.image_view import frame_key, shape_text
 from xpcsviewer.gui.panels._drawing import SectorItem
 

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from xpcsviewer.compute.masking import MaskHistory
+from xpcsviewer.compute.detector.masking import MaskHistory
 from xpcsviewer.gui import session as session_mod
 from xpcsviewer.gui.image_view import colour_table, frame_image, frame_key
 from xpcsviewer.gui.panels._detector_jobs import (

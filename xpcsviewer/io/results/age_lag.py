@@ -2,7 +2,7 @@
 
 The types :class:`AgeLagLevel` and :class:`AgeLagMap` live here, with the file layout,
 because the reader returns them and ``io`` imports nothing from ``compute``;
-:mod:`xpcsviewer.compute.age_lag` re-exports them (import them from there in compute
+:mod:`xpcsviewer.compute.ages.age_lag` re-exports them (import them from there in compute
 code). Layout (docs/file-format-notes.md)::
 
     /xpcs/twotime/age_lag                  attrs: version, n_frames, frame_time (s),

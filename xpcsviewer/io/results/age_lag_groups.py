@@ -1,7 +1,7 @@
 """Age x lag maps of independent pixel groups: their data type and place in a result file.
 
 The multi-tau two-time map (:mod:`xpcsviewer.io.results.age_lag`) of each of K pixel groups of
-each bin, made by :mod:`xpcsviewer.compute.twotime_ages_groups` (``correlate
+each bin, made by :mod:`xpcsviewer.compute.ages.correlator_groups` (``correlate
 --twotime-ages --twotime-groups K``): what the full maps' groups
 (:mod:`xpcsviewer.io.results.twotime_groups`) are for runs too long for a full map. The spread of
 a number derived from a bin's cuts over its groups is that number's error (docs/ages.md).

@@ -1,6 +1,6 @@
 """Two-time maps of independent pixel groups: their data type and place in a result file.
 
-Made by :mod:`xpcsviewer.compute.twotime_groups` (``correlate --twotime-groups K``); the
+Made by :mod:`xpcsviewer.compute.twotime.groups` (``correlate --twotime-groups K``); the
 spread of a number derived from a bin's map over its K groups is that number's error
 (docs/ages.md). Layout (docs/file-format-notes.md)::
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from xpcsviewer.compute._partition_check import check_consistency as _check_consistency
+from xpcsviewer.compute.detector._partition_check import check_consistency as _check_consistency
 from xpcsviewer.model.result import QMap
 
 __all__ = [
@@ -369,7 +369,7 @@ def make_partition(
     geometry : DetectorGeometry, optional
         Recorded in the returned QMap (beam centre in pixels, distance and pixel size in
         metres, energy in keV; anything with those attributes, such as a QMap; default
-        :class:`~xpcsviewer.compute.qmap.DetectorGeometry` ()).
+        :class:`~xpcsviewer.compute.detector.qmap.DetectorGeometry` ()).
     content_hash : bool
         Compute ``QMap.hash`` now (sha256 over the maps: ~0.2 s for 4.5 Mpixels).
         False leaves it empty; the writer computes it when the partition is saved.
@@ -380,7 +380,7 @@ def make_partition(
         With compressed ROI maps (smallest unsigned dtype), index mappings,
         bin-centre lists, ``num_pts`` and the content hash.
     """
-    from xpcsviewer.compute.qmap import DetectorGeometry
+    from xpcsviewer.compute.detector.qmap import DetectorGeometry
 
     geo = geometry if geometry is not None else DetectorGeometry()
     dq_num, sq_num, dp_num, sp_num = grid.dq_num, grid.sq_num, grid.dp_num, grid.sp_num
@@ -532,14 +532,14 @@ def geometry_partition(
 ) -> QMap:
     """q-map and partition of a detector geometry, cached by the content of the inputs.
 
-    ``geometry``: a :class:`~xpcsviewer.compute.qmap.DetectorGeometry` with its energy;
+    ``geometry``: a :class:`~xpcsviewer.compute.detector.qmap.DetectorGeometry` with its energy;
     ``grid``: the bins (default: one dynamic bin, 500 static q bins). The key is a
     sha256 over the geometry, the bins and the mask's bytes, so a second image (or file)
     with the same geometry gets the same :class:`QMap` object back at the cost of hashing
     its mask (a few ms for 4 Mpixels); the static binner of
-    :func:`xpcsviewer.compute.saxs.binner_for` is then reused too.
+    :func:`xpcsviewer.compute.detector.saxs.binner_for` is then reused too.
     """
-    from xpcsviewer.compute.qmap import compute_qmap
+    from xpcsviewer.compute.detector.qmap import compute_qmap
 
     grid = grid if grid is not None else PartitionGrid(1, 500)
     g = geometry
@@ -568,5 +568,5 @@ def geometry_partition(
 
 def check_consistency(qmap: QMap) -> list[str]:
     """The partition's invariants that fail, as sentences (none: consistent); see
-    :func:`xpcsviewer.compute._partition_check.check_consistency`."""
+    :func:`xpcsviewer.compute.detector._partition_check.check_consistency`."""
     return _check_consistency(qmap, BLOCK_PIXELS)

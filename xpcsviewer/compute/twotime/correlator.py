@@ -33,7 +33,6 @@ job compiles two programs).
 from __future__ import annotations
 
 import mmap
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,9 +41,9 @@ import numpy as np
 from xpcsviewer.backends import get_backend, resolve_device
 from xpcsviewer.compute._binning import PixelBins
 from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
-from xpcsviewer.compute.multitau import ScatteringAccumulator
+from xpcsviewer.compute.multitau.correlator import ScatteringAccumulator
 from xpcsviewer.compute.options import TwotimeOptions
-from xpcsviewer.compute.spec import CorrelateSpec, Engine
+from xpcsviewer.compute.spec import CorrelateSpec, Engine, parse_bins
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = [
@@ -53,44 +52,8 @@ __all__ = [
     "c2_diagonal_mean",
     "c2_g2_segments",
     "correlate_twotime",
-    "parse_bins",
     "twotime_map",
 ]
-
-
-def parse_bins(spec: str | Sequence[int] | None, n_dynamic: int) -> np.ndarray:
-    """1-based dynamic bins from ``"all"``, ``None``, ``"1-5,8"`` or a list.
-
-    Raises
-    ------
-    ValueError
-        Malformed text or bins outside 1..n_dynamic.
-    """
-    if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("", "all")):
-        return np.arange(1, n_dynamic + 1, dtype=np.int64)
-    out: set[int] = set()
-    if isinstance(spec, str):
-        for part in spec.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            try:
-                if "-" in part:
-                    a, b = (int(v) for v in part.split("-", 1))
-                    if b < a:
-                        raise ValueError
-                    out.update(range(a, b + 1))
-                else:
-                    out.add(int(part))
-            except ValueError:
-                raise ValueError(f"bad bin range {part!r} (expected e.g. 1-5,8)") from None
-    else:
-        out.update(int(v) for v in spec)
-    bins = np.asarray(sorted(out), dtype=np.int64)
-    bad = bins[(bins < 1) | (bins > n_dynamic)]
-    if bad.size:
-        raise ValueError(f"dynamic bins {bad.tolist()} are outside 1..{n_dynamic}")
-    return bins
 
 
 #: float64 bytes of one normalised tile; bounds ``block_rows`` for very large bins
@@ -288,7 +251,7 @@ def _upper_map(
             if a0 > 0:
                 c[a0:a1, :a0] = 0.0
     else:
-        from xpcsviewer.compute._twotime_xla import upper_map_xla
+        from xpcsviewer.compute.twotime._xla import upper_map_xla
 
         upper_map_xla(np.asarray(x), counts, c, rows, device)
     return c
@@ -446,7 +409,7 @@ def correlate_twotime(
     Parameters
     ----------
     frames, partition
-        As for :func:`~xpcsviewer.compute.multitau.correlate_multitau`.
+        As for :func:`~xpcsviewer.compute.multitau.correlator.correlate_multitau`.
     spec : CorrelateSpec, optional
         ``dq``: the 1-based dynamic bins (``"1-5,8"`` or numbers; default all non-empty
         bins); ``smooth``: the per-frame normalisation group, static bin (``sqmap``) or
@@ -492,7 +455,7 @@ def correlate_twotime(
     if engine is Engine.AUTO and _cpu_engine(be, dev):
         # BLAS through NumPy, the sums on NumPy too: nothing of this job needs XLA
         # (nor a compiled kernel)
-        from xpcsviewer.compute._twotime_cpu import correlate_cpu
+        from xpcsviewer.compute.twotime._cpu import correlate_cpu
 
         return correlate_cpu(chunks, n_frames, pixels, bins, spec, opt, progress, cancel)
     store: np.ndarray | None = None
@@ -524,7 +487,7 @@ def correlate_twotime(
     flat = np.empty(n_frames * n_frames + n_frames)  # one float64 map buffer for all bins
     on_device = None
     if not cpu and be.name == "jax":
-        from xpcsviewer.compute._twotime_xla import DeviceStore
+        from xpcsviewer.compute.twotime._xla import DeviceStore
 
         # the store crosses once, as stored; each bin is a column range of it
         on_device = DeviceStore(store, [int(b - a) for a, b in zip(bounds, ends, strict=True)],

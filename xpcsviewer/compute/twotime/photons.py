@@ -1,6 +1,6 @@
 """Two-time correlation C(t1, t2) from photon hits (the event-fed twin of ``twotime``).
 
-Same semantics and outputs as :func:`~xpcsviewer.compute.twotime.correlate_twotime` on
+Same semantics and outputs as :func:`~xpcsviewer.compute.twotime.correlator.correlate_twotime` on
 the dense frames the hits make (see that module's notes), equal to float64 round-off,
 but the cost grows with the hits, not with frames x pixels.
 
@@ -41,12 +41,12 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute._binning import PixelBins
-from xpcsviewer.compute._multitau_cpu import available
 from xpcsviewer.compute._scattering_sparse import SparseScattering, pixel_lookup
 from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.multitau._cpu import available
 from xpcsviewer.compute.options import TwotimeOptions
 from xpcsviewer.compute.spec import CorrelateSpec, Engine
-from xpcsviewer.compute.twotime import (
+from xpcsviewer.compute.twotime.correlator import (
     TwotimeResult,
     TwotimeRun,
     finish_map,
@@ -101,7 +101,7 @@ def _kernels() -> Any:
     """The compiled kernels' module; importing it imports numba (~0.5 s), so only on use."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's notices about caching and threading
-        from xpcsviewer.compute import _twotime_numba
+        from xpcsviewer.compute.twotime import _numba as _twotime_numba
 
     return _twotime_numba
 
@@ -238,7 +238,7 @@ def correlate_twotime_events(
         (``frame``, flat detector ``pixel``, ``value`` >= 0; a pixel hit twice in a
         frame: the values add), covering frames 0..n_frames-1 in order.
     partition, spec
-        As for :func:`~xpcsviewer.compute.twotime.correlate_twotime` (``spec.dq``,
+        As for :func:`~xpcsviewer.compute.twotime.correlator.correlate_twotime` (``spec.dq``,
         ``spec.smooth``).
     options : TwotimeOptions, optional
         ``with_scattering`` (also the temporal/spatial means of all hits, a

@@ -38,12 +38,11 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute._binning import PixelBins
-from xpcsviewer.compute._multitau_cpu import available, worth_compiling
-from xpcsviewer.compute._twotime_ages_levels import Level, level_plan
+from xpcsviewer.compute.ages._levels import Level, level_plan
 from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
+from xpcsviewer.compute.multitau._cpu import available, worth_compiling
 from xpcsviewer.compute.options import AgesOptions
-from xpcsviewer.compute.spec import CorrelateSpec, Engine
-from xpcsviewer.compute.twotime import parse_bins
+from xpcsviewer.compute.spec import CorrelateSpec, Engine, parse_bins
 from xpcsviewer.model.age_lag import AgeLagLevel, AgeLagMap
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
@@ -72,7 +71,7 @@ def _kernels(engine: Engine, work: float) -> Any:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's notices about caching and threading
-        from xpcsviewer.compute import _twotime_ages_numba
+        from xpcsviewer.compute.ages import _numba as _twotime_ages_numba
     return _twotime_ages_numba
 
 
@@ -235,7 +234,7 @@ def correlate_twotime_ages(
     frames : FrameStream or (N, H, W) array
         Counts (non-negative); read once, chunk by chunk.
     partition : Partition or QMap
-        As for :func:`~xpcsviewer.compute.twotime.correlate_twotime`.
+        As for :func:`~xpcsviewer.compute.twotime.correlator.correlate_twotime`.
     spec : CorrelateSpec, optional
         ``dq`` and ``smooth`` as for the full map; ``ages_points`` m: level 0 has lags
         0 .. 2m-1 frames, level l >= 1 lags m .. 2m-1 blocks.

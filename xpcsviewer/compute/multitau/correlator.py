@@ -34,25 +34,32 @@ compiled). The NumPy backend runs the same code eagerly and is the reference.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from xpcsviewer.backends import ensure_numpy, get_backend, resolve_device
 from xpcsviewer.compute._binning import PixelBins
-from xpcsviewer.compute._multitau_backend import (
+from xpcsviewer.compute._scattering import ScatteringAccumulator, iter_array_chunks
+from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
+from xpcsviewer.compute.multitau._backend import (
     MIN_BLOCK,
     level_kernel,
     next_pow2,
     normalize_kernel,
 )
-from xpcsviewer.compute._multitau_cpu import CpuLevels, worth_compiling
-from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
-from xpcsviewer.compute._scattering import ScatteringAccumulator, iter_array_chunks
-from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
-from xpcsviewer.compute.multitau_pixels import (
+from xpcsviewer.compute.multitau._cpu import CpuLevels, worth_compiling
+from xpcsviewer.compute.multitau._cpu import available as cpu_kernel_available
+from xpcsviewer.compute.multitau._shared import (
+    MultitauResult,
+    MultitauRun,
+    attach_snapshots,
+    delay_list,
+    feed_frames,
+)
+from xpcsviewer.compute.multitau.pixels import (
     MIN_PAIRS,
     combine_bin_sums,
     finalize_kernel,
@@ -72,51 +79,6 @@ __all__ = [
     "iter_array_chunks",
 ]
 
-def delay_list(
-    n_frames: int, delays_per_level: int = 4
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Multi-tau delays for ``n_frames`` processed frames.
-
-    Parameters
-    ----------
-    n_frames : int
-        N, frames after begin/end/stride/avg.
-    delays_per_level : int
-        m: level 0 has delays 1..2m, level L >= 1 has (m+1..2m) * 2^L.
-
-    Returns
-    -------
-    delays : (T,) int64
-        Delays in processed frames, ascending.
-    level : (T,) int64
-        Level L of each delay.
-    x : (T,) int64
-        Delay in level-L frames (``delays = x << level``).
-    """
-    m = int(delays_per_level)
-    if m < 1:
-        raise ValueError(f"delays_per_level must be >= 1, got {m}")
-    buf = 2 * m
-    out_d, out_l, out_x = [], [], []
-    level = 0
-    while True:
-        n_l = int(n_frames) >> level
-        xs = range(1, buf + 1) if level == 0 else range(m + 1, buf + 1)
-        xs = [x for x in xs if x < n_l]
-        if not xs:
-            break
-        for x in xs:
-            out_d.append(x << level)
-            out_l.append(level)
-            out_x.append(x)
-        level += 1
-    return (
-        np.asarray(out_d, dtype=np.int64),
-        np.asarray(out_l, dtype=np.int64),
-        np.asarray(out_x, dtype=np.int64),
-    )
-
-
 @dataclass
 class _Level:
     xs: tuple[int, ...]
@@ -126,39 +88,6 @@ class _Level:
     total: Any
     count: int = 0
     has_left: int = 0
-
-
-@dataclass
-class MultitauResult:
-    """Output of the multi-tau correlator (NumPy, float64).
-
-    Attributes
-    ----------
-    delay_frames : (T,) int64
-        Delays in processed frames (multiply by frame_time * stride * avg for seconds).
-    g2, g2_err : (T, Nd) float64
-        Dynamic-bin g2 and its error; column j is dynamic bin value j + 1.
-    g2_static : (T, Ns) float64
-        Static-bin g2_s (NaN for static bins without valid pixels).
-    n_frames : int
-        Processed frames correlated.
-    g2_partial, g2_partial_err : (P, T, Nd) float64 or None
-        Cumulative snapshots; delays not yet reachable are NaN.
-    g2_partial_labels : (P,) int64 or None
-        Frames accumulated in each snapshot.
-    config : dict
-        Solver settings (delays_per_level, normalize_frame, ...).
-    """
-
-    delay_frames: np.ndarray
-    g2: np.ndarray
-    g2_err: np.ndarray
-    g2_static: np.ndarray
-    n_frames: int
-    g2_partial: np.ndarray | None = None
-    g2_partial_err: np.ndarray | None = None
-    g2_partial_labels: np.ndarray | None = None
-    config: dict[str, Any] = field(default_factory=dict)
 
 
 class MultitauCorrelator:
@@ -312,7 +241,7 @@ class MultitauCorrelator:
 
     def pixel_planes(self):
         """Per-pixel G2/IP/IF, one (3, H, W) float32 plane per delay (see
-        :func:`~xpcsviewer.compute.multitau_pixels.iter_pixel_planes`)."""
+        :func:`~xpcsviewer.compute.multitau.pixels.iter_pixel_planes`)."""
         return iter_pixel_planes(self)
 
 
@@ -327,58 +256,6 @@ def emit_pixel_planes(corr: Any, sink: Callable[[int, np.ndarray], None] | None,
         report(progress, cancel, k, t, "per-pixel G2")
         sink(k, plane)
     report(progress, cancel, t, t, "per-pixel G2")
-
-
-def attach_snapshots(res: MultitauResult,
-                     snaps: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
-    """Partial g2 ``(frames, g2, err)`` snapshots into ``res``; consecutive identical
-    snapshots are dropped, as the standard correlator does."""
-    if not snaps:
-        return
-    keep = [0] + [i for i in range(1, len(snaps))
-                  if not np.array_equal(snaps[i][1], snaps[i - 1][1], equal_nan=True)]
-    res.g2_partial = np.stack([snaps[i][1] for i in keep])
-    res.g2_partial_err = np.stack([snaps[i][2] for i in keep])
-    res.g2_partial_labels = np.asarray([snaps[i][0] for i in keep], dtype=np.int64)
-
-
-def feed_frames(chunks: Iterable[np.ndarray], corr: Any, feed: Callable[[np.ndarray], None],
-                n_frames: int, chunk_size: int, num_partial_g2: int,
-                progress: ProgressCallback | None, cancel: CancelToken | None
-                ) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """Hand the frames to ``feed`` as (n, H*W) parts of at most ``chunk_size``, split at
-    the partial-g2 marks so each snapshot ``(frames, g2, err)`` is taken at an exact
-    frame count; checks that ``n_frames`` arrived. Shared by every engine."""
-    marks = ([round(n_frames * (i + 1) / num_partial_g2) for i in range(num_partial_g2)]
-             if num_partial_g2 > 0 else [])
-    snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
-    report(progress, cancel, 0, n_frames, "multi-tau")
-    for chunk in chunks:
-        chunk = np.asarray(chunk)
-        flat = chunk.reshape(chunk.shape[0], -1)
-        a = 0
-        while a < flat.shape[0]:
-            nxt_mark = next((m for m in marks if m > corr.n_processed), None)
-            take = min(flat.shape[0] - a, max(int(chunk_size), 1))
-            if nxt_mark is not None:
-                take = min(take, nxt_mark - corr.n_processed)
-            feed(flat[a: a + take])
-            a += take
-            if corr.n_processed in marks and (not snaps or snaps[-1][0] != corr.n_processed):
-                g, e, _ = corr.result()
-                snaps.append((corr.n_processed, g, e))
-            report(progress, cancel, corr.n_processed, n_frames, "multi-tau")
-    if corr.n_processed != n_frames:
-        raise ValueError(f"expected {n_frames} frames, got {corr.n_processed}")
-    return snaps
-
-
-@dataclass
-class MultitauRun:
-    """Multi-tau plus the scattering averages of the same pass."""
-
-    multitau: MultitauResult
-    scattering: ScatteringAccumulator
 
 
 def correlate_multitau(
@@ -413,7 +290,7 @@ def correlate_multitau(
         planes, one delay at a time).
     engine : Engine or str
         ``xla`` runs the whole job as one compiled XLA program per block
-        (:mod:`~xpcsviewer.compute._multitau_xla`: frames sent as stored, gathered,
+        (:mod:`~xpcsviewer.compute.multitau._xla`: frames sent as stored, gathered,
         converted and correlated through every level on the device; ``device`` picks
         the CPU or the GPU). ``array`` runs the level updates on the backend's array
         kernels. ``compiled`` runs the compiled CPU kernel (``_multitau_cpu``, numba):
@@ -440,7 +317,7 @@ def correlate_multitau(
     if engine is Engine.XLA:
         if opt.pixel_sink is not None:
             raise ValueError("engine='xla' does not write per-pixel G2; use 'compiled'")
-        from xpcsviewer.compute._multitau_xla import correlate_xla
+        from xpcsviewer.compute.multitau._xla import correlate_xla
 
         return correlate_xla(chunks, n_frames, pixels, spec, opt, device, progress, cancel)
     if engine is Engine.AUTO and be.name != "numpy":

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xpcsviewer.compute.qmap import compute_qmap, wavelength_angstrom
+from xpcsviewer.compute.detector.qmap import compute_qmap, wavelength_angstrom
 
 __all__ = [
     "RoiProfile",
@@ -108,7 +108,7 @@ class RoiProfile:
 def q_at_radius(r_px: np.ndarray | float, energy_kev: float, det_dist_m: float,
                 pixel_size_m: float) -> np.ndarray:
     """q (1/Angstrom) at a distance ``r_px`` pixels from the beam centre (exact, as
-    :func:`~xpcsviewer.compute.qmap.compute_qmap`)."""
+    :func:`~xpcsviewer.compute.detector.qmap.compute_qmap`)."""
     r = np.asarray(r_px, dtype=np.float64) * float(pixel_size_m)
     return 4.0 * np.pi / wavelength_angstrom(energy_kev) * np.sin(
         np.arctan(r / float(det_dist_m)) / 2.0)

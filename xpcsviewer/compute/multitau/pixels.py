@@ -3,13 +3,13 @@
 One implementation serves three callers, so that a per-pixel stack regrouped with
 the correlator's own partition gives back exactly the correlator's g2:
 
-- :class:`~xpcsviewer.compute.multitau.MultitauCorrelator` (``result()``) reduces
+- :class:`~xpcsviewer.compute.multitau.correlator.MultitauCorrelator` (``result()``) reduces
   the per-pixel terms of each level to static/dynamic sums (:func:`finalize_kernel`)
   and combines them (:func:`combine_bin_sums`);
 - :func:`iter_pixel_planes` streams the per-pixel terms of a finished correlator,
   one delay at a time, scattered back to the detector (the ``unnormalized_G2``
   stack of a result file);
-- :mod:`xpcsviewer.compute.regroup` reads those planes back from a file and bins
+- :mod:`xpcsviewer.compute.detector.regroup` reads those planes back from a file and bins
   them with any partition.
 
 Per pixel and delay x of a level with ``count`` frames (result-file-format.md §5)::

@@ -3,13 +3,13 @@
 The stack (``/xpcs/multitau/unnormalized_G2``, read one delay at a time) holds, per
 pixel and delay, the unnormalised G2 and the past/future means IP, IF. Binning it
 with a partition is exactly the correlator's own reduction
-(:mod:`xpcsviewer.compute.multitau_pixels`: static smoothing by a ratio of sums,
+(:mod:`xpcsviewer.compute.multitau.pixels`: static smoothing by a ratio of sums,
 dynamic g2 = mean of the static g2 inside it, error = spread of the per-pixel
 ``G2/(IP IF)`` / √n), so regrouping a file with its own partition gives back its
 g2 and errors (to the float32 precision of the stored stack).
 
 Only pixels the file correlated can be regrouped: a new partition is restricted to
-them (:func:`~xpcsviewer.compute.partition.restrict_partition`), and bins left
+them (:func:`~xpcsviewer.compute.detector.partition.restrict_partition`), and bins left
 without such pixels are dropped. Pure functions over NumPy float64; the file-level job
 shared by ``xpcsviewer regroup`` and the G2 tab is :mod:`xpcsviewer.jobs.regroup`.
 """
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import get_backend
+from xpcsviewer.compute.detector.partition import check_consistency, restrict_partition
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.multitau_pixels import combine_bin_sums, reduce_pixel_terms
-from xpcsviewer.compute.partition import check_consistency, restrict_partition
+from xpcsviewer.compute.multitau.pixels import combine_bin_sums, reduce_pixel_terms
 from xpcsviewer.model.result import Multitau, QMap, XpcsResult
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
@@ -137,7 +137,7 @@ def regrouped_result(source: XpcsResult, reg: Regrouped, saxs_2d: np.ndarray,
     require the dataset). Partial g2 and two-time results belong to the old bins and
     are left out. The config records where it came from.
     """
-    from xpcsviewer.compute.saxs import static_bin_mean
+    from xpcsviewer.compute.detector.saxs import static_bin_mean
 
     mt0 = source.multitau
     if mt0 is None:

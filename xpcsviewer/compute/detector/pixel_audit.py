@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute._binning import PixelBins, select_pixels
-from xpcsviewer.compute.multitau_pixels import ZERO_DENOMINATOR
+from xpcsviewer.compute.multitau.pixels import ZERO_DENOMINATOR
 from xpcsviewer.model.result import QMap
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
@@ -297,7 +297,7 @@ def audit_pixels(
     n_delays : int
         T (required with a reader).
     correlated : (H, W) bool, optional
-        Pixels that hold data (e.g. :func:`~xpcsviewer.compute.regroup.correlated_pixels`).
+        Pixels that hold data (e.g. :func:`~xpcsviewer.compute.detector.regroup.correlated_pixels`).
     options : AuditOptions, optional
         Thresholds, plateau, kept curves and the label.
     progress, cancel :

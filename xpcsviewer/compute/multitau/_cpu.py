@@ -50,7 +50,7 @@ def _kernels() -> Any:
     """The compiled kernels' module; importing it imports numba (~0.5 s), so only on use."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba's notices about caching and threading
-        from xpcsviewer.compute import _multitau_numba
+        from xpcsviewer.compute.multitau import _numba as _multitau_numba
 
     return _multitau_numba
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.age_lag import AgeLagMap, from_full_maps
-from xpcsviewer.compute.ages import AgeCuts, age_cuts
+from xpcsviewer.compute.ages.age_lag import AgeLagMap, from_full_maps
+from xpcsviewer.compute.ages.analysis import AgeCuts, age_cuts
 
 __all__ = ["MIN_GROUPS", "batch_sd", "group_cut_g2", "group_flag", "group_tau_errors",
            "tau_influence"]

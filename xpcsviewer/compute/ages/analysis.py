@@ -1,4 +1,4 @@
-"""g2 by sample age from an age x lag map (:mod:`xpcsviewer.compute.age_lag`).
+"""g2 by sample age from an age x lag map (:mod:`xpcsviewer.compute.ages.age_lag`).
 
 Each age window is cut two ways (Ragulskaya et al., J. Appl. Cryst. 2024): at
 constant age (the entry's age, the midpoint of its two times, inside the window)
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xpcsviewer.compute.age_lag import AgeLagLevel, AgeLagMap, entry_t1
+from xpcsviewer.compute.ages.age_lag import AgeLagLevel, AgeLagMap, entry_t1
 
 __all__ = [
     "FLAG_P",

@@ -1,7 +1,7 @@
 """Multi-tau correlation on photons: the cost grows with hits, not pixels x frames.
 
 XPCS frames from fast counting detectors are mostly empty (0.1-1 % of pixels hit). The
-dense correlator (:mod:`~xpcsviewer.compute.multitau`) touches every pixel of every
+dense correlator (:mod:`~xpcsviewer.compute.multitau.correlator`) touches every pixel of every
 frame; this one touches only hits. It computes exactly the dense correlator's streaming
 state (per level: the sums of products for each delay, the running sum, the first and
 the last B frames), so the finalisation, the static smoothing, the errors and the
@@ -36,7 +36,7 @@ from xpcsviewer.backends import get_backend
 from xpcsviewer.compute._binning import PixelBins, select_pixels
 from xpcsviewer.compute._scattering_sparse import SparseScattering, pixel_lookup
 from xpcsviewer.compute.inputs import FrameStream, Partition
-from xpcsviewer.compute.multitau import (
+from xpcsviewer.compute.multitau.correlator import (
     MultitauCorrelator,
     MultitauResult,
     MultitauRun,
@@ -45,8 +45,8 @@ from xpcsviewer.compute.multitau import (
     delay_list,
     emit_pixel_planes,
 )
-from xpcsviewer.compute.multitau_pixels import MIN_PAIRS, combine_bin_sums
-from xpcsviewer.compute.multitau_stream import snapshot_result
+from xpcsviewer.compute.multitau.pixels import MIN_PAIRS, combine_bin_sums
+from xpcsviewer.compute.multitau.stream import snapshot_result
 from xpcsviewer.compute.options import MultitauOptions
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
@@ -67,7 +67,7 @@ _NEVER = -(1 << 62)
 
 def available() -> bool:
     """Whether the compiled kernels can run (numba installed)."""
-    from xpcsviewer.compute._multitau_cpu import available as numba_available
+    from xpcsviewer.compute.multitau._cpu import available as numba_available
 
     return numba_available()
 
@@ -75,7 +75,7 @@ def available() -> bool:
 def _kernels() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from xpcsviewer.compute import _multitau_sparse_numba
+        from xpcsviewer.compute.multitau import _photons_numba as _multitau_sparse_numba
 
     return _multitau_sparse_numba
 
@@ -277,7 +277,7 @@ class SparseMultitauCorrelator(MultitauCorrelator):
         Processed frames that will be fed (sets levels and delays); with
         ``growable=True`` a starting size only (a live stream).
     delays_per_level, normalize_frame :
-        As :class:`~xpcsviewer.compute.multitau.MultitauCorrelator`.
+        As :class:`~xpcsviewer.compute.multitau.correlator.MultitauCorrelator`.
     growable : bool
         Allow more frames than ``n_frames`` (levels are added as they are reached).
 
@@ -422,7 +422,7 @@ def correlate_multitau_events(
         ``open()`` gives the EventBlocks of processed frames 0..n_frames-1, in order
         (:meth:`xpcsviewer.io.raw.sparse.SparseSource.iter_events`).
     partition, spec, options, progress, cancel :
-        As :func:`~xpcsviewer.compute.multitau.correlate_multitau` (``options``
+        As :func:`~xpcsviewer.compute.multitau.correlator.correlate_multitau` (``options``
         ``chunk_size`` and ``backend`` are not read; ``scattering_group``: frames per
         row of the per-frame means); the result is the same (float64 round-off; exact
         for integer counts).
@@ -516,7 +516,7 @@ def level_work_estimate(n_frames: int, n_pixels: int, occupancy: float, buf: int
 
 class StreamingSparseMultitau:
     """Photon multi-tau g2 plus the means of the same pass, fed blocks of hits of any
-    length (the live twin of :class:`~xpcsviewer.compute.multitau_stream.StreamingMultitau`).
+    length (the live twin of :class:`~xpcsviewer.compute.multitau.stream.StreamingMultitau`).
 
     A snapshot equals :func:`correlate_multitau_events` on the frames fed so far (and the
     dense correlator on the same frames, to float64 round-off); taking one does not change

@@ -1,6 +1,6 @@
 """Multi-tau correlation of a frame stream whose length is not known in advance.
 
-:func:`~xpcsviewer.compute.multitau.correlate_multitau` is told N up front (it sizes the
+:func:`~xpcsviewer.compute.multitau.correlator.correlate_multitau` is told N up front (it sizes the
 levels and the per-frame means by it). An acquisition being followed has no N yet, so
 :class:`StreamingMultitau` grows instead:
 
@@ -11,7 +11,7 @@ levels and the per-frame means by it). An acquisition being followed has no N ye
   arrays are copied into larger ones), so no frame is ever correlated twice.
 - **Delays.** The delay list of N frames is a prefix of the list of any N' > N (a level
   that loses a delay for N has no delay left at the next level), so a snapshot at n
-  frames is the rows of :func:`~xpcsviewer.compute.multitau.delay_list` ``(n)``.
+  frames is the rows of :func:`~xpcsviewer.compute.multitau.correlator.delay_list` ``(n)``.
 - **Means.** The per-frame intensity and static-bin sums double their capacity when full.
 
 A snapshot therefore equals the batch correlator run on the first n frames (the same
@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import get_backend
-from xpcsviewer.compute._multitau_cpu import COMPILED_MIN_WORK
-from xpcsviewer.compute._multitau_cpu import available as cpu_kernel_available
 from xpcsviewer.compute._scattering import ScatteringAccumulator
 from xpcsviewer.compute.inputs import Partition
-from xpcsviewer.compute.multitau import (
+from xpcsviewer.compute.multitau._cpu import COMPILED_MIN_WORK
+from xpcsviewer.compute.multitau._cpu import available as cpu_kernel_available
+from xpcsviewer.compute.multitau.correlator import (
     MultitauCorrelator,
     MultitauResult,
     _Level,
@@ -53,7 +53,7 @@ PREALLOC_MAX_PIXELS = 1 << 18
 
 
 class GrowingMultitauCorrelator(MultitauCorrelator):
-    """A :class:`~xpcsviewer.compute.multitau.MultitauCorrelator` without a frame limit.
+    """A :class:`~xpcsviewer.compute.multitau.correlator.MultitauCorrelator` without a frame limit.
 
     ``capacity`` is only where the state starts; it doubles as frames arrive. The NumPy
     backend only (the live path runs on the CPU).
@@ -158,7 +158,7 @@ class StreamingMultitau:
     Parameters
     ----------
     partition : Partition or QMap
-        As for :func:`~xpcsviewer.compute.multitau.correlate_multitau`.
+        As for :func:`~xpcsviewer.compute.multitau.correlator.correlate_multitau`.
     spec : CorrelateSpec, optional
         ``normalize_frame``, as there.
     options : MultitauOptions, optional
@@ -206,7 +206,7 @@ class StreamingMultitau:
         first time in a process), on a throwaway state, so the first frames do not wait."""
         if Engine.parse(self.engine) is not Engine.COMPILED:
             return
-        from xpcsviewer.compute._multitau_cpu import CpuLevels, frame_sums
+        from xpcsviewer.compute.multitau._cpu import CpuLevels, frame_sums
 
         tiny = np.zeros((2, 4), dtype=dtype)
         CpuLevels(4, 2, self.delays_per_level).process(tiny)

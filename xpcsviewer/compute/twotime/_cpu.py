@@ -3,7 +3,7 @@
 One reading pass gathers the selected pixels into a store and sums every static bin per
 frame (:class:`_RunSums`): the sums give each bin's normalisation and the job's
 scattering means; a bin's pre-scaled rows are then one blocked symmetric product
-(:func:`_gram_upper`). Used by :func:`~xpcsviewer.compute.twotime.correlate_twotime`
+(:func:`_gram_upper`). Used by :func:`~xpcsviewer.compute.twotime.correlator.correlate_twotime`
 for jobs on the CPU; docs/correlators.md has the measurements.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.backends import get_backend
-from xpcsviewer.compute import twotime as tt
 from xpcsviewer.compute._binning import PixelBins
-from xpcsviewer.compute.multitau import ScatteringAccumulator
+from xpcsviewer.compute.multitau.correlator import ScatteringAccumulator
+from xpcsviewer.compute.twotime import correlator as tt
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 

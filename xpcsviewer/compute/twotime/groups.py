@@ -5,7 +5,7 @@ lags as independent understates tau's error late in a run (docs/ages.md). Indepe
 pixel groups give the error instead: the detector is cut into square tiles (``tile_px``
 pixels, larger than a speckle) dealt at random to K groups, and the two-time map of each
 processed bin is computed for each group's pixels too, with the bin's own normalisation
-(:func:`~xpcsviewer.compute.twotime.twotime_map` on the group's pixels with their static
+(:func:`~xpcsviewer.compute.twotime.correlator.twotime_map` on the group's pixels with their static
 bins). The spread of a derived number over the groups is its error
 (benchmarks/ages_jackknife_probe.py).
 
@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute.inputs import FrameStream, Partition, frame_chunks
-from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime import keep_frames, parse_bins, twotime_map
+from xpcsviewer.compute.spec import CorrelateSpec, parse_bins
+from xpcsviewer.compute.twotime.correlator import keep_frames, twotime_map
 from xpcsviewer.model.groups import TwotimeGroups
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
@@ -78,7 +78,7 @@ def group_maps(
     frames : FrameStream or (N, H, W) array
         The frames the bins' own maps were made of (same selection).
     partition : Partition or QMap
-        As for :func:`~xpcsviewer.compute.twotime.correlate_twotime`.
+        As for :func:`~xpcsviewer.compute.twotime.correlator.correlate_twotime`.
     spec : CorrelateSpec
         ``dq``: the 1-based dynamic bins (the processed bins of the two-time result, as
         numbers); ``groups``, ``group_tile``, ``group_seed``: K, the tile side and the

@@ -1,4 +1,4 @@
-"""The numba kernels of :mod:`xpcsviewer.compute._multitau_cpu` (imported on first use).
+"""The numba kernels of :mod:`xpcsviewer.compute.multitau._cpu` (imported on first use).
 
 Defined at module level so that numba's on-disk cache holds them: compiled once per
 machine, loaded in well under a second afterwards.

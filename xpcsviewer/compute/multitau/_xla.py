@@ -31,7 +31,7 @@ import numpy as np
 from xpcsviewer.backends import get_backend, resolve_device
 from xpcsviewer.backends.conversions import count_host_to_device, ensure_numpy
 from xpcsviewer.compute._binning import PixelBins
-from xpcsviewer.compute.multitau_pixels import (
+from xpcsviewer.compute.multitau.pixels import (
     MIN_PAIRS,
     combine_bin_sums,
     pixel_terms,
@@ -231,7 +231,7 @@ class XlaMultitau:
         get_backend("jax")  # x64 and the host devices are set up before JAX starts
         import jax
 
-        from xpcsviewer.compute.multitau import delay_list
+        from xpcsviewer.compute.multitau._shared import delay_list
 
         self._jax = jax
         self.pixels = pixels
@@ -423,14 +423,14 @@ def xla_device(device: Any) -> Any:
 
 def correlate_xla(chunks: Iterable[np.ndarray], n_frames: int, pixels: PixelBins,
                   spec: Any, options: Any, device: Any, progress: Any, cancel: Any) -> Any:
-    """:func:`~xpcsviewer.compute.multitau.correlate_multitau` with the XLA engine:
+    """:func:`~xpcsviewer.compute.multitau.correlator.correlate_multitau` with the XLA engine:
     stored frames in, one program; the means are host sums of the same frames
     (``spec``: a CorrelateSpec, ``options``: MultitauOptions)."""
-    from xpcsviewer.compute._multitau_cpu import worth_compiling
-    from xpcsviewer.compute.multitau import (
+    from xpcsviewer.compute._scattering import ScatteringAccumulator
+    from xpcsviewer.compute.multitau._cpu import worth_compiling
+    from xpcsviewer.compute.multitau._shared import (
         MultitauResult,
         MultitauRun,
-        ScatteringAccumulator,
         attach_snapshots,
         feed_frames,
     )

@@ -1,8 +1,8 @@
 """Age x lag maps of independent pixel groups of each bin (errors of long runs' age cuts).
 
-What :mod:`xpcsviewer.compute.twotime_groups` does for full maps (at most 2,048 frames),
+What :mod:`xpcsviewer.compute.twotime.groups` does for full maps (at most 2,048 frames),
 for the multi-tau two-time map of any run length: the detector's tiles are dealt to K
-groups (:func:`~xpcsviewer.compute.twotime_groups.tile_groups`, the same dealing), and
+groups (:func:`~xpcsviewer.compute.twotime.groups.tile_groups`, the same dealing), and
 the age x lag map of every (bin, group) pair is made in one pass of the multi-tau
 two-time correlator over a refined partition: dynamic bin j * K + g + 1 holds group g's
 pixels of the j-th bin, and each static bin is split by group too, so a group is
@@ -18,16 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.inputs import FrameStream, Partition
-from xpcsviewer.compute.options import AgesOptions
-from xpcsviewer.compute.spec import CorrelateSpec
-from xpcsviewer.compute.twotime import parse_bins
-from xpcsviewer.compute.twotime_ages import (
+from xpcsviewer.compute.ages.correlator import (
     age_lag_bytes,
     correlate_twotime_ages,
     correlate_twotime_ages_events,
 )
-from xpcsviewer.compute.twotime_groups import tile_groups
+from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.options import AgesOptions
+from xpcsviewer.compute.spec import CorrelateSpec, parse_bins
+from xpcsviewer.compute.twotime.groups import tile_groups
 from xpcsviewer.model.groups import AgeLagGroups
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
@@ -83,9 +82,9 @@ def age_lag_groups(
 
     ``frames``: the same frames as the bins' own map; ``spec``: ``dq`` the bins (the
     map's own, as numbers), ``groups``, ``group_tile`` and ``group_seed`` the groups
-    (:func:`~xpcsviewer.compute.twotime_groups.tile_groups`), ``ages_points`` and
+    (:func:`~xpcsviewer.compute.twotime.groups.tile_groups`), ``ages_points`` and
     ``smooth`` as for
-    :func:`~xpcsviewer.compute.twotime_ages.correlate_twotime_ages`, as are
+    :func:`~xpcsviewer.compute.ages.correlator.correlate_twotime_ages`, as are
     ``options``, ``progress`` and ``cancel``.
     """
     return _groups(correlate_twotime_ages, frames, partition, spec, options, progress,
@@ -102,7 +101,7 @@ def age_lag_groups_events(
     cancel: CancelToken | None = None,
 ) -> AgeLagGroups:
     """:func:`age_lag_groups` from the sparse readers' event blocks (``frames.open()``),
-    through :func:`~xpcsviewer.compute.twotime_ages.correlate_twotime_ages_events`."""
+    through :func:`~xpcsviewer.compute.ages.correlator.correlate_twotime_ages_events`."""
     return _groups(correlate_twotime_ages_events, frames, partition, spec, options,
                    progress, cancel)
 

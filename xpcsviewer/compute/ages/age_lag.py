@@ -1,6 +1,6 @@
 """The age x lag form of a two-time map, shared by the multi-tau two-time correlator
-(:mod:`xpcsviewer.compute.twotime_ages`) and the g2-by-age analysis
-(:mod:`xpcsviewer.compute.ages`).
+(:mod:`xpcsviewer.compute.ages.correlator`) and the g2-by-age analysis
+(:mod:`xpcsviewer.compute.ages.analysis`).
 
 A level holds C between blocks of ``width`` frames: entry ``[b, i, j]`` is the
 correlation of block ``i`` (frames ``t1[i] .. t1[i] + width - 1``) with the block
