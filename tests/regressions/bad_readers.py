@@ -163,3 +163,25 @@ def build_reader_cases(d: Path) -> list[ReaderCase]:
     zeros.write_bytes(bytes(1 << 20))
     add(ReaderCase("1 MiB of zeros", zeros, ("zeros_1MiB.bin", "word 0"), "module"))
     return cases
+
+
+def reader_runs(d: Path, small_qmap: Path) -> list[tuple[list, tuple[str, ...]]]:
+    """(command line, words its refusal holds) over :func:`build_reader_cases`: ``info``
+    of each, ``correlate`` of each that has a q-map (``small_qmap``: a 32 x 40 one; the
+    module's is made here)."""
+    from xpcsviewer.cli import main
+
+    cases = build_reader_cases(d / "cases")
+    module_q = d / "q_module.hdf"
+    assert main(["qmap", "--shape", "512", "1024", "--energy", "10", "--det-dist", "5",
+                 "--pixel-size", "75e-6", "--bcx", "512", "--bcy", "256", "--dq-num", "2",
+                 "--sq-num", "4", "-o", str(module_q), "--quiet"]) == 0
+    out: list[tuple[list, tuple[str, ...]]] = []
+    for c in cases:
+        words = (c.path.name, *c.must)
+        out.append((["info", c.path], words))
+        if c.qmap:
+            q = small_qmap if c.qmap == "small" else module_q
+            out.append((["correlate", c.path, "--qmap", q, "-o", d / f"{c.path.name}.hdf",
+                         "--quiet", *c.args], words))
+    return out
