@@ -155,6 +155,15 @@ def test_a_stray_word_or_event_is_refused_naming_it(cases, name):
     _refused(c, **kw)
 
 
+def test_a_stray_word_in_one_module_of_a_3m_is_named(cases, tmp_path):
+    src = cases["rigaku 3M lone word in all six modules"].path
+    for k in range(6):
+        w = np.fromfile(src.with_name(f"{src.name[:-4]}.00{k}"), "<u8")
+        (w if k == 3 else w[:-1]).tofile(tmp_path / f"one.bin.00{k}")
+    with pytest.raises(XpcsFileError, match=r"one\.bin\.003: word \d+: frame 16777215 lies"):
+        open_raw_source(tmp_path / "one.bin.000")
+
+
 def test_stray_word_refused_by_info_and_correlate_not_g2_8400(cases, qmaps, tmp_path):
     c = cases["rigaku lone word at frame 2^24-1"]
     assert main(["info", str(c.path)]) == 3

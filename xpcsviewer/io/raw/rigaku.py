@@ -465,6 +465,8 @@ class Rigaku3M(SparseSource):
         counts = [mod.raw_frames for mod in self._modules]
         if len(set(counts)) > 1:
             self.close()
+            # the longest module first: a stray word there is named by its own check
+            RigakuBin(files[counts.index(max(counts))]).close()
             listed = ", ".join(f"{f.name}: {n}" for f, n in zip(files, counts, strict=True))
             raise XpcsFileError(self.path, f"modules have different frame counts ({listed})",
                                 "frame field", "the same number of frames in all six modules")
