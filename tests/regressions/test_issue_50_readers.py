@@ -189,6 +189,14 @@ def test_a_lone_first_event_far_before_the_rest_is_refused(tmp_path):
         open_raw_source(p)
 
 
+def test_a_stray_event_of_an_unsorted_list_is_named_by_its_file_entry(tmp_path):
+    tp = np.arange(2000, dtype=np.int64) * 500
+    toa = np.concatenate([tp[:5], [10**15], tp[5:]])[::-1].copy()  # unsorted
+    p = br.timepix(tmp_path / "unsorted_late.h5", toa)
+    with pytest.raises(XpcsFileError, match=r"/toa: entry 1995 \(time of arrival 1e\+06 s"):
+        open_raw_source(p)
+
+
 def test_good_runs_are_not_refused(tmp_path):
     # a demo-like module, the same with a beam-off end at 9 x its length (a count-0 word
     # marks the last frame), a sparse run (0.2 hits a frame), a sparse event list

@@ -60,6 +60,20 @@ MAX_TICK = 1 << 62
 MAX_FRAMES = 1 << 53
 
 
+class _Text:
+    """A message part computed when shown (the file entry of an event of a list sorted
+    in memory takes a pass over ``toa``: only for an error)."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+
+    def __str__(self) -> str:
+        return self._make()
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 class TimepixEvents(SparseSource):
     """A Timepix3/4 event list (see the module notes).
 
@@ -393,14 +407,18 @@ class TimepixEvents(SparseSource):
         ticks = {i: self._tick_at(i) for i in idx}
         frames = self._frames(np.array([ticks[i] for i in idx], dtype=np.int64))
         frame = {i: int(f) for i, f in zip(idx, frames, strict=True)}
-        entry = self._entries({ticks[i] for i in idx}) if self._ticks is not None else None
         where = self._names["toa"]
+        found: dict[int, int] = {}
 
-        def hit(i: int) -> tuple[int, str, str]:
+        def text(i: int) -> str:
             t = ticks[i]
-            at = f"entry {i}" if entry is None else f"entry {entry[t]}"
-            return frame[i], where, (f"{at} (time of arrival {t * self.tick_s:.6g} s, "
-                                     f"frame {frame[i]})")
+            if self._ticks is not None and not found:  # sorted in memory: file entries
+                found.update(self._entries({ticks[j] for j in idx}))
+            at = f"entry {i}" if self._ticks is None else f"entry {found[t]}"
+            return f"{at} (time of arrival {t * self.tick_s:.6g} s, frame {frame[i]})"
+
+        def hit(i: int) -> tuple[int, str, Any]:
+            return frame[i], where, _Text(lambda: text(i))
 
         return (i1 - i0, [hit(i) for i in range(i0, min(i1, i0 + k + 1))],
                 [hit(i) for i in range(max(i0, i1 - k - 1), i1)])
