@@ -4,8 +4,8 @@ Usage::
 
     python tests/regressions/corpus_table.py [--code DIR] [--work DIR]
 
-builds the issue-11 corpus plus the cases of issue 24 (with the code of this tree),
-runs every command line against the code in ``--code`` (default: this tree; give
+builds the issue-11 corpus plus the cases of issues 24, 34 and 50 (with the code of this
+tree), runs every command line against the code in ``--code`` (default: this tree; give
 an old checkout for the "before" column) and prints, per group and in total:
 runs, clean (the expected exit, no traceback, no crash, nothing modified, no
 temporary left, the message checks of the case), tracebacks, crashes (killed by a
@@ -325,6 +325,15 @@ def build_runs(work: Path) -> list[Run]:
                         must=("session.json",), process="window", timeout=120))
     # and the window's close leaves what is not a regular file alone
     runs[-1].must = ("session.json", "not a regular file")
+    # issue 50 (readers): wrapped sums, a stray word or event, impossible times, damaged
+    # words; each refused (exit 3) within 30 s naming the file, the word or dataset
+    spec = importlib.util.spec_from_file_location("xpcs_corpus_table_br", HERE / "bad_readers.py")
+    br = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = br
+    spec.loader.exec_module(br)
+    for args, words in br.reader_runs(work / "readers", qmap_good):
+        ins = [a for a in args[1:] if isinstance(a, Path) and a.exists()]
+        runs.append(Run("50 sparse readers", args, (3,), ins, must=words, timeout=30))
     return runs
 
 

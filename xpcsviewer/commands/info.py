@@ -228,6 +228,25 @@ def _raw_row(s: dict[str, Any]) -> list[str]:
     ]
 
 
+def _not_rigaku(path: str) -> None:
+    """A file named as Rigaku hits (``.bin``, ``.00N``) that is neither HDF5 nor hits:
+    raise naming the word that is no hit (issue 50: not "not an HDF5 file" alone)."""
+    import re
+    from pathlib import Path
+
+    from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.io.raw.dense import file_kind
+    from xpcsviewer.io.raw.rigaku import rigaku_verdict
+
+    if not (re.search(r"(\.bin|\.00\d)$", str(path)) and Path(path).is_file()
+            and file_kind(path) == "other"):
+        return
+    ok, why = rigaku_verdict(path)
+    if not ok and why.startswith("word"):
+        raise XpcsFileError(path, f"not an HDF5 file, nor Rigaku hit words: {why}", None,
+                            "an HDF5 result file or a raw source of a known layout")
+
+
 def summary_task(item: dict[str, Any]) -> dict[str, Any]:
     """:func:`summary` of one file, named as given (a batch task; any worker); a raw
     source gets :func:`raw_summary`, a G2 side file :func:`side_file_summary` instead
@@ -242,6 +261,7 @@ def summary_task(item: dict[str, Any]) -> dict[str, Any]:
     except XpcsFileError:
         side = side_file_summary(item["path"], item["shown"])
         if side is None:
+            _not_rigaku(item["path"])
             raise
         return side
     rec = summary(res)

@@ -13,8 +13,10 @@ A path to any block, or to a folder holding one series, stands for the whole ser
 The detector shape is an attribute ``shape``/``frame_shape`` or ``nrows``/``ncols`` of
 the data group, else the caller's (from the q-map).
 
-The offsets (``frame_ptr``) are read once at open; hits are read by range with h5py
-slices. Only numpy and h5py. The layout's names (the group, its three datasets, the
+The offsets (``frame_ptr``) are read once at open and checked in their stored type
+(:func:`~xpcsviewer.io.raw.util.checked_pointer`: 0 first, non-decreasing, last = the
+number of hits; the series' totals are added as Python ints); hits are read by range with
+h5py slices. Only numpy and h5py. The layout's names (the group, its three datasets, the
 shape attributes, the numbered block files) are here once; the growing-file and
 growing-folder readers (:mod:`xpcsviewer.io.raw.live_csr`) use them.
 """
@@ -29,12 +31,13 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import open_h5_file, read_array
+from xpcsviewer.io._h5 import open_h5_file
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.raw.sparse import SparseSource
 from xpcsviewer.io.raw.util import (
     attr,
     check_pixels,
+    checked_pointer,
     detector_shape,
     int_dataset,
     num_dataset,
@@ -215,6 +218,9 @@ class EsrfCsr(SparseSource):
             blocks.append(blk)
             start += blk.n_frames
             total += int(blk.ptr[-1])
+            if total >= 1 << 62:  # exact (Python ints); the global offsets are int64
+                raise XpcsFileError(p, f"the series holds {total} hits up to this block",
+                                    CSR_INDEX, "fewer than 2**62 hits in all")
         stored = [b.shape for b in blocks if b.shape is not None]
         if stored and any(np.asarray(s).ravel().tolist() != np.asarray(stored[0]).ravel()
                           .tolist() for s in stored):
@@ -249,26 +255,14 @@ class EsrfCsr(SparseSource):
         ptr_ds = int_dataset(f, CSR_PTR, "n_frames + 1 integer offsets")
         idx_ds = int_dataset(f, CSR_INDEX, "flat pixel indices (integers)")
         int_ds = num_dataset(f, CSR_VALUE, "numeric counts")
-        ptr = read_array(ptr_ds).astype(np.int64)
         where = CSR_PTR
         expected = "frame_ptr[0] = 0, non-decreasing, last = len(index) = len(intensity)"
-        if ptr.size < 1:
-            raise XpcsFileError(p, "CSR pointer does not match its arrays: frame_ptr is "
-                                "empty", where, expected)
-        if ptr[0] != 0:
-            raise XpcsFileError(p, f"CSR pointer does not match its arrays: frame_ptr "
-                                f"starts at {int(ptr[0])}", where, expected)
-        dec = np.flatnonzero(np.diff(ptr) < 0)
-        if dec.size:
-            k = int(dec[0]) + 1
-            raise XpcsFileError(p, f"CSR pointer does not match its arrays: frame_ptr "
-                                f"decreases at entry {k} ({int(ptr[k - 1])} -> "
-                                f"{int(ptr[k])})", where, expected)
         n_idx, n_int = int(idx_ds.shape[0]), int(int_ds.shape[0])
-        if int(ptr[-1]) != n_idx or n_idx != n_int:
-            raise XpcsFileError(p, f"CSR pointer does not match its arrays: frame_ptr ends "
-                                f"at {int(ptr[-1])}, index has {n_idx} entries, intensity "
-                                f"{n_int}", where, expected)
+        if n_idx != n_int:
+            raise XpcsFileError(p, f"CSR pointer does not match its arrays: index has {n_idx} "
+                                f"entries, intensity {n_int}", where, expected)
+        ptr = checked_pointer(p, ptr_ds, n_idx, where, expected,
+                              "CSR pointer does not match its arrays")
         return _Block(p, start, ptr, np.dtype(int_ds.dtype), stored_shape(f[CSR_GROUP]))
 
     def _file(self, p: Path) -> h5py.File:

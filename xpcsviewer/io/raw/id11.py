@@ -4,8 +4,10 @@ ImageD11 (:class:`Id11Sparse`): a group (the root or up to two levels down, e.g.
 ``1.1``) with 1-D ``nnz`` (hits per frame), ``row``, ``col``, ``intensity`` and the
 attributes ``shape0``/``shape1`` (rows, cols) when present.
 
-The offsets (the cumulative ``nnz``) are read once at open; hits are read by range with
-h5py slices. Only numpy and h5py.
+The offsets (the cumulative ``nnz``) are read once at open, added in exact integer
+arithmetic and checked against the lengths of ``row``/``col``/``intensity`` before any
+use (:func:`~xpcsviewer.io.raw.util.hit_offsets`: a sum past 2**63 never wraps back to
+a plausible total); hits are read by range with h5py slices. Only numpy and h5py.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.io._h5 import open_h5_file, read_array
+from xpcsviewer.io._h5 import open_h5_file
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.raw.sparse import SparseSource
 from xpcsviewer.io.raw.util import (
@@ -23,6 +25,7 @@ from xpcsviewer.io.raw.util import (
     check_pixels,
     detector_shape,
     find_groups,
+    hit_offsets,
     int_dataset,
     num_dataset,
     read_slice,
@@ -51,8 +54,10 @@ class Id11Sparse(SparseSource):
     Raises
     ------
     XpcsFileError
-        No such group, ``sum(nnz)`` not the length of ``row``/``col``/``intensity``,
-        negative ``nnz``, an unknown detector shape, a row or column outside the detector.
+        No such group, ``sum(nnz)`` (added exactly, :func:`~xpcsviewer.io.raw.util.hit_offsets`)
+        not the length of ``row``/``col``/``intensity``, negative ``nnz``, more ``nnz``
+        entries than the file can hold, an unknown detector shape, a row or column outside
+        the detector.
     """
 
     layout = "id11-sparse"
@@ -90,26 +95,15 @@ class Id11Sparse(SparseSource):
         self._col = int_dataset(f, f"{base}/col", "column of each hit (integers)")
         self._int = num_dataset(f, f"{base}/intensity", "numeric counts")
         self._names = {k: f"{base}/{k}" for k in ID11_NAMES}
-        nnz = read_array(nnz_ds).astype(np.int64)
-        neg = np.flatnonzero(nnz < 0)
-        if neg.size:
-            k = int(neg[0])
-            raise XpcsFileError(self.path, f"negative hit count {int(nnz[k])} for frame {k}",
-                                self._names["nnz"], "hits per frame >= 0")
-        self._ptr = np.concatenate([np.zeros(1, np.int64), np.cumsum(nnz)])
-        total = int(self._ptr[-1])
         lens = {k: int(d.shape[0]) for k, d in
                 (("row", self._row), ("col", self._col), ("intensity", self._int))}
-        if any(n != total for n in lens.values()):
-            listed = ", ".join(f"{k} has {n}" for k, n in lens.items())
-            raise XpcsFileError(self.path, f"nnz sum mismatch: sum(nnz) = {total} but "
-                                f"{listed}", self._names["nnz"],
-                                "sum(nnz) entries in row, col and intensity")
+        self._ptr = hit_offsets(self.path, nnz_ds, lens)
+        total = int(self._ptr[-1])
         grp = f[g]
         s0, s1 = attr(grp, "shape0"), attr(grp, "shape1")
         stored = (s0, s1) if s0 is not None and s1 is not None else None
         self.frame_shape = detector_shape(self.path, stored, g, shape)
-        self.raw_frames = int(nnz.size)
+        self.raw_frames = int(self._ptr.size - 1)
         if self.raw_frames < 1:
             raise XpcsFileError(self.path, "holds no frames", self._names["nnz"],
                                 "at least one frame")

@@ -58,6 +58,7 @@ __all__ = [
     "pixel_field",
     "rigaku_layout",
     "rigaku_module_files",
+    "rigaku_verdict",
     "word_frame",
 ]
 
@@ -81,6 +82,8 @@ COUNT_MASK = 0xFFF  # bits 0-11
 _RESERVED = (0xF << 12) | (0x7 << 37)
 _MODULE_RE = re.compile(r"\.00([0-5])$")
 _EXPECTED_WORD = "an APS Rigaku XSPA hit word (bits 12-15 and 37-39 zero)"
+#: words sampled through a file by :func:`rigaku_verdict`
+_SAMPLES = 62
 
 
 def word_frame(word: int) -> int:
@@ -154,22 +157,55 @@ def _plausible(word: int) -> bool:
     return not word & _RESERVED and pixel < PIXEL_OFFSET + MODULE_PIXELS
 
 
-def looks_like_rigaku(path: str | Path) -> bool:
-    """True when the first and the last whole 8-byte words of ``path`` decode as Rigaku
-    hit words (reserved bits zero, pixel field within a module, or offset by 2**20).
-    Cheap: two reads. The caller has ruled out HDF5 and NumPy files. The frame order is
-    not looked at here: :class:`RigakuBin` says when frames go backwards."""
+def _a_hit(word: int) -> bool:
+    """A plausible word with a count: a hit (a count-0 word only marks the last frame)."""
+    return _plausible(word) and word & COUNT_MASK > 0
+
+
+def _sampled(fh, n_words: int) -> list[int]:
+    """Up to _SAMPLES words evenly spread strictly between the first and the last."""
+    out = []
+    for i in sorted({1 + (n_words - 2) * k // _SAMPLES for k in range(_SAMPLES)}):
+        if 0 < i < n_words - 1:
+            fh.seek(8 * i)
+            out.append(int.from_bytes(fh.read(8), "little"))
+    return out
+
+
+def rigaku_verdict(path: str | Path) -> tuple[bool, str]:
+    """(whether the words of ``path`` are Rigaku hit words, why not). Cheap: at most
+    _SAMPLES + 2 single-word reads. Hits: the first whole word is a hit (reserved bits
+    zero, pixel field within a module or offset by 2**20, a count of 1 or more) and the
+    last whole word plausible (a count of 0 marks the last frame); or, when one of these
+    two is damaged, the words sampled evenly between them are hits in frame order (then
+    :class:`RigakuBin` names the damaged word). The caller has ruled out HDF5 and NumPy
+    files."""
     try:
         with open_regular(path) as fh:
             size = os.fstat(fh.fileno()).st_size
             if size < 8:
-                return False
+                return False, f"{size} bytes, less than one 8-byte word"
+            n = size // 8
             first = int.from_bytes(fh.read(8), "little")
-            fh.seek((size // 8 - 1) * 8)
+            fh.seek((n - 1) * 8)
             last = int.from_bytes(fh.read(8), "little")
-    except OSError:
-        return False
-    return _plausible(first) and _plausible(last)
+            if _a_hit(first) and _plausible(last):
+                return True, ""
+            inner = _sampled(fh, n) if n >= 10 else []
+    except OSError as exc:
+        return False, f"cannot be read ({exc.strerror})"
+    frames = [word_frame(w) for w in inner]
+    if len(inner) >= 8 and all(_a_hit(w) for w in inner) and frames == sorted(frames):
+        return True, ""
+    at, word = ("word 0", first) if not _a_hit(first) else (f"word {n - 1} (the last)", last)
+    return False, (f"{at} is {word:#018x}, not a Rigaku hit word (reserved bits 12-15 and "
+                   "37-39 zero, a count of 1 or more)")
+
+
+def looks_like_rigaku(path: str | Path) -> bool:
+    """True when ``path`` holds Rigaku hit words (:func:`rigaku_verdict`). The frame
+    order is not looked at here: :class:`RigakuBin` says when frames go backwards."""
+    return rigaku_verdict(path)[0]
 
 
 def is_3m_stem(p: Path) -> bool:
@@ -234,6 +270,11 @@ class _ModuleFile:
                 self.close()
                 raise XpcsFileError(path, f"reserved bits set in {w:#018x}", f"word {i}",
                                     _EXPECTED_WORD)
+        if self.n_words > 1 and not self._word(0) & COUNT_MASK:
+            self.close()
+            raise XpcsFileError(path, f"holds a count of 0 ({self._word(0):#018x})", "word 0",
+                                "a hit of 1..4095 photons (a count of 0 only marks the last "
+                                "frame)")
         first, last = self._frame(0), self._frame(self.n_words - 1)
         if last < first:
             self.close()
@@ -278,6 +319,20 @@ class _ModuleFile:
         if b <= a:
             return 0
         return self.lower_bound(b) - self.lower_bound(a)
+
+    def edges(self, a: int, b: int, k: int) -> tuple[int, list[tuple[int, int]],
+                                                     list[tuple[int, int]]]:
+        """(words of frames ``[a, b)``, (frame, word) of their first and of their last
+        ``k + 1``), for :func:`~xpcsviewer.io.raw.sparse.check_edges`."""
+        i0, i1 = self.lower_bound(a), self.lower_bound(b)
+        if i1 <= i0:
+            return 0, [], []
+        head = range(i0, min(i1, i0 + k + 1))
+        tail = range(max(i0, i1 - k - 1), i1)
+        fr = {i: int(f) for i, f in zip((*head, *tail), (
+            *frame_field(self._words(head.start, head.stop)),
+            *frame_field(self._words(tail.start, tail.stop))), strict=True)}
+        return i1 - i0, [(fr[i], i) for i in head], [(fr[i], i) for i in tail]
 
     def _words(self, i0: int, i1: int) -> np.ndarray:
         out = np.empty(i1 - i0, dtype=WORD)
@@ -349,6 +404,14 @@ class RigakuBin(SparseSource):
     def _raw_count(self, a: int, b: int) -> int:
         return self._module.count(a, b)
 
+    def _edge_hits(self, b: int, e: int, k: int) -> tuple[int, list, list]:
+        n, head, tail = self._module.edges(b, e, k)
+
+        def hit(f: int, i: int) -> tuple[int, str, str]:
+            return f, f"word {i}", f"frame {f}"
+
+        return n, [hit(*h) for h in head], [hit(*t) for t in tail]
+
     def _raw_range(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._module.read(a, b)
 
@@ -402,6 +465,8 @@ class Rigaku3M(SparseSource):
         counts = [mod.raw_frames for mod in self._modules]
         if len(set(counts)) > 1:
             self.close()
+            # the longest module first: a stray word there is named by its own check
+            RigakuBin(files[counts.index(max(counts))]).close()
             listed = ", ".join(f"{f.name}: {n}" for f, n in zip(files, counts, strict=True))
             raise XpcsFileError(self.path, f"modules have different frame counts ({listed})",
                                 "frame field", "the same number of frames in all six modules")
@@ -425,6 +490,17 @@ class Rigaku3M(SparseSource):
 
     def _raw_count(self, a: int, b: int) -> int:
         return sum(mod.count(a, b) for mod in self._modules)
+
+    def _edge_hits(self, b: int, e: int, k: int) -> tuple[int, list, list]:
+        n, head, tail = 0, [], []
+        for mod in self._modules:
+            m, hd, tl = mod.edges(b, e, k)
+            n += m
+            for out, got in ((head, hd), (tail, tl)):
+                out += [(f, f"{mod.path.name} word {i}", f"frame {f}") for f, i in got]
+        head.sort(key=lambda h: h[0])
+        tail.sort(key=lambda h: h[0])
+        return n, head[: k + 1], tail[-(k + 1):]
 
     def _raw_range(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         w = RIGAKU_3M_SHAPE[1]

@@ -180,7 +180,11 @@ def open_raw_source(
                 elif p.suffix.lower() in (".h5", ".hdf5", ".hdf", ".nxs"):
                     layout = "hdf5"  # named HDF5 but is none: the HDF5 opener says so
                 else:
-                    raise unknown
+                    from xpcsviewer.io.raw.rigaku import rigaku_verdict
+
+                    why = rigaku_verdict(p)[1]
+                    raise XpcsFileError(p, f"not a raw source of a known layout ({why})",
+                                        unknown.dataset, unknown.expected)
     if bin_time is not None and layout != "timepix":
         raise ValueError(f"--bin-time applies to event lists (Timepix) only; {p} holds "
                          f"{layout} frames")

@@ -29,14 +29,23 @@ import numpy as np
 from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.model.events import EventBlock
 
-__all__ = ["EVENTS_PER_BLOCK", "SparseSource", "dense_frames",
-           "select_frames"]
+__all__ = ["EDGE_FACTOR", "EDGE_HITS", "EDGE_MIN_HITS", "EVENTS_PER_BLOCK", "SparseSource",
+           "check_edges", "dense_frames", "select_frames"]
 
 #: events per block handed to the correlators: the correlator's fixed work per pixel and
 #: level is paid once per block, so blocks are large; but each array of a block stays
 #: under glibc's largest heap allocation (32 MB), so that freed blocks are reused instead
 #: of being mapped afresh (first-touch page faults cost ~0.1 s per 100 MB on our VMs)
 EVENTS_PER_BLOCK = 6 << 20
+
+#: stray hits at a run's edges (docs/sparse-formats.md, "Stray hits at the edges"): of the
+#: first and of the last EDGE_HITS + 1 hits, the widest stretch of empty frames is looked at;
+#: the source is refused when that stretch is more than EDGE_FACTOR times the frames
+#: holding the rest of the hits and the rest's hits per frame would have put at least
+#: EDGE_MIN_HITS hits into it (so sparse runs, whose hits are far apart, are not refused)
+EDGE_HITS = 16
+EDGE_FACTOR = 10
+EDGE_MIN_HITS = 1000
 
 
 def dense_frames(start: int, stop: int, frame: np.ndarray, pixel: np.ndarray,
@@ -90,6 +99,59 @@ def select_frames(src: Any, begin: int, end: int | None, stride: int,
     return b, e, int(stride), int(avg), n
 
 
+def _edge_error(src: Any, problem: str, where: str, expected: str) -> XpcsFileError:
+    src.close()
+    return XpcsFileError(src.path, problem, where, expected)
+
+
+def check_edges(src: Any, b: int, e: int) -> None:
+    """Refuse raw frames ``[b, e)`` of ``src`` when a few hits at their start or end lie
+    implausibly far from the rest (the rule of :data:`EDGE_FACTOR`): the frames between
+    would be invented empty frames, and g2 over them wrong by their number. The error
+    names the hit (file, word or entry, frame or time) and the selection that leaves it
+    out. ``src._edge_hits(b, e, k)`` gives the hits: see :meth:`SparseSource._edge_hits`.
+    """
+    got = src._edge_hits(b, e, EDGE_HITS)
+    if got is None:
+        return
+    n, head, tail = got
+    if n < 2 or not head or not tail:
+        return
+    # end: the widest jump among the last hits; p: the last frame of the rest
+    j = max(range(1, len(tail)), key=lambda i: tail[i][0] - tail[i - 1][0], default=0)
+    if j:
+        p, (f, where, what) = tail[j - 1][0], tail[j]
+        gap, rest, rest_hits = f - p - 1, p - b + 1, n - (len(tail) - j)
+        if gap > EDGE_FACTOR * rest and gap * rest_hits >= EDGE_MIN_HITS * rest:
+            more = len(tail) - j - 1
+            raise _edge_error(
+                src, f"{what} lies {gap} empty frames after the rest of the run ({rest_hits} "
+                f"hits in frames {b}..{p})" + (f", with {more} more hit(s) after it" if more
+                                                else "") + f": a run of {e - b} frames where the "
+                f"hits fill {rest}", where,
+                f"hits spread over the run (an empty stretch at its start or end at most "
+                f"{EDGE_FACTOR} x the frames of the other hits); frames {b}..{p} are read "
+                f"with --end-frame {p + 1}")
+    # start: the widest jump among the first hits, frame b - 1 before them
+    frames = [b - 1] + [h[0] for h in head]
+    j = max(range(1, len(frames)), key=lambda i: frames[i] - frames[i - 1])
+    q = frames[j]
+    gap, rest, rest_hits = q - frames[j - 1] - 1, e - q, n - (j - 1)
+    if gap > EDGE_FACTOR * rest and gap * rest_hits >= EDGE_MIN_HITS * rest:
+        _, where, what = head[j - 2] if j > 1 else head[0]
+        if j > 1:
+            problem = (f"{what} lies {gap} empty frames before the rest of the run "
+                       f"({rest_hits} hits in frames {q}..{e - 1})")
+        else:
+            problem = (f"the first hit, {what}, comes after {gap} empty frames (the "
+                       f"{rest_hits} hits are in frames {q}..{e - 1})")
+        raise _edge_error(
+            src, problem + f": a run of {e - b} frames where the hits fill {rest}", where,
+            f"hits spread over the run (an empty stretch at its start or end at most "
+            f"{EDGE_FACTOR} x the frames of the other hits); frames {q}.. are read with "
+            f"--begin-frame {q}")
+
+
 class SparseSource(abc.ABC):
     """Base of the sparse layouts (see the module notes).
 
@@ -124,6 +186,16 @@ class SparseSource(abc.ABC):
     def close(self) -> None:
         """Release file handles (idempotent)."""
 
+    def _edge_hits(self, b: int, e: int,
+                   k: int) -> tuple[int, list[tuple[int, str, str]],
+                                    list[tuple[int, str, str]]] | None:
+        """(hits in raw frames ``[b, e)``, their first ``k + 1`` and their last ``k + 1``
+        hits in frame order), each hit ``(raw frame, where, what)``: where it is stored
+        (a word, an entry; the error's dataset) and what it holds (its frame or time), for
+        :func:`check_edges`. None (the default): the layout stores its frame count, so no
+        hit stretches the run."""
+        return None
+
     @property
     def _frame_dtype(self) -> type:
         """Frame numbers in 4 bytes when they fit (half the memory traffic of int64)."""
@@ -132,9 +204,12 @@ class SparseSource(abc.ABC):
     # ------------------------------------------------------------ selection
     def _select(self, begin: int = 0, end: int | None = -1, stride: int = 1,
                 avg: int = 1) -> None:
-        """Apply the frame selection (same rules and messages as ``RawFrames``)."""
+        """Apply the frame selection (same rules and messages as ``RawFrames``); refuse
+        stray hits at the edges of the selected frames (:func:`check_edges`)."""
         self.begin, self.end, self.stride, self.avg, self.n_frames = select_frames(
             self, begin, end, stride, avg)
+        a, b = self._raw_span(0, self.n_frames)
+        check_edges(self, a, b)
 
     def _raw_span(self, start: int, stop: int) -> tuple[int, int]:
         """Raw frames ``[a, b)`` holding processed frames ``[start, stop)``."""

@@ -52,6 +52,26 @@ DEFAULT_RESOLUTION_S = 1e-9
 _PASS = 1 << 22
 #: below this many events the binary search reads the window whole
 _WINDOW = 4096
+#: the ticks a reader takes (seconds): from a femtosecond to an hour
+TICK_RANGE_S = (1e-15, 3600.0)
+#: times of arrival, in ticks, are below this (exact in int64, and as float64 below 2**53
+#: frames); a run has at most this many frames
+MAX_TICK = 1 << 62
+MAX_FRAMES = 1 << 53
+
+
+class _Text:
+    """A message part computed when shown (the file entry of an event of a list sorted
+    in memory takes a pass over ``toa``: only for an error)."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+
+    def __str__(self) -> str:
+        return self._make()
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 class TimepixEvents(SparseSource):
@@ -172,12 +192,19 @@ class TimepixEvents(SparseSource):
             bt = float(bin_time)
             self.frame_time = bt
             m = round(bt / self.tick_s)
-            if m >= 1 and abs(m * self.tick_s - bt) <= 1e-9 * bt:
+            if 1 <= m < MAX_TICK and abs(m * self.tick_s - bt) <= 1e-9 * bt:
                 self._m = int(m)
                 self._scale = None
             else:
                 self._scale = self.tick_s / bt
         self.raw_frames = int(self._frames(np.array([self._tick_at(n - 1)]))[0]) + 1
+        if self.raw_frames > MAX_FRAMES:  # ticks in 0..2**62: exact, no wrap
+            last = self._tick_at(n - 1)
+            raise XpcsFileError(
+                self.path, f"the times of arrival span {last - self._t0} ticks of "
+                f"{self.tick_s:g} s ({(last - self._t0) * self.tick_s:.6g} s): "
+                f"{self.raw_frames} frames", self._names["toa"],
+                "at most 2**53 frames (a longer --bin-time)")
         self.count_dtype = np.dtype(np.uint8)
         self.files = (self.path,)
         view = ("time-tag (a frame per tick of "
@@ -214,9 +241,11 @@ class TimepixEvents(SparseSource):
                 x = float(v)
             except (TypeError, ValueError):
                 x = math.nan
-            if not (math.isfinite(x) and x > 0):
-                raise XpcsFileError(self.path, f"attribute {name} = {v!r}", where,
-                                    "a positive number of seconds")
+            lo, hi = TICK_RANGE_S
+            if not (math.isfinite(x) and lo <= x <= hi):
+                shown = repr(v.item() if isinstance(v, np.generic) else v)
+                raise XpcsFileError(self.path, f"attribute {name} = {shown}", where,
+                                    f"a tick of {lo:g} to {hi:g} seconds")
             return x
 
         if units is not None and tick is None:
@@ -244,15 +273,35 @@ class TimepixEvents(SparseSource):
             self._mult = (factor if factor is not None else 1.0) / self.tick_s
 
     def _to_ticks(self, v: np.ndarray, first: int = 0) -> np.ndarray:
-        """``toa`` values -> int64 whole ticks (monotone, so order is kept)."""
+        """``toa`` values (entries ``first, first + 1, ...``) -> int64 whole ticks
+        (monotone, so order is kept), each checked in its stored type: finite, >= 0 and
+        below :data:`MAX_TICK` (a uint64 of 2**64 - 1 is never read as -1)."""
+        v = np.asarray(v)
         if self._mult is None:
-            return np.asarray(v).astype(np.int64, copy=False)
+            bad = (v < 0) | (v >= MAX_TICK) if v.dtype.kind == "i" else v >= MAX_TICK
+            if bad.any():
+                self._bad_time(v, int(np.argmax(bad)), first)
+            return v.astype(np.int64, copy=False)
         x = np.asarray(v, dtype=np.float64) * self._mult
-        if not np.isfinite(x).all():
-            j = int(np.argmax(~np.isfinite(x)))
-            raise XpcsFileError(self.path, f"time of arrival {v[j]!r} of entry {first + j} "
-                                "is not finite", self._names["toa"], "finite times")
+        bad = ~((x > -0.5) & (x < MAX_TICK))  # NaN is bad too
+        if bad.any():
+            self._bad_time(v, int(np.argmax(bad)), first)
         return np.rint(x).astype(np.int64)
+
+    def _bad_time(self, v: np.ndarray, j: int, first: int) -> None:
+        raw = v[j].item()
+        sec = float(raw) * (self.tick_s if self._mult is None else self._mult * self.tick_s)
+        shown = f"{raw!r}" + (f" ({sec:.6g} s)" if math.isfinite(sec) else "")
+        if not (raw == raw and abs(raw) != math.inf):
+            problem, want = "is not finite", "finite times"
+        elif raw < 0:
+            problem, want = "is negative", "times of arrival >= 0 (from the acquisition's start)"
+        else:
+            problem = "is too large"
+            want = (f"times of arrival >= 0 and below 2**62 ticks of {self.tick_s:g} s "
+                    f"({MAX_TICK * self.tick_s:.3g} s)")
+        raise XpcsFileError(self.path, f"time of arrival {shown} of entry {first + j} "
+                            f"{problem}", self._names["toa"], want)
 
     def _is_sorted(self) -> bool:
         """One bounded pass over ``toa``: non-decreasing?"""
@@ -349,6 +398,44 @@ class TimepixEvents(SparseSource):
             ticks = self._to_ticks(read_slice(self._toa, i0, i1), i0)
             pixel = self._pixels(i0, i1)
         return self._frames(ticks), pixel, np.ones(i1 - i0, dtype=np.uint8)
+
+    def _edge_hits(self, b: int, e: int, k: int) -> tuple[int, list, list]:
+        i0, i1 = self._lower_bound(b), self._lower_bound(e)
+        if i1 <= i0:
+            return 0, [], []
+        idx = sorted({*range(i0, min(i1, i0 + k + 1)), *range(max(i0, i1 - k - 1), i1)})
+        ticks = {i: self._tick_at(i) for i in idx}
+        frames = self._frames(np.array([ticks[i] for i in idx], dtype=np.int64))
+        frame = {i: int(f) for i, f in zip(idx, frames, strict=True)}
+        where = self._names["toa"]
+        found: dict[int, int] = {}
+
+        def text(i: int) -> str:
+            t = ticks[i]
+            if self._ticks is not None and not found:  # sorted in memory: file entries
+                found.update(self._entries({ticks[j] for j in idx}))
+            at = f"entry {i}" if self._ticks is None else f"entry {found[t]}"
+            return f"{at} (time of arrival {t * self.tick_s:.6g} s, frame {frame[i]})"
+
+        def hit(i: int) -> tuple[int, str, Any]:
+            return frame[i], where, _Text(lambda: text(i))
+
+        return (i1 - i0, [hit(i) for i in range(i0, min(i1, i0 + k + 1))],
+                [hit(i) for i in range(max(i0, i1 - k - 1), i1)])
+
+    def _entries(self, ticks: set[int]) -> dict[int, int]:
+        """The first entry in the file of each of ``ticks`` (a list sorted in memory:
+        one bounded pass)."""
+        want = np.array(sorted(ticks), dtype=np.int64)
+        out: dict[int, int] = {}
+        for a in range(0, self.raw_events, _PASS):
+            t = self._to_ticks(read_slice(self._toa, a, a + _PASS), a)
+            hit = np.flatnonzero(np.isin(t, want))
+            for j in hit:
+                out.setdefault(int(t[j]), a + int(j))
+            if len(out) == want.size:
+                break
+        return out
 
     @property
     def out_dtype(self) -> np.dtype:

@@ -6,6 +6,7 @@ the messages for hits outside the detector. Only numpy and h5py.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -13,14 +14,16 @@ from typing import Any
 import h5py
 import numpy as np
 
-from xpcsviewer.io._h5 import MAX_PIXELS, _read_error, check_declared, local_dataset
+from xpcsviewer.io._h5 import MAX_PIXELS, _read_error, check_declared, local_dataset, read_array
 from xpcsviewer.io.errors import XpcsFileError
 
 __all__ = [
     "attr",
     "check_pixels",
+    "checked_pointer",
     "detector_shape",
     "find_groups",
+    "hit_offsets",
     "int_dataset",
     "natural_key",
     "num_dataset",
@@ -30,6 +33,11 @@ __all__ = [
 
 #: groups searched for a layout's datasets: the file root and this many levels below
 GROUP_DEPTH = 2
+#: per-frame offsets (8 bytes a frame) may take this many times the file's size in memory,
+#: or OFFSETS_MIN_BYTES, whichever is more: a compressed list of a billion zeros in a
+#: small file is refused before it is read
+OFFSETS_FACTOR = 64
+OFFSETS_MIN_BYTES = 64 << 20
 
 
 def natural_key(name: str) -> list[Any]:
@@ -177,3 +185,93 @@ def read_slice(ds: h5py.Dataset, a: int, b: int) -> np.ndarray:
         return np.asarray(ds[a:b])
     except (OSError, RuntimeError, ValueError, TypeError) as exc:
         raise _read_error(ds, exc) from None
+
+
+def _offsets_fit(path: str | Path, ds: h5py.Dataset, what: str) -> None:
+    """Refuse per-frame numbers whose int64 offsets would take far more memory than the
+    file holds (:data:`OFFSETS_FACTOR`)."""
+    try:
+        size = os.stat(ds.file.filename).st_size
+    except (OSError, ValueError):
+        size = 0
+    need = 8 * (int(ds.shape[0]) + 1)
+    if need > max(OFFSETS_MIN_BYTES, OFFSETS_FACTOR * size):
+        raise XpcsFileError(
+            path, f"declares {int(ds.shape[0])} frames ({need / 1e9:.3g} GB of offsets in "
+            f"memory) in a file of {size} bytes", ds.name,
+            f"{what}: at most {OFFSETS_FACTOR} x the file's size in offsets")
+
+
+def hit_offsets(path: str | Path, nnz_ds: h5py.Dataset, lens: dict[str, int]) -> np.ndarray:
+    """``[0, cumsum(nnz)]`` (int64) of a dataset of hits per frame, checked exactly.
+
+    Each count is checked in its stored type (a uint64 is never read as a negative int64)
+    and the running sum against the hits the arrays of ``lens`` (name: length) hold, the
+    first frame whose sum passes them named: the sum is exact (it cannot wrap past 2**63
+    back to a plausible total), so nothing is ever indexed past those arrays.
+
+    Raises
+    ------
+    XpcsFileError
+        A negative count, a running sum past the hits, or a total unequal to each length.
+    """
+    where = nnz_ds.name
+    expected = "hits per frame >= 0 adding up to the entries of " + ", ".join(lens)
+    _offsets_fit(path, nnz_ds, "hits per frame")
+    nnz = read_array(nnz_ds)
+    if nnz.dtype.kind == "i" and nnz.size and int(nnz.min()) < 0:
+        k = int(np.argmax(nnz < 0))
+        raise XpcsFileError(path, f"negative hit count {int(nnz[k])} for frame {k}", where,
+                            "hits per frame >= 0")
+    hits = max(lens.values())
+    listed = ", ".join(f"{k} has {n}" for k, n in lens.items())
+    over = np.flatnonzero(nnz > hits)
+    if over.size:
+        k = int(over[0])
+        raise XpcsFileError(path, f"nnz sum mismatch: frame {k} alone holds {int(nnz[k])} "
+                            f"hits, more than the {hits} hits stored ({listed})", where,
+                            expected)
+    # each count <= hits < 2**62: the int64 running sum is exact until it passes 2**63,
+    # where it turns negative; the first entry past ``hits`` (or negative) is where the
+    # exact sum first passes the hits
+    ptr = np.zeros(nnz.size + 1, np.int64)
+    np.cumsum(nnz, dtype=np.int64, out=ptr[1:])
+    past = np.flatnonzero((ptr > hits) | (ptr < 0))
+    if past.size:
+        k = int(past[0]) - 1
+        raise XpcsFileError(path, f"nnz sum mismatch: the hit counts of frames 0..{k} add up "
+                            f"to more than the {hits} hits stored ({listed}; frame {k} holds "
+                            f"{int(nnz[k])})", where, expected)
+    total = int(ptr[-1])
+    if any(n != total for n in lens.values()):
+        raise XpcsFileError(path, f"nnz sum mismatch: sum(nnz) = {total} but {listed}", where,
+                            expected)
+    return ptr
+
+
+def checked_pointer(path: str | Path, ptr_ds: h5py.Dataset, hits: int, where: str,
+                    expected: str, mismatch: str) -> np.ndarray:
+    """A CSR pointer (n_frames + 1 offsets) as int64, checked in its stored type: 0 first,
+    non-decreasing, last = ``hits`` (so every offset is in ``0..hits``).
+
+    Raises
+    ------
+    XpcsFileError
+        ``mismatch`` (e.g. "CSR pointer does not match its arrays") and what is wrong.
+    """
+    _offsets_fit(path, ptr_ds, "offsets")
+    ptr = read_array(ptr_ds)
+    if ptr.size < 1:
+        raise XpcsFileError(path, f"{mismatch}: frame_ptr is empty", where, expected)
+    if ptr[0] != 0:
+        raise XpcsFileError(path, f"{mismatch}: frame_ptr starts at {int(ptr[0])}", where,
+                            expected)
+    dec = np.flatnonzero(ptr[1:] < ptr[:-1])
+    if dec.size:
+        k = int(dec[0]) + 1
+        raise XpcsFileError(path, f"{mismatch}: frame_ptr decreases at entry {k} "
+                            f"({int(ptr[k - 1])} -> {int(ptr[k])})", where, expected)
+    if int(ptr[-1]) != hits:
+        raise XpcsFileError(path, f"{mismatch}: frame_ptr ends at {int(ptr[-1])}, "
+                            f"{hits} hits stored", where, expected)
+    return ptr.astype(np.int64)
