@@ -25,11 +25,13 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
 )
 
@@ -167,10 +169,17 @@ class LivePanel(BasePanel):
         f.setPointSizeF(f.pointSizeF() * 1.25)
         f.setBold(True)
         self.status.setFont(f)
-        # a fixed height: a longer or shorter text must not re-lay out the plots below
-        self.status.setFixedHeight(self.status.fontMetrics().lineSpacing() * 3 + 6)
         self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        lay.addWidget(self.status)
+        # a fixed height: a longer or shorter text must not re-lay out the plots below;
+        # a long end note (why a run is partial) scrolls instead of being cut off
+        box = QScrollArea()
+        box.setWidget(self.status)
+        box.setWidgetResizable(True)
+        box.setFrameShape(QFrame.Shape.NoFrame)
+        box.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        box.setFixedHeight(self.status.fontMetrics().lineSpacing() * 3 + 8)
+        self.status_box = box
+        lay.addWidget(box)
         plots = pg.GraphicsLayoutWidget()
         self.plots = plots
         self.g2_plot = plain_axes(plots.addPlot(row=0, col=0, title="partial g2",
