@@ -199,3 +199,23 @@ def test_live_holds_a_spec():
     assert opts.frame_time == 2e-3 and opts.normalize_frame and opts.engine is Engine.ARRAY
     with pytest.raises(SpecError, match="multi-tau only"):
         LiveOptions(spec=CorrelateSpec(mode="both"))
+
+
+def test_nothing_below_the_plan_sees_auto(dense_raw, tmp_path, monkeypatch):
+    """The plan resolves the engine; the correlators of a job get it, never ``auto``."""
+    from xpcsviewer.compute import pipeline
+    from xpcsviewer.jobs.correlate import CorrelateJob, correlate_file
+
+    raw, qmap = dense_raw
+    seen = []
+    for name in ("correlate_multitau", "correlate_twotime"):
+        real = getattr(pipeline, name)
+
+        def spy(*a, _real=real, _name=name, **kw):
+            seen.append((_name, Engine.parse(kw["engine"])))
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(pipeline, name, spy)
+    correlate_file(CorrelateJob(raw, qmap, tmp_path / "o.hdf", CorrelateSpec(mode="both")))
+    assert [n for n, _ in seen] == ["correlate_multitau", "correlate_twotime"]
+    assert all(e is Engine.COMPILED for _, e in seen), seen

@@ -161,7 +161,8 @@ def correlate_to_result(
             frames, partition, spec,
             options=TwotimeOptions(backend=backend, with_scattering=scat is None,
                                    c2_format="upper32"),
-            engine=Engine.ARRAY if engine in (Engine.XLA, Engine.ARRAY) else Engine.AUTO,
+            # the plan's engine as the two-time pass knows it (auto: a caller without one)
+            engine=Engine.ARRAY if engine in (Engine.XLA, Engine.ARRAY) else engine,
             **run_how)
         if scat is None:
             r2, scat = run_tt.twotime, run_tt.scattering

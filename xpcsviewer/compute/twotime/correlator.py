@@ -194,11 +194,18 @@ def finish_map(c: np.ndarray, flat: np.ndarray, full: bool,
 
 
 def _dense_engine(engine: Engine | str) -> Engine:
-    """The dense two-time engine: ``auto`` or ``array`` (the backend's own kernels)."""
+    """The dense two-time engine: ``compiled`` (BLAS through NumPy on the host, what a
+    planned CPU job takes), ``array`` (the backend's own kernels) or ``auto`` (compiled
+    unless the backend runs on an accelerator; for callers without a plan)."""
     engine = Engine.parse(engine)
-    if engine not in (Engine.AUTO, Engine.ARRAY):
-        raise ValueError(f"engine must be auto or array (backend), got {engine.value!r}")
+    if engine not in (Engine.AUTO, Engine.ARRAY, Engine.COMPILED):
+        raise ValueError(f"engine must be auto, compiled or array (backend), got "
+                         f"{engine.value!r}")
     return engine
+
+
+def _host_blas(engine: Engine, be: Any, device: Any) -> bool:
+    return engine is Engine.COMPILED or (engine is Engine.AUTO and _cpu_engine(be, device))
 
 
 def _cpu_engine(backend: Any, device: Any) -> bool:
@@ -304,7 +311,7 @@ def twotime_map(
     n = frames.shape[0]
     flat = np.empty(n * n + n)
     c = _upper_map(frames, group_id, flat, block_rows=block_rows, backend=be, device=device,
-                   cpu=engine is Engine.AUTO and _cpu_engine(be, device))
+                   cpu=_host_blas(engine, be, device))
     if full:
         _mirror(c)
     return c
@@ -452,7 +459,7 @@ def correlate_twotime(
         else resolve_device(device, work=float(n_frames) * n_frames * max(len(order), 1) / 64)
     )
     engine = _dense_engine(engine)
-    if engine is Engine.AUTO and _cpu_engine(be, dev):
+    if _host_blas(engine, be, dev):
         # BLAS through NumPy, the sums on NumPy too: nothing of this job needs XLA
         # (nor a compiled kernel)
         from xpcsviewer.compute.twotime._cpu import correlate_cpu
@@ -483,7 +490,7 @@ def correlate_twotime(
     bounds = np.searchsorted(sel_dyn, bins - 1, side="left")
     ends = np.searchsorted(sel_dyn, bins - 1, side="right")
     full = c2_format == "full"
-    cpu = engine is Engine.AUTO and _cpu_engine(be, dev)
+    cpu = _host_blas(engine, be, dev)
     flat = np.empty(n_frames * n_frames + n_frames)  # one float64 map buffer for all bins
     on_device = None
     if not cpu and be.name == "jax":
