@@ -179,6 +179,9 @@ def two_time_files(tmp_path_factory, small_movie) -> dict[str, Path]:
     return out
 
 
+C2 = "/xpcs/twotime/correlation_map"
+
+
 def _replace(f: h5py.File, path: str, fn) -> None:
     a = fn(np.asarray(f[path][()]).copy())
     del f[path]
@@ -246,6 +249,9 @@ AGES_CASES = {
                                  f"{TG}/c2_00001", "an infinite value"),
     "all-zero full group pixels": ("full", lambda f: _replace(f, f"{TG}/pixels", np.zeros_like),
                                    f"{TG}/pixels", "has no pixel in any group"),
+    "an integer full map (x1000)": ("full", lambda f: _replace(
+        f, f"{C2}/c2_00001", lambda a: (a * 1000).astype(np.int32)), f"{C2}/c2_00001",
+        "dtype int32"),
 }
 
 

@@ -165,7 +165,9 @@ def read_c2(
                 f"two-time map index {index} out of range 0..{len(names) - 1}"
             )
         ds = _dataset(f, f"{group}/{names[index]}", "a square (N, N) float map")
-        if ds.ndim != 2 or ds.shape[0] != ds.shape[1] or ds.dtype.kind not in "iuf":
+        # C is a normalised mean near 1: integers are not one (a map scaled x1000 and
+        # stored as int would give g2 by age and the view 1000 times off; issue 50)
+        if ds.ndim != 2 or ds.shape[0] != ds.shape[1] or ds.dtype.kind != "f":
             raise XpcsFileError(
                 f.filename,
                 f"has shape {ds.shape} and dtype {ds.dtype}",
