@@ -36,6 +36,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -334,6 +335,52 @@ def build_runs(work: Path) -> list[Run]:
     for args, words in br.reader_runs(work / "readers", qmap_good):
         ins = [a for a in args[1:] if isinstance(a, Path) and a.exists()]
         runs.append(Run("50 sparse readers", args, (3,), ins, must=words, timeout=30))
+    runs += _issue50_more(work, good, stack, o)
+    return runs
+
+
+def _issue50_more(work: Path, good: Path, stack: Path, o: Any) -> list[Run]:
+    """Issue 50, items 4, 6 and 8: our small files, unusable per-pixel stacks, a file
+    name matplotlib would parse."""
+    import h5py
+    import numpy as np
+
+    runs: list[Run] = []
+    d = work / "issue50"
+    d.mkdir(parents=True, exist_ok=True)
+    profiles = {"null": "null", "list": "[1, 2]", "nested": "[" * 100_000 + "]" * 100_000,
+                "rate0": '{"version": 1, "costs": {"multitau": {"gpu": {"bytes_per_s": 0}}}}',
+                "nan": '{"version": 1, "costs": {"lsq": {"cpu": {"compile_s": NaN}}}}'}
+    for name, text in profiles.items():
+        prof = d / f"profile_{name}.json"
+        prof.write_text(text)
+        env = {"XPCS_DEVICE_PROFILE": os.fspath(prof)}
+        runs.append(Run("50 small files", ["device"], (0,), [prof], env=env,
+                        must=(prof.name,)))
+        runs.append(Run("50 small files", ["fit", good, "-o", o(".json"), "--quiet"], (0,),
+                        [good, prof], env=env, must_not=("good_results",)))
+    edits = {"nan": lambda a: np.full_like(a, np.nan),
+             "zero_ip_if": lambda a: np.concatenate([a[:, :1], 0 * a[:, 1:]], axis=1),
+             "int32": lambda a: (a * 1000).astype(np.int32),
+             "small": lambda a: a[:, :, :-1, :-1]}
+    for name, edit in edits.items():
+        bad = shutil.copyfile(stack, d / f"stack_{name}_results.hdf")
+        with h5py.File(bad, "r+") as f:
+            key = "/xpcs/multitau/unnormalized_G2"
+            a = edit(f[key][()])
+            del f[key]
+            f[key] = a
+        runs.append(Run("50 per-pixel stacks", ["regroup", bad, "-o", o(".hdf"), "--quiet"],
+                        (3,), [bad], must=(bad.name, "unnormalized_G2")))
+        runs.append(Run("50 per-pixel stacks", ["audit", bad, "-o", o(".csv"), "--quiet"],
+                        (3,), [bad], must=(bad.name,)))
+    odd = shutil.copyfile(good, d / "A$x{1$b_results.hdf")
+    for plot in ("g2", "saxs1d"):
+        runs.append(Run("50 names as written", ["export", odd, "--plot", plot, "--format",
+                                                "svg", "-o", o("_figs"), "--quiet"], (0,),
+                        [odd], must_not=("cannot be drawn",)))
+    runs.append(Run("50 names as written", ["report", odd, "-o", o(".html"), "--quiet"], (0,),
+                    [odd], must_not=("not drawn",)))
     return runs
 
 
