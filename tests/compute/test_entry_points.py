@@ -27,8 +27,9 @@ def entry_points(root: Path = COMPUTE) -> dict[str, int]:
     """``module.function`` / ``module.Class.method`` -> its number of parameters (self and
     cls not counted; ``*args`` and ``**kw`` one each)."""
     out: dict[str, int] = {}
-    for path in sorted(root.glob("*.py")):
+    for path in sorted(root.rglob("*.py")):  # the wings too (compute/multitau/, ...)
         private = path.name.startswith("_") and path.name != "__init__.py"
+        stem = ".".join(path.relative_to(root).with_suffix("").parts)
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
             funcs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool]] = []
@@ -43,7 +44,7 @@ def entry_points(root: Path = COMPUTE) -> dict[str, int]:
                     continue
                 if not method and fn.name.startswith("_"):
                     continue
-                out[f"{path.stem}.{qual}"] = _count(fn, method)
+                out[f"{stem}.{qual}"] = _count(fn, method)
     return out
 
 
@@ -54,15 +55,17 @@ def test_every_entry_point_takes_at_most_eight_parameters():
 
 def test_the_walk_sees_the_correlators_and_their_shape():
     found = entry_points()
-    for name in ("multitau.correlate_multitau", "twotime.correlate_twotime",
-                 "twotime.twotime_map", "twotime_ages.correlate_twotime_ages",
-                 "twotime_ages.correlate_twotime_ages_events",
-                 "multitau_sparse.correlate_multitau_events",
-                 "twotime_sparse.correlate_twotime_events", "twotime_groups.group_maps",
-                 "twotime_ages_groups.age_lag_groups", "partition.make_partition",
-                 "partition.geometry_partition", "multitau_stream.StreamingMultitau.__init__",
-                 "pipeline.correlate_to_result", "pixel_audit.audit_pixels",
-                 "_multitau_xla.correlate_xla", "_twotime_cpu.correlate_cpu"):
+    for name in ("multitau.correlator.correlate_multitau",
+                 "twotime.correlator.correlate_twotime", "twotime.correlator.twotime_map",
+                 "ages.correlator.correlate_twotime_ages",
+                 "ages.correlator.correlate_twotime_ages_events",
+                 "multitau.photons.correlate_multitau_events",
+                 "twotime.photons.correlate_twotime_events", "twotime.groups.group_maps",
+                 "ages.correlator_groups.age_lag_groups", "detector.partition.make_partition",
+                 "detector.partition.geometry_partition",
+                 "multitau.stream.StreamingMultitau.__init__",
+                 "pipeline.correlate_to_result", "detector.pixel_audit.audit_pixels",
+                 "multitau._xla.correlate_xla", "twotime._cpu.correlate_cpu"):
         assert name in found, name
     assert "inputs.Partition.pixels" in found  # methods of public classes are counted
-    assert not any(k.startswith("_multitau_sparse_numba.") for k in found)  # kernels are not
+    assert not any(k.startswith("multitau._photons_numba.") for k in found)  # kernels: not
