@@ -1,6 +1,7 @@
 """``xpcsviewer snapshot [FILE ...] --tab NAME -o OUT.png``: render a GUI tab offscreen.
 
-Every file is read first, as ``info`` does: a file that cannot be read stops the
+Every file is read first, as ``info`` does (a raw source is recognised by its layout
+and shown in the Raw tab): a file that cannot be read stops the
 command with exit 3 and one line naming it (never a blank picture). A per-pixel G2
 side file among the inputs (``X_results_G2.hdf``, e.g. from ``demo_data/*``) is
 skipped with a note: it belongs to its result file. The window size is bounded: a
@@ -20,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer snapshot``; the Qt work lives in :mod:`xpcsviewer.gui.snapshot`."""
     from xpcsviewer.io.errors import XpcsFileError
     from xpcsviewer.io.outputs import check_output, display_path
+    from xpcsviewer.io.raw.source import raw_layout
     from xpcsviewer.io.results.g2stack import describe_g2_side_file
     from xpcsviewer.io.results.reader import read_result
 
@@ -38,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             read_result(f)  # raises XpcsFileError: exit 3 with one line
         except XpcsFileError:
+            if raw_layout(f) is not None:  # a raw source: the window shows it in Raw
+                files.append(f)
+                continue
             side = describe_g2_side_file(f)
             if side is None:
                 raise
@@ -79,6 +84,7 @@ TABS = (
     "metadata",
     "live",
     "series",
+    "raw",
 )
 
 

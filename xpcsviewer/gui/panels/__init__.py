@@ -26,6 +26,7 @@ PANELS: list[tuple[str, str]] = [
     ("detector", "xpcsviewer.gui.panels.detector:DetectorPanel"),
     ("metadata", "xpcsviewer.gui.panels.metadata:MetadataPanel"),
     ("live", "xpcsviewer.gui.panels.live:LivePanel"),
+    ("raw", "xpcsviewer.gui.panels.raw:RawPanel"),
     ("series", "xpcsviewer.gui.panels.series:SeriesPanel"),
 ]
 
