@@ -19,7 +19,7 @@ import numpy as np
 from xpcsviewer.model.raw_inspect import Finding
 
 __all__ = ["MOD_FALSE_ALARMS", "MOD_MIN_CYCLES", "MOD_SEGMENT", "find_modulations",
-           "noise_level", "power_spectrum", "refine_peak"]
+           "line_threshold", "noise_level", "power_spectrum", "refine_peak"]
 
 #: false lines allowed per run, over all frequencies and q-bins: the threshold on
 #: power / level is ln(frequencies x series / MOD_FALSE_ALARMS) (Exp(1) tail)
@@ -27,8 +27,10 @@ MOD_FALSE_ALARMS = 1e-3
 #: lowest frequency searched, in cycles per run: fewer cycles cannot be told from a drift
 MOD_MIN_CYCLES = 4
 #: frequencies per segment of the noise level (its median / ln 2): wide enough that one
-#: line (and its leakage into a few neighbours) does not move the median
-MOD_SEGMENT = 64
+#: line (and its leakage into a few neighbours) does not move the median, and that the
+#: level's own error (relative sd 1.44 / sqrt(segment), corrected for in the threshold:
+#: :func:`line_threshold`) stays small
+MOD_SEGMENT = 256
 
 
 def power_spectrum(trace: np.ndarray, frame_time: float | None) -> tuple[np.ndarray, np.ndarray]:
@@ -81,12 +83,22 @@ def refine_peak(spec: np.ndarray, j: int) -> float:
     return float(j + max(-0.5, min(0.5, delta)))
 
 
-def _line(x: np.ndarray, lo: int) -> tuple[int, float, np.ndarray, np.ndarray]:
+def line_threshold(n_tests: int, segment: int) -> float:
+    """The power / level above which a frequency is a line: t with P(ratio > t) =
+    MOD_FALSE_ALARMS / n_tests, the level being a median of ``segment`` Exp(1) values
+    (relative sd s = 1.44 / sqrt(segment): P(ratio > t) ~ exp(-t + t**2 s**2 / 2))."""
+    t0 = math.log(max(n_tests, 1) / MOD_FALSE_ALARMS)
+    s2 = (1.0 / math.log(2.0)) ** 2 / max(segment, 1)
+    disc = 1.0 - 2.0 * s2 * t0
+    return t0 * 4.0 if disc <= 0 else min((1.0 - math.sqrt(disc)) / s2, t0 * 4.0)
+
+
+def _line(x: np.ndarray, lo: int, segment: int) -> tuple[int, float, np.ndarray, np.ndarray]:
     """(bin of the largest power/level at bins >= lo, that ratio, complex spectrum,
     ratios)."""
     spec = np.fft.rfft(x - x.mean())
     power = spec.real**2 + spec.imag**2
-    ratio = power / noise_level(power)
+    ratio = power / noise_level(power, segment)
     ratio[:lo] = 0.0
     if x.size % 2 == 0:
         ratio[-1] = 0.0  # Nyquist: real-valued, its own statistics
@@ -112,14 +124,15 @@ def find_modulations(series: np.ndarray, frame_time: float | None, *,
     n_freq = n // 2 + 1 - lo
     if n_freq < 8 or s == 0:
         return []
-    threshold = math.log(n_freq * s / MOD_FALSE_ALARMS)
+    seg = max(16, min(MOD_SEGMENT, n_freq // 4))
+    threshold = line_threshold(n_freq * s, seg)
     total = x.sum(axis=1)
     out = []
     for col in range(s):
         xc = x[:, col]
         if not np.any(xc != xc[0]):
             continue
-        j, r, spec, _ = _line(xc, lo)
+        j, r, spec, _ = _line(xc, lo, seg)
         if r <= threshold:
             continue
         fbin = refine_peak(spec, j)
@@ -132,7 +145,7 @@ def find_modulations(series: np.ndarray, frame_time: float | None, *,
             if np.any(cx != cx[0]):
                 cspec = np.fft.rfft(cx - cx.mean())
                 cp = cspec.real**2 + cspec.imag**2
-                cr = float((cp / noise_level(cp))[j])
+                cr = float((cp / noise_level(cp, seg))[j])
                 ctrl = f"; the other bins' sum {cr:.3g} x its noise level"
         b = None if bins is None else int(bins[col])
         name = f"bin {b}" if b is not None else "the detector"
