@@ -304,12 +304,12 @@ def inspect_job(path: str, qmap: Any, frame_time: float | None, bin_time: float 
 def _spectrum(trace: np.ndarray, frame_time: float | None) -> tuple[np.ndarray, np.ndarray]:
     """Power spectrum of the relative fluctuation ``trace / mean - 1`` (so a region and
     its control compare whatever their photon counts)."""
-    from xpcsviewer.jobs.inspect import power_spectrum
+    from xpcsviewer.compute.rawstats.spectrum import power_spectrum
 
     t = np.asarray(trace, dtype=np.float64)
     mean = float(t.mean()) if t.size else 0.0
     rel = t / mean - 1.0 if mean > 0 else t - mean
-    return power_spectrum(rel, frame_time if frame_time else 1.0)
+    return power_spectrum(rel, frame_time)
 
 
 def _trace_data(label: str, what: tuple, trace: np.ndarray, control: np.ndarray | None,
@@ -353,25 +353,26 @@ def roi_pixels(r0: int, r1: int, c0: int, c1: int, shape: tuple[int, int],
 
 
 def pixel_trace_job(path: str, what: tuple, mask: np.ndarray | None,
-                    bin_time: float | None, frame_time: float | None,
+                    source: tuple[float | None, float | None, tuple[int, int]],
                     photons: np.ndarray | None, progress=None, cancel=None) -> TraceData:
     """Counts per frame of one pixel (``what`` = ("pixel", r, c)) or of the valid pixels
-    of a region (("roi", r0, r1, c0, c1); ``mask`` True = valid); ``photons`` (the
-    inspection's photons per frame), when known, makes the control: the other pixels."""
+    of a region (("roi", r0, r1, c0, c1); ``mask`` True = valid); ``source`` is the
+    (bin time, frame time, detector shape) of ``path``; ``photons`` (the inspection's
+    photons per frame), when known, makes the control: the other pixels."""
     from xpcsviewer.jobs.inspect import pixel_trace
 
+    bin_time, frame_time, det_shape = source
     if what[0] == "pixel":
         pixels = [(int(what[1]), int(what[2]))]
         label = f"pixel ({what[1]}, {what[2]})"
     else:
-        shape = mask.shape if mask is not None else (what[2], what[4])
-        pixels = roi_pixels(*what[1:5], shape, mask)
+        pixels = roi_pixels(*what[1:5], det_shape, mask)
         label = (f"ROI rows {what[1]}..{what[2] - 1}, cols {what[3]}..{what[4] - 1} "
                  f"({len(pixels)} pixels)")
     if not pixels:
         raise ValueError(f"{label}: no valid pixel in the region")
-    trace = np.asarray(pixel_trace(path, pixels, bin_time=bin_time, progress=progress,
-                                   cancel=cancel), dtype=np.float64)
+    trace = np.asarray(pixel_trace(path, pixels, bin_time=bin_time, shape=det_shape,
+                                   progress=progress, cancel=cancel), dtype=np.float64)
     control = None
     if photons is not None and len(photons) == len(trace):
         control = np.asarray(photons, dtype=np.float64) - trace

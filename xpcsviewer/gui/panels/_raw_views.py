@@ -320,6 +320,19 @@ def _pick_box() -> PickViewBox:
     return PickViewBox()
 
 
+def _long_curve(plot: pg.PlotItem, pen) -> pg.PlotDataItem:
+    """A curve of up to millions of points (one a frame): drawn from the visible range,
+    peak-downsampled to the plot's width, without antialiasing (a 1-px pen looks the
+    same). The plot item's own settings are set too: its addItem applies them."""
+    plot.setDownsampling(auto=True, mode="peak")
+    plot.setClipToView(True)
+    c = pg.PlotDataItem(pen=pen, antialias=False)
+    plot.addItem(c)
+    c.setDownsampling(auto=True, method="peak")
+    c.setClipToView(True)
+    return c
+
+
 class TimelinePlots(pg.GraphicsLayoutWidget):
     """Photons per frame, occupancy and the fraction at the counter cap over the run,
     x-linked; a click picks a frame."""
@@ -346,10 +359,7 @@ class TimelinePlots(pg.GraphicsLayoutWidget):
                 first = p
             else:
                 p.setXLink(first)
-            c = pg.PlotDataItem(pen=curve_pen(row, 1.0))
-            c.setDownsampling(auto=True, method="peak")
-            c.setClipToView(True)
-            p.addItem(c)
+            c = _long_curve(p, curve_pen(row, 1.0))
             line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#D55E00", width=1))
             line.setVisible(False)
             p.addItem(line)
@@ -415,17 +425,10 @@ class TracePlots(pg.GraphicsLayoutWidget):
             p.showGrid(x=True, y=True, alpha=0.3)
         self.trace_legend = self.trace_plot.addLegend(offset=(-10, 10))
         self.spec_legend = self.spec_plot.addLegend(offset=(-10, 10))
-        self.control = pg.PlotDataItem(pen=curve_pen(7, 1.0))
-        self.trace = pg.PlotDataItem(pen=curve_pen(0, 1.0))
-        self.control_power = pg.PlotDataItem(pen=curve_pen(7, 1.0))
-        self.power = pg.PlotDataItem(pen=curve_pen(0, 1.0))
-        for c in (self.control, self.trace, self.control_power, self.power):
-            c.setDownsampling(auto=True, method="peak")
-            c.setClipToView(True)
-        self.trace_plot.addItem(self.control)
-        self.trace_plot.addItem(self.trace)
-        self.spec_plot.addItem(self.control_power)
-        self.spec_plot.addItem(self.power)
+        self.control = _long_curve(self.trace_plot, curve_pen(7, 1.0))
+        self.trace = _long_curve(self.trace_plot, curve_pen(0, 1.0))
+        self.control_power = _long_curve(self.spec_plot, curve_pen(7, 1.0))
+        self.power = _long_curve(self.spec_plot, curve_pen(0, 1.0))
         box.sigPicked.connect(lambda pos: self._picked(pos.x()))
         self.data = None
         self.frame_time: float | None = None

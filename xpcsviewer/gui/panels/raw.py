@@ -480,12 +480,10 @@ class RawPanel(BasePanel):
     def _submit_trace(self, what: tuple) -> int:
         info = self.info
         mask = None if info.qmap is None else np.asarray(info.qmap.mask, bool)
-        if what[0] == "roi" and mask is None:
-            mask = np.ones(info.shape, bool)
         photons = None if self.inspection is None else self.inspection.photons
         self.pages.setCurrentIndex(0)
         return self.submit("trace", pixel_trace_job, info.path, what, mask,
-                           self.handle.bin_time, self.frame_time(), photons,
+                           (self.handle.bin_time, self.frame_time(), info.shape), photons,
                            on_result=self._on_trace, description="Raw: pixel trace")
 
     def _on_trace(self, data) -> None:
