@@ -70,14 +70,14 @@ def test_folder_listing(examples):
     got = {e.name: e for e in list_sources(d)}
     assert sorted(got) == [
         "A01_example_results.hdf", "A01_example_results_G2.hdf", "D01_dense.h5",
-        "D02_dense.npy", "S01_rigaku.bin", "S01_rigaku_qmap.h5", "S02_rigaku3m.bin.000-005",
-        "S03_esrf_sparse_frame_0_00000-00002.h5", "S04_id11_sparse.h5",
+        "D02_dense.npy", "S01_rigaku.bin", "S02_rigaku3m.bin.000-005",
+        "S03_esrf_qmap.h5", "S03_esrf_sparse_frame_0_00000-00002.h5", "S04_id11_sparse.h5",
         "S05_timepix_events.h5"]
     assert got["S02_rigaku3m.bin.000-005"].path == str(files["rigaku_3m"])
     assert got["S03_esrf_sparse_frame_0_00000-00002.h5"].path == str(files["esrf"])
     kinds = {n: e.kind.kind for n, e in got.items()}
     assert [n for n, k in kinds.items() if k == "result"] == ["A01_example_results.hdf"]
-    assert kinds["S01_rigaku_qmap.h5"] == "qmap"
+    assert kinds["S03_esrf_qmap.h5"] == "qmap"
     assert kinds["A01_example_results_G2.hdf"] == "side"
 
 

@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 
 __all__ = ["CANDIDATE_SUFFIXES", "LAYOUT_NAMES", "FileKind", "ListedSource", "classify_path",
-           "default_bin_time", "list_sources", "qmap_beside"]
+           "default_bin_time", "list_sources", "qmap_beside", "source_name"]
 
 #: file names the folder listing looks at (HDF5, NumPy, Rigaku words); others are skipped
 CANDIDATE_SUFFIXES = (".hdf", ".h5", ".hdf5", ".nxs", ".npy", ".bin")
@@ -498,6 +498,23 @@ def qmap_beside(path: str | os.PathLike, files: tuple[str, ...] = ()) -> str | N
     return None
 
 
+def source_name(kind: FileKind, path: str | os.PathLike) -> str:
+    """The name a source is shown by: ``NAME.bin.000-005`` for a Rigaku 3M set,
+    ``NAME_00000-00003.h5`` for an ESRF block series, else the file's name."""
+    files = [Path(f) for f in kind.files] or [Path(path)]
+    if kind.layout == "rigaku-3m":
+        m = _RIGAKU_MODULE.match(files[0].name)
+        if m and len(files) == 6:
+            return f"{m.group(1)}.000-005"
+        if m:
+            return f"{m.group(1)}.00N ({len(files)} of 6)"
+    if kind.layout == "esrf-csr" and len(files) > 1:
+        first, last = _NUMBERED.match(files[0].name), _NUMBERED.match(files[-1].name)
+        if first and last:
+            return f"{first.group(1)}{first.group(2)}-{last.group(2)}{first.group(3)}"
+    return Path(path).name if not kind.files else files[0].name
+
+
 # -------------------------------------------------------------------- listing
 def _candidate(name: str) -> bool:
     low = name.lower()
@@ -552,7 +569,7 @@ def list_sources(folder: str | os.PathLike, progress: Any = None,
             continue
         if fk.kind != "other":
             out.append(ListedSource(name, path, mtime, fk))
-    for stem, files in modules.items():
+    for files in modules.values():
         # the first module file whose words are hits stands for the set (a module
         # without hits holds only a count-0 word)
         fk = FileKind("other")
@@ -563,20 +580,19 @@ def list_sources(folder: str | os.PathLike, progress: Any = None,
         if fk.kind == "other":
             continue
         if fk.layout == "rigaku-3m":
-            shown = f"{stem}.000-005" if len(files) == 6 else f"{stem}.00N ({len(files)} of 6)"
-            out.append(ListedSource(shown, files[0][1], max(f[2] for f in files), fk))
+            out.append(ListedSource(source_name(fk, files[0][1]), files[0][1],
+                                    max(f[2] for f in files), fk))
         else:  # lone module-numbered files: each is its own source
             out += [ListedSource(n, p, t, _classify_file(Path(p))) for n, p, t in files]
-    for (prefix, ext), got in blocks.items():
+    for got in blocks.values():
         got.sort(key=lambda g: int(_NUMBERED.match(g[0]).group(2)))
         if len(got) == 1:
             name, path, mtime, fk = got[0]
             out.append(ListedSource(name, path, mtime, fk))
             continue
-        first, last = _NUMBERED.match(got[0][0]), _NUMBERED.match(got[-1][0])
-        shown = f"{prefix}{first.group(2)}-{last.group(2)}{ext}"
         fk = _series([(Path(g[1]), g[3]) for g in got])
-        out.append(ListedSource(shown, got[0][1], max(g[2] for g in got), fk))
+        out.append(ListedSource(source_name(fk, got[0][1]), got[0][1],
+                                max(g[2] for g in got), fk))
     if progress is not None:
         progress(len(found), len(found))
     return out
