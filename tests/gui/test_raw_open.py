@@ -207,3 +207,24 @@ def test_raw_source_without_qmap_has_all_pixels_valid(qtbot, examples, sync_cont
     assert h.initial.all() and h.initial.shape == (32, 40) and h.n_masked == 1
     assert det.center_item.getData()[0] is None  # no beam centre without a q-map
     win.shutdown(5000)
+
+
+def test_snapshot_of_a_raw_folder(qapp, examples, tmp_path):
+    """``xpcsviewer snapshot FOLDER``: the browser on a raw folder, its first raw source's
+    mask in the Detector tab (was exit 3: a folder is no result file)."""
+    from PySide6.QtGui import QImage
+
+    from xpcsviewer.cli import main
+
+    d, _ = examples
+    raw_only = tmp_path / "raw"
+    raw_only.mkdir()
+    for f in d.iterdir():
+        if not f.name.startswith("A01"):  # no result: the first raw source opens
+            (raw_only / f.name).write_bytes(f.read_bytes())
+    out = tmp_path / "raw.png"
+    assert main(["snapshot", str(raw_only), "--tab", "detector", "-o", str(out),
+                 "--size", "900", "600"]) == 0
+    img = QImage(str(out))
+    assert (img.width(), img.height()) == (900, 600)
+    assert len({img.pixel(x, y) for x in range(0, 900, 7) for y in range(0, 600, 7)}) > 20

@@ -193,14 +193,15 @@ class WindowTargetsMixin:
 
     def open_paths(self, paths: list[str]) -> None:
         """Open a folder (first folder given) and/or add files as targets; raw sources
-        (files, a Rigaku 3M stem, a folder of ESRF blocks) go to the Raw tab instead.
+        (files, a Rigaku 3M stem) go to the Raw tab instead. A folder is listed, even
+        one of ESRF blocks: their series is one entry of the list.
 
         A folder alone opens with a target: the restored session's targets when they
         lie in it, else the folder's first file (see :meth:`_on_scanned`).
         """
         files, folder = [], None
         for p in paths:
-            if Path(p).is_dir() and self.browser.kind_of(str(p)).kind != "raw":
+            if Path(p).is_dir():
                 folder = str(p)
                 self.browser.open_folder(folder)
             else:

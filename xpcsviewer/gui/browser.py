@@ -451,15 +451,14 @@ class DataBrowser(QWidget):
         raw, skipped = [], []
         for p in paths:
             p = str(p)
-            is_dir = Path(p).is_dir()
+            if Path(p).is_dir():  # listed: a folder of ESRF blocks shows its series
+                self.open_folder(p)
+                continue
             fk = self.kind_of(p)
-            if fk.kind == "raw":  # a folder of ESRF blocks too
+            if fk.kind == "raw":
                 t = raw_target(p, fk, labels.get(p))
                 if t is not None and t.path not in {r.path for r in raw}:
                     raw.append(t)
-                continue
-            if is_dir:
-                self.open_folder(p)
                 continue
             if fk.kind in ("qmap", "side"):
                 skipped.append(f"{display_path(Path(p).name)} ({fk.text})")
