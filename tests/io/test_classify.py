@@ -131,3 +131,27 @@ def test_a_thousand_files_list_fast(tmp_path, examples):
     took = time.perf_counter() - t
     assert len(got) == 1000 and all(e.kind.layout == "hdf5" for e in got)
     assert took < 20, took  # ~0.3 s on 2 cores; a data pass would take far longer
+
+
+def test_legacy_result_and_linked_frames(tmp_path):
+    legacy = tmp_path / "old.hdf"
+    with h5py.File(legacy, "w") as f:
+        f["/xpcs/dqmap"] = np.ones((4, 4), np.uint8)
+        f["/exchange/norm-0-g2"] = np.ones((3, 1))
+    fk = classify_path(legacy)
+    assert (fk.kind, fk.text) == ("result", "result: multi-tau")
+    # an Eiger master: the frames are in a linked file (never followed while listing)
+    data = tmp_path / "data_000001.h5"
+    with h5py.File(data, "w") as f:
+        f["data"] = np.zeros((5, 2, 3), np.uint16)
+    master = tmp_path / "master.h5"
+    with h5py.File(master, "w") as f:
+        f["/entry/data/data"] = h5py.ExternalLink(data.name, "data")
+        f["/entry/instrument/detector/detectorSpecific/nimages"] = 5
+    fk = classify_path(master)
+    assert (fk.kind, fk.layout, fk.frames) == ("raw", "hdf5", 5)
+    # a file with an unrelated /entry and nothing else is no source
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["/entry/title"] = "x"
+    assert classify_path(other).kind == "other"

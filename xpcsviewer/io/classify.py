@@ -156,13 +156,17 @@ def _groups_with(f: Any, names: tuple[str, ...], depth: int = 2) -> list[Any]:
 
 
 def _attr(obj: Any, *names: str) -> Any:
+    try:
+        have = set(obj.attrs.keys())
+    except (OSError, RuntimeError, KeyError, TypeError, AttributeError):
+        return None
     for n in names:
-        try:
-            if n in obj.attrs:
+        if n in have:
+            try:
                 v = obj.attrs[n]
-                return v.decode() if isinstance(v, bytes) else v
-        except (OSError, RuntimeError, KeyError, TypeError):
-            continue
+            except (OSError, RuntimeError, KeyError, TypeError):
+                continue
+            return v.decode() if isinstance(v, bytes) else v
     return None
 
 
@@ -272,69 +276,47 @@ def _timepix(path: Path, grp: Any) -> FileKind:
                 frame_time=bin_time, bin_time=bin_time)
 
 
-def _hdf5(path: Path) -> FileKind:
-    from xpcsviewer.io.raw.dense import EIGER_NIMAGES, EIGER_NTRIGGER, FRAME_TIME, RAW_DATASET
-    from xpcsviewer.io.raw.esrf_csr import CSR_GROUP, CSR_INDEX, CSR_PTR
-    from xpcsviewer.io.raw.id11 import ID11_NAMES
-    from xpcsviewer.io.raw.timepix import TIMEPIX_NAMES
+def _keys(g: Any) -> set[str]:
+    try:
+        return set(g.keys())
+    except (RuntimeError, OSError, KeyError, ValueError):
+        return set()
 
+
+def _hdf5(path: Path) -> FileKind:
+    """An HDF5 file's kind from the names at its root (one listing), then the few
+    objects that decide; a thousand files list in about a second."""
     try:
         f = h5py.File(path, "r", locking=False)
     except (OSError, RuntimeError, ValueError) as exc:
         return FileKind("other", text=f"HDF5 that cannot be opened ({exc})")
     with f:
-        if _hard(f, "/xpcs/qmap") is not None or (
-                _hard(f, "/exchange") is not None and _hard(f, "/xpcs/dqmap") is not None):
-            what = [name for name, p in (("multi-tau", "/xpcs/multitau/normalized_g2"),
-                                         ("two-time", "/xpcs/twotime/correlation_map"),
-                                         ("multi-tau", "/exchange/norm-0-g2"),
-                                         ("two-time", "/exchange/C2T_all"))
-                    if _hard(f, p) is not None]
-            return FileKind("result", text="result: " + (", ".join(what) if what
-                                                         else "no analysis results"))
-        if _hard(f, "/G2IPIF") is not None:
+        root = _keys(f)
+        if "xpcs" in root:
+            xpcs = _hard(f, "xpcs")
+            inside = _keys(xpcs) if isinstance(xpcs, h5py.Group) else set()
+            if "qmap" in inside or ("exchange" in root and "dqmap" in inside):
+                return FileKind("result", text="result: " + _analyses(f, root, inside))
+        if "G2IPIF" in root:
             return FileKind("side", text="per-pixel G2 side file (/G2IPIF) of "
                             + (p.name if (p := _side_result(path)) else "no result beside it"))
-        q = _hard(f, "/qmap")
-        if isinstance(q, h5py.Group):
-            shape = None
-            m = _hard(q, "mask")
-            if isinstance(m, h5py.Dataset) and m.ndim == 2:
-                shape = (int(m.shape[0]), int(m.shape[1]))
-            nd, ns = _len(q, "dynamic_index_mapping"), _len(q, "static_index_mapping")
-            text = f"q-map: {_n(nd)} dynamic / {_n(ns)} static bins"
-            if shape:
-                text += " on {} x {}".format(*shape)
-            return FileKind("qmap", text=text, detector_shape=shape)
-        data = _hard(f, RAW_DATASET)
-        if isinstance(data, h5py.Dataset) and data.ndim == 3:
-            ft = _hard(f, FRAME_TIME)
-            frame_time = None
-            if isinstance(ft, h5py.Dataset) and ft.shape == ():
-                try:
-                    frame_time = float(ft[()])
-                except (TypeError, ValueError, OSError):
-                    frame_time = None
-            return _raw(path, "hdf5", frames=int(data.shape[0]),
-                        detector_shape=(int(data.shape[1]), int(data.shape[2])),
-                        frame_time=frame_time)
-        if data == "link" or data is not None:  # Eiger master: frames in linked files
-            frames = None
-            try:
-                ni, nt = _hard(f, EIGER_NIMAGES), _hard(f, EIGER_NTRIGGER)
-                if isinstance(ni, h5py.Dataset):
-                    frames = int(ni[()]) * (int(nt[()]) if isinstance(nt, h5py.Dataset) else 1)
-            except (TypeError, ValueError, OSError):
-                frames = None
-            return _raw(path, "hdf5", frames=frames)
-        ptr = _len(f, CSR_PTR)
-        if ptr is not None:
-            grp = _hard(f, CSR_GROUP)
-            shape = _shape2(_attr(grp, "shape", "frame_shape"))
-            if shape is None:
-                shape = _shape2((_attr(grp, "nrows"), _attr(grp, "ncols")))
-            return _raw(path, "esrf-csr", frames=max(ptr - 1, 0),
-                        events=_len(f, CSR_INDEX), detector_shape=shape)
+        if "qmap" in root:
+            q = _hard(f, "qmap")
+            if isinstance(q, h5py.Group):
+                return _qmap_kind(q)
+        if "entry" in root:
+            got = _dense(path, f)
+            if got is not None:
+                return got
+        if "entry_0000" in root:
+            got = _esrf(path, f)
+            if got is not None:
+                return got
+        from xpcsviewer.io.raw.id11 import ID11_NAMES
+        from xpcsviewer.io.raw.timepix import TIMEPIX_NAMES
+
+        if set(TIMEPIX_NAMES) <= root:  # the usual event list: at the root
+            return _timepix(path, f)
         groups = _groups_with(f, ID11_NAMES)
         if groups:
             g = groups[0]
@@ -345,6 +327,71 @@ def _hdf5(path: Path) -> FileKind:
         if groups:
             return _timepix(path, groups[0])
     return FileKind("other", text="HDF5, neither a result, a q-map nor a raw source")
+
+
+def _analyses(f: Any, root: set[str], inside: set[str]) -> str:
+    what = []
+    if "multitau" in inside and _hard(f, "/xpcs/multitau/normalized_g2") is not None:
+        what.append("multi-tau")
+    if "twotime" in inside and _hard(f, "/xpcs/twotime/correlation_map") is not None:
+        what.append("two-time")
+    if "exchange" in root and not what:  # legacy
+        ex = _keys(_hard(f, "exchange"))
+        what += [n for n, k in (("multi-tau", "norm-0-g2"), ("two-time", "C2T_all")) if k in ex]
+    return ", ".join(what) or "no analysis results"
+
+
+def _qmap_kind(q: Any) -> FileKind:
+    shape = None
+    m = _hard(q, "mask")
+    if isinstance(m, h5py.Dataset) and m.ndim == 2:
+        shape = (int(m.shape[0]), int(m.shape[1]))
+    nd, ns = _len(q, "dynamic_index_mapping"), _len(q, "static_index_mapping")
+    text = f"q-map: {_n(nd)} dynamic / {_n(ns)} static bins"
+    if shape:
+        text += " on {} x {}".format(*shape)
+    return FileKind("qmap", text=text, detector_shape=shape)
+
+
+def _dense(path: Path, f: Any) -> FileKind | None:
+    from xpcsviewer.io.raw.dense import EIGER_NIMAGES, EIGER_NTRIGGER, FRAME_TIME, RAW_DATASET
+
+    data = _hard(f, RAW_DATASET)
+    if isinstance(data, h5py.Dataset) and data.ndim == 3:
+        ft = _hard(f, FRAME_TIME)
+        frame_time = None
+        if isinstance(ft, h5py.Dataset) and ft.shape == ():
+            try:
+                frame_time = float(ft[()])
+            except (TypeError, ValueError, OSError):
+                frame_time = None
+        return _raw(path, "hdf5", frames=int(data.shape[0]),
+                    detector_shape=(int(data.shape[1]), int(data.shape[2])),
+                    frame_time=frame_time)
+    if data is None:
+        return None
+    frames = None  # an Eiger master: the frames are in linked files
+    try:
+        ni, nt = _hard(f, EIGER_NIMAGES), _hard(f, EIGER_NTRIGGER)
+        if isinstance(ni, h5py.Dataset):
+            frames = int(ni[()]) * (int(nt[()]) if isinstance(nt, h5py.Dataset) else 1)
+    except (TypeError, ValueError, OSError):
+        frames = None
+    return _raw(path, "hdf5", frames=frames)
+
+
+def _esrf(path: Path, f: Any) -> FileKind | None:
+    from xpcsviewer.io.raw.esrf_csr import CSR_GROUP, CSR_INDEX, CSR_PTR
+
+    ptr = _len(f, CSR_PTR)
+    if ptr is None:
+        return None
+    grp = _hard(f, CSR_GROUP)
+    shape = _shape2(_attr(grp, "shape", "frame_shape"))
+    if shape is None:
+        shape = _shape2((_attr(grp, "nrows"), _attr(grp, "ncols")))
+    return _raw(path, "esrf-csr", frames=max(ptr - 1, 0), events=_len(f, CSR_INDEX),
+                detector_shape=shape)
 
 
 def _side_result(path: Path) -> Path | None:
