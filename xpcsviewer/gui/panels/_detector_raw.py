@@ -178,7 +178,9 @@ class DetectorRawMixin:
         subj = self.raw_subjects.get(t.path)
         if subj is None or subj.qmap_path != t.qmap_path:
             self.mask_tools.set_history_state(False, False, f"Loading {t.label}\u2026")
-            self.submit("raw-subject", raw_subject_job, t, on_result=self._on_raw_subject,
+            # a key per source: a request for another source must not cancel this one
+            self.submit(f"raw-subject:{t.path}", raw_subject_job, t,
+                        on_result=self._on_raw_subject,
                         description=f"Detector: q-map of {t.label}")
             return
         self.submit("image", raw_image_job, subj, self.raw_images.get(t.path),
