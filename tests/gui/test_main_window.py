@@ -30,7 +30,12 @@ def test_window_builds_without_data(window, wait_idle):
 
 def test_open_demo_set_enables_tabs(window, demo_files, open_demo):
     paths = open_demo(window, demo_files)
-    assert window.browser.source_names() == [p.name for p in demo_files]
+    # the per-pixel G2 side files are listed too, said to be side files (issue 45)
+    kinds = {e.name: e.kind.kind for e in window.browser.entries}
+    assert sorted(n for n, k in kinds.items() if k == "result") == [p.name for p in demo_files]
+    assert sorted(n for n, k in kinds.items() if k != "result") == [
+        p.name for p in sorted(demo_files[0].parent.glob("*_results_G2.hdf"))]
+    assert {k for n, k in kinds.items() if n.endswith("_G2.hdf")} == {"side"}
     assert len(window.results) == len(paths) == len(DEMO_SPECS)
     for name in ("saxs2d", "saxs1d", "stability", "intensity", "qmap", "metadata"):
         i = window.tab_index(name)
@@ -49,7 +54,8 @@ def test_filter_sort_add_remove_reorder(window, demo_files, wait_idle):
     assert b.source_names() == [demo_files[3].name]
     b.filter_edit.setText("")
     b.sort_combo.setCurrentText("name-reverse")
-    assert b.source_names() == [p.name for p in reversed(demo_files)]
+    results = [n for n in b.source_names() if not n.endswith("_G2.hdf")]  # side files
+    assert results == [p.name for p in reversed(demo_files)]
     b.sort_combo.setCurrentText("name")
     b.filter_edit.setText("A0")
     b.add_selected()  # a filter selects its matches

@@ -70,14 +70,14 @@ def test_folder_listing(examples):
     got = {e.name: e for e in list_sources(d)}
     assert sorted(got) == [
         "A01_example_results.hdf", "A01_example_results_G2.hdf", "D01_dense.h5",
-        "D02_dense.npy", "S01_rigaku.bin", "S01_rigaku_qmap.h5", "S02_rigaku3m.bin.000-005",
-        "S03_esrf_sparse_frame_0_00000-00002.h5", "S04_id11_sparse.h5",
+        "D02_dense.npy", "S01_rigaku.bin", "S02_rigaku3m.bin.000-005",
+        "S03_esrf_qmap.h5", "S03_esrf_sparse_frame_0_00000-00002.h5", "S04_id11_sparse.h5",
         "S05_timepix_events.h5"]
     assert got["S02_rigaku3m.bin.000-005"].path == str(files["rigaku_3m"])
     assert got["S03_esrf_sparse_frame_0_00000-00002.h5"].path == str(files["esrf"])
     kinds = {n: e.kind.kind for n, e in got.items()}
     assert [n for n, k in kinds.items() if k == "result"] == ["A01_example_results.hdf"]
-    assert kinds["S01_rigaku_qmap.h5"] == "qmap"
+    assert kinds["S03_esrf_qmap.h5"] == "qmap"
     assert kinds["A01_example_results_G2.hdf"] == "side"
 
 
@@ -131,3 +131,27 @@ def test_a_thousand_files_list_fast(tmp_path, examples):
     took = time.perf_counter() - t
     assert len(got) == 1000 and all(e.kind.layout == "hdf5" for e in got)
     assert took < 20, took  # ~0.3 s on 2 cores; a data pass would take far longer
+
+
+def test_legacy_result_and_linked_frames(tmp_path):
+    legacy = tmp_path / "old.hdf"
+    with h5py.File(legacy, "w") as f:
+        f["/xpcs/dqmap"] = np.ones((4, 4), np.uint8)
+        f["/exchange/norm-0-g2"] = np.ones((3, 1))
+    fk = classify_path(legacy)
+    assert (fk.kind, fk.text) == ("result", "result: multi-tau")
+    # an Eiger master: the frames are in a linked file (never followed while listing)
+    data = tmp_path / "data_000001.h5"
+    with h5py.File(data, "w") as f:
+        f["data"] = np.zeros((5, 2, 3), np.uint16)
+    master = tmp_path / "master.h5"
+    with h5py.File(master, "w") as f:
+        f["/entry/data/data"] = h5py.ExternalLink(data.name, "data")
+        f["/entry/instrument/detector/detectorSpecific/nimages"] = 5
+    fk = classify_path(master)
+    assert (fk.kind, fk.layout, fk.frames) == ("raw", "hdf5", 5)
+    # a file with an unrelated /entry and nothing else is no source
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["/entry/title"] = "x"
+    assert classify_path(other).kind == "other"

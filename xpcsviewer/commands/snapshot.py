@@ -4,14 +4,17 @@ Every file is read first, as ``info`` does (a raw source is recognised by its la
 and shown in the Raw tab): a file that cannot be read stops the
 command with exit 3 and one line naming it (never a blank picture). A per-pixel G2
 side file among the inputs (``X_results_G2.hdf``, e.g. from ``demo_data/*``) is
-skipped with a note: it belongs to its result file. The window size is bounded: a
-huge grab would exhaust memory inside Qt.
+skipped with a note: it belongs to its result file. A folder or a raw source opens
+as ``xpcsviewer PATH`` opens it (the folder listed in the browser, a raw source in the
+Raw tab, its mask in the Detector tab). The window size is bounded: a huge grab would
+exhaust memory inside Qt.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 #: Bounds of ``--size`` (pixels per side).
 MIN_SIDE, MAX_SIDE = 200, 8192
@@ -19,6 +22,7 @@ MIN_SIDE, MAX_SIDE = 200, 8192
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``xpcsviewer snapshot``; the Qt work lives in :mod:`xpcsviewer.gui.snapshot`."""
+    from xpcsviewer.io.classify import classify_path
     from xpcsviewer.io.errors import XpcsFileError
     from xpcsviewer.io.outputs import check_output, display_path
     from xpcsviewer.io.raw.source import raw_layout
@@ -37,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output, given, getattr(args, "overwrite", False))
     files = []
     for f in given:
+        if Path(f).is_dir() or classify_path(f).kind == "raw":
+            files.append(f)  # opens as in the window: a folder listed, a raw source shown
+            continue
         try:
             read_result(f)  # raises XpcsFileError: exit 3 with one line
         except XpcsFileError:

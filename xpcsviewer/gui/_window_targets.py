@@ -1,5 +1,6 @@
 """The main window's targets: opening them in a worker, the files that could not be
-opened, a folder's first look, and the page shown while none is open (a mixin)."""
+opened, raw sources (shown in the Raw tab, never targets), drops on the window, a
+folder's first look, and the page shown while none is open (a mixin)."""
 
 from __future__ import annotations
 
@@ -137,8 +138,63 @@ class WindowTargetsMixin:
             self.select_tab(tab)
         self.open_paths(paths)
 
+    def open_raw_sources(self, targets: list) -> None:
+        """Show raw sources (:class:`~xpcsviewer.gui.raw_sources.RawTarget`) in the Raw
+        tab: appended to the shared list :data:`RAW_SOURCES_KEY`, the first of them made
+        :data:`RAW_CURRENT_KEY`; never result targets."""
+        from xpcsviewer.gui.raw_sources import RAW_CURRENT_KEY, RAW_SOURCES_KEY
+
+        if not targets:
+            return
+        have = list(self.context.shared.get(RAW_SOURCES_KEY) or [])
+        paths = [t.path for t in have]
+        for t in targets:
+            if t.path not in paths:  # one already open keeps its q-map and bin time
+                have.append(t)
+                paths.append(t.path)
+        current = have[paths.index(targets[0].path)]
+        self.context.set_shared(RAW_SOURCES_KEY, have)
+        self.context.set_shared(RAW_CURRENT_KEY, current)
+        self._tabs_pinned = True  # the tabs, even without a result open
+        self.update_tab_states()
+        self.central.setCurrentWidget(self.tabs)
+        names = ", ".join(t.label for t in targets)
+        notes = []
+        if current.qmap_path is None:
+            notes.append("no q-map beside it: pick one in the Raw tab")
+        if current.layout == "timepix" and current.bin_time is not None:
+            notes.append(f"events in frames of {current.bin_time:.3g} s (change the bin "
+                         "time in the Raw tab)")
+        if "raw" in self.panels and self.tabs.isTabEnabled(self.tab_index("raw")):
+            # not select_tab: results opened later still go to the user's tab
+            self.tabs.setCurrentIndex(self.tab_index("raw"))
+            where = "in the Raw tab"
+        else:
+            where = "as raw sources (no Raw tab in this build)"
+        self.context.show_status(f"Opened {names} {where}"
+                                 + (f"; {'; '.join(notes)}" if notes else ""))
+
+    def dragEnterEvent(self, event) -> None:  # Qt override
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+        else:
+            super().dragEnterEvent(event)
+
+    def dropEvent(self, event) -> None:  # Qt override
+        """Files or folders dropped anywhere on the window open as from the command
+        line: results become targets, raw sources go to the Raw tab."""
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        paths = [u.toLocalFile() for u in urls if u.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.open_paths(paths)
+        else:
+            super().dropEvent(event)
+
     def open_paths(self, paths: list[str]) -> None:
-        """Open a folder (first folder given) and/or add files as targets.
+        """Open a folder (first folder given) and/or add files as targets; raw sources
+        (files, a Rigaku 3M stem) go to the Raw tab instead. A folder is listed, even
+        one of ESRF blocks: their series is one entry of the list.
 
         A folder alone opens with a target: the restored session's targets when they
         lie in it, else the folder's first file (see :meth:`_on_scanned`).
@@ -180,12 +236,18 @@ class WindowTargetsMixin:
         self.select_tab("live")
 
     def open_first_file(self) -> bool:
-        """Make the first listed file the only target (False when there is none)."""
+        """Make the first listed result file the only target; without one, open the
+        first raw source in the Raw tab (False when there is neither)."""
         entries = self.browser.visible_entries()
-        if not entries:
-            return False
-        self.browser.set_targets([entries[0].path])
-        return True
+        results = [e for e in entries if e.kind is None or e.kind.kind in ("result", "other")]
+        if results:
+            self.browser.set_targets([results[0].path])
+            return True
+        raw = [e for e in entries if e.kind is not None and e.kind.kind == "raw"]
+        if raw:
+            self.browser.add_paths([raw[0].path])
+            return True
+        return False
 
     def _update_central(self) -> None:
         """Tabs when files are open (or Live was asked for), else the page that says
@@ -201,5 +263,6 @@ class WindowTargetsMixin:
             self.empty_state.describe(b.folder, len(b.entries), n_targets,
                                       [f"{Path(p).name}: {m}" for p, m in self.load_errors])
         else:
-            self.empty_state.describe(b.folder or None, self._listed_n)
+            n_raw = sum(1 for e in b.entries if e.kind is not None and e.kind.kind == "raw")
+            self.empty_state.describe(b.folder or None, self._listed_n, n_raw=n_raw)
         self.central.setCurrentWidget(self.empty_state)

@@ -1,7 +1,11 @@
 """The data browser (left dock): folder, source list, target list.
 
-The folder listing runs in a worker (a network folder can take seconds); it only
-stats the files, nothing is opened. Files are opened when they become targets.
+The folder listing runs in a worker (a network folder can take seconds): each file's
+header says what it is (:func:`xpcsviewer.io.classify.list_sources`: a result, a raw
+source with its layout, frames and hits, a q-map, a per-pixel side file), shown on a
+second line under its name; a Rigaku 3M set and an ESRF block series are one entry.
+Result files become targets (opened when they do); raw sources never do: they are
+handed on by :attr:`DataBrowser.sigRawSources` (the window shows them in the Raw tab).
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QFileSystemWatcher, Qt, QTimer, Signal
+from PySide6.QtCore import QFileSystemWatcher, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -23,60 +28,121 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QStyle,
+    QStyledItemDelegate,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from xpcsviewer.gui.context import AppContext
+from xpcsviewer.io.classify import FileKind, classify_path, list_sources
 from xpcsviewer.io.errors import display_path
 
-__all__ = ["RESULT_PATTERNS", "DataBrowser", "FileEntry", "filter_entries", "list_result_files",
+__all__ = ["RESULT_PATTERNS", "DataBrowser", "FileEntry", "filter_entries", "list_folder",
            "sort_entries"]
 
 RESULT_PATTERNS = ("*.hdf", "*.h5", "*.hdf5", "*.nxs")
-#: per-pixel G2 side files (``X_results_G2.hdf``) belong to their result file
-SIDE_FILE_PATTERNS = ("*_results_g2.*",)
+#: item data: the one-line description of an entry (drawn under its name)
+KIND_ROLE = Qt.ItemDataRole.UserRole + 1
+#: the description's colour per kind (None: the palette's muted text)
+_KIND_COLOURS = {"raw": "#1f6fb2", "qmap": "#7a5a00", "side": None, "result": None,
+                 "other": "#c0392b"}
 
 
 @dataclass(frozen=True)
 class FileEntry:
-    """One file of the folder: name, full path, modification time (s since epoch)."""
+    """One entry of the folder: name, full path, modification time (s since epoch) and
+    what it is (None: not classified)."""
 
     name: str
     path: str
     mtime: float
+    kind: FileKind | None = None
 
 
-def list_result_files(folder: str, progress=None, cancel=None) -> list[FileEntry]:
-    """List result files of ``folder`` (no dot-files, not recursive); worker job.
+def list_folder(folder: str, progress=None, cancel=None) -> list[FileEntry]:
+    """The results, raw sources, q-maps and side files of ``folder`` (no dot-files, not
+    recursive), each said what it is from its header; worker job.
+
+    Files named as results (``*.hdf``, ``*.h5``, ...) that are none of these are listed
+    too (kind ``"other"``, with why), as before: opening one says what is wrong.
 
     Raises
     ------
     FileNotFoundError, NotADirectoryError
         ``folder`` is not a readable folder.
     """
-    folder_p = Path(folder)
-    if not folder_p.is_dir():
-        raise NotADirectoryError(f"{folder}: not a folder")
     out = []
-    with os.scandir(folder_p) as it:
-        for i, de in enumerate(it):
-            if cancel is not None and i % 256 == 0:
-                cancel.raise_if_cancelled()
-            if de.name.startswith(".") or not any(
-                    fnmatch.fnmatch(de.name.lower(), p) for p in RESULT_PATTERNS):
-                continue
-            if any(fnmatch.fnmatch(de.name.lower(), p) for p in SIDE_FILE_PATTERNS):
-                continue
-            try:
-                if not de.is_file():
-                    continue
-                mtime = de.stat().st_mtime
-            except OSError:
-                continue
-            out.append(FileEntry(de.name, str(Path(de.path)), mtime))
+    for e in list_sources(folder, progress=progress, cancel=cancel):
+        if e.kind.kind == "other" and not any(
+                fnmatch.fnmatch(e.name.lower(), p) for p in RESULT_PATTERNS):
+            continue
+        out.append(FileEntry(e.name, str(Path(e.path)), e.mtime, e.kind))
     return out
+
+
+def describe_entries(entries: list[FileEntry]) -> str:
+    """"3 results, 5 raw sources, 4 q-maps, 1 side file" (kinds with none left out)."""
+    names = (("result", "result", "results"), ("raw", "raw source", "raw sources"),
+             ("qmap", "q-map", "q-maps"), ("side", "side file", "side files"),
+             ("other", "other file", "other files"))
+    counts = {k: 0 for k, _, _ in names}
+    for e in entries:
+        counts[e.kind.kind if e.kind is not None else "result"] += 1
+    parts = [f"{counts[k]} {one if counts[k] == 1 else many}"
+             for k, one, many in names if counts[k]]
+    return ", ".join(parts) or "no files"
+
+
+class _EntryDelegate(QStyledItemDelegate):
+    """Two lines an entry: its name (cut in the middle), then what it is (small, in the
+    kind's colour, cut at the end)."""
+
+    def sizeHint(self, option, index) -> QSize:  # Qt override
+        base = super().sizeHint(option, index)
+        if not index.data(KIND_ROLE):
+            return base
+        # no width of its own: the list never scrolls sideways (names are cut instead)
+        return QSize(0, base.height() + option.fontMetrics.height())
+
+    def paint(self, painter, option, index) -> None:  # Qt override
+        text = index.data(KIND_ROLE)
+        if not text:
+            super().paint(painter, option, index)
+            return
+        self.initStyleOption(option, index)
+        style = option.widget.style() if option.widget is not None else None
+        name = option.text
+        option.text = ""
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, option, painter,
+                              option.widget)
+        r = option.rect.adjusted(4, 1, -4, -1)
+        line = option.fontMetrics.height()
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        pal = option.palette
+        painter.save()
+        painter.setPen(pal.color(QPalette.ColorRole.HighlightedText if selected
+                                 else QPalette.ColorRole.Text))
+        fm = option.fontMetrics
+        painter.drawText(r.x(), r.y(), r.width(), line, Qt.AlignmentFlag.AlignVCenter,
+                         fm.elidedText(name, Qt.TextElideMode.ElideMiddle, r.width()))
+        font = painter.font()
+        font.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+        painter.setFont(font)
+        colour = _KIND_COLOURS.get(index.data(KIND_ROLE + 1) or "", None)
+        if selected:
+            painter.setPen(pal.color(QPalette.ColorRole.HighlightedText))
+        elif colour is not None:
+            painter.setPen(QColor(colour))
+        else:
+            painter.setPen(pal.color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text))
+        small = painter.fontMetrics()
+        painter.drawText(r.x() + 8, r.y() + line, r.width() - 8, r.height() - line,
+                         Qt.AlignmentFlag.AlignTop,
+                         small.elidedText(text, Qt.TextElideMode.ElideRight, r.width() - 8))
+        painter.restore()
 
 
 def filter_entries(entries: list[FileEntry], text: str, mode: str = "contains") -> list[FileEntry]:
@@ -171,7 +237,9 @@ class DataBrowser(QWidget):
     sigFolderChanged = Signal(str)
     """A folder was opened: (str)."""
     sigScanned = Signal(int)
-    """A folder listing arrived: (number of files)."""
+    """A folder listing arrived: (number of result files)."""
+    sigRawSources = Signal(object)
+    """Raw sources were opened (added, dropped, double-clicked): (list of RawTarget)."""
 
     def __init__(self, context: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -190,8 +258,9 @@ class DataBrowser(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         row = QHBoxLayout()
-        self.path_edit = QLineEdit(placeholderText="Folder with result files")
-        self.path_edit.setToolTip("Folder with result files; press Enter to open")
+        self.path_edit = QLineEdit(placeholderText="Folder with result files or raw data")
+        self.path_edit.setToolTip("Folder with result files or raw sources; press Enter "
+                                  "to open")
         self.path_edit.returnPressed.connect(lambda: self.open_folder(self.path_edit.text()))
         self.browse_btn = QToolButton(text="\u2026", toolTip="Browse for a folder")
         self.browse_btn.clicked.connect(self._on_browse_clicked)
@@ -230,6 +299,10 @@ class DataBrowser(QWidget):
         sl.addLayout(row)
         self.source_list = QListWidget()
         _elide_middle(self.source_list)
+        self.source_list.setItemDelegate(_EntryDelegate(self.source_list))
+        self.source_list.setToolTip("Results, raw sources, q-maps and side files of the "
+                                    "folder. Double-click: a result becomes a target, a raw "
+                                    "source opens in the Raw tab")
         self.source_list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.source_list.itemDoubleClicked.connect(lambda _i: self.add_selected())
         sl.addWidget(self.source_list)
@@ -270,7 +343,7 @@ class DataBrowser(QWidget):
             self.open_folder(folder)
 
     def open_folder(self, folder: str) -> None:
-        """Show ``folder`` and list its result files in a worker."""
+        """Show ``folder`` and list its files in a worker."""
         folder = str(Path(folder).expanduser())
         if not Path(folder).is_dir():
             self.context.report_error(f"{folder}: not a folder")
@@ -289,14 +362,18 @@ class DataBrowser(QWidget):
         if not self.folder:
             return
         self.context.runner.submit(
-            "browser:scan", list_result_files, self.folder, on_result=self._on_scan_result,
+            "browser:scan", list_folder, self.folder, on_result=self._on_scan_result,
             description=f"Listing {Path(self.folder).name}")
 
     def _on_scan_result(self, entries: list[FileEntry]) -> None:
         self.entries = list(entries)
         self._fill_source()
-        self.context.show_status(f"{len(entries)} result files in {self.folder}")
-        self.sigScanned.emit(len(entries))
+        self.context.show_status(f"{describe_entries(self.entries)} in {self.folder}")
+        self.sigScanned.emit(len(self.result_entries()))
+
+    def result_entries(self) -> list[FileEntry]:
+        """The listed result files (shown or not), in listing order."""
+        return [e for e in self.entries if e.kind is None or e.kind.kind == "result"]
 
     def _on_watch_toggled(self, on: bool) -> None:
         dirs = self._watcher.directories()
@@ -317,7 +394,14 @@ class DataBrowser(QWidget):
         for e in shown:
             it = QListWidgetItem(display_path(e.name))
             it.setData(Qt.ItemDataRole.UserRole, _to_qt(e.path))
-            it.setToolTip(display_path(e.path))
+            tip = display_path(e.path)
+            if e.kind is not None:
+                it.setData(KIND_ROLE, e.kind.text)
+                it.setData(KIND_ROLE + 1, e.kind.kind)
+                tip = f"{e.kind.text}\n{tip}"
+                if e.kind.kind == "raw":
+                    tip += "\nDouble-click: open in the Raw tab"
+            it.setToolTip(tip)
             self.source_list.addItem(it)
         self.source_box.setTitle(f"Source: {len(shown)} of {len(self.entries)}")
         if self.filter_edit.text().strip():
@@ -347,14 +431,37 @@ class DataBrowser(QWidget):
             items = [self.source_list.currentItem()]
         self.add_paths([_from_qt(it.data(Qt.ItemDataRole.UserRole)) for it in items])
 
+    def kind_of(self, path: str) -> FileKind:
+        """What ``path`` is: from the listing when it is listed, else from its header
+        (a few small reads: files dropped or given on the command line)."""
+        for e in self.entries:
+            if e.path == path and e.kind is not None:
+                return e.kind
+        return classify_path(path)
+
     def add_paths(self, paths: list[str]) -> None:
-        """Append files to the targets (duplicates skipped; folders are opened instead)."""
+        """Append result files to the targets (duplicates skipped; folders are opened
+        instead). Raw sources are not targets: they go out by :attr:`sigRawSources`;
+        q-maps and side files are not added (the status line says why)."""
+        from xpcsviewer.gui.raw_sources import raw_target
+
         have = set(self.target_paths())
+        labels = {e.path: e.name for e in self.entries}
         added = 0
+        raw, skipped = [], []
         for p in paths:
             p = str(p)
-            if Path(p).is_dir():
+            if Path(p).is_dir():  # listed: a folder of ESRF blocks shows its series
                 self.open_folder(p)
+                continue
+            fk = self.kind_of(p)
+            if fk.kind == "raw":
+                t = raw_target(p, fk, labels.get(p))
+                if t is not None and t.path not in {r.path for r in raw}:
+                    raw.append(t)
+                continue
+            if fk.kind in ("qmap", "side"):
+                skipped.append(f"{display_path(Path(p).name)} ({fk.text})")
                 continue
             if p in have:
                 continue
@@ -368,6 +475,10 @@ class DataBrowser(QWidget):
             self._targets_changed()
             if self.target_list.currentRow() < 0:
                 self.target_list.setCurrentRow(0)
+        if skipped:
+            self.context.show_status("Not a result, not added: " + "; ".join(skipped))
+        if raw:
+            self.sigRawSources.emit(raw)
 
     def mark_targets(self, problems: dict[str, str]) -> None:
         """Mark the targets that could not be opened (red, "\u26a0", the reason as tooltip);
@@ -389,7 +500,8 @@ class DataBrowser(QWidget):
                 it.setForeground(QBrush(QColor("#c0392b")))
 
     def set_targets(self, paths: list[str], current: int = 0) -> None:
-        """Replace the targets."""
+        """Replace the targets (result files; a raw source among them goes to
+        :attr:`sigRawSources` instead)."""
         self.target_list.blockSignals(True)
         self.target_list.clear()
         self.target_list.blockSignals(False)

@@ -67,13 +67,13 @@ class EmptyState(QWidget):
         self.describe(None, None)
 
     def describe(self, folder: str | None, n_files: int | None, n_targets: int = 0,
-                 problems: list[str] | None = None) -> None:
+                 problems: list[str] | None = None, n_raw: int = 0) -> None:
         """Say what to do next.
 
         ``n_files`` None: the folder is being listed; ``n_targets`` > 0 with no
-        problems: the targets are being opened.
+        problems: the targets are being opened; ``n_raw``: raw sources listed.
         """
-        self.first_btn.setVisible(bool(folder) and bool(n_files) and not n_targets)
+        self.first_btn.setVisible(bool(folder) and bool(n_files or n_raw) and not n_targets)
         if problems:
             self.title.setText("No target could be opened")
             items = "".join(f"<li>{_esc(p)}</li>" for p in problems[:6])
@@ -97,6 +97,11 @@ class EmptyState(QWidget):
         if n_files is None:
             self.title.setText("Listing the folder\u2026")
             self.text.setText(name)
+        elif n_files == 0 and n_raw:
+            self.title.setText(f"{n_raw} raw source(s) in {_esc(Path(folder).name)}")
+            self.text.setText(
+                "Double-click one in the <b>Data</b> list on the left to look at its frames "
+                "and faults in the <b>Raw</b> tab, and to correlate it.")
         elif n_files == 0:
             self.title.setText("No result files here")
             self.text.setText(

@@ -151,6 +151,8 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.browser.sigTargetsChanged.connect(self._on_targets_changed)
         self.browser.sigCurrentChanged.connect(self._on_current_changed)
         self.browser.sigFolderChanged.connect(self._on_folder_opened)
+        self.browser.sigRawSources.connect(self.open_raw_sources)  # the Raw tab's
+        self.setAcceptDrops(True)  # files dropped anywhere open (see dropEvent)
         self.context.sigOpenFiles.connect(self.browser.add_paths)  # e.g. regrouped g2
         self.temporaries: set[str] = set()  # removed at close
         self.context.sigOpenFiles.connect(self._note_temporaries)
@@ -327,8 +329,9 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
 
     def _on_open_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(
-            self, "Open result files", self.browser.folder or str(Path.home()),
-            "Result files (*.hdf *.h5 *.hdf5 *.nxs);;All files (*)")
+            self, "Open result files or raw sources", self.browser.folder or str(Path.home()),
+            "Results and raw data (*.hdf *.h5 *.hdf5 *.nxs *.npy *.bin *.bin.00*);;"
+            "All files (*)")
         if files:
             self.open_paths(files)
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
-from xpcsviewer.io.classify import FileKind, classify_path, qmap_beside
+from xpcsviewer.io.classify import FileKind, classify_path, qmap_beside, source_name
 
 __all__ = ["RAW_CURRENT_KEY", "RAW_EXCLUDE_KEY", "RAW_MEAN_IMAGE_KEY", "RAW_SOURCES_KEY",
            "FileKind", "RawTarget", "classify_path", "raw_target"]
@@ -67,13 +66,10 @@ def raw_target(path: str | os.PathLike, kind: FileKind | None = None,
     fk = kind if kind is not None else classify_path(path)
     if fk.kind != "raw" or fk.layout is None:
         return None
-    p = str(path)
+    # one path per source: the first module of a 3M set, the first block of a series
+    p = fk.files[0] if fk.files else str(path)
     if label is None:
-        label = Path(p).name
-        if fk.layout == "rigaku-3m":
-            label = Path(fk.files[0]).name[:-4] + ".000-005" if fk.files else label
-        elif fk.layout == "esrf-csr" and len(fk.files) > 1:
-            label = f"{Path(fk.files[0]).name} (+{len(fk.files) - 1} blocks)"
+        label = source_name(fk, p)
     bin_time = fk.bin_time if fk.layout == "timepix" else None
     return RawTarget(p, fk.layout, label, qmap_beside(p), fk.frame_time or bin_time,
                      bin_time)

@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 
 __all__ = ["CANDIDATE_SUFFIXES", "LAYOUT_NAMES", "FileKind", "ListedSource", "classify_path",
-           "default_bin_time", "list_sources", "qmap_beside"]
+           "default_bin_time", "list_sources", "qmap_beside", "source_name"]
 
 #: file names the folder listing looks at (HDF5, NumPy, Rigaku words); others are skipped
 CANDIDATE_SUFFIXES = (".hdf", ".h5", ".hdf5", ".nxs", ".npy", ".bin")
@@ -156,13 +156,17 @@ def _groups_with(f: Any, names: tuple[str, ...], depth: int = 2) -> list[Any]:
 
 
 def _attr(obj: Any, *names: str) -> Any:
+    try:
+        have = set(obj.attrs.keys())
+    except (OSError, RuntimeError, KeyError, TypeError, AttributeError):
+        return None
     for n in names:
-        try:
-            if n in obj.attrs:
+        if n in have:
+            try:
                 v = obj.attrs[n]
-                return v.decode() if isinstance(v, bytes) else v
-        except (OSError, RuntimeError, KeyError, TypeError):
-            continue
+            except (OSError, RuntimeError, KeyError, TypeError):
+                continue
+            return v.decode() if isinstance(v, bytes) else v
     return None
 
 
@@ -272,69 +276,47 @@ def _timepix(path: Path, grp: Any) -> FileKind:
                 frame_time=bin_time, bin_time=bin_time)
 
 
-def _hdf5(path: Path) -> FileKind:
-    from xpcsviewer.io.raw.dense import EIGER_NIMAGES, EIGER_NTRIGGER, FRAME_TIME, RAW_DATASET
-    from xpcsviewer.io.raw.esrf_csr import CSR_GROUP, CSR_INDEX, CSR_PTR
-    from xpcsviewer.io.raw.id11 import ID11_NAMES
-    from xpcsviewer.io.raw.timepix import TIMEPIX_NAMES
+def _keys(g: Any) -> set[str]:
+    try:
+        return set(g.keys())
+    except (RuntimeError, OSError, KeyError, ValueError):
+        return set()
 
+
+def _hdf5(path: Path) -> FileKind:
+    """An HDF5 file's kind from the names at its root (one listing), then the few
+    objects that decide; a thousand files list in about a second."""
     try:
         f = h5py.File(path, "r", locking=False)
     except (OSError, RuntimeError, ValueError) as exc:
         return FileKind("other", text=f"HDF5 that cannot be opened ({exc})")
     with f:
-        if _hard(f, "/xpcs/qmap") is not None or (
-                _hard(f, "/exchange") is not None and _hard(f, "/xpcs/dqmap") is not None):
-            what = [name for name, p in (("multi-tau", "/xpcs/multitau/normalized_g2"),
-                                         ("two-time", "/xpcs/twotime/correlation_map"),
-                                         ("multi-tau", "/exchange/norm-0-g2"),
-                                         ("two-time", "/exchange/C2T_all"))
-                    if _hard(f, p) is not None]
-            return FileKind("result", text="result: " + (", ".join(what) if what
-                                                         else "no analysis results"))
-        if _hard(f, "/G2IPIF") is not None:
+        root = _keys(f)
+        if "xpcs" in root:
+            xpcs = _hard(f, "xpcs")
+            inside = _keys(xpcs) if isinstance(xpcs, h5py.Group) else set()
+            if "qmap" in inside or ("exchange" in root and "dqmap" in inside):
+                return FileKind("result", text="result: " + _analyses(f, root, inside))
+        if "G2IPIF" in root:
             return FileKind("side", text="per-pixel G2 side file (/G2IPIF) of "
                             + (p.name if (p := _side_result(path)) else "no result beside it"))
-        q = _hard(f, "/qmap")
-        if isinstance(q, h5py.Group):
-            shape = None
-            m = _hard(q, "mask")
-            if isinstance(m, h5py.Dataset) and m.ndim == 2:
-                shape = (int(m.shape[0]), int(m.shape[1]))
-            nd, ns = _len(q, "dynamic_index_mapping"), _len(q, "static_index_mapping")
-            text = f"q-map: {_n(nd)} dynamic / {_n(ns)} static bins"
-            if shape:
-                text += " on {} x {}".format(*shape)
-            return FileKind("qmap", text=text, detector_shape=shape)
-        data = _hard(f, RAW_DATASET)
-        if isinstance(data, h5py.Dataset) and data.ndim == 3:
-            ft = _hard(f, FRAME_TIME)
-            frame_time = None
-            if isinstance(ft, h5py.Dataset) and ft.shape == ():
-                try:
-                    frame_time = float(ft[()])
-                except (TypeError, ValueError, OSError):
-                    frame_time = None
-            return _raw(path, "hdf5", frames=int(data.shape[0]),
-                        detector_shape=(int(data.shape[1]), int(data.shape[2])),
-                        frame_time=frame_time)
-        if data == "link" or data is not None:  # Eiger master: frames in linked files
-            frames = None
-            try:
-                ni, nt = _hard(f, EIGER_NIMAGES), _hard(f, EIGER_NTRIGGER)
-                if isinstance(ni, h5py.Dataset):
-                    frames = int(ni[()]) * (int(nt[()]) if isinstance(nt, h5py.Dataset) else 1)
-            except (TypeError, ValueError, OSError):
-                frames = None
-            return _raw(path, "hdf5", frames=frames)
-        ptr = _len(f, CSR_PTR)
-        if ptr is not None:
-            grp = _hard(f, CSR_GROUP)
-            shape = _shape2(_attr(grp, "shape", "frame_shape"))
-            if shape is None:
-                shape = _shape2((_attr(grp, "nrows"), _attr(grp, "ncols")))
-            return _raw(path, "esrf-csr", frames=max(ptr - 1, 0),
-                        events=_len(f, CSR_INDEX), detector_shape=shape)
+        if "qmap" in root:
+            q = _hard(f, "qmap")
+            if isinstance(q, h5py.Group):
+                return _qmap_kind(q)
+        if "entry" in root:
+            got = _dense(path, f)
+            if got is not None:
+                return got
+        if "entry_0000" in root:
+            got = _esrf(path, f)
+            if got is not None:
+                return got
+        from xpcsviewer.io.raw.id11 import ID11_NAMES
+        from xpcsviewer.io.raw.timepix import TIMEPIX_NAMES
+
+        if set(TIMEPIX_NAMES) <= root:  # the usual event list: at the root
+            return _timepix(path, f)
         groups = _groups_with(f, ID11_NAMES)
         if groups:
             g = groups[0]
@@ -345,6 +327,71 @@ def _hdf5(path: Path) -> FileKind:
         if groups:
             return _timepix(path, groups[0])
     return FileKind("other", text="HDF5, neither a result, a q-map nor a raw source")
+
+
+def _analyses(f: Any, root: set[str], inside: set[str]) -> str:
+    what = []
+    if "multitau" in inside and _hard(f, "/xpcs/multitau/normalized_g2") is not None:
+        what.append("multi-tau")
+    if "twotime" in inside and _hard(f, "/xpcs/twotime/correlation_map") is not None:
+        what.append("two-time")
+    if "exchange" in root and not what:  # legacy
+        ex = _keys(_hard(f, "exchange"))
+        what += [n for n, k in (("multi-tau", "norm-0-g2"), ("two-time", "C2T_all")) if k in ex]
+    return ", ".join(what) or "no analysis results"
+
+
+def _qmap_kind(q: Any) -> FileKind:
+    shape = None
+    m = _hard(q, "mask")
+    if isinstance(m, h5py.Dataset) and m.ndim == 2:
+        shape = (int(m.shape[0]), int(m.shape[1]))
+    nd, ns = _len(q, "dynamic_index_mapping"), _len(q, "static_index_mapping")
+    text = f"q-map: {_n(nd)} dynamic / {_n(ns)} static bins"
+    if shape:
+        text += " on {} x {}".format(*shape)
+    return FileKind("qmap", text=text, detector_shape=shape)
+
+
+def _dense(path: Path, f: Any) -> FileKind | None:
+    from xpcsviewer.io.raw.dense import EIGER_NIMAGES, EIGER_NTRIGGER, FRAME_TIME, RAW_DATASET
+
+    data = _hard(f, RAW_DATASET)
+    if isinstance(data, h5py.Dataset) and data.ndim == 3:
+        ft = _hard(f, FRAME_TIME)
+        frame_time = None
+        if isinstance(ft, h5py.Dataset) and ft.shape == ():
+            try:
+                frame_time = float(ft[()])
+            except (TypeError, ValueError, OSError):
+                frame_time = None
+        return _raw(path, "hdf5", frames=int(data.shape[0]),
+                    detector_shape=(int(data.shape[1]), int(data.shape[2])),
+                    frame_time=frame_time)
+    if data is None:
+        return None
+    frames = None  # an Eiger master: the frames are in linked files
+    try:
+        ni, nt = _hard(f, EIGER_NIMAGES), _hard(f, EIGER_NTRIGGER)
+        if isinstance(ni, h5py.Dataset):
+            frames = int(ni[()]) * (int(nt[()]) if isinstance(nt, h5py.Dataset) else 1)
+    except (TypeError, ValueError, OSError):
+        frames = None
+    return _raw(path, "hdf5", frames=frames)
+
+
+def _esrf(path: Path, f: Any) -> FileKind | None:
+    from xpcsviewer.io.raw.esrf_csr import CSR_GROUP, CSR_INDEX, CSR_PTR
+
+    ptr = _len(f, CSR_PTR)
+    if ptr is None:
+        return None
+    grp = _hard(f, CSR_GROUP)
+    shape = _shape2(_attr(grp, "shape", "frame_shape"))
+    if shape is None:
+        shape = _shape2((_attr(grp, "nrows"), _attr(grp, "ncols")))
+    return _raw(path, "esrf-csr", frames=max(ptr - 1, 0), events=_len(f, CSR_INDEX),
+                detector_shape=shape)
 
 
 def _side_result(path: Path) -> Path | None:
@@ -498,6 +545,23 @@ def qmap_beside(path: str | os.PathLike, files: tuple[str, ...] = ()) -> str | N
     return None
 
 
+def source_name(kind: FileKind, path: str | os.PathLike) -> str:
+    """The name a source is shown by: ``NAME.bin.000-005`` for a Rigaku 3M set,
+    ``NAME_00000-00003.h5`` for an ESRF block series, else the file's name."""
+    files = [Path(f) for f in kind.files] or [Path(path)]
+    if kind.layout == "rigaku-3m":
+        m = _RIGAKU_MODULE.match(files[0].name)
+        if m and len(files) == 6:
+            return f"{m.group(1)}.000-005"
+        if m:
+            return f"{m.group(1)}.00N ({len(files)} of 6)"
+    if kind.layout == "esrf-csr" and len(files) > 1:
+        first, last = _NUMBERED.match(files[0].name), _NUMBERED.match(files[-1].name)
+        if first and last:
+            return f"{first.group(1)}{first.group(2)}-{last.group(2)}{first.group(3)}"
+    return Path(path).name if not kind.files else files[0].name
+
+
 # -------------------------------------------------------------------- listing
 def _candidate(name: str) -> bool:
     low = name.lower()
@@ -552,7 +616,7 @@ def list_sources(folder: str | os.PathLike, progress: Any = None,
             continue
         if fk.kind != "other":
             out.append(ListedSource(name, path, mtime, fk))
-    for stem, files in modules.items():
+    for files in modules.values():
         # the first module file whose words are hits stands for the set (a module
         # without hits holds only a count-0 word)
         fk = FileKind("other")
@@ -563,20 +627,19 @@ def list_sources(folder: str | os.PathLike, progress: Any = None,
         if fk.kind == "other":
             continue
         if fk.layout == "rigaku-3m":
-            shown = f"{stem}.000-005" if len(files) == 6 else f"{stem}.00N ({len(files)} of 6)"
-            out.append(ListedSource(shown, files[0][1], max(f[2] for f in files), fk))
+            out.append(ListedSource(source_name(fk, files[0][1]), files[0][1],
+                                    max(f[2] for f in files), fk))
         else:  # lone module-numbered files: each is its own source
             out += [ListedSource(n, p, t, _classify_file(Path(p))) for n, p, t in files]
-    for (prefix, ext), got in blocks.items():
+    for got in blocks.values():
         got.sort(key=lambda g: int(_NUMBERED.match(g[0]).group(2)))
         if len(got) == 1:
             name, path, mtime, fk = got[0]
             out.append(ListedSource(name, path, mtime, fk))
             continue
-        first, last = _NUMBERED.match(got[0][0]), _NUMBERED.match(got[-1][0])
-        shown = f"{prefix}{first.group(2)}-{last.group(2)}{ext}"
         fk = _series([(Path(g[1]), g[3]) for g in got])
-        out.append(ListedSource(shown, got[0][1], max(g[2] for g in got), fk))
+        out.append(ListedSource(source_name(fk, got[0][1]), got[0][1],
+                                max(g[2] for g in got), fk))
     if progress is not None:
         progress(len(found), len(found))
     return out

@@ -4,7 +4,8 @@ Rigaku 3M set, an ESRF block series, an ImageD11 file, a Timepix list, and a tex
 
 Tests and the browser's screenshot use it; every file is a few kilobytes. The raw
 sources are named as the demo names them (``NAME.bin``, ``NAME_sparse_frame_0_0000N.h5``,
-``NAME_events.h5``) and the Rigaku ``.bin`` has its q-map ``NAME_qmap.h5`` beside it.
+``NAME_events.h5``); the ESRF series (32 x 40 pixels, as the result) has its q-map
+``NAME_qmap.h5`` beside it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = ["EXAMPLE_SPEC", "write_raw_examples"]
 EXAMPLE_SPEC = {
     "name": "example",
     "geometry": {"shape": (32, 40), "bcx": 20.5, "bcy": 16.0, "det_dist_m": 5.0},
+    "beamstop_px": 3,  # pixels outside the q-map's mask
     "partition": {"dq_num": 4, "sq_num": 12, "dp_num": 1, "sp_num": 1},
     "acquisition": {"frame_time": 1e-3, "n_frames": 100, "rate": 0.3},
     "sample": {"radius_m": 150e-9, "contrast": 0.2},
@@ -37,7 +39,7 @@ def _hits(n_frames: int, n_pixels: int, per_frame: int, seed: int):
 def write_raw_examples(folder: str | Path, seed: int = 0) -> dict[str, Path]:
     """Write the example files into ``folder`` (created); returns {role: path}.
 
-    Roles: ``result``, ``side``, ``qmap`` (of the Rigaku ``.bin``), ``dense``
+    Roles: ``result``, ``side``, ``qmap`` (of the ESRF series), ``dense``
     (HDF5, 12 frames), ``npy`` (8 frames), ``rigaku`` (30 frames, 90 hits), ``rigaku_3m``
     (the first of its six module files; 20 frames), ``esrf`` (the first of 3 blocks of
     10 frames, 60 hits), ``id11`` (15 frames, 45 hits), ``timepix`` (500 events over
@@ -73,7 +75,7 @@ def write_raw_examples(folder: str | Path, seed: int = 0) -> dict[str, Path]:
     np.save(npy, rng.poisson(0.2, (8, 16, 20)).astype(np.uint16))
     out["npy"] = npy
     out["rigaku"] = write_rigaku_bin(d / "S01_rigaku.bin", *_hits(30, 512 * 1024, 3, seed))
-    out["qmap"] = write_qmap_file(d / "S01_rigaku_qmap.h5", res.qmap)
+    out["qmap"] = write_qmap_file(d / "S03_esrf_qmap.h5", res.qmap)
     w = 2100  # the 3M canvas: 1676 x 2100
     # a hit on every module each frame (a module without hits is no Rigaku file alone)
     f, p, c = _hits(20, 500, 6, seed + 1)

@@ -37,6 +37,7 @@ __all__ = [
     "PixelAuditMixin",
     "apply_mask_request",
     "audit_job",
+    "exclude_request",
     "flagged_overlay",
     "show_flagged",
 ]
@@ -104,10 +105,16 @@ def apply_mask_request(panel: Any, req: MaskRequest) -> bool:
     """Mask ``req``'s pixels in the Detector tab ``panel`` (one undoable step).
 
     The tab turns to the request's file; its mask is then published as usual, so the
-    G2 tab's regrouping (with the Detector tab's mask) leaves the pixels out.
+    G2 tab's regrouping (with the Detector tab's mask) leaves the pixels out. A raw
+    source's path (the Raw tab's "Mask these") goes to its own mask history
+    (``panel.apply_raw_mask_request``).
     """
     i = next((j for j, r in enumerate(panel.results) if str(r.path) == req.path), None)
     if i is None:
+        raw = getattr(panel, "apply_raw_mask_request", None)
+        done = raw(req) if raw is not None else None
+        if done is not None:
+            return done
         panel.context.show_status(f"Detector: {Path(req.path).name} is not a target")
         return False
     panel.set_current(i)
@@ -115,6 +122,12 @@ def apply_mask_request(panel: Any, req: MaskRequest) -> bool:
     if h is None:
         h = panel._new_history(panel.results[i])
         panel._on_from_file(schedule=False)
+    return exclude_request(panel, h, req)
+
+
+def exclude_request(panel: Any, h: Any, req: MaskRequest) -> bool:
+    """Mask ``req``'s pixels in the history ``h`` of the tab ``panel`` (one step) and
+    publish the mask; False when the shape differs or nothing changes."""
     if h.shape != req.selected.shape:
         panel.context.report_error(f"Detector: {req.what}: mask of another detector shape")
         return False
@@ -123,8 +136,11 @@ def apply_mask_request(panel: Any, req: MaskRequest) -> bool:
         panel.context.show_status(f"Detector: {req.what}: already masked")
         return False
     panel._mask_changed()
+    then = ("correlate from the Raw tab to use the mask"
+            if getattr(panel, "raw_current", None) is not None
+            else "regroup on the G2 tab to see g2 without them")
     panel.context.show_status(f"Detector: {req.what}: {n} pixels masked (undo on the "
-                              "Detector tab); regroup on the G2 tab to see g2 without them")
+                              f"Detector tab); {then}")
     return True
 
 

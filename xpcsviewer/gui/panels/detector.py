@@ -13,6 +13,9 @@ a live preview and the pixels per bin (:mod:`~xpcsviewer.gui.panels._partition_e
 Both are offered to the G2 tab's regrouping (``context.shared["detector_mask"]`` and
 ``["drawn_partition"]``). Rasterizing, thresholding, partitioning and writing run in
 workers; the GUI thread only swaps images.
+*Raw sources* opened in the window have a mask too (their q-map's to start with), on
+the Raw tab's mean image (:mod:`~xpcsviewer.gui.panels._detector_raw`): the tab shows
+a "subject", the current result or a raw source.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
     save_mask_job,
     save_qmap_job,
 )
+from xpcsviewer.gui.panels._detector_raw import DetectorRawMixin, RawSubject
 from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox, mask_overlay
 from xpcsviewer.gui.panels._mask_tools import MaskTools
 from xpcsviewer.gui.panels._partition_editor import PartitionEditor
@@ -89,7 +93,7 @@ def _load_mask_job(path: str, shape: tuple[int, int], current: np.ndarray, versi
                     int(version), int((new != current).sum()), f"loaded {Path(path).name}")
 
 
-class DetectorPanel(BasePanel):
+class DetectorPanel(DetectorRawMixin, BasePanel):
     """Mask and partition editor on the time-averaged detector image."""
 
     name = "detector"
@@ -179,6 +183,7 @@ class DetectorPanel(BasePanel):
         # "Mask these" of the G2 tab's pixel audit
         context.sigSharedChanged.connect(lambda key: apply_mask_request(
             self, context.shared[key]) if key == MASK_REQUEST_KEY else None)
+        self._init_raw()
         self._partition_timer = QTimer(self, singleShot=True, interval=300)
         self._partition_timer.timeout.connect(self.run_partition)
         self._proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=30,
@@ -187,19 +192,24 @@ class DetectorPanel(BasePanel):
 
     # ----------------------------------------------------------------- data
     def history(self) -> MaskHistory | None:
-        """The mask history of the current file (None before its image is read)."""
-        res = self.current_result()
+        """The mask history of the file shown (None before its image is read)."""
+        res = self.subject()
         return None if res is None else self.histories.get(str(res.path))
 
     def shows_current(self) -> bool:
-        """Whether the image shown is the current target's (not the last file's while
+        """Whether the image shown is the current subject's (not the last file's while
         the next one loads)."""
-        res = self.current_result()
+        res = self.subject()
         return res is not None and self.data is not None and self.data["path"] == str(res.path)
 
     def refresh(self) -> None:
+        self._file_labels()
+        if self.raw_current is not None:
+            if self.data is not None and self.data["path"] != self.raw_current.path:
+                self._file_leaving(self.raw_current)
+            self._refresh_raw()
+            return
         res = self.current_result()
-        self.file_selector.set_labels([r.label for r in self.results], self.current_index)
         if res is None:
             return
         if not self.shows_current():
@@ -208,8 +218,7 @@ class DetectorPanel(BasePanel):
                     description=f"Detector {res.label}")
 
     def _on_file_chosen(self, i: int) -> None:
-        self.current_index = i
-        self.refresh()
+        self._choose_file(i)
 
     def _file_leaving(self, res) -> None:
         # nothing of the last file may pass for the next one's (issue 22)
@@ -222,20 +231,23 @@ class DetectorPanel(BasePanel):
         self.mask_item.clear()
 
     def _on_image(self, data: dict) -> None:
-        res = self.current_result()
+        res = self.subject()
         if res is None or str(res.path) != data["path"]:
             return
         self.data = data
         img = data["image"]
         self.image_item.setImage(data["pixels"], autoLevels=False, levels=None)
-        key = frame_key(res.qmap)
+        key = self._geometry_key(res)
         if key != self._frame:  # the same geometry keeps the user's zoom
             frame_image(self.view, self.image_item)
             self._frame = key
-        cx, cy = res.qmap.beam_center_x + 0.5, res.qmap.beam_center_y + 0.5
-        arm = max(3.0, 0.03 * max(img.shape))
-        self.center_item.setData(np.array([cx - arm, cx + arm, cx, cx]),
-                                 np.array([cy, cy, cy - arm, cy + arm]))
+        if res.qmap is None:  # a raw source without a q-map: no beam centre
+            self.center_item.clear()
+        else:
+            cx, cy = res.qmap.beam_center_x + 0.5, res.qmap.beam_center_y + 0.5
+            arm = max(3.0, 0.03 * max(img.shape))
+            self.center_item.setData(np.array([cx - arm, cx + arm, cx, cx]),
+                                     np.array([cy, cy, cy - arm, cy + arm]))
         key = str(res.path)
         first = key not in self.histories
         if first:
@@ -253,11 +265,19 @@ class DetectorPanel(BasePanel):
         self.center_item.clear()
 
     # ----------------------------------------------------------------- mask
+    def _geometry_key(self, res) -> tuple:
+        if isinstance(res, RawSubject):
+            return self._raw_geometry_key(res)
+        return frame_key(res.qmap)
+
     def _new_history(self, res) -> MaskHistory:
+        """A history for a result or a raw source, from its q-map's mask (a raw source
+        without a q-map: every pixel valid)."""
         key = str(res.path)
         qm = res.qmap
-        self._geometry_of[key] = frame_key(qm)
-        h = self.histories[key] = MaskHistory(np.asarray(qm.mask, bool))
+        self._geometry_of[key] = self._geometry_key(res)
+        mask = np.ones(res.shape, bool) if qm is None else np.asarray(qm.mask, bool)
+        h = self.histories[key] = MaskHistory(mask)
         return h
 
     def _mask_changed(self, publish: bool = True) -> None:
@@ -268,12 +288,13 @@ class DetectorPanel(BasePanel):
             self.mask_item.setImage(mask_overlay(h.initial, h.current), levels=(0, 2))
         self._update_history_state()
         if publish:
-            res = self.current_result()
+            res = self.subject()
             m = h.current
             m.setflags(write=False)  # shared with the G2 tab: replaced, never changed
             self.context.set_shared(MASK_KEY, DetectorMask(str(res.path), m, h.n_masked))
             self.schedule_partition()
-            self._keep_mask(str(res.path))
+            if not isinstance(res, RawSubject):  # raw sources' masks: this session only
+                self._keep_mask(str(res.path))
 
     # ------------------------------------------------- masks across sessions
     def _keep_mask(self, key: str) -> None:
@@ -343,7 +364,10 @@ class DetectorPanel(BasePanel):
 
     def _mask_entries(self) -> dict[str, dict]:
         entries = dict(self.to_restore)
+        raw = self.raw_keys()
         for key, h in self.histories.items():
+            if key in raw:
+                continue
             if h.n_masked:
                 shape, bcx, bcy = self._geometry_of[key]
                 entries[key] = {"file": key, "mask": str(session_mod.drawn_mask_path(key)),
@@ -356,8 +380,9 @@ class DetectorPanel(BasePanel):
     def persist(self) -> None:
         """Write the drawn masks a worker has not written yet, remove stale ones (at
         close, workers stopped: masks are small, the window is going)."""
+        raw = self.raw_keys()
         for key, h in self.histories.items():
-            if self.kept.get(key) != h.version:
+            if key not in raw and self.kept.get(key) != h.version:
                 keep_mask_job(str(session_mod.drawn_mask_path(key)),
                               h.current if h.n_masked else None, key)
                 self.kept[key] = h.version
@@ -432,7 +457,7 @@ class DetectorPanel(BasePanel):
 
     def save_mask(self, path: str, overwrite: bool = False) -> int | None:
         """Write the mask (HDF5 ``/qmap/mask`` and ``/mask``, 1 = valid) in a worker."""
-        h, res = self.history(), self.current_result()
+        h, res = self.history(), self.subject()
         if h is None:
             return None
         return self.submit("save-mask", save_mask_job, path, h.current, [str(res.path)],
@@ -453,8 +478,8 @@ class DetectorPanel(BasePanel):
 
     # ------------------------------------------------------------ partition
     def _geometry(self) -> dict | None:
-        res = self.current_result()
-        if res is None:
+        res = self.subject()
+        if res is None or res.qmap is None:
             return None
         qm = res.qmap
         return {"energy_kev": qm.energy_kev, "det_dist_m": qm.detector_distance,
@@ -473,14 +498,14 @@ class DetectorPanel(BasePanel):
         if geo["energy_kev"] is None:
             self.context.report_error("Detector: the file states no X-ray energy")
             return None
-        path = str(self.current_result().path)
+        path = str(self.subject().path)
         return self.submit("partition", partition_job, h.shape, geo, h.current,
                            self.editor.settings(),
                            on_result=lambda prev: self._on_partition(prev, path),
                            description="Detector: partition")
 
     def _on_partition(self, prev: PartitionPreview, path: str | None = None) -> None:
-        res = self.current_result()
+        res = self.subject()
         if path is not None and (res is None or str(res.path) != path):
             return  # the last file's partition
         self.preview = prev
@@ -498,8 +523,8 @@ class DetectorPanel(BasePanel):
         self.preview_item.setImage(rgba, levels=(0, 255))
 
     def _on_from_file(self, schedule: bool = True) -> None:
-        res = self.current_result()
-        if res is None:
+        res = self.subject()
+        if res is None or res.qmap is None:
             return
         self.editor.set_from_counts(res.qmap.dynamic_num_pts, res.qmap.static_num_pts)
         if schedule:
@@ -507,7 +532,7 @@ class DetectorPanel(BasePanel):
 
     def use_partition(self) -> None:
         """Offer the previewed partition (with the mask in it) to the G2 tab."""
-        res = self.current_result()
+        res = self.subject()
         if self.preview is None or res is None:
             self.context.show_status("Detector: no partition yet")
             return
@@ -518,7 +543,7 @@ class DetectorPanel(BasePanel):
 
     def save_qmap(self, path: str, overwrite: bool = False) -> int | None:
         """Write the previewed partition as a q-map file in a worker."""
-        res = self.current_result()
+        res = self.subject()
         if self.preview is None or res is None:
             self.context.report_error("Detector: no partition to save yet")
             return None
@@ -533,17 +558,21 @@ class DetectorPanel(BasePanel):
 
     # ---------------------------------------------------------------- hover
     def _on_mouse_moved(self, evt) -> None:
-        res = self.current_result()
+        res = self.subject()
         if not self.shows_current():
             return
         p = self.view.mapSceneToView(evt[0])
-        info = pixel_info(res.qmap, p.y(), p.x())
-        if not info.inside:
+        if res.qmap is None:  # a raw source without a q-map: pixel and counts only
+            row, col, text = self._plain_pixel(p.y(), p.x())
+        else:
+            info = pixel_info(res.qmap, p.y(), p.x())
+            row, col = info.row, info.col
+            text = info.text(float(self.data["raw"][row, col])) if info.inside else None
+        if text is None:
             self.readout.setText(" ")
             return
-        text = info.text(float(self.data["raw"][info.row, info.col]))
         h = self.history()
-        if h is not None and not h.current[info.row, info.col]:
+        if h is not None and not h.current[row, col]:
             text += "  [masked]"
         self.readout.setText(text)
 
