@@ -323,6 +323,9 @@ class CorrelateDialog(QDialog):
         self.qmap_edit.setEnabled(self.qmap_combo.currentData() == "file")
         ages = self.ages_check.isChecked()
         self.ages_points.setEnabled(ages)
+        bins = ages or self.mode_combo.currentData() != "multitau"
+        for w in (self.dq_edit, self.groups, self.group_tile):
+            w.setEnabled(bins)  # used by the two-time and age x lag maps only
         if self.running:
             return
         try:
