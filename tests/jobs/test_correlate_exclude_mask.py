@@ -286,3 +286,16 @@ def test_mask_file_errors_name_the_file_and_what_was_expected(files, tmp_path):
     with pytest.raises(XpcsFileError, match=r"missing\.npy"):
         run(tmp_path / "missing.npy")
     assert not (tmp_path / "o.hdf").exists()
+
+
+def test_a_batch_takes_both_flags(files, tmp_path):
+    """Several RAW files (the batch's task, plain values) get the mask and exclusions."""
+    np.save(tmp_path / "m.npy", np.ones(SHAPE, np.uint8))
+    raws = [str(files["whole"]["dense"]), str(files["whole"]["sparse"])]
+    assert main(["correlate", *raws, "--qmap", str(files["qmap"]), "-o", str(tmp_path / "o"),
+                 "--mask", str(tmp_path / "m.npy"), "--exclude-frames", "0-1", "--quiet"]) == 0
+    for name in ("whole_dense_results.hdf", "whole_sparse_results.hdf"):
+        cfg = _config(tmp_path / "o" / name)
+        assert cfg["excluded_frames"] == "0-1" and cfg["n_frames"] == N - 2
+        assert cfg["mask_file"] == str((tmp_path / "m.npy").resolve())
+        assert cfg["mask_removed_pixels"] == 0
