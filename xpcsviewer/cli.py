@@ -58,6 +58,8 @@ COMMANDS = {
             "fitted, with the ageing law tau(t_w) (docs/ages.md)",
     "qmap": "compute a q x phi partition file",
     "regroup": "re-bin a file's per-pixel G2 stack with another partition or mask",
+    "inspect": "a raw source's timelines (photons, occupancy, counts at the cap) and "
+               "faults (hot/dead pixels, cosmics, empty frames, modulations)",
     "audit": "rank the pixels of per-pixel G2 stacks by their leverage on g2, flag hot "
              "pixels, write the table as CSV",
     "fit": "fit g2 of result files (least squares, optionally Bayesian)",

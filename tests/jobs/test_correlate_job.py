@@ -65,7 +65,7 @@ def test_spec_round_trips_as_plain_values():
                          frame_time=1e-3, normalize_frame=True, num_partial_g2=4,
                          ages=True, ages_points=4, groups=3, group_tile=5)
     d = spec.as_dict()
-    assert d["frames"] == {"begin": 2, "end": 90, "stride": 2, "avg": 3}
+    assert d["frames"] == {"begin": 2, "end": 90, "stride": 2, "avg": 3, "exclude": ()}
     assert CorrelateSpec.from_dict(d) == spec
 
 

@@ -31,6 +31,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "sparse, Timepix event list (docs/sparse-formats.md); several: -o "
                         "is a folder")
     p.add_argument("--qmap", required=True, help="partition file (/qmap or /xpcs/qmap)")
+    p.add_argument("--mask", default=None, metavar="FILE",
+                   help="a mask file (.npy, .tif, HDF5 /qmap/mask or /mask; nonzero = valid) "
+                        "of the q-map's detector shape, combined with the q-map's mask: a "
+                        "pixel is used where both say valid; the result's config records "
+                        "the file and the pixels it removed")
     p.add_argument("-o", "--output", required=True, metavar="OUT.hdf|DIR",
                    help="the result file; with several RAW a folder that gets "
                         "RAWNAME_results.hdf for each")
@@ -53,6 +58,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--end-frame", type=int, default=-1)
     p.add_argument("--stride-frame", type=int, default=1)
     p.add_argument("--avg-frame", type=int, default=1)
+    p.add_argument("--exclude-frames", default=None, metavar="A-B[,C-D...]",
+                   help="raw frames (0-based, inclusive) dropped from the frame stream as "
+                        "if never recorded (bad frames: a beam dump, a cosmic shower); "
+                        "the delays across a dropped block are shifted by its length, "
+                        "which the notes and the result's config say")
     p.add_argument("--dq", default="all", help="dynamic bins for two-time, e.g. 1-5,8")
     p.add_argument(
         "--normalize-frame", action="store_true", help="normalise each frame by its mean intensity"
@@ -96,7 +106,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
     return CorrelateSpec(
         mode=args.mode, dq=args.dq,
         frames=FrameSelection(args.begin_frame, args.end_frame, args.stride_frame,
-                              args.avg_frame),
+                              args.avg_frame, getattr(args, "exclude_frames", None)),
         frame_time=args.frame_time, bin_time=getattr(args, "bin_time", None),
         normalize_frame=bool(getattr(args, "normalize_frame", False)),
         num_partial_g2=int(getattr(args, "num_partial_g2", 0)),
@@ -117,6 +127,11 @@ def request_from_args(args: argparse.Namespace) -> Any:
                        verbose=bool(getattr(args, "verbose", False)))
 
 
+def _mask_arg(args: argparse.Namespace) -> Path | None:
+    mask = getattr(args, "mask", None)
+    return None if mask is None else Path(mask)
+
+
 def _one(args: argparse.Namespace, spec: Any, request: Any, quiet: bool) -> int:
     """One RAW to one result file, with a progress bar and the notes on stderr."""
     from xpcsviewer.jobs.correlate import CorrelateJob, MemoryRefused, correlate_file
@@ -124,7 +139,8 @@ def _one(args: argparse.Namespace, spec: Any, request: Any, quiet: bool) -> int:
 
     job = CorrelateJob(Path(args.raw if isinstance(args.raw, (str, os.PathLike))
                             else args.raw[0]), Path(args.qmap), Path(args.output), spec,
-                       request, bool(getattr(args, "overwrite", False)))
+                       request, bool(getattr(args, "overwrite", False)),
+                       mask=_mask_arg(args))
     inform = None if quiet else (lambda text: _say_stderr(f"{PROG}: {text}"))
     try:
         with TextProgressBar("correlate", enabled=not quiet) as bar:
@@ -186,13 +202,16 @@ def run(args: argparse.Namespace) -> int:
             seen[o] = r
         folder.mkdir(parents=True, exist_ok=True)
     overwrite = bool(getattr(args, "overwrite", False))
+    mask = _mask_arg(args)
+    inputs = [*raws, args.qmap, *([mask] if mask is not None else [])]
     for o in outputs:
-        check_output(o, [*raws, args.qmap], overwrite or (skip and o.exists()))
+        check_output(o, inputs, overwrite or (skip and o.exists()))
         if getattr(args, "save_g2_pixel", False) and not (skip and o.exists()):
             from xpcsviewer.io.results.g2stack import g2_side_path
 
-            check_output(g2_side_path(o), [*raws, args.qmap], overwrite, replacing=[o])
+            check_output(g2_side_path(o), inputs, overwrite, replacing=[o])
     options = {"qmap": os.path.abspath(args.qmap), "spec": spec.as_dict(),
+               "mask": None if mask is None else os.path.abspath(mask),
                "request": {"path": request.path, "engine": request.engine.value,
                            "device": request.device},
                "overwrite": overwrite, "skip_existing": skip}

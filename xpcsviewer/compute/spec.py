@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["AGES_DEFAULT_POINTS", "MODES", "CorrelateSpec", "Engine", "FrameSelection",
-           "PlanRequest", "SpecError", "parse_bin_text", "parse_bins"]
+           "PlanRequest", "SpecError", "frame_ranges_text", "parse_bin_text", "parse_bins",
+           "parse_frame_ranges"]
 
 MODES = ("multitau", "twotime", "both")
 #: points per level of ``--twotime-ages`` (m: level 0 has lags 0..2m-1 frames)
@@ -68,15 +69,76 @@ class Engine(StrEnum):
 _ALIASES = {"numba": "compiled", "backend": "array", "numpy": "array", "blas": "array"}
 
 
+def parse_frame_ranges(text: str | Sequence[Sequence[int]] | None
+                       ) -> tuple[tuple[int, int], ...]:
+    """Frame blocks ``((first, last), ...)`` (0-based, inclusive) from ``"A-B,C"`` or
+    pairs, sorted, with overlapping or touching blocks merged; ``()`` for none.
+
+    Raises
+    ------
+    SpecError
+        Malformed text, a negative frame, or a block whose last frame precedes its first.
+    """
+    if text is None:
+        return ()
+    pairs: list[tuple[int, int]] = []
+    if isinstance(text, str):
+        for part in text.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                if "-" in part:
+                    a, b = (int(v) for v in part.split("-", 1))
+                else:
+                    a = b = int(part)
+            except ValueError:
+                raise SpecError(f"--exclude-frames: bad frame block {part!r} (expected "
+                                "e.g. 100-149,800)") from None
+            pairs.append((a, b))
+    else:
+        for item in text:
+            try:
+                a, b = (int(v) for v in item)
+            except (TypeError, ValueError):
+                raise SpecError(f"--exclude-frames: bad frame block {item!r} (expected "
+                                "a (first, last) pair)") from None
+            pairs.append((a, b))
+    for a, b in pairs:
+        if a < 0 or b < a:
+            raise SpecError(f"--exclude-frames: block {a}-{b} must have 0 <= first <= "
+                            "last (0-based raw frames, inclusive)")
+    merged: list[list[int]] = []
+    for a, b in sorted(pairs):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return tuple((a, b) for a, b in merged)
+
+
+def frame_ranges_text(blocks: Sequence[Sequence[int]]) -> str:
+    """``"A-B,C"`` of frame blocks (the inverse of :func:`parse_frame_ranges`)."""
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in blocks)
+
+
 @dataclass(frozen=True)
 class FrameSelection:
-    """Raw frames ``begin:end:stride``, then the mean of each ``avg`` (a trailing
-    partial group is dropped); ``end`` -1 or None: to the last frame."""
+    """Raw frames ``begin:end``, less the ``exclude`` blocks, then every ``stride``-th,
+    then the mean of each ``avg`` (a trailing partial group is dropped); ``end`` -1 or
+    None: to the last frame.
+
+    ``exclude``: blocks ``(first, last)`` of raw frame numbers (0-based, inclusive)
+    dropped from the frame stream as if the file had never held them (pyCHX's bad frame
+    list): the delays across a dropped block are shifted by its length. Given as pairs
+    or ``"A-B,C-D"``; kept sorted and merged.
+    """
 
     begin: int = 0
     end: int | None = -1
     stride: int = 1
     avg: int = 1
+    exclude: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.stride < 1 or self.avg < 1:
@@ -88,9 +150,18 @@ class FrameSelection:
         if self.end is not None and int(self.end) < -1:
             raise SpecError(f"--end-frame must be >= 0, or -1 for the last frame "
                             f"(got {self.end})")
+        object.__setattr__(self, "exclude", parse_frame_ranges(self.exclude))
+
+    @property
+    def n_excluded(self) -> int:
+        """Raw frames in the excluded blocks (some may lie outside ``begin:end``)."""
+        return sum(b - a + 1 for a, b in self.exclude)
 
     def describe(self) -> str:
-        return f"begin={self.begin} end={self.end} stride={self.stride} avg={self.avg}"
+        text = f"begin={self.begin} end={self.end} stride={self.stride} avg={self.avg}"
+        if self.exclude:
+            text += f" exclude={frame_ranges_text(self.exclude)}"
+        return text
 
 
 def _positive_time(name: str, value: float | None) -> None:

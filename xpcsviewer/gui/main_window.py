@@ -258,6 +258,9 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self._action(m, "Open &Folder\u2026", self.browser._on_browse_clicked, "Ctrl+O")
         self._action(m, "Open F&iles\u2026", self._on_open_files, "Ctrl+Shift+O")
         self._action(m, "&Reload Folder", self.browser.refresh, "F5")
+        from xpcsviewer.gui.correlate_dialog import add_correlate_action
+
+        add_correlate_action(self, m)
         self.recent_menu = m.addMenu("Recent Folders")
         self.browser.recent_btn.setMenu(self.recent_menu)
         m.addSeparator()

@@ -44,7 +44,8 @@ class CorrelateJob:
     """One correlation: what to read, what to compute, where to write.
 
     ``output_checked``: the output rule was already applied (a batch checks every output
-    before it starts).
+    before it starts). ``mask``: a mask file (:func:`~xpcsviewer.io.masks.read_mask`,
+    nonzero = valid) combined with the q-map's mask by AND; None: the q-map's alone.
     """
 
     raw: Path
@@ -54,10 +55,13 @@ class CorrelateJob:
     request: PlanRequest = dataclasses.field(default_factory=PlanRequest)
     overwrite: bool = False
     output_checked: bool = False
+    mask: Path | None = None
 
     def __post_init__(self) -> None:
         for name in ("raw", "qmap", "output"):
             object.__setattr__(self, name, Path(getattr(self, name)))
+        if self.mask is not None:
+            object.__setattr__(self, "mask", Path(self.mask))
 
     @property
     def side(self) -> Path | None:
@@ -99,7 +103,7 @@ def check_outputs(job: CorrelateJob) -> None:
     ------
     OutputRefusedError
     """
-    inputs = [job.raw, job.qmap]
+    inputs = [job.raw, job.qmap, *([job.mask] if job.mask is not None else [])]
     check_output(job.output, inputs, job.overwrite)
     if job.side is not None:
         # the old result beside it is replaced too: its link to the side file does
@@ -137,10 +141,12 @@ def correlate_file(job: CorrelateJob, *, progress: Any = None, cancel: Any = Non
         raise XpcsFileError(job.qmap, "the mask leaves no pixel inside the q-bins",
                             qmap_mask_dataset(job.qmap),
                             "nonzero (valid) mask values where the bins are")
+    qm, mask_config = _with_mask_file(job, qm)
     sel = spec.frames
     try:
         raw = open_raw_source(job.raw, shape=qm.shape, bin_time=spec.bin_time,
-                              begin=sel.begin, end=sel.end, stride=sel.stride, avg=sel.avg)
+                              begin=sel.begin, end=sel.end, stride=sel.stride, avg=sel.avg,
+                              exclude=sel.exclude)
     except SpecError:
         raise
     except ValueError as exc:
@@ -158,7 +164,39 @@ def correlate_file(job: CorrelateJob, *, progress: Any = None, cancel: Any = Non
                 "frames of the q-map's detector shape",
             )
         plan = plan_correlate(raw, qm, spec, job.request, device=current_config().device)
-        return _run(job, raw, qm, plan, progress, cancel, inform)
+        return _run(job, raw, qm, plan, progress, cancel, inform, mask_config)
+
+
+def _with_mask_file(job: CorrelateJob, qm: Any) -> tuple[Any, dict[str, Any]]:
+    """The q-map with ``job.mask`` ANDed into its mask, and the config keys that say so
+    (the file and the pixels it removed from the q-map's own mask).
+
+    Raises
+    ------
+    XpcsFileError
+        An unreadable mask, one not of the q-map's detector shape, or one that leaves no
+        pixel inside the q-bins (naming the mask file).
+    """
+    if job.mask is None:
+        return qm, {}
+    from xpcsviewer.io.masks import read_mask
+
+    try:
+        user = read_mask(job.mask, shape=qm.shape)
+    except XpcsFileError as exc:
+        if exc.expected and "detector shape" in exc.expected:
+            raise XpcsFileError(job.mask, exc.problem, exc.dataset,
+                                f"the detector shape of the q-map {job.qmap.name}, "
+                                f"{qm.shape[0]}x{qm.shape[1]}") from None
+        raise
+    own = np.asarray(qm.mask) > 0
+    removed = int((own & ~user).sum())
+    qm = dataclasses.replace(qm, mask=own & user, hash="")
+    if not correlated(qm).any():
+        raise XpcsFileError(job.mask, f"the mask leaves no pixel inside the q-bins of "
+                            f"{job.qmap.name}", None,
+                            "valid (nonzero) pixels where the q-map's bins are")
+    return qm, {"mask_file": os.path.realpath(job.mask), "mask_removed_pixels": removed}
 
 
 def _frame_time(job: CorrelateJob, raw: Any, inform: Any) -> tuple[float, float | None]:
@@ -175,7 +213,7 @@ def _frame_time(job: CorrelateJob, raw: Any, inform: Any) -> tuple[float, float 
 
 
 def _run(job: CorrelateJob, raw: Any, qm: Any, plan: CorrelatePlan, progress: Any,
-         cancel: Any, inform: Any) -> CorrelateOutcome:
+         cancel: Any, inform: Any, mask_config: dict[str, Any]) -> CorrelateOutcome:
     """The passes and the write of a planned job on an opened source."""
     from xpcsviewer.compute.pipeline import FrameStream, ResultRecord, correlate_to_result
     from xpcsviewer.compute.pipeline_sparse import correlate_events_to_result
@@ -190,7 +228,12 @@ def _run(job: CorrelateJob, raw: Any, qm: Any, plan: CorrelatePlan, progress: An
     # the raw file's realpath goes into each config group (as the standard
     # correlator's config/raw)
     raw_real = os.path.realpath(job.raw)
-    config = {**raw.describe(), "raw": raw_real, **plan.as_config()}
+    config = {**raw.describe(), "raw": raw_real, **plan.as_config(), **mask_config}
+    if raw.kept is not None:
+        k = len(raw.excluded)
+        notes.append(f"{sum(b - a + 1 for a, b in raw.excluded)} frames excluded in {k} "
+                     f"block{'s' if k != 1 else ''} ({config['excluded_frames']}); the "
+                     "delays across them are shifted by their length")
     if plan.sparse_source:
         config["raw_events"] = int(raw.n_events)
         if getattr(raw, "time_tag", False):

@@ -62,7 +62,7 @@ def correlate_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str, A
     """One RAW of a batch (any worker): ``{"output", "bytes", "notes", "skipped"}``.
 
     ``options``: ``{"qmap", "spec": CorrelateSpec.as_dict(), "request": {...},
-    "overwrite", "skip_existing"}`` (plain values: a Dask task is pickled).
+    "overwrite", "skip_existing", "mask"}`` (plain values: a Dask task is pickled).
 
     Raises
     ------
@@ -74,7 +74,8 @@ def correlate_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str, A
     spec = CorrelateSpec.from_dict(options["spec"])
     job = _job.CorrelateJob(Path(item["path"]), Path(options["qmap"]), Path(item["output"]),
                        spec, PlanRequest(**options.get("request", {})),
-                       bool(options.get("overwrite")), output_checked=True)
+                       bool(options.get("overwrite")), output_checked=True,
+                       mask=options.get("mask"))
     out = item["output"]
     if options.get("skip_existing") and Path(out).exists():
         if output_complete(out, spec.mode, job.side, spec.ages):

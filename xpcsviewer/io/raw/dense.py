@@ -107,6 +107,9 @@ class RawFrames:
     sparse = False
     frame_time: float | None = None
     n_events: int | None = None
+    #: the raw frame of each selected frame when frames are excluded (:meth:`exclude_frames`)
+    kept: np.ndarray | None = None
+    excluded: tuple[tuple[int, int], ...] = ()
 
     def __init__(
         self,
@@ -248,8 +251,30 @@ class RawFrames:
                         raise OSError("short read")
         return out
 
+    def exclude_frames(self, blocks: Any) -> None:
+        """Drop raw frame blocks from the selection: they are never read (see
+        :func:`~xpcsviewer.io.raw.sparse.exclude_frames`)."""
+        from xpcsviewer.io.raw.sparse import exclude_frames
+
+        exclude_frames(self, blocks)
+
     def _read_raw(self, first_sel: int, n_sel: int, out: np.ndarray | None = None) -> np.ndarray:
-        a = self.begin + first_sel * self.stride
+        if self.kept is None:
+            return self._read_run(self.begin + first_sel * self.stride, n_sel, out)
+        # excluded frames: read the runs of kept frames between them, one at a time
+        idx = self.kept[first_sel:first_sel + n_sel]
+        cuts = np.flatnonzero(np.diff(idx) != self.stride) + 1
+        if not cuts.size:
+            return self._read_run(int(idx[0]), n_sel, out)
+        shape = (n_sel, *self.frame_shape)
+        if out is None or out.shape != shape or out.dtype != self.dtype:
+            out = np.empty(shape, dtype=self.dtype)
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), n_sel], strict=True):
+            out[lo:hi] = self._read_run(int(idx[lo]), hi - lo, None)
+        return out
+
+    def _read_run(self, a: int, n_sel: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Raw frames ``a, a + stride, ...`` (``n_sel`` of them)."""
         b = a + (n_sel - 1) * self.stride + 1
         try:
             if self.dataset_path is None:
@@ -354,6 +379,8 @@ class RawFrames:
 
     def describe(self) -> dict[str, Any]:
         """Selection summary for the result file's config group."""
+        from xpcsviewer.io.raw.sparse import excluded_config
+
         return {
             "raw": str(self.path),
             "begin_frame": self.begin,
@@ -362,6 +389,7 @@ class RawFrames:
             "avg_frame": self.avg,
             "raw_frames": self.raw_frames,
             "n_frames": self.n_frames,
+            **excluded_config(self),
         }
 
 

@@ -106,6 +106,7 @@ def open_raw_source(
     stride: int = 1,
     avg: int = 1,
     dataset: str = RAW_DATASET,
+    exclude: Any = (),
 ) -> Any:
     """The reader for the raw source at ``path``, chosen by its content (never its name).
 
@@ -121,6 +122,10 @@ def open_raw_source(
         event lists take it.
     begin, end, stride, avg : int
         Frame selection, as :class:`RawFrames`.
+    exclude : sequence of (int, int)
+        Raw frame blocks (first, last; 0-based, inclusive, sorted, merged) dropped from
+        the selection as if the file had never held them (``exclude_frames`` of the
+        readers: dense frames are never read, a sparse source's hits are dropped).
     dataset : str
         Dense frames' HDF5 dataset.
 
@@ -135,8 +140,24 @@ def open_raw_source(
     XpcsFileError
         Missing or unreadable, a layout's own errors, or none of :data:`RAW_LAYOUTS`.
     ValueError
-        ``bin_time`` for a source that is not an event list; a bad selection.
+        ``bin_time`` for a source that is not an event list; a bad selection; excluded
+        frames beyond the source's, or of an event list without frames (time-tag mode).
     """
+    src = _open_selected(path, shape=shape, bin_time=bin_time, begin=begin, end=end,
+                         stride=stride, avg=avg, dataset=dataset)
+    if exclude:
+        try:
+            src.exclude_frames(exclude)
+        except BaseException:
+            src.close()
+            raise
+    return src
+
+
+def _open_selected(path: str | Path, *, shape: tuple[int, int] | None,
+                   bin_time: float | None, begin: int, end: int | None, stride: int,
+                   avg: int, dataset: str) -> Any:
+    """:func:`open_raw_source` without excluded frames."""
     p = Path(path)
     sel = {"begin": begin, "end": end, "stride": stride, "avg": avg}
     unknown = XpcsFileError(p, "not a raw source of a known layout", None,

@@ -30,7 +30,8 @@ from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.model.events import EventBlock
 
 __all__ = ["EDGE_FACTOR", "EDGE_HITS", "EDGE_MIN_HITS", "EVENTS_PER_BLOCK", "SparseSource",
-           "check_edges", "dense_frames", "select_frames"]
+           "check_edges", "dense_frames", "exclude_frames", "excluded_config",
+           "select_frames"]
 
 #: events per block handed to the correlators: the correlator's fixed work per pixel and
 #: level is paid once per block, so blocks are large; but each array of a block stays
@@ -97,6 +98,67 @@ def select_frames(src: Any, begin: int, end: int | None, stride: int,
             src.path, f"frame selection begin={begin} end={end} stride={stride} avg={avg} "
             f"leaves no frame of {raw}", src.dataset_path, "a non-empty frame range")
     return b, e, int(stride), int(avg), n
+
+
+def exclude_frames(src: Any, blocks: Any) -> None:
+    """Drop the raw frame ``blocks`` ((first, last), 0-based, inclusive, sorted and
+    merged: :func:`~xpcsviewer.compute.spec.parse_frame_ranges`) from ``src``'s
+    selection, dense and sparse readers alike: the frames ``begin:end`` less the blocks,
+    then every ``stride``-th, then groups of ``avg``, as if the file had never held them.
+
+    Sets ``src.kept`` (the raw frame of each selected frame, int64, sorted; None without
+    blocks), ``src.excluded`` (the blocks clipped to ``begin:end``, those that drop a
+    frame) and ``src.n_frames``.
+
+    Raises
+    ------
+    ValueError
+        A block beyond the source's frames, or a source without frames (an event list in
+        time-tag mode).
+    XpcsFileError
+        Exclusions that leave no frame (``src`` is closed first).
+    """
+    blocks = tuple((int(a), int(b)) for a, b in blocks)
+    if not blocks:
+        return
+    if getattr(src, "time_tag", False):
+        raise ValueError("--exclude-frames needs frames: an event list read in time-tag "
+                         "mode has none (give --bin-time)")
+    raw = int(src.raw_frames)
+    beyond = [(a, b) for a, b in blocks if b >= raw]
+    if beyond:
+        a, b = beyond[0]
+        raise ValueError(f"--exclude-frames {a}-{b}: {src.path} holds {raw} frames "
+                         f"(0..{raw - 1})")
+    b0, e0 = int(src.begin), int(src.end)
+    drop = np.zeros(max(e0 - b0, 0), dtype=bool)
+    excluded = []
+    for a, b in blocks:
+        lo, hi = max(a, b0), min(b + 1, e0)
+        if hi > lo:
+            drop[lo - b0:hi - b0] = True
+            excluded.append((lo, hi - 1))
+    kept = (np.flatnonzero(~drop) + b0)[:: int(src.stride)]
+    n = kept.size // int(src.avg)
+    if n < 1:
+        src.close()
+        raise XpcsFileError(
+            src.path, f"excluding frames {', '.join(f'{a}-{b}' for a, b in blocks)} from "
+            f"frames {b0}..{e0 - 1} (stride {src.stride}, avg {src.avg}) leaves no frame",
+            src.dataset_path, "frames left to correlate")
+    src.kept = kept[: n * int(src.avg)].astype(np.int64)
+    src.excluded = tuple(excluded)
+    src.n_frames = n
+
+
+def excluded_config(src: Any) -> dict[str, Any]:
+    """The config keys of a source's excluded frames (none without exclusions)."""
+    if getattr(src, "kept", None) is None:
+        return {}
+    blocks = src.excluded
+    return {"excluded_frames": ",".join(str(a) if a == b else f"{a}-{b}" for a, b in blocks),
+            "excluded_frame_count": int(sum(b - a + 1 for a, b in blocks)),
+            "excluded_blocks": len(blocks)}
 
 
 def _edge_error(src: Any, problem: str, where: str, expected: str) -> XpcsFileError:
@@ -171,6 +233,9 @@ class SparseSource(abc.ABC):
     count_time: float | None = None
     #: a list of files (module files, blocks) the source reads, for ``info``
     files: tuple[Path, ...] = ()
+    #: the raw frame of each selected frame when frames are excluded (:func:`exclude_frames`)
+    kept: np.ndarray | None = None
+    excluded: tuple[tuple[int, int], ...] = ()
 
     # ------------------------------------------------------------ subclass API
     @abc.abstractmethod
@@ -211,8 +276,18 @@ class SparseSource(abc.ABC):
         a, b = self._raw_span(0, self.n_frames)
         check_edges(self, a, b)
 
+    def exclude_frames(self, blocks: Any) -> None:
+        """Drop raw frame blocks from the selection (see :func:`exclude_frames`); stray
+        hits at the edges of what is left are refused as in :meth:`_select`."""
+        exclude_frames(self, blocks)
+        if self.kept is not None:
+            a, b = self._raw_span(0, self.n_frames)
+            check_edges(self, a, b)
+
     def _raw_span(self, start: int, stop: int) -> tuple[int, int]:
         """Raw frames ``[a, b)`` holding processed frames ``[start, stop)``."""
+        if self.kept is not None:
+            return int(self.kept[start * self.avg]), int(self.kept[stop * self.avg - 1]) + 1
         step = self.stride * self.avg
         a = self.begin + start * step
         b = self.begin + (stop - 1) * step + (self.avg - 1) * self.stride + 1
@@ -221,14 +296,25 @@ class SparseSource(abc.ABC):
     def _processed(self, frame: np.ndarray, pixel: np.ndarray, count: np.ndarray,
                    start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Raw hits -> hits of processed frames ``[start, stop)`` (selection applied)."""
-        if self.stride == 1 and self.avg == 1:
+        if self.kept is not None:
+            # excluded frames: a hit's processed frame is its raw frame's place among
+            # the kept ones; the hits of dropped frames go
+            fr = np.asarray(frame, dtype=np.int64)
+            pos = np.searchsorted(self.kept, fr)
+            inside = pos < self.kept.size
+            hit = np.zeros(fr.size, dtype=bool)
+            hit[inside] = self.kept[pos[inside]] == fr[inside]
+            pf = pos // self.avg
+            keep = hit & (pf >= start) & (pf < stop)
+        elif self.stride == 1 and self.avg == 1:
             # _raw_span maps [start, stop) to exactly these raw frames: nothing to drop
             pf = frame - self.begin if self.begin else frame
             return pf, np.asarray(pixel), count
-        rel = np.asarray(frame, dtype=np.int64) - self.begin
-        sel, off = np.divmod(rel, self.stride)
-        pf = sel // self.avg
-        keep = (off == 0) & (rel >= 0) & (pf >= start) & (pf < stop)
+        else:
+            rel = np.asarray(frame, dtype=np.int64) - self.begin
+            sel, off = np.divmod(rel, self.stride)
+            pf = sel // self.avg
+            keep = (off == 0) & (rel >= 0) & (pf >= start) & (pf < stop)
         pf = pf[keep]
         px = np.asarray(pixel, dtype=np.int64)[keep]
         c = count[keep]
@@ -245,9 +331,11 @@ class SparseSource(abc.ABC):
     # ------------------------------------------------------------ events
     @property
     def n_events(self) -> int:
-        """Stored hits in the raw frames the selection spans."""
+        """Stored hits in the raw frames the selection spans (less excluded frames')."""
         a, b = self._raw_span(0, self.n_frames)
-        return self._raw_count(a, b)
+        dropped = sum(self._raw_count(max(x, a), min(y + 1, b)) for x, y in self.excluded
+                      if min(y + 1, b) > max(x, a))
+        return self._raw_count(a, b) - dropped
 
     def iter_events(self, max_events: int = EVENTS_PER_BLOCK, start: int = 0,
                     stop: int | None = None) -> Iterator[EventBlock]:
@@ -318,6 +406,7 @@ class SparseSource(abc.ABC):
             "avg_frame": self.avg,
             "raw_frames": self.raw_frames,
             "n_frames": self.n_frames,
+            **excluded_config(self),
         }
 
     def summary(self, count_photons: bool = True) -> dict[str, Any]:
