@@ -156,7 +156,10 @@ def test_mask_request_on_a_raw_source_is_one_undoable_step(qtbot, examples, sync
     h = det.history()
     assert det.subject().path == t.path and np.array_equal(h.initial, qmask)
     assert det.file_selector.currentText() == f"raw: {t.label}"
-    assert det.data["blank"] and det.data["raw"].shape == qmask.shape  # no mean image yet
+    # the Raw tab, shown first, inspected the source and published its mean image
+    mean = win.context.shared[RAW_MEAN_IMAGE_KEY]
+    assert mean[0] == t.path and not det.data["blank"]
+    assert np.array_equal(det.data["raw"], mean[1]) and mean[1].shape == qmask.shape
     assert win.context.shared[MASK_KEY].path == t.path
     # the Raw tab's "Mask these": two valid pixels, one already outside the q-map's mask
     sel = np.zeros(qmask.shape, bool)

@@ -1,7 +1,6 @@
 """``xpcsviewer snapshot [FILE ...] --tab NAME -o OUT.png``: render a GUI tab offscreen.
 
-Every file is read first, as ``info`` does (a raw source is recognised by its layout
-and shown in the Raw tab): a file that cannot be read stops the
+Every file is read first, as ``info`` does: a file that cannot be read stops the
 command with exit 3 and one line naming it (never a blank picture). A per-pixel G2
 side file among the inputs (``X_results_G2.hdf``, e.g. from ``demo_data/*``) is
 skipped with a note: it belongs to its result file. A folder or a raw source opens
@@ -25,7 +24,6 @@ def run(args: argparse.Namespace) -> int:
     from xpcsviewer.io.classify import classify_path
     from xpcsviewer.io.errors import XpcsFileError
     from xpcsviewer.io.outputs import check_output, display_path
-    from xpcsviewer.io.raw.source import raw_layout
     from xpcsviewer.io.results.g2stack import describe_g2_side_file
     from xpcsviewer.io.results.reader import read_result
 
@@ -47,9 +45,6 @@ def run(args: argparse.Namespace) -> int:
         try:
             read_result(f)  # raises XpcsFileError: exit 3 with one line
         except XpcsFileError:
-            if raw_layout(f) is not None:  # a raw source: the window shows it in Raw
-                files.append(f)
-                continue
             side = describe_g2_side_file(f)
             if side is None:
                 raise

@@ -190,7 +190,10 @@ class RawPanel(BasePanel):
 
     # ------------------------------------------------------------ targets
     def applies_to(self, results):
-        return None  # shows raw sources, not result files
+        # shows raw sources, not result files
+        if self.context.shared.get(RAW_CURRENT_KEY) is None:
+            return "Open a raw file first (browser, drag and drop, or `xpcsviewer RAWFILE`)"
+        return None
 
     def refresh(self) -> None:
         self._show_current()
