@@ -311,3 +311,20 @@ def test_no_read_on_the_gui_thread_and_no_stall(panel, qtbot, dense, monkeypatch
     print(f"longest GUI-thread gap while the Raw tab opened, inspected and read: "
           f"{1000 * gap:.0f} ms; most GUI-thread CPU between two beats {1000 * work:.0f} ms")
     assert gap < BOUND_S
+
+
+def test_correlate_opens_the_dialog_on_the_shown_source(panel, qtbot, dense):
+    from xpcsviewer.gui.correlate_dialog import CorrelateDialog
+
+    path = dense[0]
+    _show(panel, qtbot, path, inspected=False)
+    assert panel.correlate_btn.isEnabled()
+    QTest.mouseClick(panel.correlate_btn, LEFT)
+    dialogs = [w for w in QApplication.topLevelWidgets()
+               if isinstance(w, CorrelateDialog) and w.isVisible()]
+    assert len(dialogs) == 1
+    dlg = dialogs[0]
+    assert dlg.target.path == str(path)
+    assert dlg.target.qmap_path == panel.info.qmap_path  # the q-map the tab shows
+    dlg.close()
+    assert panel.context.runner.wait_until_idle(20000)

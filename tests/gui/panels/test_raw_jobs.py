@@ -7,6 +7,7 @@ import numpy as np
 
 from xpcsviewer.gui.panels._raw_jobs import (
     bin_overlays,
+    bins_box,
     display_values,
     exclusion_ranges,
     findings_mask,
@@ -79,3 +80,12 @@ def test_display_values_keep_single_photons_apart_from_empty_pixels():
     assert llo == 0.0 and lhi > llo and lin is not None
     zeros, levels = display_values(np.zeros((2, 2)), log=True)
     assert levels == (0.0, 1.0) and not zeros.any()
+
+
+def test_bins_box_holds_every_bin_pixel():
+    m = np.zeros((10, 12), int)
+    assert bins_box(m) is None
+    m[3, 4] = m[6, 9] = 2
+    r0, r1, c0, c1 = bins_box(m)
+    assert (r0, r1, c0, c1) == (3, 7, 4, 10)
+    assert not m[:r0].any() and not m[r1:].any() and not m[:, :c0].any() and not m[:, c1:].any()

@@ -26,6 +26,7 @@ __all__ = [
     "TraceData",
     "bin_overlays",
     "bin_trace_job",
+    "bins_box",
     "display_values",
     "exclusion_ranges",
     "findings_mask",
@@ -63,6 +64,7 @@ class SourceInfo:
     outline: np.ndarray | None  #: (H, W) uint8, 1 on the dynamic bins' edges
     colour: np.ndarray | None  #: (H, W) uint8, 0 outside the bins, 1..12 a bin's colour
     note: str = ""  #: why a q-map beside the source was left out
+    box: tuple[int, int, int, int] | None = None  #: rows r0..r1-1, cols c0..c1-1 of the bins
 
     @property
     def n_bins(self) -> int:
@@ -226,12 +228,23 @@ def open_source_job(handle: RawHandle, qmap_path: str | None, strict: bool = Fal
         n_events = src.n_events if getattr(src, "sparse", False) else None
         frame_time = _frame_time_of(src, handle.path)
         layout, text, n = str(src.layout), str(src.layout_text), int(src.n_frames)
-    outline = colour = None
+    outline = colour = box = None
     if qmap is not None:
         outline, colour = bin_overlays(qmap.dynamic_roi_map)
+        box = bins_box(qmap.dynamic_roi_map)
     report(progress, cancel, 3, 3, "opened")
     return SourceInfo(handle.path, layout, text, shape, n, frame_time, n_events, qmap,
-                      qmap_path if qmap is not None else None, outline, colour, note)
+                      qmap_path if qmap is not None else None, outline, colour, note, box)
+
+
+def bins_box(dynamic_map: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(r0, r1, c0, c1): the rows r0..r1-1 and columns c0..c1-1 holding the dynamic bins
+    (None: no bin), where the frame view opens."""
+    inside = np.asarray(dynamic_map) > 0
+    rows, cols = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
+    if not rows.size:
+        return None
+    return int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
 
 
 def display_values(values: np.ndarray, log: bool) -> tuple[np.ndarray, tuple[float, float]]:

@@ -38,7 +38,7 @@ SHOW_CHOICES = (("frame", "one"), ("sum of frames", "sum"), ("mean of frames", "
                 ("max count", "max_count"), ("frames at the cap", "cap"))
 #: Display key -> MAP_KINDS entry.
 MAP_OF = {"flux": "flux", "max_count": "max", "cap": "cap"}
-OUTLINE_LUT = np.array([[0, 0, 0, 0], [255, 255, 255, 170]], dtype=np.uint8)
+OUTLINE_LUT = np.array([[0, 0, 0, 0], [255, 255, 255, 130]], dtype=np.uint8)
 REQUEST_MS = 40  # slider moves coalesce into one frame read
 
 
@@ -145,7 +145,8 @@ class RawImageView(QWidget):
         lay.addWidget(self.readout)
         self.data = None  # the ImageData shown
         self.qmap = None
-        self._framed: tuple | None = None
+        self._framed: tuple | None = None  # (shape, box) framed last
+        self._box: tuple = ((0, 0), None)
         self._outline = self._colour = None
         self._timer = QTimer(self, singleShot=True, interval=REQUEST_MS)
         self._timer.timeout.connect(self.sigRequest.emit)
@@ -164,8 +165,11 @@ class RawImageView(QWidget):
 
     # ------------------------------------------------------------- source
     def set_source(self, n_frames: int, shape: tuple[int, int], qmap,
-                   outline: np.ndarray | None, colour: np.ndarray | None) -> None:
-        """A new source: frame ranges, bins and mask; nothing shown until its image."""
+                   outline: np.ndarray | None, colour: np.ndarray | None,
+                   box: tuple[int, int, int, int] | None = None) -> None:
+        """A new source: frame ranges, bins and mask; nothing shown until its image,
+        which is framed on ``box`` (rows r0..r1-1, columns c0..c1-1: the q-map's bins)
+        or whole."""
         for w in (self.first_spin, self.last_spin, self.slider):
             w.blockSignals(True)
             w.setMaximum(max(0, n_frames - 1))
@@ -180,8 +184,9 @@ class RawImageView(QWidget):
         self.marks.setData([], [])
         self.region.setData([], [])
         self._show_bins()
-        if self._framed != tuple(shape):
+        if self._framed != (tuple(shape), box):
             self._framed = None
+        self._box = (tuple(shape), box)
 
     def set_mask(self, overlay: np.ndarray | None) -> None:
         """The mask overlay (uint8 for :data:`MASK_LUT`), or None: no mask drawn."""
@@ -196,8 +201,9 @@ class RawImageView(QWidget):
         if img is None:
             self.bins_item.clear()
             return
-        self.bins_item.setImage(img, levels=None, autoLevels=False,
-                                lut=OUTLINE_LUT if key == "outline" else bins_lut())
+        lut = OUTLINE_LUT if key == "outline" else bins_lut()
+        # levels 0..n-1: uint8 indices straight into the table (None draws nothing)
+        self.bins_item.setImage(img, levels=(0, len(lut) - 1), autoLevels=False, lut=lut)
 
     # ------------------------------------------------------------ request
     def request(self) -> tuple:
@@ -216,7 +222,9 @@ class RawImageView(QWidget):
         if self.show_combo.currentData() in MAP_OF:
             self.show_combo.setCurrentIndex(0)
         self.first_spin.setValue(int(frame))
-        self._schedule()
+        # a click asks for one frame: read it now (the timer gathers slider moves)
+        self._timer.stop()
+        self.sigRequest.emit()
 
     def _schedule(self) -> None:
         self._timer.start()
@@ -243,10 +251,13 @@ class RawImageView(QWidget):
     def show_data(self, data) -> None:
         """Show an ``ImageData`` made by a worker."""
         self.data = data
-        h, w = data.pixels.shape
+        first = self._framed != self._box
         self.image.show_pixels(data.pixels, data.levels, data.histogram,
-                               auto_range=self._framed != (h, w), source=data.shown)
-        self._framed = (h, w)
+                               auto_range=first and self._box[1] is None, source=data.shown)
+        if first and self._box[1] is not None:
+            r0, r1, c0, c1 = self._box[1]
+            self.view.setRange(xRange=(c0, c1), yRange=(r0, r1), padding=0.05)
+        self._framed = self._box
         self.plot.setTitle(_title(data.what, data.log))
 
     def mark_pixels(self, pixels) -> None:
@@ -316,6 +327,11 @@ def _title(what: tuple, log: bool) -> str:
     return f"{scale}{how} of frames {first}..{last}"
 
 
+def _coloured(text: str, i: int) -> str:
+    """``text`` in the colour of curve ``i`` (HTML for a plot title)."""
+    return f'<span style="color:{curve_color(i).name()}">{text}</span>'
+
+
 def _pick_box() -> PickViewBox:
     return PickViewBox()
 
@@ -363,8 +379,9 @@ class TimelinePlots(pg.GraphicsLayoutWidget):
             line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#D55E00", width=1))
             line.setVisible(False)
             p.addItem(line)
+            # edged: a one-frame finding is a line on a run of 10^5 frames
             reg = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(230, 30, 30, 50),
-                                      pen=pg.mkPen(None))
+                                      pen=pg.mkPen(230, 30, 30, 200))
             reg.setVisible(False)
             p.addItem(reg)
             box.sigPicked.connect(lambda pos: self._picked(pos.x()))
@@ -407,7 +424,7 @@ class TimelinePlots(pg.GraphicsLayoutWidget):
 
 
 class TracePlots(pg.GraphicsLayoutWidget):
-    """A region's photons against time (with its control, scaled to the same mean) and
+    """A region's photons against time (with its control, scaled to the same mean) above
     both power spectra; a click on the trace picks a frame."""
 
     sigFramePicked = Signal(int)
@@ -418,13 +435,11 @@ class TracePlots(pg.GraphicsLayoutWidget):
         self.trace_plot = plain_axes(self.addPlot(row=0, col=0, viewBox=box))
         self.trace_plot.setLabel("left", "photons / frame")
         self.trace_plot.setMenuEnabled(False)
-        self.spec_plot = plain_axes(self.addPlot(row=0, col=1))
+        self.spec_plot = plain_axes(self.addPlot(row=1, col=0))
         self.spec_plot.setLogMode(x=False, y=True)
         self.spec_plot.setLabel("left", "relative power")
         for p in (self.trace_plot, self.spec_plot):
             p.showGrid(x=True, y=True, alpha=0.3)
-        self.trace_legend = self.trace_plot.addLegend(offset=(-10, 10))
-        self.spec_legend = self.spec_plot.addLegend(offset=(-10, 10))
         self.control = _long_curve(self.trace_plot, curve_pen(7, 1.0))
         self.trace = _long_curve(self.trace_plot, curve_pen(0, 1.0))
         self.control_power = _long_curve(self.spec_plot, curve_pen(7, 1.0))
@@ -434,14 +449,14 @@ class TracePlots(pg.GraphicsLayoutWidget):
         self.frame_time: float | None = None
 
     def set_data(self, data, frame_time: float | None) -> None:
-        """Draw a ``TraceData`` (None: clear)."""
+        """Draw a ``TraceData`` (None: clear). The titles name the curves in their
+        colours (a legend box would hide the data of these short plots)."""
         self.data, self.frame_time = data, frame_time
-        for leg in (self.trace_legend, self.spec_legend):
-            leg.clear()
         if data is None:
             for c in (self.control, self.trace, self.control_power, self.power):
                 c.setData([], [])
             self.trace_plot.setTitle("")
+            self.spec_plot.setTitle("")
             return
         n = len(data.trace)
         scale = frame_time if frame_time else 1.0
@@ -449,22 +464,23 @@ class TracePlots(pg.GraphicsLayoutWidget):
         self.trace_plot.setLabel("bottom", "t (s)" if frame_time else "frame")
         self.spec_plot.setLabel("bottom", "frequency (Hz)" if frame_time
                                 else "frequency (1/frame)")
-        self.trace_plot.setTitle(data.label)
         self.trace.setData(t, data.trace)
-        self.trace_legend.addItem(self.trace, data.label)
         ok = data.freq > 0
         self.power.setData(data.freq[ok], np.maximum(data.power[ok], 1e-300))
-        self.spec_legend.addItem(self.power, data.label)
+        mine = _coloured(data.label, 0)
         if data.control is None:
             self.control.setData([], [])
             self.control_power.setData([], [])
+            self.trace_plot.setTitle(mine, size="9pt")
+            self.spec_plot.setTitle(f"power spectrum of {mine}", size="9pt")
             return
         mc, mt = float(np.mean(data.control)), float(np.mean(data.trace))
         k = mt / mc if mc > 0 else 1.0
         self.control.setData(t, data.control * k)
-        self.trace_legend.addItem(self.control, f"{data.control_label} (x{k:.3g})")
         self.control_power.setData(data.freq[ok], np.maximum(data.control_power[ok], 1e-300))
-        self.spec_legend.addItem(self.control_power, data.control_label)
+        other = _coloured(data.control_label, 7)
+        self.trace_plot.setTitle(f"{mine} and {other} (\u00d7{k:.3g})", size="9pt")
+        self.spec_plot.setTitle(f"relative power: {mine} and {other}", size="9pt")
 
     def _picked(self, x: float) -> None:
         if self.data is None:
@@ -497,7 +513,7 @@ class PkPlot(pg.PlotWidget):
         if counts is None or q_bin is None or float(np.sum(counts)) <= 0:
             self.points.setData([], [])
             self.tail.setData([], [])
-            self.plot.setTitle("P(k): needs a q-map and an inspection")
+            self.plot.setTitle("P(k): needs a q-map and an inspection", size="9pt")
             return
         c = np.asarray(counts, dtype=np.float64)
         p = c / c.sum()
@@ -511,5 +527,7 @@ class PkPlot(pg.PlotWidget):
             self.tail.setData([], [])
         kmax = c.size - 2
         mean = float(np.sum(k[:-1] * c[:-1]) / c.sum())
-        self.plot.setTitle(f"P(k), q-bin {q_bin}: mean {mean:.4g} (the \u25b2 at "
-                           f"{kmax + 1}: k > {kmax})")
+        # short: a title wider than the page widens the plot past its edge
+        self.plot.setTitle(f"q-bin {q_bin}: mean {mean:.4g} counts", size="9pt")
+        self.setToolTip(f"P(k) of q-bin {q_bin} over all frames and valid pixels; a "
+                        f"\u25b2 at {kmax + 1} stands for k > {kmax}")

@@ -130,10 +130,10 @@ class RawPanel(BasePanel):
         self.pages.addTab(trace_page, "Trace and spectrum")
         self.pages.addTab(self.pk, "P(k)")
         right.addWidget(self.pages)
-        right.setSizes([450, 420])
+        right.setSizes([380, 500])
         split.addWidget(left)
         split.addWidget(right)
-        split.setSizes([600, 600])
+        split.setSizes([560, 640])
         lay.addWidget(split, 1)
         iv = self.image_view
         iv.sigRequest.connect(self.request_image)
@@ -160,6 +160,7 @@ class RawPanel(BasePanel):
                                    "P(k); empty: one found beside the source")
         self.qmap_edit.editingFinished.connect(self._on_settings_edited)
         qmap_btn = QPushButton("\u2026", toolTip="Choose the q-map file")
+        qmap_btn.setMaximumWidth(32)
         qmap_btn.clicked.connect(self._browse_qmap)
         self.bin_edit = QLineEdit(placeholderText="bin time (s)", enabled=False,
                                   toolTip="Seconds per frame made from an event list "
@@ -314,7 +315,8 @@ class RawPanel(BasePanel):
             self.frame_edit.setText(f"{own:g}")
             self.frame_edit.setToolTip("Seconds per frame, from the file")
         iv = self.image_view
-        iv.set_source(info.n_frames, info.shape, info.qmap, info.outline, info.colour)
+        iv.set_source(info.n_frames, info.shape, info.qmap, info.outline, info.colour,
+                      info.box)
         self._show_mask()
         self.bin_spin.blockSignals(True)
         self.bin_spin.setMaximum(max(1, info.n_bins))
