@@ -174,9 +174,9 @@ def open_source_job(handle: RawHandle, qmap_path: str | None, strict: bool = Fal
                     progress=None, cancel=None) -> SourceInfo:
     """Open ``handle``'s source with the q-map ``qmap_path`` and say what it is.
 
-    Without a q-map one found beside the source is tried: ``NAME_qmap.h5``
-    (:func:`xpcsviewer.io.classify.qmap_beside`), else a q-map file in its folder
-    (:func:`xpcsviewer.jobs.live.qmap_beside`). A q-map the user did not choose
+    Without a q-map the one beside the source is tried, ``NAME_qmap.h5``
+    (:func:`xpcsviewer.io.classify.qmap_beside`; not any q-map of its folder: a folder
+    of acquisitions holds several of one shape). A q-map the user did not choose
     (``strict`` False) that cannot be read or does not fit the detector is left out
     (:attr:`SourceInfo.note` says why); a chosen one that does not fit is an error.
 
@@ -191,11 +191,10 @@ def open_source_job(handle: RawHandle, qmap_path: str | None, strict: bool = Fal
     from xpcsviewer.progress import report
 
     if not qmap_path:
-        from xpcsviewer.io.classify import qmap_beside as named_beside
-        from xpcsviewer.jobs.live import qmap_beside
+        from xpcsviewer.io.classify import qmap_beside
 
         report(progress, cancel, 0, 3, "looking for a q-map beside the source")
-        p = named_beside(handle.path) or qmap_beside(handle.path)
+        p = qmap_beside(handle.path)
         qmap_path, strict = (None if p is None else str(p)), False
     qmap, note = None, ""
     if qmap_path:
