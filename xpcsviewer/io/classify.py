@@ -569,12 +569,13 @@ def _candidate(name: str) -> bool:
             and (low.endswith(CANDIDATE_SUFFIXES) or _RIGAKU_MODULE.match(low) is not None))
 
 
-def list_sources(folder: str | os.PathLike, progress: Any = None,
-                 cancel: Any = None) -> list[ListedSource]:
+def list_sources(folder: str | os.PathLike, progress: Any = None, cancel: Any = None,
+                 others: bool = False) -> list[ListedSource]:
     """Every result, raw source, q-map and side file of ``folder`` (not recursive; no
     dot-files), each once: a Rigaku 3M set and an ESRF block series are one entry each
     (named ``NAME.bin.000-005``, ``NAME_00000-00003.h5``; opened by their first file).
-    Files of other kinds are left out. Worker job (``progress(done, total)``,
+    Files of other kinds are left out unless ``others`` (then listed with kind
+    ``"other"`` and why). Worker job (``progress(done, total)``,
     ``cancel.raise_if_cancelled()``).
 
     Raises
@@ -614,7 +615,7 @@ def list_sources(folder: str | os.PathLike, progress: Any = None,
         if fk.layout == "esrf-csr" and mb:
             blocks.setdefault((mb.group(1), mb.group(3)), []).append((name, path, mtime, fk))
             continue
-        if fk.kind != "other":
+        if fk.kind != "other" or others:
             out.append(ListedSource(name, path, mtime, fk))
     for files in modules.values():
         # the first module file whose words are hits stands for the set (a module
@@ -625,6 +626,8 @@ def list_sources(folder: str | os.PathLike, progress: Any = None,
             if fk.kind != "other":
                 break
         if fk.kind == "other":
+            if others:
+                out += [ListedSource(n, p, t, fk) for n, p, t in files]
             continue
         if fk.layout == "rigaku-3m":
             out.append(ListedSource(source_name(fk, files[0][1]), files[0][1],
