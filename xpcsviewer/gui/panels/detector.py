@@ -13,9 +13,8 @@ a live preview and the pixels per bin (:mod:`~xpcsviewer.gui.panels._partition_e
 Both are offered to the G2 tab's regrouping (``context.shared["detector_mask"]`` and
 ``["drawn_partition"]``). Rasterizing, thresholding, partitioning and writing run in
 workers; the GUI thread only swaps images.
-*Raw sources* opened in the window have a mask too (their q-map's to start with), on
-the Raw tab's mean image (:mod:`~xpcsviewer.gui.panels._detector_raw`): the tab shows
-a "subject", the current result or a raw source.
+Raw sources have masks too (:mod:`~xpcsviewer.gui.panels._detector_raw`): the tab
+shows a "subject", the current result or a raw source.
 """
 
 from __future__ import annotations
