@@ -216,9 +216,6 @@ class DetectorPanel(DetectorRawMixin, BasePanel):
         self.submit("image", prepare_saxs2d, str(res.path), "log", on_result=self._on_image,
                     description=f"Detector {res.label}")
 
-    def _on_file_chosen(self, i: int) -> None:
-        self._choose_file(i)
-
     def _file_leaving(self, res) -> None:
         # nothing of the last file may pass for the next one's (issue 22)
         loading = f"Loading {res.label}\u2026"
