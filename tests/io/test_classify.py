@@ -120,6 +120,10 @@ def test_bad_files_are_other(tmp_path):
     for n in ("x.bin", "y.h5", "z.npy", "missing.h5"):
         assert classify_path(tmp_path / n).kind == "other"
     assert list_sources(tmp_path) == []
+    listed = list_sources(tmp_path, others=True)  # the browser shows them, with why
+    assert [(e.name, e.kind.kind) for e in listed] == [
+        ("x.bin", "other"), ("y.h5", "other"), ("z.npy", "other")]
+    assert "not a readable .npy" in listed[2].kind.text
 
 
 def test_a_thousand_files_list_fast(tmp_path, examples):

@@ -74,7 +74,7 @@ def list_folder(folder: str, progress=None, cancel=None) -> list[FileEntry]:
         ``folder`` is not a readable folder.
     """
     out = []
-    for e in list_sources(folder, progress=progress, cancel=cancel):
+    for e in list_sources(folder, progress=progress, cancel=cancel, others=True):
         if e.kind.kind == "other" and not any(
                 fnmatch.fnmatch(e.name.lower(), p) for p in RESULT_PATTERNS):
             continue

@@ -132,7 +132,8 @@ class DetectorRawMixin:
                 cur = len(self.results) + paths.index(self.raw_current.path)
         self.file_selector.set_labels(labels, cur)
 
-    def _choose_file(self, i: int) -> None:
+    def _on_file_chosen(self, i: int) -> None:
+        """The file selector: a result (its index) or a raw source (after them)."""
         n = len(self.results)
         if i >= n:
             self.raw_current = self.raw_targets[i - n]

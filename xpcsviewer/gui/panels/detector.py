@@ -13,9 +13,8 @@ a live preview and the pixels per bin (:mod:`~xpcsviewer.gui.panels._partition_e
 Both are offered to the G2 tab's regrouping (``context.shared["detector_mask"]`` and
 ``["drawn_partition"]``). Rasterizing, thresholding, partitioning and writing run in
 workers; the GUI thread only swaps images.
-*Raw sources* opened in the window have a mask too (their q-map's to start with), on
-the Raw tab's mean image (:mod:`~xpcsviewer.gui.panels._detector_raw`): the tab shows
-a "subject", the current result or a raw source.
+Raw sources have masks too (:mod:`~xpcsviewer.gui.panels._detector_raw`): the tab
+shows a "subject", the current result or a raw source.
 """
 
 from __future__ import annotations
@@ -216,9 +215,6 @@ class DetectorPanel(DetectorRawMixin, BasePanel):
             self._file_leaving(res)
         self.submit("image", prepare_saxs2d, str(res.path), "log", on_result=self._on_image,
                     description=f"Detector {res.label}")
-
-    def _on_file_chosen(self, i: int) -> None:
-        self._choose_file(i)
 
     def _file_leaving(self, res) -> None:
         # nothing of the last file may pass for the next one's (issue 22)
