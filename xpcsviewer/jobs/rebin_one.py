@@ -38,6 +38,8 @@ __all__ = ["BinRecompute", "RawSourceMissing", "RebinSource", "rebin_source",
 
 #: frames per dense read (the correlate job's multi-tau chunk)
 CHUNK_FRAMES = 128
+#: the bin's hits handed to the photon correlator at a time (blocks merged up to this)
+MERGED_HITS = 2 << 20
 
 
 class RawSourceMissing(XpcsFileError):
@@ -260,7 +262,7 @@ def _event_stream(source: Any, qm: Any, q_bin: int, valid: np.ndarray, normalize
     checked = every if normalize else bin_px
     n = int(source.n_frames)
 
-    def blocks():
+    def kept():
         for b in checked_events(source.iter_events(), checked, source, notes, masked):
             keep = bin_px[b.pixel]
             f, p, v = b.frame[keep], b.pixel[keep], b.value[keep]
@@ -274,8 +276,33 @@ def _event_stream(source: Any, qm: Any, q_bin: int, valid: np.ndarray, normalize
                 v = np.asarray(v, np.float64) * sc[f - b.start]
             yield EventBlock(b.start, b.stop, f, p, v)
 
+    def blocks():
+        # the bin keeps few of each block's hits: merged, so that the correlator's
+        # fixed work per block is paid a few times, not once per source block
+        parts: list[Any] = []
+        held = 0
+        for b in kept():
+            parts.append(b)
+            held += b.frame.size
+            if held >= MERGED_HITS:
+                yield _merged(parts)
+                parts, held = [], 0
+        if parts:
+            yield _merged(parts)
+
     stream = FrameStream(blocks, n, 1.0, source.stride, source.avg)
     return stream, _bin_partition(qm, q_bin, valid)
+
+
+def _merged(parts: list[Any]) -> Any:
+    """Consecutive event blocks as one."""
+    from xpcsviewer.model.events import EventBlock
+
+    if len(parts) == 1:
+        return parts[0]
+    cat = np.concatenate
+    return EventBlock(parts[0].start, parts[-1].stop, cat([b.frame for b in parts]),
+                      cat([b.pixel for b in parts]), cat([b.value for b in parts]))
 
 
 def recompute_bin(result_path: str | Path, q_bin: int, mask: np.ndarray, *,
