@@ -15,6 +15,7 @@ __all__ = [
     "bayes_job",
     "fit_job",
     "prepare_g2_job",
+    "recompute_bin_job",
     "write_fits_job",
 ]
 
@@ -104,3 +105,12 @@ def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:
         cols, header = fits_table(fits)
         write_csv(path, cols, header)
     return str(path)
+
+
+def recompute_bin_job(result_path: str, q_bin: int, mask, raw=None, progress=None,
+                      cancel=None):
+    """Worker job: one q-bin of a result correlated anew from its raw data with ``mask``
+    (:func:`~xpcsviewer.jobs.rebin_one.recompute_bin`)."""
+    from xpcsviewer.jobs.rebin_one import recompute_bin
+
+    return recompute_bin(result_path, q_bin, mask, raw=raw, progress=progress, cancel=cancel)

@@ -5,7 +5,9 @@ combined panel. Invalid points (g2 == 0 and err == 0) are never drawn. The fit s
 panel runs the batched least squares ("Fit") or NUTS ("Bayesian", with progress and
 cancel) in a worker over every shown curve of every file, overlays the curves (and the
 posterior band), fills a results table and publishes the fits under
-``context.shared["g2_fits"]`` for the Diffusion tab.
+``context.shared["g2_fits"]`` for the Diffusion tab. "Recompute q-bin…" correlates one
+bin anew from the raw data with the Detector tab's mask and draws it over the file's
+curve (:mod:`._g2_rebin`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from xpcsviewer.gui.panels._g2_jobs import (
     prepare_g2_job,
 )
 from xpcsviewer.gui.panels._g2_params import FitParamsWidget
+from xpcsviewer.gui.panels._g2_rebin import G2RebinMixin
 from xpcsviewer.gui.panels._g2_results import FitResultsTable
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.workers import wait_for_event_job
@@ -64,7 +67,7 @@ LAYOUTS = [
 
 
 # -------------------------------------------------------------------- the panel
-class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
+class G2Panel(G2FitRunMixin, G2RebinMixin, G2DrawMixin, BasePanel):
     """g2 curves of all targets with the fit side panel."""
 
     name = "g2"
@@ -212,6 +215,7 @@ class G2Panel(G2FitRunMixin, G2DrawMixin, BasePanel):
         # "\u2026" with the whole text as tooltip instead of running off the edge.
         self.status = ClippedLabel(" ", lines=2)
         lv.addWidget(self.status)
+        self._init_rebin(lv)  # "Recompute q-bin…" (one bin from the raw data)
         lv.addWidget(self.stack, 1)  # one scrolling plot area per layout kind
         split.addWidget(left)
 

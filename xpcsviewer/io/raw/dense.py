@@ -311,6 +311,29 @@ class RawFrames:
         n = stop - start
         return raw.reshape(n, self.avg, *self.frame_shape).mean(axis=1, dtype=np.float64)
 
+    def read_box(self, start: int, stop: int, rows: slice, cols: slice) -> np.ndarray:
+        """Processed frames ``[start, stop)`` cut to ``[rows, cols]``: only that window
+        is read (an HDF5 hyperslab, the touched pages of a .npy), averaged as
+        :meth:`read` averages (so each pixel's values equal ``read``'s)."""
+        start = max(0, int(start))
+        stop = min(self.n_frames, int(stop))
+        h = len(range(*rows.indices(self.frame_shape[0])))
+        w = len(range(*cols.indices(self.frame_shape[1])))
+        if stop <= start:
+            return np.empty((0, h, w), dtype=self.out_dtype)
+        n_sel = (stop - start) * self.avg
+        a = self.begin + start * self.avg * self.stride
+        b = a + (n_sel - 1) * self.stride + 1
+        try:
+            raw = np.asarray(self._data[a:b:self.stride, rows, cols])
+        except Exception as exc:  # h5py raises many kinds on corrupt data
+            text = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            raise XpcsFileError(self.path, f"could not read frames {a}..{b - 1} ({text})",
+                                self.dataset_path) from None
+        if self.avg == 1:
+            return raw
+        return raw.reshape(stop - start, self.avg, h, w).mean(axis=1, dtype=np.float64)
+
     def iter_chunks(self, chunk_size: int = 128, reuse: bool = False) -> Iterator[np.ndarray]:
         """Yield consecutive (n <= chunk_size, rows, cols) processed frames.
 
