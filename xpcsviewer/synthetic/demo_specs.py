@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from xpcsviewer.synthetic.demo_faults import FAULT_SPECS
 from xpcsviewer.synthetic.demo_sparse import SPARSE_SPECS
 
 __all__ = ["DEMO_RECORD", "DEMO_SPECS", "DEMO_VERSION"]
 
 #: Bump when the simulator or correlator changes what a demo file holds: files of
 #: another version are then not reused (``xpcsviewer demo`` asks for --overwrite).
-DEMO_VERSION = 2  # 2: the two-time files state tau(t_w) (issue 35), C02 and H01 added
+DEMO_VERSION = 3  # 2: the two-time files state tau(t_w) (issue 35), C02 and H01 added;
+#                  3: the raw folder's faulty acquisitions F01-F03 (issue 45)
 #: Where each demo file records what it is (version, name, seeds, spec hash).
 DEMO_RECORD = "/xpcs/demo"
 
@@ -201,6 +203,7 @@ DEMO_SPECS: list[dict[str, Any]] = [
     # One photon-sparse acquisition per raw layout (Rigaku module and 3M, ESRF CSR blocks,
     # ImageD11, Timepix time tags): raw files in raw/, results correlated on photons.
     *SPARSE_SPECS,
+    *FAULT_SPECS,
     # Single detector pixels with the wrong statistics (issue 36; last, so that the
     # other files keep their seeds): two stuck-bright and two telegraph pixels inflate
     # their bins' g2 until the pixel audit finds them and they are masked and g2
