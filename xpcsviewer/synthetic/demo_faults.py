@@ -6,10 +6,10 @@ periodic modulation is resolved to 0.1 Hz), each with hot and dead pixels, cosmi
 clusters, a block of empty frames, a 37 Hz modulation of one q-bin's intensity and a
 bright spot at the counter's cap (:mod:`xpcsviewer.synthetic.faults`):
 
-- ``F01``: dense frames, HDF5 ``/entry/data/data`` (128 x 128, lzf), 8-bit counter
+- ``R01``: dense frames, HDF5 ``/entry/data/data`` (128 x 128, lzf), 8-bit counter
   (cap 255, written as the detector's ``saturation_value``);
-- ``F02``: a Rigaku XSPA ``.bin`` in its 2-bit mode (counts 0..3, cap 3);
-- ``F03``: ESRF ID10 sparse (CSR) HDF5 in two blocks, a 16-bit counter (cap 65535).
+- ``R02``: a Rigaku XSPA ``.bin`` in its 2-bit mode (counts 0..3, cap 3);
+- ``R03``: ESRF ID10 sparse (CSR) HDF5 in two blocks, a 16-bit counter (cap 65535).
 
 They are written like the photon-sparse acquisitions of
 :mod:`~xpcsviewer.synthetic.demo_sparse` (raw files and q-map in ``raw/``, a result
@@ -31,7 +31,7 @@ _MOD = {"frequency_hz": 37.0, "amplitude": 0.5}
 
 FAULT_SPECS: list[dict[str, Any]] = [
     {
-        "name": "F01_dense_faults",
+        "name": "R01_dense_faults",
         "description": "dense HDF5 frames (128 x 128, 8-bit counter) with planted faults: "
                        "3 hot and 3 dead pixels, 3 cosmic-ray clusters, 40 empty frames, a "
                        "37 Hz modulation of q-bin 2, a bright spot at the cap",
@@ -65,7 +65,7 @@ FAULT_SPECS: list[dict[str, Any]] = [
         },
     },
     {
-        "name": "F02_rigaku_2bit_faults",
+        "name": "R02_rigaku_2bit_faults",
         "description": "APS Rigaku XSPA .bin in 2-bit mode (counts 0-3) with planted "
                        "faults: 2 hot and 2 dead pixels, 2 cosmic-ray clusters, 50 empty "
                        "frames, a 37 Hz modulation of q-bin 2, a bright spot at the cap",
@@ -96,7 +96,7 @@ FAULT_SPECS: list[dict[str, Any]] = [
         },
     },
     {
-        "name": "F03_esrf_csr_faults",
+        "name": "R03_esrf_csr_faults",
         "description": "ESRF ID10 sparse (CSR) HDF5, 2 block files, 16-bit counter, with "
                        "planted faults: 2 hot and 2 dead pixels, 2 cosmic-ray clusters, 30 "
                        "empty frames, a 37 Hz modulation of q-bin 2, a bright spot at the cap",

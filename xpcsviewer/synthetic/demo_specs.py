@@ -13,7 +13,7 @@ __all__ = ["DEMO_RECORD", "DEMO_SPECS", "DEMO_VERSION"]
 #: Bump when the simulator or correlator changes what a demo file holds: files of
 #: another version are then not reused (``xpcsviewer demo`` asks for --overwrite).
 DEMO_VERSION = 3  # 2: the two-time files state tau(t_w) (issue 35), C02 and H01 added;
-#                  3: the raw folder's faulty acquisitions F01-F03 (issue 45)
+#                  3: the raw folder's faulty acquisitions R01-R03 (issue 45)
 #: Where each demo file records what it is (version, name, seeds, spec hash).
 DEMO_RECORD = "/xpcs/demo"
 
@@ -203,7 +203,6 @@ DEMO_SPECS: list[dict[str, Any]] = [
     # One photon-sparse acquisition per raw layout (Rigaku module and 3M, ESRF CSR blocks,
     # ImageD11, Timepix time tags): raw files in raw/, results correlated on photons.
     *SPARSE_SPECS,
-    *FAULT_SPECS,
     # Single detector pixels with the wrong statistics (issue 36; last, so that the
     # other files keep their seeds): two stuck-bright and two telegraph pixels inflate
     # their bins' g2 until the pixel audit finds them and they are masked and g2
@@ -259,4 +258,8 @@ DEMO_SPECS: list[dict[str, Any]] = [
         # pixel_groups: two-time maps of 16 groups of 8-px tiles (errors of the age cuts)
         "twotime": {"n_frames": 500, "bins": [1, 2, 3, 4], "pixel_groups": 16},
     },
+    # Raw acquisitions with planted faults and their truth (issue 45; last, so that the
+    # other files keep their seeds): dense HDF5, Rigaku 2-bit, ESRF CSR, for the fault
+    # finder of `xpcsviewer inspect` and the Raw tab.
+    *FAULT_SPECS,
 ]
