@@ -9,7 +9,12 @@ import pytest
 
 from xpcsviewer.io.raw import open_raw_source
 from xpcsviewer.synthetic.demo_faults import FAULT_SPECS
-from xpcsviewer.synthetic.faults import counts_to_events, inject_faults, merge_hits
+from xpcsviewer.synthetic.faults import (
+    counts_to_events,
+    inject_faults,
+    match_findings,
+    merge_hits,
+)
 from xpcsviewer.synthetic.sparse_files import write_dense, write_timepix
 
 SHAPE = (12, 16)
@@ -181,3 +186,51 @@ def test_demo_fault_specs_plant_every_kind_inside_the_qmap():
         assert 3 <= min(len(c["pixels"]) for c in faults["cosmics"])
         assert max(len(c["pixels"]) for c in faults["cosmics"]) <= 6
     assert any(s["faults"]["cap"] == 3 and s["layout"] == "rigaku" for s in FAULT_SPECS)
+
+
+def _f(kind, frames, pixels=(), freq=None, q_bin=None):
+    return {"kind": kind, "frames": list(frames), "pixels": [list(p) for p in pixels],
+            "frequency_hz": freq, "detail": "", "q_bin": q_bin}
+
+
+TRUTH = [_f("hot_pixel", (0, 99), [(1, 2)]), _f("hot_pixel", (0, 99), [(3, 4)]),
+         _f("dead_pixel", (0, 99), [(5, 6)]),
+         _f("cosmic", (40, 40), [(7, 7), (7, 8), (8, 8)]),
+         _f("empty_frames", (10, 19)),
+         _f("at_cap", (50, 59), [(9, 9)]),
+         _f("modulation", (0, 99), freq=37.0, q_bin=2)]
+
+
+def test_match_findings_all_found_nothing_false():
+    found = [_f("hot_pixel", (0, 99), [(1, 2), (3, 4)]), _f("dead_pixel", (0, 99), [(5, 6)]),
+             _f("cosmic", (40, 40), [(7, 7), (7, 8), (8, 8), (8, 7)]),
+             _f("empty_frames", (10, 19)), _f("at_cap", (0, 99), [(9, 9)]),
+             _f("at_cap", (0, 99), [(1, 2)]),  # the hot pixel also at the cap: not false
+             _f("modulation", (0, 99), freq=37.15, q_bin=2)]
+    assert match_findings(TRUTH, found) == ([], [])
+
+
+@pytest.mark.parametrize("change, missed_kind", [
+    (lambda F: F.__setitem__(0, _f("hot_pixel", (0, 99), [(1, 2)])), "hot_pixel"),
+    (lambda F: F.__setitem__(2, _f("cosmic", (41, 41), [(7, 7), (7, 8), (8, 8)])), "cosmic"),
+    (lambda F: F.__setitem__(2, _f("cosmic", (40, 40), [(7, 7), (7, 8)])), "cosmic"),
+    (lambda F: F.__setitem__(3, _f("empty_frames", (10, 20))), "empty_frames"),
+    (lambda F: F.__setitem__(5, _f("modulation", (0, 99), freq=37.3, q_bin=2)), "modulation"),
+    (lambda F: F.__setitem__(5, _f("modulation", (0, 99), freq=37.0, q_bin=3)), "modulation"),
+])
+def test_match_findings_misses(change, missed_kind):
+    found = [_f("hot_pixel", (0, 99), [(1, 2), (3, 4)]), _f("dead_pixel", (0, 99), [(5, 6)]),
+             _f("cosmic", (40, 40), [(7, 7), (7, 8), (8, 8)]), _f("empty_frames", (10, 19)),
+             _f("at_cap", (50, 50), [(9, 9)]), _f("modulation", (0, 99), freq=37.0, q_bin=2)]
+    change(found)
+    missed, _false = match_findings(TRUTH, found)
+    assert [t["kind"] for t in missed] == [missed_kind]
+
+
+def test_match_findings_false_alarms():
+    found = [_f("hot_pixel", (0, 99), [(11, 12)]), _f("empty_frames", (70, 70)),
+             _f("modulation", (0, 99), freq=12.0, q_bin=2),
+             _f("cosmic", (40, 40), [(7, 8)]), _f("empty_frames", (15, 30))]
+    _missed, false = match_findings(TRUTH, found)
+    assert [(f["kind"], f["frames"]) for f in false] == [
+        ("hot_pixel", [0, 99]), ("empty_frames", [70, 70]), ("modulation", [0, 99])]

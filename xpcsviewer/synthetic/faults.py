@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FAULT_KINDS", "counts_to_events", "inject_faults", "merge_hits"]
+__all__ = ["FAULT_KINDS", "counts_to_events", "inject_faults", "match_findings", "merge_hits"]
 
 #: the kinds this module plants (the fault finder's names)
 FAULT_KINDS = ("hot_pixel", "dead_pixel", "cosmic", "empty_frames", "at_cap", "modulation")
@@ -223,3 +223,63 @@ def counts_to_events(f: np.ndarray, p: np.ndarray, c: np.ndarray, shape: tuple[i
     order = np.argsort(toa, kind="stable")
     pp, toa = pp[order], toa[order]
     return pp % w, pp // w, toa
+
+
+def _pixels(d: dict[str, Any]) -> set[tuple[int, int]]:
+    return {(int(r), int(c)) for r, c in d.get("pixels") or ()}
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    return int(a[0]) <= int(b[1]) and int(b[0]) <= int(a[1])
+
+
+def _found(t: dict[str, Any], found: list[dict[str, Any]], freq_tol: float) -> bool:
+    """Whether the findings ``found`` find the planted fault ``t``."""
+    kind = t["kind"]
+    same = [f for f in found if f["kind"] == kind]
+    want = _pixels(t)
+    if kind in ("hot_pixel", "dead_pixel"):
+        return want <= set().union(*(_pixels(f) for f in same)) if same else not want
+    if kind == "empty_frames":
+        return any(list(f["frames"]) == list(t["frames"]) for f in same)
+    if kind in ("cosmic", "at_cap"):
+        return any(_overlap(f["frames"], t["frames"]) and want <= _pixels(f) for f in same)
+    if kind == "modulation":
+        return any(f.get("frequency_hz") is not None
+                   and abs(float(f["frequency_hz"]) - float(t["frequency_hz"])) <= freq_tol
+                   and (t.get("q_bin") is None or f.get("q_bin") == t["q_bin"]) for f in same)
+    raise ValueError(f"unknown fault kind {kind!r}")
+
+
+def _explained(f: dict[str, Any], truth: list[dict[str, Any]], freq_tol: float) -> bool:
+    """Whether a finding is about a planted fault (else it is a false alarm): it shares a
+    pixel with one, or (without pixels) is of its kind in overlapping frames, or is its
+    modulation."""
+    for t in truth:
+        if f["kind"] == "modulation" or t["kind"] == "modulation":
+            if f["kind"] == t["kind"] and _found(t, [f], freq_tol):
+                return True
+            continue
+        if _pixels(f) & _pixels(t):
+            return True
+        if not _pixels(f) and f["kind"] == t["kind"] and _overlap(f["frames"], t["frames"]):
+            return True
+    return False
+
+
+def match_findings(truth: list[dict[str, Any]], found: list[dict[str, Any]], *,
+                   freq_tol: float = 0.2) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(missed faults, false alarms) of findings against the planted truth.
+
+    A planted fault is found when: hot or dead pixels, each of its pixels is in a finding
+    of its kind; empty frames, a finding of that kind has exactly its frames; a cosmic ray
+    or a bright spot at the cap, a finding of its kind in overlapping frames holds all of
+    its pixels; a modulation, a finding of its q-bin within ``freq_tol`` Hz. A finding
+    is a false alarm when it is about no planted fault (see :func:`_explained`): a
+    second finding of one fault (a hot pixel that also reaches the cap) is not one.
+
+    Both lists hold dicts of the findings contract (``Finding.as_dict()``, truth.json).
+    """
+    missed = [t for t in truth if not _found(t, found, freq_tol)]
+    false = [f for f in found if not _explained(f, truth, freq_tol)]
+    return missed, false
