@@ -18,6 +18,7 @@ KERNEL_MODULES = (
     "xpcsviewer.compute.multitau._photons_numba",
     "xpcsviewer.compute.twotime._numba",
     "xpcsviewer.compute.ages._numba",
+    "xpcsviewer.compute.rawstats._numba",
 )
 
 #: Frame dtypes of the dense correlators: the readers hand over the stored dtype
@@ -156,6 +157,16 @@ def _twotime_photons() -> None:
                                  engine="compiled")
 
 
+def _raw_stats(frame: str, pixel: str, value: str) -> None:
+    """The raw statistics' pass over hits (``xpcsviewer inspect``, the Raw tab), this
+    layout."""
+    from xpcsviewer.compute.rawstats.accumulate import RawStatsAccumulator
+
+    f, p, v = _hits(frame, pixel, value)
+    bins = np.ones((2, 4), dtype=np.int64)
+    RawStatsAccumulator((2, 4), 3, bins=bins, engine="compiled").add_hits(f, p, v)
+
+
 def tasks() -> list[Task]:
     """Every precompilation task, the common cases first (W1's uint16 frames, Rigaku
     hits), so that a run cut short has done what is used most."""
@@ -168,6 +179,8 @@ def tasks() -> list[Task]:
                             lambda a=(fr, px, v): _photons(*a)))
             out.append(Task(f"photon sums {name}", "photon-sums",
                             lambda a=(fr, px, v): _photon_sums(*a)))
+            out.append(Task(f"raw statistics {name}", "raw-stats",
+                            lambda a=(fr, px, v): _raw_stats(*a)))
     out += [Task(f"photons long span {v}", "photons", lambda v=v: _photons_long(v))
             for v in LONG_SPAN_VALUES]
     out.append(Task("two-time photons", "twotime", _twotime_photons))
