@@ -206,6 +206,7 @@ def test_match_findings_all_found_nothing_false():
              _f("cosmic", (40, 40), [(7, 7), (7, 8), (8, 8), (8, 7)]),
              _f("empty_frames", (10, 19)), _f("at_cap", (0, 99), [(9, 9)]),
              _f("at_cap", (0, 99), [(1, 2)]),  # the hot pixel also at the cap: not false
+             _f("at_cap", (40, 40)),  # the cosmic's frame at the cap: not false
              _f("modulation", (0, 99), freq=37.15, q_bin=2)]
     assert match_findings(TRUTH, found) == ([], [])
 
@@ -229,8 +230,10 @@ def test_match_findings_misses(change, missed_kind):
 
 def test_match_findings_false_alarms():
     found = [_f("hot_pixel", (0, 99), [(11, 12)]), _f("empty_frames", (70, 70)),
+             _f("at_cap", (40, 41)),
              _f("modulation", (0, 99), freq=12.0, q_bin=2),
              _f("cosmic", (40, 40), [(7, 8)]), _f("empty_frames", (15, 30))]
     _missed, false = match_findings(TRUTH, found)
     assert [(f["kind"], f["frames"]) for f in false] == [
-        ("hot_pixel", [0, 99]), ("empty_frames", [70, 70]), ("modulation", [0, 99])]
+        ("hot_pixel", [0, 99]), ("empty_frames", [70, 70]), ("at_cap", [40, 41]),
+        ("modulation", [0, 99])]

@@ -84,8 +84,9 @@ FAULT_SPECS: list[dict[str, Any]] = [
             "hot_pixels": [{"row": 240, "col": 500, "rate": 0.6},
                            {"row": 276, "col": 530, "rate": 0.8}],
             "dead_pixels": [[256, 520], [248, 507]],
-            "cosmics": [{"frame": 777, "pixels": [[235, 525], [235, 526], [236, 526]],
-                         "counts": 3},
+            # 2-bit counts: a cluster is told from a coherent speckle from ~5 pixels on
+            "cosmics": [{"frame": 777, "pixels": [[235, 525], [235, 526], [236, 526],
+                                                  [236, 527], [237, 527]], "counts": 3},
                         {"frame": 3210, "pixels": [[280, 495], [281, 495], [281, 496],
                                                    [282, 496], [282, 497]],
                          "counts": 3}],

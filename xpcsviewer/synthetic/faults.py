@@ -28,7 +28,8 @@ written in a layout) and returns the truth as findings in the JSON contract of
 The faults are planted in this order: modulation (of the sample's photons), hot pixels,
 cosmic rays, bright spots, then dead pixels and empty frames remove counts, and the cap
 clips last. Places that would hide one fault under another (a cosmic ray in an empty
-frame, a dead hot pixel) are refused. Only numpy.
+frame, a dead hot pixel) are refused; a bright spot may span an empty block (its
+frames there are empty like the others). Only numpy.
 """
 
 from __future__ import annotations
@@ -93,9 +94,9 @@ def _check(faults: dict[str, Any], shape: tuple[int, int], n_frames: int) -> Non
             raise ValueError("a dead pixel is also lit by another fault")
         if frames is not None:
             a, b = frames
-            if not 0 <= a <= b < n_frames or empty[a:b + 1].any():
+            if not 0 <= a <= b < n_frames or empty[a:b + 1].all():
                 raise ValueError(f"frames [{a}, {b}] of a fault are outside the run or "
-                                 "in an empty block")
+                                 "all in an empty block")
 
 
 def inject_faults(
@@ -253,8 +254,8 @@ def _found(t: dict[str, Any], found: list[dict[str, Any]], freq_tol: float) -> b
 
 def _explained(f: dict[str, Any], truth: list[dict[str, Any]], freq_tol: float) -> bool:
     """Whether a finding is about a planted fault (else it is a false alarm): it shares a
-    pixel with one, or (without pixels) is of its kind in overlapping frames, or is its
-    modulation."""
+    pixel with one, or (without pixels) is of its kind in overlapping frames or is about a
+    cosmic ray's frame alone, or is its modulation."""
     for t in truth:
         if f["kind"] == "modulation" or t["kind"] == "modulation":
             if f["kind"] == t["kind"] and _found(t, [f], freq_tol):
@@ -263,6 +264,9 @@ def _explained(f: dict[str, Any], truth: list[dict[str, Any]], freq_tol: float) 
         if _pixels(f) & _pixels(t):
             return True
         if not _pixels(f) and f["kind"] == t["kind"] and _overlap(f["frames"], t["frames"]):
+            return True
+        # a frame finding of exactly a cosmic ray's frame (its pixels at the cap)
+        if not _pixels(f) and t["kind"] == "cosmic" and list(f["frames"]) == list(t["frames"]):
             return True
     return False
 
@@ -276,7 +280,8 @@ def match_findings(truth: list[dict[str, Any]], found: list[dict[str, Any]], *,
     or a bright spot at the cap, a finding of its kind in overlapping frames holds all of
     its pixels; a modulation, a finding of its q-bin within ``freq_tol`` Hz. A finding
     is a false alarm when it is about no planted fault (see :func:`_explained`): a
-    second finding of one fault (a hot pixel that also reaches the cap) is not one.
+    second finding of one fault (a hot pixel that also reaches the cap, the frame of a
+    cosmic ray at the cap) is not one.
 
     Both lists hold dicts of the findings contract (``Finding.as_dict()``, truth.json).
     """
