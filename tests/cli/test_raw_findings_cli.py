@@ -95,15 +95,38 @@ def test_audit_adds_the_raw_sources_pixels(faulty, tmp_path, capsys):
 
 
 def test_report_has_a_raw_data_section(faulty, tmp_path):
+    """A result's section gains the Raw data part (its reachable raw source; drawn here
+    without the figures and fits a report also makes); a raw source given itself gets a
+    section of that part alone (the whole command)."""
+    from xpcsviewer.report.html import _raw_html
+    from xpcsviewer.report.sections import file_part
+
     acq, result = faulty
-    html = tmp_path / "r.html"
-    assert main(["report", str(result), "-o", str(html), "--workers", "1", "--quiet"]) == 0
-    text = html.read_text()
-    assert "<h3>Raw data</h3>" in text and "hot_pixel" in text and "dead_pixel" in text
-    assert f"({HOT[0]}, {HOT[1]})" in text
-    # a raw source given itself: its own section
-    html2 = tmp_path / "raw.html"
-    assert main(["report", str(acq.files[0]), "-o", str(html2), "--workers", "1",
-                 "--quiet"]) == 0
-    text2 = html2.read_text()
-    assert "<h3>Raw data</h3>" in text2 and f"({DEAD[0]}, {DEAD[1]})" in text2
+    raw = file_part(str(result), "images", figures=False)["raw"]
+    assert raw["what"].startswith(str(acq.files[0]))
+    assert dict(raw["summary"])["counter cap"].startswith("255 counts")
+    kinds = {(r[0], r[2]) for r in raw["findings"][1:]}
+    assert kinds == {("hot_pixel", f"({HOT[0]}, {HOT[1]})"),
+                     ("dead_pixel", f"({DEAD[0]}, {DEAD[1]})")}
+    text = "\n".join(_raw_html(raw))
+    assert "<h3>Raw data</h3>" in text and f"({HOT[0]}, {HOT[1]})" in text
+    html = tmp_path / "raw.html"
+    assert main(["report", str(acq.files[0]), "-o", str(html), "--pdf",
+                 str(tmp_path / "raw.pdf"), "--workers", "1", "--quiet"]) == 0
+    page = html.read_text()
+    assert "<h3>Raw data</h3>" in page and f"({DEAD[0]}, {DEAD[1]})" in page
+    assert "raw source" in page  # its summary row
+    assert (tmp_path / "raw.pdf").stat().st_size > 1000
+
+
+def test_report_says_an_unreachable_raw_source(faulty, tmp_path):
+    from xpcsviewer.report.sections import file_part
+
+    acq, result = faulty
+    away = acq.files[0].with_suffix(".away")
+    acq.files[0].rename(away)
+    try:
+        raw = file_part(str(result), "images", figures=False)["raw"]
+    finally:
+        away.rename(acq.files[0])
+    assert set(raw) == {"note"} and "not reachable" in raw["note"]
