@@ -1,11 +1,14 @@
-"""``xpcsviewer audit FILE... -o pixels.csv [--top N]``: which pixels make g2 wrong.
+"""``xpcsviewer audit FILE... -o pixels.csv [--top N] [--raw RAW]``: which pixels make g2 wrong.
 
 Reads each file's per-pixel G2/IP/IF stack (``correlate --save-g2-pixel``) one delay
 at a time and ranks its pixels by their leverage on their bin's g2 (the exact change
 when the pixel alone is dropped) with hot-pixel scores against their q-bin and, for
 3 or more files of one detector, against the other files (repeats of a run). Writes
 the ranked table as CSV (atomically; never over an input) and prints the flagged
-pixels. The same code as the G2 pixel tab (:mod:`xpcsviewer.jobs.pixel_audit`).
+pixels. Where a file's raw source is reachable (its config's ``raw``, or ``--raw RAW`` for
+one file), the raw data's fault finder (``xpcsviewer inspect``) adds its hot, dead and
+at-the-cap pixels as rows with their kind (``raw hot_pixel: ...``). The same code as the
+G2 pixel tab (:mod:`xpcsviewer.jobs.pixel_audit`).
 Exit codes: 0 written; 2 a refused output; 3 unreadable inputs or no stack.
 """
 
@@ -30,9 +33,27 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output, list(args.files), overwrite)  # refuse before any work
     quiet = bool(getattr(args, "quiet", False))
     opts = {"hot_z": args.hot_z, "leverage_flag": args.leverage}
+    raw_arg = getattr(args, "raw", None)
+    if raw_arg is not None and len(args.files) != 1:
+        print(f"{PROG}: error: --raw RAW is the raw source of one FILE (got "
+              f"{len(args.files)} files; without --raw each file's own is used)",
+              file=sys.stderr)
+        return 2
     with TextProgressBar("audit", enabled=not quiet) as bar:
         audits = audit_files(list(args.files), progress=bar, **opts)
-    out = write_audit_csv(args.output, audits, top=args.top)
+    raws = []
+    if not getattr(args, "no_raw", False):
+        from xpcsviewer.jobs.raw_findings import inspect_for_result
+
+        for f in args.files:
+            with TextProgressBar("inspect", enabled=not quiet) as bar:
+                ins, what = inspect_for_result(f, raw_arg, progress=bar)
+            raws.append(ins)
+            if not quiet:
+                print(f"{f}: raw data " + (f"inspected: {what}: " + ", ".join(
+                    f"{k} {n}" for k, n in _pixel_counts(ins).items()) if ins is not None
+                    else f"not inspected: {what}"), file=sys.stderr)
+    out = write_audit_csv(args.output, audits, top=args.top, raw=raws or None)
     if not quiet:
         for a in audits:
             n = int(a.flagged.sum())
@@ -41,6 +62,15 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def _pixel_counts(ins) -> dict[str, int]:
+    from xpcsviewer.jobs.raw_findings import pixel_findings
+
+    counts = {"hot_pixel": 0, "dead_pixel": 0, "at_cap": 0}
+    for _r, _c, kind, _d in pixel_findings(ins):
+        counts[kind] += 1
+    return counts
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,3 +89,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="flag pixels that move their bin's g2 by more than L error bars "
                         "(default 1)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing PIXELS.csv")
+    p.add_argument("--raw", default=None, metavar="RAW",
+                   help="the raw source of the (one) FILE, when the one it records is not "
+                        "reachable: its fault finder's hot, dead and at-cap pixels are added")
+    p.add_argument("--no-raw", action="store_true",
+                   help="do not inspect the raw sources (a pass over the raw data)")

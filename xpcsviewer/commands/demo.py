@@ -5,7 +5,8 @@ A complete demo set in DIR (judged by what each file records, see
 simulated. A file in the way that is not a complete demo file of this version and
 seed is refused (exit 2, one line per file) unless ``--overwrite`` is given, which
 simulates the whole set again. Besides the result files, DIR/raw holds one small
-photon-sparse acquisition per raw layout with its q-map, and DIR/raw/truth.json.
+photon-sparse acquisition per raw layout with its q-map, three acquisitions with planted
+faults (dense HDF5, Rigaku 2-bit, ESRF CSR), and DIR/raw/truth.json.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"simulated {len(files.simulated)} demo result files into {where}")
     if (out / "raw" / "truth.json").is_file():
-        print(f"photon-sparse raw files (one per layout), their q-maps and truth: {out}/raw "
-              "(truth.json)")
+        print(f"raw files (one photon-sparse acquisition per layout, three with planted "
+              f"faults), their q-maps and truth: {out}/raw (truth.json)")
     if getattr(args, "no_gui", False):
         print(f"look at them with: xpcsviewer info {out}/*_results.hdf   or   xpcsviewer {out}")
         return 0

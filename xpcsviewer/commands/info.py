@@ -1,11 +1,14 @@
-"""``xpcsviewer info FILE... [--json] [--qmap QMAP]``: a summary of result files and raw
-sources.
+"""``xpcsviewer info FILE... [--json] [--qmap QMAP] [--inspect]``: a summary of result files
+and raw sources.
 
 A raw source (dense frames or a photon-sparse / event-mode layout, told by its content:
 :func:`~xpcsviewer.io.raw.raw_layout`) is described from its ``summary()``: layout,
 detector shape, frames, frame time, events, occupancy, photons per frame (JSON: in
 ``"files"`` with ``"kind": "raw"``). ``--qmap`` gives the detector shape of layouts that
-store none.
+store none. Their faults take a pass over the data: ``--inspect`` adds the timelines'
+summary and the findings of :func:`~xpcsviewer.jobs.inspect.inspect_source` (JSON:
+``"inspection"`` with ``"findings"`` in the contract of ``xpcsviewer inspect -o``);
+without it a note says how to get them.
 
 A per-pixel G2 side file (``X_results_G2.hdf``, written beside its result file by
 ``correlate --save-g2-pixel`` and the demo) is described, not failed: the stack's
@@ -296,6 +299,9 @@ def run(args: argparse.Namespace) -> int:
     sides = [r for r in records if r.get("side_file")]
     raws = [r for r in records if r.get("kind") == "raw"]
     records = [r for r in records if not r.get("side_file") and r.get("kind") != "raw"]
+    code = result.exit_code
+    if getattr(args, "inspect", False) and raws:
+        code = max(code, _inspect_raws(raws, args))
     if args.json:
         out = []
         for r in records + raws:
@@ -350,10 +356,62 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {name}: {s['layout_text']}")
             for w in s["warnings"]:
                 print(f"note: {name}: {w}")
+        for s in raws:
+            _print_inspection(s)
+        if not getattr(args, "inspect", False):
+            print("note: faults (hot and dead pixels, cosmic rays, empty frames, counts at "
+                  "the cap, modulations) take a pass over the data: xpcsviewer info --inspect "
+                  "RAW, or xpcsviewer inspect RAW")
     if not args.json:
         for s in sides:
             print(_side_note(s))
-    return result.exit_code
+    return code
+
+
+def _inspect_raws(raws: list[dict[str, Any]], args: argparse.Namespace) -> int:
+    """``--inspect``: one pass over each raw source (:func:`~xpcsviewer.jobs.inspect.
+    inspect_source`, with ``--qmap`` and ``--bin-time``); its timelines' summary and
+    findings go into its record (``"inspection"``). Returns 3 when one could not be
+    inspected (said in its record and on stderr)."""
+    from xpcsviewer.io.errors import XpcsFileError
+    from xpcsviewer.jobs.inspect import inspect_source
+    from xpcsviewer.jobs.raw_findings import finding_rows, timeline_summary
+    from xpcsviewer.progress import TextProgressBar
+
+    code = 0
+    for r in raws:
+        path = r["path"]
+        try:
+            with TextProgressBar("inspect", enabled=not getattr(args, "quiet", False)) as bar:
+                ins = inspect_source(path, qmap=getattr(args, "qmap", None),
+                                     bin_time=getattr(args, "bin_time", None), progress=bar)
+        except (XpcsFileError, ValueError) as exc:
+            why = exc.one_line() if isinstance(exc, XpcsFileError) else f"{path}: {exc}"
+            print(f"xpcsviewer info: not inspected: {why}", file=sys.stderr)
+            r["inspection"] = {"error": why}
+            code = EXIT_BAD_INPUT
+            continue
+        r["inspection"] = {"summary": dict(timeline_summary(ins)),
+                           "counter_cap": ins.counter_cap,
+                           "rows": finding_rows(ins), **ins.findings_json()}
+    return code
+
+
+def _print_inspection(s: dict[str, Any]) -> None:
+    """The timelines' summary and the findings table of a raw record (``--inspect``)."""
+    ins = s.get("inspection")
+    if not ins or "error" in ins:
+        return
+    name = str(s["path"]).rstrip("/").rsplit("/", 1)[-1]
+    print(f"\n{name}: one pass over the data")
+    for k, v in ins["summary"].items():
+        print(f"  {k}: {v}")
+    rows = ins["rows"]
+    if len(rows) > 1:
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+        for r in rows:
+            print("  " + "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True))
+                  + "  " + r[-1])
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -366,3 +424,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qmap", default=None, metavar="QMAP",
                    help="partition file giving the detector shape of raw layouts that "
                         "store none (ESRF sparse, ImageD11, Timepix; docs/sparse-formats.md)")
+    p.add_argument("--inspect", action="store_true",
+                   help="raw sources: one pass over the data for the timelines' summary and "
+                        "the faults found (as `xpcsviewer inspect`; with --qmap its q-bins)")
+    p.add_argument("--bin-time", type=float, default=None, metavar="SECONDS",
+                   help="with --inspect: frames of an event list (Timepix)")

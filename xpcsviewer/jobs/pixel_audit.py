@@ -22,7 +22,7 @@ from xpcsviewer.compute.detector.pixel_audit import (
 from xpcsviewer.jobs._g2_stack import STACK
 from xpcsviewer.progress import CancelToken, ProgressCallback
 
-__all__ = ["audit_file", "audit_files", "write_audit_csv"]
+__all__ = ["audit_file", "audit_files", "raw_rows", "write_audit_csv"]
 
 
 def audit_file(
@@ -96,15 +96,42 @@ def audit_files(
     return with_repeats(out)
 
 
+def raw_rows(audit: PixelAudit, inspection: Any) -> list[list[Any]]:
+    """Rows (as :func:`audit_table_rows`, no header) of the pixels the raw data's fault
+    finder flags (:data:`~xpcsviewer.jobs.raw_findings.PIXEL_KINDS`: hot, dead, at the
+    cap): the audit's bin, q, leverage and z where it scored the pixel, and ``reason``
+    ``raw <kind>: <detail>``."""
+    from xpcsviewer.compute.detector.pixel_audit import audit_table_rows
+    from xpcsviewer.jobs.raw_findings import pixel_findings
+
+    w = int(audit.shape[1])
+    where = {int(p): i for i, p in enumerate(audit.pixel_index)}
+    scored = {int(r[2]) * w + int(r[3]): r for r in audit_table_rows(audit)[1:]}
+    out = []
+    for r, c, kind, detail in pixel_findings(inspection):
+        row = scored.get(r * w + c)
+        if row is None or (r * w + c) not in where:
+            out.append([audit.label, None, r, c, None, None, None, f"raw {kind}: {detail}"])
+            continue
+        why = f"raw {kind}: {detail}" + (f"; {row[7]}" if row[7] else "")
+        out.append([*row[:7], why])
+    return out
+
+
 def write_audit_csv(path: str | os.PathLike, audits: Sequence[PixelAudit],
-                    top: int | None = None) -> Path:
-    """The ranked table of every audit (``top`` rows each), written atomically."""
+                    top: int | None = None, raw: Sequence[Any] | None = None) -> Path:
+    """The ranked table of every audit (``top`` rows each), written atomically; ``raw``
+    (one :class:`~xpcsviewer.model.raw_inspect.RawInspection` or None per audit) adds
+    the rows of the pixels its findings flag (:func:`raw_rows`) after each audit's."""
     from xpcsviewer.io.outputs import atomic_path
 
     rows: list[list[Any]] = []
-    for a in audits:
+    for k, a in enumerate(audits):
         r = audit_table_rows(a, top=top)
         rows.extend(r if not rows else r[1:])
+        ins = raw[k] if raw is not None else None
+        if ins is not None:
+            rows.extend(raw_rows(a, ins))
 
     def write(fh: Any) -> None:
         w = csv.writer(fh)

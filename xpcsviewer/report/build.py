@@ -143,7 +143,8 @@ def _combined_saxs1d(sections: list[dict[str, Any]], dpi: float) -> list[dict[st
 
     caption = "I(q) of every file"
     try:
-        results = [read_result(s["path"]) for s in sections if "error" not in s]
+        results = [read_result(s["path"]) for s in sections
+                   if "error" not in s and s.get("kind") != "raw"]
         if not results:
             return []
         pages = make_figures("saxs1d", results, "double")

@@ -96,6 +96,11 @@ def file_summary(sec: dict[str, Any]) -> dict[str, str]:
     if "error" in sec:
         return dict.fromkeys(SUMMARY_COLUMNS, "") | {"file": sec["path"],
                                                   "failed bins: why": sec["error"]}
+    if sec.get("kind") == "raw":
+        n = sum(1 for r in sec["raw"]["findings"][1:])
+        return dict.fromkeys(SUMMARY_COLUMNS, "\u2013") | {
+            "file": sec["label"], "bins": "raw source",
+            "failed bins: why": f"{n} raw-data findings (its Raw data section)"}
     conv = _conv(sec)
     cs = sorted(b["contrast"] for b in conv if b["contrast"] is not None)
     if cs:

@@ -87,11 +87,35 @@ def _bin_table(sec: dict[str, Any], anchor: str) -> str:
     return f'<table class="bins"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
+def _raw_html(raw: dict[str, Any] | None) -> list[str]:
+    """The Raw data part: the timelines' summary and the findings table (nothing when the
+    result records no raw source)."""
+    if raw is None:
+        return []
+    out = ["<h3>Raw data</h3>"]
+    if "summary" not in raw:
+        return [*out, f'<p class="note">{_e(raw["note"])}</p>']
+    out += [f"<p>One pass over {_e(raw['what'])}: timelines and the fault finder "
+            "(as <code>xpcsviewer inspect</code>).</p>", _kv_table(raw["summary"])]
+    rows = raw["findings"]
+    if len(rows) > 1:
+        head = "".join(f"<th>{_e(c)}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>"
+                       for r in rows[1:])
+        out.append(f'<table class="findings"><tr>{head}</tr>{body}</table>')
+    if raw.get("note"):
+        out.append(f'<p class="note">{_e(raw["note"])}</p>')
+    return out
+
+
 def _file_section(sec: dict[str, Any], k: int) -> str:
     anchor = f"file{k + 1}"
     if "error" in sec:
         return (f'<section id="{anchor}"><h2>{k + 1}. {_e(sec["path"])}</h2>'
                 f'<p class="error">not read: {_e(sec["error"])}</p></section>')
+    if sec.get("kind") == "raw":
+        return "\n".join([f'<section id="{anchor}"><h2>{k + 1}. {_e(sec["label"])}</h2>',
+                          *_raw_html(sec["raw"]), "</section>"])
     d, st = sec["diffusion"], sec["stability"]
     parts = [f'<section id="{anchor}"><h2>{k + 1}. {_e(sec["label"])}</h2>',
              "<h3>Provenance</h3>", _kv_table(provenance_rows(sec))]
@@ -105,6 +129,7 @@ def _file_section(sec: dict[str, Any], k: int) -> str:
               + "</p>",
               *_ages_html(sec),
               "<h3>Data quality</h3>", _kv_table(quality_rows(sec)),
+              *_raw_html(sec.get("raw")),
               "<h3>Figures</h3>", _figures(sec["figures"], sec["label"]), "</section>"]
     return "\n".join(parts)
 

@@ -63,6 +63,8 @@ def _file_items(sec: dict[str, Any], k: int) -> list[tuple[str, Any]]:
     if "error" in sec:
         return items + _lines("h2", f"{k + 1}. {sec['path']}") + _lines(
             "p", f"not read: {sec['error']}")
+    if sec.get("kind") == "raw":
+        return items + _lines("h2", f"{k + 1}. {sec['label']}") + _raw_items(sec["raw"])
     items += _lines("h2", f"{k + 1}. {sec['label']}") + _lines("h3", "Provenance")
     for name, v in provenance_rows(sec):
         items += _lines("p", f"{name}: {v}")
@@ -96,7 +98,27 @@ def _file_items(sec: dict[str, Any], k: int) -> list[tuple[str, Any]]:
     items += _lines("h3", "Data quality")
     for name, v in quality_rows(sec):
         items += _lines("p", f"{name}: {v}")
+    items += _raw_items(sec.get("raw"))
     items += _figure_items(sec["figures"], sec["label"])
+    return items
+
+
+def _raw_items(raw: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """The Raw data part (see :func:`xpcsviewer.report.html._raw_html`)."""
+    if raw is None:
+        return []
+    items = _lines("h3", "Raw data")
+    if "summary" not in raw:
+        return items + _lines("p", raw["note"])
+    items += _lines("p", f"One pass over {raw['what']}: timelines and the fault finder.")
+    for name, v in raw["summary"]:
+        items += _lines("p", f"{name}: {v}")
+    for r in raw["findings"][1:]:
+        items += _lines("p", f"{r[0]}, frames {r[1]}, pixels {r[2]}"
+                        + (f", {r[3]} Hz" if r[3] != "\u2013" else "")
+                        + (f", q-bin {r[4]}" if r[4] != "\u2013" else "") + f": {r[5]}")
+    if raw.get("note"):
+        items += _lines("p", raw["note"])
     return items
 
 

@@ -383,7 +383,9 @@ def _image_part(res: Any, p: Path, dpi: float, figures: bool, saxs1d: bool,
     quality = _quality(res, prov)
     quality["audit"] = _audit(res, p)
     kinds = (*(k for k, _ in FIGURE_ORDER if k not in FIT_FIGURES), "twotime")
-    return {"label": res.label, "provenance": prov,
+    from xpcsviewer.report.raw_section import raw_part
+
+    return {"label": res.label, "provenance": prov, "raw": raw_part(res),
             "sample": {k: (v if isinstance(v, (int, float, str)) else str(v))
                        for k, v in dict(res.sample).items()},
             "stability": _stability(res), "quality": quality,
@@ -392,7 +394,10 @@ def _image_part(res: Any, p: Path, dpi: float, figures: bool, saxs1d: bool,
 
 
 def merge_parts(path: str, fit: dict[str, Any], image: dict[str, Any]) -> dict[str, Any]:
-    """One file's section from its two parts (figures in :data:`FIGURE_ORDER`)."""
+    """One file's section from its two parts (figures in :data:`FIGURE_ORDER`); a raw
+    source's is its image part."""
+    if image.get("kind") == "raw":
+        return image
     for part in (fit, image):
         if "error" in part:
             return {"path": str(path), "error": part["error"]}
@@ -408,6 +413,10 @@ def file_part(path: str, part: str, dpi: float = 100.0, figures: bool = True,
     ``qmap_as``: an earlier file with the same q-map (its figure is not drawn again).
     """
     p = Path(path)
+    from xpcsviewer.report.raw_section import is_raw_source, raw_source_section
+
+    if is_raw_source(p):  # a raw source given itself: its Raw data section alone
+        return raw_source_section(p) if part == "images" else {"kind": "raw"}
     res, err = _read(p)
     if err is not None:
         return err

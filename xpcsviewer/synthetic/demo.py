@@ -43,9 +43,11 @@ from xpcsviewer.synthetic.demo_sparse import (
     file_digest,
     make_sparse,
     raw_paths,
+    time_tag,
     truth_document,
 )
 from xpcsviewer.synthetic.demo_specs import DEMO_RECORD, DEMO_SPECS, DEMO_VERSION
+from xpcsviewer.synthetic.raw_sim import DENSE_LAYOUTS
 from xpcsviewer.synthetic.simulated import simulate_result
 
 __all__ = [
@@ -195,7 +197,7 @@ def _check_sparse(out: Path, spec: dict[str, Any], index: int, seed: int) -> str
     f, got = opened
     with f:
         try:
-            truth_key = "tau" if spec["layout"] == "timepix" else "D"
+            truth_key = "tau" if time_tag(spec) else "D"
             for name in ("xpcs/qmap/dynamic_roi_map", "xpcs/temporal_mean/scattering_2d",
                          f"entry/sample/{truth_key}", "xpcs/multitau/delay_list",
                          "xpcs/multitau/normalized_g2", "xpcs/multitau/normalized_g2_err",
@@ -204,10 +206,11 @@ def _check_sparse(out: Path, spec: dict[str, Any], index: int, seed: int) -> str
                     return f"dataset /{name} is missing"
             corr = f["xpcs/multitau/config/path"][()]
             corr = corr.decode() if isinstance(corr, bytes) else str(corr)
-            if corr != "sparse":
-                return f"/xpcs/multitau/config/path is {corr!r}, expected 'sparse'"
+            want = "dense" if spec["layout"] in DENSE_LAYOUTS else "sparse"
+            if corr != want:
+                return f"/xpcs/multitau/config/path is {corr!r}, expected {want!r}"
             g2 = f["xpcs/multitau/normalized_g2"][()]  # reads: a damaged chunk fails here
-            if spec["layout"] != "timepix" and g2.shape[0] != _n_delays(spec):
+            if not time_tag(spec) and g2.shape[0] != _n_delays(spec):
                 return f"/xpcs/multitau/normalized_g2 has {g2.shape[0]} delays, " \
                        f"expected {_n_delays(spec)}"
             for key in ("raw_files", "truth_json"):

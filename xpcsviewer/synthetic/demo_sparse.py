@@ -40,6 +40,7 @@ __all__ = [
     "make_sparse",
     "raw_paths",
     "sparse_truth",
+    "time_tag",
     "truth_document",
 ]
 
@@ -148,6 +149,10 @@ def _raw_names(spec: dict[str, Any]) -> list[str]:
         return [f"{name}_sparse.h5"]
     if layout == "timepix":
         return [f"{name}_events.h5"]
+    if layout == "hdf5":
+        return [f"{name}.h5"]
+    if layout == "npy":
+        return [f"{name}.npy"]
     raise ValueError(f"unknown sparse layout {layout!r}")
 
 
@@ -213,12 +218,18 @@ def _roi_slices(spec: dict[str, Any]) -> tuple[slice, slice]:
 
 
 # ---------------------------------------------------------------------- truth
+def time_tag(spec: dict[str, Any]) -> bool:
+    """A Timepix spec of photon arrival times correlated per tick (no ``frame_time``; a
+    Timepix spec with one is simulated in frames and read with that bin time)."""
+    return spec["layout"] == "timepix" and "frame_time" not in spec["acquisition"]
+
+
 def sparse_truth(spec: dict[str, Any]) -> dict[str, tuple[Any, str]]:
     """The truth of a spec as ``{key: (value, unit)}`` (D in Angstrom^2/s for the
     Brownian ones; tau and contrast for the time-tag one)."""
     from xpcsviewer.synthetic.simulated import sample_truth
 
-    if spec["layout"] != "timepix":
+    if not time_tag(spec):
         return sample_truth(spec)
     smp = spec["sample"]
     m = max(1, round(1.0 / float(smp["contrast"])))
@@ -240,149 +251,97 @@ def truth_document(entries: list[dict[str, Any]], seed: int, version: int) -> di
 
 
 # ---------------------------------------------------------------------- simulation
-def _hits_frames(spec: dict[str, Any], q: np.ndarray, mask: np.ndarray, seed: int,
-                 cancel: CancelToken | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Hits (frame, pixel, count) of a frame layout's speckle, plus its dark counts."""
-    from xpcsviewer.synthetic.analytic import sphere_form_factor
-    from xpcsviewer.synthetic.sparse_speckle import speckle_hits
-
-    truth = sparse_truth(spec)
-    acq = spec["acquisition"]
-    rs, cs = _roi_slices(spec)
-    q_roi = q[rs, cs]
-    rate = float(acq["rate"]) * (sphere_form_factor(q_roi, truth["radius"][0])
-                                 + float(acq.get("background", 0.1)))
-    n = int(acq["n_frames"])
-    f, p, c = speckle_hits(
-        q_roi, n, float(acq["frame_time"]), truth["D"][0],
-        detector_shape=q.shape, origin=(rs.start, cs.start),
-        beta=1.0 / truth["speckle_modes"][0], rate=rate, mask=mask[rs, cs],
-        speckle_px=int(acq.get("speckle_px", 2)), seed=seed, cancel=cancel)
-    dark = float(acq.get("dark_per_frame", 0.0))
-    if dark > 0:
-        # a few single counts anywhere on the modules (hot pixels, cosmic rays)
-        rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
-        k = rng.poisson(dark, n)
-        df = np.repeat(np.arange(n, dtype=np.int64), k)
-        free = np.flatnonzero(~_gaps(q.shape).ravel() & ~mask.ravel())
-        dp = free[rng.integers(0, free.size, df.size)]
-        f = np.concatenate([f, df])
-        p = np.concatenate([p, dp])
-        c = np.concatenate([c, np.ones(df.size, c.dtype)])
-        order = np.lexsort((p, f))
-        f, p, c = f[order], p[order], c[order]
-    return f, p, c
-
-
-def _write_raw(spec: dict[str, Any], files: list[Path], hits: Any, shape: tuple[int, int],
-               n_frames: int) -> None:
-    from xpcsviewer.synthetic import sparse_files as sf
-
-    layout = spec["layout"]
-    if layout == "timepix":
-        x, y, toa = hits
-        sf.write_timepix(files[0], x, y, toa, spec["acquisition"]["tick_s"], shape,
-                         overwrite=True)
-        return
-    f, p, c = hits
-    if layout == "rigaku":
-        sf.write_rigaku_bin(files[0], f, p, c, n_frames=n_frames, overwrite=True)
-    elif layout == "rigaku-3m":
-        base = files[0].with_name(files[0].name[: -len(".000")])
-        sf.write_rigaku_3m(base, f, p, c, n_frames=n_frames, overwrite=True)
-    elif layout == "esrf-csr":
-        prefix = files[0].with_name(files[0].name[: -len("_00000.h5")])
-        sf.write_esrf_csr(prefix, f, p, c, n_frames=n_frames, shape=shape,
-                          frames_per_block=int(spec["acquisition"]["frames_per_block"]),
-                          overwrite=True)
-    elif layout == "id11-sparse":
-        sf.write_id11_sparse(files[0], f, p, c, shape, n_frames=n_frames, overwrite=True)
-    else:  # pragma: no cover - _raw_names refused it
-        raise ValueError(layout)
-
-
 def make_sparse(out: str | Path, spec: dict[str, Any], seed: int, record: dict[str, Any],
                 record_group: str, cancel: CancelToken | None = None,
                 overwrite: bool = False) -> Path:
-    """Simulate, write and correlate one sparse acquisition of the demo.
+    """Simulate, write and correlate one raw acquisition of the demo.
 
-    Writes the raw files and the q-map into ``OUT/raw`` and the result
-    ``OUT/NAME_results.hdf`` (each atomically), the result recording ``record`` plus
-    ``raw_files`` (name, size, sha256 of each) and ``truth_json`` (its truth.json entry)
-    under ``record_group``. Returns the result's path.
+    Writes the raw files and the q-map into ``OUT/raw``
+    (:func:`~xpcsviewer.synthetic.raw_sim.write_acquisition`, faults planted) and the
+    result ``OUT/NAME_results.hdf`` (each atomically), correlated on photons (dense
+    frames: on frames), the result recording ``record`` plus ``raw_files`` (name, size,
+    sha256 of each) and ``truth_json`` (its truth.json entry) under ``record_group``.
+    Returns the result's path.
     """
-    from xpcsviewer.compute.pipeline import FrameStream, ResultRecord
+    from xpcsviewer.compute.pipeline import (
+        FrameStream,
+        ResultRecord,
+        correlate_to_result,
+    )
     from xpcsviewer.compute.pipeline_sparse import choose_path, correlate_events_to_result
     from xpcsviewer.compute.spec import CorrelateSpec
     from xpcsviewer.io.raw import open_raw_source
-    from xpcsviewer.io.results.writer import write_qmap_file, write_result
-    from xpcsviewer.synthetic.sparse_speckle import simulate_arrivals
+    from xpcsviewer.io.results.writer import write_result
+    from xpcsviewer.synthetic.raw_sim import write_acquisition
 
     out = Path(out)
-    files, qmap_path = raw_paths(out, spec)
     result_path = out / f"{spec['name']}_results.hdf"
-    qm, q, _phi, mask = _detector(spec)
-    shape = tuple(int(s) for s in q.shape)
-    acq = spec["acquisition"]
+    acq = write_acquisition(out, spec, seed, cancel=cancel)
+    files, qmap_path, qm, shape = acq.files, acq.qmap_path, acq.qmap, acq.shape
     truth = sparse_truth(spec)
-    time_tag = spec["layout"] == "timepix"
-    if time_tag:
-        rs, cs = _roi_slices(spec)
-        x, y, toa = simulate_arrivals(
-            (rs.stop - rs.start, cs.stop - cs.start), float(acq["rate_hz"]),
-            truth["tau"][0], truth["contrast"][0], float(acq["duration_s"]),
-            float(acq["tick_s"]), seed, cancel=cancel)
-        hits: Any = (x + cs.start, y + rs.start, toa)
-        n_frames = None
-    else:
-        n_frames = int(acq["n_frames"])
-        hits = _hits_frames(spec, q, mask, seed, cancel)
-    files[0].parent.mkdir(parents=True, exist_ok=True)
-    _write_raw(spec, files, hits, shape, n_frames)
-    write_qmap_file(qmap_path, qm, source_file="xpcsviewer demo", overwrite=True)
-    del hits
-    with open_raw_source(files[0], shape=shape) as raw:
+    time_tag = acq.time_tag
+    with open_raw_source(files[0], shape=shape, bin_time=acq.bin_time) as raw:
         n = raw.n_frames
-        frame_time = float(raw.frame_time) if time_tag else float(acq["frame_time"])
+        frame_time = float(raw.frame_time) if time_tag else float(acq.frame_time)
         used = ((np.asarray(qm.mask) > 0) & (np.asarray(qm.dynamic_roi_map) > 0)
                 & (np.asarray(qm.static_roi_map) > 0))
-        choice = choose_path("sparse", sparse_source=True, time_tag=time_tag, n_frames=n,
+        photons = bool(raw.sparse)
+        # what the reader counts (a Rigaku file's count-0 word that marks its last frame
+        # included), as `xpcsviewer correlate` records it
+        hits = int(raw.n_events) if photons else acq.hits
+        choice = choose_path("sparse" if photons else "auto", sparse_source=photons,
+                             time_tag=time_tag, n_frames=n,
                              detector_pixels=shape[0] * shape[1],
-                             correlated_pixels=int(used.sum()), hits=raw.n_events,
+                             correlated_pixels=int(used.sum()), hits=hits,
                              mode="multitau")
         config = {**raw.describe(), "raw": os.path.realpath(files[0]), "backend": "numpy",
-                  **choice.as_config(), "raw_events": int(raw.n_events),
+                  **choice.as_config(), "raw_events": hits,
                   "source": "xpcsviewer demo: simulated photon-sparse acquisition",
                   "seed": int(seed)}
         if time_tag:
             config.update(time_tag=True, tick_s=float(raw.tick_s))
-        group = max(1, math.ceil(n / 100_000)) if time_tag else 1
-        made = correlate_events_to_result(
-            FrameStream(lambda: raw.iter_events(), n, frame_time, raw.stride, raw.avg), qm,
-            CorrelateSpec(mode="multitau"),
-            ResultRecord(path=result_path, raw_path=os.path.realpath(files[0]),
-                         config=config, count_time=frame_time,
-                         start_time="2026-01-01T00:00:00"),
-            cancel=cancel, scattering_group=group)
-        entry = {
-            "name": spec["name"],
-            "layout": spec["layout"],
-            "description": spec.get("description", ""),
-            "files": [f"{RAW_DIR}/{p.name}" for p in files],
-            "open": f"{RAW_DIR}/{files[0].name}",
-            "qmap": f"{RAW_DIR}/{qmap_path.name}",
-            "result": result_path.name,
-            "detector_shape": list(shape),
-            "frames": int(raw.raw_frames),
-            "hits": int(raw.raw_events),
-            "frame_time_s": frame_time,
-            "time_tag": time_tag,
-            "truth": {k: v[0] for k, v in truth.items() if k != "description"},
-            "truth_units": {k: v[1] for k, v in truth.items() if v[1]},
-            "correlate": (f"xpcsviewer correlate {RAW_DIR}/{files[0].name} --qmap "
-                          f"{RAW_DIR}/{qmap_path.name} -o OUT.hdf"
-                          + ("" if time_tag else f" --frame-time {frame_time:g}")),
-        }
+        record_of = ResultRecord(path=result_path, raw_path=os.path.realpath(files[0]),
+                                 config=config, count_time=frame_time,
+                                 start_time="2026-01-01T00:00:00")
+        if photons:
+            group = max(1, math.ceil(n / 100_000)) if time_tag else 1
+            made = correlate_events_to_result(
+                FrameStream(lambda: raw.iter_events(), n, frame_time, raw.stride, raw.avg),
+                qm, CorrelateSpec(mode="multitau"), record_of, cancel=cancel,
+                scattering_group=group)
+        else:
+            made = correlate_to_result(
+                FrameStream(lambda: raw.iter_chunks(256, reuse=True), n, frame_time), qm,
+                CorrelateSpec(mode="multitau"), record_of, cancel=cancel)
+        raw_frames = int(raw.raw_frames)
+        raw_hits = int(raw.raw_events) if photons else acq.hits
+    entry = {
+        "name": spec["name"],
+        "layout": spec["layout"],
+        "description": spec.get("description", ""),
+        "files": [f"{RAW_DIR}/{p.name}" for p in files],
+        "open": f"{RAW_DIR}/{files[0].name}",
+        "qmap": f"{RAW_DIR}/{qmap_path.name}",
+        "result": result_path.name,
+        "detector_shape": list(shape),
+        "frames": raw_frames,
+        "hits": raw_hits,
+        "frame_time_s": frame_time,
+        "time_tag": time_tag,
+        "truth": {k: v[0] for k, v in truth.items() if k != "description"},
+        "truth_units": {k: v[1] for k, v in truth.items() if v[1]},
+        "correlate": (f"xpcsviewer correlate {RAW_DIR}/{files[0].name} --qmap "
+                      f"{RAW_DIR}/{qmap_path.name} -o OUT.hdf"
+                      + _time_options(acq, frame_time)),
+    }
+    if "faults" in spec:
+        entry.update(
+            counter_cap=acq.counter_cap,
+            faults=acq.faults,
+            inspect=(f"xpcsviewer inspect {RAW_DIR}/{files[0].name} --qmap "
+                     f"{RAW_DIR}/{qmap_path.name}" + _time_options(acq, frame_time)
+                     + (f" --cap {acq.counter_cap}" if acq.counter_cap is not None else "")
+                     + " -o findings.json"))
     res = made.result
     res.path = result_path
     res.sample = {k: v[0] for k, v in truth.items()}
@@ -391,3 +350,12 @@ def make_sparse(out: str | Path, spec: dict[str, Any], seed: int, record: dict[s
     full = {**record, "raw_files": json.dumps(digests), "truth_json": json.dumps(entry)}
     res.metadata.update({f"{record_group.strip('/')}/{k}": v for k, v in full.items()})
     return write_result(result_path, res, saxs_2d=made.saxs_2d, overwrite=overwrite)
+
+
+def _time_options(acq: Any, frame_time: float) -> str:
+    """The command-line options that give a raw file its frames' clock."""
+    if acq.time_tag:
+        return ""
+    if acq.bin_time is not None:
+        return f" --bin-time {acq.bin_time:g}"
+    return f" --frame-time {frame_time:g}"

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from xpcsviewer.synthetic.demo_faults import FAULT_SPECS
 from xpcsviewer.synthetic.demo_sparse import SPARSE_SPECS
 
 __all__ = ["DEMO_RECORD", "DEMO_SPECS", "DEMO_VERSION"]
 
 #: Bump when the simulator or correlator changes what a demo file holds: files of
 #: another version are then not reused (``xpcsviewer demo`` asks for --overwrite).
-DEMO_VERSION = 2  # 2: the two-time files state tau(t_w) (issue 35), C02 and H01 added
+DEMO_VERSION = 3  # 2: the two-time files state tau(t_w) (issue 35), C02 and H01 added;
+#                  3: the raw folder's faulty acquisitions R01-R03 (issue 45)
 #: Where each demo file records what it is (version, name, seeds, spec hash).
 DEMO_RECORD = "/xpcs/demo"
 
@@ -256,4 +258,8 @@ DEMO_SPECS: list[dict[str, Any]] = [
         # pixel_groups: two-time maps of 16 groups of 8-px tiles (errors of the age cuts)
         "twotime": {"n_frames": 500, "bins": [1, 2, 3, 4], "pixel_groups": 16},
     },
+    # Raw acquisitions with planted faults and their truth (issue 45; last, so that the
+    # other files keep their seeds): dense HDF5, Rigaku 2-bit, ESRF CSR, for the fault
+    # finder of `xpcsviewer inspect` and the Raw tab.
+    *FAULT_SPECS,
 ]

@@ -1,4 +1,4 @@
-"""Writers of the photon-sparse and event raw layouts, from hits.
+"""Writers of the raw layouts (photon-sparse, event and dense frames), from hits.
 
 Each writer takes the hits of a sparse movie, in frame order: ``frame`` (non-decreasing
 frame numbers from 0), ``pixel`` (flat detector index ``row * W + col``) and ``count``
@@ -10,7 +10,9 @@ frame numbers from 0), ``pixel`` (flat detector index ``row * W + col``) and ``c
 - :func:`write_esrf_csr`: ESRF ID10 CSR HDF5, one file or a block series;
 - :func:`write_id11_sparse`: ImageD11 sparse frames (``nnz``, ``row``, ``col``,
   ``intensity``);
-- :func:`write_timepix`: a Timepix event list (``x``, ``y``, ``toa`` in integer ticks).
+- :func:`write_timepix`: a Timepix event list (``x``, ``y``, ``toa`` in integer ticks);
+- :func:`write_dense`: dense frames, HDF5 ``/entry/data/data`` (compressed, with the frame
+  time and the detector's saturation value) or ``.npy``, formed a chunk of frames at a time.
 
 Every file is written under a temporary name beside the target and renamed onto it
 (:func:`xpcsviewer.io.outputs.atomic_path`), and an existing file is never replaced
@@ -29,6 +31,7 @@ import h5py
 import numpy as np
 
 from xpcsviewer.io.outputs import atomic_path
+from xpcsviewer.io.raw.dense import FRAME_TIME
 from xpcsviewer.io.results.writer import atomic_h5
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "RIGAKU_3M_SHAPE",
     "RIGAKU_MODULE_SHAPE",
     "rigaku_words",
+    "write_dense",
     "write_esrf_csr",
     "write_id11_sparse",
     "write_rigaku_3m",
@@ -448,5 +452,82 @@ def write_timepix(path: str | Path, x: Any, y: Any, toa_ticks: Any, tick_s: floa
         if tots is not None:
             _dataset(g, "tot", tots, compression)
         g.attrs["detector_shape"] = np.array([h, w], dtype=np.int64)
+
+    return _write_h5(path, fill)
+
+
+# ---------------------------------------------------------------------- dense frames
+#: where the dense writer states the counter's saturation value (the NeXus NXdetector
+#: field, beside the frame time the reader takes)
+DENSE_SATURATION = "/entry/instrument/detector_1/saturation_value"
+
+
+def _dense_chunks(f: np.ndarray, p: np.ndarray, c: np.ndarray, n: int, shape: tuple[int, int],
+                  dtype: np.dtype, chunk: int):
+    """(first frame, (k, H, W) frames) from the hits, ``chunk`` frames at a time."""
+    h, w = shape
+    edges = np.searchsorted(f, np.arange(0, n + chunk, chunk).clip(max=n), side="left")
+    for j, a in enumerate(range(0, n, chunk)):
+        b = min(n, a + chunk)
+        e0, e1 = edges[j], edges[j + 1]
+        block = np.zeros((b - a) * h * w, dtype=dtype)
+        np.add.at(block, (f[e0:e1] - a) * (h * w) + p[e0:e1], c[e0:e1].astype(dtype))
+        yield a, block.reshape(b - a, h, w)
+
+
+def write_dense(path: str | Path, frame: Any, pixel: Any, count: Any,
+                shape: tuple[int, int], *, n_frames: int | None = None,
+                frame_time: float | None = None, saturation: int | None = None,
+                dtype: Any = np.uint16, compression: str | None = "lzf",
+                chunk: int = 64, overwrite: bool = False) -> Path:
+    """Dense frames (frames, rows, cols) from hits: HDF5 ``/entry/data/data`` or ``.npy``.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.npy``: a NumPy array file (no frame time); otherwise HDF5.
+    frame, pixel, count : (n,) arrays
+        Hits in frame order, ``pixel = row * W + col``.
+    shape : (rows, cols)
+    n_frames : int, optional
+        Frames (default: the last hit's frame + 1).
+    frame_time : float, optional
+        Seconds per frame, written to ``/entry/instrument/detector_1/frame_time``.
+    saturation : int, optional
+        The counter's saturation value (``.../saturation_value``).
+    dtype :
+        Counts' dtype (a count above its maximum is an error).
+    compression : str or None
+        HDF5 filter of the frames, chunked one frame at a time.
+    chunk : int
+        Frames formed at once (memory: ``chunk`` frames).
+    overwrite : bool
+    """
+    path = Path(path)
+    _refuse_existing([path], overwrite)
+    h, w = int(shape[0]), int(shape[1])
+    f, p, c, n = _hits(frame, pixel, count, h * w, n_frames)
+    dt = np.dtype(dtype)
+    if c.size and dt.kind in "iu" and int(c.max()) > np.iinfo(dt).max:
+        raise ValueError(f"a count of {int(c.max())} does not fit {dt}")
+    if path.suffix.lower() == ".npy":
+        with atomic_path(path) as tmp:
+            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dt, shape=(n, h, w))
+            for a, block in _dense_chunks(f, p, c, n, (h, w), dt, chunk):
+                out[a:a + block.shape[0]] = block
+            out.flush()
+            del out
+        return path
+
+    def fill(hf: h5py.File) -> None:
+        kw = _compression(compression)
+        ds = hf.create_dataset("/entry/data/data", shape=(n, h, w), dtype=dt,
+                               chunks=(1, h, w), **kw)
+        for a, block in _dense_chunks(f, p, c, n, (h, w), dt, chunk):
+            ds[a:a + block.shape[0]] = block
+        if frame_time is not None:
+            hf[FRAME_TIME] = float(frame_time)
+        if saturation is not None:
+            hf[DENSE_SATURATION] = int(saturation)
 
     return _write_h5(path, fill)
