@@ -42,15 +42,19 @@ LINT := $(BIN)/ruff check xpcsviewer tests benchmarks scripts
 lint: $(VENV)/.installed-test
 	$(LINT)
 
+# Two worker processes (pytest-xdist): CI has two cores, and most tests wait on Python, not
+# on both cores; PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= 2
+
 test: $(VENV)/.installed-test
 	@$(MAKE) --no-print-directory $(VENV)/.kernels
 	$(LINT)
-	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest $(PYTEST_ARGS)
+	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-test
 	@$(MAKE) --no-print-directory $(VENV)/.kernels
 	$(LINT)
-	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	QT_QPA_PLATFORM=offscreen JAX_PLATFORMS=cpu $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 # On demand, minutes each; tools missing from .bench-venvs/ are skipped with a message.
 bench: $(VENV)/.installed-test

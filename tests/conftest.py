@@ -18,8 +18,11 @@ os.environ.setdefault("XPCSVIEWER_WRITING_WINDOW_S", "0")
 # The GUI's start-up compilation of the fits is tested on its own (tests/gui/test_warmup.py).
 os.environ.setdefault("XPCS_GUI_WARMUP", "0")
 # Sessions and settings of the GUI must never touch the user's real config.
+# One folder per pytest-xdist worker: two workers must never share a session file.
 os.environ.setdefault(
-    "XPCSVIEWER_CONFIG_DIR", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "config")
+    "XPCSVIEWER_CONFIG_DIR",
+    str(Path(__file__).resolve().parents[1] / ".pytest_cache"
+        / f"config-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"),
 )
 
 import numpy as np
