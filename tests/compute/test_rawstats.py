@@ -106,9 +106,15 @@ def test_kernel_equals_numpy_twin_candidates_included():
     np.testing.assert_array_equal(a.bin_photons, b.bin_photons)
 
 
-def test_dense_chunks_equal_the_reference_and_the_hits():
+@pytest.mark.parametrize("engine", ["compiled", "array"])
+def test_dense_chunks_equal_the_reference_and_the_hits(engine):
+    """Unsigned counts: the compiled engine passes the lit pixels to the hits' kernel,
+    the array engine takes the NumPy passes over whole frames."""
+    if engine == "compiled":
+        pytest.importorskip("numba")
     x, bins, valid = _movie(seed=8)
-    acc = RawStatsAccumulator(x.shape[1:], x.shape[0], valid=valid, bins=bins, caps=(15,))
+    acc = RawStatsAccumulator(x.shape[1:], x.shape[0], valid=valid, bins=bins, caps=(15,),
+                              engine=engine)
     for a in range(0, x.shape[0], 7):
         acc.add_frames(a, x[a:a + 7].astype(np.uint16))
     dense = acc.finish(15)
