@@ -85,6 +85,13 @@ def test_empty_and_dropped_frames():
     y[1400, 0, 0] = 3
     emp = [f for f in _run(y) if f.kind == "empty_frames"]
     assert [f.frames for f in emp] == [(50, 51), (999, 999), (1400, 1400)]
+    # a bright spot (two pixels, 10^4 counts each) lit in the first 1200 frames only: the
+    # frames after it are not empty, the block inside them is (demo R03's case)
+    z = rng.poisson(0.05, (N, H, W))
+    z[:1200, 5, 5:7] = 10_000
+    z[1500:1530] = 0
+    emp = [f for f in _run(z) if f.kind == "empty_frames"]
+    assert [f.frames for f in emp] == [(1500, 1529)]
 
 
 def test_pixels_and_frames_at_the_cap():
@@ -126,3 +133,25 @@ def test_power_spectrum_of_a_sine():
     assert f.shape == p.shape == (n // 2 + 1,)
     assert f[np.argmax(p)] == pytest.approx(10.0)
     assert p.sum() * 2 / n == pytest.approx(0.5, rel=1e-9)  # Parseval: the sine's variance
+
+
+def test_a_lasting_line_against_a_step_and_a_burst():
+    """lasting(): a steady sinusoid is present in every quarter of the run; a step (a
+    spot that comes and goes) or a line in one half only is not a lasting modulation,
+    however strong its power over the whole run."""
+    from xpcsviewer.compute.rawstats.spectrum import _line, lasting, line_threshold
+
+    n = 4000
+    rng = np.random.default_rng(5)
+    t = np.arange(n)
+    noise = rng.poisson(50.0, n).astype(np.float64)
+    cases = {
+        "steady": (noise + 6.0 * np.sin(2 * np.pi * 37.3 * t / n), True),
+        "step": (noise + 40.0 * ((t >= 1200) & (t < 1600)), False),
+        "burst": (noise + 12.0 * np.sin(2 * np.pi * 37.3 * t / n) * (t < n // 2), False),
+    }
+    thr = line_threshold(n // 2, 256)
+    for name, (x, want) in cases.items():
+        j, r, _spec, _ratio, level = _line(x, 4, 256)
+        assert r > thr, name  # each is a line by its power over the whole run
+        assert lasting(x, float(j), float(level[j]), r) is want, name

@@ -139,9 +139,6 @@ def test_no_false_alarm_on_clean_acquisitions(tmp_path, layout, cap):
         assert found == [], f"seed {seed}: {found}"
 
 
-@pytest.mark.xfail(strict=True, reason="the modulation finder takes a step in a q-bin's "
-                   "intensity (a bright spot at the cap that comes and goes, or drops with "
-                   "a block of empty frames) for a line below 1 Hz")
 @pytest.mark.parametrize("kinds, spot", [(("at_cap",), (200, 399)),
                                          (("at_cap", "empty_frames"), (0, N - 1))])
 def test_a_step_in_a_bins_intensity_is_not_a_line(tmp_path, kinds, spot):

@@ -175,6 +175,23 @@ def _groups_8(flat: np.ndarray, shape: tuple[int, int]) -> list[np.ndarray]:
     return [g.pixels for g in groups]
 
 
+def _local_levels(s: np.ndarray, tested: np.ndarray, mu: np.ndarray,
+                  shape: tuple[int, int]) -> tuple[np.ndarray, float]:
+    """(median of each pixel's 5 x 5 neighbourhood of sums, untested pixels taken at
+    their ``mu``; the excess spread beta of sums around those medians)."""
+    from scipy.ndimage import median_filter
+
+    img = np.where(tested, s, mu).reshape(shape)
+    local = median_filter(median_filter(img, size=(1, 5), mode="reflect"),
+                          size=(5, 1), mode="reflect").reshape(-1)
+    ok = tested & (local > 0)
+    if np.count_nonzero(ok) < 20:
+        return local, np.inf
+    r = _trimmed(s[ok] / local[ok])
+    inv = _trimmed(1.0 / local[ok])
+    return local, max(0.0, float(r.var() - inv.mean()))
+
+
 def find_dead_pixels(stats: RawStats, levels=None) -> list[Finding]:
     """Pixels with no count where their bin's law makes that impossible
     (:data:`DEAD_LOG_P`): one finding per 8-connected group."""
@@ -184,6 +201,14 @@ def find_dead_pixels(stats: RawStats, levels=None) -> list[Finding]:
     if cand.size == 0:
         return []
     m, b = mu[cand], beta[cand]
+    if stats.bin_photons is not None:
+        # a bin's spread includes its I(q) slope (wide bins near the beam): against
+        # it, no count where 150 are expected can look possible. The pixel's own
+        # neighbourhood, with the spread of sums around their neighbourhoods, cannot
+        # hide it (the larger of the two levels, the smaller spread: a dead pixel is
+        # found when either law makes its zero impossible)
+        lm, lb = _local_levels(s, tested, mu, stats.shape)
+        m, b = np.maximum(m, lm[cand]), np.minimum(b, lb)
     with np.errstate(divide="ignore", invalid="ignore"):
         logp0 = np.where(b > 1e-12, -np.log1p(m * b) / np.where(b > 1e-12, b, 1.0), -m)
     dead = cand[logp0 <= DEAD_LOG_P]
@@ -240,13 +265,19 @@ def find_at_cap(stats: RawStats) -> list[Finding]:
     return out
 
 
-def find_empty_frames(photons: np.ndarray) -> list[Finding]:
-    """Runs of frames far below the run's level whose photons are impossibly few for it
-    (:data:`EMPTY_RATIO`, :data:`EMPTY_LOG10_P`); frames with no photon at all in a
-    sparse stream are dropped frames."""
+def find_empty_frames(hit_pixels: np.ndarray, photons: np.ndarray | None = None
+                      ) -> list[Finding]:
+    """Runs of frames far below the run's level whose hit pixels are impossibly few for
+    it (:data:`EMPTY_RATIO`, :data:`EMPTY_LOG10_P`); frames with no hit at all in a
+    sparse stream are dropped frames.
+
+    Hit pixels, not photons: a bright spot or a hot pixel adds thousands of photons to
+    each frame it lights, and a level set by it would take the frames without it for
+    empty; it adds one hit pixel per pixel. ``photons`` (per frame) only go into the
+    detail."""
     from scipy.stats import poisson
 
-    x = np.asarray(photons, dtype=np.float64)
+    x = np.asarray(hit_pixels, dtype=np.float64)
     if x.size == 0:
         return []
     level = float(np.median(x))
@@ -261,9 +292,14 @@ def find_empty_frames(photons: np.ndarray) -> list[Finding]:
         l10 = float(poisson.logcdf(math.floor(k), m)) / math.log(10.0)
         if l10 > EMPTY_LOG10_P:
             continue
-        what = "no photon" if k == 0 else f"{k:.4g} photons"
-        detail = (f"{b - a + 1} frame(s) with {what} where {level:.4g} per frame are "
-                  f"expected (tail {_tail(l10)})")
+        if k == 0:
+            what = "no hit pixel"
+        else:
+            what = f"{k:.4g} hit pixels"
+            if photons is not None:
+                what += f" ({float(np.sum(photons[a:b + 1])):.4g} photons)"
+        detail = (f"{b - a + 1} frame(s) with {what} where {level:.4g} hit pixels per "
+                  f"frame are expected (tail {_tail(l10)})")
         out.append(Finding("empty_frames", (a, b), (), None, detail, None, min(-l10, 1e300)))
     return out
 
@@ -295,7 +331,8 @@ def find_faults(stats: RawStats, frame_time: float | None = None) -> list[Findin
     (most significant first)."""
     levels = pixel_levels(stats)
     found = (find_hot_pixels(stats, levels) + find_dead_pixels(stats, levels)
-             + find_cosmics(stats) + find_empty_frames(stats.photons) + find_at_cap(stats))
+             + find_cosmics(stats) + find_empty_frames(stats.hit_pixels, stats.photons)
+             + find_at_cap(stats))
     if stats.bin_photons is not None and stats.bin_photons.shape[1]:
         bins = np.arange(1, stats.bin_photons.shape[1] + 1)
         found += find_modulations(stats.bin_photons, frame_time, bins=bins)

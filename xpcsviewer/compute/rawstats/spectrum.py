@@ -18,8 +18,9 @@ import numpy as np
 
 from xpcsviewer.model.raw_inspect import Finding
 
-__all__ = ["MOD_FALSE_ALARMS", "MOD_MIN_CYCLES", "MOD_SEGMENT", "find_modulations",
-           "line_threshold", "noise_level", "power_spectrum", "refine_peak"]
+__all__ = ["MOD_FALSE_ALARMS", "MOD_MIN_CYCLES", "MOD_PARTS", "MOD_SEGMENT", "MOD_TRIES",
+           "find_modulations", "lasting", "line_threshold", "noise_level", "power_spectrum",
+           "refine_peak"]
 
 #: false lines allowed per run, over all frequencies and q-bins: the threshold on
 #: power / level is ln(frequencies x series / MOD_FALSE_ALARMS) (Exp(1) tail)
@@ -31,6 +32,10 @@ MOD_MIN_CYCLES = 4
 #: level's own error (relative sd 1.44 / sqrt(segment), corrected for in the threshold:
 #: :func:`line_threshold`) stays small
 MOD_SEGMENT = 256
+#: a line must last: present in each of this many parts of the run (:func:`lasting`)
+MOD_PARTS = 4
+#: lines above the threshold tried per series, strongest first, for one that lasts
+MOD_TRIES = 5
 
 
 def power_spectrum(trace: np.ndarray, frame_time: float | None) -> tuple[np.ndarray, np.ndarray]:
@@ -93,17 +98,42 @@ def line_threshold(n_tests: int, segment: int) -> float:
     return t0 * 4.0 if disc <= 0 else min((1.0 - math.sqrt(disc)) / s2, t0 * 4.0)
 
 
-def _line(x: np.ndarray, lo: int, segment: int) -> tuple[int, float, np.ndarray, np.ndarray]:
+def _line(x: np.ndarray, lo: int, segment: int
+          ) -> tuple[int, float, np.ndarray, np.ndarray, np.ndarray]:
     """(bin of the largest power/level at bins >= lo, that ratio, complex spectrum,
-    ratios)."""
+    ratios, noise levels)."""
     spec = np.fft.rfft(x - x.mean())
     power = spec.real**2 + spec.imag**2
-    ratio = power / noise_level(power, segment)
+    level = noise_level(power, segment)
+    ratio = power / level
     ratio[:lo] = 0.0
     if x.size % 2 == 0:
         ratio[-1] = 0.0  # Nyquist: real-valued, its own statistics
     j = int(np.argmax(ratio))
-    return j, float(ratio[j]), spec, ratio
+    return j, float(ratio[j]), spec, ratio, level
+
+
+def lasting(x: np.ndarray, fbin: float, level: float, ratio: float,
+            parts: int = MOD_PARTS) -> bool:
+    """Whether a line at ``fbin`` cycles per run (its power/level ``ratio``, ``level`` the
+    noise level there) is a lasting modulation: its power in each of ``parts`` equal
+    parts of the run is at least a quarter of what a steady sinusoid leaves in each
+    (``ratio / parts``: power grows as the length squared, noise as the length). A step
+    puts its low-frequency power in the parts it falls in only; a line just above the
+    threshold passes each part's test with probability ~0.8 (its power there is ~r/4
+    plus an Exp(1) noise)."""
+    n = x.size
+    edges = np.linspace(0, n, parts + 1).astype(np.int64)
+    w = 2.0 * math.pi * fbin / n
+    want = 0.25 * ratio / parts
+    kept = 0
+    for a, b in itertools.pairwise(edges.tolist()):
+        seg = x[a:b] - x[a:b].mean()
+        t = np.arange(a, b, dtype=np.float64)
+        z = np.dot(seg, np.exp(-1j * w * t))
+        r_part = (z.real**2 + z.imag**2) / (level * (b - a) / n)
+        kept += r_part >= want
+    return bool(kept >= parts)
 
 
 def find_modulations(series: np.ndarray, frame_time: float | None, *,
@@ -132,10 +162,23 @@ def find_modulations(series: np.ndarray, frame_time: float | None, *,
         xc = x[:, col]
         if not np.any(xc != xc[0]):
             continue
-        j, r, spec, _ = _line(xc, lo, seg)
+        j, r, spec, ratio, level = _line(xc, lo, seg)
         if r <= threshold:
             continue
-        fbin = refine_peak(spec, j)
+        # the strongest line that lasts: a step (a spot that comes and goes, a block of
+        # empty frames) also puts power at low frequencies, but in one part of the run
+        for j in np.argsort(ratio)[::-1][:MOD_TRIES]:
+            if ratio[j] <= threshold:
+                j = -1
+                break
+            fbin = refine_peak(spec, int(j))
+            if lasting(xc, fbin, float(level[j]), float(ratio[j])):
+                break
+        else:
+            j = -1
+        if j < 0:
+            continue
+        j, r = int(j), float(ratio[j])
         cyc = fbin / n
         hz = None if frame_time is None or frame_time <= 0 else cyc / float(frame_time)
         where = f"{hz:.4g} Hz" if hz is not None else f"{cyc:.5g} cycles/frame"
