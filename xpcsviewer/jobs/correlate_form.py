@@ -264,7 +264,9 @@ def preview_form(form: CorrelateForm, progress: Any = None, cancel: Any = None) 
         notes = []
         if raw.kept is not None:
             n_ex = sum(b - a + 1 for a, b in raw.excluded)
-            notes.append(f"{n_ex} frames excluded in {len(raw.excluded)} block(s)")
+            nb = len(raw.excluded)
+            notes.append(f"{n_ex} frame{'s' * (n_ex != 1)} excluded in "
+                         f"{nb} block{'s' * (nb != 1)}")
         path = ("on the photons" if plan.photons else "on dense frames")
         if plan.sparse_source:
             path += f" ({plan.path.reason})"

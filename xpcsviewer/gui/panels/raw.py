@@ -533,8 +533,9 @@ class RawPanel(BasePanel):
             new = merge_ranges([*old[1], *new])
         self.context.set_shared(RAW_EXCLUDE_KEY, (self.info.path, new))
         n = sum(b - a + 1 for a, b in new)
-        self.context.show_status(f"Raw: {n:,} frames in {len(new)} ranges left out of a "
-                                 "correlation from the window")
+        ranges = "1 range" if len(new) == 1 else f"{len(new)} ranges"
+        self.context.show_status(f"Raw: {n:,} frame{'s' * (n != 1)} in {ranges} left out of "
+                                 "a correlation from the window")
         return new
 
     def _on_save(self) -> None:
