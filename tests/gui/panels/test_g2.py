@@ -256,10 +256,14 @@ def test_demo_files_plot(qtbot, panel, demo_set_dir):
     res = [read_result(p) for p in sorted(demo_set_dir.glob("*_results.hdf"))]
     mt = [r for r in res if r.multitau is not None]
     panel.max_bins.setValue(4)
+    panel.max_files.setValue(len(res))  # the demo holds more than the default 20
     with qtbot.waitSignal(panel.sigUpdated, timeout=30000):
         panel.set_results(res)
     curves = _curves(panel)
-    assert len(curves) == sum(min(4, r.multitau.g2.shape[1]) for r in mt)
+    # a curve for every bin with a point in range (demo R01's hot pixels, left in on
+    # purpose, put two bins out of it: their panels say why, no curve is drawn)
+    assert len(curves) == sum(int(np.asarray(r.multitau.valid)[:, :4].any(axis=0).sum())
+                              for r in mt)
     t_all = np.concatenate([r.multitau.tau for r in mt])
     assert min(c.xData.min() for c in curves) >= t_all.min() - 1e-15
     assert max(c.xData.max() for c in curves) <= t_all.max() + 1e-15
@@ -487,3 +491,26 @@ def test_results_table_names_the_file_of_each_row_and_keeps_tau_whole(qtbot):
     tc = head.index("tau (s)")
     fm = t.fontMetrics()
     assert all(fm.horizontalAdvance(t.item(r, tc).text()) < t.columnWidth(tc) for r in range(n))
+
+
+def test_a_panel_whose_points_are_all_out_of_range_says_why(qtbot, panel, fake, tmp_path):
+    """A bin with a hot pixel left in has g2 of hundreds at every delay: none is drawn
+    (out of the physical range), and the panel says so instead of staying blank."""
+    import h5py
+
+    from xpcsviewer.io.results.reader import read_result
+
+    path = tmp_path / "H001_results.hdf"
+    fake.make_result(path, seed=3, kind="multitau")
+    with h5py.File(path, "r+") as f:
+        g2 = f["xpcs/multitau/normalized_g2"]
+        wild = g2[()]
+        wild[:, 2] = 800.0 + np.arange(wild.shape[0])
+        g2[...] = wild
+    _load(qtbot, panel, [read_result(path)])
+    views = panel._views[: len(panel.panel_specs)]
+    notes = [v.note.toPlainText() if v.note is not None and v.note.isVisible() else None
+             for v in views]
+    assert notes[2] is not None and "no point drawn: all" in notes[2]
+    assert "hot pixel" in notes[2] and "(median 8" in notes[2]
+    assert [n for i, n in enumerate(notes) if i != 2] == [None] * (len(notes) - 1)

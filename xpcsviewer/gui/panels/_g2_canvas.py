@@ -96,6 +96,21 @@ class _PanelView:
         self.slots: list[_CurveSlot] = []
         self.legend: pg.LegendItem | None = None
         self.members: list = []
+        self.note: pg.TextItem | None = None
+
+    def set_note(self, text: str | None) -> None:
+        """A line of text at the top left of the plot (why it is empty); None hides it."""
+        if text is None:
+            if self.note is not None:
+                self.note.hide()
+            return
+        if self.note is None:
+            # a child of the view box: placed in pixels, whatever the axes' ranges
+            self.note = pg.TextItem(color=(90, 90, 90), anchor=(0, 0))
+            self.note.setParentItem(self.plot.getViewBox())
+            self.note.setPos(4, 4)
+        self.note.setText(text)
+        self.note.show()
 
     def slot(self, m: int) -> _CurveSlot:
         while len(self.slots) <= m:

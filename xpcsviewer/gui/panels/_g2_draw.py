@@ -294,6 +294,8 @@ class G2DrawMixin:
                 b = self.blocks[bi]
                 shift = off * (b.file_index if layout == "qbin" else m)
                 shifted.append(g2_points(b, j)[1] + shift)
+            v.set_note(_empty_note([(self.blocks[bi], j) for bi, j in spec.members])
+                       if spec.members and not any(x.size for x in shifted) else None)
             # Every panel scales its own y, robustly (isolated wild points stay off-scale).
             ylim = robust_ylim(shifted)
             taus = [self.blocks[bi].tau for bi, _j in spec.members]
@@ -440,3 +442,17 @@ class G2DrawMixin:
         self._layout_grid(0, 1, self.layout_combo.currentData())
         self._plots = []
         self.panel_specs = []
+
+
+def _empty_note(members) -> str:
+    """Why a panel shows no point: its points are all out of the physical range (a hot
+    pixel in the bin gives g2 of hundreds), or there are none."""
+    from xpcsviewer.io.results.reader import G2_MAX
+
+    vals = np.concatenate([np.asarray(b.g2[:, j], dtype=np.float64) for b, j in members])
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return "no point: g2 is not a number at any delay"
+    # short lines: a panel of a 3-column grid is ~180 px wide
+    return (f"no point drawn: all {vals.size}\nout of 0 \u2264 g\u2082 \u2264 {G2_MAX:g}\n"
+            f"(median {np.median(vals):.3g}):\na hot pixel in the bin?\n(Raw tab)")
