@@ -172,3 +172,48 @@ def test_another_raw_file_and_bad_requests_are_refused(raws, tmp_path):
         recompute_bin(res, 1, np.zeros(SHAPE, bool))
     with pytest.raises(ValueError, match="mask is"):
         recompute_bin(res, 1, np.ones((3, 3), bool))
+
+
+@pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalized"])
+def test_the_same_bin_again_is_correlated_from_its_kept_counts(raws, tmp_path, monkeypatch,
+                                                              normalize):
+    """A dense bin's counts are read once: the same bin with another mask (pixels of the
+    bin masked and unmasked, others masked for the normalisation) reads nothing and equals
+    the whole job with that mask; another bin or a changed file is read again."""
+    import xpcsviewer.io.raw.dense as dense_mod
+    from xpcsviewer.jobs import rebin_one
+
+    _d, qm, qpath, _qpath_m, edited, dense, _sparse, _movie = raws
+    before = _job(dense, qpath, tmp_path / "before.hdf", normalize_frame=normalize)
+    reads = []
+    real = dense_mod.RawFrames.read_box
+
+    def counted(self, *a, **k):
+        reads.append(a[:2])
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(dense_mod.RawFrames, "read_box", counted)
+    rebin_one._cache.clear()
+    k = 2
+    in_bin = (qm.dynamic_roi_map == k) & (qm.static_roi_map > 0)
+    first = np.asarray(qm.mask, bool) & ~(in_bin & (np.arange(SHAPE[1]) % 3 == 0))
+    recompute_bin(before.output, k, first)
+    assert reads and len(rebin_one._cache) == 1
+    n_reads = len(reads)
+    # the second mask gives back the pixels the first took away and takes others; for
+    # the normalised job it keeps the pixels outside the bin as they were
+    second = np.asarray(qm.mask, bool) & ~(in_bin & (np.arange(SHAPE[1]) % 3 == 1))
+    if not normalize:
+        second &= edited | in_bin
+    out = recompute_bin(before.output, k, second)
+    assert len(reads) == n_reads  # from the kept counts
+    whole = _job(dense, write_qmap_file(tmp_path / "q2.hdf",
+                                        dataclasses.replace(qm, mask=second)),
+                 tmp_path / "whole.hdf", normalize_frame=normalize).result
+    ok = whole.multitau.valid[:, k - 1]
+    np.testing.assert_allclose(out.g2[ok], whole.multitau.g2[ok, k - 1], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(out.g2_err[ok], whole.multitau.g2_err[ok, k - 1], rtol=1e-12,
+                               atol=1e-15)
+    assert out.n_pixels == int((in_bin & second).sum())
+    recompute_bin(before.output, k + 1, second)  # another bin: read
+    assert len(reads) > n_reads

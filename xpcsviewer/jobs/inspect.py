@@ -44,6 +44,12 @@ SATURATION_NAMES = ("/entry/instrument/detector/saturation_value",
 
 
 # ----------------------------------------------------------------------------- opening
+#: hits per block of the inspection's pass: smaller than the correlator's blocks (whose
+#: per-block cost is larger), so that a block, its decoding and its candidate marks stay
+#: a few tens of MB (the per-pixel maps are then most of the memory)
+INSPECT_EVENTS = 1 << 20
+
+
 def _qmap_of(qmap: Any) -> Any:
     if qmap is None or not isinstance(qmap, (str, os.PathLike)):
         return qmap
@@ -204,7 +210,7 @@ def inspect_source(path: str | os.PathLike, *, qmap: Any = None,
                                   bins=None if qm is None else qm.dynamic_roi_map, caps=caps)
         report(progress, cancel, 0, n, "reading")
         if getattr(src, "sparse", False):
-            blocks = prefetched(src.iter_events())
+            blocks = prefetched(src.iter_events(max_events=INSPECT_EVENTS))
             try:
                 for blk in blocks:
                     acc.add_hits(blk.frame, blk.pixel, blk.value)

@@ -9,7 +9,9 @@ correlates it with the same settings:
 - photons (a sparse source): the hits stream once and those of other pixels are dropped
   block by block, before the photon correlator sorts them;
 - dense frames: only the bin's bounding box is read per chunk (an HDF5 hyperslab, the
-  pages of a .npy).
+  pages of a .npy); integer counts of every pixel of the bin (masked or not) are kept
+  (up to CACHE_BYTES, the last bin only), so that the same bin with another mask is
+  correlated without reading the file again.
 
 A dynamic bin's g2 depends on its own pixels only (each static bin lies inside one
 dynamic bin), so the bin alone gives the whole job's numbers for it (float64 round-off:
@@ -40,6 +42,10 @@ __all__ = ["BinRecompute", "RawSourceMissing", "RebinSource", "rebin_source",
 CHUNK_FRAMES = 128
 #: the bin's hits handed to the photon correlator at a time (blocks merged up to this)
 MERGED_HITS = 2 << 20
+#: a dense bin's counts kept in memory for the next recompute of the same bin (a mask
+#: edited again and again): the first recompute reads them, the next ones only correlate
+CACHE_BYTES = 1 << 30
+_cache: dict[tuple, _BinValues] = {}  # one entry: the last bin read
 
 
 class RawSourceMissing(XpcsFileError):
@@ -219,6 +225,97 @@ def _frame_scale(values: np.ndarray) -> np.ndarray:
     return 1.0 / np.where(mean > 0, mean, 1.0)
 
 
+@dataclasses.dataclass
+class _BinValues:
+    """The counts of one dense bin's pixels in every frame, as read (``values`` (n,
+    n_pixels), the stored integer dtype), and for a normalised job the per-frame sums
+    of the other correlated pixels (``outside``, ``n_outside`` of them)."""
+
+    values: np.ndarray
+    outside: np.ndarray | None
+    n_outside: int
+
+
+def _cache_key(source: Any, qm: Any, q_bin: int, valid: np.ndarray,
+               normalize: bool) -> tuple | None:
+    path = getattr(source, "path", None)
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError):
+        return None
+    dyn, sta = np.asarray(qm.dynamic_roi_map), np.asarray(qm.static_roi_map)
+    in_bin = (dyn == q_bin) & (sta > 0)
+    # the other pixels' sums depend on which of them are valid; the bin's own pixels
+    # may be masked and unmasked at will (they are all kept)
+    outside = (valid & (dyn > 0) & (sta > 0) & ~in_bin).tobytes() if normalize else b""
+    return (os.fspath(path), st.st_mtime_ns, st.st_size, int(source.n_frames),
+            getattr(source, "stride", 1), getattr(source, "avg", 1), q_bin,
+            in_bin.tobytes(), sta[in_bin].tobytes(), hash(outside), normalize)
+
+
+def _read_bin(source: Any, qm: Any, q_bin: int, valid: np.ndarray, normalize: bool,
+              progress: Any, cancel: Any) -> _BinValues | None:
+    """Every frame's counts at the bin's pixels (all of them, masked or not), read once;
+    None for float frames (NaN counts have their own rules) or above CACHE_BYTES."""
+    from xpcsviewer.progress import report
+
+    dyn, sta = np.asarray(qm.dynamic_roi_map), np.asarray(qm.static_roi_map)
+    in_bin = (dyn == q_bin) & (sta > 0)
+    other = valid & (dyn > 0) & (sta > 0) & ~in_bin
+    box = _box(in_bin | other) if normalize else _box(in_bin)
+    idx_in = np.flatnonzero(in_bin[box])
+    idx_out = np.flatnonzero(other[box])
+    n = int(source.n_frames)
+    values = outside = None
+    for a in range(0, n, CHUNK_FRAMES):
+        report(progress, cancel, a, n, f"reading the bin: frame {a} of {n}")
+        chunk = np.asarray(source.read_box(a, a + CHUNK_FRAMES, *box))
+        if values is None:
+            if chunk.dtype.kind not in "ui" or n * idx_in.size * chunk.itemsize > CACHE_BYTES:
+                return None
+            values = np.empty((n, idx_in.size), dtype=chunk.dtype)
+            outside = np.zeros(n) if normalize else None
+        flat = chunk.reshape(chunk.shape[0], -1)
+        values[a:a + flat.shape[0]] = flat[:, idx_in]
+        if outside is not None:
+            outside[a:a + flat.shape[0]] = flat[:, idx_out].sum(axis=1, dtype=np.float64)
+    if values is None:
+        return None
+    return _BinValues(values, outside, int(idx_out.size))
+
+
+def _cached_stream(data: _BinValues, source: Any, qm: Any, q_bin: int, valid: np.ndarray,
+                   normalize: bool, notes: list[str], masked: Any
+                   ) -> tuple[FrameStream, Partition]:
+    """The bin's frames from its kept counts: one row of its pixels (a bin's g2 does not
+    depend on where they lie), with the mask as it is now."""
+    from xpcsviewer.jobs._correlate_counts import checked_chunks
+
+    dyn, sta = np.asarray(qm.dynamic_roi_map), np.asarray(qm.static_roi_map)
+    in_bin = (dyn == q_bin) & (sta > 0)
+    m = np.asarray(valid, bool)[in_bin]
+    n_px = int(m.size)
+    n = int(source.n_frames)
+    n_used = data.n_outside + int(m.sum())
+
+    def chunks():
+        raw_chunks = (data.values[a:a + CHUNK_FRAMES].reshape(-1, 1, n_px)
+                      for a in range(0, n, CHUNK_FRAMES))
+        a = 0
+        for chunk in checked_chunks(raw_chunks, m[None, :], source, notes, masked):
+            k = chunk.shape[0]
+            if normalize:
+                inside = chunk.reshape(k, n_px)[:, m].sum(axis=1, dtype=np.float64)
+                mean = (data.outside[a:a + k] + inside) / max(n_used, 1)
+                chunk = chunk * (1.0 / np.where(mean > 0, mean, 1.0))[:, None, None]
+            a += k
+            yield chunk
+
+    part = Partition(np.full((1, n_px), q_bin, dtype=dyn.dtype), sta[in_bin][None, :],
+                     m[None, :], qm.n_dynamic, qm.n_static)
+    return FrameStream(chunks, n, 1.0, source.stride, source.avg), part
+
+
 def _dense_stream(source: Any, qm: Any, q_bin: int, valid: np.ndarray, normalize: bool,
                   notes: list[str], masked: Any, progress: Any, cancel: Any
                   ) -> tuple[FrameStream, Partition]:
@@ -375,8 +472,22 @@ def recompute_bin(result_path: str | Path, q_bin: int, mask: np.ndarray, *,
             make = _event_stream if photons else _dense_stream
             if not photons and not hasattr(source, "read_box"):
                 make = _formed_stream
-            stream, part = make(source, qm, q_bin, valid, src.normalize_frame, notes,
-                                masked, progress, cancel)
+            cached = None
+            if make is _dense_stream and not masked.pixels.any():
+                key = _cache_key(source, qm, q_bin, valid, src.normalize_frame)
+                cached = _cache.get(key) if key is not None else None
+                if cached is None and key is not None:
+                    cached = _read_bin(source, qm, q_bin, valid, src.normalize_frame,
+                                       progress, cancel)
+                    _cache.clear()
+                    if cached is not None:
+                        _cache[key] = cached
+            if cached is not None:
+                stream, part = _cached_stream(cached, source, qm, q_bin, valid,
+                                              src.normalize_frame, notes, masked)
+            else:
+                stream, part = make(source, qm, q_bin, valid, src.normalize_frame, notes,
+                                    masked, progress, cancel)
             try:
                 if photons:
                     from xpcsviewer.compute.multitau.photons import correlate_multitau_events
