@@ -18,8 +18,9 @@ Cases:
 
 Each time is the best of ``--repeats`` runs with a warm page cache (the files are read
 once first). ``bin_first_s`` is the first recompute of the bin (it reads the bin; a dense
-bin's counts are then kept), ``bin_s`` the next ones, the mask edited again. The equality of the bin with the whole job (same mask) is checked on the
-numbers (max relative difference). A JSON record goes to ``benchmarks/results/``.
+bin's counts are then kept), ``bin_s`` the next ones, the mask edited again. The equality
+of the bin with the whole job (same mask) is checked on the numbers (max relative
+difference). A JSON record goes to ``benchmarks/results/``.
 """
 
 from __future__ import annotations
