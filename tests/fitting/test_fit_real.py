@@ -206,8 +206,10 @@ def demo_fits(demo_set_dir):
     # the frame-simulated demo files; the photon-sparse ones (S0*, issue 30) are few photons
     # per pixel: on S01 the automatic model prefers a double exponential for one bin the
     # careful analysis calls a credible single (refused, not wrong: issue 32's to judge)
+    # The R0* acquisitions carry planted detector faults (issue 45: hot pixels left in,
+    # a bright spot at the cap, a modulation): their bins are disturbed on purpose.
     return _fits(_read(sorted(p for p in demo_set_dir.glob("*_results.hdf")
-                              if not p.name.startswith("S0"))))
+                              if not p.name.startswith(("S0", "R0")))))
 
 
 def _our_runs_z(fit, i, tau, y, err, m):

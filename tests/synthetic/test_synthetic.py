@@ -143,8 +143,11 @@ def test_demo_deterministic_and_truth(demo_set_dir, tmp_path):
     assert not np.array_equal(read_result(same[0]).multitau.g2, read_result(c[0]).multitau.g2)
     for pa in a:
         ra = read_result(pa)
-        if (ra.multitau or ra.twotime).config.get("path") == "sparse":
-            continue  # the photon-sparse acquisitions: tests/cli/test_demo_sparse.py
+        if str((ra.multitau or ra.twotime).config.get("source", "")).startswith(
+                "xpcsviewer demo:"):
+            # correlated from the demo's raw acquisitions (photon-sparse, and dense with
+            # planted faults): tests/cli/test_demo_sparse.py, tests/cli/test_demo_faults.py
+            continue
         for key in ("D", "radius", "temperature", "viscosity", "contrast", "model"):
             assert key in ra.sample
         assert ra.sample_units["D"] == "\u00c5^2/s"

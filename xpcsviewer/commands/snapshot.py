@@ -39,6 +39,12 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output, given, getattr(args, "overwrite", False))
     files = []
     for f in given:
+        if Path(f).is_dir() and not _folder_fits(Path(f), args.tab, classify_path):
+            need = {"raw": "raw source", "detector": "result file or raw source"}.get(
+                args.tab, "result file")
+            print(f"xpcsviewer snapshot: {display_path(f)}: a folder without a {need} "
+                  f"(the {args.tab} tab would be empty)", file=sys.stderr)
+            return 3
         if Path(f).is_dir() or classify_path(f).kind == "raw":
             files.append(f)  # opens as in the window: a folder listed, a raw source shown
             continue
@@ -67,6 +73,18 @@ def run(args: argparse.Namespace) -> int:
     if not quiet:
         print(display_path(out))
     return 0
+
+
+def _folder_fits(folder: Path, tab: str, classify) -> bool:
+    """Whether a folder holds something the tab shows (its files, not below)."""
+    if tab == "live":
+        return True
+    want = {"raw": {"raw"}, "detector": {"raw", "result"}}.get(tab, {"result"})
+    try:
+        entries = sorted(p for p in folder.iterdir() if p.is_file())
+    except OSError:
+        return False
+    return any(classify(p).kind in want for p in entries)
 
 
 TABS = (

@@ -296,7 +296,8 @@ def make_sparse(out: str | Path, spec: dict[str, Any], seed: int, record: dict[s
                              mode="multitau")
         config = {**raw.describe(), "raw": os.path.realpath(files[0]), "backend": "numpy",
                   **choice.as_config(), "raw_events": hits,
-                  "source": "xpcsviewer demo: simulated photon-sparse acquisition",
+                  "source": ("xpcsviewer demo: simulated photon-sparse acquisition"
+                             if photons else "xpcsviewer demo: simulated dense acquisition"),
                   "seed": int(seed)}
         if time_tag:
             config.update(time_tag=True, tick_s=float(raw.tick_s))
