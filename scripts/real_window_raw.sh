@@ -6,6 +6,9 @@
 #
 #   scripts/real_window_raw.sh [OUT]      # screenshots OUT/01_*.png .. (default /tmp/xpcs_real_window)
 #
+# Exit 0: walked and checked; 1: a step failed; 2: this machine cannot show the window
+# (a tool or Qt's X11 libraries missing).
+#
 # Needs Xvfb, xdotool, ImageMagick's import and Qt's X11 libraries (Debian: xvfb xdotool
 # imagemagick libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0
 # libxkbcommon-x11-0 libxcb-cursor0). The clicks are at the positions of the widgets in a
@@ -37,7 +40,16 @@ rm -rf "$OUT/config"
 XPCSVIEWER_CONFIG_DIR="$OUT/config" JAX_PLATFORMS=cpu \
     "$BIN/xpcsviewer" "$DATA/raw/R01_dense_faults.h5" >"$OUT/app.log" 2>&1 &
 APP=$!
-WIN=$(xdotool search --sync --onlyvisible --name "XPCS Viewer" | head -1)
+WIN=
+for _ in $(seq 120); do  # the window, or the app's exit (Qt's X11 libraries missing: 2)
+    WIN=$(xdotool search --onlyvisible --name "XPCS Viewer" 2>/dev/null | head -1) || true
+    [ -n "$WIN" ] && break
+    if ! kill -0 "$APP" 2>/dev/null; then
+        echo "real_window_raw: the app did not start:" >&2; cat "$OUT/app.log" >&2; exit 2
+    fi
+    sleep 1
+done
+[ -n "$WIN" ] || { echo "real_window_raw: no window after 120 s" >&2; exit 1; }
 xdotool windowmove "$WIN" 0 0 windowsize "$WIN" 1400 900
 shot() { sleep "${2:-1}"; import -window root "$OUT/$1.png"; echo "  $OUT/$1.png"; }
 click() { xdotool mousemove "$1" "$2" click 1; }
