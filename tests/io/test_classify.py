@@ -159,3 +159,17 @@ def test_legacy_result_and_linked_frames(tmp_path):
     with h5py.File(other, "w") as f:
         f["/entry/title"] = "x"
     assert classify_path(other).kind == "other"
+
+
+def test_a_mask_file_is_a_side_file_not_a_qmap(tmp_path):
+    """The correlate dialog's OUT_mask.hdf (/qmap/mask and /mask only) is named a mask."""
+    import numpy as np
+
+    from xpcsviewer.io.classify import classify_path
+    from xpcsviewer.io.masks import write_mask_file
+
+    m = np.ones((6, 8), bool)
+    m[2, 3] = False
+    k = classify_path(write_mask_file(tmp_path / "r_results_mask.hdf", m))
+    assert k.kind == "side" and k.text.startswith("mask on 6 x 8")
+    assert k.detector_shape == (6, 8)

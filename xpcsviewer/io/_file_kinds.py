@@ -319,6 +319,11 @@ def _qmap_kind(q: Any) -> FileKind:
     if isinstance(m, h5py.Dataset) and m.ndim == 2:
         shape = (int(m.shape[0]), int(m.shape[1]))
     nd, ns = _len(q, "dynamic_index_mapping"), _len(q, "static_index_mapping")
+    if nd is None and ns is None and _hard(q, "dynamic_roi_map") is None:
+        # /qmap/mask alone: a mask file (io.masks, the correlate dialog's OUT_mask.hdf)
+        where = " on {} x {}".format(*shape) if shape else ""
+        return FileKind("side", text=f"mask{where} (1 = valid; correlate --mask)",
+                        detector_shape=shape)
     text = f"q-map: {_n(nd)} dynamic / {_n(ns)} static bins"
     if shape:
         text += " on {} x {}".format(*shape)
