@@ -155,3 +155,22 @@ def test_a_lasting_line_against_a_step_and_a_burst():
         j, r, _spec, _ratio, level = _line(x, 4, 256)
         assert r > thr, name  # each is a line by its power over the whole run
         assert lasting(x, float(j), float(level[j]), r) is want, name
+
+
+def test_noise_level_is_the_median_of_each_segment():
+    """noise_level(): the median of each of the near-equal segments / ln 2 at its
+    centre, interpolated (a loop over the segments as the reference)."""
+    import itertools
+    import math
+
+    from xpcsviewer.compute.rawstats.spectrum import noise_level
+
+    rng = np.random.default_rng(9)
+    for n, seg in ((20, 16), (257, 16), (12345, 256), (40001, 256)):
+        p = rng.exponential(size=n)
+        k = max(1, (n - 1) // max(8, min(seg, n - 1)))
+        edges = np.linspace(1, n, k + 1).astype(np.int64)
+        pairs = list(itertools.pairwise(edges.tolist()))
+        want = np.interp(np.arange(n), [(a + b - 1) / 2.0 for a, b in pairs],
+                         [np.median(p[a:b]) / math.log(2.0) for a, b in pairs])
+        np.testing.assert_array_equal(noise_level(p, seg), want)

@@ -64,9 +64,14 @@ def noise_level(power: np.ndarray, segment: int = MOD_SEGMENT) -> np.ndarray:
     seg = max(8, min(int(segment), m))
     k = max(1, m // seg)
     edges = np.linspace(1, p.size, k + 1).astype(np.int64)
-    pairs = list(itertools.pairwise(edges.tolist()))
-    centres = np.array([(a + b - 1) / 2.0 for a, b in pairs])
-    meds = np.array([np.median(p[a:b]) for a, b in pairs])
+    centres = (edges[:-1] + edges[1:] - 1) / 2.0
+    # segments are of two lengths at most: the medians of each length in one call (a
+    # loop over 2,000 segments of a 10^6-frame run cost ~0.1 s per series)
+    lens = np.diff(edges)
+    meds = np.empty(k)
+    for n_seg in np.unique(lens):
+        sel = np.flatnonzero(lens == n_seg)
+        meds[sel] = np.median(p[edges[:-1][sel][:, None] + np.arange(n_seg)], axis=1)
     level = np.interp(np.arange(p.size), centres, meds / math.log(2.0))
     tiny = np.finfo(np.float64).tiny
     return np.maximum(level, tiny)
