@@ -205,13 +205,9 @@ def _timepix(path: Path, grp: Any) -> FileKind:
     shape = _shape2(_attr(grp, "detector_shape"))
     if shape is None:
         shape = _shape2(_attr(grp.file, "detector_shape"))
-    tick = _attr(toa, "tick_s")
-    if tick is None:
-        tick = _attr(grp, "tick_s")
-    units = _attr(toa, "units", "unit")
-    if units is None:
-        units = _attr(grp, "toa_units")
-    from xpcsviewer.io.raw.timepix import DEFAULT_RESOLUTION_S, UNITS
+    from xpcsviewer.io.raw.timepix import DEFAULT_RESOLUTION_S, UNITS, toa_tick_units
+
+    tick, units = toa_tick_units(toa, grp)
 
     per_value: float | None  # seconds per stored value
     if tick is not None:

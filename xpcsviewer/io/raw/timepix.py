@@ -40,7 +40,7 @@ from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.raw.sparse import SparseSource
 from xpcsviewer.io.raw.util import attr, check_pixels, detector_shape, find_groups, read_slice
 
-__all__ = ["TIMEPIX_NAMES", "UNITS", "TimepixEvents"]
+__all__ = ["TIMEPIX_NAMES", "UNITS", "TimepixEvents", "toa_tick_units"]
 
 TIMEPIX_NAMES = ("x", "y", "toa")
 #: seconds per unit of ``toa`` for the ``units`` attribute
@@ -59,6 +59,19 @@ TICK_RANGE_S = (1e-15, 3600.0)
 MAX_TICK = 1 << 62
 MAX_FRAMES = 1 << 53
 
+
+
+def toa_tick_units(toa: h5py.Dataset, grp: h5py.Group) -> tuple[Any, Any]:
+    """(tick_s, units) of a list's arrival times as stated: on the ``toa`` dataset, else
+    on its group (``tick_s``; ``units``/``unit``, else the group's ``toa_units``); None
+    where not stated. The reader and the file browser's classifier read them alike."""
+    tick = attr(toa, "tick_s")
+    if tick is None:
+        tick = attr(grp, "tick_s")
+    units = attr(toa, "units", "unit")
+    if units is None:
+        units = attr(grp, "toa_units")
+    return tick, units
 
 class _Text:
     """A message part computed when shown (the file entry of an event of a list sorted
@@ -223,12 +236,7 @@ class TimepixEvents(SparseSource):
         """Set ``tick_s`` and how ``toa`` values become whole ticks."""
         toa = self._toa
         where = self._names["toa"]
-        tick = attr(toa, "tick_s")
-        if tick is None:
-            tick = attr(grp, "tick_s")
-        units = attr(toa, "units", "unit")
-        if units is None:
-            units = attr(grp, "toa_units")
+        tick, units = toa_tick_units(toa, grp)
         res = attr(toa, "resolution_s")
         if res is None:
             res = attr(grp, "resolution_s")
