@@ -328,3 +328,30 @@ def test_correlate_opens_the_dialog_on_the_shown_source(panel, qtbot, dense):
     assert dlg.target.qmap_path == panel.info.qmap_path  # the q-map the tab shows
     dlg.close()
     assert panel.context.runner.wait_until_idle(20000)
+
+
+def test_trace_of_a_run_of_nanosecond_frames_is_drawn(qtbot):
+    """A Timepix run in frames of 31 ns lasts 200 us: the trace and spectrum plots take
+    their x ranges from the data (auto-downsampling over the default 0..1 view kept no
+    point, and the plot stayed empty)."""
+    from xpcsviewer.gui.panels._raw_jobs import TraceData
+    from xpcsviewer.gui.panels._raw_views import TracePlots
+
+    w = TracePlots()
+    qtbot.addWidget(w)
+    w.resize(400, 400)
+    w.show()
+    n, ft = 6400, 3.125e-8
+    rng = np.random.default_rng(2)
+    trace = rng.poisson(40.0, n).astype(np.float64)
+    freq = np.fft.rfftfreq(n, ft)
+    power = np.abs(np.fft.rfft(trace - trace.mean())) ** 2
+    w.set_data(TraceData("q-bin 1", ("bin", 1), trace, None, "", freq, power, None), ft)
+    QApplication.processEvents()
+    (x0, x1), (y0, y1) = w.trace_plot.viewRange()
+    assert x0 <= 0.0 and x1 >= (n - 1) * ft and x1 < 1e-3
+    assert y0 <= trace.min() and y1 >= trace.max()
+    xs, _ys = w.trace.getData()
+    assert xs is not None and xs.size > 100  # points drawn, not downsampled away
+    (_f0, f1), _ = w.spec_plot.viewRange()
+    assert f1 >= freq[-1] * 0.99

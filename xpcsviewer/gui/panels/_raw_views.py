@@ -467,6 +467,16 @@ class TracePlots(pg.GraphicsLayoutWidget):
         self.trace.setData(t, data.trace)
         ok = data.freq > 0
         self.power.setData(data.freq[ok], np.maximum(data.power[ok], 1e-300))
+        # the x ranges from the data: auto-downsampling sizes its step to the view, and
+        # a run of 200 us (Timepix frames of 31 ns) seen through the default 0..1 view
+        # keeps no point for the auto-range to see
+        if n > 1:
+            self.trace_plot.setXRange(0.0, float(t[-1]), padding=0.02)
+        if np.any(ok):
+            f = data.freq[ok]
+            self.spec_plot.setXRange(float(f[0]), float(f[-1]), padding=0.02)
+        self.trace_plot.enableAutoRange(y=True)
+        self.spec_plot.enableAutoRange(y=True)
         mine = _coloured(data.label, 0)
         if data.control is None:
             self.control.setData([], [])
