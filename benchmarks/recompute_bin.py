@@ -17,8 +17,8 @@ Cases:
   (bins of about 2,000 pixels at 8 rings x 1 sector).
 
 Each time is the best of ``--repeats`` runs with a warm page cache (the files are read
-once first). ``bin_first_s`` is the first recompute of the bin (it reads the bin; a dense
-bin's counts are then kept), ``bin_s`` the next ones, the mask edited again. The equality
+once first). ``bin_first_s`` is the first recompute of the bin (it reads the bin; its
+counts or hits are then kept), ``bin_s`` the next ones, the mask edited again. The equality
 of the bin with the whole job (same mask) is checked on the numbers (max relative
 difference). A JSON record goes to ``benchmarks/results/``.
 """
@@ -112,13 +112,13 @@ def run_case(name: str, raw: Path, qm, tmp: Path, q_bin: int, repeats: int) -> d
         raw, qpath, tmp / f"{name}.hdf", spec, overwrite=True)), 1)
     t_whole, whole = best(lambda: correlate_file(CorrelateJob(
         raw, qpath_m, tmp / f"{name}_masked.hdf", spec, overwrite=True)), 1)
-    from xpcsviewer.jobs import rebin_one
+    from xpcsviewer.jobs import _rebin_streams
 
     # a first edit (another tenth of the bin masked): the bin is read (and its dense
     # counts kept); then the edit compared with the whole job, the mask edited again
     first_edit = np.asarray(qm.mask, bool).copy()
     first_edit.ravel()[rng.choice(drop, drop.size // 10, replace=False)] = False
-    rebin_one._cache.clear()
+    _rebin_streams._cache.clear()
     t_first, _ = best(lambda: recompute_bin(first.output, q_bin, first_edit), 1)
     t_bin, out = best(lambda: recompute_bin(first.output, q_bin, edited), repeats)
     ref = whole.result.multitau.g2[:, q_bin - 1]

@@ -174,43 +174,49 @@ def test_another_raw_file_and_bad_requests_are_refused(raws, tmp_path):
         recompute_bin(res, 1, np.ones((3, 3), bool))
 
 
+@pytest.mark.parametrize("kind", ["dense", "sparse"], ids=["dense", "photons"])
 @pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalized"])
 def test_the_same_bin_again_is_correlated_from_its_kept_counts(raws, tmp_path, monkeypatch,
-                                                              normalize):
-    """A dense bin's counts are read once: the same bin with another mask (pixels of the
-    bin masked and unmasked, others masked for the normalisation) reads nothing and equals
-    the whole job with that mask; another bin or a changed file is read again."""
+                                                              kind, normalize):
+    """A bin's counts (dense) or hits (photons) are read once: the same bin with another
+    mask (pixels of the bin masked and unmasked; for the normalisation the others as they
+    were) reads nothing and equals the whole job with that mask; another bin is read."""
     import xpcsviewer.io.raw.dense as dense_mod
-    from xpcsviewer.jobs import rebin_one
+    import xpcsviewer.io.raw.sparse as sparse_mod
+    from xpcsviewer.jobs import _rebin_streams
 
-    _d, qm, qpath, _qpath_m, edited, dense, _sparse, _movie = raws
-    before = _job(dense, qpath, tmp_path / "before.hdf", normalize_frame=normalize)
+    if kind == "sparse" and importlib.util.find_spec("numba") is None:
+        pytest.skip("the photon path needs numba")
+    _d, qm, qpath, _qpath_m, edited, dense, sparse, _movie = raws
+    raw = dense if kind == "dense" else sparse
+    before = _job(raw, qpath, tmp_path / "before.hdf", normalize_frame=normalize)
     reads = []
-    real = dense_mod.RawFrames.read_box
+    cls, name = ((dense_mod.RawFrames, "read_box") if kind == "dense"
+                 else (sparse_mod.SparseSource, "iter_events"))
+    real = getattr(cls, name)
 
     def counted(self, *a, **k):
         reads.append(a[:2])
         return real(self, *a, **k)
 
-    monkeypatch.setattr(dense_mod.RawFrames, "read_box", counted)
-    rebin_one._cache.clear()
+    monkeypatch.setattr(cls, name, counted)
+    _rebin_streams._cache.clear()
     k = 2
     in_bin = (qm.dynamic_roi_map == k) & (qm.static_roi_map > 0)
     first = np.asarray(qm.mask, bool) & ~(in_bin & (np.arange(SHAPE[1]) % 3 == 0))
     recompute_bin(before.output, k, first)
-    assert reads and len(rebin_one._cache) == 1
+    assert reads and len(_rebin_streams._cache) == 1
     n_reads = len(reads)
-    # the second mask gives back the pixels the first took away and takes others; for
-    # the normalised job it keeps the pixels outside the bin as they were
     second = np.asarray(qm.mask, bool) & ~(in_bin & (np.arange(SHAPE[1]) % 3 == 1))
     if not normalize:
         second &= edited | in_bin
     out = recompute_bin(before.output, k, second)
     assert len(reads) == n_reads  # from the kept counts
-    whole = _job(dense, write_qmap_file(tmp_path / "q2.hdf",
-                                        dataclasses.replace(qm, mask=second)),
+    whole = _job(raw, write_qmap_file(tmp_path / "q2.hdf",
+                                      dataclasses.replace(qm, mask=second)),
                  tmp_path / "whole.hdf", normalize_frame=normalize).result
     ok = whole.multitau.valid[:, k - 1]
+    assert out.path == kind
     np.testing.assert_allclose(out.g2[ok], whole.multitau.g2[ok, k - 1], rtol=1e-12, atol=0)
     np.testing.assert_allclose(out.g2_err[ok], whole.multitau.g2_err[ok, k - 1], rtol=1e-12,
                                atol=1e-15)

@@ -11,7 +11,7 @@ correlates it with the same settings:
 - dense frames: only the bin's bounding box is read per chunk (an HDF5 hyperslab, the
   pages of a .npy); integer counts of every pixel of the bin (masked or not) are kept
   (up to CACHE_BYTES, the last bin only), so that the same bin with another mask is
-  correlated without reading the file again.
+  correlated without reading the file again; a sparse source's bin keeps its hits alike.
 
 A dynamic bin's g2 depends on its own pixels only (each static bin lies inside one
 dynamic bin), so the bin alone gives the whole job's numbers for it (float64 round-off:
@@ -31,21 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.compute.inputs import FrameStream, Partition
 from xpcsviewer.compute.spec import CorrelateSpec, Engine
 from xpcsviewer.io.errors import XpcsFileError
+from xpcsviewer.jobs._rebin_streams import bin_stream
 
 __all__ = ["BinRecompute", "RawSourceMissing", "RebinSource", "rebin_source",
            "recompute_bin"]
 
-#: frames per dense read (the correlate job's multi-tau chunk)
-CHUNK_FRAMES = 128
-#: the bin's hits handed to the photon correlator at a time (blocks merged up to this)
-MERGED_HITS = 2 << 20
-#: a dense bin's counts kept in memory for the next recompute of the same bin (a mask
-#: edited again and again): the first recompute reads them, the next ones only correlate
-CACHE_BYTES = 1 << 30
-_cache: dict[tuple, _BinValues] = {}  # one entry: the last bin read
 
 
 class RawSourceMissing(XpcsFileError):
@@ -198,210 +190,6 @@ def _open_raw(src: RebinSource, raw: str | Path | None, result_path: Path, shape
     return source
 
 
-def _bin_partition(qm: Any, q_bin: int, valid: np.ndarray,
-                   box: tuple[slice, slice] | None = None) -> Partition:
-    """The partition of bin ``q_bin`` alone (the q-map's bin numbers kept), cut to
-    ``box``."""
-    dyn = np.asarray(qm.dynamic_roi_map)
-    sta = np.asarray(qm.static_roi_map)
-    inside = dyn == q_bin
-    d = np.where(inside, dyn, 0)
-    s = np.where(inside, sta, 0)
-    m = np.asarray(valid, bool)
-    if box is not None:
-        d, s, m = d[box], s[box], m[box]
-    return Partition(d, s, m, qm.n_dynamic, qm.n_static)
-
-
-def _box(pixels: np.ndarray) -> tuple[slice, slice]:
-    r = np.flatnonzero(pixels.any(axis=1))
-    c = np.flatnonzero(pixels.any(axis=0))
-    return slice(int(r[0]), int(r[-1]) + 1), slice(int(c[0]), int(c[-1]) + 1)
-
-
-def _frame_scale(values: np.ndarray) -> np.ndarray:
-    """1 / (per-frame mean over the correlated pixels), as the correlators take it."""
-    mean = values.mean(axis=1, dtype=np.float64)
-    return 1.0 / np.where(mean > 0, mean, 1.0)
-
-
-@dataclasses.dataclass
-class _BinValues:
-    """The counts of one dense bin's pixels in every frame, as read (``values`` (n,
-    n_pixels), the stored integer dtype), and for a normalised job the per-frame sums
-    of the other correlated pixels (``outside``, ``n_outside`` of them)."""
-
-    values: np.ndarray
-    outside: np.ndarray | None
-    n_outside: int
-
-
-def _cache_key(source: Any, qm: Any, q_bin: int, valid: np.ndarray,
-               normalize: bool) -> tuple | None:
-    path = getattr(source, "path", None)
-    try:
-        st = os.stat(path)
-    except (OSError, TypeError):
-        return None
-    dyn, sta = np.asarray(qm.dynamic_roi_map), np.asarray(qm.static_roi_map)
-    in_bin = (dyn == q_bin) & (sta > 0)
-    # the other pixels' sums depend on which of them are valid; the bin's own pixels
-    # may be masked and unmasked at will (they are all kept)
-    outside = (valid & (dyn > 0) & (sta > 0) & ~in_bin).tobytes() if normalize else b""
-    return (os.fspath(path), st.st_mtime_ns, st.st_size, int(source.n_frames),
-            getattr(source, "stride", 1), getattr(source, "avg", 1), q_bin,
-            in_bin.tobytes(), sta[in_bin].tobytes(), hash(outside), normalize)
-
-
-def _read_bin(source: Any, qm: Any, q_bin: int, valid: np.ndarray, normalize: bool,
-              progress: Any, cancel: Any) -> _BinValues | None:
-    """Every frame's counts at the bin's pixels (all of them, masked or not), read once;
-    None for float frames (NaN counts have their own rules) or above CACHE_BYTES."""
-    from xpcsviewer.progress import report
-
-    dyn, sta = np.asarray(qm.dynamic_roi_map), np.asarray(qm.static_roi_map)
-    in_bin = (dyn == q_bin) & (sta > 0)
-    other = valid & (dyn > 0) & (sta > 0) & ~in_bin
-    box = _box(in_bin | other) if normalize else _box(in_bin)
-    idx_in = np.flatnonzero(in_bin[box])
-    idx_out = np.flatnonzero(other[box])
-    n = int(source.n_frames)
-    values = outside = None
-    for a in range(0, n, CHUNK_FRAMES):
-        report(progress, cancel, a, n, f"reading the bin: frame {a} of {n}")
-        chunk = np.asarray(source.read_box(a, a + CHUNK_FRAMES, *box))
-        if values is None:
-            if chunk.dtype.kind not in "ui" or n * idx_in.size * chunk.itemsize > CACHE_BYTES:
-                return None
-            values = np.empty((n, idx_in.size), dtype=chunk.dtype)
-            outside = np.zeros(n) if normalize else None
-        flat = chunk.reshape(chunk.shape[0], -1)
-        values[a:a + flat.shape[0]] = flat[:, idx_in]
-        if outside is not None:
-            outside[a:a + flat.shape[0]] = flat[:, idx_out].sum(axis=1, dtype=np.float64)
-    if values is None:
-        return None
-    return _BinValues(values, outside, int(idx_out.size))
-
-
-def _cached_stream(data: _BinValues, source: Any, qm: Any, q_bin: int, valid: np.ndarray,
-                   normalize: bool, notes: list[str], masked: Any
-                   ) -> tuple[FrameStream, Partition]:
-    """The bin's frames from its kept counts: one row of its pixels (a bin's g2 does not
-    depend on where they lie), with the mask as it is now."""
-    from xpcsviewer.jobs._correlate_counts import checked_chunks
-
-    dyn, sta = np.asarray(qm.dynamic_roi_map), np.asarray(qm.static_roi_map)
-    in_bin = (dyn == q_bin) & (sta > 0)
-    m = np.asarray(valid, bool)[in_bin]
-    n_px = int(m.size)
-    n = int(source.n_frames)
-    n_used = data.n_outside + int(m.sum())
-
-    def chunks():
-        raw_chunks = (data.values[a:a + CHUNK_FRAMES].reshape(-1, 1, n_px)
-                      for a in range(0, n, CHUNK_FRAMES))
-        a = 0
-        for chunk in checked_chunks(raw_chunks, m[None, :], source, notes, masked):
-            k = chunk.shape[0]
-            if normalize:
-                inside = chunk.reshape(k, n_px)[:, m].sum(axis=1, dtype=np.float64)
-                mean = (data.outside[a:a + k] + inside) / max(n_used, 1)
-                chunk = chunk * (1.0 / np.where(mean > 0, mean, 1.0))[:, None, None]
-            a += k
-            yield chunk
-
-    part = Partition(np.full((1, n_px), q_bin, dtype=dyn.dtype), sta[in_bin][None, :],
-                     m[None, :], qm.n_dynamic, qm.n_static)
-    return FrameStream(chunks, n, 1.0, source.stride, source.avg), part
-
-
-def _dense_stream(source: Any, qm: Any, q_bin: int, valid: np.ndarray, normalize: bool,
-                  notes: list[str], masked: Any, progress: Any, cancel: Any
-                  ) -> tuple[FrameStream, Partition]:
-    from xpcsviewer.jobs._correlate_counts import checked_chunks
-
-    bin_px = valid & (np.asarray(qm.dynamic_roi_map) == q_bin) \
-        & (np.asarray(qm.static_roi_map) > 0)
-    every = valid & (np.asarray(qm.dynamic_roi_map) > 0) & (np.asarray(qm.static_roi_map) > 0)
-    box = _box(bin_px)
-    read_box = _box(every) if normalize else box  # the mean needs every correlated pixel
-    sub = (slice(box[0].start - read_box[0].start, box[0].stop - read_box[0].start),
-           slice(box[1].start - read_box[1].start, box[1].stop - read_box[1].start))
-    checked = (every if normalize else bin_px)[read_box]
-    idx_all = np.flatnonzero(every[read_box])
-    n = int(source.n_frames)
-
-    def chunks():
-        raw_chunks = (source.read_box(a, a + CHUNK_FRAMES, *read_box)
-                      for a in range(0, n, CHUNK_FRAMES))
-        for chunk in checked_chunks(raw_chunks, checked, source, notes, masked):
-            if normalize:
-                sc = _frame_scale(np.take(chunk.reshape(chunk.shape[0], -1), idx_all, axis=1))
-                yield chunk[(slice(None), *sub)] * sc[:, None, None]
-            else:
-                yield chunk[(slice(None), *sub)]
-
-    stream = FrameStream(chunks, n, 1.0, source.stride, source.avg)
-    return stream, _bin_partition(qm, q_bin, valid, box)
-
-
-def _event_stream(source: Any, qm: Any, q_bin: int, valid: np.ndarray, normalize: bool,
-                  notes: list[str], masked: Any, progress: Any, cancel: Any
-                  ) -> tuple[FrameStream, Partition]:
-    from xpcsviewer.jobs._correlate_counts import checked_events
-    from xpcsviewer.model.events import EventBlock
-
-    dyn, sta = np.asarray(qm.dynamic_roi_map), np.asarray(qm.static_roi_map)
-    every = (valid & (dyn > 0) & (sta > 0)).ravel()
-    bin_px = every & (dyn == q_bin).ravel()
-    n_every = max(int(every.sum()), 1)
-    checked = every if normalize else bin_px
-    n = int(source.n_frames)
-
-    def kept():
-        for b in checked_events(source.iter_events(), checked, source, notes, masked):
-            keep = bin_px[b.pixel]
-            f, p, v = b.frame[keep], b.pixel[keep], b.value[keep]
-            if normalize:
-                ok = every[b.pixel]
-                sums = np.bincount(b.frame[ok] - b.start,
-                                   weights=np.asarray(b.value, np.float64)[ok],
-                                   minlength=b.stop - b.start)[: b.stop - b.start]
-                mean = sums / n_every
-                sc = 1.0 / np.where(mean > 0, mean, 1.0)
-                v = np.asarray(v, np.float64) * sc[f - b.start]
-            yield EventBlock(b.start, b.stop, f, p, v)
-
-    def blocks():
-        # the bin keeps few of each block's hits: merged, so that the correlator's
-        # fixed work per block is paid a few times, not once per source block
-        parts: list[Any] = []
-        held = 0
-        for b in kept():
-            parts.append(b)
-            held += b.frame.size
-            if held >= MERGED_HITS:
-                yield _merged(parts)
-                parts, held = [], 0
-        if parts:
-            yield _merged(parts)
-
-    stream = FrameStream(blocks, n, 1.0, source.stride, source.avg)
-    return stream, _bin_partition(qm, q_bin, valid)
-
-
-def _merged(parts: list[Any]) -> Any:
-    """Consecutive event blocks as one."""
-    from xpcsviewer.model.events import EventBlock
-
-    if len(parts) == 1:
-        return parts[0]
-    cat = np.concatenate
-    return EventBlock(parts[0].start, parts[-1].stop, cat([b.frame for b in parts]),
-                      cat([b.pixel for b in parts]), cat([b.value for b in parts]))
-
-
 def recompute_bin(result_path: str | Path, q_bin: int, mask: np.ndarray, *,
                   raw: str | Path | None = None, progress: Any = None,
                   cancel: Any = None) -> BinRecompute:
@@ -469,25 +257,8 @@ def recompute_bin(result_path: str | Path, q_bin: int, mask: np.ndarray, *,
                 raise XpcsFileError(source.path, f"NaN or Inf counts at every pixel of q-bin "
                                     f"{q_bin}", getattr(source, "dataset_path", None),
                                     "finite counts")
-            make = _event_stream if photons else _dense_stream
-            if not photons and not hasattr(source, "read_box"):
-                make = _formed_stream
-            cached = None
-            if make is _dense_stream and not masked.pixels.any():
-                key = _cache_key(source, qm, q_bin, valid, src.normalize_frame)
-                cached = _cache.get(key) if key is not None else None
-                if cached is None and key is not None:
-                    cached = _read_bin(source, qm, q_bin, valid, src.normalize_frame,
-                                       progress, cancel)
-                    _cache.clear()
-                    if cached is not None:
-                        _cache[key] = cached
-            if cached is not None:
-                stream, part = _cached_stream(cached, source, qm, q_bin, valid,
-                                              src.normalize_frame, notes, masked)
-            else:
-                stream, part = make(source, qm, q_bin, valid, src.normalize_frame, notes,
-                                    masked, progress, cancel)
+            stream, part = bin_stream(source, qm, q_bin, valid, src.normalize_frame,
+                                      photons, notes, masked, progress, cancel)
             try:
                 if photons:
                     from xpcsviewer.compute.multitau.photons import correlate_multitau_events
@@ -523,30 +294,3 @@ def recompute_bin(result_path: str | Path, q_bin: int, mask: np.ndarray, *,
         raw=os.fspath(raw if raw is not None else src.raw),
         path="sparse" if photons else "dense", n_frames=src.n_frames,
         seconds=time.perf_counter() - t_start, notes=tuple(dict.fromkeys(notes)))
-
-
-def _formed_stream(source: Any, qm: Any, q_bin: int, valid: np.ndarray, normalize: bool,
-                   notes: list[str], masked: Any, progress: Any, cancel: Any
-                   ) -> tuple[FrameStream, Partition]:
-    """Dense frames of a sparse source without the photon correlator (no numba): the
-    frames formed from the hits, cut to the bin's box."""
-    from xpcsviewer.jobs._correlate_counts import checked_chunks
-
-    dyn, sta = np.asarray(qm.dynamic_roi_map), np.asarray(qm.static_roi_map)
-    every = valid & (dyn > 0) & (sta > 0)
-    bin_px = every & (dyn == q_bin)
-    box = _box(bin_px)
-    idx_all = np.flatnonzero(every)
-    n = int(source.n_frames)
-
-    def chunks():
-        for chunk in checked_chunks(source.iter_chunks(CHUNK_FRAMES),
-                                    every if normalize else bin_px, source, notes, masked):
-            part = chunk[(slice(None), *box)]
-            if normalize:
-                sc = _frame_scale(np.take(chunk.reshape(chunk.shape[0], -1), idx_all, axis=1))
-                part = part * sc[:, None, None]
-            yield part
-
-    return FrameStream(chunks, n, 1.0, source.stride, source.avg), \
-        _bin_partition(qm, q_bin, valid, box)
