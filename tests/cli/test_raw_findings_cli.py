@@ -116,6 +116,8 @@ def test_report_has_a_raw_data_section(faulty, tmp_path):
     page = html.read_text()
     assert "<h3>Raw data</h3>" in page and f"({DEAD[0]}, {DEAD[1]})" in page
     assert "raw source" in page  # its summary row
+    # the q-map beside it (NAME_qmap.h5, as the window pairs them) gives the bins
+    assert f"q-map {acq.qmap_path.name}" in page
     assert (tmp_path / "raw.pdf").stat().st_size > 1000
 
 

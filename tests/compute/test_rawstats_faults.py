@@ -174,3 +174,20 @@ def test_noise_level_is_the_median_of_each_segment():
         want = np.interp(np.arange(n), [(a + b - 1) / 2.0 for a, b in pairs],
                          [np.median(p[a:b]) / math.log(2.0) for a, b in pairs])
         np.testing.assert_array_equal(noise_level(p, seg), want)
+
+
+def test_no_qmap_a_shadow_and_the_dark_edge_are_no_dead_pixels():
+    """Without a q-map nothing masks a beamstop's shadow (a dark disk) or the dark beyond
+    the illuminated area; their rims have lit neighbours. Only the two lone dead pixels
+    (and a 2-pixel dead pair) in the lit area are found."""
+    rng = np.random.default_rng(21)
+    x = rng.poisson(0.05, (N, H, W))
+    rr, cc = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
+    x[:, np.hypot(rr - 12, cc - 16) < 3.5] = 0  # the beamstop's shadow
+    x[:, :, 27:] = 0  # beyond the illuminated area
+    dead = [(3, 4), (20, 9), (8, 21), (8, 22)]
+    for r, c in dead:
+        x[:, r, c] = 0
+    found = [f for f in _run(x) if f.kind == "dead_pixel"]
+    assert sorted(p for f in found for p in f.pixels) == sorted(dead)
+    assert len(found) == 3  # the pair is one finding

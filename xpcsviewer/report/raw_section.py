@@ -58,12 +58,15 @@ def is_raw_source(path: str | Path) -> bool:
 def raw_source_section(path: str | Path) -> dict[str, Any]:
     """The section of a raw source given itself: ``kind`` ``raw`` and its Raw data part
     (``error`` when it cannot be inspected)."""
+    from xpcsviewer.io.classify import qmap_beside
     from xpcsviewer.jobs.inspect import inspect_source
 
     p = Path(path)
+    qmap = qmap_beside(p)  # NAME_qmap.h5, as the window pairs them: bins, mask, q-bin levels
     try:
-        ins = inspect_source(p)
+        ins = inspect_source(p, qmap=qmap)
     except Exception as exc:  # one line in the report, the rest is reported
         return {"path": str(p), "error": _why(exc)}
     return {"path": str(p), "kind": "raw", "label": p.name,
-            "raw": _content(ins, f"{p} ({ins.layout}, {ins.n_frames} frames)")}
+            "raw": _content(ins, f"{p} ({ins.layout}, {ins.n_frames} frames"
+                            + (f"; q-map {Path(qmap).name})" if qmap else ")"))}

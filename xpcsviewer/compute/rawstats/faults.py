@@ -25,9 +25,10 @@ from xpcsviewer.compute.rawstats.spectrum import find_modulations
 from xpcsviewer.model.raw_inspect import FINDING_KINDS, Finding
 
 __all__ = ["AT_CAP_FRAME_FRACTION", "AT_CAP_MIN_PIXELS", "AT_CAP_PIXEL_FRACTION",
-           "DEAD_LOG_P", "EMPTY_LOG10_P", "EMPTY_RATIO", "HOT_LOG10_P", "HOT_RATIO",
-           "LOCAL_SIZE", "TRIM", "find_at_cap", "find_cosmics", "find_dead_pixels",
-           "find_empty_frames", "find_faults", "find_hot_pixels", "pixel_levels"]
+           "DEAD_LOG_P", "DEAD_MAX_GROUP", "EMPTY_LOG10_P", "EMPTY_RATIO", "HOT_LOG10_P",
+           "HOT_RATIO", "LOCAL_SIZE", "TRIM", "find_at_cap", "find_cosmics",
+           "find_dead_pixels", "find_empty_frames", "find_faults", "find_hot_pixels",
+           "pixel_levels"]
 
 #: hot: the tail probability of the pixel's counts under its bin's law, at most 1e-9
 #: (about one false hot pixel in a thousand 1M-pixel runs) ...
@@ -37,6 +38,9 @@ HOT_LOG10_P = -9.0
 HOT_RATIO = 10.0
 #: dead: no count where the bin's law gives P(0) <= e**-20 (a Poisson mean of 20 counts)
 DEAD_LOG_P = -20.0
+#: without a q-map: a group of dead pixels larger than this (8-connected zeros) is a
+#: shadow or the dark outside the beam, not dead pixels
+DEAD_MAX_GROUP = 9
 #: the level and spread of a bin leave out this fraction at each end of its pixels (the
 #: hot and dead pixels themselves)
 TRIM = 0.005
@@ -198,6 +202,15 @@ def find_dead_pixels(stats: RawStats, levels=None) -> list[Finding]:
     mu, beta, tested = levels if levels is not None else pixel_levels(stats)
     s = np.asarray(stats.pixel_sum, dtype=np.float64).reshape(-1)
     cand = np.flatnonzero(tested & (s == 0))
+    if cand.size and stats.bin_photons is None:
+        # without a q-map nothing masks the beamstop's shadow or the dark beyond the
+        # illuminated area: their edge pixels have lit neighbours. A dead pixel is a
+        # small island of zeros (DEAD_MAX_GROUP), not the rim of a large dark region
+        from scipy.ndimage import label
+
+        lab, _n = label((s == 0).reshape(stats.shape), structure=np.ones((3, 3), bool))
+        sizes = np.bincount(lab.ravel())
+        cand = cand[sizes[lab.ravel()[cand]] <= DEAD_MAX_GROUP]
     if cand.size == 0:
         return []
     m, b = mu[cand], beta[cand]
