@@ -179,19 +179,7 @@ def _cached_hits_stream(data: _BinHits, source: Any, qm: Any, q_bin: int, valid:
                 v = np.asarray(v, np.float64) * sc[f - b.start]
             yield EventBlock(b.start, b.stop, f, p, v)
 
-    def blocks():
-        parts: list[Any] = []
-        held = 0
-        for b in kept():
-            parts.append(b)
-            held += b.frame.size
-            if held >= MERGED_HITS:
-                yield _merged(parts)
-                parts, held = [], 0
-        if parts:
-            yield _merged(parts)
-
-    return FrameStream(blocks, n, 1.0, source.stride, source.avg), \
+    return FrameStream(lambda: _merged_blocks(kept()), n, 1.0, source.stride, source.avg), \
         _bin_partition(qm, q_bin, valid)
 
 
@@ -284,22 +272,25 @@ def _event_stream(source: Any, qm: Any, q_bin: int, valid: np.ndarray, normalize
                 v = np.asarray(v, np.float64) * sc[f - b.start]
             yield EventBlock(b.start, b.stop, f, p, v)
 
-    def blocks():
-        # the bin keeps few of each block's hits: merged, so that the correlator's
-        # fixed work per block is paid a few times, not once per source block
-        parts: list[Any] = []
-        held = 0
-        for b in kept():
-            parts.append(b)
-            held += b.frame.size
-            if held >= MERGED_HITS:
-                yield _merged(parts)
-                parts, held = [], 0
-        if parts:
-            yield _merged(parts)
 
-    stream = FrameStream(blocks, n, 1.0, source.stride, source.avg)
+    stream = FrameStream(lambda: _merged_blocks(kept()), n, 1.0, source.stride, source.avg)
     return stream, _bin_partition(qm, q_bin, valid)
+
+
+def _merged_blocks(blocks: Any) -> Any:
+    """A bin's event blocks merged up to MERGED_HITS hits: the bin keeps few of each source
+    block's hits, and the correlator's fixed work per block is then paid a few times, not
+    once per source block."""
+    parts: list[Any] = []
+    held = 0
+    for b in blocks:
+        parts.append(b)
+        held += b.frame.size
+        if held >= MERGED_HITS:
+            yield _merged(parts)
+            parts, held = [], 0
+    if parts:
+        yield _merged(parts)
 
 
 def _merged(parts: list[Any]) -> Any:
