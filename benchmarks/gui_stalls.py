@@ -82,12 +82,15 @@ NEEDS = {"demo": ("bayes_during_warmup", "first_bayes_click", "g2_layout_change"
                   "g2_redraw_after_fit"),
          "rigaku": ("saxs2d_log_toggle_3mpx", "detector_tab_3mpx", "detector_partition_3mpx",
                     "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx"),
-         "4mpx": ("saxs2d_log_toggle_4mpx",), "long": ("intensity_tab_11x100k",)}
+         "4mpx": ("saxs2d_log_toggle_4mpx",), "long": ("intensity_tab_11x100k",),
+         "raw": ("raw_tab_3m_open", "raw_frame_scrub_3m"),
+         "demo_raw": ("raw_correlate_dialog", "g2_recompute_bin")}
 ACTIONS = ["bayes_during_warmup", "first_bayes_click", "saxs2d_log_toggle_3mpx",
            "saxs2d_log_toggle_4mpx", "g2_layout_change", "g2_redraw_after_fit", "g2_real_fit",
            "intensity_tab_11x100k", "detector_tab_3mpx", "detector_partition_3mpx",
            "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx",
-           "stability_first_b0147", "live_follow"]
+           "stability_first_b0147", "live_follow", "raw_tab_3m_open", "raw_frame_scrub_3m",
+           "raw_correlate_dialog", "g2_recompute_bin"]
 
 
 def write_inputs(folder: Path, only: list[str] | None = None) -> dict[str, list[Path]]:
@@ -117,6 +120,22 @@ def write_inputs(folder: Path, only: list[str] | None = None) -> dict[str, list[
         out["4mpx"] = [one("E4M", (2048, 2048), 1000, 2)]
     if need("long"):
         out["long"] = [one(f"L{i:02d}", (64, 64), 100_000, 10 + i, dq=8) for i in range(11)]
+    if need("raw"):  # a Rigaku 3M set of 10^7 hits over 10^5 frames, its q-map beside it
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from raw_inspect import ring_qmap, write_rigaku_3m_set
+
+        base = folder / "RAW3M.bin"
+        if not (folder / "RAW3M_qmap.h5").exists():
+            write_rigaku_3m_set(base, 1e7, 100_000)
+            ring_qmap(folder / "RAW3M_qmap.h5", (1676, 2100))
+        out["raw"] = [Path(str(base) + ".000")]
+    if need("demo_raw"):  # the demo's R01 (dense HDF5 with planted faults)
+        raw = folder / "demo_raw"
+        if not (raw / "raw" / "R01_dense_faults.h5").exists():
+            from xpcsviewer.cli import main as cli
+
+            cli(["demo", "--no-gui", "--quiet", "--out", str(raw)])
+        out["demo_raw"] = [raw / "raw" / "R01_dense_faults.h5"]
     return out
 
 
@@ -411,6 +430,49 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
         d.open(b0147, None)
         gap, wall = d.measure(lambda: win.select_tab("stability"))
         report("stability_first_b0147", gap, wall)
+    if want("raw_tab_3m_open") or want("raw_frame_scrub_3m"):
+        raw = win.panels["raw"]
+        gap, wall = d.measure(lambda: win.open_paths([str(inputs["raw"][0])]))
+        report("raw_tab_3m_open", gap, wall, "10^7 hits, 10^5 frames: open, inspect, draw")
+        iv = raw.image_view
+
+        def scrub() -> None:
+            for k in range(0, 100_000, 5_000):  # a slider dragged over the run
+                iv.slider.setValue(k)
+                d.spin(0.01)
+
+        gap, wall = d.measure(scrub)
+        report("raw_frame_scrub_3m", gap, wall, "20 frames of the 3M set")
+    if want("raw_correlate_dialog") or want("g2_recompute_bin"):
+        from xpcsviewer.gui.correlate_dialog import open_correlate_dialog
+        from xpcsviewer.gui.raw_sources import raw_target
+
+        src = inputs["demo_raw"][0]
+        out_path = work / "R01_stalls_results.hdf"
+        out_path.unlink(missing_ok=True)
+        win.open_paths([str(src)])
+        d.settle()
+        dlg = open_correlate_dialog(win, win.context, raw_target(src))
+        dlg.output_edit.setText(str(out_path))
+        d.spin(1.0)  # the plan and its estimate
+        gap, wall = d.measure(dlg.start)
+        report("raw_correlate_dialog", gap, wall, "R01, 2,000 frames of 128 x 128")
+        dlg.close()
+        if want("g2_recompute_bin"):
+            import numpy as np
+
+            from xpcsviewer.gui.panels.detector import MASK_KEY, DetectorMask
+            from xpcsviewer.io.results.reader import read_qmap
+
+            d.open([out_path], "g2")
+            qm = read_qmap(out_path)
+            m = np.asarray(qm.mask, bool).copy()
+            m[20:22, 100:102] = False
+            win.context.set_shared(MASK_KEY, DetectorMask(str(out_path), m, int((~m).sum())))
+            g2 = win.panels["g2"]
+            g2.rebin_bin.setValue(4)
+            gap, wall = d.measure(g2.recompute_bin)
+            report("g2_recompute_bin", gap, wall, "bin 4 of R01 with 4 pixels masked")
     if want("live_follow"):
         gap, wall = live_follow(d, work)
         report("live_follow", gap, wall, "500 fps x 3,000 frames of 256 x 256")

@@ -89,3 +89,41 @@ def test_bayesian_clicked_during_the_warm_up_works(qtbot, monkeypatch, demo_file
         win.shutdown(10000)
     assert g2.fits.method == "bayes" and g2.fits.n_curves == 2
     assert win.errors == [] and win.warmup_done
+
+
+def test_escape_cancels_the_users_jobs_not_the_warmup(window, qtbot, wait_idle):
+    """Esc (and the status bar's Cancel) during the start-up warm-up stops the user's
+    jobs only: a cancelled warm-up left "JAX: starting…" for good."""
+    import threading
+
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    release = threading.Event()
+    seen = {}
+
+    def job(name):
+        def run(progress=None, cancel=None):
+            release.wait(10)
+            seen[name] = bool(cancel is not None and cancel.cancelled)
+            return name
+        return run
+
+    runner = window.context.runner
+    runner.submit("warmup", job("warmup"), description="compiling the fits (first run only)")
+    runner.submit("g2:fit", job("fit"), description="fitting")
+    qtbot.waitUntil(lambda: set(runner.running_keys()) == {"warmup", "g2:fit"}, timeout=5000)
+    QTest.keyClick(window, Qt.Key.Key_Escape)
+    release.set()
+    wait_idle(window, 20000)
+    assert seen["warmup"] is False  # ran to its end, never told to stop
+    assert seen.get("fit", True) is True  # told to stop (or, still queued, never started)
+    # the warm-up alone: nothing of the user's to cancel, and it says so
+    release.clear()
+    runner.submit("warmup", job("warmup2"), description="compiling the fits (first run only)")
+    qtbot.waitUntil(lambda: runner.running_keys() == ["warmup"], timeout=5000)
+    window.cancel_jobs()
+    assert "warm-up goes on" in window.message_label.text()
+    release.set()
+    wait_idle(window, 20000)
+    assert seen["warmup2"] is False

@@ -457,10 +457,18 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self._label_progress(st)
 
     def cancel_jobs(self) -> None:
-        """Cancel every running job."""
-        if self.context.runner.is_busy:
-            self.context.runner.cancel_all()
+        """Cancel every running job of the user's (Esc, the status bar's Cancel).
+
+        The start-up warm-up goes on: it is nobody's action, and cut short it left "JAX:
+        starting…" in the status bar for good and the first fit compiling."""
+        runner = self.context.runner
+        mine = [k for k in runner.running_keys() if not k.startswith("warmup")]
+        for key in mine:
+            runner.cancel(key)
+        if mine:
             self.context.show_status("Cancelled")
+        elif runner.is_busy:
+            self.context.show_status("Nothing to cancel: the start-up warm-up goes on")
 
     # ---------------------------------------------------------------- close
     def shutdown(self, msecs: int = 10000) -> bool:
