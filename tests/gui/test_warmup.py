@@ -93,7 +93,8 @@ def test_bayesian_clicked_during_the_warm_up_works(qtbot, monkeypatch, demo_file
 
 def test_escape_cancels_the_users_jobs_not_the_warmup(window, qtbot, wait_idle):
     """Esc (and the status bar's Cancel) during the start-up warm-up stops the user's
-    jobs only: a cancelled warm-up left "JAX: starting…" for good."""
+    computations only: a cancelled warm-up left "JAX: starting…" for good, and a
+    cancelled opening of the targets left every tab blank."""
     import threading
 
     from PySide6.QtCore import Qt
@@ -111,19 +112,24 @@ def test_escape_cancels_the_users_jobs_not_the_warmup(window, qtbot, wait_idle):
 
     runner = window.context.runner
     runner.submit("warmup", job("warmup"), description="compiling the fits (first run only)")
+    window.panels["g2"]._dirty = False
     runner.submit("g2:fit", job("fit"), description="fitting")
-    qtbot.waitUntil(lambda: set(runner.running_keys()) == {"warmup", "g2:fit"}, timeout=5000)
+    runner.submit("window:load", job("load"), description="Opening files")
+    qtbot.waitUntil(lambda: set(runner.running_keys()) == {"warmup", "g2:fit", "window:load"},
+                    timeout=5000)
     QTest.keyClick(window, Qt.Key.Key_Escape)
     release.set()
     wait_idle(window, 20000)
-    assert seen["warmup"] is False  # ran to its end, never told to stop
+    assert seen["warmup"] is False and seen["load"] is False  # never told to stop
     assert seen.get("fit", True) is True  # told to stop (or, still queued, never started)
+    # the tab whose job was cut recomputes when shown again (it stayed blank)
+    assert window.panels["g2"]._dirty
     # the warm-up alone: nothing of the user's to cancel, and it says so
     release.clear()
     runner.submit("warmup", job("warmup2"), description="compiling the fits (first run only)")
     qtbot.waitUntil(lambda: runner.running_keys() == ["warmup"], timeout=5000)
     window.cancel_jobs()
-    assert "warm-up goes on" in window.message_label.text()
+    assert "warm-up and the opening of files go on" in window.message_label.text()
     release.set()
     wait_idle(window, 20000)
     assert seen["warmup2"] is False

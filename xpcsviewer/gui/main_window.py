@@ -46,6 +46,8 @@ from xpcsviewer.gui.workers import (
 __all__ = ["MainWindow", "UnavailablePanel", "load_targets", "warmup_enabled"]
 
 logger = logging.getLogger(__name__)
+#: job keys Esc and Cancel leave running (see MainWindow.cancel_jobs)
+KEEP_ON_CANCEL = ("warmup", "window:load")
 
 
 
@@ -457,18 +459,25 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self._label_progress(st)
 
     def cancel_jobs(self) -> None:
-        """Cancel every running job of the user's (Esc, the status bar's Cancel).
+        """Cancel every running computation (Esc, the status bar's Cancel).
 
-        The start-up warm-up goes on: it is nobody's action, and cut short it left "JAX:
-        starting…" in the status bar for good and the first fit compiling."""
+        Two jobs go on: the start-up warm-up (cut short, it left "JAX: starting…" for good
+        and the first fit compiling) and the opening of the targets (cut short, every tab
+        stayed blank while the target list named the files; a new target list replaces
+        it anyway). Both were seen pressing Esc during the start-up."""
         runner = self.context.runner
-        mine = [k for k in runner.running_keys() if not k.startswith("warmup")]
+        mine = [k for k in runner.running_keys() if not k.startswith(KEEP_ON_CANCEL)]
         for key in mine:
             runner.cancel(key)
+            panel = self.panels.get(key.split(":", 1)[0])
+            if panel is not None:
+                panel.mark_stale()
         if mine:
-            self.context.show_status("Cancelled")
+            self.context.show_status("Cancelled (a tab left unfinished recomputes when "
+                                     "shown again)")
         elif runner.is_busy:
-            self.context.show_status("Nothing to cancel: the start-up warm-up goes on")
+            self.context.show_status("Nothing to cancel: the start-up warm-up and the "
+                                     "opening of files go on")
 
     # ---------------------------------------------------------------- close
     def shutdown(self, msecs: int = 10000) -> bool:

@@ -226,6 +226,11 @@ class BasePanel(QWidget):
         The default does nothing; subclasses override it.
         """
 
+    def mark_stale(self) -> None:
+        """Recompute on the next show (a job of this tab was cancelled: what it was
+        computing never came, and the tab must not stay as it was left)."""
+        self._dirty = True
+
     def ensure_fresh(self) -> None:
         """Refresh now if the targets changed since the last refresh (GUI thread)."""
         if self._dirty:
