@@ -231,3 +231,29 @@ def test_snapshot_of_a_raw_folder(qapp, examples, tmp_path):
     img = QImage(str(out))
     assert (img.width(), img.height()) == (900, 600)
     assert len({img.pixel(x, y) for x in range(0, 900, 7) for y in range(0, 600, 7)}) > 20
+
+
+def test_snapshot_of_an_unreadable_raw_source_fails_as_info_does(examples, tmp_path, capsys):
+    """A raw source the reader refuses (a .bin cut inside a word, a dense file linking
+    outside its folder) stops `snapshot` with exit 3 and its reason, never a blank tab."""
+    import h5py
+
+    from xpcsviewer.cli import main
+
+    _, files = examples
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(files["rigaku"].read_bytes()[:-3])
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    with h5py.File(outside / "data.h5", "w") as f:
+        f["data"] = np.ones((4, 6, 6), np.uint16)
+    inner = tmp_path / "in"
+    inner.mkdir()
+    with h5py.File(inner / "linked.h5", "w") as f:
+        f["/entry/data/data"] = h5py.ExternalLink(str(outside / "data.h5"), "data")
+    for src, why in ((cut, "truncated last word"), (inner / "linked.h5", "outside the input")):
+        rc = main(["snapshot", str(src), "--tab", "raw", "-o", str(tmp_path / "s.png"),
+                   "--overwrite", "--quiet"])
+        err = capsys.readouterr().err
+        assert rc == 3 and why in err and src.name in err, err
+        assert not (tmp_path / "s.png").exists()

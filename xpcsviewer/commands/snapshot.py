@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from xpcsviewer.io.errors import XpcsFileError
     from xpcsviewer.io.outputs import check_output, display_path
     from xpcsviewer.io.results.g2stack import describe_g2_side_file
-    from xpcsviewer.io.results.reader import read_result
+    from xpcsviewer.io.results.reader import read_qmap, read_result
 
     w, h = (int(v) for v in args.size)
     if not (MIN_SIDE <= w <= MAX_SIDE and MIN_SIDE <= h <= MAX_SIDE):
@@ -45,8 +45,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"xpcsviewer snapshot: {display_path(f)}: a folder without a {need} "
                   f"(the {args.tab} tab would be empty)", file=sys.stderr)
             return 3
-        if Path(f).is_dir() or classify_path(f).kind == "raw":
-            files.append(f)  # opens as in the window: a folder listed, a raw source shown
+        if Path(f).is_dir():
+            files.append(f)  # opens as in the window: the folder listed
+            continue
+        if classify_path(f).kind == "raw":
+            from xpcsviewer.io.classify import qmap_beside
+            from xpcsviewer.io.raw import open_raw_source
+
+            q = qmap_beside(f)  # the detector shape of layouts that store none, as the tab
+            shape = read_qmap(q).shape if q else None
+            with open_raw_source(f, shape=shape):  # XpcsFileError: exit 3, no blank tab
+                pass
+            files.append(f)  # opens as in the window: the Raw tab shows it
             continue
         try:
             read_result(f)  # raises XpcsFileError: exit 3 with one line
