@@ -60,6 +60,8 @@ COMMANDS = {
     "regroup": "re-bin a file's per-pixel G2 stack with another partition or mask",
     "inspect": "a raw source's timelines (photons, occupancy, counts at the cap) and "
                "faults (hot/dead pixels, cosmics, empty frames, modulations)",
+    "xsvs": "speckle visibility from the photons: count histograms per q-bin and "
+            "exposure, negative-binomial fits, beta(T) (docs/xsvs.md)",
     "audit": "rank the pixels of per-pixel G2 stacks by their leverage on g2, flag hot "
              "pixels, write the table as CSV",
     "fit": "fit g2 of result files (least squares, optionally Bayesian)",

@@ -75,6 +75,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--save-g2-pixel", action="store_true",
         help="also store the per-pixel G2/IP/IF stack in OUT_G2.hdf (linked from OUT.hdf)",
     )
+    p.add_argument("--xsvs", action="store_true",
+                   help="also write the speckle visibility (XSVS) of the photons beside "
+                        "the result, as OUTNAME_xsvs.h5, compared with its g2 fit "
+                        "(xpcsviewer xsvs; one RAW only)")
     p.add_argument("--twotime-ages", action="store_true",
                    help="also write the multi-tau two-time (age x lag) map of the --dq bins "
                         "to /xpcs/twotime/age_lag: N log N, so for any number of frames, "
@@ -152,6 +156,33 @@ def _one(args: argparse.Namespace, spec: Any, request: Any, quiet: bool) -> int:
         _say_stderr(f"{PROG}: note: {note}")
     if not quiet:
         _say_stderr(f"wrote {done.output}: {done.summary}")
+    if getattr(args, "xsvs", False):
+        return _xsvs_beside(args, Path(done.output), quiet)
+    return 0
+
+
+def _xsvs_beside(args: argparse.Namespace, output: Path, quiet: bool) -> int:
+    """``--xsvs``: the photons' XSVS of the same RAW, q-map and frame time, with the
+    result's g2 fit beside, written as OUTNAME_xsvs.h5."""
+    from xpcsviewer.jobs.xsvs import XSVS_SUFFIX, write_xsvs, xsvs_source
+    from xpcsviewer.progress import TextProgressBar
+
+    raw = args.raw if isinstance(args.raw, (str, os.PathLike)) else args.raw[0]
+    target = output.with_name(output.stem + XSVS_SUFFIX)
+    check_output(target, [raw, args.qmap, output], bool(getattr(args, "overwrite", False)))
+    try:
+        with TextProgressBar("xsvs", enabled=not quiet) as bar:
+            res = xsvs_source(raw, qmap=args.qmap, frame_time=args.frame_time,
+                              bin_time=getattr(args, "bin_time", None), result=output,
+                              progress=bar)
+    except ValueError as exc:
+        _say_stderr(f"{PROG}: --xsvs: {exc}")
+        return 2
+    write_xsvs(target, res)
+    if not quiet:
+        ok = sum(str(s) == "ok" for s in res.vis["status"])
+        _say_stderr(f"wrote {target}: XSVS of {res.bin_ids.size} q-bins x "
+                    f"{res.windows.size} exposures, beta(T) fitted in {ok}")
     return 0
 
 
@@ -174,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
         _say_stderr(f"{PROG}: {exc}")
         return 2
     skip = bool(getattr(args, "skip_existing", False))
+    if getattr(args, "xsvs", False) and (len(raws) != 1 or where.distributed or skip):
+        _say_stderr(f"{PROG}: --xsvs takes one RAW (run xpcsviewer xsvs on each)")
+        return 2
     if len(raws) == 1 and not where.distributed and not skip:
         try:
             return _one(args, spec, request, quiet)

@@ -19,6 +19,7 @@ KERNEL_MODULES = (
     "xpcsviewer.compute.twotime._numba",
     "xpcsviewer.compute.ages._numba",
     "xpcsviewer.compute.rawstats._numba",
+    "xpcsviewer.compute.xsvs._numba",
 )
 
 #: Frame dtypes of the dense correlators: the readers hand over the stored dtype
@@ -167,6 +168,22 @@ def _raw_stats(frame: str, pixel: str, value: str) -> None:
     RawStatsAccumulator((2, 4), 3, bins=bins, engine="compiled").add_hits(f, p, v)
 
 
+#: values the XSVS pass sees: the stored integer counts, int64 once float counts were
+#: checked whole (dense float frames, averaged sparse frames)
+XSVS_VALUES = ("uint16", "uint8", "uint32", "int32", "int64")
+
+
+def _xsvs(frame: str, pixel: str, value: str) -> None:
+    """The XSVS histograms' pass over hits (``xpcsviewer xsvs``, the Raw tab)."""
+    from xpcsviewer.compute.xsvs.histogram import XsvsAccumulator
+
+    f, p, v = _hits(frame, pixel, value)
+    acc = XsvsAccumulator((2, 4), 3, np.ones((2, 4), dtype=np.int64), windows=[1, 2],
+                          counter_cap=3)
+    acc.add_hits(f, p, v)
+    acc.finish()
+
+
 def tasks() -> list[Task]:
     """Every precompilation task, the common cases first (W1's uint16 frames, Rigaku
     hits), so that a run cut short has done what is used most."""
@@ -181,6 +198,10 @@ def tasks() -> list[Task]:
                             lambda a=(fr, px, v): _photon_sums(*a)))
             out.append(Task(f"raw statistics {name}", "raw-stats",
                             lambda a=(fr, px, v): _raw_stats(*a)))
+    for v in XSVS_VALUES:
+        for fr, px in HIT_LAYOUTS:
+            out.append(Task(f"xsvs {fr}/{px}/{v}", "xsvs",
+                            lambda a=(fr, px, v): _xsvs(*a)))
     out += [Task(f"photons long span {v}", "photons", lambda v=v: _photons_long(v))
             for v in LONG_SPAN_VALUES]
     out.append(Task("two-time photons", "twotime", _twotime_photons))

@@ -1,0 +1,121 @@
+"""numba kernel of the XSVS count histograms (:mod:`.histogram`).
+
+One loop over the hits of a block in frame order. Each pixel of a q-bin keeps one row:
+the frame it was last lit in, then per exposure level the photons of that level's
+current window not yet handed up. Levels nest (a window of level l + 1 is a whole number
+of level-l windows), so a hit in the same level-j window as the pixel's last hit closes
+exactly levels 0..j-1: each closed window is recorded in its level's histogram and its
+count carried into the next level. A hit costs its row plus the levels it closes (log2
+of the gap to the pixel's last hit), not the number of levels.
+
+A count is kept doubled, its lowest bit set when a frame of the window was at the
+counter cap (the true count is then at least the one seen: a censored sample).
+Histograms are (bins, k, levels) while counting: the levels one hit closes share a line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["close_all", "hits_pass"]
+
+#: hits whose rows are loaded ahead of their updates
+GROUP = 32
+
+
+@njit(cache=True, nogil=True)
+def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hist, cens,
+              photons, kmax):  # pragma: no cover
+    """Add the hits ``(frame, pixel, value)`` (frames non-decreasing, values whole
+    numbers) to the histograms.
+
+    ``cidx`` (npix,) int32: a pixel's row in ``state`` (-1: in no q-bin); ``cbin`` its
+    0-based q-bin; ``state`` (rows, >= 1 + levels) int64, column 0 the last frame (-1:
+    none); ``win`` (levels,) frames per window, nested; ``shift`` their log2 (-1: not a
+    power of two: a division, ~40 cycles, instead of a shift); ``nfull`` whole windows
+    per level; ``cap`` the count at which a frame is capped (0: none). Returns a sum of
+    no meaning (the loads ahead, kept).
+    """
+    n = frame.shape[0]
+    nl = win.shape[0]
+    ncol = state.shape[1]
+    rows = np.empty(GROUP, dtype=np.int64)
+    touch = 0
+    for e in range(n):
+        j = e % GROUP
+        if j == 0:
+            # a photon-sparse block lights random pixels: every row is a cache miss.
+            # Loading the next GROUP rows first (independent loads the CPU overlaps)
+            # hides most of them; one at a time, each update would wait for its miss.
+            for g in range(e, min(n, e + GROUP)):
+                cg = np.int64(cidx[np.int64(pixel[g])])
+                rows[g - e] = cg
+                if cg >= 0:
+                    for q in range(0, ncol, 8):
+                        touch += state[cg, q]
+        c = rows[j]
+        if c < 0:
+            continue
+        iv = np.int64(value[e])
+        if iv <= 0:
+            continue
+        f = np.int64(frame[e])
+        lf = state[c, 0]
+        if lf >= 0 and lf != f:
+            b = cbin[c]
+            carry = np.int64(0)
+            for lev in range(nl):
+                s = shift[lev]
+                if s >= 0:
+                    wo = lf >> s
+                    wn = f >> s
+                else:
+                    wo = lf // win[lev]
+                    wn = f // win[lev]
+                a = state[c, 1 + lev]
+                tot = (((a >> 1) + (carry >> 1)) << 1) | ((a | carry) & 1)
+                if wo == wn:
+                    state[c, 1 + lev] = tot
+                    break
+                state[c, 1 + lev] = 0
+                if wo < nfull[lev]:
+                    cnt = tot >> 1
+                    k = cnt if cnt <= kmax else kmax + 1
+                    if tot & 1:
+                        cens[b, k, lev] += 1
+                    else:
+                        hist[b, k, lev] += 1
+                    photons[b, lev] += cnt
+                carry = tot
+        state[c, 0] = f
+        flag = 1 if (cap > 0 and iv >= cap) else 0
+        a = state[c, 1]
+        state[c, 1] = (((a >> 1) + iv) << 1) | ((a | flag) & 1)
+    return touch
+
+
+@njit(cache=True, nogil=True)
+def close_all(state, cbin, win, nfull, hist, cens, photons, kmax):  # pragma: no cover
+    """Record every pixel's open windows (the end of the run)."""
+    nl = win.shape[0]
+    for c in range(state.shape[0]):
+        lf = state[c, 0]
+        if lf < 0:
+            continue
+        b = cbin[c]
+        carry = np.int64(0)
+        for lev in range(nl):
+            a = state[c, 1 + lev]
+            tot = (((a >> 1) + (carry >> 1)) << 1) | ((a | carry) & 1)
+            state[c, 1 + lev] = 0
+            if tot > 1 and lf // win[lev] < nfull[lev]:
+                cnt = tot >> 1
+                k = cnt if cnt <= kmax else kmax + 1
+                if tot & 1:
+                    cens[b, k, lev] += 1
+                else:
+                    hist[b, k, lev] += 1
+                photons[b, lev] += cnt
+            carry = tot
+        state[c, 0] = -1
