@@ -409,6 +409,10 @@ def _gof(ex, cc, over, mu, b, K1):
             continue
         cz = np.nonzero(cc[r] > 0)[0]
         kc = int(cz[0]) if cz.size else K1
+        # cells beyond the largest count seen are all in the tail cell: computing the
+        # pmf up to K for every histogram cost most of a table's time
+        nz = np.nonzero(ex[r, :kc] > 0)[0]
+        kc = max(1, min(kc, (int(nz[-1]) + 2) if nz.size else 1))
         k = np.arange(kc, dtype=np.float64)
         e = ntot[r] * np.exp(np.append(_logpmf_b(k, mu[r], b[r]),
                                        _logsf_b(float(kc), mu[r], b[r])))
