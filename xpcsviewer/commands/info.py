@@ -254,11 +254,16 @@ def summary_task(item: dict[str, Any]) -> dict[str, Any]:
     """:func:`summary` of one file, named as given (a batch task; any worker); a raw
     source gets :func:`raw_summary`, a G2 side file :func:`side_file_summary` instead
     of a failure."""
+    from xpcsviewer.commands._info_xsvs import xsvs_beside, xsvs_summary
     from xpcsviewer.io.errors import XpcsFileError
 
     raw = raw_summary(item["path"], item["shown"], item.get("shape"))
     if raw is not None:
+        raw["xsvs_beside"] = xsvs_beside(item["path"])
         return raw
+    xsvs = xsvs_summary(item["path"], item["shown"])  # NAME_xsvs.h5 (issue 46)
+    if xsvs is not None:
+        return xsvs
     try:
         res = read_result(item["path"])
     except XpcsFileError:
@@ -269,6 +274,7 @@ def summary_task(item: dict[str, Any]) -> dict[str, Any]:
         return side
     rec = summary(res)
     rec["path"] = display_path(item["shown"])
+    rec["xsvs_beside"] = xsvs_beside(item["path"])
     return rec
 
 
@@ -296,15 +302,20 @@ def run(args: argparse.Namespace) -> int:
     result = run_batch(summary_task, file_items(args.files, shape=shape),
                        lambda o: records.append(o.value) if o.ok else None, where=where)
     print_failures("xpcsviewer info", result)
+    from xpcsviewer.commands._info_xsvs import print_xsvs, xsvs_beside_note
+
     sides = [r for r in records if r.get("side_file")]
     raws = [r for r in records if r.get("kind") == "raw"]
-    records = [r for r in records if not r.get("side_file") and r.get("kind") != "raw"]
+    xsvs = [r for r in records if r.get("kind") == "xsvs"]
+    records = [r for r in records
+               if not r.get("side_file") and r.get("kind") not in ("raw", "xsvs")]
     code = result.exit_code
     if getattr(args, "inspect", False) and raws:
         code = max(code, _inspect_raws(raws, args))
     if args.json:
         out = []
-        for r in records + raws:
+        for r in records + raws + [{k: v for k, v in x.items() if k != "_table"}
+                                    for x in xsvs]:
             count = [0]
             r = to_jsonable(r, count)
             if count[0]:
@@ -337,7 +348,7 @@ def run(args: argparse.Namespace) -> int:
             )
         for s in records:
             for line in (_age_lag_note(s), _groups_note(s),
-                         _groups_note(s, "age_lag_groups")):
+                         _groups_note(s, "age_lag_groups"), xsvs_beside_note(s)):
                 if line is not None:
                     print(line)
             for w in s["warnings"]:
@@ -354,6 +365,8 @@ def run(args: argparse.Namespace) -> int:
         for s in raws:
             name = str(s["path"]).rstrip("/").rsplit("/", 1)[-1]
             print(f"note: {name}: {s['layout_text']}")
+            if (line := xsvs_beside_note(s)) is not None:
+                print(line)
             for w in s["warnings"]:
                 print(f"note: {name}: {w}")
         for s in raws:
@@ -363,6 +376,10 @@ def run(args: argparse.Namespace) -> int:
                   "the cap, modulations) take a pass over the data: xpcsviewer info --inspect "
                   "RAW, or xpcsviewer inspect RAW")
     if not args.json:
+        for k, s in enumerate(xsvs):
+            if k or records or raws:
+                print()
+            print_xsvs(s)
         for s in sides:
             print(_side_note(s))
     return code

@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     files = []
     for f in given:
         if Path(f).is_dir() and not _folder_fits(Path(f), args.tab, classify_path):
-            need = {"raw": "raw source", "detector": "result file or raw source"}.get(
+            need = {"raw": "raw source", "xsvs": "raw source",
+                    "detector": "result file or raw source"}.get(
                 args.tab, "result file")
             print(f"xpcsviewer snapshot: {display_path(f)}: a folder without a {need} "
                   f"(the {args.tab} tab would be empty)", file=sys.stderr)
@@ -89,7 +90,8 @@ def _folder_fits(folder: Path, tab: str, classify) -> bool:
     """Whether a folder holds something the tab shows (its files, not below)."""
     if tab == "live":
         return True
-    want = {"raw": {"raw"}, "detector": {"raw", "result"}}.get(tab, {"result"})
+    want = {"raw": {"raw"}, "xsvs": {"raw"}, "detector": {"raw", "result"}}.get(
+        tab, {"result"})
     try:
         entries = sorted(p for p in folder.iterdir() if p.is_file())
     except OSError:
@@ -115,6 +117,7 @@ TABS = (
     "live",
     "series",
     "raw",
+    "xsvs",  # the Raw tab's XSVS page
 )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from xpcsviewer.gui.platform_check import has_display
 
-__all__ = ["REPORT_S", "WAIT_MS", "render_snapshot"]
+__all__ = ["REPORT_S", "SUB_VIEWS", "WAIT_MS", "render_snapshot"]
 
 #: No limit by default: on a loaded machine opening the files and the warm-up
 #: (compiling the fits) took over 120 s, and a fixed limit failed the command.
@@ -20,6 +20,18 @@ REPORT_S = 15.0
 
 def _say_stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
+
+
+def _show_xsvs(panel) -> None:
+    """The Raw tab's XSVS page; computed when no ``NAME_xsvs.h5`` beside the source
+    was read."""
+    panel.modes.setCurrentWidget(panel.xsvs)
+    if panel.xsvs.res is None and panel.xsvs.compute_btn.isEnabled():
+        panel.xsvs.compute()
+
+
+#: Views inside a tab that ``snapshot --tab`` names too: name -> (tab, prepare).
+SUB_VIEWS = {"xsvs": ("raw", _show_xsvs)}
 
 
 def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
@@ -43,6 +55,9 @@ def render_snapshot(files: list[str], tab: str, output: str | os.PathLike,
     """
     from xpcsviewer.io.errors import XpcsFileError
 
+    if tab in SUB_VIEWS:
+        tab, show = SUB_VIEWS[tab]
+        prepare = show if prepare is None else (lambda p, first=prepare: (show(p), first(p)))
     for f in files:
         if not Path(f).exists():
             raise XpcsFileError(f, "file not found")

@@ -268,6 +268,10 @@ def hdf5_kind(path: Path) -> FileKind:
         if "G2IPIF" in root:
             return FileKind("side", text="per-pixel G2 side file (/G2IPIF) of "
                             + (p.name if (p := _side_result(path)) else "no result beside it"))
+        if "xsvs" in root and isinstance(_hard(f, "xsvs"), h5py.Group):
+            src = _xsvs_source(path)  # issue 46: xpcsviewer xsvs -o NAME_xsvs.h5
+            return FileKind("side", text="XSVS side file (/xsvs: photon statistics by "
+                            "exposure) of " + (src.name if src else "no source beside it"))
         if "qmap" in root:
             q = _hard(f, "qmap")
             if isinstance(q, h5py.Group):
@@ -365,6 +369,20 @@ def _esrf(path: Path, f: Any) -> FileKind | None:
         shape = _shape2((_attr(grp, "nrows"), _attr(grp, "ncols")))
     return raw_kind(path, "esrf-csr", frames=max(ptr - 1, 0), events=_len(f, CSR_INDEX),
                 detector_shape=shape)
+
+
+def _xsvs_source(path: Path) -> Path | None:
+    """The file ``NAME.*`` beside ``NAME_xsvs.h5`` (a raw source or result file)."""
+    import glob
+
+    if not path.stem.endswith("_xsvs"):
+        return None
+    stem = glob.escape(path.stem[:-5])
+    try:
+        return next((p for p in sorted(path.parent.glob(stem + ".*"))
+                     if p != path and p.is_file()), None)
+    except OSError:
+        return None
 
 
 def _side_result(path: Path) -> Path | None:

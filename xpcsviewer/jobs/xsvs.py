@@ -209,7 +209,8 @@ def xsvs_source(path: str | os.PathLike, *, qmap: Any, frame_time: float | None 
 def fit_xsvs(res: XsvsResult, *, result: str | os.PathLike | None = None,
              model: str = "single") -> XsvsResult:
     """Fill ``res.nb`` (negative binomial per bin and exposure), ``res.vis`` (beta(T)
-    per bin, over the exposures whose fit is ok) and, given a result file, ``res.g2``."""
+    per bin, over the exposures fitted into a number: ok or misfit) and, given a result
+    file, ``res.g2``."""
     from xpcsviewer.fitting.xsvs import fit_nb_table, fit_visibility
 
     tab = fit_nb_table(res.hist, res.cens)
@@ -219,7 +220,10 @@ def fit_xsvs(res: XsvsResult, *, result: str | os.PathLike | None = None,
     vis: dict[str, list[Any]] = {k: [] for k in VIS_FIELDS}
     ex = res.exposure_s if res.frame_time is not None else res.windows.astype(np.float64)
     for b in range(nb_):
-        ok = np.isin(res.nb["status"][b], ("ok",))
+        # misfit points carry their beta too: with 10^6+ samples the gamma law of an
+        # integrated speckle intensity is itself only close, and the goodness of fit
+        # sees it; their beta is still the visibility (docs/xsvs.md)
+        ok = np.isin(res.nb["status"][b], ("ok", "misfit"))
         beta = np.where(ok, res.nb["beta"][b], np.nan)
         err = np.where(ok, res.nb["beta_error"][b], np.nan)
         v = fit_visibility(ex, beta, err, model=model)

@@ -223,7 +223,9 @@ def _shrink(report: dict[str, Any], factor: float) -> None:
         im.quantize(256, method=Image.Quantize.FASTOCTREE).save(out, "PNG", optimize=True)
         return out.getvalue()
 
-    figs = [f for s in report["sections"] for f in s.get("figures", [])]
+    from xpcsviewer.report.xsvs_section import xsvs_figures
+
+    figs = [f for s in report["sections"] for f in s.get("figures", []) + xsvs_figures(s)]
     for f in figs + report.get("set_figures", []):
         f["pngs"] = [scale(p) for p in f["pngs"]]
 
@@ -237,8 +239,10 @@ def html_within_limit(report: dict[str, Any]) -> str:
         size = len(text.encode("utf-8"))
         if size <= MAX_HTML_BYTES:
             break
+        from xpcsviewer.report.xsvs_section import xsvs_figures
+
         figs = sum(len(base64.b64encode(p)) for s in report["sections"]
-                   for f in s.get("figures", []) for p in f["pngs"])
+                   for f in s.get("figures", []) + xsvs_figures(s) for p in f["pngs"])
         room = MAX_HTML_BYTES - (size - figs)
         # PNG bytes fall slower than the area: scale the sides by the byte ratio
         _shrink(report, max(0.3, min(0.85, max(room, 1) / max(figs, 1))))

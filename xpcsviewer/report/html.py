@@ -113,9 +113,12 @@ def _file_section(sec: dict[str, Any], k: int) -> str:
     if "error" in sec:
         return (f'<section id="{anchor}"><h2>{k + 1}. {_e(sec["path"])}</h2>'
                 f'<p class="error">not read: {_e(sec["error"])}</p></section>')
+    from xpcsviewer.report.xsvs_section import xsvs_html
+
     if sec.get("kind") == "raw":
         return "\n".join([f'<section id="{anchor}"><h2>{k + 1}. {_e(sec["label"])}</h2>',
-                          *_raw_html(sec["raw"]), "</section>"])
+                          *_raw_html(sec["raw"]), *xsvs_html(sec.get("xsvs"), sec["label"]),
+                          "</section>"])
     d, st = sec["diffusion"], sec["stability"]
     parts = [f'<section id="{anchor}"><h2>{k + 1}. {_e(sec["label"])}</h2>',
              "<h3>Provenance</h3>", _kv_table(provenance_rows(sec))]
@@ -129,7 +132,7 @@ def _file_section(sec: dict[str, Any], k: int) -> str:
               + "</p>",
               *_ages_html(sec),
               "<h3>Data quality</h3>", _kv_table(quality_rows(sec)),
-              *_raw_html(sec.get("raw")),
+              *_raw_html(sec.get("raw")), *xsvs_html(sec.get("xsvs"), sec["label"]),
               "<h3>Figures</h3>", _figures(sec["figures"], sec["label"]), "</section>"]
     return "\n".join(parts)
 

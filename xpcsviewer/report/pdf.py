@@ -63,8 +63,11 @@ def _file_items(sec: dict[str, Any], k: int) -> list[tuple[str, Any]]:
     if "error" in sec:
         return items + _lines("h2", f"{k + 1}. {sec['path']}") + _lines(
             "p", f"not read: {sec['error']}")
+    from xpcsviewer.report.xsvs_section import xsvs_items
+
     if sec.get("kind") == "raw":
-        return items + _lines("h2", f"{k + 1}. {sec['label']}") + _raw_items(sec["raw"])
+        return (items + _lines("h2", f"{k + 1}. {sec['label']}") + _raw_items(sec["raw"])
+                + xsvs_items(sec.get("xsvs"), sec["label"]))
     items += _lines("h2", f"{k + 1}. {sec['label']}") + _lines("h3", "Provenance")
     for name, v in provenance_rows(sec):
         items += _lines("p", f"{name}: {v}")
@@ -99,6 +102,7 @@ def _file_items(sec: dict[str, Any], k: int) -> list[tuple[str, Any]]:
     for name, v in quality_rows(sec):
         items += _lines("p", f"{name}: {v}")
     items += _raw_items(sec.get("raw"))
+    items += xsvs_items(sec.get("xsvs"), sec["label"])
     items += _figure_items(sec["figures"], sec["label"])
     return items
 

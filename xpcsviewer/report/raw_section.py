@@ -67,6 +67,9 @@ def raw_source_section(path: str | Path) -> dict[str, Any]:
         ins = inspect_source(p, qmap=qmap)
     except Exception as exc:  # one line in the report, the rest is reported
         return {"path": str(p), "error": _why(exc)}
+    from xpcsviewer.report.xsvs_section import xsvs_part
+
     return {"path": str(p), "kind": "raw", "label": p.name,
             "raw": _content(ins, f"{p} ({ins.layout}, {ins.n_frames} frames"
-                            + (f"; q-map {Path(qmap).name})" if qmap else ")"))}
+                            + (f"; q-map {Path(qmap).name})" if qmap else ")")),
+            "xsvs": xsvs_part(p)}  # NAME_xsvs.h5 beside it (issue 46)

@@ -384,8 +384,10 @@ def _image_part(res: Any, p: Path, dpi: float, figures: bool, saxs1d: bool,
     quality["audit"] = _audit(res, p)
     kinds = (*(k for k, _ in FIGURE_ORDER if k not in FIT_FIGURES), "twotime")
     from xpcsviewer.report.raw_section import raw_part
+    from xpcsviewer.report.xsvs_section import xsvs_part_of_result
 
     return {"label": res.label, "provenance": prov, "raw": raw_part(res),
+            "xsvs": xsvs_part_of_result(res, p, dpi, figures),
             "sample": {k: (v if isinstance(v, (int, float, str)) else str(v))
                        for k, v in dict(res.sample).items()},
             "stability": _stability(res), "quality": quality,

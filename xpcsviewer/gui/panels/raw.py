@@ -13,7 +13,8 @@ Shows the source of the context's ``RAW_CURRENT_KEY`` (a
 - the fault list of the inspection, which starts by itself when a source is shown
   (*Find faults*): *Mask these* hands the selected findings' pixels to the Detector
   tab's mask (one undoable step), *Exclude frames* keeps their frames out of a
-  correlation from the window (``RAW_EXCLUDE_KEY``), *Correlate…* opens the dialog.
+  correlation from the window (``RAW_EXCLUDE_KEY``), *Correlate…* opens the dialog;
+- XSVS (``_raw_xsvs``): P(k) by exposure with its fits, beta(T), the table.
 
 Every read runs in a worker (``_raw_jobs``); a newer request under the same key
 cancels the older one, so the latest frame asked for wins.
@@ -60,6 +61,7 @@ from xpcsviewer.gui.panels._raw_jobs import (
     save_findings_job,
 )
 from xpcsviewer.gui.panels._raw_views import PkPlot, RawImageView, TimelinePlots, TracePlots
+from xpcsviewer.gui.panels._raw_xsvs import XsvsView
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.panels.detector import MASK_KEY
 from xpcsviewer.gui.raw_sources import (
@@ -134,7 +136,11 @@ class RawPanel(BasePanel):
         split.addWidget(left)
         split.addWidget(right)
         split.setSizes([560, 640])
-        lay.addWidget(split, 1)
+        self.modes = QTabWidget()  # the inspection's views | XSVS (issue 46)
+        self.modes.addTab(split, "Frames, timelines, faults")
+        self.xsvs = XsvsView(self)
+        self.modes.addTab(self.xsvs, "XSVS: speckle visibility")
+        lay.addWidget(self.modes, 1)
         iv = self.image_view
         iv.sigRequest.connect(self.request_image)
         iv.sigPixelPicked.connect(self.show_pixel_trace)
@@ -295,6 +301,7 @@ class RawPanel(BasePanel):
         self.traces.set_data(None, None)
         self.pk.set_counts(None, None)
         self.faults.set_findings(None)
+        self.xsvs.clear()
         self.bin_spin.setEnabled(False)
         for b in (self.inspect_btn, self.correlate_btn):
             b.setEnabled(False)
@@ -325,6 +332,7 @@ class RawPanel(BasePanel):
         self.correlate_btn.setEnabled(True)
         self._say_source()
         self.request_image()
+        self.xsvs.set_source(info)
         if self.find_check.isChecked():
             self.inspect()
         self.sigUpdated.emit()
