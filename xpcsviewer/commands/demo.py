@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"simulated {len(files.simulated)} demo result files into {where}")
     if (out / "raw" / "truth.json").is_file():
         print(f"raw files (one photon-sparse acquisition per layout, three with planted "
-              f"faults), their q-maps and truth: {out}/raw (truth.json)")
+              f"faults, two with XSVS truth), their q-maps and truth: {out}/raw "
+              "(truth.json)")
     if getattr(args, "no_gui", False):
         print(f"look at them with: xpcsviewer info {out}/*_results.hdf   or   xpcsviewer {out}")
         return 0

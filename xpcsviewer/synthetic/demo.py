@@ -197,7 +197,7 @@ def _check_sparse(out: Path, spec: dict[str, Any], index: int, seed: int) -> str
     f, got = opened
     with f:
         try:
-            truth_key = "tau" if time_tag(spec) else "D"
+            truth_key = "tau" if time_tag(spec) or "xsvs" in spec else "D"
             for name in ("xpcs/qmap/dynamic_roi_map", "xpcs/temporal_mean/scattering_2d",
                          f"entry/sample/{truth_key}", "xpcs/multitau/delay_list",
                          "xpcs/multitau/normalized_g2", "xpcs/multitau/normalized_g2_err",

@@ -14,6 +14,9 @@ truth under ``/entry/sample``:
   (:func:`~xpcsviewer.synthetic.sparse_speckle.iter_arrivals`), correlated in
   time-tag mode (a frame per detector tick).
 
+The XSVS acquisitions (:mod:`~xpcsviewer.synthetic.demo_xsvs`, specs with ``xsvs``) go
+the same way, their entries also stating the truth per q-bin under ``xsvs``.
+
 ``OUT/raw/truth.json`` lists each raw file with its layout, frames, hits, frame time,
 q-map, result and truth. :mod:`xpcsviewer.synthetic.demo` decides what is reused.
 """
@@ -174,6 +177,10 @@ def file_digest(path: Path) -> tuple[int, str]:
 # ---------------------------------------------------------------------- geometry
 def _detector(spec: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
     """(partition, q, phi, roi mask) of the spec's whole detector."""
+    if "xsvs" in spec:
+        from xpcsviewer.synthetic.demo_xsvs import xsvs_detector
+
+        return xsvs_detector(spec)
     from xpcsviewer.compute.detector.partition import PartitionGrid, make_partition
     from xpcsviewer.compute.detector.qmap import DetectorGeometry
     from xpcsviewer.synthetic.speckle import Geometry
@@ -229,6 +236,10 @@ def sparse_truth(spec: dict[str, Any]) -> dict[str, tuple[Any, str]]:
     Brownian ones; tau and contrast for the time-tag one)."""
     from xpcsviewer.synthetic.simulated import sample_truth
 
+    if "xsvs" in spec:
+        from xpcsviewer.synthetic.demo_xsvs import xsvs_sample_truth
+
+        return xsvs_sample_truth(spec)
     if not time_tag(spec):
         return sample_truth(spec)
     smp = spec["sample"]
@@ -305,7 +316,9 @@ def make_sparse(out: str | Path, spec: dict[str, Any], seed: int, record: dict[s
                                  config=config, count_time=frame_time,
                                  start_time="2026-01-01T00:00:00")
         if photons:
-            group = max(1, math.ceil(n / 100_000)) if time_tag else 1
+            # rows of the per-frame means: a power of two of ticks (the I(q) time
+            # segments are counted on rows and on frames, which agree only then)
+            group = (1 << max(0, math.ceil(math.log2(n / 100_000)))) if time_tag else 1
             made = correlate_events_to_result(
                 FrameStream(lambda: raw.iter_events(), n, frame_time, raw.stride, raw.avg),
                 qm, CorrelateSpec(mode="multitau"), record_of, cancel=cancel,
@@ -343,6 +356,16 @@ def make_sparse(out: str | Path, spec: dict[str, Any], seed: int, record: dict[s
                      f"{RAW_DIR}/{qmap_path.name}" + _time_options(acq, frame_time)
                      + (f" --cap {acq.counter_cap}" if acq.counter_cap is not None else "")
                      + " -o findings.json"))
+    if "xsvs" in spec:
+        from xpcsviewer.synthetic.demo_xsvs import xsvs_truth
+
+        entry.update(counter_cap=acq.counter_cap, xsvs=xsvs_truth(spec, qm),
+                     xsvs_command=(f"xpcsviewer xsvs {RAW_DIR}/{files[0].name} --qmap "
+                                   f"{RAW_DIR}/{qmap_path.name}"
+                                   + _time_options(acq, frame_time)
+                                   + (f" --cap {acq.counter_cap}"
+                                      if acq.counter_cap is not None else "")
+                                   + f" --result {result_path.name} -o xsvs.csv"))
     res = made.result
     res.path = result_path
     res.sample = {k: v[0] for k, v in truth.items()}

@@ -7,13 +7,15 @@ from typing import Any
 
 from xpcsviewer.synthetic.demo_faults import FAULT_SPECS
 from xpcsviewer.synthetic.demo_sparse import SPARSE_SPECS
+from xpcsviewer.synthetic.demo_xsvs import XSVS_SPECS
 
 __all__ = ["DEMO_RECORD", "DEMO_SPECS", "DEMO_VERSION"]
 
 #: Bump when the simulator or correlator changes what a demo file holds: files of
 #: another version are then not reused (``xpcsviewer demo`` asks for --overwrite).
-DEMO_VERSION = 3  # 2: the two-time files state tau(t_w) (issue 35), C02 and H01 added;
-#                  3: the raw folder's faulty acquisitions R01-R03 (issue 45)
+DEMO_VERSION = 4  # 2: the two-time files state tau(t_w) (issue 35), C02 and H01 added;
+#                  3: the raw folder's faulty acquisitions R01-R03 (issue 45);
+#                  4: the XSVS acquisitions X01, X02 (issue 46)
 #: Where each demo file records what it is (version, name, seeds, spec hash).
 DEMO_RECORD = "/xpcs/demo"
 
@@ -262,4 +264,9 @@ DEMO_SPECS: list[dict[str, Any]] = [
     # other files keep their seeds): dense HDF5, Rigaku 2-bit, ESRF CSR, for the fault
     # finder of `xpcsviewer inspect` and the Raw tab.
     *FAULT_SPECS,
+    # Speckle of known contrast (M = 2) and tau per q-bin for XSVS (issue 46; last, so
+    # that the other files keep their seeds): a Rigaku 2-bit .bin (counts clipped at 3)
+    # and a Timepix event list with tau from 10 us to 10 ms, truth per q-bin in
+    # raw/truth.json.
+    *XSVS_SPECS,
 ]

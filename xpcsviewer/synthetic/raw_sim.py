@@ -9,7 +9,8 @@ acquisition, sample, optional ``faults``) it simulates the photons, plants the f
 q-map file into ``OUT/raw``. Layouts: ``rigaku``, ``rigaku-3m``, ``esrf-csr``,
 ``id11-sparse``, ``timepix`` (time-tag: ``tick_s`` and ``duration_s``; frames: also
 ``frame_time`` and ``n_frames``, each frame's photons spread over its ticks), and the
-dense ``hdf5`` (``/entry/data/data``) and ``npy``.
+dense ``hdf5`` (``/entry/data/data``) and ``npy``. A spec with ``xsvs`` (the XSVS
+acquisitions, :mod:`~xpcsviewer.synthetic.demo_xsvs`) has its own q-map and photons.
 """
 
 from __future__ import annotations
@@ -161,10 +162,20 @@ def write_acquisition(out: str | Path, spec: dict[str, Any], seed: int,
     shape = (int(q.shape[0]), int(q.shape[1]))
     acq = spec["acquisition"]
     faults = dict(spec.get("faults") or {})
-    cap = faults.get("cap")
+    cap = faults.get("cap", acq.get("counter_cap"))
     tagged = time_tag(spec)
     planted: list[dict[str, Any]] = []
-    if tagged:
+    if "xsvs" in spec:
+        # per q-bin tau and rate, frames integrating the intensity (demo_xsvs)
+        from xpcsviewer.synthetic.demo_xsvs import xsvs_hits
+
+        hits = xsvs_hits(spec, qm, seed, cancel=cancel)
+        n_hits = int(hits[0].size)
+        if tagged:
+            n_frames, frame_time = None, float(acq["tick_s"])
+        else:
+            n_frames, frame_time = int(acq["n_frames"]), float(acq["frame_time"])
+    elif tagged:
         if faults:
             raise ValueError("faults are planted in frames: give the Timepix spec a "
                              "frame_time and n_frames")

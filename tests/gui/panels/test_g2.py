@@ -257,6 +257,7 @@ def test_demo_files_plot(qtbot, panel, demo_set_dir):
     mt = [r for r in res if r.multitau is not None]
     panel.max_bins.setValue(4)
     panel.max_files.setValue(len(res))  # the demo holds more than the default 20
+    panel.max_panels.setValue(256)  # and more q values than the default 36 panels
     with qtbot.waitSignal(panel.sigUpdated, timeout=30000):
         panel.set_results(res)
     curves = _curves(panel)
