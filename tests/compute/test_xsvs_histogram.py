@@ -27,6 +27,7 @@ def _same(a, b):
     assert np.array_equal(a.hist, b.hist)
     assert np.array_equal(a.cens, b.cens)
     assert np.array_equal(a.photons, b.photons)
+    np.testing.assert_allclose(a.moments, b.moments, rtol=1e-13)
     assert np.array_equal(a.n_pixels, b.n_pixels)
     assert np.array_equal(a.n_windows, b.n_windows)
 
@@ -99,3 +100,25 @@ def test_chains_and_defaults():
     assert default_windows(3).tolist() == [1]
     with pytest.raises(ValueError, match="ascending"):
         XsvsAccumulator((1, 1), 4, np.ones((1, 1)), windows=[2, 1])
+
+
+def test_pixel_photons_and_mean_spread():
+    from xpcsviewer.compute.xsvs.histogram import correct_spread, mean_spread
+
+    x = _frames(n=50, cap=None)
+    acc = XsvsAccumulator((12, 15), 50, _bins(), windows=[1, 2])
+    acc.add_frames(0, x)
+    out = acc.finish()
+    np.testing.assert_array_equal(out.pixel_photons,
+                                  x.reshape(50, -1).sum(axis=0)[out.pixels])
+    # two static halves of one q-bin with means 1 and 3: s2 = var / mean^2 = 1 / 4
+    bins = np.ones((2, 4), np.int64)
+    static = np.array([[1, 1, 2, 2], [1, 1, 2, 2]])
+    ph = np.array([1.0, 1, 3, 3, 1, 1, 3, 3]) * 10
+    s2 = mean_spread(ph, np.arange(8), bins, static, 1)
+    np.testing.assert_allclose(s2, [0.25])
+    # no static partition: nothing to tell the speckle from I(q) with: no correction
+    assert mean_spread(ph, np.arange(8), bins, None, 1).tolist() == [0.0]
+    beta, err = correct_spread(np.array([0.5 + 0.25 * 1.5]), np.array([0.01]), s2)
+    np.testing.assert_allclose(beta, [0.5])
+    np.testing.assert_allclose(err, [0.008])

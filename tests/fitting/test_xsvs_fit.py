@@ -311,3 +311,24 @@ def test_fit_visibility_limits_outside_the_exposures():
     y = 0.3 * visibility(T, 1e-3)
     y[2:] = np.nan
     assert fit_visibility(T, y, e).status == "few_points"
+
+
+def test_beta_from_moments_is_the_variance_visibility():
+    """(var - mean) / mean^2 on exact samples, its error against the scatter of seeds."""
+    from xpcsviewer.fitting.xsvs import beta_from_moments
+
+    rng = np.random.default_rng(5)
+    est, errs = [], []
+    for _ in range(200):
+        k = rng.poisson(rng.gamma(2.0, 0.3 / 2.0, 20000)).astype(np.float64)
+        s = [np.sum(k ** p) for p in (1, 2, 3, 4)]
+        b, e = beta_from_moments(k.size, *s)
+        assert b == pytest.approx((k.var(ddof=1) - k.mean()) / k.mean() ** 2, rel=1e-9)
+        est.append(b)
+        errs.append(e)
+    est = np.asarray(est)
+    assert abs(est.mean() - 0.5) < 3 * est.std() / np.sqrt(est.size)
+    assert 0.85 < est.std() / np.mean(errs) < 1.15
+    b, e = beta_from_moments(np.array([0, 5]), np.zeros(2), np.zeros(2), np.zeros(2),
+                             np.zeros(2))
+    assert np.isnan(b).all() and np.isnan(e).all()

@@ -168,3 +168,28 @@ def test_bad_input(tmp_path):
         exposure_windows(100, 1e-3, [1.5e-3])
     with pytest.raises(ValueError, match="frame time"):
         exposure_windows(100, None, [1e-3])
+
+
+def test_spread_of_pixel_means_corrected(tmp_path):
+    """Pixel means rising across a q-bin (a steep I(q)): the pooled histogram's beta is
+    beta (1 + s2) + s2; corrected from the static partition, beta is the truth."""
+    rng = np.random.default_rng(11)
+    n, shape = 4000, (16, 24)
+    w = np.linspace(0.4, 1.6, shape[1])[None, :] * np.ones(shape)
+    lam = rng.gamma(2.0, 0.5 * w / 2.0, (n, *shape))  # M = 2, independent frames
+    np.save(tmp_path / "r.npy", rng.poisson(lam).astype(np.uint16))
+    dyn = np.ones(shape, np.int64)
+    qm = QMap(dynamic_roi_map=dyn, static_roi_map=np.broadcast_to(
+        1 + np.arange(shape[1]) // 2, shape).copy(), mask=dyn > 0,
+        dynamic_v_list_dim0=np.array([0.001]), dynamic_v_list_dim1=np.zeros(1),
+        static_v_list_dim0=np.arange(12.0), static_v_list_dim1=np.zeros(1),
+        dynamic_index_mapping=np.arange(1), static_index_mapping=np.arange(12),
+        dynamic_num_pts=(1, 1), static_num_pts=(12, 1))
+    res = xsvs_source(tmp_path / "r.npy", qmap=qm, exposures=None, levels=1)
+    pooled = xsvs_source(tmp_path / "r.npy", qmap=qm, levels=1, spread_correction=False)
+    s2 = float(res.mean_spread[0])
+    assert 0.125 < s2 < 0.135  # pairs of columns of linspace(0.4, 1.6): 0.1298
+    b, e = res.nb["beta"][0, 0], res.nb["beta_error"][0, 0]
+    assert abs(b - 0.5) < 4 * e and e < 0.01
+    bp = pooled.nb["beta"][0, 0]
+    assert bp - 0.5 > 0.15 and abs(bp - (0.5 * (1 + s2) + s2)) < 4 * e

@@ -48,7 +48,8 @@ def table_lines(res) -> list[str]:
              f"{res.windows.size} exposures {ex[0]:.4g}..{ex[-1]:.4g} {unit}; "
              f"counter cap: {cap}"]
     has_g2 = bool(res.g2)
-    head = f"{'bin':>4} {'q':>10} {'beta0':>16} {'tau (' + unit + ')':>20} {'status':<11}"
+    head = (f"{'bin':>4} {'q':>10} {'spread':>7} {'beta0':>16} {'tau (' + unit + ')':>20} "
+            f"{'status':<11}")
     if has_g2:
         head += f" {'g2 contrast':>16} {'g2 tau':>18}"
     lines.append(head)
@@ -56,8 +57,9 @@ def table_lines(res) -> list[str]:
         st = str(res.vis["status"][b])
         beta0 = _fmt(float(res.vis["beta0"][b]), float(res.vis["beta0_error"][b])) \
             if st not in ("few_points",) else "-"
-        row = (f"{int(bid):>4} {res.q[b]:>10.4g} {beta0:>16} {tau_text(res.vis, b):>20} "
-               f"{st:<11}")
+        sp = "-" if res.mean_spread is None else f"{res.mean_spread[b]:.3g}"
+        row = (f"{int(bid):>4} {res.q[b]:>10.4g} {sp:>7} {beta0:>16} "
+               f"{tau_text(res.vis, b):>20} {st:<11}")
         if has_g2:
             row += (f" {_fmt(res.g2['contrast'][b], res.g2['contrast_error'][b]):>16}"
                     f" {_fmt(res.g2['tau'][b], res.g2['tau_error'][b]):>18}")
@@ -67,6 +69,9 @@ def table_lines(res) -> list[str]:
         counts[str(s)] = counts.get(str(s), 0) + 1
     lines.append("per bin and exposure: " + ", ".join(f"{v} {k}" for k, v in
                                                       sorted(counts.items())))
+    if res.mean_spread is not None:
+        lines.append("spread: relative variance of the pixels' mean intensity in a bin; beta "
+                     "corrected for it (--pooled: not)")
     lines += [f"note: {n}" for n in res.notes]
     return lines
 
@@ -106,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
             res = xsvs_source(args.raw, qmap=args.qmap, frame_time=args.frame_time,
                               bin_time=args.bin_time, exposures=exposures,
                               levels=args.levels, counter_cap=args.cap,
-                              result=args.result, model=args.model, progress=bar)
+                              result=args.result, model=args.model,
+                              spread_correction=not args.pooled, progress=bar)
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
@@ -145,6 +151,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "beside beta0 and tau")
     p.add_argument("--model", choices=("single", "stretched"), default="single",
                    help="g1 of the beta(T) fits (default single exponential)")
+    p.add_argument("--pooled", action="store_true",
+                   help="the pooled histograms' beta, not corrected for the spread of the "
+                        "pixels' mean intensity within a q-bin (docs/xsvs.md)")
     p.add_argument("-o", "--output", default=None, metavar="XSVS.h5|.csv",
                    help="write the table (.csv) or everything (.h5/.hdf)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")

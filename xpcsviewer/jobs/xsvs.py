@@ -128,7 +128,8 @@ def xsvs_source(path: str | os.PathLike, *, qmap: Any, frame_time: float | None 
                 bin_time: float | None = None, exposures: Any = None,
                 levels: int | None = None, counter_cap: int | None = None,
                 mask: np.ndarray | None = None, result: str | os.PathLike | None = None,
-                model: str = "single", progress: ProgressCallback | None = None,
+                model: str = "single", spread_correction: bool = True,
+                progress: ProgressCallback | None = None,
                 cancel: CancelToken | None = None) -> XsvsResult:
     """Photon-count histograms of the raw source at ``path`` per q-bin and exposure,
     fitted (see :func:`fit_xsvs`).
@@ -153,6 +154,10 @@ def xsvs_source(path: str | os.PathLike, *, qmap: Any, frame_time: float | None 
         A result file of the same run: its g2 fit (as ``xpcsviewer fit``) beside.
     model : "single" or "stretched"
         The g1 of the beta(T) fits.
+    spread_correction : bool
+        Correct beta for the spread of the pixels' mean intensity within each q-bin
+        (from the q-map's static partition, :func:`~xpcsviewer.compute.xsvs.histogram.
+        mean_spread`); False: the pooled histogram's beta.
 
     Raises
     ------
@@ -191,16 +196,23 @@ def xsvs_source(path: str | os.PathLike, *, qmap: Any, frame_time: float | None 
     q = np.where(ids - 1 < qd.size, qd[np.minimum(ids - 1, max(qd.size - 1, 0))], np.nan) \
         if qd.size else np.full(nbins, np.nan)
     keep = counts.n_pixels > 0
+    spread = None
+    if spread_correction:
+        from xpcsviewer.compute.xsvs.histogram import mean_spread
+
+        static = getattr(qm, "static_roi_map", None)
+        spread = mean_spread(counts.pixel_photons, counts.pixels, qm.dynamic_roi_map,
+                             static, nbins)[keep]
     res = XsvsResult(
         source=str(path), layout=layout, detector_shape=shape, n_frames=n, frame_time=ft,
         time_tag=time_tag, counter_cap=counts.counter_cap, windows=counts.windows,
         n_windows=counts.n_windows, bin_ids=ids[keep], q=q[keep],
         n_pixels=counts.n_pixels[keep], hist=counts.hist[keep], cens=counts.cens[keep],
-        photons=counts.photons[keep],
+        photons=counts.photons[keep], moments=counts.moments[keep], mean_spread=spread,
         qmap_source=str(qmap) if isinstance(qmap, (str, os.PathLike)) else None,
         config={"exposures": None if exposures is None else list(map(float, exposures)),
                 "levels": levels, "bin_time": bin_time, "model": model,
-                "counter_cap": counter_cap})
+                "counter_cap": counter_cap, "spread_correction": bool(spread_correction)})
     report(progress, cancel, n, n, "fitting")
     return fit_xsvs(res, result=result, model=model)
 
@@ -216,16 +228,13 @@ def fit_xsvs(res: XsvsResult, *, result: str | os.PathLike | None = None,
     tab = fit_nb_table(res.hist, res.cens)
     res.nb = {k: np.asarray(getattr(tab, k)) for k in NB_FIELDS}
     _capped(res)
+    _beta_t(res)
+    _unspread(res)
     nb_ = res.bin_ids.size
     vis: dict[str, list[Any]] = {k: [] for k in VIS_FIELDS}
     ex = res.exposure_s if res.frame_time is not None else res.windows.astype(np.float64)
     for b in range(nb_):
-        # misfit points carry their beta too: with 10^6+ samples the gamma law of an
-        # integrated speckle intensity is itself only close, and the goodness of fit
-        # sees it; their beta is still the visibility (docs/xsvs.md)
-        ok = np.isin(res.nb["status"][b], ("ok", "misfit"))
-        beta = np.where(ok, res.nb["beta"][b], np.nan)
-        err = np.where(ok, res.nb["beta_error"][b], np.nan)
+        beta, err = res.nb["beta_T"][b], res.nb["beta_T_error"][b]
         v = fit_visibility(ex, beta, err, model=model)
         for k in VIS_FIELDS:
             vis[k].append(getattr(v, k))
@@ -238,6 +247,48 @@ def fit_xsvs(res: XsvsResult, *, result: str | os.PathLike | None = None,
         if note:
             res.notes = (*res.notes, note)
     return res
+
+
+def _beta_t(res: XsvsResult) -> None:
+    """``nb["beta_T"]``: the visibility the beta(T) law is fitted to. From the counts'
+    moments where no sample is censored (exact for any integrated speckle: the negative
+    binomial's shape is only close past ~tau/2, and its maximum-likelihood beta then
+    drifts from the visibility integral by a few %); else the fit's, where it gave one.
+    Exposures said ``few_photons``, ``no_data`` or ``capped`` give none."""
+    from xpcsviewer.fitting.xsvs import beta_from_moments
+
+    st = res.nb["status"]
+    n = res.hist.sum(axis=2) + res.cens.sum(axis=2)
+    mom = res.moments if res.moments is not None else None
+    beta = np.full(st.shape, np.nan)
+    err = np.full(st.shape, np.nan)
+    exact = res.cens.sum(axis=2) == 0
+    if mom is not None:
+        bm, em = beta_from_moments(n, mom[..., 0], mom[..., 1], mom[..., 2], mom[..., 3])
+        use = exact & np.isin(st, ("ok", "misfit", "poisson"))
+        beta, err = np.where(use, bm, beta), np.where(use, em, err)
+    fitted = ~np.isfinite(beta) & np.isin(st, ("ok", "misfit"))
+    res.nb["beta_T"] = np.where(fitted, res.nb["beta"], beta)
+    res.nb["beta_T_error"] = np.where(fitted, res.nb["beta_error"], err)
+
+
+def _unspread(res: XsvsResult) -> None:
+    """beta and M of one pixel from the pooled histograms' (see ``correct_spread``)."""
+    from xpcsviewer.compute.xsvs.histogram import correct_spread
+
+    if res.mean_spread is None or not np.any(res.mean_spread > 0):
+        return
+    s2 = np.asarray(res.mean_spread, dtype=np.float64)[:, None]
+    res.nb["beta_T"], res.nb["beta_T_error"] = correct_spread(
+        res.nb["beta_T"], res.nb["beta_T_error"], s2)
+    fitted = np.isin(res.nb["status"], ("ok", "misfit"))
+    beta, err = correct_spread(res.nb["beta"], res.nb["beta_error"], s2)
+    res.nb["beta"] = np.where(fitted, beta, res.nb["beta"])
+    res.nb["beta_error"] = np.where(fitted, err, res.nb["beta_error"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res.nb["M"] = np.where(fitted, 1.0 / res.nb["beta"], res.nb["M"])
+        res.nb["M_error"] = np.where(fitted, res.nb["beta_error"] / res.nb["beta"] ** 2,
+                                     res.nb["M_error"])
 
 
 def _capped(res: XsvsResult) -> None:
@@ -256,7 +307,7 @@ def _capped(res: XsvsResult) -> None:
                           f"frames hold a frame at the counter cap ({res.counter_cap}): "
                           "their sum is not censored at a known count (one-frame "
                           "exposures are fitted with the cap)")
-        for k in ("M", "M_error", "beta", "beta_error"):
+        for k in ("mean", "mean_error", "M", "M_error", "beta", "beta_error"):
             res.nb[k][b, lev] = np.nan
     res.nb["status"] = status.astype(str)
     res.nb["reason"] = reason
@@ -329,6 +380,10 @@ def write_xsvs(path: str | os.PathLike, res: XsvsResult) -> Path:
         g.create_dataset("exposure_s", data=res.exposure_s)
         for k in ("hist", "cens"):
             g.create_dataset(k, data=getattr(res, k), compression="gzip", shuffle=True)
+        if res.mean_spread is not None:
+            g.create_dataset("mean_spread", data=np.asarray(res.mean_spread))
+        if res.moments is not None:
+            g.create_dataset("moments", data=np.asarray(res.moments))
         for name, d in (("fit", res.nb), ("visibility", res.vis), ("g2", res.g2)):
             sub = g.create_group(name)
             for k, v in d.items():
@@ -365,7 +420,10 @@ def read_xsvs(path: str | os.PathLike) -> XsvsResult:
                 counter_cap=meta["counter_cap"], windows=g["windows"][()],
                 n_windows=g["n_windows"][()], bin_ids=g["bin_ids"][()], q=g["q"][()],
                 n_pixels=g["n_pixels"][()], hist=g["hist"][()], cens=g["cens"][()],
-                photons=g["photons"][()], nb=sub("fit"), vis=sub("visibility"),
+                photons=g["photons"][()],
+                mean_spread=g["mean_spread"][()] if "mean_spread" in g else None,
+                moments=g["moments"][()] if "moments" in g else None,
+                nb=sub("fit"), vis=sub("visibility"),
                 g2=sub("g2"), g2_source=meta.get("g2_source"),
                 qmap_source=meta.get("qmap_source"), notes=tuple(meta.get("notes", ())),
                 config=meta.get("config", {}))

@@ -20,7 +20,9 @@ __all__ = ["CSV_COLUMNS", "NB_FIELDS", "NB_STATUSES", "VIS_FIELDS", "XsvsResult"
 #: ``xsvs -o table.csv``: one row per q-bin and exposure (the issue's contract)
 CSV_COLUMNS = ("q_bin", "q", "exposure_s", "mean_count", "M", "M_error", "beta",
                "beta_error", "status")
-#: per q-bin and exposure, each a (B, L) array of :attr:`XsvsResult.nb`
+#: per q-bin and exposure, each a (B, L) array of :attr:`XsvsResult.nb` (the fit's), and
+#: beside them ``beta_T``/``beta_T_error``: the visibility the beta(T) law is fitted to
+#: (from the counts' moments where no sample is censored; see docs/xsvs.md)
 NB_FIELDS = ("mean", "mean_error", "spread", "M", "M_error", "beta", "beta_error",
              "chi2_red", "gof_p", "n_samples", "n_photons", "status", "reason")
 #: statuses of a bin and exposure: fitted (``ok``; ``misfit``: fitted, the histogram
@@ -58,6 +60,11 @@ class XsvsResult:
     hist: np.ndarray  #: (B, L, K + 2) int64 exact counts; last column > K
     cens: np.ndarray  #: (B, L, K + 2) int64 censored (true count >= k)
     photons: np.ndarray  #: (B, L) float64
+    #: (B,) relative variance of the pixels' mean intensity within each bin (from the
+    #: static partition); ``nb``'s beta and M are corrected for it (docs/xsvs.md)
+    mean_spread: np.ndarray | None = None
+    #: (B, L, 4) sums of k, k², k³, k⁴ over the samples (exact beyond K)
+    moments: np.ndarray | None = None
     nb: dict[str, np.ndarray] = field(default_factory=dict)
     vis: dict[str, np.ndarray] = field(default_factory=dict)
     g2: dict[str, np.ndarray] = field(default_factory=dict)
@@ -105,7 +112,9 @@ class XsvsResult:
         out = []
         for b, bid in enumerate(self.bin_ids):
             row = {"q_bin": int(bid), "q": float(self.q[b]),
-                   "n_pixels": int(self.n_pixels[b])}
+                   "n_pixels": int(self.n_pixels[b]),
+                   "mean_spread": None if self.mean_spread is None
+                   else float(self.mean_spread[b])}
             for k in VIS_FIELDS:
                 v = self.vis.get(k)
                 row[k] = None if v is None else v[b].item() if hasattr(v[b], "item") else v[b]

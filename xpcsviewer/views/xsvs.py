@@ -260,9 +260,11 @@ def beta_view(res: Any, bins: list[int] | None = None) -> list[BetaCurve]:
     rows = range(len(res.bin_ids)) if bins is None else bins
     for b in rows:
         st = np.asarray(nb["status"][b]).astype(str)
-        beta = np.asarray(nb["beta"][b], dtype=np.float64)
-        err = np.nan_to_num(np.asarray(nb["beta_error"][b], dtype=np.float64), nan=0.0)
-        ok = (st == "ok") & np.isfinite(beta) & (t_all > 0)
+        # the visibility the law is fitted to (moments where exact; older files: the fit's)
+        key = "beta_T" if "beta_T" in nb else "beta"
+        beta = np.asarray(nb[key][b], dtype=np.float64)
+        err = np.nan_to_num(np.asarray(nb[key + "_error"][b], dtype=np.float64), nan=0.0)
+        ok = np.isin(st, ("ok", "poisson")) & np.isfinite(beta) & (t_all > 0)
         if not ok.any():
             continue
         mis = (st == "misfit") & np.isfinite(beta) & (t_all > 0)

@@ -2,7 +2,8 @@
 
 One loop over the hits of a block in frame order. Each pixel of a q-bin keeps one row:
 the frame it was last lit in, then per exposure level the photons of that level's
-current window not yet handed up. Levels nest (a window of level l + 1 is a whole number
+current window not yet handed up, then its photons over the run (the mean intensity of
+the pixel, for the q-bin's spread of means). Levels nest (a window of level l + 1 is a whole number
 of level-l windows), so a hit in the same level-j window as the pixel's last hit closes
 exactly levels 0..j-1: each closed window is recorded in its level's histogram and its
 count carried into the next level. A hit costs its row plus the levels it closes (log2
@@ -31,11 +32,13 @@ def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hi
     numbers) to the histograms.
 
     ``cidx`` (npix,) int32: a pixel's row in ``state`` (-1: in no q-bin); ``cbin`` its
-    0-based q-bin; ``state`` (rows, >= 1 + levels) int64, column 0 the last frame (-1:
-    none); ``win`` (levels,) frames per window, nested; ``shift`` their log2 (-1: not a
-    power of two: a division, ~40 cycles, instead of a shift); ``nfull`` whole windows
-    per level; ``cap`` the count at which a frame is capped (0: none). Returns a sum of
-    no meaning (the loads ahead, kept).
+    0-based q-bin; ``state`` (rows, >= 2 + levels) int64, column 0 the last frame (-1:
+    none), column 1 + levels the pixel's photons over the run; ``win`` (levels,) frames
+    per window, nested; ``shift`` their log2 (-1: not a power of two: a division, ~40
+    cycles, instead of a shift); ``nfull`` whole windows per level; ``cap`` the count at
+    which a frame is capped (0: none); ``photons`` (bins, levels, 4) the sums of k, k²,
+    k³, k⁴ of the recorded windows (moments beyond kmax). Returns a sum of no meaning
+    (the loads ahead, kept).
     """
     n = frame.shape[0]
     nl = win.shape[0]
@@ -86,9 +89,15 @@ def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hi
                         cens[b, k, lev] += 1
                     else:
                         hist[b, k, lev] += 1
-                    photons[b, lev] += cnt
+                    x = np.float64(cnt)
+                    x2 = x * x
+                    photons[b, lev, 0] += x
+                    photons[b, lev, 1] += x2
+                    photons[b, lev, 2] += x2 * x
+                    photons[b, lev, 3] += x2 * x2
                 carry = tot
         state[c, 0] = f
+        state[c, 1 + nl] += iv
         flag = 1 if (cap > 0 and iv >= cap) else 0
         a = state[c, 1]
         state[c, 1] = (((a >> 1) + iv) << 1) | ((a | flag) & 1)
@@ -116,6 +125,11 @@ def close_all(state, cbin, win, nfull, hist, cens, photons, kmax):  # pragma: no
                     cens[b, k, lev] += 1
                 else:
                     hist[b, k, lev] += 1
-                photons[b, lev] += cnt
+                x = np.float64(cnt)
+                x2 = x * x
+                photons[b, lev, 0] += x
+                photons[b, lev, 1] += x2
+                photons[b, lev, 2] += x2 * x
+                photons[b, lev, 3] += x2 * x2
             carry = tot
         state[c, 0] = -1

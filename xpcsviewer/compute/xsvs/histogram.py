@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["KMAX", "XsvsAccumulator", "XsvsCounts", "default_windows", "histograms_dense",
-           "split_chains"]
+__all__ = ["KMAX", "XsvsAccumulator", "XsvsCounts", "correct_spread", "default_windows",
+           "histograms_dense", "mean_spread", "split_chains"]
 
 #: P(k) is kept for k = 0..KMAX and k > KMAX in one last column (censored there): XSVS
 #: lives at a few photons per window; the last column keeps long exposures fittable
@@ -83,6 +83,12 @@ class XsvsCounts:
     photons : (B, L) float64
         Photons summed over the whole windows (exact, also beyond ``kmax``).
     counter_cap : int or None
+    moments : (B, L, 4) float64
+        Sums of k, k², k³, k⁴ over the samples (zeros add nothing): the moments of the
+        counts also beyond ``kmax``; those of censored samples are lower bounds.
+    pixel_photons : (n,) float64
+        Photons of each pixel of the q-bins over the run (``pixels`` its flat indices).
+    pixels : (n,) int64
     """
 
     windows: np.ndarray
@@ -92,6 +98,9 @@ class XsvsCounts:
     cens: np.ndarray
     photons: np.ndarray
     counter_cap: int | None
+    moments: np.ndarray | None = None
+    pixel_photons: np.ndarray | None = None
+    pixels: np.ndarray | None = None
 
 
 def _aligned_rows(n: int, cols: int) -> np.ndarray:
@@ -157,11 +166,11 @@ class XsvsAccumulator:
         self._cens = np.zeros_like(self._hist)
         log2 = np.log2(w).round().astype(np.int64)
         self.shift = np.where(np.left_shift(1, log2) == w, log2, -1).astype(np.int64)
-        self.photons = np.zeros((nb, nl), dtype=np.float64)
+        self._sums = np.zeros((nb, nl, 4), dtype=np.float64)  # k, k², k³, k⁴
         self.chains = split_chains(w)
         self._states = []
         for ch in self.chains:
-            st = _aligned_rows(sel.size, 1 + ch.size)
+            st = _aligned_rows(sel.size, 2 + ch.size)
             st[:, 0] = -1
             self._states.append(st)
         self.not_whole = 0
@@ -170,7 +179,7 @@ class XsvsAccumulator:
     def _views(self, k: int) -> tuple[np.ndarray, ...]:
         ch = self._level_index(k)  # contiguous levels: views, written in place
         return (self.windows[ch], self.shift[ch], self.n_windows[ch],
-                self._hist[:, :, ch], self._cens[:, :, ch], self.photons[:, ch])
+                self._hist[:, :, ch], self._cens[:, :, ch], self._sums[:, ch])
 
     def _level_index(self, k: int) -> np.ndarray | slice:
         ch = self.chains[k]
@@ -189,7 +198,7 @@ class XsvsAccumulator:
                 nb.close_all(self._states[k], self.cbin, win, nfull, h, c, ph, self.kmax)
             if not isinstance(ch, slice):  # copies: write them back
                 self._hist[:, :, ch], self._cens[:, :, ch] = h, c
-                self.photons[:, ch] = ph
+                self._sums[:, ch] = ph
 
     def add_hits(self, frame: np.ndarray, pixel: np.ndarray, value: np.ndarray) -> None:
         """A block of hits (processed frame, flat pixel, count), frames non-decreasing
@@ -228,9 +237,13 @@ class XsvsAccumulator:
             raise ValueError(f"{self.not_whole} counts are not whole "
                              "numbers: XSVS counts photons (frames of averaged or "
                              "corrected intensities cannot be used)")
+        st, tcol = self._states[0], 1 + self.chains[0].size
         return XsvsCounts(windows=self.windows.copy(), n_windows=self.n_windows.copy(),
                           n_pixels=self.n_pixels.copy(), hist=self.hist, cens=self.cens,
-                          photons=self.photons, counter_cap=self.cap or None)
+                          photons=self._sums[..., 0].copy(), counter_cap=self.cap or None,
+                          moments=self._sums.copy(),
+                          pixel_photons=st[:, tcol].astype(np.float64),
+                          pixels=self.sel.copy())
 
 
 def histograms_dense(frames: np.ndarray, bins: np.ndarray, windows: np.ndarray, *,
@@ -247,7 +260,7 @@ def histograms_dense(frames: np.ndarray, bins: np.ndarray, windows: np.ndarray, 
     w = np.asarray(windows, dtype=np.int64)
     hist = np.zeros((nb, w.size, kmax + 2), dtype=np.int64)
     cens = np.zeros_like(hist)
-    photons = np.zeros((nb, w.size))
+    sums = np.zeros((nb, w.size, 4))
     capped = (x >= counter_cap) if counter_cap else np.zeros(x.shape, dtype=bool)
     for li, m in enumerate(w):
         nw = n // m
@@ -259,8 +272,45 @@ def histograms_dense(frames: np.ndarray, bins: np.ndarray, windows: np.ndarray, 
             k = np.minimum(sv, kmax + 1)
             hist[bi, li] = np.bincount(k[~cv], minlength=kmax + 2)
             cens[bi, li] = np.bincount(k[cv], minlength=kmax + 2)
-            photons[bi, li] = sv.sum()
+            sums[bi, li] = [(sv.astype(np.float64) ** p).sum() for p in (1, 2, 3, 4)]
     return XsvsCounts(windows=w, n_windows=n // w,
                       n_pixels=np.bincount(b[b > 0] - 1, minlength=nb).astype(np.int64),
-                      hist=hist, cens=cens, photons=photons,
+                      hist=hist, cens=cens, photons=sums[..., 0].copy(), moments=sums,
                       counter_cap=int(counter_cap) if counter_cap else None)
+
+
+def mean_spread(pixel_photons: np.ndarray, pixels: np.ndarray, bins: np.ndarray,
+                static: np.ndarray | None, n_bins: int) -> np.ndarray:
+    """(n_bins,) relative variance s² of the pixels' mean intensity within each q-bin.
+
+    A pixel's mean is taken as that of its static bin's pixels (the q-map's finer
+    partition: many speckles, so the speckle averages out and what remains is I(q)
+    across the q-bin). A pooled histogram of pixels whose means spread by s² looks like
+    a negative binomial of visibility β(1 + s²) + s² (:func:`correct_spread`). Pixels
+    without a static bin count at their q-bin's mean; a static partition no finer than
+    the dynamic one gives 0.
+    """
+    b = np.asarray(bins).reshape(-1)[pixels].astype(np.int64)
+    ph = np.asarray(pixel_photons, dtype=np.float64)
+    out = np.zeros(n_bins)
+    if static is None or ph.size == 0:
+        return out
+    s = np.asarray(static).reshape(-1)[pixels].astype(np.int64)
+    key = np.where(s > 0, s, -b)  # no static bin: the q-bin's own mean
+    _, inv = np.unique(key, return_inverse=True)
+    w = (np.bincount(inv, weights=ph) / np.bincount(inv))[inv]
+    cnt = np.bincount(b - 1, minlength=n_bins).astype(np.float64)
+    m1 = np.bincount(b - 1, weights=w, minlength=n_bins) / np.maximum(cnt, 1)
+    m2 = np.bincount(b - 1, weights=w * w, minlength=n_bins) / np.maximum(cnt, 1)
+    ok = (cnt > 0) & (m1 > 0)
+    out[ok] = np.maximum(m2[ok] / m1[ok] ** 2 - 1.0, 0.0)
+    return out
+
+
+def correct_spread(beta: np.ndarray, beta_error: np.ndarray,
+                   s2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The visibility of one pixel from that of a pooled histogram whose pixel means
+    spread by ``s2``: counts K | pixel ~ NB(μ w, 1/β) with mean w = 1 and var w = s²
+    have Var K = μ + μ² (β (1 + s²) + s²), so β = (β_pooled - s²) / (1 + s²)."""
+    s2 = np.asarray(s2, dtype=np.float64)
+    return (np.asarray(beta) - s2) / (1.0 + s2), np.asarray(beta_error) / (1.0 + s2)
