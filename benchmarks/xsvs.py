@@ -81,7 +81,7 @@ def write_module(path: Path, n_hits: float, n_frames: int, region: np.ndarray,
             if b == n_frames:
                 k[-1] = max(k[-1], 1)
             f = np.repeat(np.arange(a, b, dtype=np.int64), k)
-            p = np.sort(region[rng.integers(0, region.size, f.size)])  # order within frames
+            p = region[rng.integers(0, region.size, f.size)]
             order = np.lexsort((p, f))
             rigaku_words(f[order], p[order], np.ones(f.size, np.uint16)).tofile(fh)
     return path

@@ -17,17 +17,20 @@ Histograms are (bins, k, levels) while counting: the levels one hit closes share
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 __all__ = ["close_all", "hits_pass"]
 
 #: hits whose rows are loaded ahead of their updates
 GROUP = 32
+#: a row (int32, 64-byte lines): the frame last lit (``HI << 31 | LO``; ``HI`` -1: none),
+#: the pixel's photons over the run (saturating), then the levels' doubled counts
+LO, HI, TOT, LEV = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
 def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hist, cens,
-              photons, kmax):  # pragma: no cover
+              photons, kmax, part, nparts):  # pragma: no cover
     """Add the hits ``(frame, pixel, value)`` (frames non-decreasing, values whole
     numbers) to the histograms.
 
@@ -37,8 +40,9 @@ def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hi
     per window, nested; ``shift`` their log2 (-1: not a power of two: a division, ~40
     cycles, instead of a shift); ``nfull`` whole windows per level; ``cap`` the count at
     which a frame is capped (0: none); ``photons`` (bins, levels, 4) the sums of k, k²,
-    k³, k⁴ of the recorded windows (moments beyond kmax). Returns a sum of no meaning
-    (the loads ahead, kept).
+    k³, k⁴ of the windows beyond kmax (the histogram holds the others'). Only rows
+    ``c % nparts == part`` are updated (:func:`hits_parts` runs the parts in threads).
+    Returns a sum of no meaning (the loads ahead, kept).
     """
     n = frame.shape[0]
     nl = win.shape[0]
@@ -53,9 +57,11 @@ def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hi
             # hides most of them; one at a time, each update would wait for its miss.
             for g in range(e, min(n, e + GROUP)):
                 cg = np.int64(cidx[np.int64(pixel[g])])
+                if cg >= 0 and cg % nparts != part:
+                    cg = -1
                 rows[g - e] = cg
                 if cg >= 0:
-                    for q in range(0, ncol, 8):
+                    for q in range(0, ncol, 16):
                         touch += state[cg, q]
         c = rows[j]
         if c < 0:
@@ -64,8 +70,9 @@ def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hi
         if iv <= 0:
             continue
         f = np.int64(frame[e])
-        lf = state[c, 0]
-        if lf >= 0 and lf != f:
+        hi = np.int64(state[c, HI])
+        lf = (hi << 31) | np.int64(state[c, LO])
+        if hi >= 0 and lf != f:
             b = cbin[c]
             carry = np.int64(0)
             for lev in range(nl):
@@ -76,12 +83,12 @@ def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hi
                 else:
                     wo = lf // win[lev]
                     wn = f // win[lev]
-                a = state[c, 1 + lev]
+                a = np.int64(state[c, LEV + lev])
                 tot = (((a >> 1) + (carry >> 1)) << 1) | ((a | carry) & 1)
                 if wo == wn:
-                    state[c, 1 + lev] = tot
+                    state[c, LEV + lev] = tot
                     break
-                state[c, 1 + lev] = 0
+                state[c, LEV + lev] = 0
                 if wo < nfull[lev]:
                     cnt = tot >> 1
                     k = cnt if cnt <= kmax else kmax + 1
@@ -89,18 +96,34 @@ def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hi
                         cens[b, k, lev] += 1
                     else:
                         hist[b, k, lev] += 1
-                    x = np.float64(cnt)
-                    x2 = x * x
-                    photons[b, lev, 0] += x
-                    photons[b, lev, 1] += x2
-                    photons[b, lev, 2] += x2 * x
-                    photons[b, lev, 3] += x2 * x2
+                    if cnt > kmax:  # the histogram holds the moments of the others
+                        x = np.float64(cnt)
+                        x2 = x * x
+                        photons[b, lev, 0] += x
+                        photons[b, lev, 1] += x2
+                        photons[b, lev, 2] += x2 * x
+                        photons[b, lev, 3] += x2 * x2
                 carry = tot
-        state[c, 0] = f
-        state[c, 1 + nl] += iv
+        state[c, LO] = f & 0x7FFFFFFF
+        state[c, HI] = f >> 31
+        state[c, TOT] = min(np.int64(state[c, TOT]) + iv, 0x7FFFFFFF)
         flag = 1 if (cap > 0 and iv >= cap) else 0
-        a = state[c, 1]
-        state[c, 1] = (((a >> 1) + iv) << 1) | ((a | flag) & 1)
+        a = np.int64(state[c, LEV])
+        state[c, LEV] = (((a >> 1) + iv) << 1) | ((a | flag) & 1)
+    return touch
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def hits_parts(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hist, cens,
+               photons, kmax):  # pragma: no cover
+    """:func:`hits_pass` in ``hist.shape[0]`` threads, each on its share of the pixels
+    (rows ``c % parts``) with its own histograms (a leading axis of ``hist``, ``cens``,
+    ``photons``): the rows' cache misses, which bound the pass, are shared out."""
+    parts = hist.shape[0]
+    touch = 0
+    for t in prange(parts):
+        touch += hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap,
+                           hist[t], cens[t], photons[t], kmax, t, parts)
     return touch
 
 
@@ -109,15 +132,16 @@ def close_all(state, cbin, win, nfull, hist, cens, photons, kmax):  # pragma: no
     """Record every pixel's open windows (the end of the run)."""
     nl = win.shape[0]
     for c in range(state.shape[0]):
-        lf = state[c, 0]
-        if lf < 0:
+        hi = np.int64(state[c, HI])
+        if hi < 0:
             continue
+        lf = (hi << 31) | np.int64(state[c, LO])
         b = cbin[c]
         carry = np.int64(0)
         for lev in range(nl):
-            a = state[c, 1 + lev]
+            a = np.int64(state[c, LEV + lev])
             tot = (((a >> 1) + (carry >> 1)) << 1) | ((a | carry) & 1)
-            state[c, 1 + lev] = 0
+            state[c, LEV + lev] = 0
             if tot > 1 and lf // win[lev] < nfull[lev]:
                 cnt = tot >> 1
                 k = cnt if cnt <= kmax else kmax + 1
@@ -125,11 +149,12 @@ def close_all(state, cbin, win, nfull, hist, cens, photons, kmax):  # pragma: no
                     cens[b, k, lev] += 1
                 else:
                     hist[b, k, lev] += 1
-                x = np.float64(cnt)
-                x2 = x * x
-                photons[b, lev, 0] += x
-                photons[b, lev, 1] += x2
-                photons[b, lev, 2] += x2 * x
-                photons[b, lev, 3] += x2 * x2
+                if cnt > kmax:
+                    x = np.float64(cnt)
+                    x2 = x * x
+                    photons[b, lev, 0] += x
+                    photons[b, lev, 1] += x2
+                    photons[b, lev, 2] += x2 * x
+                    photons[b, lev, 3] += x2 * x2
             carry = tot
-        state[c, 0] = -1
+        state[c, HI] = -1

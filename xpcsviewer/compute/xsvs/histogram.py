@@ -103,12 +103,27 @@ class XsvsCounts:
     pixels: np.ndarray | None = None
 
 
+#: threads of the pass at most (each keeps its own histograms: 2 x bins x levels x
+#: (KMAX + 2) x 8 bytes, 16 MB at 100 bins x 20 levels)
+MAX_THREADS = 4
+
+
+def _threads() -> int:
+    """Threads of the pass: numba's, at most :data:`MAX_THREADS`."""
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return 1
+    return max(1, min(MAX_THREADS, int(numba.get_num_threads())))
+
+
 def _aligned_rows(n: int, cols: int) -> np.ndarray:
-    """(n, cols rounded up to 8) int64 zeros, each row on its own 64-byte lines: a hit
-    then loads whole lines of its pixel only."""
-    cols += -cols % 8
-    buf = np.zeros(n * cols + 8, dtype=np.int64)
-    skip = (-buf.ctypes.data % 64) // 8
+    """(n, cols rounded up to 16) int32 zeros, each row on its own 64-byte lines: a
+    hit then loads whole lines of its pixel only (one line for up to 13 levels: the
+    lines a hit loads, not the work on them, bound the pass's speed)."""
+    cols += -cols % 16
+    buf = np.zeros(n * cols + 16, dtype=np.int32)
+    skip = (-buf.ctypes.data % 64) // 4
     return buf[skip:skip + n * cols].reshape(n, cols)
 
 
@@ -162,16 +177,18 @@ class XsvsAccumulator:
         self.kmax = int(kmax)
         nb, nl = self.n_bins, w.size
         # (bins, k, levels) while counting: see _numba._record
-        self._hist = np.zeros((nb, self.kmax + 2, nl), dtype=np.int64)
+        # a leading axis: one histogram per thread of the pass (_numba.hits_parts)
+        self.parts = _threads()
+        self._hist = np.zeros((self.parts, nb, self.kmax + 2, nl), dtype=np.int64)
         self._cens = np.zeros_like(self._hist)
         log2 = np.log2(w).round().astype(np.int64)
         self.shift = np.where(np.left_shift(1, log2) == w, log2, -1).astype(np.int64)
-        self._sums = np.zeros((nb, nl, 4), dtype=np.float64)  # k, k², k³, k⁴
+        self._sums = np.zeros((self.parts, nb, nl, 4), dtype=np.float64)  # k .. k⁴
         self.chains = split_chains(w)
         self._states = []
         for ch in self.chains:
-            st = _aligned_rows(sel.size, 2 + ch.size)
-            st[:, 0] = -1
+            st = _aligned_rows(sel.size, 3 + ch.size)
+            st[:, 1] = -1  # no frame lit yet
             self._states.append(st)
         self.not_whole = 0
         self._done = False
@@ -179,7 +196,7 @@ class XsvsAccumulator:
     def _views(self, k: int) -> tuple[np.ndarray, ...]:
         ch = self._level_index(k)  # contiguous levels: views, written in place
         return (self.windows[ch], self.shift[ch], self.n_windows[ch],
-                self._hist[:, :, ch], self._cens[:, :, ch], self._sums[:, ch])
+                self._hist[..., ch], self._cens[..., ch], self._sums[:, :, ch])
 
     def _level_index(self, k: int) -> np.ndarray | slice:
         ch = self.chains[k]
@@ -192,13 +209,14 @@ class XsvsAccumulator:
             ch = self._level_index(k)
             win, sh, nfull, h, c, ph = self._views(k)
             if fn == "hits":
-                nb.hits_pass(*args, self.cidx, self.cbin, self._states[k], win, sh, nfull,
-                             self.cap, h, c, ph, self.kmax)
+                nb.hits_parts(*args, self.cidx, self.cbin, self._states[k], win, sh, nfull,
+                              self.cap, h, c, ph, self.kmax)
             else:
-                nb.close_all(self._states[k], self.cbin, win, nfull, h, c, ph, self.kmax)
+                nb.close_all(self._states[k], self.cbin, win, nfull, h[0], c[0], ph[0],
+                             self.kmax)
             if not isinstance(ch, slice):  # copies: write them back
-                self._hist[:, :, ch], self._cens[:, :, ch] = h, c
-                self._sums[:, ch] = ph
+                self._hist[..., ch], self._cens[..., ch] = h, c
+                self._sums[:, :, ch] = ph
 
     def add_hits(self, frame: np.ndarray, pixel: np.ndarray, value: np.ndarray) -> None:
         """A block of hits (processed frame, flat pixel, count), frames non-decreasing
@@ -228,8 +246,13 @@ class XsvsAccumulator:
         """Close every open window and fill in the zeros."""
         if not self._done:
             self._run("close")
-            self.hist = np.ascontiguousarray(self._hist.transpose(0, 2, 1))
-            self.cens = np.ascontiguousarray(self._cens.transpose(0, 2, 1))
+            self.hist = np.ascontiguousarray(self._hist.sum(axis=0).transpose(0, 2, 1))
+            self.cens = np.ascontiguousarray(self._cens.sum(axis=0).transpose(0, 2, 1))
+            self._sums = self._sums.sum(axis=0)
+            k = np.arange(self.kmax + 1, dtype=np.float64)
+            both = (self.hist + self.cens)[:, :, :self.kmax + 1].astype(np.float64)
+            for p in range(4):  # the counts up to kmax from the histogram, exactly
+                self._sums[..., p] += both @ k ** (p + 1)
             seen = self.hist.sum(axis=2) + self.cens.sum(axis=2)
             self.hist[:, :, 0] += self.n_pixels[:, None] * self.n_windows[None, :] - seen
             self._done = True
@@ -237,7 +260,7 @@ class XsvsAccumulator:
             raise ValueError(f"{self.not_whole} counts are not whole "
                              "numbers: XSVS counts photons (frames of averaged or "
                              "corrected intensities cannot be used)")
-        st, tcol = self._states[0], 1 + self.chains[0].size
+        st, tcol = self._states[0], 2
         return XsvsCounts(windows=self.windows.copy(), n_windows=self.n_windows.copy(),
                           n_pixels=self.n_pixels.copy(), hist=self.hist, cens=self.cens,
                           photons=self._sums[..., 0].copy(), counter_cap=self.cap or None,
