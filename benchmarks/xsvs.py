@@ -55,6 +55,14 @@ GOAL_G2 = 0.05
 
 
 def _rss_mb() -> float:
+    """Peak resident memory of this process: VmHWM (ru_maxrss survives exec on Linux:
+    a child would report its parent's peak)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -67,13 +75,14 @@ def _child(kind: str, *args: str) -> dict:
 
 # ---------------------------------------------------------------------- rate
 def write_module(path: Path, n_hits: float, n_frames: int, region: np.ndarray,
-                 seed: int = 0, block: int = 1 << 16) -> Path:
+                 seed: int = 0, block_hits: int = 1 << 22) -> Path:
     """A Rigaku module ``.bin`` of ~``n_hits`` single photons on the pixels of
     ``region`` (flat indices), a block of frames at a time."""
     from xpcsviewer.synthetic.sparse_files import rigaku_words
 
     rng = np.random.default_rng(seed)
     per_frame = float(n_hits) / n_frames
+    block = max(1, int(block_hits / max(per_frame, 1e-9)))  # memory: ~4M hits a block
     with open(path, "wb") as fh:
         for a in range(0, n_frames, block):
             b = min(n_frames, a + block)

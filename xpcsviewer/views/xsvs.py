@@ -276,7 +276,8 @@ def beta_view(res: Any, bins: list[int] | None = None) -> list[BetaCurve]:
             stretch = stretch if math.isfinite(stretch) else 1.0
             if math.isfinite(b0) and math.isfinite(tau) and tau > 0:
                 model_ok = str(vis["status"][b]) == "ok"
-                lo, hi = float(t_all[ok].min()), float(t_all[ok].max())
+                drawn = ok | mis  # the law over every point it was fitted to
+                lo, hi = float(t_all[drawn].min()), float(t_all[drawn].max())
                 if model_ok:  # a law past the points; a limit only where they are
                     lo, hi = lo / 1.5, hi * 1.5
                 t_model = np.geomspace(lo, hi, 120)

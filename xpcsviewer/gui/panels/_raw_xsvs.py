@@ -267,10 +267,16 @@ class XsvsView(QWidget):
             return None
         self.compute_btn.setEnabled(False)
         self.cancel_btn.setEnabled(True)
-        self.status.setText(f"XSVS: computing {Path(info.path).name}\u2026")
+        # an event list in its own ticks: exposures from one tick up (XSVS beyond any
+        # frame rate), not in the bin time the tab's frame views use
+        ticks = str(getattr(info, "layout", "")) == "timepix"
+        frame_time = None if ticks else panel.frame_time()
+        bin_time = None if ticks else panel.handle.bin_time
+        self.status.setText(f"XSVS: computing {Path(info.path).name}"
+                            + (" in its detector ticks" if ticks else "") + "\u2026")
         return panel.context.runner.submit(
             panel.job_key("xsvs"), compute_xsvs_job, info.path, info.qmap,
-            panel.frame_time(), panel.handle.bin_time, panel._detector_mask(),
+            frame_time, bin_time, panel._detector_mask(),
             list(panel.results), on_result=self._on_computed, on_error=self._on_failed,
             on_progress=self._on_progress,
             description=f"XSVS of {Path(info.path).name}")
@@ -332,6 +338,13 @@ class XsvsView(QWidget):
                                                         if np.isfinite(q) else ""), b)
             for lev in range(res.windows.size):
                 self.level_combo.addItem(exposure_text(res, lev)[4:], lev)
+            # open on the first exposure whose P(k) was fitted (an event list's first
+            # ticks hold too few photons to show a fit)
+            st = np.asarray(res.nb.get("status", np.empty((0, 0))))
+            if st.size:
+                fitted = np.flatnonzero(np.isin(st[0], ("ok", "misfit")))
+                if fitted.size:
+                    self.level_combo.setCurrentIndex(int(fitted[0]))
         for combo in (self.bin_combo, self.level_combo):
             combo.blockSignals(False)
 
