@@ -98,6 +98,11 @@ def test_view_draws_a_fake_result_and_follows_bin_and_exposure(panel, qtbot):
     v.set_result(res)
     assert v.bin_combo.count() == 4 and v.level_combo.count() == 6
     assert "1 ms" in v.level_combo.itemText(0) and "q 0.002" in v.bin_combo.itemText(0)
+    # it opens on the first exposure whose P(k) was fitted
+    first = int(np.flatnonzero(np.isin(res.nb["status"][0], ("ok", "misfit")))[0])
+    assert first > 0 and v.level_combo.currentData() == first
+    np.testing.assert_allclose(v.pk_points.yData, pk_view(res, 0, first).p)
+    v.level_combo.setCurrentIndex(0)
     ref = pk_view(res, 0, 0)
     np.testing.assert_allclose(v.pk_points.yData, ref.p)
     assert _n(v.pk_nb) == 0  # poisson status: no negative binomial drawn
