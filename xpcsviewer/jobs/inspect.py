@@ -27,7 +27,7 @@ from xpcsviewer.model.raw_inspect import RawInspection
 from xpcsviewer.progress import CancelToken, ProgressCallback, report
 
 __all__ = ["CHUNK_ELEMENTS", "CSV_COLUMNS", "SATURATION_NAMES", "counter_caps",
-           "frame_image", "inspect_source", "pixel_trace", "write_findings"]
+           "feed_chunks", "frame_image", "inspect_source", "pixel_trace", "write_findings"]
 
 #: values per chunk of dense frames (a few frames of a 1M-pixel detector): the chunk's
 #: float64 temporaries stay near 64 MB
@@ -155,6 +155,25 @@ def _valid(src: Any, qm: Any, mask: np.ndarray | None) -> np.ndarray | None:
 
 
 # ----------------------------------------------------------------------------- the pass
+def feed_chunks(src: Any, add: Any, progress: ProgressCallback | None,
+                cancel: CancelToken | None) -> None:
+    """Dense frames of ``src`` to ``add(first frame, chunk)`` in chunks of about
+    :data:`CHUNK_ELEMENTS` values, the next read ahead in a thread."""
+    from xpcsviewer.model.events import prefetched
+
+    h, w = src.frame_shape
+    n = int(src.n_frames)
+    chunks = prefetched(src.iter_chunks(max(1, CHUNK_ELEMENTS // max(1, h * w))))
+    try:
+        a = 0
+        for chunk in chunks:
+            add(a, chunk)
+            a += chunk.shape[0]
+            report(progress, cancel, a, n, f"frame {a} of {n}")
+    finally:
+        chunks.close()
+
+
 def inspect_source(path: str | os.PathLike, *, qmap: Any = None,
                    frame_time: float | None = None, bin_time: float | None = None,
                    counter_cap: int | None = None, mask: np.ndarray | None = None,
@@ -220,16 +239,7 @@ def inspect_source(path: str | os.PathLike, *, qmap: Any = None,
             if cap is None and caps:
                 cap = infer_cap(acc.max_count, caps)
         else:
-            step = max(1, CHUNK_ELEMENTS // max(1, shape[0] * shape[1]))
-            chunks = prefetched(src.iter_chunks(step))
-            try:
-                a = 0
-                for chunk in chunks:
-                    acc.add_frames(a, chunk)
-                    a += chunk.shape[0]
-                    report(progress, cancel, a, n, f"frame {a} of {n}")
-            finally:
-                chunks.close()
+            feed_chunks(src, acc.add_frames, progress, cancel)
         report(progress, cancel, n, n, "looking for faults")
         stats = acc.finish(cap)
         findings = find_faults(stats, ft)

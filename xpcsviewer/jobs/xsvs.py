@@ -28,8 +28,6 @@ __all__ = ["XSVS_SUFFIX", "exposure_windows", "find_xsvs", "fit_xsvs", "read_xsv
 XSVS_SUFFIX = "_xsvs.h5"
 #: hits per block of the pass
 XSVS_EVENTS = 1 << 21
-#: dense values per chunk
-CHUNK_ELEMENTS = 4 << 20
 #: above this fraction of censored samples, an exposure of several frames is not fitted:
 #: a sum of frames of which one was capped is not censored at a known count, and the
 #: censored likelihood's bias grows ~1.5x that fraction (benchmarks/xsvs_fit.py)
@@ -106,18 +104,11 @@ def _counts(src: Any, qm: Any, windows: np.ndarray, cap: int | None, cap_known: 
             acc = XsvsAccumulator(shape, n, qm.dynamic_roi_map, valid=valid,
                                   windows=windows, counter_cap=cap)
     else:
+        from xpcsviewer.jobs.inspect import feed_chunks
+
         acc = XsvsAccumulator(shape, n, qm.dynamic_roi_map, valid=valid, windows=windows,
                               counter_cap=cap)
-        step = max(1, CHUNK_ELEMENTS // max(1, shape[0] * shape[1]))
-        chunks = prefetched(src.iter_chunks(step))
-        try:
-            a = 0
-            for chunk in chunks:
-                acc.add_frames(a, chunk)
-                a += chunk.shape[0]
-                report(progress, cancel, a, n, f"frame {a} of {n}")
-        finally:
-            chunks.close()
+        feed_chunks(src, acc.add_frames, progress, cancel)
     try:
         return acc.finish()
     except ValueError as exc:

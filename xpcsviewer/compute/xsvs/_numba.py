@@ -28,6 +28,17 @@ GROUP = 32
 LO, HI, TOT, LEV = 0, 1, 2, 3
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _big(photons, b, lev, cnt):  # pragma: no cover
+    """The moments of a count beyond kmax."""
+    x = np.float64(cnt)
+    x2 = x * x
+    photons[b, lev, 0] += x
+    photons[b, lev, 1] += x2
+    photons[b, lev, 2] += x2 * x
+    photons[b, lev, 3] += x2 * x2
+
+
 @njit(cache=True, nogil=True)
 def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hist, cens,
               photons, kmax, part, nparts):  # pragma: no cover
@@ -97,12 +108,7 @@ def hits_pass(frame, pixel, value, cidx, cbin, state, win, shift, nfull, cap, hi
                     else:
                         hist[b, k, lev] += 1
                     if cnt > kmax:  # the histogram holds the moments of the others
-                        x = np.float64(cnt)
-                        x2 = x * x
-                        photons[b, lev, 0] += x
-                        photons[b, lev, 1] += x2
-                        photons[b, lev, 2] += x2 * x
-                        photons[b, lev, 3] += x2 * x2
+                        _big(photons, b, lev, cnt)
                 carry = tot
         state[c, LO] = f & 0x7FFFFFFF
         state[c, HI] = f >> 31
@@ -150,11 +156,6 @@ def close_all(state, cbin, win, nfull, hist, cens, photons, kmax):  # pragma: no
                 else:
                     hist[b, k, lev] += 1
                 if cnt > kmax:
-                    x = np.float64(cnt)
-                    x2 = x * x
-                    photons[b, lev, 0] += x
-                    photons[b, lev, 1] += x2
-                    photons[b, lev, 2] += x2 * x
-                    photons[b, lev, 3] += x2 * x2
+                    _big(photons, b, lev, cnt)
             carry = tot
         state[c, HI] = -1
