@@ -168,9 +168,8 @@ def _raw_stats(frame: str, pixel: str, value: str) -> None:
     RawStatsAccumulator((2, 4), 3, bins=bins, engine="compiled").add_hits(f, p, v)
 
 
-#: values the XSVS pass sees: the stored integer counts, int64 once float counts were
-#: checked whole (dense float frames, averaged sparse frames)
-XSVS_VALUES = ("uint16", "uint8", "uint32", "int32", "int64")
+#: values the XSVS pass's kernel sees: int32 (the accumulator converts every count dtype)
+XSVS_VALUES = ("int32",)
 
 
 def _xsvs(frame: str, pixel: str, value: str) -> None:
@@ -178,6 +177,7 @@ def _xsvs(frame: str, pixel: str, value: str) -> None:
     from xpcsviewer.compute.xsvs.histogram import XsvsAccumulator
 
     f, p, v = _hits(frame, pixel, value)
+    v[0] = 600  # a count beyond the histogram: its moments' kernel too
     acc = XsvsAccumulator((2, 4), 3, np.ones((2, 4), dtype=np.int64), windows=[1, 2],
                           counter_cap=3)
     acc.add_hits(f, p, v)

@@ -28,9 +28,9 @@ GROUP = 32
 LO, HI, TOT, LEV = 0, 1, 2, 3
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _big(photons, b, lev, cnt):  # pragma: no cover
-    """The moments of a count beyond kmax."""
+    """The moments of a count beyond kmax (rare: a call, not inlined)."""
     x = np.float64(cnt)
     x2 = x * x
     photons[b, lev, 0] += x

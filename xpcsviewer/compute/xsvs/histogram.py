@@ -235,12 +235,18 @@ class XsvsAccumulator:
                       self._whole(x[fr, j]))
 
     def _whole(self, value: np.ndarray) -> np.ndarray:
-        # integer counts pass as they are; float ones must be whole (one NumPy pass)
+        # int32 for the kernel (one compiled variant a hit layout, not one a count
+        # dtype: the parallel pass compiles in seconds); float counts must be whole
         if value.dtype.kind in "iu":
-            return value
+            if value.dtype == np.int32:
+                return value
+            if value.dtype.itemsize < 4:
+                return value.astype(np.int32)
+            return np.minimum(value, np.iinfo(np.int32).max).astype(np.int32)
         bad = ~(np.floor(value) == value) & (value > 0)
         self.not_whole += int(np.count_nonzero(bad))
-        return np.where(bad, 0, value).astype(np.int64)
+        v = np.where(bad | ~(value > 0), 0, np.minimum(value, np.iinfo(np.int32).max))
+        return v.astype(np.int32)
 
     def finish(self) -> XsvsCounts:
         """Close every open window and fill in the zeros."""
