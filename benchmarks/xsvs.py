@@ -13,7 +13,8 @@ Parts:
   ~800 MB, written a block at a time into a temporary folder, read once to warm the page
   cache) inside 100 q-rings, in two shapes: (a) 2^22 frames and the 20 default exposures
   1 .. 2^19 frames (24 photons a frame: every hit closes ~13 levels), (b) 5 x 10^4 frames
-  at ~1 % occupancy and 20 exposures in two nested chains (1, 2, 4, ... and 3, 6, 12, ...).
+  at ~1 % occupancy and 20 exposures in two nested chains (1, 2, 4, ... and 3, 6, 12, ...),
+  (c) the same run with the default exposures (1 .. 2^12 frames: 13 levels, one chain).
   In a fresh process: the time of reading the hits alone, of the whole pass
   (:func:`~xpcsviewer.jobs.xsvs.xsvs_source` without its fits) and of the fits, and the
   peak resident memory. Goal: <= 5 s for 100 bins x 20 exposures.
@@ -149,12 +150,15 @@ def child_rate(raw: str, qmap: str, exposures: str) -> dict:
     return out
 
 
-def run_rate(tmp: Path, n_hits: float) -> list[dict]:
+def run_rate(tmp: Path, n_hits: float, only_case: str | None = None) -> list[dict]:
     rows = []
     qmap, region = ring_qmap(tmp / "q.h5")
     frames_b = max(50_000, int(n_hits / (0.01 * region.size)))
     cases = [("a: 2^22 frames, 20 levels", 1 << 22, "-"),
-             ("b: 5e4 frames ~1 %, 20 exposures in 2 chains", frames_b, None)]
+             ("b: 5e4 frames ~1 %, 20 exposures in 2 chains", frames_b, None),
+             ("c: 5e4 frames ~1 %, the default 13 levels", frames_b, "-")]
+    if only_case:
+        cases = [c for c in cases if c[0][0] == only_case]
     for name, frames, ex in cases:
         if ex is None:
             w = sorted({*(1 << np.arange(10)).tolist(), *(3 << np.arange(10)).tolist()})[:20]
@@ -322,6 +326,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", choices=["rate", "skbeam", "demo"], default=None)
     ap.add_argument("--hits", type=float, default=1e8)
+    ap.add_argument("--case", choices=["a", "b", "c"], default=None,
+                    help="one shape of the rate part only")
     ap.add_argument("--demo", default="demo_data")
     ap.add_argument("--tmp", default=None)
     ap.add_argument("--json", default=None)
@@ -335,7 +341,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="xsvs_bench_", dir=args.tmp))
     try:
         if args.only in (None, "rate"):
-            rec["rate"] = run_rate(tmp, args.hits)
+            rec["rate"] = run_rate(tmp, args.hits, args.case)
         if args.only in (None, "skbeam"):
             rec["skbeam"] = run_skbeam(tmp)
         if args.only in (None, "demo"):
