@@ -247,3 +247,28 @@ def test_bad_hits_are_refused_with_the_file_named(sparse_inputs, tmp_path, capsy
     assert _run(tmp_path / "out_sparse_frame_0_00000.h5", "--qmap", qpath, "-o",
                 tmp_path / "p.hdf") == 3
     assert "index" in capsys.readouterr().err
+
+
+def test_time_tag_rows_not_a_power_of_two(tmp_path):
+    """3 x 10^5 ticks: rows of 3 ticks for the trace. The I(q) time segments were kept
+    for the rows' count (12) and asked for the frames' (9): correlate refused the list."""
+    shape = (8, 8)
+    _, qpath = _qmap(tmp_path, shape, (-3.0, 4.0))
+    rng = np.random.default_rng(3)
+    n_ticks = 300_000
+    toa = np.sort(rng.integers(0, n_ticks, 4000))
+    toa[0], toa[-1] = 0, n_ticks - 1
+    p = rng.integers(0, shape[0] * shape[1], toa.size)
+    raw = tmp_path / "tpx.h5"
+    with h5py.File(raw, "w") as fh:
+        g = fh.create_group("tpx3")
+        g["x"] = (p % shape[1]).astype(np.uint16)
+        g["y"] = (p // shape[1]).astype(np.uint16)
+        g["toa"] = toa.astype(np.int64)
+        g["toa"].attrs["tick_s"] = 25e-9
+        g.attrs["detector_shape"] = shape
+    out = tmp_path / "tt.hdf"
+    assert _run(raw, "--qmap", qpath, "-o", out) == 0
+    res = read_result(out)
+    assert res.intensity_vs_time.shape[1] == 100_000  # rows of 3 ticks
+    assert np.isfinite(res.saxs_1d).any()

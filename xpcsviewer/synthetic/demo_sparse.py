@@ -316,8 +316,8 @@ def make_sparse(out: str | Path, spec: dict[str, Any], seed: int, record: dict[s
                                  config=config, count_time=frame_time,
                                  start_time="2026-01-01T00:00:00")
         if photons:
-            # rows of the per-frame means: a power of two of ticks (the I(q) time
-            # segments are counted on rows and on frames, which agree only then)
+            # rows of the per-frame means: a power of two of ticks (kept so that the
+            # demo files stay as they are)
             group = (1 << max(0, math.ceil(math.log2(n / 100_000)))) if time_tag else 1
             made = correlate_events_to_result(
                 FrameStream(lambda: raw.iter_events(), n, frame_time, raw.stride, raw.avg),

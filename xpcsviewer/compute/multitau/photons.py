@@ -444,9 +444,11 @@ def correlate_multitau_events(
     if opt.with_scattering:
         from xpcsviewer.compute.pipeline import multitau_segments
 
-        rows = -(-int(n_frames) // max(1, int(opt.scattering_group)))
+        # the result asks for the segments of its frames (assemble_result), not of the
+        # rows: with a group that is not a power of two the two differ (a 0.4 s Timepix
+        # list in 2560-tick rows: 12 against 15, and correlate refused it)
         acc = SparseScattering(pixels, n_frames, opt.scattering_group,
-                               segments=multitau_segments(rows))
+                               segments=multitau_segments(int(n_frames)))
     marks = ([round(n_frames * (i + 1) / num_partial_g2) for i in range(num_partial_g2)]
              if num_partial_g2 > 0 else [])
     snaps: list[tuple[int, np.ndarray, np.ndarray]] = []
