@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             res = xsvs_source(args.raw, qmap=args.qmap, frame_time=args.frame_time,
                               bin_time=args.bin_time, exposures=exposures,
                               levels=args.levels, counter_cap=args.cap,
-                              result=args.result, model=args.model,
+                              result=args.result, model=args.g1,
                               spread_correction=not args.pooled, progress=bar)
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -149,8 +149,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--result", default=None, metavar="R",
                    help="a result file of the same run: its g2 fit's contrast and tau "
                         "beside beta0 and tau")
-    p.add_argument("--model", choices=("single", "stretched"), default="single",
-                   help="g1 of the beta(T) fits (default single exponential)")
+    p.add_argument("--g1", choices=("single", "stretched"), default="single",
+                   help="g1 of the beta(T) law: a single or a stretched exponential "
+                        "(default single)")
     p.add_argument("--pooled", action="store_true",
                    help="the pooled histograms' beta, not corrected for the spread of the "
                         "pixels' mean intensity within a q-bin (docs/xsvs.md)")

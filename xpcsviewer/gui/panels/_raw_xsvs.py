@@ -143,7 +143,8 @@ class XsvsView(QWidget):
             "Photon-count statistics per q-bin and exposure (1, 2, 4, \u2026 frames) of "
             "this source, fitted: one pass in a worker (the q-map, frame time and the "
             "Detector tab's mask of this tab apply). " + XSVS_TEXT))
-        self.cancel_btn = QPushButton("Cancel", enabled=False)
+        self.cancel_btn = QPushButton("Cancel", enabled=False, toolTip=(
+            "Stop the XSVS pass; nothing is kept of it"))
         self.bin_combo = QComboBox(toolTip="q-bin of P(k)")
         self.level_combo = QComboBox(toolTip="Exposure of P(k)")
         for c in (self.bin_combo, self.level_combo):
