@@ -63,6 +63,13 @@ def test_correlate_writes_xsvs_beside_with_g2(tmp_path, capsys):
     assert res.g2_source == str(out) and set(res.g2) >= {"contrast", "tau", "status"}
     ok = np.isfinite(res.g2["contrast"])
     assert ok.any()
+    # the Raw tab finds it through the result correlated from the source
+    from xpcsviewer.gui.panels._raw_xsvs import find_xsvs_job
+    from xpcsviewer.io.results.reader import read_result
+
+    assert find_xsvs_job(str(raw)) is None  # nothing beside the raw source itself
+    found = find_xsvs_job(str(raw), [read_result(out)])
+    assert found is not None and found[0] == str(side)
 
 
 def test_xsvs_refusals(tmp_path, capsys):

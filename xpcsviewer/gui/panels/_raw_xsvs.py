@@ -44,11 +44,17 @@ __all__ = ["XsvsView", "compute_xsvs_job", "find_xsvs_job", "result_of_source",
 
 
 # ------------------------------------------------------------------ jobs (Qt-free)
-def find_xsvs_job(path: str, progress=None, cancel=None) -> tuple[str, Any] | None:
-    """``(path, XsvsResult)`` of the ``NAME_xsvs.h5`` beside ``path``; None: none."""
+def find_xsvs_job(path: str, results: list | None = None, progress=None,
+                  cancel=None) -> tuple[str, Any] | None:
+    """``(path, XsvsResult)`` of the ``NAME_xsvs.h5`` beside ``path``, else of the one
+    beside a result file among ``results`` correlated from it (``correlate --xsvs``
+    writes ``RESULTNAME_xsvs.h5``); None: none."""
     from xpcsviewer.jobs.xsvs import find_xsvs, read_xsvs
 
     p = find_xsvs(path)
+    if p is None and results:
+        r = result_of_source(path, list(results))
+        p = find_xsvs(r) if r is not None else None
     if p is None:
         return None
     return str(p), read_xsvs(p)
@@ -251,6 +257,7 @@ class XsvsView(QWidget):
         self.status.setText("XSVS: not computed (Compute XSVS)" if has_bins else
                             "XSVS: needs a q-map with dynamic bins (choose one above)")
         return self.panel.submit("xsvs", find_xsvs_job, info.path,
+                                 list(getattr(self.panel, "results", []) or []),
                                  on_result=self._on_found, on_error=self._on_failed,
                                  description="Raw: looking for XSVS beside the source")
 
