@@ -9,6 +9,8 @@ object API on Agg.
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,7 @@ def _draw_pk(ax: Any, res: Any, b: int, level: int) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("k (photons per pixel per exposure)")
     ax.set_ylabel("P(k)")
-    ax.set_title(plain(v.title))
+    ax.set_title(textwrap.fill(plain(v.title), 40), fontsize="small")
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -52,9 +54,11 @@ def _draw_pk(ax: Any, res: Any, b: int, level: int) -> None:
     if v.poisson is not None:
         ok = v.poisson > floor
         ax.plot(v.k_model[ok], v.poisson[ok], "--", color="0.45", label="Poisson, same mean")
-    ax.legend(loc="best", frameon=False)
-    ax.text(0.02, 0.02, plain(v.text), transform=ax.transAxes, fontsize="x-small",
-            va="bottom", wrap=True)
+    ax.legend(loc="upper right", frameon=False, fontsize="small")
+    # the fit's line, folded to the panel's width and kept out of the layout (a long
+    # line made the layout engine squeeze both panels and cut their titles)
+    ax.text(0.02, 0.02, textwrap.fill(plain(v.text), 46), transform=ax.transAxes,
+            fontsize="x-small", va="bottom", in_layout=False)
 
 
 def _draw_beta(ax: Any, res: Any) -> None:
@@ -63,8 +67,8 @@ def _draw_beta(ax: Any, res: Any) -> None:
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("visibility \u03b2 = 1/M")
-    ax.set_title("\u03b2(T): \u25cf ok, \u25cb poor P(k) fit; lines \u03b2\u2080 V(T; \u03c4) "
-                 "(dashed: \u03c4 a limit); \u25c7 g2 contrast")
+    ax.set_title("\u03b2(T) and \u03b2\u2080 V(T; \u03c4) (dashed: \u03c4 a limit)\n"
+                 "\u25cf ok, \u25cb poor P(k) fit, \u25c7 g2 contrast", fontsize="small")
     if not curves:
         ax.text(0.5, 0.5, "no q-bin with an ok fit", ha="center", va="center",
                 transform=ax.transAxes)
@@ -119,5 +123,5 @@ def xsvs_figure(res: Any, bin_index: int = 0, level: int = 0,
                 _draw_pk(ax, res, bin_index, level)
             else:
                 _draw_beta(ax, res)
-        fig.suptitle(plain(f"XSVS of {res.source}"), fontsize="medium")
+        fig.suptitle(plain(f"XSVS of {Path(str(res.source)).name}"), fontsize="medium")
     return fig
