@@ -34,6 +34,7 @@ Actions (goal: every stall < 100 ms on 2 cores):
 * ``g2_redraw_after_fit``: the least-squares fit of 48 demo curves and its redraw;
 * ``g2_real_fit``: the same on the 11 real files (when present);
 * ``intensity_tab_11x100k``: the Intensity-Time tab on 11 x 100,000 frames;
+* ``raw_xsvs_compute``: *Compute XSVS* on the Raw tab (demo R01), its fits and plots;
 * ``first_nuts_compile``: whether "compiling (first run only)" is shown while the
   first NUTS program compiles.
 * ``detector_tab_3mpx`` / ``detector_partition_3mpx`` / ``detector_polygon_3mpx``: the
@@ -84,13 +85,13 @@ NEEDS = {"demo": ("bayes_during_warmup", "first_bayes_click", "g2_layout_change"
                     "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx"),
          "4mpx": ("saxs2d_log_toggle_4mpx",), "long": ("intensity_tab_11x100k",),
          "raw": ("raw_tab_3m_open", "raw_frame_scrub_3m"),
-         "demo_raw": ("raw_correlate_dialog", "g2_recompute_bin")}
+         "demo_raw": ("raw_correlate_dialog", "g2_recompute_bin", "raw_xsvs_compute")}
 ACTIONS = ["bayes_during_warmup", "first_bayes_click", "saxs2d_log_toggle_3mpx",
            "saxs2d_log_toggle_4mpx", "g2_layout_change", "g2_redraw_after_fit", "g2_real_fit",
            "intensity_tab_11x100k", "detector_tab_3mpx", "detector_partition_3mpx",
            "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx",
            "stability_first_b0147", "live_follow", "raw_tab_3m_open", "raw_frame_scrub_3m",
-           "raw_correlate_dialog", "g2_recompute_bin"]
+           "raw_correlate_dialog", "g2_recompute_bin", "raw_xsvs_compute"]
 
 
 def write_inputs(folder: Path, only: list[str] | None = None) -> dict[str, list[Path]]:
@@ -443,6 +444,14 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
 
         gap, wall = d.measure(scrub)
         report("raw_frame_scrub_3m", gap, wall, "20 frames of the 3M set")
+    if want("raw_xsvs_compute"):
+        win.open_paths([str(inputs["demo_raw"][0])])
+        d.settle()
+        raw = win.panels["raw"]
+        raw.modes.setCurrentWidget(raw.xsvs)
+        d.spin(0.5)
+        gap, wall = d.measure(raw.xsvs.compute)
+        report("raw_xsvs_compute", gap, wall, "R01: Compute XSVS, its fits, P(k) and beta(T)")
     if want("raw_correlate_dialog") or want("g2_recompute_bin"):
         from xpcsviewer.gui.correlate_dialog import open_correlate_dialog
         from xpcsviewer.gui.raw_sources import raw_target
