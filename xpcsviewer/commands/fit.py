@@ -64,9 +64,12 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
 
     With the automatic choice each row names its model; ``tau_s`` is that model's
     relaxation time (the fast one, ``tau1``, of a double exponential, whose slow one
-    has its own column)."""
+    has its own column), "-" where the status does not let it be quoted (the last
+    column, ``reason``, says why)."""
     if not records:
         return []
+    from xpcsviewer.fitting.status_limits import tau_quotable
+
     row_models = {_row_model(r, i) for r in records for i in range(len(r["q"]))}
     show_model = len(row_models) > 1 or any(r["model"] == "auto" for r in records)
     has_tau2 = "double" in row_models
@@ -79,7 +82,7 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
     post = ["sampled", "r_hat", "ess", "div"] if bayes else []
     head = ["file", "bin", "q_1/A", *(["phi_deg"] if two_d else []), "status",
             *(["model"] if show_model else []), "tau_s", *(["tau2_s"] if has_tau2 else []),
-            "contrast", *more, "chi2_red", *post]
+            "contrast", *more, "chi2_red", *post, "reason"]
     rows = [head]
     for r in records:
         name = str(r["path"]).rsplit("/", 1)[-1]
@@ -100,9 +103,10 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
                 e = r[n]
                 if sampled and e.get("mean") is not None:
                     # the posterior's own status and limits decide (status.quotable)
-                    quoted = not n.startswith("tau") or (
-                        r["status"][i] not in ("no_decay", "failed")
-                        and r["tau_lower_limit"][i] is None and r["tau_upper_limit"][i] is None)
+                    lim = r["tau_lower_limit"][i] is not None or r["tau_upper_limit"][i] is not None
+                    quoted = not n.startswith("tau") or tau_quotable(
+                        r["status"][i], r["status_detail"][i], n,
+                        r["limit_param"][i] if lim else "")
                     return (e["mean"][i], e["std"][i]) if quoted else (None, None)
                 return e["value"][i], e["error"][i]
 
@@ -128,6 +132,8 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
                           "-" if rh is None or not sampled else f"{rh:.3f}",
                           "-" if es is None or not sampled else f"{es:.0f}",
                           "-" if dv is None else str(dv)]
+            # the reason beside every tau not quoted: "-" alone would not say why
+            cells.append(str(r["status_detail"][i] or ""))
             rows.append(cells)
     widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
     lines = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()

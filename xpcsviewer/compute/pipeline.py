@@ -182,19 +182,33 @@ def correlate_to_result(
     return CorrelatedResult(result, scat.mean_image(), c2_maps, groups)
 
 
+def _zero_empty_bins(a: np.ndarray, g2: np.ndarray | None = None) -> np.ndarray:
+    # NaN -> 0 per bin, but a delay NaN in every bin stays NaN (see multitau_model)
+    a = np.asarray(a, dtype=np.float64)
+    ref = a if g2 is None else np.asarray(g2)
+    if ref.ndim < 2 or ref.shape[0] == 0:
+        return np.nan_to_num(a, nan=0.0)
+    none = np.isnan(ref).all(axis=tuple(range(1, ref.ndim)))
+    out = np.nan_to_num(a, nan=0.0)
+    out[none] = np.nan
+    return out
+
+
 def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,
                    common: dict[str, Any]) -> Multitau:
     """The file model of a :class:`~xpcsviewer.compute.multitau.correlator.MultitauResult`.
 
     Bins without photons have no g2: stored as 0 (the standard files' convention)
-    and flagged invalid so nothing plots or fits them. Shared by ``correlate`` and
-    the live job, so both write the same numbers.
+    and flagged invalid so nothing plots or fits them. A delay with no g2 in any bin
+    (one frame pair: no measurement) stays NaN, never a zero that reads as a decay
+    to 0 (issue 48). Shared by ``correlate`` and the live job, so both write the same
+    numbers.
     """
     mt = Multitau(
         delay_frames=r.delay_frames,
         tau=r.delay_frames * t0,
-        g2=np.nan_to_num(r.g2, nan=0.0),
-        g2_err=np.nan_to_num(r.g2_err, nan=0.0),
+        g2=_zero_empty_bins(r.g2),
+        g2_err=_zero_empty_bins(r.g2_err, r.g2),
         valid=np.isfinite(r.g2),
         t0_eff=t0,
         stride_frame=int(stride_frame),
@@ -202,8 +216,10 @@ def multitau_model(r: Any, t0: float, stride_frame: int, avg_frame: int,
         config={**common, **r.config, "analysis_type": "multitau"},
     )
     if r.g2_partial is not None:
-        mt.g2_partial = np.nan_to_num(r.g2_partial, nan=0.0)
-        mt.g2_partial_err = np.nan_to_num(r.g2_partial_err, nan=0.0)
+        gp, ep = np.asarray(r.g2_partial, float), np.asarray(r.g2_partial_err, float)
+        mt.g2_partial = np.array([_zero_empty_bins(g) for g in gp]).reshape(gp.shape)
+        mt.g2_partial_err = np.array([_zero_empty_bins(e, g) for e, g in
+                                      zip(ep, gp, strict=True)]).reshape(ep.shape)
         mt.g2_partial_labels = r.g2_partial_labels
     return mt
 

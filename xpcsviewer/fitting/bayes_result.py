@@ -196,4 +196,5 @@ class BayesFitResult:
         if self.status is None:
             return self.mean[name].copy(), self.std[name].copy()
         return quotable(name, self.mean[name], self.std[name], self.status,
-                        self.tau_lower_limit, self.tau_upper_limit, self.limit_name)
+                        self.tau_lower_limit, self.tau_upper_limit, self.limit_name,
+                        self.detail)

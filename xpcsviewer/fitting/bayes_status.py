@@ -24,6 +24,7 @@ from xpcsviewer.fitting.status import (
     CHI2_RED_MAX,
     CONTRAST_MAX,
     CONTRAST_SIGMAS,
+    STRETCH_REL_ERR_MAX,
     TAU_REL_ERR_MAX,
     FitStatus,
 )
@@ -100,8 +101,8 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, p: _Problem, sigma) 
         if c_mean > CONTRAST_MAX:
             say(FitStatus.POOR_FIT, f"contrast {c_mean:.3g} > {CONTRAST_MAX:g}")
             continue
-        if lsq_status[b] == "no_decay":  # sampled only on request (sample_all)
-            say(FitStatus.NO_DECAY, init.detail[b])
+        if lsq_status[b] in ("no_decay", "errors_understated"):  # sampled on request only
+            say(FitStatus(lsq_status[b]), init.detail[b])
             continue
         z = runs_z[b]
         if not structured(z) and structured(z, scan[b]):
@@ -149,6 +150,15 @@ def _bayes_statuses(res: BayesFitResult, init: G2FitResult, p: _Problem, sigma) 
                 edge = (f"{n} < {lim:.3g} s (95 %){note}", n, np.nan, lim)
             if edge:
                 break
+        if edge and "stretch" in res.samples and not res.fixed.get("stretch", False):
+            # as the least squares: no limit on a stretched tau whose stretch the data
+            # do not determine (it trades off against tau along the open side)
+            s_mean, s_sd = res.mean["stretch"][b], res.std["stretch"][b]
+            if not s_sd < STRETCH_REL_ERR_MAX * s_mean:
+                say(U, f"stretched tau not determined: the stretch {s_mean:.2g} \u00b1 "
+                    f"{s_sd:.2g} trades off against tau, which the window does not end: no "
+                    "limit on tau")
+                continue
         if edge:
             say(U, edge[0], edge[1], edge[2], edge[3])
             continue

@@ -191,7 +191,7 @@ class G2Fits:
         from xpcsviewer.fitting.status import quotable
 
         return quotable(name, v, e, self.status, self.tau_lower_limit, self.tau_upper_limit,
-                        self.limit_name)
+                        self.limit_name, self.detail)
 
     def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(values, errors) that may be quoted (:func:`xpcsviewer.fitting.status.quotable`)."""

@@ -198,13 +198,9 @@ def _eligible(cores: dict, data: _Data, scores: dict, zs: dict, cands: list
     stretched fit with its exponent on a bound is no candidate where another model fits
     without structure (the bound, not the data, shapes it).
     """
-    from xpcsviewer.fitting.status import EARLY_SCAN_MAX, RUNS_Z_MAX
+    from xpcsviewer.fitting.status import RUNS_Z_MAX
 
-    z_eff = {}
-    for m, c in cores.items():
-        resid, _ = c.runs(data)
-        scan, _ = data.scan(resid, c.s_scale)
-        z_eff[m] = np.where(scan > EARLY_SCAN_MAX, np.inf, zs[m])
+    z_eff = {m: _structure_z(c, data, zs[m]) for m, c in cores.items()}
     sc = dict(scores)
     st = cores.get(G2Model.STRETCHED)
     if st is not None and not st.fixed[st.col("stretch")]:
@@ -218,6 +214,36 @@ def _eligible(cores: dict, data: _Data, scores: dict, zs: dict, cands: list
                 fits_else |= np.isfinite(scores[m]) & ~(np.abs(zz) > RUNS_Z_MAX)
         sc[G2Model.STRETCHED] = np.where(stuck & fits_else, np.inf, scores[G2Model.STRETCHED])
     return {m.value: v for m, v in sc.items()}, {m.value: z for m, z in z_eff.items()}
+
+
+def _tell_single(cores: dict, data: _Data, models: np.ndarray, detail: np.ndarray,
+                 window_drop: int, max_iter: int, cancel: CancelToken | None) -> None:
+    """Where ``auto`` chose a stretched fit whose tau is not determined, say what the
+    single exponential on the same points gives (its verdict: a value or a limit)."""
+    single = cores.get(G2Model.SINGLE)
+    rows = np.array([m is G2Model.STRETCHED and str(d).startswith("stretched tau not")
+                     for m, d in zip(models, detail, strict=True)], dtype=bool)
+    if single is None or not rows.any():
+        return
+    out = _finish(single, data, rows, window_drop, max_iter, cancel, lambda r, z: [""] * r.size)
+    k = single.col("tau")
+    for b in np.flatnonzero(rows):
+        st, why = out["status"][b], str(out["detail"][b])
+        if st is FitStatus.CONVERGED:
+            said = f"tau = {out['params'][b, k]:.3g} \u00b1 {out['errors'][b, k]:.2g} s (converged)"
+        else:
+            said = f"{st.value}: {why}" if why else st.value
+        detail[b] = f"{detail[b]}; the single exponential on the same points: {said}"
+
+
+def _structure_z(core: _Core, data: _Data, z: np.ndarray | None = None) -> np.ndarray:
+    """The runs z of a model's fits, infinite where the first delays lie off the fit
+    together (early scan): the structure the status rules see."""
+    from xpcsviewer.fitting.status import EARLY_SCAN_MAX
+
+    resid, z_runs = core.runs(data)
+    scan, _ = data.scan(resid, core.s_scale)
+    return np.where(scan > EARLY_SCAN_MAX, np.inf, z_runs if z is None else z)
 
 
 def _candidates(aux: tuple | None) -> list[G2Model]:
@@ -329,12 +355,15 @@ def fit_g2(
     else:
         zs = {}
         chosen, margin = np.zeros(n_b, np.int64), _nan(n_b)
+        z_e = {}
     report(progress, cancel, total - 1, total, "checks and statuses")
 
     def alternatives_for(m: G2Model):
         def alt(rows: np.ndarray, z: np.ndarray) -> list[str]:
+            # one set of adequacy tests behind every reason that names another model:
+            # the runs test and the early scan, as the status rules read them
             if auto:
-                others = [(o, scores[o][rows], zs[o][rows]) for o in cands if o is not m]
+                others = [(o, scores[o][rows], z_e[o.value][rows]) for o in cands if o is not m]
             elif compare:
                 sub = data.take(rows)
                 others = []
@@ -344,7 +373,7 @@ def fit_g2(
                     c = _solve(o, sub, params, False, max_iter, n_starts, cancel)
                     sc = aicc(np.where(c.has_fit & c.finite, c.chi2, np.nan), sub.n_points,
                               c.n_free, sub.n_effective)
-                    others.append((o, sc, c.runs(sub)[1]))
+                    others.append((o, sc, _structure_z(c, sub)))
             else:
                 return [""] * rows.size
             return preferred_tails(scores[m][rows], others)
@@ -405,6 +434,8 @@ def fit_g2(
         g = core.prof.tau_grid.shape[1]
         tau_grid[sel, :g], profile[sel, :g] = core.prof.tau_grid[sel], core.prof.profile[sel]
 
+    if auto:
+        _tell_single(cores, data, models, detail, window_drop, max_iter, cancel)
     report(progress, cancel, total, total, "done")
     if not auto:
         models = None

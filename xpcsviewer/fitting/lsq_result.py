@@ -167,7 +167,7 @@ class G2FitResult:
 
     def _quotable(self, name: str, v: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return quotable(name, v, e, self.status, self.tau_lower_limit, self.tau_upper_limit,
-                        self.limit_name)
+                        self.limit_name, self.detail)
 
     def reported(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(values, errors) of ``name`` as they may be quoted

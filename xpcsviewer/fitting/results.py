@@ -3,20 +3,24 @@
 One record per result file (ARCHITECTURE.md section 8): ``path``, ``model`` (``auto``
 when one was chosen per bin), ``models`` (the model of each bin), ``q``, ``phi``, per
 parameter ``{"value": [...], "error": [...]}`` (one entry per q-bin; ``null`` where the
-bin's model lacks the parameter; a relaxation time is ``null`` where there is no decay
-or only a limit, and has ``lo``/``hi`` (68 % profile-likelihood interval), ``lo2``/``hi2``
-(2 sigma) and ``window`` (refitted without the last fitted delays); with a Bayesian fit
-also ``mean``, ``std``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``,
-``ess_tail``), ``tau_mean`` (the mean relaxation time Diffusion uses), ``chi2_red``,
-``runs_z``, ``decay_left``, ``aicc`` per candidate model and ``delta_aicc`` (the chosen
-model's margin), ``status`` and ``status_detail`` per bin, the limits
-``tau_lower_limit``/``tau_upper_limit`` (on ``limit_param``), and ``diffusion`` with
-its ``verdict`` (``D`` null unless diffusive). With a Bayesian fit ``status`` is the
+bin's model lacks the parameter; a relaxation time is ``null`` where its status does not
+let it be quoted (:func:`~xpcsviewer.fitting.status.tau_quotable`: not converged), and
+has ``lo``/``hi`` (68 % profile-likelihood interval), ``lo2``/``hi2`` (2 sigma) and
+``window`` (refitted without the last fitted delays); with a Bayesian fit also ``mean``,
+``std``, ``hdi_low``, ``hdi_high``, ``r_hat``, ``ess_bulk``, ``ess_tail``), ``tau_mean``
+(the mean relaxation time Diffusion uses), ``chi2_red``, ``runs_z``, ``decay_left``,
+``error_factor`` (sqrt(chi2_red), at least 1: how many times the stated errors the
+scatter is), ``aicc`` per candidate model and ``delta_aicc`` (the chosen model's
+margin), ``status`` and ``status_detail`` per bin, the limits
+``tau_lower_limit``/``tau_upper_limit`` (on ``limit_param``), and ``diffusion`` with its
+``verdict`` (``D`` null unless diffusive). With a Bayesian fit ``status`` is the
 posterior's and the least-squares one is kept as ``status_lsq``; ``divergences``,
 ``bfmi``, ``converged`` (the sampler gates), ``draws_per_chain``, ``noise_scale`` and
 ``sampled`` (False: the bin kept its least-squares status, see
-:data:`~xpcsviewer.fitting.bayes.SAMPLED_LSQ`) are per bin. Units: q in 1/A, phi in
-degrees, times in s, D in A^2/s, radii in nm. Missing numbers are ``null``.
+:data:`~xpcsviewer.fitting.bayes.SAMPLED_LSQ`) are per bin; ``bayes`` states the 94 %
+HDI level (``hdi_prob``) beside the intervals the statuses read (``status_intervals``).
+Units: q in 1/A, phi in degrees, times in s, D in A^2/s, radii in nm. Missing numbers
+are ``null``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xpcsviewer.fitting.lsq import ERROR_SCALING
+from xpcsviewer.fitting.status import error_factor
 
 if TYPE_CHECKING:
     from xpcsviewer.fitting.fit_table import G2Fits
@@ -78,6 +83,12 @@ def _rules() -> str:
 
 
 RULES = _rules()
+#: The posterior intervals the Bayesian statuses read (``hdi_low``/``hdi_high`` are a
+#: 94 % HDI: a summary, not what a status is decided on).
+STATUS_INTERVALS = ("one-sided 95 % limits: the 5 % / 95 % posterior quantiles of log tau "
+                    "(a central 90 % interval); width: the 68 % central interval "
+                    "(15.9-84.1 %); window check: the 2-sigma central interval "
+                    "(2.3-97.7 %)")
 
 
 def _num(x: Any) -> float | None:
@@ -160,6 +171,9 @@ def fit_record(
     rec["aicc"] = {m: _list(a) for m, a in fit.aicc.items()}
     rec["delta_aicc"] = _list(fit.delta_aicc)
     rec["errors_scaled"] = [bool(x) for x in fit.errors_scaled]
+    # how many times the stated errors the scatter is (errors_understated names it)
+    rec["error_factor"] = [error_factor(float(c)) if c is not None else None
+                           for c in rec["chi2_red"]]
     rec["error_scaling"] = ERROR_SCALING
     rec["rules"] = RULES
     if diffusion is not None:
@@ -168,7 +182,7 @@ def fit_record(
         rec["diffusion"] = block
     if post is not None:
         bayes = post
-        from xpcsviewer.fitting.bayes_diagnostics import ess_min
+        from xpcsviewer.fitting.bayes_diagnostics import HDI_PROB, ess_min
 
         rec["status_lsq"] = rec["status"]
         rec["status_lsq_detail"] = rec["status_detail"]
@@ -200,6 +214,9 @@ def fit_record(
             "ess_rule": "bulk and tail ESS >= 100 per chain (Vehtari et al. 2021)",
             "noise_scale": "likelihood sigma = g2_err x sqrt(max(1, chi2_red of the "
                            "least squares))",
+            # two levels, both stated (issue 48): the summary interval and the rules'
+            "hdi_prob": HDI_PROB,
+            "status_intervals": STATUS_INTERVALS,
         }
     return rec
 

@@ -13,7 +13,11 @@ The first matching rule wins:
    they are scaled by sqrt(chi2_red) and the curve goes on to the later rules.
 3. ``no_decay``: the decay does not beat a constant: (chi2_const - chi2) / s <
    :data:`NO_DECAY_DCHI2`, s = max(1, chi2_red) (the misfit scale), or the contrast
-   ends at 0. No relaxation time is reported.
+   ends at 0. No relaxation time is reported. Where the scatter is more than
+   sqrt(:data:`CHI2_RED_MAX`) = 5x the stated errors (white), the same curve is
+   ``errors_understated`` instead: "no decay" would read as physics (arrested, or
+   faster than the first delay) where the truth is that the curve carries no usable
+   information; the reason gives the factor.
 4. ``misfit`` (systematic misfit): the residuals of the fitted points, in delay order,
    have too few (or too many) sign runs: Wald-Wolfowitz |z| > :data:`RUNS_Z_MAX`
    (:func:`~xpcsviewer.fitting.adequacy.runs_test`). chi2_red alone cannot tell errors
@@ -26,7 +30,10 @@ The first matching rule wins:
    instead.
    A stretched fit with its exponent on a bound is ``at_bound`` here, before any
    rule on tau: its tau belongs to no determined shape, so it gets no value claim
-   and no limit (``auto`` does not choose it while another model fits).
+   and no limit (``auto`` does not choose it while another model fits). A stretched
+   fit whose tau would get a one-sided limit while its stretch is known to worse
+   than :data:`STRETCH_REL_ERR_MAX` is ``unresolved`` with no limit ("stretched tau
+   not determined"; ``auto`` adds the single exponential's verdict).
 5. ``unresolved``: a decay is seen but tau is not pinned down. A limit is given only
    on a decay that beats a constant by :data:`LIMIT_DCHI2_DECAY` (5 sigma); a weaker
    one is "seen at 3 sigma only: no limit". Then: the profile of chi^2
@@ -64,6 +71,14 @@ import numpy as np
 
 from xpcsviewer.fitting.adequacy import AICC_MARGIN, MODEL_LABELS
 from xpcsviewer.fitting.models import LOG_PARAMS, G2Model
+from xpcsviewer.fitting.status_limits import (
+    EDGE_DCHI2,
+    LIMIT_DCHI2,
+    bounds_hit,
+    profile_limits,
+    quotable,
+    tau_quotable,
+)
 
 __all__ = [
     "CHI2_RED_MAX",
@@ -76,6 +91,7 @@ __all__ = [
     "NO_DECAY_DCHI2",
     "PLATEAU_LEFT_MAX",
     "RUNS_Z_MAX",
+    "STRETCH_REL_ERR_MAX",
     "TAU_FACTOR_MAX",
     "TAU_REL_ERR_MAX",
     "WINDOW_DROP",
@@ -85,6 +101,7 @@ __all__ = [
     "bounds_hit",
     "curve_status",
     "early_status",
+    "error_factor",
     "late_status",
     "misfit_text",
     "preferred_tails",
@@ -92,6 +109,8 @@ __all__ = [
     "quotable",
     "run_where",
     "structured",
+    "tau_quotable",
+    "understated_text",
     "wants_preferred",
 ]
 
@@ -103,11 +122,6 @@ TAU_REL_ERR_MAX = 0.5
 #: (a one-sided long profile, which the curvature error hides).
 TAU_FACTOR_MAX = 2.0
 CONTRAST_SIGMAS = 3.0
-#: The profile at a grid edge within 1 (scaled chi^2) of the minimum: the 1-sigma
-#: interval of tau reaches the edge of the grid.
-EDGE_DCHI2 = 1.0
-#: One-sided 95 % limits from the profile (chi^2 with one degree of freedom).
-LIMIT_DCHI2 = 2.706
 #: Residual runs test: |z| above this is structure (two-sided p = 0.27 % for a
 #: correct model with independent errors).
 RUNS_Z_MAX = 3.0
@@ -118,6 +132,9 @@ PLATEAU_LEFT_MAX = 0.05
 #: decay beats a constant by 5 sigma, (chi2_const - chi2) / s >= 25 (a decay at the
 #: noise level, 3 sigma, gets none).
 LIMIT_DCHI2_DECAY = 25.0
+#: A one-sided limit on a stretched tau needs the stretch known to this relative error
+#: (on the real files every stretched fit that would get a limit has 39-350 %).
+STRETCH_REL_ERR_MAX = 0.25
 #: Window stability: tau is refitted without this many last fitted delays.
 WINDOW_DROP = 2
 #: Early excess: max over the first half of the fitted delays of |sum of the first k
@@ -135,6 +152,7 @@ class FitStatus(str, enum.Enum):  # noqa: UP042 - str() and f-strings of a statu
     NO_DECAY = "no_decay"
     UNRESOLVED = "unresolved"
     POOR_FIT = "poor_fit"
+    ERRORS_UNDERSTATED = "errors_understated"
     MISFIT = "misfit"
     AT_BOUND = "at_bound"
     FAILED = "failed"
@@ -143,63 +161,6 @@ class FitStatus(str, enum.Enum):  # noqa: UP042 - str() and f-strings of a statu
     def ok(self) -> bool:
         """True for ``converged``."""
         return self is FitStatus.CONVERGED
-
-
-def _crossing(log_t: np.ndarray, d: np.ndarray, level: float, from_top: bool) -> float:
-    # Walk in from one edge while the profile stays below ``level``; interpolate the
-    # crossing in log tau. NaN when it never rises above ``level``.
-    idx = range(d.size - 1, -1, -1) if from_top else range(d.size)
-    prev = None
-    for i in idx:
-        if not np.isfinite(d[i]):
-            return float("nan")
-        if d[i] >= level:
-            if prev is None:
-                return float("nan")
-            f = (level - d[prev]) / (d[i] - d[prev]) if d[i] != d[prev] else 0.0
-            return float(np.exp(log_t[prev] + f * (log_t[i] - log_t[prev])))
-        prev = i
-    return float("nan")
-
-
-def profile_limits(
-    tau_grid: np.ndarray, profile: np.ndarray, chi2_min: np.ndarray, scale: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Edges reached by the tau profile, and the one-sided 95 % limits.
-
-    Parameters
-    ----------
-    tau_grid, profile : (B, G)
-    chi2_min : (B,) the refined optimum (<= the grid minimum)
-    scale : (B,) misfit scale s (chi^2 differences are divided by it)
-
-    Returns
-    -------
-    to_top, to_bottom : (B,) bool
-        The profile stays within :data:`EDGE_DCHI2` of the minimum at the top (bottom)
-        grid edge.
-    lower_limit, upper_limit : (B,) s
-        "tau > lower_limit" when ``to_top``; "tau < upper_limit" when ``to_bottom``
-        (NaN otherwise).
-    """
-    n_b, n_g = profile.shape
-    with np.errstate(invalid="ignore"):
-        d = (profile - chi2_min[:, None]) / scale[:, None]
-    to_top = np.zeros(n_b, bool)
-    to_bottom = np.zeros(n_b, bool)
-    lower = np.full(n_b, np.nan)
-    upper = np.full(n_b, np.nan)
-    if n_g < 2:
-        return to_top, to_bottom, lower, upper
-    with np.errstate(invalid="ignore"):
-        to_top = np.isfinite(d[:, -1]) & (d[:, -1] < EDGE_DCHI2)
-        to_bottom = np.isfinite(d[:, 0]) & (d[:, 0] < EDGE_DCHI2)
-    log_t = np.log(tau_grid)
-    for b in np.flatnonzero(to_top):
-        lower[b] = _crossing(log_t[b], d[b], LIMIT_DCHI2, from_top=True)
-    for b in np.flatnonzero(to_bottom):
-        upper[b] = _crossing(log_t[b], d[b], LIMIT_DCHI2, from_top=False)
-    return to_top, to_bottom, lower, upper
 
 
 _NAN = float("nan")
@@ -266,44 +227,6 @@ class Verdict:
     limit_name: str = ""
     lower: float = _NAN
     upper: float = _NAN
-
-
-def quotable(name: str, values: np.ndarray, errors: np.ndarray, status: np.ndarray,
-             lower: np.ndarray, upper: np.ndarray, limit_name: np.ndarray | None
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """(values, errors) of parameter ``name`` as they may be quoted: the one rule every
-    fit table, record, figure and tab reads.
-
-    A relaxation time (a name in LOG_PARAMS, or ``tau_mean``) is NaN where the fit
-    failed, where there is no decay, or where the curve is ``unresolved`` with a
-    one-sided limit on that time (``limit_name`` the time the limit is on; "" or None:
-    on every time). Everything else is the fit's value: ``poor_fit``/``misfit``
-    numbers are kept and marked by their status.
-    """
-    v = np.array(values, dtype=np.float64, copy=True)
-    e = np.array(errors, dtype=np.float64, copy=True)
-    if name != "tau_mean" and name not in LOG_PARAMS:
-        return v, e
-    st = np.array([getattr(x, "value", str(x)) for x in status], dtype=object)
-    has_limit = np.isfinite(lower) | np.isfinite(upper)
-    if limit_name is None:
-        on = np.ones(st.shape, bool)
-    else:
-        on = np.array([name == "tau_mean" or str(x) in (name, "") for x in limit_name],
-                      dtype=bool)
-    drop = ((st == FitStatus.NO_DECAY.value) | (st == FitStatus.FAILED.value)
-            | ((st == FitStatus.UNRESOLVED.value) & has_limit & on))
-    v[drop], e[drop] = np.nan, np.nan
-    return v, e
-
-
-def bounds_hit(x: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-               free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(B, P) bool: free parameters on their lower / upper bound (internal coordinates)."""
-    eps = 1e-7 * np.maximum(1.0, np.abs(hi - lo))
-    on_lo = free[None, :] & (x <= lo + eps)
-    on_hi = free[None, :] & (x >= hi - eps)
-    return on_lo, on_hi
 
 
 def structured(runs_z: float, early_scan: float = _NAN) -> bool:
@@ -381,15 +304,31 @@ def early_status(f: CurveFacts) -> tuple[FitStatus, str] | None:
     contrast = f.p[ci]
     if contrast > CONTRAST_MAX:
         return FitStatus.POOR_FIT, f"contrast {contrast:.3g} > {CONTRAST_MAX:g}"
+    flat = ""
     if not f.fixed[ci] and f.on_lo[ci]:
-        return FitStatus.NO_DECAY, "contrast at 0"
+        flat = "contrast at 0"
     delta = f.delta
-    if np.isfinite(delta) and delta < NO_DECAY_DCHI2:
-        return FitStatus.NO_DECAY, (
-            f"a constant fits as well (the decay improves chi2 by {max(delta, 0.0):.2g} "
-            f"< {NO_DECAY_DCHI2:g})"
-        )
-    return None
+    if not flat and np.isfinite(delta) and delta < NO_DECAY_DCHI2:
+        flat = (f"a constant fits as well (the decay improves chi2 by {max(delta, 0.0):.2g} "
+                f"< {NO_DECAY_DCHI2:g})")
+    if not flat:
+        return None
+    if chi2_red > CHI2_RED_MAX:
+        return FitStatus.ERRORS_UNDERSTATED, understated_text(chi2_red, flat)
+    return FitStatus.NO_DECAY, flat
+
+
+def error_factor(chi2_red: float) -> float:
+    """How many times the stated errors the scatter about the fit is: sqrt(chi2_red),
+    never below 1 (the factor the errors are scaled by)."""
+    return float(np.sqrt(max(1.0, chi2_red))) if np.isfinite(chi2_red) else float("nan")
+
+
+def understated_text(chi2_red: float, flat: str) -> str:
+    """The reason of an ``errors_understated`` curve: the factor first."""
+    return (f"scatter {error_factor(chi2_red):.3g}x the stated errors (chi2_red {chi2_red:.3g} "
+            f"> {CHI2_RED_MAX:g}, white residuals): no usable information; with errors "
+            f"that describe it, {flat}")
 
 
 def wants_preferred(early: tuple[FitStatus, str] | None, runs_z: float,
@@ -419,6 +358,9 @@ def late_status(f: CurveFacts) -> Verdict:
             return Verdict(FitStatus.AT_BOUND, (
                 f"stretch at its {'lower' if on_lo[k] else 'upper'} bound ({p[k]:.2g}): "
                 "the stretched tau is not determined"))
+    undetermined = _stretch_undetermined(f) if free_tau and _limit_on_the_way(f) else ""
+    if undetermined:
+        return Verdict(U, undetermined)
     # A decay at the noise level gets no limit: a limit claims the decay exists.
     if free_tau and _limit_on_the_way(f) and f.delta < LIMIT_DCHI2_DECAY:
         return Verdict(U, (
@@ -510,6 +452,27 @@ def _limit_on_the_way(f: CurveFacts) -> bool:
         if not (np.isfinite(iv[0]) and np.isfinite(iv[1])):
             return True
     return bool(not f.fixed[f.col("baseline")] and f.decay_left > PLATEAU_LEFT_MAX)
+
+
+def _stretch_undetermined(f: CurveFacts) -> str:
+    """Why a limit on a stretched tau would mean nothing ("" where it would not).
+
+    Where tau is bounded on one side only, a free stretch trades off against it along
+    the open direction: a KWW tau at a stretch known to worse than
+    :data:`STRETCH_REL_ERR_MAX` is no time scale, and a limit on it sends a reader
+    2-5x off (issue 48). The reason says what the fit does bound; ``auto`` adds the
+    single exponential's verdict on the same points.
+    """
+    if "stretch" not in f.names or f.fixed[f.col("stretch")]:
+        return ""
+    k = f.col("stretch")
+    s, es = f.p[k], f.errors[k]
+    rel = es / s if s > 0 else np.inf
+    if rel < STRETCH_REL_ERR_MAX:
+        return ""
+    err = f"{es:.2g}" if np.isfinite(es) else "?"
+    return (f"stretched tau not determined: the stretch {s:.2g} \u00b1 {err} trades off "
+            f"against tau, which the window does not end: no limit on tau")
 
 
 def _weak_decay(f: CurveFacts) -> str:

@@ -41,8 +41,8 @@ MODEL_MENU = {
 
 #: Fit statuses (values of :class:`~xpcsviewer.fitting.status.FitStatus`), good first:
 #: the order in which counts of them are told.
-STATUS_ORDER = ("converged", "unresolved", "at_bound", "misfit", "poor_fit", "no_decay",
-                "failed")
+STATUS_ORDER = ("converged", "unresolved", "at_bound", "misfit", "poor_fit",
+                "errors_understated", "no_decay", "failed")
 #: Statuses whose tau is known only roughly or as a limit: drawn as open markers.
 ROUGH_STATUSES = ("unresolved", "at_bound")
 #: Light backgrounds by status, "#rrggbb" (pyqtgraph, Qt and matplotlib read it); text
@@ -53,6 +53,7 @@ STATUS_COLORS = {
     "at_bound": "#fff0be",
     "poor_fit": "#ffd7aa",
     "misfit": "#f0cdf0",
+    "errors_understated": "#d2dcf0",
     "no_decay": "#e1e1e1",
     "failed": "#ffc8c8",
 }

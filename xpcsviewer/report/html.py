@@ -166,7 +166,9 @@ _GUIDE = (
     "window); <b>diffusive</b> means \u03c4(q) follows q\u207b\u00b2 within its error with "
     "at least 3 converged bins (only then are D and the radius given); <b>damaged</b> "
     "means I(q) drifted beyond 10 % during the measurement. A bin that is not "
-    "<code>converged</code> says why: <code>no_decay</code> (flat g2), <code>unresolved"
+    "<code>converged</code> says why: <code>no_decay</code> (flat g2), "
+    "<code>errors_understated</code> (scatter many times the stated errors: no usable "
+    "information), <code>unresolved"
     "</code> (the decay is outside the delay window), <code>misfit</code> / <code>poor_fit"
     "</code> (structured residuals), <code>at_bound</code>, <code>failed</code>.")
 

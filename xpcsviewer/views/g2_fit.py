@@ -24,6 +24,7 @@ FIT_LOOK: dict[str, tuple[str, int, bool]] = {
     "at_bound": ("dotted", 0, False),
     "poor_fit": ("dashed", 1, False),
     "misfit": ("dashed", 1, False),
+    "errors_understated": ("dashed", 2, True),
     "no_decay": ("dashed", 2, True),
     "failed": ("dashdot", 2, True),  # e.g. NUTS that failed its gates
 }
@@ -71,7 +72,7 @@ def g2_fit_line(
     grid = g2_tau_grid(block.tau)
     curve = fits.curve([row], grid)[0] + shift
     lohi = None
-    if band and status != "no_decay":
+    if band and status not in ("no_decay", "errors_understated"):
         b = fits.band([row], grid)
         if b is not None and np.isfinite(b[0]).any():
             lohi = (b[0, 0] + shift, b[0, 2] + shift)

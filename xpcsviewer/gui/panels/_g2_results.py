@@ -3,8 +3,8 @@
 What a user must read first (status, bin, q, tau or its limit, contrast, chi2, file)
 sits in the first columns; for NUTS the sampler diagnostics (r-hat, ESS, divergences,
 BFMI) follow. A failed fit's status cell carries its first reason on a second line
-("failed" / "ESS 180 < 200", the whole reason in its tooltip) and its tau the value
-behind the verdict: the panel is narrow, the "why" column far right.
+("failed" / "ESS 180 < 200", the whole reason in its tooltip): the panel is narrow,
+the "why" column far right. A time the status does not let be quoted is a dash.
 """
 
 from __future__ import annotations
@@ -93,6 +93,8 @@ class FitResultsTable(QTableWidget):
             "converged: a resolved tau; unresolved: a decay but tau not pinned down (a "
             "limit where the data only bound it); misfit: residual structure (runs test); "
             "poor_fit: chi2_red > 25 or contrast > 1; "
+            "errors_understated: the scatter is many times the stated errors (the factor "
+            "is in the reason): no usable information; "
             "no_decay: a constant fits as well; at_bound: a parameter on its bound"
         )
 
@@ -125,12 +127,13 @@ class FitResultsTable(QTableWidget):
         self.setColumnCount(len(head))
         self.setHorizontalHeaderLabels(head)
         self.setRowCount(fits.n_curves)
+        # a time the status does not let be quoted is "\u2014" and its reason (issue 48):
+        # never the optimum's number, failed fits included
         tau_v, tau_e = fits.reported(tname)
-        quoted = tau_v.copy()
-        # a failed fit still shows what it found (exports and diffusion never quote it)
+        quoted = tau_v
         failed = np.array([str(x) == "failed" for x in fits.status], bool)
-        tau_v = np.where(failed, fits.params[tname], tau_v)
-        tau_e = np.where(failed, fits.errors[tname], tau_e)
+        shown = {n: (fits.reported(n) if n.startswith("tau") else (fits.params[n], fits.errors[n]))
+                 for n in others}
         for b in range(fits.n_curves):
             st = str(fits.status[b])
             tau_txt = (fits.limit_text(b).replace(f"{tname} ", "")
@@ -144,7 +147,7 @@ class FitResultsTable(QTableWidget):
                 (_fmt(fits.chi2_red[b]), float(fits.chi2_red[b])),
             ]
             cells.insert(file_col, (short[fits.file_labels[b]], None))
-            cells += [(_pm(fits.params[n][b], fits.errors[n][b]), None) for n in others]
+            cells += [(_pm(shown[n][0][b], shown[n][1][b]), None) for n in others]
             dA = fits.delta_aicc[b] if fits.delta_aicc is not None else np.nan
             cells += [(fits.model_of(b), None), (f"{dA:.1f}" if np.isfinite(dA) else "", None)]
             if bayes:
