@@ -54,6 +54,11 @@ def _pm(v: Any, e: Any, fmt: str) -> str:
 _SHAPE_OF = {"stretch": "stretched", "fraction": "double"}
 
 
+def why(r: dict[str, Any], i: int) -> str:
+    """Row ``i``'s status reason ("" where the record has none)."""
+    return str((r.get("status_detail") or [""] * (i + 1))[i] or "")
+
+
 def _row_model(r: dict[str, Any], i: int) -> str:
     models = r.get("models")
     return str(models[i]) if models else str(r["model"])
@@ -105,8 +110,8 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
                     # the posterior's own status and limits decide (status.quotable)
                     lim = r["tau_lower_limit"][i] is not None or r["tau_upper_limit"][i] is not None
                     quoted = not n.startswith("tau") or tau_quotable(
-                        r["status"][i], r["status_detail"][i], n,
-                        r["limit_param"][i] if lim else "")
+                        r["status"][i], why(r, i), n,
+                        r.get("limit_param", [""] * (i + 1))[i] if lim else "")
                     return (e["mean"][i], e["std"][i]) if quoted else (None, None)
                 return e["value"][i], e["error"][i]
 
@@ -133,7 +138,7 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
                           "-" if es is None or not sampled else f"{es:.0f}",
                           "-" if dv is None else str(dv)]
             # the reason beside every tau not quoted: "-" alone would not say why
-            cells.append(str(r["status_detail"][i] or ""))
+            cells.append(why(r, i))
             rows.append(cells)
     widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
     lines = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()

@@ -1,0 +1,73 @@
+"""Issue 48 on the command line: the JSON states the factor of understated errors and
+both interval levels; the table prints "-" and the reason for a tau that may not be
+quoted, never the optimum's number."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from xpcsviewer.cli import main
+from xpcsviewer.io import Multitau, QMap, XpcsResult, write_result
+
+N_Q = 3
+
+
+def _write(path: Path) -> Path:
+    # bin 1: a decay; bin 2: flat, errors 40x too small; bin 3: flat, right errors
+    rng = np.random.default_rng(7)
+    frames = np.unique(np.geomspace(1, 60000, 50).astype(int))
+    dt = 1e-5
+    tau = frames * dt
+    sd = 0.004
+    g2 = 1.0 + rng.normal(0.0, sd, (tau.size, N_Q))
+    g2[:, 0] += 0.2 * np.exp(-2 * tau / 0.01)
+    err = np.full_like(g2, sd)
+    err[:, 1] = sd / 40
+    q = np.array([0.004, 0.006, 0.008])
+    dyn = np.tile(np.arange(1, N_Q + 1), (4, 1))
+    qm = QMap(
+        dynamic_roi_map=dyn, static_roi_map=dyn.copy(), mask=np.ones(dyn.shape, bool),
+        dynamic_v_list_dim0=q, dynamic_v_list_dim1=np.array([0.0]),
+        static_v_list_dim0=q, static_v_list_dim1=np.array([0.0]),
+        dynamic_index_mapping=np.arange(N_Q), static_index_mapping=np.arange(N_Q),
+        dynamic_num_pts=(N_Q, 1), static_num_pts=(N_Q, 1), energy_kev=10.0,
+    )
+    mt = Multitau(delay_frames=frames, tau=tau, g2=g2, g2_err=err,
+                  valid=np.ones_like(g2, bool), t0_eff=dt)
+    res = XpcsResult(
+        path=path, analysis_type=("Multitau",), layout="nexus", qmap=qm, frame_time=dt,
+        count_time=dt, start_time=None, saxs_1d=np.ones(N_Q), saxs_1d_segments=None,
+        intensity_vs_time=None, multitau=mt,
+    )
+    return write_result(path, res)
+
+
+def test_json_and_table_say_what_may_be_quoted(tmp_path, capsys):
+    f = _write(tmp_path / "labels_results.hdf")
+    out = tmp_path / "fit.json"
+    assert main(["fit", str(f), "--model", "single", "-o", str(out)]) == 0
+    rec = json.loads(out.read_text())["files"][0]
+    assert rec["status"] == ["converged", "errors_understated", "no_decay"], rec["status_detail"]
+    assert rec["error_factor"][1] > 25 and rec["error_factor"][2] < 2
+    assert rec["status_detail"][1].startswith(f"scatter {rec['error_factor'][1]:.3g}x")
+    assert rec["tau"]["value"][0] is not None and rec["tau"]["value"][1:] == [None, None]
+    capsys.readouterr()
+    assert main(["fit", str(f), "--model", "single"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines[0].split()
+    assert head[-1] == "reason"
+    row = next(x for x in lines if " errors_understated " in x)
+    cells = row.split()
+    assert cells[head.index("tau_s")] == "-"
+    assert "x the stated errors" in row
+
+
+def test_bayes_json_states_both_interval_levels():
+    from xpcsviewer.fitting.bayes_diagnostics import HDI_PROB
+    from xpcsviewer.fitting.results import STATUS_INTERVALS
+
+    assert HDI_PROB == 0.94
+    assert "5 % / 95 %" in STATUS_INTERVALS and "68 %" in STATUS_INTERVALS
