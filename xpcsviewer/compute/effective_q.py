@@ -35,14 +35,12 @@ centre is used and :class:`EffectiveQ` says why.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 __all__ = ["EffectiveQ", "bin_effective_q", "bin_mixtures", "effective_q2", "file_effective_q",
-           "fit_equivalent_q2"]
+           "file_q_eff", "fit_equivalent_q2"]
 
 #: How the effective q is defined, in one line (the JSON note, the captions).
 DEFINITION = ("each bin's effective q (q_eff): the q at which one exponential fitted to "
@@ -222,6 +220,9 @@ class EffectiveQ:
     mean_q2: np.ndarray
     mixtures: list | None
     note: str = ""
+    #: the file's multi-tau delays (T,) s and g2 errors (T, Nd) where read with it
+    delays: np.ndarray | None = None
+    g2_err: np.ndarray | None = None
 
     @property
     def available(self) -> np.ndarray:
@@ -296,37 +297,48 @@ def bin_effective_q(qmap, image: np.ndarray | None) -> EffectiveQ:
     return EffectiveQ(centre, mean_q2, mix, note)
 
 
-_CACHE: dict[tuple[str, int, int], EffectiveQ] = {}
+_CACHE: dict[tuple, EffectiveQ] = {}
 _CACHE_MAX = 64
 
 
-def file_effective_q(path: str | os.PathLike, qmap=None) -> EffectiveQ:
-    """:func:`bin_effective_q` of a result file (its q-map read when not given; the
-    image read here); a file that cannot give one gets the reason. Cached by path,
-    size and modification time."""
-    from xpcsviewer.io.errors import XpcsFileError
-    from xpcsviewer.io.results.reader import read_qmap, read_saxs_2d
-
-    p = Path(path)
-    try:
-        st = p.stat()
-        key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
-    except OSError:
-        key = None
+def file_effective_q(inputs: dict) -> EffectiveQ:
+    """:func:`bin_effective_q` of a result file's ``inputs``
+    (:func:`xpcsviewer.io.results.pixel_q.read_effective_q_inputs`: its q-map, image,
+    multi-tau delays and errors, or the reason it has none). Cached by the file's
+    path, size and modification time."""
+    key = inputs.get("key")
     if key is not None and key in _CACHE:
         return _CACHE[key]
-    try:
-        if qmap is None:
-            qmap = read_qmap(p)
-    except (XpcsFileError, OSError, ValueError, KeyError) as exc:
-        return EffectiveQ(np.zeros(0), np.zeros(0), None, f"no q-map: {exc}")
-    try:
-        image = read_saxs_2d(p)
-    except (XpcsFileError, OSError, ValueError, KeyError):
-        image = None
-    out = bin_effective_q(qmap, image)
+    qmap = inputs.get("qmap")
+    if qmap is None:
+        return EffectiveQ(np.zeros(0), np.zeros(0), None, inputs.get("error", "no q-map"))
+    out = bin_effective_q(qmap, inputs.get("image"))
+    if inputs.get("delays") is not None:
+        out = EffectiveQ(out.centre, out.mean_q2, out.mixtures, out.note,
+                         inputs["delays"], inputs["g2_err"])
     if key is not None:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = out
     return out
+
+
+def file_q_eff(inputs: dict, cols: np.ndarray, tau: np.ndarray,
+               t_range: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """(q, effective, note) of these 0-based g2 columns of a file (its ``inputs``) with
+    relaxation times ``tau`` (s), on the file's delays and errors inside ``t_range``."""
+    e = file_effective_q(inputs)
+    cols = np.asarray(cols, dtype=np.int64)
+    if e.delays is None or e.mixtures is None or e.centre.size <= (cols.max() if cols.size else 0):
+        centre = e.centre[cols] if e.centre.size > (cols.max() if cols.size else -1) \
+            else np.full(cols.size, np.nan)
+        return centre, np.zeros(cols.size, bool), e.note or "no multi-tau g2 in the file"
+    t = e.delays
+    sig = e.g2_err[:, cols].T
+    if t_range is not None:
+        lo, hi = sorted(t_range)
+        sig = np.where(((t >= lo) & (t <= hi))[None, :], sig, np.nan)
+    q, eff = e.q_eff(cols, tau, t, sig)
+    return q, eff, e.note
+
+

@@ -31,6 +31,7 @@ def _load(path: str, q_range: tuple[float, float] | None,
     from xpcsviewer.compute.effective_q import file_effective_q
     from xpcsviewer.io import XpcsFileError, read_result
     from xpcsviewer.io.errors import display_path
+    from xpcsviewer.io.results.pixel_q import read_effective_q_inputs
 
     res = read_result(path)
     mt = res.multitau
@@ -64,7 +65,7 @@ def _load(path: str, q_range: tuple[float, float] | None,
         "suspect_excluded": int((np.asarray(mt.valid) & ~valid)[:, cols].sum()),
         "sample": dict(res.sample),
         "sample_units": dict(res.sample_units),
-        "effective_q": file_effective_q(path, res.qmap),
+        "effective_q": file_effective_q(read_effective_q_inputs(path, res.qmap)),
     }
 
 
