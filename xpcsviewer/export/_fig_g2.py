@@ -284,7 +284,9 @@ def _fig_diffusion(
             ax.plot(grid, yfit * factor, "-", color=color, lw=1.0, label=txt)
     ax.set_xscale("log" if log_x else "linear")
     ax.set_yscale("log" if log_y else "linear")
-    ax.set_xlabel(f"q ({INV_A})")
+    # issue 48: which q the points and laws are at (each bin's effective q, or the centre)
+    eff = any(lw.points.q_centre is not None for lw in analysis.laws)
+    ax.set_xlabel(f"q_eff ({INV_A}): each bin's effective q" if eff else f"q ({INV_A})")
     ax.set_ylabel("\u03c4 (s)" if quantity == "tau" else "\u0393 (s\u207b\u00b9)")
     law = "\u03c4 = A q^b" if quantity == "tau" else "\u0393 = q^-b / A"
     ax.set_title(

@@ -252,6 +252,8 @@ def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
     if bayes:
         header += ["status_lsq", "sampled", "converged", "r_hat_max", "ess_min",
                    "divergences", "bfmi", "noise_scale"]
+    # issue 48: the q each bin's D was fitted at, and which q that is (added last)
+    header += ["q_eff", "D_q"]
     rows: list[list[Any]] = [header]
 
     def at(r: dict, key: str, i: int) -> Any:
@@ -283,6 +285,7 @@ def fit_results_to_csv(records: Sequence[dict[str, Any]]) -> list[list[Any]]:
                 row += [at(r, k, i) for k in ("status_lsq", "sampled", "converged",
                                               "r_hat_max", "ess_min", "divergences", "bfmi",
                                               "noise_scale")]
+            row += [at(r, "q_eff", i), d.get("q")]
             rows.append(row)
     return rows
 

@@ -28,8 +28,10 @@ FILES_PER_TASK = 32
 
 def _load(path: str, q_range: tuple[float, float] | None,
           include_suspect: bool = False) -> dict[str, Any]:
+    from xpcsviewer.compute.effective_q import file_effective_q
     from xpcsviewer.io import XpcsFileError, read_result
     from xpcsviewer.io.errors import display_path
+    from xpcsviewer.io.results.pixel_q import read_effective_q_inputs
 
     res = read_result(path)
     mt = res.multitau
@@ -63,6 +65,7 @@ def _load(path: str, q_range: tuple[float, float] | None,
         "suspect_excluded": int((np.asarray(mt.valid) & ~valid)[:, cols].sum()),
         "sample": dict(res.sample),
         "sample_units": dict(res.sample_units),
+        "effective_q": file_effective_q(read_effective_q_inputs(path, res.qmap)),
     }
 
 
@@ -175,7 +178,8 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
 
         def record(d: dict, b: Any = b, fit: Any = fit) -> dict[str, Any]:
             sub = fit.value.take(fit.value.rows_of(b.file_index))
-            verdict = diffusion_from_fit(d["q"], sub)
+            q_fit, q_block = _effective_q(d, sub, opts)
+            verdict = diffusion_from_fit(q_fit, sub)
             bayes = None
             if opts.bayes:
                 from xpcsviewer.fitting.bayes import to_sample
@@ -198,7 +202,10 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
                                        cancel=cancel)
                 finally:  # a failed file's share is spent too: the bar never goes back
                     step(share, what + "done")
-            rec = fit_record(d["path"], sub, verdict, bayes, extra=_radius(verdict, d, opts))
+            q_eff = q_block.pop("q_eff")
+            rec = fit_record(d["path"], sub, verdict, bayes,
+                             extra={**q_block, **_radius(verdict, d, opts)})
+            rec["q_eff"] = q_eff
             rec["bins"] = [int(x) for x in d["bins"]]
             rec["suspect_points_excluded"] = d["suspect_excluded"]
             if opts.ages is not None:
@@ -207,6 +214,34 @@ def fit_files(opts: FitOptions, items: list[dict[str, Any]],
 
         outs[k] = outcome_of(record, d)
     return outs
+
+
+def _effective_q(d: dict[str, Any], sub: Any, opts: FitOptions
+                 ) -> tuple[np.ndarray, dict[str, Any]]:
+    """The q each bin's D is fitted at (its effective q, else its centre) and what the
+    record states about it (:mod:`xpcsviewer.compute.effective_q`)."""
+    from xpcsviewer.compute.effective_q import DEFINITION
+
+    tau = d["tau"]
+    use = np.asarray(d["valid"], bool)
+    if opts.t_range is not None:
+        lo, hi = sorted(opts.t_range)
+        use = use & ((tau >= lo) & (tau <= hi))[None, :]
+    sig = np.where(use, d["g2_err"], np.nan)
+    tm, _ = sub.relaxation_time()
+    eq = d["effective_q"]
+    q, eff = eq.q_eff(np.asarray(d["bins"]) - 1, tm, tau, sig)
+    q_fit = np.where(eff, q, d["q"])
+    if eff.any():
+        source = "effective" if eff[np.isfinite(tm)].all() else "mixed"
+        note = f"D from {DEFINITION}; q is the bin centre"
+        if source == "mixed":
+            note += f" (the centre where no pixels: {eq.note})" if eq.note else ""
+    else:
+        source = "centre"
+        note = "D from the bin centres" + (f": {eq.note}" if eq.note else "")
+    return q_fit, {"q": source, "q_note": note,
+                   "q_eff": [float(v) if e else None for v, e in zip(q, eff, strict=True)]}
 
 
 def _ages(path: str, opts: FitOptions) -> dict[str, Any]:

@@ -130,6 +130,7 @@ def _file_section(sec: dict[str, Any], k: int) -> str:
               f"<p>{_e(d['message'])} ({d['n_good']} converged bins entered)"
               + (f"; radius {_e(_radius(d))}" if d["verdict"] == "diffusive" else "")
               + "</p>",
+              *([f'<p class="note">{_e(d["q_note"])}</p>'] if d.get("q_note") else []),
               *_ages_html(sec),
               "<h3>Data quality</h3>", _kv_table(quality_rows(sec)),
               *_raw_html(sec.get("raw")), *xsvs_html(sec.get("xsvs"), sec["label"]),

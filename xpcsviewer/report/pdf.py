@@ -87,6 +87,8 @@ def _file_items(sec: dict[str, Any], k: int) -> list[tuple[str, Any]]:
     d = sec["diffusion"]
     items += _lines("h3", "\u03c4(q): the exponent and D") + _lines(
         "p", f"{d['message']} ({d['n_good']} converged bins entered)")
+    if d.get("q_note"):
+        items += _lines("p", d["q_note"])
     if d["verdict"] == "diffusive":
         from xpcsviewer.report.html import _radius
 

@@ -151,7 +151,9 @@ def _diffusion(analysis: Any, res: Any) -> dict[str, Any]:
     v = analysis.laws[0].verdict
     out = {"verdict": v.verdict, "message": v.message, "n_good": int(v.n_good),
            "exponent": _f(v.free.exponent), "exponent_err": _f(v.free.exponent_err),
-           "D": _f(v.D), "D_err": _f(v.D_err)}
+           "D": _f(v.D), "D_err": _f(v.D_err),
+           # issue 48: which q D is fitted at
+           "q_note": analysis.laws[0].q_note}
     out.update(_radius(v, {"sample": dict(res.sample),
                            "sample_units": dict(res.sample_units)}, FitOptions()))
     return out

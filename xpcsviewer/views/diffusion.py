@@ -36,6 +36,11 @@ class DiffusionLaw:
     def label(self) -> str:
         return self.points.label
 
+    @property
+    def q_note(self) -> str:
+        """Which q the points and the law are at (issue 48), one line."""
+        return self.points.q_note
+
 
 @dataclass(frozen=True)
 class DiffusionAnalysis:
@@ -91,6 +96,7 @@ def diffusion_analysis(
     )
     laws = []
     for pts in diffusion_points(fits, quantity):
+        pts = _at_effective_q(fits, pts, quantity)
         # The power law is always fitted to tau (s), whatever is shown.
         tau = pts.y if quantity == "tau" else 1.0 / pts.y
         tau_err = pts.y_err if quantity == "tau" else pts.y_err * tau**2
@@ -101,3 +107,31 @@ def diffusion_analysis(
                                  else None))
     return DiffusionAnalysis(fits.method, fits.model, quantity, q_range, exponent,
                              tuple(laws))
+
+
+def _at_effective_q(fits: G2Fits, pts: DiffusionPoints, quantity: str) -> DiffusionPoints:
+    """The points at each bin's effective q (:mod:`xpcsviewer.compute.effective_q`), the
+    centre kept in ``q_centre``; at the centre, saying why, when the file cannot give it."""
+    import dataclasses
+
+    import numpy as np
+
+    from xpcsviewer.compute.effective_q import DEFINITION, file_q_eff
+    from xpcsviewer.io.results.pixel_q import read_effective_q_inputs
+
+    keys = fits.curve_keys
+    if keys is None or pts.rows.size == 0 or not keys[int(pts.rows[0])][0]:
+        return dataclasses.replace(pts, q_note="q: the bin centres (the file is not known)")
+    tau = pts.y if quantity == "tau" else 1.0 / pts.y
+    try:
+        q, eff, note = file_q_eff(read_effective_q_inputs(keys[int(pts.rows[0])][0]),
+                                  fits.columns[pts.rows], tau,
+                                  fits.t_range)
+    except Exception as exc:  # an unreadable file: the centres, and why
+        return dataclasses.replace(pts, q_note=f"q: the bin centres ({exc})")
+    if not eff.any():
+        return dataclasses.replace(pts, q_note=f"q: the bin centres ({note})")
+    q = np.where(eff, q, pts.q)
+    text = "q: " + DEFINITION + (f"; {int((~eff).sum())} at the centre ({note})"
+                                 if not eff.all() else "")
+    return dataclasses.replace(pts, q=q, q_centre=pts.q, q_note=text)

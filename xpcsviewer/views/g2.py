@@ -215,6 +215,11 @@ class DiffusionPoints:
         Rows in the ``G2Fits`` used.
     n_dropped : int
         Fits left out (not converged or non-finite).
+    q_centre : (n,) float64 or None
+        The bins' centres where ``q`` is their effective q (issue 48,
+        :func:`xpcsviewer.views.diffusion.diffusion_analysis`); None: ``q`` is the centre.
+    q_note : str
+        Which q ``q`` is, in one line.
     """
 
     file_index: int
@@ -224,6 +229,8 @@ class DiffusionPoints:
     y_err: np.ndarray
     rows: np.ndarray
     n_dropped: int
+    q_centre: np.ndarray | None = None
+    q_note: str = ""
 
 
 def diffusion_points(fits: G2Fits, quantity: str = "tau") -> list[DiffusionPoints]:

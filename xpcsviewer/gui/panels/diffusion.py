@@ -536,9 +536,12 @@ class DiffusionPanel(BasePanel):
         unit = "s" if q == "tau" else "1/s"
         cols: dict[str, Any] = {}
         for f in self.files:
-            cols[f"{f.label}:q_invA"] = f.points.q
-            cols[f"{f.label}:{q}_{unit}"] = f.points.y
-            cols[f"{f.label}:{q}_err_{unit}"] = f.points.y_err
+            p = f.points
+            # q_invA stays the bin centre; q_eff_invA is the q D was fitted at (issue 48)
+            cols[f"{f.label}:q_invA"] = p.q if p.q_centre is None else p.q_centre
+            cols[f"{f.label}:{q}_{unit}"] = p.y
+            cols[f"{f.label}:{q}_err_{unit}"] = p.y_err
+            cols[f"{f.label}:q_eff_invA"] = p.q
         header = [
             f"{q} vs q from the converged {self.fits.method} {self.fits.model} g2 fits"
         ]
@@ -551,6 +554,8 @@ class DiffusionPanel(BasePanel):
                 line += (f"; R = {f.radius[0]:.4g} \u00b1 {f.radius[1]:.3g} nm "
                          f"({f.radius_source})")
             header.append(line)
+            if f.points.q_note:
+                header.append(f"{f.label}: {f.points.q_note}")
         return cols, header
 
     # ----------------------------------------------------------- settings
