@@ -71,3 +71,26 @@ def test_bayes_json_states_both_interval_levels():
 
     assert HDI_PROB == 0.94
     assert "5 % / 95 %" in STATUS_INTERVALS and "68 %" in STATUS_INTERVALS
+
+
+def test_table_says_when_least_squares_and_nuts_disagree():
+    from xpcsviewer.commands.fit import fit_table
+
+    def entry(v, mean):
+        return {"value": v, "error": [None] * 2, "mean": mean, "std": [1e-4] * 2}
+
+    rec = {
+        "path": "x_results.hdf", "model": "single", "models": ["single"] * 2,
+        "q": [0.001, 0.002], "phi": [0.0, 0.0], "bins": [1, 2],
+        "status": ["unresolved", "converged"], "status_lsq": ["converged", "converged"],
+        "status_detail": ["tau sd 55 % >= 50 %", ""], "chi2_red": [1.0, 1.0],
+        "tau_lower_limit": [None, None], "tau_upper_limit": [None, None],
+        "limit_param": ["", ""],
+        "tau": entry([1e-3, 2e-3], [1e-3, 2e-3]), "contrast": entry([0.2, 0.2], [0.2, 0.2]),
+        "sampled": [True, True], "r_hat_max": [1.0, 1.0], "ess_min": [900.0, 900.0],
+        "divergences": [0, 0], "bayes": {"num_chains": 4},
+    }
+    lines = fit_table([rec])
+    assert lines[1].endswith("tau sd 55 % >= 50 %; least squares: converged")
+    assert "least squares" not in lines[2]
+    assert lines[1].split()[lines[0].split().index("tau_s")] == "-"  # not quoted

@@ -138,7 +138,12 @@ def fit_table(records: list[dict[str, Any]]) -> list[str]:
                           "-" if es is None or not sampled else f"{es:.0f}",
                           "-" if dv is None else str(dv)]
             # the reason beside every tau not quoted: "-" alone would not say why
-            cells.append(why(r, i))
+            reason = why(r, i)
+            lsq = (r.get("status_lsq") or [None] * (i + 1))[i] if sampled else None
+            if lsq and lsq != r["status"][i]:
+                # knife-edge bins: each method by its own rules; both said (issue 48)
+                reason = (f"{reason}; " if reason else "") + f"least squares: {lsq}"
+            cells.append(reason)
             rows.append(cells)
     widths = [max(len(row[c]) for row in rows) for c in range(len(head))]
     lines = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()

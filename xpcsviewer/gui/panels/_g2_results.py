@@ -159,7 +159,13 @@ class FitResultsTable(QTableWidget):
                      None),
                     (f"{d['bfmi'][b]:.2f}" if np.isfinite(d["bfmi"][b]) else "\u2014", None),
                 ]
-            cells.append((str(fits.detail[b]), None))
+            why = str(fits.detail[b])
+            lsq = None if fits.status_lsq is None else str(fits.status_lsq[b])
+            if lsq and lsq != st:
+                # knife-edge bins: the two methods judge by their own rules (issue 48)
+                why = (f"{why}; " if why else "") + (
+                    f"least squares: {lsq} (each method by its own rules)")
+            cells.append((why, None))
             color = STATUS_COLORS.get(st)
             for c, (text, key) in enumerate(cells):
                 it = QTableWidgetItem(text)
@@ -182,7 +188,10 @@ class FitResultsTable(QTableWidget):
         # shorten in the middle, full in a tooltip.
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setColumnWidth(file_col, min(self.columnWidth(file_col), 130))
-        self.setColumnWidth(0, min(self.columnWidth(0), _STATUS_WIDTH))
+        # every status name whole ("errors_understated" elided read as nothing)
+        fm0 = self.fontMetrics()
+        widest = max(fm0.horizontalAdvance(k) for k in STATUS_HEX) + 16
+        self.setColumnWidth(0, min(self.columnWidth(0), max(_STATUS_WIDTH, widest)))
         # the relaxation time is the number read here: never cut, long tables too
         tau_col = head.index(f"{tname} (s)")
         fm = self.fontMetrics()
