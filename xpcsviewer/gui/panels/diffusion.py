@@ -316,7 +316,12 @@ class DiffusionPanel(BasePanel):
         self.status.setText(
             f"{fits.method} {fits.model} fits: {n} converged bin(s) from {len(self.files)} "
             f"file(s), {dropped} other bin(s) left out; {n_diff} file(s) diffusive"
+            + ("; at each bin's effective q (q_eff, from its pixels)"
+               if any(f.points.q_centre is not None for f in self.files) else "")
         )
+        # the whole definition, and where a file fell back to its bin centres
+        self.status.setToolTip("\n".join(f"{f.label}: {f.points.q_note}"
+                                          for f in self.files if f.points.q_note))
         self.sigComputed.emit()
 
     # --------------------------------------------------------------- draw
@@ -400,7 +405,10 @@ class DiffusionPanel(BasePanel):
                     )
                 )
         self.plot.setLogMode(x=self.logx.isChecked(), y=self.logy.isChecked())
-        self.plot.setLabel("bottom", "q (\u00c5\u207b\u00b9)")
+        eff = any(f.points.q_centre is not None for f in self.files)
+        # issue 48: the points sit at each bin's effective q where the file gives it
+        self.plot.setLabel("bottom", "q_eff (\u00c5\u207b\u00b9)" if eff
+                           else "q (\u00c5\u207b\u00b9)")
         self.plot.setLabel(
             "left", "\u03c4 (s)" if quantity == "tau" else "\u0393 (s\u207b\u00b9)"
         )

@@ -5,12 +5,20 @@ and g2 errors. Reading only; the arithmetic is in ``compute``."""
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = ["read_effective_q_inputs"]
+
+#: The last files read, by content key: the window's figure export asks again on the
+#: GUI thread what its worker read a moment before (a large image is 30 MB: few kept).
+_KEEP = 4
+_READ: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
 
 
 def read_effective_q_inputs(path: str | os.PathLike, qmap: Any = None) -> dict[str, Any]:
@@ -26,6 +34,10 @@ def read_effective_q_inputs(path: str | os.PathLike, qmap: Any = None) -> dict[s
         key = (str(p.resolve()), st.st_size, st.st_mtime_ns, qmap is None)
     except OSError:
         key = None
+    with _LOCK:
+        if key is not None and key in _READ:
+            _READ.move_to_end(key)
+            return _READ[key]
     out: dict[str, Any] = {"key": key, "qmap": qmap, "image": None, "delays": None,
                            "g2_err": None}
     try:
@@ -43,4 +55,9 @@ def read_effective_q_inputs(path: str | os.PathLike, qmap: Any = None) -> dict[s
         out["image"] = read_saxs_2d(p)
     except (XpcsFileError, OSError, ValueError, KeyError):
         out["image"] = None
+    if key is not None and qmap is None:  # a caller's own q-map is not the file's
+        with _LOCK:
+            _READ[key] = out
+            while len(_READ) > _KEEP:
+                _READ.popitem(last=False)
     return out
