@@ -93,7 +93,10 @@ def _ref(hits, n: int, qm) -> np.ndarray:
                            Partition(qm.dynamic_roi_map, qm.static_roi_map, qm.mask,
                                      n_dynamic=qm.n_dynamic, n_static=qm.n_static),
                            engine="backend")
-    return np.nan_to_num(r.g2)
+    # the file convention: a bin without photons 0, a delay with no g2 at all NaN
+    g = np.nan_to_num(r.g2)
+    g[np.isnan(r.g2).all(axis=1)] = np.nan
+    return g
 
 
 def _check(ups, final, hits, qm, n: int, n_partial: int = 2) -> None:

@@ -36,7 +36,8 @@ Error propagation (``error_method``), per point (delay x q-bin):
 
 Invalid points (``valid`` False: g2 == 0 with err == 0, or non-finite) are left
 out per point, never averaged as zeros; where no file has a valid point the
-output holds g2 = 0, err = 0, which readers treat as missing. SAXS 1-D/2-D,
+output holds g2 = 0, err = 0, which readers treat as missing, and NaN where no file
+has a valid point at that delay in any bin (a lone frame pair: no measurement). SAXS 1-D/2-D,
 intensity vs time and the per-pixel G2/IP/IF stack (built one delay at a time)
 are plain means over the accepted files.
 
@@ -250,6 +251,12 @@ def average_files(
         want_stack = False
 
     g2, g2_err, n_g2 = g2_acc.result()
+    # a delay no file measured in any bin (a lone frame pair) stays NaN, never a 0
+    # that reads as g2 = 0 (issue 48); a single missing bin keeps the files' 0
+    none = ~(np.asarray(n_g2) > 0).any(axis=tuple(range(1, np.ndim(n_g2))))
+    if none.any():
+        g2, g2_err = np.array(g2, float), np.array(g2_err, float)
+        g2[none], g2_err[none] = np.nan, np.nan
     fields = ["g2", "g2_err", "saxs_1d"]
     mt_out = dataclasses.replace(mt0, g2=g2, g2_err=g2_err, valid=n_g2 > 0)
     if part_acc is not None:
