@@ -317,6 +317,41 @@ def _fitted_ages(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray) -> np.nda
     return out
 
 
+#: A converged tau longer than this fraction of the longest lag its cut holds is at
+#: most a lower limit: on the demo's 20 seeds such taus fell short of the truth by
+#: -0.4 to -3 sigma on average (the free baseline takes up the unseen decay), pull sd
+#: 1.4-2.0; below it the pulls' sd is 0.9-1.1 (docs/ages.md, benchmarks/ages_seeds.py).
+REACH_FRACTION = 0.3
+
+
+def cut_reach(cuts: AgeCuts) -> np.ndarray:
+    """(2, W, B) s: the longest lag each cut holds a fittable point at. Short where a
+    cut meets the run's ends: the constant-t1 cut of the last window reaches only its
+    width, the constant-age cuts of the first and last windows twice it."""
+    lag = np.asarray(cuts.tau, np.float64)
+    return np.where(cuts.valid, lag, 0.0).max(axis=-1)
+
+
+def beyond_reach(cuts: AgeCuts, tau: np.ndarray, status: np.ndarray) -> np.ndarray:
+    """(2, W, B) bool: converged taus beyond :data:`REACH_FRACTION` of their cut's
+    reach (:func:`cut_reach`)."""
+    with np.errstate(invalid="ignore"):
+        return (np.asarray(status) == "converged") & (
+            np.asarray(tau, np.float64) > REACH_FRACTION * cut_reach(cuts))
+
+
+def _mark_beyond_reach(fits: G2Fits, rows: np.ndarray, reach: np.ndarray) -> G2Fits:
+    """The fit table with ``rows`` unresolved and why (a copy)."""
+    status = np.asarray(fits.status, dtype=object).copy()
+    status[rows] = "unresolved"
+    detail = (np.array([""] * status.size, dtype=object) if fits.detail is None
+              else np.asarray(fits.detail, dtype=object).copy())
+    for r in np.flatnonzero(rows):
+        detail[r] = (f"tau longer than {REACH_FRACTION:g} of the longest lag the cut "
+                     f"holds ({reach[r]:.3g} s): a lower limit")
+    return replace(fits, status=status, detail=detail)
+
+
 def _laws(t_w: np.ndarray, tau3: np.ndarray, err3: np.ndarray, st: np.ndarray
           ) -> dict[str, list[LawFit]]:
     """Both laws per bin from the constant-age taus the plots draw (the Series rule:
@@ -413,6 +448,10 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
     tau3, err3 = tau.reshape(shape), tau_err.reshape(shape)
     t_w = _fitted_ages(cuts, tau3, c)
     st = np.asarray(fits.status, dtype=object).reshape(shape)
+    short = beyond_reach(cuts, tau3, st)
+    if short.any():
+        st = np.where(short, "unresolved", st)
+        fits = _mark_beyond_reach(fits, short.ravel(), cut_reach(cuts).ravel())
     laws = _laws(t_w, tau3, err3, st)
     with np.errstate(invalid="ignore"):
         testable = ((tau3[0] <= 0.5 * cuts.windows.widths[:, None])
@@ -421,5 +460,5 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
                    disagree=np.asarray(cuts.disagree, bool) & testable,
                    flag_testable=testable,
                    contrast_err=ce, stretch=s, stretch_err=se,
-                   status=np.asarray(fits.status, dtype=object).reshape(shape),
+                   status=st,
                    model=fits.model_names().reshape(shape), laws=laws, law=law)
