@@ -87,20 +87,32 @@ def _nan_law(law: str, n: int) -> LawFit:
                   {"tau0": (nan, nan), s: (nan, nan)}, nan, n, "undetermined")
 
 
-def _intervals_verdict(law: str, value: dict[str, float], error: dict[str, float]
+def _quantiles(dof: float | None) -> tuple[float, float]:
+    """Two-sided 95 % and 99 % quantiles: normal, or Student t for errors estimated
+    with ``dof`` degrees of freedom (K pixel groups' spread: K - 1)."""
+    if dof is None or not np.isfinite(dof) or dof <= 0:
+        return _Z95, _Z99
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, dof)), float(t.ppf(0.995, dof))
+
+
+def _intervals_verdict(law: str, value: dict[str, float], error: dict[str, float],
+                       dof: float | None = None
                        ) -> tuple[dict[str, tuple[float, float]], str]:
     """The 95 % intervals (tau0's log-normal for the power law) and the verdict from the
-    slope's 99 % interval."""
+    slope's 99 % interval; Student t quantiles where the errors have ``dof``."""
+    z95, z99 = _quantiles(dof)
     slope = "a" if law == "linear" else "mu"
     s, s_err = value[slope], error[slope]
     t0, t0_err = value["tau0"], error["tau0"]
     if law == "power" and t0 > 0:
-        i0 = (t0 * float(np.exp(-_Z95 * t0_err / t0)), t0 * float(np.exp(_Z95 * t0_err / t0)))
+        i0 = (t0 * float(np.exp(-z95 * t0_err / t0)), t0 * float(np.exp(z95 * t0_err / t0)))
     else:
-        i0 = (t0 - _Z95 * t0_err, t0 + _Z95 * t0_err)
-    verdict = ("ageing" if s - _Z99 * s_err > 0 else
-               "accelerating" if s + _Z99 * s_err < 0 else "stationary")
-    return {"tau0": i0, slope: (s - _Z95 * s_err, s + _Z95 * s_err)}, verdict
+        i0 = (t0 - z95 * t0_err, t0 + z95 * t0_err)
+    verdict = ("ageing" if s - z99 * s_err > 0 else
+               "accelerating" if s + z99 * s_err < 0 else "stationary")
+    return {"tau0": i0, slope: (s - z95 * s_err, s + z95 * s_err)}, verdict
 
 
 def fit_law(t_w: np.ndarray, tau: np.ndarray, tau_err: np.ndarray,
@@ -374,13 +386,16 @@ def law_points(af: AgeFits) -> np.ndarray:
     return _drawn(af.status[0]) & np.isfinite(af.tau[0])
 
 
-def law_with_errors(lf: LawFit, errors: dict[str, float]) -> LawFit:
+def law_with_errors(lf: LawFit, errors: dict[str, float], dof: float | None = None
+                    ) -> LawFit:
     """``lf`` with its parameters' errors replaced where ``errors`` gives a finite one;
-    intervals (95 %) and the verdict (the slope's 99 % interval) follow them."""
+    intervals (95 %) and the verdict (the slope's 99 % interval) follow them, with
+    Student t quantiles where the errors were estimated with ``dof`` degrees of
+    freedom."""
     err = dict(lf.error)
     err.update({k: float(v) for k, v in errors.items() if k in err and np.isfinite(v)
                 and v > 0})
-    inter, verdict = _intervals_verdict(lf.law, lf.value, err)
+    inter, verdict = _intervals_verdict(lf.law, lf.value, err, dof)
     s, s_err = lf.value[lf.slope_name], err[lf.slope_name]
     if not (np.isfinite(s) and np.isfinite(s_err)) or lf.verdict == "undetermined":
         verdict = lf.verdict
@@ -391,7 +406,7 @@ def with_tau_errors(af: AgeFits, tau_err: np.ndarray, source: str,
                     law_errors: dict[str, list[dict[str, float]]] | None = None) -> AgeFits:
     """``af`` with the tau errors replaced where ``tau_err`` (2, W, B) is finite, tau too
     and not unresolved or at a bound, and the laws' errors by ``law_errors`` (law -> per
-    bin {param: error}).
+    bin {param: error}, and "dof": the degrees of freedom of those errors).
 
     The laws keep their values: the new tau errors come from few groups and are noisy,
     and weights from them scattered the slope more (0.18-0.39 of it against
@@ -405,7 +420,8 @@ def with_tau_errors(af: AgeFits, tau_err: np.ndarray, source: str,
     err = np.where(use, new, af.tau_err)
     laws = af.laws
     if law_errors:
-        laws = {name: [law_with_errors(lf, law_errors[name][b]) if name in law_errors
+        laws = {name: [law_with_errors(lf, law_errors[name][b],
+                                       law_errors[name][b].get("dof")) if name in law_errors
                        else lf for b, lf in enumerate(lst)] for name, lst in af.laws.items()}
     return replace(af, tau_err=err, laws=laws,
                    tau_err_source=source if use.any() else af.tau_err_source)
