@@ -14,11 +14,15 @@ limit, censored, see :func:`fit_law`):
 
 The covariance is scaled by chi2_red where the scatter exceeds the errors (chi2
 beyond its 95 % quantile), so stated errors are trusted unless the points contradict
-them; intervals are normal (1.96 sigma for 95 %). The verdict per bin reads the slope's
-99 % interval (2.576 sigma), so a stationary sample is called stationary in 99 of
-100 bins: ``ageing`` (slope > 0), ``accelerating`` (< 0), ``stationary``, or
-``undetermined`` with fewer than 3 drawn times (converged, unresolved or at a bound) or
-fewer than 2 of them values (not unresolved).
+them; intervals are normal (1.96 sigma for 95 %), Student t where the errors come from
+K pixel groups (:func:`law_with_errors`). The verdict per bin reads the slope's 99 %
+interval (2.576 sigma), so a stationary sample is called stationary in 99 of 100 bins:
+``ageing`` (slope > 0), ``accelerating`` (< 0), ``stationary``, or ``undetermined``
+with fewer than 3 drawn times (converged, unresolved or at a bound) or fewer than 2 of
+them values (not unresolved).
+
+A converged tau beyond :data:`REACH_FRACTION` of the longest lag its cut holds (a cut
+at the run's ends) is made ``unresolved``: a lower limit (:func:`beyond_reach`).
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 #: :class:`xpcsviewer.compute.ages.analysis.AgeCuts` (fitting does not import compute: ADR-7)
 AgeCuts = Any
 
-__all__ = ["LAWS", "VERDICTS", "AgeFits", "LawFit", "cut_blocks", "fit_age_cuts",
-           "fit_law", "law_points", "law_with_errors", "with_tau_errors"]
+__all__ = ["LAWS", "REACH_FRACTION", "VERDICTS", "AgeFits", "LawFit", "beyond_reach",
+           "cut_blocks", "cut_reach", "fit_age_cuts", "fit_law", "law_points",
+           "law_with_errors", "with_tau_errors"]
 
 LAWS = ("linear", "power")
 VERDICTS = ("stationary", "ageing", "accelerating", "undetermined")
