@@ -14,11 +14,15 @@ limit, censored, see :func:`fit_law`):
 
 The covariance is scaled by chi2_red where the scatter exceeds the errors (chi2
 beyond its 95 % quantile), so stated errors are trusted unless the points contradict
-them; intervals are normal (1.96 sigma for 95 %). The verdict per bin reads the slope's
-99 % interval (2.576 sigma), so a stationary sample is called stationary in 99 of
-100 bins: ``ageing`` (slope > 0), ``accelerating`` (< 0), ``stationary``, or
-``undetermined`` with fewer than 3 drawn times (converged, unresolved or at a bound) or
-fewer than 2 of them values (not unresolved).
+them; intervals are normal (1.96 sigma for 95 %), Student t where the errors come from
+K pixel groups (:func:`law_with_errors`). The verdict per bin reads the slope's 99 %
+interval (2.576 sigma), so a stationary sample is called stationary in 99 of 100 bins:
+``ageing`` (slope > 0), ``accelerating`` (< 0), ``stationary``, or ``undetermined``
+with fewer than 3 drawn times (converged, unresolved or at a bound) or fewer than 2 of
+them values (not unresolved).
+
+A converged tau beyond :data:`REACH_FRACTION` of the longest lag its cut holds (a cut
+at the run's ends) is made ``unresolved``: a lower limit (:func:`beyond_reach`).
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
 #: :class:`xpcsviewer.compute.ages.analysis.AgeCuts` (fitting does not import compute: ADR-7)
 AgeCuts = Any
 
-__all__ = ["LAWS", "VERDICTS", "AgeFits", "LawFit", "cut_blocks", "fit_age_cuts",
-           "fit_law", "law_points", "law_with_errors", "with_tau_errors"]
+__all__ = ["LAWS", "REACH_FRACTION", "VERDICTS", "AgeFits", "LawFit", "beyond_reach",
+           "cut_blocks", "cut_reach", "fit_age_cuts", "fit_law", "law_points",
+           "law_with_errors", "with_tau_errors"]
 
 LAWS = ("linear", "power")
 VERDICTS = ("stationary", "ageing", "accelerating", "undetermined")
@@ -87,20 +92,32 @@ def _nan_law(law: str, n: int) -> LawFit:
                   {"tau0": (nan, nan), s: (nan, nan)}, nan, n, "undetermined")
 
 
-def _intervals_verdict(law: str, value: dict[str, float], error: dict[str, float]
+def _quantiles(dof: float | None) -> tuple[float, float]:
+    """Two-sided 95 % and 99 % quantiles: normal, or Student t for errors estimated
+    with ``dof`` degrees of freedom (K pixel groups' spread: K - 1)."""
+    if dof is None or not np.isfinite(dof) or dof <= 0:
+        return _Z95, _Z99
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, dof)), float(t.ppf(0.995, dof))
+
+
+def _intervals_verdict(law: str, value: dict[str, float], error: dict[str, float],
+                       dof: float | None = None
                        ) -> tuple[dict[str, tuple[float, float]], str]:
     """The 95 % intervals (tau0's log-normal for the power law) and the verdict from the
-    slope's 99 % interval."""
+    slope's 99 % interval; Student t quantiles where the errors have ``dof``."""
+    z95, z99 = _quantiles(dof)
     slope = "a" if law == "linear" else "mu"
     s, s_err = value[slope], error[slope]
     t0, t0_err = value["tau0"], error["tau0"]
     if law == "power" and t0 > 0:
-        i0 = (t0 * float(np.exp(-_Z95 * t0_err / t0)), t0 * float(np.exp(_Z95 * t0_err / t0)))
+        i0 = (t0 * float(np.exp(-z95 * t0_err / t0)), t0 * float(np.exp(z95 * t0_err / t0)))
     else:
-        i0 = (t0 - _Z95 * t0_err, t0 + _Z95 * t0_err)
-    verdict = ("ageing" if s - _Z99 * s_err > 0 else
-               "accelerating" if s + _Z99 * s_err < 0 else "stationary")
-    return {"tau0": i0, slope: (s - _Z95 * s_err, s + _Z95 * s_err)}, verdict
+        i0 = (t0 - z95 * t0_err, t0 + z95 * t0_err)
+    verdict = ("ageing" if s - z99 * s_err > 0 else
+               "accelerating" if s + z99 * s_err < 0 else "stationary")
+    return {"tau0": i0, slope: (s - z95 * s_err, s + z95 * s_err)}, verdict
 
 
 def fit_law(t_w: np.ndarray, tau: np.ndarray, tau_err: np.ndarray,
@@ -317,6 +334,41 @@ def _fitted_ages(cuts: AgeCuts, tau: np.ndarray, contrast: np.ndarray) -> np.nda
     return out
 
 
+#: A converged tau longer than this fraction of the longest lag its cut holds is at
+#: most a lower limit: on the demo's 20 seeds such taus fell short of the truth by
+#: -0.4 to -3 sigma on average (the free baseline takes up the unseen decay), pull sd
+#: 1.4-2.0; below it the pulls' sd is 0.9-1.1 (docs/ages.md, benchmarks/ages_seeds.py).
+REACH_FRACTION = 0.3
+
+
+def cut_reach(cuts: AgeCuts) -> np.ndarray:
+    """(2, W, B) s: the longest lag each cut holds a fittable point at. Short where a
+    cut meets the run's ends: the constant-t1 cut of the last window reaches only its
+    width, the constant-age cuts of the first and last windows twice it."""
+    lag = np.asarray(cuts.tau, np.float64)
+    return np.where(cuts.valid, lag, 0.0).max(axis=-1)
+
+
+def beyond_reach(cuts: AgeCuts, tau: np.ndarray, status: np.ndarray) -> np.ndarray:
+    """(2, W, B) bool: converged taus beyond :data:`REACH_FRACTION` of their cut's
+    reach (:func:`cut_reach`)."""
+    with np.errstate(invalid="ignore"):
+        return (np.asarray(status) == "converged") & (
+            np.asarray(tau, np.float64) > REACH_FRACTION * cut_reach(cuts))
+
+
+def _mark_beyond_reach(fits: G2Fits, rows: np.ndarray, reach: np.ndarray) -> G2Fits:
+    """The fit table with ``rows`` unresolved and why (a copy)."""
+    status = np.asarray(fits.status, dtype=object).copy()
+    status[rows] = "unresolved"
+    detail = (np.array([""] * status.size, dtype=object) if fits.detail is None
+              else np.asarray(fits.detail, dtype=object).copy())
+    for r in np.flatnonzero(rows):
+        detail[r] = (f"tau longer than {REACH_FRACTION:g} of the longest lag the cut "
+                     f"holds ({reach[r]:.3g} s): a lower limit")
+    return replace(fits, status=status, detail=detail)
+
+
 def _laws(t_w: np.ndarray, tau3: np.ndarray, err3: np.ndarray, st: np.ndarray
           ) -> dict[str, list[LawFit]]:
     """Both laws per bin from the constant-age taus the plots draw (the Series rule:
@@ -339,13 +391,16 @@ def law_points(af: AgeFits) -> np.ndarray:
     return _drawn(af.status[0]) & np.isfinite(af.tau[0])
 
 
-def law_with_errors(lf: LawFit, errors: dict[str, float]) -> LawFit:
+def law_with_errors(lf: LawFit, errors: dict[str, float], dof: float | None = None
+                    ) -> LawFit:
     """``lf`` with its parameters' errors replaced where ``errors`` gives a finite one;
-    intervals (95 %) and the verdict (the slope's 99 % interval) follow them."""
+    intervals (95 %) and the verdict (the slope's 99 % interval) follow them, with
+    Student t quantiles where the errors were estimated with ``dof`` degrees of
+    freedom."""
     err = dict(lf.error)
     err.update({k: float(v) for k, v in errors.items() if k in err and np.isfinite(v)
                 and v > 0})
-    inter, verdict = _intervals_verdict(lf.law, lf.value, err)
+    inter, verdict = _intervals_verdict(lf.law, lf.value, err, dof)
     s, s_err = lf.value[lf.slope_name], err[lf.slope_name]
     if not (np.isfinite(s) and np.isfinite(s_err)) or lf.verdict == "undetermined":
         verdict = lf.verdict
@@ -356,7 +411,7 @@ def with_tau_errors(af: AgeFits, tau_err: np.ndarray, source: str,
                     law_errors: dict[str, list[dict[str, float]]] | None = None) -> AgeFits:
     """``af`` with the tau errors replaced where ``tau_err`` (2, W, B) is finite, tau too
     and not unresolved or at a bound, and the laws' errors by ``law_errors`` (law -> per
-    bin {param: error}).
+    bin {param: error}, and "dof": the degrees of freedom of those errors).
 
     The laws keep their values: the new tau errors come from few groups and are noisy,
     and weights from them scattered the slope more (0.18-0.39 of it against
@@ -370,7 +425,8 @@ def with_tau_errors(af: AgeFits, tau_err: np.ndarray, source: str,
     err = np.where(use, new, af.tau_err)
     laws = af.laws
     if law_errors:
-        laws = {name: [law_with_errors(lf, law_errors[name][b]) if name in law_errors
+        laws = {name: [law_with_errors(lf, law_errors[name][b],
+                                       law_errors[name][b].get("dof")) if name in law_errors
                        else lf for b, lf in enumerate(lst)] for name, lst in af.laws.items()}
     return replace(af, tau_err=err, laws=laws,
                    tau_err_source=source if use.any() else af.tau_err_source)
@@ -413,6 +469,10 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
     tau3, err3 = tau.reshape(shape), tau_err.reshape(shape)
     t_w = _fitted_ages(cuts, tau3, c)
     st = np.asarray(fits.status, dtype=object).reshape(shape)
+    short = beyond_reach(cuts, tau3, st)
+    if short.any():
+        st = np.where(short, "unresolved", st)
+        fits = _mark_beyond_reach(fits, short.ravel(), cut_reach(cuts).ravel())
     laws = _laws(t_w, tau3, err3, st)
     with np.errstate(invalid="ignore"):
         testable = ((tau3[0] <= 0.5 * cuts.windows.widths[:, None])
@@ -421,5 +481,5 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
                    disagree=np.asarray(cuts.disagree, bool) & testable,
                    flag_testable=testable,
                    contrast_err=ce, stretch=s, stretch_err=se,
-                   status=np.asarray(fits.status, dtype=object).reshape(shape),
+                   status=st,
                    model=fits.model_names().reshape(shape), laws=laws, law=law)

@@ -131,11 +131,13 @@ def analyse_ages(amap: AgeLagMap, windows: AgeWindows | None = None, *,
 def _group_law_errors(fits: AgeFits, tau_g: np.ndarray, weight: np.ndarray
                       ) -> dict[str, list[dict[str, float]]]:
     """Per law and bin, the errors of its parameters from the pixel groups: each group's
-    taus (the same points the law reads, the fit's errors as weights) give the group's
-    law; weighted batch means over the groups."""
+    taus (the same points the law reads, limits as limits, the fit's errors as weights)
+    give the group's law; weighted batch means over the groups, and "dof": the groups
+    behind them less one (the intervals' Student t)."""
     use = law_points(fits)
-    # an unresolved tau is a lower limit (fit_law): every group's law reads it as the
-    # whole map's; a law that reads a tau at a bound keeps its own errors (the groups'
+    # a lower limit the law passes below acts as a value, so its noise moves the law:
+    # each group reads its own (issue 48: C01 bin 2's slope pull sd 1.41 -> 1.11 on 20
+    # demo seeds); a law that reads a tau at a bound keeps its own errors (the groups'
     # spread of such a tau is not its uncertainty)
     lower = fits.status[0] == "unresolved"
     closed = np.all(~use | ~np.isin(fits.status[0], [s for s in ROUGH_STATUSES
@@ -149,14 +151,15 @@ def _group_law_errors(fits: AgeFits, tau_g: np.ndarray, weight: np.ndarray
                 per_bin.append({})
                 continue
             for g in range(tau_g.shape[0]):
-                t = np.where(use[:, b] & ~lower[:, b], tau_g[g, 0, :, b],
-                             np.where(use[:, b], fits.tau[0, :, b], np.nan))
+                t = np.where(use[:, b], tau_g[g, 0, :, b], np.nan)
                 lf = fit_law(fits.t_w[0, :, b], t, fits.tau_err[0, :, b], name,
                              lower[:, b])
                 for key, v in lf.value.items():
                     vals.setdefault(key, []).append(v)
-            per_bin.append({key: batch_sd(np.asarray(v), weight[:, b])
-                            for key, v in vals.items()})
+            errs = {key: batch_sd(np.asarray(v), weight[:, b]) for key, v in vals.items()}
+            held = np.isfinite(np.asarray(vals.get("tau0", []), float)) & (weight[:, b] > 0)
+            errs["dof"] = float(held.sum() - 1)
+            per_bin.append(errs)
         out[name] = per_bin
     return out
 
