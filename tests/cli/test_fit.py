@@ -41,20 +41,27 @@ def _write(path: Path, seed: int = 0, stretch: dict | None = None) -> Path:
     g2 = 1.0 + 0.2 * (beta > 0) * np.exp(-2.0 * (tau[:, None] / taus[None, :]) ** beta)
     err = np.full_like(g2, 0.002)
     g2 = g2 + err * rng.standard_normal(g2.shape)
-    h, w = 8, N_Q
-    dyn = np.tile(np.arange(1, N_Q + 1), (h, 1))
+    return write_g2_file(path, frames, dt, q, g2, err)
+
+
+def write_g2_file(path: Path, frames: np.ndarray, dt: float, q: np.ndarray,
+                  g2: np.ndarray, err: np.ndarray) -> Path:
+    """A result file holding these multi-tau curves (T, len(q)), one q-bin per column
+    of an 8-row map."""
+    n_q = q.size
+    dyn = np.tile(np.arange(1, n_q + 1), (8, 1))
     qm = QMap(
-        dynamic_roi_map=dyn, static_roi_map=dyn.copy(), mask=np.ones((h, w), bool),
+        dynamic_roi_map=dyn, static_roi_map=dyn.copy(), mask=np.ones(dyn.shape, bool),
         dynamic_v_list_dim0=q, dynamic_v_list_dim1=np.array([0.0]),
         static_v_list_dim0=q, static_v_list_dim1=np.array([0.0]),
-        dynamic_index_mapping=np.arange(N_Q), static_index_mapping=np.arange(N_Q),
-        dynamic_num_pts=(N_Q, 1), static_num_pts=(N_Q, 1), energy_kev=10.0,
+        dynamic_index_mapping=np.arange(n_q), static_index_mapping=np.arange(n_q),
+        dynamic_num_pts=(n_q, 1), static_num_pts=(n_q, 1), energy_kev=10.0,
     )
-    mt = Multitau(delay_frames=frames, tau=tau, g2=g2, g2_err=err,
+    mt = Multitau(delay_frames=frames, tau=frames * dt, g2=g2, g2_err=err,
                   valid=np.ones_like(g2, bool), t0_eff=dt)
     res = XpcsResult(
         path=path, analysis_type=("Multitau",), layout="nexus", qmap=qm, frame_time=dt,
-        count_time=dt, start_time=None, saxs_1d=np.ones(N_Q), saxs_1d_segments=None,
+        count_time=dt, start_time=None, saxs_1d=np.ones(n_q), saxs_1d_segments=None,
         intensity_vs_time=None, multitau=mt,
     )
     return write_result(path, res)

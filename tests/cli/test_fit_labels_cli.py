@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.cli.test_fit import write_g2_file
 from xpcsviewer.cli import main
-from xpcsviewer.io import Multitau, QMap, XpcsResult, write_result
 
 N_Q = 3
 
@@ -26,23 +26,7 @@ def _write(path: Path) -> Path:
     g2[:, 0] += 0.2 * np.exp(-2 * tau / 0.01)
     err = np.full_like(g2, sd)
     err[:, 1] = sd / 40
-    q = np.array([0.004, 0.006, 0.008])
-    dyn = np.tile(np.arange(1, N_Q + 1), (4, 1))
-    qm = QMap(
-        dynamic_roi_map=dyn, static_roi_map=dyn.copy(), mask=np.ones(dyn.shape, bool),
-        dynamic_v_list_dim0=q, dynamic_v_list_dim1=np.array([0.0]),
-        static_v_list_dim0=q, static_v_list_dim1=np.array([0.0]),
-        dynamic_index_mapping=np.arange(N_Q), static_index_mapping=np.arange(N_Q),
-        dynamic_num_pts=(N_Q, 1), static_num_pts=(N_Q, 1), energy_kev=10.0,
-    )
-    mt = Multitau(delay_frames=frames, tau=tau, g2=g2, g2_err=err,
-                  valid=np.ones_like(g2, bool), t0_eff=dt)
-    res = XpcsResult(
-        path=path, analysis_type=("Multitau",), layout="nexus", qmap=qm, frame_time=dt,
-        count_time=dt, start_time=None, saxs_1d=np.ones(N_Q), saxs_1d_segments=None,
-        intensity_vs_time=None, multitau=mt,
-    )
-    return write_result(path, res)
+    return write_g2_file(path, frames, dt, np.array([0.004, 0.006, 0.008]), g2, err)
 
 
 def test_json_and_table_say_what_may_be_quoted(tmp_path, capsys):
