@@ -291,7 +291,7 @@ def test_export_fits_g2_before_drawing(tmp_path, export_files, monkeypatch):
     for got, exp in zip(analysis.laws, want.laws, strict=True):
         np.testing.assert_array_equal(got.points.q, exp.points.q)
         np.testing.assert_array_equal(got.verdict.free.prefactor, exp.verdict.free.prefactor)
-    assert fits.model == "single" and fits.method == "lsq"
+    assert fits.model == "auto" and fits.method == "lsq"  # as fit, report and the window
     assert np.mean(np.isfinite(fits.params["tau"])) > 0.8
     assert "fits" not in seen["qmap"][1]
 

@@ -54,9 +54,15 @@ def test_cli_writes_the_ranked_table(hot_file, tmp_path, capsys):
     out = tmp_path / "pixels.csv"
     assert main(["audit", str(hot_file), "-o", str(out), "--top", "6", "--quiet"]) == 0
     rows = list(csv.reader(out.open()))
-    assert rows[0] == ["file", "bin", "row", "col", "q", "leverage", "z", "reason"]
+    assert rows[0] == ["file", "bin", "row", "col", "q", "leverage", "z", "reason", "flagged"]
     assert len(rows) == 7
     assert (rows[1][2], rows[1][3]) == ("40", "80") and "intensity above" in rows[1][7]
+    # issue 49: the audit's own verdict per row, the four injected pixels among them
+    au = audit_file(hot_file)
+    fl = {(int(r), int(c)) for r, c in zip(*np.nonzero(au.flagged_mask()), strict=True)}
+    assert [r[8] for r in rows[1:]] == [
+        "yes" if (int(r[2]), int(r[3])) in fl else "no" for r in rows[1:]]
+    assert sum(r[8] == "yes" for r in rows[1:]) >= 4
     levs = [float(r[5]) for r in rows[1:]]
     assert levs == sorted(levs, reverse=True)
     # never over an input, never over an existing table without --overwrite

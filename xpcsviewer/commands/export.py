@@ -4,9 +4,9 @@ Plots that overlay files (``saxs1d``, ``intensity``, ``g2``, ``diffusion``) give
 one combined figure ``combined_<kind>.<fmt>``; the others (``saxs2d``,
 ``stability``, ``twotime``, ``ages``, ``qmap``, ``g2map``, ``g2stability``) one figure per
 file, ``<label>_<kind>.<fmt>``, with the figure's defaults (e.g. the first
-q-bin). For ``g2`` and ``diffusion`` the curves are first fitted with the
-single-exponential model (the same batched least-squares fit as the g2 tab), so
-the figures show the fits and the diffusion coefficient.
+q-bin). For ``g2`` and ``diffusion`` the curves are first fitted with the automatic
+model choice (``auto``: the default of the g2 tab, ``fit`` and ``report``; the same
+batched least-squares fit), so the figures show the fits and the diffusion coefficient.
 
 Unreadable files are reported (one line each) and the rest are still exported;
 the exit code is then 3. A file whose data cannot give a plot (all-NaN or zero
@@ -189,7 +189,8 @@ def export_figures(
         if kind in ("g2", "diffusion"):
             key = tuple(id(r) for r in usable)
             if key not in fits:  # g2 and diffusion of the same files share one fit
-                fits[key] = fit_curves(g2_blocks(usable), FitSpec("single"), cancel=cancel)
+                # the window's, fit's and report's default (issue 49): one published figure
+                fits[key] = fit_curves(g2_blocks(usable), FitSpec("auto"), cancel=cancel)
             g2_fits = fits[key]
         save(make_figures(kind, usable, size, **_figure_inputs(kind, usable, g2_fits)), name)
 

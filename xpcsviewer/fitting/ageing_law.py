@@ -432,6 +432,27 @@ def with_tau_errors(af: AgeFits, tau_err: np.ndarray, source: str,
                    tau_err_source=source if use.any() else af.tau_err_source)
 
 
+def _cut_taus(fits: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A cut's tau as the ages read it (the rule before issue 48, kept here): the fitted
+    value, marked by its status, except where there is no decay, the errors are
+    understated, the fit failed, or a limit on this time says what is known. The laws
+    read an ``unresolved`` one as a lower-limit point (open above) and draw no misfit;
+    the group errors compare each cut with its pixel groups' own fits, whatever the
+    whole map's status (a correlated noise can make it a misfit by the white-noise
+    runs test and the groups' calibrated test not)."""
+    v = np.array(fits.params[name], dtype=np.float64, copy=True)
+    e = np.array(fits.errors[name], dtype=np.float64, copy=True)
+    st = np.array([str(x) for x in fits.status], dtype=object)
+    lim = np.isfinite(np.asarray(fits.tau_lower_limit, float)) | np.isfinite(
+        np.asarray(fits.tau_upper_limit, float))
+    on = np.array([str(x) in (name, "") for x in (fits.limit_name if fits.limit_name
+                                                   is not None else [""] * st.size)])
+    drop = (np.isin(st, ("no_decay", "errors_understated", "failed"))
+            | ((st == "unresolved") & lim & on))
+    v[drop], e[drop] = np.nan, np.nan
+    return v, e
+
+
 def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
                  sampler: SamplerSpec | None = None, *, law: str = "linear",
                  q: np.ndarray | None = None, phi: np.ndarray | None = None,
@@ -454,7 +475,7 @@ def fit_age_cuts(cuts: AgeCuts, fit: FitSpec | None = None,
     for name in ("tau", "tau1"):
         if name not in fits.params:
             continue
-        v, e = fits.reported(name)
+        v, e = _cut_taus(fits, name)
         rows = np.array([fits.tau_name(b) == name for b in range(n)], bool)
         tau[rows], tau_err[rows] = v[rows], e[rows]
 

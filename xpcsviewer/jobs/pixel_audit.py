@@ -122,16 +122,24 @@ def write_audit_csv(path: str | os.PathLike, audits: Sequence[PixelAudit],
                     top: int | None = None, raw: Sequence[Any] | None = None) -> Path:
     """The ranked table of every audit (``top`` rows each), written atomically; ``raw``
     (one :class:`~xpcsviewer.model.raw_inspect.RawInspection` or None per audit) adds
-    the rows of the pixels its findings flag (:func:`raw_rows`) after each audit's."""
+    the rows of the pixels its findings flag (:func:`raw_rows`) after each audit's.
+    The last column, ``flagged``, is the audit's verdict: ``yes``/``no``, or ``raw``
+    for a row the raw data's fault finder adds."""
+    from xpcsviewer.compute.detector.pixel_audit import ranked
     from xpcsviewer.io.outputs import atomic_path
 
     rows: list[list[Any]] = []
     for k, a in enumerate(audits):
         r = audit_table_rows(a, top=top)
-        rows.extend(r if not rows else r[1:])
+        # issue 49: a ``flagged`` column, the audit's own verdict (the reason alone
+        # does not say it: "only pixel of its bin" is a note, not a flag)
+        order = ranked(a)[: len(r) - 1]
+        flags = ["yes" if f else "no" for f in np.asarray(a.flagged)[order]]
+        body = [[*row, f] for row, f in zip(r[1:], flags, strict=True)]
+        rows.extend(([[*r[0], "flagged"]] if not rows else []) + body)
         ins = raw[k] if raw is not None else None
         if ins is not None:
-            rows.extend(raw_rows(a, ins))
+            rows.extend([*row, "raw"] for row in raw_rows(a, ins))
 
     def write(fh: Any) -> None:
         w = csv.writer(fh)

@@ -162,6 +162,17 @@ def status_counts(sections: list[dict[str, Any]]) -> Counter:
     return Counter(b["status"] for s in sections if "bins" in s for b in s["bins"])
 
 
+def sample_rows(sec: dict[str, Any]) -> list[tuple[str, str]]:
+    """("sample D", "9.81009e+07 Å^2/s"): the file's sample fields, each number with the
+    unit the file states (issue 49: a bare "98100856.77" read as nothing)."""
+    units = sec.get("sample_units", {})
+    rows = []
+    for k, v in sec.get("sample", {}).items():
+        text = f"{v:.6g}" if isinstance(v, float) else str(v)
+        rows.append(("sample " + k, f"{text} {units[k]}" if units.get(k) else text))
+    return rows
+
+
 def provenance_rows(sec: dict[str, Any]) -> list[tuple[str, str]]:
     """(name, value) of where the file came from and what it was reduced with."""
     p = sec["provenance"]
@@ -184,7 +195,7 @@ def provenance_rows(sec: dict[str, Any]) -> list[tuple[str, str]]:
     if p.get("age_lag"):
         rows.append(("two-time", p["age_lag"]))
     rows += [("software in the file", s) for s in p.get("software", [])]
-    rows += [("sample " + k, str(v)) for k, v in sec.get("sample", {}).items()]
+    rows += sample_rows(sec)
     rows += [("warning", w) for w in p["warnings"]]
     return rows
 

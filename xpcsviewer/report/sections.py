@@ -392,6 +392,8 @@ def _image_part(res: Any, p: Path, dpi: float, figures: bool, saxs1d: bool,
             "xsvs": xsvs_part_of_result(res, p, dpi, figures),
             "sample": {k: (v if isinstance(v, (int, float, str)) else str(v))
                        for k, v in dict(res.sample).items()},
+            # issue 49: "sample D 98100856.77" read without its unit
+            "sample_units": {k: str(v) for k, v in dict(res.sample_units).items()},
             "stability": _stability(res), "quality": quality,
             "figures": (_figures(res, None, None, dpi, saxs1d, kinds, qmap_as)
                         if figures else [])}
