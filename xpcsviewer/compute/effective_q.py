@@ -39,8 +39,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["EffectiveQ", "bin_effective_q", "bin_mixtures", "effective_q2", "file_effective_q",
-           "file_q_eff", "fit_equivalent_q2"]
+__all__ = [
+    "EffectiveQ",
+    "bin_effective_q",
+    "bin_mixtures",
+    "effective_q2",
+    "file_effective_q",
+    "file_q_eff",
+    "fit_equivalent_q2",
+    "is_cached",
+]
 
 #: How the effective q is defined, in one line (the JSON note, the captions).
 DEFINITION = ("each bin's effective q (q_eff): the q at which one exponential fitted to "
@@ -299,6 +307,11 @@ def bin_effective_q(qmap, image: np.ndarray | None) -> EffectiveQ:
 
 _CACHE: dict[tuple, EffectiveQ] = {}
 _CACHE_MAX = 64
+
+
+def is_cached(key: tuple) -> bool:
+    """The effective q of this file content is already made (its inputs need no read)."""
+    return key in _CACHE
 
 
 def file_effective_q(inputs: dict) -> EffectiveQ:

@@ -116,7 +116,8 @@ def _at_effective_q(fits: G2Fits, pts: DiffusionPoints, quantity: str) -> Diffus
 
     import numpy as np
 
-    from xpcsviewer.compute.effective_q import DEFINITION, file_q_eff
+    from xpcsviewer.compute.effective_q import DEFINITION, file_q_eff, is_cached
+    from xpcsviewer.io.errors import XpcsFileError
     from xpcsviewer.io.results.pixel_q import read_effective_q_inputs
 
     keys = fits.curve_keys
@@ -124,10 +125,13 @@ def _at_effective_q(fits: G2Fits, pts: DiffusionPoints, quantity: str) -> Diffus
         return dataclasses.replace(pts, q_note="q: the bin centres (the file is not known)")
     tau = pts.y if quantity == "tau" else 1.0 / pts.y
     try:
-        q, eff, note = file_q_eff(read_effective_q_inputs(keys[int(pts.rows[0])][0]),
+        # the worker made it a moment before: a figure export on the GUI thread reads
+        # nothing again
+        inputs = read_effective_q_inputs(keys[int(pts.rows[0])][0], known=is_cached)
+        q, eff, note = file_q_eff(inputs,
                                   fits.columns[pts.rows], tau,
                                   fits.t_range)
-    except Exception as exc:  # an unreadable file: the centres, and why
+    except (XpcsFileError, OSError, ValueError, KeyError) as exc:  # the centres, and why
         return dataclasses.replace(pts, q_note=f"q: the bin centres ({exc})")
     if not eff.any():
         return dataclasses.replace(pts, q_note=f"q: the bin centres ({note})")

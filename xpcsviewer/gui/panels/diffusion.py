@@ -18,28 +18,25 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
     QSizePolicy,
     QSplitter,
     QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
 )
 
 from xpcsviewer.fitting.block_fits import fit_curves
 from xpcsviewer.fitting.blocks import g2_blocks
-from xpcsviewer.fitting.diffusion import D_SHOWN_PER_A2, D_SHOWN_UNIT
 from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.fitting.spec import FitSpec
-from xpcsviewer.gui.panels._diffusion_jobs import DiffusionFile, _pm, diffusion_job
+from xpcsviewer.gui.panels._diffusion_jobs import DiffusionFile, diffusion_job
+from xpcsviewer.gui.panels._diffusion_table import fill_results_table
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import (
     curve_color,
@@ -57,15 +54,6 @@ SOLVENTS = [
     ("water", "water at T"),
     ("given", "given \u03b7"),
 ]
-VERDICT_COLORS = {
-    "diffusive": QColor(200, 240, 200),
-    "not_diffusive": QColor(255, 225, 180),
-    "too_few_bins": QColor(230, 230, 230),
-}
-
-
-#: Widest file-name column of the results table (px).
-FILE_COLUMN_PX = 240
 
 
 class DiffusionPanel(BasePanel):
@@ -441,61 +429,7 @@ class DiffusionPanel(BasePanel):
                                 padding=0.05)
 
     def _fill_table(self) -> None:
-        head = [
-            "file",
-            "verdict",
-            f"D ({D_SHOWN_UNIT})",
-            "exponent b",
-            "R\u2095 (nm)",
-            "bins",
-            "left out",
-            "joint D (\u00c5\u1d45/s)",
-            "joint \u03b1",
-            "why",
-        ]
-        t = self.table
-        t.setColumnCount(len(head))
-        t.setHorizontalHeaderLabels(head)
-        t.setRowCount(len(self.files))
-        for r, f in enumerate(self.files):
-            v, jt = f.verdict, f.joint
-            fr = v.free if v is not None else None
-            radius = _pm(*f.radius, ".4g") if math.isfinite(f.radius[0]) else "\u2014"
-            if f.radius_source:
-                radius += f" ({f.radius_source})"
-            cells = [
-                f.label,
-                v.verdict.replace("_", " ") if v is not None else "\u2014",
-                _pm(f.D * D_SHOWN_PER_A2, f.D_err * D_SHOWN_PER_A2),
-                _pm(fr.exponent, fr.exponent_err, ".3f") if fr is not None else "\u2014",
-                radius,
-                str(f.points.q.size),
-                str(f.points.n_dropped),
-                _pm(jt.D, jt.D_err) if jt else "\u2014",
-                _pm(jt.alpha, jt.alpha_err, ".3f") if jt else "\u2014",
-                v.message if v is not None else "",
-            ]
-            color = VERDICT_COLORS.get(v.verdict) if v is not None else None
-            for c, text in enumerate(cells):
-                it = QTableWidgetItem(text)
-                if color is not None and c < 3:
-                    it.setBackground(color)
-                    it.setForeground(QColor(0, 0, 0))
-                if c in (0, len(cells) - 1):  # the long texts, maybe cut: in full
-                    it.setToolTip(text)
-                t.setItem(r, c, it)
-        hh = t.horizontalHeader()
-        hh.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # The "why" column was cut off at the right edge: it takes the width left and
-        # wraps, and long file names give it room (cut in the middle, where series of
-        # names are alike, at FILE_COLUMN_PX; the user can widen the column).
-        hh.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        t.resizeColumnToContents(0)
-        t.setColumnWidth(0, min(t.columnWidth(0), FILE_COLUMN_PX))
-        hh.setSectionResizeMode(len(head) - 1, QHeaderView.ResizeMode.Stretch)
-        t.setWordWrap(True)
-        t.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        t.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        fill_results_table(self.table, self.files)
 
     def clear_plots(self) -> None:
         self.files = []

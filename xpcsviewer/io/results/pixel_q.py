@@ -5,8 +5,7 @@ and g2 errors. Reading only; the arithmetic is in ``compute``."""
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +13,14 @@ import numpy as np
 
 __all__ = ["read_effective_q_inputs"]
 
-#: The last files read, by content key: the window's figure export asks again on the
-#: GUI thread what its worker read a moment before (a large image is 30 MB: few kept).
-_KEEP = 4
-_READ: OrderedDict = OrderedDict()
-_LOCK = threading.Lock()
 
-
-def read_effective_q_inputs(path: str | os.PathLike, qmap: Any = None) -> dict[str, Any]:
+def read_effective_q_inputs(path: str | os.PathLike, qmap: Any = None,
+                            known: Callable[[tuple], bool] | None = None) -> dict[str, Any]:
     """``{"key", "qmap", "image", "delays", "g2_err"}`` of a result file (None for what
     it lacks; ``g2_err`` NaN at points fits leave out), or ``{"key", "error"}`` when it
-    has no readable q-map. ``key`` (path, size, mtime) identifies the file's content."""
+    has no readable q-map. ``key`` (path, size, mtime) identifies the file's content;
+    where ``known(key)`` (the caller holds what it made of this content) only
+    ``{"key"}`` is returned and nothing is read."""
     from xpcsviewer.io.errors import XpcsFileError
     from xpcsviewer.io.results.reader import read_result, read_saxs_2d
 
@@ -34,10 +30,8 @@ def read_effective_q_inputs(path: str | os.PathLike, qmap: Any = None) -> dict[s
         key = (str(p.resolve()), st.st_size, st.st_mtime_ns, qmap is None)
     except OSError:
         key = None
-    with _LOCK:
-        if key is not None and key in _READ:
-            _READ.move_to_end(key)
-            return _READ[key]
+    if key is not None and known is not None and known(key):
+        return {"key": key}
     out: dict[str, Any] = {"key": key, "qmap": qmap, "image": None, "delays": None,
                            "g2_err": None}
     try:
@@ -55,9 +49,4 @@ def read_effective_q_inputs(path: str | os.PathLike, qmap: Any = None) -> dict[s
         out["image"] = read_saxs_2d(p)
     except (XpcsFileError, OSError, ValueError, KeyError):
         out["image"] = None
-    if key is not None and qmap is None:  # a caller's own q-map is not the file's
-        with _LOCK:
-            _READ[key] = out
-            while len(_READ) > _KEEP:
-                _READ.popitem(last=False)
     return out
