@@ -80,6 +80,19 @@ def effective_q2(
     -------
     (n_dynamic,) float64
     """
+    q, dq, w = _pixel_weights(q_pixel, dynamic_roi_map, intensity, n_dynamic,
+                              static_roi_map)
+    num = np.bincount(dq, w * q**2, minlength=n_dynamic)
+    den = np.bincount(dq, w, minlength=n_dynamic)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, np.nan)
+
+
+def _pixel_weights(q_pixel: np.ndarray, dynamic_roi_map: np.ndarray, intensity: np.ndarray,
+                   n_dynamic: int, static_roi_map: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q, 0-based dynamic bin, correlator weight W_p) of the pixels in a dynamic and a
+    static bin: W_p = I_p^2 / (n_s m_s^2) within static bin s (n_s pixels, mean m_s)."""
     q = np.asarray(q_pixel, dtype=np.float64).ravel()
     dq = np.asarray(dynamic_roi_map).ravel().astype(np.int64)
     i = np.asarray(intensity, dtype=np.float64).ravel()
@@ -89,15 +102,13 @@ def effective_q2(
         raise ValueError("q_pixel, the roi maps and intensity must have one shape")
     use = (dq > 0) & (dq <= n_dynamic) & (sq > 0) & np.isfinite(q)
     q, dq, i, sq = q[use], dq[use] - 1, i[use], sq[use]
-    # the static bin's pixel count and mean intensity, over the bin's valid pixels
-    _, s = np.unique(sq, return_inverse=True)
-    n_s = np.bincount(s).astype(np.float64)
-    m_s = np.bincount(s, i) / n_s
+    # static ids are small positive labels: counted directly (np.unique sorted them all)
+    n_s = np.bincount(sq).astype(np.float64)
+    m_s = np.bincount(sq, i, minlength=n_s.size)
     with np.errstate(invalid="ignore", divide="ignore"):
-        w = np.where(m_s[s] > 0, i**2 / (n_s[s] * m_s[s] ** 2), 0.0)
-        num = np.bincount(dq, w * q**2, minlength=n_dynamic)
-        den = np.bincount(dq, w, minlength=n_dynamic)
-        return np.where(den > 0, num / den, np.nan)
+        m_s = m_s / n_s
+        w = np.where(m_s[sq] > 0, i**2 / (n_s[sq] * m_s[sq] ** 2), 0.0)
+    return q, dq, w
 
 
 #: Sub-bins of q^2 a bin's pixels are summed into for the mixture (its q^2 spread is
@@ -116,18 +127,9 @@ def bin_mixtures(
     """Per dynamic bin, its pixels' q^2 and correlator weights W_p (module docstring),
     summed into ``n_hist`` equal q^2 sub-bins: ``(q2 (k,), w (k,))`` with the weighted
     mean q^2 of each sub-bin (empty arrays for a bin without weight)."""
-    q = np.asarray(q_pixel, dtype=np.float64).ravel()
-    dq = np.asarray(dynamic_roi_map).ravel().astype(np.int64)
-    i = np.asarray(intensity, dtype=np.float64).ravel()
-    i = np.where(np.isfinite(i) & (i > 0), i, 0.0)
-    sq = dq if static_roi_map is None else np.asarray(static_roi_map).ravel().astype(np.int64)
-    use = (dq > 0) & (dq <= n_dynamic) & (sq > 0) & np.isfinite(q)
-    q2, dq, i, sq = q[use] ** 2, dq[use] - 1, i[use], sq[use]
-    _, s = np.unique(sq, return_inverse=True)
-    n_s = np.bincount(s).astype(np.float64)
-    m_s = np.bincount(s, i) / n_s
-    with np.errstate(invalid="ignore", divide="ignore"):
-        w = np.where(m_s[s] > 0, i**2 / (n_s[s] * m_s[s] ** 2), 0.0)
+    q, dq, w = _pixel_weights(q_pixel, dynamic_roi_map, intensity, n_dynamic,
+                              static_roi_map)
+    q2 = q**2
     out = []
     order = np.argsort(dq, kind="stable")
     bounds = np.searchsorted(dq[order], np.arange(n_dynamic + 1))
@@ -299,8 +301,10 @@ def bin_effective_q(qmap, image: np.ndarray | None) -> EffectiveQ:
     if np.any(have & ((centre < lo - slack) | (centre > hi + slack))):
         return _centre_only(centre, "the file's geometry does not reproduce its bin centres")
     img = image * np.asarray(qmap.mask, bool)
-    mean_q2 = effective_q2(q_px, dq, img, nd, qmap.static_roi_map)
     mix = bin_mixtures(q_px, dq, img, nd, qmap.static_roi_map)
+    # the weighted mean q^2 from the mixtures' sub-bins (exact: each is a weighted
+    # mean with its summed weight): the pixels' weights are made once
+    mean_q2 = np.array([np.sum(x * w) / np.sum(w) if w.size else np.nan for x, w in mix])
     note = "" if all(m[0].size for m in mix) else "no intensity in some bins' pixels"
     return EffectiveQ(centre, mean_q2, mix, note)
 
