@@ -272,3 +272,16 @@ def test_time_tag_rows_not_a_power_of_two(tmp_path):
     res = read_result(out)
     assert res.intensity_vs_time.shape[1] == 100_000  # rows of 3 ticks
     assert np.isfinite(res.saxs_1d).any()
+
+
+def test_an_engine_the_photon_path_lacks_is_refused(sparse_inputs, tmp_path, capsys):
+    engine = "xla"
+    # issue 47: asked for and cannot run is refused, never swapped for the compiled engine
+    _d, _qm, qpath, raw, _movie = sparse_inputs
+    out = tmp_path / "x.hdf"
+    code = main(["correlate", str(raw), "--qmap", str(qpath), "-o", str(out), "--path",
+                 "sparse", "--engine", engine])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"--engine {engine}: the photon path has only the compiled CPU engine" in err
+    assert not out.exists()

@@ -78,6 +78,12 @@ def plan_engine(requested_engine: Engine | str, requested_device: str, mode: str
     """
     requested_engine = Engine.parse(requested_engine)
     if photons:  # the photon correlator is a CPU engine
+        if requested_engine in (Engine.XLA, Engine.ARRAY):
+            # asked for and cannot run: refused, never swapped in silence (issue 47)
+            raise SpecError(
+                f"--engine {requested_engine.value}: the photon path has only the compiled "
+                "CPU engine; use --engine compiled (or auto), or --path dense to correlate "
+                "the frames with the XLA engine")
         r = route("sparse", work=0.0, requested=requested_device, profile=profile,
                   accelerators=accelerators)
         return EnginePlan(Engine.COMPILED, "cpu", (r,))
