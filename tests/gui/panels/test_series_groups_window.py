@@ -62,6 +62,11 @@ def test_series_tab_keeps_a02_h01_s05_apart(window, demo_files, open_demo, wait_
     # the bin list says that bin 1 stands for several q
     item = panel.bin_list.item(0)
     assert item.text().startswith("1: q=0.00146\u2013") and "3 lines" in item.toolTip()
+    # the tab's table export says each row's group (the CSV's last column)
+    cols, _ = panel.data_columns()
+    assert list(cols)[-1] == "group"
+    n = [len(f.bins) for f in t.files]
+    assert cols["group"].tolist() == [1.0] * n[0] + [2.0] * n[1] + [3.0] * n[2]
 
 
 def test_series_tab_still_joins_repeats_of_one_sample(window, demo_files, open_demo,
