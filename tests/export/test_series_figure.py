@@ -74,3 +74,31 @@ def test_the_figure_takes_a_journal_size(table):
         assert fig.get_size_inches()[0] == SIZE_PRESETS[key].width
         fonts = {t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize"))}
         assert max(fonts) <= SIZE_PRESETS[key].font + 1e-9
+
+
+def test_the_figure_keeps_unrelated_files_apart(tmp_path):
+    """Issue 49: files of other samples or partitions are lines of their own, each with
+    its q; a note under the axes says what was not joined and why."""
+    from xpcsviewer.export import save_figure
+    from xpcsviewer.export.series import series_figure
+
+    def f(name, q, tau, radius):
+        b = {**_bin("converged", tau), "q": q}
+        return FileFit(f"/d/{name}_results.hdf", None, None, [b], sample={"radius": radius})
+
+    t = SeriesTable("index")
+    t.extend([f("A02", 0.001612, 3.5e-3, 2.5e-7), f("F01", 0.001612, 3.4e-3, 2.5e-7),
+              f("H01", 0.004355, 6.2e-3, 1e-7)])
+    fig = series_figure(t, [1])
+    ax = fig.axes[0]
+    labels = [x.get_text() for x in ax.get_legend().get_texts()]
+    assert labels[:2] == ["q = 0.001612 \u00c5$^{-1}$ (A02 +1)",
+                          "q = 0.004355 \u00c5$^{-1}$ (H01)"]
+    lines = [ln for ln in ax.get_lines() if ln.get_marker() == "o" and len(ln.get_xdata())
+             and str(ln.get_markerfacecolor()) != "none"]
+    assert sorted(ln.get_xdata().tolist() for ln in lines) == [[0.0, 1.0], [2.0]]
+    note = fig._supxlabel.get_text().replace("\n", " ")
+    assert note.startswith("not joined to A02 +1 (lines of their own): H01 (other sample: "
+                           "radius 1e-07 vs 2.5e-07; its bins' q differ by > 2 %")
+    save_figure(fig, tmp_path / "s.png")  # the note fits the page (constrained layout)
+    assert (tmp_path / "s.png").stat().st_size > 10_000

@@ -3,7 +3,9 @@
 Fits every file with the ``fit`` command's entry point (same statuses and model choice)
 and writes one CSV row per file and q-bin: the abscissa (seconds since the first file's
 start, the index, or a metadata field), tau and contrast with their errors and the
-fit status (:mod:`xpcsviewer.jobs.series`). Written atomically.
+fit status (:mod:`xpcsviewer.jobs.series`). Where the files are not one sample on one
+q-partition (:mod:`xpcsviewer.views.series_groups`) a last column ``group`` says which
+rows belong together, and a note says why. Written atomically.
 """
 
 from __future__ import annotations
@@ -51,7 +53,14 @@ def run(args: argparse.Namespace) -> int:
         if missing:
             print(f"xpcsviewer series: note: {len(missing)} file(s) have no numeric {args.x} "
                   f"(e.g. {missing[0]}); their x is empty", file=sys.stderr)
-    write_series_csv(out, table.rows())
+    from xpcsviewer.views.series_groups import file_groups, not_joined_text, series_groups
+
+    groups = series_groups(table)
+    # issue 49: rows of unrelated files (other sample or partition) say their group
+    write_series_csv(out, table.rows(file_groups(table, groups) if len(groups) > 1 else None))
+    if len(groups) > 1:
+        print(f"xpcsviewer series: note: {not_joined_text(table, groups)} (column "
+              f"'group')", file=sys.stderr)
     bad = [f for f in fits if f.error is not None]
     for f in bad:
         print(f"xpcsviewer series: {f.error}", file=sys.stderr)

@@ -3,7 +3,10 @@
 Drawn from a :class:`xpcsviewer.jobs.series.SeriesTable` with the Series tab's rule,
 :func:`xpcsviewer.views.series.series_drawing` (issue 33): converged fits filled with
 their errors, unresolved/at-bound open, 95 % limits as ▲/▼, the other statuses left
-out and counted in the title. Matplotlib's object API on Agg.
+out and counted in the title. A line joins one group of files only (one sample, one
+q-partition: :mod:`xpcsviewer.views.series_groups`); where there are several, each line
+names its group and a note under the axes says what was not joined and why.
+Matplotlib's object API on Agg.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import numpy as np
 
 from xpcsviewer.export._fig_common import _colors, export_style, new_figure
 from xpcsviewer.views.series import not_drawn_text, series_drawing, x_span
+from xpcsviewer.views.series_groups import not_joined_text
 
 __all__ = ["MPL_MARKERS", "series_figure"]
 
@@ -53,7 +57,8 @@ def series_figure(table: Any, bins: list[int] | None = None, log_x: bool = False
         for col, d in zip(_colors(len(drawings)), drawings, strict=False):
             f = d.tau["filled"]
             ax_t.errorbar(f.x, f.y, yerr=_bars(f), color=col, fmt="o-", lw=0.8,
-                          label=f"q = {d.q:.4g} \u00c5$^{{-1}}$")
+                          label=f"q = {d.q:.4g} \u00c5$^{{-1}}$"
+                          + (f" ({d.group})" if d.group else ""))
             for kind, mk in MPL_MARKERS.items():
                 p = d.tau[kind]
                 ax_t.plot(p.x, p.y, ls="none", marker=mk, mfc="none", color=col, ms=5)
@@ -75,4 +80,13 @@ def series_figure(table: Any, bins: list[int] | None = None, log_x: bool = False
         ax_t.legend(handles=handles + _key_handles(kinds), loc="best", ncol=2)
         ax_t.set_title(f"{len(table.files)} files; {not_drawn_text(drawings)}")
         ax_c.set_title("contrast of converged fits")
+        note = not_joined_text(table)
+        if note:  # below the axes (the layout makes room), wrapped to the figure's width
+            import textwrap
+
+            from matplotlib.font_manager import FontProperties
+
+            pts = FontProperties(size="small").get_size_in_points()
+            width = max(30, int(fig.get_figwidth() * 72 / (0.55 * pts)))
+            fig.supxlabel(textwrap.fill(note, width), x=0.01, ha="left", fontsize="small")
     return fig

@@ -12,7 +12,9 @@ the same statuses and model choice as ``xpcsviewer fit``); the abscissa of a fil
 
 :class:`SeriesTable` is the result: one row per file and q-bin, written as CSV by
 ``xpcsviewer series`` and drawn by the GUI's Series tab, which appends files as they
-are finished (:meth:`SeriesTable.extend`).
+are finished (:meth:`SeriesTable.extend`). Each file keeps its ``/entry/sample`` fields,
+so that :func:`xpcsviewer.views.series.series_groups` joins only files of one sample and
+one q-partition (issue 49).
 """
 
 from __future__ import annotations
@@ -26,13 +28,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["COLUMNS", "FileFit", "SeriesTable", "file_x", "fit_series_files", "parse_time"]
+__all__ = ["COLUMNS", "GROUP_COLUMN", "FileFit", "SeriesTable", "file_info", "file_x",
+           "fit_series_files", "parse_time"]
 
 #: CSV columns of a series table, in order (``x`` is written ``x:<name>``: ``x:start_time``
 #: is seconds since the first file, ``x:index`` the position, ``x:FIELD`` the field)
 COLUMNS = ("file", "index", "x", "start_time", "elapsed_s", "bin", "q_1/A", "phi_deg", "model",
            "status", "tau_s", "tau_err_s", "tau_lower_limit_s", "tau_upper_limit_s",
            "contrast", "contrast_err", "chi2_red")
+
+#: The column appended after :data:`COLUMNS` where the files fall into several groups
+#: (:func:`xpcsviewer.views.series.series_groups`): the group a row belongs to, 1-based.
+GROUP_COLUMN = "group"
 
 
 def parse_time(text: Any) -> _dt.datetime | None:
@@ -61,31 +68,60 @@ def _scalar(v: Any) -> float | str | None:
     return float(a.ravel()[0])
 
 
-def file_x(path: str | Path, x: str) -> tuple[float | str | None, str | None]:
-    """(the field ``x`` of the file, its start time text); ``x`` is not ``index``.
+def _sample_fields(f: Any) -> dict[str, float | str]:
+    """The scalar fields of ``/entry/sample`` (numbers and text), by name."""
+    out: dict[str, float | str] = {}
+    g = f.get("/entry/sample")
+    if g is None or not hasattr(g, "items"):
+        return out
+    for k, ds in g.items():
+        if hasattr(ds, "shape") and int(np.prod(ds.shape)) <= 1:
+            try:
+                v = _scalar(ds[()])
+            except (OSError, TypeError, ValueError):
+                continue  # an unreadable note: the field stays unknown
+            if v is not None:
+                out[str(k)] = v
+    return out
+
+
+def file_info(path: str | Path, x: str) -> tuple[float | str | None, str | None,
+                                                  dict[str, float | str]]:
+    """(the field ``x`` of the file, its start time text, its ``/entry/sample`` scalars);
+    ``x`` is not ``index``.
 
     ``start_time`` gives the start time text for both; a missing field gives None.
     """
     from xpcsviewer.io._h5 import open_h5
 
     with open_h5(path) as f:
+        sample = _sample_fields(f)
         st = f.get("/entry/start_time")
         start = _scalar(st[()]) if st is not None and hasattr(st, "shape") else None
+        start_text = start if isinstance(start, str) else None
         if x == "start_time":
-            return start, start if isinstance(start, str) else None
+            return start, start_text, sample
         for p in ((x,) if x.startswith("/") else (f"/entry/sample/{x}", f"/entry/{x}", x)):
             try:
                 ds = f.get(p)
             except (KeyError, ValueError):
                 ds = None
             if ds is not None and hasattr(ds, "shape"):
-                return _scalar(ds[()]), start if isinstance(start, str) else None
-    return None, start if isinstance(start, str) else None
+                return _scalar(ds[()]), start_text, sample
+    return None, start_text, sample
+
+
+def file_x(path: str | Path, x: str) -> tuple[float | str | None, str | None]:
+    """(the field ``x`` of the file, its start time text): :func:`file_info` without the
+    sample."""
+    xv, start, _ = file_info(path, x)
+    return xv, start
 
 
 @dataclass
 class FileFit:
-    """One file of the series: its abscissa, start time and per-bin fits."""
+    """One file of the series: its abscissa, start time, per-bin fits and its
+    ``/entry/sample`` fields (what sample it is: the series joins one sample's files)."""
 
     path: str
     x: float | str | None
@@ -94,6 +130,7 @@ class FileFit:
     chi2: list[Any] = field(default_factory=list)
     error: str | None = None
     mtime: float = 0.0
+    sample: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -158,10 +195,11 @@ class SeriesTable:
                 out.setdefault(int(b["bin"]), float(b["q"]))
         return out
 
-    def curve(self, bin_no: int, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                     list[str]]:
+    def curve(self, bin_no: int, name: str, only: Sequence[int] | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """(x, value, error, status) of ``name`` (``tau_s`` or ``contrast``) for one bin;
-        NaN where the file has no value for it."""
+        NaN where the file has no value for it. ``only``: the indices (in ``files``) of
+        the files to read (one group of the series), default all."""
         xs = self.x_values()
         v = np.full(len(self.files), np.nan)
         e = np.full(len(self.files), np.nan)
@@ -173,14 +211,16 @@ class SeriesTable:
                     v[i] = np.nan if b.get(name) is None else b[name]
                     e[i] = np.nan if b.get(err_key) is None else b[err_key]
                     st[i] = b.get("status", "")
-        order = np.argsort(xs, kind="stable")
+        keep = np.arange(len(self.files)) if only is None else np.asarray(list(only), int)
+        order = keep[np.argsort(xs[keep], kind="stable")]
         return xs[order], v[order], e[order], [st[k] for k in order]
 
-    def rows(self) -> list[list[Any]]:
-        """CSV rows (header first; None for missing numbers)."""
+    def rows(self, groups: Sequence[int | None] | None = None) -> list[list[Any]]:
+        """CSV rows (header first; None for missing numbers). ``groups``: each file's
+        group number, written in a last column :data:`GROUP_COLUMN` (None: no column)."""
         xs = self.x_values()
         t0 = self.t0()
-        out: list[list[Any]] = [list(COLUMNS)]
+        out: list[list[Any]] = [list(COLUMNS) + ([GROUP_COLUMN] if groups is not None else [])]
         out[0][2] = f"x:{self.x_name}"
         for i, f in enumerate(self.files):
             t = parse_time(f.start_time)
@@ -189,15 +229,16 @@ class SeriesTable:
                 None if not math.isfinite(xs[i]) else float(xs[i]))
             if self.x_name == "index":
                 xv = i
+            tail = [] if groups is None else [groups[i]]
             if f.error is not None:
                 out.append([f.path, i, xv, f.start_time, el, None, None, None, None,
-                            f"error: {f.error}", *([None] * 7)])
+                            f"error: {f.error}", *([None] * 7), *tail])
                 continue
             for j, b in enumerate(f.bins):
                 out.append([f.path, i, xv, f.start_time, el, b["bin"], b["q"], b["phi"],
                             b.get("model"), b["status"], b["tau_s"], b["tau_err_s"],
                             b["tau_lower_limit_s"], b["tau_upper_limit_s"], b["contrast"],
-                            b["contrast_err"], f.chi2[j] if j < len(f.chi2) else None])
+                            b["contrast_err"], f.chi2[j] if j < len(f.chi2) else None, *tail])
         return out
 
 
@@ -226,15 +267,16 @@ def fit_series_files(paths: Sequence[str], x: str = "start_time", model: str = "
         outs = fit(chunk, model=model, q_range=q_range)
         for p, o in zip(chunk, outs, strict=True):
             try:
-                xv, start = file_x(p, x) if x != "index" else file_x(p, "start_time")
+                xv, start, sample = file_info(p, x if x != "index" else "start_time")
                 mtime = os.stat(p).st_mtime
             except (XpcsFileError, OSError) as exc:
                 out.append(FileFit(p, None, None, error=str(exc)))
                 continue
             if not o.ok:
-                out.append(FileFit(p, xv, start, error=o.error, mtime=mtime))
+                out.append(FileFit(p, xv, start, error=o.error, mtime=mtime, sample=sample))
                 continue
             out.append(FileFit(p, xv if x != "index" else None, start, record_bins(o.record),
-                               list(o.record.get("chi2_red", [])), mtime=mtime))
+                               list(o.record.get("chi2_red", [])), mtime=mtime,
+                               sample=sample))
     report(progress, cancel, n, n, "fitted")
     return out

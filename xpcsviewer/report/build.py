@@ -175,10 +175,16 @@ def _series(sections: list[dict[str, Any]], dpi: float) -> tuple[list[dict], lis
     # start times that are all known and all different, else the file index
     x = "start_time" if None not in times and len(set(times)) == len(times) else "index"
     table = SeriesTable(x, [FileFit(s["path"], None, t, s["series_bins"],
-                                    [b["chi2_red"] for b in s["bins"]])
+                                    [b["chi2_red"] for b in s["bins"]],
+                                    sample=dict(s.get("sample", {})))
                             for s, t in zip(ok, starts, strict=True)])
     caption = ("series: \u03c4 and contrast per q-bin against "
                + ("the start time" if x == "start_time" else "the file index"))
+    from xpcsviewer.views.series_groups import not_joined_text
+
+    joined = not_joined_text(table)  # issue 49: a line joins one sample on one partition
+    if joined:
+        caption += "; " + joined
     try:
         from xpcsviewer.export.series import series_figure
 

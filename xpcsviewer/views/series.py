@@ -6,8 +6,12 @@ as open markers, or as a triangle where only a 95 % limit is known (up: a lower 
 tau lies above; down: an upper limit); every other status is left out and counted, so
 the tab and the figure can say what they do not draw. Contrast: converged fits only.
 
-The table is a :class:`xpcsviewer.jobs.series.SeriesTable` (read through ``curve`` and
-``bin_q``; ``jobs`` is a floor this package does not import).
+A line joins only the files of one group (:mod:`xpcsviewer.views.series_groups`, issue
+49: one sample, one q-partition): each chosen q-bin is drawn once per group that has it,
+labelled with that group's own q.
+
+The table is a :class:`xpcsviewer.jobs.series.SeriesTable` (read through ``curve``,
+``bin_q`` and ``files``; ``jobs`` is a floor this package does not import).
 """
 
 from __future__ import annotations
@@ -59,14 +63,20 @@ class SeriesPoints:
 
 @dataclass(frozen=True)
 class BinDrawing:
-    """One q-bin: tau points by marker kind (:data:`MARKS`), contrast points, and the
-    count per status of files whose tau is not drawn."""
+    """One q-bin of one group: tau points by marker kind (:data:`MARKS`), contrast
+    points, and the count per status of files whose tau is not drawn. ``group``: the
+    group's short name where the series has several groups, else ""."""
 
     bin: int
     q: float
     tau: dict[str, SeriesPoints]
     contrast: SeriesPoints
     left_out: dict[str, int] = field(default_factory=dict)
+    group: str = ""
+
+    def label(self, unit: str = "") -> str:
+        """The legend text: the line's own q (and its group where there are several)."""
+        return f"q={self.q:.4g}{unit}" + (f" ({self.group})" if self.group else "")
 
 
 def _points(x, y, st, m, lo=None, hi=None) -> SeriesPoints:
@@ -75,11 +85,13 @@ def _points(x, y, st, m, lo=None, hi=None) -> SeriesPoints:
                         tuple(s for s, k in zip(st, m, strict=True) if k))
 
 
-def _bin_drawing(table: Any, b: int, q: float, log_x: bool) -> BinDrawing:
-    x, tau, te, st = table.curve(b, "tau_s")
-    _, c, ce, _ = table.curve(b, "contrast")
-    _, lo_lim, _, _ = table.curve(b, "tau_lower_limit_s")
-    _, hi_lim, _, _ = table.curve(b, "tau_upper_limit_s")
+def _bin_drawing(table: Any, b: int, q: float, log_x: bool, only: Any = None,
+                 group: str = "") -> BinDrawing:
+    kw = {} if only is None else {"only": only}
+    x, tau, te, st = table.curve(b, "tau_s", **kw)
+    _, c, ce, _ = table.curve(b, "contrast", **kw)
+    _, lo_lim, _, _ = table.curve(b, "tau_lower_limit_s", **kw)
+    _, hi_lim, _, _ = table.curve(b, "tau_upper_limit_s", **kw)
     fin = np.isfinite(x) & ((x > 0) if log_x else True)
     conv = np.array([s == "converged" for s in st], bool)
     rough = np.array([s in ROUGH_STATUSES for s in st], bool)
@@ -109,13 +121,21 @@ def _bin_drawing(table: Any, b: int, q: float, log_x: bool) -> BinDrawing:
     okc = fin & conv & np.isfinite(c)
     cerr = np.where(np.isfinite(ce), ce, np.nan)
     contrast = _points(x, c, st, okc, c - cerr, c + cerr)
-    return BinDrawing(int(b), q, out, contrast, left)
+    return BinDrawing(int(b), q, out, contrast, left, group)
 
 
 def series_drawing(table: Any, bins: list[int], log_x: bool = False) -> list[BinDrawing]:
-    """What to draw of ``bins`` (q-bin numbers, in order); ``log_x`` leaves out x <= 0."""
-    qs = table.bin_q()
-    return [_bin_drawing(table, b, qs.get(b, float("nan")), log_x) for b in bins]
+    """What to draw of ``bins`` (q-bin numbers, in order): per bin, one line per group of
+    files (:func:`~xpcsviewer.views.series_groups.series_groups`) that has it, each with
+    its group's q; ``log_x`` leaves out x <= 0."""
+    from xpcsviewer.views.series_groups import series_groups
+
+    groups = series_groups(table) if hasattr(table, "files") else []
+    if len(groups) < 2:  # one sample on one partition (or a table without files)
+        qs = table.bin_q()
+        return [_bin_drawing(table, b, qs.get(b, float("nan")), log_x) for b in bins]
+    return [_bin_drawing(table, b, g.q[b], log_x, g.files, g.label)
+            for b in bins for g in groups if b in g.q]
 
 
 def left_out_counts(drawings: list[BinDrawing]) -> dict[str, int]:

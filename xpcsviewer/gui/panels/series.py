@@ -7,6 +7,8 @@ end of a Live acquisition, or with "follow folder" a finished file appearing in 
 folder) is fitted alone and appended. What is drawn, and what is left out, is
 :func:`xpcsviewer.views.series.series_drawing`, which the exported figure draws too.
 Export: the figure (matplotlib) and the table (CSV, the columns of ``xpcsviewer series``).
+A line joins only files of one sample on one q-partition
+(:mod:`xpcsviewer.views.series_groups`); the status line says what was not joined.
 """
 
 from __future__ import annotations
@@ -202,12 +204,22 @@ class SeriesPanel(BasePanel):
                 for i in range(self.bin_list.count())]
         if bins == have:
             return
+        from xpcsviewer.views.series_groups import series_groups
+
         chosen = {it.data(Qt.ItemDataRole.UserRole) for it in self.bin_list.selectedItems()}
         qs = self.table.bin_q()
+        groups = series_groups(self.table)
         self.bin_list.blockSignals(True)
         self.bin_list.clear()
         for b in bins:
-            it = QListWidgetItem(f"{b}: q={qs.get(b, float('nan')):.4g}")
+            gq = [(g.label, g.q[b]) for g in groups if b in g.q]
+            if len(gq) > 1:  # one line per group: each its own q
+                it = QListWidgetItem(f"{b}: q={min(q for _, q in gq):.3g}\u2013"
+                                     f"{max(q for _, q in gq):.3g}")
+                it.setToolTip(f"bin {b} is {len(gq)} lines, one per group: " + "; ".join(
+                    f"{name} q={q:.4g}" for name, q in gq))
+            else:
+                it = QListWidgetItem(f"{b}: q={qs.get(b, float('nan')):.4g}")
             it.setData(Qt.ItemDataRole.UserRole, b)
             self.bin_list.addItem(it)
         if not chosen & set(bins):
@@ -240,6 +252,7 @@ class SeriesPanel(BasePanel):
     # ------------------------------------------------------------ drawing
     def _draw(self) -> None:
         from xpcsviewer.views.series import KEY_TEXT, not_drawn_text, series_drawing, x_span
+        from xpcsviewer.views.series_groups import not_joined_text
 
         self.tau_plot.clear()
         self.c_plot.clear()
@@ -253,6 +266,9 @@ class SeriesPanel(BasePanel):
                f"{not_drawn_text(drawings)}")
         if errs:
             msg += f"; {len(errs)} could not be fitted ({Path(errs[0].path).name}: {errs[0].error})"
+        joined = not_joined_text(t)  # issue 49: a line joins one sample on one partition
+        if joined:
+            msg += f"; {joined}"
         if self._pending:
             msg += f"; fitting {len(self._pending)} more\u2026"
         self.status.setText(msg)
@@ -275,7 +291,7 @@ class SeriesPanel(BasePanel):
         f = d.tau["filled"]
         self.tau_plot.addItem(pg.PlotDataItem(
             f.x, f.y, pen=curve_pen(k, 1.0), symbol="o", symbolSize=7, symbolBrush=col,
-            symbolPen=col, name=f"q={d.q:.4g}"))
+            symbolPen=col, name=d.label()))
         for kind in ("open", "limit_up", "limit_down"):
             p = d.tau[kind]
             self.tau_plot.addItem(pg.PlotDataItem(
@@ -319,7 +335,10 @@ class SeriesPanel(BasePanel):
                            description=f"Exporting {Path(path).name}")
 
     def data_columns(self):
-        rows = self.table.rows()
+        from xpcsviewer.views.series_groups import file_groups, series_groups
+
+        groups = series_groups(self.table)
+        rows = self.table.rows(file_groups(self.table, groups) if len(groups) > 1 else None)
         if len(rows) < 2:
             return None
         head, body = rows[0], rows[1:]
