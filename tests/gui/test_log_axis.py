@@ -64,8 +64,8 @@ def _one_format(strings):
 
 
 def test_every_log_axis_of_the_gui_keeps_one_format(qtbot):
-    """Issue 49 (9): "10\u207b\u2078 10\u207b\u2077 10\u207b\u2076 10\u207b\u2075 0.0001" on one g2 tau axis
-    (pyqtgraph's own log axis writes 0.0001 plain and 1e-05 as a power)."""
+    """Issue 49 (9): "1e-08 1e-07 1e-06 1e-05 0.0001" (the first four as powers of ten)
+    on one g2 tau axis: pyqtgraph's own log axis writes 0.0001 plain, 1e-05 as a power."""
     import pyqtgraph as pg
 
     from xpcsviewer.gui.context import AppContext
