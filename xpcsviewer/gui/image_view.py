@@ -139,6 +139,14 @@ class WorkerImageView(QWidget):
     def levels(self) -> tuple[float, float]:
         return self._levels
 
+    def frame_bar_to_levels(self) -> None:
+        """Make the colour bar's scale span exactly the levels, so the values read at
+        its ends are those of the min / max boxes (its default frame, the whole
+        histogram plus padding, read as other levels: issue 49)."""
+        lo, hi = self._levels
+        if hi > lo:
+            self.histogram.setHistogramRange(lo, hi, padding=0.0)
+
     def pixels_current(self) -> bool:
         """Whether the shown pixels were quantized for the levels now set."""
         return self._quant_levels == self._levels

@@ -304,3 +304,26 @@ def test_saxs1d_axis_labels_share_one_format(qtbot, sync_context, demo_results, 
         plain = hi < 1e4 and lo >= 1e-4
         assert plain == (not any("10" in s and s.translate(_SUPER) != s
                                  for s in _tick_labels(p.plot.getAxis("left"))))
+
+
+def test_saxs2d_colour_bar_spans_the_levels_in_the_boxes(qtbot, sync_context, demo_results):
+    """Issue 49 (9): the greyed min / max boxes disagreed with the colour bar, whose scale
+    spanned the whole histogram (plus padding), not the levels the colours use."""
+    from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
+
+    p = make(qtbot, sync_context, Saxs2DPanel)
+    p.set_results([demo_results["A01"]])
+
+    def bar_range():
+        return tuple(p.image_view.histogram.vb.viewRange()[1])
+
+    lo, hi = p.vmin.value(), p.vmax.value()
+    assert not p.vmin.isEnabled()  # auto levels: greyed boxes
+    assert bar_range() == pytest.approx((lo, hi), abs=1e-3)
+    assert p.image_view.levels() == pytest.approx((lo, hi), abs=1e-4)
+    p.scale_combo.setCurrentText("linear")
+    assert bar_range() == pytest.approx((p.vmin.value(), p.vmax.value()), rel=1e-3)
+    # typed levels: the bar follows them
+    p.auto_check.setChecked(False)
+    p.vmax.setValue(0.5)
+    assert bar_range() == pytest.approx((p.vmin.value(), 0.5), rel=1e-3)

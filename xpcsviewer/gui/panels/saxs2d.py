@@ -109,7 +109,8 @@ class Saxs2DPanel(BasePanel):
         self.cmap_combo.addItems(COLORMAPS)
         self.cmap_combo.currentTextChanged.connect(self._apply_cmap)
         self.level_boxes = LevelBoxes(
-            "Levels from the 0.5-99.5 percentiles; uncheck to set them",
+            "Levels from the 1-99.9 percentiles of the pixels that saw photons; the "
+            "colour bar spans them; uncheck to set them",
             "Lower level (log10 units on a log scale)", "Upper level")
         self.auto_check = self.level_boxes.auto_check
         self.vmin, self.vmax = self.level_boxes.vmin, self.level_boxes.vmax
@@ -246,12 +247,15 @@ class Saxs2DPanel(BasePanel):
         show_flagged(self.flagged_item, self.context.shared.get(AUDIT_KEY),
                      None if res is None else str(res.path))
 
-    def _apply_levels(self) -> None:
+    def _apply_levels(self, frame_bar: bool = True) -> None:
         """Show the spin boxes' levels: the colour table at once, exact pixels from a
-        worker."""
+        worker; the colour bar spans them (not after a drag on it: it would jump under
+        the mouse)."""
         if self.data is None:
             return
         self.image_view.set_levels(*self._levels_now())
+        if frame_bar:
+            self.image_view.frame_bar_to_levels()
         self.image_view.requantize(self.submit, "SAXS-2D levels")
 
     def _apply_cmap(self, name: str) -> None:
@@ -266,7 +270,7 @@ class Saxs2DPanel(BasePanel):
         if self.data is None:
             return
         self.level_boxes.take_drag(lo, hi)
-        self._apply_levels()
+        self._apply_levels(frame_bar=False)
 
     def clear_plots(self) -> None:
         self.data = None
