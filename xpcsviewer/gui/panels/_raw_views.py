@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui.image_view import WorkerImageView, frame_image
-from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox
+from xpcsviewer.gui.panels._drawing import DrawViewBox, MaskOverlayItem
 from xpcsviewer.gui.widgets import SparseLogAxis, colormap, curve_color, curve_pen, plain_axes
 
 __all__ = ["PickViewBox", "PkPlot", "RawImageView", "TimelinePlots", "TracePlots",
@@ -127,8 +127,7 @@ class RawImageView(QWidget):
         self.image = WorkerImageView(self.plot)
         self.image.set_colormap("viridis", colormap("viridis"))
         self.bins_item = pg.ImageItem()
-        self.mask_item = pg.ImageItem()
-        self.mask_item.setLookupTable(MASK_LUT)
+        self.mask_item = MaskOverlayItem()
         for z, it in ((2, self.bins_item), (3, self.mask_item)):
             it.setZValue(z)
             self.view.addItem(it)
