@@ -59,3 +59,20 @@ def test_lone_masked_pixels_stay_visible_when_zoomed_out(qtbot):
     assert item.image.shape == (n, n)
     item.clear()
     assert item.image is None
+
+
+def test_data_box_frames_the_q_bins_with_a_margin():
+    from types import SimpleNamespace
+
+    from xpcsviewer.gui.image_view import data_box
+
+    mask = np.ones((1000, 1200), bool)
+    roi = np.zeros((1000, 1200), np.int32)
+    roi[400:500, 600:650] = 3
+    box = data_box(SimpleNamespace(mask=mask, dynamic_roi_map=roi))
+    x0, x1, y0, y1 = box
+    assert x0 < 600 and x1 > 650 and y0 < 400 and y1 > 500
+    assert (x1 - x0) < 100 and (y1 - y0) < 150
+    roi[:, :] = 1  # bins over the whole detector: framed whole
+    assert data_box(SimpleNamespace(mask=mask, dynamic_roi_map=roi)) is None
+    assert data_box(None) is None

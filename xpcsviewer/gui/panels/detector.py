@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.compute.detector.masking import MaskHistory
 from xpcsviewer.gui import session as session_mod
-from xpcsviewer.gui.image_view import colour_table, frame_image, frame_key
+from xpcsviewer.gui.image_view import colour_table, data_box, frame_image, frame_key
 from xpcsviewer.gui.panels._detector_jobs import (
     MaskStep,
     PartitionPreview,
@@ -234,7 +234,7 @@ class DetectorPanel(DetectorRawMixin, BasePanel):
         self.image_item.setImage(data["pixels"], autoLevels=False, levels=None)
         key = self._geometry_key(res)
         if key != self._frame:  # the same geometry keeps the user's zoom
-            frame_image(self.view, self.image_item)
+            frame_image(self.view, self.image_item, box=data_box(res.qmap))
             self._frame = key
         if res.qmap is None:  # a raw source without a q-map: no beam centre
             self.center_item.clear()

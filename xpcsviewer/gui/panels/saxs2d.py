@@ -12,12 +12,14 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
+    QPushButton,
     QVBoxLayout,
 )
 
 from xpcsviewer.gui.image_view import (
     LevelBoxes,
     WorkerImageView,
+    data_box,
     frame_image,
     frame_key,
 )
@@ -117,12 +119,16 @@ class Saxs2DPanel(BasePanel):
         self.auto_check.toggled.connect(self._on_auto_toggled)
         self.vmin.valueChanged.connect(lambda _v: self._apply_levels())
         self.vmax.valueChanged.connect(lambda _v: self._apply_levels())
+        self.view_all_btn = QPushButton("View all")
+        self.view_all_btn.setToolTip("Show the whole detector (a file opens zoomed to the "
+                                     "region of its q-bins where that is small)")
+        self.view_all_btn.clicked.connect(self.view_all)
         self.center_check = QCheckBox("beam centre", checked=True)
         self.center_check.setToolTip("Mark the beam centre with a red +")
         self.center_check.toggled.connect(lambda on: self.center_item.setVisible(on))
         self.file_selector.setMinimumContentsLength(12)
         for w in (QLabel("File"), self.file_selector, self.scale_combo, self.cmap_combo,
-                  self.center_check):
+                  self.center_check, self.view_all_btn):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
@@ -228,8 +234,9 @@ class Saxs2DPanel(BasePanel):
                                     source=img)
         # the same geometry keeps the user's zoom; another is framed whole (issue 22)
         key = frame_key(res.qmap) if res is not None else (img.shape,)
-        if key != self._frame:
-            frame_image(self.plot.getViewBox(), self.image_view.image_item, limits=True)
+        if key != self._frame:  # opened on the region holding data; "View all": whole
+            frame_image(self.plot.getViewBox(), self.image_view.image_item, limits=True,
+                        box=data_box(res.qmap) if res is not None else None)
             self._frame = key
         if self.auto_check.isChecked():
             self.level_boxes.show(*data["levels"])
@@ -241,6 +248,10 @@ class Saxs2DPanel(BasePanel):
         unit = "log\u2081\u2080 I" if self.scale_combo.currentText() == "log" else "I"
         self.image_view.histogram.axis.setLabel(unit)
         self.sigUpdated.emit()
+
+    def view_all(self) -> None:
+        """Frame the whole detector (the zoom a file opens with may be its data region)."""
+        frame_image(self.plot.getViewBox(), self.image_view.image_item)
 
     def _show_flagged(self) -> None:
         res = self.shown_result()
