@@ -73,3 +73,33 @@ def test_live_tab_leaves_no_photon_delays_out_and_says_so(window):
                          writer_rate_hz=10.0, lag_frames=0, bins=[], fit_error=None, note="",
                          view=v, latency_s=None)
     assert "no photons yet" in live._status_text(up)
+
+
+def test_real_window_rigaku_3m_opens_on_its_data_and_the_g2_start_is_marked(
+        window, qtbot, demo_files, open_demo, wait_idle):
+    """A user opens the Rigaku 3M demo file: SAXS-2D shows its q-bins, not the whole
+    1676 x 2100 detector around a spot (View all gives it back); the colour bar spans the
+    levels in the boxes; the g2 tab's contrast start is an italic estimate near 0.2."""
+    from PySide6.QtCore import Qt
+
+    open_demo(window, demo_files, names=["S02"])
+    window.select_tab("saxs2d")
+    wait_idle(window, 60000)
+    p = window.panels["saxs2d"]
+    qtbot.waitUntil(lambda: p.data is not None, timeout=60000)
+    wait_idle(window, 60000)
+    h, w = p.shown_result().qmap.shape
+    (x0, x1), (y0, y1) = p.plot.getViewBox().viewRange()
+    assert (x1 - x0) * (y1 - y0) < 0.05 * h * w
+    bar = p.image_view.histogram.vb.viewRange()[1]
+    assert bar == pytest.approx([p.vmin.value(), p.vmax.value()], abs=1e-3)
+    qtbot.mouseClick(p.view_all_btn, Qt.MouseButton.LeftButton)
+    (x0, x1), (y0, y1) = p.plot.getViewBox().viewRange()
+    assert x1 - x0 >= w and y1 - y0 >= h
+    window.select_tab("g2")
+    g2 = window.panels["g2"]
+    qtbot.waitUntil(lambda: g2.params.rowCount() > 0, timeout=60000)
+    wait_idle(window, 60000)
+    row = g2.params._names.index("contrast")
+    cell = g2.params.item(row, 1)
+    assert cell.font().italic() and 0.15 < float(cell.text()) < 0.35
