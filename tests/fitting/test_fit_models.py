@@ -141,3 +141,22 @@ def test_starts_and_bounds_ignore_a_wild_point():
     assert est["baseline"][0] == pytest.approx(1.0, abs=1e-3)
     spec = default_params("single", tau, wild, ok)
     assert spec["contrast"].upper == pytest.approx(1.0)
+
+
+def test_shared_contrast_start_is_the_setups_contrast_not_decayed_curves():
+    """Issue 49: the fit table showed a contrast start of 0.03 (the median over curves,
+    most of which had decayed before their first delays) beside fitted contrasts of 0.2.
+    One start for the setup comes from the curves that still hold their correlation."""
+    from xpcsviewer.fitting.models import estimate_starts, shared_contrast_start
+
+    rng = np.random.default_rng(3)
+    tau = np.geomspace(4e-5, 1.0, 60)
+    taus = 2e-3 / np.arange(1, 17) ** 2  # tau ~ 1/q^2 over 16 bins
+    g2 = 1.0 + 0.2 * np.exp(-2 * tau[None] / taus[:, None])
+    g2 += rng.normal(0, 0.01, g2.shape)
+    ok = np.ones_like(g2, bool)
+    per_curve = estimate_starts(tau, g2, ok)["contrast"]
+    assert np.median(per_curve) < 0.1  # the old shown start
+    assert shared_contrast_start(tau, g2, ok) == pytest.approx(0.2, rel=0.1)
+    # nothing above the baseline: no estimate, not a number
+    assert np.isnan(shared_contrast_start(tau, np.ones((2, tau.size)), ok[:2]))

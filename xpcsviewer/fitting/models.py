@@ -35,6 +35,7 @@ __all__ = [
     "evaluate_with_jacobian",
     "mean_relaxation_time",
     "model_param_names",
+    "shared_contrast_start",
 ]
 
 
@@ -373,6 +374,43 @@ def estimate_starts(
         "t_min": t_min,
         "t_max": t_max,
     }
+
+
+def shared_contrast_start(tau: Any, g2: Any, valid: Any | None = None) -> float:
+    """One contrast start for many curves of one setup (the fit table's shown start).
+
+    The speckle contrast does not depend on q, but each curve's early-delay estimate
+    (:func:`estimate_starts`) is lowered by the decay before its first delays: the
+    median over a file's curves was 0.03 beside fitted contrasts of 0.2 (issue 49), as
+    most high-q curves have decayed by then. Only curves whose estimated tau is at least
+    10x their first delay are used, each corrected for that decay by exp(2 t_head/tau),
+    and those that never fell to 1/e but hold at least half the largest estimate (slower
+    than the run); the median of those. Without such a curve, the largest positive
+    estimate; NaN when none is positive.
+    """
+    g2a = np.atleast_2d(np.asarray(g2, dtype=np.float64))
+    va = np.isfinite(g2a) if valid is None else np.atleast_2d(np.asarray(valid, dtype=bool))
+    est = estimate_starts(tau, g2a, va)
+    c, t, t0 = est["contrast"], est["tau"], est["t_min"]
+    tt = np.broadcast_to(np.asarray(tau, dtype=np.float64), g2a.shape)
+    # the delay of the head estimate: the median delay of the first 3 valid points
+    head_t = _valid_median(np.where(va, tt, 0.0), va & (tt > 0), True, 3)
+    pos = np.isfinite(c) & (c > 0)
+    if not pos.any():
+        return float("nan")
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        # a curve that never fell to 1/e has tau = 2 t_max: noise about the baseline
+        # unless it holds at least half the largest estimate (a decay slower than the run)
+        crossed = np.isfinite(t) & (t < 2.0 * est["t_max"])
+        held = ~crossed & (c >= 0.5 * c[pos].max())
+        # the 1/e crossing of a curve scaled by its head value lies tau/2 after the
+        # head, so the estimate is tau + 2 t_head
+        t = t - 2.0 * head_t
+        slow = pos & ((crossed & (t >= 10.0 * t0)) | held)
+        corrected = np.where(crossed, c * np.exp(2.0 * head_t / t), c)
+    if slow.any():
+        return float(np.median(corrected[slow]))
+    return float(c[pos].max())
 
 
 def default_params(

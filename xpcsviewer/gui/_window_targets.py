@@ -4,6 +4,7 @@ folder's first look, and the page shown while none is open (a mixin)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from xpcsviewer.gui.workers import ErrorInfo, friendly_message
@@ -137,6 +138,26 @@ class WindowTargetsMixin:
             panel.sigUpdated.connect(fit_once)
             self.select_tab(tab)
         self.open_paths(paths)
+
+    def fit_when_shown(self, paths: list[str], model: str) -> None:
+        """Have the g2 tab fit with ``model`` once it shows one of ``paths`` (the Live
+        tab's result, fitted there: it opened unfitted here, issue 49). The fit waits
+        for the tab to draw the files, as a user's Fit would."""
+        panel = self.panels.get("g2")
+        if panel is None or not hasattr(panel, "run_fit"):
+            return
+        want = {os.path.realpath(p) for p in paths}
+
+        def fit_once() -> None:
+            if not want & {os.path.realpath(str(r.path)) for r in panel.shown_results()}:
+                return  # another update of the tab: the file is not shown yet
+            panel.sigUpdated.disconnect(fit_once)
+            i = panel.model_combo.findData(model)
+            if i >= 0 and i != panel.model_combo.currentIndex():
+                panel.model_combo.setCurrentIndex(i)
+            panel.run_fit()
+
+        panel.sigUpdated.connect(fit_once)
 
     def open_raw_sources(self, targets: list) -> None:
         """Show raw sources (:class:`~xpcsviewer.gui.raw_sources.RawTarget`) in the Raw

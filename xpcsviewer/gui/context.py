@@ -151,6 +151,9 @@ class AppContext(QObject):
     """A panel picked a dynamic q-bin (1-based value, e.g. a click on the q-map): (int)."""
     sigOpenFiles = Signal(list)
     """A panel made files to add to the targets (e.g. regrouped g2): (list of str)."""
+    sigFitWhenShown = Signal(list, str)
+    """Fit these files on the g2 tab with this model once it shows them (the Live
+    tab's fitted result): (list of str, model)."""
 
     _sigForeignError = Signal(object)
     """An exception raised in another thread, queued to the GUI thread: (BaseException)."""
@@ -228,8 +231,11 @@ class AppContext(QObject):
         self.shared[key] = value
         self.sigSharedChanged.emit(key)
 
-    def open_files(self, paths: list[str]) -> None:
-        """Ask the window to add ``paths`` to the targets (GUI thread)."""
+    def open_files(self, paths: list[str], fit_model: str | None = None) -> None:
+        """Ask the window to add ``paths`` to the targets (GUI thread); with
+        ``fit_model``, the g2 tab fits them with it when it first shows them."""
+        if fit_model:
+            self.sigFitWhenShown.emit([str(p) for p in paths], str(fit_model))
         self.sigOpenFiles.emit([str(p) for p in paths])
 
     def set_targets(self, results: list[Any]) -> None:

@@ -34,8 +34,10 @@ def shape_text(shape) -> str:
     return "x".join(str(int(n)) for n in shape)
 
 
-def frame_image(view: pg.ViewBox, item: pg.ImageItem, limits: bool = False) -> None:
-    """Frame ``item`` whole. Overlays (the last file's mask, ROIs, the beam-centre mark)
+def frame_image(view: pg.ViewBox, item: pg.ImageItem, limits: bool = False,
+                box: tuple[float, float, float, float] | None = None) -> None:
+    """Frame ``item`` whole, or the region ``box`` (x0, x1, y0, y1) of it (see
+    :func:`data_box`). Overlays (the last file's mask, ROIs, the beam-centre mark)
     are left out of the bounds; with ``limits`` the zoom-out floor (a quarter of the
     image) is set first, since limits left from a smaller image would clip the range."""
     h, w = item.height() or 0, item.width() or 0
@@ -43,7 +45,35 @@ def frame_image(view: pg.ViewBox, item: pg.ImageItem, limits: bool = False) -> N
         return
     if limits:
         view.setLimits(xMin=-w, xMax=2 * w, yMin=-h, yMax=2 * h, minXRange=4, minYRange=4)
+    if box is not None:
+        view.setRange(xRange=box[:2], yRange=box[2:], padding=0.0)
+        return
     view.autoRange(items=[item])
+
+
+def data_box(qmap, margin: float = 0.15, min_margin: float = 8.0,
+             most: float = 0.5) -> tuple[float, float, float, float] | None:
+    """(x0, x1, y0, y1), pixel edges: the pixels of the q-map's valid dynamic bins with a
+    margin (``margin`` of their extent, at least ``min_margin`` pixels), where data can
+    be; None without a q-map or where they cover more than ``most`` of the detector
+    (framed whole). A 1676x2100 Rigaku 3M with its bins in ~120 pixels was shown whole
+    around a spot (issue 49)."""
+    if qmap is None:
+        return None
+    valid = np.asarray(qmap.mask, bool)
+    roi = getattr(qmap, "dynamic_roi_map", None)
+    if roi is not None and np.shape(roi) == valid.shape:
+        valid = valid & (np.asarray(roi) > 0)
+    rows, cols = np.flatnonzero(valid.any(axis=1)), np.flatnonzero(valid.any(axis=0))
+    if rows.size == 0:
+        return None
+    h, w = valid.shape
+    y0, y1, x0, x1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+    if (y1 - y0) * (x1 - x0) > most * h * w:
+        return None
+    my, mx = max(min_margin, margin * (y1 - y0)), max(min_margin, margin * (x1 - x0))
+    return (float(max(0, x0 - mx)), float(min(w, x1 + mx)),
+            float(max(0, y0 - my)), float(min(h, y1 + my)))
 
 
 def map_colours(cmap: pg.ColorMap) -> np.ndarray:
@@ -138,6 +168,14 @@ class WorkerImageView(QWidget):
 
     def levels(self) -> tuple[float, float]:
         return self._levels
+
+    def frame_bar_to_levels(self) -> None:
+        """Make the colour bar's scale span exactly the levels, so the values read at
+        its ends are those of the min / max boxes (its default frame, the whole
+        histogram plus padding, read as other levels: issue 49)."""
+        lo, hi = self._levels
+        if hi > lo:
+            self.histogram.setHistogramRange(lo, hi, padding=0.0)
 
     def pixels_current(self) -> bool:
         """Whether the shown pixels were quantized for the levels now set."""

@@ -158,6 +158,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.context.sigOpenFiles.connect(self.browser.add_paths)  # e.g. regrouped g2
         self.temporaries: set[str] = set()  # removed at close
         self.context.sigOpenFiles.connect(self._note_temporaries)
+        self.context.sigFitWhenShown.connect(self.fit_when_shown)
         self.browser.target_list.itemActivated.connect(lambda _i: self._replot_current())
 
     def _build_tabs(self) -> None:

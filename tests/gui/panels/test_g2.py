@@ -514,3 +514,19 @@ def test_a_panel_whose_points_are_all_out_of_range_says_why(qtbot, panel, fake, 
     assert notes[2] is not None and "no point drawn: all" in notes[2]
     assert "hot pixel" in notes[2] and "(median 8" in notes[2]
     assert [n for i, n in enumerate(notes) if i != 2] == [None] * (len(notes) - 1)
+
+
+def test_contrast_start_is_an_estimate_of_the_setup_marked_as_automatic(qtbot, panel, results):
+    # issue 49 (9): a start of 0.03 beside fitted contrasts of 0.2 read as a wrong result
+    with qtbot.waitSignal(panel.sigUpdated, timeout=30000):
+        panel.set_results(results[1:])  # simulated with contrast 0.2
+    t = panel.params
+    row = t._names.index("contrast")
+    cell = t.item(row, 1)
+    assert float(cell.text()) == pytest.approx(0.2, rel=0.2)
+    assert cell.font().italic() and "not a result" in cell.toolTip()
+    assert t.is_auto("contrast")
+    t.set_cell("contrast", "value", 0.25)  # typed by the user: no longer automatic
+    assert not t.item(row, 1).font().italic()
+    assert not t.is_auto("contrast")
+    assert t.overrides()["contrast"] == {"value": 0.25}

@@ -304,3 +304,50 @@ def test_saxs1d_axis_labels_share_one_format(qtbot, sync_context, demo_results, 
         plain = hi < 1e4 and lo >= 1e-4
         assert plain == (not any("10" in s and s.translate(_SUPER) != s
                                  for s in _tick_labels(p.plot.getAxis("left"))))
+
+
+def test_saxs2d_colour_bar_spans_the_levels_in_the_boxes(qtbot, sync_context, demo_results):
+    """Issue 49 (9): the greyed min / max boxes disagreed with the colour bar, whose scale
+    spanned the whole histogram (plus padding), not the levels the colours use."""
+    from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
+
+    p = make(qtbot, sync_context, Saxs2DPanel)
+    p.set_results([demo_results["A01"]])
+
+    def bar_range():
+        return tuple(p.image_view.histogram.vb.viewRange()[1])
+
+    lo, hi = p.vmin.value(), p.vmax.value()
+    assert not p.vmin.isEnabled()  # auto levels: greyed boxes
+    assert bar_range() == pytest.approx((lo, hi), abs=1e-3)
+    assert p.image_view.levels() == pytest.approx((lo, hi), abs=1e-4)
+    p.scale_combo.setCurrentText("linear")
+    assert bar_range() == pytest.approx((p.vmin.value(), p.vmax.value()), rel=1e-3)
+    # typed levels: the bar follows them
+    p.auto_check.setChecked(False)
+    p.vmax.setValue(0.5)
+    assert bar_range() == pytest.approx((p.vmin.value(), 0.5), rel=1e-3)
+
+
+def test_saxs2d_opens_on_the_region_of_data_with_a_way_back(qtbot, sync_context, demo_results):
+    """Issue 49 (9): the Rigaku 3M image (1676 x 2100, q-bins in ~120 pixels) was shown
+    whole around a spot of data."""
+    from xpcsviewer.gui.panels.saxs2d import Saxs2DPanel
+
+    res = demo_results["S02"]
+    roi = (np.asarray(res.qmap.dynamic_roi_map) > 0) & np.asarray(res.qmap.mask, bool)
+    ys, xs = np.nonzero(roi)
+    p = make(qtbot, sync_context, Saxs2DPanel)
+    p.set_results([res])
+    (x0, x1), (y0, y1) = p.plot.getViewBox().viewRange()
+    # every pixel of the q-bins in view, and the view a small part of the detector
+    assert x0 <= xs.min() and x1 >= xs.max() + 1 and y0 <= ys.min() and y1 >= ys.max() + 1
+    h, w = res.qmap.shape
+    assert (x1 - x0) * (y1 - y0) < 0.05 * h * w
+    p.view_all_btn.click()
+    (x0, x1), (y0, y1) = p.plot.getViewBox().viewRange()
+    assert x0 <= 0 and x1 >= w and y0 <= 0 and y1 >= h
+    # a detector filled with bins is framed whole, as before
+    p.set_results([demo_results["A01"]])
+    (x0, x1), (y0, y1) = p.plot.getViewBox().viewRange()
+    assert x0 <= 0 and x1 >= demo_results["A01"].qmap.shape[1]

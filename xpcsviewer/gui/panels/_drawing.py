@@ -19,10 +19,95 @@ from PySide6.QtGui import QPainterPath, QPainterPathStroker
 from xpcsviewer.compute.detector.masking import Shape
 from xpcsviewer.compute.detector.roi import SectorRoi
 
-__all__ = ["MASK_LUT", "DrawViewBox", "SectorItem", "mask_overlay", "shape_of_roi"]
+__all__ = ["MASK_LUT", "DrawViewBox", "MaskOverlayItem", "SectorItem", "mask_overlay",
+           "pool_overlay", "shape_of_roi"]
 
-#: overlay colours: valid (clear), excluded by the file (grey), masked by the user (red)
-MASK_LUT = np.array([[0, 0, 0, 0], [90, 90, 90, 150], [230, 30, 30, 150]], dtype=np.uint8)
+#: overlay colours: valid (clear), excluded by the file (grey), masked by the user (red,
+#: nearly opaque: at 150 of 255 over a bright image it was barely seen, issue 49)
+MASK_LUT = np.array([[0, 0, 0, 0], [90, 90, 90, 190], [255, 0, 0, 235]], dtype=np.uint8)
+
+
+def pool_overlay(overlay: np.ndarray, f: int) -> np.ndarray:
+    """``overlay`` (H, W) uint8 reduced by ``f`` on both axes, each block keeping its
+    largest value: a lone masked pixel stays a whole block (an average, as the screen's
+    scaling takes, left 1/f\u00b2 of its colour)."""
+    if f <= 1:
+        return overlay
+    h, w = overlay.shape
+    hp, wp = -(-h // f) * f, -(-w // f) * f
+    pad = np.zeros((hp, wp), overlay.dtype)
+    pad[:h, :w] = overlay
+    return pad.reshape(hp // f, f, wp // f, f).max(axis=(1, 3))
+
+
+class MaskOverlayItem(pg.ImageItem):
+    """The mask overlay (uint8 for :data:`MASK_LUT`) that stays visible when the image
+    is shown smaller than its pixels: below one screen pixel per image pixel it shows
+    the overlay max-pooled into blocks of at least two screen pixels (a power of two,
+    cached per factor), so no masked pixel is averaged away; at one screen pixel or
+    more per image pixel, the exact overlay. ``setImage`` / ``clear`` as on an
+    ImageItem."""
+
+    MAX_FACTOR = 64
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setLookupTable(MASK_LUT)
+        self._full: np.ndarray | None = None
+        self._pooled: dict[int, np.ndarray] = {}
+        self._factor = 1
+        self._own = False  # setImage called by this class (a pooled level)
+
+    def setImage(self, image=None, autoLevels=None, **kwargs):  # pyqtgraph override
+        if getattr(self, "_own", True) or image is None:  # True: ImageItem.__init__'s call
+            return super().setImage(image, autoLevels=autoLevels, **kwargs)
+        self._full = np.asarray(image)
+        self._pooled = {1: self._full}
+        self._show_factor(self._wanted_factor(), force=True)
+        return None
+
+    def clear(self) -> None:  # pyqtgraph override
+        self._full = None  # (never called by ImageItem.__init__)
+        self._pooled = {}
+        super().clear()
+
+    def shown_factor(self) -> int:
+        """The pooling factor of the overlay shown now (1: every pixel)."""
+        return self._factor
+
+    def _wanted_factor(self) -> int:
+        vb = self.getViewBox()
+        if vb is None or not hasattr(vb, "viewPixelSize"):
+            return self._factor
+        try:
+            image_px = max(vb.viewPixelSize())  # image pixels per screen pixel
+        except (ZeroDivisionError, TypeError):
+            return self._factor
+        if not image_px > 1.0 or not math.isfinite(image_px):
+            return 1
+        # a block at least two screen pixels wide: one pixel of red was hard to find
+        return int(min(self.MAX_FACTOR, 2 ** math.ceil(math.log2(2.0 * image_px) - 1e-9)))
+
+    def _show_factor(self, f: int, force: bool = False) -> None:
+        if self._full is None or (f == self._factor and not force):
+            return
+        img = self._pooled.get(f)
+        if img is None:
+            img = self._pooled[f] = pool_overlay(self._full, f)
+        self._factor = f
+        self._own = True
+        try:
+            super().setImage(img, levels=(0, 2), autoLevels=False)
+        finally:
+            self._own = False
+        h, w = self._full.shape
+        self.setRect(QRectF(0, 0, img.shape[1] * f, img.shape[0] * f) if f > 1
+                     else QRectF(0, 0, w, h))
+
+    def viewTransformChanged(self) -> None:  # pyqtgraph override
+        super().viewTransformChanged()
+        if getattr(self, "_full", None) is not None:
+            self._show_factor(self._wanted_factor())
 
 
 def mask_overlay(initial: np.ndarray, current: np.ndarray) -> np.ndarray:

@@ -11,6 +11,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
+from xpcsviewer.gui.widgets import SparseLogAxis
+
 __all__ = ["LABEL_PX", "MAX_LEGEND", "_Canvas", "_CurveSlot", "_PanelView"]
 
 #: Legend entries per panel (more are unreadable; the rest are counted).
@@ -84,7 +86,8 @@ class _PanelView:
     """One plot of the grid with its curve slots and (optionally) its own legend."""
 
     def __init__(self) -> None:
-        self.plot = pg.PlotItem()
+        # one tick format on the tau axis (pyqtgraph wrote "10\u207b\u2075 0.0001")
+        self.plot = pg.PlotItem(axisItems={"bottom": SparseLogAxis("bottom")})
         p = self.plot
         p.setLabel("bottom", "\u03c4 (s)")
         p.getAxis("bottom").enableAutoSIPrefix(False)

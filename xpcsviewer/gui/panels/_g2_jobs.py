@@ -23,6 +23,7 @@ __all__ = [
 def _model_defaults(blocks: list[G2Block]) -> dict[str, dict[str, tuple]]:
     """Table defaults per model: (value, lower, upper, fixed) from the median over curves."""
     from xpcsviewer.fitting import default_params
+    from xpcsviewer.fitting.models import shared_contrast_start
 
     out: dict[str, dict[str, tuple]] = {}
     if not blocks:
@@ -30,6 +31,7 @@ def _model_defaults(blocks: list[G2Block]) -> dict[str, dict[str, tuple]]:
     tau = blocks[0].tau
     g = np.concatenate([b.g2.T for b in blocks if b.tau.shape == tau.shape], axis=0)
     v = np.concatenate([b.fit_valid.T for b in blocks if b.tau.shape == tau.shape], axis=0)
+    shared_c = shared_contrast_start(tau, g, v)
     for model in MODEL_CHOICES:
         specs = default_params(model, tau, g, v)
         row = {}
@@ -50,6 +52,10 @@ def _model_defaults(blocks: list[G2Block]) -> dict[str, dict[str, tuple]]:
             lo = float(np.nanmin(np.asarray(s.lower, float)))
             hi = float(np.nanmax(np.asarray(s.upper, float)))
             row[n] = (med(s.value, n.startswith("tau")), lo, hi, bool(s.fixed))
+        if "contrast" in row and math.isfinite(shared_c):
+            # one start for the setup's contrast, not the median of decayed curves (issue 49)
+            _v, lo, hi, fixed = row["contrast"]
+            row["contrast"] = (min(max(shared_c, lo), hi), lo, hi, fixed)
         out[model] = row
     return out
 

@@ -57,7 +57,10 @@ class FitParamsWidget(QTableWidget):
             it.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.setItem(r, 0, it)
             for c, key, x in ((1, "value", val), (2, "lower", lo), (3, "upper", hi)):
-                self.setItem(r, c, QTableWidgetItem(_fmt(o.get(key, x))))
+                cell = QTableWidgetItem(_fmt(o.get(key, x)))
+                if key == "value" and key not in o:
+                    _mark_auto(cell, True)
+                self.setItem(r, c, cell)
             chk = QTableWidgetItem()
             chk.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsUserCheckable)
             chk.setCheckState(
@@ -76,7 +79,17 @@ class FitParamsWidget(QTableWidget):
         self._edited.setdefault(name, set()).add(key)
         if key == "fixed":
             self._edited[name].add("value")
+        if "value" in self._edited[name]:
+            self._filling = True  # the font change is no edit of its own
+            try:
+                _mark_auto(self.item(item.row(), 1), False)
+            finally:
+                self._filling = False
         self.sigEdited.emit()
+
+    def is_auto(self, name: str) -> bool:
+        """Whether ``name``'s start is still the automatic (per-curve) one."""
+        return "value" not in self._edited.get(name, set())
 
     def set_cell(self, name: str, key: str, value: Any) -> None:
         """Programmatic edit (as a user would): key in value/lower/upper/fixed."""
@@ -110,6 +123,23 @@ class FitParamsWidget(QTableWidget):
     def reset(self) -> None:
         """Forget the user's edits (back to automatic per-curve values)."""
         self._edited = {}
+
+
+_AUTO_TIP = (
+    "Automatic start (shown in italics): an estimate from the data, not a result. "
+    "Each curve starts from its own estimate; the fitted values are in the results "
+    "table. Type a value or tick fix to use this one for every curve."
+)
+
+
+def _mark_auto(cell: QTableWidgetItem | None, auto: bool) -> None:
+    # italics set a start apart from a typed value and from the fitted results (issue 49)
+    if cell is None:
+        return
+    font = cell.font()
+    font.setItalic(auto)
+    cell.setFont(font)
+    cell.setToolTip(_AUTO_TIP if auto else "Your start value (used for every curve)")
 
 
 def _fmt(x: Any) -> str:

@@ -10,7 +10,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-__all__ = ["UpdateSink", "fit_series_job", "list_finished_job", "live_job", "qmap_beside_job"]
+import numpy as np
+
+__all__ = ["UpdateSink", "drawn_points", "fit_series_job", "list_finished_job", "live_job",
+           "no_photon_note", "qmap_beside_job"]
 
 
 class UpdateSink:
@@ -130,3 +133,24 @@ def list_finished_job(folder: str, known: list[str], quiet_s: float = 1.0,
             continue
         out.append(p)
     return out
+
+
+def drawn_points(v, j: int) -> np.ndarray:
+    """(T,) bool: the points of bin ``j`` worth drawing. A g2 of exactly 0 is a delay
+    with no photon pairs yet (the correlator's 0 / 0): undefined, not a measured 0; it
+    was drawn at g2 = 0 (issue 49)."""
+    with np.errstate(invalid="ignore"):
+        return v.valid[:, j] & (v.tau > 0) & np.isfinite(v.g2[:, j]) & (v.g2[:, j] != 0)
+
+
+def no_photon_note(v) -> str:
+    """The status's word on the points left out by :func:`drawn_points` ("" if none)."""
+    if v is None or v.g2.ndim != 2 or v.g2.size == 0:
+        return ""
+    with np.errstate(invalid="ignore"):
+        empty = v.valid & (v.tau[:, None] > 0) & (v.g2 == 0)
+    if not empty.any():
+        return ""
+    n_bins = int(empty.any(axis=0).sum())
+    return (f"{int(empty.sum())} points of {n_bins} q-bin{'s' if n_bins != 1 else ''} "
+            "have no photons yet: g2 undefined there, not drawn")

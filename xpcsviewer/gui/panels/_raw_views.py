@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui.image_view import WorkerImageView, frame_image
-from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox
-from xpcsviewer.gui.widgets import colormap, curve_color, curve_pen, plain_axes
+from xpcsviewer.gui.panels._drawing import DrawViewBox, MaskOverlayItem
+from xpcsviewer.gui.widgets import SparseLogAxis, colormap, curve_color, curve_pen, plain_axes
 
 __all__ = ["PickViewBox", "PkPlot", "RawImageView", "TimelinePlots", "TracePlots",
            "bins_lut"]
@@ -127,8 +127,7 @@ class RawImageView(QWidget):
         self.image = WorkerImageView(self.plot)
         self.image.set_colormap("viridis", colormap("viridis"))
         self.bins_item = pg.ImageItem()
-        self.mask_item = pg.ImageItem()
-        self.mask_item.setLookupTable(MASK_LUT)
+        self.mask_item = MaskOverlayItem()
         for z, it in ((2, self.bins_item), (3, self.mask_item)):
             it.setZValue(z)
             self.view.addItem(it)
@@ -435,7 +434,8 @@ class TracePlots(pg.GraphicsLayoutWidget):
         self.trace_plot = plain_axes(self.addPlot(row=0, col=0, viewBox=box))
         self.trace_plot.setLabel("left", "photons / frame")
         self.trace_plot.setMenuEnabled(False)
-        self.spec_plot = plain_axes(self.addPlot(row=1, col=0))
+        self.spec_plot = plain_axes(self.addPlot(row=1, col=0,
+                                                 axisItems={"left": SparseLogAxis("left")}))
         self.spec_plot.setLogMode(x=False, y=True)
         self.spec_plot.setLabel("left", "relative power")
         for p in (self.trace_plot, self.spec_plot):
@@ -503,7 +503,7 @@ class PkPlot(pg.PlotWidget):
     """P(k), the probability of k counts in a pixel of a q-bin per frame (log y)."""
 
     def __init__(self, parent=None) -> None:
-        super().__init__(parent)
+        super().__init__(parent, axisItems={"left": SparseLogAxis("left")})
         self.plot = plain_axes(self.getPlotItem())
         self.plot.setLogMode(x=False, y=True)
         self.plot.setLabel("bottom", "k (counts per pixel per frame)")

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.compute.detector.masking import MaskHistory
 from xpcsviewer.gui import session as session_mod
-from xpcsviewer.gui.image_view import colour_table, frame_image, frame_key
+from xpcsviewer.gui.image_view import colour_table, data_box, frame_image, frame_key
 from xpcsviewer.gui.panels._detector_jobs import (
     MaskStep,
     PartitionPreview,
@@ -50,7 +50,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
     save_qmap_job,
 )
 from xpcsviewer.gui.panels._detector_raw import DetectorRawMixin, RawSubject
-from xpcsviewer.gui.panels._drawing import MASK_LUT, DrawViewBox, mask_overlay
+from xpcsviewer.gui.panels._drawing import DrawViewBox, MaskOverlayItem, mask_overlay
 from xpcsviewer.gui.panels._mask_tools import MaskTools
 from xpcsviewer.gui.panels._partition_editor import PartitionEditor
 from xpcsviewer.gui.panels._pixel_audit_box import MASK_REQUEST_KEY, apply_mask_request
@@ -139,8 +139,7 @@ class DetectorPanel(DetectorRawMixin, BasePanel):
         # (H, W, 4) array on the GUI thread at every repaint (seconds at 3.5 Mpixel);
         # uint8 images go through a lookup table once per change instead
         self.preview_item = pg.ImageItem()
-        self.mask_item = pg.ImageItem()
-        self.mask_item.setLookupTable(MASK_LUT)
+        self.mask_item = MaskOverlayItem()  # lone masked pixels kept when zoomed out
         for z, it in enumerate((self.image_item, self.preview_item, self.mask_item)):
             it.setZValue(z)
             self.view.addItem(it)
@@ -235,7 +234,7 @@ class DetectorPanel(DetectorRawMixin, BasePanel):
         self.image_item.setImage(data["pixels"], autoLevels=False, levels=None)
         key = self._geometry_key(res)
         if key != self._frame:  # the same geometry keeps the user's zoom
-            frame_image(self.view, self.image_item)
+            frame_image(self.view, self.image_item, box=data_box(res.qmap))
             self._frame = key
         if res.qmap is None:  # a raw source without a q-map: no beam centre
             self.center_item.clear()

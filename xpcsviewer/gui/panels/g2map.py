@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import BinSpinBox, FileSelector
+from xpcsviewer.gui.widgets import BinSpinBox, FileSelector, SparseLogAxis
 from xpcsviewer.views.g2 import delay_seconds
 
 __all__ = ["G2Map", "G2MapPanel", "prepare_g2_map"]
@@ -140,7 +140,7 @@ class G2MapPanel(BasePanel):
         bar.addStretch(1)
         lay.addLayout(bar)
         split = QSplitter()
-        self.img_pw = pg.PlotWidget()
+        self.img_pw = pg.PlotWidget(axisItems={"bottom": SparseLogAxis("bottom")})
         self.img_plot = self.img_pw.getPlotItem()
         self.img_plot.getAxis("bottom").setLogMode(
             True
@@ -158,7 +158,7 @@ class G2MapPanel(BasePanel):
         self.img_plot.addItem(self.bin_line)
         self.hist = pg.HistogramLUTWidget(image=self.image)
         self.hist.item.gradient.setColorMap(pg.colormap.get("viridis"))
-        self.prof_pw = pg.PlotWidget()
+        self.prof_pw = pg.PlotWidget(axisItems={"bottom": SparseLogAxis("bottom")})
         self.prof = self.prof_pw.getPlotItem()
         self.prof.getAxis("bottom").setLogMode(True)
         self.prof.getAxis("bottom").enableAutoSIPrefix(False)

@@ -47,7 +47,7 @@ from xpcsviewer.gui.panels._detector_jobs import (
     regroup_job,
     save_regrouped_job,
 )
-from xpcsviewer.gui.panels._drawing import MASK_LUT, mask_overlay
+from xpcsviewer.gui.panels._drawing import MaskOverlayItem, mask_overlay
 from xpcsviewer.gui.panels._pixel_audit_box import AUDIT_KEY, PixelAuditMixin
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.panels.detector import MASK_KEY, PARTITION_KEY
@@ -130,8 +130,7 @@ class G2PixelPanel(PixelAuditMixin, BasePanel):
         self.image_view.sigLevelsDragged.connect(self._on_hist_levels)
         self.iplot.invertY(True)
         self.iplot.setAspectLocked(True)
-        self.mask_item = pg.ImageItem()  # no autoDownsample: see detector.py
-        self.mask_item.setLookupTable(MASK_LUT)
+        self.mask_item = MaskOverlayItem()  # no autoDownsample: see detector.py
         self.mask_item.setZValue(10)
         self.iplot.addItem(self.mask_item)
         lay.addWidget(self.image_view, 1)

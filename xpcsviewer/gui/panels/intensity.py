@@ -18,7 +18,13 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import curve_pen, plain_axes, prepare_axes, side_legend
+from xpcsviewer.gui.widgets import (
+    SparseLogAxis,
+    curve_pen,
+    plain_axes,
+    prepare_axes,
+    side_legend,
+)
 from xpcsviewer.gui.workers import wait_for_event_job
 from xpcsviewer.views.decimate import envelope
 from xpcsviewer.views.intensity import intensity_fft, intensity_traces, sample_interval
@@ -100,7 +106,7 @@ class IntensityPanel(BasePanel):
         lay.addLayout(bar)
         self.glw = pg.GraphicsLayoutWidget()
         self.p_full = self.glw.addPlot(row=0, col=0, colspan=2)
-        self.p_fft = self.glw.addPlot(row=1, col=0)
+        self.p_fft = self.glw.addPlot(row=1, col=0, axisItems={"left": SparseLogAxis("left")})
         self.p_zoom = self.glw.addPlot(row=1, col=1)
         for p in (self.p_full, self.p_fft, self.p_zoom):
             plain_axes(p)

@@ -37,7 +37,13 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.compute.spec import CorrelateSpec
 from xpcsviewer.fitting.vocabulary import ROUGH_STATUSES
-from xpcsviewer.gui.panels._live_jobs import UpdateSink, live_job, qmap_beside_job
+from xpcsviewer.gui.panels._live_jobs import (
+    UpdateSink,
+    drawn_points,
+    live_job,
+    no_photon_note,
+    qmap_beside_job,
+)
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import SparseLogAxis, curve_color, curve_pen, plain_axes
 
@@ -356,8 +362,11 @@ class LivePanel(BasePanel):
         self._apply(up)
         if self.sink is not None:
             self.sink.take()  # the final update is drawn
-        # the result is a file like any other: it joins the targets
-        self.context.open_files([up.output])
+        # the result is a file like any other: it joins the targets; fitted here, it
+        # is fitted there too (it opened unfitted beside a status saying "fitted")
+        fitted = bool(up.bins) and self.fit_box.isChecked()
+        self.context.open_files([up.output],
+                                fit_model=self.model_combo.currentData() if fitted else None)
 
     def _on_job_finished(self, key: str, _rid: int) -> None:
         # a cancel (Esc, closing the window) ends the job without a result
@@ -425,8 +434,9 @@ class LivePanel(BasePanel):
         if up.final:
             if up.latency_s is not None:
                 text += f"; fitted {up.latency_s:.1f} s after the last frame"
-        if up.note:
-            text += f"\n{up.note}"
+        note = "; ".join(x for x in (up.note, no_photon_note(getattr(up, "view", None))) if x)
+        if note:
+            text += f"\n{note}"
         return text
 
     def frame_time(self) -> float | None:
@@ -475,7 +485,7 @@ class LivePanel(BasePanel):
         fit_ok = v.fit_t is not None
         made, more = 0, False
         for k, j in enumerate(_shown_bins(nd)):
-            ok = v.valid[:, j] & (v.tau > 0)
+            ok = drawn_points(v, j)
             item = self.g2_items.get(j)
             if item is None:
                 if made >= NEW_ITEMS_PER_TURN:

@@ -12,12 +12,14 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
+    QPushButton,
     QVBoxLayout,
 )
 
 from xpcsviewer.gui.image_view import (
     LevelBoxes,
     WorkerImageView,
+    data_box,
     frame_image,
     frame_key,
 )
@@ -109,19 +111,24 @@ class Saxs2DPanel(BasePanel):
         self.cmap_combo.addItems(COLORMAPS)
         self.cmap_combo.currentTextChanged.connect(self._apply_cmap)
         self.level_boxes = LevelBoxes(
-            "Levels from the 0.5-99.5 percentiles; uncheck to set them",
+            "Levels from the 1-99.9 percentiles of the pixels that saw photons; the "
+            "colour bar spans them; uncheck to set them",
             "Lower level (log10 units on a log scale)", "Upper level")
         self.auto_check = self.level_boxes.auto_check
         self.vmin, self.vmax = self.level_boxes.vmin, self.level_boxes.vmax
         self.auto_check.toggled.connect(self._on_auto_toggled)
         self.vmin.valueChanged.connect(lambda _v: self._apply_levels())
         self.vmax.valueChanged.connect(lambda _v: self._apply_levels())
+        self.view_all_btn = QPushButton("View all")
+        self.view_all_btn.setToolTip("Show the whole detector (a file opens zoomed to the "
+                                     "region of its q-bins where that is small)")
+        self.view_all_btn.clicked.connect(self.view_all)
         self.center_check = QCheckBox("beam centre", checked=True)
         self.center_check.setToolTip("Mark the beam centre with a red +")
         self.center_check.toggled.connect(lambda on: self.center_item.setVisible(on))
         self.file_selector.setMinimumContentsLength(12)
         for w in (QLabel("File"), self.file_selector, self.scale_combo, self.cmap_combo,
-                  self.center_check):
+                  self.center_check, self.view_all_btn):
             bar.addWidget(w)
         bar.addStretch(1)
         lay.addLayout(bar)
@@ -227,8 +234,9 @@ class Saxs2DPanel(BasePanel):
                                     source=img)
         # the same geometry keeps the user's zoom; another is framed whole (issue 22)
         key = frame_key(res.qmap) if res is not None else (img.shape,)
-        if key != self._frame:
-            frame_image(self.plot.getViewBox(), self.image_view.image_item, limits=True)
+        if key != self._frame:  # opened on the region holding data; "View all": whole
+            frame_image(self.plot.getViewBox(), self.image_view.image_item, limits=True,
+                        box=data_box(res.qmap) if res is not None else None)
             self._frame = key
         if self.auto_check.isChecked():
             self.level_boxes.show(*data["levels"])
@@ -241,17 +249,24 @@ class Saxs2DPanel(BasePanel):
         self.image_view.histogram.axis.setLabel(unit)
         self.sigUpdated.emit()
 
+    def view_all(self) -> None:
+        """Frame the whole detector (the zoom a file opens with may be its data region)."""
+        frame_image(self.plot.getViewBox(), self.image_view.image_item)
+
     def _show_flagged(self) -> None:
         res = self.shown_result()
         show_flagged(self.flagged_item, self.context.shared.get(AUDIT_KEY),
                      None if res is None else str(res.path))
 
-    def _apply_levels(self) -> None:
+    def _apply_levels(self, frame_bar: bool = True) -> None:
         """Show the spin boxes' levels: the colour table at once, exact pixels from a
-        worker."""
+        worker; the colour bar spans them (not after a drag on it: it would jump under
+        the mouse)."""
         if self.data is None:
             return
         self.image_view.set_levels(*self._levels_now())
+        if frame_bar:
+            self.image_view.frame_bar_to_levels()
         self.image_view.requantize(self.submit, "SAXS-2D levels")
 
     def _apply_cmap(self, name: str) -> None:
@@ -266,7 +281,7 @@ class Saxs2DPanel(BasePanel):
         if self.data is None:
             return
         self.level_boxes.take_drag(lo, hi)
-        self._apply_levels()
+        self._apply_levels(frame_bar=False)
 
     def clear_plots(self) -> None:
         self.data = None
