@@ -58,7 +58,7 @@ def _label_fits(lab: QLabel) -> bool:
 def test_opens_on_a_bin_with_a_law_and_says_every_verdict(shown):
     from xpcsviewer.views import ages as av
 
-    win, panel = shown
+    _win, panel = shown
     ages = panel.ages
     law = str(ages.law_combo.currentData())
     outs = {o.request.dq: o for o in ages.survey.outcomes.values()}
@@ -102,7 +102,7 @@ def test_a_bin_whose_windows_could_not_compare_says_so(qtbot, shown):
 
 
 def test_no_text_of_the_tab_is_cut_at_the_default_size(qtbot, shown):
-    win, panel = shown
+    _win, panel = shown
     for dq in (2, 1):  # a long status (agreement) and the no-comparison one
         panel.set_bin_index(panel.bin_combo.findData(dq))
         qtbot.waitUntil(lambda d=dq: panel.ages.outcome is not None
@@ -125,7 +125,7 @@ def test_no_text_of_the_tab_is_cut_at_the_default_size(qtbot, shown):
 def test_the_segment_key_is_below_the_g2_plot_not_over_its_curves(shown):
     from pyqtgraph import LegendItem
 
-    win, panel = shown
+    _win, panel = shown
     n_seg = sum(1 for it in panel.g2_plot.listDataItems()) - 1
     assert n_seg >= 2
     # no legend inside the plot

@@ -67,11 +67,12 @@ class BinSurvey:
         if _setting(req) == self._setting:
             self.errors[req] = message
 
-    def cancel_rest(self) -> None:
-        """The bins not analysed yet are not analysed (Cancel, another file)."""
+    def cancel_rest(self, message: str = _CANCELLED) -> None:
+        """The bins not analysed yet are not analysed (Cancel, another file, or the
+        shown bin failed: ``message``)."""
         for r in self.requests:
             if r not in self.outcomes:
-                self.errors.setdefault(r, _CANCELLED)
+                self.errors.setdefault(r, message)
 
     def next_request(self) -> Any | None:
         """The first bin neither analysed nor failed, or None when all are."""
