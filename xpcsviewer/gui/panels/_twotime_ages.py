@@ -343,6 +343,8 @@ class AgesView(QWidget):
             self._survey_next()
             return
         self._say(f"ages: {info.message}", error=True)
+        if req is not None:
+            self.survey.fail(req, "see the status line")
         self.survey.cancel_rest("the shown bin failed")  # the others would fail alike
         self._show_verdicts()
         if getattr(info, "kind", "") != "XpcsFileError":  # what the file lacks: said here

@@ -128,6 +128,6 @@ class BinSurvey:
                 else "\u03c4 = \u03c4\u2080\u00b7t_w^\u03bc")
         done = all(r in self.outcomes or r in self.errors for r in self.requests)
         head = f"Ageing law {form} by q-bin"
-        if done and n_law == 0:
+        if done and n_law == 0 and self.outcomes:
             head += " (no q-bin has a determined law)"
         return head + ": " + "; ".join(parts)
