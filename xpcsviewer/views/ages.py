@@ -39,6 +39,7 @@ __all__ = [
     "fit_row",
     "flags",
     "law_line",
+    "law_verdict",
     "map_bands",
     "param_points",
     "tau_drawing",
@@ -165,15 +166,22 @@ def cut_curves(cuts: Any, way: str, bin_pos: int = 0, fits: Any = None) -> list[
 
 def disagree_text(cuts: Any, bin_pos: int = 0, fits: Any = None) -> str:
     """"ways disagree: 2.99 s (χ² 48 / 20 lags)" for the flagged windows (:func:`flags`),
-    or "the two ways agree within their errors" and in how many windows that was tested."""
+    "the two ways agree within their errors in 2 of 5 windows (…)", or, where no window
+    could be tested, "no window could compare the two cuts" and why."""
     hits = np.flatnonzero(flags(cuts, fits)[:, bin_pos])
     if hits.size == 0:
         testable = None if fits is None else getattr(fits, "flag_testable", None)
         if testable is None:
             return "the two ways not compared yet (no fits)"
-        n = int(np.asarray(testable, bool)[:, bin_pos].sum())
-        return (f"the two ways agree within their errors in the {n} of {cuts.windows.n} "
-                "windows where both converged with tau at most half the window")
+        n, nw = int(np.asarray(testable, bool)[:, bin_pos].sum()), cuts.windows.n
+        if n == 0:
+            st = np.asarray(fits.status, dtype=object)[:, :, bin_pos]
+            both = int(np.sum((st[0] == "converged") & (st[1] == "converged")))
+            why = (f"in none of the {nw} windows did both cuts converge" if both == 0 else
+                   f"where both converged ({both} of {nw}), \u03c4 was over half the window")
+            return f"no window could compare the two cuts ({why})"
+        return (f"the two ways agree within their errors in {n} of {nw} windows (those "
+                "where both converged with \u03c4 at most half the window)")
     parts = [f"{cuts.windows.centres[k]:.3g} s (\u03c7\u00b2 {cuts.diff_chi2[k, bin_pos]:.0f}"
              f" / {int(cuts.diff_dof[k, bin_pos])} lags)" for k in hits]
     return "\u26a0 ways disagree at " + ", ".join(parts)
@@ -345,6 +353,27 @@ def law_line(age_fits: Any, bin_pos: int = 0, law: str | None = None,
             f"constant age\n{lf.verdict} (99 % interval of {sym})")
     short = f"{sym} = {lf.value[s]:.2g} [{lo_s:.2g}, {hi_s:.2g}]: {lf.verdict}"
     return LawLine(t, y, lo, hi, text, lf.verdict, short)
+
+
+def law_verdict(age_fits: Any, bin_pos: int = 0, law: str | None = None) -> str:
+    """The law's result of one bin in one line: its :attr:`LawLine.short` ("μ = 0.86
+    [0.6, 1.1]: ageing"), or "undetermined" with what the law lacked."""
+    line = law_line(age_fits, bin_pos, law)
+    if line is not None:
+        return line.short
+    from xpcsviewer.fitting.ageing_law import law_points
+
+    lf = age_fits.laws[law or age_fits.law][int(bin_pos)]
+    if lf.verdict != "undetermined":
+        return lf.verdict
+    use = law_points(age_fits)[:, int(bin_pos)]
+    st = np.asarray(age_fits.status, dtype=object)[0, :, int(bin_pos)]
+    resolved = int(np.sum(use & (st != "unresolved")))
+    why = (f"{int(use.sum())} \u03c4 drawn, {resolved} resolved; the law needs 3, 2 "
+           "resolved")
+    if np.all(st == "unresolved"):
+        why += "; every constant-age cut unresolved: \u03c4 beyond the windows' reach"
+    return f"undetermined ({why})"
 
 
 # ------------------------------------------------------------------- table

@@ -226,6 +226,12 @@ def test_cancel_settings_and_a_map_too_large(qtbot, panel, results, monkeypatch)
     text = ages.status.text()
     assert "E001_results.hdf" in text and "too large to cut by age" in text
     assert "Traceback" not in text and ages.outcome is None
+    # the other bins are said not analysed, not left "analysing…" (issue 49)
+    assert panel.context.runner.wait_until_idle(60000)
+    line = ages.verdicts.text()
+    assert "analysing" not in line and "no q-bin has" not in line
+    assert "<b>bin 2</b>: not analysed: see the status line" in line
+    assert "<b>bin 3</b>: not analysed: the shown bin failed" in line
 
 
 def test_back_from_a_refused_entry_and_the_law_without_a_rerun(qtbot, panel, results):

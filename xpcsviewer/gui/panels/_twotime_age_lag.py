@@ -87,7 +87,7 @@ def show_age_lag(panel: Any, out: tuple[AgeLagImage, tuple[float, float]]) -> No
 def draw_g2(panel: Any, img: AgeLagImage) -> None:
     """g2 of the age x lag map averaged over all ages, in the tab's g2 plot."""
     panel.g2_plot.clear()
-    panel.g2_legend.clear()
+    panel.g2_key.setText("\u2501 g2 over all ages")
     ok = np.isfinite(img.g2)
     panel.g2_plot.addItem(pg.PlotDataItem(img.lags[ok], img.g2[ok], pen=curve_pen(6, 3.0),
                                           symbol="o", symbolSize=4, name="all ages"))

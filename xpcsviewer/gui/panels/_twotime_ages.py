@@ -21,11 +21,9 @@ from PySide6.QtWidgets import (
     QComboBox,
     QGraphicsPolygonItem,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -33,6 +31,15 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.fitting.vocabulary import MODEL_MENU
 from xpcsviewer.gui.panels import _twotime_age_lag as al
+from xpcsviewer.gui.panels._twotime_keys import (
+    LAW_COLOR,
+    error_source,
+    tau_color,
+    tau_key,
+    window_key,
+    wrapping_label,
+)
+from xpcsviewer.gui.panels._twotime_survey import BinSurvey
 from xpcsviewer.gui.widgets import SparseLogAxis, plain_axes
 from xpcsviewer.jobs.ages_bin import AgesRequest, bin_request, parse_seconds, run_ages
 from xpcsviewer.views import ages as av
@@ -50,41 +57,15 @@ TAU_COLORS = av.TAU_COLORS
 _SYMBOLS = {"filled": "o", "open": "o", "limit_up": "t1", "limit_down": "t"}
 _LINES = {"solid": Qt.PenStyle.SolidLine, "dotted": Qt.PenStyle.DotLine,
           "dashed": Qt.PenStyle.DashLine, "dashdot": Qt.PenStyle.DashDotLine}
-_LAW_COLOR = "#1f77b4"
 _MODEL_SHORT = {"auto": "model: auto (AICc)", "single": "model: single exp",
                 "stretched": "model: stretched", "double": "model: double exp",
                 "single_avgcorr": "model: single, avg-corrected"}
 _WAY_SHORT = {"age": "age", "t1": "t\u2081"}
 
 
-def _tau_color(way: str) -> QColor:
-    """The marker colour of a way: constant age in the theme's text colour (the figures'
-    near-black vanishes on the dark theme), constant t1 orange."""
-    if way == "age":
-        return QColor(pg.mkColor(pg.getConfigOption("foreground")))
-    return QColor(TAU_COLORS[way])
-
-
-def _tau_key() -> str:
-    """The markers' key, in the current theme's colours."""
-    return (f"<span style='color:{_tau_color('age').name()}'>\u25cf</span> constant age, "
-            f"<span style='color:{TAU_COLORS['t1']}'>\u25cf</span> constant t\u2081 "
-            "(filled: converged; open: unresolved, the law a lower limit, or at a bound; "
-            "\u25b2/\u25bc: 95 % lower/"
-            f"upper limit); <span style='color:{_LAW_COLOR}'>\u2014</span>")
 _SHORT_TITLES = {"age": "constant age", "t1": "constant t\u2081"}
 _KIND_SHORT = {"filled": "", "open": " open", "limit_up": " \u25b2 limit",
                "limit_down": " \u25bc limit"}
-
-
-def _window_key(cuts: Any, fits: Any = None) -> str:
-    """"windows: ● 1 s ± 1, ● 3 s ± 1 ⚠, …" in the windows' colours (⚠: the ways disagree)."""
-    parts = []
-    shown = av.flags(cuts, fits)
-    for k, lab in enumerate(cuts.windows.labels()):
-        flag = " \u26a0" if bool(shown[k, 0]) else ""
-        parts.append(f"<span style='color:{av.window_color(k)}'>\u25cf</span> {lab}{flag}")
-    return "windows: " + ", ".join(parts)
 
 
 def _set_title(plot: pg.PlotItem, text: str) -> None:
@@ -120,6 +101,7 @@ class AgesView(QWidget):
         self.panel = panel
         self.outcome: Any = None
         self._request: AgesRequest | None = None
+        self.survey = BinSurvey()  # every bin of the file: the verdict line, the opening bin
         self._band_items: list[QGraphicsPolygonItem] = []
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -190,8 +172,10 @@ class AgesView(QWidget):
         busy.addWidget(self.progress)
         side.addLayout(busy)
         side.addStretch(1)
-        self.status = QLabel(" ")
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.status = wrapping_label()
+        self.verdicts = wrapping_label()
+        self.verdicts.setToolTip("The ageing law of every q-bin of the file, from the same "
+                                 "analysis as the plots; pick a bin in the q-bin list")
         self.plots = pg.GraphicsLayoutWidget()
         self.cut_plots = {way: _cut_plot(self.plots, k, _SHORT_TITLES[way])
                           for k, way in enumerate(av.WAYS)}
@@ -207,10 +191,8 @@ class AgesView(QWidget):
         # no legend (inside it covers a tau at one age or another, beside it a narrow
         # window has no room): the key leads the law's line below the plots
         right = QVBoxLayout()
-        self.law_label = QLabel(" ")
-        self.law_label.setWordWrap(True)
-        self.law_label.setSizePolicy(QSizePolicy.Policy.Ignored,
-                                     QSizePolicy.Policy.Preferred)
+        self.law_label = wrapping_label()
+        right.addWidget(self.verdicts)
         right.addWidget(self.status)
         right.addWidget(self.plots, 1)
         right.addWidget(self.law_label)
@@ -239,6 +221,7 @@ class AgesView(QWidget):
     def _on_toggled(self, on: bool) -> None:
         self.plots.setVisible(on)
         self.status.setVisible(on)
+        self.verdicts.setVisible(on)
         self.law_label.setVisible(on)
         if on:
             self.start()
@@ -254,8 +237,9 @@ class AgesView(QWidget):
         if self.panel.current() is not None:  # also after a refused entry
             self.start()
 
-    def build_request(self) -> AgesRequest | None:
-        """The request for the panel's file and bin (GUI thread); None without one.
+    def build_request(self, index: int | None = None) -> AgesRequest | None:
+        """The request for the panel's file and bin (or the bin at ``index``; GUI
+        thread); None without one.
 
         Raises ValueError for ages or widths that are not times in seconds.
         """
@@ -269,7 +253,8 @@ class AgesView(QWidget):
             ages = parse_seconds(self.ages_edit.text(), "ages")
             if self.widths_edit.text().strip():
                 widths = parse_seconds(self.widths_edit.text(), "widths")
-        return bin_request(res, int(p._bin_index), spacing, int(self.n_spin.value()),
+        return bin_request(res, int(p._bin_index if index is None else index), spacing,
+                           int(self.n_spin.value()),
                            ages, widths, str(self.model_combo.currentData()),
                            str(self.law_combo.currentData()))
 
@@ -301,17 +286,45 @@ class AgesView(QWidget):
             return None
         self._request = req
         if req is None:
+            self.survey.reset([])
+            self._show_verdicts()
             return None
+        self.survey.reset([self.build_request(i) for i in range(self.panel.bin_combo.count())])
+        self.survey.arm(req)
+        self._show_verdicts()
+        kept = self.survey.outcomes.get(req)
+        if kept is not None:  # analysed by the survey with these settings: drawn at once
+            self._show(kept)
+            return self._survey_next()
         self._say("analysing ages\u2026")
+        return self._submit(req)
+
+    def _submit(self, req: AgesRequest) -> int:
         self.cancel_btn.setEnabled(True)
         self.progress.setValue(0)
         return self.panel.submit("ages", run_ages, req, TAB_MAX_FULL_FRAMES,
-                                 on_result=self._on_result, on_error=self._on_error,
+                                 on_result=self._on_result,
+                                 on_error=lambda info, r=req: self._on_error(info, r),
                                  on_progress=self._on_progress,
-                                 description="Two-Time: g2 by age")
+                                 description=f"Two-Time: g2 by age, q-bin {req.dq}")
+
+    def _survey_next(self) -> int | None:
+        """Open on a bin with a law once known; else analyse the next bin not done."""
+        pick = self.survey.pick(str(self.law_combo.currentData()))
+        if pick is not None:
+            self.panel.set_bin_index(pick)
+            return None
+        nxt = self.survey.next_request()
+        return None if nxt is None else self._submit(nxt)
+
+    def _show_verdicts(self) -> None:
+        text = self.survey.verdict_line(str(self.law_combo.currentData()))
+        self.verdicts.setText(text)
 
     def cancel(self) -> None:
         self.panel.context.runner.cancel(self.panel.job_key("ages"))
+        self.survey.cancel_rest()
+        self._show_verdicts()
         self.cancel_btn.setEnabled(False)
         if self.outcome is None and self._request is not None:
             self._say("age analysis cancelled")
@@ -319,18 +332,34 @@ class AgesView(QWidget):
     def _on_progress(self, done: int, total: int, msg: str) -> None:
         if total > 0:
             self.progress.setValue(int(1000 * done / total))
-        self._say(f"ages: {msg}")
+        if self.outcome is None:  # the survey of other bins leaves the shown status
+            self._say(f"ages: {msg}")
 
-    def _on_error(self, info: Any) -> None:
+    def _on_error(self, info: Any, req: AgesRequest | None = None) -> None:
         self.cancel_btn.setEnabled(False)
+        if req is not None and req != self._request:  # another bin of the survey
+            self.survey.fail(req, info.message)
+            self._show_verdicts()
+            self._survey_next()
+            return
         self._say(f"ages: {info.message}", error=True)
+        if req is not None:
+            self.survey.fail(req, "see the status line")
+        self.survey.cancel_rest("the shown bin failed")  # the others would fail alike
+        self._show_verdicts()
         if getattr(info, "kind", "") != "XpcsFileError":  # what the file lacks: said here
             self.panel.context.report_error(info)
 
     def _on_result(self, outcome: Any) -> None:
         self.cancel_btn.setEnabled(False)
-        if outcome.request != self._request:  # asked for another file, bin or setting
-            return
+        self.survey.store(outcome)
+        self._show_verdicts()
+        if outcome.request == self._request:  # not one asked for another file or setting
+            self._show(outcome)
+        if outcome.request in self.survey.requests:
+            self._survey_next()
+
+    def _show(self, outcome: Any) -> None:
         self.outcome = outcome
         self.progress.setValue(1000)
         self.redraw()
@@ -383,6 +412,7 @@ class AgesView(QWidget):
         o = self.outcome
         for p in (*self.cut_plots.values(), self.tau_plot):
             p.clear()
+        self._show_verdicts()  # the law chosen may have changed
         if o is None:
             return
         self.draw_bands()
@@ -428,7 +458,7 @@ class AgesView(QWidget):
         plot.setLabel("left", av.QUANTITIES[name])
         for way in av.WAYS:
             p = av.param_points(o.fits, way, 0, name)
-            color = _tau_color(way)
+            color = tau_color(way)
             if p.x.size:
                 plot.addItem(pg.PlotDataItem(p.x, p.y, pen=None, symbol="o", symbolSize=8,
                                              symbolBrush=color, symbolPen=color))
@@ -438,7 +468,7 @@ class AgesView(QWidget):
                                              bottom=p.y[m] - p.lo[m],
                                              pen=pg.mkPen(color, width=1.0)))
         plot.enableAutoRange()
-        self.law_label.setText(_window_key(o.cuts, o.fits) + "<br>" + _tau_key().split(" (")[0]
+        self.law_label.setText(window_key(o.cuts, o.fits) + "<br>" + tau_key().split(" (")[0]
                                + f": {av.QUANTITIES[name]} of the converged cuts")
         _set_title(plot, f"{av.QUANTITIES[name]} against age")
 
@@ -457,7 +487,7 @@ class AgesView(QWidget):
                 edge = pg.mkPen((0, 0, 0, 0))
                 a = pg.PlotCurveItem(line.t[fin], np.log10(lo[fin]), pen=edge)
                 b = pg.PlotCurveItem(line.t[fin], np.log10(line.hi[fin]), pen=edge)
-                fill = QColor(_LAW_COLOR)
+                fill = QColor(LAW_COLOR)
                 fill.setAlpha(50)
                 band = pg.FillBetweenItem(a, b, brush=QBrush(fill))
                 band.setToolTip("95 % band of the law")
@@ -465,12 +495,12 @@ class AgesView(QWidget):
                     plot.addItem(it)
             ok = line.tau > 0
             plot.addItem(pg.PlotDataItem(line.t[ok], line.tau[ok],
-                                         pen=pg.mkPen(_LAW_COLOR, width=1.5), name="law"))
+                                         pen=pg.mkPen(LAW_COLOR, width=1.5), name="law"))
         drawings = []
         for way in av.WAYS:
             d = av.tau_drawing(o.fits, way, 0)
             drawings.append(d)
-            color = _tau_color(way)
+            color = tau_color(way)
             for kind, sym in _SYMBOLS.items():
                 p = d.tau[kind]
                 if not p.x.size:
@@ -489,15 +519,17 @@ class AgesView(QWidget):
         lim = av.tau_ylim(drawings, line)
         if lim is not None:
             plot.setYRange(np.log10(lim[0]), np.log10(lim[1]), padding=0)
-        text = (line.text if line is not None
-                else "undetermined: fewer than 3 drawn \u03c4 or 2 resolved")
+        law = str(self.law_combo.currentData())
+        text = line.text if line is not None else av.law_verdict(o.fits, 0, law)
         # the law in a wrapping label: as the plot's title its longest line would set
         # the plot's smallest width and push it out of a narrow window
         self.law_label.setText(
-            _window_key(o.cuts, o.fits) + "<br>" + f"{_tau_key()} ageing law "
+            window_key(o.cuts, o.fits) + "<br>" + f"{tau_key()} ageing law "
             + text.replace("\n", "; ") + f"; \u03c4: {not_drawn_text(drawings)}"
-            + _error_source(o.fits))
-        _set_title(plot, f"\u03c4 against age: {line.verdict if line is not None else '-'}")
+            + error_source(o.fits))
+        # the law's result, not only its verdict word (issue 49)
+        _set_title(plot, "\u03c4 against age: " + (line.short if line is not None
+                                                   else "no law (undetermined)"))
 
     def drawn_points(self) -> dict[str, list[tuple[float, float]]]:
         """(x, y) of the drawn markers by plot and kind (tests compare the figure)."""
@@ -547,12 +579,5 @@ class AgesView(QWidget):
         self.n_spin.setEnabled(not typed)
         self.ages_edit.setEnabled(typed)
         self.widths_edit.setEnabled(typed)
-        for w in (self.plots, self.status, self.law_label):
+        for w in (self.plots, self.status, self.verdicts, self.law_label):
             w.setVisible(self.ages_check.isChecked())
-
-
-def _error_source(fits: Any) -> str:
-    """Where the error bars come from, when not from the fits (docs/ages.md section 4)."""
-    src = getattr(fits, "tau_err_source", "fit")
-    return "" if src == "fit" else f"; \u03c4 errors and the law's from {src}"
-

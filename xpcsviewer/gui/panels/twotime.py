@@ -27,10 +27,12 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QSplitter,
     QVBoxLayout,
+    QWidget,
 )
 
 from xpcsviewer.gui.panels import _twotime_age_lag as al
 from xpcsviewer.gui.panels._twotime_ages import AgesView
+from xpcsviewer.gui.panels._twotime_keys import segment_key
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
 from xpcsviewer.views import display_image
@@ -161,8 +163,8 @@ class TwotimePanel(BasePanel):
             grid.addLayout(h, r, 0)
         lay.addLayout(grid)
         self.status = QLabel(" ")
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        lay.addWidget(self.status)
+        self.status.setWordWrap(True)  # wraps at the panel's width (never cut)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
         split = QSplitter(Qt.Orientation.Horizontal)
         # picker
@@ -204,15 +206,32 @@ class TwotimePanel(BasePanel):
         self.g2_plot.setLabel("bottom", "\u03c4 (s)")
         self.g2_plot.setLabel("left", "g\u2082 from C\u2082")
         self.g2_plot.showGrid(x=True, y=True, alpha=0.2)
-        self.g2_legend = self.g2_plot.addLegend(offset=(-5, 5))
-        split.addWidget(self.g2_pw)
+        # the segments' key is a line below the plot: a legend inside covered the curves
+        self.g2_key = QLabel(" ")
+        self.g2_key.setWordWrap(True)
+        self.g2_key.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.g2_key.setToolTip("Key of the curves: g2 of the whole run and of each time "
+                               "segment, early to late")
+        g2_box = QWidget()
+        g2_lay = QVBoxLayout(g2_box)
+        g2_lay.setContentsMargins(0, 0, 0, 0)
+        g2_lay.addWidget(self.g2_pw, 1)
+        g2_lay.addWidget(self.g2_key)
+        split.addWidget(g2_box)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 3)
         split.setStretchFactor(2, 2)
         # ages below the map: windows on it, cuts both ways, tau(t_w) (issue 35)
         self.ages = AgesView(self)
         vsplit = QSplitter(Qt.Orientation.Vertical)
-        vsplit.addWidget(split)
+        # the wrapping status inside the splitter: in the panel's own layout its height
+        # for width would make the scroll area size the tab to its preferred height
+        top = QWidget()
+        top_lay = QVBoxLayout(top)
+        top_lay.setContentsMargins(0, 0, 0, 0)
+        top_lay.addWidget(self.status)
+        top_lay.addWidget(split, 1)
+        vsplit.addWidget(top)
         vsplit.addWidget(self.ages)
         vsplit.setStretchFactor(0, 3)
         vsplit.setStretchFactor(1, 2)
@@ -457,13 +476,14 @@ class TwotimePanel(BasePanel):
 
     def _draw_g2(self) -> None:
         self.g2_plot.clear()
-        self.g2_legend.clear()
+        self.g2_key.setText(" ")
         res = self.current()
         if res is None:
             return
         curves = twotime_g2_curves(res.twotime, self._bin_index)
         if curves is None:
             return
+        self.g2_key.setText(segment_key(curves[3].shape[0]))
         t_full, g_full, t_seg, g_seg = curves
         ok = g_full != 0
         self.g2_plot.addItem(
