@@ -396,6 +396,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
     # ------------------------------------------------------- status, errors
     def _on_status(self, msg: str) -> None:
         self.message_label.setText(msg)
+        self.message_label.setToolTip(msg)  # the whole line where the bar cuts it
         self.message_label.setStyleSheet("")
 
     def _on_error(self, info: ErrorInfo) -> None:

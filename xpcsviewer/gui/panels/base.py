@@ -115,19 +115,18 @@ def export_figure_job(kind: str, results: list, options: dict, path: str,
 
 
 def export_message(written: list[str], removed: list[str] = ()) -> str:
-    """The status line of an export: every file written by name, and their folder
-    ("Wrote g2_p1.png, g2_p2.png (2 pages) in /data/figs; removed g2_p3.png of an
-    earlier export")."""
+    """The status line of an export: every file written by name, then their folder
+    (last: a long path is what a narrow status bar cuts), e.g. "Wrote g2_p1.png,
+    g2_p2.png (2 pages; removed g2_p3.png of an earlier export) in /data/figs"."""
     paths = [Path(p) for p in written]
-    if len(paths) == 1:
-        msg = f"Wrote {paths[0]}"
-    else:
-        msg = (f"Wrote {', '.join(p.name for p in paths)} ({len(paths)} pages) "
-               f"in {paths[0].parent}")
+    notes = [f"{len(paths)} pages"] if len(paths) > 1 else []
     if removed:
-        msg += (f"; removed {', '.join(Path(p).name for p in removed)} "
-                "of an earlier export")
-    return msg
+        notes.append(f"removed {', '.join(Path(p).name for p in removed)} "
+                     "of an earlier export")
+    names = ", ".join(p.name for p in paths)
+    if notes:
+        names += f" ({'; '.join(notes)})"
+    return f"Wrote {names} in {paths[0].parent}"
 
 
 def export_table_job(columns: dict, path: str, header: list[str] | None = None,
