@@ -92,7 +92,7 @@ def test_exporting_fewer_pages_asks_once_and_leaves_no_stale_page(
     assert 2 <= len(second) < len(first), (first, second)
     assert second == [f"g2_p{k}.png" for k in range(1, len(second) + 1)]
     status = win.message_label.text()
-    assert all(n in status for n in second) and f"({len(second)} pages)" in status
+    assert all(n in status for n in second) and f"({len(second)} pages; removed" in status
     assert "removed" in status and first[-1] in status, status
     win.grab().save(str(Path("/tmp/i49/shots/D") / "status_after_fewer_pages.png"))
     assert win.errors == []
