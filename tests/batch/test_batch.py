@@ -346,19 +346,23 @@ def test_skip_existing_export_keeps_multi_page_figures(tmp_path):
     assert pages[0].stat().st_mtime_ns != before[pages[0].name]
 
 
-def test_figure_pages_are_written_first_page_last(tmp_path):
-    """The first page is written last, so its presence means the set is whole."""
+def test_figure_pages_are_written_first_page_last(tmp_path, monkeypatch):
+    """The first page is renamed into place last, so its presence means the set is whole."""
+    import os
+
     import matplotlib.figure
 
     from xpcsviewer.export.files import complete_pages, save_figure
 
     order = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (order.append(os.path.basename(dst)),
+                                                         real_replace(src, dst))[1])
     pages = [matplotlib.figure.Figure() for _ in range(3)]
     for k, f in enumerate(pages):
         f.add_subplot().set_title(f"page {k}")
-        f.savefig = (lambda fh, _s=f.savefig, k=k, **kw: (order.append(k), _s(fh, **kw)))
     save_figure(pages, tmp_path / "a.svg")
-    assert order == [2, 1, 0]
+    assert order == ["a_p3.svg", "a_p2.svg", "a_p1.svg"]
     def whole(p):
         return p.is_file() and p.stat().st_size > 0
 

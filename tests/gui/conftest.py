@@ -51,6 +51,14 @@ def _config_dir(tmp_path, monkeypatch):
     return cfg
 
 
+@pytest.fixture(autouse=True)
+def _export_dir(tmp_path, monkeypatch):
+    """Every test gets its own per-user export folder (never ~/Documents/xpcsviewer)."""
+    folder = tmp_path / "exports"
+    monkeypatch.setenv("XPCSVIEWER_EXPORT_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def demo_dir(demo_set_dir) -> Path:
     """The built-in demo set, written once per test session (read-only for tests)."""

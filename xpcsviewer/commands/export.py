@@ -14,7 +14,11 @@ g2, no error bars, nothing to fit) is left out of that plot with a note naming
 the file and the plot, the rest is exported, and the exit code is 3. A file
 that lacks the data of a plot (two-time of a multitau-only file, partial g2
 snapshots for ``g2stability``) is skipped with a note and does not change the
-exit code. Existing figures are refused (exit 2) unless ``--overwrite``.
+exit code. Existing figures are refused (exit 2) unless ``--overwrite``: any file of an
+earlier export under a figure's name (``NAME.png`` or any page ``NAME_pN.png``); with
+``--overwrite`` the new set replaces it and its pages the new set does not hold are
+removed, so a page set on disk is always one export's. Pages are written as one set
+(all rendered, then renamed into place).
 
 The figures draw what they are handed: the fits, the diffusion analysis, the ages of
 the first two-time bin (5 equal windows, model auto, as the Two-Time tab starts) and the
@@ -252,18 +256,42 @@ def export_figures(
     return rep
 
 
+def _check_figure(target: Path, inputs: Sequence[str | Path], overwrite: bool,
+                  n_pages: int | None = None) -> None:
+    """Refuse the figure at ``target`` as a whole: without ``overwrite`` when any file of
+    an earlier export under its name exists (the file itself or any page ``_pN``, also
+    one the new set will not hold), and always when a page would be an input.
+
+    Raises
+    ------
+    OutputRefusedError
+        Naming every file of the earlier export (up to six).
+    """
+    from xpcsviewer.export.files import figure_files, page_paths
+
+    there = figure_files(target)
+    if there and not overwrite:
+        names = ", ".join(p.name for p in there[:6])
+        more = f" and {len(there) - 6} more" if len(there) > 6 else ""
+        raise OutputRefusedError(
+            f"{display_path(target)}: an earlier export of this figure exists "
+            f"({len(there)} file(s): {names}{more}); refusing to replace it (use "
+            "--overwrite: the new pages replace it and its other pages are removed)")
+    new = page_paths(target, n_pages) if n_pages else [target]
+    for p in dict.fromkeys([*new, *there]):
+        check_output(p, inputs, overwrite)
+
+
 def _save_pages(pages: list[Any], target: Path, inputs: Sequence[str | Path],
                 overwrite: bool) -> list[Path]:
-    """Write the pages of one figure (refused as a whole if any page file is), then
-    clear them; returns the files written."""
-    from xpcsviewer.export import save_figure
-    from xpcsviewer.export.files import page_paths
+    """Write the pages of one figure as one set (refused as a whole if any file of an
+    earlier export under its name exists, without ``overwrite``; its pages the new set
+    does not hold are removed), then clear them; returns the files written."""
+    from xpcsviewer.export.files import save_figure_pages
 
     try:
-        for p in page_paths(target, len(pages)):
-            check_output(p, inputs, overwrite)
-        save_figure(pages, target)
-        return page_paths(target, len(pages))
+        _check_figure(target, inputs, overwrite, len(pages))
+        return save_figure_pages(pages, target)
     finally:
         for f in pages:
             f.clear()
@@ -353,6 +381,7 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
         The file cannot be read.
     """
     from xpcsviewer.export import make_figures
+    from xpcsviewer.export.files import figure_files
     from xpcsviewer.io import read_result
 
     out, fmt, lab = Path(options["out"]), options["fmt"], item["label"]
@@ -374,9 +403,11 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
         if saved[kind] is not None:
             rep["kept"] += [str(p) for p in saved[kind]]
             continue
+        # --skip-existing redraws a figure whose set is not whole (a page cut short)
+        allow = bool(options["overwrite"]
+                     or (options["skip_existing"] and figure_files(target)))
         try:
-            check_output(target, options["inputs"], options["overwrite"]
-                         or (options["skip_existing"] and target.exists()))
+            _check_figure(target, options["inputs"], allow)
         except OutputRefusedError as exc:
             rep["refused"].append(str(exc))
             continue
@@ -384,7 +415,7 @@ def export_file_task(options: dict[str, Any], item: dict[str, Any]) -> dict[str,
             pages = make_figures(kind, [res], options.get("size", "double"),
                                  **_figure_inputs(kind, [res]))
             rep["written"] += [str(p) for p in _save_pages(pages, target, options["inputs"],
-                                                          True)]
+                                                          allow)]
         except XpcsFileError as exc:
             raise XpcsFileError(shown, exc.problem, exc.dataset, exc.expected) from exc
         except (Cancelled, KeyboardInterrupt, MemoryError, OutputWriteError):
@@ -528,4 +559,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "panels beyond a page go on more pages (PDF) or files _p1, _p2 ...")
     p.add_argument("-o", "--output", required=True, metavar="DIR")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace existing figures of the same names in DIR")
+                   help="replace existing figures of the same names in DIR (pages "
+                        "of an earlier export the new figure does not have are removed)")

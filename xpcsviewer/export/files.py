@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,8 +27,10 @@ from xpcsviewer.io.outputs import atomic_path, to_jsonable
 __all__ = [
     "FIGURE_FORMATS",
     "atomic_write",
+    "figure_files",
     "page_paths",
     "save_figure",
+    "save_figure_pages",
     "write_csv",
     "write_json",
     "write_table_csv",
@@ -122,9 +125,47 @@ def complete_pages(path: str | os.PathLike,
     return pages or None
 
 
+def figure_files(path: str | os.PathLike) -> list[Path]:
+    """Every file on disk of a figure saved at ``path``: ``path`` itself and each page
+    ``<stem>_p<k><suffix>`` (any k, gaps included), in page order.
+
+    These are the files an export under this name replaces or removes, so a page set
+    on disk is never a mix of two exports.
+    """
+    path = Path(path)
+    found: list[tuple[int, Path]] = []
+    if path.is_file():
+        found.append((0, path))
+    pat = re.compile(re.escape(path.stem) + r"_p([1-9][0-9]*)" + re.escape(path.suffix) + "$")
+    try:
+        names = os.listdir(path.parent if str(path.parent) else ".")
+    except OSError:
+        names = []
+    for name in names:
+        m = pat.match(name)
+        if m is not None and (path.parent / name).is_file():
+            found.append((int(m.group(1)), path.parent / name))
+    return [p for _k, p in sorted(found)]
+
+
 def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 200) -> Path:
-    """Save a matplotlib ``Figure`` (or a list of pages) atomically; the format comes
-    from the suffix.
+    """Save a matplotlib ``Figure`` (or a list of pages); the first file written.
+
+    See :func:`save_figure_pages`, which returns every file.
+    """
+    return save_figure_pages(fig, path, dpi)[0]
+
+
+def save_figure_pages(fig: Any, path: str | os.PathLike, dpi: int = 200) -> list[Path]:
+    """Save a matplotlib ``Figure`` (or a list of pages) atomically, as one set; the
+    format comes from the suffix.
+
+    Every page is rendered to a temporary file first; only when all are whole are they
+    renamed into place (the first page last), so an error leaves the files on disk as
+    they were. Then the files of an earlier export under this name that the new set
+    does not hold (a stale ``_p3`` after a 2-page export, ``NAME.png`` after a paged
+    one: :func:`figure_files`) are removed, so pages of two exports never look like one
+    figure. Whether they may be replaced is the caller's question, asked before.
 
     Fonts are embedded as TrueType in PDF (never Type 3) and SVG text stays text
     (:data:`xpcsviewer.export._fig_common.FONT_RC`), as journals ask.
@@ -140,14 +181,16 @@ def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 200) -> Path:
 
     Returns
     -------
-    Path
-        The file written (of several PNG/SVG pages: the first).
+    list of Path
+        The files written, in page order.
 
     Raises
     ------
     ValueError
         Unsupported suffix.
     """
+    import contextlib
+
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -178,15 +221,25 @@ def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 200) -> Path:
                     for f in pages:
                         pdf.savefig(f)
 
-            return atomic_write(path, write_pdf)
-        targets = page_paths(path, len(pages))
-        # The first page last: its presence then says the whole set was written
-        # (see :func:`complete_pages`).
-        for f, target in reversed(list(zip(pages, targets, strict=True))):
-            atomic_write(
-                target, lambda fh, f=f: f.savefig(fh, format=fmt, dpi=dpi, metadata=meta)
-            )
-    return targets[0]
+            targets = [atomic_write(path, write_pdf)]
+        else:
+            targets = page_paths(path, len(pages))
+            for t in targets:
+                _refuse_input_file(t)
+            # All temporaries first; leaving the stack renames them last to first
+            # (the first page last: its presence says the whole set was written, see
+            # :func:`complete_pages`); an error removes every temporary.
+            with contextlib.ExitStack() as stack:
+                for f, target in zip(pages, targets, strict=True):
+                    tmp = stack.enter_context(atomic_path(target))
+                    with open(tmp, "wb") as fh:
+                        f.savefig(fh, format=fmt, dpi=dpi, metadata=meta)
+    keep = set(targets)
+    for old in figure_files(path):
+        if old not in keep:
+            with contextlib.suppress(FileNotFoundError):
+                old.unlink()
+    return targets
 
 
 def _cell(v: Any) -> str:

@@ -31,11 +31,12 @@ def report_targets(window: Any, target: str | None = None) -> int | None:
     if target is None:
         from PySide6.QtWidgets import QFileDialog
 
-        base = Path(window.browser.folder or Path.home()) / "report.html"
-        target, _ = QFileDialog.getSaveFileName(window, "Report of the targets", str(base),
+        base = window.context.export_folder.propose("report.html")
+        target, _ = QFileDialog.getSaveFileName(window, "Report of the targets", base,
                                                 "HTML (*.html);;PDF (*.pdf)")
         if not target:
             return None
+        window.context.export_folder.remember(target)
     if Path(target).suffix.lower() not in (".html", ".htm", ".pdf"):
         target = str(Path(target).with_suffix(".html"))
     return window.context.runner.submit(

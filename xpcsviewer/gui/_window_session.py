@@ -51,6 +51,7 @@ class WindowSessionMixin:
             "theme": self.theme,
             "panels": panels,
             "recent_folders": list(self.recent),
+            "last_export_folder": self.context.export_folder.last,
             "browser": {"sort": self.browser.sort_combo.currentText(),
                         "filter_mode": self.browser.filter_mode.currentText(),
                         "watch": self.browser.watch_check.isChecked()},
@@ -103,6 +104,9 @@ class WindowSessionMixin:
         return warnings
 
     def _restore_look(self, data: dict) -> None:
+        last = data.get("last_export_folder")
+        if isinstance(last, str) and last:
+            self.context.export_folder.last = last
         rec = data.get("recent_folders")
         if isinstance(rec, list):
             self.recent = [r for r in rec if isinstance(r, str)][: session_mod.MAX_RECENT]

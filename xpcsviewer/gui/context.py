@@ -173,6 +173,10 @@ class AppContext(QObject):
         self.shared: dict[str, Any] = {}
         self.targets: list[Any] = []
         self.last_error: ErrorInfo | None = None
+        from xpcsviewer.gui.export_folder import ExportFolder
+
+        #: where save dialogs propose to write (the last export folder)
+        self.export_folder = ExportFolder()
         self._sigForeignError.connect(self._on_foreign_error)
 
     # --------------------------------------------------------------- errors

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QWidget
+from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMessageBox, QWidget
 
 from xpcsviewer.export._fig_common import SIZE_PRESETS
 
-__all__ = ["FIGURE_FILTERS", "SIZE_LABELS", "FigureExportDialog"]
+__all__ = ["FIGURE_FILTERS", "SIZE_LABELS", "FigureExportDialog", "confirm_replace_figure"]
 
 FIGURE_FILTERS = "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"
 #: The presets as a user names them, in the order offered.
@@ -30,6 +30,9 @@ class FigureExportDialog(QFileDialog):
         super().__init__(parent, "Export figure", str(base), FIGURE_FILTERS)
         self.setOption(QFileDialog.Option.DontUseNativeDialog, True)
         self.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        # one question for the file and every page of an earlier export, asked after
+        # (:func:`confirm_replace_figure`), not Qt's about the one name typed
+        self.setOption(QFileDialog.Option.DontConfirmOverwrite, True)
         self.size_combo = QComboBox(self)
         for key in SIZE_LABELS:
             if key in SIZE_PRESETS:
@@ -55,3 +58,26 @@ class FigureExportDialog(QFileDialog):
     def chosen_path(self) -> str | None:
         files = self.selectedFiles()
         return files[0] if files else None
+
+
+def confirm_replace_figure(parent: QWidget | None, path: str | Path) -> bool:
+    """Ask once before an export replaces the files of an earlier one under this name
+    (``NAME.png`` and every page ``NAME_pN.png``); True when none exist or the user
+    agrees. The pages the new figure does not have are removed by the export."""
+    from xpcsviewer.export.files import figure_files
+
+    there = figure_files(path)
+    if not there:
+        return True
+    shown = [p.name for p in there[:12]]
+    if len(there) > 12:
+        shown.append(f"\u2026 and {len(there) - 12} more")
+    text = (f"An earlier export of this figure is in {Path(path).parent}:\n\n"
+            + "\n".join(shown)
+            + "\n\nReplace it? Its pages that the new figure does not have are removed, "
+              "so the folder never holds pages of two exports.")
+    answer = QMessageBox.question(
+        parent, "Replace the earlier export?", text,
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No)
+    return answer == QMessageBox.StandardButton.Yes

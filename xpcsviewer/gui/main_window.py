@@ -364,10 +364,10 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         panel = self.current_panel()
         if panel is None:
             return
-        from xpcsviewer.gui.export_dialog import FigureExportDialog
+        from xpcsviewer.gui.export_dialog import FigureExportDialog, confirm_replace_figure
 
-        base = Path(self.browser.folder or Path.home()) / f"{panel.name}.png"
-        dlg = FigureExportDialog(self, base, self.figure_size)
+        base = self.context.export_folder.propose(f"{panel.name}.png")
+        dlg = FigureExportDialog(self, Path(base), self.figure_size)
         try:
             if not dlg.exec():
                 return
@@ -375,7 +375,8 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
             self.figure_size = dlg.chosen_size()
         finally:
             dlg.deleteLater()
-        if path:
+        if path and confirm_replace_figure(self, path):
+            self.context.export_folder.remember(path)
             panel.export_figure(path, size=self.figure_size)
 
     def _on_report(self) -> None:
@@ -387,14 +388,16 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         panel = self.current_panel()
         if panel is None:
             return
-        base = Path(self.browser.folder or Path.home()) / f"{panel.name}.csv"
-        path, _ = QFileDialog.getSaveFileName(self, "Export data", str(base), "CSV (*.csv)")
+        base = self.context.export_folder.propose(f"{panel.name}.csv")
+        path, _ = QFileDialog.getSaveFileName(self, "Export data", base, "CSV (*.csv)")
         if path:
+            self.context.export_folder.remember(path)
             panel.export_data(path)
 
     # ------------------------------------------------------- status, errors
     def _on_status(self, msg: str) -> None:
         self.message_label.setText(msg)
+        self.message_label.setToolTip(msg)  # the whole line where the bar cuts it
         self.message_label.setStyleSheet("")
 
     def _on_error(self, info: ErrorInfo) -> None:

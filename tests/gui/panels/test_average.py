@@ -197,15 +197,16 @@ def test_output_name_follows_targets_and_screening_is_on(qtbot, panel, demo_dir,
     assert panel.progress.format() == "checked"
 
 
-def test_output_name_states_the_files_averaged(qtbot, panel, demo_dir, tmp_path):
+def test_output_name_states_the_files_averaged(qtbot, panel, demo_dir, tmp_path, _export_dir):
     """The written file is named by the files actually averaged (after rejection), also
-    when the options changed after the check (issue 22: '_4files' for 3 averaged)."""
+    when the options changed after the check (issue 22: '_4files' for 3 averaged); it is
+    proposed in the export folder, not beside the data (issue 49)."""
     for p in sorted(demo_dir.glob("F0*_results.hdf")):
         shutil.copy(p, tmp_path / p.name)
     files = sorted(tmp_path.glob("F0*_results.hdf"))
     panel.set_results([read_result(p) for p in files])
     qtbot.waitUntil(lambda: panel.run_btn.isEnabled(), timeout=60000)
-    three = tmp_path / "Average_repeat_R250nm_F01-F03_3files.hdf"
+    three = _export_dir / "Average_repeat_R250nm_F01-F03_3files.hdf"
     assert panel.output.text() == str(three)
     with qtbot.waitSignal(panel.sigFinished, timeout=60000) as blocker:
         panel.start()
@@ -218,7 +219,7 @@ def test_output_name_states_the_files_averaged(qtbot, panel, demo_dir, tmp_path)
     panel.use_baseline.setChecked(False)
     with qtbot.waitSignal(panel.sigFinished, timeout=60000) as blocker:
         panel.start()
-    four = tmp_path / "Average_repeat_R250nm_F01-F04_4files.hdf"
+    four = _export_dir / "Average_repeat_R250nm_F01-F04_4files.hdf"
     assert blocker.args[0].summary.output == four and panel.output.text() == str(four)
     with h5py.File(four, "r") as f:
         assert int(f["entry/average/n_files"][()]) == 4

@@ -126,4 +126,5 @@ def test_a_fit_not_back_yet_is_made_in_the_export_worker(qtbot, panel, demo, tmp
     opts = panel.figure_options()
     assert isinstance(opts["fit"], Deferred)
     out = export_figure_job("g2stability", [demo["E01"]], opts, str(tmp_path / "d.png"))
-    assert open(out, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert out["written"] == [str(tmp_path / "d.png")] and out["removed"] == []
+    assert open(out["written"][0], "rb").read(8) == b"\x89PNG\r\n\x1a\n"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtWidgets import QFileDialog
 
 from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.fitting.vocabulary import STATUS_ORDER
+from xpcsviewer.gui.export_folder import ask_save_path
 from xpcsviewer.gui.panels._g2_jobs import bayes_job, fit_job, write_fits_job
 
 __all__ = ["G2FitRunMixin"]
@@ -193,8 +193,7 @@ class G2FitRunMixin:
         )
 
     def _on_export_fits(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export g2 fits", "g2_fits.csv", "CSV (*.csv);;JSON (*.json)"
-        )
+        path = ask_save_path(self, self.context, "Export g2 fits", "g2_fits.csv",
+                             "CSV (*.csv);;JSON (*.json)")
         if path:
             self.export_fits(path)

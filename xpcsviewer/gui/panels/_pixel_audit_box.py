@@ -19,7 +19,6 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
-    QFileDialog,
     QGridLayout,
     QGroupBox,
     QLabel,
@@ -266,7 +265,8 @@ class PixelAuditMixin:
         if self.audit_out is None:
             return
         name = Path(self.audit_out["path"]).stem + "_pixels.csv"
-        path, _ = QFileDialog.getSaveFileName(self, "Save the pixel table", name,
-                                              "CSV (*.csv)")
+        from xpcsviewer.gui.export_folder import ask_save_path
+
+        path = ask_save_path(self, self.context, "Save the pixel table", name, "CSV (*.csv)")
         if path:
             self.save_audit_table(path)

@@ -26,7 +26,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -37,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from xpcsviewer.gui.export_folder import ask_save_path
 from xpcsviewer.gui.widgets import ClippedLabel, curve_color, curve_pen, plain_axes
 
 __all__ = ["XsvsView", "compute_xsvs_job", "find_xsvs_job", "result_of_source",
@@ -509,22 +509,19 @@ class XsvsView(QWidget):
                                  description=f"Exporting {Path(path).name}")
 
     def _on_export_csv(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the XSVS table",
-                                              self._default_name("_xsvs.csv"),
-                                              "CSV (*.csv)")
+        path = ask_save_path(self, self.panel.context, "Export the XSVS table",
+                             self._default_name("_xsvs.csv"), "CSV (*.csv)")
         if path:
             self.export_csv(path)
 
     def _on_save(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save XSVS",
-                                              self._default_name("_xsvs.h5"),
-                                              "HDF5 (*.h5 *.hdf)")
+        path = ask_save_path(self, self.panel.context, "Save XSVS",
+                             self._default_name("_xsvs.h5"), "HDF5 (*.h5 *.hdf)")
         if path:
             self.save(path)
 
     def _on_export_figure(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the XSVS figure",
-                                              self._default_name("_xsvs.png"),
-                                              "Figures (*.png *.svg *.pdf)")
+        path = ask_save_path(self, self.panel.context, "Export the XSVS figure",
+                             self._default_name("_xsvs.png"), "Figures (*.png *.svg *.pdf)")
         if path:
             self.export_figure(path)

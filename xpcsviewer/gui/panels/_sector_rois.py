@@ -20,7 +20,6 @@ import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.compute.detector.roi import SectorRoi, integrate_rois
+from xpcsviewer.gui.export_folder import ask_save_path
 from xpcsviewer.gui.image_view import frame_key, shape_text
 from xpcsviewer.gui.panels._drawing import SectorItem
 
@@ -278,15 +278,14 @@ class SectorRoiTools(QObject):
                                  description=f"Exporting {Path(path).name}")
 
     def _on_export_csv(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self.panel, "Export ROI profiles",
-                                              "roi_profiles.csv", "CSV (*.csv)")
+        path = ask_save_path(self.panel, self.panel.context, "Export ROI profiles",
+                             "roi_profiles.csv", "CSV (*.csv)")
         if path:
             self.export_csv(path)
 
     def _on_export_figure(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self.panel, "Export ROI figure",
-                                              "roi_profiles.png",
-                                              "Figures (*.png *.svg *.pdf)")
+        path = ask_save_path(self.panel, self.panel.context, "Export ROI figure",
+                             "roi_profiles.png", "Figures (*.png *.svg *.pdf)")
         if path:
             self.export_figure(path)
 

@@ -176,7 +176,8 @@ class AveragePanel(BasePanel):
         out_row = QHBoxLayout()
         self._proposed = ""
         self.output = QLineEdit()
-        self.output.setToolTip("Result file to write (.hdf); proposed from the first file's name")
+        self.output.setToolTip("Result file to write (.hdf); named after the files, proposed "
+                               "in the last export folder (never the data folder)")
         self.output.setPlaceholderText("output .hdf")
         browse = QPushButton("Browse\u2026")
         browse.setToolTip("Choose the output file")
@@ -290,7 +291,8 @@ class AveragePanel(BasePanel):
         if not self.results or not paths or not self._auto_name():
             return
         name = average_output_name([path_label(p) for p in paths])
-        self._proposed = str(Path(self.results[0].path).parent / name)
+        # the last export folder, never the data folder (a shared beamline directory)
+        self._proposed = self.context.export_folder.propose(name)
         self.output.setText(self._proposed)
 
     def clear_plots(self) -> None:
@@ -331,6 +333,8 @@ class AveragePanel(BasePanel):
             self.context.report_error("Average: choose an output file")
             return None
         target: str | Callable[[list[str]], str] = out
+        if not screen_only:
+            self.context.export_folder.remember(out)
         if not screen_only and out == self._proposed:
             # our own name: made from the files actually averaged (after rejection)
             folder = Path(out).parent
@@ -461,6 +465,7 @@ class AveragePanel(BasePanel):
             self, "Averaged result file", self.output.text(), "HDF5 result (*.hdf *.h5)"
         )
         if path:
+            self.context.export_folder.remember(path)
             self.output.setText(path)
 
     # -------------------------------------------------------------- export

@@ -85,13 +85,21 @@ class Deferred:
 
 
 def export_figure_job(kind: str, results: list, options: dict, path: str,
-                      size: str = "double", progress=None, cancel=None) -> str:
+                      size: str = "double", progress=None, cancel=None) -> dict:
     """Worker job: build the matplotlib figure ``kind`` and save it atomically.
 
     Runs off the GUI thread (Agg, no Qt). ``size`` is a journal preset, as
-    ``export --size``. Returns the written path (of several PNG/SVG pages: the first).
+    ``export --size``. Pages are written as one set; the files of an earlier export
+    under this name that the new set does not hold are removed (the window asked).
+
+    Returns
+    -------
+    dict
+        ``written``: the files written, in page order; ``removed``: the stale files of
+        an earlier export removed (path strings).
     """
-    from xpcsviewer.export import make_figures, save_figure
+    from xpcsviewer.export import make_figures
+    from xpcsviewer.export.files import figure_files, save_figure_pages
     from xpcsviewer.progress import report
 
     report(progress, cancel, 0, 2, "building figure")
@@ -99,9 +107,26 @@ def export_figure_job(kind: str, results: list, options: dict, path: str,
     # g2 panels beyond a page go on more pages (issue 33)
     figs = make_figures(kind, results, size, **options)
     report(progress, cancel, 1, 2, "writing")
-    path = save_figure(figs, path)
+    before = figure_files(path)
+    written = save_figure_pages(figs, path)
     report(progress, cancel, 2, 2, "done")
-    return str(path)
+    return {"written": [str(p) for p in written],
+            "removed": [str(p) for p in before if p not in written]}
+
+
+def export_message(written: list[str], removed: list[str] = ()) -> str:
+    """The status line of an export: every file written by name, then their folder
+    (last: a long path is what a narrow status bar cuts), e.g. "Wrote g2_p1.png,
+    g2_p2.png (2 pages; removed g2_p3.png of an earlier export) in /data/figs"."""
+    paths = [Path(p) for p in written]
+    notes = [f"{len(paths)} pages"] if len(paths) > 1 else []
+    if removed:
+        notes.append(f"removed {', '.join(Path(p).name for p in removed)} "
+                     "of an earlier export")
+    names = ", ".join(p.name for p in paths)
+    if notes:
+        names += f" ({'; '.join(notes)})"
+    return f"Wrote {names} in {paths[0].parent}"
 
 
 def export_table_job(columns: dict, path: str, header: list[str] | None = None,
@@ -314,9 +339,13 @@ class BasePanel(QWidget):
             "export-data", export_table_job, dict(columns), path, list(header),
             on_result=self._on_exported, description=f"Exporting {Path(path).name}")
 
-    def _on_exported(self, path: str) -> None:
-        self.context.show_status(f"Wrote {path}")
-        self.sigExported.emit(str(path))
+    def _on_exported(self, result: str | dict) -> None:
+        if isinstance(result, dict):  # a figure: every page written, stale ones removed
+            written, removed = result["written"], result["removed"]
+        else:
+            written, removed = [str(result)], []
+        self.context.show_status(export_message(written, removed))
+        self.sigExported.emit(str(written[0]))
 
     # ------------------------------------------------------------ settings
     def get_settings(self) -> dict:

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from xpcsviewer.compute.detector.masking import MaskHistory
 from xpcsviewer.gui import session as session_mod
+from xpcsviewer.gui.export_folder import ask_save_path
 from xpcsviewer.gui.image_view import colour_table, data_box, frame_image, frame_key
 from xpcsviewer.gui.panels._detector_jobs import (
     MaskStep,
@@ -467,7 +468,7 @@ class DetectorPanel(DetectorRawMixin, BasePanel):
 
     def _on_save_mask(self) -> None:
         # the dialog asks before replacing a file
-        path, _ = QFileDialog.getSaveFileName(self, "Save mask", "mask.hdf", "HDF5 (*.hdf *.h5)")
+        path = ask_save_path(self, self.context, "Save mask", "mask.hdf", "HDF5 (*.hdf *.h5)")
         if path:
             self.save_mask(path, overwrite=True)
 
@@ -547,7 +548,7 @@ class DetectorPanel(DetectorRawMixin, BasePanel):
                            on_result=self._on_exported, description=f"Saving {Path(path).name}")
 
     def _on_save_qmap(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save q-map", "qmap.hdf", "HDF5 (*.hdf *.h5)")
+        path = ask_save_path(self, self.context, "Save q-map", "qmap.hdf", "HDF5 (*.hdf *.h5)")
         if path:
             self.save_qmap(path, overwrite=True)
 

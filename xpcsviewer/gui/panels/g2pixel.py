@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.gui.export_folder import ask_save_path
 from xpcsviewer.gui.image_view import LevelBoxes, WorkerImageView, frame_key
 from xpcsviewer.gui.panels._detector_jobs import (
     g2_plane_job,
@@ -450,8 +451,8 @@ class G2PixelPanel(PixelAuditMixin, BasePanel):
         if self.regrouped is None:
             return
         name = Path(self.regrouped["path"]).name
-        path, _ = QFileDialog.getSaveFileName(self, "Save regrouped result", name,
-                                              "Result files (*.hdf *.h5)")
+        path = ask_save_path(self, self.context, "Save regrouped result", name,
+                             "Result files (*.hdf *.h5)")
         if path:
             self.save_as(path, overwrite=True)  # the dialog asked before replacing
 

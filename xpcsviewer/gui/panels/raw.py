@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from xpcsviewer.gui.export_folder import ask_save_path
 from xpcsviewer.gui.panels._drawing import mask_overlay
 from xpcsviewer.gui.panels._pixel_audit_box import MASK_REQUEST_KEY, MaskRequest
 from xpcsviewer.gui.panels._raw_faults import FaultTable
@@ -550,8 +551,8 @@ class RawPanel(BasePanel):
         if self.inspection is None:
             return
         name = Path(self.inspection.path).stem + "_findings.json"
-        path, _ = QFileDialog.getSaveFileName(self, "Save the findings", name,
-                                              "JSON (*.json);;CSV (*.csv)")
+        path = ask_save_path(self, self.context, "Save the findings", name,
+                             "JSON (*.json);;CSV (*.csv)")
         if path:
             self.save_findings(path)
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from xpcsviewer.gui.export_folder import ask_save_path
 from xpcsviewer.gui.panels._sector_rois import SectorRoiCurves
 from xpcsviewer.gui.panels.base import BasePanel
 from xpcsviewer.gui.widgets import (
@@ -200,8 +201,8 @@ class Saxs1DPanel(BasePanel):
         self.legend.clear()
 
     def _on_export_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export profiles", "saxs1d_profiles.csv",
-                                              "CSV (*.csv)")
+        path = ask_save_path(self, self.context, "Export profiles", "saxs1d_profiles.csv",
+                             "CSV (*.csv)")
         if path:
             self.export_data(path)
 
