@@ -138,6 +138,9 @@ def _bins(fits: Any) -> list[dict[str, Any]]:
             "tau_name": name, "tau": _f(t[b]), "tau_err": _f(te[b]),
             "tau_mean": _f(tm[b]), "tau_mean_err": _f(tme[b]),
             "limit": fits.limit_text(b), "chi2_red": _f(fits.chi2_red[b]),
+            # the time a limit is on (a double's tau2 leaves tau1 quotable): the rule's input
+            "limit_name": (str(fits.limit_name[b]) if fits.has_limit(b)
+                           and fits.limit_name is not None else ""),
         })
     return out
 
@@ -278,7 +281,11 @@ def _ages(res: Any, p: Path) -> dict[str, Any] | None:
                      "n_points": int(lf.n_points),
                      "converged": int(np.sum(f.status[0, :, j] == "converged")),
                      "flagged": int(np.sum(f.disagree[:, j]))})
-    return {"source": out.source, "law": f.law, "windows": int(c.windows.n),
+    # the constant-age cuts' contrasts that converged (the summary's contrast of a
+    # file with two-time data only)
+    ok = f.status[0] == "converged"
+    cs = sorted(float(v) for v in np.asarray(f.contrast[0], float)[ok] if np.isfinite(v))
+    return {"source": out.source, "law": f.law, "windows": int(c.windows.n), "contrast": cs,
             "window_s": [[_f(lo), _f(hi)] for lo, hi in zip(c.windows.lo, c.windows.hi,
                                                               strict=True)],
             "tau_error_source": f.tau_err_source, "bins": rows, "outcome": out}
@@ -313,7 +320,7 @@ def _ages_figure(res: Any, ages: dict[str, Any], out: Any, dpi: float
 
 def _fit_part(res: Any, p: Path, dpi: float, figures: bool) -> dict[str, Any]:
     """Fits, verdict of D(q), data quality and the figures that need the fits."""
-    out: dict[str, Any] = {"bins": [], "notes": []}
+    out: dict[str, Any] = {"bins": [], "notes": [], "multitau": res.multitau is not None}
     fits = analysis = None
     if res.multitau is not None:
         from xpcsviewer.fitting.block_fits import fit_curves
@@ -328,7 +335,8 @@ def _fit_part(res: Any, p: Path, dpi: float, figures: bool) -> dict[str, Any]:
         except Exception as exc:  # degenerate g2 (all NaN): the rest is still reported
             out["notes"].append(f"g2 not fitted: {_why(exc)}")
     else:
-        out["notes"].append("no multi-tau g2 in the file (two-time only)")
+        out["notes"].append("no multi-tau g2 in the file (two-time only): no per-bin g2 "
+                            "fits or \u03c4(q); its ageing is under g\u2082 by sample age")
     out["diffusion"] = _diffusion(analysis, res)
     out["ages"] = _ages(res, p)
     # the analysis itself stays here (a section is plain data: pickled, written)
