@@ -249,3 +249,50 @@ def test_real_files_report_quotes_no_unquotable_tau(real_data_dir):
     assert quoted_tau_problems(page, secs) == []
     assert not re.search(rf"{_NUM} \u00b1 {_NUM} \((unresolved|misfit|poor_fit|failed|"
                          r"no_decay|errors_understated)\)", page)
+
+
+# ------------------------------------------------------------------- figure drawing
+def test_report_figures_are_drawn_once_and_are_exports(tiny_demo_dir, monkeypatch):
+    """The report's figures are laid out, tidied and drawn in one drawing where nothing
+    collides (issue 49: the layout pass and the drawing were most of the report's time):
+    the same page size as export's, the axes where export puts them (within 2 % of the
+    page), not blank."""
+    import io
+
+    import numpy as np
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from xpcsviewer.export import make_figures
+    from xpcsviewer.export._fig_common import export_style
+    from xpcsviewer.export._layout import tidy_drawn
+    from xpcsviewer.io import read_result
+    from xpcsviewer.report.sections import figure_pngs
+
+    res = read_result(next(tiny_demo_dir.glob("T02*_results.hdf")))
+    draws = []
+    orig = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, r: (draws.append(1), orig(self, r))[1])
+    n_old = n_new = 0
+    for kind in ("saxs2d", "stability", "twotime"):
+        draws.clear()
+        ref = make_figures(kind, [res], "double")[0]
+        buf = io.BytesIO()
+        ref.savefig(buf, format="png", dpi=80)  # export's route: a layout pass, a drawing
+        want = Image.open(buf)
+        old = len(draws)
+        with export_style("double"):
+            fig = make_figures(kind, [res], tidy=False)[0]
+            draws.clear()
+            tidy_drawn(fig, 80)
+        # one drawing where nothing collides, never more passes than export's route
+        assert len(draws) <= old, kind
+        n_old, n_new = n_old + old, n_new + len(draws)
+        pos = [np.array(a.get_position().bounds) for a in fig.axes]
+        ref_pos = [np.array(a.get_position().bounds) for a in ref.axes]
+        assert len(pos) == len(ref_pos) and max(np.abs(a - b).max() for a, b in
+                                                zip(pos, ref_pos, strict=True)) < 0.02, kind
+        got = Image.open(io.BytesIO(figure_pngs(kind, res, 80)[0]))
+        assert got.size == want.size, kind
+        assert np.asarray(got.convert("L")).std() > 10, kind  # drawn, not a blank page
+    assert n_new < n_old

@@ -137,9 +137,8 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
 
 def _combined_saxs1d(sections: list[dict[str, Any]], dpi: float) -> list[dict[str, Any]]:
     """I(q) of every file read, in one figure (export's ``saxs1d`` of several files)."""
-    from xpcsviewer.export import make_figures
     from xpcsviewer.io import read_result
-    from xpcsviewer.report.sections import png_bytes
+    from xpcsviewer.report.sections import figure_pngs
 
     caption = "I(q) of every file"
     try:
@@ -147,12 +146,7 @@ def _combined_saxs1d(sections: list[dict[str, Any]], dpi: float) -> list[dict[st
                    if "error" not in s and s.get("kind") != "raw"]
         if not results:
             return []
-        pages = make_figures("saxs1d", results, "double")
-        try:
-            pngs = [png_bytes(p, dpi) for p in pages]
-        finally:
-            for p in pages:
-                p.clear()
+        pngs = figure_pngs("saxs1d", results, dpi)
     except Exception as exc:  # the data cannot give the plot: say so
         return [{"kind": "saxs1d", "caption": caption, "pngs": [], "note": f"not drawn: {exc}"}]
     return [{"kind": "saxs1d", "caption": caption, "pngs": pngs, "note": ""}]

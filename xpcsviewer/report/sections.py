@@ -70,6 +70,46 @@ def png_bytes(fig: Any, dpi: float, laid_out: bool = True) -> bytes:
     return out.getvalue()
 
 
+def figure_pngs(kind: str, res: Any, dpi: float, **kw: Any) -> list[bytes]:
+    """Every page of export's figure ``kind`` of ``res`` (a result or a list of them;
+    page preset ``double``) as
+    :func:`png_bytes` PNGs, each laid out, tidied and drawn by one drawing at ``dpi``
+    (:func:`~xpcsviewer.export._layout.tidy_drawn`: a layout pass and a drawing were
+    2/3 of the report's time, issue 49); the figures are cleared afterwards."""
+    from PIL import Image
+
+    from xpcsviewer.export import make_figures
+    from xpcsviewer.export._fig_common import export_style
+    from xpcsviewer.export._layout import tidy_drawn
+
+    with export_style("double"):  # ticks made while drawing take the page's style
+        pages = make_figures(kind, res if isinstance(res, list) else [res], tidy=False, **kw)
+        try:
+            out = []
+            for fig in pages:
+                canvas = tidy_drawn(fig, dpi)
+                w, h = canvas.get_width_height()
+                im = Image.frombuffer("RGBA", (w, h), bytes(canvas.buffer_rgba()))
+                out.append(_png_of(im))
+            return out
+        finally:
+            for p in pages:
+                p.clear()
+
+
+def _png_of(im: Any) -> bytes:
+    """A 256-colour PNG of ``im`` (RGBA over white, or RGB)."""
+    from PIL import Image
+
+    if im.mode == "RGBA":
+        bg = Image.new("RGBA", im.size, (255, 255, 255, 255))
+        im = Image.alpha_composite(bg, im)
+    out = io.BytesIO()
+    im.convert("RGB").quantize(256, method=Image.Quantize.FASTOCTREE).save(
+        out, "PNG", optimize=True)
+    return out.getvalue()
+
+
 def _f(x: Any) -> float | None:
     """A finite float, or None."""
     try:
@@ -194,7 +234,6 @@ FIT_FIGURES = ("g2", "diffusion")
 def _figures(res: Any, fits: Any, analysis: Any, dpi: float, saxs1d: bool = True,
              kinds: tuple[str, ...] | None = None,
              qmap_as: str | None = None) -> list[dict[str, Any]]:
-    from xpcsviewer.export import make_figures
     from xpcsviewer.views.age_lag_map import age_lag_only, has_twotime, map_bins
 
     todo: list[tuple[str, str, dict[str, Any]]] = []
@@ -225,20 +264,11 @@ def _figures(res: Any, fits: Any, analysis: Any, dpi: float, saxs1d: bool = True
     out = list(skipped)
     for kind, caption, kw in todo:
         try:
-            pages = make_figures(kind, [res], "double", **kw)
+            out.append({"kind": kind, "caption": caption,
+                        "pngs": figure_pngs(kind, res, dpi, **kw), "note": ""})
         except Exception as exc:  # the file's data cannot give this plot: say so
             out.append({"kind": kind, "caption": caption, "pngs": [],
                         "note": f"not drawn: {_why(exc)}"})
-            continue
-        try:
-            out.append({"kind": kind, "caption": caption,
-                        "pngs": [png_bytes(p, dpi) for p in pages], "note": ""})
-        except Exception as exc:  # some errors show only when drawn
-            out.append({"kind": kind, "caption": caption, "pngs": [],
-                        "note": f"not drawn: {_why(exc)}"})
-        finally:
-            for p in pages:
-                p.clear()
     return out
 
 
@@ -295,7 +325,6 @@ def _ages_figure(res: Any, ages: dict[str, Any], out: Any, dpi: float
                  ) -> list[dict[str, Any]]:
     """The ages figure of the first bin with a law (else the first bin), drawn from the
     analysis the table came from (not analysed again)."""
-    from xpcsviewer.export import make_figures
     from xpcsviewer.jobs.ages_bin import AgesOutcome
     from xpcsviewer.views.age_lag_map import map_bins
 
@@ -310,10 +339,9 @@ def _ages_figure(res: Any, ages: dict[str, Any], out: Any, dpi: float
     o = AgesOutcome(None, "age x lag map" if out.source == "age_lag" else "full map",
                     out.n_frames, float(out.cuts.frame_time), out.cuts, out.fits)
     try:
-        pages = make_figures("ages", [res], "double", bin_index=shown.index(rows[k]["bin"]),
-                             max_size=256, ages=o)
-        return [{"kind": "ages", "caption": cap,
-                 "pngs": [png_bytes(pg, dpi) for pg in pages], "note": ""}]
+        pngs = figure_pngs("ages", res, dpi, bin_index=shown.index(rows[k]["bin"]),
+                           max_size=256, ages=o)
+        return [{"kind": "ages", "caption": cap, "pngs": pngs, "note": ""}]
     except Exception as exc:  # the file's data cannot give this plot: say so
         return [{"kind": "ages", "caption": cap, "pngs": [], "note": f"not drawn: {_why(exc)}"}]
 
