@@ -1,10 +1,12 @@
 """Time ``xpcsviewer report`` on 1 file and on a run of N files (issue 36 goals: 1 file
 <= 5 s, 50 files <= 60 s on 2 cores; the HTML <= 10 MB).
 
-The run is the demo set's result files repeated under new names (symlinks) up to N.
-Prints wall time, CPU time (this process and its workers) and the sizes::
+The run is the demo set's result files repeated under new names (symlinks) up to N,
+or (``--folder``) the first N result files of a folder, e.g. a mix of demo and real
+files linked under distinct names. Prints wall time, CPU time (this process and its
+workers), the load and the sizes::
 
-    python benchmarks/report.py [--demo DIR] [--files 1 50] [--workers 2] [--pdf]
+    python benchmarks/report.py [--demo DIR | --folder DIR] [--files 1 50] [--workers 2] [--pdf]
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def main() -> int:
     ap.add_argument("--demo", type=Path, default=None,
                     help="a demo set (default: written to a temporary folder)")
     ap.add_argument("--files", type=int, nargs="+", default=[1, 50])
+    ap.add_argument("--folder", type=Path, default=None,
+                    help="take the first N *_results.hdf of this folder (sorted) instead")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--pdf", action="store_true", help="also write the PDF")
     a = ap.parse_args()
@@ -48,7 +52,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         demo = a.demo
-        if demo is None:
+        if demo is None and a.folder is None:
             from xpcsviewer.synthetic.demo import write_demo
 
             demo = tmp / "demo"
@@ -57,7 +61,8 @@ def main() -> int:
         for n in a.files:
             run = tmp / f"set{n}"
             run.mkdir()
-            files = _set(demo, n, run)
+            files = (sorted(a.folder.glob("*_results.hdf"))[:n] if a.folder is not None
+                     else _set(demo, n, run))
             c0, t0 = _cpu(), time.perf_counter()
             o = write_report(files, run / "r.html", run / "r.pdf" if a.pdf else None,
                              workers=min(a.workers, n))

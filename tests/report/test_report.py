@@ -176,14 +176,14 @@ def test_pdf_pages_and_fonts(tiny_report):
 
 def test_summary_lists_failed_bins_with_reasons(tiny_report):
     """The summary names every bin that is not converged, its status and a reason."""
-    from xpcsviewer.report.content import SUMMARY_COLUMNS, file_summary
+    from xpcsviewer.report.content import AGEING_COLUMN, SUMMARY_COLUMNS, file_summary
     from xpcsviewer.report.sections import file_section
 
     files, _, _, text, _ = tiny_report
     for p in files:
         sec = file_section(str(p), figures=False)
         s = file_summary(sec)
-        assert set(s) == set(SUMMARY_COLUMNS)
+        assert set(s) == {*SUMMARY_COLUMNS, AGEING_COLUMN}
         bad = [b for b in sec["bins"] if b["status"] != "converged"]
         for b in bad:
             assert b["status"] in s["failed bins: why"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from xpcsviewer.export._fig_common import plain as _escape
 
-__all__ = ["plain_texts", "tidy_figure"]
+__all__ = ["plain_texts", "tidy_drawn", "tidy_figure"]
 
 
 def plain_texts(fig: Any) -> None:
@@ -109,7 +109,29 @@ def tidy_figure(fig: Any) -> None:
     laid out again when drawn."""
     plain_texts(fig)  # before the first draw, which would parse them
     fig.draw_without_rendering()  # constrained layout: the axes' real sizes
-    renderer = fig.canvas.get_renderer()
+    _tidy_laid_out(fig, fig.canvas.get_renderer())
+
+
+def tidy_drawn(fig: Any, dpi: float) -> Any:
+    """:func:`tidy_figure` and the raster drawing at ``dpi`` together (a figure made
+    with ``tidy=False``): the layout is computed by the drawing itself and the texts are
+    measured on it, so a figure where nothing collides (most) is laid out and drawn in
+    one pass instead of a layout pass and a drawing; one that changed is drawn again.
+    Returns the Agg canvas (``buffer_rgba()``: the pixels)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    plain_texts(fig)
+    fig.set_dpi(dpi)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    if _tidy_laid_out(fig, canvas.get_renderer()):
+        canvas.draw()
+    return canvas
+
+
+def _tidy_laid_out(fig: Any, renderer: Any) -> bool:
+    """The wrapping and thinning of :func:`tidy_figure` on a laid-out figure; True when
+    something changed (the figure must be drawn again)."""
     changed = False
     for t, room in _texts_and_room(fig):
         changed |= _wrap(t, room, renderer)
@@ -124,3 +146,4 @@ def tidy_figure(fig: Any) -> None:
         for axis in crowded:
             _thin_ticks(axis, step)
         changed = True
+    return changed

@@ -127,7 +127,8 @@ def preload_plotting(progress=None, cancel=None) -> None:
     matplotlib.colormaps["viridis"]  # the registry loads lazily
 
 
-def make_figure(kind: str, results: list, size: str | None = None, **options: Any) -> Any:
+def make_figure(kind: str, results: list, size: str | None = None, *, tidy: bool = True,
+                **options: Any) -> Any:
     """Build the publication figure of ``kind`` for ``results``.
 
     Parameters
@@ -141,6 +142,10 @@ def make_figure(kind: str, results: list, size: str | None = None, **options: An
         :func:`~xpcsviewer.export._fig_common.export_style`, else each figure's own
         size and 10 pt text. With a preset
         a g2 figure holds its first page only; :func:`make_figures` gives them all.
+    tidy : bool
+        False: the collision pass (:func:`~xpcsviewer.export._layout.tidy_figure`) is
+        left to the caller, who draws the figure with
+        :func:`~xpcsviewer.export._layout.tidy_drawn` (one drawing instead of two).
     **options
         Kind-specific options; unknown options raise ``TypeError``.
 
@@ -156,11 +161,12 @@ def make_figure(kind: str, results: list, size: str | None = None, **options: An
         )
     with export_style(size if size is not None else current_preset()):
         fig = fn(list(results), **options)
-        tidy_figure(fig)
+        if tidy:
+            tidy_figure(fig)
     return fig
 
 
-def make_figures(kind: str, results: list, size: str | None = None,
+def make_figures(kind: str, results: list, size: str | None = None, *, tidy: bool = True,
                  **options: Any) -> list[Any]:
     """Every page of the figure of ``kind`` (one, but for a g2 figure of more panels
     than a page of the preset holds); see :func:`make_figure`.
@@ -170,6 +176,8 @@ def make_figures(kind: str, results: list, size: str | None = None,
     """
     from xpcsviewer import export as xp  # looked up when called: wrappers see each page
 
+    if not tidy:  # only then passed on: wrappers of make_figure need not know it
+        options = {**options, "tidy": False}
     with export_style(size if size is not None else current_preset()):
         first = xp.make_figure(kind, results, **options)
         n = int(getattr(first, "xpcs_pages", 1))

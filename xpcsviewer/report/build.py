@@ -70,18 +70,21 @@ PARTS = ("fits", "images")
 def _shared_qmaps(files: list[str]) -> list[str | None]:
     """Per file: the name of an earlier file with the same q-map (by its hash), whose
     q-map figure stands for both; None: draw it (a new q-map, or no hash)."""
+    first: dict[str, str] = {}
+    return [_qmap_as(p, first) for p in files]
+
+
+def _qmap_as(path: str, first: dict[str, str]) -> str | None:
+    """:func:`_shared_qmaps` of one file, ``first`` the q-maps met so far (updated)."""
     from xpcsviewer.io import read_result
 
-    first: dict[str, str] = {}
-    out: list[str | None] = []
-    for p in files:
-        try:
-            h = read_result(p).qmap.hash
-        except Exception:  # unreadable: its own section says why
-            h = ""
-        out.append(first.get(h) if h else None)
-        if h:
-            first.setdefault(h, Path(p).name)
+    try:
+        h = read_result(path).qmap.hash
+    except Exception:  # unreadable: its own section says why
+        h = ""
+    out = first.get(h) if h else None
+    if h:
+        first.setdefault(h, Path(path).name)
     return out
 
 
@@ -93,8 +96,8 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
 
     n = len(files)
     saxs1d = n == 1  # a set draws I(q) of all files in one figure
-    qmap_as = _shared_qmaps(files)
     if workers <= 1:
+        qmap_as = _shared_qmaps(files)
         out = []
         for i, p in enumerate(files):
             tell(progress, cancel, i, n + 1, f"{Path(p).name}: read, fit, draw")
@@ -107,10 +110,17 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
 
     parts: dict[tuple[int, str], dict[str, Any]] = {}
     tell(progress, cancel, 0, n + 1, f"{n} files in {workers} processes")
+    qmap_as: list[str | None] = []
+    first: dict[str, str] = {}
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        # file by file, so that files complete (and the bar moves) as the run goes
-        futs = {pool.submit(_part_task, p, part, dpi, saxs1d, qmap_as[i]): (i, part)
-                for i, p in enumerate(files) for part in PARTS}
+        # file by file, so that files complete (and the bar moves) as the run goes; a
+        # file's q-map hash is read here while the workers start on the fits (issue 49:
+        # all hashes first, 50 files read in a row, kept the workers idle for seconds)
+        futs = {}
+        for i, p in enumerate(files):
+            futs[pool.submit(_part_task, p, "fits", dpi, saxs1d, None)] = (i, "fits")
+            qmap_as.append(_qmap_as(p, first))
+            futs[pool.submit(_part_task, p, "images", dpi, saxs1d, qmap_as[i])] = (i, "images")
         pending = set(futs)
         try:
             while pending:
@@ -137,9 +147,8 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
 
 def _combined_saxs1d(sections: list[dict[str, Any]], dpi: float) -> list[dict[str, Any]]:
     """I(q) of every file read, in one figure (export's ``saxs1d`` of several files)."""
-    from xpcsviewer.export import make_figures
     from xpcsviewer.io import read_result
-    from xpcsviewer.report.sections import png_bytes
+    from xpcsviewer.report.sections import figure_pngs
 
     caption = "I(q) of every file"
     try:
@@ -147,12 +156,7 @@ def _combined_saxs1d(sections: list[dict[str, Any]], dpi: float) -> list[dict[st
                    if "error" not in s and s.get("kind") != "raw"]
         if not results:
             return []
-        pages = make_figures("saxs1d", results, "double")
-        try:
-            pngs = [png_bytes(p, dpi) for p in pages]
-        finally:
-            for p in pages:
-                p.clear()
+        pngs = figure_pngs("saxs1d", results, dpi)
     except Exception as exc:  # the data cannot give the plot: say so
         return [{"kind": "saxs1d", "caption": caption, "pngs": [], "note": f"not drawn: {exc}"}]
     return [{"kind": "saxs1d", "caption": caption, "pngs": pngs, "note": ""}]

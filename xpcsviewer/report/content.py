@@ -12,11 +12,13 @@ from collections import Counter
 from typing import Any
 
 __all__ = [
+    "AGEING_COLUMN",
     "AGES_COLUMNS",
     "BIN_COLUMNS",
     "SUMMARY_COLUMNS",
     "ages_rows",
     "ages_text",
+    "ages_verdicts",
     "bin_rows",
     "failed_text",
     "file_summary",
@@ -25,11 +27,15 @@ __all__ = [
     "provenance_rows",
     "quality_rows",
     "software_versions",
+    "summary_columns",
     "summary_rows",
+    "tau_shown",
 ]
 
 SUMMARY_COLUMNS = ("file", "contrast", "\u03c4 per q-bin (s)", "diffusive?", "D, radius",
                    "damaged?", "bins", "failed bins: why")
+#: The summary's column of two-time files' ageing verdicts (only in a set with one).
+AGEING_COLUMN = "ageing (two-time): law per bin"
 BIN_COLUMNS = ("file", "bin", "q (\u00c5\u207b\u00b9)", "\u03c6 (deg)", "model", "status",
                "reason", "contrast", "\u03c4 (s)", "\u03c7\u00b2\u1d63")
 
@@ -68,10 +74,31 @@ def _conv(sec: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in sec["bins"] if b["status"] == "converged"]
 
 
+def tau_shown(b: dict[str, Any]) -> bool:
+    """The bin's headline tau may be printed as a value: the fit table's one rule
+    (:func:`~xpcsviewer.fitting.status_limits.tau_quotable`), checked again here so that
+    no text of the report quotes a tau its status does not allow (issue 49)."""
+    from xpcsviewer.fitting.status_limits import tau_quotable
+
+    return b["tau"] is not None and tau_quotable(b["status"], b["reason"], b["tau_name"],
+                                                 b.get("limit_name", ""))
+
+
 def _tau_text(b: dict[str, Any]) -> str:
-    if b["tau"] is not None:
+    if tau_shown(b):
         return fmt_pm(b["tau"], b["tau_err"])
     return b["limit"] or "\u2013"
+
+
+def _summary_tau(b: dict[str, Any]) -> str:
+    """A bin's tau in the summary: the quotable value (a bin that did not converge marked
+    by the limit on its other time, else by its status), or the limit alone."""
+    if not tau_shown(b):
+        return b["limit"]
+    text = fmt_pm(b["tau"], b["tau_err"])
+    if b["status"] == "converged":
+        return text
+    return f"{text} ({b['limit'] or b['status']})"
 
 
 def failed_text(sec: dict[str, Any]) -> str:
@@ -92,7 +119,41 @@ def failed_text(sec: dict[str, Any]) -> str:
 
 
 def file_summary(sec: dict[str, Any]) -> dict[str, str]:
-    """The summary line of one file (keys: :data:`SUMMARY_COLUMNS`)."""
+    """The summary line of one file (keys: :data:`SUMMARY_COLUMNS` and
+    :data:`AGEING_COLUMN`)."""
+    row = _file_summary(sec)
+    verdicts = ages_verdicts(sec)
+    row[AGEING_COLUMN] = "; ".join(verdicts) or "\u2013"
+    if verdicts and not sec.get("multitau", True):
+        row.update(_twotime_only(sec))
+    return row
+
+
+def _twotime_only(sec: dict[str, Any]) -> dict[str, str]:
+    """The cells of a file with two-time data and no multi-tau g2 (issue 49: they read
+    "\u2013", "cannot tell: no g2 fits", "no fitted bins"): the contrast of its
+    converged constant-age cuts, its two-time bins and the bins without a law."""
+    a = sec["ages"]
+    cs = a.get("contrast") or []
+    if cs:
+        contrast = (f"{fmt(statistics.median(cs), 3)} (median of {len(cs)} converged "
+                    f"constant-age cuts; {fmt(cs[0], 3)}\u2013{fmt(cs[-1], 3)})")
+    else:
+        contrast = "\u2013 (no constant-age cut converged)"
+    rows = a.get("bins", [])
+    lawless = [str(r["bin"]) for r in rows if not _has_law(r)]
+    return {
+        "contrast": contrast,
+        "\u03c4 per q-bin (s)": "two-time only: \u03c4 against age in the ageing column",
+        "diffusive?": "not tested: no multi-tau g2 (two-time only)",
+        "bins": f"{len(rows)} two-time bins, {len(rows) - len(lawless)} with an ageing law",
+        "failed bins: why": (f"no ageing law: bin{'s' if len(lawless) > 1 else ''} "
+                             f"{', '.join(lawless)} (why: the ageing column)"
+                             if lawless else "none"),
+    }
+
+
+def _file_summary(sec: dict[str, Any]) -> dict[str, str]:
     if "error" in sec:
         return dict.fromkeys(SUMMARY_COLUMNS, "") | {"file": sec["path"],
                                                   "failed bins: why": sec["error"]}
@@ -109,10 +170,8 @@ def file_summary(sec: dict[str, Any]) -> dict[str, str]:
         contrast = f"{fmt(med, 3)} (median of {len(cs)} converged; {fmt(lo, 3)}\u2013{fmt(hi, 3)})"
     else:
         contrast = "\u2013 (no converged bin)"
-    # a tau of a bin that did not converge is marked with its status
-    taus = [f"{b['bin']}: {_tau_text(b)}"
-            + ("" if b["status"] == "converged" or b["limit"] else f" ({b['status']})")
-            for b in sec["bins"] if b["tau"] is not None or b["limit"]]
+    taus = [f"{b['bin']}: {_summary_tau(b)}" for b in sec["bins"]
+            if tau_shown(b) or b["limit"]]
     d = sec["diffusion"]
     diff = {"diffusive": "yes", "not_diffusive": "no", "too_few_bins": "cannot tell",
             "no_fits": "cannot tell"}.get(d["verdict"], d["verdict"])
@@ -139,9 +198,19 @@ def file_summary(sec: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def summary_columns(sections: list[dict[str, Any]]) -> tuple[str, ...]:
+    """:data:`SUMMARY_COLUMNS`, with :data:`AGEING_COLUMN` after the taus where a file
+    of the set has two-time data (a column no file fills is left out)."""
+    if not any(s.get("ages") for s in sections):
+        return SUMMARY_COLUMNS
+    k = SUMMARY_COLUMNS.index("\u03c4 per q-bin (s)") + 1
+    return (*SUMMARY_COLUMNS[:k], AGEING_COLUMN, *SUMMARY_COLUMNS[k:])
+
+
 def summary_rows(sections: list[dict[str, Any]]) -> list[list[str]]:
-    """One row per file (:data:`SUMMARY_COLUMNS`)."""
-    return [[file_summary(s)[c] for c in SUMMARY_COLUMNS] for s in sections]
+    """One row per file (:func:`summary_columns`)."""
+    cols = summary_columns(sections)
+    return [[file_summary(s).get(c, "\u2013") for c in cols] for s in sections]
 
 
 def bin_rows(sec: dict[str, Any]) -> list[tuple[list[str], dict[str, Any]]]:
@@ -237,14 +306,43 @@ def ages_text(sec: dict[str, Any]) -> str | None:
             "\u03c4, or 2 resolved).")
 
 
+def _slope_text(r: dict[str, Any]) -> str:
+    """"a = 0.611 [0.338, 0.885]": the law's slope and its 95 % interval."""
+    name = "a" if r["slope_name"] == "a" else "\u03bc"
+    return (f"{name} = {fmt(r['slope'], 3)} [{fmt(r['slope_lo95'], 3)}, "
+            f"{fmt(r['slope_hi95'], 3)}]" if r["slope"] is not None else "\u2013")
+
+
+def _has_law(r: dict[str, Any]) -> bool:
+    return r["verdict"] != "undetermined" and r["slope"] is not None
+
+
+def ages_verdicts(sec: dict[str, Any]) -> list[str]:
+    """Each two-time bin's result of the ages table in a few words (the summary's
+    ageing column): "bin 2: ageing (a = 0.611 [0.338, 0.885])", or "bin 1: no law
+    (...)" with why; [] without two-time data."""
+    a = sec.get("ages")
+    if not a:
+        return []
+    if "error" in a:
+        return [f"not analysed: {a['error']}"]
+    out = []
+    for r in a.get("bins", []):
+        if _has_law(r):
+            out.append(f"bin {r['bin']}: {r['verdict']} ({_slope_text(r)})")
+        else:  # the verdict's rule: 3 tau drawn, 2 of them resolved
+            out.append(f"bin {r['bin']}: no law: {r.get('n_points', 0)} \u03c4 drawn, "
+                       f"{r['converged']} of {a['windows']} windows converged (a law needs "
+                       "3 drawn, 2 resolved)")
+    return out
+
+
 def ages_rows(sec: dict[str, Any]) -> list[list[str]]:
     """One row per two-time bin, in :data:`AGES_COLUMNS` order."""
     a = sec.get("ages") or {}
     out = []
     for r in a.get("bins", []):
-        name = "a" if r["slope_name"] == "a" else "\u03bc"
-        slope = (f"{name} = {fmt(r['slope'], 3)} [{fmt(r['slope_lo95'], 3)}, "
-                 f"{fmt(r['slope_hi95'], 3)}]" if r["slope"] is not None else "\u2013")
+        slope = _slope_text(r)
         out.append([str(r["bin"]), fmt(r["q"]), r["verdict"], slope, fmt(r["tau0_s"], 3),
                     f"{r['converged']} of {a['windows']}",
                     f"{r['flagged']} of {a['windows']}"])

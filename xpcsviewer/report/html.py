@@ -9,11 +9,11 @@ from typing import Any
 
 from xpcsviewer.report.content import (
     BIN_COLUMNS,
-    SUMMARY_COLUMNS,
     bin_rows,
     provenance_rows,
     quality_rows,
     status_counts,
+    summary_columns,
     summary_rows,
 )
 
@@ -123,19 +123,21 @@ def _file_section(sec: dict[str, Any], k: int) -> str:
     parts = [f'<section id="{anchor}"><h2>{k + 1}. {_e(sec["label"])}</h2>',
              "<h3>Provenance</h3>", _kv_table(provenance_rows(sec))]
     parts += [f'<p class="note">{_e(n)}</p>' for n in sec["notes"]]
-    parts += ["<h3>Stability and beam damage</h3>", f"<p>{_e(st['summary'])}</p>",
-              "<h3>Fits: every q-bin with its model, status and reason</h3>",
-              _bin_table(sec, anchor),
-              "<h3>\u03c4(q): the exponent and D</h3>",
-              f"<p>{_e(d['message'])} ({d['n_good']} converged bins entered)"
-              + (f"; radius {_e(_radius(d))}" if d["verdict"] == "diffusive" else "")
-              + "</p>",
-              *([f'<p class="note">{_e(d["q_note"])}</p>'] if d.get("q_note") else []),
-              *_ages_html(sec),
+    parts += ["<h3>Stability and beam damage</h3>", f"<p>{_e(st['summary'])}</p>"]
+    if sec["bins"]:  # no fitted bin: the note above says why; no empty table (issue 49)
+        parts += ["<h3>Fits: every q-bin with its model, status and reason</h3>",
+                  _bin_table(sec, anchor),
+                  "<h3>\u03c4(q): the exponent and D</h3>",
+                  f"<p>{_e(d['message'])} ({d['n_good']} converged bins entered)"
+                  + (f"; radius {_e(_radius(d))}" if d["verdict"] == "diffusive" else "")
+                  + "</p>",
+                  *([f'<p class="note">{_e(d["q_note"])}</p>'] if d.get("q_note") else [])]
+    parts += [*_ages_html(sec),
               "<h3>Data quality</h3>", _kv_table(quality_rows(sec)),
-              *_raw_html(sec.get("raw")), *xsvs_html(sec.get("xsvs"), sec["label"]),
-              "<h3>Figures</h3>", _figures(sec["figures"], sec["label"]), "</section>"]
-    return "\n".join(parts)
+              *_raw_html(sec.get("raw")), *xsvs_html(sec.get("xsvs"), sec["label"])]
+    if sec["figures"]:
+        parts += ["<h3>Figures</h3>", _figures(sec["figures"], sec["label"])]
+    return "\n".join([*parts, "</section>"])
 
 
 def _ages_html(sec: dict[str, Any]) -> list[str]:
@@ -166,7 +168,9 @@ _GUIDE = (
     "may be quoted (a limit such as \u201c\u03c4 &gt; 2 s\u201d where the decay leaves the "
     "window); <b>diffusive</b> means \u03c4(q) follows q\u207b\u00b2 within its error with "
     "at least 3 converged bins (only then are D and the radius given); <b>damaged</b> "
-    "means I(q) drifted beyond 10 % during the measurement. A bin that is not "
+    "means I(q) drifted beyond 10 % during the measurement; <b>ageing</b> (two-time "
+    "files) is each bin's law of \u03c4 against the sample age (its slope with the 95 % "
+    "interval) and verdict, from its g\u2082-by-age table. A bin that is not "
     "<code>converged</code> says why: <code>no_decay</code> (flat g2), "
     "<code>errors_understated</code> (scatter many times the stated errors: no usable "
     "information), <code>unresolved"
@@ -181,7 +185,7 @@ def render_html(report: dict[str, Any]) -> str:
     counts = status_counts(secs)
     nav = "".join(f'<li><a href="#file{k + 1}">{_e(s.get("label", s["path"]))}</a></li>'
                   for k, s in enumerate(secs))
-    head = "".join(f"<th>{_e(c)}</th>" for c in SUMMARY_COLUMNS)
+    head = "".join(f"<th>{_e(c)}</th>" for c in summary_columns(secs))
     srows = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>"
                     for r in summary_rows(secs))
     sw = ", ".join(f"{k} {v}" for k, v in report["versions"].items())
@@ -193,8 +197,9 @@ def render_html(report: dict[str, Any]) -> str:
         f"{_e(report['fit_text'])}.</p>",
         '<section id="summary"><h2>Summary</h2>', f"<p>{_GUIDE}</p>",
         f'<table class="summary"><tr>{head}</tr>{srows}</table>',
-        "<p>Bins per status over all files: "
-        + _e(", ".join(f"{k} {v}" for k, v in sorted(counts.items()))) + "</p>",
+        *(["<p>Bins per status over all files: "
+           + _e(", ".join(f"{k} {v}" for k, v in sorted(counts.items()))) + "</p>"]
+          if counts else []),
         f"<nav><ul>{nav}</ul></nav></section>",
     ]
     if report.get("set_figures") or report.get("set_notes"):

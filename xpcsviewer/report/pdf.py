@@ -15,13 +15,13 @@ from typing import Any
 from xpcsviewer.report.content import (
     AGES_COLUMNS,
     BIN_COLUMNS,
-    SUMMARY_COLUMNS,
     ages_rows,
     ages_text,
     bin_rows,
     provenance_rows,
     quality_rows,
     status_counts,
+    summary_columns,
     summary_rows,
 )
 
@@ -74,7 +74,15 @@ def _file_items(sec: dict[str, Any], k: int) -> list[tuple[str, Any]]:
     for n in sec["notes"]:
         items += _lines("p", n)
     items += _lines("h3", "Stability and beam damage") + _lines("p", sec["stability"]["summary"])
-    items += _lines("h3", "Fits: every q-bin with its model, status and reason")
+    if sec["bins"]:  # no fitted bin: the note says why (no empty table, issue 49)
+        items += _fit_items(sec)
+    items += _ages_items(sec, ages_text(sec))
+    return items + _quality_items(sec)
+
+
+def _fit_items(sec: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The bin table with the reasons, and tau(q) with the exponent and D."""
+    items = _lines("h3", "Fits: every q-bin with its model, status and reason")
     rows = [c for c, _ in bin_rows(sec)]
     body = _table(BIN_COLUMNS[1:6] + BIN_COLUMNS[7:],
                   [r[1:6] + r[7:] for r in rows], [4, 9, 7, 14, 10, 17, 20, 9])
@@ -93,14 +101,25 @@ def _file_items(sec: dict[str, Any], k: int) -> list[tuple[str, Any]]:
         from xpcsviewer.report.html import _radius
 
         items += _lines("p", f"radius {_radius(d)}")
-    text = ages_text(sec)
+    return items
+
+
+def _ages_items(sec: dict[str, Any], text: str | None) -> list[tuple[str, Any]]:
+    items: list[tuple[str, Any]] = []
     if text is not None:
         items += _lines("h3", "g\u2082 by sample age") + _lines("p", text)
         rows = ages_rows(sec)
         if rows:
             items += [("mono", t) for t in _table(AGES_COLUMNS, rows,
                                                   [3, 9, 12, 28, 7, 11, 13])]
-    items += _lines("h3", "Data quality")
+    return items
+
+
+def _quality_items(sec: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Data quality, raw data, XSVS and the figures."""
+    from xpcsviewer.report.xsvs_section import xsvs_items
+
+    items = _lines("h3", "Data quality")
     for name, v in quality_rows(sec):
         items += _lines("p", f"{name}: {v}")
     items += _raw_items(sec.get("raw"))
@@ -151,13 +170,15 @@ def _items(report: dict[str, Any]) -> list[tuple[str, Any]]:
 
     guide = _GUIDE.replace("<b>", "").replace("</b>", "").replace("<code>", "")
     items += _lines("p", guide.replace("</code>", "").replace("&gt;", ">"))
+    cols = summary_columns(secs)
     for r in summary_rows(secs):
         items += _lines("h3", r[0])
-        for name, v in zip(SUMMARY_COLUMNS[1:], r[1:], strict=True):
+        for name, v in zip(cols[1:], r[1:], strict=True):
             items += _lines("p", f"{name}: {v}")
     counts = status_counts(secs)
-    items += _lines("p", "Bins per status over all files: "
-                    + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if counts:
+        items += _lines("p", "Bins per status over all files: "
+                        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if report.get("set_figures") or report.get("set_notes"):
         items += [("page", None), *_lines("h2", "The set of files")]
         for n in report.get("set_notes", []):

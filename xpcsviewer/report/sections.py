@@ -70,6 +70,46 @@ def png_bytes(fig: Any, dpi: float, laid_out: bool = True) -> bytes:
     return out.getvalue()
 
 
+def figure_pngs(kind: str, res: Any, dpi: float, **kw: Any) -> list[bytes]:
+    """Every page of export's figure ``kind`` of ``res`` (a result or a list of them;
+    page preset ``double``) as
+    :func:`png_bytes` PNGs, each laid out, tidied and drawn by one drawing at ``dpi``
+    (:func:`~xpcsviewer.export._layout.tidy_drawn`: a layout pass and a drawing were
+    2/3 of the report's time, issue 49); the figures are cleared afterwards."""
+    from PIL import Image
+
+    from xpcsviewer.export import make_figures
+    from xpcsviewer.export._fig_common import export_style
+    from xpcsviewer.export._layout import tidy_drawn
+
+    with export_style("double"):  # ticks made while drawing take the page's style
+        pages = make_figures(kind, res if isinstance(res, list) else [res], tidy=False, **kw)
+        try:
+            out = []
+            for fig in pages:
+                canvas = tidy_drawn(fig, dpi)
+                w, h = canvas.get_width_height()
+                im = Image.frombuffer("RGBA", (w, h), bytes(canvas.buffer_rgba()))
+                out.append(_png_of(im))
+            return out
+        finally:
+            for p in pages:
+                p.clear()
+
+
+def _png_of(im: Any) -> bytes:
+    """A 256-colour PNG of ``im`` (RGBA over white, or RGB)."""
+    from PIL import Image
+
+    if im.mode == "RGBA":
+        bg = Image.new("RGBA", im.size, (255, 255, 255, 255))
+        im = Image.alpha_composite(bg, im)
+    out = io.BytesIO()
+    im.convert("RGB").quantize(256, method=Image.Quantize.FASTOCTREE).save(
+        out, "PNG", optimize=True)
+    return out.getvalue()
+
+
 def _f(x: Any) -> float | None:
     """A finite float, or None."""
     try:
@@ -138,6 +178,9 @@ def _bins(fits: Any) -> list[dict[str, Any]]:
             "tau_name": name, "tau": _f(t[b]), "tau_err": _f(te[b]),
             "tau_mean": _f(tm[b]), "tau_mean_err": _f(tme[b]),
             "limit": fits.limit_text(b), "chi2_red": _f(fits.chi2_red[b]),
+            # the time a limit is on (a double's tau2 leaves tau1 quotable): the rule's input
+            "limit_name": (str(fits.limit_name[b]) if fits.has_limit(b)
+                           and fits.limit_name is not None else ""),
         })
     return out
 
@@ -191,7 +234,6 @@ FIT_FIGURES = ("g2", "diffusion")
 def _figures(res: Any, fits: Any, analysis: Any, dpi: float, saxs1d: bool = True,
              kinds: tuple[str, ...] | None = None,
              qmap_as: str | None = None) -> list[dict[str, Any]]:
-    from xpcsviewer.export import make_figures
     from xpcsviewer.views.age_lag_map import age_lag_only, has_twotime, map_bins
 
     todo: list[tuple[str, str, dict[str, Any]]] = []
@@ -222,20 +264,11 @@ def _figures(res: Any, fits: Any, analysis: Any, dpi: float, saxs1d: bool = True
     out = list(skipped)
     for kind, caption, kw in todo:
         try:
-            pages = make_figures(kind, [res], "double", **kw)
+            out.append({"kind": kind, "caption": caption,
+                        "pngs": figure_pngs(kind, res, dpi, **kw), "note": ""})
         except Exception as exc:  # the file's data cannot give this plot: say so
             out.append({"kind": kind, "caption": caption, "pngs": [],
                         "note": f"not drawn: {_why(exc)}"})
-            continue
-        try:
-            out.append({"kind": kind, "caption": caption,
-                        "pngs": [png_bytes(p, dpi) for p in pages], "note": ""})
-        except Exception as exc:  # some errors show only when drawn
-            out.append({"kind": kind, "caption": caption, "pngs": [],
-                        "note": f"not drawn: {_why(exc)}"})
-        finally:
-            for p in pages:
-                p.clear()
     return out
 
 
@@ -278,7 +311,11 @@ def _ages(res: Any, p: Path) -> dict[str, Any] | None:
                      "n_points": int(lf.n_points),
                      "converged": int(np.sum(f.status[0, :, j] == "converged")),
                      "flagged": int(np.sum(f.disagree[:, j]))})
-    return {"source": out.source, "law": f.law, "windows": int(c.windows.n),
+    # the constant-age cuts' contrasts that converged (the summary's contrast of a
+    # file with two-time data only)
+    ok = f.status[0] == "converged"
+    cs = sorted(float(v) for v in np.asarray(f.contrast[0], float)[ok] if np.isfinite(v))
+    return {"source": out.source, "law": f.law, "windows": int(c.windows.n), "contrast": cs,
             "window_s": [[_f(lo), _f(hi)] for lo, hi in zip(c.windows.lo, c.windows.hi,
                                                               strict=True)],
             "tau_error_source": f.tau_err_source, "bins": rows, "outcome": out}
@@ -288,7 +325,6 @@ def _ages_figure(res: Any, ages: dict[str, Any], out: Any, dpi: float
                  ) -> list[dict[str, Any]]:
     """The ages figure of the first bin with a law (else the first bin), drawn from the
     analysis the table came from (not analysed again)."""
-    from xpcsviewer.export import make_figures
     from xpcsviewer.jobs.ages_bin import AgesOutcome
     from xpcsviewer.views.age_lag_map import map_bins
 
@@ -303,17 +339,16 @@ def _ages_figure(res: Any, ages: dict[str, Any], out: Any, dpi: float
     o = AgesOutcome(None, "age x lag map" if out.source == "age_lag" else "full map",
                     out.n_frames, float(out.cuts.frame_time), out.cuts, out.fits)
     try:
-        pages = make_figures("ages", [res], "double", bin_index=shown.index(rows[k]["bin"]),
-                             max_size=256, ages=o)
-        return [{"kind": "ages", "caption": cap,
-                 "pngs": [png_bytes(pg, dpi) for pg in pages], "note": ""}]
+        pngs = figure_pngs("ages", res, dpi, bin_index=shown.index(rows[k]["bin"]),
+                           max_size=256, ages=o)
+        return [{"kind": "ages", "caption": cap, "pngs": pngs, "note": ""}]
     except Exception as exc:  # the file's data cannot give this plot: say so
         return [{"kind": "ages", "caption": cap, "pngs": [], "note": f"not drawn: {_why(exc)}"}]
 
 
 def _fit_part(res: Any, p: Path, dpi: float, figures: bool) -> dict[str, Any]:
     """Fits, verdict of D(q), data quality and the figures that need the fits."""
-    out: dict[str, Any] = {"bins": [], "notes": []}
+    out: dict[str, Any] = {"bins": [], "notes": [], "multitau": res.multitau is not None}
     fits = analysis = None
     if res.multitau is not None:
         from xpcsviewer.fitting.block_fits import fit_curves
@@ -328,7 +363,8 @@ def _fit_part(res: Any, p: Path, dpi: float, figures: bool) -> dict[str, Any]:
         except Exception as exc:  # degenerate g2 (all NaN): the rest is still reported
             out["notes"].append(f"g2 not fitted: {_why(exc)}")
     else:
-        out["notes"].append("no multi-tau g2 in the file (two-time only)")
+        out["notes"].append("no multi-tau g2 in the file (two-time only): no per-bin g2 "
+                            "fits or \u03c4(q); its ageing is under g\u2082 by sample age")
     out["diffusion"] = _diffusion(analysis, res)
     out["ages"] = _ages(res, p)
     # the analysis itself stays here (a section is plain data: pickled, written)
