@@ -27,6 +27,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QSpinBox, QWidget
 
+# Deferred and the job: the tabs and tests import them from here
+from xpcsviewer.export.figure_job import (  # noqa: F401
+    Deferred,
+    export_figure_in_process,
+    export_figure_job,
+)
 from xpcsviewer.gui.context import AppContext
 
 __all__ = ["BasePanel", "export_figure_job", "export_table_job"]
@@ -71,37 +77,6 @@ def apply_settings(
     for key, edit in edits:
         if key in s:
             edit.setText(str(s[key]))
-
-
-class Deferred:
-    """A figure option computed in the export worker, not on the GUI thread (a fit or a
-    screen the tab has not made yet): ``Deferred(fn, *args)``."""
-
-    def __init__(self, fn, *args) -> None:
-        self.fn, self.args = fn, args
-
-    def __call__(self):
-        return self.fn(*self.args)
-
-
-def export_figure_job(kind: str, results: list, options: dict, path: str,
-                      size: str = "double", progress=None, cancel=None) -> str:
-    """Worker job: build the matplotlib figure ``kind`` and save it atomically.
-
-    Runs off the GUI thread (Agg, no Qt). ``size`` is a journal preset, as
-    ``export --size``. Returns the written path (of several PNG/SVG pages: the first).
-    """
-    from xpcsviewer.export import make_figures, save_figure
-    from xpcsviewer.progress import report
-
-    report(progress, cancel, 0, 2, "building figure")
-    options = {k: v() if isinstance(v, Deferred) else v for k, v in options.items()}
-    # g2 panels beyond a page go on more pages (issue 33)
-    figs = make_figures(kind, results, size, **options)
-    report(progress, cancel, 1, 2, "writing")
-    path = save_figure(figs, path)
-    report(progress, cancel, 2, 2, "done")
-    return str(path)
 
 
 def export_table_job(columns: dict, path: str, header: list[str] | None = None,
@@ -291,7 +266,7 @@ class BasePanel(QWidget):
             return None
         path = str(path)
         return self.submit(
-            "export-figure", export_figure_job, self.figure_kind, self.shown_results(),
+            "export-figure", export_figure_in_process, self.figure_kind, self.shown_results(),
             dict(self.figure_options()), path, size,
             on_result=self._on_exported, description=f"Exporting {Path(path).name}")
 
