@@ -76,7 +76,7 @@ def test_a_child_that_dies_is_an_error(tmp_path):
 def test_figure_export_in_a_process_writes_the_same_file(tmp_path, monkeypatch):
     import matplotlib.image as mpimg
 
-    from xpcsviewer.export.figure_job import export_figure_in_process, export_figure_job
+    from xpcsviewer.gui.figure_job import export_figure_in_process, export_figure_job
     from xpcsviewer.io.results.reader import read_result
     from xpcsviewer.synthetic.demo import write_demo
 

@@ -26,7 +26,7 @@ def report_job_in_process(paths: list[str], target: str, progress: Any = None,
                           cancel: Any = None) -> str:
     """:func:`report_job` in a spawned worker process (its drawing holds the GIL for
     seconds; docs/gui-stalls.md); ``XPCS_DRAW_IN_PROCESS=0``: in the calling thread."""
-    from xpcsviewer.export.figure_job import in_process
+    from xpcsviewer.gui.figure_job import in_process
 
     return in_process(report_job, paths, target, progress=progress, cancel=cancel)
 

@@ -27,13 +27,14 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QSpinBox, QWidget
 
+from xpcsviewer.gui.context import AppContext
+
 # Deferred and the job: the tabs and tests import them from here
-from xpcsviewer.export.figure_job import (  # noqa: F401
+from xpcsviewer.gui.figure_job import (  # noqa: F401
     Deferred,
     export_figure_in_process,
     export_figure_job,
 )
-from xpcsviewer.gui.context import AppContext
 
 __all__ = ["BasePanel", "export_figure_job", "export_table_job"]
 

@@ -1,4 +1,5 @@
-"""The figure export job of the window's tabs (Qt-free), run in a worker process.
+"""The figure export job of the window's tabs, run in a worker process (Qt-free: the
+child imports this module, never Qt).
 
 Building and saving a matplotlib figure holds the GIL for 0.3-2 s; in a worker thread of
 the window that is a pause of the GUI thread at load (docs/gui-stalls.md). The window
