@@ -30,10 +30,20 @@ $(VENV)/.kernels: $(KERNELS) $(VENV)/.installed-app
 	$(BIN)/python -m xpcsviewer.commands._precompile
 	touch $@
 
-install: $(VENV)/.installed-app $(VENV)/.kernels
+# JAX's compilation cache filled with the default fit programs (least squares, and NUTS
+# of `fit --bayes` and of the window), so that a first Bayesian fit loads them instead of
+# compiling (docs/fitting.md, "The first fit after install"). XPCS_PRECOMPILE_JAX=lsq|off makes it shorter or
+# skips it; `make test` does not run it.
+JAX_PROGRAMS := $(wildcard xpcsviewer/fitting/*.py) xpcsviewer/jobs/precompile_jax.py \
+	xpcsviewer/jobs/warmup.py xpcsviewer/jobs/fit.py xpcsviewer/backends/jax_backend.py
+$(VENV)/.jax-programs: $(JAX_PROGRAMS) $(VENV)/.installed-app
+	$(BIN)/python -m xpcsviewer.commands._precompile --jax
+	touch $@
+
+install: $(VENV)/.installed-app $(VENV)/.kernels $(VENV)/.jax-programs
 
 # Reuses a complete demo set; `make demo DEMO_ARGS=--overwrite` simulates it again.
-demo: $(VENV)/.installed-app $(VENV)/.kernels
+demo: $(VENV)/.installed-app $(VENV)/.kernels $(VENV)/.jax-programs
 	$(BIN)/xpcsviewer demo --out $(DEMO) $(DEMO_ARGS)
 
 # The linter (ruff, configured in pyproject.toml) runs first: a finding fails `make test`.

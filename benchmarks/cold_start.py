@@ -12,6 +12,9 @@ imports included), medians of ``--repeats``:
 - ``fit FILE --bayes`` (NUTS, all bins of the file) with an **empty** persistent
   compilation cache, then again in a **second process** with the cache the first one
   filled: the difference is what the cache saves;
+- ``fit FILE --bayes`` in a fresh process after the install step's fill
+  (``python -m xpcsviewer.commands._precompile --jax``, into a cache of its own; its
+  seconds are printed too): the user's first Bayesian fit after ``make install``;
 - the GUI: process start to the first painted main window (offscreen), and to the
   end of the start-up warm-up (JAX imported, fits and NUTS compiled in a worker).
 
@@ -20,7 +23,8 @@ with an empty cache each: seconds per phase (imports, reading, the automatic lea
 squares, NUTS tracing, XLA compilation, start, warm-up, draws, extension round,
 summaries), with the XLA programs compiled and their compile seconds per phase (from
 ``jax.monitoring``; compile seconds of programs compiled at once add up beyond the
-wall time).
+wall time). ``--breakdown --installed``: the same after the install step's fill (the
+programs loaded from the cache, not compiled).
 
 The demo file is written to a temporary folder that is removed afterwards.
 """
@@ -142,10 +146,19 @@ print(f"PHASE\ttotal\t{now - t_start:.3f}\t{sum(v[0] for v in comp.values())}\t"
 """
 
 
-def _breakdown(f: str, tmp_p: Path, env: dict[str, str], repeats: int) -> None:
+def _install_fill(env: dict[str, str]) -> float:
+    """The install step's JAX fill into ``env``'s cache: its seconds."""
+    return _run([sys.executable, "-m", "xpcsviewer.commands._precompile", "--jax", "--quiet"],
+                env)
+
+
+def _breakdown(f: str, tmp_p: Path, env: dict[str, str], repeats: int,
+               installed: bool = False) -> None:
     rows: dict[str, list[tuple[float, int, float]]] = {}
     for i in range(repeats):
         e = dict(env, XPCS_JAX_CACHE_DIR=str(tmp_p / f"breakdown-cache-{i}"))
+        if installed:
+            print(f"install fill: {_install_fill(e):.1f} s")
         load = os.getloadavg()[0]
         out = subprocess.run([sys.executable, "-c", _BREAKDOWN_PROBE, repr(time.time()), "fit",
                               f, "--bayes", "-o", str(tmp_p / f"bd{i}.json"), "--quiet",
@@ -188,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-gui", action="store_true")
     ap.add_argument("--breakdown", action="store_true",
                     help="only the phases of a cold fit --bayes (see the module docstring)")
+    ap.add_argument("--installed", action="store_true",
+                    help="with --breakdown: after the install step's fill")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="xpcs-cold-") as tmp:
@@ -201,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load average at start: {os.getloadavg()[0]:.2f}  (2 cores shared: compare rows "
               "only within one run)")
         if args.breakdown:
-            _breakdown(f, tmp_p, env, args.repeats)
+            _breakdown(f, tmp_p, env, args.repeats, args.installed)
             return 0
 
         rows: dict[str, list[float]] = {"--help": [], "info": [], "fit (least squares)": []}
@@ -216,15 +231,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:34s} {_median(xs)}")
 
         if not args.no_nuts:
-            cold, second = [], []
+            cold, second, fill, first = [], [], [], []
             for i in range(max(1, args.repeats - 1)):
                 e = dict(env, XPCS_JAX_CACHE_DIR=str(tmp_p / f"nuts-cache-{i}"))
                 cold.append(_run([*EXE, "fit", f, "--bayes", "-o", str(tmp_p / f"b{i}.json"),
                                   "--quiet"], e))
                 second.append(_run([*EXE, "fit", f, "--bayes", "-o", str(tmp_p / f"c{i}.json"),
                                     "--quiet"], e))
+                e = dict(env, XPCS_JAX_CACHE_DIR=str(tmp_p / f"installed-cache-{i}"))
+                fill.append(_install_fill(e))
+                first.append(_run([*EXE, "fit", f, "--bayes", "-o", str(tmp_p / f"d{i}.json"),
+                                   "--quiet"], e))
             print(f"{'fit --bayes, empty cache':34s} {_median(cold)}")
             print(f"{'fit --bayes, second process':34s} {_median(second)}")
+            print(f"{'install step: JAX fill':34s} {_median(fill)}")
+            print(f"{'fit --bayes, first after install':34s} {_median(first)}")
 
         if not args.no_gui:
             win, warm = [], []

@@ -80,7 +80,7 @@ def simulated_result(name: str, shape, n_frames: int, seed: int, dq: int = 24):
 
 #: which inputs each action needs (so that a short run writes only those)
 NEEDS = {"demo": ("bayes_during_warmup", "first_bayes_click", "g2_layout_change",
-                  "g2_redraw_after_fit"),
+                  "g2_redraw_after_fit", "g2_export_figure", "file_report"),
          "rigaku": ("saxs2d_log_toggle_3mpx", "detector_tab_3mpx", "detector_partition_3mpx",
                     "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx"),
          "4mpx": ("saxs2d_log_toggle_4mpx",), "long": ("intensity_tab_11x100k",),
@@ -91,7 +91,8 @@ ACTIONS = ["bayes_during_warmup", "first_bayes_click", "saxs2d_log_toggle_3mpx",
            "intensity_tab_11x100k", "detector_tab_3mpx", "detector_partition_3mpx",
            "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx",
            "stability_first_b0147", "live_follow", "raw_tab_3m_open", "raw_frame_scrub_3m",
-           "raw_correlate_dialog", "g2_recompute_bin", "raw_xsvs_compute"]
+           "raw_correlate_dialog", "g2_recompute_bin", "raw_xsvs_compute", "g2_export_figure",
+           "file_report"]
 
 
 def write_inputs(folder: Path, only: list[str] | None = None) -> dict[str, list[Path]]:
@@ -297,6 +298,12 @@ def live_follow(d: Driver, work: Path, rate: float = 500, n: int = 3000,
     return d.beat.max_gap(t0, t1), t1 - t0
 
 
+def _in_process() -> bool:
+    from xpcsviewer.gui.figure_job import draw_in_process
+
+    return draw_in_process()
+
+
 def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None,
         work: Path) -> dict:
     from PySide6.QtCore import QSignalBlocker
@@ -482,6 +489,22 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
             g2.rebin_bin.setValue(4)
             gap, wall = d.measure(g2.recompute_bin)
             report("g2_recompute_bin", gap, wall, "bin 4 of R01 with 4 pixels masked")
+    # issue 49 item 7: drawing in a worker process (XPCS_DRAW_IN_PROCESS=0: in a thread)
+    if want("g2_export_figure"):
+        d.open([demo["A01"], demo["A02"], demo["A03"]], "g2")
+        g2 = win.panels["g2"]
+        target = work / "g2_export.png"
+        gap, wall = d.measure(lambda: g2.export_figure(str(target)))
+        report("g2_export_figure", gap, wall,
+               f"3 demo files, {'process' if _in_process() else 'thread'}")
+    if want("file_report"):
+        from xpcsviewer.gui._report_action import report_targets
+
+        d.open([demo["A01"], demo["A02"]], None)
+        target = work / "stalls_report.html"
+        gap, wall = d.measure(lambda: report_targets(win, str(target)))
+        report("file_report", gap, wall,
+               f"2 demo files, {'process' if _in_process() else 'thread'}")
     if want("live_follow"):
         gap, wall = live_follow(d, work)
         report("live_follow", gap, wall, "500 fps x 3,000 frames of 256 x 256")

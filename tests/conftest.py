@@ -17,6 +17,10 @@ os.environ.setdefault(
 os.environ.setdefault("XPCSVIEWER_WRITING_WINDOW_S", "0")
 # The GUI's start-up compilation of the fits is tested on its own (tests/gui/test_warmup.py).
 os.environ.setdefault("XPCS_GUI_WARMUP", "0")
+# Figures and reports drawn in the test's process (a spawned process per export would add
+# seconds to each GUI test); the process path is tested on its own
+# (tests/jobs/test_process_job.py, tests/gui/test_report_action.py).
+os.environ.setdefault("XPCS_DRAW_IN_PROCESS", "0")
 # Sessions and settings of the GUI must never touch the user's real config.
 # One folder per pytest-xdist worker: two workers must never share a session file.
 os.environ.setdefault(

@@ -1,5 +1,7 @@
-"""The command line of the numba kernel cache fill (:mod:`xpcsviewer.jobs.precompile`):
-run by ``make install`` and as the child processes of a fill."""
+"""The command line of the install-time compile caches: numba's kernels
+(:mod:`xpcsviewer.jobs.precompile`) and, with ``--jax``, JAX's fit programs
+(:mod:`xpcsviewer.jobs.precompile_jax`); run by ``make install`` and as the child
+processes of a fill."""
 
 from __future__ import annotations
 
@@ -31,7 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nice", action="store_true",
                     help="run at low CPU priority (a background fill)")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--jax", action="store_true",
+                    help="instead of the kernels, fill JAX's compilation cache with the "
+                         "default fit programs (XPCS_PRECOMPILE_JAX=all|lsq|nuts|off)")
+    ap.add_argument("--jax-group", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.jax_group or args.jax:
+        return _jax(args)
     if args.check:
         st = cache_status()
         print(json.dumps(st) if args.json else
@@ -61,6 +69,32 @@ def main(argv: list[str] | None = None) -> int:
             print(f"numba kernels: {len(res['ran'])} kernel sets in "
                   f"{res['seconds']['total']:.1f} s, cached in {res['cache_dir']}",
                   file=sys.stderr)
+    return 0
+
+
+def _jax(args: argparse.Namespace) -> int:
+    from xpcsviewer.jobs.precompile_jax import fill_programs, groups_wanted, run_group
+
+    try:
+        if args.jax_group:  # a child of a fill: its counts as one JSON line
+            print(json.dumps(run_group(args.jax_group)), flush=True)
+            return 0
+        groups = groups_wanted()
+        jobs = args.jobs if args.jobs > 0 else max(1, min(2, os.cpu_count() or 1))
+        res = fill_programs(groups, jobs=jobs, quiet=args.quiet or args.json)
+    except Exception as exc:
+        print(f"xpcsviewer precompile --jax: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(res))
+    elif not args.quiet:
+        if res.get("skipped"):
+            print(f"JAX fit programs: skipped ({res['skipped']})", file=sys.stderr)
+        else:
+            n = sum(g["compiled"] for g in res["groups"].values())
+            hits = sum(g["cache_hits"] for g in res["groups"].values())
+            print(f"JAX fit programs: {n} ({hits} cached already) in {res['seconds']:.1f} s, "
+                  f"{res['entries'][1]} entries in {res['cache_dir']}", file=sys.stderr)
     return 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["report_job", "report_targets"]
+__all__ = ["report_job", "report_job_in_process", "report_targets"]
 
 
 def report_job(paths: list[str], target: str, progress: Any = None, cancel: Any = None) -> str:
@@ -20,6 +20,15 @@ def report_job(paths: list[str], target: str, progress: Any = None, cancel: Any 
     what = f"{out.pdf_pages} pages" if pdf else f"{out.html_bytes / 1e6:.2f} MB"
     bad = f"; {len(out.errors)} file(s) not read" if out.errors else ""
     return f"Wrote {Path(target).name} ({what}, {len(paths)} files, {out.seconds:.1f} s){bad}"
+
+
+def report_job_in_process(paths: list[str], target: str, progress: Any = None,
+                          cancel: Any = None) -> str:
+    """:func:`report_job` in a spawned worker process (its drawing holds the GIL for
+    seconds; docs/gui-stalls.md); ``XPCS_DRAW_IN_PROCESS=0``: in the calling thread."""
+    from xpcsviewer.gui.figure_job import in_process
+
+    return in_process(report_job, paths, target, progress=progress, cancel=cancel)
 
 
 def report_targets(window: Any, target: str | None = None) -> int | None:
@@ -40,6 +49,6 @@ def report_targets(window: Any, target: str | None = None) -> int | None:
     if Path(target).suffix.lower() not in (".html", ".htm", ".pdf"):
         target = str(Path(target).with_suffix(".html"))
     return window.context.runner.submit(
-        "window:report", report_job, paths, str(target),
+        "window:report", report_job_in_process, paths, str(target),
         on_result=window.context.show_status,
         description=f"Report of {len(paths)} file(s)")

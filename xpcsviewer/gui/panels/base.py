@@ -29,6 +29,13 @@ from PySide6.QtWidgets import QSpinBox, QWidget
 
 from xpcsviewer.gui.context import AppContext
 
+# Deferred and the job: the tabs and tests import them from here
+from xpcsviewer.gui.figure_job import (  # noqa: F401
+    Deferred,
+    export_figure_in_process,
+    export_figure_job,
+)
+
 __all__ = ["BasePanel", "export_figure_job", "export_table_job"]
 
 logger = logging.getLogger(__name__)
@@ -71,47 +78,6 @@ def apply_settings(
     for key, edit in edits:
         if key in s:
             edit.setText(str(s[key]))
-
-
-class Deferred:
-    """A figure option computed in the export worker, not on the GUI thread (a fit or a
-    screen the tab has not made yet): ``Deferred(fn, *args)``."""
-
-    def __init__(self, fn, *args) -> None:
-        self.fn, self.args = fn, args
-
-    def __call__(self):
-        return self.fn(*self.args)
-
-
-def export_figure_job(kind: str, results: list, options: dict, path: str,
-                      size: str = "double", progress=None, cancel=None) -> dict:
-    """Worker job: build the matplotlib figure ``kind`` and save it atomically.
-
-    Runs off the GUI thread (Agg, no Qt). ``size`` is a journal preset, as
-    ``export --size``. Pages are written as one set; the files of an earlier export
-    under this name that the new set does not hold are removed (the window asked).
-
-    Returns
-    -------
-    dict
-        ``written``: the files written, in page order; ``removed``: the stale files of
-        an earlier export removed (path strings).
-    """
-    from xpcsviewer.export import make_figures
-    from xpcsviewer.export.files import figure_files, save_figure_pages
-    from xpcsviewer.progress import report
-
-    report(progress, cancel, 0, 2, "building figure")
-    options = {k: v() if isinstance(v, Deferred) else v for k, v in options.items()}
-    # g2 panels beyond a page go on more pages (issue 33)
-    figs = make_figures(kind, results, size, **options)
-    report(progress, cancel, 1, 2, "writing")
-    before = figure_files(path)
-    written = save_figure_pages(figs, path)
-    report(progress, cancel, 2, 2, "done")
-    return {"written": [str(p) for p in written],
-            "removed": [str(p) for p in before if p not in written]}
 
 
 def export_message(written: list[str], removed: list[str] = ()) -> str:
@@ -316,7 +282,7 @@ class BasePanel(QWidget):
             return None
         path = str(path)
         return self.submit(
-            "export-figure", export_figure_job, self.figure_kind, self.shown_results(),
+            "export-figure", export_figure_in_process, self.figure_kind, self.shown_results(),
             dict(self.figure_options()), path, size,
             on_result=self._on_exported, description=f"Exporting {Path(path).name}")
 
