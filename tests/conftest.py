@@ -17,6 +17,9 @@ os.environ.setdefault(
 os.environ.setdefault("XPCSVIEWER_WRITING_WINDOW_S", "0")
 # The GUI's start-up compilation of the fits is tested on its own (tests/gui/test_warmup.py).
 os.environ.setdefault("XPCS_GUI_WARMUP", "0")
+# The GUI's fits run in the caller's thread (tests patch the fit code); the fit process
+# is tested on its own (tests/jobs/test_fit_process.py, tests/gui/test_fit_process_gui.py).
+os.environ.setdefault("XPCS_FIT_PROCESS", "0")
 # Sessions and settings of the GUI must never touch the user's real config.
 # One folder per pytest-xdist worker: two workers must never share a session file.
 os.environ.setdefault(
