@@ -239,8 +239,10 @@ class Driver:
         return self.beat.max_gap(t0, t1), t1 - t0
 
 
-WARMUP_JOBS = ("loading matplotlib", "compiling the fits (first run only)",
-               "correlators: checking the compiled kernels")
+def _warmup_jobs() -> tuple[str, ...]:
+    from xpcsviewer.gui._window_extras import WARMUP_DESCRIPTION
+
+    return ("loading matplotlib", WARMUP_DESCRIPTION, "correlators: checking the compiled kernels")
 
 
 def bayes_during_warmup(d: Driver, demo: Path) -> tuple[float, float, bool]:
@@ -251,7 +253,7 @@ def bayes_during_warmup(d: Driver, demo: Path) -> tuple[float, float, bool]:
     t_end = time.monotonic() + 300
     while time.monotonic() < t_end:  # the file loaded; the warm-up may go on
         d.spin(0.05)
-        if all(j in WARMUP_JOBS for j in d.runner.running_descriptions()):
+        if all(j in _warmup_jobs() for j in d.runner.running_descriptions()):
             break
     win.select_tab("g2")
     d.spin(0.3)

@@ -21,6 +21,9 @@ os.environ.setdefault("XPCS_GUI_WARMUP", "0")
 # seconds to each GUI test); the process path is tested on its own
 # (tests/jobs/test_process_job.py, tests/gui/test_report_action.py).
 os.environ.setdefault("XPCS_DRAW_IN_PROCESS", "0")
+# The GUI's fits run in the caller's thread (tests patch the fit code); the fit process
+# is tested on its own (tests/jobs/test_fit_process.py, tests/gui/test_fit_process_gui.py).
+os.environ.setdefault("XPCS_FIT_PROCESS", "0")
 # Sessions and settings of the GUI must never touch the user's real config.
 # One folder per pytest-xdist worker: two workers must never share a session file.
 os.environ.setdefault(

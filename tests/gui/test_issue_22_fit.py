@@ -284,7 +284,7 @@ def test_backend_label_leaves_starting_once_jax_is_up(window, qtbot):
     window.warmup_done = False
     window.backend_label.setText("JAX: starting\u2026")
     window._label_progress({"key": WARMUP_DESCRIPTION, "done": 1, "total": 3,
-                            "message": "compiling the fits (first run only)"})
+                            "message": "least-squares programs"})
     text = window.backend_label.text()
-    assert "starting" not in text and "compiling fits" in text
+    assert "starting" not in text and "preparing fits" in text
     assert text.startswith(("JAX", "NumPy"))

@@ -33,9 +33,15 @@ SHORTCUTS = [
 #: Width of the status bar's progress bar (px); its label is cut between words to fit.
 PROGRESS_WIDTH = 260
 #: the warm-up job's name (also the progress label's key)
-WARMUP_DESCRIPTION = "compiling the fits (first run only)"
+WARMUP_DESCRIPTION = "preparing the fitting engine; you can fit now"
 #: the bar itself: room for "100%"; the job's name has the rest, in a label
 PROGRESS_BAR_WIDTH = 70
+
+
+def _has_jax() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("jax") is not None
 
 
 class WindowExtrasMixin:
@@ -71,21 +77,30 @@ class WindowExtrasMixin:
         bar.setToolTip(tip)
         lab.setToolTip(tip)
         if st["key"] == WARMUP_DESCRIPTION and st.get("done", 0) >= 1 and not self.warmup_done:
-            # JAX is up after the first step; the fits compile for a minute more: say
-            # what is loaded instead of "JAX: starting..." (issue 33)
-            self._describe_backend(pending="compiling fits\u2026")
+            # JAX is up after the first step; the programs are prepared for a while
+            # more: say what is loaded instead of "JAX: starting..." (issue 33)
+            self._describe_backend(pending="preparing fits\u2026")
 
     # -------------------------------------------------------------- backend
     def _start_warmup(self) -> None:
         from xpcsviewer.export.figures import preload_plotting
-        from xpcsviewer.jobs.warmup import precompile
+        from xpcsviewer.jobs.fit_process import process_enabled
+        from xpcsviewer.jobs.warmup import precompile, prepare_engine
 
         self.context.runner.submit("warmup:plotting", preload_plotting,
                                    description="loading matplotlib")
-        self.context.runner.submit(
-            "warmup", precompile, on_result=self._on_warmup,
-            on_error=lambda info: self._describe_backend(),
-            description=WARMUP_DESCRIPTION)
+        if process_enabled():
+            # in the fit process, step by step: a fit goes first, the sampler's
+            # programs give way to any fit (issue 49: the warm-up stalled the window)
+            self.context.runner.submit(
+                "warmup", prepare_engine, self._first_warm_delays, on_result=self._on_warmup,
+                on_error=lambda info: self._describe_backend(),
+                description=WARMUP_DESCRIPTION)
+        else:
+            self.context.runner.submit(
+                "warmup", precompile, on_result=self._on_warmup,
+                on_error=lambda info: self._describe_backend(),
+                description=WARMUP_DESCRIPTION)
         # numba's correlators: a cold cache (new version, cleaned cache) is filled by a
         # low-priority child process, so no correlate job waits for the compiler
         from xpcsviewer.jobs.precompile import ensure_kernels
@@ -96,10 +111,50 @@ class WindowExtrasMixin:
             on_error=lambda info: logger.warning("correlators: %s", info.message),
             description="correlators: checking the compiled kernels")
 
+    def _opened_delays(self) -> tuple[int, ...]:
+        """Delay counts of the open files, one per compiled size (any thread)."""
+        from xpcsviewer.jobs.warmup import padded_delays
+
+        counts = []
+        for r in list(getattr(self, "results", ()) or ()):
+            mt = getattr(r, "multitau", None)
+            if mt is not None:
+                counts.append(len(mt.tau))
+        return padded_delays(counts)
+
+    def _first_warm_delays(self) -> tuple[int, ...]:
+        """The warm-up's least-squares step asks (worker thread): the open files'
+        counts, else the usual ones; files opened later go to :meth:`_warm_for_targets`."""
+        from xpcsviewer.jobs.warmup import _DELAYS
+
+        counts = self._opened_delays() or _DELAYS
+        self._warm_sizes = {1 << (n - 1).bit_length() for n in counts}
+        return counts
+
+    def _warm_for_targets(self, _results: list) -> None:
+        """Files opened after the warm-up's least-squares step: their delay counts'
+        programs, before the sampler's (fit process only)."""
+        from xpcsviewer.jobs.fit_process import PRIORITY_WARMUP, process_enabled, run_fit_call
+        from xpcsviewer.jobs.warmup import padded_delays
+
+        done = getattr(self, "_warm_sizes", None)
+        if done is None or not process_enabled():
+            return  # the warm-up's first step has not asked yet: it takes them all
+        new = [n for n in self._opened_delays() if 1 << (n - 1).bit_length() not in done]
+        if not new:
+            return
+        done.update(1 << (n - 1).bit_length() for n in new)
+        self.context.runner.submit(
+            "warmup:lsq", run_fit_call, "xpcsviewer.jobs.warmup:warm_lsq",
+            padded_delays(new), priority=PRIORITY_WARMUP,
+            on_error=lambda info: logger.warning("warm-up: %s", info.message),
+            description=WARMUP_DESCRIPTION)
+
     def _on_warmup(self, out: dict) -> None:
         import gc
 
         self.warmup_done = True
+        self._engine_line = out.get("backend")
         # What exists now (modules, JAX and Qt objects) lives as long as the app: keep it
         # out of the collector's full passes, which hold the GIL and pause the window
         # for a time that grows with the heap.
@@ -111,9 +166,16 @@ class WindowExtrasMixin:
         import numpy as np
 
         from xpcsviewer.backends import get_backend, get_device_manager, use_config
+        from xpcsviewer.jobs.fit_process import process_enabled
 
         cfg = self.run_config()
+        engine = getattr(self, "_engine_line", None)
         try:
+            if process_enabled() and cfg.backend != "numpy" and _has_jax():
+                # the fit process's JAX: not imported here (a GIL stall of seconds)
+                line = f"{engine} (fit process)" if engine else "JAX (fit process)"
+                self.backend_label.setText(f"{line} \u00b7 {pending}" if pending else line)
+                return
             with use_config(cfg):
                 be = get_backend()
             if be.name == "numpy":

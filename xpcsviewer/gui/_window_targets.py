@@ -126,15 +126,22 @@ class WindowTargetsMixin:
 
     def open_and_fit(self, paths: list[str], tab: str = "g2") -> None:
         """Open ``paths``, show ``tab`` and, once its curves are drawn, fit them (least
-        squares): the first look of ``xpcsviewer demo`` shows what the app is for."""
+        squares, the tab's model): the first look of ``xpcsviewer FOLDER``, of
+        ``xpcsviewer demo`` and of File > Open Folder shows what the app is for. Where
+        nothing can be fitted (no multitau file) the fit is not started, and the fit
+        pane says "press Fit" as always."""
         panel = self.panels.get(tab)
-
-        def fit_once() -> None:
-            panel.sigUpdated.disconnect(fit_once)
-            if self.results and hasattr(panel, "run_fit"):
-                panel.run_fit()
-
+        old = getattr(self, "_first_fit", None)
+        if old is not None:
+            self._disarm_first_fit()
         if panel is not None and hasattr(panel, "run_fit"):
+
+            def fit_once() -> None:
+                self._disarm_first_fit()
+                if self.results and panel.blocks:
+                    panel.run_fit()
+
+            self._first_fit = (panel, fit_once)
             panel.sigUpdated.connect(fit_once)
             self.select_tab(tab)
         self.open_paths(paths)
@@ -158,6 +165,27 @@ class WindowTargetsMixin:
             panel.run_fit()
 
         panel.sigUpdated.connect(fit_once)
+
+    def _disarm_first_fit(self, _results: list | None = None) -> None:
+        """The first-look fit is for the targets opened with it: never a later open's."""
+        armed, self._first_fit = getattr(self, "_first_fit", None), None
+        if armed is None:
+            return
+        panel, fit_once = armed
+        try:
+            panel.sigUpdated.disconnect(fit_once)
+        except (RuntimeError, TypeError):
+            pass
+
+    def _first_fit_unwanted(self, results: list) -> None:
+        # targets loaded: when the tab cannot show them (no multitau), no fit waits
+        armed = getattr(self, "_first_fit", None)
+        if armed is not None and armed[0].applies_to(results) is not None:
+            self._disarm_first_fit()
+
+    def open_folder_first_look(self, folder: str) -> None:
+        """File > Open Folder and the recent folders: as ``xpcsviewer FOLDER``."""
+        self.open_and_fit([folder], "g2")
 
     def open_raw_sources(self, targets: list) -> None:
         """Show raw sources (:class:`~xpcsviewer.gui.raw_sources.RawTarget`) in the Raw
@@ -247,8 +275,11 @@ class WindowTargetsMixin:
         targets = self.browser.target_paths()
         if targets and all(str(Path(t).resolve().parent) == folder for t in targets):
             return  # the restored session's targets are in this folder
-        if self.open_first_file() and targets:
+        opened = self.open_first_file()
+        if opened and targets:
             self._open_note = "the previous targets were in another folder"
+        elif not opened:
+            self._disarm_first_fit()
 
     def show_live(self) -> None:
         """Show the Live tab, with or without files open."""

@@ -123,6 +123,9 @@ def run_app(paths: list[str], fit_tab: str | None = None) -> int:
         win.show()
         QTimer.singleShot(0, write_ready_marker)
         code = int(app.exec())
+        from xpcsviewer.jobs.fit_process import shutdown_fit_process
+
+        shutdown_fit_process()  # the fit process ends with the window
         if closer.signum:
             # The session is saved and the temporaries are gone. Cancelled jobs that
             # cannot stop (a compile) must not keep the process; and Python's own

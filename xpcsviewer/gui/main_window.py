@@ -133,6 +133,8 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.context.runner.sigProgress.connect(self._on_progress)
         self.update_tab_states()
         self.warmup_done = False
+        self.sigTargetsLoaded.connect(self._warm_for_targets)
+        self.sigTargetsLoaded.connect(self._first_fit_unwanted)
         if warmup_enabled():
             # JAX, NumPyro and the default fit programs load in a worker: the window
             # shows at once and the first fit does not compile.
@@ -193,7 +195,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.tabs.currentChanged.connect(self._on_tab_changed)
         # without targets the centre says what to do instead of greyed-out tabs
         self.empty_state = EmptyState()
-        self.empty_state.sigOpenFolder.connect(self.browser._on_browse_clicked)
+        self.empty_state.sigOpenFolder.connect(self._on_open_folder)
         self.empty_state.sigOpenFirst.connect(self.open_first_file)
         self.empty_state.sigPathsDropped.connect(self.open_paths)
         self.empty_state.sigLive.connect(self.show_live)
@@ -258,7 +260,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
     def _build_menus(self) -> None:
         mb = self.menuBar()
         m = mb.addMenu("&File")
-        self._action(m, "Open &Folder\u2026", self.browser._on_browse_clicked, "Ctrl+O")
+        self._action(m, "Open &Folder\u2026", self._on_open_folder, "Ctrl+O")
         self._action(m, "Open F&iles\u2026", self._on_open_files, "Ctrl+Shift+O")
         self._action(m, "&Reload Folder", self.browser.refresh, "F5")
         from xpcsviewer.gui.correlate_dialog import add_correlate_action
@@ -341,6 +343,12 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         if files:
             self.open_paths(files)
 
+    def _on_open_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open folder",
+                                                  self.browser.folder or str(Path.home()))
+        if folder:
+            self.open_folder_first_look(folder)
+
     def _on_folder_opened(self, folder: str) -> None:
         self.recent = session_mod.add_recent(self.recent, folder)
         self._fill_recent_menu()
@@ -349,7 +357,7 @@ class MainWindow(WindowTargetsMixin, WindowTabsMixin, WindowExtrasMixin, WindowS
         self.recent_menu.clear()
         for f in self.recent:
             a = self.recent_menu.addAction(f)
-            a.triggered.connect(lambda _c=False, f=f: self.browser.open_folder(f))
+            a.triggered.connect(lambda _c=False, f=f: self.open_folder_first_look(f))
         if self.recent:
             self.recent_menu.addSeparator()
             a = self.recent_menu.addAction("Clear Recent")

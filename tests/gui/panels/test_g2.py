@@ -300,7 +300,7 @@ def test_fit_is_drawn_only_on_the_curves_it_was_made_from(qtbot, panel, results,
     assert _fit_lines(panel) == [x for x in both if x[0] == results[1].label]
     assert panel.results_table.rowCount() == 6
     assert set(panel.shown_fits.file_labels) == {results[1].label}
-    assert "6 fitted curves not shown" in panel.fit_status.text()
+    assert "6 more fitted on other pages or files" in panel.fit_status.text()
     # the exported fits and figure are those of the shown curves only
     with qtbot.waitSignal(panel.sigExported, timeout=10000):
         panel.export_fits(str(tmp_path / "fits.json"))

@@ -9,7 +9,7 @@ import numpy as np
 from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.fitting.vocabulary import STATUS_ORDER
 from xpcsviewer.gui.export_folder import ask_save_path
-from xpcsviewer.gui.panels._g2_jobs import bayes_job, fit_job, write_fits_job
+from xpcsviewer.gui.panels._g2_jobs import bayes_job, fit_all_job, write_fits_job
 
 __all__ = ["G2FitRunMixin"]
 
@@ -29,18 +29,21 @@ class G2FitRunMixin:
         return list(self.blocks), self.model(), overrides, t_range
 
     def run_fit(self) -> int | None:
-        """Start the batched least-squares fit in a worker; returns the request id."""
+        """Start the batched least-squares fit of every bin of the targets (all pages)
+        in a worker; returns the request id."""
         try:
             blocks, model, overrides, t_range = self._fit_inputs()
         except ValueError as exc:
             self.context.report_error(f"g2 fit: {exc}")
             return None
         self._set_busy("fit", True)
-        self.fit_status.setText(f"fitting {sum(b.n_bins for b in blocks)} curves\u2026")
+        n_files = len({b.file_index for b in blocks})
+        self.fit_status.setText(f"fitting every bin of {n_files} file(s)\u2026")
         return self.submit(
             "fit",
-            fit_job,
-            blocks,
+            fit_all_job,
+            self.shown_results(),
+            self.options(),
             model,
             overrides,
             t_range,
@@ -148,7 +151,9 @@ class G2FitRunMixin:
         if self._busy_keys:
             return  # "fitting…" / "sampling…" stays until the result arrives
         if fits is None:
-            self.fit_status.setText("no fit yet")
+            from xpcsviewer.gui.panels.g2 import NO_FIT_TEXT
+
+            self.fit_status.setText(NO_FIT_TEXT)
             return
         what = f"{fits.method} {fits.model}"
         if shown is None:
@@ -171,7 +176,7 @@ class G2FitRunMixin:
                 text += f"; {n_long} sampled longer"
         n_other = fits.n_curves - shown.n_curves
         if n_other:
-            text += f" ({n_other} fitted curves not shown now)"
+            text += f" ({n_other} more fitted on other pages or files)"
         n_unfitted = sum(b.n_bins for b in self.blocks) - shown.n_curves
         if n_unfitted > 0:
             text += f"; {n_unfitted} shown curves not fitted"

@@ -6,13 +6,14 @@ import math
 
 import numpy as np
 
-from xpcsviewer.fitting.block_fits import fit_curves
 from xpcsviewer.fitting.blocks import G2Block, bins_in_range, g2_blocks
 from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 from xpcsviewer.fitting.vocabulary import MODEL_CHOICES
+from xpcsviewer.jobs.fit_process import run_fit_call
 
 __all__ = [
     "bayes_job",
+    "fit_all_job",
     "fit_job",
     "prepare_g2_job",
     "recompute_bin_job",
@@ -79,11 +80,29 @@ def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
     return blocks, _model_defaults(blocks), n_in_range
 
 
+#: the one fit loop, run in the fit process (:mod:`xpcsviewer.jobs.fit_process`)
+FIT_TARGET = "xpcsviewer.fitting.block_fits:fit_curves"
+
+
 def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):
-    """Worker job: batched least squares of every shown curve (the one fit loop,
-    :func:`~xpcsviewer.fitting.block_fits.fit_curves`)."""
-    return fit_curves(blocks, FitSpec(model, None, overrides or None, t_range),
-                      progress=progress, cancel=cancel)
+    """Worker job: batched least squares of every curve of ``blocks`` (the one fit
+    loop, :func:`~xpcsviewer.fitting.block_fits.fit_curves`) in the fit process: JAX's
+    tracing there holds no GIL of the GUI's."""
+    return run_fit_call(FIT_TARGET, blocks, FitSpec(model, None, overrides or None, t_range),
+                        progress=progress, cancel=cancel)
+
+
+def fit_all_job(results: list, opts: dict, model: str, overrides: dict, t_range,
+                progress=None, cancel=None):
+    """Worker job: least squares of every bin in the q range of every target, every
+    page of bins (issue 49: Fit covered only the page shown); the page shows its rows
+    and paging shows the others without a new fit."""
+    blocks = g2_blocks(results, opts.get("qmin"), opts.get("qmax"), opts.get("tmin"),
+                       opts.get("tmax"), None,
+                       exclude_suspect=opts.get("exclude_suspect", True))
+    if not blocks:
+        raise ValueError("no g2 curves in the q and t ranges to fit")
+    return fit_job(blocks, model, overrides, t_range, progress=progress, cancel=cancel)
 
 
 def bayes_job(
@@ -95,9 +114,10 @@ def bayes_job(
     progress=None,
     cancel=None,
 ):
-    """Worker job: NUTS posterior of every shown curve (cancellable between blocks)."""
-    return fit_curves(blocks, FitSpec(model, None, overrides or None, t_range),
-                      SamplerSpec(**sampler), progress=progress, cancel=cancel)
+    """Worker job: NUTS posterior of every curve of ``blocks`` (cancellable between
+    blocks), in the fit process."""
+    return run_fit_call(FIT_TARGET, blocks, FitSpec(model, None, overrides or None, t_range),
+                        SamplerSpec(**sampler), progress=progress, cancel=cancel)
 
 
 def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:

@@ -81,6 +81,26 @@ def _interval(fits: Any, name: str, b: int, v: float) -> str:
     return f"{v:.3g} \u2212{lo:.2g} +{hi:.2g}"
 
 
+def _double_taus(fits: Any, b: int, reported: dict) -> tuple[str, float | None]:
+    """A double exponential's main cell: its quotable times "tau1 / tau2" (each by the
+    status rule: a value, a one-sided limit, or a dash), and tau1 to sort by. The
+    main column read "—" for a converged double while both times sat in columns off
+    screen (issue 49)."""
+    parts, key = [], None
+    limit = fits.limit_text(b)
+    for n in ("tau1", "tau2"):
+        v, e = reported[n]
+        if limit.startswith(f"{n} "):
+            parts.append(limit.removeprefix(f"{n} "))
+            continue
+        parts.append(_interval(fits, n, b, v[b]) or _pm(v[b], e[b]))
+        if n == "tau1" and np.isfinite(v[b]):
+            key = float(v[b])
+    if key is None and np.isfinite(reported["tau2"][0][b]):
+        key = float(reported["tau2"][0][b])
+    return " / ".join(parts), key
+
+
 class FitResultsTable(QTableWidget):
     """One row per fitted curve, status first, coloured by status; sortable."""
 
@@ -110,7 +130,12 @@ class FitResultsTable(QTableWidget):
         others = [n for n in names if n not in (tname, "contrast")]
         bayes = fits.diagnostics is not None
         # the verdict and the key numbers first: the panel is narrow
-        head = ["status", "bin", "q (\u00c5\u207b\u00b9)", f"{tname} (s)", "contrast",
+        tau_head = f"{tname} (s)"
+        if "tau1" in names and "tau2" in names and any(
+                fits.model_of(b) == "double" for b in range(fits.n_curves)):
+            # a double's row holds both its times, "tau1 / tau2"
+            tau_head = "tau (s)" if tname == "tau" else "tau1 / tau2 (s)"
+        head = ["status", "bin", "q (\u00c5\u207b\u00b9)", tau_head, "contrast",
                 "\u03c7\u00b2\u1d63", "file"]
         # several files: the file beside the status, by the part that tells them apart
         # (48 rows of three files repeated bins 1-16 with the file out of sight)
@@ -134,15 +159,21 @@ class FitResultsTable(QTableWidget):
         failed = np.array([str(x) == "failed" for x in fits.status], bool)
         shown = {n: (fits.reported(n) if n.startswith("tau") else (fits.params[n], fits.errors[n]))
                  for n in others}
+        tau_at = head.index(tau_head)
+        doubles = {n: fits.reported(n) for n in ("tau1", "tau2") if n in fits.params}
         for b in range(fits.n_curves):
             st = str(fits.status[b])
-            tau_txt = (fits.limit_text(b).replace(f"{tname} ", "")
-                       or _interval(fits, tname, b, quoted[b]) or _pm(tau_v[b], tau_e[b]))
+            if len(doubles) == 2 and fits.model_of(b) == "double":
+                tau_txt, tau_key = _double_taus(fits, b, doubles)
+            else:
+                tau_txt = (fits.limit_text(b).replace(f"{tname} ", "")
+                           or _interval(fits, tname, b, quoted[b]) or _pm(tau_v[b], tau_e[b]))
+                tau_key = float(tau_v[b]) if np.isfinite(tau_v[b]) else None
             cells: list[tuple[str, float | None]] = [
                 (status_text(st, str(fits.detail[b])), None),
                 (str(int(fits.columns[b]) + 1), float(fits.columns[b]) + 1),
                 (f"{fits.q[b]:.5f}", float(fits.q[b])),
-                (tau_txt, float(tau_v[b]) if np.isfinite(tau_v[b]) else None),
+                (tau_txt, tau_key),
                 (_pm(fits.params["contrast"][b], fits.errors["contrast"][b]), None),
                 (_fmt(fits.chi2_red[b]), float(fits.chi2_red[b])),
             ]
@@ -176,6 +207,9 @@ class FitResultsTable(QTableWidget):
                     it.setForeground(QColor(0, 0, 0))
                 if c == len(cells) - 1:
                     it.setToolTip(text)
+                if c == tau_at and fits.model_of(b) == "double" and len(doubles) == 2:
+                    it.setToolTip("double exponential: tau1 / tau2 (s), each quoted as "
+                                  "its status allows")
                 if c == 0 and fits.detail[b]:
                     it.setToolTip(f"{st}: {fits.detail[b]}")
                 self.setItem(b, c, it)
@@ -193,7 +227,7 @@ class FitResultsTable(QTableWidget):
         widest = max(fm0.horizontalAdvance(k) for k in STATUS_HEX) + 16
         self.setColumnWidth(0, min(self.columnWidth(0), max(_STATUS_WIDTH, widest)))
         # the relaxation time is the number read here: never cut, long tables too
-        tau_col = head.index(f"{tname} (s)")
+        tau_col = head.index(tau_head)
         fm = self.fontMetrics()
         need = max((fm.horizontalAdvance(self.item(b, tau_col).text())
                     for b in range(fits.n_curves)), default=0) + 16

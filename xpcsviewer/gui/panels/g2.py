@@ -59,6 +59,9 @@ __all__ = [
     "wait_for_event_job",
 ]
 
+#: the fit pane before any fit: never without what to do
+NO_FIT_TEXT = "no fit yet: press Fit (least squares) or Bayesian"
+
 LAYOUTS = [
     ("qbin", "one panel per q-bin"),
     ("file", "one panel per file"),
@@ -237,7 +240,8 @@ class G2Panel(G2FitRunMixin, G2RebinMixin, G2DrawMixin, BasePanel):
         bl = QHBoxLayout()
         self.fit_btn = QPushButton("Fit")
         self.fit_btn.setToolTip(
-            "Least squares for every shown bin of every file (in a worker)"
+            "Least squares for every bin in the q range of every file, all pages "
+            "(in a worker process)"
         )
         self.bayes_btn = QPushButton("Bayesian")
         self.bayes_btn.setToolTip(
@@ -281,7 +285,7 @@ class G2Panel(G2FitRunMixin, G2RebinMixin, G2DrawMixin, BasePanel):
         rv.addLayout(fl)
         self.results_table = FitResultsTable()
         rv.addWidget(self.results_table, 2)
-        self.fit_status = QLabel("no fit yet")
+        self.fit_status = QLabel(NO_FIT_TEXT)
         self.fit_status.setWordWrap(True)
         self.fit_status.setSizePolicy(
             QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed
