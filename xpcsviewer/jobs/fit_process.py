@@ -275,9 +275,10 @@ class FitProcess:
                     elif rid != tid:
                         continue  # a late reply of a call given up on
                     elif kind == "progress":
+                        # no `continue`: a child reporting every few ms would never
+                        # let the cancel and yield checks below run
                         if progress is not None and cancelled_at is None:
                             progress(*payload)
-                        continue
                     elif kind == "result":
                         return payload
                     elif kind == "cancelled":
