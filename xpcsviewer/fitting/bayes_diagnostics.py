@@ -17,19 +17,9 @@ get_backend("jax")
 from numpyro.diagnostics import effective_sample_size  # noqa: E402
 from scipy.special import ndtri  # noqa: E402  (NumPy: no compiled JAX program)
 
+from xpcsviewer.fitting.bayes_gates import CONVERGENCE, HDI_PROB, ess_min  # noqa: E402
+
 __all__ = ["CONVERGENCE", "HDI_PROB", "bfmi", "ess_bulk", "ess_min", "ess_tail"]
-
-#: The sampler gates: every free parameter of a bin passes all of them. ESS bulk and
-#: tail must reach ``ess_per_chain`` times the number of chains (Vehtari et al. 2021:
-#: at least 100 per chain, i.e. 400 for four chains), see :func:`ess_min`.
-CONVERGENCE = {"r_hat_max": 1.01, "ess_per_chain": 100.0, "divergences_max": 0,
-               "bfmi_min": 0.2}
-HDI_PROB = 0.94
-
-
-def ess_min(num_chains: int) -> float:
-    """The ESS gate (bulk and tail) for ``num_chains`` chains."""
-    return CONVERGENCE["ess_per_chain"] * max(1, int(num_chains))
 
 
 def _split_chains(x: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@
 Posterior summaries, sampler diagnostics, statuses and the draws of B curves, with
 what is asked of them afterwards (the posterior band of the curve, per-bin
 diagnostics, what may be quoted). Apart from the samplers and the status rules that
-fill it; it imports JAX only through :mod:`xpcsviewer.fitting.bayes_diagnostics`.
+fill it; it imports no JAX (unpickled in the window's process).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from xpcsviewer.fitting.bayes_diagnostics import HDI_PROB
+from xpcsviewer.fitting.bayes_gates import HDI_PROB
 from xpcsviewer.fitting.models import (
     G2Model,
     evaluate_model,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from xpcsviewer.fitting.bayes_diagnostics import CONVERGENCE, ess_min
+from xpcsviewer.fitting.bayes_gates import CONVERGENCE, ess_min
 from xpcsviewer.fitting.bayes_result import BayesFitResult
 from xpcsviewer.fitting.lsq_result import G2FitResult
 from xpcsviewer.fitting.models import LOG_PARAMS, evaluate_model

@@ -182,7 +182,7 @@ def fit_record(
         rec["diffusion"] = block
     if post is not None:
         bayes = post
-        from xpcsviewer.fitting.bayes_diagnostics import HDI_PROB, ess_min
+        from xpcsviewer.fitting.bayes_gates import HDI_PROB, ess_min
 
         rec["status_lsq"] = rec["status"]
         rec["status_lsq_detail"] = rec["status_detail"]
