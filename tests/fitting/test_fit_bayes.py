@@ -385,7 +385,9 @@ def test_auto_samples_each_decaying_bin_with_its_model_reproducibly():
     lsq = fit_g2(tau, g2, err, model="auto")
     assert list(lsq.model_names()[[0, 2]]) == ["single", "stretched"]
     assert lsq.status[1].value == "no_decay"
-    nuts = SamplerSpec(num_warmup=200, num_samples=200, num_chains=2, seed=5)
+    # 400 + 400: at 200 + 200 the r_hat / ESS gates pass or fail by seed and by JAX
+    # version (seeds 5-7 under jax 0.10.2: two of three short runs failed a gate)
+    nuts = SamplerSpec(num_warmup=400, num_samples=400, num_chains=2, seed=5)
     kw = {"fit": FitSpec(model="auto"), "init": lsq}
     r = fit_g2_bayes(tau, g2, err, sampler=nuts, **kw)
     assert list(r.model_names()) == list(lsq.model_names())
