@@ -39,6 +39,9 @@ Actions (goal: every stall < 100 ms on 2 cores):
   first NUTS program compiles.
 * ``detector_tab_3mpx`` / ``detector_partition_3mpx`` / ``detector_polygon_3mpx``: the
   Detector tab on the 1676 x 2100 file, a q x phi partition, and a polygon mask applied.
+* ``twotime_first_open`` / ``twotime_bin_change``: the Two-Time tab's first show on the
+  demo's ageing C01 (its map, the ages of the shown bin, the survey of the others), then
+  two other q-bins chosen.
 * ``qmap_tab_3mpx``: the Q-Map tab on the 1676 x 2100 file, then each of its maps.
 * ``g2pixel_tab_3mpx``: the G2 (per-pixel) tab on a 1676 x 2100 G2/IP/IF stack, then
   three delays, IP instead of g2, and another colour map (the stack is written only
@@ -80,7 +83,8 @@ def simulated_result(name: str, shape, n_frames: int, seed: int, dq: int = 24):
 
 #: which inputs each action needs (so that a short run writes only those)
 NEEDS = {"demo": ("bayes_during_warmup", "first_bayes_click", "g2_layout_change",
-                  "g2_redraw_after_fit", "g2_export_figure", "file_report"),
+                  "g2_redraw_after_fit", "g2_export_figure", "file_report",
+                  "twotime_first_open", "twotime_bin_change"),
          "rigaku": ("saxs2d_log_toggle_3mpx", "detector_tab_3mpx", "detector_partition_3mpx",
                     "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx"),
          "4mpx": ("saxs2d_log_toggle_4mpx",), "long": ("intensity_tab_11x100k",),
@@ -92,7 +96,7 @@ ACTIONS = ["bayes_during_warmup", "first_bayes_click", "saxs2d_log_toggle_3mpx",
            "detector_polygon_3mpx", "qmap_tab_3mpx", "g2pixel_tab_3mpx",
            "stability_first_b0147", "live_follow", "raw_tab_3m_open", "raw_frame_scrub_3m",
            "raw_correlate_dialog", "g2_recompute_bin", "raw_xsvs_compute", "g2_export_figure",
-           "file_report"]
+           "file_report", "twotime_first_open", "twotime_bin_change"]
 
 
 def write_inputs(folder: Path, only: list[str] | None = None) -> dict[str, list[Path]]:
@@ -410,6 +414,16 @@ def run(inputs: dict[str, list[Path]], only: list[str] | None, real: Path | None
         t1 = time.monotonic()
         report("detector_polygon_3mpx", d.beat.max_gap(t0, t1), t1 - t0,
                f"{det.history().n_masked:,} px masked, re-partitioned")
+    if want("twotime_first_open") or want("twotime_bin_change"):
+        d.open([demo["C01"]], None)
+        gap, wall = d.measure(lambda: win.select_tab("twotime"))
+        report("twotime_first_open", gap, wall, "C01: the map, the ages, the bin survey")
+        tt = win.panels["twotime"]
+        worst = (0.0, 0.0)
+        for i in range(min(tt.bin_combo.count(), 3)):
+            if i != tt.bin_combo.currentIndex():
+                worst = max(worst, d.measure(lambda i=i: tt.bin_combo.setCurrentIndex(i)))
+        report("twotime_bin_change", *worst, "C01, other q-bins")
     if want("qmap_tab_3mpx"):
         d.open(inputs["rigaku"], None)
         gap, wall = d.measure(lambda: win.select_tab("qmap"))

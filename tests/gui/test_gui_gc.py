@@ -122,3 +122,61 @@ def test_young_garbage_still_gets_a_middle_pass(qtbot):
         gc.callbacks.remove(watch)
     assert middle and gc.get_freeze_count() == frozen
     assert len(keep) == 60_000
+
+
+def _to_full_pass_due(collector) -> None:
+    """Young and middle passes until a full pass is due by the thresholds and the 2 % rule."""
+    _t0, t1, t2 = gc.get_threshold()
+    for _ in range(t2 + 1):
+        gc.collect(1)
+    for _ in range(t1):
+        gc.collect(0)
+    collector._last = 0.0
+    collector._full_end = -1e9
+
+
+class _Ref:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def _generations_started(collector) -> list[int]:
+    seen: list[int] = []
+
+    def watch(phase: str, info: dict) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(watch)
+    try:
+        collector.check()
+    finally:
+        gc.callbacks.remove(watch)
+    return seen
+
+
+def test_no_full_pass_while_busy_and_frozen_cycles_freed_when_idle(qtbot):
+    """Issue 49 item 7: a full pass (0.8-1.0 s of the window at load 16) never runs
+    while jobs run; a middle pass freezes its survivors instead, and the idle full pass
+    unfreezes, so a cycle that died while frozen is still freed."""
+    import weakref
+
+    from xpcsviewer.gui.workers import TaskRunner, gui_thread_gc
+
+    TaskRunner()
+    collector = gui_thread_gc()
+    gc.collect()
+    obj = _Ref()
+    dead = weakref.ref(obj)
+    _to_full_pass_due(collector)
+    collector._busy_at = __import__("time").monotonic()  # a job ran just now
+    frozen = gc.get_freeze_count()
+    assert _generations_started(collector) == [1]
+    assert gc.get_freeze_count() > frozen  # the cycle and the rest: frozen, not scanned
+    del obj
+    assert dead() is not None  # frozen garbage: not freed by a young or middle pass
+    _to_full_pass_due(collector)
+    collector._busy_at = -1e9  # idle for long
+    assert _generations_started(collector) == [2]
+    assert dead() is None
+    assert gc.get_freeze_count() > 0  # the survivors frozen again

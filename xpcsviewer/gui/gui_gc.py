@@ -31,7 +31,17 @@ class _GuiThreadCollector:
     pass (whose cost grows with the heap and which holds the GIL) runs at most 2 % of
     the time: unlike CPython's own rule, an explicit ``gc.collect(2)`` ignores how
     much of the heap is new, so forcing it every tenth pass would pause the window.
+
+    A full pass scans every unfrozen object (~40 ms of CPU for 30,000; at load 16 on
+    2 cores that was 0.8-1.0 s of the window's time, the longest pauses of a Bayesian
+    fit). While jobs run or ran in the last ``idle_full_s``, a due full pass is
+    therefore a middle pass whose survivors are frozen; the full pass itself (unfreeze,
+    collect, freeze) waits until the window has been idle that long, so cycles frozen
+    while busy are freed then, not kept for good.
     """
+
+    #: Seconds without a job before a full pass may scan the whole heap.
+    idle_full_s = 20.0
 
     def __init__(self, app, interval_ms: int = 250) -> None:
         from PySide6.QtCore import QTimer
@@ -44,6 +54,7 @@ class _GuiThreadCollector:
         self.young_every_s = 1.0
         self._last_freeze = -1e9
         self._young_freed = 0  # by the young passes since the last middle pass
+        self._busy_at = -1e9  # when a job was last seen running
         gc.callbacks.append(self._watch)
         gc.disable()
         self.timer = QTimer(app)
@@ -66,14 +77,32 @@ class _GuiThreadCollector:
             self._full_end = time.monotonic()
             self._full_cost = max(self._full_end - self._full_started, 1e-3)
 
-    def _full_due(self) -> bool:
-        """A full pass (~0.1 s with JAX loaded) at most 2 % of the time, and not while a
-        job runs (the user is waiting for that result), unless put off for a minute."""
+    def _busy(self) -> bool:
         now = time.monotonic()
-        if now - self._full_end <= 50.0 * self._full_cost:
-            return False
-        busy = any(getattr(r, "_jobs", None) for r in list(LIVE_RUNNERS))
-        return not busy or now - self._full_end > 60.0
+        if any(getattr(r, "_jobs", None) for r in list(LIVE_RUNNERS)):
+            self._busy_at = now
+        return now - self._busy_at < self.idle_full_s
+
+    def _full_due(self) -> bool:
+        """A full pass at most 2 % of the time."""
+        return time.monotonic() - self._full_end > 50.0 * self._full_cost
+
+    def _full(self) -> None:
+        """Idle: every object scanned (frozen ones too), the survivors frozen again.
+        Busy: a middle pass, its survivors frozen (the next full pass then scans little)."""
+        if self._busy():
+            t = time.monotonic()
+            gc.collect(1)
+            gc.freeze()
+            self._last_freeze = self._full_end = time.monotonic()
+            self._full_cost = max(self._full_end - t, 1e-3)
+            self._young_freed = 0
+            return
+        gc.unfreeze()
+        gc.collect(2)
+        gc.freeze()
+        self._last_freeze = time.monotonic()
+        self._young_freed = 0
 
     def _mostly_long_lived(self) -> bool:
         if time.monotonic() - self._last_freeze < 2.0:
@@ -92,7 +121,7 @@ class _GuiThreadCollector:
         if c1 < t1:
             gc.collect(0)
         elif c2 >= t2 and self._full_due():
-            gc.collect(2)
+            self._full()
         elif self._mostly_long_lived():
             # The young passes since the last middle pass kept tens of thousands of
             # objects and freed under 5 % as many: long-lived objects (a JIT compile's
