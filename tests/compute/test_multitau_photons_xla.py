@@ -87,8 +87,8 @@ def _same(ref, got):
     _close(got.g2_static, ref.g2_static)
 
 
-@pytest.mark.parametrize("n", [2, 3, 17, 257, 701])
-@pytest.mark.parametrize("occ", [0.003, 0.05, 0.6])
+@pytest.mark.parametrize("n, occ", [(2, 0.6), (3, 0.05), (17, 0.3), (257, 0.05),
+                                    (701, 0.003), (701, 0.6)])
 def test_equals_the_cpu_photon_path(rng, n, occ):
     movie = _movie(rng, n, occ=occ) if n > 50 else (
         (rng.random((n, 6, 7)) < occ) * rng.integers(1, 4, (n, 6, 7))).astype(np.uint8)
@@ -98,7 +98,7 @@ def test_equals_the_cpu_photon_path(rng, n, occ):
     assert got.config["events"] == ref.config["events"]
 
 
-@pytest.mark.parametrize("dpl", [2, 4, 8])
+@pytest.mark.parametrize("dpl", [2, 8])
 def test_delays_per_level_blocks_and_duplicates(rng, dpl):
     movie = _movie(rng, 900, occ=0.02)
     opt = MultitauOptions(delays_per_level=dpl)

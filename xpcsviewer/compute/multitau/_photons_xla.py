@@ -48,6 +48,7 @@ from xpcsviewer.compute.multitau.pixels import (
 __all__ = ["CHUNK", "XlaPhotonMultitau"]
 
 CHUNK = 1 << 20  # hits per host->device transfer
+_GONE = 1 << 61  # the frame of a hit dropped from a level (beyond every count)
 MIN_BUCKET = 1 << 10
 
 
@@ -55,18 +56,20 @@ def _pow2(n: int, least: int = 1) -> int:
     return max(int(least), 1 << max(int(n) - 1, 0).bit_length())
 
 
-def _group(jnp: Any, q: Any, f: Any, v: Any, keep: Any, p: int, shift: Any,
+def _group(jax: Any, q: Any, f: Any, v: Any, keep: Any, p: int, shift: Any,
            factor: Any) -> tuple[Any, Any, Any]:
-    """Hits with equal (pixel, frame >> shift) summed (times ``factor``), in order; the
-    rest of the bucket is sentinel (pixel ``p``). ``q, f`` sorted, ``keep``: hits kept."""
+    """Hits with equal (pixel, frame >> shift) summed (times ``factor``), in order, the
+    rest of the bucket sentinel (pixel ``p``). ``q`` stays sorted: a hit not kept keeps
+    its pixel, with frame ``_GONE`` (past every level's count) and value 0."""
+    jnp, ops = jax.numpy, jax.ops
     n = q.shape[0]
-    qk = jnp.where(keep, q, p)
-    fk = jnp.where(keep, f >> shift, 0)
-    new = jnp.concatenate([jnp.ones(1, bool), (qk[1:] != qk[:-1]) | (fk[1:] != fk[:-1])])
+    fk = jnp.where(keep, f >> shift, _GONE)
+    new = jnp.concatenate([jnp.ones(1, bool), (q[1:] != q[:-1]) | (fk[1:] != fk[:-1])])
     gid = jnp.cumsum(new.astype(jnp.int32)) - 1
-    vn = jnp.zeros(n).at[gid].add(jnp.where(keep, v, 0.0)) * factor
-    qn = jnp.full(n, p, q.dtype).at[gid].min(qk)
-    fn = jnp.zeros(n, f.dtype).at[gid].max(fk)
+    used = jnp.arange(n) <= gid[-1]
+    vn = ops.segment_sum(jnp.where(keep, v, 0.0), gid, n, indices_are_sorted=True) * factor
+    qn = jnp.where(used, ops.segment_min(q, gid, n, indices_are_sorted=True), p)
+    fn = jnp.where(used, ops.segment_max(fk, gid, n, indices_are_sorted=True), _GONE)
     return qn, fn, vn
 
 
@@ -93,7 +96,7 @@ def _build_assemble(jax: Any, p: int, nb: int, kbits: int, nf: int, normalize: b
         key, v = lax.sort((key, v), num_keys=1)
         q = (key >> kbits).astype(jnp.int32)
         f = key & ((1 << kbits) - 1)
-        return _group(jnp, q, f, v, q < p, p, 0, 1.0)
+        return _group(jax, q, f, v, q < p, p, 0, 1.0)
 
     return jax.jit(assemble)
 
@@ -119,7 +122,8 @@ def _build_level(jax: Any, p: int, buf: int, ns: int, nd: int) -> Any:
         first = jnp.zeros(dump + 1).at[jnp.where(valid & (f < buf), f * p + q, dump)].add(vz)
         j = f - (count - buf)
         last = jnp.zeros(dump + 1).at[jnp.where(valid & (j >= 0), j * p + q, dump)].add(vz)
-        tot = jnp.zeros(p + 1).at[jnp.where(valid, q, p)].add(vz)[:p]
+        # the hits are in pixel order: a sorted segment sum
+        tot = jax.ops.segment_sum(vz, q, p + 1, indices_are_sorted=True)[:p]
 
         def plane(a):
             return a[:dump].reshape(buf, p)
@@ -127,7 +131,7 @@ def _build_level(jax: Any, p: int, buf: int, ns: int, nd: int) -> Any:
         terms = pixel_terms(jnp, plane(last), plane(first), plane(sp), tot, count, xs)
         s_g2, s_ip, s_if, _dsum, dss = reduce_pixel_terms(be, terms, sid, did, d_count, ns, nd)
         keep = valid & ((f >> 1) < count_next)
-        qn, fn, vn = _group(jnp, q, f, v, keep, p, 1, 0.5)
+        qn, fn, vn = _group(jax, q, f, v, keep, p, 1, 0.5)
         return (s_g2, s_ip, s_if, dss), (qn, fn, vn)
 
     return jax.jit(level)
