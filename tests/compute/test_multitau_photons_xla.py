@@ -139,12 +139,19 @@ def test_a_chunk_boundary_inside_a_frame(rng, monkeypatch):
     _close(g2s, ref.g2_static)
 
 
-def test_the_per_pixel_side_file_is_refused(rng):
-    movie = _movie(rng, 60)
-    part = _partition(*movie.shape[1:])
-    with pytest.raises(ValueError, match="per-pixel G2 side file"):
-        correlate_events_xla(FrameStream(lambda: blocks_of(movie, 8), 60), part,
-                             options=MultitauOptions(pixel_sink=lambda k, p: None))
+def test_per_pixel_planes_are_the_cpu_engine_s(rng):
+    movie = _movie(rng, 300, occ=0.1)
+    got, ref = {}, {}
+    for engine, store in (("xla", got), ("cpu", ref)):
+        opt = MultitauOptions(pixel_sink=lambda k, p, store=store: store.__setitem__(
+            k, p.copy()))
+        run = correlate_events_xla if engine == "xla" else correlate_multitau_events
+        run(FrameStream(lambda: blocks_of(movie, 21), 300), _partition(*movie.shape[1:]),
+            options=opt)
+    assert sorted(got) == sorted(ref) and len(got) > 10
+    for k in ref:
+        # float32 planes: equal, or one float32 rounding apart
+        np.testing.assert_allclose(got[k], ref[k], rtol=2e-7, atol=0)
 
 
 def _run_counted(movie, k):

@@ -330,8 +330,6 @@ def xla_photon_options(spec: CorrelateSpec, time_tag: bool) -> None:
         lacks.append(f"--mode {spec.mode} (two-time on photons)")
     if spec.ages:
         lacks.append("--twotime-ages")
-    if spec.save_g2_pixel:
-        lacks.append("--save-g2-pixel (the per-pixel G2 side file)")
     if time_tag:
         lacks.append("time-tag mode (an event list without --bin-time)")
     if lacks:

@@ -31,6 +31,7 @@ programs with a smaller traced frame count. Float64 throughout.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -101,7 +102,9 @@ def _build_assemble(jax: Any, p: int, nb: int, kbits: int, nf: int, normalize: b
     return jax.jit(assemble)
 
 
-def _build_level(jax: Any, p: int, buf: int, ns: int, nd: int) -> Any:
+def _build_level(jax: Any, p: int, buf: int, ns: int, nd: int, planes: bool = False) -> Any:
+    """One level: its bin sums (or, ``planes``, its (B, P) state for the per-pixel G2
+    side file) and the next level's hits."""
     jnp = jax.numpy
     be = get_backend("jax")
     xs = np.arange(1, buf + 1)
@@ -128,11 +131,13 @@ def _build_level(jax: Any, p: int, buf: int, ns: int, nd: int) -> Any:
         def plane(a):
             return a[:dump].reshape(buf, p)
 
+        keep = valid & ((f >> 1) < count_next)
+        nxt = _group(jax, q, f, v, keep, p, 1, 0.5)
+        if planes:
+            return (plane(last), plane(first), plane(sp), tot), nxt
         terms = pixel_terms(jnp, plane(last), plane(first), plane(sp), tot, count, xs)
         s_g2, s_ip, s_if, _dsum, dss = reduce_pixel_terms(be, terms, sid, did, d_count, ns, nd)
-        keep = valid & ((f >> 1) < count_next)
-        qn, fn, vn = _group(jax, q, f, v, keep, p, 1, 0.5)
-        return (s_g2, s_ip, s_if, dss), (qn, fn, vn)
+        return (s_g2, s_ip, s_if, dss), nxt
 
     return jax.jit(level)
 
@@ -259,22 +264,50 @@ class XlaPhotonMultitau:
         return self._sorted
 
     # ----------------------------------------------------------------- output
+    def _run_levels(self, stop: int, planes: bool) -> Iterator[Any]:
+        """Each level's output over frames ``[0, stop)``, in order (device arrays)."""
+        pb = self.pixels
+        ns, nd = pb.n_static, pb.n_dynamic
+        fn = _cached(("level", pb.n_pixels, self.buf, ns, nd, planes, str(self.device)),
+                     lambda: _build_level(self._jax, pb.n_pixels, self.buf, ns, nd, planes))
+        q, f, v = self._assembled()
+        for lvl in range(self.n_levels):
+            count = stop >> lvl
+            out, (q, f, v) = fn(q, f, v, np.int64(count), np.int64(count >> 1),
+                                *self._tables)
+            yield out
+
     def bin_sums(self, stop: int | None = None) -> list[tuple[np.ndarray, ...]]:
         """Per level, (s_g2, s_ip, s_if, dss) of delays 1..B (rows) over frames
         ``[0, stop)``."""
         stop = self.n_processed if stop is None else int(stop)
-        pb = self.pixels
-        ns, nd = pb.n_static, pb.n_dynamic
-        fn = _cached(("level", pb.n_pixels, self.buf, ns, nd, str(self.device)),
-                     lambda: _build_level(self._jax, pb.n_pixels, self.buf, ns, nd))
-        q, f, v = self._assembled()
-        out = []
-        for lvl in range(self.n_levels):
-            count = stop >> lvl
-            sums, (q, f, v) = fn(q, f, v, np.int64(count), np.int64(count >> 1),
-                                 *self._tables)
-            out.append(sums)
+        out = list(self._run_levels(stop, False))  # every level queued before one is read
         return [tuple(ensure_numpy(a) for a in s) for s in out]
+
+    @property
+    def _cpu(self) -> None:
+        return None  # iter_pixel_planes reads the levels below, not a photon state
+
+    @property
+    def _levels(self) -> Iterator[Any]:
+        """The levels' state (``hist, first, sumprod, total, count``) of all frames, one
+        level at a time (the per-pixel planes read them in order; one level is held)."""
+        from xpcsviewer.compute.multitau.correlator import _Level
+
+        stop = self.n_processed
+        for lvl, (hist, first, sp, tot) in enumerate(self._run_levels(stop, True)):
+            xs = tuple(range(1, self.buf + 1)) if lvl == 0 else tuple(
+                range(self.m + 1, self.buf + 1))
+            rows = np.asarray(xs) - 1
+            yield _Level(xs, ensure_numpy(hist), ensure_numpy(first),
+                         ensure_numpy(sp)[rows], ensure_numpy(tot), stop >> lvl)
+
+    def pixel_planes(self) -> Iterator[tuple[int, np.ndarray]]:
+        """Per-pixel G2/IP/IF, one (3, H, W) float32 plane per delay (the CPU engines'
+        :func:`~xpcsviewer.compute.multitau.pixels.iter_pixel_planes`)."""
+        from xpcsviewer.compute.multitau.pixels import iter_pixel_planes
+
+        return iter_pixel_planes(self)
 
     def result(self, stop: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(g2 (T, Nd), g2_err (T, Nd), g2_static (T, Ns)) of frames ``[0, stop)``;
@@ -310,11 +343,7 @@ def correlate_events_xla(frames: Any, partition: Any, spec: Any = None, *, optio
     engine: the same result (float64 round-off), the correlation on ``device``; the means
     (``with_scattering``) are the CPU engine's host sums of the same hits.
 
-    Raises
-    ------
-    ValueError
-        An option this engine does not have yet (``pixel_sink``: the per-pixel G2 side
-        file).
+    ``options.pixel_sink`` gets the per-pixel G2/IP/IF planes, as from the CPU engine.
     """
     from xpcsviewer.compute.inputs import Partition
     from xpcsviewer.compute.multitau._shared import (
@@ -329,9 +358,6 @@ def correlate_events_xla(frames: Any, partition: Any, spec: Any = None, *, optio
 
     spec = spec if spec is not None else CorrelateSpec()
     opt = options if options is not None else MultitauOptions()
-    if opt.pixel_sink is not None:
-        raise ValueError("the XLA photon engine does not write the per-pixel G2 side file "
-                         "yet; use --engine compiled")
     dev = xla_device(device)
     blocks, n_frames = frames.open(), int(frames.n_frames)
     pixels = Partition.of(partition).pixels()
@@ -368,6 +394,9 @@ def correlate_events_xla(frames: Any, partition: Any, spec: Any = None, *, optio
             snaps.append((mk, g, e))
         report(progress, cancel, len(snaps), len(marks) + 1, "multi-tau (photons, XLA)")
     g2, err, g2s = corr.result()
+    from xpcsviewer.compute.multitau.correlator import emit_pixel_planes
+
+    emit_pixel_planes(corr, opt.pixel_sink, progress, cancel)
     if n_frames in marks:
         snaps.append((n_frames, g2, err))
     res = MultitauResult(
