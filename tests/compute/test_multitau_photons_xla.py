@@ -139,6 +139,21 @@ def test_a_chunk_boundary_inside_a_frame(rng, monkeypatch):
     _close(g2s, ref.g2_static)
 
 
+def test_frames_beyond_2_to_the_29(rng):
+    """Frames past 2^29 (the frames take 8 bytes on the device, as time tags would)."""
+    n = (1 << 30) + 5
+    part = _partition(6, 7)
+    pix = np.flatnonzero(part.pixels().static_id >= 0)
+    t = np.sort(np.concatenate([rng.integers(0, n, 300), np.arange(40), n - 1 - np.arange(40),
+                                (1 << 29) + np.arange(30)]))
+    idx = part.pixels().pixel_index[rng.integers(0, pix.size, t.size)]
+    blk = EventBlock(0, n, t.astype(np.int64), idx.astype(np.int64),
+                     rng.integers(1, 3, t.size).astype(np.uint8))
+    stream = FrameStream(lambda: iter([blk]), n)
+    _same(correlate_multitau_events(stream, part),
+          correlate_events_xla(stream, part, device="cpu"))
+
+
 def test_per_pixel_planes_are_the_cpu_engine_s(rng):
     movie = _movie(rng, 300, occ=0.1)
     got, ref = {}, {}

@@ -49,7 +49,6 @@ from xpcsviewer.compute.multitau.pixels import (
 __all__ = ["CHUNK", "XlaPhotonMultitau"]
 
 CHUNK = 1 << 20  # hits per host->device transfer
-_GONE = 1 << 61  # the frame of a hit dropped from a level (beyond every count)
 MIN_BUCKET = 1 << 10
 
 
@@ -61,16 +60,17 @@ def _group(jax: Any, q: Any, f: Any, v: Any, keep: Any, p: int, shift: Any,
            factor: Any) -> tuple[Any, Any, Any]:
     """Hits with equal (pixel, frame >> shift) summed (times ``factor``), in order, the
     rest of the bucket sentinel (pixel ``p``). ``q`` stays sorted: a hit not kept keeps
-    its pixel, with frame ``_GONE`` (past every level's count) and value 0."""
+    its pixel, with a frame past every level's count and value 0."""
     jnp, ops = jax.numpy, jax.ops
     n = q.shape[0]
-    fk = jnp.where(keep, f >> shift, _GONE)
+    gone = int(np.iinfo(f.dtype).max) >> 1  # frames fit in half the type (the key)
+    fk = jnp.where(keep, f >> shift, gone)
     new = jnp.concatenate([jnp.ones(1, bool), (q[1:] != q[:-1]) | (fk[1:] != fk[:-1])])
     gid = jnp.cumsum(new.astype(jnp.int32)) - 1
     used = jnp.arange(n) <= gid[-1]
     vn = ops.segment_sum(jnp.where(keep, v, 0.0), gid, n, indices_are_sorted=True) * factor
     qn = jnp.where(used, ops.segment_min(q, gid, n, indices_are_sorted=True), p)
-    fn = jnp.where(used, ops.segment_max(fk, gid, n, indices_are_sorted=True), _GONE)
+    fn = jnp.where(used, ops.segment_max(fk, gid, n, indices_are_sorted=True), gone)
     return qn, fn, vn
 
 
@@ -96,7 +96,8 @@ def _build_assemble(jax: Any, p: int, nb: int, kbits: int, nf: int, normalize: b
         key = (q.astype(jnp.int64) << kbits) | jnp.where(valid, f, 0)
         key, v = lax.sort((key, v), num_keys=1)
         q = (key >> kbits).astype(jnp.int32)
-        f = key & ((1 << kbits) - 1)
+        # frames in 4 bytes when they fit (memory traffic of every level)
+        f = (key & ((1 << kbits) - 1)).astype(jnp.int32 if kbits <= 29 else jnp.int64)
         return _group(jax, q, f, v, q < p, p, 0, 1.0)
 
     return jax.jit(assemble)
