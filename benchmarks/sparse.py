@@ -19,6 +19,11 @@ Rows:
 - ``headline``: the issue's goal job, 256x256 x 200,000 frames at 0.5 % (6.5e7 hits),
   photon path only (the dense path's time is its measured pixel-frame rate times the
   job's pixel-frames).
+- ``xla``: the XLA photon engine (``--engine xla``, issue 47) against the numba photon
+  path on the same hits, in one process (hits made in memory, uniform, count 1): the
+  first job (compiles) and a warm one, wall and CPU seconds, hits/s, programs compiled,
+  host->device bytes against the event bytes, and the largest relative g2 difference.
+  ``--xla-device gpu`` where one is lent.
 - ``boost``: a Rigaku ``.bin`` (one 512x1024 module, 0.5 %) correlated by us and by
   boost-corr's own Rigaku reader + ``MultitauCorrelator`` (CPU), where
   ``.bench-venvs/boost`` exists (``make bench-refs``).
@@ -229,6 +234,69 @@ def row_headline(args, tmp: Path, rec: dict) -> None:
     raw.unlink()
 
 
+def _timed(fn):
+    t, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t, time.process_time() - c
+
+
+def row_xla(args, tmp: Path, rec: dict) -> None:
+    from xpcsviewer.backends import get_backend, get_transfer_stats, reset_transfer_stats
+    from xpcsviewer.compute.inputs import FrameStream, Partition
+    from xpcsviewer.compute.multitau._photons_xla import correlate_events_xla
+    from xpcsviewer.compute.multitau.photons import correlate_multitau_events
+    from xpcsviewer.model.events import EventBlock
+
+    get_backend("jax")
+    from xpcsviewer.backends.jax_backend import compile_counts
+
+    side, n, occ = (128, 10_000, 0.005) if args.quick else (256, 20_000, 0.005)
+    p = side * side
+    rng = np.random.default_rng(5)
+    blocks = []
+    for a in range(0, n, 1000):
+        m = min(1000, n - a)
+        k = rng.poisson(p * occ, m)
+        key = np.unique(np.repeat(np.arange(m, dtype=np.int64), k) * p
+                        + rng.integers(0, p, k.sum()))
+        fr, px = np.divmod(key, p)
+        blocks.append(EventBlock(a, a + m, (fr + a).astype(np.int32), px.astype(np.int32),
+                                 np.ones(px.size, np.uint16)))
+    hits = sum(b.n_events for b in blocks)
+    ev_bytes = sum(b.frame.nbytes + b.pixel.nbytes + b.value.nbytes for b in blocks)
+    yy, xx = np.mgrid[:side, :side]
+    r = np.hypot(yy - side / 2, xx - side / 2)
+    part = Partition((r // 8).astype(int) + 1, (r // 4).astype(int) + 1)
+    stream = FrameStream(lambda: iter(blocks), n)
+    row = {"side": side, "frames": n, "occupancy": occ, "hits": hits,
+           "event_bytes": ev_bytes, "device": args.xla_device, "load": os.getloadavg()}
+    for name, run in (("numba", lambda: correlate_multitau_events(stream, part)),
+                      ("xla", lambda: correlate_events_xla(stream, part,
+                                                           device=args.xla_device))):
+        before = compile_counts()["lowered"]
+        reset_transfer_stats()
+        res, wall, cpu = _timed(run)
+        row[f"{name}_first_s"], row[f"{name}_first_cpu_s"] = wall, cpu
+        if name == "xla":
+            row["xla_programs"] = compile_counts()["lowered"] - before
+            row["xla_h2d_bytes"] = get_transfer_stats().host_to_device_bytes
+        res, wall, cpu = _timed(run)
+        row[f"{name}_warm_s"], row[f"{name}_warm_cpu_s"] = wall, cpu
+        row[f"{name}_hits_per_s"] = hits / wall
+        row[f"{name}_g2"] = res.g2
+    a, b = row.pop("xla_g2"), row.pop("numba_g2")
+    ok = np.isfinite(b)
+    row["max_rel_g2"] = float(np.max(np.abs(a[ok] - b[ok]) / np.abs(b[ok])))
+    rec.setdefault("xla", []).append(row)
+    print(f"xla photon engine ({args.xla_device}), {side}x{side} x {n} at {occ:.1%} "
+          f"({hits:.3g} hits), load {row['load'][0]:.1f}: warm {row['xla_warm_s']:.2f} s "
+          f"(CPU {row['xla_warm_cpu_s']:.2f} s) = {row['xla_hits_per_s']:.3g} hits/s, first "
+          f"{row['xla_first_s']:.2f} s; numba warm {row['numba_warm_s']:.2f} s (CPU "
+          f"{row['numba_warm_cpu_s']:.2f} s) = {row['numba_hits_per_s']:.3g} hits/s; "
+          f"{row['xla_programs']} programs, host->device {row['xla_h2d_bytes'] / ev_bytes:.3f}"
+          f"x the event bytes; max rel g2 diff {row['max_rel_g2']:.1e}", flush=True)
+
+
 BOOST_SCRIPT = r"""
 import json, sys, time
 spec = json.loads(sys.argv[1])
@@ -296,7 +364,9 @@ def row_boost(args, tmp: Path, rec: dict) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=("table", "headline", "boost"), action="append")
+    ap.add_argument("--only", choices=("table", "headline", "xla", "boost"),
+                    action="append")
+    ap.add_argument("--xla-device", default="cpu", help="xla row: cpu or gpu")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dense-pixel-frames", type=float, default=1.2e9)
@@ -307,14 +377,15 @@ def main() -> int:
     ap.add_argument("--threads", type=int, action="append",
                     help="headline: NUMBA_NUM_THREADS of a run (repeatable)")
     args = ap.parse_args()
-    rows = args.only or ["table", "headline", "boost"]
+    rows = args.only or ["table", "headline", "xla", "boost"]
     rec: dict = {"host": platform.node(), "cpu_count": os.cpu_count(),
                  "python": platform.python_version(), "numpy": np.__version__,
                  "load_before": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M")}
     with tempfile.TemporaryDirectory(dir=args.tmp) as d:
         tmp = Path(d)
         for name in rows:
-            {"table": row_table, "headline": row_headline, "boost": row_boost}[name](
+            {"table": row_table, "headline": row_headline, "xla": row_xla,
+             "boost": row_boost}[name](
                 args, tmp, rec)
     rec["load_after"] = os.getloadavg()
     out = REPO / "benchmarks" / "results"

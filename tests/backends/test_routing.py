@@ -164,6 +164,16 @@ def test_engine_plan_follows_the_routes():
                     accelerators=True, **kw)
     assert (p.engine, p.device) == ("compiled", "cpu")
     assert "no GPU engine for sparse" in p.describe()
+    # the XLA photon engine when asked for (issue 47): on the GPU when present, else the CPU
+    p = plan_engine("xla", "auto", "multitau", photons=True, profile=cheap_gpu,
+                    accelerators=True, **kw)
+    assert (p.engine, p.device) == ("xla", "gpu")
+    p = plan_engine("xla", "auto", "multitau", photons=True, profile=cheap_gpu,
+                    accelerators=False, **kw)
+    assert (p.engine, p.device) == ("xla", "cpu") and "no GPU present" in p.describe()
+    p = plan_engine("xla", "cpu", "multitau", photons=True, profile=cheap_gpu,
+                    accelerators=True, **kw)
+    assert (p.engine, p.device) == ("xla", "cpu")
     p = plan_engine("auto", "auto", "multitau", profile=cheap_gpu, accelerators=False, **kw)
     assert (p.engine, p.device) == ("compiled", "cpu")
 

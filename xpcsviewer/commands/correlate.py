@@ -50,7 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="dense correlators: compiled CPU kernels (numba/BLAS), or one XLA "
                         "program per job on the routed device (--device); auto (default): "
                         "the device by the job's estimated cost (device --calibrate), "
-                        "compiled on the CPU, XLA on a GPU")
+                        "compiled on the CPU, XLA on a GPU. Photon path: compiled (auto), "
+                        "or xla (multi-tau g2 on --device; refused for two-time, "
+                        "--twotime-ages and time-tag mode)")
     p.add_argument("--bin-time", type=float, default=None, metavar="SECONDS",
                    help="event lists (Timepix): frames of this length; without it the "
                         "time-tag mode correlates the arrival times (multi-tau only)")

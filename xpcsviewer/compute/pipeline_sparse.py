@@ -174,6 +174,8 @@ def correlate_events_to_result(
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
     scattering_group: int = 1,
+    engine: Any = "compiled",
+    device: Any = "cpu",
 ) -> CorrelatedResult:
     """Correlate a stream of hits into a result (nothing is written).
 
@@ -181,6 +183,8 @@ def correlate_events_to_result(
     hits of processed frames 0..n_frames-1 as EventBlocks; the other parameters are
     those of :func:`~xpcsviewer.compute.pipeline.correlate_to_result`.
     ``scattering_group``: frames per row of the per-frame means (time-tag runs).
+    ``engine``: "compiled" (numba, CPU) or "xla" (the multi-tau pass on ``device`` by
+    :mod:`~xpcsviewer.compute.multitau._photons_xla`; multi-tau only, no per-pixel stack).
     """
     record = record if record is not None else ResultRecord()
     if record.pixel_sink is not None and spec.mode == "twotime":
@@ -193,12 +197,21 @@ def correlate_events_to_result(
     common = dict(record.config or {})
     partition = Partition.of(qmap)
     mt = tt = scat = c2_maps = segments = None
+    xla = str(engine) == "xla"
+    if xla and (spec.two_time or scattering_group > 1):
+        # the plan refuses these first (xla_photon_options); never run them elsewhere
+        raise ValueError("the XLA photon engine correlates multi-tau on frames only")
     if spec.multi_tau:
-        run = correlate_multitau_events(
-            frames, partition, spec,
-            options=MultitauOptions(with_scattering=True, scattering_group=scattering_group,
-                                    pixel_sink=record.pixel_sink),
-            progress=progress, cancel=cancel)
+        opts = MultitauOptions(with_scattering=True, scattering_group=scattering_group,
+                               pixel_sink=record.pixel_sink)
+        if xla:
+            from xpcsviewer.compute.multitau._photons_xla import correlate_events_xla
+
+            run = correlate_events_xla(frames, partition, spec, options=opts, device=device,
+                                       progress=progress, cancel=cancel)
+        else:
+            run = correlate_multitau_events(frames, partition, spec, options=opts,
+                                            progress=progress, cancel=cancel)
         r, scat = run.multitau, run.scattering
         mt = multitau_model(r, t0, stride_frame, avg_frame, common)
     if spec.two_time:

@@ -18,7 +18,7 @@ from xpcsviewer.backends.routing import Route, route
 from xpcsviewer.compute.spec import CorrelateSpec, Engine, PlanRequest, SpecError
 
 __all__ = ["CorrelatePlan", "EnginePlan", "MemoryRefused", "dense_work", "plan_correlate",
-           "plan_engine"]
+           "plan_engine", "xla_photon_options"]
 
 #: a time-tag run keeps its per-frame means in at most this many rows
 TRACE_ROWS = 100_000
@@ -77,15 +77,29 @@ def plan_engine(requested_engine: Engine | str, requested_device: str, mode: str
     (the CPU whatever the route) or xla (the XLA program on the routed device).
     """
     requested_engine = Engine.parse(requested_engine)
-    if photons:  # the photon correlator is a CPU engine
-        if requested_engine in (Engine.XLA, Engine.ARRAY):
+    if photons:
+        if requested_engine is Engine.ARRAY:
             # asked for and cannot run: refused, never swapped in silence (issue 47)
             raise SpecError(
-                f"--engine {requested_engine.value}: the photon path has only the compiled "
-                "CPU engine; use --engine compiled (or auto), or --path dense to correlate "
-                "the frames with the XLA engine")
+                f"--engine {requested_engine.value}: the photon path has the compiled CPU "
+                "engine and the XLA engine (--engine xla); use one of those, or --path "
+                "dense")
         r = route("sparse", work=0.0, requested=requested_device, profile=profile,
                   accelerators=accelerators)
+        if requested_engine is Engine.XLA:
+            # the XLA photon engine (issue 47): on the requested device; "auto" takes a
+            # GPU when one is present (the job-cost model has no photon GPU row yet)
+            from xpcsviewer.backends.routing import gpu_present
+
+            has_gpu = gpu_present() if accelerators is None else bool(accelerators)
+            if requested_device == "cpu" or not has_gpu:
+                why = ("CPU requested" if requested_device == "cpu" else "no GPU present")
+                dev = "cpu"
+            else:
+                why, dev = ("GPU requested" if requested_device == "gpu"
+                            else "a GPU is present (XLA photon engine asked for)"), "gpu"
+            return EnginePlan(Engine.XLA, dev, (Route("sparse", dev, why, r.estimates,
+                                                      r.profile),))
         return EnginePlan(Engine.COMPILED, "cpu", (r,))
     work = dense_work(mode, qm, n_frames, bins)
     nbytes = float(frame_bytes) * n_frames
@@ -283,6 +297,8 @@ def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanReq
                          itemsize * qmap.shape[0] * qmap.shape[1], bins,
                          photons=choice.path == "sparse", profile=profile,
                          accelerators=accelerators)
+    if choice.path == "sparse" and engine.engine is Engine.XLA:
+        xla_photon_options(spec, bool(getattr(source, "time_tag", False)))
     k = _groups(spec, choice.path == "sparse", n)
     full = k if spec.two_time else 0
     if k and have is not None:
@@ -299,6 +315,26 @@ def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanReq
                 "groups")
     return CorrelatePlan(choice, engine, bins, ages_bins, full, k, group, need, have,
                          bool(getattr(source, "sparse", False)), request.said)
+
+
+def xla_photon_options(spec: CorrelateSpec, time_tag: bool) -> None:
+    """Refuse what the XLA photon engine does not do yet, naming the option (issue 47:
+    an engine asked for runs, or the job is refused; never a silent swap).
+
+    Raises
+    ------
+    SpecError
+    """
+    lacks = []
+    if spec.two_time:
+        lacks.append(f"--mode {spec.mode} (two-time on photons)")
+    if spec.ages:
+        lacks.append("--twotime-ages")
+    if time_tag:
+        lacks.append("time-tag mode (an event list without --bin-time)")
+    if lacks:
+        raise SpecError("--engine xla on the photon path does not do " + ", ".join(lacks)
+                        + " yet; use --engine compiled (or auto) for this job")
 
 
 def _groups(spec: CorrelateSpec, photons: bool, n_frames: int) -> int:
