@@ -4,6 +4,7 @@ frames, whatever the blocks, options and occupancy; streaming; per-pixel planes.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 
 import numpy as np
 import pytest
@@ -202,3 +203,47 @@ def test_level_hits_estimate_bounds():
         1024 >> k for k in range(10)), rel=1e-12)
     low = level_hits_estimate(1 << 16, 1000, 1e-4)
     assert (1 << 16) * 1000 * 1e-4 * 8 < low < (1 << 16) * 1000 * 1e-4 * 17
+
+
+def _state(c):
+    s = c._cpu
+    return (s.rt, s.rv, s.rh, s.sp, s.first, s.tot0, s.count)
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_walk_of_hit_and_waiting_pixels_equals_the_walk_of_every_pixel(rng, normalize):
+    # a block carries only the pixels with hits and those whose newest hit at some level
+    # waits for its pair; the state after every block must be the walk of every pixel's,
+    # bit for bit, through blocks of 1..40 frames, empty blocks and level growth
+    movie = _movie(rng, n=900, occ=0.01)
+    dq, sq, mask = _partition(*movie.shape[1:])
+    px = select_pixels(dq * mask, sq * mask)
+    cuts = np.unique(np.concatenate([[0, 900], np.cumsum(rng.integers(1, 40, 80))]))
+    cuts = cuts[cuts <= 900]
+    runs = []
+    for mode in ("all", "hits", "no_wait"):
+        c = SparseMultitauCorrelator(px, 8, normalize_frame=normalize, growable=True)
+        c._cpu.walk_all = mode == "all"
+        runs.append((mode, c))
+    diverged = False
+    for a, b in itertools.pairwise(cuts):
+        blk = next(blocks_of(movie[a:b], b - a))
+        for mode, c in runs:
+            if mode == "no_wait":
+                c._cpu.pend[:] = 0  # the waiting frames forgotten: must go wrong
+            c.process_events(b, blk.frame + a, blk.pixel, blk.value)
+        ref = _state(runs[0][1])
+        for x, y in zip(ref, _state(runs[1][1]), strict=True):
+            np.testing.assert_array_equal(x, y, err_msg=f"after the block [{a}, {b})")
+        diverged |= not all(np.array_equal(x, y)
+                            for x, y in zip(ref, _state(runs[2][1]), strict=True))
+    assert diverged, "no block needed a waiting pixel: the test cannot tell"
+    full, hits = runs[0][1]._cpu.walked, runs[1][1]._cpu.walked
+    assert hits < 0.5 * full, (hits, full)
+    d = correlate_multitau(movie, Partition(dq, sq, mask), spec=CorrelateSpec(
+        normalize_frame=normalize), engine="backend")
+    delays, g2, err, g2s = runs[1][1].snapshot()
+    np.testing.assert_array_equal(delays, d.delay_frames)
+    _close(g2, d.g2)
+    _close(err, d.g2_err, rtol=1e-9)
+    _close(g2s, d.g2_static)

@@ -553,3 +553,31 @@ def test_csr_source_never_follows_a_pointer_not_written_or_past_the_hits(tmp_pat
     src = GrowingCsrSource(raw, shape=(4, 4))
     assert src.poll().complete == 0 and src.final().complete == 3
     src.close()
+
+
+def test_the_start_wait_counts_from_ready(rigaku_qmap, tmp_path, monkeypatch):
+    # a warm-up longer than the start wait (a loaded machine took over 120 s) is not the
+    # writer's delay: the run waits start_wait from "ready" (it timed out before)
+    import types
+
+    import xpcsviewer.jobs.warmup as warmup
+
+    monkeypatch.setattr(warmup, "precompile", lambda **kw: time.sleep(1.0))
+    n = 60
+    hits = _hits(n, MODULE, seed=5, region=REGION)
+    raw, out = tmp_path / "scan.bin", tmp_path / "live.hdf"
+    late = []
+
+    def start(_ev):
+        th = threading.Timer(0.3, lambda: raw.write_bytes(_words(*hits)))
+        th.start()
+        late.append(th)
+
+    def fitter(paths, **kw):
+        return [types.SimpleNamespace(ok=False, error="not fitted here")]
+
+    final = follow(raw, read_qmap(rigaku_qmap), out,
+                   LiveOptions(idle=1.0, poll=0.05, frames=n, start_wait=0.8, fit=True),
+                   fitter=fitter, on_ready=start)
+    late[0].join()
+    assert final.final and final.frames == n and final.end == "expected"

@@ -13,6 +13,8 @@ correlator the source's dense frames, and says so.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as _wait
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,7 @@ from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.raw.sparse import EVENTS_PER_BLOCK
 from xpcsviewer.model.events import EventBlock
 
-__all__ = ["checked_hits", "frames_per_read", "photon_stream", "warm_photons"]
+__all__ = ["ReadAhead", "checked_hits", "frames_per_read", "photon_stream", "warm_photons"]
 
 #: frames of the first read of a sparse source (before a rate of hits is known)
 FIRST_READ_FRAMES = 256
@@ -101,3 +103,58 @@ def checked_hits(block: EventBlock, used: np.ndarray, src: Any) -> tuple[EventBl
     keep = ~drop
     return EventBlock(block.start, block.stop, block.frame[keep], block.pixel[keep],
                       v[keep]), n_neg
+
+
+class ReadAhead:
+    """The next block of hits read (decoded and checked, :func:`checked_hits`) in a thread
+    of its own while the caller correlates the last one.
+
+    One read at a time and at most one block waiting, never past the frames the caller
+    asked for: the source is never read from two threads at once, and a poll, a release
+    or a close of the source waits for no read (the caller drains first). The numba
+    kernels and the reads (``pread``, NumPy's shifts and masks) release the GIL, so the
+    read runs beside the correlation. A read's error (``XpcsFileError`` naming the file,
+    ``SourceNotReady``) is raised where its block is taken.
+    """
+
+    def __init__(self, src: Any, used: np.ndarray) -> None:
+        self.src = src
+        self.used = used
+        self._ex: ThreadPoolExecutor | None = None
+        self._pending: tuple[int, int, Future] | None = None
+
+    def _read(self, start: int, stop: int) -> tuple[EventBlock, int]:
+        return checked_hits(self.src.read_events(start, stop), self.used, self.src)
+
+    def submit(self, start: int, stop: int) -> None:
+        """Start reading frames ``[start, stop)`` (after any read under way)."""
+        self.drain()
+        if self._ex is None:
+            self._ex = ThreadPoolExecutor(1, thread_name_prefix="xpcs-live-read")
+        self._pending = (int(start), int(stop), self._ex.submit(self._read, start, stop))
+
+    def take(self, start: int, stop: int) -> tuple[EventBlock, int]:
+        """``(block, negatives dropped)`` of frames ``[start, stop)``: the block read
+        ahead when it is that one, else read now."""
+        p, self._pending = self._pending, None
+        if p is not None:
+            if (p[0], p[1]) == (start, stop):
+                return p[2].result()
+            _wait([p[2]])
+        return self._read(start, stop)
+
+    @property
+    def pending(self) -> bool:
+        return self._pending is not None
+
+    def drain(self) -> None:
+        """Wait for a read under way; its block (or error) is dropped."""
+        p, self._pending = self._pending, None
+        if p is not None:
+            _wait([p[2]])
+
+    def close(self) -> None:
+        self.drain()
+        if self._ex is not None:
+            self._ex.shutdown(wait=True)
+            self._ex = None

@@ -37,7 +37,7 @@ class LiveOptions:
     idle : float
         Seconds without a new frame after which the acquisition counts as ended.
     start_wait : float
-        Seconds to wait for the first frame.
+        Seconds to wait for the first frame, from "ready" (kernels and fits loaded).
     poll : float
         Seconds between polls of the source.
     spec : CorrelateSpec

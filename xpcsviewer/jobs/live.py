@@ -39,7 +39,7 @@ from xpcsviewer.io.errors import XpcsFileError
 from xpcsviewer.io.raw.live import SourceNotReady, open_live_source
 from xpcsviewer.jobs._live_report import _Reporting
 from xpcsviewer.jobs._live_sparse import (
-    checked_hits,
+    ReadAhead,
     frames_per_read,
     photon_stream,
     warm_photons,
@@ -91,6 +91,7 @@ class _Follower(_Reporting):
         self.hits = 0  # hits correlated (a sparse source)
         self.prev_hits = 0
         self.photons = False  # the photon correlator can run (numba)
+        self.ahead = ReadAhead(source, self.used_flat)
         self.marks: dict[str, float] = {}  # the final update's stages (monotonic)
         self._init_reporting()
 
@@ -192,7 +193,16 @@ class _Follower(_Reporting):
 
     def read_to(self, target: int, *, stop: Callable[[], bool],
                 cancel: CancelToken | None, progress: Any) -> None:
-        """Read and correlate complete frames up to ``target``; partial updates on time."""
+        """Read and correlate complete frames up to ``target``; partial updates on time.
+        Hits: the next block is read while the last is correlated (:class:`ReadAhead`;
+        no read is left under way on return, so polls and closes never meet one)."""
+        try:
+            self._read_to(target, stop, cancel, progress)
+        finally:
+            self.ahead.drain()
+
+    def _read_to(self, target: int, stop: Callable[[], bool],
+                 cancel: CancelToken | None, progress: Any) -> None:
         while self.done < target:
             if cancel is not None and cancel.cancelled:
                 raise Cancelled()
@@ -202,10 +212,12 @@ class _Follower(_Reporting):
             if self.sparse:
                 b = min(target, self.done + frames_per_read(self.hits, self.done))
                 try:
-                    block = self.src.read_events(self.done, b)
+                    block, neg = self.ahead.take(self.done, b)
                 except SourceNotReady:
                     return
-                block, neg = checked_hits(block, self.used_flat, self.src)
+                if b < target:  # the next block, sized by the hits read so far
+                    n = self.hits + block.n_events
+                    self.ahead.submit(b, min(target, b + frames_per_read(n, b)))
                 self.negatives += neg
                 s.feed_events(block)
                 self.hits += block.n_events
@@ -382,6 +394,9 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         if on_ready is not None:
             on_ready({"event": "ready", "source": src.describe(), "engine": fol.engine,
                       "fit": bool(opts.fit and fitter is not None)})
+        # the wait for a first frame starts when ready (a loaded machine's warm-up is
+        # not the writer's delay)
+        t_ready = time.monotonic()
         while True:
             if cancel is not None and cancel.cancelled:
                 raise Cancelled()
@@ -413,7 +428,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
                 break
             # measured at the poll: time spent here (a slow first fit) is not the writer's
             if fol.last_growth is None:
-                if t_poll - fol.t0 > opts.start_wait:
+                if t_poll - t_ready > opts.start_wait:
                     raise TimeoutError(f"no frame in {opts.start_wait:g} s "
                                        f"({st.note or 'no data'})")
             elif t_poll - fol.last_growth >= opts.idle:
@@ -479,6 +494,7 @@ def follow(source: str | os.PathLike, qmap: Any, output: str | os.PathLike,
         assert final is not None
         return final
     finally:
+        fol.ahead.close()
         src.close()
         fol.join_updates()
 

@@ -9,7 +9,8 @@ each pixel through every level: at level L the pixel's hits are paired with its 
 hits of that level (a small ring: one entry per hit, so the B frames before a hit are
 all there), and consecutive pairs of level-L frames give the pixel's hits at level L+1.
 The cost is the hits of each level (at most pixels x frames / 2^L) plus a few operations
-per pixel and level per block; no dense frame is ever formed.
+per pixel carried and level per block (a block carries the pixels with hits and those
+whose frame waiting for its pair is paired in the block); no dense frame is ever formed.
 """
 
 from __future__ import annotations
@@ -169,13 +170,19 @@ def _level(q, lvl, tt, vv, cc, src, na, nc, rt, rv, rh, sp, first, tot0, cprev, 
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cnew, m,
-                  maxn):  # pragma: no cover - compiled
-    """Carry every pixel's hits of one block through all levels (see the module notes).
+def levels_update(walk, off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cnew,
+                  m, maxn, pend):  # pragma: no cover - compiled
+    """Carry the hits of one block through all levels (see the module notes), for the
+    pixels of ``walk`` only.
 
-    off (P+1,), ht/hv: pixel-ordered hits (frame - f0, value); bands: pixel band edges,
+    walk (W,): the pixels to carry: those with hits in the block, and those with a frame
+    waiting for its pair at a level that gets new frames in the block (``pend``); any
+    other pixel's state cannot change;
+    off (P+1,), ht/hv: pixel-ordered hits (frame - f0, value); bands: edges in ``walk``,
     one band per task; state arrays (P, NL, B) and (P, NL); cprev/cnew (NL,): frames of
-    each level before/after the block.
+    each level before/after the block. ``pend[q]`` (every walked pixel): bit L set when
+    its newest level-L hit is level-L frame cnew[L] - 1 with cnew[L] odd (the frame that
+    waits for its pair).
     """
     nl = rt.shape[1]
     buf = rt.shape[2]
@@ -183,7 +190,8 @@ def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cn
         tt = np.empty((2, maxn + 2), dtype=np.int64)
         vv = np.empty((2, maxn + 2), dtype=np.float64)
         cc = np.empty((2, maxn + 3), dtype=np.int64)
-        for q in range(bands[b], bands[b + 1]):
+        for wi in range(bands[b], bands[b + 1]):
+            q = walk[wi]
             # level-0 hits of this pixel, hits of one frame merged (values add), and the
             # candidates: the first hit and every hit within B frames of the one before
             na = 0
@@ -218,6 +226,13 @@ def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cn
                                     tot0, cprev, cnew, xmin, nl)
                 src = 1 - src
                 na = nb
+            wait = 0
+            for lvl in range(nl):
+                c = cnew[lvl]
+                h = rh[q, lvl]
+                if (c & 1) == 1 and h > 0 and rt[q, lvl, (h - 1) % buf] == c - 1:
+                    wait |= 1 << lvl
+            pend[q] = wait
 
 
 @njit(cache=True, parallel=True, nogil=True)

@@ -91,11 +91,12 @@ def _bands(p: int, n: int) -> np.ndarray:
     return np.linspace(0, p, max(1, min(n, p)) + 1).round().astype(np.int64)
 
 
-def _work_bands(off: np.ndarray, n: int) -> np.ndarray:
-    """Edges of about ``n`` pixel bands holding equal numbers of hits (plus a pixel's
-    worth of fixed work each), so that threads finish together."""
-    p = off.size - 1
-    work = off[1:] + np.arange(1, p + 1) * 4  # hits, plus per-pixel level overhead
+def _work_bands(off: np.ndarray, walk: np.ndarray, n: int) -> np.ndarray:
+    """Edges (in ``walk``, the pixels carried) of about ``n`` bands holding equal numbers
+    of hits (plus a pixel's worth of fixed work each), so that threads finish together."""
+    p = walk.size
+    # hits, plus per-pixel level overhead
+    work = np.cumsum(off[walk + 1] - off[walk]) + np.arange(1, p + 1) * 4
     cuts = np.searchsorted(work, np.linspace(0, work[-1] if p else 0, n + 1)[1:-1])
     return np.unique(np.concatenate([[0], cuts, [p]])).astype(np.int64)
 
@@ -119,8 +120,16 @@ class SparseLevels:
         self.buf = 2 * self.m
         self.n_levels = 0
         self.tot0 = np.zeros(self.p)
+        # bit L: the pixel's newest level-L hit waits for its pair (so the pixel is
+        # carried, even without a hit, through the next block in which level L grows)
+        self.pend = np.zeros(self.p, dtype=np.int64)
         self._alloc(int(n_levels))
         self._totals: tuple[int, list[np.ndarray]] | None = None
+        self.walked = 0  # pixels carried through the levels, over all blocks
+
+    #: carry every pixel at every block (the reference the pixel-restricted walk is
+    #: tested against)
+    walk_all = False
 
     def _alloc(self, n_levels: int) -> None:
         # zeros: pages are mapped only when a level is reached (ring slots are read only
@@ -208,8 +217,15 @@ class SparseLevels:
                 cnew[lvl] = c
                 c >>= 1
             maxn = int(cnt.max(initial=0))
-            k.levels_update(off, ht, hv, f0, _work_bands(off, 8 * nt), self.rt, self.rv,
-                            self.rh, self.sp, self.first, self.tot0, cprev, cnew, self.m, maxn)
+            # only pixels with hits or a frame waiting for its pair can change (tested
+            # against the walk over every pixel): the walk does not grow with the detector
+            grown = sum(1 << lvl for lvl in range(self.n_levels) if cnew[lvl] > cprev[lvl])
+            walk = (np.arange(self.p) if self.walk_all else
+                    np.flatnonzero((cnt != 0) | ((self.pend & grown) != 0)))
+            k.levels_update(walk, off, ht, hv, f0, _work_bands(off, walk, 8 * nt), self.rt,
+                            self.rv, self.rh, self.sp, self.first, self.tot0, cprev, cnew,
+                            self.m, maxn, self.pend)
+            self.walked += int(walk.size)
         self.count = cnew
         self._totals = None
 
