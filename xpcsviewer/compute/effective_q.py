@@ -47,6 +47,7 @@ __all__ = [
     "file_effective_q",
     "file_q_eff",
     "fit_equivalent_q2",
+    "fit_equivalent_q2_many",
     "is_cached",
 ]
 
@@ -150,32 +151,51 @@ def bin_mixtures(
     return out
 
 
-def _single_rate(t: np.ndarray, y: np.ndarray, sig: np.ndarray, g0: float) -> float:
-    """Gamma of baseline + contrast exp(-2 Gamma t) fitted to y (weights 1/sig^2; the
-    baseline and contrast profiled out), by golden-section search in log Gamma."""
-    wt = 1.0 / sig**2
+def _single_rates(t: np.ndarray, y: np.ndarray, sig: np.ndarray, g0: np.ndarray) -> np.ndarray:
+    """Gamma (B,) of baseline + contrast exp(-2 Gamma t) fitted to each row of y (B, T)
+    (weights 1/sig^2, rows of weight 0 left out; baseline and contrast profiled out), by
+    golden-section search in log Gamma, all rows at once.
 
-    def cost(lg: float) -> float:
-        e = np.exp(-2.0 * np.exp(lg) * t)
-        a = np.stack([np.ones_like(e), e], axis=1) * np.sqrt(wt)[:, None]
-        coef, *_ = np.linalg.lstsq(a, y * np.sqrt(wt), rcond=None)
-        r = y * np.sqrt(wt) - a @ coef
-        return float(r @ r)
+    Each cost is a 2-column weighted least squares solved by SVD with lstsq's cutoff
+    (``rcond=None``), batched: one call per step instead of one per row (a live update's
+    fit made 6,200 single lstsq calls, half its time).
+    """
+    wt = np.where(np.isfinite(sig) & (sig > 0), 1.0 / np.where(sig > 0, sig, 1.0) ** 2, 0.0)
+    sw = np.sqrt(wt)
+    b = np.nan_to_num(y) * sw
+    ones = sw
+    m = t.size
+
+    def cost(lg: np.ndarray) -> np.ndarray:
+        e = np.exp(-2.0 * np.exp(lg)[:, None] * t[None, :]) * sw
+        a = np.stack([ones, e], axis=2)  # (B, T, 2)
+        u, sv, vt = np.linalg.svd(a, full_matrices=False)
+        cut = np.finfo(np.float64).eps * max(m, 2) * sv[:, :1]
+        inv = np.where(sv > cut, 1.0 / np.where(sv > cut, sv, 1.0), 0.0)
+        ub = np.einsum("btk,bt->bk", u, b) * inv
+        r = b - np.einsum("btk,bk->bt", u * sv[:, None, :], ub)
+        del vt
+        return np.einsum("bt,bt->b", r, r)
 
     lo, hi = np.log(g0) - 2.0, np.log(g0) + 2.0
     gr = (np.sqrt(5.0) - 1.0) / 2.0
     c, d = hi - gr * (hi - lo), lo + gr * (hi - lo)
     fc, fd = cost(c), cost(d)
     for _ in range(60):
-        if fc < fd:
-            hi, d, fd = d, c, fc
-            c = hi - gr * (hi - lo)
-            fc = cost(c)
-        else:
-            lo, c, fc = c, d, fd
-            d = lo + gr * (hi - lo)
-            fd = cost(d)
-    return float(np.exp(0.5 * (lo + hi)))
+        left = fc < fd  # the minimum lies in [lo, d]
+        hi = np.where(left, d, hi)
+        lo = np.where(left, lo, c)
+        c_new = np.where(left, hi - gr * (hi - lo), d)
+        d_new = np.where(left, c, lo + gr * (hi - lo))
+        f = cost(np.where(left, c_new, d_new))
+        fc, fd = np.where(left, f, fd), np.where(left, fc, f)
+        c, d = c_new, d_new
+    return np.exp(0.5 * (lo + hi))
+
+
+def _single_rate(t: np.ndarray, y: np.ndarray, sig: np.ndarray, g0: float) -> float:
+    """:func:`_single_rates` of one curve."""
+    return float(_single_rates(t, y[None, :], sig[None, :], np.array([g0]))[0])
 
 
 def fit_equivalent_q2(
@@ -192,22 +212,41 @@ def fit_equivalent_q2(
     delay window that follows it to its slow tail sees a lower rate. NaN without pixels,
     delays or a finite positive tau.
     """
-    q2 = np.asarray(q2, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
+    return float(fit_equivalent_q2_many([(q2, w)], t, np.asarray(sig, dtype=np.float64)[None],
+                                        np.array([tau], dtype=np.float64), iterations)[0])
+
+
+def fit_equivalent_q2_many(mixtures: list, t: np.ndarray, sig: np.ndarray, tau: np.ndarray,
+                           iterations: int = 4) -> np.ndarray:
+    """:func:`fit_equivalent_q2` of B bins at once: ``mixtures`` B pairs (q2, w), delays
+    ``t`` (T,), errors ``sig`` (B, T) (a bin's delays with a non-finite or non-positive
+    t or sig are left out of its fit), relaxation times ``tau`` (B,) s. (B,), NaN where
+    not computable."""
     t = np.asarray(t, dtype=np.float64)
-    sig = np.asarray(sig, dtype=np.float64)
-    ok = np.isfinite(t) & (t > 0) & np.isfinite(sig) & (sig > 0)
-    t, sig = t[ok], sig[ok]
-    if q2.size == 0 or t.size < 4 or not (np.isfinite(tau) and tau > 0):
-        return float("nan")
-    mean_q2 = float(np.sum(w * q2) / np.sum(w))
-    q_eff2 = mean_q2
+    sig = np.asarray(sig, dtype=np.float64).reshape(len(mixtures), t.size)
+    tau = np.asarray(tau, dtype=np.float64).reshape(-1)
+    ok = np.isfinite(t)[None, :] & (t > 0)[None, :] & np.isfinite(sig) & (sig > 0)
+    out = np.full(len(mixtures), np.nan)
+    rows = [j for j, (q2, _w) in enumerate(mixtures)
+            if np.asarray(q2).size and ok[j].sum() >= 4 and np.isfinite(tau[j]) and tau[j] > 0]
+    if not rows:
+        return out
+    keep = ok[rows].any(axis=0)  # delays no kept bin uses are dropped from every row
+    tt = np.where(keep, t, 1.0)[keep]
+    ss = np.where(ok[rows][:, keep], sig[rows][:, keep], np.nan)
+    mix = [(np.asarray(mixtures[j][0], dtype=np.float64),
+            np.asarray(mixtures[j][1], dtype=np.float64)) for j in rows]
+    wn = [w / np.sum(w) for _q2, w in mix]
+    q_eff2 = np.array([float(np.sum(w * q2)) for (q2, _w), w in zip(mix, wn, strict=True)])
+    tr = tau[rows]
     for _ in range(iterations):
-        d = 1.0 / (tau * q_eff2)
-        y = np.exp(-2.0 * d * np.outer(t, q2)) @ (w / np.sum(w))
-        rate = _single_rate(t, y, sig, 1.0 / tau)
+        d = 1.0 / (tr * q_eff2)
+        y = np.stack([np.exp(-2.0 * dj * np.outer(tt, q2)) @ w
+                      for dj, (q2, _w), w in zip(d, mix, wn, strict=True)])
+        rate = _single_rates(tt, y, ss, 1.0 / tr)
         q_eff2 = rate / d
-    return float(q_eff2)
+    out[rows] = q_eff2
+    return out
 
 
 @dataclass(frozen=True)
@@ -252,11 +291,11 @@ class EffectiveQ:
         eff = np.zeros(cols.size, bool)
         if self.mixtures is None:
             return q, eff
-        for j, c in enumerate(cols):
-            q2, w = self.mixtures[c]
-            v = fit_equivalent_q2(q2, w, t, sig[j], float(tau[j])) if q2.size else np.nan
-            if np.isfinite(v) and v > 0:
-                q[j], eff[j] = np.sqrt(v), True
+        v = fit_equivalent_q2_many([self.mixtures[c] for c in cols], t,
+                                   np.asarray(sig, dtype=np.float64).reshape(cols.size, -1),
+                                   np.asarray(tau, dtype=np.float64))
+        good = np.isfinite(v) & (v > 0)
+        q[good], eff[good] = np.sqrt(v[good]), True
         return q, eff
 
 
