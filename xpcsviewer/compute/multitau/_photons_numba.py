@@ -61,26 +61,43 @@ def scatter_hits(frame, pixel, value, scale, f0, lut, off, bands, out_t, out_v):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _level(q, lvl, tt, vv, cc, src, na, nc, rt, rv, rh, sp, first, tot0, cprev, cnew,
-           xmin, nl):
-    """One level of one pixel: pairs, ring, first frames, totals; returns (hits, candidates)
-    emitted into row ``1 - src`` of (tt, vv, cc) for level lvl + 1.
+def _read(win, last, q, lvl, f):
+    """The value of level-``lvl`` frame ``f`` of pixel q (0 without a hit there): the
+    window holds frames ``(last - B, last]`` at slot ``f % B``; later frames have no hit."""
+    buf = win.shape[2]
+    lt = last[q, lvl]
+    if f < 0 or f > lt or f <= lt - buf:
+        return 0.0
+    return np.float64(win[q, lvl, f % buf])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_pair(sp, q, lvl, x, m, p):
+    """sumprod of delay x (level frames): level 0 keeps x = 1..m in row 0, every level
+    x = m+1..2m in row lvl + 1 (levels above 0 have no delay below m + 1)."""
+    if x <= m:
+        sp[q, 0, x - 1] += p
+    else:
+        sp[q, lvl + 1, x - m - 1] += p
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _level(q, lvl, tt, vv, cc, src, na, nc, win, last, sp, first, tot0, cprev, cnew,
+           xmin, nl, m):
+    """One level of one pixel: pairs, window, first frames, totals; returns (hits,
+    candidates) emitted into row ``1 - src`` of (tt, vv, cc) for level lvl + 1.
 
     ``cc[src, :nc]``: the candidates, the hits that may have a partner: those whose
-    previous hit is within B frames (the first hit always, for the ring). A hit whose
+    previous hit is within B frames (the first hit always, for the window). A hit whose
     previous hit is farther has no partner at all, so the pairs are sought for candidates
     only (at sparse levels a few per cent of the hits; the search is what costs).
     """
-    buf = rt.shape[2]
-    bm = buf - 1
-    pow2 = (buf & bm) == 0
+    buf = win.shape[2]
     dst = 1 - src
-    h = rh[q, lvl]
-    pos = (h & bm) if pow2 else (h % buf)
-    nring = h if h < buf else buf
+    lt = last[q, lvl]  # newest frame with a hit before this block (< cprev[lvl])
     nxt = lvl + 1 < nl
     # pairs: a hit's partners are the hits before it within B frames (this list, then
-    # the ring of earlier blocks for the first hits)
+    # the window of earlier blocks for the first hits)
     for c in range(nc):
         i = cc[src, c]
         t = tt[src, i]
@@ -93,17 +110,21 @@ def _level(q, lvl, tt, vv, cc, src, na, nc, rt, rv, rh, sp, first, tot0, cprev, 
                 near = False
                 break
             if dt >= xmin:
-                sp[q, lvl, dt - 1] += v * vv[src, j]
+                _add_pair(sp, q, lvl, dt, m, v * vv[src, j])
             j -= 1
-        if near and nring > 0:
-            idx = pos
-            for _ in range(nring):
-                idx = idx - 1 if idx > 0 else buf - 1
-                dt = t - rt[q, lvl, idx]
-                if dt > buf:
-                    break
-                if dt >= xmin:
-                    sp[q, lvl, dt - 1] += v * rv[q, lvl, idx]
+        if near and lt >= 0:
+            fhi = t - xmin
+            if fhi > lt:
+                fhi = lt
+            flo = t - buf
+            if flo < lt - buf + 1:
+                flo = lt - buf + 1
+            if flo < 0:
+                flo = 0
+            for f in range(fhi, flo - 1, -1):
+                w = np.float64(win[q, lvl, f % buf])
+                if w != 0.0:
+                    _add_pair(sp, q, lvl, t - f, m, v * w)
     if cprev[lvl] < buf:
         for i in range(na):
             t = tt[src, i]
@@ -121,16 +142,14 @@ def _level(q, lvl, tt, vv, cc, src, na, nc, rt, rv, rh, sp, first, tot0, cprev, 
         # coarse hits: consecutive level-L frames 2k, 2k+1 -> frame k of level L+1;
         # only complete pairs (k < cnext): at most the last hit waits for its partner
         o = -1
-        last = -(1 << 62)
+        last_k = -(1 << 62)
         cur = 0.0
-        if (cprev[lvl] & 1) == 1 and h > 0:
-            idx = pos - 1 if pos > 0 else buf - 1
-            if rt[q, lvl, idx] == cprev[lvl] - 1:
-                o = 0
-                last = (cprev[lvl] - 1) >> 1
-                cur = rv[q, lvl, idx]
-                tt[dst, 0] = last
-                vv[dst, 0] = 0.5 * cur
+        if (cprev[lvl] & 1) == 1 and lt == cprev[lvl] - 1:
+            o = 0
+            last_k = lt >> 1
+            cur = np.float64(win[q, lvl, lt % buf])
+            tt[dst, 0] = last_k
+            vv[dst, 0] = 0.5 * cur
         ncut = na
         if na > 0 and (tt[src, na - 1] >> 1) >= cnext:
             ncut = na - 1
@@ -141,14 +160,14 @@ def _level(q, lvl, tt, vv, cc, src, na, nc, rt, rv, rh, sp, first, tot0, cprev, 
         for i in range(ncut):
             k = tt[src, i] >> 1
             v = vv[src, i]
-            new = k != last
+            new = k != last_k
             o += 1 if new else 0
             cur = v if new else cur + v
             tt[dst, o] = k
             vv[dst, o] = 0.5 * cur
             cc[dst, nco] = o
-            nco += 1 if (new and k - last <= buf) else 0
-            last = k
+            nco += 1 if (new and k - last_k <= buf) else 0
+            last_k = k
         nout = o + 1
         cc[dst, 0] = 0
         if nout == 0:
@@ -158,27 +177,34 @@ def _level(q, lvl, tt, vv, cc, src, na, nc, rt, rv, rh, sp, first, tot0, cprev, 
             for c in range(1, nco - 1):
                 cc[dst, c] = cc[dst, c + 1]
             nco -= 1
-    i0 = na - buf if na > buf else 0
-    pos = ((h + i0) & bm) if pow2 else ((h + i0) % buf)
-    for i in range(i0, na):
-        rt[q, lvl, pos] = tt[src, i]
-        rv[q, lvl, pos] = vv[src, i]
-        pos = pos + 1 if pos + 1 < buf else 0
-    rh[q, lvl] = h + na
+    if na > 0:
+        # the window moves to (newest - B, newest]: frames after the old newest hit
+        # start empty, then this block's hits among them are written
+        nw = tt[src, na - 1]
+        lo = lt + 1
+        if lo < nw - buf + 1:
+            lo = nw - buf + 1
+        for f in range(lo, nw + 1):
+            win[q, lvl, f % buf] = 0
+        i = na - 1
+        while i >= 0 and tt[src, i] > nw - buf:
+            win[q, lvl, tt[src, i] % buf] = vv[src, i]
+            i -= 1
+        last[q, lvl] = nw
     return nout, nco
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cnew, m,
+def levels_update(off, ht, hv, f0, bands, win, last, sp, first, tot0, cprev, cnew, m,
                   maxn):  # pragma: no cover - compiled
     """Carry every pixel's hits of one block through all levels (see the module notes).
 
     off (P+1,), ht/hv: pixel-ordered hits (frame - f0, value); bands: pixel band edges,
-    one band per task; state arrays (P, NL, B) and (P, NL); cprev/cnew (NL,): frames of
-    each level before/after the block.
+    one band per task; state: ``win``/``first`` (P, NL, B), ``last`` (P, NL), ``sp``
+    (P, NL + 1, m); cprev/cnew (NL,): frames of each level before/after the block.
     """
-    nl = rt.shape[1]
-    buf = rt.shape[2]
+    nl = win.shape[1]
+    buf = win.shape[2]
     for b in prange(bands.shape[0] - 1):
         tt = np.empty((2, maxn + 2), dtype=np.int64)
         vv = np.empty((2, maxn + 2), dtype=np.float64)
@@ -214,8 +240,8 @@ def levels_update(off, ht, hv, f0, bands, rt, rv, rh, sp, first, tot0, cprev, cn
                     nb = 0
                     nc = 0
                 else:
-                    nb, nc = _level(q, lvl, tt, vv, cc, src, na, nc, rt, rv, rh, sp, first,
-                                    tot0, cprev, cnew, xmin, nl)
+                    nb, nc = _level(q, lvl, tt, vv, cc, src, na, nc, win, last, sp, first,
+                                    tot0, cprev, cnew, xmin, nl, m)
                 src = 1 - src
                 na = nb
 
@@ -252,36 +278,24 @@ def hit_sums(frame, pixel, value, r0, group, sid, image, static, tot, segrow, pe
 
 
 @njit(cache=True, nogil=True)
-def ring_hist(rt, rv, rh, lvl, count, hist):  # pragma: no cover - compiled
-    """hist[j, q] = the value of frame count - B + j of pixel q at level ``lvl`` (from its
-    ring of hits; frames without a hit stay 0)."""
-    buf = rt.shape[2]
-    base = count - buf
-    for q in range(rt.shape[0]):
-        n = rh[q, lvl]
-        lim = n if n < buf else buf
-        for s in range(lim):
-            j = rt[q, lvl, s] - base
-            if j >= 0 and j < buf:
-                hist[j, q] = rv[q, lvl, s]
+def window_hist(win, last, lvl, count, hist):  # pragma: no cover - compiled
+    """hist[j, q] = the value of frame count - B + j of pixel q at level ``lvl`` (frames
+    without a hit stay 0)."""
+    buf = win.shape[2]
+    for q in range(win.shape[0]):
+        for j in range(buf):
+            hist[j, q] = _read(win, last, q, lvl, count - buf + j)
 
 
 @njit(cache=True, nogil=True)
-def ring_frame(rt, rv, rh, lvl, t, out):  # pragma: no cover - compiled
+def window_frame(win, last, lvl, t, out):  # pragma: no cover - compiled
     """out[q] = the value of level-``lvl`` frame ``t`` of pixel q (0 without a hit there)."""
-    buf = rt.shape[2]
-    for q in range(rt.shape[0]):
-        n = rh[q, lvl]
-        lim = n if n < buf else buf
-        v = 0.0
-        for s in range(lim):
-            if rt[q, lvl, s] == t:
-                v = rv[q, lvl, s]
-        out[q] = v
+    for q in range(win.shape[0]):
+        out[q] = _read(win, last, q, lvl, t)
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def bin_sums(rt, rv, rh, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_count, bands,
+def bin_sums(win, last, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_count, bands,
              s_g2, s_ip, s_if, dsum, dss):  # pragma: no cover - compiled
     """The bin sums of every reported delay straight from the photon state (what
     ``multitau_pixels.finalize_kernel`` computes from the dense state, level by level):
@@ -293,8 +307,9 @@ def bin_sums(rt, rv, rh, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_co
     / 2``. Pixel by pixel, every level at once (a pixel's state is contiguous), over
     pixel bands in parallel (each band sums into its own slab; ``s_*``, ``dsum``, ``dss``
     are (bands, rows, bins))."""
-    buf = rt.shape[2]
-    nl = rt.shape[1]
+    buf = win.shape[2]
+    nl = win.shape[1]
+    m = sp.shape[2]
     nr = row_lvl.shape[0]
     nb = bands.shape[0] - 1
     for sweep in range(2):
@@ -316,26 +331,16 @@ def bin_sums(rt, rv, rh, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_co
                     if lvl > 0:
                         c = counts[lvl - 1]
                         if (c & 1) == 1:
-                            n = rh[q, lvl - 1]
-                            lim = n if n < buf else buf
-                            for s in range(lim):
-                                if rt[q, lvl - 1, s] == c - 1:
-                                    tot -= rv[q, lvl - 1, s]
+                            tot -= _read(win, last, q, lvl - 1, c - 1)
                         tot = 0.5 * tot
                     if r >= nr or row_lvl[r] != lvl:
                         continue
                     count = counts[lvl]
-                    n = rh[q, lvl]
-                    lim = n if n < buf else buf
                     for x in range(buf + 1):
                         lastx[x] = 0.0
-                    for s in range(lim):
-                        t = rt[q, lvl, s]
-                        if t < count and t >= count - buf:
-                            # frame t is among the last x frames for x >= count - t
-                            lastx[count - t] += rv[q, lvl, s]
                     for x in range(1, buf + 1):
-                        lastx[x] += lastx[x - 1]
+                        # frame count - x is among the last x' frames for x' >= x
+                        lastx[x] = lastx[x - 1] + _read(win, last, q, lvl, count - x)
                     fst = 0.0
                     j = 0
                     while r < nr and row_lvl[r] == lvl:
@@ -344,7 +349,8 @@ def bin_sums(rt, rv, rh, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_co
                             fst += first[q, lvl, j]
                             j += 1
                         norm = float(max(count - x, 1))
-                        g = sp[q, lvl, x - 1] / norm
+                        spx = sp[q, 0, x - 1] if x <= m else sp[q, lvl + 1, x - m - 1]
+                        g = spx / norm
                         ip = (tot - lastx[x]) / norm
                         if_ = (tot - fst) / norm
                         den = ip * if_
