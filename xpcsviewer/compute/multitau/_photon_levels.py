@@ -59,13 +59,13 @@ class SparseLevels:
     -----
     Per pixel (only the correlated ones: the q-map's pixels) and level: ``win`` the
     values of its last B frames (slot ``frame % B``, frames ``(last - B, last]``; later
-    frames have no hit), ``last`` the newest frame with a hit, ``first`` its first B
-    frames, ``sp`` the sums of products of its delays (level 0: rows 0 and 1, x = 1..B;
-    level L > 0: row L + 1, x = m+1..B). Frame values are float32 while that is exact
-    (integer counts, no per-frame scale, ``max |count| * 2^(levels - 1) < 2^24``: every
-    frame value is an integer below 2^24 over a power of two) and float64 from the first
-    block that breaks the rule on (the float32 values convert exactly); the sums stay
-    float64. About 100 bytes per pixel and level in float32, 164 in float64.
+    frames have no hit), ``last`` the newest frame with a hit; ``first`` its first B
+    frames and ``sp`` the sums of products of its delays, both (P, levels + 1, m): level
+    0 in rows 0 and 1 (frames / delays 0..B-1 / 1..B), level L > 0 in row L + 1 (frames
+    m..B-1, the others are pairs of level L-1's; delays m+1..B, the only ones it has).
+    Values and sums are float32 while that is exact (counts: integers >= 0, no per-frame
+    scale, bounds in :meth:`_exact`) and float64 from the first block that breaks the
+    rule on. About 68 bytes per pixel and level in float32, 132 in float64.
     ``count[L]`` (frames of level L) is shared by all pixels; ``level_state`` returns the
     layout the dense correlator's finalisation reads.
     """
@@ -77,8 +77,9 @@ class SparseLevels:
         self.buf = 2 * self.m
         self.n_levels = 0
         self.tot0 = np.zeros(self.p)
-        self.vdtype: Any = np.dtype(np.float32)
-        self.vmax = 0.0  # largest |count| fed (float32 rule)
+        self.vdtype: Any = np.dtype(np.float32)  # frame values (win, first)
+        self.sdtype: Any = np.dtype(np.float32)  # sums of products (sp)
+        self.vmax = 0.0  # largest count fed (float32 rule)
         self.tdtype: Any = np.dtype(np.int32 if (n_frames or 0) < _I32_FRAMES else np.int64)
         self._alloc(int(n_levels))
         self._totals: tuple[int, list[np.ndarray]] | None = None
@@ -88,8 +89,8 @@ class SparseLevels:
         # read only for frames up to ``last``, which starts before frame 0)
         shape = (self.p, n_levels, self.buf)
         self.win = np.zeros(shape, dtype=self.vdtype)
-        self.first = np.zeros(shape, dtype=self.vdtype)
-        self.sp = np.zeros((self.p, n_levels + 1, self.m))
+        self.first = np.zeros((self.p, n_levels + 1, self.m), dtype=self.vdtype)
+        self.sp = np.zeros((self.p, n_levels + 1, self.m), dtype=self.sdtype)
         self.last = np.full((self.p, n_levels), -1, dtype=self.tdtype)
         self.count = np.zeros(n_levels, dtype=np.int64)
         self.n_levels = n_levels
@@ -103,25 +104,37 @@ class SparseLevels:
         old = (self.win, self.first, self.sp, self.last, self.count)
         self._alloc(int(n_levels))
         self.win[:, :have] = old[0]
-        self.first[:, :have] = old[1]
+        self.first[:, :have + 1] = old[1]
         self.sp[:, :have + 1] = old[2]
         self.last[:, :have] = old[3]
         self.count[:have] = old[4]
-        self._exact(0.0, True)
+        self._exact(0.0, True, 0)
 
-    def _exact(self, vmax: float, integer: bool) -> None:
-        """Keep float32 frame values only while they stay exact; else float64 from now on."""
+    def _exact(self, vmax: float, integer: bool, maxn: int) -> None:
+        """Keep float32 only while it stays exact; else float64 from now on (the float32
+        contents convert exactly).
+
+        Frame values: a level-L value is C / 2^L, C a sum of counts over 2^L frames, so
+        ``C <= vmax 2^L``. Sums of products: ``S / 4^L`` with ``S = sum_t C(t) C(t + x)
+        <= vmax 2^L T``, T the pixel's total count (bounded by the largest total so far
+        plus ``vmax`` times this block's most hits of a pixel, ``maxn``). Both exact in
+        float32 while the integer is below 2^24 (partial sums too: counts are >= 0).
+        """
         self.vmax = max(self.vmax, float(vmax))
-        if self.vdtype == np.float64:
-            return
-        if not integer or self.vmax * 2.0 ** (self.n_levels - 1) >= F32_EXACT:
+        top = self.vmax * 2.0 ** (self.n_levels - 1)
+        fresh = int(self.count[0]) == 0  # nothing written: fresh zero pages
+
+        def wide(a: np.ndarray) -> np.ndarray:
+            return np.zeros(a.shape) if fresh else a.astype(np.float64)
+
+        if self.vdtype != np.float64 and (not integer or top >= F32_EXACT):
             self.vdtype = np.dtype(np.float64)
-            if int(self.count[0]) == 0:  # nothing written: fresh zero pages
-                self.win = np.zeros(self.win.shape)
-                self.first = np.zeros(self.first.shape)
-            else:
-                self.win = self.win.astype(np.float64)
-                self.first = self.first.astype(np.float64)
+            self.win, self.first = wide(self.win), wide(self.first)
+        if self.sdtype != np.float64:
+            tmax = float(self.tot0.max(initial=0.0)) + self.vmax * maxn
+            if not integer or top * tmax >= F32_EXACT:
+                self.sdtype = np.dtype(np.float64)
+                self.sp = wide(self.sp)
 
     def _buffers(self, n: int, tdtype: Any) -> tuple[np.ndarray, np.ndarray]:
         """Pixel-ordered hit buffers of ``n`` entries, kept from block to block (fresh
@@ -166,11 +179,6 @@ class SparseLevels:
         if stop >= _I32_FRAMES and self.last.dtype != np.int64:
             self.tdtype = np.dtype(np.int64)
             self.last = self.last.astype(np.int64)
-        integer = value.dtype.kind in "iu" and scale is None
-        if self.vdtype != np.float64:
-            vmax = (float(max(abs(int(value.min())), abs(int(value.max()))))
-                    if integer and value.size else 0.0)
-            self._exact(vmax, integer)
         nt = _threads()
         cnt = np.zeros(self.p, dtype=np.int64)
         with warnings.catch_warnings():
@@ -179,6 +187,12 @@ class SparseLevels:
             off = np.zeros(self.p + 1, dtype=np.int64)
             np.cumsum(cnt, out=off[1:])
             n = int(off[-1])
+            maxn = int(cnt.max(initial=0))
+            if np.float32 in (self.vdtype, self.sdtype):
+                integer = scale is None and value.dtype.kind in "iu" and (
+                    value.size == 0 or int(value.min()) >= 0)
+                self._exact(float(value.max()) if integer and value.size else 0.0,
+                            integer, maxn)
             # times relative to the block: 4 bytes a hit (blocks are far below 2^31 frames)
             ht, hv = self._buffers(n, np.int32 if stop - f0 < (1 << 31) else np.int64)
             sc = (np.zeros(0) if scale is None
@@ -190,7 +204,6 @@ class SparseLevels:
             for lvl in range(self.n_levels):
                 cnew[lvl] = c
                 c >>= 1
-            maxn = int(cnt.max(initial=0))
             k.levels_update(off, ht, hv, f0, _work_bands(off, 8 * nt), self.win, self.last,
                             self.sp, self.first, self.tot0, cprev, cnew, self.m, maxn)
         self.count = cnew
@@ -251,5 +264,16 @@ class SparseLevels:
         sumprod = np.empty((len(xs), self.p))
         for i, x in enumerate(xs):
             sumprod[i] = self._sumprod(lvl, int(x))
-        return (self._hist(lvl), np.ascontiguousarray(self.first[:, lvl, :].T, np.float64),
-                sumprod, self._total(lvl), int(self.count[lvl]))
+        return (self._hist(lvl), self._first(lvl), sumprod, self._total(lvl),
+                int(self.count[lvl]))
+
+    def _first(self, lvl: int) -> np.ndarray:
+        """(B, P) the first B frames of level ``lvl`` (as the kernels' ``_first_frames``:
+        a level's frames below m are pairs of the level below's first frames)."""
+        f = np.concatenate([self.first[:, 0], self.first[:, 1]], axis=1).astype(np.float64)
+        f[:, max(int(self.count[0]), 0):] = 0.0
+        for lv in range(1, lvl + 1):
+            f = np.concatenate([0.5 * (f[:, 0::2] + f[:, 1::2]), self.first[:, lv + 1]],
+                               axis=1)
+            f[:, max(int(self.count[lv]), 0):] = 0.0
+        return np.ascontiguousarray(f.T)

@@ -126,10 +126,15 @@ def _level(q, lvl, tt, vv, cc, src, na, nc, win, last, sp, first, tot0, cprev, c
                 if w != 0.0:
                     _add_pair(sp, q, lvl, t - f, m, v * w)
     if cprev[lvl] < buf:
+        # the first B frames: level 0 all (rows 0, 1), a level above only its frames
+        # m..B-1 (row lvl + 1); its frames below m are pairs of the level below's
         for i in range(na):
             t = tt[src, i]
-            if t < buf:
-                first[q, lvl, t] = vv[src, i]
+            if t < m:
+                if lvl == 0:
+                    first[q, 0, t] = vv[src, i]
+            elif t < buf:
+                first[q, lvl + 1, t - m] = vv[src, i]
     if lvl == 0:
         acc = 0.0
         for i in range(na):
@@ -200,8 +205,8 @@ def levels_update(off, ht, hv, f0, bands, win, last, sp, first, tot0, cprev, cne
     """Carry every pixel's hits of one block through all levels (see the module notes).
 
     off (P+1,), ht/hv: pixel-ordered hits (frame - f0, value); bands: pixel band edges,
-    one band per task; state: ``win``/``first`` (P, NL, B), ``last`` (P, NL), ``sp``
-    (P, NL + 1, m); cprev/cnew (NL,): frames of each level before/after the block.
+    one band per task; state: ``win`` (P, NL, B), ``last`` (P, NL), ``first`` and
+    ``sp`` (P, NL + 1, m); cprev/cnew (NL,): frames of each level before/after the block.
     """
     nl = win.shape[1]
     buf = win.shape[2]
@@ -294,6 +299,25 @@ def window_frame(win, last, lvl, t, out):  # pragma: no cover - compiled
         out[q] = _read(win, last, q, lvl, t)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _first_frames(first, q, lvl, count, out):
+    """out = the first B frames of pixel q at level ``lvl``, given ``out`` holding them
+    at level lvl - 1 (lvl > 0): frames below m are pairs of the level below's frames,
+    the others stored; frames not yet formed (>= count) are 0."""
+    m = first.shape[2]
+    buf = out.shape[0]
+    if lvl == 0:
+        for t in range(m):
+            out[t] = first[q, 0, t]
+    else:
+        for t in range(m):
+            out[t] = 0.5 * (out[2 * t] + out[2 * t + 1])
+    for t in range(m, buf):
+        out[t] = first[q, lvl + 1, t - m]
+    for t in range(count if count > 0 else 0, buf):
+        out[t] = 0.0
+
+
 @njit(cache=True, parallel=True, nogil=True)
 def bin_sums(win, last, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_count, bands,
              s_g2, s_ip, s_if, dsum, dss):  # pragma: no cover - compiled
@@ -322,6 +346,7 @@ def bin_sums(win, last, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_cou
                         dsum[b, r, d] = 0.0
         for b in prange(nb):
             lastx = np.zeros(buf + 1)
+            fst_l = np.zeros(buf)
             for q in range(bands[b], bands[b + 1]):
                 d = did[q]
                 st = sid[q]
@@ -333,6 +358,7 @@ def bin_sums(win, last, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_cou
                         if (c & 1) == 1:
                             tot -= _read(win, last, q, lvl - 1, c - 1)
                         tot = 0.5 * tot
+                    _first_frames(first, q, lvl, counts[lvl], fst_l)
                     if r >= nr or row_lvl[r] != lvl:
                         continue
                     count = counts[lvl]
@@ -346,7 +372,7 @@ def bin_sums(win, last, sp, first, tot0, counts, row_lvl, row_x, sid, did, d_cou
                     while r < nr and row_lvl[r] == lvl:
                         x = row_x[r]
                         while j < x:
-                            fst += first[q, lvl, j]
+                            fst += fst_l[j]
                             j += 1
                         norm = float(max(count - x, 1))
                         spx = sp[q, 0, x - 1] if x <= m else sp[q, lvl + 1, x - m - 1]
