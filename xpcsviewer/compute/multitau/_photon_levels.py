@@ -180,13 +180,19 @@ class SparseLevels:
             self.tdtype = np.dtype(np.int64)
             self.last = self.last.astype(np.int64)
         nt = _threads()
-        cnt = np.zeros(self.p, dtype=np.int64)
+        chunks = _bands(pixel.size, nt)
+        per = np.zeros((chunks.size - 1, self.p), dtype=np.int64)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            k.count_hits(pixel, lut, _bands(self.p, nt), cnt)
+            k.count_hits(pixel, lut, chunks, per)
+            cnt = per.sum(axis=0) if per.shape[0] != 1 else per[0]
             off = np.zeros(self.p + 1, dtype=np.int64)
             np.cumsum(cnt, out=off[1:])
             n = int(off[-1])
+            # where each chunk's hits of a pixel start: after the chunks before it
+            pos = np.cumsum(per, axis=0)
+            pos -= per
+            pos += off[:-1]
             maxn = int(cnt.max(initial=0))
             if np.float32 in (self.vdtype, self.sdtype):
                 integer = scale is None and value.dtype.kind in "iu" and (
@@ -197,7 +203,7 @@ class SparseLevels:
             ht, hv = self._buffers(n, np.int32 if stop - f0 < (1 << 31) else np.int64)
             sc = (np.zeros(0) if scale is None
                   else np.ascontiguousarray(scale, dtype=np.float64))
-            k.scatter_hits(frame, pixel, value, sc, f0, lut, off, _bands(self.p, nt), ht, hv)
+            k.scatter_hits(frame, pixel, value, sc, f0, lut, chunks, pos, ht, hv)
             cprev = self.count.copy()
             cnew = np.empty_like(cprev)
             c = stop

@@ -3,11 +3,12 @@
 Imported only when a sparse job runs (importing numba costs ~0.5 s); compiled once per
 machine into numba's disk cache.
 
-Per block of frames the hits are put in pixel order (a counting sort: stable, so each
-pixel's hits stay in frame order), then each thread takes a band of pixels and carries
-each pixel through every level: at level L the pixel's hits are paired with its last B
-hits of that level (a small ring: one entry per hit, so the B frames before a hit are
-all there), and consecutive pairs of level-L frames give the pixel's hits at level L+1.
+Per block of frames the hits are put in pixel order (a counting sort, each thread on its
+own run of hits: stable, so each pixel's hits stay in frame order), then each thread takes
+a band of pixels and carries each pixel through every level: at level L the pixel's hits
+are paired with each other and with the window of its last B frames of that level (kept
+from the blocks before), and consecutive pairs of level-L frames give the pixel's hits at
+level L+1.
 The cost is the hits of each level (at most pixels x frames / 2^L) plus a few operations
 per pixel and level per block; no dense frame is ever formed.
 """
@@ -21,43 +22,37 @@ __all__ = ["count_hits", "levels_update", "scatter_hits"]
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def count_hits(pixel, lut, bands, cnt):  # pragma: no cover - compiled
-    """cnt[q] = hits of correlated pixel q (``lut``: detector pixel -> q or -1). Each
-    thread counts the pixels of its band (``bands``: correlated-pixel band edges) over all
-    hits: no two threads write one counter."""
-    nb = bands.shape[0] - 1
-    for b in prange(nb):
-        lo = bands[b]
-        hi = bands[b + 1]
-        for e in range(pixel.shape[0]):
+def count_hits(pixel, lut, chunks, cnt):  # pragma: no cover - compiled
+    """cnt[c, q] = hits of correlated pixel q (``lut``: detector pixel -> q or -1) among
+    the hits ``chunks[c]:chunks[c + 1]``: each thread reads its own run of hits once."""
+    for c in prange(chunks.shape[0] - 1):
+        for e in range(chunks[c], chunks[c + 1]):
             q = lut[pixel[e]]
-            if q >= lo and q < hi:
-                cnt[q] += 1
+            if q >= 0:
+                cnt[c, q] += 1
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def scatter_hits(frame, pixel, value, scale, f0, lut, off, bands, out_t, out_v):  # pragma: no cover
+def scatter_hits(frame, pixel, value, scale, f0, lut, chunks, pos, out_t,
+                 out_v):  # pragma: no cover - compiled
     """Hits into pixel order (stable: each pixel's hits stay in frame order), times
-    relative to ``f0``; ``scale`` per frame (relative to f0), or empty. Banded like
-    :func:`count_hits`."""
+    relative to ``f0``; ``scale`` per frame (relative to f0), or empty. Chunked like
+    :func:`count_hits`; ``pos[c, q]``: where chunk c's first hit of pixel q goes (after
+    the pixel's hits of the chunks before), advanced as hits are written."""
     use_scale = scale.shape[0] > 0
-    nb = bands.shape[0] - 1
-    for b in prange(nb):
-        lo = bands[b]
-        hi = bands[b + 1]
-        pos = off[lo:hi].copy()
-        for e in range(pixel.shape[0]):
+    for c in prange(chunks.shape[0] - 1):
+        for e in range(chunks[c], chunks[c + 1]):
             q = lut[pixel[e]]
-            if q < lo or q >= hi:
+            if q < 0:
                 continue
-            k = pos[q - lo]
+            k = pos[c, q]
             t = frame[e] - f0
             out_t[k] = t
             v = np.float64(value[e])
             if use_scale:
                 v = v * scale[t]
             out_v[k] = v
-            pos[q - lo] = k + 1
+            pos[c, q] = k + 1
 
 
 @njit(cache=True, nogil=True, inline="always")
