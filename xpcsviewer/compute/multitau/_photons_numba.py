@@ -67,16 +67,6 @@ def _read(win, last, q, lvl, f):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _add_pair(sp, q, lvl, x, m, p):
-    """sumprod of delay x (level frames): level 0 keeps x = 1..m in row 0, every level
-    x = m+1..2m in row lvl + 1 (levels above 0 have no delay below m + 1)."""
-    if x <= m:
-        sp[q, 0, x - 1] += p
-    else:
-        sp[q, lvl + 1, x - m - 1] += p
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _level(q, lvl, tt, vv, cc, src, na, nc, win, last, sp, first, tot0, cprev, cnew,
            xmin, nl, m):
     """One level of one pixel: pairs, window, first frames, totals; returns (hits,
@@ -105,7 +95,11 @@ def _level(q, lvl, tt, vv, cc, src, na, nc, win, last, sp, first, tot0, cprev, c
                 near = False
                 break
             if dt >= xmin:
-                _add_pair(sp, q, lvl, dt, m, v * vv[src, j])
+                # sp rows: level 0 x = 1..m in row 0; x = m+1..2m in row lvl + 1
+                if dt <= m:
+                    sp[q, 0, dt - 1] += v * vv[src, j]
+                else:
+                    sp[q, lvl + 1, dt - m - 1] += v * vv[src, j]
             j -= 1
         if near and lt >= 0:
             fhi = t - xmin
@@ -119,7 +113,11 @@ def _level(q, lvl, tt, vv, cc, src, na, nc, win, last, sp, first, tot0, cprev, c
             for f in range(fhi, flo - 1, -1):
                 w = np.float64(win[q, lvl, f % buf])
                 if w != 0.0:
-                    _add_pair(sp, q, lvl, t - f, m, v * w)
+                    x = t - f
+                    if x <= m:
+                        sp[q, 0, x - 1] += v * w
+                    else:
+                        sp[q, lvl + 1, x - m - 1] += v * w
     if cprev[lvl] < buf:
         # the first B frames: level 0 all (rows 0, 1), a level above only its frames
         # m..B-1 (row lvl + 1); its frames below m are pairs of the level below's

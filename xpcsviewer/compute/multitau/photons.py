@@ -8,20 +8,21 @@ the last B frames), so the finalisation, the static smoothing, the errors and th
 per-pixel G2/IP/IF planes are the dense correlator's own code, and the results equal
 the dense path on the same frames to float64 round-off (integer counts: exactly).
 
-How (kernels in ``_multitau_sparse_numba``): per block of frames the hits are sorted
-by pixel, then every pixel is carried through all levels. At level L a pixel's hits are
-paired with its last B hits of that level (one entry per hit, so all hits within B
-frames are there); a pair ``(t, t + x)`` with x in the level's delays adds
-``a(t) a(t + x)``. Consecutive pairs of level-L frames form the pixel's hits at level
-L + 1 (the unpaired last frame of a block waits in the ring, as the dense correlator
-keeps it as its newest history row). The running sum of level L is not kept: it is
+How (kernels in ``_photons_numba``, state in ``_photon_levels``): per block of frames the
+hits are sorted by pixel, then every pixel is carried through all levels. At level L a
+pixel's hits are paired with each other and with the window of its last B frames of that
+level; a pair ``(t, t + x)`` with x in the level's delays adds ``a(t) a(t + x)``.
+Consecutive pairs of level-L frames form the pixel's hits at level L + 1 (the unpaired
+last frame of a block waits in the window, as the dense correlator keeps it as its newest
+history row). The running sum of level L is not kept: it is
 ``(sum_{L-1} - [n_{L-1} odd] a_{L-1}(n_{L-1} - 1)) / 2``, exact for counts.
 
 Work: the hits of every level, ``sum_L min(hits, P n_L)`` with ``n_L = N / 2^L`` (at low
 levels the hits stay as many as the photons; once coarse frames are no longer sparse,
 ``P N / 2^L``), plus a few operations per pixel, level and block. Memory: the block
-(~``EVENTS_PER_BLOCK`` hits) plus per pixel and level a ring of B hits, the sums of
-products and the first B frames (about 260 bytes), independent of N.
+(~``EVENTS_PER_BLOCK`` hits) plus per pixel and level the window of its last B frames,
+the sums of products and the first B frames (68 bytes in float32, used while exact, else
+132; :class:`~xpcsviewer.compute.multitau._photon_levels.SparseLevels`), independent of N.
 """
 
 from __future__ import annotations
