@@ -102,6 +102,10 @@ def _photons_long(value: str) -> None:
     p = np.array([0, 1], dtype=np.int64)
     SparseMultitauCorrelator(_tiny_pixels(), span).process_events(span, f, p,
                                                                   np.ones(2, value))
+    # a short block late in such a run: block-relative times int32, frame numbers int64
+    c = SparseMultitauCorrelator(_tiny_pixels(), span + 4)
+    c.process_events(span, f[:1], p[:1], np.ones(1, value))
+    c.process_events(span + 4, f[1:] + 4, p[1:], np.ones(1, value))
 
 
 def _twotime_ages(dtype: str) -> None:
