@@ -214,7 +214,7 @@ def levels_update(off, ht, hv, f0, bands, win, last, sp, first, tot0, cprev, cne
             nc = 1
             cc[0, 0] = 0
             for e in range(off[q], off[q + 1]):
-                t = ht[e] + f0
+                t = np.int64(ht[e]) + f0  # int64 also where f0 passes 2^31
                 if na > 0 and tt[0, na - 1] == t:
                     vv[0, na - 1] += hv[e]
                 else:
