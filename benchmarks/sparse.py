@@ -5,6 +5,7 @@ Run on demand (not a test; minutes)::
     .venv/bin/python benchmarks/sparse.py                  # the table and the headline job
     .venv/bin/python benchmarks/sparse.py --quick          # smaller files
     .venv/bin/python benchmarks/sparse.py --only headline  # 256x256 x 200,000 frames at 0.5 %
+    .venv/bin/python benchmarks/sparse.py --only rigaku    # 512x1024 x 10,000 frames at 0.5 %
 
 Rows:
 
@@ -24,6 +25,11 @@ Rows:
   first job (compiles) and a warm one, wall and CPU seconds, hits/s, programs compiled,
   host->device bytes against the event bytes, and the largest relative g2 difference.
   ``--xla-device gpu`` where one is lent.
+- ``rigaku``: the issue-47 module job, a Rigaku ``.bin`` of one 512x1024 module x 10^4
+  frames at 0.5 % (2.6e7 hits; ``--quick``: 2,000 frames), ``--path sparse``: wall, CPU
+  (user + sys) and peak RSS of the whole process against the event bytes (8 per hit, the
+  ``.bin`` word), with the load average around it (goals: <= 3 s and <= 3x the event bytes
+  on 2 cores).
 - ``boost``: a Rigaku ``.bin`` (one 512x1024 module, 0.5 %) correlated by us and by
   boost-corr's own Rigaku reader + ``MultitauCorrelator`` (CPU), where
   ``.bench-venvs/boost`` exists (``make bench-refs``).
@@ -136,6 +142,15 @@ def job(cmd: list[str], threads: int | None = None) -> tuple[float, float, str]:
         if "Maximum resident set size" in line:
             rss = int(line.split()[-1]) / 1024.0
     return dt, rss, p.stderr
+
+
+def cpu_seconds(stderr: str) -> float:
+    """User + system CPU seconds of a process, from /usr/bin/time -v's report."""
+    total = 0.0
+    for line in stderr.splitlines():
+        if "User time (seconds)" in line or "System time (seconds)" in line:
+            total += float(line.split()[-1])
+    return total if total else float("nan")
 
 
 def correlate(raw: Path, qmap: Path, out: Path, path: str, frame_time: float = 1e-4,
@@ -314,17 +329,13 @@ print(json.dumps({"seconds": first, "warm_seconds": time.perf_counter() - t}), f
 """
 
 
-def row_boost(args, tmp: Path, rec: dict) -> None:
-    boost = Path(args.boost_python) if args.boost_python else VENVS / "boost" / "bin" / "python"
-    if not boost.exists():
-        print("boost-corr: not installed (.bench-venvs/boost; `make bench-refs`); skipped")
-        return
+def write_rigaku(raw: Path, n: int, occ: float = 0.005, seed: int = 3) -> np.ndarray:
+    """A uniformly hit 512x1024 Rigaku module ``.bin`` of n frames (counts 1); returns the
+    hits' frames."""
     from xpcsviewer.synthetic.sparse_files import write_rigaku_bin
 
-    shape, occ = (512, 1024), 0.005
-    n = args.boost_frames or (1000 if args.quick else 2000)
-    p = shape[0] * shape[1]
-    rng = np.random.default_rng(3)
+    p = 512 * 1024
+    rng = np.random.default_rng(seed)
     frames, pixels = [], []
     for a in range(0, n, 500):
         m = min(500, n - a)
@@ -334,8 +345,40 @@ def row_boost(args, tmp: Path, rec: dict) -> None:
         frames.append(key // p)
         pixels.append(key % p)
     fr, px = np.concatenate(frames), np.concatenate(pixels)
-    raw = tmp / "rigaku.bin"
     write_rigaku_bin(raw, fr, px, np.ones(fr.size, np.int64))
+    return fr
+
+
+def row_rigaku(args, tmp: Path, rec: dict) -> None:
+    n = 2000 if args.quick else 10_000
+    raw = tmp / "rigaku_module.bin"
+    hits = int(write_rigaku(raw, n).size)
+    q = ring_qmap(tmp / "q_rigaku.hdf", (512, 1024))
+    correlate(raw, q, tmp / "m.hdf", "sparse", 1e-5)  # loads the kernel cache once
+    load0 = os.getloadavg()
+    t, rss, err = correlate(raw, q, tmp / "m.hdf", "sparse", 1e-5)
+    ev = hits * 8
+    r = {"frames": n, "hits": hits, "seconds": t, "cpu_seconds": cpu_seconds(err),
+         "rss_mb": rss, "event_mb": ev / 2**20, "rss_over_event_bytes": rss * 2**20 / ev,
+         "hits_per_s": hits / t, "load_before": load0, "load_after": os.getloadavg()}
+    rec["rigaku"] = r
+    print(f"Rigaku module 512x1024 x {n} at 0.5 % ({hits:.3g} hits): {t:.2f} s wall, "
+          f"{r['cpu_seconds']:.1f} CPU-s, peak {rss:.0f} MB = {r['rss_over_event_bytes']:.2f}x "
+          f"the event bytes (goals <= 3 s, <= 3x); load {load0[0]:.1f} -> "
+          f"{r['load_after'][0]:.1f}", flush=True)
+    raw.unlink()
+
+
+def row_boost(args, tmp: Path, rec: dict) -> None:
+    boost = Path(args.boost_python) if args.boost_python else VENVS / "boost" / "bin" / "python"
+    if not boost.exists():
+        print("boost-corr: not installed (.bench-venvs/boost; `make bench-refs`); skipped")
+        return
+    shape = (512, 1024)
+    n = args.boost_frames or (1000 if args.quick else 2000)
+    p = shape[0] * shape[1]
+    raw = tmp / "rigaku.bin"
+    fr = write_rigaku(raw, n)
     q = ring_qmap(tmp / "q_rigaku.hdf", shape)
     ours = [correlate(raw, q, tmp / "r.hdf", "auto", 1e-5) for _ in range(2)]
     ours_s, ours_rss = min(o[0] for o in ours), max(o[1] for o in ours)
@@ -364,7 +407,7 @@ def row_boost(args, tmp: Path, rec: dict) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=("table", "headline", "xla", "boost"),
+    ap.add_argument("--only", choices=("table", "headline", "rigaku", "xla", "boost"),
                     action="append")
     ap.add_argument("--xla-device", default="cpu", help="xla row: cpu or gpu")
     ap.add_argument("--quick", action="store_true")
@@ -377,14 +420,14 @@ def main() -> int:
     ap.add_argument("--threads", type=int, action="append",
                     help="headline: NUMBA_NUM_THREADS of a run (repeatable)")
     args = ap.parse_args()
-    rows = args.only or ["table", "headline", "xla", "boost"]
+    rows = args.only or ["table", "headline", "rigaku", "xla", "boost"]
     rec: dict = {"host": platform.node(), "cpu_count": os.cpu_count(),
                  "python": platform.python_version(), "numpy": np.__version__,
                  "load_before": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M")}
     with tempfile.TemporaryDirectory(dir=args.tmp) as d:
         tmp = Path(d)
         for name in rows:
-            {"table": row_table, "headline": row_headline, "xla": row_xla,
+            {"table": row_table, "headline": row_headline, "rigaku": row_rigaku, "xla": row_xla,
              "boost": row_boost}[name](
                 args, tmp, rec)
     rec["load_after"] = os.getloadavg()

@@ -207,7 +207,7 @@ def test_level_hits_estimate_bounds():
 
 def _state(c):
     s = c._cpu
-    return (s.rt, s.rv, s.rh, s.sp, s.first, s.tot0, s.count)
+    return (s.win, s.last, s.sp, s.first, s.tot0, s.count)
 
 
 @pytest.mark.parametrize("normalize", [False, True])

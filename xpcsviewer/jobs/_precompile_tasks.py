@@ -102,6 +102,10 @@ def _photons_long(value: str) -> None:
     p = np.array([0, 1], dtype=np.int64)
     SparseMultitauCorrelator(_tiny_pixels(), span).process_events(span, f, p,
                                                                   np.ones(2, value))
+    # a short block late in such a run: block-relative times int32, frame numbers int64
+    c = SparseMultitauCorrelator(_tiny_pixels(), span + 4)
+    c.process_events(span, f[:1], p[:1], np.ones(1, value))
+    c.process_events(span + 4, f[1:] + 4, p[1:], np.ones(1, value))
 
 
 def _twotime_ages(dtype: str) -> None:
@@ -123,13 +127,16 @@ def _photon_results() -> None:
     """The photon correlator's bin sums and per-level state (result, pixel planes)."""
     from xpcsviewer.compute.multitau.photons import SparseMultitauCorrelator
 
-    c = SparseMultitauCorrelator(_tiny_pixels(), 64)
     f, p, v = _hits("int32", "int32", "uint16", 5)
-    c.process_events(5, f, p, v)
-    c.result()
-    # level 1 of an odd count of level-0 frames: the newest frame's values (ring_frame)
-    for lvl in (0, 1):
-        c._cpu.level_state(lvl, (1, 2))
+    # the state's value / sum dtypes: float32 / float32 (counts), float32 / float64
+    # (a pixel total too big for float32 sums), float64 / float64 (float values)
+    for vals in (v, v * 4000, v.astype(np.float64)):
+        c = SparseMultitauCorrelator(_tiny_pixels(), 64)
+        c.process_events(5, f, p, vals)
+        c.result()
+        # level 1 of an odd count of level-0 frames: the newest frame's values
+        for lvl in (0, 1):
+            c._cpu.level_state(lvl, (1, 2))
 
 
 def _photon_sums(frame: str, pixel: str, value: str) -> None:

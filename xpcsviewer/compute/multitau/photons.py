@@ -8,26 +8,26 @@ the last B frames), so the finalisation, the static smoothing, the errors and th
 per-pixel G2/IP/IF planes are the dense correlator's own code, and the results equal
 the dense path on the same frames to float64 round-off (integer counts: exactly).
 
-How (kernels in ``_multitau_sparse_numba``): per block of frames the hits are sorted
-by pixel, then every pixel is carried through all levels. At level L a pixel's hits are
-paired with its last B hits of that level (one entry per hit, so all hits within B
-frames are there); a pair ``(t, t + x)`` with x in the level's delays adds
-``a(t) a(t + x)``. Consecutive pairs of level-L frames form the pixel's hits at level
-L + 1 (the unpaired last frame of a block waits in the ring, as the dense correlator
-keeps it as its newest history row). The running sum of level L is not kept: it is
+How (kernels in ``_photons_numba``, state in ``_photon_levels``): per block of frames the
+hits are sorted by pixel, then every pixel is carried through all levels. At level L a
+pixel's hits are paired with each other and with the window of its last B frames of that
+level; a pair ``(t, t + x)`` with x in the level's delays adds ``a(t) a(t + x)``.
+Consecutive pairs of level-L frames form the pixel's hits at level L + 1 (the unpaired
+last frame of a block waits in the window, as the dense correlator keeps it as its newest
+history row). The running sum of level L is not kept: it is
 ``(sum_{L-1} - [n_{L-1} odd] a_{L-1}(n_{L-1} - 1)) / 2``, exact for counts.
 
 Work: the hits of every level, ``sum_L min(hits, P n_L)`` with ``n_L = N / 2^L`` (at low
 levels the hits stay as many as the photons; once coarse frames are no longer sparse,
 ``P N / 2^L``), plus a few operations per pixel, level and block. Memory: the block
-(~``EVENTS_PER_BLOCK`` hits) plus per pixel and level a ring of B hits, the sums of
-products and the first B frames (about 260 bytes), independent of N.
+(~``EVENTS_PER_BLOCK`` hits) plus per pixel and level the window of its last B frames,
+the sums of products and the first B frames (68 bytes in float32, used while exact, else
+132; :class:`~xpcsviewer.compute.multitau._photon_levels.SparseLevels`), independent of N.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from xpcsviewer.backends import get_backend
 from xpcsviewer.compute._binning import PixelBins, select_pixels
 from xpcsviewer.compute._scattering_sparse import SparseScattering, pixel_lookup
 from xpcsviewer.compute.inputs import FrameStream, Partition
+from xpcsviewer.compute.multitau._photon_levels import SparseLevels
 from xpcsviewer.compute.multitau.correlator import (
     MultitauCorrelator,
     MultitauResult,
@@ -62,225 +63,12 @@ __all__ = [
     "split_block",
 ]
 
-_NEVER = -(1 << 62)
-
 
 def available() -> bool:
     """Whether the compiled kernels can run (numba installed)."""
     from xpcsviewer.compute.multitau._cpu import available as numba_available
 
     return numba_available()
-
-
-def _kernels() -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from xpcsviewer.compute.multitau import _photons_numba as _multitau_sparse_numba
-
-    return _multitau_sparse_numba
-
-
-def _threads() -> int:
-    import numba
-
-    return max(1, int(numba.get_num_threads()))
-
-
-def _bands(p: int, n: int) -> np.ndarray:
-    """Edges of ``n`` equal bands of ``p`` pixels."""
-    return np.linspace(0, p, max(1, min(n, p)) + 1).round().astype(np.int64)
-
-
-def _work_bands(off: np.ndarray, walk: np.ndarray, n: int) -> np.ndarray:
-    """Edges (in ``walk``, the pixels carried) of about ``n`` bands holding equal numbers
-    of hits (plus a pixel's worth of fixed work each), so that threads finish together."""
-    p = walk.size
-    # hits, plus per-pixel level overhead
-    work = np.cumsum(off[walk + 1] - off[walk]) + np.arange(1, p + 1) * 4
-    cuts = np.searchsorted(work, np.linspace(0, work[-1] if p else 0, n + 1)[1:-1])
-    return np.unique(np.concatenate([[0], cuts, [p]])).astype(np.int64)
-
-
-class SparseLevels:
-    """The per-pixel, per-level state of the photon correlator.
-
-    Parameters
-    ----------
-    n_pixels, n_levels, delays_per_level : int
-
-    Notes
-    -----
-    ``count[L]`` (frames of level L) is shared by all pixels; ``level_state`` returns the
-    layout the dense correlator's finalisation reads.
-    """
-
-    def __init__(self, n_pixels: int, n_levels: int, delays_per_level: int) -> None:
-        self.p = int(n_pixels)
-        self.m = int(delays_per_level)
-        self.buf = 2 * self.m
-        self.n_levels = 0
-        self.tot0 = np.zeros(self.p)
-        # bit L: the pixel's newest level-L hit waits for its pair (so the pixel is
-        # carried, even without a hit, through the next block in which level L grows)
-        self.pend = np.zeros(self.p, dtype=np.int64)
-        self._alloc(int(n_levels))
-        self._totals: tuple[int, list[np.ndarray]] | None = None
-        self.walked = 0  # pixels carried through the levels, over all blocks
-
-    #: carry every pixel at every block (the reference the pixel-restricted walk is
-    #: tested against)
-    walk_all = False
-
-    def _alloc(self, n_levels: int) -> None:
-        # zeros: pages are mapped only when a level is reached (ring slots are read only
-        # up to the hits written, so their initial value does not matter)
-        shape = (self.p, n_levels, self.buf)
-        self.rt = np.zeros(shape, dtype=np.int64)
-        self.rv = np.zeros(shape)
-        self.sp = np.zeros(shape)
-        self.first = np.zeros(shape)
-        self.rh = np.zeros((self.p, n_levels), dtype=np.int64)
-        self.count = np.zeros(n_levels, dtype=np.int64)
-        self.n_levels = n_levels
-
-    def grow(self, n_levels: int) -> None:
-        """Room for ``n_levels`` levels (a level added later has missed nothing: level L
-        receives its first frame after 2^L frames)."""
-        have = self.n_levels
-        if n_levels <= have:
-            return
-        old = (self.rt, self.rv, self.sp, self.first, self.rh, self.count)
-        self._alloc(int(n_levels))
-        for new, a in zip((self.rt, self.rv, self.sp, self.first, self.rh), old[:5],
-                          strict=True):
-            new[:, :have] = a
-        self.count[:have] = old[5]
-
-    def _buffers(self, n: int, tdtype: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Pixel-ordered hit buffers of ``n`` entries, kept from block to block (fresh
-        big arrays cost more in first-touch page faults than the sort itself)."""
-        bt, bv = getattr(self, "_bufs", (None, None))
-        if bt is None or bt.size < n or bt.dtype != tdtype:
-            cap = max(n, int(1.25 * n))
-            bt, bv = np.empty(cap, dtype=tdtype), np.empty(cap)
-            self._bufs = (bt, bv)
-        return bt[:n], bv[:n]
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.rt, self.rv, self.sp, self.first, self.rh,
-                                      self.tot0))
-
-    def process(self, stop: int, frame: np.ndarray, pixel: np.ndarray, value: np.ndarray,
-                lut: np.ndarray, scale: np.ndarray | None = None) -> None:
-        """Correlate the hits of level-0 frames ``[count[0], stop)``.
-
-        ``frame`` non-decreasing, ``pixel`` detector indices (``lut`` maps them to
-        correlated pixels or -1), ``scale``: per-frame factors for frames
-        ``count[0]..stop-1`` (``normalize_frame``), or None.
-        """
-        k = _kernels()
-        f0 = int(self.count[0])
-        stop = int(stop)
-        if stop < f0:
-            raise ValueError(f"frames must come in order: at {f0}, asked to stop at {stop}")
-        if stop == f0:
-            return
-        frame = np.ascontiguousarray(frame)
-        if frame.dtype.kind not in "iu":
-            frame = frame.astype(np.int64)
-        pixel = np.ascontiguousarray(pixel)
-        if pixel.dtype.kind not in "iu":
-            pixel = pixel.astype(np.int64)
-        value = np.ascontiguousarray(value)
-        if value.dtype.kind not in "fiu" or value.dtype.itemsize > 8:
-            value = value.astype(np.float64)
-        if frame.size and (frame[0] < f0 or frame[-1] >= stop):
-            raise ValueError(f"hits outside frames [{f0}, {stop})")
-        nt = _threads()
-        cnt = np.zeros(self.p, dtype=np.int64)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            k.count_hits(pixel, lut, _bands(self.p, nt), cnt)
-            off = np.zeros(self.p + 1, dtype=np.int64)
-            np.cumsum(cnt, out=off[1:])
-            n = int(off[-1])
-            # times relative to the block: 4 bytes a hit (blocks are far below 2^31 frames)
-            ht, hv = self._buffers(n, np.int32 if stop - f0 < (1 << 31) else np.int64)
-            sc = (np.zeros(0) if scale is None
-                  else np.ascontiguousarray(scale, dtype=np.float64))
-            k.scatter_hits(frame, pixel, value, sc, f0, lut, off, _bands(self.p, nt), ht, hv)
-            cprev = self.count.copy()
-            cnew = np.empty_like(cprev)
-            c = stop
-            for lvl in range(self.n_levels):
-                cnew[lvl] = c
-                c >>= 1
-            maxn = int(cnt.max(initial=0))
-            # only pixels with hits or a frame waiting for its pair can change (tested
-            # against the walk over every pixel): the walk does not grow with the detector
-            grown = sum(1 << lvl for lvl in range(self.n_levels) if cnew[lvl] > cprev[lvl])
-            walk = (np.arange(self.p) if self.walk_all else
-                    np.flatnonzero((cnt != 0) | ((self.pend & grown) != 0)))
-            k.levels_update(walk, off, ht, hv, f0, _work_bands(off, walk, 8 * nt), self.rt,
-                            self.rv, self.rh, self.sp, self.first, self.tot0, cprev, cnew,
-                            self.m, maxn, self.pend)
-            self.walked += int(walk.size)
-        self.count = cnew
-        self._totals = None
-
-    # ------------------------------------------------------------ finalisation
-    def _hist(self, lvl: int) -> np.ndarray:
-        """(B, P) the last B frames of level ``lvl``, oldest first (zeros before frame 0)."""
-        hist = np.zeros((self.buf, self.p))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _kernels().ring_hist(self.rt, self.rv, self.rh, lvl, int(self.count[lvl]), hist)
-        return hist
-
-    def _total(self, lvl: int) -> np.ndarray:
-        key = int(self.count[0])
-        if self._totals is None or self._totals[0] != key:
-            self._totals = (key, [self.tot0.copy()])
-        tots = self._totals[1]
-        while len(tots) <= lvl:
-            below = len(tots) - 1
-            t = tots[below].copy()
-            c = int(self.count[below])
-            if c & 1:
-                newest = np.empty(self.p)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    _kernels().ring_frame(self.rt, self.rv, self.rh, below, c - 1, newest)
-                t -= newest
-            tots.append(0.5 * t)
-        return tots[lvl]
-
-    def bin_sums(self, row_lvl: np.ndarray, row_x: np.ndarray, sid: np.ndarray,
-                 did: np.ndarray, d_count: np.ndarray, ns: int,
-                 nd: int) -> tuple[np.ndarray, ...]:
-        """(s_g2, s_ip, s_if, dss) of the rows (level, delay in level frames; levels
-        ascending) straight from this state, equal to the dense finalisation."""
-        nr = int(row_lvl.size)
-        bands = _bands(self.p, 4 * _threads())
-        nb = bands.size - 1
-        s_g2, s_ip, s_if = (np.zeros((nb, nr, ns)) for _ in range(3))
-        dsum, dss = np.zeros((nb, nr, nd)), np.zeros((nb, nr, nd))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _kernels().bin_sums(self.rt, self.rv, self.rh, self.sp, self.first, self.tot0,
-                                self.count, np.asarray(row_lvl, np.int64),
-                                np.asarray(row_x, np.int64), sid, did,
-                                np.asarray(d_count, np.float64), bands, s_g2, s_ip, s_if,
-                                dsum, dss)
-        return s_g2.sum(axis=0), s_ip.sum(axis=0), s_if.sum(axis=0), dss.sum(axis=0)
-
-    def level_state(self, lvl: int, xs: tuple[int, ...]) -> tuple[Any, ...]:
-        """(hist (B, P) oldest first, first (B, P), sumprod (len(xs), P), total (P), count)."""
-        cols = np.asarray(xs) - 1
-        return (self._hist(lvl), np.ascontiguousarray(self.first[:, lvl, :].T),
-                np.ascontiguousarray(self.sp[:, lvl, :][:, cols].T), self._total(lvl),
-                int(self.count[lvl]))
 
 
 class SparseMultitauCorrelator(MultitauCorrelator):
@@ -321,7 +109,7 @@ class SparseMultitauCorrelator(MultitauCorrelator):
             # level L receives its first frame after 2^L frames: with n.bit_length()
             # levels none misses a frame before the next growth
             self.n_levels = max(self.n_levels, self.n_frames_expected.bit_length())
-        self._cpu = SparseLevels(pixels.n_pixels, self.n_levels, self.m)
+        self._cpu = SparseLevels(pixels.n_pixels, self.n_levels, self.m, self.n_frames_expected)
         self._levels: list[_Level] = []
         self._add_levels(self.n_levels)
         self.n_processed = 0
