@@ -382,8 +382,8 @@ def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanReq
     lacks = ", ".join(_xla_photon_lacks(spec, time_tag))
     kw = {"profile": profile, "accelerators": accelerators, "xla_lacks": lacks,
           "photon_units": photon_units(choice),
-          "event_bytes": EVENT_BYTES * float(getattr(source, "n_events", 0))
-          / max(int(getattr(source, "stride", 1)), 1)}
+          "event_bytes": EVENT_BYTES * float(getattr(source, "n_events", 0) or 0)
+          / max(int(getattr(source, "stride", 1) or 1), 1)}
     args = (request.engine, request.device or device, spec.mode, qmap, n,
             itemsize * qmap.shape[0] * qmap.shape[1], bins)
     engine = plan_engine(*args, photons=choice.path == "sparse", **kw)
