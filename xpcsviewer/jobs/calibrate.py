@@ -113,8 +113,10 @@ def _events(n_frames: int, side: int, occupancy: float, seed: int) -> Any:
     from xpcsviewer.model.events import EventBlock
 
     rng = np.random.default_rng(seed)
-    hit = rng.random((n_frames, side * side)) < occupancy
-    frame, pixel = np.nonzero(hit)
+    cells = n_frames * side * side
+    # hit cells drawn at once (a repeat merges: rare at these occupancies), frame order
+    pos = np.unique(rng.integers(0, cells, rng.binomial(cells, occupancy)))
+    frame, pixel = np.divmod(pos, side * side)
     value = rng.poisson(0.2, frame.size).astype(np.uint16) + 1
     cuts = np.searchsorted(frame, np.arange(0, n_frames + 512, 512))
     blocks = [EventBlock(a, min(a + 512, n_frames), frame[i:j].astype(np.int32),
@@ -124,7 +126,8 @@ def _events(n_frames: int, side: int, occupancy: float, seed: int) -> Any:
 
 
 def _sparse(device: str, repeats: int) -> dict[str, float]:
-    """Photon jobs (multi-tau on hits, 1 % occupancy, two frame counts): the numba
+    """Photon jobs (multi-tau on hits of 256x256 pixels at 1 % occupancy, 1024 and 2048
+    frames: 0.67 and 1.3 million hits): the numba
     engine on the CPU, the XLA photon engine on a GPU, in photon units (the path
     model's estimate / PHOTON_UNIT_S, as :func:`~xpcsviewer.jobs.correlate_plan.plan_correlate`
     counts a job)."""
@@ -132,11 +135,13 @@ def _sparse(device: str, repeats: int) -> dict[str, float]:
     from xpcsviewer.compute.inputs import Partition
     from xpcsviewer.compute.pipeline_sparse import estimate_costs
 
-    side = 64
+    # a wide detector and few frames: the path model fits within 1.5-2x in CPU time there (at
+    # 64x64 x 8192 frames the numba engine took 14-21x its estimate, per-pixel levels)
+    side = 256
     dq, sq = _rings(side, side, 8)
     out = []
     cold = None
-    for n in (2048, 8192):
+    for n in (1024, 2048):
         frames, hits = _events(n, side, 0.01, n)
         units = estimate_costs(n_frames=n, detector_pixels=side * side,
                                correlated_pixels=side * side, hits=hits,
