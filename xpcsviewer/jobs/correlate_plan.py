@@ -163,8 +163,8 @@ def faster_job(choice: Any, plan: EnginePlan, other: EnginePlan, *, xla_lacks: s
     Only where a GPU takes part (without one the path model of
     :func:`~xpcsviewer.compute.pipeline_sparse.choose_path` decides, as before, and
     between the two CPU candidates it still does); a tie keeps the CPU, then the path
-    model's path. ``plan`` and ``other`` are the two paths'
-    engine plans (each routed to its cheaper device, which is what runs).
+    model's path. ``plan`` and ``other`` are the two paths' engine plans (each routed
+    to its cheaper device, which is what runs).
 
     Returns (path choice, engine plan, reason, estimates by candidate).
     """
