@@ -38,8 +38,6 @@ def test_estimate_is_startup_compile_work_transfer_and_steps():
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_no_gpu_means_cpu_for_every_kind(kind):
-    if kind == "sparse":
-        pytest.skip("sparse: no GPU engine at all (test_sparse_has_no_gpu_engine)")
     r = route(kind, work=1e15, requested="auto", profile=DEFAULT_PROFILE, accelerators=False)
     assert (r.device, r.reason) == ("cpu", "no GPU present")
     assert r.estimates["gpu"] is None and r.estimates["cpu"] > 0
@@ -76,9 +74,12 @@ def test_requests_win_and_say_why():
     assert (r.device, r.reason) == ("cpu", "GPU requested but none is present")
 
 
-def test_sparse_has_no_gpu_engine():
+def test_a_kind_without_a_gpu_engine_stays_on_the_cpu():
+    # photons have one since issue 47 (tests/backends/test_routing_photons.py); a profile
+    # may still say a kind has none
+    prof = MachineProfile({"sparse": {"gpu": DeviceCost(per_unit_s=None)}}, "p")
     for req in ("auto", "gpu"):
-        r = route("sparse", work=1e12, requested=req, accelerators=True)
+        r = route("sparse", work=1e12, requested=req, profile=prof, accelerators=True)
         assert r.device == "cpu" and "no GPU engine" in r.reason
 
 
@@ -160,13 +161,19 @@ def test_engine_plan_follows_the_routes():
     assert (p.engine, p.device) == ("xla", "gpu")
     assert set(p.as_config()) >= {"engine", "device", "multitau_route_device",
                                   "twotime_route_device"}
+    # photons (issue 47): the compiled engine on the CPU, the XLA engine on a GPU
     p = plan_engine("auto", "gpu", "multitau", photons=True, profile=cheap_gpu,
                     accelerators=True, **kw)
+    assert (p.engine, p.device) == ("xla", "gpu") and "GPU requested" in p.describe()
+    p = plan_engine("auto", "auto", "multitau", photons=True, profile=dear_gpu,
+                    accelerators=True, photon_units=1e6, **kw)
+    assert (p.engine, p.device, p.needs_jax) == ("compiled", "cpu", False)
+    p = plan_engine("compiled", "gpu", "multitau", photons=True, profile=cheap_gpu,
+                    accelerators=True, photon_units=1e6, **kw)
     assert (p.engine, p.device) == ("compiled", "cpu")
-    assert "no GPU engine for sparse" in p.describe()
-    # the XLA photon engine when asked for (issue 47): on the GPU when present, else the CPU
+    # the XLA photon engine when asked for: on the routed device
     p = plan_engine("xla", "auto", "multitau", photons=True, profile=cheap_gpu,
-                    accelerators=True, **kw)
+                    accelerators=True, photon_units=1e6, **kw)
     assert (p.engine, p.device) == ("xla", "gpu")
     p = plan_engine("xla", "auto", "multitau", photons=True, profile=cheap_gpu,
                     accelerators=False, **kw)

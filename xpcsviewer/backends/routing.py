@@ -20,10 +20,16 @@ kind       work                                        bytes
 ========== =========================================== =========================
 multitau   pixels x frames                             frames as stored
 twotime    pixels x frames**2 / 2 (multiply-adds)      frames as stored
-sparse     hits                                        hits x 10
+sparse     photon units (below)                        hits x 16 (event bytes)
 lsq        curves x points                             curves x points x 24
 nuts       curves x points x (warmup+samples) x chains curves x points x 24
 ========== =========================================== =========================
+
+A photon unit is one nanosecond of the numba photon engine by the path model of
+:mod:`xpcsviewer.compute.pipeline_sparse` (hits read, hits of every level, partners
+sought, pixel levels), so the default CPU row reproduces that model's estimate; the GPU
+row is the XLA photon engine (issue 47). Its default rate is an unmeasured estimate
+(:data:`UNMEASURED_DEFAULTS`) until ``device --calibrate`` measures it on a GPU machine.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "DEFAULT_PROFILE",
     "KINDS",
+    "PHOTON_UNIT_S",
+    "UNMEASURED_DEFAULTS",
     "DeviceCost",
     "MachineProfile",
     "Route",
@@ -60,8 +68,13 @@ __all__ = [
 ]
 
 KINDS = ("multitau", "twotime", "sparse", "lsq", "nuts")
-#: kinds whose engine runs on the CPU only (the photon correlator is numba)
-CPU_ONLY = frozenset({"sparse"})
+#: kinds whose engine runs on the CPU only (none since the XLA photon engine, issue 47)
+CPU_ONLY: frozenset[str] = frozenset()
+#: seconds of one photon unit on the numba engine by the path model (the sparse CPU
+#: row's default rate): a job's photon units are its path-model estimate / this
+PHOTON_UNIT_S = 1e-9
+#: default rows that were never measured: a route using one says so
+UNMEASURED_DEFAULTS = frozenset({("sparse", "gpu")})
 DEVICES = ("cpu", "gpu")
 PROFILE_VERSION = 1
 
@@ -99,8 +112,12 @@ def _defaults() -> dict[str, dict[str, DeviceCost]]:
                      "gpu": DeviceCost(gpu_start, 3.0, 2.0e-10, 1.0e10, 0.0)},
         "twotime": {"cpu": DeviceCost(per_unit_s=6.0e-11),
                     "gpu": DeviceCost(gpu_start, 4.0, 2.0e-12, 1.0e10, 0.0)},
-        "sparse": {"cpu": DeviceCost(per_unit_s=6.0e-8),
-                   "gpu": DeviceCost(per_unit_s=None)},
+        # photons: the CPU row is the path model (PHOTON_UNIT_S per unit); the XLA photon
+        # engine's GPU rate is an estimate, 1/20 of it (issue 47's goal, >= 3e8 hits/s on
+        # a GPU against 1.28e7 on 2 cores); on the CPU that engine took 8-18x numba's
+        # time here, so it has no row: auto never runs it on a CPU
+        "sparse": {"cpu": DeviceCost(per_unit_s=PHOTON_UNIT_S),
+                   "gpu": DeviceCost(gpu_start, 3.0, PHOTON_UNIT_S / 20, 1.0e10, 0.0)},
         "lsq": {"cpu": DeviceCost(compile_s=1.0, per_unit_s=2.0e-6),
                 "gpu": DeviceCost(gpu_start, 2.0, 2.0e-7, 1.0e10, 0.0)},
         # per step (draw, warm-up included): an H200 took 49.7 s for 36 curves x 1500
@@ -124,6 +141,23 @@ class MachineProfile:
         by_dev = self.costs.get(kind) or {}
         got = by_dev.get(device)
         return got if got is not None else DEFAULT_PROFILE.costs[kind][device]
+
+    def row_source(self, kind: str, device: str) -> str:
+        """Where the row of ``kind`` on ``device`` comes from: this profile's source, or
+        "defaults" (with "unmeasured estimate" where the default was never measured)."""
+        if self is not DEFAULT_PROFILE and (self.costs.get(kind) or {}).get(device) is not None:
+            return self.source
+        if (kind, device) in UNMEASURED_DEFAULTS:
+            return "defaults, unmeasured estimate"
+        return "defaults"
+
+    def sources(self, kind: str, devices: Sequence[str] = DEVICES) -> str:
+        """The rows' sources of a route, said once: "defaults", or per device where
+        they differ (a calibrated profile without the kind falls back to the defaults)."""
+        got = {d: self.row_source(kind, d) for d in devices}
+        if len(set(got.values())) == 1:
+            return next(iter(got.values()))
+        return ", ".join(f"{d.upper()}: {v}" for d, v in got.items())
 
     def to_json(self) -> dict:
         return {"version": PROFILE_VERSION, "source": self.source, "machine": dict(self.machine),
@@ -283,7 +317,7 @@ def route(kind: str, *, work: float, nbytes: float = 0.0, steps: float = 0.0,
            for d in DEVICES}
     if not has_gpu or kind in CPU_ONLY:
         est["gpu"] = None
-    src = prof.source
+    src = prof.sources(kind, [d for d in DEVICES if est[d] is not None])
     if requested == "cpu":
         return Route(kind, "cpu", "CPU requested", est, src)
     if requested == "gpu":

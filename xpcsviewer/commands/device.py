@@ -16,6 +16,10 @@ WORKLOADS = {
     "W4 fit 100 files": ("lsq", 100 * 36 * 60.0, 100 * 36 * 60 * 24.0, 0.0),
     # fit --bayes: 4 chains x (500 warm-up + 1000 draws)
     "W5 NUTS 36 curves": ("nuts", 36 * 60 * 1500 * 4.0, 36 * 60 * 24.0, 1500.0),
+    # issue 30's photon job, 6.55e7 hits: photon units = the path model's 3.79 s / 1 ns
+    # (tests/backends/test_routing_photons.py checks the figure)
+    "W6 photons 256x256x200k 0.5%": ("sparse", 3.7914e9, 256 * 256 * 2e5 * 0.005 * 16,
+                                      0.0),
 }
 
 

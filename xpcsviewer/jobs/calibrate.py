@@ -6,6 +6,8 @@ is), warm, and once cold; per device and kind the profile stores
 - ``per_unit_s`` = (t_large - t_small) / (work_large - work_small), warm;
 - ``compile_s`` = the fixed part of a job: the cold first call minus the warm one, plus
   the warm intercept (whatever does not grow with the work);
+- for photon jobs (``sparse``) the numba engine on the CPU and the XLA photon engine on
+  a GPU, in photon units (:data:`~xpcsviewer.backends.routing.PHOTON_UNIT_S`);
 - for the GPU ``startup_s`` (a fresh process that starts the GPU minus one that starts
   the CPU only) and ``bytes_per_s`` (host to device copies of 256 MiB).
 
@@ -101,6 +103,65 @@ def _twotime(device: str, repeats: int) -> dict[str, float]:
         if cold is None:
             cold = _best(job, 1)
         out.append((pix * n * n / 2.0, _best(job, repeats)))
+    return _fit(cold, out)
+
+
+def _events(n_frames: int, side: int, occupancy: float, seed: int) -> Any:
+    """A synthetic photon job: hits of ``n_frames`` frames of side x side pixels, each
+    pixel hit with probability ``occupancy`` per frame, in blocks of 512 frames."""
+    from xpcsviewer.compute.inputs import FrameStream
+    from xpcsviewer.model.events import EventBlock
+
+    rng = np.random.default_rng(seed)
+    cells = n_frames * side * side
+    # hit cells drawn at once (a repeat merges: rare at these occupancies), frame order
+    pos = np.unique(rng.integers(0, cells, rng.binomial(cells, occupancy)))
+    frame, pixel = np.divmod(pos, side * side)
+    value = rng.poisson(0.2, frame.size).astype(np.uint16) + 1
+    cuts = np.searchsorted(frame, np.arange(0, n_frames + 512, 512))
+    blocks = [EventBlock(a, min(a + 512, n_frames), frame[i:j].astype(np.int32),
+                         pixel[i:j].astype(np.int64), value[i:j])
+              for a, i, j in zip(range(0, n_frames, 512), cuts[:-1], cuts[1:], strict=False)]
+    return FrameStream(lambda: iter(blocks), n_frames), int(frame.size)
+
+
+def _sparse(device: str, repeats: int) -> dict[str, float]:
+    """Photon jobs (multi-tau on hits of 256x256 pixels at 1 % occupancy, 1024 and 2048
+    frames: 0.67 and 1.3 million hits): the numba
+    engine on the CPU, the XLA photon engine on a GPU, in photon units (the path
+    model's estimate / PHOTON_UNIT_S, as :func:`~xpcsviewer.jobs.correlate_plan.plan_correlate`
+    counts a job)."""
+    from xpcsviewer.backends.routing import PHOTON_UNIT_S
+    from xpcsviewer.compute.inputs import Partition
+    from xpcsviewer.compute.pipeline_sparse import estimate_costs
+
+    # a wide detector and few frames: the path model fits within 1.5-2x in CPU time there (at
+    # 64x64 x 8192 frames the numba engine took 14-21x its estimate, per-pixel levels)
+    side = 256
+    dq, sq = _rings(side, side, 8)
+    out = []
+    cold = None
+    for n in (1024, 2048):
+        frames, hits = _events(n, side, 0.01, n)
+        units = estimate_costs(n_frames=n, detector_pixels=side * side,
+                               correlated_pixels=side * side, hits=hits,
+                               mode="multitau")[0] / PHOTON_UNIT_S
+        if device == "cpu":
+            from xpcsviewer.compute.multitau.photons import correlate_multitau_events
+
+            def job(frames=frames) -> Any:
+                return correlate_multitau_events(frames, Partition(dq, sq))
+        else:
+            from xpcsviewer.compute.multitau._photons_xla import correlate_events_xla
+
+            dev = _jax_device(device)
+
+            def job(frames=frames, dev=dev) -> Any:
+                return correlate_events_xla(frames, Partition(dq, sq), device=dev)
+
+        if cold is None:
+            cold = _best(job, 1)
+        out.append((units, _best(job, repeats)))
     return _fit(cold, out)
 
 
@@ -207,6 +268,7 @@ def calibrate(*, nuts: bool = True, repeats: int = 2,
     kinds: list[tuple[str, Callable[[str], dict[str, float]]]] = [
         ("multitau", lambda d: _multitau(d, repeats)),
         ("twotime", lambda d: _twotime(d, repeats)),
+        ("sparse", lambda d: _sparse(d, repeats)),
         ("lsq", lambda d: _lsq(d, repeats)),
     ]
     if nuts:

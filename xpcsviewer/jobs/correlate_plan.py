@@ -17,11 +17,13 @@ import numpy as np
 from xpcsviewer.backends.routing import Route, route
 from xpcsviewer.compute.spec import CorrelateSpec, Engine, PlanRequest, SpecError
 
-__all__ = ["CorrelatePlan", "EnginePlan", "MemoryRefused", "dense_work", "plan_correlate",
-           "plan_engine", "xla_photon_options"]
+__all__ = ["CorrelatePlan", "EnginePlan", "MemoryRefused", "dense_work", "faster_job",
+           "photon_units", "plan_correlate", "plan_engine", "xla_photon_options"]
 
 #: a time-tag run keeps its per-frame means in at most this many rows
 TRACE_ROWS = 100_000
+#: bytes of one hit sent to a device (frame, pixel, value as read)
+EVENT_BYTES = 16
 
 
 class MemoryRefused(RuntimeError):
@@ -70,11 +72,15 @@ def dense_work(mode: str, qm: Any, n_frames: int, bins: Any) -> dict[str, float]
 
 def plan_engine(requested_engine: Engine | str, requested_device: str, mode: str, qm: Any,
                 n_frames: int, frame_bytes: int, bins: Any, *, photons: bool = False,
-                profile: Any = None, accelerators: Any = None) -> EnginePlan:
+                profile: Any = None, accelerators: Any = None, photon_units: float = 0.0,
+                event_bytes: float = 0.0, xla_lacks: str = "") -> EnginePlan:
     """Route a job: per pass kind, the cheaper device by the machine profile.
 
     ``requested_engine``: auto (compiled on the CPU, XLA on a GPU), compiled or array
     (the CPU whatever the route) or xla (the XLA program on the routed device).
+    ``photon_units``, ``event_bytes``: the photon job's work (see
+    :mod:`xpcsviewer.backends.routing`); ``xla_lacks``: what of this job the XLA photon
+    engine does not do (then auto keeps the photons on the CPU and says so).
     """
     requested_engine = Engine.parse(requested_engine)
     if photons:
@@ -84,23 +90,19 @@ def plan_engine(requested_engine: Engine | str, requested_device: str, mode: str
                 f"--engine {requested_engine.value}: the photon path has the compiled CPU "
                 "engine and the XLA engine (--engine xla); use one of those, or --path "
                 "dense")
-        r = route("sparse", work=0.0, requested=requested_device, profile=profile,
-                  accelerators=accelerators)
+        req = "cpu" if requested_engine is Engine.COMPILED else requested_device
+        r = route("sparse", work=photon_units, nbytes=event_bytes, requested=req,
+                  profile=profile, accelerators=accelerators)
         if requested_engine is Engine.XLA:
-            # the XLA photon engine (issue 47): on the requested device; "auto" takes a
-            # GPU when one is present (the job-cost model has no photon GPU row yet)
-            from xpcsviewer.backends.routing import gpu_present
-
-            has_gpu = gpu_present() if accelerators is None else bool(accelerators)
-            if requested_device == "cpu" or not has_gpu:
-                why = ("CPU requested" if requested_device == "cpu" else "no GPU present")
-                dev = "cpu"
-            else:
-                why, dev = ("GPU requested" if requested_device == "gpu"
-                            else "a GPU is present (XLA photon engine asked for)"), "gpu"
-            return EnginePlan(Engine.XLA, dev, (Route("sparse", dev, why, r.estimates,
-                                                      r.profile),))
-        return EnginePlan(Engine.COMPILED, "cpu", (r,))
+            # the XLA photon engine on the routed device; auto on a GPU machine takes the
+            # GPU by the estimates, and the CPU when the GPU is dearer
+            return EnginePlan(Engine.XLA, r.device, (r,))
+        if r.device == "gpu" and xla_lacks:
+            why = f"the XLA photon engine does not do {xla_lacks}; {r.reason}"
+            return EnginePlan(Engine.COMPILED, "cpu", (Route("sparse", "cpu", why,
+                                                             r.estimates, r.profile),))
+        return EnginePlan(Engine.XLA if r.device == "gpu" else Engine.COMPILED, r.device,
+                          (r,))
     work = dense_work(mode, qm, n_frames, bins)
     nbytes = float(frame_bytes) * n_frames
     if requested_engine in (Engine.COMPILED, Engine.ARRAY):
@@ -124,6 +126,82 @@ def plan_engine(requested_engine: Engine | str, requested_device: str, mode: str
     if requested_engine is Engine.XLA:
         return EnginePlan(Engine.XLA, device, routes)
     return EnginePlan(Engine.XLA if device == "gpu" else Engine.COMPILED, device, routes)
+
+
+def photon_units(choice: Any) -> float:
+    """A photon job's work in the routing model's photon units (its path-model estimate
+    on the numba engine / ``PHOTON_UNIT_S``; 0 where photons cannot run)."""
+    from xpcsviewer.backends.routing import PHOTON_UNIT_S
+
+    sec = float(getattr(choice, "sparse_s", 0.0))
+    return sec / PHOTON_UNIT_S if np.isfinite(sec) else 0.0
+
+
+def _job_seconds(choice: Any, plan: EnginePlan, photons: bool, dev: str) -> float | None:
+    """Estimated seconds of ``plan``'s path on ``dev`` (None: cannot run there). On the
+    CPU the path model's (:func:`~xpcsviewer.compute.pipeline_sparse.estimate_costs`,
+    measured for both paths on the compiled engines, frames formed from the hits
+    included); on a GPU that times the routing model's GPU/CPU ratio for the path's
+    rows (sparse; multitau, twotime), so a calibration moves both the same way."""
+    base = float(choice.sparse_s if photons else choice.dense_s)
+    if not np.isfinite(base):
+        return None
+    if dev == "cpu":
+        return base
+    gpu = [r.estimates.get("gpu") for r in plan.routes]
+    cpu = [r.estimates.get("cpu") for r in plan.routes]
+    if any(x is None for x in gpu + cpu):
+        return None
+    g, c = float(sum(gpu)), float(sum(cpu))
+    return base * g / c if c > 0 else base + g
+
+
+def faster_job(choice: Any, plan: EnginePlan, other: EnginePlan, *, xla_lacks: str = ""
+               ) -> tuple[Any, EnginePlan, str, dict[str, float]]:
+    """``--path auto --engine auto`` on a photon source (issue 47): the fastest of
+    photons and dense frames on the CPU (compiled engines) and on a GPU (XLA engines).
+    Only where a GPU takes part (without one the path model of
+    :func:`~xpcsviewer.compute.pipeline_sparse.choose_path` decides, as before, and
+    between the two CPU candidates it still does); a tie keeps the CPU, then the path
+    model's path. ``plan`` and ``other`` are the two paths' engine plans (each routed
+    to its cheaper device, which is what runs).
+
+    Returns (path choice, engine plan, reason, estimates by candidate).
+    """
+    from dataclasses import replace
+
+    photons = choice.path == "sparse"
+    est: dict[str, float] = {}
+    rows = []
+    for ph, p in ((photons, plan), (not photons, other)):
+        for dev in ("cpu", "gpu"):
+            sec = _job_seconds(choice, p, ph, dev)
+            if sec is None or (ph and dev == "gpu" and xla_lacks):
+                continue
+            name = f"{'photons' if ph else 'dense'}_{dev}"
+            est[name] = sec
+            rows.append((sec, dev != "cpu", ph != photons, name, ph, p))
+    if not any(r[1] for r in rows):
+        return choice, plan, "", {}
+    rows.sort(key=lambda r: r[:3])
+    sec, _, _, name, ph, best = rows[0]
+    dev = name.split("_")[1]
+    if best.device != dev:  # a tie the route broke the other way: run what was estimated
+        best = replace(best, device=dev, engine=Engine.XLA if dev == "gpu" else (
+            Engine.COMPILED if best.engine is Engine.XLA else best.engine))
+    src = "; ".join(dict.fromkeys(f"{r.kind}: {r.profile}"
+                                  for p in (plan, other) for r in p.routes))
+    others = ", ".join(f"{_said(n)} {s:.3g} s" for n, s in est.items() if n != name)
+    why = f"fastest job: {_said(name)}, est. {sec:.3g} s (vs {others}; profile {src})"
+    path = "sparse" if ph else "dense"
+    if path != choice.path:
+        choice = replace(choice, path=path, reason=why)
+    return choice, best, why, est
+
+
+def _said(name: str) -> str:
+    what, dev = name.split("_")
+    return f"{what} on the {dev.upper()}"
 
 
 def _bin_pixels(qm: Any, bins: Any) -> list[int]:
@@ -232,6 +310,8 @@ class CorrelatePlan:
     memory_have: int | None
     sparse_source: bool
     said: bool = False
+    job_reason: str = ""
+    job_estimates: Any = None
 
     @property
     def photons(self) -> bool:
@@ -247,10 +327,15 @@ class CorrelatePlan:
         out: dict[str, Any] = {"backend": self.backend, **self.engine.as_config()}
         if self.sparse_source:
             out.update(self.path.as_config())
+        if self.job_reason:
+            out["job_route_reason"] = self.job_reason
+            for name, sec in (self.job_estimates or {}).items():
+                out[f"job_{name}_s_est"] = round(float(sec), 4)
         return out
 
     def describe(self) -> str:
-        return self.engine.describe()
+        said = self.engine.describe()
+        return f"{said}; {self.job_reason}" if self.job_reason else said
 
 
 def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanRequest, *,
@@ -293,12 +378,24 @@ def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanReq
             f"{n} frames need about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB are "
             "available; correlate fewer frames (--end-frame, --stride-frame, --avg-frame)")
     itemsize = np.dtype(getattr(source, "out_dtype", np.dtype(np.uint16))).itemsize
-    engine = plan_engine(request.engine, request.device or device, spec.mode, qmap, n,
-                         itemsize * qmap.shape[0] * qmap.shape[1], bins,
-                         photons=choice.path == "sparse", profile=profile,
-                         accelerators=accelerators)
+    time_tag = bool(getattr(source, "time_tag", False))
+    lacks = ", ".join(_xla_photon_lacks(spec, time_tag))
+    kw = {"profile": profile, "accelerators": accelerators, "xla_lacks": lacks,
+          "photon_units": photon_units(choice),
+          "event_bytes": EVENT_BYTES * float(getattr(source, "n_events", 0) or 0)
+          / max(int(getattr(source, "stride", 1) or 1), 1)}
+    args = (request.engine, request.device or device, spec.mode, qmap, n,
+            itemsize * qmap.shape[0] * qmap.shape[1], bins)
+    engine = plan_engine(*args, photons=choice.path == "sparse", **kw)
+    job_reason, job_est = "", {}
+    if (request.path == "auto" and getattr(source, "sparse", False) and not time_tag
+            and Engine.parse(request.engine) is Engine.AUTO
+            and (request.device or device) == "auto"):
+        other = plan_engine(*args, photons=choice.path != "sparse", **kw)
+        choice, engine, job_reason, job_est = faster_job(choice, engine, other,
+                                                         xla_lacks=lacks)
     if choice.path == "sparse" and engine.engine is Engine.XLA:
-        xla_photon_options(spec, bool(getattr(source, "time_tag", False)))
+        xla_photon_options(spec, time_tag)
     k = _groups(spec, choice.path == "sparse", n)
     full = k if spec.two_time else 0
     if k and have is not None:
@@ -314,7 +411,20 @@ def plan_correlate(source: Any, qmap: Any, spec: CorrelateSpec, request: PlanReq
                 f"GiB, {have / 2**30:.1f} GiB are available; fewer frames, bins (--dq) or "
                 "groups")
     return CorrelatePlan(choice, engine, bins, ages_bins, full, k, group, need, have,
-                         bool(getattr(source, "sparse", False)), request.said)
+                         bool(getattr(source, "sparse", False)),
+                         request.said or bool(job_reason and engine.device == "gpu"),
+                         job_reason, job_est)
+
+
+def _xla_photon_lacks(spec: CorrelateSpec, time_tag: bool) -> list[str]:
+    lacks = []
+    if spec.two_time:
+        lacks.append(f"--mode {spec.mode} (two-time on photons)")
+    if spec.ages:
+        lacks.append("--twotime-ages")
+    if time_tag:
+        lacks.append("time-tag mode (an event list without --bin-time)")
+    return lacks
 
 
 def xla_photon_options(spec: CorrelateSpec, time_tag: bool) -> None:
@@ -325,13 +435,7 @@ def xla_photon_options(spec: CorrelateSpec, time_tag: bool) -> None:
     ------
     SpecError
     """
-    lacks = []
-    if spec.two_time:
-        lacks.append(f"--mode {spec.mode} (two-time on photons)")
-    if spec.ages:
-        lacks.append("--twotime-ages")
-    if time_tag:
-        lacks.append("time-tag mode (an event list without --bin-time)")
+    lacks = _xla_photon_lacks(spec, time_tag)
     if lacks:
         raise SpecError("--engine xla on the photon path does not do " + ", ".join(lacks)
                         + " yet; use --engine compiled (or auto) for this job")
