@@ -46,7 +46,13 @@ def _open(window, qtbot, paths, wait_idle):
 
 def _run_every_bin(window, qtbot, g2, wait_idle, shots=None):
     messages = []
-    window.context.runner.sigProgress.connect(lambda k, d, t, m: messages.append(m))
+
+    def on_progress(key, done, total, msg):
+        messages.append(msg)
+        if shots is not None and "left" in msg and not (shots / "g2_bayes_running.png").exists():
+            window.grab().save(str(shots / "g2_bayes_running.png"))  # the bar's words
+
+    window.context.runner.sigProgress.connect(on_progress)
     assert g2.page.maximum() == 3 and sum(b.n_bins for b in g2.blocks) == 4
     with qtbot.waitSignal(g2.sigFitsReady, timeout=600000):
         g2.bayes_btn.click()
