@@ -203,10 +203,11 @@ def bayes_all_job(results: list, opts: dict, model: str, overrides: dict, t_rang
                 left = (time.monotonic() - t_first) / done_s * (n_s - done_s)
                 eta = f", about {_duration(left)} left"
 
-            def sub(d, t, msg="", _head=head, _eta=eta, _u=u, _b=b, _done=done_s):
+            def sub(d, t, msg="", _head=head, _eta=eta, _u=u, _done=done_s):
+                # msg starts with the file's name (fit_curves)
                 frac = d / t if t else 0.0
                 say(1000 * (_done + frac * _u.n_sampled) / max(n_s, 1), 1000,
-                    f"{_head} ({_b.label}, {_u.model or 'least squares'}){_eta}: {msg}")
+                    f"{_head} ({_u.model or 'least squares'}){_eta}: {msg}")
 
             if t_first is None and u.n_sampled:
                 t_first = time.monotonic()
