@@ -197,7 +197,7 @@ def bayes_all_job(results: list, opts: dict, model: str, overrides: dict, t_rang
             b = blocks[u.block]
             rows = off[u.block] + u.cols
             head = (f"bins {done_s + 1}-{done_s + u.n_sampled} of {n_s}"
-                    if u.n_sampled else f"{b.label}: bins not sampled")
+                    if u.n_sampled else "bins not sampled")
             eta = ""
             if t_first is not None and done_s:
                 left = (time.monotonic() - t_first) / done_s * (n_s - done_s)
