@@ -115,13 +115,16 @@ win.shutdown(10000)
 """
 
 
-def _gui_bayes(f: str, tmp_p: Path, env: dict[str, str], repeats: int) -> None:
+def _gui_bayes(f: str, tmp_p: Path, env: dict[str, str], repeats: int,
+               cache: str | None = None) -> None:
     """The window's first Bayesian fit after install (issue 49 item 8): the install
-    step's fill into a fresh cache, then per repeat a fresh process: click -> shown."""
-    e = dict(env, XPCS_JAX_CACHE_DIR=str(tmp_p / "gui-installed-cache"), XPCS_GUI_WARMUP="1",
-             XPCS_FIT_PROCESS="1")
-    print(f"install step: JAX fill {_install_fill(e):.1f} s "
-          f"(load average {os.getloadavg()[0]:.2f})")
+    step's fill into a fresh cache (or ``cache``, filled before), then per repeat a
+    fresh process: click -> shown."""
+    e = dict(env, XPCS_JAX_CACHE_DIR=cache or str(tmp_p / "gui-installed-cache"),
+             XPCS_GUI_WARMUP="1", XPCS_FIT_PROCESS="1")
+    if cache is None:
+        print(f"install step: JAX fill {_install_fill(e):.1f} s "
+              f"(load average {os.getloadavg()[0]:.2f})")
     for i in range(repeats):
         e["XPCSVIEWER_CONFIG_DIR"] = str(tmp_p / f"gui-bayes-cfg{i}")
         load = os.getloadavg()[0]
@@ -272,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="only the phases of a cold fit --bayes (see the module docstring)")
     ap.add_argument("--gui-bayes", action="store_true",
                     help="only the window's first Bayesian fit after install: click -> shown")
+    ap.add_argument("--cache", default=None,
+                    help="with --gui-bayes: a compilation cache filled before (no fill)")
     ap.add_argument("--installed", action="store_true",
                     help="with --breakdown: after the install step's fill")
     args = ap.parse_args(argv)
@@ -290,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             _breakdown(f, tmp_p, env, args.repeats, args.installed)
             return 0
         if args.gui_bayes:
-            _gui_bayes(f, tmp_p, env, args.repeats)
+            _gui_bayes(f, tmp_p, env, args.repeats, args.cache)
             return 0
 
         rows: dict[str, list[float]] = {"--help": [], "info": [], "fit (least squares)": []}
