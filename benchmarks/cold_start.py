@@ -4,6 +4,7 @@ Run on demand (not a test)::
 
     .venv/bin/python benchmarks/cold_start.py [--repeats 3] [--no-nuts] [--no-gui]
     .venv/bin/python benchmarks/cold_start.py --breakdown [--repeats 3]
+    .venv/bin/python benchmarks/cold_start.py --gui-bayes [--repeats 1]
 
 Every row is a fresh process timed from the outside (wall clock, Python start-up and
 imports included), medians of ``--repeats``:
@@ -25,6 +26,12 @@ summaries), with the XLA programs compiled and their compile seconds per phase (
 ``jax.monitoring``; compile seconds of programs compiled at once add up beyond the
 wall time). ``--breakdown --installed``: the same after the install step's fill (the
 programs loaded from the cache, not compiled).
+
+``--gui-bayes``: the window's first Bayesian fit after install: the install step's
+fill into a cache of its own, then a fresh process per repeat that starts the real
+window offscreen (warm-up on, fits in the fit process), opens the demo file on the g2
+tab, clicks Bayesian as soon as it is enabled and times the click to the result drawn
+(every bin of the file), with the GUI process's CPU seconds over that span.
 
 The demo file is written to a temporary folder that is removed afterwards.
 """
@@ -66,6 +73,71 @@ app.exec()
 print(f"{first.get('window', float('nan')):.3f} {first.get('warm', float('nan')):.3f}")
 win.shutdown(10000)
 """
+
+
+# The probe of --gui-bayes: the real window (offscreen, warm-up on, fits in the fit
+# process) opens the file on the g2 tab; Bayesian is clicked as soon as it can be, and
+# the time to the result drawn (sigFitsReady) is printed with the process's CPU time.
+_GUI_BAYES_PROBE = r"""
+import os, sys, time
+t0 = float(sys.argv[1])
+path = sys.argv[2]
+from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QTimer
+app = QApplication([])
+from xpcsviewer.gui.main_window import MainWindow
+win = MainWindow(restore_session=False, save_session_on_close=False)
+win.resize(1400, 900)
+win.show()
+t = {"window": time.time() - t0}
+win.select_tab("g2")
+win.open_paths([path])
+g2 = win.panels["g2"]
+def done(_fits):
+    t["shown"] = time.time() - t0
+    t["cpu"] = time.process_time()
+    app.quit()
+g2.sigFitsReady.connect(done)
+def poll():
+    if "click" not in t and g2.blocks and g2.bayes_btn.isEnabled():
+        t["click"] = time.time() - t0
+        t["cpu_click"] = time.process_time()
+        t["warm_at_click"] = bool(getattr(win, "warmup_done", False))
+        g2.bayes_btn.click()
+timer = QTimer(); timer.timeout.connect(poll); timer.start(20)
+QTimer.singleShot(600000, app.quit)
+app.exec()
+nan = float("nan")
+print(f"GUIBAYES {t.get('window', nan):.3f} {t.get('click', nan):.3f} {t.get('shown', nan):.3f} "
+      f"{t.get('cpu', nan) - t.get('cpu_click', nan):.3f} {int(t.get('warm_at_click', False))} "
+      f"{g2.fits.n_curves if g2.fits is not None else 0}")
+win.shutdown(10000)
+"""
+
+
+def _gui_bayes(f: str, tmp_p: Path, env: dict[str, str], repeats: int,
+               cache: str | None = None) -> None:
+    """The window's first Bayesian fit after install (issue 49 item 8): the install
+    step's fill into a fresh cache (or ``cache``, filled before), then per repeat a
+    fresh process: click -> shown."""
+    e = dict(env, XPCS_JAX_CACHE_DIR=cache or str(tmp_p / "gui-installed-cache"),
+             XPCS_GUI_WARMUP="1", XPCS_FIT_PROCESS="1")
+    if cache is None:
+        print(f"install step: JAX fill {_install_fill(e):.1f} s "
+              f"(load average {os.getloadavg()[0]:.2f})")
+    for i in range(repeats):
+        e["XPCSVIEWER_CONFIG_DIR"] = str(tmp_p / f"gui-bayes-cfg{i}")
+        load = os.getloadavg()[0]
+        out = subprocess.run([sys.executable, "-c", _GUI_BAYES_PROBE, repr(time.time()), f],
+                             env=e, capture_output=True, text=True, cwd=REPO)
+        line = [x for x in out.stdout.splitlines() if x.startswith("GUIBAYES")]
+        if not line:
+            raise RuntimeError(f"GUI probe failed: {out.stderr[-800:]}")
+        w, c, s, cpu, warm, n = line[-1].split()[1:]
+        print(f"run {i + 1} (load average {load:.2f}): window {float(w):.2f} s, Bayesian "
+              f"clicked at {float(c):.2f} s ({'after' if warm == '1' else 'during'} the "
+              f"warm-up), result shown {float(s) - float(c):.2f} s after the click "
+              f"({n} bins; GUI process CPU {float(cpu):.2f} s)")
 
 
 # The probe of --breakdown: the fit command in this process, its phases timed by
@@ -201,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-gui", action="store_true")
     ap.add_argument("--breakdown", action="store_true",
                     help="only the phases of a cold fit --bayes (see the module docstring)")
+    ap.add_argument("--gui-bayes", action="store_true",
+                    help="only the window's first Bayesian fit after install: click -> shown")
+    ap.add_argument("--cache", default=None,
+                    help="with --gui-bayes: a compilation cache filled before (no fill)")
     ap.add_argument("--installed", action="store_true",
                     help="with --breakdown: after the install step's fill")
     args = ap.parse_args(argv)
@@ -217,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
               "only within one run)")
         if args.breakdown:
             _breakdown(f, tmp_p, env, args.repeats, args.installed)
+            return 0
+        if args.gui_bayes:
+            _gui_bayes(f, tmp_p, env, args.repeats, args.cache)
             return 0
 
         rows: dict[str, list[float]] = {"--help": [], "info": [], "fit (least squares)": []}

@@ -146,11 +146,12 @@ def _draw_tau(ax: Any, o: Any, law: str, short: bool = False, pos: int = 0) -> l
     if lim is not None:
         ax.set_ylim(*lim)
         if lim[1] / lim[0] < 10:  # within a decade a log axis has no labelled tick
-            from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+            from matplotlib.ticker import LogLocator
+
+            from xpcsviewer.export._ticks import one_format
 
             ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
+            one_format(ax.yaxis)  # "5e-05" beside "0.0001" no more
     ax.set_xlabel("age t_w (s)")
     ax.set_ylabel("\u03c4 (s)")
     key = [Line2D([], [], ls="none", marker=MPL_MARKERS[k], mfc=None if k == "filled"

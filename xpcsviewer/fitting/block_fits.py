@@ -14,7 +14,7 @@ from xpcsviewer.fitting.blocks import G2Block, g2_tau_grid
 from xpcsviewer.fitting.fit_table import G2Fits, fill_bayes, fill_lsq
 from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 
-__all__ = ["apply_overrides", "fit_curves", "fit_g2_blocks", "fit_g2_blocks_bayes"]
+__all__ = ["apply_overrides", "empty_table", "fit_curves", "fit_g2_blocks", "fit_g2_blocks_bayes"]
 
 
 def _group_blocks(blocks: list[G2Block]) -> list[list[int]]:
@@ -122,6 +122,13 @@ def _table(blocks: list[G2Block], model: str, method: str,
         out.diagnostics = {k: nan() for k in ("r_hat", "ess", "divergences", "bfmi",
                                                "noise_scale", "draws")}
     return out
+
+
+def empty_table(blocks: list[G2Block], model: str, method: str,
+                t_range: tuple[float, float] | None) -> G2Fits:
+    """A table of every curve of ``blocks`` for ``method`` ("lsq" / "bayes"), each
+    row "failed / not fitted" until filled."""
+    return _table(blocks, model, method, t_range)
 
 
 def _rows(blocks: list[G2Block], g: list[int]) -> np.ndarray:

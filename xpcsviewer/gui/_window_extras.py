@@ -62,10 +62,14 @@ class WindowExtrasMixin:
         """Text and tooltip of the busy progress bar (GUI thread)."""
         bar, lab = self.progress, self.progress_label
         if "key" not in st:
-            # no job reports progress now: a busy bar, its jobs in the tooltip
+            # no job reports progress now: a busy bar named after a running job (the
+            # warm-up first: its first message may be seconds away), all in the tooltip
+            running = self.context.runner.running_descriptions()
+            name = WARMUP_DESCRIPTION if WARMUP_DESCRIPTION in running else (
+                running[0] if running else "")
             bar.setFormat("")
-            lab.setText("")
-            tip = "\n".join(self.context.runner.running_descriptions())
+            lab.setText(elide_words(lab.fontMetrics(), name, lab.width() - 8))
+            tip = "\n".join(running)
             bar.setToolTip(tip)
             lab.setToolTip(tip)
             return
@@ -110,6 +114,7 @@ class WindowExtrasMixin:
             on_result=lambda out: logger.info("correlators: %s", out.get("reason")),
             on_error=lambda info: logger.warning("correlators: %s", info.message),
             description="correlators: checking the compiled kernels")
+        self._schedule_progress()  # the warm-up is named at once, not at its first step
 
     def _opened_delays(self) -> tuple[int, ...]:
         """Delay counts of the open files, one per compiled size (any thread)."""

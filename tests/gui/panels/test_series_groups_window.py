@@ -5,6 +5,9 @@ line what was not joined and why. Repeats of one sample (F01-F04) still join."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from PySide6.QtCore import Qt
 
@@ -41,8 +44,20 @@ def test_series_tab_keeps_a02_h01_s05_apart(window, demo_files, open_demo, wait_
     assert [g.files for g in groups] == [(0,), (1,), (2,)]
     # bin 1 is three lines, each named by its own q (0.0016, 0.0044, 0.0015) and file
     lines = _named_lines(panel)
-    legend = [label.text for _, label in panel.tau_legend.items]
-    assert sorted(legend) == sorted(lines)
+    legend = list(lines)
+    # the key is a line below the plots (no legend over the tau plot), one entry per
+    # group: each group named once, its lines' q after it
+    assert panel.tau_plot.legend is None
+    key = panel.tau_key.text()
+    plain = re.sub(r"<[^>]+>", "", key)
+    assert plain.startswith("q (\u00c5\u207b\u00b9): A02_silica_R250nm_water: \u2501 ")
+    for g in groups:
+        assert plain.count(f"{g.label}: ") == 1, plain
+    assert plain.count("\u2501") == len(lines)
+    assert panel.tau_key.isVisible() and panel.tau_key.wordWrap()
+    shots = Path("/tmp/s57/shots/ui49")
+    if shots.is_dir():
+        panel.window().grab().save(str(shots / "series_three_groups.png"))
     ones = [n for n in legend if n.startswith(tuple(f"q={g.q[1]:.4g} (" for g in groups))]
     assert len(ones) == 3, legend
     assert ones[0].endswith("(A02_silica_R250nm_water)")
@@ -77,5 +92,8 @@ def test_series_tab_still_joins_repeats_of_one_sample(window, demo_files, open_d
     lines = _named_lines(panel)
     assert len(lines) == len(panel.chosen_bins()) == 4
     assert all(n.startswith("q=") and "(" not in n for n in lines)
+    # one group: the key is the lines' q, no group name
+    plain = re.sub(r"<[^>]+>", "", panel.tau_key.text())
+    assert plain.startswith("q (\u00c5\u207b\u00b9): \u2501 ") and plain.count("\u2501") == 4
     assert max(len(x) for x in lines.values()) >= 3  # one line through the repeats
     assert "not joined" not in panel.status.text()

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
+from xpcsviewer.fitting.bayes_units import CANCELLED_DETAIL
 from xpcsviewer.fitting.fit_table import G2Fits
 from xpcsviewer.fitting.vocabulary import STATUS_ORDER
 from xpcsviewer.gui.export_folder import ask_save_path
-from xpcsviewer.gui.panels._g2_jobs import bayes_job, fit_all_job, write_fits_job
+from xpcsviewer.gui.panels._g2_jobs import bayes_all_job, fit_all_job, write_fits_job
+from xpcsviewer.progress import CancelToken
 
 __all__ = ["G2FitRunMixin"]
 
@@ -53,7 +55,9 @@ class G2FitRunMixin:
         )
 
     def run_bayes(self) -> int | None:
-        """Start the NUTS fit in a worker (progress + cancel); returns the request id.
+        """Start the NUTS fit of every bin of the targets (all pages) in a worker,
+        a few bins at a time (progress per bin, the time left); Cancel stops it and
+        keeps the bins finished. Returns the request id.
 
         With the automatic choice each curve is sampled with the model the least
         squares chose for it.
@@ -70,15 +74,19 @@ class G2FitRunMixin:
         }
         self._set_busy("bayes", True)
         self.progress.setValue(0)
-        self.fit_status.setText("sampling (NUTS)\u2026")
+        n_files = len({b.file_index for b in blocks})
+        self.fit_status.setText(f"sampling (NUTS) every bin of {n_files} file(s)\u2026")
+        self._bayes_stop = CancelToken()
         rid = self.context.runner.submit(
             self.job_key("bayes"),
-            bayes_job,
-            blocks,
+            bayes_all_job,
+            self.shown_results(),
+            self.options(),
             model,
             overrides,
             t_range,
             sampler,
+            self._bayes_stop,
             on_result=self._on_fits,
             on_error=self._on_fit_error,
             on_progress=self._on_bayes_progress,
@@ -87,9 +95,12 @@ class G2FitRunMixin:
         return rid
 
     def cancel_fit(self) -> None:
-        """Cancel a running fit (least squares or NUTS)."""
-        for purpose in ("fit", "bayes"):
-            self.context.runner.cancel(self.job_key(purpose))
+        """Cancel a running fit: the least squares, or the NUTS run, which keeps the
+        bins it finished (the others keep their least-squares fit)."""
+        self.context.runner.cancel(self.job_key("fit"))
+        stop = getattr(self, "_bayes_stop", None)
+        if stop is not None and self.job_key("bayes") in self._busy_keys:
+            stop.cancel()
         self.fit_status.setText("cancelling\u2026")
 
     def _set_busy(self, purpose: str, busy: bool) -> None:
@@ -177,6 +188,10 @@ class G2FitRunMixin:
         n_other = fits.n_curves - shown.n_curves
         if n_other:
             text += f" ({n_other} more fitted on other pages or files)"
+        stopped = int(np.sum(fits.detail == CANCELLED_DETAIL)) if fits.detail is not None else 0
+        if stopped:
+            text += (f"; stopped: {stopped} of {fits.n_curves} bins kept their "
+                     "least-squares fit")
         n_unfitted = sum(b.n_bins for b in self.blocks) - shown.n_curves
         if n_unfitted > 0:
             text += f"; {n_unfitted} shown curves not fitted"

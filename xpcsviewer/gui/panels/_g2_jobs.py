@@ -10,8 +10,11 @@ from xpcsviewer.fitting.blocks import G2Block, bins_in_range, g2_blocks
 from xpcsviewer.fitting.spec import FitSpec, SamplerSpec
 from xpcsviewer.fitting.vocabulary import MODEL_CHOICES
 from xpcsviewer.jobs.fit_process import run_fit_call
+from xpcsviewer.progress import Cancelled, CancelToken
 
 __all__ = [
+    "StopToken",
+    "bayes_all_job",
     "bayes_job",
     "fit_all_job",
     "fit_job",
@@ -82,6 +85,8 @@ def prepare_g2_job(results: list, opts: dict, progress=None, cancel=None):
 
 #: the one fit loop, run in the fit process (:mod:`xpcsviewer.jobs.fit_process`)
 FIT_TARGET = "xpcsviewer.fitting.block_fits:fit_curves"
+#: the least squares and units of a Bayesian fit of every bin
+PLAN_TARGET = "xpcsviewer.fitting.bayes_units:plan"
 
 
 def fit_job(blocks, model: str, overrides: dict, t_range, progress=None, cancel=None):
@@ -118,6 +123,108 @@ def bayes_job(
     blocks), in the fit process."""
     return run_fit_call(FIT_TARGET, blocks, FitSpec(model, None, overrides or None, t_range),
                         SamplerSpec(**sampler), progress=progress, cancel=cancel)
+
+
+class StopToken(CancelToken):
+    """Cancelled when the job's own token or ``stop`` is: a stop ends the sampling
+    but lets the job return what it finished (the runner drops the result of a
+    cancelled job)."""
+
+    def __init__(self, outer: CancelToken | None, stop: CancelToken) -> None:
+        super().__init__()
+        self._outer, self._stop = outer, stop
+
+    @property
+    def cancelled(self) -> bool:
+        return self._stop.cancelled or (self._outer is not None and self._outer.cancelled)
+
+    def raise_if_cancelled(self) -> None:
+        if self.cancelled:
+            raise Cancelled()
+
+
+def _duration(s: float) -> str:
+    s = max(0.0, float(s))
+    if s < 90:
+        return f"{max(1, round(s))} s"
+    return f"{int(s // 60)} min {round(s % 60):02d} s"
+
+
+def bayes_all_job(results: list, opts: dict, model: str, overrides: dict, t_range,
+                  sampler: dict, stop: CancelToken | None = None, progress=None,
+                  cancel=None):
+    """Worker job: NUTS posterior of every bin in the q range of every target, every
+    page of bins (issue 49), unit by unit (:mod:`xpcsviewer.fitting.bayes_units`):
+    progress "bins k-l of n" with the time left once a unit is done; ``stop`` ends
+    the sampling and returns the bins finished (the others keep their least-squares
+    fit, :data:`~xpcsviewer.fitting.bayes_units.CANCELLED_DETAIL`); a stop before
+    any bin finished is a cancel."""
+    import time
+    from dataclasses import replace
+
+    from xpcsviewer.fitting.bayes_units import (
+        CANCELLED_DETAIL,
+        keep_lsq,
+        offsets,
+        place,
+        sub_block,
+    )
+    from xpcsviewer.fitting.block_fits import empty_table
+
+    blocks = g2_blocks(results, opts.get("qmin"), opts.get("qmax"), opts.get("tmin"),
+                       opts.get("tmax"), None,
+                       exclude_suspect=opts.get("exclude_suspect", True))
+    if not blocks:
+        raise ValueError("no g2 curves in the q and t ranges to fit")
+    token = StopToken(cancel, stop if stop is not None else CancelToken())
+    fit = FitSpec(model, None, overrides or None, t_range)
+    spec = SamplerSpec(**sampler)
+    n_all = sum(b.n_bins for b in blocks)
+
+    def say(done, total, msg):
+        if progress is not None:
+            progress(int(done), int(total), msg)
+
+    say(0, 1000, f"least squares of {n_all} bins (the chains' start)")
+    start, units = run_fit_call(PLAN_TARGET, blocks, fit, cancel=token)
+    out = empty_table(blocks, model, "bayes", t_range)
+    off = offsets(blocks)
+    n_s = sum(u.n_sampled for u in units)
+    done_s, t_first = 0, None
+    finished = np.zeros(n_all, bool)
+    try:
+        for u in units:
+            b = blocks[u.block]
+            rows = off[u.block] + u.cols
+            head = (f"bins {done_s + 1}-{done_s + u.n_sampled} of {n_s}"
+                    if u.n_sampled else "bins not sampled")
+            eta = ""
+            if t_first is not None and done_s:
+                left = (time.monotonic() - t_first) / done_s * (n_s - done_s)
+                eta = f", about {_duration(left)} left"
+
+            def sub(d, t, msg="", _head=head, _eta=eta, _u=u, _done=done_s):
+                # msg starts with the file's name (fit_curves)
+                frac = d / t if t else 0.0
+                say(1000 * (_done + frac * _u.n_sampled) / max(n_s, 1), 1000,
+                    f"{_head} ({_u.model or 'least squares'}){_eta}: {msg}")
+
+            if t_first is None and u.n_sampled:
+                t_first = time.monotonic()
+            part = run_fit_call(FIT_TARGET, [sub_block(b, u.cols)], fit,
+                                replace(spec, seed=int(spec.seed) + u.seed_offset),
+                                start=start.take(rows), progress=sub, cancel=token)
+            place(out, rows, part)
+            finished[rows] = True
+            done_s += u.n_sampled
+    except Cancelled:
+        if (cancel is not None and cancel.cancelled) or not done_s:
+            raise
+        keep_lsq(out, np.flatnonzero(~finished), start, CANCELLED_DETAIL)
+    if model != "auto":
+        out.models = None
+    say(1000, 1000, f"{done_s} of {n_s} bins sampled")
+    return out
 
 
 def write_fits_job(fits, path: str, progress=None, cancel=None) -> str:

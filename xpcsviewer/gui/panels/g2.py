@@ -245,8 +245,9 @@ class G2Panel(G2FitRunMixin, G2RebinMixin, G2DrawMixin, BasePanel):
         )
         self.bayes_btn = QPushButton("Bayesian")
         self.bayes_btn.setToolTip(
-            "NUTS posterior of every shown bin that least squares finds decaying, "
-            "with its model (in a worker; cancellable)"
+            "NUTS posterior of every bin in the q range of every file, all pages, "
+            "where least squares finds a decay, with its model (in a worker process, "
+            "8 bins at a time; Cancel keeps the bins finished)"
         )
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setToolTip("Stop the running fit; curves already fitted keep their "

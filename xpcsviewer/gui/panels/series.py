@@ -31,10 +31,11 @@ from PySide6.QtWidgets import (
 )
 
 from xpcsviewer.gui.panels._live_jobs import fit_series_job, list_finished_job
+from xpcsviewer.gui.panels._twotime_keys import wrapping_label
 from xpcsviewer.gui.panels.base import BasePanel, apply_settings
 from xpcsviewer.gui.widgets import SparseLogAxis, curve_color, curve_pen, plain_axes
 
-__all__ = ["SeriesPanel", "export_series_figure_job"]
+__all__ = ["SeriesPanel", "export_series_figure_job", "series_key"]
 
 FOLLOW_MS = 3000
 #: pyqtgraph symbols of the open marker kinds ("t1" points up, "t" down).
@@ -50,6 +51,23 @@ def export_series_figure_job(table, bins: list[int], path: str, log_x: bool = Fa
 
     save_figure(series_figure(table, bins, log_x=log_x, size=size), path)
     return str(path)
+
+
+def series_key(drawings) -> str:
+    """The lines' key below the plots, one entry per group: "q (1/Å): A02…: ━ 0.0016,
+    ━ 0.0032; H01…: ━ 0.0044" in the lines' colours (issue 49: a legend of every
+    line of several groups covered the τ plot)."""
+    from html import escape
+
+    groups: dict[str, list[str]] = {}
+    for k, d in enumerate(drawings):
+        c = curve_color(k).name()
+        groups.setdefault(d.group, []).append(
+            f"<span style='color:{c}'>\u2501</span> {d.q:.4g}")
+    if not groups:
+        return ""
+    parts = [(f"{escape(g)}: " if g else "") + ", ".join(v) for g, v in groups.items()]
+    return "q (\u00c5\u207b\u00b9): " + "; ".join(parts)
 
 
 class SeriesPanel(BasePanel):
@@ -108,15 +126,20 @@ class SeriesPanel(BasePanel):
                                      "bottom": SparseLogAxis("bottom")}))
         self.tau_plot.setLogMode(x=False, y=True)
         self.tau_plot.setLabel("left", "\u03c4 (s)")
-        self.tau_legend = self.tau_plot.addLegend(offset=(10, 10),
-                                                  brush=pg.mkBrush(255, 255, 255, 200))
         self.c_plot = plain_axes(plots.addPlot(row=1, col=0,
                                                axisItems={"bottom": SparseLogAxis("bottom")}))
         self.c_plot.setLabel("left", "contrast")
         self.c_plot.setXLink(self.tau_plot)
         for p in (self.tau_plot, self.c_plot):
             p.showGrid(x=True, y=True, alpha=0.3)
-        body.addWidget(plots, 1)
+        right = QVBoxLayout()
+        right.addWidget(plots, 1)
+        self.tau_key = wrapping_label()  # the lines' key: below the plots, not over them
+        self.tau_key.setTextFormat(Qt.TextFormat.RichText)
+        self.tau_key.setToolTip("Each line's q, per group of files (one sample on one "
+                                "q-partition); the colours are the lines'")
+        right.addWidget(self.tau_key)
+        body.addLayout(right, 1)
         lay.addLayout(body, 1)
         self.x_combo.currentIndexChanged.connect(self._on_x_changed)
         self.field_edit.editingFinished.connect(self._refit)
@@ -256,7 +279,6 @@ class SeriesPanel(BasePanel):
 
         self.tau_plot.clear()
         self.c_plot.clear()
-        self.tau_legend.clear()
         t = self.table
         logx = self.logx.isChecked()
         drawings = series_drawing(t, self.chosen_bins(), log_x=logx)
@@ -276,6 +298,7 @@ class SeriesPanel(BasePanel):
         self.c_plot.setLogMode(x=logx, y=False)
         for k, d in enumerate(drawings):
             self._draw_bin(k, d, logx)
+        self.tau_key.setText(series_key(drawings) or " ")
         self.c_plot.setLabel("bottom", t.x_label())
         span = x_span(t, logx)
         if span is not None:
@@ -319,7 +342,7 @@ class SeriesPanel(BasePanel):
         self.table = SeriesTable(self.x_name())
         self.tau_plot.clear()
         self.c_plot.clear()
-        self.tau_legend.clear()
+        self.tau_key.setText(" ")
         self.bin_list.clear()
         self.status.setText(" ")
 

@@ -34,7 +34,7 @@ from xpcsviewer.gui.panels import _twotime_age_lag as al
 from xpcsviewer.gui.panels._twotime_ages import AgesView
 from xpcsviewer.gui.panels._twotime_keys import segment_key
 from xpcsviewer.gui.panels.base import BasePanel
-from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, colormap
+from xpcsviewer.gui.widgets import COLORMAPS, FileSelector, SparseLogAxis, colormap
 from xpcsviewer.views import display_image
 from xpcsviewer.views.g2 import twotime_g2_curves
 
@@ -182,7 +182,7 @@ class TwotimePanel(BasePanel):
         split.addWidget(self.picker)
         # c2 map
         self.c2_widget = pg.GraphicsLayoutWidget()
-        self.c2_plot = self.c2_widget.addPlot()
+        self.c2_plot = self.c2_widget.addPlot(axisItems={"left": SparseLogAxis("left")})
         self.c2_plot.setAspectLocked(True)
         self.c2_plot.setLabel("bottom", "t\u2082 (s)")
         self.c2_plot.setLabel("left", "t\u2081 (s)")
@@ -200,7 +200,9 @@ class TwotimePanel(BasePanel):
         self.colorbar.setImageItem(self.c2_img, insert_in=self.c2_plot)
         split.addWidget(self.c2_widget)
         # g2 from c2
-        self.g2_pw = pg.PlotWidget()
+        # one number format on the log delay axis, as on the g2 and intensity tabs
+        # (issue 49: "10⁻⁸ 10⁻⁷ ... 0.0001" on one axis)
+        self.g2_pw = pg.PlotWidget(axisItems={"bottom": SparseLogAxis("bottom")})
         self.g2_plot = self.g2_pw.getPlotItem()
         self.g2_plot.setLogMode(x=True, y=False)
         self.g2_plot.setLabel("bottom", "\u03c4 (s)")
