@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from xpcsviewer.compute.ages.age_lag import AgeLagLevel, AgeLagMap, from_full_maps
-from xpcsviewer.compute.ages.analysis import AgeWindows, age_cuts, age_windows
+from xpcsviewer.compute.ages.analysis import AgeWindows, age_cut_g2, age_cuts, age_windows
 from xpcsviewer.fitting.ageing_law import fit_law
 from xpcsviewer.synthetic.analytic import c2_model
 
@@ -102,6 +102,33 @@ def test_a_lag_held_by_two_levels_is_read_from_the_finest():
     cuts = age_cuts(amap, AgeWindows(np.array([3.0]), np.array([6.0])))
     assert cuts.lag.tolist() == [0, 1, 2, 4]
     assert cuts.g2[0, 0, 0].tolist() == [2.0, 2.0, 2.0, 5.0]
+
+
+def test_the_means_alone_equal_the_full_cuts_bit_for_bit():
+    # the pixel groups' cuts read only g2 (age_cut_g2): the same numbers as age_cuts
+    rng = np.random.default_rng(7)
+    n = 41
+    maps = [1.0 + rng.random((n, n)) for _ in range(3)]
+    maps = [np.triu(m) + np.triu(m, 1).T for m in maps]
+    maps[1][3, 9] = np.nan  # an entry missing in one bin drops it from every bin
+    win = AgeWindows(np.array([0.13, 0.31, 0.6]), np.array([0.1, 0.17, 0.4]))
+    full = age_cuts(_amap(maps), win)
+    lag, g2 = age_cut_g2(_amap(maps), win)
+    assert np.array_equal(lag, full.lag)
+    assert np.array_equal(g2, full.g2, equal_nan=True)
+    # a multi-level map: lags from two levels
+    c0 = rng.random((2, 6, 3)) + 1.0
+    c1 = rng.random((2, 3, 2)) + 1.0
+    lev0 = AgeLagLevel(1, np.arange(6.0), np.array([0.0, 1.0, 2.0]), c0, np.ones((6, 3)))
+    lev1 = AgeLagLevel(2, np.array([0.0, 2.0, 4.0]), np.array([2.0, 4.0]), c1,
+                       np.ones((3, 2)))
+    amap = AgeLagMap(np.array([1, 2]), 6, 1.0, (lev0, lev1))
+    w2 = AgeWindows(np.array([1.5, 4.0]), np.array([3.0, 2.0]))
+    full = age_cuts(amap, w2)
+    lag, g2 = age_cut_g2(amap, w2)
+    assert np.array_equal(lag, full.lag)
+    assert np.array_equal(g2, full.g2, equal_nan=True)
+    assert np.isfinite(g2).any()
 
 
 def _pulls(rho: float, seeds: int) -> tuple[np.ndarray, np.ndarray]:

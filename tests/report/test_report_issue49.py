@@ -296,3 +296,19 @@ def test_report_figures_are_drawn_once_and_are_exports(tiny_demo_dir, monkeypatc
         assert got.size == want.size, kind
         assert np.asarray(got.convert("L")).std() > 10, kind  # drawn, not a blank page
     assert n_new < n_old
+
+
+def test_the_pool_starts_with_the_largest_files_and_the_report_keeps_its_order(tmp_path):
+    """Issue 49: a two-time file (the largest, 3-5 times a multi-tau file's work) left to
+    the end ran alone on one worker; the pool now takes the largest first. The sections
+    stay in the order given."""
+    from xpcsviewer.report.build import _longest_first
+
+    sizes = {"a": 10, "b": 3000, "c": 10, "d": 500}
+    files = []
+    for name, n in sizes.items():
+        p = tmp_path / f"{name}.hdf"
+        p.write_bytes(b"x" * n)
+        files.append(str(p))
+    files.append(str(tmp_path / "missing.hdf"))
+    assert _longest_first(files) == [1, 3, 0, 2, 4]  # equal sizes keep their order

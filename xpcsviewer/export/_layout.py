@@ -116,16 +116,32 @@ def tidy_drawn(fig: Any, dpi: float) -> Any:
     """:func:`tidy_figure` and the raster drawing at ``dpi`` together (a figure made
     with ``tidy=False``): the layout is computed by the drawing itself and the texts are
     measured on it, so a figure where nothing collides (most) is laid out and drawn in
-    one pass instead of a layout pass and a drawing; one that changed is drawn again.
-    Returns the Agg canvas (``buffer_rgba()``: the pixels)."""
+    one pass instead of a layout pass and a drawing; one whose texts changed is drawn
+    again, and that drawing is also the layout its ticks are checked on (a wrapped title
+    cost a layout pass, a drawing and then another layout pass and drawing before:
+    issue 49). Returns the Agg canvas (``buffer_rgba()``: the pixels)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     plain_texts(fig)
     fig.set_dpi(dpi)
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
-    if _tidy_laid_out(fig, canvas.get_renderer()):
-        canvas.draw()
+    changed = False
+    for t, room in _texts_and_room(fig):
+        changed |= _wrap(t, room, canvas.get_renderer())
+    for step in range(3):
+        if changed:  # laid out and drawn anew: the pixels are final unless ticks crowd
+            canvas.draw()
+            changed = False
+        renderer = canvas.get_renderer()
+        crowded = [axis for ax in fig.axes if ax.get_visible() and ax.axison
+                   for axis in (ax.xaxis, ax.yaxis) if _crowded(axis, renderer)]
+        if not crowded:
+            return canvas
+        for axis in crowded:
+            _thin_ticks(axis, step)
+        changed = True
+    canvas.draw()
     return canvas
 
 

@@ -88,6 +88,18 @@ def _qmap_as(path: str, first: dict[str, str]) -> str | None:
     return out
 
 
+def _longest_first(files: list[str]) -> list[int]:
+    """Indices of ``files``, largest file first (a two-time file is the largest and the
+    longest work); stable for equal sizes, unreadable ones last."""
+    def size(i: int) -> int:
+        try:
+            return os.stat(files[i]).st_size
+        except OSError:
+            return -1
+
+    return sorted(range(len(files)), key=lambda i: -size(i))
+
+
 def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCallback | None,
               cancel: CancelToken | None) -> list[dict[str, Any]]:
     """Each file in two independent parts (fits and their figures; the other figures):
@@ -110,17 +122,23 @@ def _sections(files: list[str], dpi: float, workers: int, progress: ProgressCall
 
     parts: dict[tuple[int, str], dict[str, Any]] = {}
     tell(progress, cancel, 0, n + 1, f"{n} files in {workers} processes")
-    qmap_as: list[str | None] = []
-    first: dict[str, str] = {}
+    order = _longest_first(files)
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        # file by file, so that files complete (and the bar moves) as the run goes; a
-        # file's q-map hash is read here while the workers start on the fits (issue 49:
-        # all hashes first, 50 files read in a row, kept the workers idle for seconds)
+        # file by file, so that files complete (and the bar moves) as the run goes, the
+        # largest first (issue 49: a two-time file, 3-5 times a multi-tau file's work,
+        # started last left one worker idle at the end); the q-map hashes (in report
+        # order: the first file of a q-map draws it) are read while the workers start on
+        # the first files (all hashes before the pool kept the workers idle for seconds)
         futs = {}
-        for i, p in enumerate(files):
-            futs[pool.submit(_part_task, p, "fits", dpi, saxs1d, None)] = (i, "fits")
-            qmap_as.append(_qmap_as(p, first))
-            futs[pool.submit(_part_task, p, "images", dpi, saxs1d, qmap_as[i])] = (i, "images")
+        head = order[:workers]
+        for i in head:
+            futs[pool.submit(_part_task, files[i], "fits", dpi, saxs1d, None)] = (i, "fits")
+        qmap_as = _shared_qmaps(files)
+        for i in order:
+            if i not in head:
+                futs[pool.submit(_part_task, files[i], "fits", dpi, saxs1d, None)] = (i, "fits")
+            futs[pool.submit(_part_task, files[i], "images", dpi, saxs1d,
+                             qmap_as[i])] = (i, "images")
         pending = set(futs)
         try:
             while pending:

@@ -31,6 +31,7 @@ __all__ = [
     "WAYS",
     "AgeCuts",
     "AgeWindows",
+    "age_cut_g2",
     "age_cuts",
     "age_windows",
     "chi2_quantile",
@@ -265,9 +266,10 @@ class _LevelCut:
     lag_age: np.ndarray  # (n_lag,) s
 
 
-def _cut(c: np.ndarray, w: np.ndarray, ages: np.ndarray, t1: np.ndarray,
-         inside: np.ndarray, lag: np.ndarray, width: int) -> tuple[_LevelCut, np.ndarray]:
-    """One cut of one level: mean, raw contributions and blocks."""
+def _cut_mean(c: np.ndarray, w: np.ndarray, inside: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The weighted mean of one cut of one level per (bin, lag): the weights ``ww``,
+    their sums, the normalised weights ``a``, the entries ``cz`` (0 outside) and g."""
     ww = np.where(inside, w, 0.0)
     sw = ww.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -275,6 +277,13 @@ def _cut(c: np.ndarray, w: np.ndarray, ages: np.ndarray, t1: np.ndarray,
         cz = np.where(inside[None], c, 0.0)
         g = np.sum(a[None] * cz, axis=1)
         g = np.where(sw > 0, g, np.nan)
+    return ww, sw, a, cz, g
+
+
+def _cut(c: np.ndarray, w: np.ndarray, ages: np.ndarray, t1: np.ndarray,
+         inside: np.ndarray, lag: np.ndarray, width: int) -> tuple[_LevelCut, np.ndarray]:
+    """One cut of one level: mean, raw contributions and blocks."""
+    ww, sw, a, cz, g = _cut_mean(c, w, inside)
     z = np.where(inside[None], a[None] * (cz - g[:, None, :]), 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         lag_age = np.sum(ww * ages, axis=0) / sw
@@ -363,43 +372,27 @@ def _union_lags(amap: AgeLagMap) -> tuple[np.ndarray, list[tuple[np.ndarray, np.
     return allv, per
 
 
-def age_cuts(amap: AgeLagMap, windows: AgeWindows, *, bins: Sequence[int] | None = None,
-             progress=None, cancel=None) -> AgeCuts:
-    """Cut every window both ways, with errors, the disagreement flag and chi4.
-
-    ``bins``: 1-based dynamic bins to cut (default all of the map's).
-    """
-    from xpcsviewer.progress import report
-
-    all_bins = np.asarray(amap.bins, np.int64)
+def _selected(all_bins: np.ndarray, bins: Sequence[int] | None) -> np.ndarray:
+    """Positions in the map of the 1-based ``bins`` (all by default)."""
     if bins is None:
-        sel = np.arange(all_bins.size)
-    else:
-        want = np.asarray(bins, np.int64)
-        missing = [int(b) for b in want if b not in set(all_bins.tolist())]
-        if missing:
-            raise ValueError(f"bins {missing} have no two-time data (the map has "
-                             f"{all_bins.tolist()})")
-        sel = np.array([int(np.flatnonzero(all_bins == b)[0]) for b in want])
+        return np.arange(all_bins.size)
+    want = np.asarray(bins, np.int64)
+    missing = [int(b) for b in want if b not in set(all_bins.tolist())]
+    if missing:
+        raise ValueError(f"bins {missing} have no two-time data (the map has "
+                         f"{all_bins.tolist()})")
+    return np.array([int(np.flatnonzero(all_bins == b)[0]) for b in want])
+
+
+def _level_cuts(amap: AgeLagMap, windows: AgeWindows, sel: np.ndarray, lag_per: list):
+    """Per (window, level) with entries: (window, level index, level, positions in the
+    union of lags, entries c (B, n_t, n_lag), weights, entry ages (s), entry t1 (frames),
+    lags (frames), the entries inside the cut of each way)."""
     dt = float(amap.frame_time)
-    lag, per = _union_lags(amap)
-    nw, nb, nt = windows.n, sel.size, lag.size
-    g2 = np.full((2, nw, nb, nt), np.nan)
-    var = np.full((2, nw, nb, nt), np.nan)
-    n_ent = np.zeros((2, nw, nt))
-    lag_age = np.full((2, nw, nt), np.nan)
-    dvar = np.full((nw, nb, nt), np.nan)
-    chi4 = np.full((nw, nb, nt), np.nan)
-    floor = np.full((nw, nb, nt), np.nan)
-    age_num = np.zeros((2, nw))
-    age_den = np.zeros((2, nw))
-    steps = nw * len(amap.levels)
-    for wi in range(nw):
+    for wi in range(windows.n):
         lo, hi = float(windows.lo[wi]), float(windows.hi[wi])
         for k, lev in enumerate(amap.levels):
-            report(progress, cancel, wi * len(amap.levels) + k, steps,
-                   f"age window {wi + 1}/{nw}")
-            cols, where = per[k]
+            cols, where = lag_per[k]
             if cols.size == 0:
                 continue
             rows = _level_rows(lev, lo, hi, dt)
@@ -413,33 +406,76 @@ def age_cuts(amap: AgeLagMap, windows: AgeWindows, *, bins: Sequence[int] | None
             t1s = np.broadcast_to(t1f[:, None] * dt, ages.shape)
             ok = (w > 0) & np.all(np.isfinite(c), axis=0)
             ins = [ok & (ages >= lo) & (ages < hi), ok & (t1s >= lo) & (t1s < hi)]
-            zs, rs, cuts = [], [], []
-            for way in range(2):
-                cut, z = _cut(c, w, ages, t1f, ins[way], lagk, lev.width)
-                r = _ratio(z, cut.a, ins[way], t1f, lagk, lev.width)
-                g2[way, wi][:, where] = cut.g
-                var[way, wi][:, where] = _entry_var(z, cut.a, lagk) * q_of(cut.a) * r
-                n_ent[way, wi, where] = cut.n
-                lag_age[way, wi, where] = cut.lag_age
-                age_num[way, wi] += cut.age_sum
-                age_den[way, wi] += cut.w_sum
-                zs.append(z)
-                rs.append(r)
-                cuts.append(cut)
-            # the difference: independent-entry variance over the union of both cuts
-            # (shared entries cancel), times the cuts' correlation ratio
-            # entries' variance pooled from both cuts (the difference alone may rest on
-            # a couple of entries at short lags)
-            a0, a1 = cuts[0].a, cuts[1].a
-            s2 = [_entry_var(zs[k], ak, lagk) for k, ak in enumerate((a0, a1))]
-            n0, n1 = cuts[0].n, cuts[1].n
-            with np.errstate(invalid="ignore", divide="ignore"):
-                pooled = (s2[0] * n0 + s2[1] * n1) / (n0 + n1)
-            dvar[wi][:, where] = (pooled * np.sum((a0 - a1) ** 2, axis=0)
-                                  * 0.5 * (rs[0] + rs[1]))
-            ch, fl = _heterogeneity(c, ins[0], g2[0, wi][:, where])
-            chi4[wi][:, where] = ch
-            floor[wi][:, where] = fl
+            yield wi, k, lev, where, c, w, ages, t1f, lagk, ins
+
+
+def age_cut_g2(amap: AgeLagMap, windows: AgeWindows) -> tuple[np.ndarray, np.ndarray]:
+    """(lags (T,) in frames, g2 (2, W, B, T)): the means of :func:`age_cuts` alone, the
+    same numbers without their errors, flags and chi4 (a pixel group's cuts, of which
+    only g2 is read, cost a fifth as much)."""
+    sel = _selected(np.asarray(amap.bins, np.int64), None)
+    lag, per = _union_lags(amap)
+    g2 = np.full((2, windows.n, sel.size, lag.size), np.nan)
+    for wi, _k, _lev, where, c, w, _a, _t, _l, ins in _level_cuts(amap, windows, sel, per):
+        for way in range(2):
+            g2[way, wi][:, where] = _cut_mean(c, w, ins[way])[4]
+    return lag, g2
+
+
+def age_cuts(amap: AgeLagMap, windows: AgeWindows, *, bins: Sequence[int] | None = None,
+             progress=None, cancel=None) -> AgeCuts:
+    """Cut every window both ways, with errors, the disagreement flag and chi4.
+
+    ``bins``: 1-based dynamic bins to cut (default all of the map's).
+    """
+    from xpcsviewer.progress import report
+
+    all_bins = np.asarray(amap.bins, np.int64)
+    sel = _selected(all_bins, bins)
+    dt = float(amap.frame_time)
+    lag, per = _union_lags(amap)
+    nw, nb, nt = windows.n, sel.size, lag.size
+    g2 = np.full((2, nw, nb, nt), np.nan)
+    var = np.full((2, nw, nb, nt), np.nan)
+    n_ent = np.zeros((2, nw, nt))
+    lag_age = np.full((2, nw, nt), np.nan)
+    dvar = np.full((nw, nb, nt), np.nan)
+    chi4 = np.full((nw, nb, nt), np.nan)
+    floor = np.full((nw, nb, nt), np.nan)
+    age_num = np.zeros((2, nw))
+    age_den = np.zeros((2, nw))
+    steps = nw * len(amap.levels)
+    for wi, k, lev, where, c, w, ages, t1f, lagk, ins in _level_cuts(amap, windows, sel,
+                                                                   lag_per=per):
+        report(progress, cancel, wi * len(amap.levels) + k, steps,
+               f"age window {wi + 1}/{nw}")
+        zs, rs, cuts = [], [], []
+        for way in range(2):
+            cut, z = _cut(c, w, ages, t1f, ins[way], lagk, lev.width)
+            r = _ratio(z, cut.a, ins[way], t1f, lagk, lev.width)
+            g2[way, wi][:, where] = cut.g
+            var[way, wi][:, where] = _entry_var(z, cut.a, lagk) * q_of(cut.a) * r
+            n_ent[way, wi, where] = cut.n
+            lag_age[way, wi, where] = cut.lag_age
+            age_num[way, wi] += cut.age_sum
+            age_den[way, wi] += cut.w_sum
+            zs.append(z)
+            rs.append(r)
+            cuts.append(cut)
+        # the difference: independent-entry variance over the union of both cuts
+        # (shared entries cancel), times the cuts' correlation ratio
+        # entries' variance pooled from both cuts (the difference alone may rest on
+        # a couple of entries at short lags)
+        a0, a1 = cuts[0].a, cuts[1].a
+        s2 = [_entry_var(zs[k], ak, lagk) for k, ak in enumerate((a0, a1))]
+        n0, n1 = cuts[0].n, cuts[1].n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pooled = (s2[0] * n0 + s2[1] * n1) / (n0 + n1)
+        dvar[wi][:, where] = (pooled * np.sum((a0 - a1) ** 2, axis=0)
+                              * 0.5 * (rs[0] + rs[1]))
+        ch, fl = _heterogeneity(c, ins[0], g2[0, wi][:, where])
+        chi4[wi][:, where] = ch
+        floor[wi][:, where] = fl
     report(progress, cancel, steps, steps, "age cuts done")
     err = np.sqrt(var)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from xpcsviewer.compute.ages.age_lag import AgeLagMap, from_full_maps
-from xpcsviewer.compute.ages.analysis import AgeCuts, age_cuts
+from xpcsviewer.compute.ages.analysis import AgeCuts, age_cut_g2
 
 __all__ = ["MIN_GROUPS", "batch_sd", "group_cut_g2", "group_flag", "group_tau_errors",
            "tau_influence"]
@@ -107,9 +107,10 @@ def group_cut_g2(cuts: AgeCuts, groups: Any, progress=None, cancel=None
             gmap = _group_map(groups, g, jb, cuts.frame_time) if pix[g, jb] > 0 else None
             if gmap is None:
                 continue
-            gc = age_cuts(gmap, cuts.windows)
-            if gc.lag.size == cuts.lag.size:
-                g2[g, :, :, j] = gc.g2[:, :, 0]
+            # the means alone: the cuts' errors, flags and chi4 are not read here
+            lag, gg = age_cut_g2(gmap, cuts.windows)
+            if lag.size == cuts.lag.size:
+                g2[g, :, :, j] = gg[:, :, 0]
     report(progress, cancel, nb, nb, "pixel-group cuts done")
     return g2, weight
 
