@@ -15,7 +15,6 @@ from xpcsviewer.progress import Cancelled, CancelToken
 __all__ = [
     "StopToken",
     "bayes_all_job",
-    "bayes_job",
     "fit_all_job",
     "fit_job",
     "prepare_g2_job",
@@ -108,21 +107,6 @@ def fit_all_job(results: list, opts: dict, model: str, overrides: dict, t_range,
     if not blocks:
         raise ValueError("no g2 curves in the q and t ranges to fit")
     return fit_job(blocks, model, overrides, t_range, progress=progress, cancel=cancel)
-
-
-def bayes_job(
-    blocks,
-    model: str,
-    overrides: dict,
-    t_range,
-    sampler: dict,
-    progress=None,
-    cancel=None,
-):
-    """Worker job: NUTS posterior of every curve of ``blocks`` (cancellable between
-    blocks), in the fit process."""
-    return run_fit_call(FIT_TARGET, blocks, FitSpec(model, None, overrides or None, t_range),
-                        SamplerSpec(**sampler), progress=progress, cancel=cancel)
 
 
 class StopToken(CancelToken):

@@ -39,7 +39,6 @@ from xpcsviewer.fitting.vocabulary import MODEL_CHOICES, MODEL_MENU
 from xpcsviewer.gui.panels._g2_draw import G2DrawMixin
 from xpcsviewer.gui.panels._g2_fitrun import G2FitRunMixin
 from xpcsviewer.gui.panels._g2_jobs import (
-    bayes_job,
     fit_job,
     prepare_g2_job,
 )
@@ -53,7 +52,6 @@ from xpcsviewer.views.g2 import g2_data_columns
 __all__ = [
     "FitParamsWidget",
     "G2Panel",
-    "bayes_job",
     "fit_job",
     "prepare_g2_job",
     "wait_for_event_job",
