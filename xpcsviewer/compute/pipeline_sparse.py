@@ -174,8 +174,7 @@ def correlate_events_to_result(
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
     scattering_group: int = 1,
-    engine: Any = "compiled",
-    device: Any = "cpu",
+    engine: tuple[str, str] = ("compiled", "cpu"),
 ) -> CorrelatedResult:
     """Correlate a stream of hits into a result (nothing is written).
 
@@ -183,8 +182,8 @@ def correlate_events_to_result(
     hits of processed frames 0..n_frames-1 as EventBlocks; the other parameters are
     those of :func:`~xpcsviewer.compute.pipeline.correlate_to_result`.
     ``scattering_group``: frames per row of the per-frame means (time-tag runs).
-    ``engine``: "compiled" (numba, CPU) or "xla" (the multi-tau pass on ``device`` by
-    :mod:`~xpcsviewer.compute.multitau._photons_xla`; multi-tau only, no per-pixel stack).
+    ``engine``: (engine, device): "compiled" (numba, CPU) or "xla" (the multi-tau pass on
+    the device by :mod:`~xpcsviewer.compute.multitau._photons_xla`; multi-tau only).
     """
     record = record if record is not None else ResultRecord()
     if record.pixel_sink is not None and spec.mode == "twotime":
@@ -197,6 +196,7 @@ def correlate_events_to_result(
     common = dict(record.config or {})
     partition = Partition.of(qmap)
     mt = tt = scat = c2_maps = segments = None
+    engine, device = engine
     xla = str(engine) == "xla"
     if xla and (spec.two_time or scattering_group > 1):
         # the plan refuses these first (xla_photon_options); never run them elsewhere

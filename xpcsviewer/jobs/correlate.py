@@ -259,7 +259,7 @@ def _run(job: CorrelateJob, raw: Any, qm: Any, plan: CorrelatePlan, progress: An
                     out_res = correlate_events_to_result(
                         stream, qm_run, run_spec, record, progress=progress, cancel=cancel,
                         scattering_group=plan.scattering_group,
-                        engine=str(plan.engine.engine), device=plan.engine.device)
+                        engine=(str(plan.engine.engine), plan.engine.device))
                 else:
                     stream = FrameStream(
                         lambda use=use, size=256 if spec.mode == "twotime" else 128:

@@ -78,7 +78,7 @@ def test_map_strided_with_time_axes(qtbot, panel, results):
     assert panel.file_sel.count() == 1
 
 
-def test_manual_levels_and_diagonal(qtbot, panel, results):
+def test_manual_levels_and_diagonal(qtbot, panel, results, wait_idle):
     _load(qtbot, panel, results)
     raw = np.array(panel.c2_img.image)
     panel.auto_check.setChecked(False)
@@ -93,6 +93,7 @@ def test_manual_levels_and_diagonal(qtbot, panel, results):
     np.testing.assert_allclose(
         c[i, i], 0.5 * (raw[i, i + 1] + raw[i - 1, i]), rtol=1e-12
     )
+    wait_idle(panel.context.runner, 120000)  # the ages of the shown bin, in the background
 
 
 def test_click_on_qmap_picks_bin(qtbot, panel, results):
